@@ -1,0 +1,100 @@
+//! The async boundary between the lock and a Redis.
+//!
+//! The lock machine decides *what* to send; a [`Backend`] sends it and reports back. Two kinds exist:
+//! [`RedisBackend`](crate::RedisBackend) for a real server, and the `fake-redis` crate's
+//! `FakeBackend` for an in-process simulator on virtual time.
+//!
+//! # The contract every implementation keeps
+//!
+//! 1. **Outcomes are honest.** A call either returns the server's reply, or an error that says what
+//!    is known: [`BackendError::Server`] (the server ran the command and replied with an error),
+//!    [`BackendError::NotApplied`] (the call certainly never reached the server: the connection was
+//!    refused before anything was written), or [`BackendError::Unknown`] (a timeout, a dropped
+//!    connection: the call may or may not have been applied). Never report "not applied" when bytes
+//!    may have reached the server: the lock retries a not-applied call with no further thought.
+//! 2. **Scripts are found by SHA.** [`Backend::eval`] sends `EVALSHA`; on `NOSCRIPT` (a restarted
+//!    or failed-over server has an empty script cache) it loads the body and sends `EVALSHA` again.
+//!    `NOSCRIPT` means the script did not run, so the retry is safe.
+//! 3. **Calls are independent.** Any number may be in flight at once; a slow one never stalls the
+//!    others. Each is bounded by the implementation's response timeout, after which it is
+//!    [`BackendError::Unknown`].
+//! 4. **Pub/sub is a stream of events.** [`Backend::subscribe`] and [`Backend::unsubscribe`] change
+//!    the set of channels; [`Backend::next_event`] yields messages on them and tells when the
+//!    subscriber connection was lost ([`PubSubEvent::SubscriptionLost`]: messages may have been
+//!    missed) and when it is back, every channel subscribed again
+//!    ([`PubSubEvent::SubscriptionRestored`]). `next_event` is cancel-safe: dropping its future loses
+//!    no event.
+
+use crate::reply::Reply;
+use crate::script::ScriptCall;
+use bytes::Bytes;
+use std::future::Future;
+
+/// What a backend knows about a call that did not return a reply.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BackendError {
+    /// The server ran the call and replied with this error (its full text, code first).
+    #[error("the server replied with an error: {0}")]
+    Server(String),
+    /// The call certainly did not reach the server; it is safe to send again.
+    #[error("the call was not applied: {0}")]
+    NotApplied(String),
+    /// The call may or may not have been applied (a timeout, a dropped connection). Repeat it only
+    /// in a way that is idempotent (the lock's latches make its own calls so).
+    #[error("the call's outcome is unknown (it may have been applied): {0}")]
+    Unknown(String),
+}
+
+impl BackendError {
+    /// Whether the call may have been applied without its reply reaching us.
+    pub fn is_unknown(&self) -> bool {
+        matches!(self, BackendError::Unknown(_))
+    }
+}
+
+/// An event of the subscriber side.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PubSubEvent {
+    /// A message published on a subscribed channel.
+    Message {
+        /// The channel.
+        channel: Bytes,
+        /// The payload (`0` for an unlock).
+        payload: Bytes,
+    },
+    /// The subscriber connection was lost; messages published meanwhile are not delivered.
+    SubscriptionLost,
+    /// The subscriber connection is back and every channel is subscribed again.
+    SubscriptionRestored,
+}
+
+/// A connection to a Redis, as the lock needs it. See the [module docs](self) for the contract.
+pub trait Backend: Send + Sync + 'static {
+    /// Runs a script call (`EVALSHA`, loading the script on `NOSCRIPT`).
+    fn eval(&self, call: &ScriptCall) -> impl Future<Output = Result<Reply, BackendError>> + Send;
+
+    /// Runs one plain command, `argv[0]` being its name.
+    fn command(&self, argv: &[Bytes]) -> impl Future<Output = Result<Reply, BackendError>> + Send;
+
+    /// Subscribes to `channel`.
+    fn subscribe(&self, channel: &Bytes) -> impl Future<Output = Result<(), BackendError>> + Send;
+
+    /// Unsubscribes from `channel`.
+    fn unsubscribe(&self, channel: &Bytes)
+    -> impl Future<Output = Result<(), BackendError>> + Send;
+
+    /// The next pub/sub event. Pending forever if there is none; cancel-safe.
+    fn next_event(&self) -> impl Future<Output = PubSubEvent> + Send;
+}
+
+/// The subscriber side of a backend, kept apart from the command connection because a RESP2
+/// connection in subscribed mode can run no other command.
+pub trait Subscriber: Send + Sync + 'static {
+    /// Subscribes to `channel`.
+    fn subscribe(&self, channel: &Bytes) -> impl Future<Output = Result<(), BackendError>> + Send;
+    /// Unsubscribes from `channel`.
+    fn unsubscribe(&self, channel: &Bytes)
+    -> impl Future<Output = Result<(), BackendError>> + Send;
+    /// The next event; cancel-safe.
+    fn next_event(&self) -> impl Future<Output = PubSubEvent> + Send;
+}

@@ -1,0 +1,380 @@
+//! The production backend: a real Redis through the `redis` crate.
+//!
+//! [`RedisBackend`] is generic over the command connection, any `redis::aio::ConnectionLike`: the
+//! crate's reconnecting `ConnectionManager` in production, the fake's in-process connection in
+//! tests, a cluster connection later. Pub/sub runs on a separate [`Subscriber`], by default a
+//! [`RedisSubscriber`] on its own connection, which reconnects and resubscribes by itself.
+//!
+//! Every call is bounded by a response timeout; one that runs out is [`BackendError::Unknown`],
+//! never "failed", since the server may have applied it. Scripts go out as `EVALSHA`; a `NOSCRIPT`
+//! reply (a restarted or failed-over server forgets its scripts) loads the body and tries again.
+
+use crate::backend::{Backend, BackendError, PubSubEvent, Subscriber};
+use crate::reply::Reply;
+use crate::script::ScriptCall;
+use bytes::Bytes;
+use futures_util::StreamExt;
+use redis::aio::{ConnectionLike, ConnectionManager, PubSubSink, PubSubStream};
+use redis::{ErrorKind, RedisError, ServerErrorKind, Value};
+use std::collections::BTreeSet;
+use std::time::Duration;
+use tokio::sync::{Mutex, mpsc, oneshot};
+
+/// A [`Backend`] on the `redis` crate.
+pub struct RedisBackend<C = ConnectionManager, S = RedisSubscriber> {
+    conn: C,
+    subscriber: S,
+    response_timeout: Duration,
+}
+
+/// Why [`RedisBackend::connect`] could not make a backend.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    /// The URL is not one the `redis` crate accepts.
+    #[error("invalid Redis URL {url:?}: {source}")]
+    InvalidUrl {
+        /// The URL given.
+        url: String,
+        /// What the `redis` crate said.
+        source: RedisError,
+    },
+    /// The server could not be reached (or refused the credentials).
+    #[error(
+        "cannot connect to Redis at {url:?}: {source}; is the server running and the URL right?"
+    )]
+    Unreachable {
+        /// The URL given.
+        url: String,
+        /// What the `redis` crate said.
+        source: RedisError,
+    },
+}
+
+impl RedisBackend {
+    /// Connects to the server at `url` (any URL the `redis` crate accepts: `redis://`,
+    /// `rediss://` with the `tls` feature, a password, a database number), with a
+    /// reconnecting command connection and a dedicated subscriber connection.
+    pub async fn connect(
+        url: &str,
+        response_timeout: Duration,
+    ) -> Result<RedisBackend, ConnectError> {
+        let client = redis::Client::open(url).map_err(|source| ConnectError::InvalidUrl {
+            url: url.to_owned(),
+            source,
+        })?;
+        let unreachable = |source| ConnectError::Unreachable {
+            url: url.to_owned(),
+            source,
+        };
+        let config = redis::aio::ConnectionManagerConfig::new()
+            // Our own timeout bounds each call; the manager's would turn slow replies into errors
+            // we could not tell apart.
+            .set_response_timeout(None)
+            .set_connection_timeout(Some(response_timeout))
+            .set_number_of_retries(2);
+        let conn = client
+            .get_connection_manager_with_config(config)
+            .await
+            .map_err(unreachable)?;
+        let subscriber = RedisSubscriber::connect(client)
+            .await
+            .map_err(unreachable)?;
+        Ok(RedisBackend::new(conn, subscriber, response_timeout))
+    }
+}
+
+impl<C, S> RedisBackend<C, S> {
+    /// A backend over an existing command connection and subscriber.
+    pub fn new(conn: C, subscriber: S, response_timeout: Duration) -> RedisBackend<C, S> {
+        RedisBackend {
+            conn,
+            subscriber,
+            response_timeout,
+        }
+    }
+
+    /// The bound on every call.
+    pub fn response_timeout(&self) -> Duration {
+        self.response_timeout
+    }
+}
+
+impl<C, S> RedisBackend<C, S>
+where
+    C: ConnectionLike + Clone + Send + Sync + 'static,
+{
+    async fn bounded(
+        &self,
+        work: impl Future<Output = Result<Value, RedisError>>,
+    ) -> Result<Reply, BackendError> {
+        match tokio::time::timeout(self.response_timeout, work).await {
+            Ok(Ok(value)) => Ok(to_reply(value)),
+            Ok(Err(err)) => Err(classify(&err)),
+            Err(_) => Err(BackendError::Unknown(format!(
+                "no reply within the response timeout of {} ms",
+                self.response_timeout.as_millis()
+            ))),
+        }
+    }
+}
+
+async fn evalsha<C: ConnectionLike + Clone>(
+    conn: &C,
+    call: &ScriptCall,
+) -> Result<Value, RedisError> {
+    let mut cmd = redis::cmd("EVALSHA");
+    cmd.arg(call.script.sha()).arg(call.keys.len());
+    for k in &call.keys {
+        cmd.arg(&k[..]);
+    }
+    for a in &call.args {
+        cmd.arg(&a[..]);
+    }
+    cmd.query_async(&mut conn.clone()).await
+}
+
+impl<C, S> Backend for RedisBackend<C, S>
+where
+    C: ConnectionLike + Clone + Send + Sync + 'static,
+    S: Subscriber,
+{
+    async fn eval(&self, call: &ScriptCall) -> Result<Reply, BackendError> {
+        self.bounded(async {
+            match evalsha(&self.conn, call).await {
+                Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
+                    tracing::debug!(script = call.script.name, "NOSCRIPT: loading the script");
+                    redis::cmd("SCRIPT")
+                        .arg("LOAD")
+                        .arg(call.script.body)
+                        .query_async::<Value>(&mut self.conn.clone())
+                        .await?;
+                    evalsha(&self.conn, call).await
+                }
+                other => other,
+            }
+        })
+        .await
+    }
+
+    async fn command(&self, argv: &[Bytes]) -> Result<Reply, BackendError> {
+        let Some((name, args)) = argv.split_first() else {
+            return Err(BackendError::NotApplied("an empty command".into()));
+        };
+        let mut cmd = redis::cmd(&String::from_utf8_lossy(name));
+        for a in args {
+            cmd.arg(&a[..]);
+        }
+        self.bounded(async { cmd.query_async(&mut self.conn.clone()).await })
+            .await
+    }
+
+    fn subscribe(&self, channel: &Bytes) -> impl Future<Output = Result<(), BackendError>> + Send {
+        self.subscriber.subscribe(channel)
+    }
+
+    fn unsubscribe(
+        &self,
+        channel: &Bytes,
+    ) -> impl Future<Output = Result<(), BackendError>> + Send {
+        self.subscriber.unsubscribe(channel)
+    }
+
+    fn next_event(&self) -> impl Future<Output = PubSubEvent> + Send {
+        self.subscriber.next_event()
+    }
+}
+
+/// Maps a `redis` crate error to what it tells about the call's outcome.
+pub fn classify(err: &RedisError) -> BackendError {
+    if let Some(code) = err.code() {
+        return BackendError::Server(match err.detail() {
+            Some(detail) => format!("{code} {detail}"),
+            None => code.to_owned(),
+        });
+    }
+    if err.is_connection_refusal() {
+        return BackendError::NotApplied(err.to_string());
+    }
+    BackendError::Unknown(err.to_string())
+}
+
+/// Converts a `redis` crate value to a [`Reply`].
+pub fn to_reply(value: Value) -> Reply {
+    match value {
+        Value::Nil => Reply::Nil,
+        Value::Int(n) => Reply::Int(n),
+        Value::BulkString(b) => Reply::Bulk(Bytes::from(b)),
+        Value::Array(items) | Value::Set(items) => {
+            Reply::Array(items.into_iter().map(to_reply).collect())
+        }
+        Value::SimpleString(s) => Reply::Status(s),
+        Value::Okay => Reply::Status("OK".into()),
+        Value::Map(pairs) => Reply::Array(
+            pairs
+                .into_iter()
+                .flat_map(|(k, v)| [to_reply(k), to_reply(v)])
+                .collect(),
+        ),
+        Value::Attribute { data, .. } => to_reply(*data),
+        Value::Double(d) => Reply::Bulk(Bytes::from(d.to_string())),
+        Value::Boolean(b) => Reply::Int(i64::from(b)),
+        Value::VerbatimString { text, .. } => Reply::Bulk(Bytes::from(text)),
+        Value::ServerError(e) => Reply::Error(match e.details() {
+            Some(detail) => format!("{} {detail}", e.code()),
+            None => e.code().to_owned(),
+        }),
+        other => Reply::Bulk(Bytes::from(format!("{other:?}"))),
+    }
+}
+
+/// A [`Subscriber`] on a dedicated pub/sub connection that reconnects and resubscribes by itself.
+///
+/// A task owns the connection. When it drops, the task reports
+/// [`PubSubEvent::SubscriptionLost`], retries with a growing delay (up to 1 s), subscribes every
+/// channel again and reports [`PubSubEvent::SubscriptionRestored`].
+pub struct RedisSubscriber {
+    commands: mpsc::UnboundedSender<SubCommand>,
+    events: Mutex<mpsc::UnboundedReceiver<PubSubEvent>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+enum SubCommand {
+    Subscribe(Bytes, oneshot::Sender<Result<(), BackendError>>),
+    Unsubscribe(Bytes, oneshot::Sender<Result<(), BackendError>>),
+}
+
+impl Drop for RedisSubscriber {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl RedisSubscriber {
+    /// Opens the pub/sub connection (it must succeed once) and starts its task.
+    pub async fn connect(client: redis::Client) -> Result<RedisSubscriber, RedisError> {
+        let (sink, stream) = client.get_async_pubsub().await?.split();
+        let (commands, command_rx) = mpsc::unbounded_channel();
+        let (event_tx, events) = mpsc::unbounded_channel();
+        let task = tokio::spawn(run_subscriber(
+            client,
+            Some((sink, stream)),
+            command_rx,
+            event_tx,
+        ));
+        Ok(RedisSubscriber {
+            commands,
+            events: Mutex::new(events),
+            task,
+        })
+    }
+
+    async fn request(
+        &self,
+        make: impl FnOnce(oneshot::Sender<Result<(), BackendError>>) -> SubCommand,
+    ) -> Result<(), BackendError> {
+        let (tx, rx) = oneshot::channel();
+        self.commands
+            .send(make(tx))
+            .map_err(|_| BackendError::NotApplied("the subscriber task has stopped".into()))?;
+        rx.await
+            .unwrap_or_else(|_| Err(BackendError::Unknown("the subscriber task stopped".into())))
+    }
+}
+
+impl Subscriber for RedisSubscriber {
+    async fn subscribe(&self, channel: &Bytes) -> Result<(), BackendError> {
+        self.request(|tx| SubCommand::Subscribe(channel.clone(), tx))
+            .await
+    }
+
+    async fn unsubscribe(&self, channel: &Bytes) -> Result<(), BackendError> {
+        self.request(|tx| SubCommand::Unsubscribe(channel.clone(), tx))
+            .await
+    }
+
+    async fn next_event(&self) -> PubSubEvent {
+        let mut events = self.events.lock().await;
+        match events.recv().await {
+            Some(event) => event,
+            None => std::future::pending().await,
+        }
+    }
+}
+
+async fn run_subscriber(
+    client: redis::Client,
+    mut conn: Option<(PubSubSink, PubSubStream)>,
+    mut commands: mpsc::UnboundedReceiver<SubCommand>,
+    events: mpsc::UnboundedSender<PubSubEvent>,
+) {
+    let mut channels: BTreeSet<Bytes> = BTreeSet::new();
+    let mut backoff = Duration::from_millis(50);
+    loop {
+        match &mut conn {
+            Some((sink, stream)) => {
+                tokio::select! {
+                    command = commands.recv() => {
+                        let Some(command) = command else { return };
+                        let (ack, result) = match command {
+                            SubCommand::Subscribe(ch, ack) => {
+                                channels.insert(ch.clone());
+                                (ack, sink.subscribe(&ch[..]).await)
+                            }
+                            SubCommand::Unsubscribe(ch, ack) => {
+                                channels.remove(&ch);
+                                (ack, sink.unsubscribe(&ch[..]).await)
+                            }
+                        };
+                        let _ = ack.send(result.map_err(|e| classify(&e)));
+                    }
+                    message = stream.next() => match message {
+                        Some(msg) => {
+                            let _ = events.send(PubSubEvent::Message {
+                                channel: Bytes::copy_from_slice(msg.get_channel_name().as_bytes()),
+                                payload: Bytes::copy_from_slice(msg.get_payload_bytes()),
+                            });
+                        }
+                        None => {
+                            tracing::warn!("pub/sub connection lost; reconnecting");
+                            conn = None;
+                            backoff = Duration::from_millis(50);
+                            let _ = events.send(PubSubEvent::SubscriptionLost);
+                        }
+                    },
+                }
+            }
+            None => {
+                tokio::select! {
+                    command = commands.recv() => {
+                        let Some(command) = command else { return };
+                        // Remembered, and subscribed when the connection is back.
+                        let ack = match command {
+                            SubCommand::Subscribe(ch, ack) => { channels.insert(ch); ack }
+                            SubCommand::Unsubscribe(ch, ack) => { channels.remove(&ch); ack }
+                        };
+                        let _ = ack.send(Ok(()));
+                    }
+                    () = tokio::time::sleep(backoff) => {
+                        backoff = (backoff * 2).min(Duration::from_secs(1));
+                        if let Some(restored) = reconnect(&client, &channels).await {
+                            conn = Some(restored);
+                            tracing::info!("pub/sub connection restored");
+                            let _ = events.send(PubSubEvent::SubscriptionRestored);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+async fn reconnect(
+    client: &redis::Client,
+    channels: &BTreeSet<Bytes>,
+) -> Option<(PubSubSink, PubSubStream)> {
+    let (mut sink, stream) = client.get_async_pubsub().await.ok()?.split();
+    for ch in channels {
+        sink.subscribe(&ch[..]).await.ok()?;
+    }
+    Some((sink, stream))
+}

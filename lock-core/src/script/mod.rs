@@ -1,0 +1,354 @@
+//! The lock's server-side scripts, each twice: Lua for a real Redis, native Rust for the fake.
+//!
+//! Every script is one module holding, side by side, the Lua body, a native function that does
+//! exactly what the body does (over the [`Store`] trait, at one frozen time), the typed decoding of
+//! its reply, and a builder for its call. The native function reads like the Lua, line by line, so
+//! that the two can be compared by eye; a differential property test holds them equal against a real
+//! Redis, errors included.
+//!
+//! Errors follow Redis 7.0: when a `redis.call` fails inside a script, the reply is that command's
+//! error followed by ` script: <sha>, on @user_script:<line>.`, and the writes the script made
+//! before the failing call stay. The native twins reproduce this through [`ScriptCtx`].
+
+pub mod acquire;
+pub mod acquire_fenced;
+pub mod force_unlock;
+pub mod reference;
+pub mod release;
+pub mod renew_batch;
+
+use crate::reply::Reply;
+use bytes::Bytes;
+use std::sync::OnceLock;
+
+/// The error text of a command that failed, exactly as Redis words it
+/// (`WRONGTYPE Operation against a key holding the wrong kind of value`).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct CommandError(pub String);
+
+impl CommandError {
+    /// Redis's reply to a command on a key of another type.
+    pub fn wrong_type() -> CommandError {
+        CommandError("WRONGTYPE Operation against a key holding the wrong kind of value".into())
+    }
+
+    /// Redis's reply to an argument that is not a 64-bit integer.
+    pub fn not_an_integer() -> CommandError {
+        CommandError("ERR value is not an integer or out of range".into())
+    }
+}
+
+/// The commands the lock scripts call, at one frozen `now` chosen by the implementation.
+///
+/// Arguments that a script takes from `ARGV` and hands to Redis as strings stay bytes here, so the
+/// store parses them with Redis's own rules and errors. Implemented by the fake's engine and by
+/// [`reference::ReferenceStore`].
+pub trait Store {
+    /// `EXISTS key` for one key.
+    fn exists(&mut self, key: &[u8]) -> Result<bool, CommandError>;
+    /// `HEXISTS key field`.
+    fn hexists(&mut self, key: &[u8], field: &[u8]) -> Result<bool, CommandError>;
+    /// `HINCRBY key field delta`: the new value. Keeps the key's TTL.
+    fn hincrby(&mut self, key: &[u8], field: &[u8], delta: i64) -> Result<i64, CommandError>;
+    /// `HGET key field`.
+    fn hget(&mut self, key: &[u8], field: &[u8]) -> Result<Option<Bytes>, CommandError>;
+    /// `PEXPIRE key ms`: whether a timeout was set (a deadline at or before now deletes the key).
+    fn pexpire(&mut self, key: &[u8], ms: &[u8]) -> Result<bool, CommandError>;
+    /// `PTTL key`: -2 missing, -1 no TTL, else the remaining milliseconds.
+    fn pttl(&mut self, key: &[u8]) -> Result<i64, CommandError>;
+    /// `DEL key` for one key: whether it was removed.
+    fn del(&mut self, key: &[u8]) -> Result<bool, CommandError>;
+    /// `PUBLISH channel message`: how many clients received it.
+    fn publish(&mut self, channel: &[u8], message: &[u8]) -> Result<i64, CommandError>;
+    /// `SET key value PX ms`.
+    fn set_px(&mut self, key: &[u8], value: &[u8], ms: &[u8]) -> Result<(), CommandError>;
+    /// `GET key`.
+    fn get(&mut self, key: &[u8]) -> Result<Option<Bytes>, CommandError>;
+    /// `INCR key`: the new value.
+    fn incr(&mut self, key: &[u8]) -> Result<i64, CommandError>;
+}
+
+/// A server-side script: its name, Lua body, and the SHA1 Redis knows it by.
+#[derive(Debug)]
+pub struct Script {
+    /// A short name for logs and errors (`acquire`, `release`, …).
+    pub name: &'static str,
+    /// The Lua body sent to a real Redis.
+    pub body: &'static str,
+    native: NativeFn,
+    sha: OnceLock<String>,
+}
+
+/// A native twin: runs over `keys` and `args` as `EVALSHA` would hand them to the Lua body.
+pub type NativeFn = fn(&mut ScriptCtx<'_>, &mut dyn Store) -> Result<Reply, ScriptFailure>;
+
+impl Script {
+    const fn new(name: &'static str, body: &'static str, native: NativeFn) -> Script {
+        Script {
+            name,
+            body,
+            native,
+            sha: OnceLock::new(),
+        }
+    }
+
+    /// The lowercase hex SHA1 of the body, as `SCRIPT LOAD` replies it.
+    pub fn sha(&self) -> &str {
+        self.sha
+            .get_or_init(|| sha1_smol::Sha1::from(self.body).digest().to_string())
+    }
+
+    /// Runs the native twin, atomically over `store`, as `EVALSHA sha numkeys keys… args…` would.
+    ///
+    /// A failing call comes back as [`Reply::Error`] with Redis 7.0's script suffix.
+    pub fn run_native(&self, store: &mut dyn Store, keys: &[Bytes], args: &[Bytes]) -> Reply {
+        let mut ctx = ScriptCtx {
+            sha: self.sha(),
+            keys,
+            args,
+        };
+        match (self.native)(&mut ctx, store) {
+            Ok(reply) => reply,
+            Err(ScriptFailure(text)) => Reply::Error(text),
+        }
+    }
+}
+
+/// Every script the lock uses, for lookup by SHA (the fake's script cache) and for loading.
+pub fn all() -> [&'static Script; 5] {
+    [
+        &acquire::SCRIPT,
+        &acquire_fenced::SCRIPT,
+        &release::SCRIPT,
+        &renew_batch::SCRIPT,
+        &force_unlock::SCRIPT,
+    ]
+}
+
+/// The script with this SHA1 (lowercase or uppercase hex), if the lock has one.
+pub fn by_sha(sha: &[u8]) -> Option<&'static Script> {
+    all()
+        .into_iter()
+        .find(|s| s.sha().as_bytes().eq_ignore_ascii_case(sha))
+}
+
+/// The script with exactly this body, if the lock has one.
+pub fn by_body(body: &[u8]) -> Option<&'static Script> {
+    all().into_iter().find(|s| s.body.as_bytes() == body)
+}
+
+/// A script call ready to send: which script, its `KEYS` and its `ARGV`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScriptCall {
+    /// The script.
+    pub script: &'static Script,
+    /// `KEYS[1..]`.
+    pub keys: Vec<Bytes>,
+    /// `ARGV[1..]`.
+    pub args: Vec<Bytes>,
+}
+
+impl PartialEq for Script {
+    fn eq(&self, other: &Script) -> bool {
+        self.body == other.body
+    }
+}
+impl Eq for Script {}
+
+impl ScriptCall {
+    /// Runs the call's native twin over `store`.
+    pub fn run_native(&self, store: &mut dyn Store) -> Reply {
+        self.script.run_native(store, &self.keys, &self.args)
+    }
+}
+
+/// A script that stopped at a failing `redis.call`: the full error text, suffix included.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScriptFailure(pub String);
+
+/// What a native twin sees while it runs: `KEYS`, `ARGV`, and how to word an error at a Lua line.
+pub struct ScriptCtx<'a> {
+    sha: &'a str,
+    keys: &'a [Bytes],
+    args: &'a [Bytes],
+}
+
+impl<'a> ScriptCtx<'a> {
+    /// The error a `redis.call` on Lua line `line` raises when it fails with `err`.
+    pub fn fail(&self, line: u32, err: CommandError) -> ScriptFailure {
+        ScriptFailure(format!(
+            "{} script: {}, on @user_script:{line}.",
+            err.0, self.sha
+        ))
+    }
+
+    /// The result of the `redis.call` on Lua line `line`, its error worded as Redis words it.
+    pub fn at<T>(&self, line: u32, result: Result<T, CommandError>) -> Result<T, ScriptFailure> {
+        result.map_err(|e| self.fail(line, e))
+    }
+
+    /// `KEYS[i]` (1-based) as an argument of the call on `line`; missing, it is Lua's `nil`, which
+    /// `redis.call` refuses.
+    pub fn key(&self, i: usize, line: u32) -> Result<&'a [u8], ScriptFailure> {
+        self.keys
+            .get(i.wrapping_sub(1))
+            .map(|b| &b[..])
+            .ok_or_else(|| self.fail(line, nil_argument()))
+    }
+
+    /// `ARGV[i]` (1-based) as an argument of the call on `line`.
+    pub fn arg(&self, i: usize, line: u32) -> Result<&'a [u8], ScriptFailure> {
+        self.args
+            .get(i.wrapping_sub(1))
+            .map(|b| &b[..])
+            .ok_or_else(|| self.fail(line, nil_argument()))
+    }
+
+    /// `#KEYS`.
+    pub fn key_count(&self) -> usize {
+        self.keys.len()
+    }
+}
+
+fn nil_argument() -> CommandError {
+    CommandError("ERR Lua redis lib command arguments must be strings or integers".into())
+}
+
+/// Lua 5.1's `tonumber` on a string, as far as the scripts need it: a decimal or `0x` hex integer,
+/// or a decimal float, with surrounding whitespace allowed; anything else is `nil`.
+///
+/// A number becomes an integer reply truncated toward zero, as Redis converts Lua numbers.
+pub fn lua_tonumber_reply(s: &[u8]) -> Option<i64> {
+    let text = std::str::from_utf8(s).ok()?;
+    let t = text.trim_matches(|c: char| c.is_ascii_whitespace());
+    if t.is_empty() {
+        return None;
+    }
+    let (neg, body) = match t.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, t.strip_prefix('+').unwrap_or(t)),
+    };
+    if let Some(hex) = body.strip_prefix("0x").or_else(|| body.strip_prefix("0X")) {
+        let v = u64::from_str_radix(hex, 16).ok()? as f64;
+        return Some(float_to_reply(if neg { -v } else { v }));
+    }
+    if !body
+        .bytes()
+        .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'+' | b'-'))
+    {
+        return None;
+    }
+    let v: f64 = t.parse().ok()?;
+    Some(float_to_reply(v))
+}
+
+fn float_to_reply(v: f64) -> i64 {
+    // Redis converts a Lua number with a C cast to long long; Rust's `as` truncates and saturates.
+    v as i64
+}
+
+/// Parses a command argument as Redis's `string2ll` does: an optional `-`, digits, no leading
+/// zeros, no `+`, no spaces, within `i64`.
+pub fn parse_i64(s: &[u8]) -> Option<i64> {
+    if s.is_empty() || s.len() > 20 {
+        return None;
+    }
+    if s == b"0" {
+        return Some(0);
+    }
+    let (neg, digits) = match s.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, s),
+    };
+    match digits.first() {
+        Some(b'1'..=b'9') => {}
+        _ => return None,
+    }
+    let mut v: i64 = 0;
+    for &b in digits {
+        if !b.is_ascii_digit() {
+            return None;
+        }
+        let d = i64::from(b - b'0');
+        v = v.checked_mul(10)?;
+        v = if neg {
+            v.checked_sub(d)?
+        } else {
+            v.checked_add(d)?
+        };
+    }
+    Some(v)
+}
+
+/// Bytes of an integer argument, as a Lua number becomes a string for `redis.call`.
+pub(crate) fn int_arg(n: i64) -> Bytes {
+    Bytes::from(n.to_string())
+}
+
+/// An error decoding a script's reply: the server answered something the lock does not expect.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unexpected reply to the {script} script: {reply}")]
+pub struct DecodeError {
+    /// The script's name.
+    pub script: &'static str,
+    /// The reply, as text.
+    pub reply: String,
+}
+
+impl DecodeError {
+    pub(crate) fn new(script: &'static str, reply: &Reply) -> DecodeError {
+        DecodeError {
+            script,
+            reply: reply.to_string(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shas_match_redis() {
+        // `SCRIPT LOAD "return 1"` replies this SHA on Redis 7.0.
+        assert_eq!(
+            sha1_smol::Sha1::from("return 1").digest().to_string(),
+            "e0e1f9fabfc9d4800c877a703b823ac0578ff8db"
+        );
+        for s in all() {
+            assert_eq!(by_sha(s.sha().as_bytes()).map(|f| f.name), Some(s.name));
+            assert_eq!(by_body(s.body.as_bytes()).map(|f| f.name), Some(s.name));
+        }
+    }
+
+    #[test]
+    fn integers_parse_as_redis_does() {
+        assert_eq!(parse_i64(b"30000"), Some(30000));
+        assert_eq!(parse_i64(b"-5"), Some(-5));
+        assert_eq!(parse_i64(b"0"), Some(0));
+        for bad in [
+            &b""[..],
+            b"+1",
+            b"01",
+            b" 1",
+            b"1.0",
+            b"-0",
+            b"9223372036854775808",
+            b"x",
+        ] {
+            assert_eq!(parse_i64(bad), None, "{:?}", String::from_utf8_lossy(bad));
+        }
+        assert_eq!(parse_i64(b"-9223372036854775808"), Some(i64::MIN));
+    }
+
+    #[test]
+    fn tonumber_follows_lua() {
+        assert_eq!(lua_tonumber_reply(b"1"), Some(1));
+        assert_eq!(lua_tonumber_reply(b" 7 "), Some(7));
+        assert_eq!(lua_tonumber_reply(b"2.9"), Some(2));
+        assert_eq!(lua_tonumber_reply(b"0x10"), Some(16));
+        assert_eq!(lua_tonumber_reply(b"x"), None);
+        assert_eq!(lua_tonumber_reply(b""), None);
+    }
+}

@@ -1,0 +1,114 @@
+//! `release`: drop one hold, and the lock with the last one, once per request id.
+//!
+//! `KEYS[1]` the lock, `KEYS[2]` its unlock channel, `KEYS[3]` the unlock latch of this request;
+//! `ARGV[1]` the unlock message (`0`), `ARGV[2]` the lease to re-apply on a reentrant release,
+//! `ARGV[3]` the owner, `ARGV[4]` the latch's TTL in ms.
+//!
+//! Redisson's `unlockInnerAsync` (its latch fixed issue #4871: an unlock whose reply was lost, sent
+//! again, used to fail with "not locked by current thread"). Replies nil when the owner holds no
+//! hold, 0 when holds remain (the lease is re-applied in full), 1 when the lock was deleted and
+//! waiters were told; a repeat of the same request replies what the first attempt did.
+
+use super::{
+    DecodeError, Script, ScriptCall, ScriptCtx, ScriptFailure, Store, int_arg, lua_tonumber_reply,
+};
+use crate::keys::{LockKeys, Owner, RequestId};
+use crate::reply::Reply;
+use crate::time::{Lease, Millis};
+use bytes::Bytes;
+
+/// The script.
+pub static SCRIPT: Script = Script::new("release", BODY, native);
+
+/// The message an unlock publishes (Redisson's `UNLOCK_MESSAGE`).
+pub const UNLOCK_MESSAGE: &[u8] = b"0";
+
+const BODY: &str = "\
+if redis.call('exists', KEYS[3]) == 1 then
+  return tonumber(redis.call('get', KEYS[3]))
+end
+if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
+  return nil
+end
+local count = redis.call('hincrby', KEYS[1], ARGV[3], -1)
+if count > 0 then
+  redis.call('pexpire', KEYS[1], ARGV[2])
+  redis.call('set', KEYS[3], 0, 'px', ARGV[4])
+  return 0
+end
+redis.call('del', KEYS[1])
+redis.call('publish', KEYS[2], ARGV[1])
+redis.call('set', KEYS[3], 1, 'px', ARGV[4])
+return 1
+";
+
+fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, ScriptFailure> {
+    let latch = cx.key(3, 1)?;
+    if cx.at(1, store.exists(latch))? {
+        let stored = cx.at(2, store.get(latch))?;
+        return Ok(match stored.as_deref().and_then(lua_tonumber_reply) {
+            Some(n) => Reply::Int(n),
+            None => Reply::Nil,
+        });
+    }
+    let lock = cx.key(1, 4)?;
+    if !cx.at(4, store.hexists(lock, cx.arg(3, 4)?))? {
+        return Ok(Reply::Nil);
+    }
+    let count = cx.at(7, store.hincrby(lock, cx.arg(3, 7)?, -1))?;
+    if count > 0 {
+        cx.at(9, store.pexpire(lock, cx.arg(2, 9)?))?;
+        cx.at(10, store.set_px(latch, b"0", cx.arg(4, 10)?))?;
+        return Ok(Reply::Int(0));
+    }
+    cx.at(13, store.del(lock))?;
+    cx.at(14, store.publish(cx.key(2, 14)?, cx.arg(1, 14)?))?;
+    cx.at(15, store.set_px(latch, b"1", cx.arg(4, 15)?))?;
+    Ok(Reply::Int(1))
+}
+
+/// The call that releases one hold of `owner` on `keys`, idempotent under `request`; a reentrant
+/// release re-applies `lease`.
+pub fn call(
+    keys: &LockKeys,
+    request: &RequestId,
+    lease: Lease,
+    owner: &Owner,
+    latch_ttl: Millis,
+) -> ScriptCall {
+    ScriptCall {
+        script: &SCRIPT,
+        keys: vec![
+            keys.lock.clone(),
+            keys.channel.clone(),
+            keys.unlock_latch(request),
+        ],
+        args: vec![
+            Bytes::from_static(UNLOCK_MESSAGE),
+            int_arg(lease.millis().as_u64() as i64),
+            owner.as_bytes().clone(),
+            int_arg(latch_ttl.as_u64().max(1) as i64),
+        ],
+    }
+}
+
+/// What a release learned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReleaseReply {
+    /// The owner held no hold: the lock expired, was force-unlocked, or was never taken.
+    NotHeld,
+    /// One hold was released; others remain, and the lease was re-applied.
+    StillHeld,
+    /// The last hold was released: the key is gone and waiters were told.
+    Released,
+}
+
+/// Decodes the script's reply.
+pub fn decode(reply: &Reply) -> Result<ReleaseReply, DecodeError> {
+    match reply {
+        Reply::Nil => Ok(ReleaseReply::NotHeld),
+        Reply::Int(0) => Ok(ReleaseReply::StillHeld),
+        Reply::Int(1) => Ok(ReleaseReply::Released),
+        _ => Err(DecodeError::new(SCRIPT.name, reply)),
+    }
+}

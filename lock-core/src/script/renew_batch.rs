@@ -1,0 +1,76 @@
+//! `renew_batch`: extend many holds in one round trip, the watchdog's one call per batch.
+//!
+//! `KEYS[1..n]` the locks; `ARGV[1]` the lease in ms, `ARGV[2..n+1]` the owner of each lock. For
+//! each lock still held by its owner, re-applies the lease and answers 1; for one that is not (it
+//! expired, or was force-unlocked and maybe taken by another), answers 0 and leaves it untouched.
+//! Redisson 3.44's `LockTask` batches renewals the same way.
+
+use super::{DecodeError, Script, ScriptCall, ScriptCtx, ScriptFailure, Store, int_arg};
+use crate::keys::Owner;
+use crate::reply::Reply;
+use crate::time::Lease;
+use bytes::Bytes;
+
+/// The script.
+pub static SCRIPT: Script = Script::new("renew_batch", BODY, native);
+
+const BODY: &str = "\
+local result = {}
+for i = 1, #KEYS do
+  if redis.call('hexists', KEYS[i], ARGV[i + 1]) == 1 then
+    redis.call('pexpire', KEYS[i], ARGV[1])
+    result[i] = 1
+  else
+    result[i] = 0
+  end
+end
+return result
+";
+
+fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, ScriptFailure> {
+    let mut result = Vec::with_capacity(cx.key_count());
+    for i in 1..=cx.key_count() {
+        let lock = cx.key(i, 3)?;
+        if cx.at(3, store.hexists(lock, cx.arg(i + 1, 3)?))? {
+            cx.at(4, store.pexpire(lock, cx.arg(1, 4)?))?;
+            result.push(Reply::Int(1));
+        } else {
+            result.push(Reply::Int(0));
+        }
+    }
+    Ok(Reply::Array(result))
+}
+
+/// The call that renews each `(lock key, owner)` with `lease`.
+pub fn call<'a>(
+    lease: Lease,
+    holds: impl IntoIterator<Item = (&'a Bytes, &'a Owner)>,
+) -> ScriptCall {
+    let mut keys = Vec::new();
+    let mut args = vec![int_arg(lease.millis().as_u64() as i64)];
+    for (key, owner) in holds {
+        keys.push(key.clone());
+        args.push(owner.as_bytes().clone());
+    }
+    ScriptCall {
+        script: &SCRIPT,
+        keys,
+        args,
+    }
+}
+
+/// Decodes the reply: for each lock in call order, whether it is still held and was renewed.
+pub fn decode(reply: &Reply, expected: usize) -> Result<Vec<bool>, DecodeError> {
+    let err = || DecodeError::new(SCRIPT.name, reply);
+    match reply {
+        Reply::Array(items) if items.len() == expected => items
+            .iter()
+            .map(|r| match r {
+                Reply::Int(1) => Ok(true),
+                Reply::Int(0) => Ok(false),
+                _ => Err(err()),
+            })
+            .collect(),
+        _ => Err(err()),
+    }
+}
