@@ -1,1 +1,1 @@
-//! placeholder
+//! Programs that teach the watchdog (being built; see the README).
