@@ -13,8 +13,13 @@ mod common;
 
 use bytes::Bytes;
 use lock_core::script::reference::{ReferenceStore, Value};
-use lock_core::script::{ScriptCall, Store, acquire, acquire_fenced, force_unlock, release, renew_batch};
-use lock_core::{Backend, BackendError, KeyLayout, Lease, LockKeys, Millis, Owner, RedisBackend, Reply, RequestId};
+use lock_core::script::{
+    ScriptCall, Store, acquire, acquire_fenced, force_unlock, release, renew_batch,
+};
+use lock_core::{
+    Backend, BackendError, KeyLayout, Lease, LockKeys, Millis, Owner, RedisBackend, Reply,
+    RequestId,
+};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use std::time::{Duration, Instant};
@@ -34,16 +39,50 @@ enum Target {
 
 #[derive(Clone, Debug)]
 enum Op {
-    Acquire { lock: usize, owner: u64, req: u128, lease: u64 },
-    AcquireFenced { lock: usize, owner: u64, req: u128, lease: u64 },
-    Release { lock: usize, owner: u64, req: u128, lease: u64 },
-    Renew { holds: Vec<(usize, u64)>, lease: u64 },
-    ForceUnlock { lock: usize },
-    HGet { lock: usize, owner: u64 },
-    Pttl { lock: usize },
-    Exists { lock: usize },
-    WriteString { lock: usize, target: Target, value: &'static str },
-    WriteList { lock: usize, target: Target },
+    Acquire {
+        lock: usize,
+        owner: u64,
+        req: u128,
+        lease: u64,
+    },
+    AcquireFenced {
+        lock: usize,
+        owner: u64,
+        req: u128,
+        lease: u64,
+    },
+    Release {
+        lock: usize,
+        owner: u64,
+        req: u128,
+        lease: u64,
+    },
+    Renew {
+        holds: Vec<(usize, u64)>,
+        lease: u64,
+    },
+    ForceUnlock {
+        lock: usize,
+    },
+    HGet {
+        lock: usize,
+        owner: u64,
+    },
+    Pttl {
+        lock: usize,
+    },
+    Exists {
+        lock: usize,
+    },
+    WriteString {
+        lock: usize,
+        target: Target,
+        value: &'static str,
+    },
+    WriteList {
+        lock: usize,
+        target: Target,
+    },
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -85,7 +124,9 @@ impl Names {
     fn new(prefix: &str) -> Names {
         let layout = KeyLayout::new(prefix);
         Names {
-            locks: (0..LOCKS).map(|i| layout.lock(&format!("{prefix}:L{i}"))).collect(),
+            locks: (0..LOCKS)
+                .map(|i| layout.lock(&format!("{prefix}:L{i}")))
+                .collect(),
         }
     }
 
@@ -121,24 +162,53 @@ impl Names {
         let lease = |ms: u64| Lease::from_millis(ms).unwrap();
         let latch = Millis(20_000);
         Some(match *op {
-            Op::Acquire { lock, owner, req, lease: l } => {
-                acquire::call(&self.locks[lock], &RequestId(req), lease(l), &self.owner(owner), latch)
-            }
-            Op::AcquireFenced { lock, owner, req, lease: l } => acquire_fenced::call(
+            Op::Acquire {
+                lock,
+                owner,
+                req,
+                lease: l,
+            } => acquire::call(
                 &self.locks[lock],
                 &RequestId(req),
                 lease(l),
                 &self.owner(owner),
                 latch,
             ),
-            Op::Release { lock, owner, req, lease: l } => {
-                release::call(&self.locks[lock], &RequestId(req), lease(l), &self.owner(owner), latch)
-            }
-            Op::Renew { ref holds, lease: l } => {
+            Op::AcquireFenced {
+                lock,
+                owner,
+                req,
+                lease: l,
+            } => acquire_fenced::call(
+                &self.locks[lock],
+                &RequestId(req),
+                lease(l),
+                &self.owner(owner),
+                latch,
+            ),
+            Op::Release {
+                lock,
+                owner,
+                req,
+                lease: l,
+            } => release::call(
+                &self.locks[lock],
+                &RequestId(req),
+                lease(l),
+                &self.owner(owner),
+                latch,
+            ),
+            Op::Renew {
+                ref holds,
+                lease: l,
+            } => {
                 let owners: Vec<Owner> = holds.iter().map(|&(_, o)| self.owner(o)).collect();
                 renew_batch::call(
                     lease(l),
-                    holds.iter().zip(&owners).map(|(&(lock, _), o)| (&self.locks[lock].lock, o)),
+                    holds
+                        .iter()
+                        .zip(&owners)
+                        .map(|(&(lock, _), o)| (&self.locks[lock].lock, o)),
                 )
             }
             Op::ForceUnlock { lock } => force_unlock::call(&self.locks[lock]),
@@ -157,7 +227,11 @@ impl Names {
             ]],
             Op::Pttl { lock } => vec![vec![b("PTTL"), self.locks[lock].lock.clone()]],
             Op::Exists { lock } => vec![vec![b("EXISTS"), self.locks[lock].lock.clone()]],
-            Op::WriteString { lock, target, value } => {
+            Op::WriteString {
+                lock,
+                target,
+                value,
+            } => {
                 vec![vec![b("SET"), self.key(lock, target), b(value)]]
             }
             Op::WriteList { lock, target } => vec![
@@ -174,7 +248,10 @@ type Outcome = Result<Reply, String>;
 
 /// Whether an op's integer reply is a TTL (compared within the real time elapsed).
 fn replies_ttl(op: &Op) -> bool {
-    matches!(op, Op::Pttl { .. } | Op::Acquire { .. } | Op::AcquireFenced { .. })
+    matches!(
+        op,
+        Op::Pttl { .. } | Op::Acquire { .. } | Op::AcquireFenced { .. }
+    )
 }
 
 fn run_reference(names: &Names, store: &mut ReferenceStore, op: &Op) -> Outcome {
@@ -193,12 +270,18 @@ fn run_reference(names: &Names, store: &mut ReferenceStore, op: &Op) -> Outcome 
                 .map(|v| v.map_or(Reply::Nil, Reply::Bulk))
                 .map_err(err),
             b"PTTL" => store.pttl(&argv[1]).map(Reply::Int).map_err(err),
-            b"EXISTS" => store.exists(&argv[1]).map(|e| Reply::Int(e.into())).map_err(err),
+            b"EXISTS" => store
+                .exists(&argv[1])
+                .map(|e| Reply::Int(e.into()))
+                .map_err(err),
             b"SET" => {
                 store.set_string(&argv[1], &argv[2]);
                 Ok(Reply::Status("OK".into()))
             }
-            b"DEL" => store.del(&argv[1]).map(|e| Reply::Int(e.into())).map_err(err),
+            b"DEL" => store
+                .del(&argv[1])
+                .map(|e| Reply::Int(e.into()))
+                .map_err(err),
             b"RPUSH" => {
                 store.set_list(&argv[1], &argv[2]);
                 Ok(Reply::Int(1))
@@ -239,10 +322,16 @@ fn reference_state(names: &Names, store: &mut ReferenceStore) -> Vec<KeyState> {
         let pttl = store.pttl(&key).unwrap();
         let value = match store.value(&key) {
             None => continue,
-            Some(Value::Str(s)) => Reply::Array(vec![Reply::Status("string".into()), Reply::Bulk(s.clone())]),
+            Some(Value::Str(s)) => {
+                Reply::Array(vec![Reply::Status("string".into()), Reply::Bulk(s.clone())])
+            }
             Some(Value::Hash(h)) => Reply::Array(vec![
                 Reply::Status("hash".into()),
-                Reply::Array(h.iter().flat_map(|(f, v)| [Reply::Bulk(f.clone()), Reply::Bulk(v.clone())]).collect()),
+                Reply::Array(
+                    h.iter()
+                        .flat_map(|(f, v)| [Reply::Bulk(f.clone()), Reply::Bulk(v.clone())])
+                        .collect(),
+                ),
             ]),
             Some(Value::List(l)) => Reply::Array(vec![
                 Reply::Status("list".into()),
@@ -376,7 +465,10 @@ fn lua_scripts_and_native_twins_agree_on_real_redis() {
         .build()
         .unwrap();
     let backend = rt
-        .block_on(RedisBackend::connect(&common::redis_url(), Duration::from_secs(5)))
+        .block_on(RedisBackend::connect(
+            &common::redis_url(),
+            Duration::from_secs(5),
+        ))
         .expect("connect to REDIS_URL");
     differential(&rt, &backend, "diff-real");
 }

@@ -6,11 +6,15 @@ mod common;
 use bytes::Bytes;
 use common::OwnRedis;
 use lock_core::script::acquire::{self, AcquireReply};
-use lock_core::{Backend, BackendError, KeyLayout, Lease, Millis, Owner, RedisBackend, Reply, RequestId};
+use lock_core::{
+    Backend, BackendError, KeyLayout, Lease, Millis, Owner, RedisBackend, Reply, RequestId,
+};
 use std::time::Duration;
 
 fn cmd(args: &[&str]) -> Vec<Bytes> {
-    args.iter().map(|a| Bytes::copy_from_slice(a.as_bytes())).collect()
+    args.iter()
+        .map(|a| Bytes::copy_from_slice(a.as_bytes()))
+        .collect()
 }
 
 async fn acquire_once(backend: &RedisBackend, req: u128) -> Result<Reply, BackendError> {
@@ -70,7 +74,10 @@ async fn script_flush_is_survived_by_reloading_the_script() {
     let backend = RedisBackend::connect(&server.url(), Duration::from_secs(2))
         .await
         .unwrap();
-    assert_eq!(acquire::decode(&acquire_once(&backend, 1).await.unwrap()), Ok(AcquireReply::Acquired));
+    assert_eq!(
+        acquire::decode(&acquire_once(&backend, 1).await.unwrap()),
+        Ok(AcquireReply::Acquired)
+    );
     assert_eq!(
         backend.command(&cmd(&["SCRIPT", "FLUSH"])).await,
         Ok(Reply::Status("OK".into()))
@@ -79,7 +86,10 @@ async fn script_flush_is_survived_by_reloading_the_script() {
         .command(&cmd(&["SCRIPT", "EXISTS", acquire::SCRIPT.sha()]))
         .await;
     assert_eq!(exists, Ok(Reply::Array(vec![Reply::Int(0)])));
-    assert_eq!(acquire::decode(&acquire_once(&backend, 2).await.unwrap()), Ok(AcquireReply::Acquired));
+    assert_eq!(
+        acquire::decode(&acquire_once(&backend, 2).await.unwrap()),
+        Ok(AcquireReply::Acquired)
+    );
     let exists = backend
         .command(&cmd(&["SCRIPT", "EXISTS", acquire::SCRIPT.sha()]))
         .await;
@@ -96,13 +106,18 @@ async fn a_reply_that_never_arrives_is_an_unknown_outcome() {
     let load = backend
         .command(&cmd(&["SCRIPT", "LOAD", acquire::SCRIPT.body]))
         .await;
-    assert_eq!(load, Ok(Reply::Bulk(Bytes::from(acquire::SCRIPT.sha().to_owned()))));
+    assert_eq!(
+        load,
+        Ok(Reply::Bulk(Bytes::from(acquire::SCRIPT.sha().to_owned())))
+    );
     // Another connection pauses every client for longer than the response timeout.
     let admin = RedisBackend::connect(&server.url(), Duration::from_secs(5))
         .await
         .unwrap();
     assert_eq!(
-        admin.command(&cmd(&["CLIENT", "PAUSE", "3000", "ALL"])).await,
+        admin
+            .command(&cmd(&["CLIENT", "PAUSE", "3000", "ALL"]))
+            .await,
         Ok(Reply::Status("OK".into()))
     );
     let outcome = acquire_once(&backend, 1).await;
@@ -119,5 +134,8 @@ async fn a_reply_that_never_arrives_is_an_unknown_outcome() {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    assert!(held, "the call whose reply timed out was applied after the pause");
+    assert!(
+        held,
+        "the call whose reply timed out was applied after the pause"
+    );
 }

@@ -33,18 +33,35 @@ fn lease(ms: u64) -> Lease {
 
 impl World {
     fn acquire(&mut self, owner: &Owner, req: u128, lease_ms: u64) -> AcquireReply {
-        let call = acquire::call(&self.keys, &RequestId(req), lease(lease_ms), owner, LATCH_TTL);
+        let call = acquire::call(
+            &self.keys,
+            &RequestId(req),
+            lease(lease_ms),
+            owner,
+            LATCH_TTL,
+        );
         acquire::decode(&call.run_native(&mut self.store)).unwrap()
     }
 
     fn fenced(&mut self, owner: &Owner, req: u128, lease_ms: u64) -> FencedReply {
-        let call =
-            acquire_fenced::call(&self.keys, &RequestId(req), lease(lease_ms), owner, LATCH_TTL);
+        let call = acquire_fenced::call(
+            &self.keys,
+            &RequestId(req),
+            lease(lease_ms),
+            owner,
+            LATCH_TTL,
+        );
         acquire_fenced::decode(&call.run_native(&mut self.store)).unwrap()
     }
 
     fn release(&mut self, owner: &Owner, req: u128, lease_ms: u64) -> ReleaseReply {
-        let call = release::call(&self.keys, &RequestId(req), lease(lease_ms), owner, LATCH_TTL);
+        let call = release::call(
+            &self.keys,
+            &RequestId(req),
+            lease(lease_ms),
+            owner,
+            LATCH_TTL,
+        );
         release::decode(&call.run_native(&mut self.store)).unwrap()
     }
 
@@ -80,7 +97,11 @@ fn reentry_resets_the_ttl_to_the_new_lease() {
     assert_eq!(w.pttl(), 10_000);
     assert_eq!(w.acquire(&a, 2, 5_000), AcquireReply::Acquired);
     assert_eq!(w.count(&a), 2);
-    assert_eq!(w.pttl(), 5_000, "reentry sets the new lease, even a shorter one");
+    assert_eq!(
+        w.pttl(),
+        5_000,
+        "reentry sets the new lease, even a shorter one"
+    );
 }
 
 #[test]
@@ -156,7 +177,11 @@ fn a_reentrant_release_restores_the_lease_and_replies_0() {
     w.store.advance(25_000);
     assert_eq!(w.release(&a, 3, 30_000), ReleaseReply::StillHeld);
     assert_eq!(w.count(&a), 1);
-    assert_eq!(w.pttl(), 30_000, "a reentrant release re-applies the full lease");
+    assert_eq!(
+        w.pttl(),
+        30_000,
+        "a reentrant release re-applies the full lease"
+    );
     assert!(w.store.published().is_empty());
 }
 
@@ -184,7 +209,11 @@ fn a_repeated_release_with_the_same_request_id_replies_the_latched_value() {
     assert_eq!(w.count(&a), 1, "the repeat must not release a second hold");
     assert_eq!(w.release(&a, 4, 30_000), ReleaseReply::Released);
     assert_eq!(w.release(&a, 4, 30_000), ReleaseReply::Released);
-    assert_eq!(w.store.published().len(), 1, "the repeat must not publish again");
+    assert_eq!(
+        w.store.published().len(),
+        1,
+        "the repeat must not publish again"
+    );
 }
 
 #[test]
@@ -199,7 +228,10 @@ fn renew_of_a_key_whose_owner_is_gone_replies_0_and_leaves_it_untouched() {
         [(&w.keys.lock, &a), (&other.lock, &a), (&w.keys.lock, &b)],
     );
     let reply = call.run_native(&mut w.store);
-    assert_eq!(renew_batch::decode(&reply, 3).unwrap(), vec![false, false, true]);
+    assert_eq!(
+        renew_batch::decode(&reply, 3).unwrap(),
+        vec![false, false, true]
+    );
     assert_eq!(w.pttl(), 30_000, "b's hold was renewed");
     let call = renew_batch::call(lease(30_000), [(&w.keys.lock, &a)]);
     w.store.advance(5_000);
@@ -260,7 +292,10 @@ fn a_wrong_typed_key_fails_with_the_script_suffix_and_keeps_earlier_writes() {
     );
     assert_eq!(w.count(&a), 1);
     assert_eq!(w.pttl(), 30_000);
-    assert_eq!(w.store.value(&token), Some(&Value::List(vec![Bytes::from_static(b"x")])));
+    assert_eq!(
+        w.store.value(&token),
+        Some(&Value::List(vec![Bytes::from_static(b"x")]))
+    );
 }
 
 #[test]
@@ -273,5 +308,8 @@ fn a_string_on_the_lock_key_is_a_wrong_type_for_every_script() {
     let Reply::Error(text) = call.run_native(&mut w.store) else {
         panic!("expected an error")
     };
-    assert!(text.starts_with("WRONGTYPE") && text.ends_with("on @user_script:4."), "{text}");
+    assert!(
+        text.starts_with("WRONGTYPE") && text.ends_with("on @user_script:4."),
+        "{text}"
+    );
 }

@@ -78,7 +78,10 @@ impl OwnRedis {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        panic!("redis-server on port {} did not start within 10 s", self.port);
+        panic!(
+            "redis-server on port {} did not start within 10 s",
+            self.port
+        );
     }
 }
 
