@@ -1,5 +1,5 @@
 //! An in-process Redis simulator on one virtual clock (being built; see the README).
 //!
-//! For now it re-exports the lock scripts it will run natively.
+//! [`resp`] is its wire protocol: Redis 7.0's request parser and reply encoder, byte for byte.
 
-pub use lock_core::script;
+pub mod resp;
