@@ -1,1 +1,3 @@
-//! Programs that teach the watchdog (being built; see the README).
+//! Programs that teach the watchdog: scenarios on virtual time, rendered as timelines.
+
+pub mod timeline;
