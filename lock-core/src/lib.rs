@@ -5,7 +5,9 @@
 //! (a real one through [`RedisBackend`], or the in-process fake of the `fake-redis` crate).
 
 pub mod backend;
+pub mod config;
 pub mod keys;
+pub mod machine;
 #[cfg(feature = "redis")]
 pub mod redis_backend;
 pub mod reply;
@@ -13,7 +15,9 @@ pub mod script;
 pub mod time;
 
 pub use backend::{Backend, BackendError, PubSubEvent};
+pub use config::{ConfigError, LockConfig};
 pub use keys::{KeyLayout, LockKeys, Owner, RequestId};
+pub use machine::{HoldId, HoldMode, LockError, OwnerId, RemainingLease, UnlockOutcome};
 #[cfg(feature = "redis")]
 pub use redis_backend::{RedisBackend, RedisSubscriber};
 pub use reply::Reply;
