@@ -293,6 +293,7 @@ impl LockMachine {
             });
         }
         let acquired = Acquired {
+            name: a.key.0.clone(),
             hold: id,
             owner: a.key.1,
             owner_name: a.owner,
