@@ -484,3 +484,17 @@ async fn an_unsafe_config_is_refused_at_construction_naming_the_value_and_the_ru
     let err = LockClient::new(backend, zero).err().expect("refused");
     assert!(err.to_string().contains("batch_size is 0"), "{err}");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_guard_dropped_after_its_client_still_releases_in_the_background() {
+    let world = World::new();
+    let (a, ai) = client(&world);
+    let guard = a.lock("orders").await.unwrap();
+    drop(a);
+    world.sleep_until(secs(5)).await;
+    assert!(world.exists("orders"), "the guard keeps the driver alive");
+    drop(guard);
+    world.sleep_until(secs(5) + ms(10)).await;
+    assert!(!world.exists("orders"));
+    assert_eq!(world.calls(ai, "release").len(), 1);
+}
