@@ -1,0 +1,252 @@
+//! The lock client's settings, with Redisson's names and defaults where Redisson has them.
+//!
+//! [`LockConfig`] is plain data with public fields; [`LockConfig::validate`] (called by
+//! [`LockMachine::new`](crate::machine::LockMachine::new) and so by
+//! [`LockClient::new`](crate::LockClient::new)) refuses a value that would make the lock unsafe, with
+//! an error that names the value and the rule. Settings whose default follows another one
+//! (`response_timeout`, `latch_ttl`, `wait_round_cap`) are `Option`s: `None` means "the default",
+//! and the resolved value is read through the method of the same name.
+
+use crate::keys::KeyLayout;
+use crate::time::{Lease, Millis};
+
+/// Settings of one lock client.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LockConfig {
+    /// The lease of a hold taken without an explicit lease, renewed by the watchdog every third of
+    /// it (Redisson's `lockWatchdogTimeout`, default 30 s).
+    pub watchdog_timeout: Millis,
+    /// At most this many locks per `renew_batch` call (Redisson's `lockWatchdogBatchSize`, 100).
+    pub batch_size: usize,
+    /// How long a call may take before its outcome counts as unknown. `None`: `min(3 s,
+    /// watchdog_timeout / 6)`. An explicit value must be below `watchdog_timeout / 3`, or one slow
+    /// watchdog pass could outlive the lease.
+    pub response_timeout: Option<Millis>,
+    /// The part of a lease that the client's and the server's clocks may drift apart over it
+    /// (`0.01` = 1 %). With `drift_constant` it makes the margin `valid_until` keeps below the
+    /// server's expiry.
+    pub drift_rate: f64,
+    /// A fixed part of the drift margin (clock granularity, scheduling slack).
+    pub drift_constant: Millis,
+    /// How long a request's latch lives on the server, and so the window within which an attempt
+    /// of unknown outcome may be repeated with the same request id. `None`: 4 × the response
+    /// timeout (seconds, not minutes: latches must not pile up).
+    pub latch_ttl: Option<Millis>,
+    /// The longest a waiter sleeps between two attempts, bounding the cost of a lost unlock
+    /// message or a holder without a TTL. `None`: `watchdog_timeout / 3`.
+    pub wait_round_cap: Option<Millis>,
+    /// When set, the watchdog stops renewing a hold this long after it was granted and emits a
+    /// warning, so a stuck holder cannot keep a lock forever. `None`: no limit (Redisson's
+    /// behaviour).
+    pub max_hold: Option<Millis>,
+    /// The naming of helper keys and channels (Redisson-compatible by default).
+    pub key_layout: KeyLayout,
+}
+
+impl Default for LockConfig {
+    fn default() -> Self {
+        LockConfig {
+            watchdog_timeout: Millis::from_secs(30),
+            batch_size: 100,
+            response_timeout: None,
+            drift_rate: 0.01,
+            drift_constant: Millis(2),
+            latch_ttl: None,
+            wait_round_cap: None,
+            max_hold: None,
+            key_layout: KeyLayout::default(),
+        }
+    }
+}
+
+/// A setting the lock refuses, naming the value and the rule it breaks.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum ConfigError {
+    /// A duration that must be positive is zero.
+    #[error("{setting} is 0 ms; it must be at least 1 ms")]
+    ZeroDuration {
+        /// The setting's name.
+        setting: &'static str,
+    },
+    /// `batch_size` is zero.
+    #[error("batch_size is 0; the watchdog needs at least 1 lock per renew call (default 100)")]
+    ZeroBatchSize,
+    /// An explicit response timeout is not below a third of the watchdog timeout.
+    #[error(
+        "response_timeout is {response_timeout}, which is not below watchdog_timeout / 3 = {limit}; \
+         a watchdog pass that slow could outlive the lease: lower response_timeout or raise \
+         watchdog_timeout"
+    )]
+    ResponseTimeoutTooLong {
+        /// The value given.
+        response_timeout: Millis,
+        /// `watchdog_timeout / 3`, the bound it must stay below.
+        limit: Millis,
+    },
+    /// The drift rate is not a fraction in `[0, 0.5)`.
+    #[error("drift_rate is {0}; it must be a fraction in [0, 0.5) of the lease (0.01 = 1 %)")]
+    DriftRate(f64),
+    /// The drift margin would swallow the watchdog's lease.
+    #[error(
+        "the drift margin at the watchdog lease is {margin}, not below watchdog_timeout / 3 = \
+         {limit}; lower drift_constant or drift_rate"
+    )]
+    DriftMarginTooLarge {
+        /// `drift_rate × watchdog_timeout + drift_constant`.
+        margin: Millis,
+        /// `watchdog_timeout / 3`.
+        limit: Millis,
+    },
+    /// The latch would expire before one attempt could be answered.
+    #[error(
+        "latch_ttl is {latch_ttl}, below the response timeout {response_timeout}; a repeated \
+         attempt could find the latch gone and count twice: raise latch_ttl"
+    )]
+    LatchTooShort {
+        /// The value given.
+        latch_ttl: Millis,
+        /// The resolved response timeout.
+        response_timeout: Millis,
+    },
+}
+
+impl LockConfig {
+    /// The period of the watchdog: a third of `watchdog_timeout`, measured from the end of the
+    /// previous pass.
+    pub fn watchdog_period(&self) -> Millis {
+        Millis(self.watchdog_timeout.as_u64() / 3)
+    }
+
+    /// The lease of a watchdog hold.
+    ///
+    /// # Panics
+    /// Never on a validated config (`watchdog_timeout` ≥ 1 ms).
+    pub fn watchdog_lease(&self) -> Lease {
+        Lease::new(self.watchdog_timeout).unwrap_or_else(|_| {
+            // Unreachable after `validate`; a 1 ms lease keeps an unvalidated config harmless.
+            Lease::new(Millis(1)).expect("1 ms is a valid lease")
+        })
+    }
+
+    /// The resolved response timeout.
+    pub fn response_timeout(&self) -> Millis {
+        self.response_timeout
+            .unwrap_or_else(|| Millis(3000.min(self.watchdog_timeout.as_u64() / 6).max(1)))
+    }
+
+    /// The resolved latch TTL.
+    pub fn latch_ttl(&self) -> Millis {
+        self.latch_ttl
+            .unwrap_or_else(|| Millis(self.response_timeout().as_u64().saturating_mul(4)))
+    }
+
+    /// The resolved cap on one wait round.
+    pub fn wait_round_cap(&self) -> Millis {
+        self.wait_round_cap
+            .unwrap_or_else(|| self.watchdog_period().max(Millis(1)))
+    }
+
+    /// The margin `valid_until` keeps below the server's expiry for a call with `lease`:
+    /// `drift_rate × lease + drift_constant`.
+    pub fn drift_margin(&self, lease: Lease) -> Millis {
+        let proportional = (lease.millis().as_u64() as f64 * self.drift_rate).ceil() as u64;
+        Millis(proportional) + self.drift_constant
+    }
+
+    /// Checks every rule; the machine and the client call this before using a config.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let positive = |setting: &'static str, value: Option<Millis>| match value {
+            Some(Millis(0)) => Err(ConfigError::ZeroDuration { setting }),
+            _ => Ok(()),
+        };
+        positive("watchdog_timeout", Some(self.watchdog_timeout))?;
+        positive("response_timeout", self.response_timeout)?;
+        positive("latch_ttl", self.latch_ttl)?;
+        positive("wait_round_cap", self.wait_round_cap)?;
+        positive("max_hold", self.max_hold)?;
+        if self.batch_size == 0 {
+            return Err(ConfigError::ZeroBatchSize);
+        }
+        let limit = self.watchdog_period();
+        if self.watchdog_timeout.as_u64() < 3 {
+            return Err(ConfigError::ZeroDuration {
+                setting: "watchdog_timeout / 3",
+            });
+        }
+        if let Some(rt) = self.response_timeout
+            && rt >= limit
+        {
+            return Err(ConfigError::ResponseTimeoutTooLong {
+                response_timeout: rt,
+                limit,
+            });
+        }
+        if !(0.0..0.5).contains(&self.drift_rate) {
+            return Err(ConfigError::DriftRate(self.drift_rate));
+        }
+        let margin = self.drift_margin(self.watchdog_lease());
+        if margin >= limit {
+            return Err(ConfigError::DriftMarginTooLarge { margin, limit });
+        }
+        if self.latch_ttl() < self.response_timeout() {
+            return Err(ConfigError::LatchTooShort {
+                latch_ttl: self.latch_ttl(),
+                response_timeout: self.response_timeout(),
+            });
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_follow_redisson_and_the_watchdog() {
+        let c = LockConfig::default();
+        c.validate().unwrap();
+        assert_eq!(c.watchdog_period(), Millis(10_000));
+        assert_eq!(c.response_timeout(), Millis(3000));
+        assert_eq!(c.latch_ttl(), Millis(12_000));
+        assert_eq!(c.wait_round_cap(), Millis(10_000));
+        assert_eq!(c.drift_margin(c.watchdog_lease()), Millis(302));
+        let short = LockConfig {
+            watchdog_timeout: Millis(3000),
+            ..LockConfig::default()
+        };
+        assert_eq!(short.response_timeout(), Millis(500));
+    }
+
+    #[test]
+    fn unsafe_settings_are_refused_by_name() {
+        let zero = LockConfig {
+            watchdog_timeout: Millis(0),
+            ..LockConfig::default()
+        };
+        assert_eq!(
+            zero.validate(),
+            Err(ConfigError::ZeroDuration {
+                setting: "watchdog_timeout"
+            })
+        );
+        let batch = LockConfig {
+            batch_size: 0,
+            ..LockConfig::default()
+        };
+        assert_eq!(batch.validate(), Err(ConfigError::ZeroBatchSize));
+        let slow = LockConfig {
+            response_timeout: Some(Millis(10_000)),
+            ..LockConfig::default()
+        };
+        let err = slow.validate().unwrap_err();
+        assert!(
+            err.to_string().contains("response_timeout is 10000 ms"),
+            "{err}"
+        );
+        assert!(
+            err.to_string().contains("watchdog_timeout / 3 = 10000 ms"),
+            "{err}"
+        );
+    }
+}

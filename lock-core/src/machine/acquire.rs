@@ -1,0 +1,494 @@
+//! An acquire call: its registration, its attempts, and the wait loop.
+//!
+//! The wait loop is Redisson's, with its known gaps closed: try once; if held, subscribe to the
+//! unlock channel, then try again (a release between the first try and the subscription would
+//! otherwise be missed), then wait for a message or `min(ttl, remaining wait, wait_round_cap)` and
+//! try again. The holder's key lives through its deadline millisecond (`PTTL` replies 0 there), so
+//! a ttl of 0 waits 1 ms, never 0 (no spin); a ttl of -1 (no TTL) waits the cap instead of forever.
+//! Budgets use the monotonic clock (Redisson uses the wall clock).
+//!
+//! Cancellation leaves nothing behind: a cancelled acquire whose attempt may have been applied
+//! keeps resolving it under the same request id, and releases the grant if there was one; its
+//! grant is never counted, so the watchdog never renews it (Redisson #2714, #4368, #7272).
+
+use super::attempts::{Attempts, Retry};
+use super::hold::Hold;
+use super::release::ReleaseOp;
+use super::timers::{TimerKey, TimerKind};
+use super::{
+    AcquireRequest, Acquired, Call, CallPurpose, Done, HoldKey, HoldMode, LockError, LockEvent,
+    LockMachine, OpId, OpKind, Wait,
+};
+use crate::backend::BackendError;
+use crate::keys::{LockKeys, Owner};
+use crate::reply::Reply;
+use crate::script::acquire::{self, AcquireReply, HolderTtl};
+use crate::script::acquire_fenced::{self, FencedReply};
+use crate::time::{Millis, MonoTime};
+use bytes::Bytes;
+
+#[derive(Debug)]
+pub(crate) struct AcquireOp {
+    pub key: HoldKey,
+    pub keys: LockKeys,
+    pub owner: Owner,
+    pub mode: HoldMode,
+    pub fenced: bool,
+    /// The end of the wait budget; `None` waits forever.
+    pub deadline: Option<MonoTime>,
+    pub attempts: Attempts,
+    pub stage: Stage,
+    /// The unlock channel, once this acquire waits on it.
+    pub waiting_on: Option<Bytes>,
+    pub timer: Option<TimerKey>,
+    /// A restored subscription asked every waiter to retry while this one was mid-attempt.
+    pub wake_pending: bool,
+    /// The current attempt was started by an unlock message (passed on if this one goes away).
+    pub woken_by_message: bool,
+    pub abandoned: bool,
+    pub last_ttl: Option<HolderTtl>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Stage {
+    /// An attempt is in flight.
+    Calling,
+    /// The last attempt failed; the next goes out when the timer fires.
+    RetryWait,
+    /// Waiting for the unlock channel's subscription before trying again.
+    AwaitSubscription,
+    /// Waiting for an unlock message or the end of the round.
+    Sleeping,
+}
+
+enum Outcome {
+    Granted { token: Option<u64> },
+    Held(HolderTtl),
+}
+
+impl LockMachine {
+    pub(crate) fn start_acquire(&mut self, op: OpId, req: AcquireRequest) {
+        let owner_id = req.owner.unwrap_or_else(|| self.new_owner());
+        let mode = req.lease.map_or(HoldMode::Watchdog, HoldMode::Lease);
+        let key: HoldKey = (req.name.clone(), owner_id);
+        let owner = self.owner(owner_id);
+        if let Some(hold) = self.holds.get(&key) {
+            let mismatch = matches!(
+                (hold.mode, mode),
+                (HoldMode::Watchdog, HoldMode::Lease(_)) | (HoldMode::Lease(_), HoldMode::Watchdog)
+            );
+            if mismatch {
+                let err = LockError::LeaseModeMismatch {
+                    name: req.name,
+                    owner,
+                    held: hold.mode,
+                    requested: mode,
+                };
+                self.done(Some(op), Err(err));
+                return;
+            }
+        } else {
+            let id = self.new_hold_id();
+            let hold = Hold::new(id, self.keys(&req.name), owner.clone(), mode);
+            self.holds.insert(key.clone(), hold);
+        }
+        // Registered before the acquire is sent (Redisson #7272): from here on, an unlock or a
+        // cancellation finds the hold, whatever order the replies come back in.
+        if let Some(hold) = self.holds.get_mut(&key) {
+            hold.pending += 1;
+        }
+        if mode == HoldMode::Watchdog {
+            self.ensure_watchdog();
+        }
+        let request = self.new_request_id();
+        let keys = self.keys(&req.name);
+        let deadline = match req.wait {
+            Wait::Forever => None,
+            Wait::Budget(budget) => Some(self.now + budget),
+        };
+        let acquire = AcquireOp {
+            key,
+            keys,
+            owner,
+            mode,
+            fenced: req.fenced,
+            deadline,
+            attempts: Attempts::new(request),
+            stage: Stage::Calling,
+            waiting_on: None,
+            timer: None,
+            wake_pending: false,
+            woken_by_message: false,
+            abandoned: false,
+            last_ttl: None,
+        };
+        let key = self.insert_op(Some(op), OpKind::Acquire(acquire));
+        self.send_acquire_attempt(key);
+    }
+
+    fn acquire_op(&mut self, op: u64) -> Option<&mut AcquireOp> {
+        match self.ops.get_mut(&op).map(|o| &mut o.kind) {
+            Some(OpKind::Acquire(a)) => Some(a),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn send_acquire_attempt(&mut self, op: u64) {
+        let latch_ttl = self.config.latch_ttl();
+        let now = self.now;
+        let Some(mode) = self.acquire_op(op).map(|a| a.mode) else {
+            return;
+        };
+        let lease = self.lease_of(mode);
+        let Some(a) = self.acquire_op(op) else {
+            return;
+        };
+        let request = a.attempts.request;
+        let script = if a.fenced {
+            acquire_fenced::call(&a.keys, &request, lease, &a.owner, latch_ttl)
+        } else {
+            acquire::call(&a.keys, &request, lease, &a.owner, latch_ttl)
+        };
+        let key = a.key.clone();
+        let timer = a.timer.take();
+        self.timers.cancel(timer);
+        let id = self.send_call(Call::Script(script), CallPurpose::Attempt { op, sent: now });
+        if let Some(a) = self.acquire_op(op) {
+            a.attempts.in_flight = Some(id);
+            a.stage = Stage::Calling;
+        }
+        // A reentry with a shorter lease lowers the key's TTL: promise less from now on.
+        if let Some(hold_id) = self.holds.get(&key).filter(|h| h.count > 0).map(|h| h.id) {
+            self.lower_for_call(&key, hold_id, now, lease);
+        }
+    }
+
+    pub(crate) fn on_acquire_result(
+        &mut self,
+        op: u64,
+        sent: MonoTime,
+        result: Result<Reply, BackendError>,
+    ) {
+        let now = self.now;
+        let config = self.config.clone();
+        let Some(a) = self.acquire_op(op) else {
+            return;
+        };
+        a.attempts.in_flight = None;
+        let name = a.keys.name();
+        let reply = match result {
+            Ok(reply) => reply,
+            Err(BackendError::Server(text)) => {
+                let err = LockError::Backend {
+                    name,
+                    operation: "acquire",
+                    error: BackendError::Server(text),
+                };
+                self.end_acquire(op, Err(err));
+                return;
+            }
+            Err(error) => {
+                let retry = a.attempts.on_error(sent, error, now, &config);
+                let detail = a.attempts.last_error_text();
+                let last_error = a.attempts.last_error.clone();
+                match retry {
+                    Retry::At(at) => {
+                        let timer = self.timers.arm(at, TimerKind::Op(op));
+                        if let Some(a) = self.acquire_op(op) {
+                            a.stage = Stage::RetryWait;
+                            a.timer = Some(timer);
+                        }
+                    }
+                    Retry::GiveUp { unknown } => {
+                        let err = match (unknown, last_error) {
+                            (false, Some(error)) => LockError::Backend {
+                                name,
+                                operation: "acquire",
+                                error,
+                            },
+                            _ => LockError::OutcomeUnknown {
+                                name,
+                                operation: "acquire",
+                                detail,
+                            },
+                        };
+                        self.end_acquire(op, Err(err));
+                    }
+                }
+                return;
+            }
+        };
+        let outcome = if a.fenced {
+            acquire_fenced::decode(&reply).map(|r| match r {
+                FencedReply::Acquired { token } => Outcome::Granted { token: Some(token) },
+                FencedReply::Held(ttl) => Outcome::Held(ttl),
+            })
+        } else {
+            acquire::decode(&reply).map(|r| match r {
+                AcquireReply::Acquired => Outcome::Granted { token: None },
+                AcquireReply::Held(ttl) => Outcome::Held(ttl),
+            })
+        };
+        match outcome {
+            Ok(Outcome::Granted { token }) => self.grant(op, sent, token),
+            Ok(Outcome::Held(ttl)) => self.on_held(op, ttl),
+            Err(error) => {
+                let err = LockError::UnexpectedReply {
+                    name,
+                    operation: "acquire",
+                    error,
+                };
+                self.end_acquire(op, Err(err));
+            }
+        }
+    }
+
+    /// The server granted the acquire (taken, re-entered, or a replay of an earlier grant).
+    fn grant(&mut self, op: u64, sent: MonoTime, token: Option<u64>) {
+        let Some((reply_to, a)) = self.take_acquire(op, true) else {
+            return;
+        };
+        let lease = self.lease_of(a.mode);
+        if let Some(hold) = self.holds.get_mut(&a.key) {
+            hold.pending = hold.pending.saturating_sub(1);
+        }
+        if a.abandoned {
+            // Nobody waits for this grant: give it back, and never count it, so the watchdog
+            // never renews it.
+            tracing::debug!(lock = %a.keys.name(), owner = %a.owner, "releasing the grant of a cancelled acquire");
+            self.drop_hold_if_idle(&a.key);
+            let request = self.new_request_id();
+            let release = ReleaseOp::undo(a.key, a.keys, a.owner, lease, request);
+            let key = self.insert_op(None, OpKind::Release(release));
+            self.send_release_attempt(key);
+            return;
+        }
+        let now = self.now;
+        if !self.holds.contains_key(&a.key) {
+            // Registration keeps the record while the acquire is pending; recreate it rather
+            // than leave the caller unanswered if that ever failed.
+            let id = self.new_hold_id();
+            let hold = Hold::new(id, a.keys.clone(), a.owner.clone(), a.mode);
+            self.holds.insert(a.key.clone(), hold);
+        }
+        // A grant from a count of zero starts a new hold (a new id for its guards and events).
+        let new_id = self
+            .holds
+            .get(&a.key)
+            .is_some_and(|h| h.count == 0)
+            .then(|| self.new_hold_id());
+        let Some(hold) = self.holds.get_mut(&a.key) else {
+            return;
+        };
+        if let Some(id) = new_id {
+            hold.id = id;
+            hold.granted_at = now;
+            hold.renewal_stopped = false;
+            hold.maybe_lost = false;
+        }
+        hold.count += 1;
+        hold.mode = a.mode;
+        if let Some(token) = token {
+            hold.token = Some(hold.token.map_or(token, |t| t.max(token)));
+        }
+        let (id, count, hold_token) = (hold.id, hold.count, hold.token);
+        let valid_until = self.valid_until_after(a.attempts.anchor(sent), lease);
+        if let Some(hold) = self.set_valid_until(&a.key, id, valid_until) {
+            self.event(LockEvent::Acquired {
+                hold,
+                count,
+                valid_until,
+            });
+        }
+        let acquired = Acquired {
+            name: a.key.0.clone(),
+            hold: id,
+            owner: a.key.1,
+            owner_name: a.owner,
+            count,
+            valid_until,
+            token: hold_token,
+            mode: a.mode,
+        };
+        self.done(reply_to, Ok(Done::Acquired(acquired)));
+    }
+
+    fn on_held(&mut self, op: u64, ttl: HolderTtl) {
+        let now = self.now;
+        let Some(a) = self.acquire_op(op) else {
+            return;
+        };
+        a.attempts.on_answer();
+        a.last_ttl = Some(ttl);
+        a.woken_by_message = false;
+        if a.abandoned {
+            self.end_acquire(op, Ok(Done::NotAcquired));
+            return;
+        }
+        if a.deadline.is_some_and(|d| now >= d) {
+            self.end_acquire(op, Ok(Done::NotAcquired));
+            return;
+        }
+        if a.waiting_on.is_none() {
+            let channel = a.keys.channel.clone();
+            a.waiting_on = Some(channel.clone());
+            let deadline = a.deadline;
+            if self.join_waiters(op, channel) {
+                // Subscribed already: the retry that closes the missed-wakeup window.
+                self.send_acquire_attempt(op);
+            } else {
+                let timer = deadline.map(|d| self.timers.arm(d, TimerKind::Op(op)));
+                if let Some(a) = self.acquire_op(op) {
+                    a.stage = Stage::AwaitSubscription;
+                    a.timer = timer;
+                }
+            }
+        } else {
+            self.sleep(op);
+        }
+    }
+
+    /// Waits for an unlock message or the end of the round.
+    fn sleep(&mut self, op: u64) {
+        let now = self.now;
+        let cap = self.config.wait_round_cap();
+        let permit = self.take_permit(op);
+        let Some(a) = self.acquire_op(op) else {
+            return;
+        };
+        if permit || std::mem::take(&mut a.wake_pending) {
+            self.send_acquire_attempt(op);
+            return;
+        }
+        let ttl = match a.last_ttl {
+            // The key lives through its deadline millisecond: wait one more, never zero.
+            Some(HolderTtl::Remaining(Millis(0))) => Millis(1),
+            Some(HolderTtl::Remaining(ttl)) => ttl,
+            Some(HolderTtl::NoTtl) | None => cap,
+        };
+        let mut wait = ttl.min(cap);
+        if let Some(deadline) = a.deadline {
+            wait = wait.min(deadline.since(now));
+        }
+        a.stage = Stage::Sleeping;
+        let timer = self.timers.arm(now + wait, TimerKind::Op(op));
+        if let Some(a) = self.acquire_op(op) {
+            a.timer = Some(timer);
+        }
+    }
+
+    pub(crate) fn on_acquire_timer(&mut self, op: u64) {
+        let now = self.now;
+        let Some(a) = self.acquire_op(op) else {
+            return;
+        };
+        let spent = a.deadline.is_some_and(|d| now >= d);
+        match a.stage {
+            Stage::RetryWait => self.send_acquire_attempt(op),
+            Stage::Sleeping if spent => self.end_acquire(op, Ok(Done::NotAcquired)),
+            Stage::Sleeping => self.send_acquire_attempt(op),
+            Stage::AwaitSubscription if spent => self.end_acquire(op, Ok(Done::NotAcquired)),
+            Stage::AwaitSubscription | Stage::Calling => {}
+        }
+    }
+
+    /// Wakes a sleeping or subscription-waiting acquire for an attempt now.
+    pub(crate) fn wake_acquire(&mut self, op: u64, by_message: bool) -> bool {
+        let Some(a) = self.acquire_op(op) else {
+            return false;
+        };
+        match a.stage {
+            Stage::Sleeping | Stage::AwaitSubscription => {
+                a.woken_by_message = by_message;
+                self.send_acquire_attempt(op);
+                true
+            }
+            Stage::Calling | Stage::RetryWait => false,
+        }
+    }
+
+    /// Marks a waiter to retry as soon as its current attempt comes back held.
+    pub(crate) fn set_wake_pending(&mut self, op: u64) {
+        if let Some(a) = self.acquire_op(op) {
+            a.wake_pending = true;
+        }
+    }
+
+    pub(crate) fn is_sleeping(&self, op: u64) -> bool {
+        matches!(
+            self.ops.get(&op).map(|o| &o.kind),
+            Some(OpKind::Acquire(AcquireOp {
+                stage: Stage::Sleeping,
+                ..
+            }))
+        )
+    }
+
+    pub(crate) fn is_awaiting_subscription(&self, op: u64) -> bool {
+        matches!(
+            self.ops.get(&op).map(|o| &o.kind),
+            Some(OpKind::Acquire(AcquireOp {
+                stage: Stage::AwaitSubscription,
+                ..
+            }))
+        )
+    }
+
+    /// The application stopped waiting. If an attempt may have been applied, keep resolving it
+    /// (same request id) and release a grant; otherwise end now.
+    pub(crate) fn abandon_acquire(&mut self, op: u64) {
+        let Some(a) = self.acquire_op(op) else {
+            return;
+        };
+        a.abandoned = true;
+        let resolving = a.attempts.unresolved();
+        let channel = a.waiting_on.take();
+        let pass_wake = std::mem::take(&mut a.woken_by_message);
+        if let Some(channel) = channel {
+            self.leave_waiters(op, &channel, pass_wake);
+        }
+        if !resolving {
+            self.end_acquire(op, Ok(Done::NotAcquired));
+        }
+    }
+
+    /// Removes an acquire, leaving its channel; a wake it was given passes on unless it was
+    /// `granted` (the wake did its job).
+    fn take_acquire(&mut self, op: u64, granted: bool) -> Option<(Option<OpId>, AcquireOp)> {
+        let entry = self.ops.remove(&op)?;
+        let OpKind::Acquire(mut a) = entry.kind else {
+            self.ops.insert(op, entry);
+            return None;
+        };
+        if let Some(reply_to) = entry.reply_to {
+            self.op_index.remove(&reply_to);
+        }
+        self.timers.cancel(a.timer.take());
+        if let Some(channel) = a.waiting_on.take() {
+            let pass_wake = a.woken_by_message && !granted;
+            self.leave_waiters(op, &channel, pass_wake);
+        }
+        Some((entry.reply_to, a))
+    }
+
+    /// Ends an acquire that did not get the lock, with `result` for its caller.
+    fn end_acquire(&mut self, op: u64, result: Result<Done, LockError>) {
+        let Some((reply_to, a)) = self.take_acquire(op, false) else {
+            return;
+        };
+        if let Some(hold) = self.holds.get_mut(&a.key) {
+            hold.pending = hold.pending.saturating_sub(1);
+        }
+        if a.attempts.window_unknown {
+            // The last attempts may have been applied and nobody can tell now: the grant, if
+            // any, is not counted and not renewed, so it ends with its lease.
+            tracing::warn!(
+                lock = %a.keys.name(),
+                owner = %a.owner,
+                "acquire outcome unknown; a grant, if there was one, expires with its lease"
+            );
+        }
+        self.drop_hold_if_idle(&a.key);
+        self.done(reply_to, result);
+    }
+}

@@ -1,0 +1,729 @@
+//! The lock client as a sans-IO state machine.
+//!
+//! [`LockMachine`] decides every call the lock makes and every answer it gives, and does nothing
+//! else: it never sleeps, spawns, reads a clock or draws randomness. Its owner (the tokio driver in
+//! [`client`](crate::client), or the simulator) feeds it [`Input`]s with the current time, pulls
+//! [`Output`]s (calls to run, channels to subscribe, completions, lock events) with
+//! [`poll_output`](LockMachine::poll_output), and wakes it when
+//! [`poll_timeout`](LockMachine::poll_timeout) says so. The shape is `quinn-proto`'s.
+//!
+//! Where to find each rule:
+//! - `acquire.rs`: an acquire call, its attempts under one request id, and the wait loop;
+//! - `release.rs`: unlock (and the release that undoes an abandoned acquire);
+//! - `watchdog.rs`: the renewal passes, `max_hold`;
+//! - `waiters.rs`: unlock-channel subscriptions and who a message wakes;
+//! - `hold.rs`: what the client knows about each hold, and `valid_until`;
+//! - `attempts.rs`: the retry rule for calls whose outcome is unknown.
+
+mod acquire;
+mod attempts;
+mod error;
+mod hold;
+mod ids;
+mod query;
+mod release;
+mod timers;
+mod waiters;
+mod watchdog;
+
+pub use error::LockError;
+pub use ids::{IdSource, SeededIds};
+
+use crate::backend::{BackendError, PubSubEvent};
+use crate::config::{ConfigError, LockConfig};
+use crate::keys::{LockKeys, Owner, RequestId};
+use crate::reply::Reply;
+use crate::script::ScriptCall;
+use crate::time::{Lease, Millis, MonoTime};
+use bytes::Bytes;
+use std::collections::{BTreeMap, VecDeque};
+use std::fmt;
+
+use acquire::AcquireOp;
+use hold::Hold;
+use query::SingleOp;
+use release::ReleaseOp;
+use timers::{TimerKind, Timers};
+use waiters::Channel;
+use watchdog::Watchdog;
+
+/// An application operation, numbered by the driver; its [`Output::Done`] carries the same id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct OpId(pub u64);
+
+/// A call the machine asked for, numbered by the machine; the driver echoes it back with the
+/// result in [`Input::CallResult`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct CallId(pub u64);
+
+/// The per-holder part of an [`Owner`] (`<client_id>:<owner_id>`): one per guard chain or owner
+/// handle, never a thread or task id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct OwnerId(pub u64);
+
+impl fmt::Display for OwnerId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// One hold of a lock by an owner on this client, from its grant until its last unlock.
+///
+/// A hold that is lost and later taken again by the same owner is a new hold with a new id, so a
+/// guard of the old one can never release the new one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct HoldId(pub u64);
+
+/// A lock name and owner: the identity of a hold record.
+pub(crate) type HoldKey = (String, OwnerId);
+
+/// How a hold keeps its lease.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HoldMode {
+    /// No lease given: `watchdog_timeout`, renewed by the watchdog while the hold lives.
+    Watchdog,
+    /// A fixed lease: the lock simply expires after it.
+    Lease(Lease),
+}
+
+impl fmt::Display for HoldMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HoldMode::Watchdog => f.write_str("watchdog"),
+            HoldMode::Lease(l) => write!(f, "a fixed lease of {l}"),
+        }
+    }
+}
+
+/// How long an acquire may wait for the lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wait {
+    /// Until it gets it (`lock`).
+    Forever,
+    /// At most this long (`try_lock`); zero makes one attempt.
+    Budget(Millis),
+}
+
+/// Take a lock or re-enter it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AcquireRequest {
+    /// The lock's name (its key).
+    pub name: String,
+    /// Who acquires: an existing owner (reentry), or `None` for a new owner drawn from the id
+    /// source.
+    pub owner: Option<OwnerId>,
+    /// The lease: `None` for the watchdog.
+    pub lease: Option<Lease>,
+    /// How long to wait.
+    pub wait: Wait,
+    /// Whether to draw a fencing token.
+    pub fenced: bool,
+}
+
+/// What the application asks of the machine.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Request {
+    /// Acquire (or re-enter).
+    Acquire(AcquireRequest),
+    /// Give back one count of a hold.
+    Release {
+        /// The hold.
+        hold: HoldId,
+        /// The lock's name.
+        name: String,
+        /// Its owner.
+        owner: OwnerId,
+    },
+    /// Delete the lock whoever holds it, and wake its waiters.
+    ForceUnlock {
+        /// The lock's name.
+        name: String,
+    },
+    /// Whether anyone holds the lock (`EXISTS`).
+    IsLocked {
+        /// The lock's name.
+        name: String,
+    },
+    /// How many times `owner` holds the lock (`HGET`).
+    HoldCount {
+        /// The lock's name.
+        name: String,
+        /// The owner.
+        owner: OwnerId,
+    },
+    /// The lock's remaining time to live (`PTTL`).
+    RemainingLease {
+        /// The lock's name.
+        name: String,
+    },
+    /// A fresh owner id, for an owner handle made before its first acquire.
+    NewOwner,
+}
+
+/// A call to run on the backend.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Call {
+    /// A script ([`Backend::eval`](crate::Backend::eval)).
+    Script(ScriptCall),
+    /// A plain command ([`Backend::command`](crate::Backend::command)).
+    Command(Vec<Bytes>),
+}
+
+/// Everything that can happen to the machine.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Input {
+    /// The application asks for something; `op` numbers it.
+    Request {
+        /// The driver's number for this operation.
+        op: OpId,
+        /// What is asked.
+        request: Request,
+    },
+    /// The application stopped waiting for `op` (its future was dropped). An acquire in flight is
+    /// undone if it turns out to have succeeded.
+    Cancel {
+        /// The operation.
+        op: OpId,
+    },
+    /// A call's result. The driver bounds every call by the response timeout and reports one that
+    /// ran out as [`BackendError::Unknown`].
+    CallResult {
+        /// The call.
+        id: CallId,
+        /// Its reply or error.
+        result: Result<Reply, BackendError>,
+    },
+    /// The result of an [`Output::Subscribe`].
+    Subscribed {
+        /// The channel.
+        channel: Bytes,
+        /// Whether the subscription is in place.
+        result: Result<(), BackendError>,
+    },
+    /// A pub/sub event.
+    PubSub(PubSubEvent),
+    /// The deadline from [`LockMachine::poll_timeout`] was reached.
+    Timeout,
+}
+
+/// Something the machine wants done or known.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Output {
+    /// Run this call and report its result with the same id.
+    Call {
+        /// The id to echo.
+        id: CallId,
+        /// The call.
+        call: Call,
+    },
+    /// Subscribe to an unlock channel, then report [`Input::Subscribed`]. Subscriptions and
+    /// unsubscriptions must be applied in the order they are output.
+    Subscribe {
+        /// The channel.
+        channel: Bytes,
+    },
+    /// Unsubscribe from an unlock channel (no report).
+    Unsubscribe {
+        /// The channel.
+        channel: Bytes,
+    },
+    /// An operation finished.
+    Done {
+        /// The operation.
+        op: OpId,
+        /// Its result.
+        result: Result<Done, LockError>,
+    },
+    /// Something happened to a hold.
+    Event(LockEvent),
+}
+
+/// The successful result of an operation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Done {
+    /// The lock is held (taken or re-entered).
+    Acquired(Acquired),
+    /// The wait budget ran out while another owner held the lock (not an error).
+    NotAcquired,
+    /// The unlock was applied.
+    Unlocked(UnlockOutcome),
+    /// Whether a force unlock deleted the lock.
+    ForceUnlocked(bool),
+    /// Whether the lock is held by anyone.
+    Locked(bool),
+    /// The owner's hold count on the server.
+    HoldCount(u64),
+    /// The lock's remaining lease on the server.
+    RemainingLease(RemainingLease),
+    /// A fresh owner id.
+    Owner(OwnerId),
+}
+
+/// A granted acquire.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Acquired {
+    /// The lock's name.
+    pub name: String,
+    /// The hold.
+    pub hold: HoldId,
+    /// Its owner.
+    pub owner: OwnerId,
+    /// The owner string written into the lock (`client_id:owner_id`).
+    pub owner_name: Owner,
+    /// How many times the owner holds it now.
+    pub count: u32,
+    /// Until when the hold is certainly still the owner's (client clock).
+    pub valid_until: MonoTime,
+    /// The owner's newest fencing token, if it ever drew one.
+    pub token: Option<u64>,
+    /// The mode of the hold.
+    pub mode: HoldMode,
+}
+
+/// What an unlock did on the server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UnlockOutcome {
+    /// The lock was deleted and its waiters woken.
+    Released,
+    /// One count was given back; the owner still holds the lock, with its lease re-applied.
+    StillHeld,
+}
+
+/// A lock's time to live as the server reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RemainingLease {
+    /// Nobody holds the lock (`PTTL` -2).
+    NotLocked,
+    /// The lock has no TTL (`PTTL` -1): someone persisted it.
+    NoTtl,
+    /// It expires in this long.
+    Remaining(Millis),
+}
+
+/// A hold, as events name it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HoldRef {
+    /// The hold.
+    pub id: HoldId,
+    /// The lock's name.
+    pub name: String,
+    /// The owner string (`client_id:owner_id`).
+    pub owner: Owner,
+}
+
+/// Something that happened to a hold.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LockEvent {
+    /// The hold was granted or re-entered.
+    Acquired {
+        /// The hold.
+        hold: HoldRef,
+        /// The count now.
+        count: u32,
+        /// The new `valid_until`.
+        valid_until: MonoTime,
+    },
+    /// The watchdog confirmed a renewal.
+    Renewed {
+        /// The hold.
+        hold: HoldRef,
+        /// The new `valid_until`.
+        valid_until: MonoTime,
+    },
+    /// `valid_until` moved for another reason: a reentry with another lease, a reentrant
+    /// release, or a call that would lower it whose outcome is not known yet.
+    ValidUntilChanged {
+        /// The hold.
+        hold: HoldRef,
+        /// The new `valid_until`.
+        valid_until: MonoTime,
+    },
+    /// `valid_until` passed without a confirmation: the lease may be lost.
+    MayBeLost {
+        /// The hold.
+        hold: HoldRef,
+        /// The `valid_until` that passed.
+        valid_until: MonoTime,
+    },
+    /// The server says the owner no longer holds the lock (a renewal or unlock found no hold).
+    Lost {
+        /// The hold.
+        hold: HoldRef,
+    },
+    /// The hold reached `max_hold`; the watchdog no longer renews it.
+    MaxHoldReached {
+        /// The hold.
+        hold: HoldRef,
+        /// How long it had been held.
+        held_for: Millis,
+    },
+    /// The hold's last count was given back: its renewal stopped and its release was sent.
+    Released {
+        /// The hold.
+        hold: HoldRef,
+    },
+}
+
+impl LockEvent {
+    /// The hold the event is about.
+    pub fn hold(&self) -> &HoldRef {
+        match self {
+            LockEvent::Acquired { hold, .. }
+            | LockEvent::Renewed { hold, .. }
+            | LockEvent::ValidUntilChanged { hold, .. }
+            | LockEvent::MayBeLost { hold, .. }
+            | LockEvent::Lost { hold }
+            | LockEvent::MaxHoldReached { hold, .. }
+            | LockEvent::Released { hold } => hold,
+        }
+    }
+}
+
+/// What the client knows about one hold, for tests and the simulator's checkers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HoldSnapshot {
+    /// The hold.
+    pub id: HoldId,
+    /// Its mode.
+    pub mode: HoldMode,
+    /// The count the client believes the server has.
+    pub count: u32,
+    /// Acquires of this owner in flight.
+    pub pending: u32,
+    /// Until when it is certainly held.
+    pub valid_until: MonoTime,
+    /// Whether the watchdog renews it (a watchdog hold, not past `max_hold`).
+    pub renewing: bool,
+    /// The newest fencing token.
+    pub token: Option<u64>,
+}
+
+/// An output waiting in the queue. Renewal batches are built when they are polled, so a hold
+/// unlocked after its pass started is left out of a batch that has not been sent yet.
+#[derive(Debug)]
+enum Queued {
+    Ready(Output),
+    RenewBatch { id: CallId, holds: Vec<HoldRefKey> },
+}
+
+/// A hold as a renewal batch names it: its key and the id it had when the pass started.
+type HoldRefKey = (HoldKey, HoldId);
+
+/// What a call in flight was for.
+#[derive(Debug)]
+enum CallPurpose {
+    /// An attempt of an acquire or release operation, sent at `sent`.
+    Attempt { op: u64, sent: MonoTime },
+    /// A renewal batch of the watchdog.
+    Renew {
+        holds: Vec<HoldRefKey>,
+        sent: MonoTime,
+    },
+    /// The one call of a force unlock or query.
+    Single { op: u64 },
+}
+
+/// An operation in progress.
+#[derive(Debug)]
+struct Op {
+    /// Who gets the result; `None` once cancelled, or for an operation the machine started itself.
+    reply_to: Option<OpId>,
+    kind: OpKind,
+}
+
+#[derive(Debug)]
+enum OpKind {
+    Acquire(AcquireOp),
+    Release(ReleaseOp),
+    Single(SingleOp),
+}
+
+/// The lock client's state machine. See the [module docs](self).
+pub struct LockMachine {
+    config: LockConfig,
+    client_id: String,
+    ids: Box<dyn IdSource>,
+    now: MonoTime,
+    holds: BTreeMap<HoldKey, Hold>,
+    /// Holds found lost, with the counts their guards still have, so that their unlocks are
+    /// answered "not locked" without a call that could touch a newer hold of the same owner.
+    lost: BTreeMap<HoldId, u32>,
+    next_hold: u64,
+    ops: BTreeMap<u64, Op>,
+    op_index: BTreeMap<OpId, u64>,
+    next_op: u64,
+    calls: BTreeMap<CallId, CallPurpose>,
+    next_call: u64,
+    watchdog: Watchdog,
+    channels: BTreeMap<Bytes, Channel>,
+    timers: Timers,
+    out: VecDeque<Queued>,
+}
+
+impl fmt::Debug for LockMachine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LockMachine")
+            .field("client_id", &self.client_id)
+            .field("now", &self.now)
+            .field("holds", &self.holds.len())
+            .field("ops", &self.ops.len())
+            .field("calls", &self.calls.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl LockMachine {
+    /// A machine with a validated `config`, drawing its client id and every request and owner id
+    /// from `ids`.
+    pub fn new(config: LockConfig, ids: impl IdSource) -> Result<LockMachine, ConfigError> {
+        config.validate()?;
+        let mut ids: Box<dyn IdSource> = Box::new(ids);
+        let client_id = format!("{:032x}", ids.next_u128());
+        Ok(LockMachine {
+            config,
+            client_id,
+            ids,
+            now: MonoTime::ZERO,
+            holds: BTreeMap::new(),
+            lost: BTreeMap::new(),
+            next_hold: 0,
+            ops: BTreeMap::new(),
+            op_index: BTreeMap::new(),
+            next_op: 0,
+            calls: BTreeMap::new(),
+            next_call: 0,
+            watchdog: Watchdog::default(),
+            channels: BTreeMap::new(),
+            timers: Timers::default(),
+            out: VecDeque::new(),
+        })
+    }
+
+    /// This client's id, the first part of every owner it writes.
+    pub fn client_id(&self) -> &str {
+        &self.client_id
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &LockConfig {
+        &self.config
+    }
+
+    /// The owner string of `owner` on this client.
+    pub fn owner(&self, owner: OwnerId) -> Owner {
+        Owner::new(&self.client_id, owner.0)
+    }
+
+    /// What the client knows about `owner`'s hold of `name`, if it has one (held or being
+    /// acquired).
+    pub fn hold(&self, name: &str, owner: OwnerId) -> Option<HoldSnapshot> {
+        self.holds
+            .get(&(name.to_owned(), owner))
+            .map(|h| HoldSnapshot {
+                id: h.id,
+                mode: h.mode,
+                count: h.count,
+                pending: h.pending,
+                valid_until: h.valid_until,
+                renewing: h.renewable(),
+                token: h.token,
+            })
+    }
+
+    /// Operations in progress (cancelled acquires still resolving their outcome included).
+    pub fn ops_in_progress(&self) -> usize {
+        self.ops.len()
+    }
+
+    /// Feeds one input at time `now` (a monotonic clock the caller owns; a reading earlier than a
+    /// previous one is taken as the previous one).
+    pub fn handle(&mut self, input: Input, now: MonoTime) {
+        self.now = self.now.max(now);
+        match input {
+            Input::Request { op, request } => self.on_request(op, request),
+            Input::Cancel { op } => self.on_cancel(op),
+            Input::CallResult { id, result } => self.on_call_result(id, result),
+            Input::Subscribed { channel, result } => self.on_subscribed(channel, result),
+            Input::PubSub(event) => self.on_pubsub(event),
+            Input::Timeout => self.on_timeout(),
+        }
+    }
+
+    /// The next output, if any.
+    pub fn poll_output(&mut self) -> Option<Output> {
+        loop {
+            match self.out.pop_front()? {
+                Queued::Ready(output) => return Some(output),
+                Queued::RenewBatch { id, holds } => {
+                    if let Some(output) = self.build_renew_batch(id, holds) {
+                        return Some(output);
+                    }
+                }
+            }
+        }
+    }
+
+    /// When the machine next needs [`Input::Timeout`], if ever.
+    pub fn poll_timeout(&self) -> Option<MonoTime> {
+        self.timers.next()
+    }
+
+    fn on_request(&mut self, op: OpId, request: Request) {
+        match request {
+            Request::Acquire(req) => self.start_acquire(op, req),
+            Request::Release { hold, name, owner } => self.start_release(op, hold, name, owner),
+            Request::NewOwner => {
+                let owner = self.new_owner();
+                self.done(Some(op), Ok(Done::Owner(owner)));
+            }
+            Request::ForceUnlock { name } => self.start_force_unlock(op, name),
+            Request::IsLocked { name } => self.start_query(op, query::Query::IsLocked, name, None),
+            Request::HoldCount { name, owner } => {
+                self.start_query(op, query::Query::HoldCount, name, Some(owner))
+            }
+            Request::RemainingLease { name } => {
+                self.start_query(op, query::Query::RemainingLease, name, None)
+            }
+        }
+    }
+
+    fn on_cancel(&mut self, op: OpId) {
+        let Some(key) = self.op_index.remove(&op) else {
+            return;
+        };
+        let Some(entry) = self.ops.get_mut(&key) else {
+            return;
+        };
+        entry.reply_to = None;
+        if matches!(entry.kind, OpKind::Acquire(_)) {
+            self.abandon_acquire(key);
+        }
+        // A release or query keeps going: its effect on the server does not depend on anyone
+        // waiting for the answer (a guard's unlock must happen even if its caller walked away).
+    }
+
+    fn on_call_result(&mut self, id: CallId, result: Result<Reply, BackendError>) {
+        let Some(purpose) = self.calls.remove(&id) else {
+            return;
+        };
+        match purpose {
+            CallPurpose::Attempt { op, sent } => match self.ops.get(&op).map(|o| &o.kind) {
+                Some(OpKind::Acquire(_)) => self.on_acquire_result(op, sent, result),
+                Some(OpKind::Release(_)) => self.on_release_result(op, sent, result),
+                _ => {}
+            },
+            CallPurpose::Renew { holds, sent } => self.on_renew_result(id, holds, sent, result),
+            CallPurpose::Single { op } => self.on_single_result(op, result),
+        }
+    }
+
+    fn on_timeout(&mut self) {
+        while let Some((key, kind)) = self.timers.pop_due(self.now) {
+            match kind {
+                TimerKind::Watchdog => {
+                    if self.watchdog.timer == Some(key) {
+                        self.watchdog.timer = None;
+                        self.start_pass();
+                    }
+                }
+                TimerKind::Op(op) => self.on_op_timer(op, key),
+                TimerKind::Validity(hold_key, id) => self.on_validity_timer(hold_key, id, key),
+            }
+        }
+    }
+
+    fn on_op_timer(&mut self, op: u64, key: timers::TimerKey) {
+        let Some(entry) = self.ops.get_mut(&op) else {
+            return;
+        };
+        match &mut entry.kind {
+            OpKind::Acquire(a) if a.timer == Some(key) => {
+                a.timer = None;
+                self.on_acquire_timer(op);
+            }
+            OpKind::Release(r) if r.attempts.retry_timer == Some(key) => {
+                r.attempts.retry_timer = None;
+                self.send_release_attempt(op);
+            }
+            _ => {}
+        }
+    }
+
+    // ---- small shared helpers ----
+
+    fn new_owner(&mut self) -> OwnerId {
+        OwnerId(self.ids.next_u128() as u64)
+    }
+
+    fn new_request_id(&mut self) -> RequestId {
+        RequestId(self.ids.next_u128())
+    }
+
+    fn new_hold_id(&mut self) -> HoldId {
+        self.next_hold += 1;
+        HoldId(self.next_hold)
+    }
+
+    fn new_call_id(&mut self) -> CallId {
+        self.next_call += 1;
+        CallId(self.next_call)
+    }
+
+    fn insert_op(&mut self, reply_to: Option<OpId>, kind: OpKind) -> u64 {
+        self.next_op += 1;
+        let key = self.next_op;
+        if let Some(op) = reply_to {
+            self.op_index.insert(op, key);
+        }
+        self.ops.insert(key, Op { reply_to, kind });
+        key
+    }
+
+    /// Removes an operation and answers whoever waits for it.
+    fn finish_op(&mut self, key: u64, result: Result<Done, LockError>) {
+        if let Some(op) = self.ops.remove(&key)
+            && let Some(reply_to) = op.reply_to
+        {
+            self.op_index.remove(&reply_to);
+            self.done(Some(reply_to), result);
+        }
+    }
+
+    fn done(&mut self, op: Option<OpId>, result: Result<Done, LockError>) {
+        if let Some(op) = op {
+            self.push(Output::Done { op, result });
+        }
+    }
+
+    fn push(&mut self, output: Output) {
+        self.out.push_back(Queued::Ready(output));
+    }
+
+    fn send_call(&mut self, call: Call, purpose: CallPurpose) -> CallId {
+        let id = self.new_call_id();
+        self.calls.insert(id, purpose);
+        self.push(Output::Call { id, call });
+        id
+    }
+
+    fn keys(&self, name: &str) -> LockKeys {
+        self.config.key_layout.lock(name)
+    }
+
+    fn lease_of(&self, mode: HoldMode) -> Lease {
+        match mode {
+            HoldMode::Watchdog => self.config.watchdog_lease(),
+            HoldMode::Lease(lease) => lease,
+        }
+    }
+
+    /// `anchor + lease − drift margin`: how long a TTL set by a call first sent at `anchor`
+    /// certainly lasts, measured on the client's clock.
+    fn valid_until_after(&self, anchor: MonoTime, lease: Lease) -> MonoTime {
+        (anchor + lease.millis()).saturating_sub(self.config.drift_margin(lease))
+    }
+
+    fn event(&mut self, event: LockEvent) {
+        self.push(Output::Event(event));
+    }
+}

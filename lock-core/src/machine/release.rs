@@ -1,0 +1,259 @@
+//! Unlock: give back one count of a hold.
+//!
+//! The last count's unlock takes the hold off the watchdog *before* the release is sent, whatever
+//! happens to the release afterwards (Redisson cancels renewal in the release's callback, which
+//! left renewals running after a failed or lost unlock: #2515, #7272). A renewal batch already
+//! queued but not yet sent is rebuilt without it (see `watchdog.rs`). Every attempt of one unlock
+//! reuses its request id, so the unlock latch turns a repeat into a replay of the first answer
+//! (Redisson #4871, #6651).
+//!
+//! The same operation, with no caller, undoes the grant of a cancelled acquire.
+
+use super::attempts::{Attempts, Retry};
+use super::timers::TimerKind;
+use super::{
+    Call, CallPurpose, Done, HoldId, HoldKey, LockError, LockEvent, LockMachine, OpId, OpKind,
+    OwnerId, UnlockOutcome,
+};
+use crate::backend::BackendError;
+use crate::keys::{LockKeys, Owner, RequestId};
+use crate::reply::Reply;
+use crate::script::release::{self, ReleaseReply};
+use crate::time::{Lease, MonoTime};
+
+#[derive(Debug)]
+pub(crate) struct ReleaseOp {
+    pub key: HoldKey,
+    /// The hold whose count this gives back; `None` when it undoes an uncounted grant.
+    pub hold: Option<HoldId>,
+    pub keys: LockKeys,
+    pub owner: Owner,
+    pub lease: Lease,
+    /// Whether this was the hold's last count.
+    pub last: bool,
+    pub attempts: Attempts,
+}
+
+impl ReleaseOp {
+    /// A release that gives back a grant the client never counted (a cancelled acquire's).
+    pub(crate) fn undo(
+        key: HoldKey,
+        keys: LockKeys,
+        owner: Owner,
+        lease: Lease,
+        request: RequestId,
+    ) -> ReleaseOp {
+        ReleaseOp {
+            key,
+            hold: None,
+            keys,
+            owner,
+            lease,
+            last: false,
+            attempts: Attempts::new(request),
+        }
+    }
+}
+
+impl LockMachine {
+    pub(crate) fn start_release(
+        &mut self,
+        op: OpId,
+        hold_id: HoldId,
+        name: String,
+        owner: OwnerId,
+    ) {
+        let key: HoldKey = (name, owner);
+        let held = self
+            .holds
+            .get(&key)
+            .is_some_and(|h| h.id == hold_id && h.count > 0);
+        if !held {
+            // A hold found lost (or already ended): sending a release could take a count of a
+            // newer hold of the same owner, so the answer is given here.
+            if let Some(count) = self.lost.get_mut(&hold_id) {
+                *count -= 1;
+                if *count == 0 {
+                    self.lost.remove(&hold_id);
+                }
+            }
+            let err = self.not_locked(&key);
+            self.done(Some(op), Err(err));
+            return;
+        }
+        let Some(hold) = self.holds.get_mut(&key) else {
+            return;
+        };
+        hold.count -= 1;
+        let last = hold.count == 0;
+        let (keys, owner_name, mode) = (hold.keys.clone(), hold.owner.clone(), hold.mode);
+        if last {
+            // Off the watchdog now, before the release is sent (fixes Redisson #7272, #2515).
+            let timer = hold.validity_timer.take();
+            let hold_ref = hold.as_ref();
+            self.timers.cancel(timer);
+            self.event(LockEvent::Released { hold: hold_ref });
+            self.drop_hold_if_idle(&key);
+        }
+        let lease = self.lease_of(mode);
+        let request = self.new_request_id();
+        let release = ReleaseOp {
+            key,
+            hold: Some(hold_id),
+            keys,
+            owner: owner_name,
+            lease,
+            last,
+            attempts: Attempts::new(request),
+        };
+        let op = self.insert_op(Some(op), OpKind::Release(release));
+        self.send_release_attempt(op);
+    }
+
+    fn release_op(&mut self, op: u64) -> Option<&mut ReleaseOp> {
+        match self.ops.get_mut(&op).map(|o| &mut o.kind) {
+            Some(OpKind::Release(r)) => Some(r),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn send_release_attempt(&mut self, op: u64) {
+        let latch_ttl = self.config.latch_ttl();
+        let now = self.now;
+        let Some(r) = self.release_op(op) else {
+            return;
+        };
+        let call = release::call(&r.keys, &r.attempts.request, r.lease, &r.owner, latch_ttl);
+        let reentrant = (!r.last).then_some(r.hold).flatten();
+        let (key, lease) = (r.key.clone(), r.lease);
+        let timer = r.attempts.retry_timer.take();
+        self.timers.cancel(timer);
+        let id = self.send_call(Call::Script(call), CallPurpose::Attempt { op, sent: now });
+        if let Some(r) = self.release_op(op) {
+            r.attempts.in_flight = Some(id);
+        }
+        if let Some(hold_id) = reentrant {
+            self.lower_for_call(&key, hold_id, now, lease);
+        }
+    }
+
+    pub(crate) fn on_release_result(
+        &mut self,
+        op: u64,
+        sent: MonoTime,
+        result: Result<Reply, BackendError>,
+    ) {
+        let now = self.now;
+        let config = self.config.clone();
+        let Some(r) = self.release_op(op) else {
+            return;
+        };
+        r.attempts.in_flight = None;
+        let name = r.keys.name();
+        let reply = match result {
+            Ok(reply) => reply,
+            Err(BackendError::Server(text)) => {
+                let err = LockError::Backend {
+                    name,
+                    operation: "unlock",
+                    error: BackendError::Server(text),
+                };
+                self.end_release(op, Err(err));
+                return;
+            }
+            Err(error) => {
+                let retry = r.attempts.on_error(sent, error, now, &config);
+                let detail = r.attempts.last_error_text();
+                let last_error = r.attempts.last_error.clone();
+                match retry {
+                    Retry::At(at) => {
+                        let timer = self.timers.arm(at, TimerKind::Op(op));
+                        if let Some(r) = self.release_op(op) {
+                            r.attempts.retry_timer = Some(timer);
+                        }
+                    }
+                    Retry::GiveUp { unknown } => {
+                        let err = match (unknown, last_error) {
+                            (false, Some(error)) => LockError::Backend {
+                                name,
+                                operation: "unlock",
+                                error,
+                            },
+                            _ => LockError::OutcomeUnknown {
+                                name,
+                                operation: "unlock",
+                                detail,
+                            },
+                        };
+                        self.end_release(op, Err(err));
+                    }
+                }
+                return;
+            }
+        };
+        let anchor = r.attempts.anchor(sent);
+        let (key, hold, last, lease) = (r.key.clone(), r.hold, r.last, r.lease);
+        // The hold this reply can still say something about: a reentrant release of a live hold.
+        let live = hold.filter(|id| {
+            !last
+                && self
+                    .holds
+                    .get(&key)
+                    .is_some_and(|h| h.id == *id && h.count > 0)
+        });
+        let result = match release::decode(&reply) {
+            Ok(ReleaseReply::StillHeld) => {
+                if let Some(id) = live {
+                    let valid_until = self.valid_until_after(anchor, lease);
+                    if let Some(hold) = self.set_valid_until(&key, id, valid_until) {
+                        self.event(LockEvent::ValidUntilChanged { hold, valid_until });
+                    }
+                } else if last {
+                    tracing::warn!(
+                        lock = %name,
+                        owner = %key.1,
+                        "the last unlock left a count on the server; the lock expires with its lease"
+                    );
+                }
+                Ok(Done::Unlocked(UnlockOutcome::StillHeld))
+            }
+            Ok(ReleaseReply::Released) => {
+                if live.is_some() {
+                    // The server had fewer counts than the client: the hold is gone.
+                    self.mark_lost(&key);
+                }
+                Ok(Done::Unlocked(UnlockOutcome::Released))
+            }
+            Ok(ReleaseReply::NotHeld) => {
+                if live.is_some() {
+                    self.mark_lost(&key);
+                }
+                Err(self.not_locked(&key))
+            }
+            Err(error) => Err(LockError::UnexpectedReply {
+                name,
+                operation: "unlock",
+                error,
+            }),
+        };
+        self.end_release(op, result);
+    }
+
+    fn end_release(&mut self, op: u64, result: Result<Done, LockError>) {
+        if let Some(entry) = self.ops.get(&op)
+            && let OpKind::Release(r) = &entry.kind
+        {
+            let timer = r.attempts.retry_timer;
+            self.timers.cancel(timer);
+        }
+        self.finish_op(op, result);
+    }
+
+    pub(crate) fn not_locked(&self, key: &HoldKey) -> LockError {
+        LockError::NotLocked {
+            name: key.0.clone(),
+            client_id: self.client_id.clone(),
+            owner_id: key.1,
+        }
+    }
+}
