@@ -1,1 +1,3 @@
-//! placeholder
+//! Programs that teach the watchdog: scenarios on virtual time, rendered as timelines.
+
+pub mod timeline;

@@ -1,1 +1,1 @@
-//! placeholder
+//! The deterministic simulator of lock races (being built; see the README).

@@ -1,0 +1,474 @@
+//! The Lua scripts and their native twins do the same thing, proven against a real Redis.
+//!
+//! Random sequences of the five scripts, the lock queries (HGET, PTTL, EXISTS) and plain writes that
+//! put a string or a list on a lock's key, token counter or latch (so scripts meet wrong-typed keys)
+//! run twice: on the shared Redis through [`RedisBackend`], and on the native twins over the
+//! reference store. Replies must be identical, errors included, and so must the final keys, their
+//! values and TTLs. The reference runs at the sequence's start time while real time moves on, so a
+//! TTL may be lower on the server by at most the real time elapsed; nothing else may differ.
+//!
+//! `DIFF_CASES` sets the number of sequences (default 2,000).
+
+mod common;
+
+use bytes::Bytes;
+use lock_core::script::reference::{ReferenceStore, Value};
+use lock_core::script::{
+    ScriptCall, Store, acquire, acquire_fenced, force_unlock, release, renew_batch,
+};
+use lock_core::{
+    Backend, BackendError, KeyLayout, Lease, LockKeys, Millis, Owner, RedisBackend, Reply,
+    RequestId,
+};
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestRunner};
+use std::time::{Duration, Instant};
+
+const LOCKS: usize = 2;
+const OWNERS: u64 = 3;
+const REQUESTS: u128 = 3;
+
+/// Where a plain write lands.
+#[derive(Clone, Copy, Debug)]
+enum Target {
+    Lock,
+    Token,
+    AcquireLatch(u128),
+    UnlockLatch(u128),
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    Acquire {
+        lock: usize,
+        owner: u64,
+        req: u128,
+        lease: u64,
+    },
+    AcquireFenced {
+        lock: usize,
+        owner: u64,
+        req: u128,
+        lease: u64,
+    },
+    Release {
+        lock: usize,
+        owner: u64,
+        req: u128,
+        lease: u64,
+    },
+    Renew {
+        holds: Vec<(usize, u64)>,
+        lease: u64,
+    },
+    ForceUnlock {
+        lock: usize,
+    },
+    HGet {
+        lock: usize,
+        owner: u64,
+    },
+    Pttl {
+        lock: usize,
+    },
+    Exists {
+        lock: usize,
+    },
+    WriteString {
+        lock: usize,
+        target: Target,
+        value: &'static str,
+    },
+    WriteList {
+        lock: usize,
+        target: Target,
+    },
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let lock = 0..LOCKS;
+    let owner = 0..OWNERS;
+    let req = 0..REQUESTS;
+    let lease = 5_000u64..=60_000;
+    let target = prop_oneof![
+        Just(Target::Lock),
+        Just(Target::Token),
+        (0..REQUESTS).prop_map(Target::AcquireLatch),
+        (0..REQUESTS).prop_map(Target::UnlockLatch),
+    ];
+    prop_oneof![
+        4 => (lock.clone(), owner.clone(), req.clone(), lease.clone())
+            .prop_map(|(lock, owner, req, lease)| Op::Acquire { lock, owner, req, lease }),
+        3 => (lock.clone(), owner.clone(), req.clone(), lease.clone())
+            .prop_map(|(lock, owner, req, lease)| Op::AcquireFenced { lock, owner, req, lease }),
+        4 => (lock.clone(), owner.clone(), req.clone(), lease.clone())
+            .prop_map(|(lock, owner, req, lease)| Op::Release { lock, owner, req, lease }),
+        2 => (prop::collection::vec((lock.clone(), owner.clone()), 0..4), lease)
+            .prop_map(|(holds, lease)| Op::Renew { holds, lease }),
+        1 => lock.clone().prop_map(|lock| Op::ForceUnlock { lock }),
+        1 => (lock.clone(), owner).prop_map(|(lock, owner)| Op::HGet { lock, owner }),
+        1 => lock.clone().prop_map(|lock| Op::Pttl { lock }),
+        1 => lock.clone().prop_map(|lock| Op::Exists { lock }),
+        1 => (lock.clone(), target.clone(), prop_oneof![Just("x"), Just("7")])
+            .prop_map(|(lock, target, value)| Op::WriteString { lock, target, value }),
+        1 => (lock, target).prop_map(|(lock, target)| Op::WriteList { lock, target }),
+    ]
+}
+
+/// One sequence's names: its own prefix, so sequences never see each other's keys.
+struct Names {
+    locks: Vec<LockKeys>,
+}
+
+impl Names {
+    fn new(prefix: &str) -> Names {
+        let layout = KeyLayout::new(prefix);
+        Names {
+            locks: (0..LOCKS)
+                .map(|i| layout.lock(&format!("{prefix}:L{i}")))
+                .collect(),
+        }
+    }
+
+    fn owner(&self, i: u64) -> Owner {
+        Owner::new("client", i)
+    }
+
+    fn key(&self, lock: usize, target: Target) -> Bytes {
+        let keys = &self.locks[lock];
+        match target {
+            Target::Lock => keys.lock.clone(),
+            Target::Token => keys.token.clone(),
+            Target::AcquireLatch(r) => keys.acquire_latch(&RequestId(r)),
+            Target::UnlockLatch(r) => keys.unlock_latch(&RequestId(r)),
+        }
+    }
+
+    /// Every key a sequence can create.
+    fn all_keys(&self) -> Vec<Bytes> {
+        let mut out = Vec::new();
+        for lock in 0..LOCKS {
+            out.push(self.key(lock, Target::Lock));
+            out.push(self.key(lock, Target::Token));
+            for r in 0..REQUESTS {
+                out.push(self.key(lock, Target::AcquireLatch(r)));
+                out.push(self.key(lock, Target::UnlockLatch(r)));
+            }
+        }
+        out
+    }
+
+    fn script(&self, op: &Op) -> Option<ScriptCall> {
+        let lease = |ms: u64| Lease::from_millis(ms).unwrap();
+        let latch = Millis(20_000);
+        Some(match *op {
+            Op::Acquire {
+                lock,
+                owner,
+                req,
+                lease: l,
+            } => acquire::call(
+                &self.locks[lock],
+                &RequestId(req),
+                lease(l),
+                &self.owner(owner),
+                latch,
+            ),
+            Op::AcquireFenced {
+                lock,
+                owner,
+                req,
+                lease: l,
+            } => acquire_fenced::call(
+                &self.locks[lock],
+                &RequestId(req),
+                lease(l),
+                &self.owner(owner),
+                latch,
+            ),
+            Op::Release {
+                lock,
+                owner,
+                req,
+                lease: l,
+            } => release::call(
+                &self.locks[lock],
+                &RequestId(req),
+                lease(l),
+                &self.owner(owner),
+                latch,
+            ),
+            Op::Renew {
+                ref holds,
+                lease: l,
+            } => {
+                let owners: Vec<Owner> = holds.iter().map(|&(_, o)| self.owner(o)).collect();
+                renew_batch::call(
+                    lease(l),
+                    holds
+                        .iter()
+                        .zip(&owners)
+                        .map(|(&(lock, _), o)| (&self.locks[lock].lock, o)),
+                )
+            }
+            Op::ForceUnlock { lock } => force_unlock::call(&self.locks[lock]),
+            _ => return None,
+        })
+    }
+
+    /// The plain commands of a non-script op.
+    fn commands(&self, op: &Op) -> Vec<Vec<Bytes>> {
+        let b = |s: &str| Bytes::copy_from_slice(s.as_bytes());
+        match *op {
+            Op::HGet { lock, owner } => vec![vec![
+                b("HGET"),
+                self.locks[lock].lock.clone(),
+                self.owner(owner).as_bytes().clone(),
+            ]],
+            Op::Pttl { lock } => vec![vec![b("PTTL"), self.locks[lock].lock.clone()]],
+            Op::Exists { lock } => vec![vec![b("EXISTS"), self.locks[lock].lock.clone()]],
+            Op::WriteString {
+                lock,
+                target,
+                value,
+            } => {
+                vec![vec![b("SET"), self.key(lock, target), b(value)]]
+            }
+            Op::WriteList { lock, target } => vec![
+                vec![b("DEL"), self.key(lock, target)],
+                vec![b("RPUSH"), self.key(lock, target), b("x")],
+            ],
+            _ => vec![],
+        }
+    }
+}
+
+/// A reply, or a server error's text.
+type Outcome = Result<Reply, String>;
+
+/// Whether an op's integer reply is a TTL (compared within the real time elapsed).
+fn replies_ttl(op: &Op) -> bool {
+    matches!(
+        op,
+        Op::Pttl { .. } | Op::Acquire { .. } | Op::AcquireFenced { .. }
+    )
+}
+
+fn run_reference(names: &Names, store: &mut ReferenceStore, op: &Op) -> Outcome {
+    if let Some(call) = names.script(op) {
+        return match call.run_native(store) {
+            Reply::Error(e) => Err(e),
+            reply => Ok(reply),
+        };
+    }
+    let mut last = Ok(Reply::Nil);
+    for argv in names.commands(op) {
+        let err = |e: lock_core::script::CommandError| e.0;
+        last = match &argv[0][..] {
+            b"HGET" => store
+                .hget(&argv[1], &argv[2])
+                .map(|v| v.map_or(Reply::Nil, Reply::Bulk))
+                .map_err(err),
+            b"PTTL" => store.pttl(&argv[1]).map(Reply::Int).map_err(err),
+            b"EXISTS" => store
+                .exists(&argv[1])
+                .map(|e| Reply::Int(e.into()))
+                .map_err(err),
+            b"SET" => {
+                store.set_string(&argv[1], &argv[2]);
+                Ok(Reply::Status("OK".into()))
+            }
+            b"DEL" => store
+                .del(&argv[1])
+                .map(|e| Reply::Int(e.into()))
+                .map_err(err),
+            b"RPUSH" => {
+                store.set_list(&argv[1], &argv[2]);
+                Ok(Reply::Int(1))
+            }
+            other => unreachable!("no reference for {other:?}"),
+        };
+    }
+    last
+}
+
+async fn run_backend<B: Backend>(names: &Names, backend: &B, op: &Op) -> Outcome {
+    let lift = |r: Result<Reply, BackendError>| match r {
+        Ok(reply) => Ok(reply),
+        Err(BackendError::Server(e)) => Err(e),
+        Err(other) => panic!("the backend failed outside the script: {other}"),
+    };
+    if let Some(call) = names.script(op) {
+        return lift(backend.eval(&call).await);
+    }
+    let mut last = Ok(Reply::Nil);
+    for argv in names.commands(op) {
+        last = lift(backend.command(&argv).await);
+    }
+    last
+}
+
+/// A key's final state: its type and contents, and its PTTL.
+#[derive(Debug, PartialEq)]
+struct KeyState {
+    key: Bytes,
+    value: Reply,
+    pttl: i64,
+}
+
+fn reference_state(names: &Names, store: &mut ReferenceStore) -> Vec<KeyState> {
+    let mut out = Vec::new();
+    for key in names.all_keys() {
+        let pttl = store.pttl(&key).unwrap();
+        let value = match store.value(&key) {
+            None => continue,
+            Some(Value::Str(s)) => {
+                Reply::Array(vec![Reply::Status("string".into()), Reply::Bulk(s.clone())])
+            }
+            Some(Value::Hash(h)) => Reply::Array(vec![
+                Reply::Status("hash".into()),
+                Reply::Array(
+                    h.iter()
+                        .flat_map(|(f, v)| [Reply::Bulk(f.clone()), Reply::Bulk(v.clone())])
+                        .collect(),
+                ),
+            ]),
+            Some(Value::List(l)) => Reply::Array(vec![
+                Reply::Status("list".into()),
+                Reply::Array(l.iter().cloned().map(Reply::Bulk).collect()),
+            ]),
+        };
+        out.push(KeyState { key, value, pttl });
+    }
+    out
+}
+
+async fn backend_state<B: Backend>(names: &Names, backend: &B) -> Vec<KeyState> {
+    let b = |s: &str| Bytes::copy_from_slice(s.as_bytes());
+    let mut out = Vec::new();
+    for key in names.all_keys() {
+        let ty = backend.command(&[b("TYPE"), key.clone()]).await.unwrap();
+        let read = match &ty {
+            Reply::Status(t) if t == "none" => continue,
+            Reply::Status(t) if t == "string" => vec![b("GET"), key.clone()],
+            Reply::Status(t) if t == "hash" => vec![b("HGETALL"), key.clone()],
+            Reply::Status(t) if t == "list" => vec![b("LRANGE"), key.clone(), b("0"), b("-1")],
+            other => panic!("unexpected type {other}"),
+        };
+        let contents = backend.command(&read).await.unwrap();
+        let pttl = backend.command(&[b("PTTL"), key.clone()]).await.unwrap();
+        out.push(KeyState {
+            key,
+            value: Reply::Array(vec![ty, contents]),
+            pttl: pttl.as_int().unwrap(),
+        });
+    }
+    out
+}
+
+/// Equal, but a TTL may be lower on the server by the time elapsed since the sequence began.
+fn ttl_close(reference: i64, server: i64, elapsed_ms: i64) -> bool {
+    if reference < 0 || server < 0 {
+        return reference == server;
+    }
+    server <= reference && server >= reference - elapsed_ms
+}
+
+fn outcome_matches(op: &Op, reference: &Outcome, server: &Outcome, elapsed_ms: i64) -> bool {
+    if !replies_ttl(op) {
+        return reference == server;
+    }
+    match (reference, server) {
+        (Ok(Reply::Int(r)), Ok(Reply::Int(s))) => ttl_close(*r, *s, elapsed_ms),
+        (Ok(Reply::Array(r)), Ok(Reply::Array(s))) if r.len() == 2 && s.len() == 2 => {
+            // acquire_fenced: [pttl, -1] when held.
+            matches!((&r[0], &s[0]), (Reply::Int(a), Reply::Int(b)) if ttl_close(*a, *b, elapsed_ms))
+                && r[1] == s[1]
+        }
+        _ => reference == server,
+    }
+}
+
+/// Runs one sequence on both sides and reports the first difference.
+async fn check_sequence<B: Backend>(backend: &B, prefix: &str, ops: &[Op]) -> Result<(), String> {
+    let names = Names::new(prefix);
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let mut store = ReferenceStore::new(now_ms);
+    let started = Instant::now();
+    let result = async {
+        for (i, op) in ops.iter().enumerate() {
+            let reference = run_reference(&names, &mut store, op);
+            let server = run_backend(&names, backend, op).await;
+            let elapsed = started.elapsed().as_millis() as i64 + 1;
+            if !outcome_matches(op, &reference, &server, elapsed) {
+                return Err(format!(
+                    "step {i} {op:?}: reference replied {reference:?}, server replied {server:?}"
+                ));
+            }
+        }
+        let reference = reference_state(&names, &mut store);
+        let server = backend_state(&names, backend).await;
+        let elapsed = started.elapsed().as_millis() as i64 + 1;
+        let same = reference.len() == server.len()
+            && reference.iter().zip(&server).all(|(r, s)| {
+                r.key == s.key && r.value == s.value && ttl_close(r.pttl, s.pttl, elapsed)
+            });
+        if !same {
+            return Err(format!(
+                "final state differs:\n reference {reference:#?}\n server {server:#?}"
+            ));
+        }
+        Ok(())
+    }
+    .await;
+    // Leave nothing behind on the shared server.
+    let mut del = vec![Bytes::from_static(b"DEL")];
+    del.extend(names.all_keys());
+    backend.command(&del).await.unwrap();
+    result
+}
+
+fn cases() -> u32 {
+    std::env::var("DIFF_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2_000)
+}
+
+/// Runs `cases()` random sequences against `backend`, failing with the shrunk sequence.
+pub fn differential<B: Backend>(rt: &tokio::runtime::Runtime, backend: &B, label: &str) {
+    let mut runner = TestRunner::new(Config {
+        cases: cases(),
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let base = common::unique_prefix(label);
+    let counter = std::cell::Cell::new(0u64);
+    let result = runner.run(&prop::collection::vec(op(), 1..24), |ops| {
+        counter.set(counter.get() + 1);
+        let prefix = format!("{base}-{}", counter.get());
+        rt.block_on(check_sequence(backend, &prefix, &ops))
+            .map_err(TestCaseError::fail)
+    });
+    if let Err(e) = result {
+        panic!("{label}: the Lua scripts and the native twins diverge: {e}");
+    }
+}
+
+#[test]
+fn lua_scripts_and_native_twins_agree_on_real_redis() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let backend = rt
+        .block_on(RedisBackend::connect(
+            &common::redis_url(),
+            Duration::from_secs(5),
+        ))
+        .expect("connect to REDIS_URL");
+    differential(&rt, &backend, "diff-real");
+}

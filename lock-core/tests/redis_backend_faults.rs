@@ -1,0 +1,141 @@
+//! `RedisBackend` under the faults a real deployment meets, each on a `redis-server` the test
+//! starts itself (it restarts, flushes or pauses it, which the shared server must never see).
+
+mod common;
+
+use bytes::Bytes;
+use common::OwnRedis;
+use lock_core::script::acquire::{self, AcquireReply};
+use lock_core::{
+    Backend, BackendError, KeyLayout, Lease, Millis, Owner, RedisBackend, Reply, RequestId,
+};
+use std::time::Duration;
+
+fn cmd(args: &[&str]) -> Vec<Bytes> {
+    args.iter()
+        .map(|a| Bytes::copy_from_slice(a.as_bytes()))
+        .collect()
+}
+
+async fn acquire_once(backend: &RedisBackend, req: u128) -> Result<Reply, BackendError> {
+    let keys = KeyLayout::default().lock("faults");
+    let call = acquire::call(
+        &keys,
+        &RequestId(req),
+        Lease::from_millis(30_000).unwrap(),
+        &Owner::new("c", 1),
+        Millis(10_000),
+    );
+    backend.eval(&call).await
+}
+
+#[tokio::test]
+async fn a_restart_between_calls_is_never_a_wrong_answer_and_the_backend_reconnects() {
+    let mut server = OwnRedis::start();
+    let backend = RedisBackend::connect(&server.url(), Duration::from_secs(2))
+        .await
+        .unwrap();
+    assert_eq!(
+        backend.command(&cmd(&["SET", "k", "v"])).await,
+        Ok(Reply::Status("OK".into()))
+    );
+    server.restart();
+    // The first call after the restart meets the dead connection: it must not claim an answer.
+    match backend.command(&cmd(&["GET", "k"])).await {
+        Err(BackendError::NotApplied(_) | BackendError::Unknown(_)) => {}
+        Ok(Reply::Nil) => {} // already reconnected: the restarted server really has no `k`
+        other => panic!("a call across a restart must not give a wrong answer: {other:?}"),
+    }
+    // A later call succeeds on a new connection, and the script cache (empty after the restart)
+    // is refilled through NOSCRIPT.
+    let mut reply = None;
+    for _ in 0..50 {
+        match acquire_once(&backend, 1).await {
+            Ok(r) => {
+                reply = Some(r);
+                break;
+            }
+            Err(BackendError::Server(e)) => panic!("server error: {e}"),
+            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
+    let reply = reply.expect("the backend reconnects after a restart");
+    assert_eq!(acquire::decode(&reply), Ok(AcquireReply::Acquired));
+    assert_eq!(
+        backend.command(&cmd(&["GET", "k"])).await,
+        Ok(Reply::Nil),
+        "the restarted server kept no data"
+    );
+}
+
+#[tokio::test]
+async fn script_flush_is_survived_by_reloading_the_script() {
+    let server = OwnRedis::start();
+    let backend = RedisBackend::connect(&server.url(), Duration::from_secs(2))
+        .await
+        .unwrap();
+    assert_eq!(
+        acquire::decode(&acquire_once(&backend, 1).await.unwrap()),
+        Ok(AcquireReply::Acquired)
+    );
+    assert_eq!(
+        backend.command(&cmd(&["SCRIPT", "FLUSH"])).await,
+        Ok(Reply::Status("OK".into()))
+    );
+    let exists = backend
+        .command(&cmd(&["SCRIPT", "EXISTS", acquire::SCRIPT.sha()]))
+        .await;
+    assert_eq!(exists, Ok(Reply::Array(vec![Reply::Int(0)])));
+    assert_eq!(
+        acquire::decode(&acquire_once(&backend, 2).await.unwrap()),
+        Ok(AcquireReply::Acquired)
+    );
+    let exists = backend
+        .command(&cmd(&["SCRIPT", "EXISTS", acquire::SCRIPT.sha()]))
+        .await;
+    assert_eq!(exists, Ok(Reply::Array(vec![Reply::Int(1)])));
+}
+
+#[tokio::test]
+async fn a_reply_that_never_arrives_is_an_unknown_outcome() {
+    let server = OwnRedis::start();
+    let backend = RedisBackend::connect(&server.url(), Duration::from_millis(500))
+        .await
+        .unwrap();
+    // Load the script first, so the paused call is a complete EVALSHA, not a NOSCRIPT round.
+    let load = backend
+        .command(&cmd(&["SCRIPT", "LOAD", acquire::SCRIPT.body]))
+        .await;
+    assert_eq!(
+        load,
+        Ok(Reply::Bulk(Bytes::from(acquire::SCRIPT.sha().to_owned())))
+    );
+    // Another connection pauses every client for longer than the response timeout.
+    let admin = RedisBackend::connect(&server.url(), Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert_eq!(
+        admin
+            .command(&cmd(&["CLIENT", "PAUSE", "3000", "ALL"]))
+            .await,
+        Ok(Reply::Status("OK".into()))
+    );
+    let outcome = acquire_once(&backend, 1).await;
+    assert!(
+        matches!(outcome, Err(BackendError::Unknown(_))),
+        "expected an unknown outcome, got {outcome:?}"
+    );
+    // The paused call is applied when the pause ends: that is why it was "unknown", not "failed".
+    let mut held = false;
+    for _ in 0..60 {
+        if backend.command(&cmd(&["EXISTS", "faults"])).await == Ok(Reply::Int(1)) {
+            held = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        held,
+        "the call whose reply timed out was applied after the pause"
+    );
+}

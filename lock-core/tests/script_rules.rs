@@ -1,0 +1,315 @@
+//! Every rule of the lock scripts, stated as a test over the native twins and the reference store,
+//! on a scripted clock. The differential test holds the Lua bodies to the same behaviour.
+
+use bytes::Bytes;
+use lock_core::script::acquire::{AcquireReply, HolderTtl};
+use lock_core::script::acquire_fenced::FencedReply;
+use lock_core::script::reference::{ReferenceStore, Value};
+use lock_core::script::release::ReleaseReply;
+use lock_core::script::{Store, acquire, acquire_fenced, force_unlock, release, renew_batch};
+use lock_core::{InvalidLease, KeyLayout, Lease, LockKeys, Millis, Owner, Reply, RequestId};
+
+const LATCH_TTL: Millis = Millis(10_000);
+
+struct World {
+    store: ReferenceStore,
+    keys: LockKeys,
+    a: Owner,
+    b: Owner,
+}
+
+fn world() -> World {
+    World {
+        store: ReferenceStore::new(1_700_000_000_000),
+        keys: KeyLayout::default().lock("orders"),
+        a: Owner::new("client-a", 1),
+        b: Owner::new("client-b", 1),
+    }
+}
+
+fn lease(ms: u64) -> Lease {
+    Lease::from_millis(ms).unwrap()
+}
+
+impl World {
+    fn acquire(&mut self, owner: &Owner, req: u128, lease_ms: u64) -> AcquireReply {
+        let call = acquire::call(
+            &self.keys,
+            &RequestId(req),
+            lease(lease_ms),
+            owner,
+            LATCH_TTL,
+        );
+        acquire::decode(&call.run_native(&mut self.store)).unwrap()
+    }
+
+    fn fenced(&mut self, owner: &Owner, req: u128, lease_ms: u64) -> FencedReply {
+        let call = acquire_fenced::call(
+            &self.keys,
+            &RequestId(req),
+            lease(lease_ms),
+            owner,
+            LATCH_TTL,
+        );
+        acquire_fenced::decode(&call.run_native(&mut self.store)).unwrap()
+    }
+
+    fn release(&mut self, owner: &Owner, req: u128, lease_ms: u64) -> ReleaseReply {
+        let call = release::call(
+            &self.keys,
+            &RequestId(req),
+            lease(lease_ms),
+            owner,
+            LATCH_TTL,
+        );
+        release::decode(&call.run_native(&mut self.store)).unwrap()
+    }
+
+    fn pttl(&mut self) -> i64 {
+        let lock = self.keys.lock.clone();
+        self.store.pttl(&lock).unwrap()
+    }
+
+    fn count(&mut self, owner: &Owner) -> i64 {
+        let lock = self.keys.lock.clone();
+        self.store
+            .hget(&lock, owner.as_bytes())
+            .unwrap()
+            .map_or(0, |v| std::str::from_utf8(&v).unwrap().parse().unwrap())
+    }
+}
+
+#[test]
+fn first_acquire_creates_the_hash_with_the_lease() {
+    let mut w = world();
+    let a = w.a.clone();
+    assert_eq!(w.acquire(&a, 1, 30_000), AcquireReply::Acquired);
+    assert_eq!(w.count(&a), 1);
+    assert_eq!(w.pttl(), 30_000);
+}
+
+#[test]
+fn reentry_resets_the_ttl_to_the_new_lease() {
+    let mut w = world();
+    let a = w.a.clone();
+    w.acquire(&a, 1, 30_000);
+    w.store.advance(20_000);
+    assert_eq!(w.pttl(), 10_000);
+    assert_eq!(w.acquire(&a, 2, 5_000), AcquireReply::Acquired);
+    assert_eq!(w.count(&a), 2);
+    assert_eq!(
+        w.pttl(),
+        5_000,
+        "reentry sets the new lease, even a shorter one"
+    );
+}
+
+#[test]
+fn a_replayed_acquire_request_is_a_no_op() {
+    let mut w = world();
+    let a = w.a.clone();
+    w.acquire(&a, 1, 30_000);
+    w.store.advance(1_000);
+    assert_eq!(w.acquire(&a, 1, 30_000), AcquireReply::Acquired);
+    assert_eq!(w.count(&a), 1, "the replay must not count a second hold");
+    assert_eq!(w.pttl(), 29_000, "the replay must not touch the TTL");
+}
+
+#[test]
+fn a_held_lock_replies_the_holders_pttl() {
+    let mut w = world();
+    let (a, b) = (w.a.clone(), w.b.clone());
+    w.acquire(&a, 1, 30_000);
+    w.store.advance(12_345);
+    assert_eq!(
+        w.acquire(&b, 2, 30_000),
+        AcquireReply::Held(HolderTtl::Remaining(Millis(17_655)))
+    );
+    assert_eq!(w.count(&b), 0);
+}
+
+#[test]
+fn the_key_lives_through_its_deadline_millisecond() {
+    let mut w = world();
+    let (a, b) = (w.a.clone(), w.b.clone());
+    w.acquire(&a, 1, 30_000);
+    w.store.advance(30_000);
+    assert_eq!(
+        w.acquire(&b, 2, 30_000),
+        AcquireReply::Held(HolderTtl::Remaining(Millis(0)))
+    );
+    w.store.advance(1);
+    assert_eq!(w.acquire(&b, 2, 30_000), AcquireReply::Acquired);
+}
+
+#[test]
+fn acquire_against_a_holder_with_no_ttl_replies_minus_one() {
+    let mut w = world();
+    let (a, b) = (w.a.clone(), w.b.clone());
+    w.acquire(&a, 1, 30_000);
+    let lock = w.keys.lock.clone();
+    assert!(w.store.persist(&lock));
+    let call = acquire::call(&w.keys, &RequestId(2), lease(30_000), &b, LATCH_TTL);
+    let reply = call.run_native(&mut w.store);
+    assert_eq!(reply, Reply::Int(-1));
+    assert_eq!(
+        acquire::decode(&reply).unwrap(),
+        AcquireReply::Held(HolderTtl::NoTtl)
+    );
+}
+
+#[test]
+fn release_by_a_non_owner_replies_nil() {
+    let mut w = world();
+    let (a, b) = (w.a.clone(), w.b.clone());
+    w.acquire(&a, 1, 30_000);
+    assert_eq!(w.release(&b, 2, 30_000), ReleaseReply::NotHeld);
+    assert_eq!(w.count(&a), 1);
+    assert!(w.store.published().is_empty());
+}
+
+#[test]
+fn a_reentrant_release_restores_the_lease_and_replies_0() {
+    let mut w = world();
+    let a = w.a.clone();
+    w.acquire(&a, 1, 30_000);
+    w.acquire(&a, 2, 30_000);
+    w.store.advance(25_000);
+    assert_eq!(w.release(&a, 3, 30_000), ReleaseReply::StillHeld);
+    assert_eq!(w.count(&a), 1);
+    assert_eq!(
+        w.pttl(),
+        30_000,
+        "a reentrant release re-applies the full lease"
+    );
+    assert!(w.store.published().is_empty());
+}
+
+#[test]
+fn the_last_release_deletes_the_key_publishes_0_and_replies_1() {
+    let mut w = world();
+    let a = w.a.clone();
+    w.acquire(&a, 1, 30_000);
+    assert_eq!(w.release(&a, 2, 30_000), ReleaseReply::Released);
+    assert_eq!(w.pttl(), -2);
+    assert_eq!(
+        w.store.published(),
+        &[(w.keys.channel.clone(), Bytes::from_static(b"0"))]
+    );
+}
+
+#[test]
+fn a_repeated_release_with_the_same_request_id_replies_the_latched_value() {
+    let mut w = world();
+    let a = w.a.clone();
+    w.acquire(&a, 1, 30_000);
+    w.acquire(&a, 2, 30_000);
+    assert_eq!(w.release(&a, 3, 30_000), ReleaseReply::StillHeld);
+    assert_eq!(w.release(&a, 3, 30_000), ReleaseReply::StillHeld);
+    assert_eq!(w.count(&a), 1, "the repeat must not release a second hold");
+    assert_eq!(w.release(&a, 4, 30_000), ReleaseReply::Released);
+    assert_eq!(w.release(&a, 4, 30_000), ReleaseReply::Released);
+    assert_eq!(
+        w.store.published().len(),
+        1,
+        "the repeat must not publish again"
+    );
+}
+
+#[test]
+fn renew_of_a_key_whose_owner_is_gone_replies_0_and_leaves_it_untouched() {
+    let mut w = world();
+    let (a, b) = (w.a.clone(), w.b.clone());
+    let other = KeyLayout::default().lock("invoices");
+    w.acquire(&b, 1, 30_000);
+    w.store.advance(10_000);
+    let call = renew_batch::call(
+        lease(30_000),
+        [(&w.keys.lock, &a), (&other.lock, &a), (&w.keys.lock, &b)],
+    );
+    let reply = call.run_native(&mut w.store);
+    assert_eq!(
+        renew_batch::decode(&reply, 3).unwrap(),
+        vec![false, false, true]
+    );
+    assert_eq!(w.pttl(), 30_000, "b's hold was renewed");
+    let call = renew_batch::call(lease(30_000), [(&w.keys.lock, &a)]);
+    w.store.advance(5_000);
+    call.run_native(&mut w.store);
+    assert_eq!(w.pttl(), 25_000, "a's failed renewal leaves b's TTL alone");
+    assert_eq!(w.count(&a), 0);
+}
+
+#[test]
+fn fenced_tokens_strictly_increase_reentry_included_and_a_replay_returns_the_same_token() {
+    let mut w = world();
+    let (a, b) = (w.a.clone(), w.b.clone());
+    assert_eq!(w.fenced(&a, 1, 30_000), FencedReply::Acquired { token: 1 });
+    assert_eq!(w.fenced(&a, 2, 30_000), FencedReply::Acquired { token: 2 });
+    assert_eq!(w.fenced(&a, 2, 30_000), FencedReply::Acquired { token: 2 });
+    assert_eq!(w.count(&a), 2);
+    assert_eq!(
+        w.fenced(&b, 3, 30_000),
+        FencedReply::Held(HolderTtl::Remaining(Millis(30_000)))
+    );
+    w.release(&a, 4, 30_000);
+    w.release(&a, 5, 30_000);
+    assert_eq!(w.fenced(&b, 3, 30_000), FencedReply::Acquired { token: 3 });
+}
+
+#[test]
+fn force_unlock_replies_1_then_0() {
+    let mut w = world();
+    let a = w.a.clone();
+    w.acquire(&a, 1, 30_000);
+    let call = force_unlock::call(&w.keys);
+    assert!(force_unlock::decode(&call.run_native(&mut w.store)).unwrap());
+    assert!(!force_unlock::decode(&call.run_native(&mut w.store)).unwrap());
+    assert_eq!(w.store.published().len(), 1);
+}
+
+#[test]
+fn a_lease_of_zero_is_refused_before_any_call() {
+    assert_eq!(Lease::from_millis(0), Err(InvalidLease(Millis(0))));
+}
+
+#[test]
+fn a_wrong_typed_key_fails_with_the_script_suffix_and_keeps_earlier_writes() {
+    let mut w = world();
+    let a = w.a.clone();
+    // The token counter holds a list: acquire_fenced fails at its INCR (Lua line 7), after the
+    // HINCRBY and PEXPIRE of lines 5 and 6, which stay.
+    let token = w.keys.token.clone();
+    w.store.set_list(&token, b"x");
+    let call = acquire_fenced::call(&w.keys, &RequestId(1), lease(30_000), &a, LATCH_TTL);
+    let reply = call.run_native(&mut w.store);
+    assert_eq!(
+        reply,
+        Reply::Error(format!(
+            "WRONGTYPE Operation against a key holding the wrong kind of value script: {}, on @user_script:7.",
+            acquire_fenced::SCRIPT.sha()
+        ))
+    );
+    assert_eq!(w.count(&a), 1);
+    assert_eq!(w.pttl(), 30_000);
+    assert_eq!(
+        w.store.value(&token),
+        Some(&Value::List(vec![Bytes::from_static(b"x")]))
+    );
+}
+
+#[test]
+fn a_string_on_the_lock_key_is_a_wrong_type_for_every_script() {
+    let mut w = world();
+    let a = w.a.clone();
+    let lock = w.keys.lock.clone();
+    w.store.set_string(&lock, b"v");
+    let call = acquire::call(&w.keys, &RequestId(1), lease(30_000), &a, LATCH_TTL);
+    let Reply::Error(text) = call.run_native(&mut w.store) else {
+        panic!("expected an error")
+    };
+    assert!(
+        text.starts_with("WRONGTYPE") && text.ends_with("on @user_script:4."),
+        "{text}"
+    );
+}
