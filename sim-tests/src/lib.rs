@@ -5,6 +5,8 @@
 //! engine and returns the trace and the [`Violation`]s. The same case always gives the same trace.
 
 pub mod case;
+pub mod engine_server;
+pub mod strategy;
 pub mod history;
 pub mod rng;
 pub mod server;
@@ -13,3 +15,35 @@ pub mod world;
 pub use case::{AcquireKind, Case, ClientSpec, Fault};
 pub use history::{Checker, History, Violation};
 pub use world::{Run, World};
+
+use engine_server::EngineServer;
+
+/// Plays `case` on fake-redis's engine and checks the history.
+pub fn run(case: &Case) -> Run {
+    World::new(case, EngineServer::new(case.seed)).run()
+}
+
+/// The report of a failing case: its seed, its text, its violations, its timeline, and the one
+/// command that replays it exactly.
+pub fn explain(case: &Case, run: &Run, violations: &[&Violation]) -> String {
+    let mut out = format!("seed {}\n\ncase:\n{case}\nviolations:\n", case.seed);
+    for v in violations {
+        out.push_str(&format!("  {v}\n"));
+    }
+    out.push_str("\ntimeline:\n");
+    out.push_str(&run.timeline());
+    out.push_str(&format!(
+        "\n\nreplay: SIM_CASE='{}' cargo test -p sim-tests --test replay -- --nocapture\n",
+        case.one_line()
+    ));
+    out
+}
+
+/// How many cases a suite runs: its default, times `SIM_CASES / 1000` when that is set (so
+/// `SIM_CASES=10000` runs ten times the default).
+pub fn cases(default: u32) -> u32 {
+    match std::env::var("SIM_CASES").ok().and_then(|v| v.parse::<u64>().ok()) {
+        Some(n) => ((u64::from(default) * n) / 1000).max(1) as u32,
+        None => default,
+    }
+}

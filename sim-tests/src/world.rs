@@ -146,6 +146,8 @@ struct SimClient {
     work_seq: u64,
     /// (lock key, owner) pairs whose last unlock was sent: no renewal may name them again.
     unlocked: BTreeSet<(Bytes, Bytes)>,
+    /// The unlock channels the machine asked to be subscribed to.
+    channels: BTreeSet<Bytes>,
 }
 
 /// A server-side grant being recorded.
@@ -241,6 +243,7 @@ impl<S: SimServer> World<S> {
                 message_seq: 0,
                 work_seq: 0,
                 unlocked: BTreeSet::new(),
+                channels: BTreeSet::new(),
             });
         }
         let mut world = World {
@@ -506,6 +509,10 @@ impl<S: SimServer> World<S> {
             self.clients[client].sub_conn = conn;
             self.clients[client].conn = cmd;
             self.conn_owner.insert(conn, client);
+            let now = self.server_now();
+            for channel in self.clients[client].channels.clone() {
+                self.server.subscribe(conn, &channel, now);
+            }
             self.feed(client, Input::PubSub(PubSubEvent::SubscriptionRestored));
         }
     }
@@ -555,6 +562,7 @@ impl<S: SimServer> World<S> {
                 self.schedule(at, Ev::CallTimeout { client, id });
             }
             Output::Subscribe { channel } => {
+                self.clients[client].channels.insert(channel.clone());
                 let (latency, _) = self.latency(client);
                 self.schedule(
                     self.now + latency,
@@ -566,6 +574,7 @@ impl<S: SimServer> World<S> {
                 );
             }
             Output::Unsubscribe { channel } => {
+                self.clients[client].channels.remove(&channel);
                 let (latency, _) = self.latency(client);
                 self.schedule(
                     self.now + latency,
