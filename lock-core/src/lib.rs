@@ -5,6 +5,7 @@
 //! (a real one through [`RedisBackend`], or the in-process fake of the `fake-redis` crate).
 
 pub mod backend;
+pub mod client;
 pub mod config;
 pub mod keys;
 pub mod machine;
@@ -15,6 +16,7 @@ pub mod script;
 pub mod time;
 
 pub use backend::{Backend, BackendError, PubSubEvent};
+pub use client::{HoldLoss, HoldState, HoldStatus, LockClient, LockGuard, LockOwner};
 pub use config::{ConfigError, LockConfig};
 pub use keys::{KeyLayout, LockKeys, Owner, RequestId};
 pub use machine::{HoldId, HoldMode, LockError, OwnerId, RemainingLease, UnlockOutcome};

@@ -245,7 +245,7 @@ impl LockMachine {
 
     /// The server granted the acquire (taken, re-entered, or a replay of an earlier grant).
     fn grant(&mut self, op: u64, sent: MonoTime, token: Option<u64>) {
-        let Some((reply_to, a)) = self.take_acquire(op) else {
+        let Some((reply_to, a)) = self.take_acquire(op, true) else {
             return;
         };
         let lease = self.lease_of(a.mode);
@@ -293,6 +293,7 @@ impl LockMachine {
             });
         }
         let acquired = Acquired {
+            name: a.key.0.clone(),
             hold: id,
             owner: a.key.1,
             owner_name: a.owner,
@@ -443,7 +444,9 @@ impl LockMachine {
         }
     }
 
-    fn take_acquire(&mut self, op: u64) -> Option<(Option<OpId>, AcquireOp)> {
+    /// Removes an acquire, leaving its channel; a wake it was given passes on unless it was
+    /// `granted` (the wake did its job).
+    fn take_acquire(&mut self, op: u64, granted: bool) -> Option<(Option<OpId>, AcquireOp)> {
         let entry = self.ops.remove(&op)?;
         let OpKind::Acquire(mut a) = entry.kind else {
             self.ops.insert(op, entry);
@@ -454,7 +457,7 @@ impl LockMachine {
         }
         self.timers.cancel(a.timer.take());
         if let Some(channel) = a.waiting_on.take() {
-            let pass_wake = a.woken_by_message;
+            let pass_wake = a.woken_by_message && !granted;
             self.leave_waiters(op, &channel, pass_wake);
         }
         Some((entry.reply_to, a))
@@ -462,7 +465,7 @@ impl LockMachine {
 
     /// Ends an acquire that did not get the lock, with `result` for its caller.
     fn end_acquire(&mut self, op: u64, result: Result<Done, LockError>) {
-        let Some((reply_to, a)) = self.take_acquire(op) else {
+        let Some((reply_to, a)) = self.take_acquire(op, false) else {
             return;
         };
         if let Some(hold) = self.holds.get_mut(&a.key) {

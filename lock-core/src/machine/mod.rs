@@ -262,6 +262,8 @@ pub enum Done {
 /// A granted acquire.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Acquired {
+    /// The lock's name.
+    pub name: String,
     /// The hold.
     pub hold: HoldId,
     /// Its owner.

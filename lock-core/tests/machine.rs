@@ -1,0 +1,614 @@
+//! The lock machine, stepped by hand: scripted replies, a manual clock, no runtime.
+
+mod machine_rig;
+
+use lock_core::machine::{
+    AcquireRequest, Call, Done, HoldMode, Input, LockEvent, LockMachine, Output, Request,
+    SeededIds, Wait,
+};
+use lock_core::{Lease, LockConfig, LockError, Millis, MonoTime, UnlockOutcome};
+use machine_rig::{Fate, Rig, t};
+
+fn config() -> LockConfig {
+    LockConfig::default()
+}
+
+fn release(
+    rig: &mut Rig,
+    client: usize,
+    a: &lock_core::machine::Acquired,
+    name: &str,
+) -> lock_core::machine::OpId {
+    rig.request(
+        client,
+        Request::Release {
+            hold: a.hold,
+            name: name.into(),
+            owner: a.owner,
+        },
+    )
+}
+
+#[test]
+fn watchdog_pass_starts_a_period_after_the_previous_pass_ended() {
+    let mut rig = Rig::new(config());
+    let op = rig.lock(0, "orders");
+    rig.acquired(0, op);
+    // The second pass's reply takes 4 s: the third pass starts 10 s after that reply.
+    rig.fate = Box::new(|s| {
+        if s.script() == "renew_batch" && s.at == t(20_000) {
+            Fate::Hold
+        } else {
+            Fate::Reply
+        }
+    });
+    rig.advance_to(t(20_000));
+    let held = rig.in_flight[0].id;
+    rig.advance_to(t(24_000));
+    rig.answer(held, Fate::Reply);
+    rig.fate = Box::new(|_| Fate::Reply);
+    rig.advance_to(t(40_000));
+    assert_eq!(
+        rig.renewals_of("orders"),
+        vec![t(10_000), t(20_000), t(34_000)]
+    );
+    assert_eq!(rig.pttl("orders"), 24_000);
+}
+
+#[test]
+fn acquire_sets_valid_until_from_its_send_time_minus_the_drift_margin() {
+    let mut rig = Rig::new(config());
+    rig.advance_to(t(500));
+    let op = rig.lock(0, "orders");
+    let a = rig.acquired(0, op);
+    // 500 + 30 000 − (1 % of 30 000 + 2)
+    assert_eq!(a.valid_until, t(30_198));
+    rig.advance_to(t(10_500));
+    let hold = rig.machine(0).hold("orders", a.owner).unwrap();
+    assert_eq!(hold.valid_until, t(40_198));
+}
+
+#[test]
+fn reentry_with_another_lease_mode_is_refused() {
+    let mut rig = Rig::new(config());
+    let op = rig.lock(0, "orders");
+    let a = rig.acquired(0, op);
+    let again = rig.request(
+        0,
+        Request::Acquire(AcquireRequest {
+            name: "orders".into(),
+            owner: Some(a.owner),
+            lease: Some(Lease::from_millis(5000).unwrap()),
+            wait: Wait::Forever,
+            fenced: false,
+        }),
+    );
+    let err = rig.result(0, again).unwrap().clone().unwrap_err();
+    assert!(
+        matches!(
+            err,
+            LockError::LeaseModeMismatch {
+                held: HoldMode::Watchdog,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(
+        err.to_string()
+            .contains("re-entering it with a fixed lease of 5000 ms is refused"),
+        "{err}"
+    );
+    assert_eq!(rig.calls_named("acquire").len(), 1, "nothing was sent");
+}
+
+#[test]
+fn reentry_with_a_shorter_lease_lowers_valid_until_at_once_and_to_the_new_ttl() {
+    let mut rig = Rig::new(config());
+    let op = rig.acquire(0, "orders", Some(20_000), Wait::Forever);
+    let a = rig.acquired(0, op);
+    assert_eq!(a.valid_until, t(20_000 - 202));
+    rig.advance_to(t(1000));
+    rig.fate = Box::new(|_| Fate::Hold);
+    let again = rig.request(
+        0,
+        Request::Acquire(AcquireRequest {
+            name: "orders".into(),
+            owner: Some(a.owner),
+            lease: Some(Lease::from_millis(5000).unwrap()),
+            wait: Wait::Forever,
+            fenced: false,
+        }),
+    );
+    // While the reentry's outcome is unknown, valid_until is already lowered.
+    let lowered = rig.machine(0).hold("orders", a.owner).unwrap().valid_until;
+    assert_eq!(lowered, t(1000 + 5000 - 52));
+    let id = rig.in_flight[0].id;
+    rig.advance_to(t(1200));
+    rig.answer(id, Fate::Reply);
+    let b = rig.acquired(0, again);
+    assert_eq!(b.count, 2);
+    assert_eq!(b.valid_until, t(1000 + 5000 - 52));
+    // The server applied it at 1200: its expiry (6200) is later than the promise.
+    assert_eq!(rig.pttl("orders"), 5000);
+}
+
+#[test]
+fn a_lost_acquire_reply_is_retried_with_the_same_request_id_and_counts_once() {
+    let mut rig = Rig::new(config());
+    let mut first = true;
+    rig.fate = Box::new(move |s| {
+        if s.script() == "acquire" && first {
+            first = false;
+            Fate::DropReply
+        } else {
+            Fate::Reply
+        }
+    });
+    let op = rig.lock(0, "orders");
+    // The rig reports the loss at once; the retry goes out a tenth of a response timeout later.
+    rig.advance(300);
+    let a = rig.acquired(0, op);
+    let attempts = rig.calls_named("acquire");
+    assert_eq!(attempts.len(), 2);
+    assert_eq!(
+        attempts[0].keys()[1],
+        attempts[1].keys()[1],
+        "same latch, same request id"
+    );
+    assert_eq!(a.count, 1);
+    assert_eq!(rig.server_count("orders", &a.owner_name), 1);
+}
+
+#[test]
+fn an_acquire_whose_attempts_all_go_unanswered_reports_unknown_when_the_latch_window_closes() {
+    let mut rig = Rig::new(config());
+    rig.fate = Box::new(|_| Fate::Hold);
+    let op = rig.lock(0, "orders");
+    // Each attempt times out after the response timeout (3 s); the driver reports unknown.
+    while rig.result(0, op).is_none() {
+        let id = rig.in_flight[0].id;
+        rig.advance(3000);
+        rig.answer(id, Fate::DropRequest);
+        rig.advance(0);
+    }
+    let err = rig.result(0, op).unwrap().clone().unwrap_err();
+    assert!(matches!(err, LockError::OutcomeUnknown { .. }), "{err}");
+    let attempts = rig.calls_named("acquire");
+    assert!(
+        attempts
+            .iter()
+            .all(|s| s.keys()[1] == attempts[0].keys()[1])
+    );
+    // Every attempt went out so that it was answered within the 12 s latch window.
+    assert!(
+        attempts.iter().all(|s| s.at + Millis(3000) <= t(12_000)),
+        "{:?}",
+        attempts.iter().map(|s| s.at).collect::<Vec<_>>()
+    );
+    assert_eq!(rig.finished_at(0, op), Some(t(12_000)));
+    assert!(
+        rig.machine(0)
+            .hold("orders", lock_core::OwnerId(0))
+            .is_none()
+    );
+    rig.advance_to(t(60_000));
+    assert!(rig.calls_named("renew_batch").is_empty());
+}
+
+#[test]
+fn unlock_takes_the_hold_out_of_a_renewal_batch_that_was_queued_but_not_sent() {
+    let mut m = LockMachine::new(config(), SeededIds::new(1)).unwrap();
+    m.handle(
+        Input::Request {
+            op: lock_core::machine::OpId(1),
+            request: Request::Acquire(AcquireRequest {
+                name: "orders".into(),
+                owner: None,
+                lease: None,
+                wait: Wait::Forever,
+                fenced: false,
+            }),
+        },
+        MonoTime(0),
+    );
+    let Some(Output::Call { id, call }) = m.poll_output() else {
+        panic!()
+    };
+    assert!(matches!(call, Call::Script(ref s) if s.script.name == "acquire"));
+    m.handle(
+        Input::CallResult {
+            id,
+            result: Ok(lock_core::Reply::Nil),
+        },
+        MonoTime(1),
+    );
+    let mut acquired = None;
+    while let Some(out) = m.poll_output() {
+        if let Output::Done {
+            result: Ok(Done::Acquired(a)),
+            ..
+        } = out
+        {
+            acquired = Some(a);
+        }
+    }
+    let a = acquired.unwrap();
+    assert_eq!(m.poll_timeout(), Some(MonoTime(10_000)));
+    // The pass starts; its batch waits in the queue, unpolled.
+    m.handle(Input::Timeout, MonoTime(10_000));
+    m.handle(
+        Input::Request {
+            op: lock_core::machine::OpId(2),
+            request: Request::Release {
+                hold: a.hold,
+                name: "orders".into(),
+                owner: a.owner,
+            },
+        },
+        MonoTime(10_000),
+    );
+    let mut scripts = Vec::new();
+    while let Some(out) = m.poll_output() {
+        if let Output::Call {
+            call: Call::Script(s),
+            ..
+        } = out
+        {
+            scripts.push(s.script.name);
+        }
+    }
+    assert_eq!(scripts, vec!["release"], "no renewal after unlock");
+    assert_eq!(
+        m.poll_timeout(),
+        None,
+        "the watchdog stops with its last hold"
+    );
+}
+
+#[test]
+fn unlock_stops_renewal_even_when_its_release_is_lost() {
+    let mut rig = Rig::new(config());
+    let op = rig.lock(0, "orders");
+    let a = rig.acquired(0, op);
+    rig.advance_to(t(15_000));
+    rig.fate = Box::new(|_| Fate::DropRequest);
+    let un = release(&mut rig, 0, &a, "orders");
+    rig.advance_to(t(120_000));
+    assert!(matches!(
+        rig.result(0, un),
+        Some(Err(LockError::OutcomeUnknown { .. }))
+    ));
+    assert_eq!(rig.renewals_of("orders"), vec![t(10_000)]);
+    assert_eq!(
+        rig.pttl("orders"),
+        -2,
+        "the key expired 30 s after its last renewal"
+    );
+}
+
+#[test]
+fn a_lost_unlock_reply_is_replayed_by_the_latch() {
+    let mut rig = Rig::new(config());
+    let op = rig.lock(0, "orders");
+    let a = rig.acquired(0, op);
+    let mut first = true;
+    rig.fate = Box::new(move |s| {
+        if s.script() == "release" && first {
+            first = false;
+            Fate::DropReply
+        } else {
+            Fate::Reply
+        }
+    });
+    let un = release(&mut rig, 0, &a, "orders");
+    rig.advance(300);
+    assert_eq!(
+        rig.result(0, un),
+        Some(&Ok(Done::Unlocked(UnlockOutcome::Released)))
+    );
+    let attempts = rig.calls_named("release");
+    assert_eq!(attempts.len(), 2);
+    assert_eq!(attempts[0].keys()[2], attempts[1].keys()[2]);
+}
+
+#[test]
+fn unlocking_a_lock_not_held_names_lock_client_and_owner() {
+    let mut rig = Rig::new(config());
+    let op = rig.acquire(0, "orders", Some(1000), Wait::Forever);
+    let a = rig.acquired(0, op);
+    rig.advance_to(t(2000));
+    let un = release(&mut rig, 0, &a, "orders");
+    let err = rig.result(0, un).unwrap().clone().unwrap_err();
+    let text = err.to_string();
+    let client = rig.machine(0).client_id().to_owned();
+    assert!(
+        text.contains(
+            "attempt to unlock lock \"orders\", not locked by current owner by node id: "
+        ),
+        "{text}"
+    );
+    assert!(text.contains(&client), "{text}");
+    assert!(text.contains(&format!("owner-id: {}", a.owner)), "{text}");
+}
+
+#[test]
+fn a_cancelled_acquire_that_succeeds_is_released_and_never_renewed() {
+    let mut rig = Rig::new(config());
+    rig.fate = Box::new(|_| Fate::Hold);
+    let op = rig.lock(0, "orders");
+    let id = rig.in_flight[0].id;
+    rig.input(0, Input::Cancel { op });
+    rig.fate = Box::new(|_| Fate::Reply);
+    rig.answer(id, Fate::Reply);
+    assert_eq!(rig.result(0, op), None, "a cancelled op is not answered");
+    assert_eq!(rig.calls_named("release").len(), 1);
+    assert_eq!(rig.pttl("orders"), -2);
+    rig.advance_to(t(60_000));
+    assert!(rig.calls_named("renew_batch").is_empty());
+    assert_eq!(rig.machine(0).ops_in_progress(), 0);
+}
+
+#[test]
+fn waiting_subscribes_then_retries_then_sleeps_the_holders_ttl() {
+    let mut rig = Rig::new(config());
+    let holder = rig.acquire(0, "orders", Some(5000), Wait::Forever);
+    rig.acquired(0, holder);
+    let c1 = rig.add_client(config());
+    let waiter = rig.lock(c1, "orders");
+    let attempts: Vec<_> = rig
+        .calls_named("acquire")
+        .iter()
+        .filter(|s| s.client == c1)
+        .map(|s| s.at)
+        .collect();
+    assert_eq!(attempts, vec![t(0), t(0)], "try, subscribe, try again");
+    assert_eq!(rig.clients[c1].subscribe_log.len(), 1);
+    // The holder's key lives through 5000; PTTL 0 there makes the waiter wait 1 ms, not spin.
+    rig.advance_to(t(5000));
+    assert!(rig.result(c1, waiter).is_none());
+    rig.advance_to(t(5001));
+    assert_eq!(rig.finished_at(c1, waiter), Some(t(5001)));
+    rig.acquired(c1, waiter);
+    let attempts: Vec<_> = rig
+        .calls_named("acquire")
+        .iter()
+        .filter(|s| s.client == c1)
+        .map(|s| s.at)
+        .collect();
+    assert_eq!(attempts, vec![t(0), t(0), t(5000), t(5001)]);
+    assert!(matches!(
+        rig.clients[c1].subscribe_log.last(),
+        Some((_, Output::Unsubscribe { .. }))
+    ));
+}
+
+#[test]
+fn try_lock_says_not_acquired_exactly_when_its_budget_is_spent() {
+    let mut rig = Rig::new(config());
+    let holder = rig.acquire(0, "orders", Some(10_000), Wait::Forever);
+    rig.acquired(0, holder);
+    let c1 = rig.add_client(config());
+    let op = rig.acquire(c1, "orders", None, Wait::Budget(Millis(3000)));
+    rig.advance_to(t(10_000));
+    assert_eq!(rig.result(c1, op), Some(&Ok(Done::NotAcquired)));
+    assert_eq!(rig.finished_at(c1, op), Some(t(3000)));
+    let zero = rig.acquire(c1, "orders", None, Wait::Budget(Millis(0)));
+    assert_eq!(rig.result(c1, zero), Some(&Ok(Done::NotAcquired)));
+}
+
+#[test]
+fn an_unlock_message_wakes_one_local_waiter() {
+    let mut rig = Rig::new(config());
+    let holder = rig.lock(0, "orders");
+    let a = rig.acquired(0, holder);
+    let c1 = rig.add_client(config());
+    let w1 = rig.lock(c1, "orders");
+    let w2 = rig.lock(c1, "orders");
+    rig.advance_to(t(1000));
+    let before = rig.calls_named("acquire").len();
+    release(&mut rig, 0, &a, "orders");
+    assert_eq!(
+        rig.calls_named("acquire").len(),
+        before + 1,
+        "one waiter woke"
+    );
+    assert!(rig.result(c1, w1).is_some() ^ rig.result(c1, w2).is_some());
+    assert_eq!(
+        rig.clients[c1].subscribe_log.len(),
+        1,
+        "one subscription per channel"
+    );
+}
+
+#[test]
+fn a_restored_subscription_makes_every_waiter_retry() {
+    let mut rig = Rig::new(config());
+    let holder = rig.lock(0, "orders");
+    rig.acquired(0, holder);
+    let c1 = rig.add_client(config());
+    rig.lock(c1, "orders");
+    rig.lock(c1, "orders");
+    rig.advance_to(t(1000));
+    let before = rig.calls_named("acquire").len();
+    rig.input(c1, Input::PubSub(lock_core::PubSubEvent::SubscriptionLost));
+    rig.input(
+        c1,
+        Input::PubSub(lock_core::PubSubEvent::SubscriptionRestored),
+    );
+    assert_eq!(rig.calls_named("acquire").len(), before + 2);
+}
+
+#[test]
+fn a_holder_without_ttl_is_polled_every_wait_round_cap() {
+    let mut rig = Rig::new(config());
+    let holder = rig.lock(0, "orders");
+    let a = rig.acquired(0, holder);
+    assert!(rig.store.persist(b"orders"));
+    let c1 = rig.add_client(config());
+    let waiter = rig.lock(c1, "orders");
+    rig.advance_to(t(10_000));
+    let times: Vec<_> = rig
+        .calls_named("acquire")
+        .iter()
+        .filter(|s| s.client == c1)
+        .map(|s| s.at)
+        .collect();
+    assert_eq!(times, vec![t(0), t(0), t(10_000)]);
+    let _ = (a, waiter);
+}
+
+#[test]
+fn a_renewal_answered_0_marks_the_hold_lost_and_stops_renewing_it() {
+    let mut rig = Rig::new(config());
+    let op = rig.lock(0, "orders");
+    let a = rig.acquired(0, op);
+    rig.advance_to(t(5000));
+    rig.store.set_now(machine_rig::EPOCH_MS + 5000);
+    lock_core::script::Store::del(&mut rig.store, b"orders").unwrap();
+    rig.advance_to(t(60_000));
+    assert_eq!(rig.renewals_of("orders"), vec![t(10_000)]);
+    assert!(
+        rig.events(0)
+            .iter()
+            .any(|(at, e)| *at == t(10_000) && matches!(e, LockEvent::Lost { .. }))
+    );
+    let un = release(&mut rig, 0, &a, "orders");
+    assert!(matches!(
+        rig.result(0, un),
+        Some(Err(LockError::NotLocked { .. }))
+    ));
+    assert_eq!(
+        rig.calls_named("release").len(),
+        0,
+        "a lost hold's unlock is answered locally"
+    );
+}
+
+#[test]
+fn unknown_renewals_keep_the_hold_and_valid_until_and_may_be_lost_fires_when_it_passes() {
+    let mut rig = Rig::new(config());
+    let op = rig.lock(0, "orders");
+    let a = rig.acquired(0, op);
+    rig.fate = Box::new(|s| {
+        if s.script() == "renew_batch" {
+            Fate::DropReply
+        } else {
+            Fate::Reply
+        }
+    });
+    rig.advance_to(t(31_000));
+    let hold = rig.machine(0).hold("orders", a.owner).unwrap();
+    assert_eq!(hold.valid_until, a.valid_until);
+    let may_be_lost: Vec<_> = rig
+        .events(0)
+        .iter()
+        .filter(|(_, e)| matches!(e, LockEvent::MayBeLost { .. }))
+        .map(|(at, _)| *at)
+        .collect();
+    assert_eq!(may_be_lost, vec![a.valid_until]);
+    rig.fate = Box::new(|_| Fate::Reply);
+    rig.advance_to(t(45_000));
+    let hold = rig.machine(0).hold("orders", a.owner).unwrap();
+    assert!(hold.valid_until > t(45_000));
+    assert!(
+        rig.events(0)
+            .iter()
+            .any(|(_, e)| matches!(e, LockEvent::Renewed { .. }))
+    );
+}
+
+#[test]
+fn max_hold_stops_renewal_with_a_warning() {
+    let mut rig = Rig::new(LockConfig {
+        max_hold: Some(Millis(25_000)),
+        ..config()
+    });
+    let op = rig.lock(0, "orders");
+    rig.acquired(0, op);
+    rig.advance_to(t(90_000));
+    assert_eq!(rig.renewals_of("orders"), vec![t(10_000), t(20_000)]);
+    assert!(
+        rig.events(0)
+            .iter()
+            .any(|(at, e)| *at == t(30_000) && matches!(e, LockEvent::MaxHoldReached { .. }))
+    );
+    assert_eq!(rig.pttl("orders"), -2);
+}
+
+#[test]
+fn a_pass_renews_in_batches_of_batch_size() {
+    let mut rig = Rig::new(config());
+    for i in 0..250 {
+        let op = rig.lock(0, &format!("lock-{i}"));
+        rig.acquired(0, op);
+    }
+    rig.advance_to(t(10_000));
+    let sizes: Vec<_> = rig
+        .calls_named("renew_batch")
+        .iter()
+        .map(|s| s.keys().len())
+        .collect();
+    assert_eq!(sizes, vec![100, 100, 50]);
+}
+
+#[test]
+fn reentry_three_times_and_two_unlocks_keep_count_one_and_a_full_lease() {
+    let mut rig = Rig::new(config());
+    let op = rig.lock(0, "orders");
+    let a = rig.acquired(0, op);
+    for _ in 0..2 {
+        let again = rig.request(
+            0,
+            Request::Acquire(AcquireRequest {
+                name: "orders".into(),
+                owner: Some(a.owner),
+                lease: None,
+                wait: Wait::Forever,
+                fenced: false,
+            }),
+        );
+        rig.acquired(0, again);
+    }
+    rig.advance_to(t(5000));
+    for _ in 0..2 {
+        let un = release(&mut rig, 0, &a, "orders");
+        assert_eq!(
+            rig.result(0, un),
+            Some(&Ok(Done::Unlocked(UnlockOutcome::StillHeld)))
+        );
+    }
+    assert_eq!(rig.server_count("orders", &a.owner_name), 1);
+    assert_eq!(rig.pttl("orders"), 30_000);
+    rig.advance_to(t(20_000));
+    assert_eq!(rig.renewals_of("orders"), vec![t(10_000), t(20_000)]);
+}
+
+#[test]
+fn fenced_acquires_return_rising_tokens_and_a_replay_gets_the_same_token() {
+    let mut rig = Rig::new(config());
+    let mut first = true;
+    rig.fate = Box::new(move |s| {
+        if s.script() == "acquire_fenced" && first {
+            first = false;
+            Fate::DropReply
+        } else {
+            Fate::Reply
+        }
+    });
+    let fenced = |owner| {
+        Request::Acquire(AcquireRequest {
+            name: "orders".into(),
+            owner,
+            lease: None,
+            wait: Wait::Forever,
+            fenced: true,
+        })
+    };
+    let op = rig.request(0, fenced(None));
+    rig.advance(300);
+    let a = rig.acquired(0, op);
+    assert_eq!(a.token, Some(1));
+    let op2 = rig.request(0, fenced(Some(a.owner)));
+    assert_eq!(rig.acquired(0, op2).token, Some(2));
+}
