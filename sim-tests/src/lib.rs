@@ -14,7 +14,7 @@ pub mod world;
 
 pub use case::{AcquireKind, Case, ClientSpec, Fault};
 pub use history::{Checker, History, Violation};
-pub use world::{Run, World};
+pub use world::{Mark, Run, World};
 
 use engine_server::EngineServer;
 

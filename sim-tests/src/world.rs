@@ -170,14 +170,45 @@ pub struct Run {
     pub violations: Vec<Violation>,
     /// The facts the checkers read.
     pub history: History,
-    /// Named moments for tests and the examples: (time, client or "server", what).
-    pub marks: Vec<(u64, String, String)>,
+    /// Named moments for tests and the examples, in time order.
+    pub marks: Vec<Mark>,
+}
+
+/// A named moment of a run: what an actor (a client's name, or `server`) did or met.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mark {
+    /// Simulation ms.
+    pub at: u64,
+    /// A client's name, or `server`.
+    pub actor: String,
+    /// What: acquire, renew, unlock, released, expire, lost, may-be-lost, pause, resume, crash,
+    /// write, write-accepted, write-rejected, restart, failover, clock-jump, …
+    pub what: String,
+    /// The details (lock, TTL, token).
+    pub detail: String,
 }
 
 impl Run {
     /// The violations of one checker.
     pub fn of(&self, checker: Checker) -> Vec<&Violation> {
         self.violations.iter().filter(|v| v.checker == checker).collect()
+    }
+
+    /// The first moment `actor` did `what`, if it did.
+    pub fn first(&self, actor: &str, what: &str) -> Option<u64> {
+        self.marks
+            .iter()
+            .find(|m| m.actor == actor && m.what == what)
+            .map(|m| m.at)
+    }
+
+    /// Every moment `actor` did `what`.
+    pub fn all(&self, actor: &str, what: &str) -> Vec<u64> {
+        self.marks
+            .iter()
+            .filter(|m| m.actor == actor && m.what == what)
+            .map(|m| m.at)
+            .collect()
     }
 
     /// The trace as one text block.
@@ -202,7 +233,7 @@ pub struct World<S: SimServer> {
     grants: BTreeMap<u32, Vec<OpenGrant>>,
     history: History,
     trace: Vec<String>,
-    marks: Vec<(u64, String, String)>,
+    marks: Vec<Mark>,
     events: u64,
     layout: KeyLayout,
 }
@@ -304,9 +335,15 @@ impl<S: SimServer> World<S> {
     }
 
     fn mark(&mut self, actor: &str, what: &str, detail: String) {
-        self.marks.push((self.now, actor.to_owned(), what.to_owned()));
         self.note(actor, format!("{what} {detail}"));
+        self.marks.push(Mark {
+            at: self.now,
+            actor: actor.to_owned(),
+            what: what.to_owned(),
+            detail,
+        });
     }
+
 
     /// The client's clock at simulation time `t`.
     fn client_time(&self, client: usize, t: u64) -> MonoTime {
@@ -725,6 +762,7 @@ impl<S: SimServer> World<S> {
             .deadline
             .map(|d| (d - EPOCH_MS - offset + 1).max(0) as u64);
         let mut closed = Vec::new();
+        let mut expired = Vec::new();
         open.retain(|g| {
             if state.owners.iter().any(|(o, _)| String::from_utf8_lossy(o) == g.owner) {
                 return true;
@@ -736,6 +774,9 @@ impl<S: SimServer> World<S> {
             } else {
                 g.deadline.map_or(now, |d| d.min(now))
             };
+            if !data_lost_now && g.deadline.is_some_and(|d| d <= now) {
+                expired.push((to, g.owner.clone()));
+            }
             closed.push(Interval {
                 lock,
                 who: g.owner.clone(),
@@ -756,6 +797,14 @@ impl<S: SimServer> World<S> {
             }
         }
         self.history.server_grants.extend(closed);
+        for (at, owner) in expired {
+            self.marks.push(Mark {
+                at,
+                actor: "server".into(),
+                what: "expire".into(),
+                detail: format!("{} of {owner}", lock_name(lock)),
+            });
+        }
     }
 
     fn lock_event(&mut self, client: usize, event: LockEvent) {
@@ -1084,6 +1133,7 @@ impl<S: SimServer> World<S> {
             }
         }
         let violations = self.history.check();
+        self.marks.sort_by_key(|m| m.at);
         let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
         for line in &self.trace {
             for b in line.bytes().chain(std::iter::once(b'\n')) {
