@@ -172,6 +172,19 @@ pub struct Run {
     pub history: History,
     /// Named moments for tests and the examples, in time order.
     pub marks: Vec<Mark>,
+    /// Each client's id on the server (the first part of its owners), with the client's name.
+    pub client_ids: Vec<(String, String)>,
+}
+
+impl Run {
+    /// The client name behind an owner string `<client_id>:<owner_id>`.
+    pub fn client_of(&self, owner: &str) -> Option<&str> {
+        let id = owner.rsplit_once(':').map_or(owner, |(id, _)| id);
+        self.client_ids
+            .iter()
+            .find(|(cid, _)| cid == id)
+            .map(|(_, name)| name.as_str())
+    }
 }
 
 /// A named moment of a run: what an actor (a client's name, or `server`) did or met.
@@ -426,7 +439,8 @@ impl<S: SimServer> World<S> {
             }
             Ev::CallTimeout { client, id } => {
                 if self.clients[client].inflight.remove(&id) {
-                    self.note(&self.name(client), format!("call {} timed out", id.0));
+                    let name = self.name(client);
+                    self.mark(&name, "timeout", format!("call {} has no reply: outcome unknown", id.0));
                     let result = Err(BackendError::Unknown("no reply within the response timeout".into()));
                     self.feed(client, Input::CallResult { id, result });
                 }
@@ -590,7 +604,11 @@ impl<S: SimServer> World<S> {
                         Fault::DropRequests { client, from, to } => Some((client, from, to)),
                         _ => None,
                     });
-                self.note(&name, format!("sends {}{}", describe(&call), if dropped { " (lost)" } else { "" }));
+                if dropped {
+                    self.mark(&name, "dropped", format!("request {} lost", describe(&call)));
+                } else {
+                    self.note(&name, format!("sends {}", describe(&call)));
+                }
                 if !dropped {
                     self.schedule(self.now + latency, Ev::Arrive { client, id, call });
                 }
@@ -692,7 +710,9 @@ impl<S: SimServer> World<S> {
                 if dropped { " (reply lost)" } else { "" }
             ),
         );
-        if !dropped {
+        if dropped {
+            self.mark(&name, "dropped", format!("reply to {} lost", describe(&call)));
+        } else {
             self.schedule(self.now + latency + delay, Ev::Reply { client, id, result });
         }
         self.deliver_messages();
@@ -916,7 +936,7 @@ impl<S: SimServer> World<S> {
                 self.clients[client].phase = Phase::Acquiring(op);
                 let request = self.acquire_request(client, None);
                 let name = self.name(client);
-                self.note(&name, format!("wants {}", request.name));
+                self.mark(&name, "wait", request.name.clone());
                 self.feed(client, Input::Request { op, request: Request::Acquire(request) });
             }
             Phase::Working { writes } => {
@@ -1141,7 +1161,14 @@ impl<S: SimServer> World<S> {
                 hash = hash.wrapping_mul(0x100_0000_01b3);
             }
         }
+        let client_ids = self
+            .clients
+            .iter()
+            .zip(&self.case.clients)
+            .map(|(c, spec)| (c.machine.client_id().to_owned(), spec.name.clone()))
+            .collect();
         Run {
+            client_ids,
             trace: self.trace,
             trace_hash: hash,
             events: self.events,
