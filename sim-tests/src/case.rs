@@ -43,7 +43,7 @@ pub struct ClientSpec {
     pub work: (u64, u64),
     /// How long it waits between cycles, ms.
     pub think: u64,
-    /// Nested re-entries per cycle (each re-acquires and later releases once).
+    /// Whether each cycle re-enters once (1) while holding, releasing that hold before the end.
     pub reentry: u32,
     /// How many cycles it runs; 0 = until the horizon.
     pub cycles: u32,

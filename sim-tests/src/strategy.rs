@@ -64,7 +64,7 @@ fn client(index: usize, locks: u32, max_drift: i64) -> impl Strategy<Value = Cli
         0u64..=5_000,
         (200u64..=4_000, 0u64..=8_000),
         0u64..=2_000,
-        0u32..=2,
+        0u32..=1,
         -max_drift..=max_drift,
     )
         .prop_map(

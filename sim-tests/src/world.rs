@@ -123,6 +123,13 @@ struct Holding {
     hold: HoldId,
     owner: OwnerId,
     token: Option<u64>,
+    /// The hold the nested re-entry of this cycle was granted, which it must release: the same
+    /// hold, or a new one if the outer hold had been lost meanwhile.
+    reentered: Option<HoldId>,
+    /// Whether a call on this hold ended with its outcome unknown, or its `valid_until` passed:
+    /// the server's count may differ from the client's for the rest of the hold, so (f) no longer
+    /// applies to it.
+    uncertain: bool,
     work: u64,
     /// The client-side interval being built: start and believed end (simulation ms).
     believed_from: u64,
@@ -832,6 +839,12 @@ impl<S: SimServer> World<S> {
         let until = |w: &Self, v: MonoTime| w.sim_time(client, v);
         match &event {
             LockEvent::Acquired { hold, count, valid_until } => {
+                // A new grant to this owner may be renewed again, whatever happened to an earlier
+                // hold of the same owner.
+                let key = Bytes::from(hold.name.clone());
+                self.clients[client]
+                    .unlocked
+                    .remove(&(key, hold.owner.as_bytes().clone()));
                 let v = until(self, *valid_until);
                 self.mark(&name, "acquire", format!("{} count={count} valid_until={}", hold.name, stamp(v)));
                 self.extend_belief(client, v);
@@ -848,6 +861,11 @@ impl<S: SimServer> World<S> {
             }
             LockEvent::MayBeLost { hold, .. } => {
                 self.mark(&name, "may-be-lost", hold.name.clone());
+                // The lease may have run out on the server and been granted afresh (to this owner
+                // too, by a re-entry): the counts may differ from here on, so (f) stops applying.
+                if let Some(h) = self.clients[client].holding.as_mut() {
+                    h.uncertain = true;
+                }
             }
             LockEvent::Lost { hold } => {
                 self.mark(&name, "lost", hold.name.clone());
@@ -857,7 +875,10 @@ impl<S: SimServer> World<S> {
                 self.mark(&name, "max-hold", hold.name.clone());
             }
             LockEvent::Released { hold } => {
+                // The last count was given back: the client no longer believes it holds the lock.
                 self.note(&name, format!("released {}", hold.name));
+                self.close_belief(client);
+                self.close_section(client);
             }
         }
     }
@@ -919,8 +940,9 @@ impl<S: SimServer> World<S> {
             name: lock_name(spec.lock),
             owner,
             lease: lease.map(|ms| Lease::from_millis(ms.max(1)).expect("lease ≥ 1 ms")),
-            // A re-entry never waits: the owner holds the lock.
-            wait: if owner.is_some() { Wait::Forever } else { wait },
+            // A re-entry does not wait: if the owner no longer holds the lock (its lease ran out),
+            // it is told at once.
+            wait: if owner.is_some() { Wait::Budget(Millis::ZERO) } else { wait },
             fenced: spec.fenced,
         }
     }
@@ -942,7 +964,11 @@ impl<S: SimServer> World<S> {
             Phase::Working { writes } => {
                 self.write(client);
                 let writes = writes + 1;
-                if writes == 2 && spec.reentry > 0 {
+                let reentered = self.clients[client]
+                    .holding
+                    .as_ref()
+                    .is_some_and(|h| h.reentered.is_some());
+                if writes == 2 && reentered {
                     self.release_inner(client);
                 } else if writes == 3 {
                     self.release(client);
@@ -958,7 +984,7 @@ impl<S: SimServer> World<S> {
 
     fn release_inner(&mut self, client: usize) {
         let Some(h) = self.clients[client].holding.as_ref() else { return };
-        let (hold, owner) = (h.hold, h.owner);
+        let (hold, owner) = (h.reentered.unwrap_or(h.hold), h.owner);
         let op = self.next_op(client);
         self.clients[client].phase = Phase::ReleasingInner(op);
         let name = lock_name(self.case.clients[client].lock);
@@ -1006,6 +1032,7 @@ impl<S: SimServer> World<S> {
             self.history.unfenced_overlaps.push((self.now, lock, name.clone(), other));
         }
         self.mark(&name, "write", format!("unfenced L{lock}"));
+        self.check_quiescent_counts(client);
         let token = self.clients[client].holding.as_ref().and_then(|h| h.token);
         if let (true, Some(token)) = (fenced, token) {
             let max = self.fenced_max.entry(lock).or_default();
@@ -1041,6 +1068,9 @@ impl<S: SimServer> World<S> {
                     hold: a.hold,
                     owner: a.owner,
                     token: a.token,
+                    reentered: None,
+                    // Granted by a reply that came after its lease could have run out.
+                    uncertain: until <= self.now,
                     work,
                     believed_from: self.now,
                     believed_until: until,
@@ -1062,15 +1092,24 @@ impl<S: SimServer> World<S> {
                 if let Ok(Done::Acquired(a)) = &result {
                     if let Some(h) = self.clients[client].holding.as_mut() {
                         h.token = a.token.or(h.token);
+                        h.reentered = Some(a.hold);
                     }
                 } else {
                     self.note(&name, format!("re-entry failed: {result:?}"));
+                    if let Some(h) = self.clients[client].holding.as_mut() {
+                        h.uncertain = true;
+                    }
                 }
                 self.clients[client].phase = Phase::Working { writes: 1 };
                 let half = self.clients[client].holding.as_ref().map_or(0, |h| h.work / 2);
                 self.schedule(self.now + half, Ev::Step { client });
             }
-            (Phase::ReleasingInner(p), _) if p == op => {
+            (Phase::ReleasingInner(p), result) if p == op => {
+                if result.is_err()
+                    && let Some(h) = self.clients[client].holding.as_mut()
+                {
+                    h.uncertain = true;
+                }
                 self.clients[client].phase = Phase::Working { writes: 2 };
                 let half = self.clients[client].holding.as_ref().map_or(0, |h| h.work / 2);
                 self.schedule(self.now + half, Ev::Step { client });
@@ -1082,11 +1121,12 @@ impl<S: SimServer> World<S> {
             (Phase::Releasing(p), result) if p == op => {
                 match &result {
                     Ok(Done::Unlocked(outcome)) => {
-                        self.mark(&name, "released", format!("{outcome:?}"))
+                        self.mark(&name, "released", format!("{outcome:?}"));
+                        // A definite outcome: the owner's count is settled on both sides.
+                        self.check_quiescent_counts(client);
                     }
                     other => self.mark(&name, "unlock-failed", format!("{other:?}")),
                 }
-                self.check_quiescent_counts(client);
                 self.clients[client].holding = None;
                 self.next_cycle(client);
             }
@@ -1103,16 +1143,22 @@ impl<S: SimServer> World<S> {
             return;
         }
         c.phase = Phase::Thinking;
-        self.schedule(self.now + spec.think.max(1), Ev::Step { client });
+        // At least 50 ms between cycles, so a client whose try_lock keeps failing does not spin.
+        self.schedule(self.now + spec.think.max(50), Ev::Step { client });
     }
 
-    /// (f): when the client has nothing in flight, its count for the hold equals the server's.
+    /// (f): when the client has nothing in flight, no outcome unknown and a `valid_until` not yet
+    /// passed, its count for the hold equals the server's.
     fn check_quiescent_counts(&mut self, client: usize) {
+        let now = self.now;
         let c = &self.clients[client];
         if !c.inflight.is_empty() || c.machine.ops_in_progress() > 0 {
             return;
         }
         let Some(h) = c.holding.as_ref() else { return };
+        if h.believed_until <= now || h.uncertain {
+            return;
+        }
         let lock = self.case.clients[client].lock;
         let name = lock_name(lock);
         let owner = c.machine.owner(h.owner);

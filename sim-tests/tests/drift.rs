@@ -61,7 +61,8 @@ fn a_forward_server_clock_jump_expires_the_lock_early_and_is_reported() {
     b.start = 500;
     b.work = (1_000, 1_000);
     case.clients = vec![a, b];
-    case.faults = vec![Fault::ClockJump { at: 5_000, by: 40_000 }];
+    // Just after a's renewal at 10 s, so b's next attempt (11 s) wins before a's next renewal.
+    case.faults = vec![Fault::ClockJump { at: 10_500, by: 40_000 }];
     let run = run(&case);
     let all: Vec<_> = run.violations.iter().collect();
     assert!(!run.of(Checker::ClientExclusive).is_empty(), "{}", explain(&case, &run, &all));

@@ -13,7 +13,7 @@ const CLASSICS: &[&str] = &[
      client b lock=0 start=1000 work=30000..30000; fault pause a at=19000 for=36000",
 ];
 
-fn replay(text: &str) -> sim_tests::Run {
+fn replay_one(text: &str) -> sim_tests::Run {
     let case: Case = text.parse().unwrap_or_else(|e| panic!("SIM_CASE does not parse: {e}"));
     let again: Case = case.one_line().parse().unwrap();
     assert_eq!(case, again, "a case's text parses back to the same case");
@@ -28,12 +28,12 @@ fn replay(text: &str) -> sim_tests::Run {
 fn replay() {
     match std::env::var("SIM_CASE") {
         Ok(text) => {
-            replay(&text);
+            replay_one(&text);
         }
         Err(_) => {
-            let crash = replay(CLASSICS[0]);
+            let crash = replay_one(CLASSICS[0]);
             assert!(crash.violations.is_empty(), "{:#?}", crash.violations);
-            let pause = replay(CLASSICS[1]);
+            let pause = replay_one(CLASSICS[1]);
             assert!(
                 pause
                     .violations
