@@ -13,6 +13,9 @@ pub struct EngineServer {
     engine: Engine,
     clock: ManualClock,
     subscribers: BTreeSet<u64>,
+    /// Whether a call since the last `take_messages` may have published (a release, a force
+    /// unlock, a PUBLISH): only then are the subscribers' outboxes worth reading.
+    may_have_published: bool,
 }
 
 impl EngineServer {
@@ -29,6 +32,7 @@ impl EngineServer {
             engine: Engine::with_config(clock.clone(), config),
             clock,
             subscribers: BTreeSet::new(),
+            may_have_published: false,
         }
     }
 
@@ -57,8 +61,12 @@ impl SimServer for EngineServer {
     fn call(&mut self, conn: ConnId, call: &Call, now_ms: i64) -> Result<Reply, BackendError> {
         self.clock.set(now_ms);
         match call {
-            Call::Command(argv) => reply(self.exec(conn, argv)),
+            Call::Command(argv) => {
+                self.may_have_published = true;
+                reply(self.exec(conn, argv))
+            }
             Call::Script(s) => {
+                self.may_have_published |= matches!(s.script.name, "release" | "force_unlock");
                 let mut argv = Vec::with_capacity(3 + s.keys.len() + s.args.len());
                 argv.push(Bytes::from_static(b"EVALSHA"));
                 argv.push(Bytes::copy_from_slice(s.script.sha().as_bytes()));
@@ -96,6 +104,9 @@ impl SimServer for EngineServer {
 
     fn take_messages(&mut self) -> Vec<(ConnId, Bytes, Bytes)> {
         let mut out = Vec::new();
+        if !std::mem::take(&mut self.may_have_published) {
+            return out;
+        }
         for &conn in &self.subscribers {
             for frame in self.engine.drain_outbox(ClientId(conn)) {
                 if let Frame::Push(items) | Frame::Array(items) = frame

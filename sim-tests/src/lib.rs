@@ -23,6 +23,14 @@ pub fn run(case: &Case) -> Run {
     World::new(case, EngineServer::new(case.seed)).run()
 }
 
+/// Plays `case` with every client's machine breaking `rule` (a hidden switch, off by default,
+/// for proving that the checkers can fail).
+pub fn run_broken(case: &Case, rule: lock_core::machine::BrokenRule) -> Run {
+    World::new(case, EngineServer::new(case.seed))
+        .break_rule(rule)
+        .run()
+}
+
 /// The report of a failing case: its seed, its text, its violations, its timeline, and the one
 /// command that replays it exactly.
 pub fn explain(case: &Case, run: &Run, violations: &[&Violation]) -> String {

@@ -159,7 +159,7 @@ struct SimClient {
 
 /// A server-side grant being recorded.
 struct OpenGrant {
-    owner: String,
+    owner: Bytes,
     from: u64,
     deadline: Option<u64>,
 }
@@ -256,6 +256,12 @@ pub struct World<S: SimServer> {
     marks: Vec<Mark>,
     events: u64,
     layout: KeyLayout,
+    /// (lock, token) → the owner it was granted to, to tell a replayed grant from a new one.
+    granted_tokens: BTreeMap<(u32, u64), Bytes>,
+    /// Lock key → lock number, for the locks the case uses.
+    lock_index: BTreeMap<Bytes, u32>,
+    /// Whether to write the trace and marks (off for throughput measurements).
+    tracing: bool,
 }
 
 fn stamp(ms: u64) -> String {
@@ -314,9 +320,15 @@ impl<S: SimServer> World<S> {
             marks: Vec::new(),
             events: 0,
             layout: config.key_layout.clone(),
+            lock_index: case
+                .clients
+                .iter()
+                .map(|c| (Bytes::from(lock_name(c.lock)), c.lock))
+                .collect(),
+            tracing: true,
+            granted_tokens: BTreeMap::new(),
         };
-        world.note(
-            "sim",
+        world.note("sim", || {
             format!(
                 "seed={} clients={} faults={} watchdog={} latency={}..{} loss={}‰",
                 case.seed,
@@ -326,8 +338,8 @@ impl<S: SimServer> World<S> {
                 case.latency.0,
                 case.latency.1,
                 case.loss
-            ),
-        );
+            )
+        });
         for (i, c) in case.clients.iter().enumerate() {
             world.schedule(c.start, Ev::Step { client: i });
         }
@@ -350,12 +362,19 @@ impl<S: SimServer> World<S> {
         self.case.clients[client].name.clone()
     }
 
-    fn note(&mut self, actor: &str, what: String) {
-        self.trace.push(format!("{} {:<6} {}", stamp(self.now), actor, what));
+    fn note(&mut self, actor: &str, what: impl FnOnce() -> String) {
+        if self.tracing {
+            let what = what();
+            self.trace.push(format!("{} {:<6} {}", stamp(self.now), actor, what));
+        }
     }
 
-    fn mark(&mut self, actor: &str, what: &str, detail: String) {
-        self.note(actor, format!("{what} {detail}"));
+    fn mark(&mut self, actor: &str, what: &str, detail: impl FnOnce() -> String) {
+        if !self.tracing {
+            return;
+        }
+        let detail = detail();
+        self.note(actor, || format!("{what} {detail}"));
         self.marks.push(Mark {
             at: self.now,
             actor: actor.to_owned(),
@@ -403,6 +422,20 @@ impl<S: SimServer> World<S> {
             .any(|(c, from, to)| c == client && (from..to).contains(&self.now))
     }
 
+    /// Runs without writing the trace or marks: for measuring throughput. The checkers still run.
+    pub fn without_trace(mut self) -> World<S> {
+        self.tracing = false;
+        self
+    }
+
+    /// Makes every client's machine break `rule`: for proving that the checkers notice.
+    pub fn break_rule(mut self, rule: lock_core::machine::BrokenRule) -> World<S> {
+        for c in &mut self.clients {
+            c.machine.break_rule(rule);
+        }
+        self
+    }
+
     /// Runs the case to its horizon and checks the history.
     pub fn run(mut self) -> Run {
         while let Some(Reverse(next)) = self.queue.pop() {
@@ -447,7 +480,7 @@ impl<S: SimServer> World<S> {
             Ev::CallTimeout { client, id } => {
                 if self.clients[client].inflight.remove(&id) {
                     let name = self.name(client);
-                    self.mark(&name, "timeout", format!("call {} has no reply: outcome unknown", id.0));
+                    self.mark(&name, "timeout", || format!("call {} has no reply: outcome unknown", id.0));
                     let result = Err(BackendError::Unknown("no reply within the response timeout".into()));
                     self.feed(client, Input::CallResult { id, result });
                 }
@@ -482,7 +515,7 @@ impl<S: SimServer> World<S> {
                 channel,
                 payload,
             } => {
-                self.note(&self.name(client), "hears unlock message".into());
+                self.note(&self.name(client), || "hears unlock message".into());
                 self.feed(client, Input::PubSub(PubSubEvent::Message { channel, payload }));
             }
             Ev::Fault { index } => self.fault(index),
@@ -490,7 +523,7 @@ impl<S: SimServer> World<S> {
                 if !self.clients[client].crashed {
                     self.clients[client].paused_until = None;
                     let name = self.name(client);
-                    self.mark(&name, "resume", String::new());
+                    self.mark(&name, "resume", || String::new());
                 }
             }
         }
@@ -506,7 +539,7 @@ impl<S: SimServer> World<S> {
                 let until = self.now + for_ms;
                 self.clients[client].paused_until = Some(until);
                 let name = self.name(client);
-                self.mark(&name, "pause", format!("for {for_ms} ms"));
+                self.mark(&name, "pause", || format!("for {for_ms} ms"));
                 self.schedule(until, Ev::Resume { client });
             }
             Fault::Crash { client, .. } => {
@@ -521,13 +554,13 @@ impl<S: SimServer> World<S> {
                 self.server.disconnect(conn);
                 self.server.disconnect(sub);
                 self.close_section(client);
-                self.mark(&name, "crash", String::new());
+                self.mark(&name, "crash", || String::new());
             }
             Fault::Restart { .. } => {
                 let now = self.server_now();
                 self.server.restart(now);
                 self.history.data_loss.push(self.now);
-                self.mark("server", "restart", "(no persistence: data and scripts lost)".into());
+                self.mark("server", "restart", || "(no persistence: data and scripts lost)".into());
                 self.resubscribe_all();
                 self.observe_all();
             }
@@ -535,13 +568,13 @@ impl<S: SimServer> World<S> {
                 let now = self.server_now();
                 self.server.failover(lag as i64, now);
                 self.history.data_loss.push(self.now);
-                self.mark("server", "failover", format!("(replica lagging {lag} ms)"));
+                self.mark("server", "failover", || format!("(replica lagging {lag} ms)"));
                 self.resubscribe_all();
                 self.observe_all();
             }
             Fault::ClockJump { by, .. } => {
                 self.clock_offset += by;
-                self.mark("server", "clock-jump", format!("{by:+} ms"));
+                self.mark("server", "clock-jump", || format!("{by:+} ms"));
                 self.observe_all();
             }
             // Windows: consulted when messages are sent.
@@ -612,9 +645,9 @@ impl<S: SimServer> World<S> {
                         _ => None,
                     });
                 if dropped {
-                    self.mark(&name, "dropped", format!("request {} lost", describe(&call)));
+                    self.mark(&name, "dropped", || format!("request {} lost", describe(&call)));
                 } else {
-                    self.note(&name, format!("sends {}", describe(&call)));
+                    self.note(&name, || format!("sends {}", describe(&call)));
                 }
                 if !dropped {
                     self.schedule(self.now + latency, Ev::Arrive { client, id, call });
@@ -706,8 +739,7 @@ impl<S: SimServer> World<S> {
             })
             .sum();
         self.note(
-            "server",
-            format!(
+            "server", || format!(
                 "applies {} from {name} -> {}{}",
                 describe(&call),
                 match &result {
@@ -715,10 +747,9 @@ impl<S: SimServer> World<S> {
                     Err(e) => e.to_string(),
                 },
                 if dropped { " (reply lost)" } else { "" }
-            ),
-        );
+            ));
         if dropped {
-            self.mark(&name, "dropped", format!("reply to {} lost", describe(&call)));
+            self.mark(&name, "dropped", || format!("reply to {} lost", describe(&call)));
         } else {
             self.schedule(self.now + latency + delay, Ev::Reply { client, id, result });
         }
@@ -759,19 +790,41 @@ impl<S: SimServer> World<S> {
             && let [Reply::Int(-1), Reply::Int(token)] = items.as_slice()
         {
             let lock = self.case.clients[client].lock;
-            let owner = String::from_utf8_lossy(&s.args[1]).into_owned();
-            let list = self.history.tokens.entry(lock).or_default();
+            let token = *token as u64;
             // A replayed request returns the token it was granted: not a new grant.
-            if !list.iter().any(|(_, o, t)| *o == owner && *t == *token as u64) {
-                list.push((self.now, owner, *token as u64));
+            let replay = self
+                .granted_tokens
+                .get(&(lock, token))
+                .is_some_and(|o| *o == s.args[1]);
+            if !replay {
+                self.granted_tokens.insert((lock, token), s.args[1].clone());
+                let owner = String::from_utf8_lossy(&s.args[1]).into_owned();
+                let list = self.history.tokens.entry(lock).or_default();
+                list.push((self.now, owner, token));
             }
         }
-        self.observe_all();
+        let touched: BTreeSet<u32> = match call {
+            Call::Script(s) => s
+                .keys
+                .iter()
+                .filter_map(|k| self.lock_index.get(k).copied())
+                .collect(),
+            Call::Command(argv) => argv
+                .iter()
+                .skip(1)
+                .filter_map(|k| self.lock_index.get(k).copied())
+                .collect(),
+        };
+        self.observe(touched);
     }
 
     /// Brings the server-side grant intervals up to date with every lock's state now.
     fn observe_all(&mut self) {
-        let locks: BTreeSet<u32> = self.case.clients.iter().map(|c| c.lock).collect();
+        let locks: BTreeSet<u32> = self.lock_index.values().copied().collect();
+        self.observe(locks);
+    }
+
+    fn observe(&mut self, locks: BTreeSet<u32>) {
         let now = self.server_now();
         for lock in locks {
             let key = Bytes::from(lock_name(lock));
@@ -791,7 +844,7 @@ impl<S: SimServer> World<S> {
         let mut closed = Vec::new();
         let mut expired = Vec::new();
         open.retain(|g| {
-            if state.owners.iter().any(|(o, _)| String::from_utf8_lossy(o) == g.owner) {
+            if state.owners.iter().any(|(o, _)| *o == g.owner) {
                 return true;
             }
             // Gone: deleted or expired now, or lost with the server's data, in which case the
@@ -802,22 +855,21 @@ impl<S: SimServer> World<S> {
                 g.deadline.map_or(now, |d| d.min(now))
             };
             if !data_lost_now && g.deadline.is_some_and(|d| d <= now) {
-                expired.push((to, g.owner.clone()));
+                expired.push((to, String::from_utf8_lossy(&g.owner).into_owned()));
             }
             closed.push(Interval {
                 lock,
-                who: g.owner.clone(),
+                who: String::from_utf8_lossy(&g.owner).into_owned(),
                 from: g.from,
                 to,
             });
             false
         });
         for (owner, _) in &state.owners {
-            let owner = String::from_utf8_lossy(owner).into_owned();
-            match open.iter_mut().find(|g| g.owner == owner) {
+            match open.iter_mut().find(|g| g.owner == *owner) {
                 Some(g) => g.deadline = deadline,
                 None => open.push(OpenGrant {
-                    owner,
+                    owner: owner.clone(),
                     from: now,
                     deadline,
                 }),
@@ -846,21 +898,21 @@ impl<S: SimServer> World<S> {
                     .unlocked
                     .remove(&(key, hold.owner.as_bytes().clone()));
                 let v = until(self, *valid_until);
-                self.mark(&name, "acquire", format!("{} count={count} valid_until={}", hold.name, stamp(v)));
+                self.mark(&name, "acquire", || format!("{} count={count} valid_until={}", hold.name, stamp(v)));
                 self.extend_belief(client, v);
             }
             LockEvent::Renewed { hold, valid_until } => {
                 let v = until(self, *valid_until);
-                self.mark(&name, "renew", format!("{} valid_until={}", hold.name, stamp(v)));
+                self.mark(&name, "renew", || format!("{} valid_until={}", hold.name, stamp(v)));
                 self.extend_belief(client, v);
             }
             LockEvent::ValidUntilChanged { hold, valid_until } => {
                 let v = until(self, *valid_until);
-                self.note(&name, format!("valid_until {} -> {}", hold.name, stamp(v)));
+                self.note(&name, || format!("valid_until {} -> {}", hold.name, stamp(v)));
                 self.extend_belief(client, v);
             }
             LockEvent::MayBeLost { hold, .. } => {
-                self.mark(&name, "may-be-lost", hold.name.clone());
+                self.mark(&name, "may-be-lost", || hold.name.clone());
                 // The lease may have run out on the server and been granted afresh (to this owner
                 // too, by a re-entry): the counts may differ from here on, so (f) stops applying.
                 if let Some(h) = self.clients[client].holding.as_mut() {
@@ -868,15 +920,15 @@ impl<S: SimServer> World<S> {
                 }
             }
             LockEvent::Lost { hold } => {
-                self.mark(&name, "lost", hold.name.clone());
+                self.mark(&name, "lost", || hold.name.clone());
                 self.close_belief(client);
             }
             LockEvent::MaxHoldReached { hold, .. } => {
-                self.mark(&name, "max-hold", hold.name.clone());
+                self.mark(&name, "max-hold", || hold.name.clone());
             }
             LockEvent::Released { hold } => {
                 // The last count was given back: the client no longer believes it holds the lock.
-                self.note(&name, format!("released {}", hold.name));
+                self.note(&name, || format!("released {}", hold.name));
                 self.close_belief(client);
                 self.close_section(client);
             }
@@ -950,7 +1002,6 @@ impl<S: SimServer> World<S> {
     /// The workload: acquire, write (start), re-enter, work, write (middle), release inner
     /// holds, work, write (end), release.
     fn step(&mut self, client: usize) {
-        let spec = self.case.clients[client].clone();
         let phase = self.clients[client].phase;
         match phase {
             Phase::NotStarted | Phase::Thinking => {
@@ -958,7 +1009,7 @@ impl<S: SimServer> World<S> {
                 self.clients[client].phase = Phase::Acquiring(op);
                 let request = self.acquire_request(client, None);
                 let name = self.name(client);
-                self.mark(&name, "wait", request.name.clone());
+                self.mark(&name, "wait", || request.name.clone());
                 self.feed(client, Input::Request { op, request: Request::Acquire(request) });
             }
             Phase::Working { writes } => {
@@ -1006,7 +1057,7 @@ impl<S: SimServer> World<S> {
         self.close_belief(client);
         self.close_section(client);
         let who = self.name(client);
-        self.mark(&who, "unlock", name.clone());
+        self.mark(&who, "unlock", || name.clone());
         self.feed(client, Input::Request { op, request: Request::Release { hold, name, owner } });
     }
 
@@ -1031,7 +1082,7 @@ impl<S: SimServer> World<S> {
             let other = self.name(other);
             self.history.unfenced_overlaps.push((self.now, lock, name.clone(), other));
         }
-        self.mark(&name, "write", format!("unfenced L{lock}"));
+        self.mark(&name, "write", || format!("unfenced L{lock}"));
         self.check_quiescent_counts(client);
         let token = self.clients[client].holding.as_ref().and_then(|h| h.token);
         if let (true, Some(token)) = (fenced, token) {
@@ -1044,7 +1095,7 @@ impl<S: SimServer> World<S> {
                 .fenced_writes
                 .push((self.now, lock, name.clone(), token, accepted));
             let what = if accepted { "write-accepted" } else { "write-rejected" };
-            self.mark(&name, what, format!("fenced L{lock} token={token}"));
+            self.mark(&name, what, || format!("fenced L{lock} token={token}"));
         }
     }
 
@@ -1076,7 +1127,7 @@ impl<S: SimServer> World<S> {
                     believed_until: until,
                 });
                 self.sections.entry(spec.lock).or_default().insert(client);
-                self.note(&name, format!("holds L{} token={:?} work={work}", spec.lock, a.token));
+                self.note(&name, || format!("holds L{} token={:?} work={work}", spec.lock, a.token));
                 self.write(client);
                 if spec.reentry > 0 {
                     let op = self.next_op(client);
@@ -1095,7 +1146,7 @@ impl<S: SimServer> World<S> {
                         h.reentered = Some(a.hold);
                     }
                 } else {
-                    self.note(&name, format!("re-entry failed: {result:?}"));
+                    self.note(&name, || format!("re-entry failed: {result:?}"));
                     if let Some(h) = self.clients[client].holding.as_mut() {
                         h.uncertain = true;
                     }
@@ -1115,22 +1166,22 @@ impl<S: SimServer> World<S> {
                 self.schedule(self.now + half, Ev::Step { client });
             }
             (Phase::Acquiring(p), result) if p == op => {
-                self.note(&name, format!("did not acquire: {result:?}"));
+                self.note(&name, || format!("did not acquire: {result:?}"));
                 self.next_cycle(client);
             }
             (Phase::Releasing(p), result) if p == op => {
                 match &result {
                     Ok(Done::Unlocked(outcome)) => {
-                        self.mark(&name, "released", format!("{outcome:?}"));
+                        self.mark(&name, "released", || format!("{outcome:?}"));
                         // A definite outcome: the owner's count is settled on both sides.
                         self.check_quiescent_counts(client);
                     }
-                    other => self.mark(&name, "unlock-failed", format!("{other:?}")),
+                    other => self.mark(&name, "unlock-failed", || format!("{other:?}")),
                 }
                 self.clients[client].holding = None;
                 self.next_cycle(client);
             }
-            (_, result) => self.note(&name, format!("op {} done: {result:?}", op.0)),
+            (_, result) => self.note(&name, || format!("op {} done: {result:?}", op.0)),
         }
     }
 
@@ -1192,7 +1243,7 @@ impl<S: SimServer> World<S> {
             for g in open {
                 self.history.server_grants.push(Interval {
                     lock,
-                    who: g.owner,
+                    who: String::from_utf8_lossy(&g.owner).into_owned(),
                     from: g.from,
                     to: g.deadline.unwrap_or(horizon).min(horizon),
                 });
