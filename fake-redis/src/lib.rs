@@ -1,1 +1,19 @@
-//! placeholder
+//! An in-process Redis fake on virtual time, for testing code that uses Redis, and locks above all.
+//!
+//! placeholder (front doors not wired yet)
+
+pub mod clock;
+mod cmd;
+mod db;
+pub mod engine;
+pub mod fault;
+pub mod frame;
+
+pub use clock::{Clock, DEFAULT_EPOCH_MS, ManualClock, SystemClock, TokioClock};
+pub use db::{Entry, Hash, Value};
+pub use engine::{ClientId, Engine, EngineConfig, Outbound};
+pub use fault::{
+    CommandFate, CommandFault, DeliveryFate, Fault, FaultEvent, FaultEventKind, FaultPlan, NodeId,
+    Trigger,
+};
+pub use frame::Frame;
