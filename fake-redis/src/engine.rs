@@ -374,6 +374,11 @@ impl Engine {
             .unwrap_or_default()
     }
 
+    /// How many frames are queued for `client`.
+    pub fn outbox_len(&self, client: ClientId) -> usize {
+        self.clients.get(&client.0).map_or(0, |c| c.outbox.len())
+    }
+
     /// Asks to be woken (once) when a frame is queued for `client` or it is disconnected. Wakes at
     /// once if either already happened.
     pub fn register_waker(&mut self, client: ClientId, waker: &Waker) {

@@ -2,14 +2,20 @@
 //!
 //! placeholder (front doors not wired yet)
 
+pub mod backend;
 pub mod clock;
 mod cmd;
+pub mod connection;
 mod db;
 pub mod engine;
 pub mod fault;
 pub mod frame;
+pub mod link;
+pub mod subscriber;
 
+pub use backend::FakeBackend;
 pub use clock::{Clock, DEFAULT_EPOCH_MS, ManualClock, SystemClock, TokioClock};
+pub use connection::FakeConnection;
 pub use db::{Entry, Hash, Value};
 pub use engine::{ClientId, Engine, EngineConfig, Outbound};
 pub use fault::{
@@ -17,3 +23,5 @@ pub use fault::{
     Trigger,
 };
 pub use frame::Frame;
+pub use link::{DEFAULT_RESPONSE_TIMEOUT, SharedEngine, shared};
+pub use subscriber::FakeSubscriber;
