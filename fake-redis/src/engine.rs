@@ -687,6 +687,11 @@ impl Engine {
         n.deliveries - 1
     }
 
+    /// When the next scheduled server-side fault fires, if one is pending.
+    pub fn next_server_fault_time(&self) -> Option<i64> {
+        self.pending_server_faults.first().map(|&(at, _, _)| at)
+    }
+
     /// Applies every scheduled server-side fault whose time has come.
     pub fn apply_due_server_faults(&mut self) {
         let now = self.clock_now();

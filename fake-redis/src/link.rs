@@ -125,6 +125,8 @@ impl Link {
     /// was sent on: if it closed meanwhile, the request is lost (`None`).
     fn apply(&self, commands: &[Vec<Bytes>], on: Option<ClientId>) -> Option<Vec<Frame>> {
         let mut engine = lock(&self.engine);
+        // A restart due now closes connections before this request picks one.
+        engine.apply_due_server_faults();
         let client = match on {
             Some(c) if !engine.is_connected(c) => return None,
             Some(c) => c,

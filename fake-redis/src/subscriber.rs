@@ -178,6 +178,7 @@ async fn run(inner: Arc<Inner>, events: mpsc::UnboundedSender<PubSubEvent>) {
         let next_change;
         {
             let mut engine = lock(&inner.engine);
+            engine.apply_due_server_faults();
             let now = engine.clock_now();
             let plan_down = engine.fault_plan().subscriber_down(node, now).is_some();
             let crash = engine
@@ -239,7 +240,13 @@ async fn run(inner: Arc<Inner>, events: mpsc::UnboundedSender<PubSubEvent>) {
                     }
                 }
             }
-            next_change = engine.fault_plan().next_subscriber_change(node, now);
+            next_change = [
+                engine.fault_plan().next_subscriber_change(node, now),
+                engine.next_server_fault_time(),
+            ]
+            .into_iter()
+            .flatten()
+            .min();
         }
         if let Some(t) = hold_until {
             // Paused: what arrived reaches the process when it runs again.
