@@ -1,0 +1,2 @@
+//! Benchmarks of the engine (filled in below).
+fn main() {}

@@ -1,0 +1,729 @@
+//! One database of the keyspace: keys, values, deadlines, and the bookkeeping around them.
+//!
+//! Redis's keyspace is a hash table plus a second table of the keys that have a TTL, sampled by the
+//! active expiry cycle. This module keeps the same split: a `hashbrown` table of slots, hashed with
+//! a fixed (seedless) hash so that two runs of one case behave identically, and a vector of
+//! *volatile* keys to draw samples from. The vector is maintained lazily: a key that lost its TTL
+//! or was deleted leaves a stale candidate behind, which the next sample that meets it removes.
+//!
+//! Expiry is Redis's: a key is logically gone once `now > deadline` (it lives through its deadline
+//! millisecond), and physically gone when a lookup or the active cycle removes it. Nothing here
+//! iterates the hash table in an order that could change behaviour; listings are sorted.
+//!
+//! Two optional duties live here because they must see every write: `WATCH` (a write or an expiry
+//! marks the watching clients dirty, Redis's `signalModifiedKey`) and the write journal, which
+//! records each key's previous entry so a failover can roll back the writes a lagging replica
+//! never received.
+
+use bytes::Bytes;
+use hashbrown::HashTable;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+/// The hash every table of the fake uses: FxHash's multiply-rotate over 8-byte words, with a final
+/// mix. Fixed, so runs are reproducible; fast, because it is on every command's path.
+pub(crate) fn hash_key(key: &[u8]) -> u64 {
+    const K: u64 = 0x517c_c1b7_2722_0a95;
+    let mut h: u64 = key.len() as u64;
+    let mut chunks = key.chunks_exact(8);
+    for c in &mut chunks {
+        let w = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+        h = (h.rotate_left(5) ^ w).wrapping_mul(K);
+    }
+    let rest = chunks.remainder();
+    if !rest.is_empty() {
+        let mut buf = [0u8; 8];
+        buf[..rest.len()].copy_from_slice(rest);
+        h = (h.rotate_left(5) ^ u64::from_le_bytes(buf)).wrapping_mul(K);
+    }
+    // splitmix64's finaliser: spreads the bits so SCAN's cursor order looks random.
+    h ^= h >> 30;
+    h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    h ^= h >> 27;
+    h = h.wrapping_mul(0x94d0_49bb_1331_11eb);
+    h ^ (h >> 31)
+}
+
+/// A value in the keyspace.
+///
+/// Lists exist so far only as values (a test can place one to meet `WRONGTYPE`); their commands,
+/// and sets and sorted sets, come with a later issue and slot in here.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    /// A string (integers are strings holding decimal text, as `INCR` sees them).
+    Str(Bytes),
+    /// A hash.
+    Hash(Hash),
+    /// A list.
+    List(VecDeque<Bytes>),
+}
+
+impl Value {
+    /// The name `TYPE` replies for this value.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Value::Str(_) => "string",
+            Value::Hash(_) => "hash",
+            Value::List(_) => "list",
+        }
+    }
+}
+
+/// Past this many fields, or a field or value longer than [`HASH_MAX_LISTPACK_VALUE`], Redis
+/// converts a hash from its compact listpack encoding to a hash table.
+pub const HASH_MAX_LISTPACK_ENTRIES: usize = 128;
+/// See [`HASH_MAX_LISTPACK_ENTRIES`].
+pub const HASH_MAX_LISTPACK_VALUE: usize = 64;
+
+/// A hash value: fields in insertion order while small (as Redis's listpack keeps them), with an
+/// index once it grows past the listpack limits. A large hash still iterates in a fixed order (the
+/// order of its vector); Redis leaves that order unspecified.
+#[derive(Clone, Debug, Default)]
+pub struct Hash {
+    fields: Vec<(Bytes, Bytes)>,
+    index: Option<HashTable<usize>>,
+}
+
+impl PartialEq for Hash {
+    fn eq(&self, other: &Hash) -> bool {
+        self.len() == other.len()
+            && self
+                .fields
+                .iter()
+                .all(|(f, v)| other.get(f).is_some_and(|w| w == v))
+    }
+}
+
+impl Hash {
+    /// A hash with these fields, in order (later duplicates overwrite earlier ones).
+    pub fn from_pairs(pairs: impl IntoIterator<Item = (Bytes, Bytes)>) -> Hash {
+        let mut h = Hash::default();
+        for (f, v) in pairs {
+            h.insert(f, v);
+        }
+        h
+    }
+
+    /// The number of fields.
+    pub fn len(&self) -> usize {
+        self.fields.len()
+    }
+
+    /// Whether the hash has no field (Redis deletes such a key).
+    pub fn is_empty(&self) -> bool {
+        self.fields.is_empty()
+    }
+
+    /// Whether the hash uses the hash-table encoding (`OBJECT ENCODING` would say `hashtable`).
+    pub fn is_hashtable(&self) -> bool {
+        self.index.is_some()
+    }
+
+    /// Fields and values in iteration order.
+    pub fn iter(&self) -> impl Iterator<Item = &(Bytes, Bytes)> {
+        self.fields.iter()
+    }
+
+    fn position(&self, field: &[u8]) -> Option<usize> {
+        match &self.index {
+            None => self.fields.iter().position(|(f, _)| f == field),
+            Some(index) => index
+                .find(hash_key(field), |&i| self.fields[i].0 == field)
+                .copied(),
+        }
+    }
+
+    /// The value of `field`.
+    pub fn get(&self, field: &[u8]) -> Option<&Bytes> {
+        self.position(field).map(|i| &self.fields[i].1)
+    }
+
+    /// Sets `field` to `value`: whether the field is new.
+    pub fn insert(&mut self, field: Bytes, value: Bytes) -> bool {
+        let big = field.len() > HASH_MAX_LISTPACK_VALUE || value.len() > HASH_MAX_LISTPACK_VALUE;
+        let new = match self.position(&field) {
+            Some(i) => {
+                self.fields[i].1 = value;
+                false
+            }
+            None => {
+                let i = self.fields.len();
+                self.fields.push((field, value));
+                let Hash { fields, index } = self;
+                if let Some(index) = index {
+                    index.insert_unique(hash_key(&fields[i].0), i, |&j| hash_key(&fields[j].0));
+                }
+                true
+            }
+        };
+        if self.index.is_none() && (big || self.fields.len() > HASH_MAX_LISTPACK_ENTRIES) {
+            self.rebuild_index();
+        }
+        new
+    }
+
+    /// Removes `field`: whether it was there.
+    pub fn remove(&mut self, field: &[u8]) -> bool {
+        let Some(i) = self.position(field) else {
+            return false;
+        };
+        if self.index.is_none() {
+            // Listpack: keep insertion order.
+            self.fields.remove(i);
+        } else {
+            // Hash table: order is unspecified, so removal is O(1).
+            self.fields.swap_remove(i);
+            self.rebuild_index();
+        }
+        true
+    }
+
+    fn rebuild_index(&mut self) {
+        let mut index = HashTable::with_capacity(self.fields.len());
+        for (i, (f, _)) in self.fields.iter().enumerate() {
+            let fields = &self.fields;
+            index.insert_unique(hash_key(f), i, |&j| hash_key(&fields[j].0));
+        }
+        self.index = Some(index);
+    }
+}
+
+/// A key's value and deadline.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Entry {
+    /// The value.
+    pub value: Value,
+    deadline: Option<i64>,
+    volatile_ix: u32,
+}
+
+const NOT_VOLATILE: u32 = u32::MAX;
+
+impl Entry {
+    /// The deadline, unix ms: the key exists through this millisecond and is gone after it.
+    pub fn deadline(&self) -> Option<i64> {
+        self.deadline
+    }
+
+    /// Redis's `keyIsExpired`: strictly past the deadline.
+    pub fn expired(&self, now: i64) -> bool {
+        self.deadline.is_some_and(|d| now > d)
+    }
+}
+
+struct Slot {
+    key: Bytes,
+    hash: u64,
+    entry: Entry,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct WatchMark {
+    client: u64,
+    /// The key was already logically expired when `WATCH` ran (Redis's `wk->expired`).
+    expired_at_watch: bool,
+}
+
+/// Previous entries of written keys, newest last, for a failover's rollback.
+#[derive(Default)]
+struct Journal {
+    window_ms: i64,
+    records: VecDeque<(i64, Bytes, Option<Entry>)>,
+}
+
+/// Counters `INFO` reports.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct DbStats {
+    pub expired_keys: u64,
+}
+
+/// One of the sixteen databases.
+#[derive(Default)]
+pub(crate) struct Db {
+    table: HashTable<Slot>,
+    /// Candidates for the active expiry cycle's sample; may hold stale keys (see the module docs).
+    volatile: Vec<Candidate>,
+    watched: BTreeMap<Bytes, Vec<WatchMark>>,
+    /// Clients whose watched keys were touched since the engine last looked.
+    pub(crate) dirty: BTreeSet<u64>,
+    journal: Option<Journal>,
+    pub(crate) stats: DbStats,
+}
+
+/// A key with a TTL, as the active expiry cycle samples it. The deadline is a copy kept exact for
+/// live candidates, so sampling a live key costs no table lookup; `STALE` marks a candidate whose
+/// key was deleted or lost its TTL.
+#[derive(Clone)]
+struct Candidate {
+    hash: u64,
+    key: Bytes,
+    deadline: i64,
+}
+
+const STALE: i64 = i64::MIN;
+
+fn mark_stale(volatile: &mut [Candidate], ix: u32) {
+    if let Some(c) = volatile.get_mut(ix as usize) {
+        c.deadline = STALE;
+    }
+}
+
+fn find<'a>(table: &'a HashTable<Slot>, h: u64, key: &[u8]) -> Option<&'a Slot> {
+    table.find(h, |s| s.hash == h && s.key == key)
+}
+
+impl Db {
+    /// The number of keys physically present, logically expired ones included (`DBSIZE`).
+    pub fn len(&self) -> usize {
+        self.table.len()
+    }
+
+    /// The number of keys with a TTL (`INFO keyspace`'s `expires`).
+    pub fn volatile_len(&self) -> usize {
+        self.table
+            .iter()
+            .filter(|s| s.entry.deadline.is_some())
+            .count()
+    }
+
+    /// The live entry at `key`; a logically expired key is deleted first (Redis's lazy expiry).
+    pub fn lookup(&mut self, key: &[u8], now: i64) -> Option<&mut Entry> {
+        let h = hash_key(key);
+        let Db {
+            table,
+            volatile,
+            watched,
+            dirty,
+            stats,
+            ..
+        } = self;
+        match table.find_entry(h, |s| s.hash == h && s.key == key) {
+            Err(_) => None,
+            Ok(occupied) if occupied.get().entry.expired(now) => {
+                let (slot, _) = occupied.remove();
+                mark_stale(volatile, slot.entry.volatile_ix);
+                stats.expired_keys += 1;
+                touch(watched, dirty, &slot.key, false);
+                None
+            }
+            Ok(occupied) => Some(&mut occupied.into_mut().entry),
+        }
+    }
+
+    /// The entry at `key` if it is live, without deleting an expired one (`KEYS`, `TYPE` peeks).
+    pub fn peek(&self, key: &[u8], now: i64) -> Option<&Entry> {
+        find(&self.table, hash_key(key), key)
+            .map(|s| &s.entry)
+            .filter(|e| !e.expired(now))
+    }
+
+    /// The live entry at `key`, for an in-place change of its value (journaled first).
+    pub fn write(&mut self, key: &[u8], now: i64) -> Option<&mut Entry> {
+        self.lookup(key, now)?;
+        self.journal_before(key, now);
+        self.lookup(key, now)
+    }
+
+    /// Puts `value` at `key` with `deadline`, replacing whatever was there.
+    pub fn insert(&mut self, key: Bytes, value: Value, deadline: Option<i64>, now: i64) {
+        self.journal_before(&key, now);
+        let h = hash_key(&key);
+        let mut entry = Entry {
+            value,
+            deadline,
+            volatile_ix: NOT_VOLATILE,
+        };
+        if let Some(deadline) = deadline {
+            entry.volatile_ix = self.volatile.len() as u32;
+            self.volatile.push(Candidate {
+                hash: h,
+                key: key.clone(),
+                deadline,
+            });
+        }
+        match self.table.find_entry(h, |s| s.hash == h && s.key == key) {
+            Ok(mut occupied) => {
+                mark_stale(&mut self.volatile, occupied.get().entry.volatile_ix);
+                occupied.get_mut().entry = entry;
+            }
+            Err(absent) => {
+                let table = absent.into_table();
+                table.insert_unique(
+                    h,
+                    Slot {
+                        key,
+                        hash: h,
+                        entry,
+                    },
+                    |s| s.hash,
+                );
+            }
+        }
+    }
+
+    /// Sets or clears the deadline of the key at `key`, which must exist.
+    pub fn set_deadline(&mut self, key: &[u8], deadline: Option<i64>, now: i64) {
+        self.journal_before(key, now);
+        let h = hash_key(key);
+        let Some(slot) = self.table.find_mut(h, |s| s.hash == h && s.key == key) else {
+            return;
+        };
+        slot.entry.deadline = deadline;
+        match (deadline, slot.entry.volatile_ix) {
+            (Some(d), NOT_VOLATILE) => {
+                slot.entry.volatile_ix = self.volatile.len() as u32;
+                self.volatile.push(Candidate {
+                    hash: h,
+                    key: slot.key.clone(),
+                    deadline: d,
+                });
+            }
+            (Some(d), ix) => self.volatile[ix as usize].deadline = d,
+            (None, NOT_VOLATILE) => {}
+            (None, ix) => {
+                mark_stale(&mut self.volatile, ix);
+                slot.entry.volatile_ix = NOT_VOLATILE;
+            }
+        }
+    }
+
+    /// Removes the key at `key` (whether live or not): its entry.
+    pub fn remove(&mut self, key: &[u8], now: i64) -> Option<Entry> {
+        self.journal_before(key, now);
+        let h = hash_key(key);
+        match self.table.find_entry(h, |s| s.hash == h && s.key == key) {
+            Ok(occupied) => {
+                let entry = occupied.remove().0.entry;
+                mark_stale(&mut self.volatile, entry.volatile_ix);
+                Some(entry)
+            }
+            Err(_) => None,
+        }
+    }
+
+    /// Redis's `signalModifiedKey`: clients watching `key` will see their `EXEC` fail.
+    pub fn touch(&mut self, key: &[u8]) {
+        if self.watched.is_empty() {
+            return;
+        }
+        let present = find(&self.table, hash_key(key), key).is_some();
+        touch(&mut self.watched, &mut self.dirty, key, present);
+    }
+
+    /// Empties the database (`FLUSHDB`): every watcher of a present key is touched.
+    pub fn flush(&mut self, now: i64) {
+        if self.journal.is_some() {
+            let keys: Vec<Bytes> = self.table.iter().map(|s| s.key.clone()).collect();
+            for k in keys {
+                self.journal_before(&k, now);
+            }
+        }
+        if !self.watched.is_empty() {
+            let present: Vec<Bytes> = self
+                .watched
+                .keys()
+                .filter(|k| find(&self.table, hash_key(k), k).is_some())
+                .cloned()
+                .collect();
+            for k in present {
+                touch(&mut self.watched, &mut self.dirty, &k, false);
+            }
+        }
+        self.table.clear();
+        self.volatile.clear();
+    }
+
+    /// Every key, live or not, in the fixed order of its hash (then bytes): SCAN's order.
+    pub fn keys_in_scan_order(&self) -> Vec<(u64, Bytes)> {
+        let mut keys: Vec<(u64, Bytes)> =
+            self.table.iter().map(|s| (s.hash, s.key.clone())).collect();
+        keys.sort_unstable();
+        keys
+    }
+
+    /// Every live key with its entry, sorted by key.
+    pub fn live_entries(&self, now: i64) -> Vec<(Bytes, Entry)> {
+        let mut out: Vec<(Bytes, Entry)> = self
+            .table
+            .iter()
+            .filter(|s| !s.entry.expired(now))
+            .map(|s| (s.key.clone(), s.entry.clone()))
+            .collect();
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+
+    /// One loop of Redis's active expiry: samples up to `samples` volatile keys (drawing indices
+    /// from `next_random`), deletes the expired ones. Returns (sampled, expired); stale candidates
+    /// count as expired, so a vector full of them keeps the cycle going until it is clean.
+    pub fn expire_sample(
+        &mut self,
+        now: i64,
+        samples: usize,
+        next_random: &mut dyn FnMut() -> u64,
+    ) -> (usize, usize) {
+        let mut sampled = 0;
+        let mut expired = 0;
+        while sampled < samples && !self.volatile.is_empty() {
+            sampled += 1;
+            let i = (next_random() % self.volatile.len() as u64) as usize;
+            if now <= self.volatile[i].deadline {
+                continue; // live: the copy of its deadline is exact
+            }
+            expired += 1;
+            let Candidate { hash: h, key, .. } = self.volatile[i].clone();
+            if let Ok(occupied) = self.table.find_entry(h, |s| s.hash == h && s.key == key)
+                && occupied.get().entry.volatile_ix == i as u32
+            {
+                if occupied.get().entry.expired(now) {
+                    let (slot, _) = occupied.remove();
+                    self.stats.expired_keys += 1;
+                    touch(&mut self.watched, &mut self.dirty, &slot.key, false);
+                } else {
+                    // Unreachable while the copies stay exact; repair rather than lose a key.
+                    let deadline = occupied.get().entry.deadline;
+                    if let Some(d) = deadline {
+                        self.volatile[i].deadline = d;
+                        continue;
+                    }
+                    occupied.into_mut().entry.volatile_ix = NOT_VOLATILE;
+                }
+            }
+            self.remove_candidate(i);
+        }
+        (sampled, expired)
+    }
+
+    fn remove_candidate(&mut self, i: usize) {
+        let last = self.volatile.len() - 1;
+        self.volatile.swap_remove(i);
+        if i < last {
+            let Candidate { hash: h, key, .. } = &self.volatile[i];
+            if let Some(slot) = self.table.find_mut(*h, |s| s.hash == *h && s.key == key)
+                && slot.entry.volatile_ix == last as u32
+            {
+                slot.entry.volatile_ix = i as u32;
+            }
+        }
+    }
+
+    /// Whether the database has any candidate for the active expiry cycle.
+    pub fn has_volatile(&self) -> bool {
+        !self.volatile.is_empty()
+    }
+
+    // ---- WATCH ----
+
+    /// Starts watching `key` for `client`.
+    pub fn watch(&mut self, key: &Bytes, client: u64, now: i64) {
+        let expired_at_watch =
+            find(&self.table, hash_key(key), key).is_some_and(|s| s.entry.expired(now));
+        let marks = self.watched.entry(key.clone()).or_default();
+        if !marks.iter().any(|m| m.client == client) {
+            marks.push(WatchMark {
+                client,
+                expired_at_watch,
+            });
+        }
+    }
+
+    /// Stops watching `key` for `client`.
+    pub fn unwatch(&mut self, key: &[u8], client: u64) {
+        if let Some(marks) = self.watched.get_mut(key) {
+            marks.retain(|m| m.client != client);
+            if marks.is_empty() {
+                self.watched.remove(key);
+            }
+        }
+        self.dirty.remove(&client);
+    }
+
+    /// Redis's `isWatchedKeyExpired` for one key: it was live at `WATCH` and is expired now.
+    pub fn watched_key_expired(&self, key: &[u8], client: u64, now: i64) -> bool {
+        let live_at_watch = self
+            .watched
+            .get(key)
+            .and_then(|m| m.iter().find(|m| m.client == client))
+            .is_some_and(|m| !m.expired_at_watch);
+        live_at_watch && find(&self.table, hash_key(key), key).is_some_and(|s| s.entry.expired(now))
+    }
+
+    // ---- the write journal ----
+
+    /// Keeps the previous entry of every written key for `window_ms` (None stops journaling).
+    pub fn set_journal(&mut self, window_ms: Option<i64>) {
+        self.journal = window_ms.map(|window_ms| Journal {
+            window_ms,
+            records: VecDeque::new(),
+        });
+    }
+
+    fn journal_before(&mut self, key: &[u8], now: i64) {
+        let Some(journal) = &mut self.journal else {
+            return;
+        };
+        let h = hash_key(key);
+        let previous = find(&self.table, h, key).map(|s| {
+            let mut e = s.entry.clone();
+            e.volatile_ix = NOT_VOLATILE;
+            e
+        });
+        journal
+            .records
+            .push_back((now, Bytes::copy_from_slice(key), previous));
+        while journal
+            .records
+            .front()
+            .is_some_and(|(t, _, _)| *t < now - journal.window_ms)
+        {
+            journal.records.pop_front();
+        }
+    }
+
+    /// Undoes every journaled write made after `since` (unix ms), newest first: the state a replica
+    /// that stopped receiving writes at `since` holds. Returns how many writes were undone.
+    pub fn rollback_after(&mut self, since: i64) -> usize {
+        let Some(mut journal) = self.journal.take() else {
+            return 0;
+        };
+        let mut undone = 0;
+        while journal.records.back().is_some_and(|(t, _, _)| *t > since) {
+            let Some((_, key, previous)) = journal.records.pop_back() else {
+                break;
+            };
+            undone += 1;
+            let h = hash_key(&key);
+            if let Ok(occupied) = self.table.find_entry(h, |s| s.hash == h && s.key == key) {
+                let (slot, _) = occupied.remove();
+                mark_stale(&mut self.volatile, slot.entry.volatile_ix);
+            }
+            if let Some(mut entry) = previous {
+                if let Some(deadline) = entry.deadline {
+                    entry.volatile_ix = self.volatile.len() as u32;
+                    self.volatile.push(Candidate {
+                        hash: h,
+                        key: key.clone(),
+                        deadline,
+                    });
+                }
+                self.table.insert_unique(
+                    h,
+                    Slot {
+                        key,
+                        hash: h,
+                        entry,
+                    },
+                    |s| s.hash,
+                );
+            }
+        }
+        self.journal = Some(journal);
+        undone
+    }
+
+    /// Forgets every watcher (a restart closes every connection).
+    pub fn clear_watches(&mut self) {
+        self.watched.clear();
+        self.dirty.clear();
+    }
+}
+
+fn touch(
+    watched: &mut BTreeMap<Bytes, Vec<WatchMark>>,
+    dirty: &mut BTreeSet<u64>,
+    key: &[u8],
+    present: bool,
+) {
+    let Some(marks) = watched.get_mut(key) else {
+        return;
+    };
+    for m in marks.iter_mut() {
+        if m.expired_at_watch && !present {
+            // Already expired at WATCH and now deleted: logically no change (Redis 7.0 multi.c).
+            m.expired_at_watch = false;
+        } else {
+            dirty.insert(m.client);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn b(s: &str) -> Bytes {
+        Bytes::copy_from_slice(s.as_bytes())
+    }
+
+    #[test]
+    fn a_key_lives_through_its_deadline_millisecond() {
+        let mut db = Db::default();
+        db.insert(b("k"), Value::Str(b("v")), Some(100), 0);
+        assert!(db.lookup(b"k", 100).is_some());
+        assert!(db.lookup(b"k", 101).is_none());
+        assert_eq!(db.len(), 0);
+    }
+
+    #[test]
+    fn small_hashes_keep_insertion_order_and_big_ones_convert() {
+        let mut h = Hash::default();
+        for f in ["z", "a", "m"] {
+            h.insert(b(f), b("1"));
+        }
+        let order: Vec<&[u8]> = h.iter().map(|(f, _)| &f[..]).collect();
+        assert_eq!(order, [b"z", b"a", b"m"]);
+        h.remove(b"a");
+        let order: Vec<&[u8]> = h.iter().map(|(f, _)| &f[..]).collect();
+        assert_eq!(order, [b"z", b"m"]);
+        for i in 0..200 {
+            h.insert(Bytes::from(format!("f{i}")), b("v"));
+        }
+        assert!(h.is_hashtable());
+        assert_eq!(h.len(), 202);
+        for i in 0..200 {
+            assert_eq!(h.get(format!("f{i}").as_bytes()), Some(&b("v")));
+        }
+        assert!(h.remove(b"f7"));
+        assert!(h.get(b"f7").is_none());
+        assert_eq!(h.get(b"f199"), Some(&b("v")));
+    }
+
+    #[test]
+    fn sampling_removes_expired_keys_and_stale_candidates() {
+        let mut db = Db::default();
+        for i in 0..50 {
+            db.insert(
+                Bytes::from(format!("k{i}")),
+                Value::Str(b("v")),
+                Some(10),
+                0,
+            );
+        }
+        db.remove(b"k3", 0);
+        let mut x = 7u64;
+        let mut rng = || {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            x >> 11
+        };
+        while db.has_volatile() {
+            db.expire_sample(11, 20, &mut rng);
+        }
+        assert_eq!(db.len(), 0);
+    }
+
+    #[test]
+    fn rollback_restores_previous_entries() {
+        let mut db = Db::default();
+        db.set_journal(Some(60_000));
+        db.insert(b("a"), Value::Str(b("1")), None, 100);
+        db.insert(b("a"), Value::Str(b("2")), Some(5_000), 200);
+        db.insert(b("b"), Value::Str(b("x")), None, 300);
+        assert_eq!(db.rollback_after(150), 2);
+        assert_eq!(
+            db.lookup(b"a", 400).map(|e| e.value.clone()),
+            Some(Value::Str(b("1")))
+        );
+        assert!(db.lookup(b"b", 400).is_none());
+    }
+}
