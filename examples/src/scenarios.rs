@@ -165,10 +165,12 @@ fn lost_unlock_reply(p: &Params) -> Case {
     let work = p.work.unwrap_or(15_000);
     let mut case = base(p, work + 2 * p.watchdog_timeout);
     case.clients.push(client("a", 0, work));
+    // The unlock goes out at the end of the work (plus the acquire's round trip): lose the
+    // reply the server sends to it, and only that one.
     case.faults.push(Fault::DropReplies {
         client: 0,
         from: work,
-        to: work + 1,
+        to: work + 100,
     });
     case
 }
@@ -187,7 +189,8 @@ fn lost_unlock_request(p: &Params) -> Case {
 
 fn client_crash(p: &Params) -> Case {
     let mut case = base(p, p.crash_at + p.watchdog_timeout + 10_000);
-    case.clients.push(client("a", 0, p.work.unwrap_or(p.crash_at * 4)));
+    case.clients
+        .push(client("a", 0, p.work.unwrap_or(p.crash_at * 4)));
     case.clients.extend(waiters(p, 2, 2_000));
     case.faults.push(Fault::Crash {
         client: 0,
@@ -228,7 +231,7 @@ fn reentrant(p: &Params) -> Case {
     let mut a = client("a", 0, work);
     a.reentry = 1;
     case.clients.push(a);
-    case.clients.extend(waiters(p, 1, 1_000));
+    case.clients.extend(waiters(p, 2, 1_000));
     case
 }
 
@@ -257,14 +260,16 @@ fn kind(what: &str) -> Option<EventKind> {
         "crash" => EventKind::Crash,
         "pause" => EventKind::Pause,
         "resume" => EventKind::Resume,
-        "lost" | "may-be-lost" => EventKind::Lost,
+        "lost" => EventKind::Lost,
+        "may-be-lost" => EventKind::MayBeLost,
+        "not-acquired" => EventKind::NotAcquired,
         "wait" => EventKind::Wait,
         "write" | "write-accepted" => EventKind::WriteAccepted,
         "write-rejected" => EventKind::WriteRejected,
         "dropped" => EventKind::Dropped,
-        "timeout" | "unlock-failed" | "restart" | "failover" | "clock-jump" | "max-hold" => {
-            EventKind::Note
-        }
+        "unlock-failed" => EventKind::UnlockFailed,
+        "timeout" => EventKind::Timeout,
+        "restart" | "failover" | "clock-jump" | "max-hold" => EventKind::Note,
         _ => return None,
     })
 }
@@ -277,10 +282,7 @@ pub fn to_timeline(title: &str, case: &Case, run: &Run) -> Timeline {
     for m in &run.marks {
         let Some(kind) = kind(&m.what) else { continue };
         // A fenced write is shown once, as accepted or rejected; skip its unfenced twin.
-        let fenced = case
-            .clients
-            .iter()
-            .any(|c| c.name == m.actor && c.fenced);
+        let fenced = case.clients.iter().any(|c| c.name == m.actor && c.fenced);
         if m.what == "write" && fenced {
             continue;
         }
@@ -302,15 +304,33 @@ pub fn to_timeline(title: &str, case: &Case, run: &Run) -> Timeline {
     }
     for g in &run.history.server_grants {
         let who = run.client_of(&g.who).unwrap_or("?");
-        t.bar(&format!("server L{}", g.lock), g.from, g.to, format!("key held by {who}"), "#2e7d32");
+        t.bar(
+            &format!("server L{}", g.lock),
+            g.from,
+            g.to,
+            format!("key held by {who}"),
+            "#2e7d32",
+        );
     }
     for f in &case.faults {
         if let Fault::Pause { client, at, for_ms } = f {
-            t.bar(&case.clients[*client].name, *at, at + for_ms, "GC pause", "#6a1b9a");
+            t.bar(
+                &case.clients[*client].name,
+                *at,
+                at + for_ms,
+                "GC pause",
+                "#6a1b9a",
+            );
         }
     }
     for i in &run.history.client_intervals {
-        t.bar(&i.who, i.from, i.to, "believes it holds the lock", "#1565c0");
+        t.bar(
+            &i.who,
+            i.from,
+            i.to,
+            "believes it holds the lock",
+            "#1565c0",
+        );
     }
     t
 }

@@ -258,9 +258,11 @@ impl fmt::Display for Case {
         }
         for fault in &self.faults {
             match *fault {
-                Fault::Pause { client, at, for_ms } => {
-                    writeln!(f, "fault pause {} at={at} for={for_ms}", self.client_name(client))?
-                }
+                Fault::Pause { client, at, for_ms } => writeln!(
+                    f,
+                    "fault pause {} at={at} for={for_ms}",
+                    self.client_name(client)
+                )?,
                 Fault::Crash { client, at } => {
                     writeln!(f, "fault crash {} at={at}", self.client_name(client))?
                 }
@@ -326,7 +328,9 @@ impl<'a> Words<'a> {
     }
 
     fn num<T: FromStr>(&self, key: &str) -> Result<T, ParseError> {
-        let v = self.get(key).ok_or_else(|| self.err(format!("missing {key}=")))?;
+        let v = self
+            .get(key)
+            .ok_or_else(|| self.err(format!("missing {key}=")))?;
         v.parse()
             .map_err(|_| self.err(format!("{key}={v} is not a number")))
     }
@@ -389,11 +393,15 @@ impl FromStr for Case {
                 }
                 "client" => {
                     let w = words(1);
-                    let c = case.as_mut().ok_or_else(|| w.err("a client before the case line"))?;
+                    let c = case
+                        .as_mut()
+                        .ok_or_else(|| w.err("a client before the case line"))?;
                     let name = rest.first().ok_or_else(|| w.err("a client needs a name"))?;
                     let mut spec = ClientSpec::new(name, w.num_or("lock", 0)?);
                     spec.acquire = parse_acquire(w.get("acquire").unwrap_or("watchdog"))
-                        .ok_or_else(|| w.err("acquire= is watchdog, lease:MS, try:MS or try:MS:MS"))?;
+                        .ok_or_else(|| {
+                            w.err("acquire= is watchdog, lease:MS, try:MS or try:MS:MS")
+                        })?;
                     spec.fenced = w.get("fenced").is_none_or(|v| v != "false");
                     spec.start = w.num_or("start", 0)?;
                     spec.work = w.range("work", spec.work)?;
@@ -455,7 +463,9 @@ fn parse_fault(case: &Case, item: usize, rest: &[&str]) -> Result<Fault, ParseEr
             .collect(),
     };
     let client = || -> Result<usize, ParseError> {
-        let name = rest.get(1).ok_or_else(|| err(format!("{kind} needs a client")))?;
+        let name = rest
+            .get(1)
+            .ok_or_else(|| err(format!("{kind} needs a client")))?;
         case.clients
             .iter()
             .position(|c| c.name == *name)

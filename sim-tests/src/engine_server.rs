@@ -74,7 +74,10 @@ impl SimServer for EngineServer {
                 argv.extend(s.keys.iter().cloned());
                 argv.extend(s.args.iter().cloned());
                 let first = self.exec(conn, &argv);
-                if first.error_text().is_some_and(|e| e.starts_with("NOSCRIPT")) {
+                if first
+                    .error_text()
+                    .is_some_and(|e| e.starts_with("NOSCRIPT"))
+                {
                     // As the `redis` crate's `Script` does: load, then EVALSHA again.
                     let load = [
                         Bytes::from_static(b"SCRIPT"),
@@ -110,8 +113,11 @@ impl SimServer for EngineServer {
         for &conn in &self.subscribers {
             for frame in self.engine.drain_outbox(ClientId(conn)) {
                 if let Frame::Push(items) | Frame::Array(items) = frame
-                    && let [Frame::Bulk(kind), Frame::Bulk(channel), Frame::Bulk(payload)] =
-                        items.as_slice()
+                    && let [
+                        Frame::Bulk(kind),
+                        Frame::Bulk(channel),
+                        Frame::Bulk(payload),
+                    ] = items.as_slice()
                     && &kind[..] == b"message"
                 {
                     out.push((conn, channel.clone(), payload.clone()));

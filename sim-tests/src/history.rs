@@ -239,9 +239,16 @@ mod tests {
     #[test]
     fn tokens_must_rise_and_stale_fenced_writes_must_be_refused() {
         let mut h = History::default();
-        h.tokens.insert(0, vec![(1, "a".into(), 1), (2, "b".into(), 2), (3, "a".into(), 2)]);
+        h.tokens.insert(
+            0,
+            vec![(1, "a".into(), 1), (2, "b".into(), 2), (3, "a".into(), 2)],
+        );
         h.fenced_writes = vec![(4, 0, "b".into(), 2, true), (5, 0, "a".into(), 1, true)];
         let v = h.check();
-        assert_eq!(v.iter().filter(|v| v.checker == Checker::Fencing).count(), 2, "{v:#?}");
+        assert_eq!(
+            v.iter().filter(|v| v.checker == Checker::Fencing).count(),
+            2,
+            "{v:#?}"
+        );
     }
 }

@@ -6,10 +6,10 @@
 
 pub mod case;
 pub mod engine_server;
-pub mod strategy;
 pub mod history;
 pub mod rng;
 pub mod server;
+pub mod strategy;
 pub mod world;
 
 pub use case::{AcquireKind, Case, ClientSpec, Fault};
@@ -50,7 +50,10 @@ pub fn explain(case: &Case, run: &Run, violations: &[&Violation]) -> String {
 /// How many cases a suite runs: its default, times `SIM_CASES / 1000` when that is set (so
 /// `SIM_CASES=10000` runs ten times the default).
 pub fn cases(default: u32) -> u32 {
-    match std::env::var("SIM_CASES").ok().and_then(|v| v.parse::<u64>().ok()) {
+    match std::env::var("SIM_CASES")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    {
         Some(n) => ((u64::from(default) * n) / 1000).max(1) as u32,
         None => default,
     }

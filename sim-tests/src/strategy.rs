@@ -94,15 +94,30 @@ fn fault(env: Envelope) -> impl Strategy<Value = Fault> {
     let window = (any::<usize>(), 0..h, 1u64..=30_000);
     let drop_req = window
         .clone()
-        .prop_map(|(client, from, len)| Fault::DropRequests { client, from, to: from + len });
+        .prop_map(|(client, from, len)| Fault::DropRequests {
+            client,
+            from,
+            to: from + len,
+        });
     let drop_rep = window
         .clone()
-        .prop_map(|(client, from, len)| Fault::DropReplies { client, from, to: from + len });
-    let delay = (window.clone(), 1u64..=2_000).prop_map(|((client, from, len), by)| {
-        Fault::DelayReplies { client, from, to: from + len, by }
+        .prop_map(|(client, from, len)| Fault::DropReplies {
+            client,
+            from,
+            to: from + len,
+        });
+    let delay =
+        (window.clone(), 1u64..=2_000).prop_map(|((client, from, len), by)| Fault::DelayReplies {
+            client,
+            from,
+            to: from + len,
+            by,
+        });
+    let drop_pubsub = window.prop_map(|(client, from, len)| Fault::DropPubSub {
+        client,
+        from,
+        to: from + len,
     });
-    let drop_pubsub = window
-        .prop_map(|(client, from, len)| Fault::DropPubSub { client, from, to: from + len });
     let crashes = env.crashes;
     let messages = env.message_faults;
     prop_oneof![
@@ -118,24 +133,49 @@ fn fault(env: Envelope) -> impl Strategy<Value = Fault> {
 fn fix_client(f: Fault, n: usize) -> Fault {
     let n = n.max(1);
     match f {
-        Fault::Pause { client, at, for_ms } => Fault::Pause { client: client % n, at, for_ms },
-        Fault::Crash { client, at } => Fault::Crash { client: client % n, at },
-        Fault::DropRequests { client, from, to } => Fault::DropRequests { client: client % n, from, to },
-        Fault::DropReplies { client, from, to } => Fault::DropReplies { client: client % n, from, to },
-        Fault::DelayReplies { client, from, to, by } => {
-            Fault::DelayReplies { client: client % n, from, to, by }
-        }
-        Fault::DropPubSub { client, from, to } => Fault::DropPubSub { client: client % n, from, to },
+        Fault::Pause { client, at, for_ms } => Fault::Pause {
+            client: client % n,
+            at,
+            for_ms,
+        },
+        Fault::Crash { client, at } => Fault::Crash {
+            client: client % n,
+            at,
+        },
+        Fault::DropRequests { client, from, to } => Fault::DropRequests {
+            client: client % n,
+            from,
+            to,
+        },
+        Fault::DropReplies { client, from, to } => Fault::DropReplies {
+            client: client % n,
+            from,
+            to,
+        },
+        Fault::DelayReplies {
+            client,
+            from,
+            to,
+            by,
+        } => Fault::DelayReplies {
+            client: client % n,
+            from,
+            to,
+            by,
+        },
+        Fault::DropPubSub { client, from, to } => Fault::DropPubSub {
+            client: client % n,
+            from,
+            to,
+        },
         other => other,
     }
 }
 
 /// Cases within `env`.
 pub fn cases(env: Envelope) -> impl Strategy<Value = Case> {
-    let clients = prop::collection::vec(
-        client(0, env.locks, env.max_drift_ppm),
-        env.clients.clone(),
-    );
+    let clients =
+        prop::collection::vec(client(0, env.locks, env.max_drift_ppm), env.clients.clone());
     let faults = prop::collection::vec(fault(env.clone()), env.faults.clone());
     (any::<u64>(), clients, faults).prop_map(move |(seed, mut clients, faults)| {
         for (i, c) in clients.iter_mut().enumerate() {

@@ -37,7 +37,11 @@ enum Ev {
     /// The machine's timer, if it is still the current one.
     Timer { client: usize, generation: u64 },
     /// A call reaches the server.
-    Arrive { client: usize, id: CallId, call: Call },
+    Arrive {
+        client: usize,
+        id: CallId,
+        call: Call,
+    },
     /// A reply reaches the client.
     Reply {
         client: usize,
@@ -112,7 +116,9 @@ enum Phase {
     Acquiring(OpId),
     Reentering(OpId),
     /// Holding; `writes` of the three (start, middle, end) done.
-    Working { writes: u8 },
+    Working {
+        writes: u8,
+    },
     ReleasingInner(OpId),
     Releasing(OpId),
     Thinking,
@@ -211,7 +217,10 @@ pub struct Mark {
 impl Run {
     /// The violations of one checker.
     pub fn of(&self, checker: Checker) -> Vec<&Violation> {
-        self.violations.iter().filter(|v| v.checker == checker).collect()
+        self.violations
+            .iter()
+            .filter(|v| v.checker == checker)
+            .collect()
     }
 
     /// The first moment `actor` did `what`, if it did.
@@ -365,7 +374,8 @@ impl<S: SimServer> World<S> {
     fn note(&mut self, actor: &str, what: impl FnOnce() -> String) {
         if self.tracing {
             let what = what();
-            self.trace.push(format!("{} {:<6} {}", stamp(self.now), actor, what));
+            self.trace
+                .push(format!("{} {:<6} {}", stamp(self.now), actor, what));
         }
     }
 
@@ -382,7 +392,6 @@ impl<S: SimServer> World<S> {
             detail,
         });
     }
-
 
     /// The client's clock at simulation time `t`.
     fn client_time(&self, client: usize, t: u64) -> MonoTime {
@@ -480,8 +489,12 @@ impl<S: SimServer> World<S> {
             Ev::CallTimeout { client, id } => {
                 if self.clients[client].inflight.remove(&id) {
                     let name = self.name(client);
-                    self.mark(&name, "timeout", || format!("call {} has no reply: outcome unknown", id.0));
-                    let result = Err(BackendError::Unknown("no reply within the response timeout".into()));
+                    self.mark(&name, "timeout", || {
+                        format!("call {}: no reply in time, outcome unknown", id.0)
+                    });
+                    let result = Err(BackendError::Unknown(
+                        "no reply within the response timeout".into(),
+                    ));
                     self.feed(client, Input::CallResult { id, result });
                 }
             }
@@ -516,7 +529,10 @@ impl<S: SimServer> World<S> {
                 payload,
             } => {
                 self.note(&self.name(client), || "hears unlock message".into());
-                self.feed(client, Input::PubSub(PubSubEvent::Message { channel, payload }));
+                self.feed(
+                    client,
+                    Input::PubSub(PubSubEvent::Message { channel, payload }),
+                );
             }
             Ev::Fault { index } => self.fault(index),
             Ev::Resume { client } => {
@@ -560,7 +576,9 @@ impl<S: SimServer> World<S> {
                 let now = self.server_now();
                 self.server.restart(now);
                 self.history.data_loss.push(self.now);
-                self.mark("server", "restart", || "(no persistence: data and scripts lost)".into());
+                self.mark("server", "restart", || {
+                    "(no persistence: data and scripts lost)".into()
+                });
                 self.resubscribe_all();
                 self.observe_all();
             }
@@ -568,7 +586,9 @@ impl<S: SimServer> World<S> {
                 let now = self.server_now();
                 self.server.failover(lag as i64, now);
                 self.history.data_loss.push(self.now);
-                self.mark("server", "failover", || format!("(replica lagging {lag} ms)"));
+                self.mark("server", "failover", || {
+                    format!("(replica lagging {lag} ms)")
+                });
                 self.resubscribe_all();
                 self.observe_all();
             }
@@ -645,7 +665,9 @@ impl<S: SimServer> World<S> {
                         _ => None,
                     });
                 if dropped {
-                    self.mark(&name, "dropped", || format!("request {} lost", describe(&call)));
+                    self.mark(&name, "dropped", || {
+                        format!("request {} lost", short(&call))
+                    });
                 } else {
                     self.note(&name, || format!("sends {}", describe(&call)));
                 }
@@ -738,8 +760,8 @@ impl<S: SimServer> World<S> {
                 _ => None,
             })
             .sum();
-        self.note(
-            "server", || format!(
+        self.note("server", || {
+            format!(
                 "applies {} from {name} -> {}{}",
                 describe(&call),
                 match &result {
@@ -747,9 +769,12 @@ impl<S: SimServer> World<S> {
                     Err(e) => e.to_string(),
                 },
                 if dropped { " (reply lost)" } else { "" }
-            ));
+            )
+        });
         if dropped {
-            self.mark(&name, "dropped", || format!("reply to {} lost", describe(&call)));
+            self.mark(&name, "dropped", || {
+                format!("reply to {} lost", short(&call))
+            });
         } else {
             self.schedule(self.now + latency + delay, Ev::Reply { client, id, result });
         }
@@ -890,7 +915,11 @@ impl<S: SimServer> World<S> {
         let name = self.name(client);
         let until = |w: &Self, v: MonoTime| w.sim_time(client, v);
         match &event {
-            LockEvent::Acquired { hold, count, valid_until } => {
+            LockEvent::Acquired {
+                hold,
+                count,
+                valid_until,
+            } => {
                 // A new grant to this owner may be renewed again, whatever happened to an earlier
                 // hold of the same owner.
                 let key = Bytes::from(hold.name.clone());
@@ -898,17 +927,24 @@ impl<S: SimServer> World<S> {
                     .unlocked
                     .remove(&(key, hold.owner.as_bytes().clone()));
                 let v = until(self, *valid_until);
-                self.mark(&name, "acquire", || format!("{} count={count} valid_until={}", hold.name, stamp(v)));
+                self.mark(&name, "acquire", || {
+                    format!("{} count={count} valid_until={}", hold.name, stamp(v))
+                });
                 self.extend_belief(client, v);
             }
             LockEvent::Renewed { hold, valid_until } => {
                 let v = until(self, *valid_until);
-                self.mark(&name, "renew", || format!("{} valid_until={}", hold.name, stamp(v)));
+                let ttl = self.case.watchdog;
+                self.mark(&name, "renew", || {
+                    format!("{} ttl={ttl} valid_until={}", hold.name, stamp(v))
+                });
                 self.extend_belief(client, v);
             }
             LockEvent::ValidUntilChanged { hold, valid_until } => {
                 let v = until(self, *valid_until);
-                self.note(&name, || format!("valid_until {} -> {}", hold.name, stamp(v)));
+                self.note(&name, || {
+                    format!("valid_until {} -> {}", hold.name, stamp(v))
+                });
                 self.extend_belief(client, v);
             }
             LockEvent::MayBeLost { hold, .. } => {
@@ -994,7 +1030,11 @@ impl<S: SimServer> World<S> {
             lease: lease.map(|ms| Lease::from_millis(ms.max(1)).expect("lease ≥ 1 ms")),
             // A re-entry does not wait: if the owner no longer holds the lock (its lease ran out),
             // it is told at once.
-            wait: if owner.is_some() { Wait::Budget(Millis::ZERO) } else { wait },
+            wait: if owner.is_some() {
+                Wait::Budget(Millis::ZERO)
+            } else {
+                wait
+            },
             fenced: spec.fenced,
         }
     }
@@ -1010,7 +1050,13 @@ impl<S: SimServer> World<S> {
                 let request = self.acquire_request(client, None);
                 let name = self.name(client);
                 self.mark(&name, "wait", || request.name.clone());
-                self.feed(client, Input::Request { op, request: Request::Acquire(request) });
+                self.feed(
+                    client,
+                    Input::Request {
+                        op,
+                        request: Request::Acquire(request),
+                    },
+                );
             }
             Phase::Working { writes } => {
                 self.write(client);
@@ -1025,7 +1071,10 @@ impl<S: SimServer> World<S> {
                     self.release(client);
                 } else {
                     self.clients[client].phase = Phase::Working { writes };
-                    let half = self.clients[client].holding.as_ref().map_or(0, |h| h.work / 2);
+                    let half = self.clients[client]
+                        .holding
+                        .as_ref()
+                        .map_or(0, |h| h.work / 2);
                     self.schedule(self.now + half, Ev::Step { client });
                 }
             }
@@ -1034,16 +1083,28 @@ impl<S: SimServer> World<S> {
     }
 
     fn release_inner(&mut self, client: usize) {
-        let Some(h) = self.clients[client].holding.as_ref() else { return };
+        let Some(h) = self.clients[client].holding.as_ref() else {
+            return;
+        };
         let (hold, owner) = (h.reentered.unwrap_or(h.hold), h.owner);
         let op = self.next_op(client);
         self.clients[client].phase = Phase::ReleasingInner(op);
         let name = lock_name(self.case.clients[client].lock);
-        self.feed(client, Input::Request { op, request: Request::Release { hold, name, owner } });
+        let who = self.name(client);
+        self.mark(&who, "unlock", || format!("{name} (the inner hold)"));
+        self.feed(
+            client,
+            Input::Request {
+                op,
+                request: Request::Release { hold, name, owner },
+            },
+        );
     }
 
     fn release(&mut self, client: usize) {
-        let Some(h) = self.clients[client].holding.as_ref() else { return };
+        let Some(h) = self.clients[client].holding.as_ref() else {
+            return;
+        };
         let (hold, owner) = (h.hold, h.owner);
         let op = self.next_op(client);
         self.clients[client].phase = Phase::Releasing(op);
@@ -1058,7 +1119,13 @@ impl<S: SimServer> World<S> {
         self.close_section(client);
         let who = self.name(client);
         self.mark(&who, "unlock", || name.clone());
-        self.feed(client, Input::Request { op, request: Request::Release { hold, name, owner } });
+        self.feed(
+            client,
+            Input::Request {
+                op,
+                request: Request::Release { hold, name, owner },
+            },
+        );
     }
 
     fn close_section(&mut self, client: usize) {
@@ -1080,7 +1147,9 @@ impl<S: SimServer> World<S> {
             .unwrap_or_default();
         for other in others {
             let other = self.name(other);
-            self.history.unfenced_overlaps.push((self.now, lock, name.clone(), other));
+            self.history
+                .unfenced_overlaps
+                .push((self.now, lock, name.clone(), other));
         }
         self.mark(&name, "write", || format!("unfenced L{lock}"));
         self.check_quiescent_counts(client);
@@ -1094,12 +1163,21 @@ impl<S: SimServer> World<S> {
             self.history
                 .fenced_writes
                 .push((self.now, lock, name.clone(), token, accepted));
-            let what = if accepted { "write-accepted" } else { "write-rejected" };
+            let what = if accepted {
+                "write-accepted"
+            } else {
+                "write-rejected"
+            };
             self.mark(&name, what, || format!("fenced L{lock} token={token}"));
         }
     }
 
-    fn done(&mut self, client: usize, op: OpId, result: Result<Done, lock_core::machine::LockError>) {
+    fn done(
+        &mut self,
+        client: usize,
+        op: OpId,
+        result: Result<Done, lock_core::machine::LockError>,
+    ) {
         let name = self.name(client);
         let spec = self.case.clients[client].clone();
         let phase = self.clients[client].phase;
@@ -1127,13 +1205,21 @@ impl<S: SimServer> World<S> {
                     believed_until: until,
                 });
                 self.sections.entry(spec.lock).or_default().insert(client);
-                self.note(&name, || format!("holds L{} token={:?} work={work}", spec.lock, a.token));
+                self.note(&name, || {
+                    format!("holds L{} token={:?} work={work}", spec.lock, a.token)
+                });
                 self.write(client);
                 if spec.reentry > 0 {
                     let op = self.next_op(client);
                     self.clients[client].phase = Phase::Reentering(op);
                     let request = self.acquire_request(client, Some(a.owner));
-                    self.feed(client, Input::Request { op, request: Request::Acquire(request) });
+                    self.feed(
+                        client,
+                        Input::Request {
+                            op,
+                            request: Request::Acquire(request),
+                        },
+                    );
                 } else {
                     self.clients[client].phase = Phase::Working { writes: 1 };
                     self.schedule(self.now + work / 2, Ev::Step { client });
@@ -1152,31 +1238,59 @@ impl<S: SimServer> World<S> {
                     }
                 }
                 self.clients[client].phase = Phase::Working { writes: 1 };
-                let half = self.clients[client].holding.as_ref().map_or(0, |h| h.work / 2);
+                let half = self.clients[client]
+                    .holding
+                    .as_ref()
+                    .map_or(0, |h| h.work / 2);
                 self.schedule(self.now + half, Ev::Step { client });
             }
             (Phase::ReleasingInner(p), result) if p == op => {
+                let lock = lock_name(spec.lock);
+                match &result {
+                    Ok(Done::Unlocked(lock_core::machine::UnlockOutcome::StillHeld)) => {
+                        self.mark(&name, "released", || {
+                            format!("{lock}: one hold given back, still held")
+                        });
+                    }
+                    Ok(other) => self.note(&name, || format!("inner release: {other:?}")),
+                    Err(e) => self.mark(&name, "unlock-failed", || e.to_string()),
+                }
                 if result.is_err()
                     && let Some(h) = self.clients[client].holding.as_mut()
                 {
                     h.uncertain = true;
                 }
                 self.clients[client].phase = Phase::Working { writes: 2 };
-                let half = self.clients[client].holding.as_ref().map_or(0, |h| h.work / 2);
+                let half = self.clients[client]
+                    .holding
+                    .as_ref()
+                    .map_or(0, |h| h.work / 2);
                 self.schedule(self.now + half, Ev::Step { client });
             }
             (Phase::Acquiring(p), result) if p == op => {
-                self.note(&name, || format!("did not acquire: {result:?}"));
+                self.mark(&name, "not-acquired", || match &result {
+                    Ok(_) => format!("{}: the wait budget ran out", lock_name(spec.lock)),
+                    Err(e) => e.to_string(),
+                });
                 self.next_cycle(client);
             }
             (Phase::Releasing(p), result) if p == op => {
                 match &result {
                     Ok(Done::Unlocked(outcome)) => {
-                        self.mark(&name, "released", || format!("{outcome:?}"));
+                        let lock = lock_name(spec.lock);
+                        self.mark(&name, "released", || match outcome {
+                            lock_core::machine::UnlockOutcome::Released => {
+                                format!("{lock}: the key is deleted and waiters are told")
+                            }
+                            lock_core::machine::UnlockOutcome::StillHeld => {
+                                format!("{lock}: one hold given back, still held")
+                            }
+                        });
                         // A definite outcome: the owner's count is settled on both sides.
                         self.check_quiescent_counts(client);
                     }
-                    other => self.mark(&name, "unlock-failed", || format!("{other:?}")),
+                    Err(e) => self.mark(&name, "unlock-failed", || e.to_string()),
+                    Ok(other) => self.mark(&name, "unlock-failed", || format!("{other:?}")),
                 }
                 self.clients[client].holding = None;
                 self.next_cycle(client);
@@ -1213,7 +1327,10 @@ impl<S: SimServer> World<S> {
         let lock = self.case.clients[client].lock;
         let name = lock_name(lock);
         let owner = c.machine.owner(h.owner);
-        let client_count = c.machine.hold(&name, h.owner).map_or(0, |s| i64::from(s.count));
+        let client_count = c
+            .machine
+            .hold(&name, h.owner)
+            .map_or(0, |s| i64::from(s.count));
         let now = self.server_now();
         let server_count = self
             .server
@@ -1233,6 +1350,8 @@ impl<S: SimServer> World<S> {
     }
 
     fn finish(mut self) -> Run {
+        // Keys that expired after the last call that touched them are seen now.
+        self.observe_all();
         for client in 0..self.clients.len() {
             if self.clients[client].holding.is_some() {
                 self.close_belief(client);
@@ -1273,6 +1392,21 @@ impl<S: SimServer> World<S> {
             history: self.history,
             marks: self.marks,
         }
+    }
+}
+
+/// A call as the marks name it: the script and its lock, or the command.
+fn short(call: &Call) -> String {
+    match call {
+        Call::Script(s) => format!(
+            "{}({})",
+            s.script.name,
+            s.keys
+                .first()
+                .map(|k| String::from_utf8_lossy(k).into_owned())
+                .unwrap_or_default()
+        ),
+        Call::Command(_) => describe(call),
     }
 }
 

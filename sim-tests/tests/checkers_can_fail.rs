@@ -32,5 +32,9 @@ fn renewing_after_unlock_is_caught_by_checker_d_and_shrunk() {
     assert!(minimal.clients.len() <= 2, "not shrunk: {minimal}");
     assert!(minimal.faults.is_empty(), "not shrunk: {minimal}");
     // The same case with the rule kept is clean.
-    assert!(sim_tests::run(&minimal).of(Checker::NoRenewAfterUnlock).is_empty());
+    assert!(
+        sim_tests::run(&minimal)
+            .of(Checker::NoRenewAfterUnlock)
+            .is_empty()
+    );
 }

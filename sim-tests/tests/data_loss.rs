@@ -33,7 +33,10 @@ fn checkers(run: &sim_tests::Run) -> BTreeSet<Checker> {
 
 #[test]
 fn a_failover_that_loses_an_acquire_grants_a_second_owner_and_is_reported_by_name() {
-    let case = lost_acquire_case(Fault::Failover { at: 1_500, lag: 1_000 });
+    let case = lost_acquire_case(Fault::Failover {
+        at: 1_500,
+        lag: 1_000,
+    });
     let run = run(&case);
     let expected = BTreeSet::from([
         Checker::ServerExclusive,
@@ -59,7 +62,9 @@ fn a_restart_without_persistence_does_the_same_and_scripts_are_reloaded() {
     assert!(run.trace.iter().any(|l| l.contains("restart")));
     // b's acquire after the restart ran through NOSCRIPT and a reload, and was granted.
     assert!(
-        run.marks.iter().any(|m| m.actor == "b" && m.what == "acquire" && m.at > 1_500),
+        run.marks
+            .iter()
+            .any(|m| m.actor == "b" && m.what == "acquire" && m.at > 1_500),
         "{}",
         explain(&case, &run, &all)
     );

@@ -1,8 +1,8 @@
 //! The same case gives a byte-identical trace; another seed gives another trace.
 
 use proptest::prelude::*;
-use sim_tests::strategy::{Envelope, cases};
 use sim_tests::run;
+use sim_tests::strategy::{Envelope, cases};
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(sim_tests::cases(200)))]

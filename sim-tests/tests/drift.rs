@@ -41,7 +41,11 @@ fn a_slow_clock_beyond_the_margin_is_reported_by_client_exclusivity() {
     let case = lease_case(-50_000);
     let run = run(&case);
     let all: Vec<_> = run.violations.iter().collect();
-    assert!(!run.of(Checker::ClientExclusive).is_empty(), "{}", explain(&case, &run, &all));
+    assert!(
+        !run.of(Checker::ClientExclusive).is_empty(),
+        "{}",
+        explain(&case, &run, &all)
+    );
     assert!(run.of(Checker::ServerExclusive).is_empty());
 }
 
@@ -49,7 +53,11 @@ fn a_slow_clock_beyond_the_margin_is_reported_by_client_exclusivity() {
 fn the_same_clock_within_the_margin_is_safe() {
     let case = lease_case(-5_000);
     let run = run(&case);
-    assert!(run.of(Checker::ClientExclusive).is_empty(), "{}", run.timeline());
+    assert!(
+        run.of(Checker::ClientExclusive).is_empty(),
+        "{}",
+        run.timeline()
+    );
 }
 
 #[test]
@@ -62,8 +70,15 @@ fn a_forward_server_clock_jump_expires_the_lock_early_and_is_reported() {
     b.work = (1_000, 1_000);
     case.clients = vec![a, b];
     // Just after a's renewal at 10 s, so b's next attempt (11 s) wins before a's next renewal.
-    case.faults = vec![Fault::ClockJump { at: 10_500, by: 40_000 }];
+    case.faults = vec![Fault::ClockJump {
+        at: 10_500,
+        by: 40_000,
+    }];
     let run = run(&case);
     let all: Vec<_> = run.violations.iter().collect();
-    assert!(!run.of(Checker::ClientExclusive).is_empty(), "{}", explain(&case, &run, &all));
+    assert!(
+        !run.of(Checker::ClientExclusive).is_empty(),
+        "{}",
+        explain(&case, &run, &all)
+    );
 }

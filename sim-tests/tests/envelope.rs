@@ -81,6 +81,10 @@ fn the_classic_36_second_pause_lets_b_in_at_40_seconds() {
     let b = run.first("b", "acquire").expect("b acquires");
     // a's last renewal landed at ~10 s (the one due at ~20 s falls in the pause), so its key
     // expires 30 s later and b's next attempt takes it.
-    assert!((40_000..=41_000).contains(&b), "b acquired at {b}\n{}", run.timeline());
+    assert!(
+        (40_000..=41_000).contains(&b),
+        "b acquired at {b}\n{}",
+        run.timeline()
+    );
     assert!(!run.of(Checker::UnfencedOverlap).is_empty());
 }

@@ -14,13 +14,19 @@ const CLASSICS: &[&str] = &[
 ];
 
 fn replay_one(text: &str) -> sim_tests::Run {
-    let case: Case = text.parse().unwrap_or_else(|e| panic!("SIM_CASE does not parse: {e}"));
+    let case: Case = text
+        .parse()
+        .unwrap_or_else(|e| panic!("SIM_CASE does not parse: {e}"));
     let again: Case = case.one_line().parse().unwrap();
     assert_eq!(case, again, "a case's text parses back to the same case");
     let run = run(&case);
     let violations: Vec<_> = run.violations.iter().collect();
     println!("{}", explain(&case, &run, &violations));
-    assert_eq!(run.trace_hash, sim_tests::run(&case).trace_hash, "replay is exact");
+    assert_eq!(
+        run.trace_hash,
+        sim_tests::run(&case).trace_hash,
+        "replay is exact"
+    );
     run
 }
 

@@ -77,7 +77,10 @@ fn main() -> ExitCode {
         seed: args.seed,
     };
     let (case, run, timeline) = scenario.run(&params);
-    println!("scenario {} (watchdog_timeout {} ms)\n", scenario.name, params.watchdog_timeout);
+    println!(
+        "scenario {} (watchdog_timeout {} ms)\n",
+        scenario.name, params.watchdog_timeout
+    );
     print!("{timeline}");
     println!("\nlesson: {}", scenario.lesson);
     let broken: Vec<String> = run.violations.iter().map(|v| format!("  - {v}")).collect();
@@ -87,7 +90,10 @@ fn main() -> ExitCode {
     if args.trace {
         println!("\ntrace:\n{}", run.timeline());
     }
-    println!("\nreplay this exact run: SIM_CASE='{}' cargo test -p sim-tests --test replay -- --nocapture", case.one_line());
+    println!(
+        "\nreplay this exact run: SIM_CASE='{}' cargo test -p sim-tests --test replay -- --nocapture",
+        case.one_line()
+    );
     if let Some(path) = args.svg {
         if let Err(e) = std::fs::write(&path, timeline.to_svg()) {
             eprintln!("cannot write {}: {e}", path.display());
