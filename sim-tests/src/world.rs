@@ -902,6 +902,12 @@ impl<S: SimServer> World<S> {
         }
         self.history.server_grants.extend(closed);
         for (at, owner) in expired {
+            self.note("server", || {
+                format!("{} of {owner} expired at {}", lock_name(lock), stamp(at))
+            });
+            if !self.tracing {
+                continue;
+            }
             self.marks.push(Mark {
                 at,
                 actor: "server".into(),
