@@ -19,28 +19,30 @@ use bytes::Bytes;
 use hashbrown::HashTable;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-/// The hash every table of the fake uses: FxHash's multiply-rotate over 8-byte words, with a final
-/// mix. Fixed, so runs are reproducible; fast, because it is on every command's path.
+/// The hash every table of the fake uses. Fixed (no random seed), so runs are reproducible; fast,
+/// because it is on every command's path.
 pub(crate) fn hash_key(key: &[u8]) -> u64 {
-    const K: u64 = 0x517c_c1b7_2722_0a95;
-    let mut h: u64 = key.len() as u64;
-    let mut chunks = key.chunks_exact(8);
+    // 16 bytes per round through a folded 64x64->128 multiply (wyhash's mixing step): few
+    // instructions per byte for the 60-80-byte latch keys the lock writes.
+    const P0: u64 = 0xa076_1d64_78bd_642f;
+    const P1: u64 = 0xe703_7ed1_a0b4_28db;
+    fn fold(a: u64, b: u64) -> u64 {
+        let m = u128::from(a) * u128::from(b);
+        (m as u64) ^ ((m >> 64) as u64)
+    }
+    fn word(b: &[u8]) -> u64 {
+        u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])
+    }
+    let mut h = P0 ^ (key.len() as u64).wrapping_mul(P1);
+    let mut chunks = key.chunks_exact(16);
     for c in &mut chunks {
-        let w = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
-        h = (h.rotate_left(5) ^ w).wrapping_mul(K);
+        h = fold(word(&c[..8]) ^ P1, word(&c[8..]) ^ h);
     }
     let rest = chunks.remainder();
-    if !rest.is_empty() {
-        let mut buf = [0u8; 8];
-        buf[..rest.len()].copy_from_slice(rest);
-        h = (h.rotate_left(5) ^ u64::from_le_bytes(buf)).wrapping_mul(K);
-    }
-    // splitmix64's finaliser: spreads the bits so SCAN's cursor order looks random.
-    h ^= h >> 30;
-    h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    h ^= h >> 27;
-    h = h.wrapping_mul(0x94d0_49bb_1331_11eb);
-    h ^ (h >> 31)
+    let mut buf = [0u8; 16];
+    buf[..rest.len()].copy_from_slice(rest);
+    h = fold(word(&buf[..8]) ^ P0, word(&buf[8..]) ^ h ^ P1);
+    fold(h ^ P0, h ^ P1 ^ (key.len() as u64))
 }
 
 /// A value in the keyspace.
@@ -161,6 +163,22 @@ impl Hash {
         new
     }
 
+    /// Sets `field` to `value`, copying the field's bytes only when it is new.
+    pub fn set(&mut self, field: &[u8], value: Bytes) {
+        match self.position(field) {
+            Some(i) => {
+                let big = value.len() > HASH_MAX_LISTPACK_VALUE;
+                self.fields[i].1 = value;
+                if big && self.index.is_none() {
+                    self.rebuild_index();
+                }
+            }
+            None => {
+                self.insert(Bytes::copy_from_slice(field), value);
+            }
+        }
+    }
+
     /// Removes `field`: whether it was there.
     pub fn remove(&mut self, field: &[u8]) -> bool {
         let Some(i) = self.position(field) else {
@@ -252,11 +270,13 @@ pub(crate) struct Db {
 /// A key with a TTL, as the active expiry cycle samples it. The deadline is a copy kept exact for
 /// live candidates, so sampling a live key costs no table lookup; `STALE` marks a candidate whose
 /// key was deleted or lost its TTL.
-#[derive(Clone)]
+///
+/// A candidate names its key by (hash, slot index): the slot whose `volatile_ix` is the candidate's
+/// position is its key, so no copy of the key is kept.
+#[derive(Clone, Copy)]
 struct Candidate {
-    hash: u64,
-    key: Bytes,
     deadline: i64,
+    hash: u64,
 }
 
 const STALE: i64 = i64::MIN;
@@ -287,7 +307,11 @@ impl Db {
 
     /// The live entry at `key`; a logically expired key is deleted first (Redis's lazy expiry).
     pub fn lookup(&mut self, key: &[u8], now: i64) -> Option<&mut Entry> {
-        let h = hash_key(key);
+        self.lookup_h(key, hash_key(key), now)
+    }
+
+    /// [`Db::lookup`] with the key's hash already computed ([`hash_key`]).
+    pub fn lookup_h(&mut self, key: &[u8], h: u64, now: i64) -> Option<&mut Entry> {
         let Db {
             table,
             volatile,
@@ -318,15 +342,28 @@ impl Db {
 
     /// The live entry at `key`, for an in-place change of its value (journaled first).
     pub fn write(&mut self, key: &[u8], now: i64) -> Option<&mut Entry> {
-        self.lookup(key, now)?;
+        self.write_h(key, hash_key(key), now)
+    }
+
+    /// [`Db::write`] with the key's hash already computed.
+    pub fn write_h(&mut self, key: &[u8], h: u64, now: i64) -> Option<&mut Entry> {
+        if self.journal.is_none() {
+            return self.lookup_h(key, h, now);
+        }
+        self.lookup_h(key, h, now)?;
         self.journal_before(key, now);
-        self.lookup(key, now)
+        self.lookup_h(key, h, now)
     }
 
     /// Puts `value` at `key` with `deadline`, replacing whatever was there.
     pub fn insert(&mut self, key: Bytes, value: Value, deadline: Option<i64>, now: i64) {
-        self.journal_before(&key, now);
         let h = hash_key(&key);
+        self.insert_h(key, h, value, deadline, now);
+    }
+
+    /// [`Db::insert`] with the key's hash already computed.
+    pub fn insert_h(&mut self, key: Bytes, h: u64, value: Value, deadline: Option<i64>, now: i64) {
+        self.journal_before(&key, now);
         let mut entry = Entry {
             value,
             deadline,
@@ -334,11 +371,7 @@ impl Db {
         };
         if let Some(deadline) = deadline {
             entry.volatile_ix = self.volatile.len() as u32;
-            self.volatile.push(Candidate {
-                hash: h,
-                key: key.clone(),
-                deadline,
-            });
+            self.volatile.push(Candidate { hash: h, deadline });
         }
         match self.table.find_entry(h, |s| s.hash == h && s.key == key) {
             Ok(mut occupied) => {
@@ -362,8 +395,12 @@ impl Db {
 
     /// Sets or clears the deadline of the key at `key`, which must exist.
     pub fn set_deadline(&mut self, key: &[u8], deadline: Option<i64>, now: i64) {
+        self.set_deadline_h(key, hash_key(key), deadline, now);
+    }
+
+    /// [`Db::set_deadline`] with the key's hash already computed.
+    pub fn set_deadline_h(&mut self, key: &[u8], h: u64, deadline: Option<i64>, now: i64) {
         self.journal_before(key, now);
-        let h = hash_key(key);
         let Some(slot) = self.table.find_mut(h, |s| s.hash == h && s.key == key) else {
             return;
         };
@@ -373,7 +410,6 @@ impl Db {
                 slot.entry.volatile_ix = self.volatile.len() as u32;
                 self.volatile.push(Candidate {
                     hash: h,
-                    key: slot.key.clone(),
                     deadline: d,
                 });
             }
@@ -388,8 +424,12 @@ impl Db {
 
     /// Removes the key at `key` (whether live or not): its entry.
     pub fn remove(&mut self, key: &[u8], now: i64) -> Option<Entry> {
+        self.remove_h(key, hash_key(key), now)
+    }
+
+    /// [`Db::remove`] with the key's hash already computed.
+    pub fn remove_h(&mut self, key: &[u8], h: u64, now: i64) -> Option<Entry> {
         self.journal_before(key, now);
-        let h = hash_key(key);
         match self.table.find_entry(h, |s| s.hash == h && s.key == key) {
             Ok(occupied) => {
                 let entry = occupied.remove().0.entry;
@@ -398,6 +438,11 @@ impl Db {
             }
             Err(_) => None,
         }
+    }
+
+    /// Whether any client watches a key of this database.
+    pub fn has_watches(&self) -> bool {
+        !self.watched.is_empty()
     }
 
     /// Redis's `signalModifiedKey`: clients watching `key` will see their `EXEC` fail.
@@ -465,15 +510,15 @@ impl Db {
         let mut expired = 0;
         while sampled < samples && !self.volatile.is_empty() {
             sampled += 1;
-            let i = (next_random() % self.volatile.len() as u64) as usize;
+            // Multiply-shift instead of a modulo: the same uniform pick, without a division.
+            let i = ((u128::from(next_random()) * self.volatile.len() as u128) >> 64) as usize;
             if now <= self.volatile[i].deadline {
                 continue; // live: the copy of its deadline is exact
             }
             expired += 1;
-            let Candidate { hash: h, key, .. } = self.volatile[i].clone();
-            if let Ok(occupied) = self.table.find_entry(h, |s| s.hash == h && s.key == key)
-                && occupied.get().entry.volatile_ix == i as u32
-            {
+            let h = self.volatile[i].hash;
+            let ix = i as u32;
+            if let Ok(occupied) = self.table.find_entry(h, |s| s.entry.volatile_ix == ix) {
                 if occupied.get().entry.expired(now) {
                     let (slot, _) = occupied.remove();
                     self.stats.expired_keys += 1;
@@ -497,10 +542,9 @@ impl Db {
         let last = self.volatile.len() - 1;
         self.volatile.swap_remove(i);
         if i < last {
-            let Candidate { hash: h, key, .. } = &self.volatile[i];
-            if let Some(slot) = self.table.find_mut(*h, |s| s.hash == *h && s.key == key)
-                && slot.entry.volatile_ix == last as u32
-            {
+            let h = self.volatile[i].hash;
+            let moved = last as u32;
+            if let Some(slot) = self.table.find_mut(h, |s| s.entry.volatile_ix == moved) {
                 slot.entry.volatile_ix = i as u32;
             }
         }
@@ -599,11 +643,7 @@ impl Db {
             if let Some(mut entry) = previous {
                 if let Some(deadline) = entry.deadline {
                     entry.volatile_ix = self.volatile.len() as u32;
-                    self.volatile.push(Candidate {
-                        hash: h,
-                        key: key.clone(),
-                        deadline,
-                    });
+                    self.volatile.push(Candidate { hash: h, deadline });
                 }
                 self.table.insert_unique(
                     h,

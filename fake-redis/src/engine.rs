@@ -137,10 +137,16 @@ pub(crate) struct ScriptCache {
 
 impl ScriptCache {
     pub fn get(&self, sha: &[u8]) -> Option<&'static lock_core::script::Script> {
-        self.loaded
-            .iter()
-            .copied()
-            .find(|s| s.sha().as_bytes().eq_ignore_ascii_case(sha))
+        // Clients send lowercase SHAs; compare exactly first, then without case.
+        let loaded = self.loaded.iter().copied();
+        loaded
+            .clone()
+            .find(|s| s.sha().as_bytes() == sha)
+            .or_else(|| {
+                loaded
+                    .into_iter()
+                    .find(|s| s.sha().as_bytes().eq_ignore_ascii_case(sha))
+            })
     }
 
     pub fn insert(&mut self, script: &'static lock_core::script::Script) {

@@ -6,7 +6,7 @@
 //! no TTL, and NX/XX/GT/LT compare against the current deadline (none counts as infinite).
 
 use super::{Spec, WRITE, glob_match, int, invalid_expire, is};
-use crate::db::Value;
+use crate::db::{Value, hash_key};
 use crate::engine::Cx;
 use crate::frame::Frame;
 use bytes::Bytes;
@@ -41,12 +41,13 @@ pub(crate) fn exists(cx: &mut Cx<'_>, key: &[u8]) -> bool {
 
 /// `DEL` of one key: whether a live key was removed (an expired one is expired first, uncounted).
 pub(crate) fn del(cx: &mut Cx<'_>, key: &[u8]) -> bool {
-    if cx.lookup(key).is_none() {
-        return false;
-    }
     let now = cx.now;
     let db = cx.db();
-    db.remove(key, now);
+    let h = hash_key(key);
+    if db.lookup_h(key, h, now).is_none() {
+        return false;
+    }
+    db.remove_h(key, h, now);
     db.touch(key);
     true
 }
@@ -125,17 +126,18 @@ impl ExpireCondition {
 /// deadline at or before now deletes the key and counts as set (Redis's `checkAlreadyExpired`).
 pub(crate) fn expire_at(cx: &mut Cx<'_>, key: &[u8], when: i64, cond: ExpireCondition) -> bool {
     let now = cx.now;
-    let Some(entry) = cx.lookup(key) else {
+    let db = cx.db();
+    let h = hash_key(key);
+    let Some(entry) = db.lookup_h(key, h, now) else {
         return false;
     };
     if !cond.allows(entry.deadline(), when) {
         return false;
     }
-    let db = cx.db();
     if when <= now {
-        db.remove(key, now);
+        db.remove_h(key, h, now);
     } else {
-        db.set_deadline(key, Some(when), now);
+        db.set_deadline_h(key, h, Some(when), now);
     }
     db.touch(key);
     true
