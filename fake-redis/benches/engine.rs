@@ -3,41 +3,54 @@
 //!
 //! The clock advances 1 ms per pair, so the 10 s latches written by every acquire and release
 //! expire as they would in production (about 20 000 live at any time) and the active expiry cycle
-//! does its work. Each pair uses fresh request ids, as the lock does: the calls come from a ring of
-//! 50 000 pre-built pairs (100 000 request ids), so a request id comes back only 50 s of virtual
-//! time later, long after its latch expired, and building the calls is not measured. Run:
+//! does its work. Every pair has fresh request ids, as the lock's calls do; the calls are built in
+//! batches of 512 just before they run (criterion's `iter_batched_ref`), so building and dropping them is
+//! not measured but their memory is as warm as a client's freshly built call. Run:
 //! `cargo bench -p fake-redis --bench engine`.
 
 use bytes::Bytes;
-use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use fake_redis::{ClientId, DEFAULT_EPOCH_MS, Engine, FakeConnection, ManualClock, NodeId, shared};
-use lock_core::keys::{KeyLayout, Owner, RequestId};
+use lock_core::keys::{KeyLayout, LockKeys, Owner, RequestId};
 use lock_core::script::{ScriptCall, acquire, release};
 use lock_core::time::{Lease, Millis};
 
 const LOCKS: usize = 1_000;
-const RING: usize = 50_000;
+const BATCH: u64 = 512;
+/// Virtual milliseconds per pair.
 const STEP: i64 = 1;
 
-/// `RING` acquire/release pairs over `LOCKS` locks, each with its own request ids.
-fn pairs() -> Vec<(ScriptCall, ScriptCall)> {
-    let layout = KeyLayout::default();
-    let locks: Vec<_> = (0..LOCKS)
-        .map(|i| layout.lock(&format!("lock:{i}")))
-        .collect();
-    let owner = Owner::new("5f1c0a3e9b7d4c2a8e6f0b1d3c5a7e9f", 1);
-    let lease = Lease::from_millis(30_000).unwrap();
-    let latch = Millis(10_000);
-    (0..RING)
-        .map(|i| {
-            let keys = &locks[i % LOCKS];
-            let id = 2 * i as u128;
-            (
-                acquire::call(keys, &RequestId(id), lease, &owner, latch),
-                release::call(keys, &RequestId(id + 1), lease, &owner, latch),
-            )
-        })
-        .collect()
+/// Acquire/release pairs over `LOCKS` locks, each pair with request ids never used before.
+struct Pairs {
+    locks: Vec<LockKeys>,
+    owner: Owner,
+    lease: Lease,
+    next: u128,
+}
+
+impl Pairs {
+    fn new() -> Pairs {
+        let layout = KeyLayout::default();
+        Pairs {
+            locks: (0..LOCKS)
+                .map(|i| layout.lock(&format!("lock:{i}")))
+                .collect(),
+            owner: Owner::new("5f1c0a3e9b7d4c2a8e6f0b1d3c5a7e9f", 1),
+            lease: Lease::from_millis(30_000).unwrap(),
+            next: 0,
+        }
+    }
+
+    fn next(&mut self) -> (ScriptCall, ScriptCall) {
+        let id = self.next;
+        self.next += 2;
+        let keys = &self.locks[(id / 2) as usize % LOCKS];
+        let latch = Millis(10_000);
+        (
+            acquire::call(keys, &RequestId(id), self.lease, &self.owner, latch),
+            release::call(keys, &RequestId(id + 1), self.lease, &self.owner, latch),
+        )
+    }
 }
 
 fn evalsha(call: &ScriptCall) -> Vec<Bytes> {
@@ -67,22 +80,23 @@ fn engine_direct(c: &mut Criterion) {
     let mut engine = Engine::new(clock.clone());
     let client = engine.connect();
     load_scripts(&mut engine, client);
-    let ring: Vec<(Vec<Bytes>, Vec<Bytes>)> = pairs()
-        .iter()
-        .map(|(a, r)| (evalsha(a), evalsha(r)))
-        .collect();
-    let mut next = 0;
+    let mut pairs = Pairs::new();
     let mut group = c.benchmark_group("acquire+release");
     group.throughput(Throughput::Elements(1));
     group.bench_function("engine direct", |b| {
-        b.iter(|| {
-            let (acquire, release) = &ring[next];
-            next = (next + 1) % RING;
-            let acquired = engine.execute(client, acquire);
-            let released = engine.execute(client, release);
-            clock.advance(STEP);
-            (acquired, released)
-        });
+        b.iter_batched_ref(
+            || {
+                let (a, r) = pairs.next();
+                (evalsha(&a), evalsha(&r))
+            },
+            |(acquire, release)| {
+                let acquired = engine.execute(client, acquire);
+                let released = engine.execute(client, release);
+                clock.advance(STEP);
+                (acquired, released)
+            },
+            BatchSize::NumIterations(BATCH),
+        );
     });
     group.finish();
     assert!(
@@ -116,24 +130,25 @@ fn through_fake_connection(c: &mut Criterion) {
         }
         cmd
     };
-    let ring: Vec<(redis::Cmd, redis::Cmd)> = pairs()
-        .iter()
-        .map(|(a, r)| (to_cmd(a), to_cmd(r)))
-        .collect();
-    let mut next = 0;
+    let mut pairs = Pairs::new();
     let mut group = c.benchmark_group("acquire+release");
     group.throughput(Throughput::Elements(1));
     group.bench_function("FakeConnection", |b| {
-        b.iter(|| {
-            let (acquire, release) = &ring[next];
-            next = (next + 1) % RING;
-            runtime.block_on(async {
-                let acquired: redis::Value = acquire.query_async(&mut conn).await.unwrap();
-                let released: redis::Value = release.query_async(&mut conn).await.unwrap();
-                clock.advance(1);
-                (acquired, released)
-            })
-        });
+        b.iter_batched_ref(
+            || {
+                let (a, r) = pairs.next();
+                (to_cmd(&a), to_cmd(&r))
+            },
+            |(acquire, release)| {
+                runtime.block_on(async {
+                    let acquired: redis::Value = acquire.query_async(&mut conn).await.unwrap();
+                    let released: redis::Value = release.query_async(&mut conn).await.unwrap();
+                    clock.advance(STEP);
+                    (acquired, released)
+                })
+            },
+            BatchSize::NumIterations(BATCH),
+        );
     });
     group.finish();
 }
