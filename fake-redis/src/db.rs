@@ -205,6 +205,17 @@ impl Hash {
     }
 }
 
+/// What [`Db::change_deadline_h`] does to a live key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum DeadlineChange {
+    /// Leave it.
+    Keep,
+    /// Expire it at this unix ms.
+    Set(i64),
+    /// Delete the key.
+    Delete,
+}
+
 /// A key's value and deadline.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Entry {
@@ -391,6 +402,95 @@ impl Db {
                 );
             }
         }
+    }
+
+    /// Changes the deadline of the live key at `key` (hash `h`) as `decide` says, given its
+    /// current deadline, with one probe of the table: whether the key was live. A logically
+    /// expired key is deleted (lazy expiry) and counts as missing; `decide` is not called then.
+    pub fn change_deadline_h(
+        &mut self,
+        key: &[u8],
+        h: u64,
+        now: i64,
+        decide: impl FnOnce(Option<i64>) -> DeadlineChange,
+    ) -> bool {
+        if self.journal.is_some() {
+            // The journal needs the previous entry first: the plain two-probe path.
+            let Some(entry) = self.lookup_h(key, h, now) else {
+                return false;
+            };
+            match decide(entry.deadline) {
+                DeadlineChange::Keep => {}
+                DeadlineChange::Set(d) => self.set_deadline_h(key, h, Some(d), now),
+                DeadlineChange::Delete => {
+                    self.remove_h(key, h, now);
+                }
+            }
+            return true;
+        }
+        let Db {
+            table,
+            volatile,
+            watched,
+            dirty,
+            stats,
+            ..
+        } = self;
+        match table.find_entry(h, |s| s.hash == h && s.key == key) {
+            Err(_) => false,
+            Ok(occupied) if occupied.get().entry.expired(now) => {
+                let (slot, _) = occupied.remove();
+                mark_stale(volatile, slot.entry.volatile_ix);
+                stats.expired_keys += 1;
+                touch(watched, dirty, &slot.key, false);
+                false
+            }
+            Ok(mut occupied) => {
+                match decide(occupied.get().entry.deadline) {
+                    DeadlineChange::Keep => {}
+                    DeadlineChange::Delete => {
+                        let (slot, _) = occupied.remove();
+                        mark_stale(volatile, slot.entry.volatile_ix);
+                    }
+                    DeadlineChange::Set(d) => {
+                        let entry = &mut occupied.get_mut().entry;
+                        entry.deadline = Some(d);
+                        if entry.volatile_ix == NOT_VOLATILE {
+                            entry.volatile_ix = volatile.len() as u32;
+                            volatile.push(Candidate {
+                                hash: h,
+                                deadline: d,
+                            });
+                        } else {
+                            volatile[entry.volatile_ix as usize].deadline = d;
+                        }
+                    }
+                }
+                true
+            }
+        }
+    }
+
+    /// Puts a new key known to be absent (a lookup just missed), skipping the search for an old
+    /// entry.
+    pub fn insert_absent_h(&mut self, key: Bytes, h: u64, value: Value, now: i64) {
+        if self.journal.is_some() {
+            return self.insert_h(key, h, value, None, now);
+        }
+        let entry = Entry {
+            value,
+            deadline: None,
+            volatile_ix: NOT_VOLATILE,
+        };
+        self.table.insert_unique(
+            h,
+            Slot {
+                key,
+                hash: h,
+                entry,
+            },
+            |s| s.hash,
+        );
     }
 
     /// Sets or clears the deadline of the key at `key`, which must exist.

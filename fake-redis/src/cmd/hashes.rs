@@ -78,7 +78,7 @@ pub(crate) fn hincrby(cx: &mut Cx<'_>, key: &[u8], field: &[u8], delta: i64) -> 
     let new = match db.write_h(key, h, now) {
         None => {
             let hash = Hash::from_pairs([(Bytes::copy_from_slice(field), int_bytes(delta))]);
-            db.insert_h(Bytes::copy_from_slice(key), h, Value::Hash(hash), None, now);
+            db.insert_absent_h(Bytes::copy_from_slice(key), h, Value::Hash(hash), now);
             delta
         }
         Some(entry) => {

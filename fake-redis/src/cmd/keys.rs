@@ -6,7 +6,7 @@
 //! no TTL, and NX/XX/GT/LT compare against the current deadline (none counts as infinite).
 
 use super::{Spec, WRITE, glob_match, int, invalid_expire, is};
-use crate::db::{Value, hash_key};
+use crate::db::{DeadlineChange, Value, hash_key};
 use crate::engine::Cx;
 use crate::frame::Frame;
 use bytes::Bytes;
@@ -43,13 +43,11 @@ pub(crate) fn exists(cx: &mut Cx<'_>, key: &[u8]) -> bool {
 pub(crate) fn del(cx: &mut Cx<'_>, key: &[u8]) -> bool {
     let now = cx.now;
     let db = cx.db();
-    let h = hash_key(key);
-    if db.lookup_h(key, h, now).is_none() {
-        return false;
+    let removed = db.change_deadline_h(key, hash_key(key), now, |_| DeadlineChange::Delete);
+    if removed {
+        db.touch(key);
     }
-    db.remove_h(key, h, now);
-    db.touch(key);
-    true
+    removed
 }
 
 /// `PTTL`: -2 missing, -1 no TTL, else the milliseconds left (0 in the deadline millisecond).
@@ -127,20 +125,22 @@ impl ExpireCondition {
 pub(crate) fn expire_at(cx: &mut Cx<'_>, key: &[u8], when: i64, cond: ExpireCondition) -> bool {
     let now = cx.now;
     let db = cx.db();
-    let h = hash_key(key);
-    let Some(entry) = db.lookup_h(key, h, now) else {
-        return false;
-    };
-    if !cond.allows(entry.deadline(), when) {
-        return false;
+    let mut set = false;
+    db.change_deadline_h(key, hash_key(key), now, |current| {
+        if !cond.allows(current, when) {
+            return DeadlineChange::Keep;
+        }
+        set = true;
+        if when <= now {
+            DeadlineChange::Delete
+        } else {
+            DeadlineChange::Set(when)
+        }
+    });
+    if set {
+        db.touch(key);
     }
-    if when <= now {
-        db.remove_h(key, h, now);
-    } else {
-        db.set_deadline_h(key, h, Some(when), now);
-    }
-    db.touch(key);
-    true
+    set
 }
 
 /// `PEXPIRE key ms` as the native scripts call it.
