@@ -375,21 +375,39 @@ impl Db {
     /// [`Db::insert`] with the key's hash already computed.
     pub fn insert_h(&mut self, key: Bytes, h: u64, value: Value, deadline: Option<i64>, now: i64) {
         self.journal_before(&key, now);
-        let mut entry = Entry {
+        self.compact_candidates_if_stale();
+        let entry = Entry {
             value,
             deadline,
             volatile_ix: NOT_VOLATILE,
         };
-        if let Some(deadline) = deadline {
-            entry.volatile_ix = self.volatile.len() as u32;
-            self.volatile.push(Candidate { hash: h, deadline });
-        }
-        match self.table.find_entry(h, |s| s.hash == h && s.key == key) {
+        let Db {
+            table, volatile, ..
+        } = self;
+        let candidate = |entry: &mut Entry, volatile: &mut Vec<Candidate>| {
+            if let Some(deadline) = deadline {
+                entry.volatile_ix = volatile.len() as u32;
+                volatile.push(Candidate { hash: h, deadline });
+            }
+        };
+        match table.find_entry(h, |s| s.hash == h && s.key == key) {
             Ok(mut occupied) => {
-                mark_stale(&mut self.volatile, occupied.get().entry.volatile_ix);
-                occupied.get_mut().entry = entry;
+                let old = &mut occupied.get_mut().entry;
+                let ix = old.volatile_ix;
+                *old = entry;
+                match (deadline, ix) {
+                    // Overwritten with a TTL: the key keeps its candidate, with the new deadline.
+                    (Some(_), NOT_VOLATILE) => candidate(old, volatile),
+                    (Some(d), ix) => {
+                        volatile[ix as usize].deadline = d;
+                        old.volatile_ix = ix;
+                    }
+                    (None, ix) => mark_stale(volatile, ix),
+                }
             }
             Err(absent) => {
+                let mut entry = entry;
+                candidate(&mut entry, volatile);
                 let table = absent.into_table();
                 table.insert_unique(
                     h,
@@ -428,6 +446,7 @@ impl Db {
             }
             return true;
         }
+        self.compact_candidates_if_stale();
         let Db {
             table,
             volatile,
@@ -501,6 +520,7 @@ impl Db {
     /// [`Db::set_deadline`] with the key's hash already computed.
     pub fn set_deadline_h(&mut self, key: &[u8], h: u64, deadline: Option<i64>, now: i64) {
         self.journal_before(key, now);
+        self.compact_candidates_if_stale();
         let Some(slot) = self.table.find_mut(h, |s| s.hash == h && s.key == key) else {
             return;
         };
@@ -646,6 +666,31 @@ impl Db {
             let moved = last as u32;
             if let Some(slot) = self.table.find_mut(h, |s| s.entry.volatile_ix == moved) {
                 slot.entry.volatile_ix = i as u32;
+            }
+        }
+    }
+
+    /// Rebuilds the candidate vector from the table once stale candidates outnumber live keys
+    /// (many keys deleted or persisted while the clock stood still, so no cycle cleaned up):
+    /// amortised O(1) per write, and memory stays bounded by the keyspace.
+    fn compact_candidates_if_stale(&mut self) {
+        if self.volatile.len() <= 2 * self.table.len() + 1024 {
+            return;
+        }
+        let Db {
+            table, volatile, ..
+        } = self;
+        volatile.clear();
+        for slot in table.iter_mut() {
+            match slot.entry.deadline {
+                Some(deadline) => {
+                    slot.entry.volatile_ix = volatile.len() as u32;
+                    volatile.push(Candidate {
+                        hash: slot.hash,
+                        deadline,
+                    });
+                }
+                None => slot.entry.volatile_ix = NOT_VOLATILE,
             }
         }
     }
@@ -850,6 +895,130 @@ mod tests {
             db.expire_sample(11, 20, &mut rng);
         }
         assert_eq!(db.len(), 0);
+    }
+
+    #[test]
+    fn candidates_stay_bounded_while_the_clock_stands_still() {
+        let mut db = Db::default();
+        for i in 0..10_000 {
+            let key = Bytes::from(format!("k{}", i % 10));
+            db.insert(key.clone(), Value::Str(b("v")), Some(1_000), 0);
+            if i % 3 == 0 {
+                db.remove(&key, 0);
+            }
+        }
+        assert!(
+            db.volatile.len() <= 2 * db.len() + 1024,
+            "{}",
+            db.volatile.len()
+        );
+        let mut x = 1u64;
+        let mut rng = || {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+            x
+        };
+        while db.has_volatile() {
+            db.expire_sample(2_000, 20, &mut rng);
+        }
+        assert_eq!(db.len(), 0);
+    }
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Insert(u8, Option<i64>),
+        Remove(u8),
+        SetDeadline(u8, Option<i64>),
+        Change(u8, Option<i64>),
+        Sample,
+        Advance(i64),
+    }
+
+    fn op() -> impl proptest::strategy::Strategy<Value = Op> {
+        use proptest::prelude::*;
+        let deadline = prop::option::of(0i64..200);
+        prop_oneof![
+            (0u8..12, deadline.clone()).prop_map(|(k, d)| Op::Insert(k, d)),
+            (0u8..12).prop_map(Op::Remove),
+            (0u8..12, deadline.clone()).prop_map(|(k, d)| Op::SetDeadline(k, d)),
+            (0u8..12, deadline).prop_map(|(k, d)| Op::Change(k, d)),
+            Just(Op::Sample),
+            (0i64..60).prop_map(Op::Advance),
+        ]
+    }
+
+    proptest::proptest! {
+        /// The candidate bookkeeping never loses or resurrects a key: after any sequence of writes,
+        /// deletions, deadline changes and expiry samples, the live keys and deadlines are those of
+        /// a plain map with Redis's expiry rule, and sampling long enough removes every expired key.
+        #[test]
+        fn expiry_bookkeeping_matches_a_plain_map(ops in proptest::collection::vec(op(), 1..200)) {
+            let mut db = Db::default();
+            let mut model: BTreeMap<Bytes, Option<i64>> = BTreeMap::new();
+            let mut now = 0i64;
+            let mut x = 9u64;
+            let mut rng = move || {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x
+            };
+            for op in ops {
+                model.retain(|_, d| d.is_none_or(|d| now <= d));
+                match op {
+                    Op::Insert(k, d) => {
+                        let key = Bytes::from(format!("k{k}"));
+                        db.insert(key.clone(), Value::Str(b("v")), d, now);
+                        model.insert(key, d);
+                    }
+                    Op::Remove(k) => {
+                        let key = format!("k{k}");
+                        db.remove(key.as_bytes(), now);
+                        model.remove(key.as_bytes());
+                    }
+                    Op::SetDeadline(k, d) => {
+                        let key = format!("k{k}");
+                        if db.lookup(key.as_bytes(), now).is_some() {
+                            db.set_deadline(key.as_bytes(), d, now);
+                            model.insert(Bytes::from(key), d);
+                        }
+                    }
+                    Op::Change(k, d) => {
+                        let key = format!("k{k}");
+                        let change = match d {
+                            Some(d) if d <= now => DeadlineChange::Delete,
+                            Some(d) => DeadlineChange::Set(d),
+                            None => DeadlineChange::Keep,
+                        };
+                        let live = db.change_deadline_h(key.as_bytes(), hash_key(key.as_bytes()), now, |_| change);
+                        proptest::prop_assert_eq!(live, model.contains_key(key.as_bytes()));
+                        match change {
+                            DeadlineChange::Delete => { model.remove(key.as_bytes()); }
+                            DeadlineChange::Set(d) if live => { model.insert(Bytes::from(key), Some(d)); }
+                            _ => {}
+                        }
+                    }
+                    Op::Sample => {
+                        db.expire_sample(now, 20, &mut rng);
+                    }
+                    Op::Advance(ms) => now += ms,
+                }
+                model.retain(|_, d| d.is_none_or(|d| now <= d));
+                let live: Vec<(Bytes, Option<i64>)> = db
+                    .live_entries(now)
+                    .into_iter()
+                    .map(|(k, e)| (k, e.deadline()))
+                    .collect();
+                let want: Vec<(Bytes, Option<i64>)> = model.clone().into_iter().collect();
+                proptest::prop_assert_eq!(live, want);
+            }
+            for _ in 0..10_000 {
+                if !db.has_volatile() {
+                    break;
+                }
+                db.expire_sample(now, 20, &mut rng);
+            }
+            proptest::prop_assert_eq!(db.len(), model.len());
+        }
     }
 
     #[test]
