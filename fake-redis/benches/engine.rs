@@ -3,7 +3,8 @@
 //!
 //! The clock advances 1 ms per pair, so the 10 s latches written by every acquire and release
 //! expire as they would in production (about 20 000 live at any time) and the active expiry cycle
-//! does its work. Every pair has fresh request ids, as the lock's calls do; the calls are built in
+//! does its work; a second engine run advances 20 ms per pair (about 1 000 live latches: a
+//! keyspace that fits in cache), to show how much of a pair's cost is memory. Every pair has fresh request ids, as the lock's calls do; the calls are built in
 //! batches of 512 just before they run (criterion's `iter_batched_ref`), so building and dropping them is
 //! not measured but their memory is as warm as a client's freshly built call. Run:
 //! `cargo bench -p fake-redis --bench engine`.
@@ -17,8 +18,6 @@ use lock_core::time::{Lease, Millis};
 
 const LOCKS: usize = 1_000;
 const BATCH: u64 = 512;
-/// Virtual milliseconds per pair.
-const STEP: i64 = 1;
 
 /// Acquire/release pairs over `LOCKS` locks, each pair with request ids never used before.
 struct Pairs {
@@ -76,6 +75,13 @@ fn load_scripts(engine: &mut Engine, client: ClientId) {
 }
 
 fn engine_direct(c: &mut Criterion) {
+    for step in [1, 20] {
+        engine_direct_at(c, step);
+    }
+}
+
+/// Pairs through `Engine::execute`, the clock moving `step` ms per pair.
+fn engine_direct_at(c: &mut Criterion, step: i64) {
     let clock = ManualClock::new(DEFAULT_EPOCH_MS);
     let mut engine = Engine::new(clock.clone());
     let client = engine.connect();
@@ -83,7 +89,7 @@ fn engine_direct(c: &mut Criterion) {
     let mut pairs = Pairs::new();
     let mut group = c.benchmark_group("acquire+release");
     group.throughput(Throughput::Elements(1));
-    group.bench_function("engine direct", |b| {
+    group.bench_function(format!("engine direct, {step} ms per pair"), |b| {
         b.iter_batched_ref(
             || {
                 let (a, r) = pairs.next();
@@ -92,7 +98,7 @@ fn engine_direct(c: &mut Criterion) {
             |(acquire, release)| {
                 let acquired = engine.execute(client, acquire);
                 let released = engine.execute(client, release);
-                clock.advance(STEP);
+                clock.advance(step);
                 (acquired, released)
             },
             BatchSize::NumIterations(BATCH),
@@ -143,7 +149,7 @@ fn through_fake_connection(c: &mut Criterion) {
                 runtime.block_on(async {
                     let acquired: redis::Value = acquire.query_async(&mut conn).await.unwrap();
                     let released: redis::Value = release.query_async(&mut conn).await.unwrap();
-                    clock.advance(STEP);
+                    clock.advance(1);
                     (acquired, released)
                 })
             },
