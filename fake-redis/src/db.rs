@@ -19,28 +19,30 @@ use bytes::Bytes;
 use hashbrown::HashTable;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-/// The hash every table of the fake uses: FxHash's multiply-rotate over 8-byte words, with a final
-/// mix. Fixed, so runs are reproducible; fast, because it is on every command's path.
+/// The hash every table of the fake uses. Fixed (no random seed), so runs are reproducible; fast,
+/// because it is on every command's path.
 pub(crate) fn hash_key(key: &[u8]) -> u64 {
-    const K: u64 = 0x517c_c1b7_2722_0a95;
-    let mut h: u64 = key.len() as u64;
-    let mut chunks = key.chunks_exact(8);
+    // 16 bytes per round through a folded 64x64->128 multiply (wyhash's mixing step): few
+    // instructions per byte for the 60-80-byte latch keys the lock writes.
+    const P0: u64 = 0xa076_1d64_78bd_642f;
+    const P1: u64 = 0xe703_7ed1_a0b4_28db;
+    fn fold(a: u64, b: u64) -> u64 {
+        let m = u128::from(a) * u128::from(b);
+        (m as u64) ^ ((m >> 64) as u64)
+    }
+    fn word(b: &[u8]) -> u64 {
+        u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])
+    }
+    let mut h = P0 ^ (key.len() as u64).wrapping_mul(P1);
+    let mut chunks = key.chunks_exact(16);
     for c in &mut chunks {
-        let w = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
-        h = (h.rotate_left(5) ^ w).wrapping_mul(K);
+        h = fold(word(&c[..8]) ^ P1, word(&c[8..]) ^ h);
     }
     let rest = chunks.remainder();
-    if !rest.is_empty() {
-        let mut buf = [0u8; 8];
-        buf[..rest.len()].copy_from_slice(rest);
-        h = (h.rotate_left(5) ^ u64::from_le_bytes(buf)).wrapping_mul(K);
-    }
-    // splitmix64's finaliser: spreads the bits so SCAN's cursor order looks random.
-    h ^= h >> 30;
-    h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    h ^= h >> 27;
-    h = h.wrapping_mul(0x94d0_49bb_1331_11eb);
-    h ^ (h >> 31)
+    let mut buf = [0u8; 16];
+    buf[..rest.len()].copy_from_slice(rest);
+    h = fold(word(&buf[..8]) ^ P0, word(&buf[8..]) ^ h ^ P1);
+    fold(h ^ P0, h ^ P1 ^ (key.len() as u64))
 }
 
 /// A value in the keyspace.
@@ -161,6 +163,22 @@ impl Hash {
         new
     }
 
+    /// Sets `field` to `value`, copying the field's bytes only when it is new.
+    pub fn set(&mut self, field: &[u8], value: Bytes) {
+        match self.position(field) {
+            Some(i) => {
+                let big = value.len() > HASH_MAX_LISTPACK_VALUE;
+                self.fields[i].1 = value;
+                if big && self.index.is_none() {
+                    self.rebuild_index();
+                }
+            }
+            None => {
+                self.insert(Bytes::copy_from_slice(field), value);
+            }
+        }
+    }
+
     /// Removes `field`: whether it was there.
     pub fn remove(&mut self, field: &[u8]) -> bool {
         let Some(i) = self.position(field) else {
@@ -185,6 +203,17 @@ impl Hash {
         }
         self.index = Some(index);
     }
+}
+
+/// What [`Db::change_deadline_h`] does to a live key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum DeadlineChange {
+    /// Leave it.
+    Keep,
+    /// Expire it at this unix ms.
+    Set(i64),
+    /// Delete the key.
+    Delete,
 }
 
 /// A key's value and deadline.
@@ -252,11 +281,13 @@ pub(crate) struct Db {
 /// A key with a TTL, as the active expiry cycle samples it. The deadline is a copy kept exact for
 /// live candidates, so sampling a live key costs no table lookup; `STALE` marks a candidate whose
 /// key was deleted or lost its TTL.
-#[derive(Clone)]
+///
+/// A candidate names its key by (hash, slot index): the slot whose `volatile_ix` is the candidate's
+/// position is its key, so no copy of the key is kept.
+#[derive(Clone, Copy)]
 struct Candidate {
-    hash: u64,
-    key: Bytes,
     deadline: i64,
+    hash: u64,
 }
 
 const STALE: i64 = i64::MIN;
@@ -287,7 +318,11 @@ impl Db {
 
     /// The live entry at `key`; a logically expired key is deleted first (Redis's lazy expiry).
     pub fn lookup(&mut self, key: &[u8], now: i64) -> Option<&mut Entry> {
-        let h = hash_key(key);
+        self.lookup_h(key, hash_key(key), now)
+    }
+
+    /// [`Db::lookup`] with the key's hash already computed ([`hash_key`]).
+    pub fn lookup_h(&mut self, key: &[u8], h: u64, now: i64) -> Option<&mut Entry> {
         let Db {
             table,
             volatile,
@@ -318,34 +353,61 @@ impl Db {
 
     /// The live entry at `key`, for an in-place change of its value (journaled first).
     pub fn write(&mut self, key: &[u8], now: i64) -> Option<&mut Entry> {
-        self.lookup(key, now)?;
+        self.write_h(key, hash_key(key), now)
+    }
+
+    /// [`Db::write`] with the key's hash already computed.
+    pub fn write_h(&mut self, key: &[u8], h: u64, now: i64) -> Option<&mut Entry> {
+        if self.journal.is_none() {
+            return self.lookup_h(key, h, now);
+        }
+        self.lookup_h(key, h, now)?;
         self.journal_before(key, now);
-        self.lookup(key, now)
+        self.lookup_h(key, h, now)
     }
 
     /// Puts `value` at `key` with `deadline`, replacing whatever was there.
     pub fn insert(&mut self, key: Bytes, value: Value, deadline: Option<i64>, now: i64) {
-        self.journal_before(&key, now);
         let h = hash_key(&key);
-        let mut entry = Entry {
+        self.insert_h(key, h, value, deadline, now);
+    }
+
+    /// [`Db::insert`] with the key's hash already computed.
+    pub fn insert_h(&mut self, key: Bytes, h: u64, value: Value, deadline: Option<i64>, now: i64) {
+        self.journal_before(&key, now);
+        self.compact_candidates_if_stale();
+        let entry = Entry {
             value,
             deadline,
             volatile_ix: NOT_VOLATILE,
         };
-        if let Some(deadline) = deadline {
-            entry.volatile_ix = self.volatile.len() as u32;
-            self.volatile.push(Candidate {
-                hash: h,
-                key: key.clone(),
-                deadline,
-            });
-        }
-        match self.table.find_entry(h, |s| s.hash == h && s.key == key) {
+        let Db {
+            table, volatile, ..
+        } = self;
+        let candidate = |entry: &mut Entry, volatile: &mut Vec<Candidate>| {
+            if let Some(deadline) = deadline {
+                entry.volatile_ix = volatile.len() as u32;
+                volatile.push(Candidate { hash: h, deadline });
+            }
+        };
+        match table.find_entry(h, |s| s.hash == h && s.key == key) {
             Ok(mut occupied) => {
-                mark_stale(&mut self.volatile, occupied.get().entry.volatile_ix);
-                occupied.get_mut().entry = entry;
+                let old = &mut occupied.get_mut().entry;
+                let ix = old.volatile_ix;
+                *old = entry;
+                match (deadline, ix) {
+                    // Overwritten with a TTL: the key keeps its candidate, with the new deadline.
+                    (Some(_), NOT_VOLATILE) => candidate(old, volatile),
+                    (Some(d), ix) => {
+                        volatile[ix as usize].deadline = d;
+                        old.volatile_ix = ix;
+                    }
+                    (None, ix) => mark_stale(volatile, ix),
+                }
             }
             Err(absent) => {
+                let mut entry = entry;
+                candidate(&mut entry, volatile);
                 let table = absent.into_table();
                 table.insert_unique(
                     h,
@@ -360,10 +422,105 @@ impl Db {
         }
     }
 
+    /// Changes the deadline of the live key at `key` (hash `h`) as `decide` says, given its
+    /// current deadline, with one probe of the table: whether the key was live. A logically
+    /// expired key is deleted (lazy expiry) and counts as missing; `decide` is not called then.
+    pub fn change_deadline_h(
+        &mut self,
+        key: &[u8],
+        h: u64,
+        now: i64,
+        decide: impl FnOnce(Option<i64>) -> DeadlineChange,
+    ) -> bool {
+        if self.journal.is_some() {
+            // The journal needs the previous entry first: the plain two-probe path.
+            let Some(entry) = self.lookup_h(key, h, now) else {
+                return false;
+            };
+            match decide(entry.deadline) {
+                DeadlineChange::Keep => {}
+                DeadlineChange::Set(d) => self.set_deadline_h(key, h, Some(d), now),
+                DeadlineChange::Delete => {
+                    self.remove_h(key, h, now);
+                }
+            }
+            return true;
+        }
+        self.compact_candidates_if_stale();
+        let Db {
+            table,
+            volatile,
+            watched,
+            dirty,
+            stats,
+            ..
+        } = self;
+        match table.find_entry(h, |s| s.hash == h && s.key == key) {
+            Err(_) => false,
+            Ok(occupied) if occupied.get().entry.expired(now) => {
+                let (slot, _) = occupied.remove();
+                mark_stale(volatile, slot.entry.volatile_ix);
+                stats.expired_keys += 1;
+                touch(watched, dirty, &slot.key, false);
+                false
+            }
+            Ok(mut occupied) => {
+                match decide(occupied.get().entry.deadline) {
+                    DeadlineChange::Keep => {}
+                    DeadlineChange::Delete => {
+                        let (slot, _) = occupied.remove();
+                        mark_stale(volatile, slot.entry.volatile_ix);
+                    }
+                    DeadlineChange::Set(d) => {
+                        let entry = &mut occupied.get_mut().entry;
+                        entry.deadline = Some(d);
+                        if entry.volatile_ix == NOT_VOLATILE {
+                            entry.volatile_ix = volatile.len() as u32;
+                            volatile.push(Candidate {
+                                hash: h,
+                                deadline: d,
+                            });
+                        } else {
+                            volatile[entry.volatile_ix as usize].deadline = d;
+                        }
+                    }
+                }
+                true
+            }
+        }
+    }
+
+    /// Puts a new key known to be absent (a lookup just missed), skipping the search for an old
+    /// entry.
+    pub fn insert_absent_h(&mut self, key: Bytes, h: u64, value: Value, now: i64) {
+        if self.journal.is_some() {
+            return self.insert_h(key, h, value, None, now);
+        }
+        let entry = Entry {
+            value,
+            deadline: None,
+            volatile_ix: NOT_VOLATILE,
+        };
+        self.table.insert_unique(
+            h,
+            Slot {
+                key,
+                hash: h,
+                entry,
+            },
+            |s| s.hash,
+        );
+    }
+
     /// Sets or clears the deadline of the key at `key`, which must exist.
     pub fn set_deadline(&mut self, key: &[u8], deadline: Option<i64>, now: i64) {
+        self.set_deadline_h(key, hash_key(key), deadline, now);
+    }
+
+    /// [`Db::set_deadline`] with the key's hash already computed.
+    pub fn set_deadline_h(&mut self, key: &[u8], h: u64, deadline: Option<i64>, now: i64) {
         self.journal_before(key, now);
-        let h = hash_key(key);
+        self.compact_candidates_if_stale();
         let Some(slot) = self.table.find_mut(h, |s| s.hash == h && s.key == key) else {
             return;
         };
@@ -373,7 +530,6 @@ impl Db {
                 slot.entry.volatile_ix = self.volatile.len() as u32;
                 self.volatile.push(Candidate {
                     hash: h,
-                    key: slot.key.clone(),
                     deadline: d,
                 });
             }
@@ -388,8 +544,12 @@ impl Db {
 
     /// Removes the key at `key` (whether live or not): its entry.
     pub fn remove(&mut self, key: &[u8], now: i64) -> Option<Entry> {
+        self.remove_h(key, hash_key(key), now)
+    }
+
+    /// [`Db::remove`] with the key's hash already computed.
+    pub fn remove_h(&mut self, key: &[u8], h: u64, now: i64) -> Option<Entry> {
         self.journal_before(key, now);
-        let h = hash_key(key);
         match self.table.find_entry(h, |s| s.hash == h && s.key == key) {
             Ok(occupied) => {
                 let entry = occupied.remove().0.entry;
@@ -398,6 +558,11 @@ impl Db {
             }
             Err(_) => None,
         }
+    }
+
+    /// Whether any client watches a key of this database.
+    pub fn has_watches(&self) -> bool {
+        !self.watched.is_empty()
     }
 
     /// Redis's `signalModifiedKey`: clients watching `key` will see their `EXEC` fail.
@@ -465,15 +630,15 @@ impl Db {
         let mut expired = 0;
         while sampled < samples && !self.volatile.is_empty() {
             sampled += 1;
-            let i = (next_random() % self.volatile.len() as u64) as usize;
+            // Multiply-shift instead of a modulo: the same uniform pick, without a division.
+            let i = ((u128::from(next_random()) * self.volatile.len() as u128) >> 64) as usize;
             if now <= self.volatile[i].deadline {
                 continue; // live: the copy of its deadline is exact
             }
             expired += 1;
-            let Candidate { hash: h, key, .. } = self.volatile[i].clone();
-            if let Ok(occupied) = self.table.find_entry(h, |s| s.hash == h && s.key == key)
-                && occupied.get().entry.volatile_ix == i as u32
-            {
+            let h = self.volatile[i].hash;
+            let ix = i as u32;
+            if let Ok(occupied) = self.table.find_entry(h, |s| s.entry.volatile_ix == ix) {
                 if occupied.get().entry.expired(now) {
                     let (slot, _) = occupied.remove();
                     self.stats.expired_keys += 1;
@@ -497,11 +662,35 @@ impl Db {
         let last = self.volatile.len() - 1;
         self.volatile.swap_remove(i);
         if i < last {
-            let Candidate { hash: h, key, .. } = &self.volatile[i];
-            if let Some(slot) = self.table.find_mut(*h, |s| s.hash == *h && s.key == key)
-                && slot.entry.volatile_ix == last as u32
-            {
+            let h = self.volatile[i].hash;
+            let moved = last as u32;
+            if let Some(slot) = self.table.find_mut(h, |s| s.entry.volatile_ix == moved) {
                 slot.entry.volatile_ix = i as u32;
+            }
+        }
+    }
+
+    /// Rebuilds the candidate vector from the table once stale candidates outnumber live keys
+    /// (many keys deleted or persisted while the clock stood still, so no cycle cleaned up):
+    /// amortised O(1) per write, and memory stays bounded by the keyspace.
+    fn compact_candidates_if_stale(&mut self) {
+        if self.volatile.len() <= 2 * self.table.len() + 1024 {
+            return;
+        }
+        let Db {
+            table, volatile, ..
+        } = self;
+        volatile.clear();
+        for slot in table.iter_mut() {
+            match slot.entry.deadline {
+                Some(deadline) => {
+                    slot.entry.volatile_ix = volatile.len() as u32;
+                    volatile.push(Candidate {
+                        hash: slot.hash,
+                        deadline,
+                    });
+                }
+                None => slot.entry.volatile_ix = NOT_VOLATILE,
             }
         }
     }
@@ -599,11 +788,7 @@ impl Db {
             if let Some(mut entry) = previous {
                 if let Some(deadline) = entry.deadline {
                     entry.volatile_ix = self.volatile.len() as u32;
-                    self.volatile.push(Candidate {
-                        hash: h,
-                        key: key.clone(),
-                        deadline,
-                    });
+                    self.volatile.push(Candidate { hash: h, deadline });
                 }
                 self.table.insert_unique(
                     h,
@@ -710,6 +895,130 @@ mod tests {
             db.expire_sample(11, 20, &mut rng);
         }
         assert_eq!(db.len(), 0);
+    }
+
+    #[test]
+    fn candidates_stay_bounded_while_the_clock_stands_still() {
+        let mut db = Db::default();
+        for i in 0..10_000 {
+            let key = Bytes::from(format!("k{}", i % 10));
+            db.insert(key.clone(), Value::Str(b("v")), Some(1_000), 0);
+            if i % 3 == 0 {
+                db.remove(&key, 0);
+            }
+        }
+        assert!(
+            db.volatile.len() <= 2 * db.len() + 1024,
+            "{}",
+            db.volatile.len()
+        );
+        let mut x = 1u64;
+        let mut rng = || {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+            x
+        };
+        while db.has_volatile() {
+            db.expire_sample(2_000, 20, &mut rng);
+        }
+        assert_eq!(db.len(), 0);
+    }
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Insert(u8, Option<i64>),
+        Remove(u8),
+        SetDeadline(u8, Option<i64>),
+        Change(u8, Option<i64>),
+        Sample,
+        Advance(i64),
+    }
+
+    fn op() -> impl proptest::strategy::Strategy<Value = Op> {
+        use proptest::prelude::*;
+        let deadline = prop::option::of(0i64..200);
+        prop_oneof![
+            (0u8..12, deadline.clone()).prop_map(|(k, d)| Op::Insert(k, d)),
+            (0u8..12).prop_map(Op::Remove),
+            (0u8..12, deadline.clone()).prop_map(|(k, d)| Op::SetDeadline(k, d)),
+            (0u8..12, deadline).prop_map(|(k, d)| Op::Change(k, d)),
+            Just(Op::Sample),
+            (0i64..60).prop_map(Op::Advance),
+        ]
+    }
+
+    proptest::proptest! {
+        /// The candidate bookkeeping never loses or resurrects a key: after any sequence of writes,
+        /// deletions, deadline changes and expiry samples, the live keys and deadlines are those of
+        /// a plain map with Redis's expiry rule, and sampling long enough removes every expired key.
+        #[test]
+        fn expiry_bookkeeping_matches_a_plain_map(ops in proptest::collection::vec(op(), 1..200)) {
+            let mut db = Db::default();
+            let mut model: BTreeMap<Bytes, Option<i64>> = BTreeMap::new();
+            let mut now = 0i64;
+            let mut x = 9u64;
+            let mut rng = move || {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x
+            };
+            for op in ops {
+                model.retain(|_, d| d.is_none_or(|d| now <= d));
+                match op {
+                    Op::Insert(k, d) => {
+                        let key = Bytes::from(format!("k{k}"));
+                        db.insert(key.clone(), Value::Str(b("v")), d, now);
+                        model.insert(key, d);
+                    }
+                    Op::Remove(k) => {
+                        let key = format!("k{k}");
+                        db.remove(key.as_bytes(), now);
+                        model.remove(key.as_bytes());
+                    }
+                    Op::SetDeadline(k, d) => {
+                        let key = format!("k{k}");
+                        if db.lookup(key.as_bytes(), now).is_some() {
+                            db.set_deadline(key.as_bytes(), d, now);
+                            model.insert(Bytes::from(key), d);
+                        }
+                    }
+                    Op::Change(k, d) => {
+                        let key = format!("k{k}");
+                        let change = match d {
+                            Some(d) if d <= now => DeadlineChange::Delete,
+                            Some(d) => DeadlineChange::Set(d),
+                            None => DeadlineChange::Keep,
+                        };
+                        let live = db.change_deadline_h(key.as_bytes(), hash_key(key.as_bytes()), now, |_| change);
+                        proptest::prop_assert_eq!(live, model.contains_key(key.as_bytes()));
+                        match change {
+                            DeadlineChange::Delete => { model.remove(key.as_bytes()); }
+                            DeadlineChange::Set(d) if live => { model.insert(Bytes::from(key), Some(d)); }
+                            _ => {}
+                        }
+                    }
+                    Op::Sample => {
+                        db.expire_sample(now, 20, &mut rng);
+                    }
+                    Op::Advance(ms) => now += ms,
+                }
+                model.retain(|_, d| d.is_none_or(|d| now <= d));
+                let live: Vec<(Bytes, Option<i64>)> = db
+                    .live_entries(now)
+                    .into_iter()
+                    .map(|(k, e)| (k, e.deadline()))
+                    .collect();
+                let want: Vec<(Bytes, Option<i64>)> = model.clone().into_iter().collect();
+                proptest::prop_assert_eq!(live, want);
+            }
+            for _ in 0..10_000 {
+                if !db.has_volatile() {
+                    break;
+                }
+                db.expire_sample(now, 20, &mut rng);
+            }
+            proptest::prop_assert_eq!(db.len(), model.len());
+        }
     }
 
     #[test]

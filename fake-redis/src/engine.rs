@@ -137,10 +137,16 @@ pub(crate) struct ScriptCache {
 
 impl ScriptCache {
     pub fn get(&self, sha: &[u8]) -> Option<&'static lock_core::script::Script> {
-        self.loaded
-            .iter()
-            .copied()
-            .find(|s| s.sha().as_bytes().eq_ignore_ascii_case(sha))
+        // Clients send lowercase SHAs; compare exactly first, then without case.
+        let loaded = self.loaded.iter().copied();
+        loaded
+            .clone()
+            .find(|s| s.sha().as_bytes() == sha)
+            .or_else(|| {
+                loaded
+                    .into_iter()
+                    .find(|s| s.sha().as_bytes().eq_ignore_ascii_case(sha))
+            })
     }
 
     pub fn insert(&mut self, script: &'static lock_core::script::Script) {
@@ -391,7 +397,9 @@ impl Engine {
     // ---- execution ----
 
     /// Runs one command for `client` and returns its reply. `argv[0]` is the command's name, in
-    /// any case. See the [module docs](self) for the outbox contract.
+    /// any case. See the [module docs](self) for the outbox contract. A closed connection (after
+    /// `QUIT`, a restart, a failover or a crash) gets `ERR the connection is closed`; its driver
+    /// should [`connect`](Engine::connect) again.
     pub fn execute(&mut self, client: ClientId, argv: &[Bytes]) -> Frame {
         let now = self.tick();
         if !self.clients.contains_key(&client.0) {
@@ -521,16 +529,6 @@ impl Engine {
 
     // ---- active expiry ----
 
-    fn next_random(&mut self) -> u64 {
-        // xorshift64*: seeded, so every run samples the same keys.
-        let mut x = self.rng;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.rng = x;
-        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
     fn catch_up_expiry(&mut self, now: i64) {
         let period = 1000 / ACTIVE_EXPIRE_HZ;
         if now < self.next_expire_tick - period {
@@ -559,6 +557,7 @@ impl Engine {
             while self.dbs[i].has_volatile() && loops < ACTIVE_EXPIRE_MAX_LOOPS {
                 loops += 1;
                 let mut rng = self.rng;
+                // xorshift64*, seeded from the configuration: every run samples the same keys.
                 let mut next = || {
                     rng ^= rng >> 12;
                     rng ^= rng << 25;
@@ -578,14 +577,13 @@ impl Engine {
         }
     }
 
-    /// Runs active expiry cycles as if `ms` more milliseconds of ticks had passed at the current
-    /// time (for tests and simulators that want physical removal without moving the clock).
+    /// Runs `cycles` active expiry cycles at the current time, without moving the clock (for
+    /// tests and simulators that want expired keys physically removed now).
     pub fn run_expiry_cycles(&mut self, cycles: usize) {
         let now = self.now();
         for _ in 0..cycles {
             self.active_expire_cycle(now);
         }
-        let _ = self.next_random();
     }
 
     // ---- faults ----

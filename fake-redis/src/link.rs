@@ -61,6 +61,15 @@ pub(crate) async fn sleep_until_clock(engine: &SharedEngine, until: i64) {
     }
 }
 
+impl Drop for Link {
+    fn drop(&mut self) {
+        // The last handle is gone: close the connection, as dropping a real one would.
+        if let Some(c) = self.state().client.take() {
+            lock(&self.engine).disconnect(c);
+        }
+    }
+}
+
 impl Link {
     pub fn new(engine: SharedEngine, node: NodeId, response_timeout: Duration) -> Link {
         Link {

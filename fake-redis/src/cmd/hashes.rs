@@ -6,7 +6,7 @@
 //! encoding does.
 
 use super::{OVERFLOW, Spec, WRITE, float, human_float, int, int_bytes, wrong_arity};
-use crate::db::{Hash, Value};
+use crate::db::{Hash, Value, hash_key};
 use crate::engine::Cx;
 use crate::frame::Frame;
 use bytes::Bytes;
@@ -70,15 +70,32 @@ pub(crate) fn hget(cx: &mut Cx<'_>, key: &[u8], field: &[u8]) -> Result<Option<B
 }
 
 /// `HINCRBY key field delta`: the new value. Keeps the TTL; a new key has none.
-pub(crate) fn hincrby(cx: &mut Cx<'_>, key: &[u8], field: Bytes, delta: i64) -> Result<i64, Frame> {
-    let old = match read(cx, key)?.and_then(|h| h.get(&field)) {
-        None => 0,
-        Some(v) => lock_core::script::parse_i64(v)
-            .ok_or(Frame::error("ERR hash value is not an integer"))?,
+pub(crate) fn hincrby(cx: &mut Cx<'_>, key: &[u8], field: &[u8], delta: i64) -> Result<i64, Frame> {
+    let now = cx.now;
+    let db = cx.db();
+    // One hash of the key on the hot path: the lock scripts call this on every acquire and release.
+    let h = hash_key(key);
+    let new = match db.write_h(key, h, now) {
+        None => {
+            let hash = Hash::from_pairs([(Bytes::copy_from_slice(field), int_bytes(delta))]);
+            db.insert_absent_h(Bytes::copy_from_slice(key), h, Value::Hash(hash), now);
+            delta
+        }
+        Some(entry) => {
+            let Value::Hash(hash) = &mut entry.value else {
+                return Err(super::WRONGTYPE);
+            };
+            let old = match hash.get(field) {
+                None => 0,
+                Some(v) => lock_core::script::parse_i64(v)
+                    .ok_or(Frame::error("ERR hash value is not an integer"))?,
+            };
+            let new = old.checked_add(delta).ok_or(OVERFLOW)?;
+            hash.set(field, int_bytes(new));
+            new
+        }
     };
-    let new = old.checked_add(delta).ok_or(OVERFLOW)?;
-    write(cx, key)?.insert(field, int_bytes(new));
-    cx.db().touch(key);
+    db.touch(key);
     Ok(new)
 }
 
@@ -203,7 +220,7 @@ fn hincrby_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
         Ok(n) => n,
         Err(e) => return e,
     };
-    match hincrby(cx, &argv[1], argv[2].clone(), delta) {
+    match hincrby(cx, &argv[1], &argv[2], delta) {
         Ok(n) => Frame::Integer(n),
         Err(e) => e,
     }

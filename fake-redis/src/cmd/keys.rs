@@ -6,7 +6,7 @@
 //! no TTL, and NX/XX/GT/LT compare against the current deadline (none counts as infinite).
 
 use super::{Spec, WRITE, glob_match, int, invalid_expire, is};
-use crate::db::Value;
+use crate::db::{DeadlineChange, Value, hash_key};
 use crate::engine::Cx;
 use crate::frame::Frame;
 use bytes::Bytes;
@@ -41,14 +41,13 @@ pub(crate) fn exists(cx: &mut Cx<'_>, key: &[u8]) -> bool {
 
 /// `DEL` of one key: whether a live key was removed (an expired one is expired first, uncounted).
 pub(crate) fn del(cx: &mut Cx<'_>, key: &[u8]) -> bool {
-    if cx.lookup(key).is_none() {
-        return false;
-    }
     let now = cx.now;
     let db = cx.db();
-    db.remove(key, now);
-    db.touch(key);
-    true
+    let removed = db.change_deadline_h(key, hash_key(key), now, |_| DeadlineChange::Delete);
+    if removed {
+        db.touch(key);
+    }
+    removed
 }
 
 /// `PTTL`: -2 missing, -1 no TTL, else the milliseconds left (0 in the deadline millisecond).
@@ -125,20 +124,23 @@ impl ExpireCondition {
 /// deadline at or before now deletes the key and counts as set (Redis's `checkAlreadyExpired`).
 pub(crate) fn expire_at(cx: &mut Cx<'_>, key: &[u8], when: i64, cond: ExpireCondition) -> bool {
     let now = cx.now;
-    let Some(entry) = cx.lookup(key) else {
-        return false;
-    };
-    if !cond.allows(entry.deadline(), when) {
-        return false;
-    }
     let db = cx.db();
-    if when <= now {
-        db.remove(key, now);
-    } else {
-        db.set_deadline(key, Some(when), now);
+    let mut set = false;
+    db.change_deadline_h(key, hash_key(key), now, |current| {
+        if !cond.allows(current, when) {
+            return DeadlineChange::Keep;
+        }
+        set = true;
+        if when <= now {
+            DeadlineChange::Delete
+        } else {
+            DeadlineChange::Set(when)
+        }
+    });
+    if set {
+        db.touch(key);
     }
-    db.touch(key);
-    true
+    set
 }
 
 /// `PEXPIRE key ms` as the native scripts call it.

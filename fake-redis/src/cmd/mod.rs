@@ -67,17 +67,50 @@ impl Spec {
 
 macro_rules! command_table {
     ($($upper:literal => $spec:path,)*) => {
-        /// The spec of the command whose upper-cased name is `upper`.
-        fn lookup_upper(upper: &[u8]) -> Option<&'static Spec> {
-            match upper {
-                $($upper => Some(&$spec),)*
-                _ => None,
-            }
-        }
+        /// Every command by its upper-cased name.
+        static NAMED: &[(&[u8], &Spec)] = &[$(($upper, &$spec)),*];
 
         /// Every command, for `COMMAND COUNT` and `COMMAND LIST`.
         pub(crate) static ALL: &[&Spec] = &[$(&$spec),*];
     };
+}
+
+/// Slots of the name index: a power of two well above the number of commands, so probes are short.
+const INDEX_SLOTS: usize = 512;
+
+fn name_hash(name: &[u8]) -> usize {
+    // FNV-1a over the upper-cased bytes: short names, one pass, no copy.
+    let mut h: u32 = 0x811c_9dc5;
+    for &b in name {
+        h = (h ^ u32::from(b.to_ascii_uppercase())).wrapping_mul(0x0100_0193);
+    }
+    h as usize
+}
+
+/// The spec of the command named `name` (any case), without allocating: an open-addressing index
+/// over the upper-cased names, built once.
+pub(crate) fn lookup(name: &[u8]) -> Option<&'static Spec> {
+    static INDEX: std::sync::OnceLock<Vec<Option<u16>>> = std::sync::OnceLock::new();
+    let index = INDEX.get_or_init(|| {
+        let mut index = vec![None; INDEX_SLOTS];
+        for (i, (name, _)) in NAMED.iter().enumerate() {
+            let mut slot = name_hash(name) % INDEX_SLOTS;
+            while index[slot].is_some() {
+                slot = (slot + 1) % INDEX_SLOTS;
+            }
+            index[slot] = Some(i as u16);
+        }
+        index
+    });
+    let mut slot = name_hash(name) % INDEX_SLOTS;
+    while let Some(i) = index[slot] {
+        let (upper, spec) = NAMED[usize::from(i)];
+        if upper.eq_ignore_ascii_case(name) {
+            return Some(spec);
+        }
+        slot = (slot + 1) % INDEX_SLOTS;
+    }
+    None
 }
 
 command_table! {
@@ -163,15 +196,6 @@ command_table! {
     b"WATCH" => transactions::WATCH,
 }
 
-/// The spec of the command named `name` (any case), without allocating.
-pub(crate) fn lookup(name: &[u8]) -> Option<&'static Spec> {
-    let mut buf = [0u8; 16];
-    let upper = buf.get_mut(..name.len())?;
-    upper.copy_from_slice(name);
-    upper.make_ascii_uppercase();
-    lookup_upper(upper)
-}
-
 // ---- errors, worded as Redis words them ----
 
 pub(crate) const SYNTAX: Frame = Frame::error("ERR syntax error");
@@ -237,6 +261,15 @@ fn sanitize(s: String) -> String {
 
 /// A command argument as a 64-bit integer, by Redis's `string2ll` rules.
 pub(crate) fn int(arg: &[u8]) -> Result<i64, Frame> {
+    // Fast path for the short positive numbers every lock call carries (leases, TTLs, numkeys):
+    // up to 18 digits cannot overflow.
+    if let Some((&first, rest)) = arg.split_first()
+        && (b'1'..=b'9').contains(&first)
+        && rest.len() < 18
+        && rest.iter().all(u8::is_ascii_digit)
+    {
+        return Ok(arg.iter().fold(0i64, |n, &d| n * 10 + i64::from(d - b'0')));
+    }
     lock_core::script::parse_i64(arg).ok_or(NOT_INTEGER)
 }
 

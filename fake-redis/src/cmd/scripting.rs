@@ -37,9 +37,9 @@ pub(crate) fn sha1_hex(body: &[u8]) -> String {
 }
 
 fn eval_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    let name = argv[0].to_ascii_lowercase();
-    let by_sha = name.starts_with(b"evalsha");
-    let read_only = name.ends_with(b"_ro");
+    let name = &argv[0];
+    let by_sha = is(name, "evalsha") || is(name, "evalsha_ro");
+    let read_only = name.len() > 3 && is(&name[name.len() - 3..], "_ro");
     if by_sha && argv[1].len() != 40 {
         return NOSCRIPT;
     }
@@ -196,7 +196,6 @@ impl Store for ScriptStore<'_, '_> {
 
     fn hincrby(&mut self, key: &[u8], field: &[u8], delta: i64) -> Result<i64, CommandError> {
         self.writable()?;
-        let field = Bytes::copy_from_slice(field);
         super::hashes::hincrby(self.cx, key, field, delta).map_err(err)
     }
 

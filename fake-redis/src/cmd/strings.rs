@@ -49,8 +49,12 @@ pub(crate) fn get(cx: &mut Cx<'_>, key: &[u8]) -> Result<Option<Bytes>, Frame> {
 pub(crate) fn set(cx: &mut Cx<'_>, key: Bytes, value: Bytes, deadline: Option<i64>) {
     let now = cx.now;
     let db = cx.db();
-    db.insert(key.clone(), Value::Str(value), deadline, now);
-    db.touch(&key);
+    if db.has_watches() {
+        db.insert(key.clone(), Value::Str(value), deadline, now);
+        db.touch(&key);
+    } else {
+        db.insert(key, Value::Str(value), deadline, now);
+    }
 }
 
 /// `SET key value PX ms`, validated as Redis validates it.
