@@ -456,12 +456,12 @@ impl<S: SimServer> World<S> {
                 if self.clients[client].crashed {
                     continue;
                 }
-                if let Some(until) = self.clients[client].paused_until {
-                    if self.now < until {
-                        // A paused client neither acts nor hears: everything waits for the resume.
-                        self.schedule(until, next.ev);
-                        continue;
-                    }
+                if let Some(until) = self.clients[client].paused_until
+                    && self.now < until
+                {
+                    // A paused client neither acts nor hears: everything waits for the resume.
+                    self.schedule(until, next.ev);
+                    continue;
                 }
             }
             self.events += 1;
@@ -539,7 +539,7 @@ impl<S: SimServer> World<S> {
                 if !self.clients[client].crashed {
                     self.clients[client].paused_until = None;
                     let name = self.name(client);
-                    self.mark(&name, "resume", || String::new());
+                    self.mark(&name, "resume", String::new);
                 }
             }
         }
@@ -570,7 +570,7 @@ impl<S: SimServer> World<S> {
                 self.server.disconnect(conn);
                 self.server.disconnect(sub);
                 self.close_section(client);
-                self.mark(&name, "crash", || String::new());
+                self.mark(&name, "crash", String::new);
             }
             Fault::Restart { .. } => {
                 let now = self.server_now();
