@@ -27,8 +27,12 @@ pub enum EventKind {
     Pause,
     /// The client runs again.
     Resume,
-    /// The holder learned, or must assume, that it lost the lock.
+    /// The server told the holder it no longer holds the lock.
     Lost,
+    /// The holder's `valid_until` passed without a confirmation: it must assume the worst.
+    MayBeLost,
+    /// A `try_lock` gave up: its wait budget ran out.
+    NotAcquired,
     /// The client started to wait for the lock.
     Wait,
     /// A resource accepted a write.
@@ -37,6 +41,10 @@ pub enum EventKind {
     WriteRejected,
     /// A call or reply was lost on the network.
     Dropped,
+    /// A call got no reply within the response timeout: its outcome is unknown.
+    Timeout,
+    /// An unlock did not complete: not held any more, or its outcome is unknown.
+    UnlockFailed,
     /// Anything else worth a line.
     Note,
 }
@@ -54,10 +62,14 @@ impl EventKind {
             EventKind::Pause => "pause",
             EventKind::Resume => "resume",
             EventKind::Lost => "lost",
+            EventKind::MayBeLost => "may be lost",
+            EventKind::NotAcquired => "not acquired",
             EventKind::Wait => "wait",
             EventKind::WriteAccepted => "write accepted",
             EventKind::WriteRejected => "write rejected",
             EventKind::Dropped => "dropped",
+            EventKind::Timeout => "timeout",
+            EventKind::UnlockFailed => "unlock failed",
             EventKind::Note => "note",
         }
     }
@@ -66,8 +78,10 @@ impl EventKind {
         match self {
             EventKind::Acquire | EventKind::Released => "#2e7d32",
             EventKind::Renew => "#1565c0",
-            EventKind::Expire | EventKind::Lost | EventKind::Crash => "#c62828",
-            EventKind::WriteRejected | EventKind::Dropped => "#ef6c00",
+            EventKind::Expire | EventKind::Lost | EventKind::MayBeLost | EventKind::Crash => {
+                "#c62828"
+            }
+            EventKind::WriteRejected | EventKind::Dropped | EventKind::UnlockFailed => "#ef6c00",
             EventKind::Pause | EventKind::Resume => "#6a1b9a",
             _ => "#424242",
         }
@@ -201,7 +215,7 @@ impl Timeline {
         const LEFT: f64 = 130.0;
         const RIGHT: f64 = 40.0;
         const TOP: f64 = 50.0;
-        const LANE: f64 = 90.0;
+        const LANE: f64 = 130.0;
         const WIDTH: f64 = 1100.0;
         let end = self.end_ms() as f64;
         let x = |ms: u64| LEFT + (ms as f64) * (WIDTH - LEFT - RIGHT) / end;
@@ -234,41 +248,72 @@ impl Timeline {
             let i = self.lanes.iter().position(|l| l == actor).unwrap_or(0);
             TOP + LANE * i as f64 + LANE / 2.0
         };
-        for bar in &self.bars {
+        for bar in self.bars.iter().filter(|b| b.to_ms > b.from_ms) {
             let y = lane_y(&bar.actor);
             let (x1, x2) = (x(bar.from_ms), x(bar.to_ms));
             let _ = writeln!(
                 svg,
-                r#"<rect x="{x1:.1}" y="{:.1}" width="{:.1}" height="14" rx="3" fill="{}" fill-opacity="0.25" stroke="{}"/><text x="{:.1}" y="{:.1}" fill="{}">{}</text>"#,
+                r#"<rect x="{x1:.1}" y="{:.1}" width="{:.1}" height="14" rx="3" fill="{}" fill-opacity="0.25" stroke="{}"><title>{}</title></rect>"#,
                 y - 7.0,
                 (x2 - x1).max(1.0),
                 bar.colour,
                 bar.colour,
-                x1 + 3.0,
-                y + 4.0,
-                bar.colour,
                 escape(&bar.label)
             );
+            // A label only where it fits inside its bar (about 6 px a character).
+            if x2 - x1 > 6.0 * bar.label.len() as f64 + 6.0 {
+                let _ = writeln!(
+                    svg,
+                    r#"<text x="{:.1}" y="{:.1}" fill="{}">{}</text>"#,
+                    x1 + 3.0,
+                    y + 4.0,
+                    bar.colour,
+                    escape(&bar.label)
+                );
+            }
         }
-        // Labels alternate above and below the lane so that neighbours do not overlap.
-        let mut nth_on_lane = std::collections::BTreeMap::<&str, usize>::new();
+        // Events of one lane at one millisecond share a mark, their names stacked in a column;
+        // a column close to the previous one on its lane goes to the other side of the lane.
+        let mut groups: Vec<(&str, u64, Vec<&Event>)> = Vec::new();
         for e in self.sorted_events() {
-            let y = lane_y(&e.actor);
-            let n = nth_on_lane.entry(&e.actor).or_default();
-            let above = (*n).is_multiple_of(2);
-            *n += 1;
-            let ly = if above { y - 16.0 } else { y + 26.0 };
-            let cx = x(e.at_ms);
+            match groups.last_mut() {
+                Some((actor, at, list)) if *actor == e.actor && *at == e.at_ms => list.push(e),
+                _ => groups.push((&e.actor, e.at_ms, vec![e])),
+            }
+        }
+        groups.sort_by_key(|(actor, at, _)| (*actor, *at));
+        let mut last_x: std::collections::BTreeMap<&str, (f64, bool)> = Default::default();
+        for (actor, at, list) in &groups {
+            let y = lane_y(actor);
+            let cx = x(*at);
+            let above = match last_x.get(actor) {
+                Some((px, was_above)) if cx - px < 70.0 => !was_above,
+                _ => true,
+            };
+            last_x.insert(actor, (cx, above));
+            let colour = list[0].kind.colour();
+            let title: Vec<String> = list
+                .iter()
+                .map(|e| format!("{} {} {}", stamp(e.at_ms), e.kind.name(), e.detail))
+                .collect();
             let _ = writeln!(
                 svg,
-                r#"<circle cx="{cx:.1}" cy="{y:.1}" r="5" fill="{}"><title>{} {} {}</title></circle><text x="{cx:.1}" y="{ly:.1}" text-anchor="middle" fill="{}">{}</text>"#,
-                e.kind.colour(),
-                stamp(e.at_ms),
-                e.kind.name(),
-                escape(&e.detail),
-                e.kind.colour(),
-                escape(e.kind.name())
+                r#"<circle cx="{cx:.1}" cy="{y:.1}" r="5" fill="{colour}"><title>{}</title></circle>"#,
+                escape(&title.join("\n"))
             );
+            for (i, e) in list.iter().enumerate() {
+                let ly = if above {
+                    y - 14.0 - 12.0 * i as f64
+                } else {
+                    y + 22.0 + 12.0 * i as f64
+                };
+                let _ = writeln!(
+                    svg,
+                    r#"<text x="{cx:.1}" y="{ly:.1}" text-anchor="middle" fill="{}">{}</text>"#,
+                    e.kind.colour(),
+                    escape(e.kind.name())
+                );
+            }
         }
         let axis_y = TOP + LANE * self.lanes.len() as f64 + 10.0;
         let _ = writeln!(

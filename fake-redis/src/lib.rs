@@ -1,5 +1,83 @@
-//! An in-process Redis simulator on one virtual clock (being built; see the README).
+//! An in-process Redis fake on virtual time, for testing code that uses Redis, and locks above all.
 //!
-//! [`resp`] is its wire protocol: Redis 7.0's request parser and reply encoder, byte for byte.
+//! A lock's hard cases are about time and loss: a 30-second lease running out under a 35-second GC
+//! pause, a reply lost after the server applied the call, a failover that forgets the last writes.
+//! Against a real Redis they take real seconds and luck; here they replay in microseconds from a
+//! seed. The pieces:
+//!
+//! - [`Engine`]: a synchronous Redis (strings, hashes, keys and TTLs, pub/sub, transactions,
+//!   scripts, connection commands) whose replies and error texts are Redis 7.0's, on an injected
+//!   [`Clock`] ([`ManualClock`], [`TokioClock`], [`SystemClock`]). `execute(client, argv)` returns a
+//!   [`Frame`]; pub/sub messages wait in per-client outboxes.
+//! - Scripts run without Lua: the lock's scripts (`lock_core::script`) are recognised by SHA1 and
+//!   run as their native twins; any other script is refused with an error naming its SHA.
+//! - [`FaultPlan`] ([`fault`]): lost requests and replies, delays, link outages, GC pauses,
+//!   crashes, restarts, failovers with lag, clock jumps; every decision a pure function of the seed.
+//! - Front doors: [`FakeBackend`] (`lock_core::Backend`), [`FakeConnection`]
+//!   (`redis::aio::ConnectionLike`, so `redis`-crate code runs unchanged) and [`FakeSubscriber`]
+//!   (`lock_core::backend::Subscriber`), so `RedisBackend<FakeConnection, FakeSubscriber>` runs on
+//!   the fake too. Several share one engine through [`SharedEngine`].
+//!
+//! # Example
+//!
+//! A key lives through its deadline millisecond and is gone one millisecond later:
+//!
+//! ```
+//! use bytes::Bytes;
+//! use fake_redis::{Engine, Frame, ManualClock};
+//!
+//! let clock = ManualClock::default();
+//! let mut engine = Engine::new(clock.clone());
+//! let client = engine.connect();
+//! let cmd = |line: &str| -> Vec<Bytes> {
+//!     line.split(' ').map(|w| Bytes::copy_from_slice(w.as_bytes())).collect()
+//! };
+//! assert_eq!(engine.execute(client, &cmd("SET lease held PX 30000")), Frame::OK);
+//! clock.advance(30_000);
+//! assert_eq!(engine.execute(client, &cmd("PTTL lease")), Frame::Integer(0));
+//! clock.advance(1);
+//! assert_eq!(engine.execute(client, &cmd("GET lease")), Frame::Null);
+//! ```
+//!
+//! The same through the `redis` crate, on tokio's paused clock, with the reply of one call lost:
+//!
+//! ```
+//! use fake_redis::{CommandFault, Engine, FakeConnection, Fault, NodeId, TokioClock, shared};
+//! use redis::AsyncCommands;
+//!
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() {
+//! let engine = shared(Engine::new(TokioClock::new()));
+//! let mut conn = FakeConnection::new(engine.clone(), NodeId(1));
+//! let _: () = conn.set_ex("lease", "held", 30).await.unwrap();
+//! engine.lock().unwrap().add_fault(Fault::next_commands(NodeId(1), 1, CommandFault::DropReply));
+//! let lost = conn.del::<_, i64>("lease").await.unwrap_err();
+//! assert!(lost.is_timeout()); // applied, but the caller cannot know
+//! assert!(!conn.exists::<_, bool>("lease").await.unwrap());
+//! # }
+//! ```
 
+pub mod backend;
+pub mod clock;
+mod cmd;
+pub mod connection;
+mod db;
+pub mod engine;
+pub mod fault;
+pub mod frame;
+pub mod link;
 pub mod resp;
+pub mod subscriber;
+
+pub use backend::FakeBackend;
+pub use clock::{Clock, DEFAULT_EPOCH_MS, ManualClock, SystemClock, TokioClock};
+pub use connection::FakeConnection;
+pub use db::{Entry, Hash, Value};
+pub use engine::{ClientId, Engine, EngineConfig, Outbound};
+pub use fault::{
+    CommandFate, CommandFault, DeliveryFate, Fault, FaultEvent, FaultEventKind, FaultPlan, NodeId,
+    Trigger,
+};
+pub use frame::Frame;
+pub use link::{DEFAULT_RESPONSE_TIMEOUT, SharedEngine, shared};
+pub use subscriber::FakeSubscriber;

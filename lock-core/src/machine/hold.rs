@@ -36,6 +36,9 @@ pub(crate) struct Hold {
     /// Set when the hold passed `max_hold`.
     pub renewal_stopped: bool,
     pub token: Option<u64>,
+    /// Kept renewing after its last unlock: only under `BrokenRule::RenewAfterUnlock`, to prove
+    /// that the simulator's checkers catch it.
+    pub zombie: bool,
 }
 
 impl Hold {
@@ -52,13 +55,14 @@ impl Hold {
             maybe_lost: false,
             validity_timer: None,
             renewal_stopped: false,
+            zombie: false,
             token: None,
         }
     }
 
     /// Whether the watchdog renews it on its next pass.
     pub(crate) fn renewable(&self) -> bool {
-        self.mode == HoldMode::Watchdog && self.count > 0 && !self.renewal_stopped
+        self.mode == HoldMode::Watchdog && (self.count > 0 || self.zombie) && !self.renewal_stopped
     }
 
     /// Whether it keeps the watchdog running (held, or being acquired).

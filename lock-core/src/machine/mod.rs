@@ -458,6 +458,16 @@ pub struct LockMachine {
     channels: BTreeMap<Bytes, Channel>,
     timers: Timers,
     out: VecDeque<Queued>,
+    broken: Option<BrokenRule>,
+}
+
+/// A rule the machine can be told to break, so that a test can prove its checkers notice.
+/// Never set outside such a test.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BrokenRule {
+    /// Leave a hold on the watchdog after its last unlock (Redisson #7272's bug).
+    RenewAfterUnlock,
 }
 
 impl fmt::Debug for LockMachine {
@@ -496,7 +506,14 @@ impl LockMachine {
             channels: BTreeMap::new(),
             timers: Timers::default(),
             out: VecDeque::new(),
+            broken: None,
         })
+    }
+
+    /// Makes the machine break `rule` from now on (tests of the simulator's checkers only).
+    #[doc(hidden)]
+    pub fn break_rule(&mut self, rule: BrokenRule) {
+        self.broken = Some(rule);
     }
 
     /// This client's id, the first part of every owner it writes.

@@ -91,9 +91,13 @@ impl LockMachine {
             // Off the watchdog now, before the release is sent (fixes Redisson #7272, #2515).
             let timer = hold.validity_timer.take();
             let hold_ref = hold.as_ref();
+            let broken = self.broken == Some(super::BrokenRule::RenewAfterUnlock);
+            hold.zombie = broken;
             self.timers.cancel(timer);
             self.event(LockEvent::Released { hold: hold_ref });
-            self.drop_hold_if_idle(&key);
+            if !broken {
+                self.drop_hold_if_idle(&key);
+            }
         }
         let lease = self.lease_of(mode);
         let request = self.new_request_id();

@@ -1,0 +1,210 @@
+//! Every scenario's lesson, asserted: the order and times of its key events. A change in the
+//! library that alters a lesson fails here.
+
+use examples::scenarios::{Params, SCENARIOS, find};
+use examples::timeline::{EventKind, Timeline};
+use sim_tests::Checker;
+
+fn run(name: &str) -> (sim_tests::Run, Timeline) {
+    run_with(name, &Params::default())
+}
+
+fn run_with(name: &str, p: &Params) -> (sim_tests::Run, Timeline) {
+    let (_, run, timeline) = find(name).expect("scenario exists").run(p);
+    (run, timeline)
+}
+
+/// `t` lies in `[at, at + slack]` ms.
+fn near(t: u64, at: u64, slack: u64) -> bool {
+    (at..=at + slack).contains(&t)
+}
+
+#[test]
+fn watchdog_renews_at_10_20_30_40_and_stops_at_the_unlock() {
+    let (run, t) = run("watchdog");
+    assert!(near(t.first("a", EventKind::Acquire).unwrap().at_ms, 0, 5));
+    let renewals = t.times("a", EventKind::Renew);
+    assert_eq!(renewals.len(), 4, "{t}");
+    for (i, r) in renewals.iter().enumerate() {
+        assert!(
+            near(*r, 10_000 * (i as u64 + 1), 20),
+            "renewal {i} at {r}\n{t}"
+        );
+    }
+    let unlock = t.first("a", EventKind::Unlock).unwrap().at_ms;
+    assert!(near(unlock, 47_000, 5));
+    assert!(renewals.iter().all(|r| *r < unlock));
+    assert!(
+        run.all("a", "renew").iter().all(|r| *r < unlock),
+        "no renewal after the unlock"
+    );
+    assert!(t.first("a", EventKind::Released).unwrap().at_ms > unlock);
+}
+
+#[test]
+fn a_9_second_watchdog_renews_every_3_seconds() {
+    let p = Params {
+        watchdog_timeout: 9_000,
+        work: Some(20_000),
+        ..Params::default()
+    };
+    let (_, t) = run_with("watchdog", &p);
+    let renewals = t.times("a", EventKind::Renew);
+    assert_eq!(renewals.len(), 6, "{t}");
+    for (i, r) in renewals.iter().enumerate() {
+        assert!(near(*r, 3_000 * (i as u64 + 1), 20), "{t}");
+    }
+}
+
+#[test]
+fn a_lease_too_short_lets_a_second_client_in_and_the_watchdog_does_not() {
+    let (run, t) = run("lease-too-short");
+    let expire = t.first("server L0", EventKind::Expire).unwrap().at_ms;
+    assert!(near(expire, 5_000, 5), "{t}");
+    let b = t.first("b", EventKind::Acquire).unwrap().at_ms;
+    assert!(
+        near(b, expire, 3),
+        "b enters within a round trip of the expiry\n{t}"
+    );
+    let a_end = t
+        .times("a", EventKind::WriteAccepted)
+        .last()
+        .copied()
+        .unwrap();
+    assert!(
+        a_end > b,
+        "a is still working when b enters: the work is done twice"
+    );
+    assert!(t.times("a", EventKind::Renew).is_empty() && t.times("b", EventKind::Renew).is_empty());
+    assert!(!run.of(Checker::UnfencedOverlap).is_empty());
+    // Under the watchdog, d enters only after c's unlock.
+    let c_unlock = t.first("c", EventKind::Unlock).unwrap().at_ms;
+    let d = t.first("d", EventKind::Acquire).unwrap().at_ms;
+    assert!(d > c_unlock && near(d, c_unlock, 5), "{t}");
+    assert!(
+        run.violations.iter().all(|v| !v.message.starts_with("L1")),
+        "L1 is safe"
+    );
+}
+
+#[test]
+fn a_lost_unlock_reply_is_answered_by_the_latch() {
+    let (run, t) = run("lost-unlock-reply");
+    let unlock = t.first("a", EventKind::Unlock).unwrap().at_ms;
+    let dropped = t.first("a", EventKind::Dropped).unwrap().at_ms;
+    let timeout = t.first("a", EventKind::Timeout).unwrap().at_ms;
+    let released = t.first("a", EventKind::Released).unwrap();
+    assert!(
+        unlock <= dropped && dropped < timeout && timeout < released.at_ms,
+        "{t}"
+    );
+    assert!(released.detail.contains("deleted"), "{t}");
+    assert!(run.all("a", "renew").iter().all(|r| *r < unlock));
+    assert!(t.first("a", EventKind::UnlockFailed).is_none());
+}
+
+#[test]
+fn a_lost_unlock_request_is_unknown_and_the_key_expires_a_lease_after_the_last_renewal() {
+    let (run, t) = run("lost-unlock-request");
+    let unlock = t.first("a", EventKind::Unlock).unwrap().at_ms;
+    let failed = t.first("a", EventKind::UnlockFailed).unwrap();
+    assert!(failed.detail.contains("unknown"), "{t}");
+    let last_renew = *t.times("a", EventKind::Renew).last().unwrap();
+    assert!(last_renew < unlock);
+    assert!(
+        run.all("a", "renew").iter().all(|r| *r < unlock),
+        "no renewal after the unlock"
+    );
+    let expire = t.first("server L0", EventKind::Expire).unwrap().at_ms;
+    assert!(near(expire, last_renew + 30_000, 5), "{t}");
+}
+
+#[test]
+fn a_crashed_holder_is_followed_by_the_next_client_at_50_seconds() {
+    let (run, t) = run("client-crash");
+    let renewals = t.times("a", EventKind::Renew);
+    assert_eq!(renewals.len(), 2);
+    assert!(near(renewals[0], 10_000, 10) && near(renewals[1], 20_000, 10));
+    assert_eq!(t.first("a", EventKind::Crash).unwrap().at_ms, 25_000);
+    let expire = t.first("server L0", EventKind::Expire).unwrap().at_ms;
+    assert!(near(expire, 50_000, 10), "{t}");
+    let b = t.first("b", EventKind::Acquire).unwrap().at_ms;
+    assert!(near(b, expire, 5), "{t}");
+    assert!(run.violations.is_empty());
+}
+
+#[test]
+fn a_gc_pause_longer_than_the_lease_lets_an_unfenced_resource_accept_both() {
+    let (run, t) = run("gc-pause");
+    assert_eq!(t.first("a", EventKind::Pause).unwrap().at_ms, 19_000);
+    let expire = t.first("server L0", EventKind::Expire).unwrap().at_ms;
+    assert!(near(expire, 40_000, 10), "{t}");
+    let b = t.first("b", EventKind::Acquire).unwrap().at_ms;
+    assert!(near(b, expire, 5));
+    assert_eq!(t.first("a", EventKind::Resume).unwrap().at_ms, 55_000);
+    let a_writes = t.times("a", EventKind::WriteAccepted);
+    assert!(
+        a_writes.contains(&55_000),
+        "a writes on resuming, and it is accepted\n{t}"
+    );
+    assert!(!run.of(Checker::UnfencedOverlap).is_empty());
+    assert!(t.first("a", EventKind::WriteRejected).is_none());
+}
+
+#[test]
+fn with_fencing_the_paused_holders_stale_write_is_rejected() {
+    let (_, t) = run("gc-pause-fenced");
+    let b_write = t.first("b", EventKind::WriteAccepted).unwrap();
+    assert!(b_write.detail.contains("token=2"), "{t}");
+    let rejected = t.first("a", EventKind::WriteRejected).unwrap();
+    assert_eq!(rejected.at_ms, 55_000);
+    assert!(rejected.detail.contains("token=1"), "{t}");
+    assert!(b_write.at_ms < rejected.at_ms);
+}
+
+#[test]
+fn reentry_keeps_the_lock_until_the_last_unlock() {
+    let (_, t) = run("reentrant");
+    let acquires: Vec<_> = t
+        .sorted_events()
+        .into_iter()
+        .filter(|e| e.actor == "a" && e.kind == EventKind::Acquire)
+        .collect();
+    assert_eq!(acquires.len(), 2);
+    assert!(acquires[1].detail.contains("count=2"));
+    let released: Vec<_> = t
+        .sorted_events()
+        .into_iter()
+        .filter(|e| e.actor == "a" && e.kind == EventKind::Released)
+        .collect();
+    assert_eq!(released.len(), 2);
+    assert!(released[0].detail.contains("still held"), "{t}");
+    assert!(released[1].detail.contains("deleted"), "{t}");
+    let renewals = t.times("a", EventKind::Renew);
+    assert!(
+        renewals
+            .iter()
+            .any(|r| *r > released[0].at_ms && *r < released[1].at_ms),
+        "still renewed between the two unlocks\n{t}"
+    );
+    let b = t.first("b", EventKind::Acquire).unwrap().at_ms;
+    assert!(b > released[1].at_ms);
+}
+
+#[test]
+fn every_scenario_draws_an_svg_with_a_view_box() {
+    for s in SCENARIOS {
+        let (_, _, t) = s.run(&Params::default());
+        let svg = t.to_svg();
+        let doc = roxmltree::Document::parse(&svg)
+            .unwrap_or_else(|e| panic!("{}: the SVG does not parse: {e}", s.name));
+        let root = doc.root_element();
+        assert_eq!(root.tag_name().name(), "svg", "{}", s.name);
+        assert!(root.attribute("viewBox").is_some(), "{}", s.name);
+        assert!(
+            svg.contains("server L0"),
+            "{}: a lane for the key on the server",
+            s.name
+        );
+    }
+}

@@ -1,0 +1,132 @@
+//! [`FakeBackend`]: the lock's [`Backend`] trait, served in-process by the engine.
+//!
+//! The lock machine's calls go to the engine through a link that applies the fault plan
+//! (delays and pauses are tokio sleeps, so paused time drives them), and its pub/sub events come
+//! from a [`FakeSubscriber`] of the same node. Outcomes follow the backend contract: a lost request
+//! or reply, or a link that is down, is [`BackendError::Unknown`] once the response timeout has run
+//! out (the caller cannot tell which happened); a crashed node's calls are
+//! [`BackendError::NotApplied`], since nothing leaves a dead process.
+
+use crate::fault::NodeId;
+use crate::frame::Frame;
+use crate::link::{DEFAULT_RESPONSE_TIMEOUT, Link, LinkError, SharedEngine};
+use crate::subscriber::FakeSubscriber;
+use bytes::Bytes;
+use lock_core::backend::{Backend, BackendError, PubSubEvent, Subscriber};
+use lock_core::reply::Reply;
+use lock_core::script::ScriptCall;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A [`Backend`] on the fake engine, as client process `node`. Create it inside a tokio runtime.
+pub struct FakeBackend {
+    link: Arc<Link>,
+    subscriber: FakeSubscriber,
+}
+
+impl FakeBackend {
+    /// A backend of `node` on `engine`, with the default response timeout (3 s).
+    pub fn new(engine: SharedEngine, node: NodeId) -> FakeBackend {
+        FakeBackend::with_response_timeout(engine, node, DEFAULT_RESPONSE_TIMEOUT)
+    }
+
+    /// A backend of `node` on `engine` whose calls give up after `response_timeout`.
+    pub fn with_response_timeout(
+        engine: SharedEngine,
+        node: NodeId,
+        response_timeout: Duration,
+    ) -> FakeBackend {
+        FakeBackend {
+            subscriber: FakeSubscriber::new(Arc::clone(&engine), node),
+            link: Arc::new(Link::new(engine, node, response_timeout)),
+        }
+    }
+
+    /// The node this backend speaks for.
+    pub fn node(&self) -> NodeId {
+        self.link.node
+    }
+
+    /// The bound on every call.
+    pub fn response_timeout(&self) -> Duration {
+        self.link.response_timeout
+    }
+
+    /// The subscriber side.
+    pub fn subscriber(&self) -> &FakeSubscriber {
+        &self.subscriber
+    }
+
+    async fn send(&self, argv: Vec<Bytes>) -> Result<Frame, BackendError> {
+        match self.link.call(vec![argv]).await {
+            Ok(mut frames) => Ok(frames.pop().unwrap_or(Frame::Null)),
+            Err(LinkError::TimedOut(why)) => Err(BackendError::Unknown(why)),
+            Err(LinkError::Crashed) => Err(BackendError::NotApplied(format!(
+                "{} has crashed; nothing was sent",
+                self.link.node
+            ))),
+        }
+    }
+}
+
+fn to_result(frame: Frame) -> Result<Reply, BackendError> {
+    match frame {
+        Frame::Error(e) => Err(BackendError::Server(e.into_owned())),
+        other => Ok(other.to_reply()),
+    }
+}
+
+fn evalsha_argv(call: &ScriptCall) -> Vec<Bytes> {
+    let mut argv = Vec::with_capacity(3 + call.keys.len() + call.args.len());
+    argv.push(Bytes::from_static(b"EVALSHA"));
+    argv.push(Bytes::from(call.script.sha().to_owned()));
+    argv.push(Bytes::from(call.keys.len().to_string()));
+    argv.extend(call.keys.iter().cloned());
+    argv.extend(call.args.iter().cloned());
+    argv
+}
+
+impl Backend for FakeBackend {
+    async fn eval(&self, call: &ScriptCall) -> Result<Reply, BackendError> {
+        let reply = self.send(evalsha_argv(call)).await?;
+        if reply
+            .error_text()
+            .is_some_and(|e| e.starts_with("NOSCRIPT"))
+        {
+            // The server forgot its scripts (a restart or failover): load and try again. NOSCRIPT
+            // means the script did not run, so the retry is safe.
+            tracing::debug!(script = call.script.name, "NOSCRIPT: loading the script");
+            let load = vec![
+                Bytes::from_static(b"SCRIPT"),
+                Bytes::from_static(b"LOAD"),
+                Bytes::from_static(call.script.body.as_bytes()),
+            ];
+            to_result(self.send(load).await?)?;
+            return to_result(self.send(evalsha_argv(call)).await?);
+        }
+        to_result(reply)
+    }
+
+    async fn command(&self, argv: &[Bytes]) -> Result<Reply, BackendError> {
+        if argv.is_empty() {
+            return Err(BackendError::NotApplied("an empty command".into()));
+        }
+        to_result(self.send(argv.to_vec()).await?)
+    }
+
+    fn subscribe(&self, channel: &Bytes) -> impl Future<Output = Result<(), BackendError>> + Send {
+        self.subscriber.subscribe(channel)
+    }
+
+    fn unsubscribe(
+        &self,
+        channel: &Bytes,
+    ) -> impl Future<Output = Result<(), BackendError>> + Send {
+        self.subscriber.unsubscribe(channel)
+    }
+
+    fn next_event(&self) -> impl Future<Output = PubSubEvent> + Send {
+        self.subscriber.next_event()
+    }
+}

@@ -1,0 +1,382 @@
+//! Commands on keys whatever their type: existence, deletion, TTLs, listing, renaming, flushing.
+//!
+//! The TTL commands carry most of Redis's subtlety, all of which a lock depends on: a key lives
+//! through its deadline millisecond (`PTTL` replies 0 there), a deadline at or before now deletes
+//! the key and still replies 1, `TTL` rounds to the nearest second, -2 means missing and -1 means
+//! no TTL, and NX/XX/GT/LT compare against the current deadline (none counts as infinite).
+
+use super::{Spec, WRITE, glob_match, int, invalid_expire, is};
+use crate::db::{DeadlineChange, Value, hash_key};
+use crate::engine::Cx;
+use crate::frame::Frame;
+use bytes::Bytes;
+
+pub(crate) static DEL: Spec = Spec::new("del", -2, WRITE, del_command);
+pub(crate) static UNLINK: Spec = Spec::new("unlink", -2, WRITE, del_command);
+pub(crate) static EXISTS: Spec = Spec::new("exists", -2, 0, exists_command);
+pub(crate) static TYPE: Spec = Spec::new("type", 2, 0, type_command);
+pub(crate) static EXPIRE: Spec = Spec::new("expire", -3, WRITE, expire_command);
+pub(crate) static PEXPIRE: Spec = Spec::new("pexpire", -3, WRITE, expire_command);
+pub(crate) static EXPIREAT: Spec = Spec::new("expireat", -3, WRITE, expire_command);
+pub(crate) static PEXPIREAT: Spec = Spec::new("pexpireat", -3, WRITE, expire_command);
+pub(crate) static TTL: Spec = Spec::new("ttl", 2, 0, ttl_command);
+pub(crate) static PTTL: Spec = Spec::new("pttl", 2, 0, ttl_command);
+pub(crate) static EXPIRETIME: Spec = Spec::new("expiretime", 2, 0, ttl_command);
+pub(crate) static PEXPIRETIME: Spec = Spec::new("pexpiretime", 2, 0, ttl_command);
+pub(crate) static PERSIST: Spec = Spec::new("persist", 2, WRITE, persist_command);
+pub(crate) static KEYS: Spec = Spec::new("keys", 2, 0, keys_command);
+pub(crate) static SCAN: Spec = Spec::new("scan", -2, 0, scan_command);
+pub(crate) static RENAME: Spec = Spec::new("rename", 3, WRITE, rename_command);
+pub(crate) static RENAMENX: Spec = Spec::new("renamenx", 3, WRITE, rename_command);
+pub(crate) static DBSIZE: Spec = Spec::new("dbsize", 1, 0, dbsize_command);
+pub(crate) static FLUSHDB: Spec = Spec::new("flushdb", -1, WRITE, flush_command);
+pub(crate) static FLUSHALL: Spec = Spec::new("flushall", -1, WRITE, flush_command);
+
+// ---- operations shared with the native scripts ----
+
+/// `EXISTS` of one key.
+pub(crate) fn exists(cx: &mut Cx<'_>, key: &[u8]) -> bool {
+    cx.lookup(key).is_some()
+}
+
+/// `DEL` of one key: whether a live key was removed (an expired one is expired first, uncounted).
+pub(crate) fn del(cx: &mut Cx<'_>, key: &[u8]) -> bool {
+    let now = cx.now;
+    let db = cx.db();
+    let removed = db.change_deadline_h(key, hash_key(key), now, |_| DeadlineChange::Delete);
+    if removed {
+        db.touch(key);
+    }
+    removed
+}
+
+/// `PTTL`: -2 missing, -1 no TTL, else the milliseconds left (0 in the deadline millisecond).
+pub(crate) fn pttl(cx: &mut Cx<'_>, key: &[u8]) -> i64 {
+    let now = cx.now;
+    match cx.lookup(key).map(|e| e.deadline()) {
+        None => -2,
+        Some(None) => -1,
+        Some(Some(d)) => (d - now).max(0),
+    }
+}
+
+/// How an `EXPIRE`-family command constrains the new deadline (Redis 7.0's NX/XX/GT/LT).
+#[derive(Clone, Copy, Default)]
+pub(crate) struct ExpireCondition {
+    nx: bool,
+    xx: bool,
+    gt: bool,
+    lt: bool,
+}
+
+impl ExpireCondition {
+    fn parse(options: &[Bytes]) -> Result<ExpireCondition, Frame> {
+        let mut c = ExpireCondition::default();
+        for o in options {
+            if is(o, "nx") {
+                c.nx = true;
+            } else if is(o, "xx") {
+                c.xx = true;
+            } else if is(o, "gt") {
+                c.gt = true;
+            } else if is(o, "lt") {
+                c.lt = true;
+            } else {
+                return Err(Frame::error_owned(format!(
+                    "ERR Unsupported option {}",
+                    String::from_utf8_lossy(o)
+                )));
+            }
+        }
+        if c.nx && (c.xx || c.gt || c.lt) {
+            return Err(Frame::error(
+                "ERR NX and XX, GT or LT options at the same time are not compatible",
+            ));
+        }
+        if c.gt && c.lt {
+            return Err(Frame::error(
+                "ERR GT and LT options at the same time are not compatible",
+            ));
+        }
+        Ok(c)
+    }
+
+    /// Whether a key whose deadline is `current` may get `new`.
+    fn allows(&self, current: Option<i64>, new: i64) -> bool {
+        if self.nx && current.is_some() {
+            return false;
+        }
+        if self.xx && current.is_none() {
+            return false;
+        }
+        // No deadline counts as infinite: GT always fails, LT always passes.
+        if self.gt && current.is_none_or(|c| new <= c) {
+            return false;
+        }
+        if self.lt && current.is_some_and(|c| new >= c) {
+            return false;
+        }
+        true
+    }
+}
+
+/// Sets `key`'s deadline to `when` (absolute unix ms) under `cond`: whether it was set. A
+/// deadline at or before now deletes the key and counts as set (Redis's `checkAlreadyExpired`).
+pub(crate) fn expire_at(cx: &mut Cx<'_>, key: &[u8], when: i64, cond: ExpireCondition) -> bool {
+    let now = cx.now;
+    let db = cx.db();
+    let mut set = false;
+    db.change_deadline_h(key, hash_key(key), now, |current| {
+        if !cond.allows(current, when) {
+            return DeadlineChange::Keep;
+        }
+        set = true;
+        if when <= now {
+            DeadlineChange::Delete
+        } else {
+            DeadlineChange::Set(when)
+        }
+    });
+    if set {
+        db.touch(key);
+    }
+    set
+}
+
+/// `PEXPIRE key ms` as the native scripts call it.
+pub(crate) fn pexpire(cx: &mut Cx<'_>, key: &[u8], ms: &[u8]) -> Result<bool, Frame> {
+    let ms = int(ms)?;
+    let when = ms
+        .checked_add(cx.now)
+        .ok_or_else(|| invalid_expire("pexpire"))?;
+    Ok(expire_at(cx, key, when, ExpireCondition::default()))
+}
+
+// ---- commands ----
+
+fn del_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
+    let removed = argv[1..].iter().filter(|k| del(cx, k)).count();
+    Frame::Integer(removed as i64)
+}
+
+fn exists_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
+    // Every occurrence counts: `EXISTS k k` is 2.
+    let found = argv[1..].iter().filter(|k| exists(cx, k)).count();
+    Frame::Integer(found as i64)
+}
+
+fn type_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
+    Frame::simple(cx.lookup(&argv[1]).map_or("none", |e| e.value.type_name()))
+}
+
+/// `EXPIRE`, `PEXPIRE`, `EXPIREAT`, `PEXPIREAT` parsed: the absolute deadline and the condition.
+struct Expire {
+    when: i64,
+    cond: ExpireCondition,
+}
+
+impl Expire {
+    fn parse(cx: &Cx<'_>, argv: &[Bytes]) -> Result<Expire, Frame> {
+        let name = argv[0].to_ascii_lowercase();
+        let name = std::str::from_utf8(&name).unwrap_or("expire");
+        let cond = ExpireCondition::parse(&argv[3..])?;
+        let mut when = int(&argv[2])?;
+        let seconds = name == "expire" || name == "expireat";
+        let base = if name.ends_with("at") { 0 } else { cx.now };
+        if seconds {
+            when = when.checked_mul(1000).ok_or_else(|| invalid_expire(name))?;
+        }
+        let when = when.checked_add(base).ok_or_else(|| invalid_expire(name))?;
+        Ok(Expire { when, cond })
+    }
+
+    fn apply(self, cx: &mut Cx<'_>, key: &[u8]) -> Frame {
+        Frame::Integer(i64::from(expire_at(cx, key, self.when, self.cond)))
+    }
+}
+
+fn expire_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
+    match Expire::parse(cx, argv) {
+        Ok(e) => e.apply(cx, &argv[1]),
+        Err(e) => e,
+    }
+}
+
+fn ttl_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
+    let now = cx.now;
+    let name = &argv[0];
+    let ms = is(name, "pttl") || is(name, "pexpiretime");
+    let absolute = is(name, "expiretime") || is(name, "pexpiretime");
+    let deadline = match cx.lookup(&argv[1]) {
+        None => return Frame::Integer(-2),
+        Some(e) => e.deadline(),
+    };
+    let Some(deadline) = deadline else {
+        return Frame::Integer(-1);
+    };
+    let t = if absolute { deadline } else { deadline - now }.max(0);
+    // Seconds round to nearest: (ms + 500) / 1000, as `ttlGenericCommand` does.
+    Frame::Integer(if ms { t } else { (t + 500) / 1000 })
+}
+
+fn persist_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
+    let now = cx.now;
+    let key = &argv[1];
+    match cx.lookup(key) {
+        Some(e) if e.deadline().is_some() => {
+            let db = cx.db();
+            db.set_deadline(key, None, now);
+            db.touch(key);
+            Frame::Integer(1)
+        }
+        _ => Frame::Integer(0),
+    }
+}
+
+fn keys_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
+    let now = cx.now;
+    let pattern = &argv[1];
+    let all = &pattern[..] == b"*";
+    let db = cx.db();
+    let keys = db
+        .keys_in_scan_order()
+        .into_iter()
+        .filter(|(_, k)| all || glob_match(pattern, k))
+        // KEYS skips logically expired keys without deleting them.
+        .filter(|(_, k)| db.peek(k, now).is_some())
+        .map(|(_, k)| Frame::Bulk(k))
+        .collect();
+    Frame::Array(keys)
+}
+
+/// `SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]` parsed.
+struct Scan {
+    cursor: u64,
+    pattern: Option<Bytes>,
+    count: usize,
+    type_name: Option<Bytes>,
+}
+
+impl Scan {
+    fn parse(argv: &[Bytes]) -> Result<Scan, Frame> {
+        let cursor = std::str::from_utf8(&argv[1])
+            .ok()
+            .and_then(|s| s.parse::<u64>().ok())
+            .ok_or(Frame::error("ERR invalid cursor"))?;
+        let mut scan = Scan {
+            cursor,
+            pattern: None,
+            count: 10,
+            type_name: None,
+        };
+        let mut rest = argv[2..].iter();
+        while let Some(opt) = rest.next() {
+            let value = rest.next().ok_or(super::SYNTAX)?;
+            if is(opt, "count") {
+                let n = int(value)?;
+                if n < 1 {
+                    return Err(super::SYNTAX);
+                }
+                scan.count = n as usize;
+            } else if is(opt, "match") {
+                scan.pattern = Some(value.clone());
+            } else if is(opt, "type") {
+                scan.type_name = Some(value.clone());
+            } else {
+                return Err(super::SYNTAX);
+            }
+        }
+        Ok(scan)
+    }
+
+    /// Walks keys in the fixed order of their hash; the cursor is the hash to resume at, so a key
+    /// present for the whole scan is returned (at least once), as Redis guarantees.
+    fn apply(self, cx: &mut Cx<'_>) -> Frame {
+        let keys = cx.db().keys_in_scan_order();
+        let start = keys.partition_point(|(h, _)| *h < self.cursor);
+        let batch = &keys[start..keys.len().min(start + self.count)];
+        let next = keys.get(start + self.count).map_or(0, |(h, _)| (*h).max(1));
+        let mut found = Vec::new();
+        for (_, key) in batch {
+            let Some(entry) = cx.lookup(key) else {
+                continue;
+            };
+            if let Some(t) = &self.type_name
+                && !is(t, entry.value.type_name())
+            {
+                continue;
+            }
+            if let Some(p) = &self.pattern
+                && !glob_match(p, key)
+            {
+                continue;
+            }
+            found.push(Frame::Bulk(key.clone()));
+        }
+        Frame::Array(vec![
+            Frame::Bulk(Bytes::from(next.to_string())),
+            Frame::Array(found),
+        ])
+    }
+}
+
+fn scan_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
+    match Scan::parse(argv) {
+        Ok(scan) => scan.apply(cx),
+        Err(e) => e,
+    }
+}
+
+fn rename_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
+    let nx = is(&argv[0], "renamenx");
+    let (src, dst) = (&argv[1], &argv[2]);
+    let now = cx.now;
+    if cx.lookup(src).is_none() {
+        return Frame::error("ERR no such key");
+    }
+    if src == dst {
+        return if nx { Frame::Integer(0) } else { Frame::OK };
+    }
+    if nx && cx.lookup(dst).is_some() {
+        return Frame::Integer(0);
+    }
+    let db = cx.db();
+    let Some(entry) = db.remove(src, now) else {
+        return Frame::error("ERR no such key");
+    };
+    let deadline = entry.deadline();
+    db.insert(dst.clone(), entry.value, deadline, now);
+    db.touch(src);
+    db.touch(dst);
+    if nx { Frame::Integer(1) } else { Frame::OK }
+}
+
+fn dbsize_command(cx: &mut Cx<'_>, _argv: &[Bytes]) -> Frame {
+    Frame::Integer(cx.db().len() as i64)
+}
+
+fn flush_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
+    let all = is(&argv[0], "flushall");
+    match &argv[1..] {
+        [] => {}
+        [mode] if is(mode, "sync") || is(mode, "async") => {}
+        _ => return super::SYNTAX,
+    }
+    let now = cx.now;
+    if all {
+        for db in &mut cx.engine.dbs {
+            db.flush(now);
+        }
+    } else {
+        cx.db().flush(now);
+    }
+    Frame::OK
+}
+
+/// The type of a value, for `WRONGTYPE` checks: its string, if it is one.
+pub(crate) fn as_str(value: &Value) -> Result<&Bytes, Frame> {
+    match value {
+        Value::Str(s) => Ok(s),
+        _ => Err(super::WRONGTYPE),
+    }
+}

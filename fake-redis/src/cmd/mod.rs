@@ -1,0 +1,466 @@
+//! The command table and what every command shares: name lookup, arity, flags, argument parsing.
+//!
+//! Each family lives in its own file (`keys`, `strings`, `hashes`, `pubsub`, `scripting`,
+//! `transactions`, `connection`), mini-redis style: a command with options parses its arguments
+//! into a small struct first (`Set::parse`, `Expire::parse`) and then applies it; a simple one is
+//! a short function. Argument parsing and the error texts live here once, so `ERR syntax error`
+//! and `ERR value is not an integer or out of range` read the same everywhere, as in Redis.
+//!
+//! Lookup is allocation-free: the name is upper-cased into a stack buffer and matched.
+
+pub(crate) mod connection;
+pub(crate) mod hashes;
+pub(crate) mod keys;
+pub(crate) mod pubsub;
+pub(crate) mod scripting;
+pub(crate) mod strings;
+pub(crate) mod transactions;
+
+use crate::engine::Cx;
+use crate::frame::Frame;
+use bytes::Bytes;
+
+/// A command handler: `argv[0]` is the command's name.
+pub(crate) type Handler = fn(&mut Cx<'_>, &[Bytes]) -> Frame;
+
+/// May run before `AUTH`.
+pub(crate) const NO_AUTH: u8 = 1;
+/// May run while a RESP2 client is subscribed.
+pub(crate) const PUBSUB_CONTEXT: u8 = 2;
+/// Runs at once inside `MULTI` instead of being queued.
+pub(crate) const NOT_QUEUED: u8 = 4;
+/// Writes to the keyspace.
+pub(crate) const WRITE: u8 = 8;
+
+/// One command: its canonical (lowercase) name, Redis's arity (exact when positive, a minimum when
+/// negative, counting the name), flags, and handler.
+pub(crate) struct Spec {
+    pub name: &'static str,
+    pub arity: i32,
+    pub flags: u8,
+    pub run: Handler,
+}
+
+impl Spec {
+    pub const fn new(name: &'static str, arity: i32, flags: u8, run: Handler) -> Spec {
+        Spec {
+            name,
+            arity,
+            flags,
+            run,
+        }
+    }
+
+    pub fn arity_ok(&self, argc: usize) -> bool {
+        let argc = argc as i32;
+        if self.arity >= 0 {
+            argc == self.arity
+        } else {
+            argc >= -self.arity
+        }
+    }
+
+    pub fn has(&self, flag: u8) -> bool {
+        self.flags & flag != 0
+    }
+}
+
+macro_rules! command_table {
+    ($($upper:literal => $spec:path,)*) => {
+        /// Every command by its upper-cased name.
+        static NAMED: &[(&[u8], &Spec)] = &[$(($upper, &$spec)),*];
+
+        /// Every command, for `COMMAND COUNT` and `COMMAND LIST`.
+        pub(crate) static ALL: &[&Spec] = &[$(&$spec),*];
+    };
+}
+
+/// Slots of the name index: a power of two well above the number of commands, so probes are short.
+const INDEX_SLOTS: usize = 512;
+
+fn name_hash(name: &[u8]) -> usize {
+    // FNV-1a over the upper-cased bytes: short names, one pass, no copy.
+    let mut h: u32 = 0x811c_9dc5;
+    for &b in name {
+        h = (h ^ u32::from(b.to_ascii_uppercase())).wrapping_mul(0x0100_0193);
+    }
+    h as usize
+}
+
+/// The spec of the command named `name` (any case), without allocating: an open-addressing index
+/// over the upper-cased names, built once.
+pub(crate) fn lookup(name: &[u8]) -> Option<&'static Spec> {
+    static INDEX: std::sync::OnceLock<Vec<Option<u16>>> = std::sync::OnceLock::new();
+    let index = INDEX.get_or_init(|| {
+        let mut index = vec![None; INDEX_SLOTS];
+        for (i, (name, _)) in NAMED.iter().enumerate() {
+            let mut slot = name_hash(name) % INDEX_SLOTS;
+            while index[slot].is_some() {
+                slot = (slot + 1) % INDEX_SLOTS;
+            }
+            index[slot] = Some(i as u16);
+        }
+        index
+    });
+    let mut slot = name_hash(name) % INDEX_SLOTS;
+    while let Some(i) = index[slot] {
+        let (upper, spec) = NAMED[usize::from(i)];
+        if upper.eq_ignore_ascii_case(name) {
+            return Some(spec);
+        }
+        slot = (slot + 1) % INDEX_SLOTS;
+    }
+    None
+}
+
+command_table! {
+    b"APPEND" => strings::APPEND,
+    b"AUTH" => connection::AUTH,
+    b"CLIENT" => connection::CLIENT,
+    b"COMMAND" => connection::COMMAND,
+    b"DBSIZE" => keys::DBSIZE,
+    b"DECR" => strings::DECR,
+    b"DECRBY" => strings::DECRBY,
+    b"DEL" => keys::DEL,
+    b"DISCARD" => transactions::DISCARD,
+    b"ECHO" => connection::ECHO,
+    b"EVAL" => scripting::EVAL,
+    b"EVALSHA" => scripting::EVALSHA,
+    b"EVALSHA_RO" => scripting::EVALSHA_RO,
+    b"EVAL_RO" => scripting::EVAL_RO,
+    b"EXEC" => transactions::EXEC,
+    b"EXISTS" => keys::EXISTS,
+    b"EXPIRE" => keys::EXPIRE,
+    b"EXPIREAT" => keys::EXPIREAT,
+    b"EXPIRETIME" => keys::EXPIRETIME,
+    b"FLUSHALL" => keys::FLUSHALL,
+    b"FLUSHDB" => keys::FLUSHDB,
+    b"GET" => strings::GET,
+    b"GETDEL" => strings::GETDEL,
+    b"GETEX" => strings::GETEX,
+    b"GETSET" => strings::GETSET,
+    b"HDEL" => hashes::HDEL,
+    b"HELLO" => connection::HELLO,
+    b"HEXISTS" => hashes::HEXISTS,
+    b"HGET" => hashes::HGET,
+    b"HGETALL" => hashes::HGETALL,
+    b"HINCRBY" => hashes::HINCRBY,
+    b"HINCRBYFLOAT" => hashes::HINCRBYFLOAT,
+    b"HKEYS" => hashes::HKEYS,
+    b"HLEN" => hashes::HLEN,
+    b"HMGET" => hashes::HMGET,
+    b"HMSET" => hashes::HMSET,
+    b"HSET" => hashes::HSET,
+    b"HSETNX" => hashes::HSETNX,
+    b"HSTRLEN" => hashes::HSTRLEN,
+    b"HVALS" => hashes::HVALS,
+    b"INCR" => strings::INCR,
+    b"INCRBY" => strings::INCRBY,
+    b"INCRBYFLOAT" => strings::INCRBYFLOAT,
+    b"INFO" => connection::INFO,
+    b"KEYS" => keys::KEYS,
+    b"MGET" => strings::MGET,
+    b"MSET" => strings::MSET,
+    b"MSETNX" => strings::MSETNX,
+    b"MULTI" => transactions::MULTI,
+    b"PERSIST" => keys::PERSIST,
+    b"PEXPIRE" => keys::PEXPIRE,
+    b"PEXPIREAT" => keys::PEXPIREAT,
+    b"PEXPIRETIME" => keys::PEXPIRETIME,
+    b"PING" => connection::PING,
+    b"PSETEX" => strings::PSETEX,
+    b"PSUBSCRIBE" => pubsub::PSUBSCRIBE,
+    b"PTTL" => keys::PTTL,
+    b"PUBLISH" => pubsub::PUBLISH,
+    b"PUBSUB" => pubsub::PUBSUB,
+    b"PUNSUBSCRIBE" => pubsub::PUNSUBSCRIBE,
+    b"QUIT" => connection::QUIT,
+    b"RENAME" => keys::RENAME,
+    b"RENAMENX" => keys::RENAMENX,
+    b"RESET" => connection::RESET,
+    b"SCAN" => keys::SCAN,
+    b"SCRIPT" => scripting::SCRIPT,
+    b"SELECT" => connection::SELECT,
+    b"SET" => strings::SET,
+    b"SETEX" => strings::SETEX,
+    b"SETNX" => strings::SETNX,
+    b"STRLEN" => strings::STRLEN,
+    b"SUBSCRIBE" => pubsub::SUBSCRIBE,
+    b"TIME" => connection::TIME,
+    b"TTL" => keys::TTL,
+    b"TYPE" => keys::TYPE,
+    b"UNLINK" => keys::UNLINK,
+    b"UNSUBSCRIBE" => pubsub::UNSUBSCRIBE,
+    b"UNWATCH" => transactions::UNWATCH,
+    b"WAIT" => connection::WAIT,
+    b"WATCH" => transactions::WATCH,
+}
+
+// ---- errors, worded as Redis words them ----
+
+pub(crate) const SYNTAX: Frame = Frame::error("ERR syntax error");
+pub(crate) const NOT_INTEGER: Frame = Frame::error("ERR value is not an integer or out of range");
+pub(crate) const NOT_FLOAT: Frame = Frame::error("ERR value is not a valid float");
+pub(crate) const WRONGTYPE: Frame =
+    Frame::error("WRONGTYPE Operation against a key holding the wrong kind of value");
+pub(crate) const OVERFLOW: Frame = Frame::error("ERR increment or decrement would overflow");
+
+/// `ERR unknown command 'foo', with args beginning with: 'bar' ` (Redis's `processCommand`).
+pub(crate) fn unknown_command(argv: &[Bytes]) -> Frame {
+    let mut args = String::new();
+    for a in argv.iter().skip(1) {
+        if args.len() >= 128 {
+            break;
+        }
+        let text = String::from_utf8_lossy(a);
+        let room = 128 - args.len();
+        let cut: String = text.chars().take(room).collect();
+        args.push('\'');
+        args.push_str(&cut);
+        args.push_str("' ");
+    }
+    let name: String = argv
+        .first()
+        .map(|n| String::from_utf8_lossy(n).chars().take(128).collect())
+        .unwrap_or_default();
+    Frame::error_owned(sanitize(format!(
+        "ERR unknown command '{name}', with args beginning with: {args}"
+    )))
+}
+
+/// `ERR wrong number of arguments for 'get' command`.
+pub(crate) fn wrong_arity(name: &str) -> Frame {
+    Frame::error_owned(format!(
+        "ERR wrong number of arguments for '{name}' command"
+    ))
+}
+
+/// `ERR unknown subcommand 'foo'. Try CLIENT HELP.`
+pub(crate) fn unknown_subcommand(container: &str, sub: &[u8]) -> Frame {
+    let sub: String = String::from_utf8_lossy(sub).chars().take(128).collect();
+    Frame::error_owned(sanitize(format!(
+        "ERR unknown subcommand '{sub}'. Try {container} HELP."
+    )))
+}
+
+/// `ERR invalid expire time in 'set' command`.
+pub(crate) fn invalid_expire(name: &str) -> Frame {
+    Frame::error_owned(format!("ERR invalid expire time in '{name}' command"))
+}
+
+/// An error line cannot hold a line break; Redis replaces them with spaces.
+fn sanitize(s: String) -> String {
+    if s.contains(['\r', '\n']) {
+        s.replace(['\r', '\n'], " ")
+    } else {
+        s
+    }
+}
+
+// ---- argument parsing ----
+
+/// A command argument as a 64-bit integer, by Redis's `string2ll` rules.
+pub(crate) fn int(arg: &[u8]) -> Result<i64, Frame> {
+    // Fast path for the short positive numbers every lock call carries (leases, TTLs, numkeys):
+    // up to 18 digits cannot overflow.
+    if let Some((&first, rest)) = arg.split_first()
+        && (b'1'..=b'9').contains(&first)
+        && rest.len() < 18
+        && rest.iter().all(u8::is_ascii_digit)
+    {
+        return Ok(arg.iter().fold(0i64, |n, &d| n * 10 + i64::from(d - b'0')));
+    }
+    lock_core::script::parse_i64(arg).ok_or(NOT_INTEGER)
+}
+
+/// A command argument as a float, by Redis's `string2ld` rules (no spaces, no NaN).
+pub(crate) fn float(arg: &[u8]) -> Option<f64> {
+    let text = std::str::from_utf8(arg).ok()?;
+    if text.is_empty() || text.len() > 5120 || text.starts_with(char::is_whitespace) {
+        return None;
+    }
+    let v: f64 = text.parse().ok()?;
+    if v.is_nan() {
+        return None;
+    }
+    Some(v)
+}
+
+/// A float result as Redis prints `INCRBYFLOAT`'s (`%.17Lf` with trailing zeros trimmed). Redis
+/// computes in `long double`; rounding to 15 significant digits hides the extra error of `f64`,
+/// so `0.1 + 0.2` prints `0.3`, as it does in Redis.
+pub(crate) fn human_float(v: f64) -> Bytes {
+    let rounded: f64 = format!("{v:.14e}").parse().unwrap_or(v);
+    let text = format!("{rounded}");
+    let text = if text == "-0" { "0".to_owned() } else { text };
+    Bytes::from(text)
+}
+
+/// Whether `arg` equals `word`, ignoring ASCII case.
+pub(crate) fn is(arg: &[u8], word: &str) -> bool {
+    arg.eq_ignore_ascii_case(word.as_bytes())
+}
+
+/// The decimal text of `n`, without allocating for the small counts lock hashes hold.
+pub(crate) fn int_bytes(n: i64) -> Bytes {
+    const SMALL: &[u8; 10] = b"0123456789";
+    if (0..10).contains(&n) {
+        let i = n as usize;
+        Bytes::from_static(&SMALL[i..i + 1])
+    } else {
+        Bytes::from(n.to_string())
+    }
+}
+
+/// Bytes for a stored value: shared for the tiny values latches hold, copied otherwise.
+pub(crate) fn value_bytes(v: &[u8]) -> Bytes {
+    match v {
+        b"0" => Bytes::from_static(b"0"),
+        b"1" => Bytes::from_static(b"1"),
+        _ => Bytes::copy_from_slice(v),
+    }
+}
+
+/// Redis's `stringmatchlen`: glob-style matching with `*`, `?`, `[…]` (ranges, `^` negation) and
+/// `\` escapes, as `KEYS`, `SCAN MATCH` and `PSUBSCRIBE` use it.
+pub(crate) fn glob_match(pattern: &[u8], text: &[u8]) -> bool {
+    fn rec(p: &[u8], s: &[u8], depth: usize) -> bool {
+        if depth > 1000 {
+            return false;
+        }
+        let (mut p, mut s) = (p, s);
+        while let Some(&c) = p.first() {
+            match c {
+                b'*' => {
+                    while p.len() > 1 && p[1] == b'*' {
+                        p = &p[1..];
+                    }
+                    if p.len() == 1 {
+                        return true;
+                    }
+                    for i in 0..=s.len() {
+                        if rec(&p[1..], &s[i..], depth + 1) {
+                            return true;
+                        }
+                    }
+                    return false;
+                }
+                b'?' => {
+                    if s.is_empty() {
+                        return false;
+                    }
+                    s = &s[1..];
+                }
+                b'[' => {
+                    let Some(&ch) = s.first() else { return false };
+                    p = &p[1..];
+                    let not = p.first() == Some(&b'^');
+                    if not {
+                        p = &p[1..];
+                    }
+                    let mut matched = false;
+                    loop {
+                        match p {
+                            [b'\\', e, ..] => {
+                                if *e == ch {
+                                    matched = true;
+                                }
+                                p = &p[2..];
+                            }
+                            [b']', ..] => break,
+                            [] => {
+                                // Unterminated class: Redis treats the end as the class's end.
+                                break;
+                            }
+                            [a, b'-', z, ..] if *z != b']' => {
+                                let (lo, hi) = if a <= z { (*a, *z) } else { (*z, *a) };
+                                if (lo..=hi).contains(&ch) {
+                                    matched = true;
+                                }
+                                p = &p[3..];
+                            }
+                            [a, ..] => {
+                                if *a == ch {
+                                    matched = true;
+                                }
+                                p = &p[1..];
+                            }
+                        }
+                    }
+                    if not {
+                        matched = !matched;
+                    }
+                    if !matched {
+                        return false;
+                    }
+                    s = &s[1..];
+                    if p.is_empty() {
+                        return s.is_empty();
+                    }
+                }
+                b'\\' if p.len() >= 2 => {
+                    p = &p[1..];
+                    if s.first() != Some(&p[0]) {
+                        return false;
+                    }
+                    s = &s[1..];
+                }
+                _ => {
+                    if s.first() != Some(&c) {
+                        return false;
+                    }
+                    s = &s[1..];
+                }
+            }
+            p = &p[1..];
+        }
+        s.is_empty()
+    }
+    rec(pattern, text, 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lookup_ignores_case_and_long_names() {
+        assert_eq!(lookup(b"get").map(|s| s.name), Some("get"));
+        assert_eq!(lookup(b"EvalSha").map(|s| s.name), Some("evalsha"));
+        assert!(lookup(b"this-name-is-far-too-long-for-any-command").is_none());
+        assert!(lookup(b"").is_none());
+    }
+
+    #[test]
+    fn unknown_command_text_is_redis_s() {
+        let argv = [Bytes::from_static(b"foo"), Bytes::from_static(b"bar")];
+        assert_eq!(
+            unknown_command(&argv),
+            Frame::error("ERR unknown command 'foo', with args beginning with: 'bar' ")
+        );
+    }
+
+    #[test]
+    fn globs_match_as_redis_does() {
+        assert!(glob_match(b"*", b"anything"));
+        assert!(glob_match(b"h?llo", b"hello"));
+        assert!(glob_match(b"h[ae]llo", b"hallo"));
+        assert!(!glob_match(b"h[^e]llo", b"hello"));
+        assert!(glob_match(b"h[a-b]llo", b"hbllo"));
+        assert!(glob_match(
+            b"redisson_lock__channel:*",
+            b"redisson_lock__channel:{x}"
+        ));
+        assert!(glob_match(b"a\\*b", b"a*b"));
+        assert!(!glob_match(b"a\\*b", b"axb"));
+        assert!(!glob_match(b"abc", b"abcd"));
+    }
+
+    #[test]
+    fn floats_print_as_incrbyfloat_does() {
+        assert_eq!(&human_float(0.1 + 0.2)[..], b"0.3");
+        assert_eq!(&human_float(10.5)[..], b"10.5");
+        assert_eq!(&human_float(3.0)[..], b"3");
+        assert_eq!(&human_float(5.0e3)[..], b"5000");
+    }
+}

@@ -1,0 +1,492 @@
+//! String commands: `GET`/`SET` and their variants, counters, `APPEND`, `STRLEN`.
+//!
+//! `SET` is the one with real parsing: Redis 7.0 accepts NX/XX, GET, KEEPTTL and one of
+//! EX/PX/EXAT/PXAT in any order, with a few exact incompatibilities (a repeated `EX` is fine, `EX`
+//! with `PX` is a syntax error), validates the expire time before looking at the key, and replies
+//! nil rather than OK when NX/XX stops it. Overwriting clears the TTL unless KEEPTTL; `INCR` and
+//! `APPEND` keep it.
+
+use super::{
+    NOT_FLOAT, NOT_INTEGER, OVERFLOW, SYNTAX, Spec, WRITE, float, human_float, int, int_bytes,
+    invalid_expire, is,
+};
+use crate::cmd::keys::as_str;
+use crate::db::Value;
+use crate::engine::Cx;
+use crate::frame::Frame;
+use bytes::Bytes;
+
+pub(crate) static GET: Spec = Spec::new("get", 2, 0, get_command);
+pub(crate) static SET: Spec = Spec::new("set", -3, WRITE, set_command);
+pub(crate) static SETNX: Spec = Spec::new("setnx", 3, WRITE, setnx_command);
+pub(crate) static SETEX: Spec = Spec::new("setex", 4, WRITE, setex_command);
+pub(crate) static PSETEX: Spec = Spec::new("psetex", 4, WRITE, setex_command);
+pub(crate) static GETSET: Spec = Spec::new("getset", 3, WRITE, getset_command);
+pub(crate) static GETDEL: Spec = Spec::new("getdel", 2, WRITE, getdel_command);
+pub(crate) static GETEX: Spec = Spec::new("getex", -2, WRITE, getex_command);
+pub(crate) static MGET: Spec = Spec::new("mget", -2, 0, mget_command);
+pub(crate) static MSET: Spec = Spec::new("mset", -3, WRITE, mset_command);
+pub(crate) static MSETNX: Spec = Spec::new("msetnx", -3, WRITE, mset_command);
+pub(crate) static INCR: Spec = Spec::new("incr", 2, WRITE, incr_command);
+pub(crate) static DECR: Spec = Spec::new("decr", 2, WRITE, incr_command);
+pub(crate) static INCRBY: Spec = Spec::new("incrby", 3, WRITE, incr_command);
+pub(crate) static DECRBY: Spec = Spec::new("decrby", 3, WRITE, incr_command);
+pub(crate) static INCRBYFLOAT: Spec = Spec::new("incrbyfloat", 3, WRITE, incrbyfloat_command);
+pub(crate) static APPEND: Spec = Spec::new("append", 3, WRITE, append_command);
+pub(crate) static STRLEN: Spec = Spec::new("strlen", 2, 0, strlen_command);
+
+// ---- operations shared with the native scripts ----
+
+/// `GET`: the string at `key`, WRONGTYPE for another type.
+pub(crate) fn get(cx: &mut Cx<'_>, key: &[u8]) -> Result<Option<Bytes>, Frame> {
+    match cx.lookup(key) {
+        None => Ok(None),
+        Some(e) => as_str(&e.value).cloned().map(Some),
+    }
+}
+
+/// Writes a string at `key` with `deadline` (a plain `SET`: the old TTL is gone).
+pub(crate) fn set(cx: &mut Cx<'_>, key: Bytes, value: Bytes, deadline: Option<i64>) {
+    let now = cx.now;
+    let db = cx.db();
+    if db.has_watches() {
+        db.insert(key.clone(), Value::Str(value), deadline, now);
+        db.touch(&key);
+    } else {
+        db.insert(key, Value::Str(value), deadline, now);
+    }
+}
+
+/// `SET key value PX ms`, validated as Redis validates it.
+pub(crate) fn set_px(cx: &mut Cx<'_>, key: Bytes, value: Bytes, ms: &[u8]) -> Result<(), Frame> {
+    let deadline = Expiry::Px(int(ms)?).deadline(cx.now, "set")?;
+    set(cx, key, value, Some(deadline));
+    Ok(())
+}
+
+/// `INCRBY key delta`: the new value. Keeps the TTL.
+pub(crate) fn incr_by(cx: &mut Cx<'_>, key: &[u8], delta: i64) -> Result<i64, Frame> {
+    let now = cx.now;
+    let old = match cx.lookup(key) {
+        None => None,
+        Some(e) => Some(lock_core::script::parse_i64(as_str(&e.value)?).ok_or(NOT_INTEGER)?),
+    };
+    let new = old.unwrap_or(0).checked_add(delta).ok_or(OVERFLOW)?;
+    let db = cx.db();
+    match (old, db.write(key, now)) {
+        (Some(_), Some(entry)) => entry.value = Value::Str(int_bytes(new)),
+        _ => db.insert(
+            Bytes::copy_from_slice(key),
+            Value::Str(int_bytes(new)),
+            None,
+            now,
+        ),
+    }
+    db.touch(key);
+    Ok(new)
+}
+
+// ---- SET and its options ----
+
+/// A relative or absolute expiry, as `SET` and `GETEX` take it.
+#[derive(Clone, Copy)]
+enum Expiry {
+    Ex(i64),
+    Px(i64),
+    ExAt(i64),
+    PxAt(i64),
+}
+
+impl Expiry {
+    /// The absolute deadline, or `invalid expire time in '<cmd>' command` (Redis's
+    /// `getExpireMillisecondsOrReply`: not positive, or overflowing).
+    fn deadline(self, now: i64, cmd: &str) -> Result<i64, Frame> {
+        let (n, seconds, relative) = match self {
+            Expiry::Ex(n) => (n, true, true),
+            Expiry::Px(n) => (n, false, true),
+            Expiry::ExAt(n) => (n, true, false),
+            Expiry::PxAt(n) => (n, false, false),
+        };
+        let invalid = || invalid_expire(cmd);
+        if n <= 0 {
+            return Err(invalid());
+        }
+        let ms = if seconds {
+            n.checked_mul(1000).ok_or_else(invalid)?
+        } else {
+            n
+        };
+        if relative {
+            ms.checked_add(now).ok_or_else(invalid)
+        } else {
+            Ok(ms)
+        }
+    }
+
+    fn is_absolute(self) -> bool {
+        matches!(self, Expiry::ExAt(_) | Expiry::PxAt(_))
+    }
+}
+
+/// The options of `SET` (from `argv[3]`) or `GETEX` (from `argv[2]`), as Redis 7.0's
+/// `parseExtendedStringArgumentsOrReply` reads them.
+#[derive(Default)]
+struct StringOptions {
+    nx: bool,
+    xx: bool,
+    get: bool,
+    keepttl: bool,
+    persist: bool,
+    expiry: Option<(ExpiryKind, Bytes)>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ExpiryKind {
+    Ex,
+    Px,
+    ExAt,
+    PxAt,
+}
+
+impl StringOptions {
+    fn parse(options: &[Bytes], for_set: bool) -> Result<StringOptions, Frame> {
+        let mut o = StringOptions::default();
+        let mut i = 0;
+        while i < options.len() {
+            let opt = &options[i];
+            let next = options.get(i + 1);
+            let other_expiry = |o: &StringOptions, kind: ExpiryKind| {
+                o.keepttl || o.persist || o.expiry.as_ref().is_some_and(|(k, _)| *k != kind)
+            };
+            if for_set && is(opt, "nx") && !o.xx {
+                o.nx = true;
+            } else if for_set && is(opt, "xx") && !o.nx {
+                o.xx = true;
+            } else if for_set && is(opt, "get") {
+                o.get = true;
+            } else if for_set && is(opt, "keepttl") && !o.persist && o.expiry.is_none() {
+                o.keepttl = true;
+            } else if !for_set && is(opt, "persist") && !o.keepttl && o.expiry.is_none() {
+                o.persist = true;
+            } else if let Some(kind) = expiry_kind(opt)
+                && !other_expiry(&o, kind)
+                && let Some(value) = next
+            {
+                o.expiry = Some((kind, value.clone()));
+                i += 1;
+            } else {
+                return Err(SYNTAX);
+            }
+            i += 1;
+        }
+        Ok(o)
+    }
+
+    /// The expiry, its number parsed (`ERR value is not an integer or out of range`).
+    fn expiry(&self) -> Result<Option<Expiry>, Frame> {
+        let Some((kind, value)) = &self.expiry else {
+            return Ok(None);
+        };
+        let n = int(value)?;
+        Ok(Some(match kind {
+            ExpiryKind::Ex => Expiry::Ex(n),
+            ExpiryKind::Px => Expiry::Px(n),
+            ExpiryKind::ExAt => Expiry::ExAt(n),
+            ExpiryKind::PxAt => Expiry::PxAt(n),
+        }))
+    }
+}
+
+fn expiry_kind(opt: &[u8]) -> Option<ExpiryKind> {
+    if is(opt, "ex") {
+        Some(ExpiryKind::Ex)
+    } else if is(opt, "px") {
+        Some(ExpiryKind::Px)
+    } else if is(opt, "exat") {
+        Some(ExpiryKind::ExAt)
+    } else if is(opt, "pxat") {
+        Some(ExpiryKind::PxAt)
+    } else {
+        None
+    }
+}
+
+/// `SET key value [NX|XX] [GET] [EX|PX|EXAT|PXAT n|KEEPTTL]`, parsed.
+struct Set {
+    key: Bytes,
+    value: Bytes,
+    options: StringOptions,
+    deadline: Option<i64>,
+}
+
+impl Set {
+    fn parse(cx: &Cx<'_>, argv: &[Bytes]) -> Result<Set, Frame> {
+        let options = StringOptions::parse(&argv[3..], true)?;
+        let deadline = match options.expiry()? {
+            Some(e) => Some(e.deadline(cx.now, "set")?),
+            None => None,
+        };
+        Ok(Set {
+            key: argv[1].clone(),
+            value: argv[2].clone(),
+            options,
+            deadline,
+        })
+    }
+
+    fn apply(self, cx: &mut Cx<'_>) -> Frame {
+        let now = cx.now;
+        let old = match cx.lookup(&self.key) {
+            None => None,
+            Some(e) => {
+                let keep = e.deadline();
+                match (&e.value, self.options.get) {
+                    (Value::Str(s), _) => Some((Some(s.clone()), keep)),
+                    (_, true) => return super::WRONGTYPE,
+                    (_, false) => Some((None, keep)),
+                }
+            }
+        };
+        let found = old.is_some();
+        let get_reply = || match &old {
+            Some((Some(s), _)) => Frame::Bulk(s.clone()),
+            _ => Frame::Null,
+        };
+        if (self.options.nx && found) || (self.options.xx && !found) {
+            return if self.options.get {
+                get_reply()
+            } else {
+                Frame::Null
+            };
+        }
+        let deadline = if self.options.keepttl {
+            old.as_ref().and_then(|(_, d)| *d)
+        } else {
+            self.deadline
+        };
+        let reply = if self.options.get {
+            get_reply()
+        } else {
+            Frame::OK
+        };
+        let db = cx.db();
+        db.insert(self.key.clone(), Value::Str(self.value), deadline, now);
+        db.touch(&self.key);
+        reply
+    }
+}
+
+fn set_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
+    match Set::parse(cx, argv) {
+        Ok(set) => set.apply(cx),
+        Err(e) => e,
+    }
+}
+
+fn setnx_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
+    if cx.lookup(&argv[1]).is_some() {
+        return Frame::Integer(0);
+    }
+    set(cx, argv[1].clone(), argv[2].clone(), None);
+    Frame::Integer(1)
+}
+
+fn setex_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
+    let millis = is(&argv[0], "psetex");
+    let name = if millis { "psetex" } else { "setex" };
+    let n = match int(&argv[2]) {
+        Ok(n) => n,
+        Err(e) => return e,
+    };
+    let expiry = if millis { Expiry::Px(n) } else { Expiry::Ex(n) };
+    match expiry.deadline(cx.now, name) {
+        Ok(deadline) => {
+            set(cx, argv[1].clone(), argv[3].clone(), Some(deadline));
+            Frame::OK
+        }
+        Err(e) => e,
+    }
+}
+
+fn get_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
+    match get(cx, &argv[1]) {
+        Ok(Some(v)) => Frame::Bulk(v),
+        Ok(None) => Frame::Null,
+        Err(e) => e,
+    }
+}
+
+fn getset_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
+    let old = match get(cx, &argv[1]) {
+        Ok(old) => old,
+        Err(e) => return e,
+    };
+    set(cx, argv[1].clone(), argv[2].clone(), None);
+    old.map_or(Frame::Null, Frame::Bulk)
+}
+
+fn getdel_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
+    match get(cx, &argv[1]) {
+        Ok(Some(v)) => {
+            crate::cmd::keys::del(cx, &argv[1]);
+            Frame::Bulk(v)
+        }
+        Ok(None) => Frame::Null,
+        Err(e) => e,
+    }
+}
+
+fn getex_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
+    let options = match StringOptions::parse(&argv[2..], false) {
+        Ok(o) => o,
+        Err(e) => return e,
+    };
+    let key = &argv[1];
+    let now = cx.now;
+    let value = match get(cx, key) {
+        Ok(Some(v)) => v,
+        Ok(None) => return Frame::Null,
+        Err(e) => return e,
+    };
+    let expiry = match options.expiry() {
+        Ok(e) => e,
+        Err(e) => return e,
+    };
+    let deadline = match expiry.map(|e| e.deadline(now, "getex")) {
+        Some(Err(e)) => return e,
+        Some(Ok(d)) => Some(d),
+        None => None,
+    };
+    let db = cx.db();
+    match (expiry, deadline) {
+        (Some(e), Some(d)) if e.is_absolute() && d <= now => {
+            db.remove(key, now);
+            db.touch(key);
+        }
+        (_, Some(d)) => {
+            db.set_deadline(key, Some(d), now);
+            db.touch(key);
+        }
+        _ if options.persist && db.peek(key, now).is_some_and(|e| e.deadline().is_some()) => {
+            db.set_deadline(key, None, now);
+            db.touch(key);
+        }
+        _ => {}
+    }
+    Frame::Bulk(value)
+}
+
+fn mget_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
+    // Keys of another type read as nil, not WRONGTYPE.
+    let values = argv[1..]
+        .iter()
+        .map(|k| match cx.lookup(k).map(|e| &e.value) {
+            Some(Value::Str(s)) => Frame::Bulk(s.clone()),
+            _ => Frame::Null,
+        })
+        .collect();
+    Frame::Array(values)
+}
+
+fn mset_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
+    let nx = is(&argv[0], "msetnx");
+    if argv.len().is_multiple_of(2) {
+        return super::wrong_arity(if nx { "msetnx" } else { "mset" });
+    }
+    if nx && argv[1..].chunks(2).any(|kv| cx.lookup(&kv[0]).is_some()) {
+        return Frame::Integer(0);
+    }
+    for kv in argv[1..].chunks(2) {
+        set(cx, kv[0].clone(), kv[1].clone(), None);
+    }
+    if nx { Frame::Integer(1) } else { Frame::OK }
+}
+
+fn incr_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
+    let name = &argv[0];
+    let delta = if is(name, "incr") {
+        1
+    } else if is(name, "decr") {
+        -1
+    } else {
+        let n = match int(&argv[2]) {
+            Ok(n) => n,
+            Err(e) => return e,
+        };
+        if is(name, "decrby") {
+            if n == i64::MIN {
+                return Frame::error("ERR decrement would overflow");
+            }
+            -n
+        } else {
+            n
+        }
+    };
+    match incr_by(cx, &argv[1], delta) {
+        Ok(n) => Frame::Integer(n),
+        Err(e) => e,
+    }
+}
+
+fn incrbyfloat_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
+    let key = &argv[1];
+    let now = cx.now;
+    let old = match cx.lookup(key) {
+        None => None,
+        Some(e) => match as_str(&e.value) {
+            Ok(s) => match float(s) {
+                Some(v) => Some(v),
+                None => return NOT_FLOAT,
+            },
+            Err(e) => return e,
+        },
+    };
+    let Some(incr) = float(&argv[2]) else {
+        return NOT_FLOAT;
+    };
+    let new = old.unwrap_or(0.0) + incr;
+    if !new.is_finite() {
+        return Frame::error("ERR increment would produce NaN or Infinity");
+    }
+    let text = human_float(new);
+    let db = cx.db();
+    match (old, db.write(key, now)) {
+        (Some(_), Some(entry)) => entry.value = Value::Str(text.clone()),
+        _ => db.insert(key.clone(), Value::Str(text.clone()), None, now),
+    }
+    db.touch(key);
+    Frame::Bulk(text)
+}
+
+fn append_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
+    let (key, tail) = (&argv[1], &argv[2]);
+    let now = cx.now;
+    let old = match get(cx, key) {
+        Ok(old) => old,
+        Err(e) => return e,
+    };
+    let db = cx.db();
+    let len = match (old, db.write(key, now)) {
+        (Some(old), Some(entry)) => {
+            let mut joined = Vec::with_capacity(old.len() + tail.len());
+            joined.extend_from_slice(&old);
+            joined.extend_from_slice(tail);
+            let len = joined.len();
+            entry.value = Value::Str(Bytes::from(joined));
+            len
+        }
+        _ => {
+            db.insert(key.clone(), Value::Str(tail.clone()), None, now);
+            tail.len()
+        }
+    };
+    db.touch(key);
+    Frame::Integer(len as i64)
+}
+
+fn strlen_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
+    match get(cx, &argv[1]) {
+        Ok(v) => Frame::Integer(v.map_or(0, |v| v.len() as i64)),
+        Err(e) => e,
+    }
+}

@@ -1,0 +1,1038 @@
+//! One database of the keyspace: keys, values, deadlines, and the bookkeeping around them.
+//!
+//! Redis's keyspace is a hash table plus a second table of the keys that have a TTL, sampled by the
+//! active expiry cycle. This module keeps the same split: a `hashbrown` table of slots, hashed with
+//! a fixed (seedless) hash so that two runs of one case behave identically, and a vector of
+//! *volatile* keys to draw samples from. The vector is maintained lazily: a key that lost its TTL
+//! or was deleted leaves a stale candidate behind, which the next sample that meets it removes.
+//!
+//! Expiry is Redis's: a key is logically gone once `now > deadline` (it lives through its deadline
+//! millisecond), and physically gone when a lookup or the active cycle removes it. Nothing here
+//! iterates the hash table in an order that could change behaviour; listings are sorted.
+//!
+//! Two optional duties live here because they must see every write: `WATCH` (a write or an expiry
+//! marks the watching clients dirty, Redis's `signalModifiedKey`) and the write journal, which
+//! records each key's previous entry so a failover can roll back the writes a lagging replica
+//! never received.
+
+use bytes::Bytes;
+use hashbrown::HashTable;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+/// The hash every table of the fake uses. Fixed (no random seed), so runs are reproducible; fast,
+/// because it is on every command's path.
+pub(crate) fn hash_key(key: &[u8]) -> u64 {
+    // 16 bytes per round through a folded 64x64->128 multiply (wyhash's mixing step): few
+    // instructions per byte for the 60-80-byte latch keys the lock writes.
+    const P0: u64 = 0xa076_1d64_78bd_642f;
+    const P1: u64 = 0xe703_7ed1_a0b4_28db;
+    fn fold(a: u64, b: u64) -> u64 {
+        let m = u128::from(a) * u128::from(b);
+        (m as u64) ^ ((m >> 64) as u64)
+    }
+    fn word(b: &[u8]) -> u64 {
+        u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])
+    }
+    let mut h = P0 ^ (key.len() as u64).wrapping_mul(P1);
+    let mut chunks = key.chunks_exact(16);
+    for c in &mut chunks {
+        h = fold(word(&c[..8]) ^ P1, word(&c[8..]) ^ h);
+    }
+    let rest = chunks.remainder();
+    let mut buf = [0u8; 16];
+    buf[..rest.len()].copy_from_slice(rest);
+    h = fold(word(&buf[..8]) ^ P0, word(&buf[8..]) ^ h ^ P1);
+    fold(h ^ P0, h ^ P1 ^ (key.len() as u64))
+}
+
+/// A value in the keyspace.
+///
+/// Lists exist so far only as values (a test can place one to meet `WRONGTYPE`); their commands,
+/// and sets and sorted sets, come with a later issue and slot in here.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    /// A string (integers are strings holding decimal text, as `INCR` sees them).
+    Str(Bytes),
+    /// A hash.
+    Hash(Hash),
+    /// A list.
+    List(VecDeque<Bytes>),
+}
+
+impl Value {
+    /// The name `TYPE` replies for this value.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Value::Str(_) => "string",
+            Value::Hash(_) => "hash",
+            Value::List(_) => "list",
+        }
+    }
+}
+
+/// Past this many fields, or a field or value longer than [`HASH_MAX_LISTPACK_VALUE`], Redis
+/// converts a hash from its compact listpack encoding to a hash table.
+pub const HASH_MAX_LISTPACK_ENTRIES: usize = 128;
+/// See [`HASH_MAX_LISTPACK_ENTRIES`].
+pub const HASH_MAX_LISTPACK_VALUE: usize = 64;
+
+/// A hash value: fields in insertion order while small (as Redis's listpack keeps them), with an
+/// index once it grows past the listpack limits. A large hash still iterates in a fixed order (the
+/// order of its vector); Redis leaves that order unspecified.
+#[derive(Clone, Debug, Default)]
+pub struct Hash {
+    fields: Vec<(Bytes, Bytes)>,
+    index: Option<HashTable<usize>>,
+}
+
+impl PartialEq for Hash {
+    fn eq(&self, other: &Hash) -> bool {
+        self.len() == other.len()
+            && self
+                .fields
+                .iter()
+                .all(|(f, v)| other.get(f).is_some_and(|w| w == v))
+    }
+}
+
+impl Hash {
+    /// A hash with these fields, in order (later duplicates overwrite earlier ones).
+    pub fn from_pairs(pairs: impl IntoIterator<Item = (Bytes, Bytes)>) -> Hash {
+        let mut h = Hash::default();
+        for (f, v) in pairs {
+            h.insert(f, v);
+        }
+        h
+    }
+
+    /// The number of fields.
+    pub fn len(&self) -> usize {
+        self.fields.len()
+    }
+
+    /// Whether the hash has no field (Redis deletes such a key).
+    pub fn is_empty(&self) -> bool {
+        self.fields.is_empty()
+    }
+
+    /// Whether the hash uses the hash-table encoding (`OBJECT ENCODING` would say `hashtable`).
+    pub fn is_hashtable(&self) -> bool {
+        self.index.is_some()
+    }
+
+    /// Fields and values in iteration order.
+    pub fn iter(&self) -> impl Iterator<Item = &(Bytes, Bytes)> {
+        self.fields.iter()
+    }
+
+    fn position(&self, field: &[u8]) -> Option<usize> {
+        match &self.index {
+            None => self.fields.iter().position(|(f, _)| f == field),
+            Some(index) => index
+                .find(hash_key(field), |&i| self.fields[i].0 == field)
+                .copied(),
+        }
+    }
+
+    /// The value of `field`.
+    pub fn get(&self, field: &[u8]) -> Option<&Bytes> {
+        self.position(field).map(|i| &self.fields[i].1)
+    }
+
+    /// Sets `field` to `value`: whether the field is new.
+    pub fn insert(&mut self, field: Bytes, value: Bytes) -> bool {
+        let big = field.len() > HASH_MAX_LISTPACK_VALUE || value.len() > HASH_MAX_LISTPACK_VALUE;
+        let new = match self.position(&field) {
+            Some(i) => {
+                self.fields[i].1 = value;
+                false
+            }
+            None => {
+                let i = self.fields.len();
+                self.fields.push((field, value));
+                let Hash { fields, index } = self;
+                if let Some(index) = index {
+                    index.insert_unique(hash_key(&fields[i].0), i, |&j| hash_key(&fields[j].0));
+                }
+                true
+            }
+        };
+        if self.index.is_none() && (big || self.fields.len() > HASH_MAX_LISTPACK_ENTRIES) {
+            self.rebuild_index();
+        }
+        new
+    }
+
+    /// Sets `field` to `value`, copying the field's bytes only when it is new.
+    pub fn set(&mut self, field: &[u8], value: Bytes) {
+        match self.position(field) {
+            Some(i) => {
+                let big = value.len() > HASH_MAX_LISTPACK_VALUE;
+                self.fields[i].1 = value;
+                if big && self.index.is_none() {
+                    self.rebuild_index();
+                }
+            }
+            None => {
+                self.insert(Bytes::copy_from_slice(field), value);
+            }
+        }
+    }
+
+    /// Removes `field`: whether it was there.
+    pub fn remove(&mut self, field: &[u8]) -> bool {
+        let Some(i) = self.position(field) else {
+            return false;
+        };
+        if self.index.is_none() {
+            // Listpack: keep insertion order.
+            self.fields.remove(i);
+        } else {
+            // Hash table: order is unspecified, so removal is O(1).
+            self.fields.swap_remove(i);
+            self.rebuild_index();
+        }
+        true
+    }
+
+    fn rebuild_index(&mut self) {
+        let mut index = HashTable::with_capacity(self.fields.len());
+        for (i, (f, _)) in self.fields.iter().enumerate() {
+            let fields = &self.fields;
+            index.insert_unique(hash_key(f), i, |&j| hash_key(&fields[j].0));
+        }
+        self.index = Some(index);
+    }
+}
+
+/// What [`Db::change_deadline_h`] does to a live key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum DeadlineChange {
+    /// Leave it.
+    Keep,
+    /// Expire it at this unix ms.
+    Set(i64),
+    /// Delete the key.
+    Delete,
+}
+
+/// A key's value and deadline.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Entry {
+    /// The value.
+    pub value: Value,
+    deadline: Option<i64>,
+    volatile_ix: u32,
+}
+
+const NOT_VOLATILE: u32 = u32::MAX;
+
+impl Entry {
+    /// The deadline, unix ms: the key exists through this millisecond and is gone after it.
+    pub fn deadline(&self) -> Option<i64> {
+        self.deadline
+    }
+
+    /// Redis's `keyIsExpired`: strictly past the deadline.
+    pub fn expired(&self, now: i64) -> bool {
+        self.deadline.is_some_and(|d| now > d)
+    }
+}
+
+struct Slot {
+    key: Bytes,
+    hash: u64,
+    entry: Entry,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct WatchMark {
+    client: u64,
+    /// The key was already logically expired when `WATCH` ran (Redis's `wk->expired`).
+    expired_at_watch: bool,
+}
+
+/// Previous entries of written keys, newest last, for a failover's rollback.
+#[derive(Default)]
+struct Journal {
+    window_ms: i64,
+    records: VecDeque<(i64, Bytes, Option<Entry>)>,
+}
+
+/// Counters `INFO` reports.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct DbStats {
+    pub expired_keys: u64,
+}
+
+/// One of the sixteen databases.
+#[derive(Default)]
+pub(crate) struct Db {
+    table: HashTable<Slot>,
+    /// Candidates for the active expiry cycle's sample; may hold stale keys (see the module docs).
+    volatile: Vec<Candidate>,
+    watched: BTreeMap<Bytes, Vec<WatchMark>>,
+    /// Clients whose watched keys were touched since the engine last looked.
+    pub(crate) dirty: BTreeSet<u64>,
+    journal: Option<Journal>,
+    pub(crate) stats: DbStats,
+}
+
+/// A key with a TTL, as the active expiry cycle samples it. The deadline is a copy kept exact for
+/// live candidates, so sampling a live key costs no table lookup; `STALE` marks a candidate whose
+/// key was deleted or lost its TTL.
+///
+/// A candidate names its key by (hash, slot index): the slot whose `volatile_ix` is the candidate's
+/// position is its key, so no copy of the key is kept.
+#[derive(Clone, Copy)]
+struct Candidate {
+    deadline: i64,
+    hash: u64,
+}
+
+const STALE: i64 = i64::MIN;
+
+fn mark_stale(volatile: &mut [Candidate], ix: u32) {
+    if let Some(c) = volatile.get_mut(ix as usize) {
+        c.deadline = STALE;
+    }
+}
+
+fn find<'a>(table: &'a HashTable<Slot>, h: u64, key: &[u8]) -> Option<&'a Slot> {
+    table.find(h, |s| s.hash == h && s.key == key)
+}
+
+impl Db {
+    /// The number of keys physically present, logically expired ones included (`DBSIZE`).
+    pub fn len(&self) -> usize {
+        self.table.len()
+    }
+
+    /// The number of keys with a TTL (`INFO keyspace`'s `expires`).
+    pub fn volatile_len(&self) -> usize {
+        self.table
+            .iter()
+            .filter(|s| s.entry.deadline.is_some())
+            .count()
+    }
+
+    /// The live entry at `key`; a logically expired key is deleted first (Redis's lazy expiry).
+    pub fn lookup(&mut self, key: &[u8], now: i64) -> Option<&mut Entry> {
+        self.lookup_h(key, hash_key(key), now)
+    }
+
+    /// [`Db::lookup`] with the key's hash already computed ([`hash_key`]).
+    pub fn lookup_h(&mut self, key: &[u8], h: u64, now: i64) -> Option<&mut Entry> {
+        let Db {
+            table,
+            volatile,
+            watched,
+            dirty,
+            stats,
+            ..
+        } = self;
+        match table.find_entry(h, |s| s.hash == h && s.key == key) {
+            Err(_) => None,
+            Ok(occupied) if occupied.get().entry.expired(now) => {
+                let (slot, _) = occupied.remove();
+                mark_stale(volatile, slot.entry.volatile_ix);
+                stats.expired_keys += 1;
+                touch(watched, dirty, &slot.key, false);
+                None
+            }
+            Ok(occupied) => Some(&mut occupied.into_mut().entry),
+        }
+    }
+
+    /// The entry at `key` if it is live, without deleting an expired one (`KEYS`, `TYPE` peeks).
+    pub fn peek(&self, key: &[u8], now: i64) -> Option<&Entry> {
+        find(&self.table, hash_key(key), key)
+            .map(|s| &s.entry)
+            .filter(|e| !e.expired(now))
+    }
+
+    /// The live entry at `key`, for an in-place change of its value (journaled first).
+    pub fn write(&mut self, key: &[u8], now: i64) -> Option<&mut Entry> {
+        self.write_h(key, hash_key(key), now)
+    }
+
+    /// [`Db::write`] with the key's hash already computed.
+    pub fn write_h(&mut self, key: &[u8], h: u64, now: i64) -> Option<&mut Entry> {
+        if self.journal.is_none() {
+            return self.lookup_h(key, h, now);
+        }
+        self.lookup_h(key, h, now)?;
+        self.journal_before(key, now);
+        self.lookup_h(key, h, now)
+    }
+
+    /// Puts `value` at `key` with `deadline`, replacing whatever was there.
+    pub fn insert(&mut self, key: Bytes, value: Value, deadline: Option<i64>, now: i64) {
+        let h = hash_key(&key);
+        self.insert_h(key, h, value, deadline, now);
+    }
+
+    /// [`Db::insert`] with the key's hash already computed.
+    pub fn insert_h(&mut self, key: Bytes, h: u64, value: Value, deadline: Option<i64>, now: i64) {
+        self.journal_before(&key, now);
+        self.compact_candidates_if_stale();
+        let entry = Entry {
+            value,
+            deadline,
+            volatile_ix: NOT_VOLATILE,
+        };
+        let Db {
+            table, volatile, ..
+        } = self;
+        let candidate = |entry: &mut Entry, volatile: &mut Vec<Candidate>| {
+            if let Some(deadline) = deadline {
+                entry.volatile_ix = volatile.len() as u32;
+                volatile.push(Candidate { hash: h, deadline });
+            }
+        };
+        match table.find_entry(h, |s| s.hash == h && s.key == key) {
+            Ok(mut occupied) => {
+                let old = &mut occupied.get_mut().entry;
+                let ix = old.volatile_ix;
+                *old = entry;
+                match (deadline, ix) {
+                    // Overwritten with a TTL: the key keeps its candidate, with the new deadline.
+                    (Some(_), NOT_VOLATILE) => candidate(old, volatile),
+                    (Some(d), ix) => {
+                        volatile[ix as usize].deadline = d;
+                        old.volatile_ix = ix;
+                    }
+                    (None, ix) => mark_stale(volatile, ix),
+                }
+            }
+            Err(absent) => {
+                let mut entry = entry;
+                candidate(&mut entry, volatile);
+                let table = absent.into_table();
+                table.insert_unique(
+                    h,
+                    Slot {
+                        key,
+                        hash: h,
+                        entry,
+                    },
+                    |s| s.hash,
+                );
+            }
+        }
+    }
+
+    /// Changes the deadline of the live key at `key` (hash `h`) as `decide` says, given its
+    /// current deadline, with one probe of the table: whether the key was live. A logically
+    /// expired key is deleted (lazy expiry) and counts as missing; `decide` is not called then.
+    pub fn change_deadline_h(
+        &mut self,
+        key: &[u8],
+        h: u64,
+        now: i64,
+        decide: impl FnOnce(Option<i64>) -> DeadlineChange,
+    ) -> bool {
+        if self.journal.is_some() {
+            // The journal needs the previous entry first: the plain two-probe path.
+            let Some(entry) = self.lookup_h(key, h, now) else {
+                return false;
+            };
+            match decide(entry.deadline) {
+                DeadlineChange::Keep => {}
+                DeadlineChange::Set(d) => self.set_deadline_h(key, h, Some(d), now),
+                DeadlineChange::Delete => {
+                    self.remove_h(key, h, now);
+                }
+            }
+            return true;
+        }
+        self.compact_candidates_if_stale();
+        let Db {
+            table,
+            volatile,
+            watched,
+            dirty,
+            stats,
+            ..
+        } = self;
+        match table.find_entry(h, |s| s.hash == h && s.key == key) {
+            Err(_) => false,
+            Ok(occupied) if occupied.get().entry.expired(now) => {
+                let (slot, _) = occupied.remove();
+                mark_stale(volatile, slot.entry.volatile_ix);
+                stats.expired_keys += 1;
+                touch(watched, dirty, &slot.key, false);
+                false
+            }
+            Ok(mut occupied) => {
+                match decide(occupied.get().entry.deadline) {
+                    DeadlineChange::Keep => {}
+                    DeadlineChange::Delete => {
+                        let (slot, _) = occupied.remove();
+                        mark_stale(volatile, slot.entry.volatile_ix);
+                    }
+                    DeadlineChange::Set(d) => {
+                        let entry = &mut occupied.get_mut().entry;
+                        entry.deadline = Some(d);
+                        if entry.volatile_ix == NOT_VOLATILE {
+                            entry.volatile_ix = volatile.len() as u32;
+                            volatile.push(Candidate {
+                                hash: h,
+                                deadline: d,
+                            });
+                        } else {
+                            volatile[entry.volatile_ix as usize].deadline = d;
+                        }
+                    }
+                }
+                true
+            }
+        }
+    }
+
+    /// Puts a new key known to be absent (a lookup just missed), skipping the search for an old
+    /// entry.
+    pub fn insert_absent_h(&mut self, key: Bytes, h: u64, value: Value, now: i64) {
+        if self.journal.is_some() {
+            return self.insert_h(key, h, value, None, now);
+        }
+        let entry = Entry {
+            value,
+            deadline: None,
+            volatile_ix: NOT_VOLATILE,
+        };
+        self.table.insert_unique(
+            h,
+            Slot {
+                key,
+                hash: h,
+                entry,
+            },
+            |s| s.hash,
+        );
+    }
+
+    /// Sets or clears the deadline of the key at `key`, which must exist.
+    pub fn set_deadline(&mut self, key: &[u8], deadline: Option<i64>, now: i64) {
+        self.set_deadline_h(key, hash_key(key), deadline, now);
+    }
+
+    /// [`Db::set_deadline`] with the key's hash already computed.
+    pub fn set_deadline_h(&mut self, key: &[u8], h: u64, deadline: Option<i64>, now: i64) {
+        self.journal_before(key, now);
+        self.compact_candidates_if_stale();
+        let Some(slot) = self.table.find_mut(h, |s| s.hash == h && s.key == key) else {
+            return;
+        };
+        slot.entry.deadline = deadline;
+        match (deadline, slot.entry.volatile_ix) {
+            (Some(d), NOT_VOLATILE) => {
+                slot.entry.volatile_ix = self.volatile.len() as u32;
+                self.volatile.push(Candidate {
+                    hash: h,
+                    deadline: d,
+                });
+            }
+            (Some(d), ix) => self.volatile[ix as usize].deadline = d,
+            (None, NOT_VOLATILE) => {}
+            (None, ix) => {
+                mark_stale(&mut self.volatile, ix);
+                slot.entry.volatile_ix = NOT_VOLATILE;
+            }
+        }
+    }
+
+    /// Removes the key at `key` (whether live or not): its entry.
+    pub fn remove(&mut self, key: &[u8], now: i64) -> Option<Entry> {
+        self.remove_h(key, hash_key(key), now)
+    }
+
+    /// [`Db::remove`] with the key's hash already computed.
+    pub fn remove_h(&mut self, key: &[u8], h: u64, now: i64) -> Option<Entry> {
+        self.journal_before(key, now);
+        match self.table.find_entry(h, |s| s.hash == h && s.key == key) {
+            Ok(occupied) => {
+                let entry = occupied.remove().0.entry;
+                mark_stale(&mut self.volatile, entry.volatile_ix);
+                Some(entry)
+            }
+            Err(_) => None,
+        }
+    }
+
+    /// Whether any client watches a key of this database.
+    pub fn has_watches(&self) -> bool {
+        !self.watched.is_empty()
+    }
+
+    /// Redis's `signalModifiedKey`: clients watching `key` will see their `EXEC` fail.
+    pub fn touch(&mut self, key: &[u8]) {
+        if self.watched.is_empty() {
+            return;
+        }
+        let present = find(&self.table, hash_key(key), key).is_some();
+        touch(&mut self.watched, &mut self.dirty, key, present);
+    }
+
+    /// Empties the database (`FLUSHDB`): every watcher of a present key is touched.
+    pub fn flush(&mut self, now: i64) {
+        if self.journal.is_some() {
+            let keys: Vec<Bytes> = self.table.iter().map(|s| s.key.clone()).collect();
+            for k in keys {
+                self.journal_before(&k, now);
+            }
+        }
+        if !self.watched.is_empty() {
+            let present: Vec<Bytes> = self
+                .watched
+                .keys()
+                .filter(|k| find(&self.table, hash_key(k), k).is_some())
+                .cloned()
+                .collect();
+            for k in present {
+                touch(&mut self.watched, &mut self.dirty, &k, false);
+            }
+        }
+        self.table.clear();
+        self.volatile.clear();
+    }
+
+    /// Every key, live or not, in the fixed order of its hash (then bytes): SCAN's order.
+    pub fn keys_in_scan_order(&self) -> Vec<(u64, Bytes)> {
+        let mut keys: Vec<(u64, Bytes)> =
+            self.table.iter().map(|s| (s.hash, s.key.clone())).collect();
+        keys.sort_unstable();
+        keys
+    }
+
+    /// Every live key with its entry, sorted by key.
+    pub fn live_entries(&self, now: i64) -> Vec<(Bytes, Entry)> {
+        let mut out: Vec<(Bytes, Entry)> = self
+            .table
+            .iter()
+            .filter(|s| !s.entry.expired(now))
+            .map(|s| (s.key.clone(), s.entry.clone()))
+            .collect();
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+
+    /// One loop of Redis's active expiry: samples up to `samples` volatile keys (drawing indices
+    /// from `next_random`), deletes the expired ones. Returns (sampled, expired); stale candidates
+    /// count as expired, so a vector full of them keeps the cycle going until it is clean.
+    pub fn expire_sample(
+        &mut self,
+        now: i64,
+        samples: usize,
+        next_random: &mut dyn FnMut() -> u64,
+    ) -> (usize, usize) {
+        let mut sampled = 0;
+        let mut expired = 0;
+        while sampled < samples && !self.volatile.is_empty() {
+            sampled += 1;
+            // Multiply-shift instead of a modulo: the same uniform pick, without a division.
+            let i = ((u128::from(next_random()) * self.volatile.len() as u128) >> 64) as usize;
+            if now <= self.volatile[i].deadline {
+                continue; // live: the copy of its deadline is exact
+            }
+            expired += 1;
+            let h = self.volatile[i].hash;
+            let ix = i as u32;
+            if let Ok(occupied) = self.table.find_entry(h, |s| s.entry.volatile_ix == ix) {
+                if occupied.get().entry.expired(now) {
+                    let (slot, _) = occupied.remove();
+                    self.stats.expired_keys += 1;
+                    touch(&mut self.watched, &mut self.dirty, &slot.key, false);
+                } else {
+                    // Unreachable while the copies stay exact; repair rather than lose a key.
+                    let deadline = occupied.get().entry.deadline;
+                    if let Some(d) = deadline {
+                        self.volatile[i].deadline = d;
+                        continue;
+                    }
+                    occupied.into_mut().entry.volatile_ix = NOT_VOLATILE;
+                }
+            }
+            self.remove_candidate(i);
+        }
+        (sampled, expired)
+    }
+
+    fn remove_candidate(&mut self, i: usize) {
+        let last = self.volatile.len() - 1;
+        self.volatile.swap_remove(i);
+        if i < last {
+            let h = self.volatile[i].hash;
+            let moved = last as u32;
+            if let Some(slot) = self.table.find_mut(h, |s| s.entry.volatile_ix == moved) {
+                slot.entry.volatile_ix = i as u32;
+            }
+        }
+    }
+
+    /// Rebuilds the candidate vector from the table once stale candidates outnumber live keys
+    /// (many keys deleted or persisted while the clock stood still, so no cycle cleaned up):
+    /// amortised O(1) per write, and memory stays bounded by the keyspace.
+    fn compact_candidates_if_stale(&mut self) {
+        if self.volatile.len() <= 2 * self.table.len() + 1024 {
+            return;
+        }
+        let Db {
+            table, volatile, ..
+        } = self;
+        volatile.clear();
+        for slot in table.iter_mut() {
+            match slot.entry.deadline {
+                Some(deadline) => {
+                    slot.entry.volatile_ix = volatile.len() as u32;
+                    volatile.push(Candidate {
+                        hash: slot.hash,
+                        deadline,
+                    });
+                }
+                None => slot.entry.volatile_ix = NOT_VOLATILE,
+            }
+        }
+    }
+
+    /// Whether the database has any candidate for the active expiry cycle.
+    pub fn has_volatile(&self) -> bool {
+        !self.volatile.is_empty()
+    }
+
+    // ---- WATCH ----
+
+    /// Starts watching `key` for `client`.
+    pub fn watch(&mut self, key: &Bytes, client: u64, now: i64) {
+        let expired_at_watch =
+            find(&self.table, hash_key(key), key).is_some_and(|s| s.entry.expired(now));
+        let marks = self.watched.entry(key.clone()).or_default();
+        if !marks.iter().any(|m| m.client == client) {
+            marks.push(WatchMark {
+                client,
+                expired_at_watch,
+            });
+        }
+    }
+
+    /// Stops watching `key` for `client`.
+    pub fn unwatch(&mut self, key: &[u8], client: u64) {
+        if let Some(marks) = self.watched.get_mut(key) {
+            marks.retain(|m| m.client != client);
+            if marks.is_empty() {
+                self.watched.remove(key);
+            }
+        }
+        self.dirty.remove(&client);
+    }
+
+    /// Redis's `isWatchedKeyExpired` for one key: it was live at `WATCH` and is expired now.
+    pub fn watched_key_expired(&self, key: &[u8], client: u64, now: i64) -> bool {
+        let live_at_watch = self
+            .watched
+            .get(key)
+            .and_then(|m| m.iter().find(|m| m.client == client))
+            .is_some_and(|m| !m.expired_at_watch);
+        live_at_watch && find(&self.table, hash_key(key), key).is_some_and(|s| s.entry.expired(now))
+    }
+
+    // ---- the write journal ----
+
+    /// Keeps the previous entry of every written key for `window_ms` (None stops journaling).
+    pub fn set_journal(&mut self, window_ms: Option<i64>) {
+        self.journal = window_ms.map(|window_ms| Journal {
+            window_ms,
+            records: VecDeque::new(),
+        });
+    }
+
+    fn journal_before(&mut self, key: &[u8], now: i64) {
+        let Some(journal) = &mut self.journal else {
+            return;
+        };
+        let h = hash_key(key);
+        let previous = find(&self.table, h, key).map(|s| {
+            let mut e = s.entry.clone();
+            e.volatile_ix = NOT_VOLATILE;
+            e
+        });
+        journal
+            .records
+            .push_back((now, Bytes::copy_from_slice(key), previous));
+        while journal
+            .records
+            .front()
+            .is_some_and(|(t, _, _)| *t < now - journal.window_ms)
+        {
+            journal.records.pop_front();
+        }
+    }
+
+    /// Undoes every journaled write made after `since` (unix ms), newest first: the state a replica
+    /// that stopped receiving writes at `since` holds. Returns how many writes were undone.
+    pub fn rollback_after(&mut self, since: i64) -> usize {
+        let Some(mut journal) = self.journal.take() else {
+            return 0;
+        };
+        let mut undone = 0;
+        while journal.records.back().is_some_and(|(t, _, _)| *t > since) {
+            let Some((_, key, previous)) = journal.records.pop_back() else {
+                break;
+            };
+            undone += 1;
+            let h = hash_key(&key);
+            if let Ok(occupied) = self.table.find_entry(h, |s| s.hash == h && s.key == key) {
+                let (slot, _) = occupied.remove();
+                mark_stale(&mut self.volatile, slot.entry.volatile_ix);
+            }
+            if let Some(mut entry) = previous {
+                if let Some(deadline) = entry.deadline {
+                    entry.volatile_ix = self.volatile.len() as u32;
+                    self.volatile.push(Candidate { hash: h, deadline });
+                }
+                self.table.insert_unique(
+                    h,
+                    Slot {
+                        key,
+                        hash: h,
+                        entry,
+                    },
+                    |s| s.hash,
+                );
+            }
+        }
+        self.journal = Some(journal);
+        undone
+    }
+
+    /// Forgets every watcher (a restart closes every connection).
+    pub fn clear_watches(&mut self) {
+        self.watched.clear();
+        self.dirty.clear();
+    }
+}
+
+fn touch(
+    watched: &mut BTreeMap<Bytes, Vec<WatchMark>>,
+    dirty: &mut BTreeSet<u64>,
+    key: &[u8],
+    present: bool,
+) {
+    let Some(marks) = watched.get_mut(key) else {
+        return;
+    };
+    for m in marks.iter_mut() {
+        if m.expired_at_watch && !present {
+            // Already expired at WATCH and now deleted: logically no change (Redis 7.0 multi.c).
+            m.expired_at_watch = false;
+        } else {
+            dirty.insert(m.client);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn b(s: &str) -> Bytes {
+        Bytes::copy_from_slice(s.as_bytes())
+    }
+
+    #[test]
+    fn a_key_lives_through_its_deadline_millisecond() {
+        let mut db = Db::default();
+        db.insert(b("k"), Value::Str(b("v")), Some(100), 0);
+        assert!(db.lookup(b"k", 100).is_some());
+        assert!(db.lookup(b"k", 101).is_none());
+        assert_eq!(db.len(), 0);
+    }
+
+    #[test]
+    fn small_hashes_keep_insertion_order_and_big_ones_convert() {
+        let mut h = Hash::default();
+        for f in ["z", "a", "m"] {
+            h.insert(b(f), b("1"));
+        }
+        let order: Vec<&[u8]> = h.iter().map(|(f, _)| &f[..]).collect();
+        assert_eq!(order, [b"z", b"a", b"m"]);
+        h.remove(b"a");
+        let order: Vec<&[u8]> = h.iter().map(|(f, _)| &f[..]).collect();
+        assert_eq!(order, [b"z", b"m"]);
+        for i in 0..200 {
+            h.insert(Bytes::from(format!("f{i}")), b("v"));
+        }
+        assert!(h.is_hashtable());
+        assert_eq!(h.len(), 202);
+        for i in 0..200 {
+            assert_eq!(h.get(format!("f{i}").as_bytes()), Some(&b("v")));
+        }
+        assert!(h.remove(b"f7"));
+        assert!(h.get(b"f7").is_none());
+        assert_eq!(h.get(b"f199"), Some(&b("v")));
+    }
+
+    #[test]
+    fn sampling_removes_expired_keys_and_stale_candidates() {
+        let mut db = Db::default();
+        for i in 0..50 {
+            db.insert(
+                Bytes::from(format!("k{i}")),
+                Value::Str(b("v")),
+                Some(10),
+                0,
+            );
+        }
+        db.remove(b"k3", 0);
+        let mut x = 7u64;
+        let mut rng = || {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            x >> 11
+        };
+        while db.has_volatile() {
+            db.expire_sample(11, 20, &mut rng);
+        }
+        assert_eq!(db.len(), 0);
+    }
+
+    #[test]
+    fn candidates_stay_bounded_while_the_clock_stands_still() {
+        let mut db = Db::default();
+        for i in 0..10_000 {
+            let key = Bytes::from(format!("k{}", i % 10));
+            db.insert(key.clone(), Value::Str(b("v")), Some(1_000), 0);
+            if i % 3 == 0 {
+                db.remove(&key, 0);
+            }
+        }
+        assert!(
+            db.volatile.len() <= 2 * db.len() + 1024,
+            "{}",
+            db.volatile.len()
+        );
+        let mut x = 1u64;
+        let mut rng = || {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+            x
+        };
+        while db.has_volatile() {
+            db.expire_sample(2_000, 20, &mut rng);
+        }
+        assert_eq!(db.len(), 0);
+    }
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Insert(u8, Option<i64>),
+        Remove(u8),
+        SetDeadline(u8, Option<i64>),
+        Change(u8, Option<i64>),
+        Sample,
+        Advance(i64),
+    }
+
+    fn op() -> impl proptest::strategy::Strategy<Value = Op> {
+        use proptest::prelude::*;
+        let deadline = prop::option::of(0i64..200);
+        prop_oneof![
+            (0u8..12, deadline.clone()).prop_map(|(k, d)| Op::Insert(k, d)),
+            (0u8..12).prop_map(Op::Remove),
+            (0u8..12, deadline.clone()).prop_map(|(k, d)| Op::SetDeadline(k, d)),
+            (0u8..12, deadline).prop_map(|(k, d)| Op::Change(k, d)),
+            Just(Op::Sample),
+            (0i64..60).prop_map(Op::Advance),
+        ]
+    }
+
+    proptest::proptest! {
+        /// The candidate bookkeeping never loses or resurrects a key: after any sequence of writes,
+        /// deletions, deadline changes and expiry samples, the live keys and deadlines are those of
+        /// a plain map with Redis's expiry rule, and sampling long enough removes every expired key.
+        #[test]
+        fn expiry_bookkeeping_matches_a_plain_map(ops in proptest::collection::vec(op(), 1..200)) {
+            let mut db = Db::default();
+            let mut model: BTreeMap<Bytes, Option<i64>> = BTreeMap::new();
+            let mut now = 0i64;
+            let mut x = 9u64;
+            let mut rng = move || {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x
+            };
+            for op in ops {
+                model.retain(|_, d| d.is_none_or(|d| now <= d));
+                match op {
+                    Op::Insert(k, d) => {
+                        let key = Bytes::from(format!("k{k}"));
+                        db.insert(key.clone(), Value::Str(b("v")), d, now);
+                        model.insert(key, d);
+                    }
+                    Op::Remove(k) => {
+                        let key = format!("k{k}");
+                        db.remove(key.as_bytes(), now);
+                        model.remove(key.as_bytes());
+                    }
+                    Op::SetDeadline(k, d) => {
+                        let key = format!("k{k}");
+                        if db.lookup(key.as_bytes(), now).is_some() {
+                            db.set_deadline(key.as_bytes(), d, now);
+                            model.insert(Bytes::from(key), d);
+                        }
+                    }
+                    Op::Change(k, d) => {
+                        let key = format!("k{k}");
+                        let change = match d {
+                            Some(d) if d <= now => DeadlineChange::Delete,
+                            Some(d) => DeadlineChange::Set(d),
+                            None => DeadlineChange::Keep,
+                        };
+                        let live = db.change_deadline_h(key.as_bytes(), hash_key(key.as_bytes()), now, |_| change);
+                        proptest::prop_assert_eq!(live, model.contains_key(key.as_bytes()));
+                        match change {
+                            DeadlineChange::Delete => { model.remove(key.as_bytes()); }
+                            DeadlineChange::Set(d) if live => { model.insert(Bytes::from(key), Some(d)); }
+                            _ => {}
+                        }
+                    }
+                    Op::Sample => {
+                        db.expire_sample(now, 20, &mut rng);
+                    }
+                    Op::Advance(ms) => now += ms,
+                }
+                model.retain(|_, d| d.is_none_or(|d| now <= d));
+                let live: Vec<(Bytes, Option<i64>)> = db
+                    .live_entries(now)
+                    .into_iter()
+                    .map(|(k, e)| (k, e.deadline()))
+                    .collect();
+                let want: Vec<(Bytes, Option<i64>)> = model.clone().into_iter().collect();
+                proptest::prop_assert_eq!(live, want);
+            }
+            for _ in 0..10_000 {
+                if !db.has_volatile() {
+                    break;
+                }
+                db.expire_sample(now, 20, &mut rng);
+            }
+            proptest::prop_assert_eq!(db.len(), model.len());
+        }
+    }
+
+    #[test]
+    fn rollback_restores_previous_entries() {
+        let mut db = Db::default();
+        db.set_journal(Some(60_000));
+        db.insert(b("a"), Value::Str(b("1")), None, 100);
+        db.insert(b("a"), Value::Str(b("2")), Some(5_000), 200);
+        db.insert(b("b"), Value::Str(b("x")), None, 300);
+        assert_eq!(db.rollback_after(150), 2);
+        assert_eq!(
+            db.lookup(b"a", 400).map(|e| e.value.clone()),
+            Some(Value::Str(b("1")))
+        );
+        assert!(db.lookup(b"b", 400).is_none());
+    }
+}

@@ -1,0 +1,537 @@
+//! The fault plan: which request is lost, which reply is late, when a client freezes or a server
+//! restarts, decided deterministically.
+//!
+//! A lock is only as good as its behaviour when things go wrong: a reply lost after the server
+//! applied the call, a holder frozen by a GC pause while its lease runs out, a failover that loses
+//! the last writes. This module says *when* such things happen; the engine applies the server-side
+//! ones (restart, failover, clock jump, a client's crash) as its clock reaches them, and the front
+//! doors ([`FakeBackend`](crate::FakeBackend), [`FakeConnection`](crate::FakeConnection),
+//! [`FakeSubscriber`](crate::FakeSubscriber)) or a simulator apply the per-call ones.
+//!
+//! Every decision is a pure function of the plan and (seed, stream, node, sequence number, time):
+//! no async runtime, no clock of its own, no unseeded randomness. A random draw depends on the
+//! stream (which kind of decision), the node and that node's sequence number, never on how many
+//! draws came before, so removing one fault while shrinking a failing case does not shift the
+//! others. Times are unix milliseconds on the engine's clock *before* any clock jump.
+
+use std::fmt;
+
+/// A client process, as faults see it: stable across its reconnections.
+///
+/// Every front door of one process should share one node, so that a pause or a crash freezes all
+/// of them together (a `RedisBackend`'s command connection and its subscriber, for instance).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct NodeId(pub u64);
+
+impl fmt::Display for NodeId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "node {}", self.0)
+    }
+}
+
+/// Which of a node's commands (or pub/sub deliveries) a fault applies to.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Trigger {
+    /// Those issued at a time in `[from, until)`.
+    During {
+        /// The first affected millisecond.
+        from: i64,
+        /// The first unaffected millisecond.
+        until: i64,
+    },
+    /// The next `count` of them, counted from when the fault is added to the engine (turned into
+    /// [`Trigger::Seqs`] there).
+    Next {
+        /// How many.
+        count: u64,
+    },
+    /// Those with a sequence number in `[from, until)` (a node's first command is number 0).
+    Seqs {
+        /// The first affected number.
+        from: u64,
+        /// The first unaffected number.
+        until: u64,
+    },
+    /// Each independently with probability `p`, drawn from (seed, stream, node, sequence number).
+    Chance {
+        /// The probability, 0 to 1.
+        p: f64,
+    },
+}
+
+/// What happens to one command on its way to the server and back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CommandFault {
+    /// The request is lost: never applied; the caller times out.
+    DropRequest,
+    /// The request is applied but its reply is lost: the caller times out.
+    DropReply,
+    /// The request reaches the server this many ms late.
+    DelayRequest(u64),
+    /// The reply reaches the caller this many ms late.
+    DelayReply(u64),
+}
+
+/// A fault, as added to a plan.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Fault {
+    /// A fault on commands of one node (or of every node, with `node: None`).
+    Command {
+        /// The node, or `None` for every node.
+        node: Option<NodeId>,
+        /// What happens.
+        fault: CommandFault,
+        /// To which commands.
+        trigger: Trigger,
+    },
+    /// The node's link to the server is down: requests sent in the window are lost (the caller
+    /// times out) and pub/sub deliveries in it are dropped.
+    LinkDown {
+        /// The node.
+        node: NodeId,
+        /// The first millisecond down.
+        from: i64,
+        /// The first millisecond up again.
+        until: i64,
+    },
+    /// Pub/sub messages to the node are lost.
+    DropDelivery {
+        /// The node, or `None` for every node.
+        node: Option<NodeId>,
+        /// Which deliveries (numbered per node, from 0).
+        trigger: Trigger,
+    },
+    /// The node's subscriber connection drops at `from` (it sees `SubscriptionLost`, and its
+    /// subscriptions are gone from the server) and is back, resubscribed, at `until`
+    /// (`SubscriptionRestored`).
+    SubscriberDown {
+        /// The node.
+        node: NodeId,
+        /// When the connection drops.
+        from: i64,
+        /// When it is restored.
+        until: i64,
+    },
+    /// The node freezes (a GC pause): nothing it sends leaves and nothing reaches it in
+    /// `[from, until)`; it all happens at `until`, while the server's time moves on.
+    Pause {
+        /// The node.
+        node: NodeId,
+        /// The first frozen millisecond.
+        from: i64,
+        /// The millisecond it runs again.
+        until: i64,
+    },
+    /// The node's process dies at `at`: its connections close (subscriptions gone) and it sends
+    /// nothing more.
+    Crash {
+        /// The node.
+        node: NodeId,
+        /// When.
+        at: i64,
+    },
+    /// The server restarts at `at`: every connection closes, the script cache is emptied, and the
+    /// data is lost unless the engine has persistence on.
+    Restart {
+        /// When.
+        at: i64,
+    },
+    /// At `at` a replica that lags by `lag_ms` of writes takes over: the writes of the last
+    /// `lag_ms` are lost, every connection closes, the script cache is empty.
+    Failover {
+        /// When.
+        at: i64,
+        /// How many milliseconds of writes the replica had not received.
+        lag_ms: i64,
+    },
+    /// At `at` the server's clock jumps by `delta_ms` (forward when positive): keys expire early
+    /// (or late).
+    ClockJump {
+        /// When.
+        at: i64,
+        /// By how much.
+        delta_ms: i64,
+    },
+}
+
+impl Fault {
+    /// A pause of `node` for `duration_ms` starting at `from`.
+    pub fn pause(node: NodeId, from: i64, duration_ms: i64) -> Fault {
+        Fault::Pause {
+            node,
+            from,
+            until: from.saturating_add(duration_ms),
+        }
+    }
+
+    /// `fault` on the next `count` commands of `node`.
+    pub fn next_commands(node: NodeId, count: u64, fault: CommandFault) -> Fault {
+        Fault::Command {
+            node: Some(node),
+            fault,
+            trigger: Trigger::Next { count },
+        }
+    }
+
+    /// The time a server-side fault fires at, if this is one the engine applies by itself.
+    pub fn server_time(&self) -> Option<i64> {
+        match *self {
+            Fault::Crash { at, .. }
+            | Fault::Restart { at }
+            | Fault::Failover { at, .. }
+            | Fault::ClockJump { at, .. } => Some(at),
+            _ => None,
+        }
+    }
+}
+
+/// What the plan decided for one command.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CommandFate {
+    /// Delivered and answered normally.
+    Deliver,
+    /// The request is lost.
+    DropRequest,
+    /// The reply is lost (the request is applied).
+    DropReply,
+    /// The request arrives this many ms late.
+    DelayRequest(u64),
+    /// The reply arrives this many ms late.
+    DelayReply(u64),
+    /// The link is down until this time: the request is lost.
+    LinkDown {
+        /// When the link is back.
+        until: i64,
+    },
+}
+
+/// What the plan decided for one pub/sub delivery.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeliveryFate {
+    /// Delivered now.
+    Deliver,
+    /// Lost.
+    Drop,
+    /// Held until this time (the receiver is paused), then delivered.
+    HoldUntil(i64),
+}
+
+/// A recorded fault: what happened, to whom, when.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FaultEvent {
+    /// When (unix ms, the engine's clock before any jump).
+    pub at: i64,
+    /// The node concerned, if one.
+    pub node: Option<NodeId>,
+    /// The node's command or delivery sequence number, if one.
+    pub seq: Option<u64>,
+    /// What happened.
+    pub kind: FaultEventKind,
+}
+
+/// The kinds of [`FaultEvent`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FaultEventKind {
+    /// A request was dropped before reaching the server.
+    RequestDropped,
+    /// A reply was dropped after the server applied the request.
+    ReplyDropped,
+    /// A request was delayed by this many ms.
+    RequestDelayed(u64),
+    /// A reply was delayed by this many ms.
+    ReplyDelayed(u64),
+    /// A request was lost because the link was down.
+    LinkDown,
+    /// A request waited for the node's pause to end (at this time).
+    PausedUntil(i64),
+    /// A pub/sub delivery was dropped.
+    DeliveryDropped,
+    /// A pub/sub delivery was held until this time.
+    DeliveryHeld(i64),
+    /// The subscriber connection was lost.
+    SubscriberLost,
+    /// The subscriber connection was restored.
+    SubscriberRestored,
+    /// The node crashed; this many connections were closed.
+    Crashed(usize),
+    /// The server restarted (data kept when `true`).
+    Restarted(bool),
+    /// A failover lost the writes of this many ms (this many writes undone).
+    FailedOver {
+        /// The replica's lag.
+        lag_ms: i64,
+        /// Writes undone.
+        undone: usize,
+    },
+    /// The server clock jumped by this many ms.
+    ClockJumped(i64),
+}
+
+/// The random streams: one per kind of decision, so draws of one kind never shift another's.
+mod stream {
+    pub const COMMAND: u64 = 1;
+    pub const DELIVERY: u64 = 2;
+}
+
+/// splitmix64's output function.
+fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// The random draw for (seed, stream, node, sequence number): 64 uniform bits, a pure function.
+pub fn draw(seed: u64, stream: u64, node: u64, seq: u64) -> u64 {
+    let mut x = mix(seed);
+    x = mix(x ^ stream);
+    x = mix(x ^ node);
+    mix(x ^ seq)
+}
+
+/// Whether the draw for (seed, stream, node, seq) falls under probability `p`.
+pub fn chance(seed: u64, stream: u64, node: u64, seq: u64, p: f64) -> bool {
+    let unit = (draw(seed, stream, node, seq) >> 11) as f64 / (1u64 << 53) as f64;
+    unit < p
+}
+
+/// A set of faults and the seed their random draws come from.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FaultPlan {
+    seed: u64,
+    faults: Vec<Fault>,
+}
+
+impl FaultPlan {
+    /// An empty plan whose random draws come from `seed`.
+    pub fn new(seed: u64) -> FaultPlan {
+        FaultPlan {
+            seed,
+            faults: Vec::new(),
+        }
+    }
+
+    /// The seed.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// Adds a fault. A [`Trigger::Next`] is kept as it is here (relative to sequence number 0);
+    /// [`Engine::add_fault`](crate::Engine::add_fault) resolves it against the node's count.
+    pub fn add(&mut self, fault: Fault) -> &mut FaultPlan {
+        self.faults.push(fault);
+        self
+    }
+
+    /// Every fault, in the order added.
+    pub fn faults(&self) -> &[Fault] {
+        &self.faults
+    }
+
+    /// Whether the plan has no fault at all (the front doors' fast path).
+    pub fn is_empty(&self) -> bool {
+        self.faults.is_empty()
+    }
+
+    fn triggered(&self, trigger: &Trigger, stream: u64, node: NodeId, seq: u64, now: i64) -> bool {
+        match *trigger {
+            Trigger::During { from, until } => from <= now && now < until,
+            Trigger::Next { count } => seq < count,
+            Trigger::Seqs { from, until } => from <= seq && seq < until,
+            Trigger::Chance { p } => chance(self.seed, stream, node.0, seq, p),
+        }
+    }
+
+    /// The fate of `node`'s command number `seq`, sent at `now`. The first matching fault wins;
+    /// a link that is down wins over everything.
+    pub fn command_fate(&self, node: NodeId, seq: u64, now: i64) -> CommandFate {
+        if let Some(until) = self.link_down_until(node, now) {
+            return CommandFate::LinkDown { until };
+        }
+        for f in &self.faults {
+            if let Fault::Command {
+                node: target,
+                fault,
+                trigger,
+            } = f
+                && target.is_none_or(|t| t == node)
+                && self.triggered(trigger, stream::COMMAND, node, seq, now)
+            {
+                return match *fault {
+                    CommandFault::DropRequest => CommandFate::DropRequest,
+                    CommandFault::DropReply => CommandFate::DropReply,
+                    CommandFault::DelayRequest(ms) => CommandFate::DelayRequest(ms),
+                    CommandFault::DelayReply(ms) => CommandFate::DelayReply(ms),
+                };
+            }
+        }
+        CommandFate::Deliver
+    }
+
+    /// The fate of `node`'s pub/sub delivery number `seq`, arriving at `now`.
+    pub fn delivery_fate(&self, node: NodeId, seq: u64, now: i64) -> DeliveryFate {
+        if self.link_down_until(node, now).is_some() || self.subscriber_down(node, now).is_some() {
+            return DeliveryFate::Drop;
+        }
+        for f in &self.faults {
+            if let Fault::DropDelivery {
+                node: target,
+                trigger,
+            } = f
+                && target.is_none_or(|t| t == node)
+                && self.triggered(trigger, stream::DELIVERY, node, seq, now)
+            {
+                return DeliveryFate::Drop;
+            }
+        }
+        match self.paused_until(node, now) {
+            Some(until) => DeliveryFate::HoldUntil(until),
+            None => DeliveryFate::Deliver,
+        }
+    }
+
+    /// When `node`'s pause that covers `now` ends (the latest end, if pauses overlap or chain).
+    pub fn paused_until(&self, node: NodeId, now: i64) -> Option<i64> {
+        let mut end: Option<i64> = None;
+        let mut t = now;
+        // Chained pauses ([0, 10) then [10, 20)) freeze the node through the last.
+        loop {
+            let next = self.faults.iter().find_map(|f| match *f {
+                Fault::Pause {
+                    node: n,
+                    from,
+                    until,
+                } if n == node && from <= t && t < until => Some(until),
+                _ => None,
+            });
+            match next {
+                Some(until) if end.is_none_or(|e| until > e) => {
+                    end = Some(until);
+                    t = until;
+                }
+                _ => return end,
+            }
+        }
+    }
+
+    /// When `node`'s link, down at `now`, comes back.
+    pub fn link_down_until(&self, node: NodeId, now: i64) -> Option<i64> {
+        self.faults.iter().find_map(|f| match *f {
+            Fault::LinkDown {
+                node: n,
+                from,
+                until,
+            } if n == node && from <= now && now < until => Some(until),
+            _ => None,
+        })
+    }
+
+    /// The window `(from, until)` of `node`'s subscriber outage covering `now`.
+    pub fn subscriber_down(&self, node: NodeId, now: i64) -> Option<(i64, i64)> {
+        self.faults.iter().find_map(|f| match *f {
+            Fault::SubscriberDown {
+                node: n,
+                from,
+                until,
+            } if n == node && from <= now && now < until => Some((from, until)),
+            _ => None,
+        })
+    }
+
+    /// When `node` crashes, if it does (the earliest crash).
+    pub fn crash_time(&self, node: NodeId) -> Option<i64> {
+        self.faults
+            .iter()
+            .filter_map(|f| match *f {
+                Fault::Crash { node: n, at } if n == node => Some(at),
+                _ => None,
+            })
+            .min()
+    }
+
+    /// The first time after `now` at which something scheduled changes for `node`'s subscriber
+    /// (an outage starts or ends, a pause or link outage ends, a crash), for a driver to wake at.
+    pub fn next_subscriber_change(&self, node: NodeId, now: i64) -> Option<i64> {
+        self.faults
+            .iter()
+            .flat_map(|f| match *f {
+                Fault::SubscriberDown {
+                    node: n,
+                    from,
+                    until,
+                }
+                | Fault::LinkDown {
+                    node: n,
+                    from,
+                    until,
+                }
+                | Fault::Pause {
+                    node: n,
+                    from,
+                    until,
+                } if n == node => [Some(from), Some(until)],
+                Fault::Crash { node: n, at } if n == node => [Some(at), None],
+                _ => [None, None],
+            })
+            .flatten()
+            .filter(|&t| t > now)
+            .min()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn draws_are_pure_and_independent_of_order() {
+        assert_eq!(draw(1, 2, 3, 4), draw(1, 2, 3, 4));
+        assert_ne!(draw(1, 2, 3, 4), draw(1, 2, 3, 5));
+        assert_ne!(draw(1, 1, 3, 4), draw(1, 2, 3, 4));
+        let hits = (0..10_000).filter(|&s| chance(9, 1, 1, s, 0.25)).count();
+        assert!((2_200..2_800).contains(&hits), "{hits}");
+    }
+
+    #[test]
+    fn first_matching_fault_wins_and_link_down_wins_over_all() {
+        let n = NodeId(1);
+        let mut plan = FaultPlan::new(0);
+        plan.add(Fault::Command {
+            node: Some(n),
+            fault: CommandFault::DropReply,
+            trigger: Trigger::Seqs { from: 2, until: 4 },
+        })
+        .add(Fault::Command {
+            node: None,
+            fault: CommandFault::DelayReply(5),
+            trigger: Trigger::During {
+                from: 0,
+                until: 100,
+            },
+        })
+        .add(Fault::LinkDown {
+            node: n,
+            from: 200,
+            until: 300,
+        });
+        assert_eq!(plan.command_fate(n, 0, 10), CommandFate::DelayReply(5));
+        assert_eq!(plan.command_fate(n, 2, 10), CommandFate::DropReply);
+        assert_eq!(plan.command_fate(n, 0, 150), CommandFate::Deliver);
+        assert_eq!(
+            plan.command_fate(n, 2, 250),
+            CommandFate::LinkDown { until: 300 }
+        );
+        assert_eq!(plan.command_fate(NodeId(2), 2, 250), CommandFate::Deliver);
+    }
+
+    #[test]
+    fn chained_pauses_freeze_through_the_last() {
+        let n = NodeId(3);
+        let mut plan = FaultPlan::new(0);
+        plan.add(Fault::pause(n, 0, 10))
+            .add(Fault::pause(n, 10, 10));
+        assert_eq!(plan.paused_until(n, 5), Some(20));
+        assert_eq!(plan.paused_until(n, 20), None);
+        assert_eq!(plan.delivery_fate(n, 0, 5), DeliveryFate::HoldUntil(20));
+    }
+}

@@ -1,0 +1,572 @@
+//! A simulated run as a plain value: who does what, over which network, under which faults.
+//!
+//! A [`Case`] prints as text and parses back, so a failing case can be shown, shrunk, committed and
+//! replayed (`SIM_CASE='…' cargo test -p sim-tests --test replay`). The same value is the scripted
+//! API of the examples: "client a locks at 0 with the watchdog, works 8 s; pause a at 19 s for 36 s".
+//!
+//! The text is one item per line (or per `;`): a `case` line with the global settings, a `client`
+//! line per client, a `fault` line per fault, each a list of `key=value` words.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// How a client acquires its lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AcquireKind {
+    /// `lock()`: wait forever, lease = watchdog timeout, renewed by the watchdog.
+    Watchdog,
+    /// `lock_with_lease(ms)`: wait forever, fixed lease, no watchdog.
+    Lease(u64),
+    /// `try_lock(wait, lease)`: wait at most `wait` ms; `lease` None = watchdog.
+    Try {
+        /// The wait budget in ms.
+        wait: u64,
+        /// The lease in ms, or the watchdog.
+        lease: Option<u64>,
+    },
+}
+
+/// One client and its workload: a loop of acquire, work, unlock.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClientSpec {
+    /// Its name in timelines (`a`, `b`, …).
+    pub name: String,
+    /// Which lock (`L0`, `L1`, …) it contends for.
+    pub lock: u32,
+    /// How it acquires.
+    pub acquire: AcquireKind,
+    /// Whether it draws fencing tokens and writes to the fenced resource with them.
+    pub fenced: bool,
+    /// When it starts, ms.
+    pub start: u64,
+    /// How long it works while holding the lock, ms (drawn in this range per cycle).
+    pub work: (u64, u64),
+    /// How long it waits between cycles, ms.
+    pub think: u64,
+    /// Whether each cycle re-enters once (1) while holding, releasing that hold before the end.
+    pub reentry: u32,
+    /// How many cycles it runs; 0 = until the horizon.
+    pub cycles: u32,
+    /// How fast its clock runs against the simulation's, in parts per million (+ = fast).
+    pub drift_ppm: i64,
+}
+
+impl ClientSpec {
+    /// A client that locks `lock` with the watchdog at `start` and works `work` ms, once.
+    pub fn new(name: &str, lock: u32) -> ClientSpec {
+        ClientSpec {
+            name: name.to_owned(),
+            lock,
+            acquire: AcquireKind::Watchdog,
+            fenced: true,
+            start: 0,
+            work: (1_000, 1_000),
+            think: 0,
+            reentry: 0,
+            cycles: 1,
+            drift_ppm: 0,
+        }
+    }
+}
+
+/// Something that goes wrong, at a virtual time.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// The client stops for `for_ms` (a GC pause): nothing it sends leaves, nothing reaches it.
+    Pause {
+        /// The client's index.
+        client: usize,
+        /// When, ms.
+        at: u64,
+        /// How long, ms.
+        for_ms: u64,
+    },
+    /// The client dies: its connection closes and it never acts again.
+    Crash {
+        /// The client's index.
+        client: usize,
+        /// When, ms.
+        at: u64,
+    },
+    /// Requests the client sends in `[from, to)` are lost (never applied).
+    DropRequests {
+        /// The client's index.
+        client: usize,
+        /// From, ms.
+        from: u64,
+        /// To, ms.
+        to: u64,
+    },
+    /// Replies the server sends to the client in `[from, to)` are lost (the calls were applied).
+    DropReplies {
+        /// The client's index.
+        client: usize,
+        /// From, ms.
+        from: u64,
+        /// To, ms.
+        to: u64,
+    },
+    /// Replies to the client in `[from, to)` arrive `by` ms late.
+    DelayReplies {
+        /// The client's index.
+        client: usize,
+        /// From, ms.
+        from: u64,
+        /// To, ms.
+        to: u64,
+        /// The delay, ms.
+        by: u64,
+    },
+    /// Pub/sub messages to the client in `[from, to)` are lost.
+    DropPubSub {
+        /// The client's index.
+        client: usize,
+        /// From, ms.
+        from: u64,
+        /// To, ms.
+        to: u64,
+    },
+    /// The server restarts without persistence: data and scripts are gone.
+    Restart {
+        /// When, ms.
+        at: u64,
+    },
+    /// The server fails over to a replica that lags by `lag` ms of writes.
+    Failover {
+        /// When, ms.
+        at: u64,
+        /// How many ms of the newest writes are lost.
+        lag: u64,
+    },
+    /// The server's clock jumps by `by` ms (forward expires keys early).
+    ClockJump {
+        /// When, ms.
+        at: u64,
+        /// By how much, ms.
+        by: i64,
+    },
+}
+
+impl Fault {
+    /// When the fault starts, ms.
+    pub fn at(&self) -> u64 {
+        match *self {
+            Fault::Pause { at, .. }
+            | Fault::Crash { at, .. }
+            | Fault::Restart { at }
+            | Fault::Failover { at, .. }
+            | Fault::ClockJump { at, .. } => at,
+            Fault::DropRequests { from, .. }
+            | Fault::DropReplies { from, .. }
+            | Fault::DelayReplies { from, .. }
+            | Fault::DropPubSub { from, .. } => from,
+        }
+    }
+
+    /// Whether the fault loses data on the server (so server-side exclusivity and the fencing
+    /// counter may break: the documented limit of a single Redis).
+    pub fn loses_data(&self) -> bool {
+        matches!(self, Fault::Restart { .. } | Fault::Failover { .. })
+    }
+}
+
+/// A whole run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Case {
+    /// The root seed: every random draw of the run derives from it.
+    pub seed: u64,
+    /// When the run stops, ms.
+    pub horizon: u64,
+    /// The clients' watchdog timeout, ms.
+    pub watchdog: u64,
+    /// The drift margin rate the clients assume (parts per million of a lease).
+    pub margin_ppm: u64,
+    /// One-way network latency range, ms.
+    pub latency: (u64, u64),
+    /// Probability of losing any one message, per mille (both directions).
+    pub loss: u32,
+    /// The clients.
+    pub clients: Vec<ClientSpec>,
+    /// The faults.
+    pub faults: Vec<Fault>,
+}
+
+impl Case {
+    /// A case with no clients and no faults.
+    pub fn new(seed: u64, horizon: u64) -> Case {
+        Case {
+            seed,
+            horizon,
+            watchdog: 30_000,
+            margin_ppm: 10_000,
+            latency: (1, 1),
+            loss: 0,
+            clients: Vec::new(),
+            faults: Vec::new(),
+        }
+    }
+
+    /// The text on one line (items separated by `; `), for a command line.
+    pub fn one_line(&self) -> String {
+        self.to_string().trim_end().replace('\n', "; ")
+    }
+
+    fn client_name(&self, i: usize) -> &str {
+        self.clients.get(i).map_or("?", |c| c.name.as_str())
+    }
+}
+
+fn range(r: (u64, u64)) -> String {
+    format!("{}..{}", r.0, r.1)
+}
+
+impl fmt::Display for Case {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "case seed={} horizon={} watchdog={} margin_ppm={} latency={} loss={}",
+            self.seed,
+            self.horizon,
+            self.watchdog,
+            self.margin_ppm,
+            range(self.latency),
+            self.loss
+        )?;
+        for c in &self.clients {
+            let acquire = match c.acquire {
+                AcquireKind::Watchdog => "watchdog".to_owned(),
+                AcquireKind::Lease(ms) => format!("lease:{ms}"),
+                AcquireKind::Try { wait, lease: None } => format!("try:{wait}"),
+                AcquireKind::Try {
+                    wait,
+                    lease: Some(l),
+                } => format!("try:{wait}:{l}"),
+            };
+            writeln!(
+                f,
+                "client {} lock={} acquire={acquire} fenced={} start={} work={} think={} reentry={} cycles={} drift_ppm={}",
+                c.name,
+                c.lock,
+                c.fenced,
+                c.start,
+                range(c.work),
+                c.think,
+                c.reentry,
+                c.cycles,
+                c.drift_ppm
+            )?;
+        }
+        for fault in &self.faults {
+            match *fault {
+                Fault::Pause { client, at, for_ms } => writeln!(
+                    f,
+                    "fault pause {} at={at} for={for_ms}",
+                    self.client_name(client)
+                )?,
+                Fault::Crash { client, at } => {
+                    writeln!(f, "fault crash {} at={at}", self.client_name(client))?
+                }
+                Fault::DropRequests { client, from, to } => writeln!(
+                    f,
+                    "fault drop-requests {} from={from} to={to}",
+                    self.client_name(client)
+                )?,
+                Fault::DropReplies { client, from, to } => writeln!(
+                    f,
+                    "fault drop-replies {} from={from} to={to}",
+                    self.client_name(client)
+                )?,
+                Fault::DelayReplies {
+                    client,
+                    from,
+                    to,
+                    by,
+                } => writeln!(
+                    f,
+                    "fault delay-replies {} from={from} to={to} by={by}",
+                    self.client_name(client)
+                )?,
+                Fault::DropPubSub { client, from, to } => writeln!(
+                    f,
+                    "fault drop-pubsub {} from={from} to={to}",
+                    self.client_name(client)
+                )?,
+                Fault::Restart { at } => writeln!(f, "fault restart at={at}")?,
+                Fault::Failover { at, lag } => writeln!(f, "fault failover at={at} lag={lag}")?,
+                Fault::ClockJump { at, by } => writeln!(f, "fault clock-jump at={at} by={by}")?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Why a case's text did not parse.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("case text, item {item}: {message}")]
+pub struct ParseError {
+    /// Which item (1-based).
+    pub item: usize,
+    /// What is wrong.
+    pub message: String,
+}
+
+struct Words<'a> {
+    item: usize,
+    pairs: Vec<(&'a str, &'a str)>,
+}
+
+impl<'a> Words<'a> {
+    fn err(&self, message: impl Into<String>) -> ParseError {
+        ParseError {
+            item: self.item,
+            message: message.into(),
+        }
+    }
+
+    fn get(&self, key: &str) -> Option<&'a str> {
+        self.pairs.iter().find(|(k, _)| *k == key).map(|(_, v)| *v)
+    }
+
+    fn num<T: FromStr>(&self, key: &str) -> Result<T, ParseError> {
+        let v = self
+            .get(key)
+            .ok_or_else(|| self.err(format!("missing {key}=")))?;
+        v.parse()
+            .map_err(|_| self.err(format!("{key}={v} is not a number")))
+    }
+
+    fn num_or<T: FromStr>(&self, key: &str, default: T) -> Result<T, ParseError> {
+        if self.get(key).is_some() {
+            self.num(key)
+        } else {
+            Ok(default)
+        }
+    }
+
+    fn range(&self, key: &str, default: (u64, u64)) -> Result<(u64, u64), ParseError> {
+        let Some(v) = self.get(key) else {
+            return Ok(default);
+        };
+        let bad = || self.err(format!("{key}={v} is not a range like 1..3"));
+        let (a, b) = v.split_once("..").ok_or_else(bad)?;
+        let (a, b) = (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
+        if a > b {
+            return Err(bad());
+        }
+        Ok((a, b))
+    }
+}
+
+impl FromStr for Case {
+    type Err = ParseError;
+
+    fn from_str(text: &str) -> Result<Case, ParseError> {
+        let mut case: Option<Case> = None;
+        let mut faults: Vec<(usize, Vec<&str>)> = Vec::new();
+        for (i, line) in text
+            .split(['\n', ';'])
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .enumerate()
+        {
+            let item = i + 1;
+            let mut tokens = line.split_whitespace();
+            let kind = tokens.next().unwrap_or_default();
+            let rest: Vec<&str> = tokens.collect();
+            let words = |skip: usize| Words {
+                item,
+                pairs: rest
+                    .iter()
+                    .skip(skip)
+                    .map(|w| w.split_once('=').unwrap_or((w, "")))
+                    .collect(),
+            };
+            match kind {
+                "case" => {
+                    let w = words(0);
+                    let mut c = Case::new(w.num("seed")?, w.num("horizon")?);
+                    c.watchdog = w.num_or("watchdog", c.watchdog)?;
+                    c.margin_ppm = w.num_or("margin_ppm", c.margin_ppm)?;
+                    c.latency = w.range("latency", c.latency)?;
+                    c.loss = w.num_or("loss", c.loss)?;
+                    case = Some(c);
+                }
+                "client" => {
+                    let w = words(1);
+                    let c = case
+                        .as_mut()
+                        .ok_or_else(|| w.err("a client before the case line"))?;
+                    let name = rest.first().ok_or_else(|| w.err("a client needs a name"))?;
+                    let mut spec = ClientSpec::new(name, w.num_or("lock", 0)?);
+                    spec.acquire = parse_acquire(w.get("acquire").unwrap_or("watchdog"))
+                        .ok_or_else(|| {
+                            w.err("acquire= is watchdog, lease:MS, try:MS or try:MS:MS")
+                        })?;
+                    spec.fenced = w.get("fenced").is_none_or(|v| v != "false");
+                    spec.start = w.num_or("start", 0)?;
+                    spec.work = w.range("work", spec.work)?;
+                    spec.think = w.num_or("think", 0)?;
+                    spec.reentry = w.num_or("reentry", 0)?;
+                    spec.cycles = w.num_or("cycles", 1)?;
+                    spec.drift_ppm = w.num_or("drift_ppm", 0)?;
+                    c.clients.push(spec);
+                }
+                "fault" => faults.push((item, rest)),
+                other => {
+                    return Err(ParseError {
+                        item,
+                        message: format!("unknown item {other:?} (case, client or fault)"),
+                    });
+                }
+            }
+        }
+        let mut case = case.ok_or(ParseError {
+            item: 0,
+            message: "no case line".into(),
+        })?;
+        for (item, rest) in faults {
+            let fault = parse_fault(&case, item, &rest)?;
+            case.faults.push(fault);
+        }
+        Ok(case)
+    }
+}
+
+fn parse_acquire(v: &str) -> Option<AcquireKind> {
+    let parts: Vec<&str> = v.split(':').collect();
+    Some(match parts.as_slice() {
+        ["watchdog"] => AcquireKind::Watchdog,
+        ["lease", ms] => AcquireKind::Lease(ms.parse().ok()?),
+        ["try", wait] => AcquireKind::Try {
+            wait: wait.parse().ok()?,
+            lease: None,
+        },
+        ["try", wait, lease] => AcquireKind::Try {
+            wait: wait.parse().ok()?,
+            lease: Some(lease.parse().ok()?),
+        },
+        _ => return None,
+    })
+}
+
+fn parse_fault(case: &Case, item: usize, rest: &[&str]) -> Result<Fault, ParseError> {
+    let err = |m: String| ParseError { item, message: m };
+    let kind = rest.first().copied().unwrap_or_default();
+    let targets_client = !matches!(kind, "restart" | "failover" | "clock-jump");
+    let skip = if targets_client { 2 } else { 1 };
+    let w = Words {
+        item,
+        pairs: rest
+            .iter()
+            .skip(skip)
+            .map(|w| w.split_once('=').unwrap_or((w, "")))
+            .collect(),
+    };
+    let client = || -> Result<usize, ParseError> {
+        let name = rest
+            .get(1)
+            .ok_or_else(|| err(format!("{kind} needs a client")))?;
+        case.clients
+            .iter()
+            .position(|c| c.name == *name)
+            .ok_or_else(|| err(format!("no client named {name}")))
+    };
+    Ok(match kind {
+        "pause" => Fault::Pause {
+            client: client()?,
+            at: w.num("at")?,
+            for_ms: w.num("for")?,
+        },
+        "crash" => Fault::Crash {
+            client: client()?,
+            at: w.num("at")?,
+        },
+        "drop-requests" => Fault::DropRequests {
+            client: client()?,
+            from: w.num("from")?,
+            to: w.num("to")?,
+        },
+        "drop-replies" => Fault::DropReplies {
+            client: client()?,
+            from: w.num("from")?,
+            to: w.num("to")?,
+        },
+        "delay-replies" => Fault::DelayReplies {
+            client: client()?,
+            from: w.num("from")?,
+            to: w.num("to")?,
+            by: w.num("by")?,
+        },
+        "drop-pubsub" => Fault::DropPubSub {
+            client: client()?,
+            from: w.num("from")?,
+            to: w.num("to")?,
+        },
+        "restart" => Fault::Restart { at: w.num("at")? },
+        "failover" => Fault::Failover {
+            at: w.num("at")?,
+            lag: w.num("lag")?,
+        },
+        "clock-jump" => Fault::ClockJump {
+            at: w.num("at")?,
+            by: w.num("by")?,
+        },
+        other => return Err(err(format!("unknown fault {other:?}"))),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Case {
+        let mut case = Case::new(42, 120_000);
+        let mut a = ClientSpec::new("a", 0);
+        a.work = (8_000, 8_000);
+        let mut b = ClientSpec::new("b", 0);
+        b.acquire = AcquireKind::Try {
+            wait: 3_000,
+            lease: Some(10_000),
+        };
+        b.start = 1_000;
+        b.fenced = false;
+        b.drift_ppm = -200;
+        case.clients = vec![a, b];
+        case.faults = vec![
+            Fault::Pause {
+                client: 0,
+                at: 19_000,
+                for_ms: 36_000,
+            },
+            Fault::Failover { at: 5, lag: 100 },
+            Fault::ClockJump { at: 7, by: -3 },
+            Fault::DelayReplies {
+                client: 1,
+                from: 1,
+                to: 2,
+                by: 3,
+            },
+        ];
+        case
+    }
+
+    #[test]
+    fn a_case_prints_and_parses_back() {
+        let case = sample();
+        let text = case.to_string();
+        assert_eq!(text.parse::<Case>(), Ok(case.clone()));
+        assert_eq!(case.one_line().parse::<Case>(), Ok(case));
+    }
+
+    #[test]
+    fn bad_text_names_the_item() {
+        let err = "case seed=1 horizon=5; client a acquire=forever"
+            .parse::<Case>()
+            .unwrap_err();
+        assert_eq!(err.item, 2);
+        let err = "case seed=1 horizon=5; fault pause zz at=1 for=2"
+            .parse::<Case>()
+            .unwrap_err();
+        assert!(err.message.contains("no client named zz"));
+    }
+}

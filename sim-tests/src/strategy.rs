@@ -1,0 +1,192 @@
+//! Proptest strategies for cases: clients, workloads and fault timelines that shrink well.
+//!
+//! A generated case is a list of clients and a list of faults; proptest shrinks both by dropping
+//! elements and lowering numbers, so a failure ends as the shortest fault timeline that still fails.
+//! Fault targets are indices taken modulo the number of clients, so every shrink stays valid.
+
+use crate::case::{AcquireKind, Case, ClientSpec, Fault};
+use proptest::prelude::*;
+
+/// What a generated case may contain.
+#[derive(Clone, Debug)]
+pub struct Envelope {
+    /// Clients per case.
+    pub clients: std::ops::RangeInclusive<usize>,
+    /// Locks they share.
+    pub locks: u32,
+    /// Virtual length of a run, ms.
+    pub horizon: u64,
+    /// Longest GC pause, ms.
+    pub max_pause: u64,
+    /// Whether clients may crash.
+    pub crashes: bool,
+    /// Whether requests and replies may be dropped or delayed.
+    pub message_faults: bool,
+    /// Per-mille random loss of any message.
+    pub loss: u32,
+    /// Largest client clock drift, ppm (either way).
+    pub max_drift_ppm: i64,
+    /// Faults per case.
+    pub faults: std::ops::RangeInclusive<usize>,
+}
+
+impl Envelope {
+    /// Inside the safe envelope: pauses, drops, delays and crashes, clocks that agree.
+    pub fn safe() -> Envelope {
+        Envelope {
+            clients: 2..=4,
+            locks: 2,
+            horizon: 90_000,
+            max_pause: 40_000,
+            crashes: true,
+            message_faults: true,
+            loss: 0,
+            max_drift_ppm: 0,
+            faults: 0..=4,
+        }
+    }
+}
+
+fn acquire_kind() -> impl Strategy<Value = AcquireKind> {
+    prop_oneof![
+        4 => Just(AcquireKind::Watchdog),
+        2 => (2_000u64..=20_000).prop_map(AcquireKind::Lease),
+        2 => (0u64..=15_000, prop::option::of(2_000u64..=20_000))
+            .prop_map(|(wait, lease)| AcquireKind::Try { wait, lease }),
+    ]
+}
+
+fn client(index: usize, locks: u32, max_drift: i64) -> impl Strategy<Value = ClientSpec> {
+    (
+        0..locks,
+        acquire_kind(),
+        any::<bool>(),
+        0u64..=5_000,
+        (200u64..=4_000, 0u64..=8_000),
+        0u64..=2_000,
+        0u32..=1,
+        -max_drift..=max_drift,
+    )
+        .prop_map(
+            move |(lock, acquire, fenced, start, (work_lo, extra), think, reentry, drift_ppm)| {
+                ClientSpec {
+                    name: ((b'a' + index as u8) as char).to_string(),
+                    lock,
+                    acquire,
+                    fenced,
+                    start,
+                    work: (work_lo, work_lo + extra),
+                    think,
+                    reentry,
+                    cycles: 0,
+                    drift_ppm,
+                }
+            },
+        )
+}
+
+/// A raw fault: the client index is reduced modulo the number of clients.
+fn fault(env: Envelope) -> impl Strategy<Value = Fault> {
+    let h = env.horizon;
+    let pause = (any::<usize>(), 0..h, 1..=env.max_pause.max(1))
+        .prop_map(|(client, at, for_ms)| Fault::Pause { client, at, for_ms });
+    let crash = (any::<usize>(), 0..h).prop_map(|(client, at)| Fault::Crash { client, at });
+    let window = (any::<usize>(), 0..h, 1u64..=30_000);
+    let drop_req = window
+        .clone()
+        .prop_map(|(client, from, len)| Fault::DropRequests {
+            client,
+            from,
+            to: from + len,
+        });
+    let drop_rep = window
+        .clone()
+        .prop_map(|(client, from, len)| Fault::DropReplies {
+            client,
+            from,
+            to: from + len,
+        });
+    let delay =
+        (window.clone(), 1u64..=2_000).prop_map(|((client, from, len), by)| Fault::DelayReplies {
+            client,
+            from,
+            to: from + len,
+            by,
+        });
+    let drop_pubsub = window.prop_map(|(client, from, len)| Fault::DropPubSub {
+        client,
+        from,
+        to: from + len,
+    });
+    let crashes = env.crashes;
+    let messages = env.message_faults;
+    prop_oneof![
+        3 => pause,
+        if crashes { 1 } else { 0 } => crash,
+        if messages { 2 } else { 0 } => drop_req,
+        if messages { 2 } else { 0 } => drop_rep,
+        if messages { 1 } else { 0 } => delay,
+        if messages { 1 } else { 0 } => drop_pubsub,
+    ]
+}
+
+fn fix_client(f: Fault, n: usize) -> Fault {
+    let n = n.max(1);
+    match f {
+        Fault::Pause { client, at, for_ms } => Fault::Pause {
+            client: client % n,
+            at,
+            for_ms,
+        },
+        Fault::Crash { client, at } => Fault::Crash {
+            client: client % n,
+            at,
+        },
+        Fault::DropRequests { client, from, to } => Fault::DropRequests {
+            client: client % n,
+            from,
+            to,
+        },
+        Fault::DropReplies { client, from, to } => Fault::DropReplies {
+            client: client % n,
+            from,
+            to,
+        },
+        Fault::DelayReplies {
+            client,
+            from,
+            to,
+            by,
+        } => Fault::DelayReplies {
+            client: client % n,
+            from,
+            to,
+            by,
+        },
+        Fault::DropPubSub { client, from, to } => Fault::DropPubSub {
+            client: client % n,
+            from,
+            to,
+        },
+        other => other,
+    }
+}
+
+/// Cases within `env`.
+pub fn cases(env: Envelope) -> impl Strategy<Value = Case> {
+    let clients =
+        prop::collection::vec(client(0, env.locks, env.max_drift_ppm), env.clients.clone());
+    let faults = prop::collection::vec(fault(env.clone()), env.faults.clone());
+    (any::<u64>(), clients, faults).prop_map(move |(seed, mut clients, faults)| {
+        for (i, c) in clients.iter_mut().enumerate() {
+            c.name = ((b'a' + i as u8) as char).to_string();
+        }
+        let n = clients.len();
+        let mut case = Case::new(seed, env.horizon);
+        case.latency = (1, 5);
+        case.loss = env.loss;
+        case.clients = clients;
+        case.faults = faults.into_iter().map(|f| fix_client(f, n)).collect();
+        case
+    })
+}

@@ -1,0 +1,40 @@
+//! The checkers can fail: a machine told to break one rule is caught, and shrunk to a short case.
+//!
+//! The switch is a hidden method of the machine (`break_rule`), off by default, not a cargo feature
+//! (which would leak into every crate's build).
+
+use lock_core::machine::BrokenRule;
+use proptest::test_runner::{Config, TestCaseError, TestError, TestRunner};
+use sim_tests::strategy::{Envelope, cases};
+use sim_tests::{Checker, run_broken};
+
+#[test]
+fn renewing_after_unlock_is_caught_by_checker_d_and_shrunk() {
+    let mut runner = TestRunner::new(Config {
+        cases: 500,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let result = runner.run(&cases(Envelope::safe()), |case| {
+        let run = run_broken(&case, BrokenRule::RenewAfterUnlock);
+        if run.of(Checker::NoRenewAfterUnlock).is_empty() {
+            Ok(())
+        } else {
+            Err(TestCaseError::fail("renewal after unlock"))
+        }
+    });
+    let Err(TestError::Fail(_, minimal)) = result else {
+        panic!("checker (d) never noticed a machine that renews after unlock: {result:?}");
+    };
+    let run = run_broken(&minimal, BrokenRule::RenewAfterUnlock);
+    let caught = run.of(Checker::NoRenewAfterUnlock);
+    println!("shrunk to:\n{minimal}\n{}", caught[0]);
+    assert!(minimal.clients.len() <= 2, "not shrunk: {minimal}");
+    assert!(minimal.faults.is_empty(), "not shrunk: {minimal}");
+    // The same case with the rule kept is clean.
+    assert!(
+        sim_tests::run(&minimal)
+            .of(Checker::NoRenewAfterUnlock)
+            .is_empty()
+    );
+}
