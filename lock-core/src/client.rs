@@ -503,8 +503,10 @@ impl Drop for HoldTicket {
 /// One count of a hold. Unlock it with [`unlock`](Self::unlock); dropping it stops its renewal at
 /// once and releases it in the background.
 pub struct LockGuard {
-    client: LockClient,
+    // Declared first so it drops first: its background release must go out while `client` still
+    // keeps the driver's channel open.
     ticket: HoldTicket,
+    client: LockClient,
     status: watch::Receiver<HoldStatus>,
     token: Option<u64>,
     mode: HoldMode,

@@ -459,3 +459,42 @@ async fn queries_report_the_servers_view() {
     let stranger = a.new_owner().await.unwrap();
     assert_eq!(stranger.hold_count("orders").await.unwrap(), 0);
 }
+
+#[tokio::test(start_paused = true)]
+async fn an_unsafe_config_is_refused_at_construction_naming_the_value_and_the_rule() {
+    let world = World::new();
+    let (backend, _) = world.backend();
+    let slow = LockConfig {
+        response_timeout: Some(Millis(10_000)),
+        ..LockConfig::default()
+    };
+    let err = LockClient::new(backend, slow).err().expect("refused");
+    assert_eq!(
+        err,
+        lock_core::ConfigError::ResponseTimeoutTooLong {
+            response_timeout: Millis(10_000),
+            limit: Millis(10_000),
+        }
+    );
+    let (backend, _) = world.backend();
+    let zero = LockConfig {
+        batch_size: 0,
+        ..LockConfig::default()
+    };
+    let err = LockClient::new(backend, zero).err().expect("refused");
+    assert!(err.to_string().contains("batch_size is 0"), "{err}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_guard_dropped_after_its_client_still_releases_in_the_background() {
+    let world = World::new();
+    let (a, ai) = client(&world);
+    let guard = a.lock("orders").await.unwrap();
+    drop(a);
+    world.sleep_until(secs(5)).await;
+    assert!(world.exists("orders"), "the guard keeps the driver alive");
+    drop(guard);
+    world.sleep_until(secs(5) + ms(10)).await;
+    assert!(!world.exists("orders"));
+    assert_eq!(world.calls(ai, "release").len(), 1);
+}

@@ -612,3 +612,33 @@ fn fenced_acquires_return_rising_tokens_and_a_replay_gets_the_same_token() {
     let op2 = rig.request(0, fenced(Some(a.owner)));
     assert_eq!(rig.acquired(0, op2).token, Some(2));
 }
+
+#[test]
+fn a_woken_waiter_that_stops_waiting_passes_the_wake_to_the_next() {
+    let mut rig = Rig::new(config());
+    let holder = rig.lock(0, "orders");
+    let a = rig.acquired(0, holder);
+    let c1 = rig.add_client(config());
+    let w1 = rig.lock(c1, "orders");
+    let w2 = rig.lock(c1, "orders");
+    rig.advance_to(t(1000));
+    // The woken waiter's attempt stays in flight; it is cancelled before the answer.
+    rig.fate = Box::new(move |s| {
+        if s.client == c1 {
+            Fate::Hold
+        } else {
+            Fate::Reply
+        }
+    });
+    release(&mut rig, 0, &a, "orders");
+    let woken = rig.in_flight.len();
+    assert_eq!(woken, 1);
+    rig.input(c1, Input::Cancel { op: w1 });
+    assert_eq!(rig.in_flight.len(), 2, "the next waiter tries at once");
+    rig.fate = Box::new(|_| Fate::Reply);
+    rig.advance(0);
+    rig.acquired(c1, w2);
+    assert_eq!(rig.result(c1, w1), None);
+    // The cancelled attempt was granted and given straight back; nothing is left behind.
+    assert_eq!(rig.machine(c1).ops_in_progress(), 0);
+}

@@ -264,6 +264,14 @@ impl LockMachine {
             return;
         }
         let now = self.now;
+        if !self.holds.contains_key(&a.key) {
+            // Registration keeps the record while the acquire is pending; recreate it rather
+            // than leave the caller unanswered if that ever failed.
+            let id = self.new_hold_id();
+            let hold = Hold::new(id, a.keys.clone(), a.owner.clone(), a.mode);
+            self.holds.insert(a.key.clone(), hold);
+        }
+        // A grant from a count of zero starts a new hold (a new id for its guards and events).
         let new_id = self
             .holds
             .get(&a.key)
