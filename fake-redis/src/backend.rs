@@ -9,7 +9,7 @@
 
 use crate::fault::NodeId;
 use crate::frame::Frame;
-use crate::link::{DEFAULT_RESPONSE_TIMEOUT, Link, LinkError, SharedEngine};
+use crate::link::{DEFAULT_RESPONSE_TIMEOUT, Link, LinkError, RequestLog, SharedEngine};
 use crate::subscriber::FakeSubscriber;
 use bytes::Bytes;
 use lock_core::backend::{Backend, BackendError, PubSubEvent, Subscriber};
@@ -41,6 +41,27 @@ impl FakeBackend {
             subscriber: FakeSubscriber::new(Arc::clone(&engine), node),
             link: Arc::new(Link::new(engine, node, response_timeout)),
         }
+    }
+
+    /// Every request and every reply of this backend takes `one_way` on the wire (a round trip
+    /// costs twice it), on top of any delay the fault plan adds; the response timeout counts from
+    /// when the request left. A request in flight lands even if its caller stops waiting.
+    /// Pub/sub deliveries to the subscriber side are not delayed.
+    pub fn with_latency(self, one_way: Duration) -> FakeBackend {
+        self.link.set_latency(one_way);
+        self
+    }
+
+    /// Records every request this backend sends in `log` (share one log between backends to see
+    /// all their traffic in order).
+    pub fn with_request_log(self, log: RequestLog) -> FakeBackend {
+        self.link.set_request_log(log);
+        self
+    }
+
+    /// The one-way latency of requests and replies.
+    pub fn latency(&self) -> Duration {
+        self.link.latency()
     }
 
     /// The node this backend speaks for.

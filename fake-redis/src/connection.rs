@@ -12,7 +12,7 @@
 //! [`FakeSubscriber`](crate::FakeSubscriber).
 
 use crate::fault::NodeId;
-use crate::link::{DEFAULT_RESPONSE_TIMEOUT, Link, LinkError, SharedEngine};
+use crate::link::{DEFAULT_RESPONSE_TIMEOUT, Link, LinkError, RequestLog, SharedEngine};
 use bytes::Bytes;
 use redis::aio::ConnectionLike;
 use redis::{Arg, Cmd, Pipeline, RedisError, RedisFuture, Value};
@@ -41,6 +41,21 @@ impl FakeConnection {
         FakeConnection {
             link: Arc::new(Link::new(engine, node, response_timeout)),
         }
+    }
+
+    /// Every request and every reply of this connection (and of its clones) takes `one_way` on
+    /// the wire (a round trip costs twice it), on top of any delay the fault plan adds; the
+    /// response timeout counts from when the request left. A request in flight lands even if its
+    /// caller stops waiting.
+    pub fn with_latency(self, one_way: Duration) -> FakeConnection {
+        self.link.set_latency(one_way);
+        self
+    }
+
+    /// Records every request this connection (and its clones) sends in `log`.
+    pub fn with_request_log(self, log: RequestLog) -> FakeConnection {
+        self.link.set_request_log(log);
+        self
     }
 
     /// The node this connection speaks for.

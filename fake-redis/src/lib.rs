@@ -79,5 +79,5 @@ pub use fault::{
     Trigger,
 };
 pub use frame::Frame;
-pub use link::{DEFAULT_RESPONSE_TIMEOUT, SharedEngine, shared};
+pub use link::{DEFAULT_RESPONSE_TIMEOUT, RequestLog, SentRequest, SharedEngine, shared};
 pub use subscriber::FakeSubscriber;

@@ -6,6 +6,13 @@
 //! closed it while idle), asks the plan what happens to each call, and carries that out with tokio
 //! sleeps, so that under tokio's paused time a 35-second GC pause costs nothing. The engine lock
 //! (a std mutex) is never held across an `.await`.
+//!
+//! Two options model the wire itself rather than a fault. A *latency* makes every request and
+//! every reply take that long on the way (a round trip costs twice it): a request in flight lands
+//! even if its caller stops waiting, as on a real network, and the fault plan's delays add to it.
+//! A [`RequestLog`] records every request as it leaves the client, with the fate the plan gave it
+//! and whether the server applied it, so a test can state what a client *sent* ("no renewal
+//! after the unlock"), lost requests included, which the server's state alone cannot show.
 
 use crate::engine::{ClientId, Engine};
 use crate::fault::{CommandFate, FaultEventKind, NodeId};
@@ -13,6 +20,7 @@ use crate::frame::Frame;
 use bytes::Bytes;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
+use tokio::time::Instant;
 
 /// An engine shared by front doors (a std mutex: commands never wait inside it).
 pub type SharedEngine = Arc<Mutex<Engine>>;
@@ -39,10 +47,84 @@ pub(crate) enum LinkError {
     Crashed,
 }
 
+/// One request as it left a client, in a [`RequestLog`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SentRequest {
+    /// When it left the client (after any pause of the node): unix ms on the engine's clock,
+    /// before clock jumps, as fault plans are written.
+    pub at: i64,
+    /// The node that sent it.
+    pub node: NodeId,
+    /// The node's command sequence number, the one [`Trigger`](crate::Trigger)s count.
+    pub seq: u64,
+    /// The commands, name first (a pipeline or a transaction sends several at once).
+    pub commands: Vec<Vec<Bytes>>,
+    /// What the fault plan decided for it.
+    pub fate: CommandFate,
+    /// Whether the server has applied it: false for a lost request, and for a delayed one until it
+    /// lands.
+    pub applied: bool,
+}
+
+/// A shared record of the requests front doors send, oldest first: give a clone to each
+/// [`FakeBackend`](crate::FakeBackend) or [`FakeConnection`](crate::FakeConnection) whose traffic
+/// a test wants to see. Only requests go in (pub/sub subscriptions and deliveries do not).
+#[derive(Clone, Debug, Default)]
+pub struct RequestLog {
+    entries: Arc<Mutex<Vec<SentRequest>>>,
+}
+
+impl RequestLog {
+    /// An empty log.
+    pub fn new() -> RequestLog {
+        RequestLog::default()
+    }
+
+    /// Every request recorded so far, oldest first.
+    pub fn entries(&self) -> Vec<SentRequest> {
+        self.lock().clone()
+    }
+
+    /// How many requests were recorded.
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Whether nothing was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.lock().is_empty()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Vec<SentRequest>> {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn record(&self, request: SentRequest) -> usize {
+        let mut entries = self.lock();
+        entries.push(request);
+        entries.len() - 1
+    }
+
+    fn mark_applied(&self, index: usize) {
+        if let Some(entry) = self.lock().get_mut(index) {
+            entry.applied = true;
+        }
+    }
+}
+
+/// A request's place in a [`RequestLog`], to mark it applied when it lands.
+#[derive(Clone)]
+struct Logged {
+    log: RequestLog,
+    index: usize,
+}
+
 struct LinkState {
     client: Option<ClientId>,
     db: usize,
     protocol: u8,
+    latency: Duration,
+    requests: Option<RequestLog>,
 }
 
 pub(crate) struct Link {
@@ -79,6 +161,8 @@ impl Link {
                 client: None,
                 db: 0,
                 protocol: 2,
+                latency: Duration::ZERO,
+                requests: None,
             }),
             response_timeout,
         }
@@ -96,6 +180,21 @@ impl Link {
     /// The protocol the connection speaks.
     pub fn protocol(&self) -> u8 {
         self.state().protocol
+    }
+
+    /// Every request and every reply takes `one_way` from now on.
+    pub fn set_latency(&self, one_way: Duration) {
+        self.state().latency = one_way;
+    }
+
+    /// The one-way latency.
+    pub fn latency(&self) -> Duration {
+        self.state().latency
+    }
+
+    /// Records every request sent from now on in `log`.
+    pub fn set_request_log(&self, log: RequestLog) {
+        self.state().requests = Some(log);
     }
 
     /// The engine connection, opened (or reopened after a restart, with its database and protocol)
@@ -132,7 +231,12 @@ impl Link {
 
     /// Runs `commands` back to back on the engine, now. `on` pins the connection a delayed request
     /// was sent on: if it closed meanwhile, the request is lost (`None`).
-    fn apply(&self, commands: &[Vec<Bytes>], on: Option<ClientId>) -> Option<Vec<Frame>> {
+    fn apply(
+        &self,
+        commands: &[Vec<Bytes>],
+        on: Option<ClientId>,
+        logged: Option<&Logged>,
+    ) -> Option<Vec<Frame>> {
         let mut engine = lock(&self.engine);
         // A restart due now closes connections before this request picks one.
         engine.apply_due_server_faults();
@@ -145,6 +249,9 @@ impl Link {
             .iter()
             .map(|argv| engine.execute(client, argv))
             .collect();
+        if let Some(logged) = logged {
+            logged.log.mark_applied(logged.index);
+        }
         let mut state = self.state();
         state.db = engine.selected_db(client);
         state.protocol = engine.protocol(client);
@@ -158,7 +265,9 @@ impl Link {
         ))
     }
 
-    /// Sends `commands` as one request and waits for their replies, through the fault plan.
+    /// Sends `commands` as one request and waits for their replies, through the fault plan and
+    /// the latency. The whole call is bounded by the response timeout, counted from when the
+    /// request left.
     pub async fn call(
         self: &Arc<Self>,
         commands: Vec<Vec<Bytes>>,
@@ -181,65 +290,94 @@ impl Link {
             }
             sleep_until_clock(&self.engine, until).await;
         }
-        let (seq, fate) = {
+        let (seq, fate, at) = {
             let mut e = lock(&self.engine);
             let now = e.clock_now();
             if e.fault_plan().crash_time(node).is_some_and(|t| t <= now) {
                 return Err(LinkError::Crashed);
             }
             let seq = e.next_command_seq(node);
-            (seq, e.fault_plan().command_fate(node, seq, now))
+            (seq, e.fault_plan().command_fate(node, seq, now), now)
         };
+        let sent = Instant::now();
+        let give_up = sent + self.response_timeout;
+        let (latency, requests) = {
+            let state = self.state();
+            (state.latency, state.requests.clone())
+        };
+        let logged = requests.map(|log| Logged {
+            index: log.record(SentRequest {
+                at,
+                node,
+                seq,
+                commands: commands.clone(),
+                fate,
+                applied: false,
+            }),
+            log,
+        });
         let log = |kind| lock(&self.engine).log_fault(Some(node), Some(seq), kind);
-        match fate {
-            CommandFate::Deliver => self.apply(&commands, None).ok_or_else(|| self.timed_out()),
+        let (request_delay, reply_delay) = match fate {
             CommandFate::DropRequest | CommandFate::LinkDown { .. } => {
                 log(if matches!(fate, CommandFate::DropRequest) {
                     FaultEventKind::RequestDropped
                 } else {
                     FaultEventKind::LinkDown
                 });
-                tokio::time::sleep(self.response_timeout).await;
-                Err(self.timed_out())
-            }
-            CommandFate::DropReply => {
-                self.apply(&commands, None);
-                log(FaultEventKind::ReplyDropped);
-                tokio::time::sleep(self.response_timeout).await;
-                Err(self.timed_out())
-            }
-            CommandFate::DelayReply(ms) => {
-                let replies = self.apply(&commands, None);
-                log(FaultEventKind::ReplyDelayed(ms));
-                let delay = Duration::from_millis(ms);
-                if delay >= self.response_timeout {
-                    tokio::time::sleep(self.response_timeout).await;
-                    return Err(self.timed_out());
-                }
-                tokio::time::sleep(delay).await;
-                replies.ok_or_else(|| self.timed_out())
+                tokio::time::sleep_until(give_up).await;
+                return Err(self.timed_out());
             }
             CommandFate::DelayRequest(ms) => {
                 log(FaultEventKind::RequestDelayed(ms));
-                let sent_on = {
-                    let mut e = lock(&self.engine);
-                    self.connection(&mut e)
-                };
-                // The request is in flight whatever the caller does: it lands even if the caller
-                // gives up (a timeout, a dropped future) before it does.
-                let (tx, rx) = tokio::sync::oneshot::channel();
-                let link = Arc::clone(self);
-                tokio::spawn(async move {
-                    tokio::time::sleep(Duration::from_millis(ms)).await;
-                    if let Some(replies) = link.apply(&commands, Some(sent_on)) {
-                        let _ = tx.send(replies);
-                    }
-                });
-                match tokio::time::timeout(self.response_timeout, rx).await {
-                    Ok(Ok(replies)) => Ok(replies),
-                    _ => Err(self.timed_out()),
-                }
+                (latency + Duration::from_millis(ms), latency)
             }
+            CommandFate::DelayReply(ms) => (latency, latency + Duration::from_millis(ms)),
+            CommandFate::Deliver | CommandFate::DropReply => (latency, latency),
+        };
+        let replies = if request_delay.is_zero() {
+            self.apply(&commands, None, logged.as_ref())
+        } else {
+            let sent_on = {
+                let mut e = lock(&self.engine);
+                self.connection(&mut e)
+            };
+            // The request is in flight whatever the caller does: it lands even if the caller
+            // gives up (a timeout, a dropped future) before it does.
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            let link = Arc::clone(self);
+            tokio::spawn(async move {
+                tokio::time::sleep(request_delay).await;
+                if let Some(replies) = link.apply(&commands, Some(sent_on), logged.as_ref()) {
+                    let _ = tx.send(replies);
+                }
+            });
+            match tokio::time::timeout_at(give_up, rx).await {
+                Ok(Ok(replies)) => Some(replies),
+                // Lost with its connection (a restart meanwhile): the caller still waits it out.
+                Ok(Err(_)) => None,
+                Err(_) => return Err(self.timed_out()),
+            }
+        };
+        let Some(replies) = replies else {
+            tokio::time::sleep_until(give_up).await;
+            return Err(self.timed_out());
+        };
+        match fate {
+            CommandFate::DropReply => {
+                log(FaultEventKind::ReplyDropped);
+                tokio::time::sleep_until(give_up).await;
+                return Err(self.timed_out());
+            }
+            CommandFate::DelayReply(ms) => log(FaultEventKind::ReplyDelayed(ms)),
+            _ => {}
         }
+        if Instant::now() + reply_delay >= give_up {
+            tokio::time::sleep_until(give_up).await;
+            return Err(self.timed_out());
+        }
+        if !reply_delay.is_zero() {
+            tokio::time::sleep(reply_delay).await;
+        }
+        Ok(replies)
     }
 }

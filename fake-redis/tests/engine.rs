@@ -1,4 +1,4 @@
-//! The engine driven directly on a `ManualClock`: expiry, transactions, pub/sub, scripts.
+//! The engine driven directly on a `ManualClock`: expiry, transactions, pub/sub, scripts, lists.
 
 use bytes::Bytes;
 use fake_redis::{ClientId, Engine, Frame, ManualClock, Value};
@@ -369,4 +369,38 @@ fn scan_returns_every_key_once_across_calls() {
         }
     }
     assert_eq!(seen.len(), 57);
+}
+
+#[test]
+fn lists_push_at_either_end_keep_their_ttl_and_clamp_ranges() {
+    let (clock, mut e, c) = setup();
+    assert_eq!(run(&mut e, c, "RPUSH l b c"), int(2));
+    assert_eq!(run(&mut e, c, "LPUSH l a z"), int(4));
+    let all = Frame::Array(["z", "a", "b", "c"].map(bulk).to_vec());
+    assert_eq!(run(&mut e, c, "LRANGE l 0 -1"), all);
+    assert_eq!(run(&mut e, c, "LRANGE l -100 100"), all);
+    assert_eq!(
+        run(&mut e, c, "LRANGE l -2 -1"),
+        Frame::Array(vec![bulk("b"), bulk("c")])
+    );
+    assert_eq!(run(&mut e, c, "LRANGE l 3 1"), Frame::Array(vec![]));
+    assert_eq!(run(&mut e, c, "LRANGE nokey 0 -1"), Frame::Array(vec![]));
+    assert_eq!(run(&mut e, c, "LLEN l"), int(4));
+    assert_eq!(run(&mut e, c, "TYPE l"), Frame::simple("list"));
+    // A push keeps the TTL; the list expires as any key does.
+    assert_eq!(run(&mut e, c, "PEXPIRE l 100"), int(1));
+    assert_eq!(run(&mut e, c, "RPUSH l d"), int(5));
+    assert_eq!(run(&mut e, c, "PTTL l"), int(100));
+    clock.advance(101);
+    assert_eq!(run(&mut e, c, "LLEN l"), int(0));
+    // Wrong types, and indexes parsed before the key is looked at.
+    run(&mut e, c, "SET s v");
+    let wrongtype = "WRONGTYPE Operation against a key holding the wrong kind of value";
+    assert_eq!(run(&mut e, c, "RPUSH s x"), Frame::error(wrongtype));
+    assert_eq!(run(&mut e, c, "LRANGE s 0 -1"), Frame::error(wrongtype));
+    assert_eq!(
+        run(&mut e, c, "LRANGE s x 1"),
+        Frame::error("ERR value is not an integer or out of range")
+    );
+    assert_eq!(run(&mut e, c, "GET s"), bulk("v"));
 }

@@ -1,6 +1,6 @@
 //! The same `redis`-crate client code against a real redis-server (7.0) and against the fake on
-//! its `SystemClock`, comparing every reply exactly: strings, hashes, TTLs (5 s and more, or 0 and
-//! negative), EXISTS/DEL counting, WRONGTYPE, integer and overflow errors, transactions.
+//! its `SystemClock`, comparing every reply exactly: strings, hashes, lists, TTLs (5 s and more, or 0
+//! and negative), EXISTS/DEL counting, WRONGTYPE, integer and overflow errors, transactions.
 //!
 //! The test starts its own redis-server on a free loopback port (no persistence) and kills it when
 //! done, so it never touches a shared server.
@@ -222,6 +222,26 @@ const SCRIPT: &[&str] = &[
     "TTL hnew",
     "HDEL h f1 f2 cnt big fl a",
     "EXISTS h",
+    // lists
+    "RPUSH l a b c",
+    "LPUSH l z y",
+    "RPUSH l",
+    "LLEN l",
+    "LLEN nokey",
+    "LRANGE l 0 -1",
+    "LRANGE l 1 2",
+    "LRANGE l -2 -1",
+    "LRANGE l -100 100",
+    "LRANGE l 3 1",
+    "LRANGE l 5 10",
+    "LRANGE l 0 -6",
+    "LRANGE l x 1",
+    "LRANGE nokey 0 -1",
+    "LRANGE nokey x 1",
+    "EXPIRE l 100",
+    "RPUSH l d",
+    "TTL l",
+    "TYPE l",
     // wrong types
     "SET str x",
     "HGET str f",
@@ -235,6 +255,13 @@ const SCRIPT: &[&str] = &[
     "GETDEL hnew",
     "SET hnew x GET",
     "MGET str hnew",
+    "RPUSH str x",
+    "LPUSH hnew x",
+    "LLEN str",
+    "LRANGE str 0 -1",
+    "LRANGE str x 1",
+    "HGET l f",
+    "GET l",
     "TYPE str",
     "TYPE hnew",
     "TYPE nokey",

@@ -1,33 +1,33 @@
 //! A Redisson-grade reentrant distributed lock for async Rust.
 //!
-//! ```no_run
-//! # // `no_run`: it needs a Redis at REDIS_URL. It will run against the `fake-redis` crate's
-//! # // in-process FakeBackend once that crate lands.
-//! use lock_core::{LockClient, LockConfig, RedisBackend, UnlockOutcome};
+//! ```
+//! use fake_redis::{Engine, FakeBackend, NodeId, TokioClock, shared};
+//! use lock_core::{LockClient, LockConfig, Millis, RemainingLease, UnlockOutcome};
 //! use std::time::Duration;
 //!
-//! # #[tokio::main(flavor = "current_thread")]
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let url = std::env::var("REDIS_URL")?;
-//! let backend = RedisBackend::connect(&url, Duration::from_secs(3)).await?;
+//! // An in-process Redis (the `fake-redis` crate) on tokio's clock, paused here: the 55 s below
+//! // passes in microseconds. In production, a real one:
+//! // `let backend = RedisBackend::connect("redis://127.0.0.1/", Duration::from_secs(3)).await?;`
+//! let redis = shared(Engine::new(TokioClock::new()));
+//! let backend = FakeBackend::new(redis, NodeId(1));
 //! let client = LockClient::new(backend, LockConfig::default())?;
 //!
-//! // No lease: the watchdog renews the 30 s lease every 10 s while the guard lives.
+//! // No lease given: a 30 s lease that the watchdog renews every 10 s while the guard lives.
 //! let guard = client.lock("orders").await?;
-//! // Re-enter as the same owner (from any task): the server counts 2.
-//! let inner = guard.owner().lock("orders").await?;
-//! assert_eq!(inner.unlock().await?, UnlockOutcome::StillHeld);
-//!
 //! tokio::select! {
-//!     _ = tokio::time::sleep(Duration::from_secs(1)) => { /* the work, done under the lock */ }
-//!     loss = guard.lost() => eprintln!("stop writing: the lease is {loss:?}"),
+//!     // 55 s of work, well past the first lease.
+//!     _ = tokio::time::sleep(Duration::from_secs(55)) => {}
+//!     loss = guard.lost() => panic!("stop writing: the lease is {loss:?}"),
 //! }
-//! assert_eq!(guard.unlock().await?, UnlockOutcome::Released);
+//! assert!(guard.is_valid());
+//! // Renewed at 50 s: 25 s of the lease are left.
+//! let left = client.remaining_lease("orders").await?;
+//! assert_eq!(left, RemainingLease::Remaining(Millis(25_000)));
 //!
-//! // Wait at most 2 s; a 5 s lease, no watchdog.
-//! if let Some(guard) = client.try_lock("orders", Duration::from_secs(2), Some(Duration::from_secs(5))).await? {
-//!     guard.unlock().await?;
-//! }
+//! assert_eq!(guard.unlock().await?, UnlockOutcome::Released);
+//! assert!(!client.is_locked("orders").await?);
 //! # Ok(())
 //! # }
 //! ```

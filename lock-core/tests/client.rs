@@ -1,7 +1,7 @@
 //! The tokio client's acceptance tests, on tokio's paused time.
 //!
-//! They run against `support::World`, a stand-in for the `fake-redis` crate's `FakeBackend` until
-//! the branches merge; each test uses only the world's small helper API.
+//! They run on the `fake-redis` crate (a `FakeBackend` per client over one engine on a
+//! `TokioClock`, faults from the engine's fault plan), through `support::World`'s small helper API.
 
 mod support;
 
@@ -366,7 +366,7 @@ async fn dropped_renew_replies_keep_valid_until_and_renewal_resumes_after() {
     let first_valid_until = guard.valid_until();
     assert_eq!(first_valid_until, world.at(secs(30) - ms(302)));
     world.sleep_until(secs(5)).await;
-    world.drop_replies_of(ai, "renew_batch", secs(25));
+    world.drop_replies_for(ai, secs(25));
     world.sleep_until(secs(29)).await;
     assert_eq!(
         guard.valid_until(),
@@ -379,6 +379,15 @@ async fn dropped_renew_replies_keep_valid_until_and_renewal_resumes_after() {
     // Passes at 10 s and 23 s went unanswered (3 s each); the one at 36 s is answered.
     world.sleep_until(secs(36) + ms(500)).await;
     assert_eq!(world.renewals(ai), vec![secs(10), secs(23), secs(36)]);
+    let in_window = |c: &support::CallRecord| c.client == ai && (secs(5)..secs(30)).contains(&c.at);
+    assert!(
+        world
+            .log()
+            .iter()
+            .filter(|c| in_window(c))
+            .all(|c| c.name == "renew_batch"),
+        "only renewal replies were dropped: nothing else was sent in the window"
+    );
     assert_eq!(guard.status().state, HoldState::Valid);
     assert_eq!(guard.valid_until(), world.at(secs(66) - ms(302)));
     assert!(guard.is_valid());

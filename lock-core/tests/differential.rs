@@ -1,17 +1,27 @@
-//! The Lua scripts and their native twins do the same thing, proven against a real Redis.
+//! The Lua scripts and their native twins do the same thing, proven against a real Redis; and the
+//! fake Redis that runs the twins behaves as that Redis does, through both of its front doors.
 //!
 //! Random sequences of the five scripts, the lock queries (HGET, PTTL, EXISTS) and plain writes that
 //! put a string or a list on a lock's key, token counter or latch (so scripts meet wrong-typed keys)
-//! run twice: on the shared Redis through [`RedisBackend`], and on the native twins over the
-//! reference store. Replies must be identical, errors included, and so must the final keys, their
-//! values and TTLs. The reference runs at the sequence's start time while real time moves on, so a
-//! TTL may be lower on the server by at most the real time elapsed; nothing else may differ.
+//! run twice: on a server through a [`Backend`], and on the native twins over the reference store.
+//! Replies must be identical, errors included, and so must the final keys, their values and TTLs.
+//! The reference runs at the sequence's start time while real time moves on, so a TTL may be lower
+//! on the server by at most the real time elapsed; nothing else may differ.
 //!
-//! `DIFF_CASES` sets the number of sequences (default 2,000).
+//! The servers: the shared Redis through [`RedisBackend`] (`REDIS_URL`), and the `fake-redis`
+//! engine on its wall clock (`SystemClock`, so the same tolerance holds) through
+//! `RedisBackend<FakeConnection, FakeSubscriber>` (the same `redis`-crate code as against the real
+//! one) and through `FakeBackend`. The fake runs the native twins, so there the test holds the
+//! engine (its commands, replies, error texts, expiry and script cache) to the reference.
+//!
+//! `DIFF_CASES` sets the number of sequences per server (default 2,000).
 
 mod common;
 
 use bytes::Bytes;
+use fake_redis::{
+    Engine, FakeBackend, FakeConnection, FakeSubscriber, NodeId, SystemClock, shared,
+};
 use lock_core::script::reference::{ReferenceStore, Value};
 use lock_core::script::{
     ScriptCall, Store, acquire, acquire_fenced, force_unlock, release, renew_batch,
@@ -454,16 +464,20 @@ pub fn differential<B: Backend>(rt: &tokio::runtime::Runtime, backend: &B, label
             .map_err(TestCaseError::fail)
     });
     if let Err(e) = result {
-        panic!("{label}: the Lua scripts and the native twins diverge: {e}");
+        panic!("{label}: the server and the reference (the native twins) diverge: {e}");
     }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
 }
 
 #[test]
 fn lua_scripts_and_native_twins_agree_on_real_redis() {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = runtime();
     let backend = rt
         .block_on(RedisBackend::connect(
             &common::redis_url(),
@@ -471,4 +485,29 @@ fn lua_scripts_and_native_twins_agree_on_real_redis() {
         ))
         .expect("connect to REDIS_URL");
     differential(&rt, &backend, "diff-real");
+}
+
+#[test]
+fn the_fake_agrees_with_the_reference_through_redis_backend_on_fake_connection() {
+    let rt = runtime();
+    // The subscriber's task needs the runtime.
+    let backend = rt.block_on(async {
+        let engine = shared(Engine::new(SystemClock));
+        RedisBackend::new(
+            FakeConnection::new(engine.clone(), NodeId(1)),
+            FakeSubscriber::new(engine, NodeId(1)),
+            Duration::from_secs(5),
+        )
+    });
+    differential(&rt, &backend, "diff-fake-connection");
+}
+
+#[test]
+fn the_fake_agrees_with_the_reference_through_fake_backend() {
+    let rt = runtime();
+    let backend = rt.block_on(async {
+        let engine = shared(Engine::new(SystemClock));
+        FakeBackend::with_response_timeout(engine, NodeId(1), Duration::from_secs(5))
+    });
+    differential(&rt, &backend, "diff-fake-backend");
 }

@@ -1,16 +1,18 @@
 //! The command table and what every command shares: name lookup, arity, flags, argument parsing.
 //!
-//! Each family lives in its own file (`keys`, `strings`, `hashes`, `pubsub`, `scripting`,
-//! `transactions`, `connection`), mini-redis style: a command with options parses its arguments
-//! into a small struct first (`Set::parse`, `Expire::parse`) and then applies it; a simple one is
-//! a short function. Argument parsing and the error texts live here once, so `ERR syntax error`
-//! and `ERR value is not an integer or out of range` read the same everywhere, as in Redis.
+//! Each family lives in its own file (`keys`, `strings`, `hashes`, `lists`, `pubsub`,
+//! `scripting`, `transactions`, `connection`), mini-redis style: a command with options parses its
+//! arguments into a small struct first (`Set::parse`, `Expire::parse`) and then applies it; a
+//! simple one is a short function. Argument parsing and the error texts live here once, so
+//! `ERR syntax error` and `ERR value is not an integer or out of range` read the same everywhere,
+//! as in Redis.
 //!
 //! Lookup is allocation-free: the name is upper-cased into a stack buffer and matched.
 
 pub(crate) mod connection;
 pub(crate) mod hashes;
 pub(crate) mod keys;
+pub(crate) mod lists;
 pub(crate) mod pubsub;
 pub(crate) mod scripting;
 pub(crate) mod strings;
@@ -159,6 +161,9 @@ command_table! {
     b"INCRBYFLOAT" => strings::INCRBYFLOAT,
     b"INFO" => connection::INFO,
     b"KEYS" => keys::KEYS,
+    b"LLEN" => lists::LLEN,
+    b"LPUSH" => lists::LPUSH,
+    b"LRANGE" => lists::LRANGE,
     b"MGET" => strings::MGET,
     b"MSET" => strings::MSET,
     b"MSETNX" => strings::MSETNX,
@@ -178,6 +183,7 @@ command_table! {
     b"RENAME" => keys::RENAME,
     b"RENAMENX" => keys::RENAMENX,
     b"RESET" => connection::RESET,
+    b"RPUSH" => lists::RPUSH,
     b"SCAN" => keys::SCAN,
     b"SCRIPT" => scripting::SCRIPT,
     b"SELECT" => connection::SELECT,
