@@ -106,6 +106,17 @@ pub enum Fault {
         /// To, ms.
         to: u64,
     },
+    /// Requests the client sends in `[from, to)` arrive `by` ms late (they still apply).
+    DelayRequests {
+        /// The client's index.
+        client: usize,
+        /// From, ms.
+        from: u64,
+        /// To, ms.
+        to: u64,
+        /// The delay, ms.
+        by: u64,
+    },
     /// Replies to the client in `[from, to)` arrive `by` ms late.
     DelayReplies {
         /// The client's index.
@@ -158,8 +169,23 @@ impl Fault {
             | Fault::ClockJump { at, .. } => at,
             Fault::DropRequests { from, .. }
             | Fault::DropReplies { from, .. }
+            | Fault::DelayRequests { from, .. }
             | Fault::DelayReplies { from, .. }
             | Fault::DropPubSub { from, .. } => from,
+        }
+    }
+
+    /// The client the fault strikes, if it strikes one.
+    pub fn client_mut(&mut self) -> Option<&mut usize> {
+        match self {
+            Fault::Pause { client, .. }
+            | Fault::Crash { client, .. }
+            | Fault::DropRequests { client, .. }
+            | Fault::DropReplies { client, .. }
+            | Fault::DelayRequests { client, .. }
+            | Fault::DelayReplies { client, .. }
+            | Fault::DropPubSub { client, .. } => Some(client),
+            Fault::Restart { .. } | Fault::Failover { .. } | Fault::ClockJump { .. } => None,
         }
     }
 
@@ -183,8 +209,9 @@ pub struct Case {
     pub margin_ppm: u64,
     /// One-way network latency range, ms.
     pub latency: (u64, u64),
-    /// Probability of losing any one message, per mille (both directions).
-    pub loss: u32,
+    /// Probability of losing any one message, per mille, per direction: (client to server, server
+    /// to client). The text form is `loss=UP/DOWN`, or `loss=N` for both.
+    pub loss: (u32, u32),
     /// The clients.
     pub clients: Vec<ClientSpec>,
     /// The faults.
@@ -200,7 +227,7 @@ impl Case {
             watchdog: 30_000,
             margin_ppm: 10_000,
             latency: (1, 1),
-            loss: 0,
+            loss: (0, 0),
             clients: Vec::new(),
             faults: Vec::new(),
         }
@@ -224,13 +251,14 @@ impl fmt::Display for Case {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "case seed={} horizon={} watchdog={} margin_ppm={} latency={} loss={}",
+            "case seed={} horizon={} watchdog={} margin_ppm={} latency={} loss={}/{}",
             self.seed,
             self.horizon,
             self.watchdog,
             self.margin_ppm,
             range(self.latency),
-            self.loss
+            self.loss.0,
+            self.loss.1
         )?;
         for c in &self.clients {
             let acquire = match c.acquire {
@@ -274,6 +302,16 @@ impl fmt::Display for Case {
                 Fault::DropReplies { client, from, to } => writeln!(
                     f,
                     "fault drop-replies {} from={from} to={to}",
+                    self.client_name(client)
+                )?,
+                Fault::DelayRequests {
+                    client,
+                    from,
+                    to,
+                    by,
+                } => writeln!(
+                    f,
+                    "fault delay-requests {} from={from} to={to} by={by}",
                     self.client_name(client)
                 )?,
                 Fault::DelayReplies {
@@ -388,7 +426,22 @@ impl FromStr for Case {
                     c.watchdog = w.num_or("watchdog", c.watchdog)?;
                     c.margin_ppm = w.num_or("margin_ppm", c.margin_ppm)?;
                     c.latency = w.range("latency", c.latency)?;
-                    c.loss = w.num_or("loss", c.loss)?;
+                    c.loss = match w.get("loss") {
+                        None => c.loss,
+                        Some(v) => {
+                            let bad = || w.err(format!("loss={v} is not N or UP/DOWN (per mille)"));
+                            match v.split_once('/') {
+                                Some((up, down)) => (
+                                    up.parse().map_err(|_| bad())?,
+                                    down.parse().map_err(|_| bad())?,
+                                ),
+                                None => {
+                                    let n = v.parse().map_err(|_| bad())?;
+                                    (n, n)
+                                }
+                            }
+                        }
+                    };
                     case = Some(c);
                 }
                 "client" => {
@@ -491,6 +544,12 @@ fn parse_fault(case: &Case, item: usize, rest: &[&str]) -> Result<Fault, ParseEr
             from: w.num("from")?,
             to: w.num("to")?,
         },
+        "delay-requests" => Fault::DelayRequests {
+            client: client()?,
+            from: w.num("from")?,
+            to: w.num("to")?,
+            by: w.num("by")?,
+        },
         "delay-replies" => Fault::DelayReplies {
             client: client()?,
             from: w.num("from")?,
@@ -546,7 +605,14 @@ mod tests {
                 to: 2,
                 by: 3,
             },
+            Fault::DelayRequests {
+                client: 0,
+                from: 4,
+                to: 9,
+                by: 2,
+            },
         ];
+        case.loss = (3, 7);
         case
     }
 

@@ -22,8 +22,8 @@ pub struct Envelope {
     pub crashes: bool,
     /// Whether requests and replies may be dropped or delayed.
     pub message_faults: bool,
-    /// Per-mille random loss of any message.
-    pub loss: u32,
+    /// Largest per-mille random loss of any message, drawn per direction per case.
+    pub max_loss: u32,
     /// Largest client clock drift, ppm (either way).
     pub max_drift_ppm: i64,
     /// Faults per case.
@@ -40,7 +40,7 @@ impl Envelope {
             max_pause: 40_000,
             crashes: true,
             message_faults: true,
-            loss: 0,
+            max_loss: 20,
             max_drift_ppm: 0,
             faults: 0..=4,
         }
@@ -113,6 +113,15 @@ fn fault(env: Envelope) -> impl Strategy<Value = Fault> {
             to: from + len,
             by,
         });
+    // Delays stay within the latch window (4 response timeouts, 12 s by default): inside the
+    // envelope, where a repeated attempt is answered by its latch.
+    let delay_req =
+        (window.clone(), 1u64..=2_000).prop_map(|((client, from, len), by)| Fault::DelayRequests {
+            client,
+            from,
+            to: from + len,
+            by,
+        });
     let drop_pubsub = window.prop_map(|(client, from, len)| Fault::DropPubSub {
         client,
         from,
@@ -126,50 +135,16 @@ fn fault(env: Envelope) -> impl Strategy<Value = Fault> {
         if messages { 2 } else { 0 } => drop_req,
         if messages { 2 } else { 0 } => drop_rep,
         if messages { 1 } else { 0 } => delay,
+        if messages { 1 } else { 0 } => delay_req,
         if messages { 1 } else { 0 } => drop_pubsub,
     ]
 }
 
-fn fix_client(f: Fault, n: usize) -> Fault {
-    let n = n.max(1);
-    match f {
-        Fault::Pause { client, at, for_ms } => Fault::Pause {
-            client: client % n,
-            at,
-            for_ms,
-        },
-        Fault::Crash { client, at } => Fault::Crash {
-            client: client % n,
-            at,
-        },
-        Fault::DropRequests { client, from, to } => Fault::DropRequests {
-            client: client % n,
-            from,
-            to,
-        },
-        Fault::DropReplies { client, from, to } => Fault::DropReplies {
-            client: client % n,
-            from,
-            to,
-        },
-        Fault::DelayReplies {
-            client,
-            from,
-            to,
-            by,
-        } => Fault::DelayReplies {
-            client: client % n,
-            from,
-            to,
-            by,
-        },
-        Fault::DropPubSub { client, from, to } => Fault::DropPubSub {
-            client: client % n,
-            from,
-            to,
-        },
-        other => other,
+fn fix_client(mut f: Fault, n: usize) -> Fault {
+    if let Some(client) = f.client_mut() {
+        *client %= n.max(1);
     }
+    f
 }
 
 /// Cases within `env`.
@@ -177,14 +152,15 @@ pub fn cases(env: Envelope) -> impl Strategy<Value = Case> {
     let clients =
         prop::collection::vec(client(0, env.locks, env.max_drift_ppm), env.clients.clone());
     let faults = prop::collection::vec(fault(env.clone()), env.faults.clone());
-    (any::<u64>(), clients, faults).prop_map(move |(seed, mut clients, faults)| {
+    let loss = (0..=env.max_loss, 0..=env.max_loss);
+    (any::<u64>(), clients, faults, loss).prop_map(move |(seed, mut clients, faults, loss)| {
         for (i, c) in clients.iter_mut().enumerate() {
             c.name = ((b'a' + i as u8) as char).to_string();
         }
         let n = clients.len();
         let mut case = Case::new(seed, env.horizon);
         case.latency = (1, 5);
-        case.loss = env.loss;
+        case.loss = loss;
         case.clients = clients;
         case.faults = faults.into_iter().map(|f| fix_client(f, n)).collect();
         case

@@ -339,14 +339,15 @@ impl<S: SimServer> World<S> {
         };
         world.note("sim", || {
             format!(
-                "seed={} clients={} faults={} watchdog={} latency={}..{} loss={}‰",
+                "seed={} clients={} faults={} watchdog={} latency={}..{} loss={}‰ up {}‰ down",
                 case.seed,
                 case.clients.len(),
                 case.faults.len(),
                 case.watchdog,
                 case.latency.0,
                 case.latency.1,
-                case.loss
+                case.loss.0,
+                case.loss.1
             )
         });
         for (i, c) in case.clients.iter().enumerate() {
@@ -411,15 +412,20 @@ impl<S: SimServer> World<S> {
         EPOCH_MS + self.now as i64 + self.clock_offset
     }
 
-    fn latency(&mut self, client: usize) -> (u64, bool) {
+    /// A message's one-way latency, and whether it is lost (`up`: client to server).
+    fn latency(&mut self, client: usize, up: bool) -> (u64, bool) {
         let c = &mut self.clients[client];
         c.message_seq += 1;
         let seq = c.message_seq;
         let (lo, hi) = self.case.latency;
         let latency = draw_range(self.case.seed, Stream::Latency, client as u64, seq, lo, hi);
-        let lost = self.case.loss > 0
-            && draw(self.case.seed, Stream::Loss, client as u64, seq) % 1000
-                < u64::from(self.case.loss);
+        let loss = if up {
+            self.case.loss.0
+        } else {
+            self.case.loss.1
+        };
+        let lost = loss > 0
+            && draw(self.case.seed, Stream::Loss, client as u64, seq) % 1000 < u64::from(loss);
         (latency, lost)
     }
 
@@ -429,6 +435,35 @@ impl<S: SimServer> World<S> {
             .iter()
             .filter_map(pick)
             .any(|(c, from, to)| c == client && (from..to).contains(&self.now))
+    }
+
+    /// The extra delay the fault windows open now give a message of `client` (`up`: a request).
+    fn window_delay(&self, client: usize, up: bool) -> u64 {
+        self.case
+            .faults
+            .iter()
+            .filter_map(|f| match (f, up) {
+                (
+                    Fault::DelayRequests {
+                        client: c,
+                        from,
+                        to,
+                        by,
+                    },
+                    true,
+                )
+                | (
+                    Fault::DelayReplies {
+                        client: c,
+                        from,
+                        to,
+                        by,
+                    },
+                    false,
+                ) if *c == client && (*from..*to).contains(&self.now) => Some(*by),
+                _ => None,
+            })
+            .sum()
     }
 
     /// Runs without writing the trace or marks: for measuring throughput. The checkers still run.
@@ -510,7 +545,7 @@ impl<S: SimServer> World<S> {
                 let now = self.server_now();
                 if subscribe {
                     self.server.subscribe(conn, &channel, now);
-                    let (latency, _) = self.latency(client);
+                    let (latency, _) = self.latency(client, false);
                     self.schedule(self.now + latency, Ev::Subscribed { client, channel });
                 } else {
                     self.server.unsubscribe(conn, &channel, now);
@@ -600,6 +635,7 @@ impl<S: SimServer> World<S> {
             // Windows: consulted when messages are sent.
             Fault::DropRequests { .. }
             | Fault::DropReplies { .. }
+            | Fault::DelayRequests { .. }
             | Fault::DelayReplies { .. }
             | Fault::DropPubSub { .. } => {}
         }
@@ -658,7 +694,7 @@ impl<S: SimServer> World<S> {
             Output::Call { id, call } => {
                 self.check_no_renew_after_unlock(client, &call);
                 self.clients[client].inflight.insert(id);
-                let (latency, lost) = self.latency(client);
+                let (latency, lost) = self.latency(client, true);
                 let dropped = lost
                     || self.in_window(client, |f| match *f {
                         Fault::DropRequests { client, from, to } => Some((client, from, to)),
@@ -672,7 +708,8 @@ impl<S: SimServer> World<S> {
                     self.note(&name, || format!("sends {}", describe(&call)));
                 }
                 if !dropped {
-                    self.schedule(self.now + latency, Ev::Arrive { client, id, call });
+                    let delay = self.window_delay(client, true);
+                    self.schedule(self.now + latency + delay, Ev::Arrive { client, id, call });
                 }
                 let timeout = self.clients[client].machine.config().response_timeout();
                 let at = self.sim_time(client, self.client_time(client, self.now) + timeout);
@@ -680,7 +717,7 @@ impl<S: SimServer> World<S> {
             }
             Output::Subscribe { channel } => {
                 self.clients[client].channels.insert(channel.clone());
-                let (latency, _) = self.latency(client);
+                let (latency, _) = self.latency(client, true);
                 self.schedule(
                     self.now + latency,
                     Ev::SubArrive {
@@ -692,7 +729,7 @@ impl<S: SimServer> World<S> {
             }
             Output::Unsubscribe { channel } => {
                 self.clients[client].channels.remove(&channel);
-                let (latency, _) = self.latency(client);
+                let (latency, _) = self.latency(client, true);
                 self.schedule(
                     self.now + latency,
                     Ev::SubArrive {
@@ -740,26 +777,13 @@ impl<S: SimServer> World<S> {
         let result = self.server.call(conn, &call, now);
         self.observe_call(client, &call, &result);
         let name = self.name(client);
-        let (latency, lost) = self.latency(client);
+        let (latency, lost) = self.latency(client, false);
         let dropped = lost
             || self.in_window(client, |f| match *f {
                 Fault::DropReplies { client, from, to } => Some((client, from, to)),
                 _ => None,
             });
-        let delay: u64 = self
-            .case
-            .faults
-            .iter()
-            .filter_map(|f| match *f {
-                Fault::DelayReplies {
-                    client: c,
-                    from,
-                    to,
-                    by,
-                } if c == client && (from..to).contains(&self.now) => Some(by),
-                _ => None,
-            })
-            .sum();
+        let delay = self.window_delay(client, false);
         self.note("server", || {
             format!(
                 "applies {} from {name} -> {}{}",
@@ -789,7 +813,7 @@ impl<S: SimServer> World<S> {
             if self.clients[client].crashed {
                 continue;
             }
-            let (latency, lost) = self.latency(client);
+            let (latency, lost) = self.latency(client, false);
             let dropped = lost
                 || self.in_window(client, |f| match *f {
                     Fault::DropPubSub { client, from, to } => Some((client, from, to)),

@@ -38,7 +38,7 @@ proptest! {
     }
 
     #[test]
-    fn without_faults_no_watchdog_hold_is_ever_lost(case in cases(Envelope { faults: 0..=0, ..Envelope::safe() })) {
+    fn without_faults_no_watchdog_hold_is_ever_lost(case in cases(Envelope { faults: 0..=0, max_loss: 0, ..Envelope::safe() })) {
         let run = run(&case);
         let lost: Vec<_> = run
             .marks
