@@ -11,7 +11,7 @@
 //! keeps resolving it under the same request id, and releases the grant if there was one; its
 //! grant is never counted, so the watchdog never renews it (Redisson #2714, #4368, #7272).
 
-use super::attempts::{Attempts, Retry};
+use super::attempts::Attempts;
 use super::hold::Hold;
 use super::release::ReleaseOp;
 use super::timers::{TimerKey, TimerKind};
@@ -178,42 +178,19 @@ impl LockMachine {
         let name = a.keys.name();
         let reply = match result {
             Ok(reply) => reply,
-            Err(BackendError::Server(text)) => {
-                let err = LockError::Backend {
-                    name,
-                    operation: "acquire",
-                    error: BackendError::Server(text),
-                };
-                self.end_acquire(op, Err(err));
-                return;
-            }
             Err(error) => {
-                let retry = a.attempts.on_error(sent, error, now, &config);
-                let detail = a.attempts.last_error_text();
-                let last_error = a.attempts.last_error.clone();
-                match retry {
-                    Retry::At(at) => {
+                match a
+                    .attempts
+                    .on_failure(sent, error, now, &config, name, "acquire")
+                {
+                    Ok(at) => {
                         let timer = self.timers.arm(at, TimerKind::Op(op));
                         if let Some(a) = self.acquire_op(op) {
                             a.stage = Stage::RetryWait;
                             a.timer = Some(timer);
                         }
                     }
-                    Retry::GiveUp { unknown } => {
-                        let err = match (unknown, last_error) {
-                            (false, Some(error)) => LockError::Backend {
-                                name,
-                                operation: "acquire",
-                                error,
-                            },
-                            _ => LockError::OutcomeUnknown {
-                                name,
-                                operation: "acquire",
-                                detail,
-                            },
-                        };
-                        self.end_acquire(op, Err(err));
-                    }
+                    Err(err) => self.end_acquire(op, Err(err)),
                 }
                 return;
             }

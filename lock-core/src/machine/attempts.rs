@@ -9,8 +9,8 @@
 //! caller is told "unknown". A fresh id is never used to repeat an acquire: a second `HINCRBY`
 //! would count one hold twice (the reason Redisson sends lock scripts with no retry since 3.37.0).
 
-use super::CallId;
 use super::timers::TimerKey;
+use super::{CallId, LockError};
 use crate::backend::BackendError;
 use crate::config::LockConfig;
 use crate::keys::RequestId;
@@ -91,6 +91,42 @@ impl Attempts {
             Retry::GiveUp {
                 unknown: self.window_unknown,
             }
+        }
+    }
+
+    /// The attempt sent at `sent` of an `operation` on lock `name` failed with `error` at `now`:
+    /// when to send the next attempt, or the error that ends the operation. A server error reply
+    /// ends it at once (the server ran the call and refused it; repeating cannot help).
+    pub(crate) fn on_failure(
+        &mut self,
+        sent: MonoTime,
+        error: BackendError,
+        now: MonoTime,
+        config: &LockConfig,
+        name: String,
+        operation: &'static str,
+    ) -> Result<MonoTime, LockError> {
+        if let BackendError::Server(_) = error {
+            return Err(LockError::Backend {
+                name,
+                operation,
+                error,
+            });
+        }
+        match self.on_error(sent, error, now, config) {
+            Retry::At(at) => Ok(at),
+            Retry::GiveUp { unknown } => Err(match (unknown, self.last_error.clone()) {
+                (false, Some(error)) => LockError::Backend {
+                    name,
+                    operation,
+                    error,
+                },
+                _ => LockError::OutcomeUnknown {
+                    name,
+                    operation,
+                    detail: self.last_error_text(),
+                },
+            }),
         }
     }
 

@@ -9,7 +9,7 @@
 //!
 //! The same operation, with no caller, undoes the grant of a cancelled acquire.
 
-use super::attempts::{Attempts, Retry};
+use super::attempts::Attempts;
 use super::timers::TimerKind;
 use super::{
     Call, CallPurpose, Done, HoldId, HoldKey, LockError, LockEvent, LockMachine, OpId, OpKind,
@@ -156,41 +156,18 @@ impl LockMachine {
         let name = r.keys.name();
         let reply = match result {
             Ok(reply) => reply,
-            Err(BackendError::Server(text)) => {
-                let err = LockError::Backend {
-                    name,
-                    operation: "unlock",
-                    error: BackendError::Server(text),
-                };
-                self.end_release(op, Err(err));
-                return;
-            }
             Err(error) => {
-                let retry = r.attempts.on_error(sent, error, now, &config);
-                let detail = r.attempts.last_error_text();
-                let last_error = r.attempts.last_error.clone();
-                match retry {
-                    Retry::At(at) => {
+                match r
+                    .attempts
+                    .on_failure(sent, error, now, &config, name, "unlock")
+                {
+                    Ok(at) => {
                         let timer = self.timers.arm(at, TimerKind::Op(op));
                         if let Some(r) = self.release_op(op) {
                             r.attempts.retry_timer = Some(timer);
                         }
                     }
-                    Retry::GiveUp { unknown } => {
-                        let err = match (unknown, last_error) {
-                            (false, Some(error)) => LockError::Backend {
-                                name,
-                                operation: "unlock",
-                                error,
-                            },
-                            _ => LockError::OutcomeUnknown {
-                                name,
-                                operation: "unlock",
-                                detail,
-                            },
-                        };
-                        self.end_release(op, Err(err));
-                    }
+                    Err(err) => self.end_release(op, Err(err)),
                 }
                 return;
             }
