@@ -42,6 +42,10 @@ struct Args {
     /// Refuse connections beyond this many.
     #[arg(long, default_value_t = DEFAULT_MAXCLIENTS)]
     maxclients: usize,
+    /// Threads serving connections. The engine runs one command at a time whatever this is (as
+    /// Redis does); 1, the default, also spares the lock and cross-thread wake-ups.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    threads: u16,
     /// Print the Lua body of one of the lock's scripts (acquire, acquire_fenced, release,
     /// renew_batch, force_unlock) and exit: `redis-cli SCRIPT LOAD "$(fake-redis-server
     /// --print-script acquire)"`.
@@ -81,10 +85,17 @@ fn main() -> ExitCode {
     if let Some(seed) = args.seed {
         config.seed = seed;
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = if args.threads == 1 {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(usize::from(args.threads))
+            .enable_all()
+            .build()
+    };
+    let runtime = match runtime {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("cannot start the tokio runtime: {e}");
