@@ -40,6 +40,10 @@ const OUTPUT_HIGH_WATER: usize = 64 * 1024;
 /// Room made in the input buffer before each read.
 const READ_CHUNK: usize = 16 * 1024;
 
+/// While a request waits for the clock, input is read on (to notice a client that left) up to
+/// this much.
+const WAIT_READ_LIMIT: usize = 1024 * 1024;
+
 /// Unwritten output (pushes included) past which a client that keeps receiving pushes is closed.
 pub(crate) const PUSH_OUTPUT_LIMIT: usize = 32 * 1024 * 1024;
 
@@ -189,9 +193,24 @@ impl Connection {
                 Flow::WaitUntil(until) => {
                     let shared = Arc::clone(&self.shared);
                     let now = || lock(&shared.engine).clock_now();
-                    tokio::select! {
-                        () = shared.clock.wait_until(until, now) => {}
-                        () = stopped(&mut shutdown) => return,
+                    let reached = shared.clock.wait_until(until, now);
+                    tokio::pin!(reached);
+                    loop {
+                        // Reading on while waiting (nothing read runs before the wait ends)
+                        // notices a client that went away: its connection does not linger
+                        // until a virtual clock that may never get there.
+                        let room = self.input.len() < WAIT_READ_LIMIT;
+                        if room {
+                            self.input.reserve(READ_CHUNK);
+                        }
+                        tokio::select! {
+                            () = &mut reached => break,
+                            () = stopped(&mut shutdown) => return,
+                            read = io.read_buf(&mut self.input), if room => match read {
+                                Ok(0) | Err(_) => return,
+                                Ok(_) => {}
+                            },
+                        }
                     }
                 }
                 Flow::Read => {
