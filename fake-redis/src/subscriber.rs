@@ -15,7 +15,7 @@ use crate::link::{SharedEngine, lock, sleep_until_clock};
 use bytes::Bytes;
 use lock_core::backend::{BackendError, PubSubEvent, Subscriber};
 use std::collections::BTreeSet;
-use std::future::{Future, poll_fn};
+use std::future::poll_fn;
 use std::sync::{Arc, Mutex};
 use std::task::Poll;
 use tokio::sync::{Notify, mpsc};
@@ -151,13 +151,11 @@ impl Subscriber for FakeSubscriber {
         self.change(channel, false).await
     }
 
-    fn next_event(&self) -> impl Future<Output = PubSubEvent> + Send {
-        async {
-            let mut events = self.events.lock().await;
-            match events.recv().await {
-                Some(event) => event,
-                None => std::future::pending().await,
-            }
+    async fn next_event(&self) -> PubSubEvent {
+        let mut events = self.events.lock().await;
+        match events.recv().await {
+            Some(event) => event,
+            None => std::future::pending().await,
         }
     }
 }
