@@ -183,6 +183,11 @@ impl Connection {
         let mut shutdown = self.shared.shutdown.subscribe();
         loop {
             let flow = self.step();
+            if !self.output.is_empty() {
+                // Let the other connections with input run their requests first, then write:
+                // replies go out in a burst per round, as Redis writes them before it sleeps.
+                tokio::task::yield_now().await;
+            }
             if let Err(e) = self.flush(io).await {
                 tracing::debug!(client = %self.client, error = %e, "write failed");
                 return;
