@@ -449,6 +449,33 @@ async fn a_subscriber_that_never_reads_does_not_block_the_others() {
     );
 }
 
+#[tokio::test(start_paused = true)]
+async fn messages_queued_behind_a_blocked_write_all_arrive_under_a_fault_plan() {
+    let server = virtual_server();
+    let mut admin = Client::connect(&server);
+    // Any fault makes pushes go through the plan (here one for a node nobody uses).
+    admin
+        .call(&["FAKE.FAULT", "DROP-DELIVERY", "999", "NEXT", "1"])
+        .await;
+    let mut slow = Client::connect(&server);
+    slow.call(&["SUBSCRIBE", "ch"]).await;
+    let payload = "y".repeat(30_000);
+    for _ in 0..10 {
+        admin.call(&["PUBLISH", "ch", &payload]).await;
+    }
+    // The subscriber reads only now; every message comes, with no request to prompt it.
+    for _ in 0..10 {
+        assert_eq!(
+            slow.reply().await,
+            Some(Frame::Array(vec![
+                bulk("message"),
+                bulk("ch"),
+                bulk(&payload)
+            ]))
+        );
+    }
+}
+
 // ---- admin commands ----
 
 #[tokio::test(start_paused = true)]

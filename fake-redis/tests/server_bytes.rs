@@ -122,7 +122,10 @@ fn the_harness_sees_replies_and_faults_on_the_case_s_own_node() {
     assert_eq!(check_connection(b"PING\r\n", &[1], false), 7);
     // A delayed request waits for the virtual clock; the client leaving ends it all the same.
     let input = b"FAKE.NODE\r\nFAKE.FAULT DELAY-REQUEST 1 10\r\nPING\r\n";
-    assert_eq!(check_connection(input, &[64], false), b":1\r\n+OK\r\n".len());
+    assert_eq!(
+        check_connection(input, &[64], false),
+        b":1\r\n+OK\r\n".len()
+    );
 }
 
 proptest! {

@@ -44,6 +44,9 @@ const READ_CHUNK: usize = 16 * 1024;
 /// this much.
 const WAIT_READ_LIMIT: usize = 1024 * 1024;
 
+/// An idle connection's buffer larger than this is given back.
+const SHRINK_ABOVE: usize = 1024 * 1024;
+
 /// Unwritten output (pushes included) past which a client that keeps receiving pushes is closed.
 pub(crate) const PUSH_OUTPUT_LIMIT: usize = 32 * 1024 * 1024;
 
@@ -148,6 +151,8 @@ struct Connection {
     waiting: Option<Waiting>,
     signal: Arc<PushSignal>,
     waker: Waker,
+    /// A wake-up was taken during a write without handling it: step again before waiting.
+    recheck: bool,
 }
 
 impl Connection {
@@ -173,6 +178,7 @@ impl Connection {
             waiting: None,
             waker: Waker::from(Arc::clone(&signal)),
             signal,
+            recheck: false,
         }
     }
 
@@ -221,6 +227,10 @@ impl Connection {
                 Flow::Read => {
                     if *shutdown.borrow() {
                         return;
+                    }
+                    self.shrink_buffers();
+                    if std::mem::take(&mut self.recheck) {
+                        continue;
                     }
                     self.input.reserve(READ_CHUNK);
                     tokio::select! {
@@ -391,6 +401,20 @@ impl Connection {
         })
     }
 
+    /// Gives back the memory a huge request or reply took, once it is done with, as Redis
+    /// shrinks an idle client's query buffer.
+    fn shrink_buffers(&mut self) {
+        if self.input.is_empty() && self.input.capacity() > SHRINK_ABOVE {
+            self.input = BytesMut::with_capacity(READ_CHUNK);
+        }
+        if self.output.is_empty() && self.output.capacity() > SHRINK_ABOVE {
+            self.output = BytesMut::with_capacity(READ_CHUNK);
+        }
+        if self.overflow.capacity() > SHRINK_ABOVE {
+            self.overflow = BytesMut::new();
+        }
+    }
+
     /// Moves the pushes queued for this client into the output, through the fault plan.
     fn forward_pushes(&mut self, engine: &mut Engine) -> Option<Flow> {
         if engine.fault_plan().is_empty() {
@@ -461,7 +485,9 @@ impl Connection {
         let shared = Arc::clone(&self.shared);
         let mut engine = lock(&shared.engine);
         if !engine.fault_plan().is_empty() || !engine.is_connected(self.client) {
-            // Pushes under faults wait for the next step, where their fates are decided.
+            // Pushes under faults wait for the next step, where their fates are decided (and a
+            // closed connection is noticed there).
+            self.recheck = true;
             return Ok(());
         }
         let protocol = engine.protocol(self.client);
