@@ -673,6 +673,70 @@ async fn a_delayed_request_lands_when_the_virtual_clock_gets_there() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn fake_advance_lands_each_delayed_request_at_its_own_time_before_replying() {
+    let server = virtual_server();
+    let mut admin = Client::connect(&server);
+    let mut first = Client::connect(&server);
+    let mut second = Client::connect(&server);
+    first.call(&["FAKE.NODE", "21"]).await;
+    second.call(&["FAKE.NODE", "22"]).await;
+    admin
+        .call(&["FAKE.FAULT", "DELAY-REQUEST", "21", "300", "NEXT", "2"])
+        .await;
+    admin
+        .call(&["FAKE.FAULT", "DELAY-REQUEST", "22", "100"])
+        .await;
+    // Node 21's SET lands at +300; its TIME behind it on the same stream arrives then, and is
+    // delayed again: +600. Node 22's SET lands at +100.
+    let mut pipeline = request(&["SET", "order", "21"]);
+    pipeline.extend(request(&["TIME"]));
+    first.send(&pipeline).await;
+    second.send(&request(&["SET", "order", "22"])).await;
+    assert_eq!(
+        admin.call(&["FAKE.ADVANCE", "1000"]).await,
+        Frame::Integer(DEFAULT_EPOCH_MS + 1000)
+    );
+    // Everything due landed before the reply, in time order: 22 at +100, then 21 at +300.
+    assert_eq!(admin.call(&["GET", "order"]).await, bulk("21"));
+    assert_eq!(second.reply().await, Some(ok()));
+    assert_eq!(first.reply().await, Some(ok()));
+    assert_eq!(
+        first.reply().await,
+        Some(Frame::Array(vec![bulk("1704067200"), bulk("600000")]))
+    );
+    assert_eq!(
+        events(&mut admin).await,
+        [
+            "request-delayed 300",
+            "request-delayed 100",
+            "request-delayed 300"
+        ]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn fake_advance_fires_scheduled_faults_at_their_own_time() {
+    let server = virtual_server();
+    let mut admin = Client::connect(&server);
+    let mut client = Client::connect(&server);
+    client.call(&["FAKE.NODE", "30"]).await;
+    admin.call(&["FAKE.FAULT", "RESTART", "IN", "200"]).await;
+    admin
+        .call(&["FAKE.FAULT", "DELAY-REQUEST", "30", "500"])
+        .await;
+    client.send(&request(&["SET", "k", "after-restart"])).await;
+    // The restart at +200 closes both connections; the request due at +500 was on one of them
+    // and is lost with it. The admin gets its reply, then the connection closes.
+    let (got, closed) = admin.exchange(&request(&["FAKE.ADVANCE", "1000"])).await;
+    assert_eq!(String::from_utf8_lossy(&got), ":1704067201000\r\n");
+    assert!(closed);
+    let (_, closed) = client.read_all().await;
+    assert!(closed);
+    let mut fresh = Client::connect(&server);
+    assert_eq!(fresh.call(&["GET", "k"]).await, Frame::Null);
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_delayed_reply_is_applied_at_once_and_answered_later() {
     let server = virtual_server();
     let mut admin = Client::connect(&server);

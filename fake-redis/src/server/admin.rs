@@ -14,7 +14,8 @@
 //!
 //! ```text
 //! FAKE.TIME                                  the clock, unix ms
-//! FAKE.ADVANCE <ms>                          move the virtual clock forward; reply the new time
+//! FAKE.ADVANCE <ms>                          move the virtual clock forward, stopping at every due
+//!                                            time on the way; reply the new time
 //! FAKE.NODE [<node>]                         this connection's node (default: its CLIENT ID)
 //! FAKE.EVENTS                                the fault log: [at, node|nil, seq|nil, what]
 //! FAKE.FAULT CLEAR                           forget every fault not yet fired
@@ -41,6 +42,7 @@ use crate::cmd::{SYNTAX, int, is, wrong_arity};
 use crate::engine::{ClientId, Engine};
 use crate::fault::{CommandFault, Fault, FaultEventKind, FaultPlan, NodeId, Trigger};
 use crate::frame::Frame;
+use crate::link::lock;
 use bytes::Bytes;
 
 /// One of the admin commands.
@@ -116,6 +118,15 @@ pub const FAULT_KINDS: [&str; 13] = [
     "clear",
 ];
 
+/// What an admin command asks of its connection.
+pub(crate) enum Outcome {
+    /// Reply this.
+    Reply(Frame),
+    /// Move the virtual clock to this time with [`advance_to`], then reply the time: work that
+    /// needs other connections to run, which cannot happen under the engine's lock.
+    AdvanceTo(i64),
+}
+
 /// Runs an admin command for `client`. Checks come in Redis's order: arity, then
 /// authentication.
 pub(crate) fn run(
@@ -124,47 +135,82 @@ pub(crate) fn run(
     engine: &mut Engine,
     client: ClientId,
     argv: &[Bytes],
-) -> Frame {
+) -> Outcome {
     if !command.arity_ok(argv.len()) {
-        return wrong_arity(command.name());
+        return Outcome::Reply(wrong_arity(command.name()));
     }
     if !engine.is_authenticated(client) {
-        return Frame::error("NOAUTH Authentication required.");
+        return Outcome::Reply(Frame::error("NOAUTH Authentication required."));
     }
-    match command {
+    let reply = match command {
         AdminCommand::Time => Frame::Integer(engine.clock_now()),
-        AdminCommand::Advance => advance(shared, engine, &argv[1]),
+        AdminCommand::Advance => match advance_target(shared, engine, &argv[1]) {
+            Ok(target) => return Outcome::AdvanceTo(target),
+            Err(e) => e,
+        },
         AdminCommand::Events => events(engine),
         AdminCommand::Node => node(engine, client, argv.get(1)),
         AdminCommand::Fault => match fault(engine, &argv[1..]) {
             Ok(()) => Frame::OK,
             Err(e) => e,
         },
-    }
+    };
+    Outcome::Reply(reply)
 }
 
-fn advance(shared: &Shared, engine: &mut Engine, ms: &[u8]) -> Frame {
-    let Some(clock) = shared.clock.manual() else {
-        return Frame::error(
+/// `FAKE.ADVANCE <ms>`'s checks: the time it moves the clock to.
+fn advance_target(shared: &Shared, engine: &Engine, ms: &[u8]) -> Result<i64, Frame> {
+    if shared.clock.manual().is_none() {
+        return Err(Frame::error(
             "ERR FAKE.ADVANCE needs the virtual clock: start the server with --clock virtual",
-        );
-    };
-    let ms = match int(ms) {
-        Ok(ms) => ms,
-        Err(e) => return e,
-    };
+        ));
+    }
+    let ms = int(ms)?;
     if ms < 0 {
-        return Frame::error(
+        return Err(Frame::error(
             "ERR FAKE.ADVANCE moves the clock forward only; use FAKE.FAULT CLOCK-JUMP to move the \
              server's time back",
-        );
+        ));
     }
-    clock.advance(ms);
-    // What fell due happens now: scheduled server faults fire, expiry catches up, and the
-    // connections waiting for this time (delays, pauses, held messages) are woken.
-    engine.catch_up();
-    shared.clock.notify_advanced();
-    Frame::Integer(engine.clock_now())
+    Ok(engine.clock_now().saturating_add(ms))
+}
+
+/// Moves the virtual clock to `target` and returns the time it reads then.
+///
+/// The clock stops at every time something is due on the way (a connection waiting for a delay
+/// or a pause, a scheduled restart, failover, crash or clock jump), in order: there the engine
+/// catches up (server faults fire, expiry runs), the connections due are woken, and the clock
+/// waits until they have run. So every delayed request lands at its own time, before the reply.
+pub(crate) async fn advance_to(shared: &Shared, target: i64) -> i64 {
+    let Some(clock) = shared.clock.manual() else {
+        return lock(&shared.engine).clock_now();
+    };
+    let mut stepping = true;
+    loop {
+        let stop = {
+            let mut engine = lock(&shared.engine);
+            let now = engine.clock_now();
+            let due = [
+                shared.clock.next_timer_until(target),
+                engine.next_server_fault_time().filter(|&t| t <= target),
+            ]
+            .into_iter()
+            .flatten()
+            .min()
+            .filter(|_| stepping);
+            let to = due.unwrap_or(target).max(now);
+            clock.set(to);
+            engine.catch_up();
+            due.map(|_| to)
+        };
+        shared.clock.notify_advanced();
+        match stop {
+            // A connection that does not run (never, while the server is healthy) must not
+            // hold the clock: then it goes straight to the target.
+            Some(at) => stepping = shared.clock.settled(at).await,
+            None => return lock(&shared.engine).clock_now(),
+        }
+    }
 }
 
 fn node(engine: &mut Engine, client: ClientId, id: Option<&Bytes>) -> Frame {

@@ -6,11 +6,22 @@
 //! clock is a [`ManualClock`] that only `FAKE.ADVANCE` moves, so a connection waiting for a time
 //! waits for an advance instead of sleeping: nothing happens by itself, and a test drives every
 //! moment from its own connection.
+//!
+//! On the virtual clock a waiting connection also registers a *timer* (its due time), so that
+//! `FAKE.ADVANCE` can move the clock from one due time to the next, letting each waiting
+//! connection run at its own time, and reply only once everything due has run: after
+//! `FAKE.ADVANCE 500` a request delayed by 300 ms has landed, at +300.
 
 use crate::clock::{ManualClock, SystemClock};
-use crate::engine::{Engine, EngineConfig};
+use crate::engine::{ClientId, Engine, EngineConfig};
+use std::collections::BTreeSet;
+use std::sync::Mutex;
 use std::time::Duration;
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
+
+/// How long `FAKE.ADVANCE` waits (real time) for the connections due at one time to run before
+/// it moves on regardless: a safety net, never reached while the server is healthy.
+const SETTLE_LIMIT: Duration = Duration::from_secs(10);
 
 /// Which clock the server's engine reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,6 +42,10 @@ pub(crate) enum ServerClock {
         clock: ManualClock,
         /// Bumped on every advance, so waiters re-read the clock.
         advanced: watch::Sender<u64>,
+        /// The due times of the connections waiting for the clock, with their client ids.
+        timers: Mutex<BTreeSet<(i64, u64)>>,
+        /// Notified when a timer is removed.
+        timer_removed: Notify,
     },
 }
 
@@ -41,6 +56,8 @@ impl ServerClock {
             ClockChoice::Virtual { epoch_ms } => ServerClock::Virtual {
                 clock: ManualClock::new(epoch_ms),
                 advanced: watch::Sender::new(0),
+                timers: Mutex::new(BTreeSet::new()),
+                timer_removed: Notify::new(),
             },
         }
     }
@@ -65,6 +82,65 @@ impl ServerClock {
     pub fn notify_advanced(&self) {
         if let ServerClock::Virtual { advanced, .. } = self {
             advanced.send_modify(|n| *n = n.wrapping_add(1));
+        }
+    }
+
+    /// Records that `client` waits for the clock to read `due` (virtual clock only). Call it
+    /// under the engine's lock, with the work that decided the wait.
+    pub fn register_timer(&self, due: i64, client: ClientId) {
+        if let ServerClock::Virtual { timers, .. } = self {
+            lock(timers).insert((due, client.0));
+        }
+    }
+
+    /// Records that `client`'s wait for `due` is over. Call it under the engine's lock, with the
+    /// work the wait was for.
+    pub fn remove_timer(&self, due: i64, client: ClientId) {
+        if let ServerClock::Virtual {
+            timers,
+            timer_removed,
+            ..
+        } = self
+        {
+            lock(timers).remove(&(due, client.0));
+            timer_removed.notify_waiters();
+        }
+    }
+
+    /// The earliest due time at or before `until`, if a connection waits for one.
+    pub fn next_timer_until(&self, until: i64) -> Option<i64> {
+        match self {
+            ServerClock::System => None,
+            ServerClock::Virtual { timers, .. } => lock(timers)
+                .first()
+                .map(|&(due, _)| due)
+                .filter(|&due| due <= until),
+        }
+    }
+
+    /// Waits until no connection waits for a time at or before `at` any more: each has run what
+    /// it waited for (or gone). `false` if they have not after [`SETTLE_LIMIT`].
+    pub async fn settled(&self, at: i64) -> bool {
+        let ServerClock::Virtual {
+            timers,
+            timer_removed,
+            ..
+        } = self
+        else {
+            return true;
+        };
+        let deadline = tokio::time::Instant::now() + SETTLE_LIMIT;
+        loop {
+            let removed = timer_removed.notified();
+            tokio::pin!(removed);
+            removed.as_mut().enable();
+            if lock(timers).first().is_none_or(|&(due, _)| due > at) {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, removed).await.is_err() {
+                tracing::warn!(at, "connections due at this time did not run; moving on");
+                return false;
+            }
         }
     }
 
@@ -95,4 +171,8 @@ impl ServerClock {
             }
         }
     }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -19,7 +19,7 @@
 //! timeout); a delay or a pause holds the connection, later requests and replies behind it, until
 //! the server's clock reaches the end (with the virtual clock: until `FAKE.ADVANCE` gets there).
 
-use super::admin::{self, AdminCommand};
+use super::admin::{self, AdminCommand, Outcome};
 use super::{Shared, stopped};
 use crate::engine::{ClientId, Engine};
 use crate::fault::{CommandFate, DeliveryFate, FaultEventKind, NodeId};
@@ -113,6 +113,8 @@ enum Flow {
     Write,
     /// Write, then wait until the clock (before jumps) reads this time.
     WaitUntil(i64),
+    /// Write, then move the virtual clock to this time (`FAKE.ADVANCE`) and reply the time.
+    Advance(i64),
     /// Write what is there, then close.
     Close,
 }
@@ -153,6 +155,8 @@ struct Connection {
     waker: Waker,
     /// A wake-up was taken during a write without handling it: step again before waiting.
     recheck: bool,
+    /// The due time of the wait in progress, registered with the clock.
+    timer: Option<i64>,
 }
 
 impl Connection {
@@ -179,6 +183,7 @@ impl Connection {
             waker: Waker::from(Arc::clone(&signal)),
             signal,
             recheck: false,
+            timer: None,
         }
     }
 
@@ -201,6 +206,21 @@ impl Connection {
             match flow {
                 Flow::Close => return,
                 Flow::Write => {}
+                Flow::Advance(target) => {
+                    let shared = Arc::clone(&self.shared);
+                    let now = admin::advance_to(&shared, target).await;
+                    let connected = {
+                        let engine = lock(&shared.engine);
+                        let protocol = engine.protocol(self.client);
+                        resp::encode(&Frame::Integer(now).into(), protocol, &mut self.output);
+                        engine.is_connected(self.client)
+                    };
+                    if !connected {
+                        // A restart on the way closed this connection too: reply, then close.
+                        let _ = self.flush(io).await;
+                        return;
+                    }
+                }
                 Flow::WaitUntil(until) => {
                     let shared = Arc::clone(&self.shared);
                     let now = || lock(&shared.engine).clock_now();
@@ -254,7 +274,16 @@ impl Connection {
     fn step(&mut self) -> Flow {
         let shared = Arc::clone(&self.shared);
         let mut engine = lock(&shared.engine);
+        // The wait is over; what it was for runs under this same lock, so `FAKE.ADVANCE` never
+        // sees the timer gone before the work is done.
+        if let Some(due) = self.timer.take() {
+            shared.clock.remove_timer(due, self.client);
+        }
         let flow = self.step_locked(&mut engine);
+        if let Flow::WaitUntil(due) = flow {
+            shared.clock.register_timer(due, self.client);
+            self.timer = Some(due);
+        }
         // Wake on the next push (at once if one is already queued).
         engine.register_waker(self.client, &self.waker);
         flow
@@ -357,7 +386,10 @@ impl Connection {
             }
         }
         let protocol = engine.protocol(self.client);
-        let reply = self.execute(engine, admin, &argv);
+        let reply = match self.execute(engine, admin, &argv) {
+            Outcome::Reply(reply) => reply,
+            Outcome::AdvanceTo(target) => return Some(Flow::Advance(target)),
+        };
         let connected = engine.is_connected(self.client);
         // HELLO 3 answers in RESP3; a connection that just closed (QUIT) answers as it spoke.
         let protocol = if connected {
@@ -382,10 +414,10 @@ impl Connection {
 
     /// Runs a request in the engine (or an admin command in the server). A panic in command code
     /// is a bug in the fake; it becomes an error reply instead of taking the server down.
-    fn execute(&self, engine: &mut Engine, admin: Option<AdminCommand>, argv: &[Bytes]) -> Frame {
+    fn execute(&self, engine: &mut Engine, admin: Option<AdminCommand>, argv: &[Bytes]) -> Outcome {
         let run = AssertUnwindSafe(|| match admin {
             Some(command) => admin::run(command, &self.shared, engine, self.client, argv),
-            None => engine.execute(self.client, argv),
+            None => Outcome::Reply(engine.execute(self.client, argv)),
         });
         std::panic::catch_unwind(run).unwrap_or_else(|panic| {
             let what = panic
@@ -394,10 +426,10 @@ impl Connection {
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_default();
             tracing::error!(client = %self.client, panic = %what, "a command panicked");
-            Frame::error_owned(format!(
+            Outcome::Reply(Frame::error_owned(format!(
                 "ERR fake-redis bug: the command panicked ({})",
                 what.replace(['\r', '\n'], " ")
-            ))
+            )))
         })
     }
 
@@ -509,7 +541,12 @@ impl Connection {
 
 impl Drop for Connection {
     fn drop(&mut self) {
-        lock(&self.shared.engine).disconnect(self.client);
+        let mut engine = lock(&self.shared.engine);
+        if let Some(due) = self.timer.take() {
+            self.shared.clock.remove_timer(due, self.client);
+        }
+        engine.disconnect(self.client);
+        drop(engine);
         tracing::debug!(client = %self.client, "disconnected");
     }
 }
