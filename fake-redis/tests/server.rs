@@ -509,6 +509,23 @@ async fn a_lease_lives_through_its_deadline_and_is_gone_a_millisecond_later() {
     assert_eq!(client.call(&["PTTL", "lock"]).await, Frame::Integer(-2));
 }
 
+#[tokio::test]
+async fn the_system_clock_is_read_once_per_batch_and_moves_between_batches() {
+    let server = Server::new(&ServerConfig::default());
+    let mut client = Client::connect(&server);
+    let Frame::Integer(before) = client.call(&["FAKE.TIME"]).await else {
+        panic!("FAKE.TIME replies the time");
+    };
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    // Outside a batch the engine reads the wall clock itself (nothing froze it).
+    let outside = server.engine().lock().unwrap().clock_now();
+    assert!(outside >= before + 30, "{outside} vs {before}");
+    let Frame::Integer(after) = client.call(&["FAKE.TIME"]).await else {
+        panic!("FAKE.TIME replies the time");
+    };
+    assert!(after >= outside, "{after} vs {outside}");
+}
+
 #[tokio::test(start_paused = true)]
 async fn admin_commands_with_wrong_arguments_get_redis_style_errors() {
     let server = virtual_server();

@@ -12,10 +12,11 @@
 //! connection run at its own time, and reply only once everything due has run: after
 //! `FAKE.ADVANCE 500` a request delayed by 300 ms has landed, at +300.
 
-use crate::clock::{ManualClock, SystemClock};
+use crate::clock::{Clock, ManualClock, SystemClock};
 use crate::engine::{ClientId, Engine, EngineConfig};
 use std::collections::BTreeSet;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{Notify, watch};
 
@@ -37,7 +38,7 @@ pub enum ClockChoice {
 
 /// The server's clock: the engine's time source plus a way to wait for a time.
 pub(crate) enum ServerClock {
-    System,
+    System(BatchClock),
     Virtual {
         clock: ManualClock,
         /// Bumped on every advance, so waiters re-read the clock.
@@ -52,7 +53,7 @@ pub(crate) enum ServerClock {
 impl ServerClock {
     pub fn new(choice: ClockChoice) -> ServerClock {
         match choice {
-            ClockChoice::System => ServerClock::System,
+            ClockChoice::System => ServerClock::System(BatchClock::default()),
             ClockChoice::Virtual { epoch_ms } => ServerClock::Virtual {
                 clock: ManualClock::new(epoch_ms),
                 advanced: watch::Sender::new(0),
@@ -65,7 +66,7 @@ impl ServerClock {
     /// An engine on this clock.
     pub fn engine(&self, config: EngineConfig) -> Engine {
         match self {
-            ServerClock::System => Engine::with_config(SystemClock, config),
+            ServerClock::System(clock) => Engine::with_config(clock.clone(), config),
             ServerClock::Virtual { clock, .. } => Engine::with_config(clock.clone(), config),
         }
     }
@@ -73,9 +74,21 @@ impl ServerClock {
     /// The virtual clock, if the server runs on one.
     pub fn manual(&self) -> Option<&ManualClock> {
         match self {
-            ServerClock::System => None,
+            ServerClock::System(_) => None,
             ServerClock::Virtual { clock, .. } => Some(clock),
         }
+    }
+
+    /// Starts a batch of requests run under one lock of the engine, until the guard drops: with
+    /// the system clock, the time is read once here and every request of the batch sees it, as
+    /// Redis reads its clock once per event-loop iteration. Take it with the engine locked and
+    /// drop it before unlocking.
+    pub fn batch(&self) -> Batch<'_> {
+        if let ServerClock::System(clock) = self {
+            clock.cached.store(SystemClock.now_ms(), Ordering::SeqCst);
+            clock.in_batch.store(true, Ordering::SeqCst);
+        }
+        Batch(self)
     }
 
     /// Tells every waiter the virtual clock moved.
@@ -110,7 +123,7 @@ impl ServerClock {
     /// The earliest due time at or before `until`, if a connection waits for one.
     pub fn next_timer_until(&self, until: i64) -> Option<i64> {
         match self {
-            ServerClock::System => None,
+            ServerClock::System(_) => None,
             ServerClock::Virtual { timers, .. } => lock(timers)
                 .first()
                 .map(|&(due, _)| due)
@@ -148,7 +161,7 @@ impl ServerClock {
     /// and must not block.
     pub async fn wait_until(&self, until: i64, now: impl Fn() -> i64) {
         match self {
-            ServerClock::System => loop {
+            ServerClock::System(_) => loop {
                 let left = until.saturating_sub(now());
                 if left <= 0 {
                     return;
@@ -169,6 +182,37 @@ impl ServerClock {
                     }
                 }
             }
+        }
+    }
+}
+
+/// A batch of requests on one reading of the system clock (see [`ServerClock::batch`]); ends
+/// when dropped, a panic included.
+pub(crate) struct Batch<'a>(&'a ServerClock);
+
+impl Drop for Batch<'_> {
+    fn drop(&mut self) {
+        if let ServerClock::System(clock) = self.0 {
+            clock.in_batch.store(false, Ordering::SeqCst);
+        }
+    }
+}
+
+/// The system clock, read once per batch of requests while one runs (see
+/// [`ServerClock::batch`]) and on every call otherwise: reading the time per request is a
+/// measurable part of a cheap request's cost.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct BatchClock {
+    in_batch: Arc<AtomicBool>,
+    cached: Arc<AtomicI64>,
+}
+
+impl Clock for BatchClock {
+    fn now_ms(&self) -> i64 {
+        if self.in_batch.load(Ordering::SeqCst) {
+            self.cached.load(Ordering::SeqCst)
+        } else {
+            SystemClock.now_ms()
         }
     }
 }

@@ -274,6 +274,7 @@ impl Connection {
     fn step(&mut self) -> Flow {
         let shared = Arc::clone(&self.shared);
         let mut engine = lock(&shared.engine);
+        let batch = shared.clock.batch();
         // The wait is over; what it was for runs under this same lock, so `FAKE.ADVANCE` never
         // sees the timer gone before the work is done.
         if let Some(due) = self.timer.take() {
@@ -284,6 +285,7 @@ impl Connection {
             shared.clock.register_timer(due, self.client);
             self.timer = Some(due);
         }
+        drop(batch);
         // Wake on the next push (at once if one is already queued).
         engine.register_waker(self.client, &self.waker);
         flow
