@@ -858,6 +858,63 @@ async fn a_clock_jump_expires_keys_early_and_clear_forgets_pending_faults() {
     assert_eq!(events(&mut client).await, ["clock-jumped 10000"]);
 }
 
+#[tokio::test(start_paused = true)]
+async fn a_link_down_loses_requests_and_messages_until_it_is_back() {
+    let server = virtual_server();
+    let mut admin = Client::connect(&server);
+    let mut listener = Client::connect(&server);
+    listener.call(&["FAKE.NODE", "11"]).await;
+    listener.call(&["SUBSCRIBE", "ch"]).await;
+    admin.call(&["FAKE.FAULT", "LINK-DOWN", "11", "1000"]).await;
+    admin.call(&["PUBLISH", "ch", "lost"]).await;
+    assert_eq!(listener.reply().await, None);
+    let mut sender = Client::connect(&server);
+    sender.call(&["FAKE.NODE", "11"]).await;
+    let (got, closed) = sender.exchange(&request(&["SET", "k", "v"])).await;
+    assert_eq!((got.as_slice(), closed), (&b""[..], true));
+    assert_eq!(admin.call(&["GET", "k"]).await, Frame::Null);
+    admin.call(&["FAKE.ADVANCE", "1000"]).await;
+    let mut back = Client::connect(&server);
+    back.call(&["FAKE.NODE", "11"]).await;
+    assert_eq!(back.call(&["SET", "k", "v"]).await, ok());
+    assert_eq!(events(&mut admin).await, ["delivery-dropped", "link-down"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_subscriber_down_closes_the_subscribed_connection_and_drops_its_messages() {
+    let server = virtual_server();
+    let mut admin = Client::connect(&server);
+    let mut listener = Client::connect(&server);
+    listener.call(&["FAKE.NODE", "12"]).await;
+    listener.call(&["SUBSCRIBE", "ch"]).await;
+    admin
+        .call(&["FAKE.FAULT", "SUBSCRIBER-DOWN", "12", "5000"])
+        .await;
+    admin.call(&["PUBLISH", "ch", "lost"]).await;
+    let (got, closed) = listener.read_all().await;
+    assert_eq!((got.as_slice(), closed), (&b""[..], true));
+    assert_eq!(events(&mut admin).await, ["subscriber-lost"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failover_loses_the_writes_its_replica_had_not_received() {
+    let server = virtual_server();
+    let mut admin = Client::connect(&server);
+    admin
+        .call(&["FAKE.FAULT", "FAILOVER", "100", "IN", "1000"])
+        .await;
+    admin.call(&["SET", "old", "1"]).await;
+    admin.call(&["FAKE.ADVANCE", "950"]).await;
+    admin.call(&["SET", "recent", "1"]).await;
+    let (got, closed) = admin.exchange(&request(&["FAKE.ADVANCE", "100"])).await;
+    assert_eq!(String::from_utf8_lossy(&got), ":1704067201050\r\n");
+    assert!(closed, "a failover closes every connection");
+    let mut fresh = Client::connect(&server);
+    assert_eq!(fresh.call(&["GET", "old"]).await, bulk("1"));
+    assert_eq!(fresh.call(&["GET", "recent"]).await, Frame::Null);
+    assert_eq!(events(&mut fresh).await, ["failed-over lag 100 undone 1"]);
+}
+
 #[tokio::test]
 async fn stop_closes_open_connections_and_returns() {
     let running = Server::start(ServerConfig {
