@@ -655,6 +655,34 @@ async fn a_dropped_reply_is_applied_and_its_connection_closes_unanswered() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn seqs_number_a_node_s_commands_from_its_first_even_before_any_fault() {
+    let server = virtual_server();
+    let mut admin = Client::connect(&server);
+    let mut client = Client::connect(&server);
+    client.call(&["FAKE.NODE", "8"]).await;
+    // Commands 0 and 1 of node 8, sent while the plan is empty.
+    client.call(&["SET", "a", "1"]).await;
+    client.call(&["SET", "b", "1"]).await;
+    admin
+        .call(&["FAKE.FAULT", "DROP-REPLY", "8", "SEQS", "2", "3"])
+        .await;
+    let (got, closed) = client.exchange(&request(&["SET", "c", "1"])).await;
+    assert_eq!((got.as_slice(), closed), (&b""[..], true));
+    let Frame::Array(events) = admin.call(&["FAKE.EVENTS"]).await else {
+        panic!("FAKE.EVENTS replies an array");
+    };
+    assert_eq!(
+        events,
+        [Frame::Array(vec![
+            Frame::Integer(DEFAULT_EPOCH_MS),
+            Frame::Integer(8),
+            Frame::Integer(2),
+            bulk("reply-dropped"),
+        ])]
+    );
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_dropped_request_is_never_applied() {
     let server = virtual_server();
     let mut admin = Client::connect(&server);
@@ -893,7 +921,16 @@ async fn a_subscriber_down_closes_the_subscribed_connection_and_drops_its_messag
     admin.call(&["PUBLISH", "ch", "lost"]).await;
     let (got, closed) = listener.read_all().await;
     assert_eq!((got.as_slice(), closed), (&b""[..], true));
-    assert_eq!(events(&mut admin).await, ["subscriber-lost"]);
+    // A connection of the node that subscribes in the window is closed once it has.
+    let mut other = Client::connect(&server);
+    other.call(&["FAKE.NODE", "12"]).await;
+    let (got, closed) = other.exchange(b"SUBSCRIBE other\r\n").await;
+    assert_eq!(got, b"*3\r\n$9\r\nsubscribe\r\n$5\r\nother\r\n:1\r\n");
+    assert!(closed);
+    assert_eq!(
+        events(&mut admin).await,
+        ["subscriber-lost", "subscriber-lost"]
+    );
 }
 
 #[tokio::test(start_paused = true)]

@@ -343,7 +343,12 @@ impl Connection {
     fn request(&mut self, engine: &mut Engine, argv: Vec<Bytes>, stage: Stage) -> Option<Flow> {
         let admin = argv.first().and_then(|name| AdminCommand::lookup(name));
         let mut reply_due = None;
-        if stage != Stage::Delivered && admin.is_none() && !engine.fault_plan().is_empty() {
+        if stage == Stage::Arrived && admin.is_none() && engine.fault_plan().is_empty() {
+            // Numbered even while the plan is empty, so that `SEQS 0 …` means the node's first
+            // commands, as in-process.
+            let node = self.node(engine);
+            engine.next_command_seq(node);
+        } else if stage != Stage::Delivered && admin.is_none() {
             // A restart due now closes the connection before this request reaches the engine.
             engine.apply_due_server_faults();
             if !engine.is_connected(self.client) {
@@ -453,6 +458,9 @@ impl Connection {
     fn forward_pushes(&mut self, engine: &mut Engine) -> Option<Flow> {
         if engine.fault_plan().is_empty() {
             while let Some(push) = engine.pop_outbox(self.client) {
+                // Numbered even while the plan is empty, as commands are.
+                let node = self.node(engine);
+                engine.next_delivery_seq(node);
                 self.encode(engine, push.frame);
             }
             return None;
