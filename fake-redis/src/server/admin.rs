@@ -19,17 +19,17 @@
 //! FAKE.NODE [<node>]                         this connection's node (default: its CLIENT ID)
 //! FAKE.EVENTS                                the fault log: [at, node|nil, seq|nil, what]
 //! FAKE.FAULT CLEAR                           forget every fault not yet fired
-//! FAKE.FAULT DROP-REQUEST  <node|*> [<which>]        request lost: never applied, connection closed
-//! FAKE.FAULT DROP-REPLY    <node|*> [<which>]        applied, then the connection closes unanswered
+//! FAKE.FAULT DROP-REQUEST  <node|*> [<which>]        never applied; the connection closes
+//! FAKE.FAULT DROP-REPLY    <node|*> [<which>]        applied; the connection closes unanswered
 //! FAKE.FAULT DELAY-REQUEST <node|*> <ms> [<which>]   applied <ms> later
 //! FAKE.FAULT DELAY-REPLY   <node|*> <ms> [<which>]   applied now, answered <ms> later
 //! FAKE.FAULT DROP-DELIVERY <node|*> [<which>]        pub/sub messages to the node lost
-//! FAKE.FAULT LINK-DOWN       <node> <ms> [<when>]    requests lost (connection closed), messages lost
+//! FAKE.FAULT LINK-DOWN       <node> <ms> [<when>]    requests and messages lost (connection closed)
 //! FAKE.FAULT SUBSCRIBER-DOWN <node> <ms> [<when>]    messages lost, subscribed connections closed
 //! FAKE.FAULT PAUSE           <node> <ms> [<when>]    a GC pause: requests and messages wait it out
 //! FAKE.FAULT CRASH   <node> [<when>]                 the node's connections close
-//! FAKE.FAULT RESTART [<when>]                        every connection closes, data and scripts lost
-//! FAKE.FAULT FAILOVER <lag-ms> [<when>]              the last <lag-ms> of writes lost, as a restart
+//! FAKE.FAULT RESTART [<when>]                        all connections close; data, scripts lost
+//! FAKE.FAULT FAILOVER <lag-ms> [<when>]              a restart losing the last <lag-ms> of writes
 //! FAKE.FAULT CLOCK-JUMP <delta-ms> [<when>]          the server's time jumps (back when negative)
 //!
 //! <which> = NEXT <count> | SEQS <from> <until> | DURING <from> <until> | CHANCE <p>

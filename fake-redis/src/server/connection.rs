@@ -4,16 +4,20 @@
 //! `.await`. In [`Connection::step`], under one lock, it forwards the pub/sub pushes waiting in
 //! its outbox, then runs every complete request in its input buffer (each followed by the pushes
 //! it queued, the engine's outbox contract), encoding into its output buffer. Then, without the
-//! lock, it writes the output, and waits: for more bytes, for a push (the engine wakes it), for
-//! the clock (a fault's delay or pause), or for the server to shut down.
+//! lock, it writes the output (first letting the other connections with input run their step,
+//! so replies leave in one burst per round, as Redis writes them before it sleeps), and waits: for
+//! more bytes, for a push (the engine wakes it), for the clock (a fault's delay or pause), or for
+//! the server to shut down.
 //!
 //! Buffers stay bounded. Input is read only once the output is written, so a client that does
-//! not read its replies is not read from either; the output is written once it holds 64 KiB
-//! (Redis's per-event write bound) even if more requests are waiting. Pushes that keep arriving
-//! while a write is blocked are collected up to 32 MiB; a subscriber that falls further behind is
-//! closed, as Redis closes one past `client-output-buffer-limit pubsub 32mb`.
+//! not read its replies is not read from either (while a request waits for the clock, input is
+//! read on up to 1 MiB, only to notice a client that left); the output is written once it holds
+//! 64 KiB (Redis's per-event write bound) even if more requests are waiting. Pushes that keep
+//! arriving while a write is blocked are collected up to 32 MiB; a subscriber that falls further
+//! behind is closed, as Redis closes one past `client-output-buffer-limit pubsub 32mb`.
 //!
-//! Faults apply per request when the plan has any (one check otherwise). Over TCP a request or
+//! Faults apply per request when the plan has any (otherwise a request costs one check and the
+//! count of its node's commands, so that `SEQS` numbers them from the first). Over TCP a request or
 //! reply cannot vanish from the stream and leave the next reply to answer it, so a lost request
 //! or reply closes the connection (the client sees its outcome as unknown, as it would after a
 //! timeout); a delay or a pause holds the connection, later requests and replies behind it, until
