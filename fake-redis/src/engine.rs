@@ -347,6 +347,26 @@ impl Engine {
         self.clients.get(&client.0).map_or(2, |c| c.protocol)
     }
 
+    /// Whether `client` may run commands: it has authenticated, or the server has no
+    /// `requirepass`. A network front door follows it to apply Redis's unauthenticated limits.
+    pub fn is_authenticated(&self, client: ClientId) -> bool {
+        self.clients.get(&client.0).is_some_and(|c| c.authenticated)
+    }
+
+    /// The node `client` belongs to, as faults see it (`None` for a connection opened with
+    /// [`Engine::connect`] and never given one).
+    pub fn node_of(&self, client: ClientId) -> Option<NodeId> {
+        self.clients.get(&client.0).and_then(|c| c.node)
+    }
+
+    /// Moves `client` to `node`: from now on the faults of that node apply to it and a crash of
+    /// that node closes it (the TCP server's `FAKE.NODE`).
+    pub fn set_node(&mut self, client: ClientId, node: Option<NodeId>) {
+        if let Some(c) = self.clients.get_mut(&client.0) {
+            c.node = node;
+        }
+    }
+
     /// The database `client` has selected.
     pub fn selected_db(&self, client: ClientId) -> usize {
         self.clients.get(&client.0).map_or(0, |c| c.db)
@@ -417,6 +437,14 @@ impl Engine {
             }
         }
         reply
+    }
+
+    /// Does now what the next command would do first: applies the scheduled server-side faults
+    /// that are due and catches up on active expiry. Returns the engine's time. For drivers that
+    /// move a clock by hand (the TCP server's `FAKE.ADVANCE`) and want the work that fell due
+    /// done at once rather than at the next command.
+    pub fn catch_up(&mut self) -> i64 {
+        self.tick()
     }
 
     /// Reads the clock, applies the server-side faults that are due and catches up on active

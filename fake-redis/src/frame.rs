@@ -186,6 +186,34 @@ impl Frame {
     }
 }
 
+/// The one bridge from the engine's replies to the wire codec: [`crate::resp::encode`] writes the
+/// result for a RESP2 or RESP3 client, so the bytes are decided in one place.
+impl From<Frame> for crate::resp::Frame {
+    fn from(frame: Frame) -> crate::resp::Frame {
+        use crate::resp::Frame as Wire;
+        let all = |items: Vec<Frame>| items.into_iter().map(Wire::from).collect();
+        match frame {
+            Frame::Simple(s) => Wire::Simple(s.into_owned()),
+            Frame::Error(e) => Wire::Error(e.into_owned()),
+            Frame::Integer(n) => Wire::Integer(n),
+            Frame::Bulk(b) => Wire::Bulk(b),
+            Frame::Null => Wire::Null,
+            Frame::NullArray => Wire::NullArray,
+            Frame::Array(items) => Wire::Array(all(items)),
+            Frame::Map(pairs) => Wire::Map(
+                pairs
+                    .into_iter()
+                    .map(|(k, v)| (Wire::from(k), Wire::from(v)))
+                    .collect(),
+            ),
+            Frame::Set(items) => Wire::Set(all(items)),
+            Frame::Double(d) => Wire::Double(d),
+            Frame::Boolean(b) => Wire::Boolean(b),
+            Frame::Push(items) => Wire::Push(all(items)),
+        }
+    }
+}
+
 fn push_kind(kind: &[u8]) -> redis::PushKind {
     use redis::PushKind as K;
     match kind {
@@ -315,6 +343,20 @@ mod tests {
             .to_redis_value(2);
         let err = v.extract_error().unwrap_err();
         assert_eq!(err.code(), Some("WRONGTYPE"));
+    }
+
+    #[test]
+    fn wire_frames_encode_as_the_engine_built_them() {
+        let map = Frame::Map(vec![(Frame::bulk("f"), Frame::Boolean(true))]);
+        let mut out = bytes::BytesMut::new();
+        crate::resp::encode(&map.clone().into(), 3, &mut out);
+        assert_eq!(&out[..], b"%1\r\n$1\r\nf\r\n#t\r\n");
+        out.clear();
+        crate::resp::encode(&map.into(), 2, &mut out);
+        assert_eq!(&out[..], b"*2\r\n$1\r\nf\r\n:1\r\n");
+        out.clear();
+        crate::resp::encode(&Frame::NullArray.into(), 2, &mut out);
+        assert_eq!(&out[..], b"*-1\r\n");
     }
 
     #[test]

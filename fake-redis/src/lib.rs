@@ -67,6 +67,7 @@ pub mod fault;
 pub mod frame;
 pub mod link;
 pub mod resp;
+pub mod server;
 pub mod subscriber;
 
 pub use backend::FakeBackend;

@@ -1,0 +1,170 @@
+//! `fake-redis-server`: the fake engine as a RESP2/RESP3 TCP server, for tests in any language.
+//!
+//! A thin `main` around [`fake_redis::server`]: flags, logging, signals (see
+//! `fake-redis/SERVER.md`).
+
+use bytes::Bytes;
+use clap::Parser;
+use fake_redis::server::{ClockChoice, DEFAULT_MAXCLIENTS, DEFAULT_PORT, Server, ServerConfig};
+use std::net::IpAddr;
+use std::process::ExitCode;
+
+/// The clock the engine reads.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum ClockFlag {
+    /// The machine's wall clock, as a real Redis.
+    System,
+    /// A virtual clock that only `FAKE.ADVANCE` moves.
+    Virtual,
+}
+
+/// A fake Redis 7.0 server on a virtual clock, with fault injection (FAKE.* commands).
+#[derive(Debug, Parser)]
+#[command(name = "fake-redis-server", version)]
+struct Args {
+    /// TCP port to listen on (0 picks a free one; the log says which).
+    #[arg(long, default_value_t = DEFAULT_PORT)]
+    port: u16,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    bind: IpAddr,
+    /// The clock: the wall clock, or a virtual one moved by FAKE.ADVANCE.
+    #[arg(long, value_enum, default_value_t = ClockFlag::System)]
+    clock: ClockFlag,
+    /// Where the virtual clock starts, unix ms [default: 1704067200000, 2024-01-01T00:00:00Z].
+    #[arg(long)]
+    epoch_ms: Option<i64>,
+    /// Seeds active expiry sampling and the fault plan's random draws.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Clients must AUTH with this password first.
+    #[arg(long)]
+    requirepass: Option<String>,
+    /// Refuse connections beyond this many.
+    #[arg(long, default_value_t = DEFAULT_MAXCLIENTS)]
+    maxclients: usize,
+    /// Threads serving connections. The engine runs one command at a time whatever this is (as
+    /// Redis does); 1, the default, also spares the lock and cross-thread wake-ups.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    threads: u16,
+    /// Print the Lua body of one of the lock's scripts (acquire, acquire_fenced, release,
+    /// renew_batch, force_unlock) and exit: `redis-cli SCRIPT LOAD "$(fake-redis-server
+    /// --print-script acquire)"`.
+    #[arg(long, hide = true, value_name = "NAME")]
+    print_script: Option<String>,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    if let Some(name) = &args.print_script {
+        return print_script(name);
+    }
+    if args.epoch_ms.is_some() && matches!(args.clock, ClockFlag::System) {
+        eprintln!("--epoch-ms sets where the virtual clock starts: add --clock virtual");
+        return ExitCode::from(2);
+    }
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+    let mut config = ServerConfig {
+        bind: args.bind,
+        port: args.port,
+        clock: match args.clock {
+            ClockFlag::System => ClockChoice::System,
+            ClockFlag::Virtual => ClockChoice::Virtual {
+                epoch_ms: args.epoch_ms.unwrap_or(fake_redis::DEFAULT_EPOCH_MS),
+            },
+        },
+        requirepass: args.requirepass.map(Bytes::from),
+        maxclients: args.maxclients,
+        ..ServerConfig::default()
+    };
+    if let Some(seed) = args.seed {
+        config.seed = seed;
+    }
+    let runtime = if args.threads == 1 {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(usize::from(args.threads))
+            .enable_all()
+            .build()
+    };
+    let runtime = match runtime {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("cannot start the tokio runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(async move {
+        let listener = match fake_redis::server::bind(&config).await {
+            Ok(l) => l,
+            Err(e) => {
+                tracing::error!("{e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        tracing::info!(
+            clock = ?config.clock,
+            seed = config.seed,
+            auth = config.requirepass.is_some(),
+            maxclients = config.maxclients,
+            "starting"
+        );
+        Server::new(&config).run(listener, shutdown_signal()).await;
+        ExitCode::SUCCESS
+    })
+}
+
+/// Resolves on SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut terminate) => {
+                tokio::select! {
+                    _ = interrupt => tracing::info!("SIGINT received"),
+                    _ = terminate.recv() => tracing::info!("SIGTERM received"),
+                }
+            }
+            Err(_) => {
+                let _ = interrupt.await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = interrupt.await;
+        tracing::info!("interrupt received");
+    }
+}
+
+fn print_script(name: &str) -> ExitCode {
+    match lock_core::script::all()
+        .into_iter()
+        .find(|s| s.name == name)
+    {
+        Some(script) => {
+            print!("{}", script.body);
+            ExitCode::SUCCESS
+        }
+        None => {
+            let names: Vec<&str> = lock_core::script::all().iter().map(|s| s.name).collect();
+            eprintln!(
+                "no script named {name:?}; the scripts are {}",
+                names.join(", ")
+            );
+            ExitCode::from(2)
+        }
+    }
+}

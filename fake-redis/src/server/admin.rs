@@ -1,0 +1,505 @@
+//! The `FAKE.*` admin commands: what a test in any language needs to drive the fake over the
+//! wire.
+//!
+//! In-process tests hold the engine and its clock; a test talking RESP has only its connection.
+//! These commands give it the same handles: read the clock (`FAKE.TIME`), move the virtual clock
+//! so leases run out without waiting (`FAKE.ADVANCE`), inject every fault of the engine's plan
+//! (`FAKE.FAULT`), read what the faults did (`FAKE.EVENTS`), and say which client process a
+//! connection belongs to, since faults are aimed at nodes (`FAKE.NODE`). They are served by the
+//! server, not the engine: they run at once (never queued by `MULTI`), never go through the fault
+//! plan, and need authentication like any other command.
+//!
+//! Every time here is unix milliseconds on the server's clock *before* clock jumps, the time fault
+//! plans are written in (`TIME` shows the server's time, jumps included).
+//!
+//! ```text
+//! FAKE.TIME                                  the clock, unix ms
+//! FAKE.ADVANCE <ms>                          move the virtual clock forward, stopping at every due
+//!                                            time on the way; reply the new time
+//! FAKE.NODE [<node>]                         this connection's node (default: its CLIENT ID)
+//! FAKE.EVENTS                                the fault log: [at, node|nil, seq|nil, what]
+//! FAKE.FAULT CLEAR                           forget every fault not yet fired
+//! FAKE.FAULT DROP-REQUEST  <node|*> [<which>]        never applied; the connection closes
+//! FAKE.FAULT DROP-REPLY    <node|*> [<which>]        applied; the connection closes unanswered
+//! FAKE.FAULT DELAY-REQUEST <node|*> <ms> [<which>]   applied <ms> later
+//! FAKE.FAULT DELAY-REPLY   <node|*> <ms> [<which>]   applied now, answered <ms> later
+//! FAKE.FAULT DROP-DELIVERY <node|*> [<which>]        pub/sub messages to the node lost
+//! FAKE.FAULT LINK-DOWN       <node> <ms> [<when>]    requests and messages lost (connection closed)
+//! FAKE.FAULT SUBSCRIBER-DOWN <node> <ms> [<when>]    messages lost, subscribed connections closed
+//! FAKE.FAULT PAUSE           <node> <ms> [<when>]    a GC pause: requests and messages wait it out
+//! FAKE.FAULT CRASH   <node> [<when>]                 the node's connections close
+//! FAKE.FAULT RESTART [<when>]                        all connections close; data, scripts lost
+//! FAKE.FAULT FAILOVER <lag-ms> [<when>]              a restart losing the last <lag-ms> of writes
+//! FAKE.FAULT CLOCK-JUMP <delta-ms> [<when>]          the server's time jumps (back when negative)
+//!
+//! <which> = NEXT <count> | SEQS <from> <until> | DURING <from> <until> | CHANCE <p>
+//!           (default NEXT 1, which needs a node)
+//! <when>  = AT <unix-ms> | IN <ms>   (default now)
+//! ```
+
+use super::Shared;
+use crate::cmd::{SYNTAX, int, is, wrong_arity};
+use crate::engine::{ClientId, Engine};
+use crate::fault::{CommandFault, Fault, FaultEventKind, FaultPlan, NodeId, Trigger};
+use crate::frame::Frame;
+use crate::link::lock;
+use bytes::Bytes;
+
+/// One of the admin commands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AdminCommand {
+    /// `FAKE.TIME`
+    Time,
+    /// `FAKE.ADVANCE <ms>`
+    Advance,
+    /// `FAKE.FAULT <kind> <args…>`
+    Fault,
+    /// `FAKE.EVENTS`
+    Events,
+    /// `FAKE.NODE [<node>]`
+    Node,
+}
+
+impl AdminCommand {
+    /// The admin command named `name` (any case), if it is one.
+    pub fn lookup(name: &[u8]) -> Option<AdminCommand> {
+        // Most requests are not admin commands: one comparison sends them on their way.
+        if name.len() < 9 || !name[..5].eq_ignore_ascii_case(b"fake.") {
+            return None;
+        }
+        let sub = &name[5..];
+        [
+            ("time", AdminCommand::Time),
+            ("advance", AdminCommand::Advance),
+            ("fault", AdminCommand::Fault),
+            ("events", AdminCommand::Events),
+            ("node", AdminCommand::Node),
+        ]
+        .into_iter()
+        .find_map(|(n, c)| is(sub, n).then_some(c))
+    }
+
+    /// The name errors use, lowercase as Redis writes command names in them.
+    pub fn name(self) -> &'static str {
+        match self {
+            AdminCommand::Time => "fake.time",
+            AdminCommand::Advance => "fake.advance",
+            AdminCommand::Fault => "fake.fault",
+            AdminCommand::Events => "fake.events",
+            AdminCommand::Node => "fake.node",
+        }
+    }
+
+    /// Whether `argc` arguments (the name included) are the right number.
+    fn arity_ok(self, argc: usize) -> bool {
+        match self {
+            AdminCommand::Time | AdminCommand::Events => argc == 1,
+            AdminCommand::Advance => argc == 2,
+            AdminCommand::Fault => argc >= 2,
+            AdminCommand::Node => argc <= 2,
+        }
+    }
+}
+
+/// The fault kinds `FAKE.FAULT` takes, in the order its error lists them.
+pub const FAULT_KINDS: [&str; 13] = [
+    "drop-request",
+    "drop-reply",
+    "delay-request",
+    "delay-reply",
+    "drop-delivery",
+    "link-down",
+    "subscriber-down",
+    "pause",
+    "crash",
+    "restart",
+    "failover",
+    "clock-jump",
+    "clear",
+];
+
+/// What an admin command asks of its connection.
+pub(crate) enum Outcome {
+    /// Reply this.
+    Reply(Frame),
+    /// Move the virtual clock to this time with [`advance_to`], then reply the time: work that
+    /// needs other connections to run, which cannot happen under the engine's lock.
+    AdvanceTo(i64),
+}
+
+/// Runs an admin command for `client`. Checks come in Redis's order: arity, then
+/// authentication.
+pub(crate) fn run(
+    command: AdminCommand,
+    shared: &Shared,
+    engine: &mut Engine,
+    client: ClientId,
+    argv: &[Bytes],
+) -> Outcome {
+    if !command.arity_ok(argv.len()) {
+        return Outcome::Reply(wrong_arity(command.name()));
+    }
+    if !engine.is_authenticated(client) {
+        return Outcome::Reply(Frame::error("NOAUTH Authentication required."));
+    }
+    let reply = match command {
+        AdminCommand::Time => Frame::Integer(engine.clock_now()),
+        AdminCommand::Advance => match advance_target(shared, engine, &argv[1]) {
+            Ok(target) => return Outcome::AdvanceTo(target),
+            Err(e) => e,
+        },
+        AdminCommand::Events => events(engine),
+        AdminCommand::Node => node(engine, client, argv.get(1)),
+        AdminCommand::Fault => match fault(engine, &argv[1..]) {
+            Ok(()) => Frame::OK,
+            Err(e) => e,
+        },
+    };
+    Outcome::Reply(reply)
+}
+
+/// `FAKE.ADVANCE <ms>`'s checks: the time it moves the clock to.
+fn advance_target(shared: &Shared, engine: &Engine, ms: &[u8]) -> Result<i64, Frame> {
+    if shared.clock.manual().is_none() {
+        return Err(Frame::error(
+            "ERR FAKE.ADVANCE needs the virtual clock: start the server with --clock virtual",
+        ));
+    }
+    let ms = int(ms)?;
+    if ms < 0 {
+        return Err(Frame::error(
+            "ERR FAKE.ADVANCE moves the clock forward only; use FAKE.FAULT CLOCK-JUMP to move the \
+             server's time back",
+        ));
+    }
+    Ok(engine.clock_now().saturating_add(ms))
+}
+
+/// Moves the virtual clock to `target` and returns the time it reads then.
+///
+/// The clock stops at every time something is due on the way (a connection waiting for a delay
+/// or a pause, a scheduled restart, failover, crash or clock jump), in order: there the engine
+/// catches up (server faults fire, expiry runs), the connections due are woken, and the clock
+/// waits until they have run. So every delayed request lands at its own time, before the reply.
+pub(crate) async fn advance_to(shared: &Shared, target: i64) -> i64 {
+    let Some(clock) = shared.clock.manual() else {
+        return lock(&shared.engine).clock_now();
+    };
+    let mut stepping = true;
+    loop {
+        let stop = {
+            let mut engine = lock(&shared.engine);
+            let now = engine.clock_now();
+            let due = [
+                shared.clock.next_timer_until(target),
+                engine.next_server_fault_time().filter(|&t| t <= target),
+            ]
+            .into_iter()
+            .flatten()
+            .min()
+            .filter(|_| stepping);
+            let to = due.unwrap_or(target).max(now);
+            clock.set(to);
+            engine.catch_up();
+            due.map(|_| to)
+        };
+        shared.clock.notify_advanced();
+        match stop {
+            // A connection that does not run (never, while the server is healthy) must not
+            // hold the clock: then it goes straight to the target.
+            Some(at) => stepping = shared.clock.settled(at).await,
+            None => return lock(&shared.engine).clock_now(),
+        }
+    }
+}
+
+fn node(engine: &mut Engine, client: ClientId, id: Option<&Bytes>) -> Frame {
+    let Some(id) = id else {
+        let node = engine.node_of(client).unwrap_or(NodeId(client.0));
+        return Frame::Integer(node.0 as i64);
+    };
+    match int(id) {
+        Ok(n) if n >= 0 => {
+            engine.set_node(client, Some(NodeId(n as u64)));
+            Frame::OK
+        }
+        Ok(_) => Frame::error("ERR a node is a non-negative integer"),
+        Err(e) => e,
+    }
+}
+
+fn events(engine: &Engine) -> Frame {
+    let opt = |v: Option<u64>| v.map_or(Frame::Null, |v| Frame::Integer(v as i64));
+    Frame::Array(
+        engine
+            .fault_log()
+            .iter()
+            .map(|e| {
+                Frame::Array(vec![
+                    Frame::Integer(e.at),
+                    opt(e.node.map(|n| n.0)),
+                    opt(e.seq),
+                    Frame::Bulk(Bytes::from(describe(&e.kind))),
+                ])
+            })
+            .collect(),
+    )
+}
+
+/// A fault event as one line of text.
+pub fn describe(kind: &FaultEventKind) -> String {
+    match kind {
+        FaultEventKind::RequestDropped => "request-dropped".into(),
+        FaultEventKind::ReplyDropped => "reply-dropped".into(),
+        FaultEventKind::RequestDelayed(ms) => format!("request-delayed {ms}"),
+        FaultEventKind::ReplyDelayed(ms) => format!("reply-delayed {ms}"),
+        FaultEventKind::LinkDown => "link-down".into(),
+        FaultEventKind::PausedUntil(t) => format!("paused-until {t}"),
+        FaultEventKind::DeliveryDropped => "delivery-dropped".into(),
+        FaultEventKind::DeliveryHeld(t) => format!("delivery-held-until {t}"),
+        FaultEventKind::SubscriberLost => "subscriber-lost".into(),
+        FaultEventKind::SubscriberRestored => "subscriber-restored".into(),
+        FaultEventKind::Crashed(n) => format!("crashed {n}"),
+        FaultEventKind::Restarted(kept) => {
+            format!("restarted data-{}", if *kept { "kept" } else { "lost" })
+        }
+        FaultEventKind::FailedOver { lag_ms, undone } => {
+            format!("failed-over lag {lag_ms} undone {undone}")
+        }
+        FaultEventKind::ClockJumped(delta) => format!("clock-jumped {delta}"),
+    }
+}
+
+/// The arguments of one `FAKE.FAULT`, read left to right.
+struct FaultArgs<'a> {
+    kind: &'static str,
+    rest: &'a [Bytes],
+}
+
+impl<'a> FaultArgs<'a> {
+    fn missing(&self) -> Frame {
+        wrong_arity(&format!("fake.fault|{}", self.kind))
+    }
+
+    fn next(&mut self) -> Result<&'a [u8], Frame> {
+        let (first, rest) = self.rest.split_first().ok_or_else(|| self.missing())?;
+        self.rest = rest;
+        Ok(first)
+    }
+
+    fn int(&mut self) -> Result<i64, Frame> {
+        int(self.next()?)
+    }
+
+    fn ms(&mut self) -> Result<i64, Frame> {
+        match self.int()? {
+            ms if ms >= 0 => Ok(ms),
+            _ => Err(Frame::error(
+                "ERR a duration is a non-negative number of milliseconds",
+            )),
+        }
+    }
+
+    /// `<node>` (a non-negative integer), or `*` for every node where `any` allows it.
+    fn node(&mut self, any: bool) -> Result<Option<NodeId>, Frame> {
+        let arg = self.next()?;
+        if any && arg == b"*" {
+            return Ok(None);
+        }
+        match int(arg) {
+            Ok(n) if n >= 0 => Ok(Some(NodeId(n as u64))),
+            Ok(_) => Err(Frame::error("ERR a node is a non-negative integer")),
+            Err(_) if any => Err(Frame::error(
+                "ERR a node is a non-negative integer (FAKE.NODE shows a connection's), or * for \
+                 every node",
+            )),
+            Err(_) => Err(Frame::error(
+                "ERR a node is a non-negative integer (FAKE.NODE shows a connection's)",
+            )),
+        }
+    }
+
+    /// `[NEXT <count> | SEQS <from> <until> | DURING <from> <until> | CHANCE <p>]`.
+    fn which(&mut self, node: Option<NodeId>) -> Result<Trigger, Frame> {
+        let Some((word, _)) = self.rest.split_first() else {
+            return match node {
+                Some(_) => Ok(Trigger::Next { count: 1 }),
+                None => Err(next_needs_a_node()),
+            };
+        };
+        self.rest = &self.rest[1..];
+        if is(word, "next") {
+            if node.is_none() {
+                return Err(next_needs_a_node());
+            }
+            let count = self.ms()? as u64;
+            Ok(Trigger::Next { count })
+        } else if is(word, "seqs") {
+            let from = self.ms()? as u64;
+            let until = self.ms()? as u64;
+            Ok(Trigger::Seqs { from, until })
+        } else if is(word, "during") {
+            let from = self.int()?;
+            let until = self.int()?;
+            Ok(Trigger::During { from, until })
+        } else if is(word, "chance") {
+            let p = crate::cmd::float(self.next()?)
+                .filter(|p| (0.0..=1.0).contains(p))
+                .ok_or_else(|| Frame::error("ERR a chance is a number from 0 to 1"))?;
+            Ok(Trigger::Chance { p })
+        } else {
+            Err(SYNTAX)
+        }
+    }
+
+    /// `[AT <unix-ms> | IN <ms>]`: when, on the fault clock; now by default.
+    fn when(&mut self, now: i64) -> Result<i64, Frame> {
+        let Some((word, _)) = self.rest.split_first() else {
+            return Ok(now);
+        };
+        self.rest = &self.rest[1..];
+        if is(word, "at") {
+            self.int()
+        } else if is(word, "in") {
+            Ok(now.saturating_add(self.ms()?))
+        } else {
+            Err(SYNTAX)
+        }
+    }
+
+    /// Nothing may follow the last argument.
+    fn end(&self) -> Result<(), Frame> {
+        if self.rest.is_empty() {
+            Ok(())
+        } else {
+            Err(SYNTAX)
+        }
+    }
+}
+
+fn next_needs_a_node() -> Frame {
+    Frame::error("ERR NEXT counts one node's commands: name a node, or use SEQS, DURING or CHANCE")
+}
+
+fn unknown_kind(kind: &[u8]) -> Frame {
+    let kind: String = String::from_utf8_lossy(kind).chars().take(128).collect();
+    let kind = kind.replace(['\r', '\n'], " ");
+    Frame::error_owned(format!(
+        "ERR unknown fault kind '{kind}'; the kinds are {}",
+        FAULT_KINDS.join(", ")
+    ))
+}
+
+/// `FAKE.FAULT <kind> <args…>`: adds the fault to the engine's plan. A server-side fault due now
+/// (a restart, failover, crash or clock jump without `AT`/`IN`) happens before the reply, so a
+/// restart closes this connection too, once the reply is written.
+fn fault(engine: &mut Engine, args: &[Bytes]) -> Result<(), Frame> {
+    let kind = FAULT_KINDS
+        .into_iter()
+        .find(|k| is(&args[0], k))
+        .ok_or_else(|| unknown_kind(&args[0]))?;
+    let mut a = FaultArgs {
+        kind,
+        rest: &args[1..],
+    };
+    let now = engine.clock_now();
+    let command = |a: &mut FaultArgs<'_>, fault: fn(u64) -> CommandFault, delayed: bool| {
+        let node = a.node(true)?;
+        let ms = if delayed { a.ms()? as u64 } else { 0 };
+        let trigger = a.which(node)?;
+        Ok::<_, Frame>(Fault::Command {
+            node,
+            fault: fault(ms),
+            trigger,
+        })
+    };
+    let window = |a: &mut FaultArgs<'_>| -> Result<(NodeId, i64, i64), Frame> {
+        let node = a.node(false)?.unwrap_or_default();
+        let ms = a.ms()?;
+        let from = a.when(now)?;
+        Ok((node, from, from.saturating_add(ms)))
+    };
+    let fault = match kind {
+        "clear" => {
+            a.end()?;
+            let seed = engine.fault_plan().seed();
+            engine.set_fault_plan(FaultPlan::new(seed));
+            return Ok(());
+        }
+        "drop-request" => command(&mut a, |_| CommandFault::DropRequest, false)?,
+        "drop-reply" => command(&mut a, |_| CommandFault::DropReply, false)?,
+        "delay-request" => command(&mut a, CommandFault::DelayRequest, true)?,
+        "delay-reply" => command(&mut a, CommandFault::DelayReply, true)?,
+        "drop-delivery" => {
+            let node = a.node(true)?;
+            let trigger = a.which(node)?;
+            Fault::DropDelivery { node, trigger }
+        }
+        "link-down" => {
+            let (node, from, until) = window(&mut a)?;
+            Fault::LinkDown { node, from, until }
+        }
+        "subscriber-down" => {
+            let (node, from, until) = window(&mut a)?;
+            Fault::SubscriberDown { node, from, until }
+        }
+        "pause" => {
+            let (node, from, until) = window(&mut a)?;
+            Fault::Pause { node, from, until }
+        }
+        "crash" => {
+            let node = a.node(false)?.unwrap_or_default();
+            Fault::Crash {
+                node,
+                at: a.when(now)?,
+            }
+        }
+        "restart" => Fault::Restart { at: a.when(now)? },
+        "failover" => {
+            let lag_ms = a.ms()?;
+            Fault::Failover {
+                at: a.when(now)?,
+                lag_ms,
+            }
+        }
+        "clock-jump" => {
+            let delta_ms = a.int()?;
+            Fault::ClockJump {
+                at: a.when(now)?,
+                delta_ms,
+            }
+        }
+        _ => return Err(unknown_kind(&args[0])),
+    };
+    a.end()?;
+    engine.add_fault(fault);
+    if fault.server_time().is_some_and(|at| at <= now) {
+        engine.apply_due_server_faults();
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lookup_finds_admin_commands_in_any_case_and_nothing_else() {
+        assert_eq!(
+            AdminCommand::lookup(b"fake.advance"),
+            Some(AdminCommand::Advance)
+        );
+        assert_eq!(AdminCommand::lookup(b"FAKE.Time"), Some(AdminCommand::Time));
+        assert_eq!(AdminCommand::lookup(b"fake.nope"), None);
+        assert_eq!(AdminCommand::lookup(b"SET"), None);
+        assert_eq!(AdminCommand::lookup(b"fake."), None);
+    }
+
+    #[test]
+    fn not_integer_is_the_engine_s_text() {
+        assert_eq!(
+            crate::cmd::NOT_INTEGER.error_text(),
+            Some("ERR value is not an integer or out of range")
+        );
+    }
+}

@@ -1,0 +1,589 @@
+//! One client connection: bytes in, requests through the engine, replies and pushes out.
+//!
+//! A connection alternates between two phases, and never holds the engine's lock in an
+//! `.await`. In [`Connection::step`], under one lock, it forwards the pub/sub pushes waiting in
+//! its outbox, then runs every complete request in its input buffer (each followed by the pushes
+//! it queued, the engine's outbox contract), encoding into its output buffer. Then, without the
+//! lock, it writes the output (first letting the other connections with input run their step,
+//! so replies leave in one burst per round, as Redis writes them before it sleeps), and waits: for
+//! more bytes, for a push (the engine wakes it), for the clock (a fault's delay or pause), or for
+//! the server to shut down.
+//!
+//! Buffers stay bounded. Input is read only once the output is written, so a client that does
+//! not read its replies is not read from either (while a request waits for the clock, input is
+//! read on up to 1 MiB, only to notice a client that left); the output is written once it holds
+//! 64 KiB (Redis's per-event write bound) even if more requests are waiting. Pushes that keep
+//! arriving while a write is blocked are collected up to 32 MiB; a subscriber that falls further
+//! behind is closed, as Redis closes one past `client-output-buffer-limit pubsub 32mb`.
+//!
+//! Faults apply per request when the plan has any (otherwise a request costs one check and the
+//! count of its node's commands, so that `SEQS` numbers them from the first). Over TCP a request or
+//! reply cannot vanish from the stream and leave the next reply to answer it, so a lost request
+//! or reply closes the connection (the client sees its outcome as unknown, as it would after a
+//! timeout); a delay or a pause holds the connection, later requests and replies behind it, until
+//! the server's clock reaches the end (with the virtual clock: until `FAKE.ADVANCE` gets there).
+
+use super::admin::{self, AdminCommand, Outcome};
+use super::{Shared, stopped};
+use crate::engine::{ClientId, Engine};
+use crate::fault::{CommandFate, DeliveryFate, FaultEventKind, NodeId};
+use crate::frame::Frame;
+use crate::link::lock;
+use crate::resp::{self, RequestParser};
+use bytes::{Buf, Bytes, BytesMut};
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::task::Waker;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::Notify;
+
+/// Write once this much output is waiting, even if more requests are buffered.
+const OUTPUT_HIGH_WATER: usize = 64 * 1024;
+
+/// Room made in the input buffer before each read.
+const READ_CHUNK: usize = 16 * 1024;
+
+/// While a request waits for the clock, input is read on (to notice a client that left) up to
+/// this much.
+const WAIT_READ_LIMIT: usize = 1024 * 1024;
+
+/// An idle connection's buffer larger than this is given back.
+const SHRINK_ABOVE: usize = 1024 * 1024;
+
+/// Unwritten output (pushes included) past which a client that keeps receiving pushes is closed.
+pub(crate) const PUSH_OUTPUT_LIMIT: usize = 32 * 1024 * 1024;
+
+/// A request whose arguments add up to at most this many bytes is copied out of the input buffer
+/// into an allocation of its own, so that a value the engine keeps does not pin a whole read
+/// buffer (Redis copies every argument into its own object for the same reason).
+const COPY_ARGS_UP_TO: usize = 64 * 1024;
+
+/// What Redis writes to a connection over `maxclients` before closing it.
+pub(crate) const MAX_CLIENTS_REPLY: &[u8] = b"-ERR max number of clients reached\r\n";
+
+/// Serves one connection to its end (see the [module docs](self)).
+pub(crate) async fn serve<IO>(shared: Arc<Shared>, mut io: IO)
+where
+    IO: AsyncRead + AsyncWrite + Send + Unpin,
+{
+    let open = shared.connections.fetch_add(1, Ordering::SeqCst);
+    let _counted = Counted(&shared);
+    if open >= shared.maxclients {
+        // Redis checks before creating the client: `maxclients` connections may be open.
+        tracing::debug!(open, "refused: max number of clients reached");
+        let _ = io.write_all(MAX_CLIENTS_REPLY).await;
+        let _ = io.shutdown().await;
+        return;
+    }
+    if *shared.shutdown.borrow() {
+        return;
+    }
+    let mut connection = Connection::open(Arc::clone(&shared));
+    connection.run(&mut io).await;
+    // Whatever ended it, the engine forgets the client at once (subscriptions, watches).
+    drop(connection);
+    let _ = io.shutdown().await;
+}
+
+/// Keeps the open-connection count honest on every exit path.
+struct Counted<'a>(&'a Shared);
+
+impl Drop for Counted<'_> {
+    fn drop(&mut self) {
+        self.0.connections.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Wakes the connection's task when the engine queues a push for it (or closes it).
+struct PushSignal(Notify);
+
+impl std::task::Wake for PushSignal {
+    fn wake(self: Arc<Self>) {
+        self.0.notify_one();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.notify_one();
+    }
+}
+
+/// What the connection does after a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Flow {
+    /// Every complete request ran: write, then read.
+    Read,
+    /// The output reached its high-water mark: write, then run the rest.
+    Write,
+    /// Write, then wait until the clock (before jumps) reads this time.
+    WaitUntil(i64),
+    /// Write, then move the virtual clock to this time (`FAKE.ADVANCE`) and reply the time.
+    Advance(i64),
+    /// Write what is there, then close.
+    Close,
+}
+
+/// What a connection waits for the clock to do something with.
+enum Waiting {
+    /// A request held by its node's pause (its fate is decided when the pause ends).
+    Paused(Vec<Bytes>),
+    /// A request delayed on its way in: it runs when the wait ends.
+    Delayed(Vec<Bytes>),
+    /// A reply delayed on its way out, encoded.
+    Reply(BytesMut),
+    /// A push held by its receiver's pause.
+    Push(Frame),
+}
+
+/// How far a request has gone through the fault plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    /// Just read.
+    Arrived,
+    /// Held by a pause that has ended; its pause was logged.
+    Unpaused,
+    /// Its fate is decided: run it.
+    Delivered,
+}
+
+struct Connection {
+    shared: Arc<Shared>,
+    client: ClientId,
+    parser: RequestParser,
+    input: BytesMut,
+    output: BytesMut,
+    /// Pushes collected while a write was blocked; appended to `output` after it.
+    overflow: BytesMut,
+    waiting: Option<Waiting>,
+    signal: Arc<PushSignal>,
+    waker: Waker,
+    /// A wake-up was taken during a write without handling it: step again before waiting.
+    recheck: bool,
+    /// The due time of the wait in progress, registered with the clock.
+    timer: Option<i64>,
+}
+
+impl Connection {
+    fn open(shared: Arc<Shared>) -> Connection {
+        let client = {
+            let mut engine = lock(&shared.engine);
+            let client = engine.connect();
+            // Each connection is its own client process until `FAKE.NODE` says otherwise.
+            engine.set_node(client, Some(NodeId(client.0)));
+            client
+        };
+        let mut parser = RequestParser::new();
+        parser.set_authenticated(!shared.requirepass);
+        let signal = Arc::new(PushSignal(Notify::new()));
+        tracing::debug!(%client, "connected");
+        Connection {
+            shared,
+            client,
+            parser,
+            input: BytesMut::with_capacity(READ_CHUNK),
+            output: BytesMut::with_capacity(READ_CHUNK),
+            overflow: BytesMut::new(),
+            waiting: None,
+            waker: Waker::from(Arc::clone(&signal)),
+            signal,
+            recheck: false,
+            timer: None,
+        }
+    }
+
+    async fn run<IO>(&mut self, io: &mut IO)
+    where
+        IO: AsyncRead + AsyncWrite + Send + Unpin,
+    {
+        let mut shutdown = self.shared.shutdown.subscribe();
+        loop {
+            let flow = self.step();
+            if !self.output.is_empty() {
+                // Let the other connections with input run their requests first, then write:
+                // replies go out in a burst per round, as Redis writes them before it sleeps.
+                tokio::task::yield_now().await;
+            }
+            if let Err(e) = self.flush(io).await {
+                tracing::debug!(client = %self.client, error = %e, "write failed");
+                return;
+            }
+            match flow {
+                Flow::Close => return,
+                Flow::Write => {}
+                Flow::Advance(target) => {
+                    let shared = Arc::clone(&self.shared);
+                    let now = admin::advance_to(&shared, target).await;
+                    let connected = {
+                        let engine = lock(&shared.engine);
+                        let protocol = engine.protocol(self.client);
+                        resp::encode(&Frame::Integer(now).into(), protocol, &mut self.output);
+                        engine.is_connected(self.client)
+                    };
+                    if !connected {
+                        // A restart on the way closed this connection too: reply, then close.
+                        let _ = self.flush(io).await;
+                        return;
+                    }
+                }
+                Flow::WaitUntil(until) => {
+                    let shared = Arc::clone(&self.shared);
+                    let now = || lock(&shared.engine).clock_now();
+                    let reached = shared.clock.wait_until(until, now);
+                    tokio::pin!(reached);
+                    loop {
+                        // Reading on while waiting (nothing read runs before the wait ends)
+                        // notices a client that went away: its connection does not linger
+                        // until a virtual clock that may never get there.
+                        let room = self.input.len() < WAIT_READ_LIMIT;
+                        if room {
+                            self.input.reserve(READ_CHUNK);
+                        }
+                        tokio::select! {
+                            () = &mut reached => break,
+                            () = stopped(&mut shutdown) => return,
+                            read = io.read_buf(&mut self.input), if room => match read {
+                                Ok(0) | Err(_) => return,
+                                Ok(_) => {}
+                            },
+                        }
+                    }
+                }
+                Flow::Read => {
+                    if *shutdown.borrow() {
+                        return;
+                    }
+                    self.shrink_buffers();
+                    if std::mem::take(&mut self.recheck) {
+                        continue;
+                    }
+                    self.input.reserve(READ_CHUNK);
+                    tokio::select! {
+                        read = io.read_buf(&mut self.input) => match read {
+                            Ok(0) => return,
+                            Ok(_) => {}
+                            Err(e) => {
+                                tracing::debug!(client = %self.client, error = %e, "read failed");
+                                return;
+                            }
+                        },
+                        () = self.signal.0.notified() => {}
+                        () = stopped(&mut shutdown) => return,
+                    }
+                }
+            }
+        }
+    }
+
+    /// Runs what can run now, under one lock of the engine (see the [module docs](self)).
+    fn step(&mut self) -> Flow {
+        let shared = Arc::clone(&self.shared);
+        let mut engine = lock(&shared.engine);
+        let batch = shared.clock.batch();
+        // The wait is over; what it was for runs under this same lock, so `FAKE.ADVANCE` never
+        // sees the timer gone before the work is done.
+        if let Some(due) = self.timer.take() {
+            shared.clock.remove_timer(due, self.client);
+        }
+        let flow = self.step_locked(&mut engine);
+        if let Flow::WaitUntil(due) = flow {
+            shared.clock.register_timer(due, self.client);
+            self.timer = Some(due);
+        }
+        drop(batch);
+        // Wake on the next push (at once if one is already queued).
+        engine.register_waker(self.client, &self.waker);
+        flow
+    }
+
+    fn step_locked(&mut self, engine: &mut Engine) -> Flow {
+        match self.waiting.take() {
+            // The reply was computed before anything closed the connection: it goes out.
+            Some(Waiting::Reply(reply)) => self.output.extend_from_slice(&reply),
+            Some(Waiting::Push(frame)) => self.encode(engine, frame),
+            Some(Waiting::Paused(argv)) if engine.is_connected(self.client) => {
+                if let Some(flow) = self.request(engine, argv, Stage::Unpaused) {
+                    return flow;
+                }
+            }
+            Some(Waiting::Delayed(argv)) if engine.is_connected(self.client) => {
+                if let Some(flow) = self.request(engine, argv, Stage::Delivered) {
+                    return flow;
+                }
+            }
+            _ => {}
+        }
+        if !engine.is_connected(self.client) {
+            // A restart, failover or crash closed it.
+            return Flow::Close;
+        }
+        loop {
+            if let Some(flow) = self.forward_pushes(engine) {
+                return flow;
+            }
+            if self.output.len() >= OUTPUT_HIGH_WATER {
+                return Flow::Write;
+            }
+            let argv = match self.parser.parse(&mut self.input) {
+                Ok(Some(argv)) => own_arguments(argv),
+                Ok(None) => return Flow::Read,
+                Err(e) => {
+                    tracing::debug!(client = %self.client, error = %e, "protocol error");
+                    e.write_reply(&mut self.output);
+                    return Flow::Close;
+                }
+            };
+            if let Some(flow) = self.request(engine, argv, Stage::Arrived) {
+                return flow;
+            }
+        }
+    }
+
+    /// The node faults see this connection as.
+    fn node(&self, engine: &Engine) -> NodeId {
+        engine.node_of(self.client).unwrap_or(NodeId(self.client.0))
+    }
+
+    /// Runs one request through the fault plan and the engine. `Some` stops the step.
+    fn request(&mut self, engine: &mut Engine, argv: Vec<Bytes>, stage: Stage) -> Option<Flow> {
+        let admin = argv.first().and_then(|name| AdminCommand::lookup(name));
+        let mut reply_due = None;
+        if stage == Stage::Arrived && admin.is_none() && engine.fault_plan().is_empty() {
+            // Numbered even while the plan is empty, so that `SEQS 0 …` means the node's first
+            // commands, as in-process.
+            let node = self.node(engine);
+            engine.next_command_seq(node);
+        } else if stage != Stage::Delivered && admin.is_none() {
+            // A restart due now closes the connection before this request reaches the engine.
+            engine.apply_due_server_faults();
+            if !engine.is_connected(self.client) {
+                return Some(Flow::Close);
+            }
+            let node = self.node(engine);
+            let now = engine.clock_now();
+            if let Some(until) = engine.fault_plan().paused_until(node, now) {
+                if stage == Stage::Arrived {
+                    engine.log_fault(Some(node), None, FaultEventKind::PausedUntil(until));
+                }
+                self.waiting = Some(Waiting::Paused(argv));
+                return Some(Flow::WaitUntil(until));
+            }
+            let seq = engine.next_command_seq(node);
+            let fate = engine.fault_plan().command_fate(node, seq, now);
+            let log = |engine: &mut Engine, kind| engine.log_fault(Some(node), Some(seq), kind);
+            match fate {
+                CommandFate::Deliver => {}
+                CommandFate::DropRequest => {
+                    log(engine, FaultEventKind::RequestDropped);
+                    return Some(Flow::Close);
+                }
+                CommandFate::LinkDown { .. } => {
+                    log(engine, FaultEventKind::LinkDown);
+                    return Some(Flow::Close);
+                }
+                CommandFate::DropReply => {
+                    self.execute(engine, admin, &argv);
+                    log(engine, FaultEventKind::ReplyDropped);
+                    return Some(Flow::Close);
+                }
+                CommandFate::DelayRequest(ms) => {
+                    log(engine, FaultEventKind::RequestDelayed(ms));
+                    self.waiting = Some(Waiting::Delayed(argv));
+                    return Some(Flow::WaitUntil(after(now, ms)));
+                }
+                CommandFate::DelayReply(ms) => {
+                    log(engine, FaultEventKind::ReplyDelayed(ms));
+                    reply_due = Some(after(now, ms));
+                }
+            }
+        }
+        let protocol = engine.protocol(self.client);
+        let reply = match self.execute(engine, admin, &argv) {
+            Outcome::Reply(reply) => reply,
+            Outcome::AdvanceTo(target) => return Some(Flow::Advance(target)),
+        };
+        let connected = engine.is_connected(self.client);
+        // HELLO 3 answers in RESP3; a connection that just closed (QUIT) answers as it spoke.
+        let protocol = if connected {
+            engine.protocol(self.client)
+        } else {
+            protocol
+        };
+        if self.shared.requirepass {
+            // AUTH, HELLO AUTH and RESET change what the parser accepts next.
+            self.parser
+                .set_authenticated(engine.is_authenticated(self.client));
+        }
+        if let Some(due) = reply_due {
+            let mut delayed = BytesMut::new();
+            resp::encode(&reply.into(), protocol, &mut delayed);
+            self.waiting = Some(Waiting::Reply(delayed));
+            return Some(Flow::WaitUntil(due));
+        }
+        resp::encode(&reply.into(), protocol, &mut self.output);
+        (!connected).then_some(Flow::Close)
+    }
+
+    /// Runs a request in the engine (or an admin command in the server). A panic in command code
+    /// is a bug in the fake; it becomes an error reply instead of taking the server down.
+    fn execute(&self, engine: &mut Engine, admin: Option<AdminCommand>, argv: &[Bytes]) -> Outcome {
+        let run = AssertUnwindSafe(|| match admin {
+            Some(command) => admin::run(command, &self.shared, engine, self.client, argv),
+            None => Outcome::Reply(engine.execute(self.client, argv)),
+        });
+        std::panic::catch_unwind(run).unwrap_or_else(|panic| {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            tracing::error!(client = %self.client, panic = %what, "a command panicked");
+            Outcome::Reply(Frame::error_owned(format!(
+                "ERR fake-redis bug: the command panicked ({})",
+                what.replace(['\r', '\n'], " ")
+            )))
+        })
+    }
+
+    /// Gives back the memory a huge request or reply took, once it is done with, as Redis
+    /// shrinks an idle client's query buffer.
+    fn shrink_buffers(&mut self) {
+        if self.input.is_empty() && self.input.capacity() > SHRINK_ABOVE {
+            self.input = BytesMut::with_capacity(READ_CHUNK);
+        }
+        if self.output.is_empty() && self.output.capacity() > SHRINK_ABOVE {
+            self.output = BytesMut::with_capacity(READ_CHUNK);
+        }
+        if self.overflow.capacity() > SHRINK_ABOVE {
+            self.overflow = BytesMut::new();
+        }
+    }
+
+    /// Moves the pushes queued for this client into the output, through the fault plan.
+    fn forward_pushes(&mut self, engine: &mut Engine) -> Option<Flow> {
+        if engine.fault_plan().is_empty() {
+            while let Some(push) = engine.pop_outbox(self.client) {
+                // Numbered even while the plan is empty, as commands are.
+                let node = self.node(engine);
+                engine.next_delivery_seq(node);
+                self.encode(engine, push.frame);
+            }
+            return None;
+        }
+        let node = self.node(engine);
+        let now = engine.clock_now();
+        if engine.fault_plan().subscriber_down(node, now).is_some()
+            && !engine.subscribed_channels(self.client).is_empty()
+        {
+            engine.log_fault(Some(node), None, FaultEventKind::SubscriberLost);
+            return Some(Flow::Close);
+        }
+        while let Some(push) = engine.pop_outbox(self.client) {
+            let seq = engine.next_delivery_seq(node);
+            match engine.fault_plan().delivery_fate(node, seq, now) {
+                DeliveryFate::Deliver => self.encode(engine, push.frame),
+                DeliveryFate::Drop => {
+                    engine.log_fault(Some(node), Some(seq), FaultEventKind::DeliveryDropped);
+                }
+                DeliveryFate::HoldUntil(until) => {
+                    engine.log_fault(Some(node), Some(seq), FaultEventKind::DeliveryHeld(until));
+                    self.waiting = Some(Waiting::Push(push.frame));
+                    return Some(Flow::WaitUntil(until));
+                }
+            }
+        }
+        None
+    }
+
+    fn encode(&mut self, engine: &Engine, frame: Frame) {
+        resp::encode(
+            &frame.into(),
+            engine.protocol(self.client),
+            &mut self.output,
+        );
+    }
+
+    /// Writes the output. Pushes that arrive meanwhile are collected (up to
+    /// [`PUSH_OUTPUT_LIMIT`]) so the engine's outbox does not grow behind a slow reader.
+    async fn flush<IO>(&mut self, io: &mut IO) -> std::io::Result<()>
+    where
+        IO: AsyncWrite + Unpin,
+    {
+        while !self.output.is_empty() {
+            tokio::select! {
+                biased;
+                written = io.write(&self.output) => match written? {
+                    0 => return Err(std::io::ErrorKind::WriteZero.into()),
+                    n => self.output.advance(n),
+                },
+                () = self.signal.0.notified() => self.collect_pushes()?,
+            }
+            if !self.overflow.is_empty() {
+                self.output.extend_from_slice(&self.overflow);
+                self.overflow.clear();
+            }
+        }
+        io.flush().await
+    }
+
+    /// While a write is blocked: takes the queued pushes into `overflow`, or gives up on a client
+    /// that is too far behind.
+    fn collect_pushes(&mut self) -> std::io::Result<()> {
+        let shared = Arc::clone(&self.shared);
+        let mut engine = lock(&shared.engine);
+        if !engine.fault_plan().is_empty() || !engine.is_connected(self.client) {
+            // Pushes under faults wait for the next step, where their fates are decided (and a
+            // closed connection is noticed there).
+            self.recheck = true;
+            return Ok(());
+        }
+        let protocol = engine.protocol(self.client);
+        while let Some(push) = engine.pop_outbox(self.client) {
+            resp::encode(&push.frame.into(), protocol, &mut self.overflow);
+        }
+        if self.output.len() + self.overflow.len() > PUSH_OUTPUT_LIMIT {
+            tracing::warn!(
+                client = %self.client,
+                "closing a client that does not read its pub/sub messages \
+                 (over {PUSH_OUTPUT_LIMIT} bytes behind)"
+            );
+            return Err(std::io::Error::other("pub/sub output limit reached"));
+        }
+        engine.register_waker(self.client, &self.waker);
+        Ok(())
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        let mut engine = lock(&self.shared.engine);
+        if let Some(due) = self.timer.take() {
+            self.shared.clock.remove_timer(due, self.client);
+        }
+        engine.disconnect(self.client);
+        drop(engine);
+        tracing::debug!(client = %self.client, "disconnected");
+    }
+}
+
+/// `now + ms`, saturating.
+fn after(now: i64, ms: u64) -> i64 {
+    now.saturating_add(i64::try_from(ms).unwrap_or(i64::MAX))
+}
+
+/// The request's arguments in one allocation of their own (see [`COPY_ARGS_UP_TO`]).
+fn own_arguments(mut argv: Vec<Bytes>) -> Vec<Bytes> {
+    let total: usize = argv.iter().map(Bytes::len).sum();
+    if total > COPY_ARGS_UP_TO {
+        return argv;
+    }
+    let mut block = BytesMut::with_capacity(total);
+    for arg in &argv {
+        block.extend_from_slice(arg);
+    }
+    let mut block = block.freeze();
+    for arg in &mut argv {
+        let len = arg.len();
+        *arg = block.split_to(len);
+    }
+    argv
+}

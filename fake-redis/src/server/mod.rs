@@ -1,0 +1,323 @@
+//! The fake as a RESP2/RESP3 TCP server, so that tests in any language (and `redis-cli`) can use
+//! it.
+//!
+//! The engine stays what it is in-process: synchronous, behind one std mutex that is never held
+//! across an `.await` nor while writing to a socket. Each connection is a tokio task that reads
+//! requests with the codec's [`RequestParser`](crate::resp::RequestParser) (Redis 7.0's limits and
+//! protocol errors, byte for byte), runs every complete request it has under one lock of the
+//! engine, encodes the replies for the client's protocol version, forwards the pub/sub pushes
+//! the engine queued in its outbox, and only then writes. A client that does not read its replies
+//! stops being read from; one that never reads its pub/sub messages is closed past a bound, as
+//! Redis closes it past `client-output-buffer-limit pubsub`. The `FAKE.*` admin commands
+//! ([`admin`]) read and move the clock, inject the engine's faults and read its event log.
+//!
+//! [`Server`] is the server without a listener: [`Server::serve_connection`] serves any byte
+//! stream (a socket, or `tokio::io::duplex` in tests). [`Server::start`] binds a TCP listener and
+//! serves it in a task; [`Server::run`] does the same on the caller's task until a shutdown
+//! future resolves (the `fake-redis-server` binary's `main`).
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), fake_redis::server::ServerError> {
+//! use fake_redis::server::{ClockChoice, Server, ServerConfig};
+//!
+//! let config = ServerConfig {
+//!     port: 0,
+//!     clock: ClockChoice::Virtual { epoch_ms: fake_redis::DEFAULT_EPOCH_MS },
+//!     ..ServerConfig::default()
+//! };
+//! let running = Server::start(config).await?;
+//! println!("redis-cli -p {}", running.local_addr().port());
+//! running.stop().await;
+//! # Ok(())
+//! # }
+//! ```
+
+pub mod admin;
+mod clock;
+mod connection;
+
+pub use clock::ClockChoice;
+
+use crate::engine::EngineConfig;
+use crate::link::{SharedEngine, shared};
+use bytes::Bytes;
+use clock::ServerClock;
+use std::future::Future;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+/// The port a server listens on unless told otherwise (Redis's).
+pub const DEFAULT_PORT: u16 = 6379;
+
+/// Redis's default `maxclients`.
+pub const DEFAULT_MAXCLIENTS: usize = 10_000;
+
+/// How long a graceful shutdown waits for open connections to finish what they were writing.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// How a server is set up.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// The address to listen on (loopback by default: the fake has no business on a network).
+    pub bind: IpAddr,
+    /// The port; 0 picks a free one (see [`RunningServer::local_addr`]).
+    pub port: u16,
+    /// The clock the engine reads.
+    pub clock: ClockChoice,
+    /// Seeds the engine's active expiry sampling and the fault plan's random draws.
+    pub seed: u64,
+    /// Clients must `AUTH` with this password first (Redis's `requirepass`).
+    pub requirepass: Option<Bytes>,
+    /// Connections beyond this many are refused with `-ERR max number of clients reached`.
+    pub maxclients: usize,
+}
+
+impl Default for ServerConfig {
+    fn default() -> ServerConfig {
+        ServerConfig {
+            bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            port: DEFAULT_PORT,
+            clock: ClockChoice::System,
+            seed: EngineConfig::default().seed,
+            requirepass: None,
+            maxclients: DEFAULT_MAXCLIENTS,
+        }
+    }
+}
+
+/// Why a server could not start or keep serving.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    /// The listening socket could not be bound: the port is taken, or the address is not one of
+    /// this machine's. Pick another `--port` (0 picks a free one) or `--bind`.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address asked for.
+        addr: SocketAddr,
+        /// What the operating system said.
+        source: std::io::Error,
+    },
+    /// The listener's address could not be read back.
+    #[error("cannot read the listening address: {0}")]
+    LocalAddr(std::io::Error),
+}
+
+/// What every connection of one server shares.
+pub(crate) struct Shared {
+    pub engine: SharedEngine,
+    pub clock: ServerClock,
+    pub maxclients: usize,
+    pub requirepass: bool,
+    /// Open connections, for `maxclients`.
+    pub connections: AtomicUsize,
+    /// Turns `true` once when the server shuts down.
+    pub shutdown: watch::Sender<bool>,
+}
+
+/// A fake Redis server without a listener: an engine on the chosen clock, and the code that
+/// serves one connection. Clones share the engine.
+#[derive(Clone)]
+pub struct Server {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("connections", &self.connection_count())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Server {
+    /// A server set up by `config` (its `bind` and `port` are used by [`Server::start`]).
+    pub fn new(config: &ServerConfig) -> Server {
+        let clock = ServerClock::new(config.clock);
+        let engine = clock.engine(EngineConfig {
+            seed: config.seed,
+            requirepass: config.requirepass.clone(),
+            ..EngineConfig::default()
+        });
+        Server {
+            shared: Arc::new(Shared {
+                engine: shared(engine),
+                clock,
+                maxclients: config.maxclients,
+                requirepass: config.requirepass.is_some(),
+                connections: AtomicUsize::new(0),
+                shutdown: watch::Sender::new(false),
+            }),
+        }
+    }
+
+    /// The engine behind the server, for tests that look at (or set up) its state directly.
+    pub fn engine(&self) -> &SharedEngine {
+        &self.shared.engine
+    }
+
+    /// The number of connections being served.
+    pub fn connection_count(&self) -> usize {
+        self.shared.connections.load(Ordering::SeqCst)
+    }
+
+    /// Serves one client connection until it closes, the client quits, a protocol error or a
+    /// fault closes it, or the server shuts down. Over `maxclients`, replies
+    /// `-ERR max number of clients reached` and closes, as Redis does.
+    pub async fn serve_connection<IO>(&self, io: IO)
+    where
+        IO: AsyncRead + AsyncWrite + Send + Unpin,
+    {
+        connection::serve(Arc::clone(&self.shared), io).await;
+    }
+
+    /// Tells every connection to finish what it is writing and close, and the listener (if
+    /// [`Server::run`] serves one) to stop accepting.
+    pub fn shutdown(&self) {
+        self.shared.shutdown.send_replace(true);
+    }
+
+    /// Binds `config`'s address and serves it in a background task until [`RunningServer::stop`].
+    ///
+    /// # Errors
+    ///
+    /// [`ServerError::Bind`] if the address cannot be bound.
+    pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
+        let server = Server::new(&config);
+        let listener = bind(&config).await?;
+        let addr = listener.local_addr().map_err(ServerError::LocalAddr)?;
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn({
+            let server = server.clone();
+            async move {
+                server
+                    .run(listener, async {
+                        let _ = stopped.await;
+                    })
+                    .await;
+            }
+        });
+        Ok(RunningServer {
+            addr,
+            server,
+            stop: Some(stop),
+            task,
+        })
+    }
+
+    /// Accepts connections on `listener` and serves each in its own task until `shutdown`
+    /// resolves (or [`Server::shutdown`] is called); then stops accepting, lets every connection
+    /// finish what it was writing, and returns once they have closed (after at most
+    /// [`SHUTDOWN_GRACE`]).
+    pub async fn run(&self, listener: TcpListener, shutdown: impl Future<Output = ()>) {
+        if let Ok(addr) = listener.local_addr() {
+            tracing::info!(%addr, "fake-redis-server ready to accept connections");
+        }
+        let mut connections = JoinSet::new();
+        let mut stopping = self.shared.shutdown.subscribe();
+        tokio::pin!(shutdown);
+        loop {
+            tokio::select! {
+                () = &mut shutdown => break,
+                () = stopped(&mut stopping) => break,
+                accepted = listener.accept() => match accepted {
+                    Ok((socket, peer)) => {
+                        // Redis disables Nagle too: replies are written whole, at once.
+                        let _ = socket.set_nodelay(true);
+                        tracing::debug!(%peer, "accepted");
+                        let server = self.clone();
+                        connections.spawn(async move {
+                            server.serve_connection(socket).await;
+                            tracing::debug!(%peer, "closed");
+                        });
+                    }
+                    Err(e) => {
+                        // Out of file descriptors, most likely: back off instead of spinning.
+                        tracing::warn!(error = %e, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                },
+                Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            }
+        }
+        drop(listener);
+        tracing::info!(
+            open = connections.len(),
+            "shutting down: closing connections"
+        );
+        self.shutdown();
+        let drained = tokio::time::timeout(SHUTDOWN_GRACE, async {
+            while connections.join_next().await.is_some() {}
+        })
+        .await;
+        if drained.is_err() {
+            tracing::warn!(
+                left = connections.len(),
+                "connections still open after the grace period; closing them"
+            );
+            connections.shutdown().await;
+        }
+        tracing::info!("fake-redis-server stopped");
+    }
+}
+
+/// Resolves once the server is shutting down.
+pub(crate) async fn stopped(shutdown: &mut watch::Receiver<bool>) {
+    // The value's guard is dropped here, not held across the caller's awaits.
+    let _ = shutdown.wait_for(|&stop| stop).await;
+}
+
+/// Binds the listening socket `config` asks for.
+///
+/// # Errors
+///
+/// [`ServerError::Bind`] if the address cannot be bound.
+pub async fn bind(config: &ServerConfig) -> Result<TcpListener, ServerError> {
+    let addr = SocketAddr::new(config.bind, config.port);
+    TcpListener::bind(addr)
+        .await
+        .map_err(|source| ServerError::Bind { addr, source })
+}
+
+/// A server serving a TCP listener in a background task (see [`Server::start`]).
+#[derive(Debug)]
+pub struct RunningServer {
+    addr: SocketAddr,
+    server: Server,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl RunningServer {
+    /// The address it listens on (with the real port when the config asked for port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The server, for its engine and connection count.
+    pub fn server(&self) -> &Server {
+        &self.server
+    }
+
+    /// Shuts the server down gracefully and waits until it has.
+    pub async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let _ = (&mut self.task).await;
+    }
+}
+
+impl Drop for RunningServer {
+    fn drop(&mut self) {
+        // Dropped without `stop`: stop accepting and close the connections in the background.
+        if self.stop.is_some() {
+            self.server.shutdown();
+        }
+    }
+}

@@ -1,0 +1,103 @@
+//! The `fake-redis-server` binary itself: it serves on the port it logs, stops gracefully on
+//! SIGTERM, refuses contradictory flags, and prints the lock's script bodies for `SCRIPT LOAD`.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_fake-redis-server");
+
+/// Generous for a loaded 2-core machine.
+const PATIENCE: Duration = Duration::from_secs(60);
+
+/// Starts the binary on a free port; returns it and the port its log names.
+fn start(args: &[&str]) -> (Child, u16) {
+    let mut child = Command::new(BIN)
+        .args(["--port", "0"])
+        .args(args)
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary starts");
+    let stderr = child.stderr.take().expect("piped stderr");
+    let mut lines = BufReader::new(stderr).lines();
+    let port = loop {
+        let line = lines
+            .next()
+            .expect("the server logs its address before anything else ends")
+            .expect("readable log");
+        if let Some(addr) = line.split("addr=").nth(1) {
+            let port = addr.trim().rsplit(':').next().unwrap_or_default();
+            break port.parse().expect("a port in the log line");
+        }
+    };
+    // Keep draining the log so the server never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines {});
+    (child, port)
+}
+
+fn wait_for_exit(child: &mut Child) -> std::process::ExitStatus {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        if let Some(status) = child.try_wait().expect("waitable") {
+            return status;
+        }
+        assert!(Instant::now() < deadline, "the server did not stop");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn the_binary_serves_the_virtual_clock_and_stops_on_sigterm() {
+    let (mut child, port) = start(&["--clock", "virtual", "--epoch-ms", "1000"]);
+    let mut client = TcpStream::connect(("127.0.0.1", port)).expect("it listens");
+    client.set_read_timeout(Some(PATIENCE)).unwrap();
+    client.write_all(b"FAKE.ADVANCE 5\r\n").unwrap();
+    let mut reply = [0u8; 7];
+    client.read_exact(&mut reply).unwrap();
+    assert_eq!(&reply, b":1005\r\n");
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(killed.success());
+    assert!(
+        wait_for_exit(&mut child).success(),
+        "a graceful stop exits 0"
+    );
+    // The open connection was closed by the server.
+    let mut rest = Vec::new();
+    assert_eq!(
+        client.read_to_end(&mut rest).map(|_| rest.len()).ok(),
+        Some(0)
+    );
+}
+
+#[test]
+fn epoch_ms_without_the_virtual_clock_is_refused() {
+    let out = Command::new(BIN)
+        .args(["--epoch-ms", "5"])
+        .output()
+        .expect("the binary runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--clock virtual"));
+}
+
+#[test]
+fn print_script_prints_the_lock_s_lua_body_exactly() {
+    for script in lock_core::script::all() {
+        let out = Command::new(BIN)
+            .args(["--print-script", script.name])
+            .output()
+            .expect("the binary runs");
+        assert!(out.status.success());
+        assert_eq!(String::from_utf8_lossy(&out.stdout), script.body);
+    }
+    let out = Command::new(BIN)
+        .args(["--print-script", "nope"])
+        .output()
+        .expect("the binary runs");
+    assert_eq!(out.status.code(), Some(2));
+}
