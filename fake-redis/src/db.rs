@@ -47,8 +47,8 @@ pub(crate) fn hash_key(key: &[u8]) -> u64 {
 
 /// A value in the keyspace.
 ///
-/// Lists exist so far only as values (a test can place one to meet `WRONGTYPE`); their commands,
-/// and sets and sorted sets, come with a later issue and slot in here.
+/// Sets are ordered (`BTreeSet`) so that iteration, and the seeded random draws over it, are
+/// deterministic.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
     /// A string (integers are strings holding decimal text, as `INCR` sees them).
@@ -57,6 +57,8 @@ pub enum Value {
     Hash(Hash),
     /// A list.
     List(VecDeque<Bytes>),
+    /// A set.
+    Set(BTreeSet<Bytes>),
 }
 
 impl Value {
@@ -66,6 +68,7 @@ impl Value {
             Value::Str(_) => "string",
             Value::Hash(_) => "hash",
             Value::List(_) => "list",
+            Value::Set(_) => "set",
         }
     }
 }

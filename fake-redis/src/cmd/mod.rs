@@ -1,6 +1,6 @@
 //! The command table and what every command shares: name lookup, arity, flags, argument parsing.
 //!
-//! Each family lives in its own file (`keys`, `strings`, `hashes`, `lists`, `pubsub`,
+//! Each family lives in its own file (`keys`, `strings`, `hashes`, `lists`, `sets`, `pubsub`,
 //! `scripting`, `transactions`, `connection`), mini-redis style: a command with options parses its
 //! arguments into a small struct first (`Set::parse`, `Expire::parse`) and then applies it; a
 //! simple one is a short function. Argument parsing and the error texts live here once, so
@@ -15,6 +15,7 @@ pub(crate) mod keys;
 pub(crate) mod lists;
 pub(crate) mod pubsub;
 pub(crate) mod scripting;
+pub(crate) mod sets;
 pub(crate) mod strings;
 pub(crate) mod transactions;
 
@@ -195,14 +196,29 @@ command_table! {
     b"RPOP" => lists::RPOP,
     b"RPUSH" => lists::RPUSH,
     b"RPUSHX" => lists::RPUSHX,
+    b"SADD" => sets::SADD,
     b"SCAN" => keys::SCAN,
+    b"SCARD" => sets::SCARD,
     b"SCRIPT" => scripting::SCRIPT,
+    b"SDIFF" => sets::SDIFF,
+    b"SDIFFSTORE" => sets::SDIFFSTORE,
     b"SELECT" => connection::SELECT,
     b"SET" => strings::SET,
     b"SETEX" => strings::SETEX,
     b"SETNX" => strings::SETNX,
+    b"SINTER" => sets::SINTER,
+    b"SINTERSTORE" => sets::SINTERSTORE,
+    b"SISMEMBER" => sets::SISMEMBER,
+    b"SMEMBERS" => sets::SMEMBERS,
+    b"SMISMEMBER" => sets::SMISMEMBER,
+    b"SMOVE" => sets::SMOVE,
+    b"SPOP" => sets::SPOP,
+    b"SRANDMEMBER" => sets::SRANDMEMBER,
+    b"SREM" => sets::SREM,
     b"STRLEN" => strings::STRLEN,
     b"SUBSCRIBE" => pubsub::SUBSCRIBE,
+    b"SUNION" => sets::SUNION,
+    b"SUNIONSTORE" => sets::SUNIONSTORE,
     b"TIME" => connection::TIME,
     b"TTL" => keys::TTL,
     b"TYPE" => keys::TYPE,
