@@ -1,6 +1,6 @@
 //! The command table and what every command shares: name lookup, arity, flags, argument parsing.
 //!
-//! Each family lives in its own file (`keys`, `strings`, `hashes`, `lists`, `sets`, `pubsub`,
+//! Each family lives in its own file (`keys`, `strings`, `hashes`, `lists`, `sets`, `zsets`, `pubsub`,
 //! `scripting`, `transactions`, `connection`), mini-redis style: a command with options parses its
 //! arguments into a small struct first (`Set::parse`, `Expire::parse`) and then applies it; a
 //! simple one is a short function. Argument parsing and the error texts live here once, so
@@ -18,6 +18,7 @@ pub(crate) mod scripting;
 pub(crate) mod sets;
 pub(crate) mod strings;
 pub(crate) mod transactions;
+pub(crate) mod zsets;
 
 use crate::engine::Cx;
 use crate::frame::Frame;
@@ -227,6 +228,23 @@ command_table! {
     b"UNWATCH" => transactions::UNWATCH,
     b"WAIT" => connection::WAIT,
     b"WATCH" => transactions::WATCH,
+    b"ZADD" => zsets::ZADD,
+    b"ZCARD" => zsets::ZCARD,
+    b"ZCOUNT" => zsets::ZCOUNT,
+    b"ZINCRBY" => zsets::ZINCRBY,
+    b"ZMSCORE" => zsets::ZMSCORE,
+    b"ZPOPMAX" => zsets::ZPOPMAX,
+    b"ZPOPMIN" => zsets::ZPOPMIN,
+    b"ZRANGE" => zsets::ZRANGE,
+    b"ZRANGEBYSCORE" => zsets::ZRANGEBYSCORE,
+    b"ZRANK" => zsets::ZRANK,
+    b"ZREM" => zsets::ZREM,
+    b"ZREMRANGEBYRANK" => zsets::ZREMRANGEBYRANK,
+    b"ZREMRANGEBYSCORE" => zsets::ZREMRANGEBYSCORE,
+    b"ZREVRANGE" => zsets::ZREVRANGE,
+    b"ZREVRANGEBYSCORE" => zsets::ZREVRANGEBYSCORE,
+    b"ZREVRANK" => zsets::ZREVRANK,
+    b"ZSCORE" => zsets::ZSCORE,
 }
 
 // ---- errors, worded as Redis words them ----
