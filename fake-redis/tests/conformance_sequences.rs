@@ -208,6 +208,13 @@ fn plain() -> impl Strategy<Value = Vec<String>> {
                 }
                 l
             }),
+        (k(), n(), n()).prop_map(|(k, a, b)| line(&["GETRANGE", &k, &a, &b])),
+        (
+            k(),
+            pick(&["0", "3", "-1", "x", "9223372036854775807"]),
+            pick(&["", "ab"])
+        )
+            .prop_map(|(k, o, v)| line(&["SETRANGE", &k, &o, &v])),
         // sorted sets
         (
             k(),
