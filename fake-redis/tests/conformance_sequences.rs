@@ -24,7 +24,7 @@ use redis::Value;
 use redis::aio::ConnectionLike;
 use std::cell::RefCell;
 use std::time::Instant;
-use support::{Compare, OwnServer, comparator, connect_real, describe, sorted};
+use support::{Compare, OwnServer, comparator, connect_real, describe, sorted, sorted_page};
 
 const KEYS: &[&str] = &["k1", "k2", "k3"];
 const FIELDS: &[&str] = &["f1", "f2"];
@@ -215,6 +215,28 @@ fn plain() -> impl Strategy<Value = Vec<String>> {
             pick(&["", "ab"])
         )
             .prop_map(|(k, o, v)| line(&["SETRANGE", &k, &o, &v])),
+        // keyspace: copies, random keys, whole-keyspace and collection scans
+        (k(), k(), pick(&["", "REPLACE", "DB 1", "DB 1 REPLACE"])).prop_map(|(a, b, o)| {
+            let mut l = line(&["COPY", &a, &b]);
+            l.extend(o.split_whitespace().map(str::to_owned));
+            l
+        }),
+        Just(line(&["RANDOMKEY"])),
+        pick(&["", "MATCH k*", "TYPE set", "TYPE string"]).prop_map(|o| {
+            let mut l = line(&["SCAN", "0", "COUNT", "1000"]);
+            l.extend(o.split_whitespace().map(str::to_owned));
+            l
+        }),
+        (
+            pick(&["HSCAN", "SSCAN", "ZSCAN"]),
+            k(),
+            pick(&["", "MATCH a*", "MATCH f?", "COUNT 0", "x"])
+        )
+            .prop_map(|(c, k, o)| {
+                let mut l = vec![c, k, "0".to_owned()];
+                l.extend(o.split_whitespace().map(str::to_owned));
+                l
+            }),
         // sorted sets
         (
             k(),
@@ -414,7 +436,11 @@ async fn diverges(
         };
         let key = words.get(1).cloned().unwrap_or_default();
         let before = if compare == Compare::Random {
-            let smembers = vec!["SMEMBERS".to_owned(), key.clone()];
+            let smembers = if name == "RANDOMKEY" {
+                line(&["KEYS", "*"])
+            } else {
+                vec!["SMEMBERS".to_owned(), key.clone()]
+            };
             let r = query(real, &smembers).await.ok().map(|v| members(&v));
             let f = query(fake, &smembers).await.ok().map(|v| members(&v));
             Some((r, f))
@@ -445,6 +471,10 @@ async fn diverges(
                 _ => describe(&want) == describe(&got),
             },
             Compare::Multiset => describe(&sorted(want.clone())) == describe(&sorted(got.clone())),
+            Compare::ScanPage => {
+                describe(&sorted_page(want.clone())) == describe(&sorted_page(got.clone()))
+            }
+
             Compare::Random => {
                 let Some((before_real, before_fake)) = &before else {
                     unreachable!("members are read before every random pick")

@@ -29,6 +29,7 @@ pub(crate) static SUNIONSTORE: Spec = Spec::new("sunionstore", -3, WRITE, algebr
 pub(crate) static SINTERSTORE: Spec = Spec::new("sinterstore", -3, WRITE, algebra_command);
 pub(crate) static SDIFFSTORE: Spec = Spec::new("sdiffstore", -3, WRITE, algebra_command);
 pub(crate) static SMOVE: Spec = Spec::new("smove", 4, WRITE, smove_command);
+pub(crate) static SSCAN: Spec = Spec::new("sscan", -3, 0, sscan_command);
 
 type Members = BTreeSet<Bytes>;
 
@@ -351,4 +352,23 @@ fn smove_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
     }
     done(cx, destination);
     Frame::Integer(1)
+}
+
+/// `SSCAN key cursor [MATCH pattern] [COUNT count]` (see
+/// [`scan_collection`](super::keys::scan_collection)).
+fn sscan_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
+    if let Err(e) = super::keys::parse_cursor(&argv[2]) {
+        return e;
+    }
+    match read(cx, &argv[1]) {
+        Err(e) => e,
+        Ok(None) => super::keys::empty_scan(),
+        Ok(Some(set)) => {
+            let items = set
+                .iter()
+                .map(|m| (m.clone(), vec![Frame::Bulk(m.clone())]))
+                .collect();
+            super::keys::scan_collection(&argv[3..], items)
+        }
+    }
 }

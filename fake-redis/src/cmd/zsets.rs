@@ -31,6 +31,7 @@ pub(crate) static ZREMRANGEBYSCORE: Spec =
 pub(crate) static ZREMRANGEBYRANK: Spec = Spec::new("zremrangebyrank", 4, WRITE, zremrange_command);
 pub(crate) static ZPOPMIN: Spec = Spec::new("zpopmin", -2, WRITE, zpop_command);
 pub(crate) static ZPOPMAX: Spec = Spec::new("zpopmax", -2, WRITE, zpop_command);
+pub(crate) static ZSCAN: Spec = Spec::new("zscan", -3, 0, zscan_command);
 
 const NOT_A_RANGE: Frame = Frame::error("ERR min or max is not a float");
 const NOT_A_LEX_RANGE: Frame = Frame::error("ERR min or max not valid string range item");
@@ -725,4 +726,23 @@ fn zpop_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
             .flat_map(|(s, m)| [Frame::Bulk(m), Frame::Double(s)])
             .collect(),
     )
+}
+
+/// `ZSCAN key cursor [MATCH pattern] [COUNT count]`: members and scores (see
+/// [`scan_collection`](super::keys::scan_collection)).
+fn zscan_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
+    if let Err(e) = super::keys::parse_cursor(&argv[2]) {
+        return e;
+    }
+    match read(cx, &argv[1]) {
+        Err(e) => e,
+        Ok(None) => super::keys::empty_scan(),
+        Ok(Some(z)) => {
+            let items = z
+                .iter()
+                .map(|(s, m)| (m.clone(), vec![Frame::Bulk(m.clone()), Frame::Double(s)]))
+                .collect();
+            super::keys::scan_collection(&argv[3..], items)
+        }
+    }
 }

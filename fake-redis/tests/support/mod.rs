@@ -78,6 +78,8 @@ pub enum Compare {
     Exact,
     /// An unordered reply (`SMEMBERS`, `SUNION`/`SINTER`/`SDIFF`, `KEYS`): as a multiset.
     Multiset,
+    /// A page of `SCAN` or `SSCAN`: the cursor exactly, the page's elements as a multiset.
+    ScanPage,
     /// A random pick (`SPOP`, `SRANDMEMBER`, `RANDOMKEY`): same shape and count, checked for
     /// membership by the caller.
     Random,
@@ -88,6 +90,7 @@ pub fn comparator(name: &str) -> Compare {
     match name.to_ascii_uppercase().as_str() {
         "KEYS" | "SMEMBERS" | "SUNION" | "SINTER" | "SDIFF" => Compare::Multiset,
         "SPOP" | "SRANDMEMBER" | "RANDOMKEY" => Compare::Random,
+        "SCAN" | "SSCAN" => Compare::ScanPage,
         _ => Compare::Exact,
     }
 }
@@ -103,6 +106,18 @@ pub fn sorted(result: Result<Value, RedisError>) -> Result<Value, RedisError> {
     })
 }
 
+/// A scan page with its elements sorted, for multiset comparison.
+pub fn sorted_page(result: Result<Value, RedisError>) -> Result<Value, RedisError> {
+    result.map(|v| match v {
+        Value::Array(mut parts) if parts.len() == 2 => {
+            let page = sorted(Ok(parts.pop().expect("two parts"))).expect("sorting is infallible");
+            parts.push(page);
+            Value::Array(parts)
+        }
+        other => other,
+    })
+}
+
 pub async fn run(conn: &mut impl ConnectionLike, line: &str) -> Result<Value, RedisError> {
     let mut words = line.split_whitespace();
     let mut cmd = redis::cmd(words.next().unwrap());
@@ -110,9 +125,9 @@ pub async fn run(conn: &mut impl ConnectionLike, line: &str) -> Result<Value, Re
         cmd.arg(w);
     }
     let result = cmd.query_async::<Value>(conn).await;
-    if comparator(line.split_whitespace().next().unwrap_or("")) != Compare::Exact {
-        sorted(result)
-    } else {
-        result
+    match comparator(line.split_whitespace().next().unwrap_or("")) {
+        Compare::Exact => result,
+        Compare::ScanPage => sorted_page(result),
+        Compare::Multiset | Compare::Random => sorted(result),
     }
 }
