@@ -496,6 +496,7 @@ const TABLE: &[&str] = &[
     "RANDOMKEY",
     "GET cp",
     "TYPE cp",
+    "DEL cp",
     "SET only v",
     "RANDOMKEY",
     "FLUSHDB",

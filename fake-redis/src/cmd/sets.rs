@@ -259,7 +259,10 @@ fn srandmember_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
                     .collect(),
             )
         }
-        Some(n) if n as usize >= len => set_reply(&members),
+        // The whole set, as an array (not a RESP3 set), as Redis 7.0 replies it.
+        Some(n) if n as usize >= len => {
+            Frame::Array(members.iter().map(|m| Frame::Bulk(m.clone())).collect())
+        }
         Some(n) => Frame::Array(
             distinct_draws(cx, len, n as usize)
                 .into_iter()

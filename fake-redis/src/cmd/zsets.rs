@@ -688,7 +688,7 @@ fn zremrange_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
     Frame::Integer(removed as i64)
 }
 
-/// `ZPOPMIN`/`ZPOPMAX key [count]`: members and scores, lowest (highest) first, flat. A count of
+/// `ZPOPMIN`/`ZPOPMAX key [count]`: members and scores, lowest (highest) first. A count of
 /// 0 still meets WRONGTYPE first, as in Redis 7.0.
 fn zpop_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
     if argv.len() > 3 {
@@ -720,12 +720,19 @@ fn zpop_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
         }
     };
     done(cx, key);
-    Frame::Array(
+    // RESP3 nests `[member, score]` pairs when a count was given, as Redis 7.0 does.
+    let nested = argv.len() == 3 && cx.client().protocol >= 3;
+    Frame::Array(if nested {
+        popped
+            .into_iter()
+            .map(|(s, m)| Frame::Array(vec![Frame::Bulk(m), Frame::Double(s)]))
+            .collect()
+    } else {
         popped
             .into_iter()
             .flat_map(|(s, m)| [Frame::Bulk(m), Frame::Double(s)])
-            .collect(),
-    )
+            .collect()
+    })
 }
 
 /// `ZSCAN key cursor [MATCH pattern] [COUNT count]`: members and scores (see
@@ -740,7 +747,11 @@ fn zscan_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
         Ok(Some(z)) => {
             let items = z
                 .iter()
-                .map(|(s, m)| (m.clone(), vec![Frame::Bulk(m.clone()), Frame::Double(s)]))
+                .map(|(s, m)| {
+                    // Bulk strings even in RESP3: Redis's scan reply formats the score as text.
+                    let score = Frame::Bulk(Bytes::from(crate::frame::format_double(s)));
+                    (m.clone(), vec![Frame::Bulk(m.clone()), score])
+                })
                 .collect();
             super::keys::scan_collection(&argv[3..], items)
         }

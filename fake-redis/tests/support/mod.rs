@@ -48,7 +48,17 @@ impl Drop for OwnServer {
 }
 
 pub async fn connect_real(port: u16) -> redis::aio::MultiplexedConnection {
-    let client = redis::Client::open(format!("redis://127.0.0.1:{port}/")).unwrap();
+    connect_real_with(port, "").await
+}
+
+/// A connection speaking RESP3 (`HELLO 3` at connect), as the crate opens it for
+/// `?protocol=resp3`.
+pub async fn connect_real_resp3(port: u16) -> redis::aio::MultiplexedConnection {
+    connect_real_with(port, "?protocol=resp3").await
+}
+
+async fn connect_real_with(port: u16, query: &str) -> redis::aio::MultiplexedConnection {
+    let client = redis::Client::open(format!("redis://127.0.0.1:{port}/{query}")).unwrap();
     for _ in 0..100 {
         if let Ok(conn) = client.get_multiplexed_async_connection().await {
             return conn;
@@ -101,6 +111,10 @@ pub fn sorted(result: Result<Value, RedisError>) -> Result<Value, RedisError> {
         Value::Array(mut items) => {
             items.sort_by_key(|i| format!("{i:?}"));
             Value::Array(items)
+        }
+        Value::Set(mut items) => {
+            items.sort_by_key(|i| format!("{i:?}"));
+            Value::Set(items)
         }
         other => other,
     })
