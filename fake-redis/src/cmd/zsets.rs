@@ -83,9 +83,23 @@ fn done(cx: &mut Cx<'_>, key: &[u8]) {
     db.touch(key);
 }
 
-/// A score argument (`ERR value is not a valid float`).
+/// A score argument (`ERR value is not a valid float`). Redis's `string2d` also refuses a
+/// literal that overflows to infinity or underflows to zero (`strtod`'s `ERANGE`), though it
+/// takes `inf` itself; range bounds (`ScoreRange`) have no such check, as in Redis.
 fn score(arg: &[u8]) -> Result<f64, Frame> {
-    float(arg).ok_or(NOT_FLOAT)
+    let v = float(arg).ok_or(NOT_FLOAT)?;
+    let text = arg.to_ascii_lowercase();
+    let unsigned = text
+        .strip_prefix(b"-")
+        .or(text.strip_prefix(b"+"))
+        .unwrap_or(&text);
+    let mantissa = unsigned.split(|&b| b == b'e').next().unwrap_or_default();
+    let overflow = v.is_infinite() && !unsigned.starts_with(b"inf");
+    let underflow = v == 0.0 && mantissa.iter().any(|b| (b'1'..=b'9').contains(b));
+    if overflow || underflow {
+        return Err(NOT_FLOAT);
+    }
+    Ok(v)
 }
 
 /// One bound of a score range: `(` makes it exclusive.
