@@ -47,8 +47,8 @@ pub(crate) fn hash_key(key: &[u8]) -> u64 {
 
 /// A value in the keyspace.
 ///
-/// Lists exist so far only as values (a test can place one to meet `WRONGTYPE`); their commands,
-/// and sets and sorted sets, come with a later issue and slot in here.
+/// Sets are ordered (`BTreeSet`) so that iteration, and the seeded random draws over it, are
+/// deterministic.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
     /// A string (integers are strings holding decimal text, as `INCR` sees them).
@@ -57,6 +57,10 @@ pub enum Value {
     Hash(Hash),
     /// A list.
     List(VecDeque<Bytes>),
+    /// A set.
+    Set(BTreeSet<Bytes>),
+    /// A sorted set.
+    ZSet(ZSet),
 }
 
 impl Value {
@@ -66,6 +70,8 @@ impl Value {
             Value::Str(_) => "string",
             Value::Hash(_) => "hash",
             Value::List(_) => "list",
+            Value::Set(_) => "set",
+            Value::ZSet(_) => "zset",
         }
     }
 }
@@ -202,6 +208,76 @@ impl Hash {
             index.insert_unique(hash_key(f), i, |&j| hash_key(&fields[j].0));
         }
         self.index = Some(index);
+    }
+}
+
+/// A sorted set: members by score, ties broken by member bytes, as Redis orders them. Scores are
+/// never NaN, and `-0` is stored as `0`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ZSet {
+    scores: BTreeMap<Bytes, f64>,
+    order: BTreeSet<(Score, Bytes)>,
+}
+
+/// A score with a total order (no NaN is ever stored).
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Score(f64);
+
+impl Eq for Score {}
+
+impl PartialOrd for Score {
+    fn partial_cmp(&self, other: &Score) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Score {
+    fn cmp(&self, other: &Score) -> std::cmp::Ordering {
+        self.0.total_cmp(&other.0)
+    }
+}
+
+impl ZSet {
+    /// The number of members.
+    pub fn len(&self) -> usize {
+        self.scores.len()
+    }
+
+    /// Whether it has no member (Redis deletes such a key).
+    pub fn is_empty(&self) -> bool {
+        self.scores.is_empty()
+    }
+
+    /// The score of `member`.
+    pub fn score(&self, member: &[u8]) -> Option<f64> {
+        self.scores.get(member).copied()
+    }
+
+    /// Sets `member`'s score: whether the member is new.
+    pub fn insert(&mut self, member: Bytes, score: f64) -> bool {
+        let score = score + 0.0; // -0 becomes 0
+        let old = self.scores.insert(member.clone(), score);
+        if let Some(old) = old {
+            self.order.remove(&(Score(old), member.clone()));
+        }
+        self.order.insert((Score(score), member));
+        old.is_none()
+    }
+
+    /// Removes `member`: whether it was there.
+    pub fn remove(&mut self, member: &[u8]) -> bool {
+        match self.scores.remove_entry(member) {
+            Some((m, s)) => {
+                self.order.remove(&(Score(s), m));
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Scores and members, lowest score first.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (f64, &Bytes)> {
+        self.order.iter().map(|(s, m)| (s.0, m))
     }
 }
 

@@ -585,13 +585,7 @@ impl Engine {
             while self.dbs[i].has_volatile() && loops < ACTIVE_EXPIRE_MAX_LOOPS {
                 loops += 1;
                 let mut rng = self.rng;
-                // xorshift64*, seeded from the configuration: every run samples the same keys.
-                let mut next = || {
-                    rng ^= rng >> 12;
-                    rng ^= rng << 25;
-                    rng ^= rng >> 27;
-                    rng.wrapping_mul(0x2545_f491_4f6c_dd1d)
-                };
+                let mut next = || xorshift(&mut rng);
                 let (sampled, expired) =
                     self.dbs[i].expire_sample(at, ACTIVE_EXPIRE_KEYS_PER_LOOP, &mut next);
                 self.rng = rng;
@@ -603,6 +597,12 @@ impl Engine {
         if self.watchers > 0 {
             self.collect_dirty();
         }
+    }
+
+    /// The next number of the engine's seeded generator (expiry sampling, `SPOP`,
+    /// `SRANDMEMBER`): never unseeded randomness, so a run replays exactly.
+    pub(crate) fn random(&mut self) -> u64 {
+        xorshift(&mut self.rng)
     }
 
     /// Runs `cycles` active expiry cycles at the current time, without moving the clock (for
@@ -893,4 +893,14 @@ pub(crate) fn remove_subscriber(map: &mut BTreeMap<Bytes, BTreeSet<u64>>, name: 
             map.remove(name);
         }
     }
+}
+
+/// xorshift64*, seeded from the configuration: every run draws the same numbers.
+fn xorshift(state: &mut u64) -> u64 {
+    let mut x = *state;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *state = x;
+    x.wrapping_mul(0x2545_f491_4f6c_dd1d)
 }

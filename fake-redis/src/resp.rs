@@ -2022,7 +2022,9 @@ mod tests {
     /// was parsed from.
     fn frame_weight(frame: &Frame) -> usize {
         1 + match frame {
-            Frame::Simple(s) | Frame::Error(s) | Frame::BigNumber(s) => s.len(),
+            // Characters, not bytes: a line that is not UTF-8 is decoded lossily, one U+FFFD
+            // (three bytes) per bad byte, so its byte length can exceed the input's.
+            Frame::Simple(s) | Frame::Error(s) | Frame::BigNumber(s) => s.chars().count(),
             Frame::Bulk(data) | Frame::Verbatim { text: data, .. } => data.len(),
             Frame::Array(items) | Frame::Set(items) | Frame::Push(items) => {
                 items.iter().map(frame_weight).sum()

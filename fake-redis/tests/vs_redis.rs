@@ -5,96 +5,11 @@
 //! The test starts its own redis-server on a free loopback port (no persistence) and kills it when
 //! done, so it never touches a shared server.
 
+mod support;
+
 use fake_redis::{Engine, FakeConnection, NodeId, SystemClock, shared};
-use redis::aio::ConnectionLike;
-use redis::{RedisError, Value};
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
-
-/// A redis-server of our own, killed on drop.
-struct OwnServer {
-    child: Child,
-    port: u16,
-}
-
-impl OwnServer {
-    fn start() -> OwnServer {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free loopback port")
-            .port();
-        let child = Command::new("redis-server")
-            .args([
-                "--port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("redis-server must be installed (Debian's redis-server 7.0) for this test");
-        OwnServer { child, port }
-    }
-}
-
-impl Drop for OwnServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-async fn connect_real(port: u16) -> redis::aio::MultiplexedConnection {
-    let client = redis::Client::open(format!("redis://127.0.0.1:{port}/")).unwrap();
-    for _ in 0..100 {
-        if let Ok(conn) = client.get_multiplexed_async_connection().await {
-            return conn;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("redis-server on port {port} did not come up");
-}
-
-fn describe(result: &Result<Value, RedisError>) -> String {
-    match result {
-        Ok(v) => format!("{v:?}"),
-        Err(e) => format!(
-            "error kind={:?} code={:?} detail={:?}",
-            e.kind(),
-            e.code(),
-            e.detail()
-        ),
-    }
-}
-
-fn sorted(result: Result<Value, RedisError>) -> Result<Value, RedisError> {
-    result.map(|v| match v {
-        Value::Array(mut items) => {
-            items.sort_by_key(|i| format!("{i:?}"));
-            Value::Array(items)
-        }
-        other => other,
-    })
-}
-
-async fn run(conn: &mut impl ConnectionLike, line: &str) -> Result<Value, RedisError> {
-    let mut words = line.split_whitespace();
-    let mut cmd = redis::cmd(words.next().unwrap());
-    for w in words {
-        cmd.arg(w);
-    }
-    let result = cmd.query_async::<Value>(conn).await;
-    if line.starts_with("KEYS") {
-        sorted(result)
-    } else {
-        result
-    }
-}
+use redis::Value;
+use support::{OwnServer, connect_real, describe, run};
 
 const SCRIPT: &[&str] = &[
     "FLUSHALL",

@@ -25,6 +25,7 @@ pub(crate) static HLEN: Spec = Spec::new("hlen", 2, 0, hlen_command);
 pub(crate) static HINCRBY: Spec = Spec::new("hincrby", 4, WRITE, hincrby_command);
 pub(crate) static HINCRBYFLOAT: Spec = Spec::new("hincrbyfloat", 4, WRITE, hincrbyfloat_command);
 pub(crate) static HSTRLEN: Spec = Spec::new("hstrlen", 3, 0, hstrlen_command);
+pub(crate) static HSCAN: Spec = Spec::new("hscan", -3, 0, hscan_command);
 
 /// The hash at `key` (None when missing), WRONGTYPE for another type.
 fn read<'a>(cx: &'a mut Cx<'_>, key: &[u8]) -> Result<Option<&'a Hash>, Frame> {
@@ -260,5 +261,29 @@ fn hstrlen_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
     match hget(cx, &argv[1], &argv[2]) {
         Ok(v) => Frame::Integer(v.map_or(0, |v| v.len() as i64)),
         Err(e) => e,
+    }
+}
+
+/// `HSCAN key cursor [MATCH pattern] [COUNT count]`: fields and values (see
+/// [`scan_collection`](super::keys::scan_collection)).
+fn hscan_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
+    if let Err(e) = super::keys::parse_cursor(&argv[2]) {
+        return e;
+    }
+    match read(cx, &argv[1]) {
+        Err(e) => e,
+        Ok(None) => super::keys::empty_scan(),
+        Ok(Some(h)) => {
+            let items = h
+                .iter()
+                .map(|(f, v)| {
+                    (
+                        f.clone(),
+                        vec![Frame::Bulk(f.clone()), Frame::Bulk(v.clone())],
+                    )
+                })
+                .collect();
+            super::keys::scan_collection(&argv[3..], items)
+        }
     }
 }

@@ -28,6 +28,8 @@ pub(crate) static KEYS: Spec = Spec::new("keys", 2, 0, keys_command);
 pub(crate) static SCAN: Spec = Spec::new("scan", -2, 0, scan_command);
 pub(crate) static RENAME: Spec = Spec::new("rename", 3, WRITE, rename_command);
 pub(crate) static RENAMENX: Spec = Spec::new("renamenx", 3, WRITE, rename_command);
+pub(crate) static COPY: Spec = Spec::new("copy", -3, WRITE, copy_command);
+pub(crate) static RANDOMKEY: Spec = Spec::new("randomkey", 1, 0, randomkey_command);
 pub(crate) static DBSIZE: Spec = Spec::new("dbsize", 1, 0, dbsize_command);
 pub(crate) static FLUSHDB: Spec = Spec::new("flushdb", -1, WRITE, flush_command);
 pub(crate) static FLUSHALL: Spec = Spec::new("flushall", -1, WRITE, flush_command);
@@ -259,17 +261,18 @@ struct Scan {
 
 impl Scan {
     fn parse(argv: &[Bytes]) -> Result<Scan, Frame> {
-        let cursor = std::str::from_utf8(&argv[1])
-            .ok()
-            .and_then(|s| s.parse::<u64>().ok())
-            .ok_or(Frame::error("ERR invalid cursor"))?;
+        Scan::parse_options(parse_cursor(&argv[1])?, &argv[2..], true)
+    }
+
+    /// The options after the cursor; `TYPE` only for `SCAN` itself.
+    fn parse_options(cursor: u64, options: &[Bytes], with_type: bool) -> Result<Scan, Frame> {
         let mut scan = Scan {
             cursor,
             pattern: None,
             count: 10,
             type_name: None,
         };
-        let mut rest = argv[2..].iter();
+        let mut rest = options.iter();
         while let Some(opt) = rest.next() {
             let value = rest.next().ok_or(super::SYNTAX)?;
             if is(opt, "count") {
@@ -280,7 +283,7 @@ impl Scan {
                 scan.count = n as usize;
             } else if is(opt, "match") {
                 scan.pattern = Some(value.clone());
-            } else if is(opt, "type") {
+            } else if with_type && is(opt, "type") {
                 scan.type_name = Some(value.clone());
             } else {
                 return Err(super::SYNTAX);
@@ -320,6 +323,48 @@ impl Scan {
     }
 }
 
+/// A `SCAN` cursor (`ERR invalid cursor`), read as C's `strtoul` reads it: a sign is allowed
+/// and `-1` wraps to `u64::MAX`, as in Redis.
+pub(crate) fn parse_cursor(arg: &[u8]) -> Result<u64, Frame> {
+    let text = std::str::from_utf8(arg).ok();
+    let parsed = text.and_then(|s| match s.strip_prefix('-') {
+        Some(rest) if !rest.starts_with(['+', '-']) => {
+            rest.parse::<u64>().ok().map(u64::wrapping_neg)
+        }
+        _ => s.parse::<u64>().ok(),
+    });
+    parsed.ok_or(Frame::error("ERR invalid cursor"))
+}
+
+/// `HSCAN`/`SSCAN`/`ZSCAN` over one collection, after its key was found and type-checked: parses
+/// `[MATCH pattern] [COUNT count]` and replies every element whose name matches, with cursor 0.
+/// Redis does exactly that for a small (listpack or intset) collection; for a big one it would
+/// page, which SCAN's contract allows either way (see DIFFERENCES.md). `items` pairs each
+/// element's name (what MATCH sees) with the frames it replies.
+pub(crate) fn scan_collection(options: &[Bytes], items: Vec<(Bytes, Vec<Frame>)>) -> Frame {
+    let scan = match Scan::parse_options(0, options, false) {
+        Ok(scan) => scan,
+        Err(e) => return e,
+    };
+    let found = items
+        .into_iter()
+        .filter(|(name, _)| scan.pattern.as_ref().is_none_or(|p| glob_match(p, name)))
+        .flat_map(|(_, frames)| frames)
+        .collect();
+    Frame::Array(vec![
+        Frame::Bulk(Bytes::from_static(b"0")),
+        Frame::Array(found),
+    ])
+}
+
+/// The reply of a collection scan over a missing key.
+pub(crate) fn empty_scan() -> Frame {
+    Frame::Array(vec![
+        Frame::Bulk(Bytes::from_static(b"0")),
+        Frame::Array(Vec::new()),
+    ])
+}
+
 fn scan_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
     match Scan::parse(argv) {
         Ok(scan) => scan.apply(cx),
@@ -349,6 +394,66 @@ fn rename_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
     db.touch(src);
     db.touch(dst);
     if nx { Frame::Integer(1) } else { Frame::OK }
+}
+
+/// `COPY source destination [DB destination-db] [REPLACE]`: 1 if copied, with the source's TTL;
+/// 0 when the source is missing or the destination exists without `REPLACE`.
+fn copy_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
+    let (src, dst) = (&argv[1], &argv[2]);
+    let mut replace = false;
+    let mut target = cx.db;
+    let mut j = 3;
+    while j < argv.len() {
+        if is(&argv[j], "replace") {
+            replace = true;
+        } else if is(&argv[j], "db") && j + 1 < argv.len() {
+            let Ok(id) = int(&argv[j + 1]) else {
+                return super::NOT_INTEGER;
+            };
+            if !(0..cx.engine.dbs.len() as i64).contains(&id) {
+                return Frame::error("ERR DB index is out of range");
+            }
+            target = id as usize;
+            j += 1;
+        } else {
+            return super::SYNTAX;
+        }
+        j += 1;
+    }
+    if target == cx.db && src == dst {
+        return Frame::error("ERR source and destination objects are the same");
+    }
+    let now = cx.now;
+    let Some(entry) = cx.lookup(src) else {
+        return Frame::Integer(0);
+    };
+    let (value, deadline) = (entry.value.clone(), entry.deadline());
+    let db = &mut cx.engine.dbs[target];
+    if db.lookup(dst, now).is_some() {
+        if !replace {
+            return Frame::Integer(0);
+        }
+        db.remove(dst, now);
+    }
+    db.insert(dst.clone(), value, deadline, now);
+    db.touch(dst);
+    Frame::Integer(1)
+}
+
+/// `RANDOMKEY`: a key drawn with the engine's seeded generator; a drawn key that turns out to be
+/// logically expired is deleted and the draw repeats, as Redis's `dbRandomKey` does.
+fn randomkey_command(cx: &mut Cx<'_>, _argv: &[Bytes]) -> Frame {
+    loop {
+        let keys = cx.db().keys_in_scan_order();
+        if keys.is_empty() {
+            return Frame::Null;
+        }
+        let i = (cx.engine.random() % keys.len() as u64) as usize;
+        let key = &keys[i].1;
+        if cx.lookup(key).is_some() {
+            return Frame::Bulk(key.clone());
+        }
+    }
 }
 
 fn dbsize_command(cx: &mut Cx<'_>, _argv: &[Bytes]) -> Frame {

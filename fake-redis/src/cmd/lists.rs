@@ -1,11 +1,10 @@
-//! List commands: `LPUSH`/`RPUSH`, `LLEN`, `LRANGE`.
+//! List commands: pushes and pops at both ends, indexing, ranges, trimming, searching, moving.
 //!
-//! The lock never stores a list. These few exist so that a test can put a list where a lock script
-//! expects a hash or a string (and see Redis's `WRONGTYPE` with the script's suffix), and read it
-//! back: the differential test of the lock's scripts does exactly that, through the same client
-//! code, against real Redis and against the fake. As in Redis, a push keeps the key's TTL, a push
-//! to a missing key creates it without one, and `LRANGE` parses its indexes before it looks at
-//! the key.
+//! The lock never stores a list; these exist so that tests can place and read lists on the fake
+//! with Redis 7.0's replies and error texts. Rules shared by every command here, as in Redis: a
+//! write keeps the key's TTL, a push to a missing key creates it without one, a list left empty
+//! is deleted, and each command parses its arguments in the order Redis does (some before the key
+//! lookup, some after), because that order decides which error a bad call sees.
 
 use super::{Spec, WRITE, WRONGTYPE, int, is};
 use crate::db::Value;
@@ -16,8 +15,19 @@ use std::collections::VecDeque;
 
 pub(crate) static LPUSH: Spec = Spec::new("lpush", -3, WRITE, push_command);
 pub(crate) static RPUSH: Spec = Spec::new("rpush", -3, WRITE, push_command);
+pub(crate) static LPUSHX: Spec = Spec::new("lpushx", -3, WRITE, push_command);
+pub(crate) static RPUSHX: Spec = Spec::new("rpushx", -3, WRITE, push_command);
+pub(crate) static LPOP: Spec = Spec::new("lpop", -2, WRITE, pop_command);
+pub(crate) static RPOP: Spec = Spec::new("rpop", -2, WRITE, pop_command);
 pub(crate) static LLEN: Spec = Spec::new("llen", 2, 0, llen_command);
 pub(crate) static LRANGE: Spec = Spec::new("lrange", 4, 0, lrange_command);
+pub(crate) static LINDEX: Spec = Spec::new("lindex", 3, 0, lindex_command);
+pub(crate) static LSET: Spec = Spec::new("lset", 4, WRITE, lset_command);
+pub(crate) static LREM: Spec = Spec::new("lrem", 4, WRITE, lrem_command);
+pub(crate) static LTRIM: Spec = Spec::new("ltrim", 4, WRITE, ltrim_command);
+pub(crate) static LINSERT: Spec = Spec::new("linsert", 5, WRITE, linsert_command);
+pub(crate) static LPOS: Spec = Spec::new("lpos", -3, 0, lpos_command);
+pub(crate) static LMOVE: Spec = Spec::new("lmove", 5, WRITE, lmove_command);
 
 /// The list at `key` (None when missing), WRONGTYPE for another type.
 fn read<'a>(cx: &'a mut Cx<'_>, key: &[u8]) -> Result<Option<&'a VecDeque<Bytes>>, Frame> {
@@ -30,34 +40,154 @@ fn read<'a>(cx: &'a mut Cx<'_>, key: &[u8]) -> Result<Option<&'a VecDeque<Bytes>
     }
 }
 
-/// `LPUSH`/`RPUSH key element…`: the list's new length. `LPUSH a b` leaves `b a`, as in Redis.
-fn push_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    let left = is(&argv[0], "lpush");
-    let key = &argv[1];
-    let exists = match read(cx, key) {
-        Ok(list) => list.is_some(),
-        Err(e) => return e,
-    };
+/// The list at `key` for writing, created empty (no TTL) when missing and `create` is set.
+/// The caller finishes with [`done`], which deletes the key if the list was left empty.
+fn write<'a>(
+    cx: &'a mut Cx<'_>,
+    key: &[u8],
+    create: bool,
+) -> Result<Option<&'a mut VecDeque<Bytes>>, Frame> {
+    let exists = read(cx, key)?.is_some();
     let now = cx.now;
     let db = cx.db();
     if !exists {
-        db.insert(key.clone(), Value::List(VecDeque::new()), None, now);
+        if !create {
+            return Ok(None);
+        }
+        db.insert(
+            Bytes::copy_from_slice(key),
+            Value::List(VecDeque::new()),
+            None,
+            now,
+        );
     }
-    let len = match db.write(key, now).map(|e| &mut e.value) {
-        Some(Value::List(list)) => {
+    match db.write(key, now).map(|e| &mut e.value) {
+        Some(Value::List(list)) => Ok(Some(list)),
+        _ => Err(WRONGTYPE),
+    }
+}
+
+/// After a write: deletes the key if its list is empty and signals the change to `WATCH`.
+fn done(cx: &mut Cx<'_>, key: &[u8]) {
+    let now = cx.now;
+    let db = cx.db();
+    if let Some(Value::List(list)) = db.peek(key, now).map(|e| &e.value)
+        && list.is_empty()
+    {
+        db.remove(key, now);
+    }
+    db.touch(key);
+}
+
+/// Which end of a list: Redis's `LEFT`/`RIGHT` words.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum End {
+    Left,
+    Right,
+}
+
+impl End {
+    fn parse(arg: &[u8]) -> Result<End, Frame> {
+        if is(arg, "left") {
+            Ok(End::Left)
+        } else if is(arg, "right") {
+            Ok(End::Right)
+        } else {
+            Err(super::SYNTAX)
+        }
+    }
+}
+
+fn push(list: &mut VecDeque<Bytes>, end: End, element: Bytes) {
+    match end {
+        End::Left => list.push_front(element),
+        End::Right => list.push_back(element),
+    }
+}
+
+fn pop(list: &mut VecDeque<Bytes>, end: End) -> Option<Bytes> {
+    match end {
+        End::Left => list.pop_front(),
+        End::Right => list.pop_back(),
+    }
+}
+
+/// A list index as Redis resolves it: negative counts from the end; None when out of range.
+fn resolve(index: i64, len: usize) -> Option<usize> {
+    let len = len as i64;
+    let i = if index < 0 { index + len } else { index };
+    (0..len).contains(&i).then_some(i as usize)
+}
+
+/// `LPUSH`/`RPUSH`/`LPUSHX`/`RPUSHX key element…`: the list's new length. `LPUSH a b` leaves
+/// `b a`, as in Redis; the `X` forms do nothing to a missing key and reply 0.
+fn push_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
+    let name = &argv[0];
+    let end = if name[0].eq_ignore_ascii_case(&b'l') {
+        End::Left
+    } else {
+        End::Right
+    };
+    let create = name.len() == 5;
+    let key = &argv[1];
+    let len = match write(cx, key, create) {
+        Ok(Some(list)) => {
             for element in &argv[2..] {
-                if left {
-                    list.push_front(element.clone());
-                } else {
-                    list.push_back(element.clone());
-                }
+                push(list, end, element.clone());
             }
             list.len()
         }
-        _ => return WRONGTYPE,
+        Ok(None) => return Frame::Integer(0),
+        Err(e) => return e,
     };
-    db.touch(key);
+    done(cx, key);
     Frame::Integer(len as i64)
+}
+
+/// `LPOP`/`RPOP key [count]`: one element (or nil), or with a count an array of up to `count`
+/// (nil for a missing key, an empty array for a count of 0).
+fn pop_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
+    let end = if is(&argv[0], "lpop") {
+        End::Left
+    } else {
+        End::Right
+    };
+    if argv.len() > 3 {
+        return super::wrong_arity(if end == End::Left { "lpop" } else { "rpop" });
+    }
+    let count = match argv.get(2) {
+        None => None,
+        Some(arg) => match int(arg) {
+            Ok(n) if n >= 0 => Some(n),
+            _ => return Frame::error("ERR value is out of range, must be positive"),
+        },
+    };
+    let key = &argv[1];
+    let reply = match write(cx, key, false) {
+        Err(e) => return e,
+        Ok(None) => {
+            return if count.is_some() {
+                Frame::NullArray
+            } else {
+                Frame::Null
+            };
+        }
+        Ok(Some(list)) => match count {
+            None => Frame::Bulk(pop(list, end).expect("a stored list is never empty")),
+            Some(0) => return Frame::Array(Vec::new()),
+            Some(n) => {
+                let n = (n as usize).min(list.len());
+                Frame::Array(
+                    (0..n)
+                        .filter_map(|_| pop(list, end))
+                        .map(Frame::Bulk)
+                        .collect(),
+                )
+            }
+        },
+    };
+    done(cx, key);
+    reply
 }
 
 fn llen_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
@@ -79,7 +209,19 @@ fn lrange_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
         Ok(None) => return Frame::Array(Vec::new()),
         Err(e) => return e,
     };
-    let len = list.len() as i64;
+    match clamp_range(start, stop, list.len()) {
+        None => Frame::Array(Vec::new()),
+        Some((start, stop)) => Frame::Array(
+            list.range(start..=stop)
+                .map(|e| Frame::Bulk(e.clone()))
+                .collect(),
+        ),
+    }
+}
+
+/// An inclusive `start..=stop` range as `LRANGE` and `LTRIM` clamp it; None when empty.
+fn clamp_range(start: i64, stop: i64, len: usize) -> Option<(usize, usize)> {
+    let len = len as i64;
     let start = if start < 0 {
         (start + len).max(0)
     } else {
@@ -91,11 +233,250 @@ fn lrange_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
         stop.min(len - 1)
     };
     if start > stop || start >= len {
-        return Frame::Array(Vec::new());
+        None
+    } else {
+        Some((start as usize, stop as usize))
     }
-    Frame::Array(
-        list.range(start as usize..=stop as usize)
-            .map(|e| Frame::Bulk(e.clone()))
-            .collect(),
-    )
+}
+
+/// `LINDEX key index`: the key is looked up before the index is parsed, as in Redis.
+fn lindex_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
+    let list = match read(cx, &argv[1]) {
+        Ok(Some(list)) => list,
+        Ok(None) => return Frame::Null,
+        Err(e) => return e,
+    };
+    match int(&argv[2]) {
+        Ok(i) => resolve(i, list.len()).map_or(Frame::Null, |i| Frame::Bulk(list[i].clone())),
+        Err(e) => e,
+    }
+}
+
+/// `LSET key index element`: `ERR no such key` for a missing key, `ERR index out of range`.
+fn lset_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
+    let key = &argv[1];
+    match write(cx, key, false) {
+        Err(e) => e,
+        Ok(None) => Frame::error("ERR no such key"),
+        Ok(Some(list)) => {
+            let index = match int(&argv[2]) {
+                Ok(i) => i,
+                Err(e) => return e,
+            };
+            let Some(i) = resolve(index, list.len()) else {
+                return Frame::error("ERR index out of range");
+            };
+            list[i] = argv[3].clone();
+            done(cx, key);
+            Frame::OK
+        }
+    }
+}
+
+/// `LREM key count element`: removes up to `count` matches from the head (all for 0, from the
+/// tail for a negative count); the number removed.
+fn lrem_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
+    let count = match int(&argv[2]) {
+        Ok(n) => n,
+        Err(e) => return e,
+    };
+    let key = &argv[1];
+    let element = &argv[3];
+    let removed = match write(cx, key, false) {
+        Err(e) => return e,
+        Ok(None) => return Frame::Integer(0),
+        Ok(Some(list)) => {
+            let limit = if count == 0 {
+                usize::MAX
+            } else {
+                count.unsigned_abs() as usize
+            };
+            let mut removed = 0;
+            let mut kept = VecDeque::with_capacity(list.len());
+            if count >= 0 {
+                for e in list.drain(..) {
+                    if removed < limit && e == element {
+                        removed += 1;
+                    } else {
+                        kept.push_back(e);
+                    }
+                }
+            } else {
+                for e in list.drain(..).rev() {
+                    if removed < limit && e == element {
+                        removed += 1;
+                    } else {
+                        kept.push_front(e);
+                    }
+                }
+            }
+            *list = kept;
+            removed
+        }
+    };
+    if removed > 0 {
+        done(cx, key);
+    }
+    Frame::Integer(removed as i64)
+}
+
+/// `LTRIM key start stop`: keeps the inclusive range (clamped as `LRANGE` clamps it).
+fn ltrim_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
+    let (start, stop) = match (int(&argv[2]), int(&argv[3])) {
+        (Ok(start), Ok(stop)) => (start, stop),
+        (Err(e), _) | (_, Err(e)) => return e,
+    };
+    let key = &argv[1];
+    match write(cx, key, false) {
+        Err(e) => return e,
+        Ok(None) => return Frame::OK,
+        Ok(Some(list)) => match clamp_range(start, stop, list.len()) {
+            None => list.clear(),
+            Some((start, stop)) => {
+                list.truncate(stop + 1);
+                list.drain(..start);
+            }
+        },
+    }
+    done(cx, key);
+    Frame::OK
+}
+
+/// `LINSERT key BEFORE|AFTER pivot element`: the new length, -1 when the pivot is absent, 0 for
+/// a missing key.
+fn linsert_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
+    let after = if is(&argv[2], "after") {
+        true
+    } else if is(&argv[2], "before") {
+        false
+    } else {
+        return super::SYNTAX;
+    };
+    let key = &argv[1];
+    let len = match write(cx, key, false) {
+        Err(e) => return e,
+        Ok(None) => return Frame::Integer(0),
+        Ok(Some(list)) => match list.iter().position(|e| *e == argv[3]) {
+            None => return Frame::Integer(-1),
+            Some(i) => {
+                list.insert(if after { i + 1 } else { i }, argv[4].clone());
+                list.len()
+            }
+        },
+    };
+    done(cx, key);
+    Frame::Integer(len as i64)
+}
+
+/// `LPOS key element [RANK rank] [COUNT num] [MAXLEN len]`: options are parsed before the key
+/// is looked up. A negative rank searches from the tail; `RANK` of `i64::MIN` negates to itself
+/// in Redis 7.0 (C's wrapping negation), which still searches from the tail and takes the first
+/// match, so the fake does the same.
+fn lpos_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
+    let mut rank: i64 = 1;
+    let mut count: Option<i64> = None;
+    let mut maxlen: i64 = 0;
+    let mut j = 3;
+    while j < argv.len() {
+        let more = j + 1 < argv.len();
+        let opt = &argv[j];
+        if is(opt, "rank") && more {
+            rank = match int(&argv[j + 1]) {
+                Ok(n) => n,
+                Err(e) => return e,
+            };
+            if rank == 0 {
+                return Frame::error(
+                    "ERR RANK can't be zero: use 1 to start from the first match, 2 from the \
+                     second ... or use negative to start from the end of the list",
+                );
+            }
+        } else if is(opt, "count") && more {
+            count = match int(&argv[j + 1]) {
+                Ok(n) if n >= 0 => Some(n),
+                _ => return Frame::error("ERR COUNT can't be negative"),
+            };
+        } else if is(opt, "maxlen") && more {
+            maxlen = match int(&argv[j + 1]) {
+                Ok(n) if n >= 0 => n,
+                _ => return Frame::error("ERR MAXLEN can't be negative"),
+            };
+        } else {
+            return super::SYNTAX;
+        }
+        j += 2;
+    }
+    let from_tail = rank < 0;
+    if from_tail {
+        rank = rank.wrapping_neg();
+    }
+    let list = match read(cx, &argv[1]) {
+        Err(e) => return e,
+        Ok(None) => {
+            return if count.is_some() {
+                Frame::Array(Vec::new())
+            } else {
+                Frame::Null
+            };
+        }
+        Ok(Some(list)) => list,
+    };
+    let len = list.len();
+    let element = &argv[2];
+    let mut matches: i64 = 0;
+    let mut found = Vec::new();
+    let want = match count {
+        None => 1,
+        Some(0) => usize::MAX,
+        Some(n) => n as usize,
+    };
+    for step in 0..len {
+        if maxlen != 0 && step as i64 >= maxlen {
+            break;
+        }
+        let index = if from_tail { len - 1 - step } else { step };
+        if list[index] == element {
+            matches += 1;
+            if matches >= rank {
+                found.push(Frame::Integer(index as i64));
+                if found.len() >= want {
+                    break;
+                }
+            }
+        }
+    }
+    match count {
+        Some(_) => Frame::Array(found),
+        None => found.pop().unwrap_or(Frame::Null),
+    }
+}
+
+/// `LMOVE source destination LEFT|RIGHT LEFT|RIGHT`: pops from one end of `source` and pushes to
+/// one end of `destination` (the same list rotates); nil when `source` is missing. Both keys are
+/// type-checked before anything moves.
+fn lmove_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
+    let (from, to) = match (End::parse(&argv[3]), End::parse(&argv[4])) {
+        (Ok(from), Ok(to)) => (from, to),
+        (Err(e), _) | (_, Err(e)) => return e,
+    };
+    let (source, destination) = (&argv[1], &argv[2]);
+    match read(cx, source) {
+        Err(e) => return e,
+        Ok(None) => return Frame::Null,
+        Ok(Some(_)) => {}
+    }
+    if let Err(e) = read(cx, destination) {
+        return e;
+    }
+    let element = match write(cx, source, false) {
+        Ok(Some(list)) => pop(list, from).expect("a stored list is never empty"),
+        Ok(None) | Err(_) => return WRONGTYPE,
+    };
+    match write(cx, destination, true) {
+        Ok(Some(list)) => push(list, to, element.clone()),
+        Ok(None) | Err(_) => return WRONGTYPE,
+    }
+    done(cx, source);
+    done(cx, destination);
+    Frame::Bulk(element)
 }

@@ -1,6 +1,6 @@
 //! The command table and what every command shares: name lookup, arity, flags, argument parsing.
 //!
-//! Each family lives in its own file (`keys`, `strings`, `hashes`, `lists`, `pubsub`,
+//! Each family lives in its own file (`keys`, `strings`, `hashes`, `lists`, `sets`, `zsets`, `pubsub`,
 //! `scripting`, `transactions`, `connection`), mini-redis style: a command with options parses its
 //! arguments into a small struct first (`Set::parse`, `Expire::parse`) and then applies it; a
 //! simple one is a short function. Argument parsing and the error texts live here once, so
@@ -15,8 +15,10 @@ pub(crate) mod keys;
 pub(crate) mod lists;
 pub(crate) mod pubsub;
 pub(crate) mod scripting;
+pub(crate) mod sets;
 pub(crate) mod strings;
 pub(crate) mod transactions;
+pub(crate) mod zsets;
 
 use crate::engine::Cx;
 use crate::frame::Frame;
@@ -120,6 +122,7 @@ command_table! {
     b"AUTH" => connection::AUTH,
     b"CLIENT" => connection::CLIENT,
     b"COMMAND" => connection::COMMAND,
+    b"COPY" => keys::COPY,
     b"DBSIZE" => keys::DBSIZE,
     b"DECR" => strings::DECR,
     b"DECRBY" => strings::DECRBY,
@@ -140,6 +143,7 @@ command_table! {
     b"GET" => strings::GET,
     b"GETDEL" => strings::GETDEL,
     b"GETEX" => strings::GETEX,
+    b"GETRANGE" => strings::GETRANGE,
     b"GETSET" => strings::GETSET,
     b"HDEL" => hashes::HDEL,
     b"HELLO" => connection::HELLO,
@@ -152,6 +156,7 @@ command_table! {
     b"HLEN" => hashes::HLEN,
     b"HMGET" => hashes::HMGET,
     b"HMSET" => hashes::HMSET,
+    b"HSCAN" => hashes::HSCAN,
     b"HSET" => hashes::HSET,
     b"HSETNX" => hashes::HSETNX,
     b"HSTRLEN" => hashes::HSTRLEN,
@@ -161,9 +166,18 @@ command_table! {
     b"INCRBYFLOAT" => strings::INCRBYFLOAT,
     b"INFO" => connection::INFO,
     b"KEYS" => keys::KEYS,
+    b"LINDEX" => lists::LINDEX,
+    b"LINSERT" => lists::LINSERT,
     b"LLEN" => lists::LLEN,
+    b"LMOVE" => lists::LMOVE,
+    b"LPOP" => lists::LPOP,
+    b"LPOS" => lists::LPOS,
     b"LPUSH" => lists::LPUSH,
+    b"LPUSHX" => lists::LPUSHX,
     b"LRANGE" => lists::LRANGE,
+    b"LREM" => lists::LREM,
+    b"LSET" => lists::LSET,
+    b"LTRIM" => lists::LTRIM,
     b"MGET" => strings::MGET,
     b"MSET" => strings::MSET,
     b"MSETNX" => strings::MSETNX,
@@ -180,18 +194,38 @@ command_table! {
     b"PUBSUB" => pubsub::PUBSUB,
     b"PUNSUBSCRIBE" => pubsub::PUNSUBSCRIBE,
     b"QUIT" => connection::QUIT,
+    b"RANDOMKEY" => keys::RANDOMKEY,
     b"RENAME" => keys::RENAME,
     b"RENAMENX" => keys::RENAMENX,
     b"RESET" => connection::RESET,
+    b"RPOP" => lists::RPOP,
     b"RPUSH" => lists::RPUSH,
+    b"RPUSHX" => lists::RPUSHX,
+    b"SADD" => sets::SADD,
     b"SCAN" => keys::SCAN,
+    b"SCARD" => sets::SCARD,
     b"SCRIPT" => scripting::SCRIPT,
+    b"SDIFF" => sets::SDIFF,
+    b"SDIFFSTORE" => sets::SDIFFSTORE,
     b"SELECT" => connection::SELECT,
     b"SET" => strings::SET,
     b"SETEX" => strings::SETEX,
     b"SETNX" => strings::SETNX,
+    b"SETRANGE" => strings::SETRANGE,
+    b"SINTER" => sets::SINTER,
+    b"SINTERSTORE" => sets::SINTERSTORE,
+    b"SISMEMBER" => sets::SISMEMBER,
+    b"SMEMBERS" => sets::SMEMBERS,
+    b"SMISMEMBER" => sets::SMISMEMBER,
+    b"SMOVE" => sets::SMOVE,
+    b"SPOP" => sets::SPOP,
+    b"SRANDMEMBER" => sets::SRANDMEMBER,
+    b"SREM" => sets::SREM,
+    b"SSCAN" => sets::SSCAN,
     b"STRLEN" => strings::STRLEN,
     b"SUBSCRIBE" => pubsub::SUBSCRIBE,
+    b"SUNION" => sets::SUNION,
+    b"SUNIONSTORE" => sets::SUNIONSTORE,
     b"TIME" => connection::TIME,
     b"TTL" => keys::TTL,
     b"TYPE" => keys::TYPE,
@@ -200,6 +234,24 @@ command_table! {
     b"UNWATCH" => transactions::UNWATCH,
     b"WAIT" => connection::WAIT,
     b"WATCH" => transactions::WATCH,
+    b"ZADD" => zsets::ZADD,
+    b"ZCARD" => zsets::ZCARD,
+    b"ZCOUNT" => zsets::ZCOUNT,
+    b"ZINCRBY" => zsets::ZINCRBY,
+    b"ZMSCORE" => zsets::ZMSCORE,
+    b"ZPOPMAX" => zsets::ZPOPMAX,
+    b"ZPOPMIN" => zsets::ZPOPMIN,
+    b"ZRANGE" => zsets::ZRANGE,
+    b"ZRANGEBYSCORE" => zsets::ZRANGEBYSCORE,
+    b"ZRANK" => zsets::ZRANK,
+    b"ZREM" => zsets::ZREM,
+    b"ZREMRANGEBYRANK" => zsets::ZREMRANGEBYRANK,
+    b"ZREMRANGEBYSCORE" => zsets::ZREMRANGEBYSCORE,
+    b"ZREVRANGE" => zsets::ZREVRANGE,
+    b"ZREVRANGEBYSCORE" => zsets::ZREVRANGEBYSCORE,
+    b"ZREVRANK" => zsets::ZREVRANK,
+    b"ZSCAN" => zsets::ZSCAN,
+    b"ZSCORE" => zsets::ZSCORE,
 }
 
 // ---- errors, worded as Redis words them ----

@@ -34,6 +34,8 @@ pub(crate) static DECRBY: Spec = Spec::new("decrby", 3, WRITE, incr_command);
 pub(crate) static INCRBYFLOAT: Spec = Spec::new("incrbyfloat", 3, WRITE, incrbyfloat_command);
 pub(crate) static APPEND: Spec = Spec::new("append", 3, WRITE, append_command);
 pub(crate) static STRLEN: Spec = Spec::new("strlen", 2, 0, strlen_command);
+pub(crate) static GETRANGE: Spec = Spec::new("getrange", 4, 0, getrange_command);
+pub(crate) static SETRANGE: Spec = Spec::new("setrange", 4, WRITE, setrange_command);
 
 // ---- operations shared with the native scripts ----
 
@@ -489,4 +491,68 @@ fn strlen_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
         Ok(v) => Frame::Integer(v.map_or(0, |v| v.len() as i64)),
         Err(e) => e,
     }
+}
+
+/// `GETRANGE key start end`: a substring, both ends inclusive, negative counting from the end,
+/// clamped as Redis's `getrangeCommand` clamps them (indexes are parsed before the lookup).
+fn getrange_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
+    let (start, end) = match (int(&argv[2]), int(&argv[3])) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(e), _) | (_, Err(e)) => return e,
+    };
+    let s = match get(cx, &argv[1]) {
+        Err(e) => return e,
+        Ok(None) => return Frame::Bulk(Bytes::new()),
+        Ok(Some(s)) => s,
+    };
+    if start < 0 && end < 0 && start > end {
+        return Frame::Bulk(Bytes::new());
+    }
+    let len = s.len() as i64;
+    let start = if start < 0 { start + len } else { start }.max(0);
+    let end = if end < 0 { end + len } else { end }.max(0).min(len - 1);
+    if start > end || len == 0 {
+        Frame::Bulk(Bytes::new())
+    } else {
+        Frame::Bulk(s.slice(start as usize..=end as usize))
+    }
+}
+
+/// Redis's `proto-max-bulk-len` default: no string may grow past 512 MB.
+const MAX_STRING: i64 = 512 * 1024 * 1024;
+
+/// `SETRANGE key offset value`: overwrites from `offset`, zero-padding a short string; the new
+/// length. Keeps the TTL; an empty value changes nothing (and creates nothing).
+fn setrange_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
+    let offset = match int(&argv[2]) {
+        Ok(n) if n >= 0 => n,
+        Ok(_) => return Frame::error("ERR offset is out of range"),
+        Err(e) => return e,
+    };
+    let (key, value) = (&argv[1], &argv[3]);
+    let old = match get(cx, key) {
+        Err(e) => return e,
+        Ok(old) => old,
+    };
+    if value.is_empty() {
+        return Frame::Integer(old.map_or(0, |s| s.len() as i64));
+    }
+    if offset.saturating_add(value.len() as i64) > MAX_STRING {
+        return Frame::error("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
+    }
+    let offset = offset as usize;
+    let mut new = old.as_deref().unwrap_or_default().to_vec();
+    if new.len() < offset + value.len() {
+        new.resize(offset + value.len(), 0);
+    }
+    new[offset..offset + value.len()].copy_from_slice(value);
+    let len = new.len();
+    let now = cx.now;
+    let db = cx.db();
+    match (old, db.write(key, now)) {
+        (Some(_), Some(entry)) => entry.value = Value::Str(Bytes::from(new)),
+        _ => db.insert(key.clone(), Value::Str(Bytes::from(new)), None, now),
+    }
+    db.touch(key);
+    Frame::Integer(len as i64)
 }

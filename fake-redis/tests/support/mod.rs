@@ -1,0 +1,147 @@
+//! What every differential test shares: a redis-server of its own on a free loopback port, a
+//! connection to it, and replies rendered as comparable text (errors by kind, code and detail).
+//! `vs_redis` and the `conformance_*` tests use it, so there is one harness.
+
+#![allow(dead_code)]
+
+use redis::aio::ConnectionLike;
+use redis::{RedisError, Value};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// A redis-server of our own, killed on drop.
+pub struct OwnServer {
+    child: Child,
+    pub port: u16,
+}
+
+impl OwnServer {
+    pub fn start() -> OwnServer {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free loopback port")
+            .port();
+        let child = Command::new("redis-server")
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server must be installed (Debian's redis-server 7.0) for this test");
+        OwnServer { child, port }
+    }
+}
+
+impl Drop for OwnServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub async fn connect_real(port: u16) -> redis::aio::MultiplexedConnection {
+    connect_real_with(port, "").await
+}
+
+/// A connection speaking RESP3 (`HELLO 3` at connect), as the crate opens it for
+/// `?protocol=resp3`.
+pub async fn connect_real_resp3(port: u16) -> redis::aio::MultiplexedConnection {
+    connect_real_with(port, "?protocol=resp3").await
+}
+
+async fn connect_real_with(port: u16, query: &str) -> redis::aio::MultiplexedConnection {
+    let client = redis::Client::open(format!("redis://127.0.0.1:{port}/{query}")).unwrap();
+    for _ in 0..100 {
+        if let Ok(conn) = client.get_multiplexed_async_connection().await {
+            return conn;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("redis-server on port {port} did not come up");
+}
+
+pub fn describe(result: &Result<Value, RedisError>) -> String {
+    match result {
+        Ok(v) => format!("{v:?}"),
+        Err(e) => format!(
+            "error kind={:?} code={:?} detail={:?}",
+            e.kind(),
+            e.code(),
+            e.detail()
+        ),
+    }
+}
+
+/// How a command's replies are compared. Only these named comparators exist; everything else is
+/// compared exactly.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Compare {
+    /// Byte for byte (the default).
+    Exact,
+    /// An unordered reply (`SMEMBERS`, `SUNION`/`SINTER`/`SDIFF`, `KEYS`): as a multiset.
+    Multiset,
+    /// A page of `SCAN` or `SSCAN`: the cursor exactly, the page's elements as a multiset.
+    ScanPage,
+    /// A random pick (`SPOP`, `SRANDMEMBER`, `RANDOMKEY`): same shape and count, checked for
+    /// membership by the caller.
+    Random,
+}
+
+/// The comparator for a command by its name.
+pub fn comparator(name: &str) -> Compare {
+    match name.to_ascii_uppercase().as_str() {
+        "KEYS" | "SMEMBERS" | "SUNION" | "SINTER" | "SDIFF" => Compare::Multiset,
+        "SPOP" | "SRANDMEMBER" | "RANDOMKEY" => Compare::Random,
+        "SCAN" | "SSCAN" => Compare::ScanPage,
+        _ => Compare::Exact,
+    }
+}
+
+/// A reply with its top-level array sorted, for multiset comparison.
+pub fn sorted(result: Result<Value, RedisError>) -> Result<Value, RedisError> {
+    result.map(|v| match v {
+        Value::Array(mut items) => {
+            items.sort_by_key(|i| format!("{i:?}"));
+            Value::Array(items)
+        }
+        Value::Set(mut items) => {
+            items.sort_by_key(|i| format!("{i:?}"));
+            Value::Set(items)
+        }
+        other => other,
+    })
+}
+
+/// A scan page with its elements sorted, for multiset comparison.
+pub fn sorted_page(result: Result<Value, RedisError>) -> Result<Value, RedisError> {
+    result.map(|v| match v {
+        Value::Array(mut parts) if parts.len() == 2 => {
+            let page = sorted(Ok(parts.pop().expect("two parts"))).expect("sorting is infallible");
+            parts.push(page);
+            Value::Array(parts)
+        }
+        other => other,
+    })
+}
+
+pub async fn run(conn: &mut impl ConnectionLike, line: &str) -> Result<Value, RedisError> {
+    let mut words = line.split_whitespace();
+    let mut cmd = redis::cmd(words.next().unwrap());
+    for w in words {
+        cmd.arg(w);
+    }
+    let result = cmd.query_async::<Value>(conn).await;
+    match comparator(line.split_whitespace().next().unwrap_or("")) {
+        Compare::Exact => result,
+        Compare::ScanPage => sorted_page(result),
+        Compare::Multiset | Compare::Random => sorted(result),
+    }
+}
