@@ -243,6 +243,7 @@ async fn uncontended(
     )
     .await?;
     let rslock = RslockSide::new(url);
+    let mut stats = client.get_multiplexed_async_connection().await?;
 
     let sides: Vec<&str> = ["ours", "raw", "raw_mux", "rslock"]
         .into_iter()
@@ -250,10 +251,12 @@ async fn uncontended(
         .collect();
     let mut rates: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
     let mut cpu: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    let mut server: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
     for round in 0..UNCONTENDED_ROUNDS {
         for i in 0..sides.len() {
             let side = sides[(i + round) % sides.len()];
             let until = Instant::now() + per_side;
+            let server_before = server_cpu(&mut stats).await?;
             let started = Instant::now();
             let cpu_before = process_cpu();
             let pairs = match side {
@@ -267,19 +270,24 @@ async fn uncontended(
             };
             let rate = pairs as f64 / started.elapsed().as_secs_f64();
             let cpu_us = (process_cpu() - cpu_before).as_secs_f64() * 1e6 / pairs.max(1) as f64;
+            let server_us = (server_cpu(&mut stats).await? - server_before).as_secs_f64() * 1e6
+                / pairs.max(1) as f64;
             rates.entry(side).or_default().push(rate);
             cpu.entry(side).or_default().push(cpu_us);
+            server.entry(side).or_default().push(server_us);
         }
     }
     for (side, mut values) in rates {
         let median = median(&mut values);
         let cpu_us = self::median(cpu.get_mut(side).map_or(&mut [][..], |v| &mut v[..]));
+        let server_us = self::median(server.get_mut(side).map_or(&mut [][..], |v| &mut v[..]));
         let tag = flavor.tag();
         figures.put(&format!("unc_{tag}_{side}_pairs_s"), median);
         figures.put(&format!("unc_{tag}_{side}_cpu_us"), cpu_us);
+        figures.put(&format!("unc_{tag}_{side}_server_us"), server_us);
         let (lo, hi) = (values[0], values[values.len() - 1]);
         println!(
-            "#   {side}: median {median:.0} pairs/s (rounds {lo:.0}..{hi:.0}), client CPU {cpu_us:.1} µs per pair"
+            "#   {side}: median {median:.0} pairs/s (rounds {lo:.0}..{hi:.0}), CPU per pair: client {cpu_us:.1} µs, server {server_us:.1} µs"
         );
     }
     Ok(())
@@ -949,6 +957,25 @@ async fn watchdog(url: &str, figures: &Figures) -> Result<(), BoxError> {
 
 // ---- statistics ----
 
+/// The CPU time (user + system) the Redis server has used so far (`INFO cpu`).
+async fn server_cpu(conn: &mut impl ConnectionLike) -> Result<Duration, BoxError> {
+    let info: String = redis::cmd("INFO").arg("cpu").query_async(conn).await?;
+    let field = |name: &str| {
+        info.lines()
+            .find_map(|l| {
+                l.strip_prefix(name)?
+                    .strip_prefix(':')?
+                    .trim()
+                    .parse::<f64>()
+                    .ok()
+            })
+            .unwrap_or(0.0)
+    };
+    Ok(Duration::from_secs_f64(
+        field("used_cpu_user") + field("used_cpu_sys"),
+    ))
+}
+
 /// The CPU time (user + system) this process has used so far, from `/proc/self/stat`, in clock
 /// ticks of 10 ms; zero where that file does not exist.
 fn process_cpu() -> Duration {
@@ -1008,22 +1035,25 @@ struct Target {
     why_missed: &'static str,
 }
 
-const WHY_CLIENT_OVERHEAD: &str = "Both sides make the same two EVALSHA round trips; the \
-    difference is the lock client's own work per call (see the client-CPU-per-pair rows): the \
-    request goes over a channel to the driver task, the machine builds the call (key and latch \
-    names formatted per call, ~1 µs per input in the criterion row), the driver spawns one task \
-    per backend call, wraps it in two timeouts (the driver's and RedisBackend's), and the result \
-    comes back over a second channel and a oneshot. On the multi-thread runtime each of those \
-    hops can wake a task on the other worker, which is where most of the gap is. For the \
-    lock-core owners: fewer hops per call (run the call in the driver's task instead of a spawned \
-    one, one timeout), and cheaper key building.";
+const WHY_CLIENT_OVERHEAD: &str = "Both sides make the same two EVALSHA round trips, so the \
+    gap (the 'extra wall time per pair' row) is the lock client's own work and the scheduling it \
+    causes. Its cost with no I/O at all is the criterion row 'LockClient pair over an instant \
+    backend' (the machine's share: the machine rows, four inputs per pair); against a real server \
+    the gap is larger than that, and the client-CPU rows show ours using more CPU per pair than \
+    raw. Per call, the request crosses a channel to the driver task, the machine builds the call \
+    (the lock, latch and channel names are formatted each time), the driver spawns a task for the \
+    backend call, bounded by two timeouts (the driver's and RedisBackend's), and the result comes \
+    back over a second channel and a oneshot: each hop is a wake-up that a direct EVALSHA does not \
+    have. Where the lock-core owners could start: run the call without a spawned task and with one \
+    timeout, and build a lock's key names once.";
 
 const WHY_SCRIPT_COST: &str = "rslock's pair is a plain SET NX PX and a two-command \
     compare-and-delete script; ours runs two scripts that also check and write a latch key \
     (EXISTS, HINCRBY, PEXPIRE, SET PX, and DEL + PUBLISH on release) for idempotent retries, \
-    Redisson's reentrancy and the unlock message. Redis's INFO commandstats gave about 11 µs of \
-    server time per EVALSHA of ours here, against about 2 µs for SET NX: even our scripts sent by \
-    hand (the raw rows) are slower than rslock, and the client's overhead (ours / raw) comes on top.";
+    Redisson's reentrancy and the unlock message. The server-CPU-per-pair rows (redis-server's \
+    own CPU time, from INFO cpu) show what that costs on the server: it is why even our scripts \
+    sent by hand (the raw rows) are slower than rslock, and the lock client's overhead (the ours \
+    / raw ratio) comes on top.";
 
 const TARGETS: &[Target] = &[
     Target {
@@ -1109,16 +1139,17 @@ const TARGETS: &[Target] = &[
         kind: Bound::AtMost,
         meaning: "how large a keyspace a test can hold in the fake compared with a real server",
         why_missed: "Redis keeps a one-field hash as one listpack allocation, the key as an sds \
-            string and one entry in each of its two dicts. The fake keeps each key as a slot of \
-            its hash table (the key's Bytes handle, its hash and an Entry, whose Value enum is as \
-            large as its largest variant: see the size rows), with the table grown by doubling; \
-            the key, the owner field and the value as separately allocated Bytes (a Bytes built \
-            from a Vec and cloned is promoted to a shared allocation), a Vec for the hash's fields, \
-            and an expiry candidate per key holding another Bytes handle. The peak is above the \
+            string and one entry in each of its two dicts. The fake keeps each key in a slot of \
+            its hash table: the key's Bytes handle, its hash and an Entry, at least 120 bytes by \
+            the size rows (an Entry holds a Value enum as large as its largest variant), in a \
+            table that keeps at most 7/8 of its slots full and doubles, so 1M keys sit in 2^21 \
+            slots, about 250 MB before any per-key allocation. On top come the key, the owner \
+            field and the value as separately allocated Bytes (a cloned Bytes adds a shared \
+            header: the field is the request's argument, and the expiry candidate clones the key), \
+            a Vec for the hash's fields, and an expiry candidate per key. The peak is above the \
             steady size because the old and the new table coexist while the table grows. For the \
-            fake-redis owners: a compact slot (a boxed or inline small value, keys as Box<[u8]>), \
-            small hashes stored inline, and the candidate list indexing slots instead of cloning \
-            keys.",
+            fake-redis owners: a smaller slot (a boxed or inline small value), small hashes \
+            stored inline, and expiry candidates that do not hold a second handle on the key.",
     },
 ];
 
@@ -1478,9 +1509,19 @@ fn format_value(value: f64, unit: &str, decimals: usize) -> String {
     }
 }
 
-/// Figures computed from others: bytes per key on each side.
+/// Figures computed from others: the uncontended gap per pair, bytes per key on each side.
 fn derive(figures: &mut BTreeMap<String, f64>) {
     let get = |f: &BTreeMap<String, f64>, k: &str| f.get(k).copied();
+    for tag in ["mt", "ct"] {
+        if let (Some(ours), Some(raw)) = (
+            get(figures, &format!("unc_{tag}_ours_pairs_s")),
+            get(figures, &format!("unc_{tag}_raw_pairs_s")),
+        ) && ours > 0.0
+            && raw > 0.0
+        {
+            figures.insert(format!("unc_{tag}_gap_us"), 1e6 / ours - 1e6 / raw);
+        }
+    }
     if let (Some(peak), Some(before), Some(keys)) = (
         get(figures, "mem_fake_peak_rss_bytes"),
         get(figures, "mem_fake_rss_before_bytes"),

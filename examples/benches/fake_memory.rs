@@ -41,8 +41,9 @@ fn commands(i: u64) -> [[Bytes; 4]; 2] {
         "{:032x}",
         0x5f1c_0a3e_9b7d_4c2a_u128.wrapping_mul(u128::from(i / 1000) + 1)
     );
-    let key = Bytes::from(format!("orders:{i}"));
-    let owner = Bytes::from(format!("{client_id}:{}", i % 1000 + 1));
+    // Copied to exact-size buffers, as `FakeConnection` copies a request's arguments.
+    let key = Bytes::copy_from_slice(format!("orders:{i}").as_bytes());
+    let owner = Bytes::copy_from_slice(format!("{client_id}:{}", i % 1000 + 1).as_bytes());
     [
         [
             Bytes::from_static(b"HINCRBY"),
