@@ -1209,6 +1209,12 @@ const ROWS: &[(&str, &str, &str, usize)] = &[
         0,
     ),
     (
+        "unc_mt_gap_us",
+        "uncontended, multi-thread rt: extra wall time per pair, ours − raw",
+        "µs",
+        1,
+    ),
+    (
         "unc_mt_ours_cpu_us",
         "uncontended, multi-thread rt: client CPU per pair, ours",
         "µs",
@@ -1223,6 +1229,24 @@ const ROWS: &[(&str, &str, &str, usize)] = &[
     (
         "unc_mt_rslock_cpu_us",
         "uncontended, multi-thread rt: client CPU per pair, rslock",
+        "µs",
+        1,
+    ),
+    (
+        "unc_mt_ours_server_us",
+        "uncontended, multi-thread rt: server CPU per pair, ours",
+        "µs",
+        1,
+    ),
+    (
+        "unc_mt_raw_server_us",
+        "uncontended, multi-thread rt: server CPU per pair, raw",
+        "µs",
+        1,
+    ),
+    (
+        "unc_mt_rslock_server_us",
+        "uncontended, multi-thread rt: server CPU per pair, rslock",
         "µs",
         1,
     ),
@@ -1251,6 +1275,12 @@ const ROWS: &[(&str, &str, &str, usize)] = &[
         0,
     ),
     (
+        "unc_ct_gap_us",
+        "uncontended, current-thread rt: extra wall time per pair, ours − raw",
+        "µs",
+        1,
+    ),
+    (
         "unc_ct_ours_cpu_us",
         "uncontended, current-thread rt: client CPU per pair, ours",
         "µs",
@@ -1265,6 +1295,24 @@ const ROWS: &[(&str, &str, &str, usize)] = &[
     (
         "unc_ct_rslock_cpu_us",
         "uncontended, current-thread rt: client CPU per pair, rslock",
+        "µs",
+        1,
+    ),
+    (
+        "unc_ct_ours_server_us",
+        "uncontended, current-thread rt: server CPU per pair, ours",
+        "µs",
+        1,
+    ),
+    (
+        "unc_ct_raw_server_us",
+        "uncontended, current-thread rt: server CPU per pair, raw",
+        "µs",
+        1,
+    ),
+    (
+        "unc_ct_rslock_server_us",
+        "uncontended, current-thread rt: server CPU per pair, rslock",
         "µs",
         1,
     ),
@@ -1483,6 +1531,12 @@ const ROWS: &[(&str, &str, &str, usize)] = &[
         0,
     ),
     (
+        "mem_fake_size_of_bytes",
+        "size_of::<bytes::Bytes>()",
+        "bytes",
+        0,
+    ),
+    (
         "crit_machine_fixed_inputs_s",
         "machine steps, fixed-lease cycle (criterion)",
         "inputs/s",
@@ -1493,6 +1547,18 @@ const ROWS: &[(&str, &str, &str, usize)] = &[
         "machine steps, watchdog cycle (criterion)",
         "inputs/s",
         0,
+    ),
+    (
+        "crit_client_pair_ct_us",
+        "LockClient pair over an instant backend, current-thread rt (criterion)",
+        "µs",
+        2,
+    ),
+    (
+        "crit_client_pair_mt_us",
+        "LockClient pair over an instant backend, multi-thread rt (criterion)",
+        "µs",
+        2,
     ),
     (
         "crit_engine_get_s",

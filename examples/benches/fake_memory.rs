@@ -125,6 +125,7 @@ fn main() -> std::io::Result<()> {
         "fake_size_of_hash {}",
         std::mem::size_of::<fake_redis::Hash>()
     );
+    println!("fake_size_of_bytes {}", std::mem::size_of::<Bytes>());
     // Keep the engine alive until the figures are read.
     drop(engine);
     Ok(())
