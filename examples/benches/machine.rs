@@ -1,0 +1,219 @@
+//! How fast the sans-IO lock machine steps: inputs per second through
+//! [`LockMachine::handle`] and [`LockMachine::poll_output`], with no I/O at all.
+//!
+//! One iteration is one lock cycle of four inputs: an acquire request, the acquire script's reply
+//! (granted), an unlock request, the release script's reply (deleted). The replies are scripted,
+//! so this is the machine's own cost per input: the ceiling a driver (the tokio client, the
+//! simulator) can reach before any backend is involved. Criterion reports it as elements/s, one
+//! element per input.
+//!
+//! The `client` group runs the same cycle through the tokio driver, [`LockClient`], over a backend
+//! that answers every call at once without any I/O: what the driver (channels, a task per call,
+//! timeouts) adds to the machine, per acquire+release pair, on a current-thread and on a
+//! two-worker runtime. Run: `cargo bench -p examples --bench machine`.
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use lock_core::backend::{Backend, BackendError, PubSubEvent};
+use lock_core::machine::{
+    AcquireRequest, Call, Done, Input, LockMachine, OpId, Output, Request, SeededIds, Wait,
+};
+use lock_core::script::{ScriptCall, acquire, release};
+use lock_core::{Lease, LockClient, LockConfig, MonoTime, Reply};
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+/// Lock names the cycles rotate through, so the machine's maps hold a realistic spread of keys.
+const LOCKS: usize = 1_000;
+/// Inputs per cycle: acquire, its reply, unlock, its reply.
+const INPUTS_PER_CYCLE: u64 = 4;
+
+/// A machine and the scripted side of its conversation.
+struct Rig {
+    machine: LockMachine,
+    names: Vec<String>,
+    lease: Option<Lease>,
+    now: u64,
+    next_op: u64,
+    cycle: usize,
+}
+
+impl Rig {
+    fn new(lease: Option<Lease>) -> Rig {
+        Rig {
+            machine: LockMachine::new(LockConfig::default(), SeededIds::new(7))
+                .expect("the default config is valid"),
+            names: (0..LOCKS).map(|i| format!("bench:lock:{i}")).collect(),
+            lease,
+            now: 0,
+            next_op: 0,
+            cycle: 0,
+        }
+    }
+
+    fn op(&mut self) -> OpId {
+        self.next_op += 1;
+        OpId(self.next_op)
+    }
+
+    /// Feeds `input` and drains every output; returns the id of the call it asked for, if any,
+    /// and the result of the operation it finished, if any.
+    fn step(&mut self, input: Input) -> (Option<lock_core::machine::CallId>, Option<Done>) {
+        self.machine.handle(input, MonoTime(self.now));
+        let (mut call, mut done) = (None, None);
+        while let Some(output) = self.machine.poll_output() {
+            match output {
+                Output::Call {
+                    id,
+                    call: Call::Script(_),
+                } => call = Some(id),
+                Output::Done { result, .. } => done = Some(result.expect("scripted success")),
+                other => {
+                    black_box(other);
+                }
+            }
+        }
+        (call, done)
+    }
+
+    /// One acquire → granted → unlock → deleted cycle; one virtual millisecond passes per cycle.
+    fn cycle(&mut self) {
+        self.now += 1;
+        self.cycle = (self.cycle + 1) % LOCKS;
+        let name = self.names[self.cycle].clone();
+        let op = self.op();
+        let (call, _) = self.step(Input::Request {
+            op,
+            request: Request::Acquire(AcquireRequest {
+                name: name.clone(),
+                owner: None,
+                lease: self.lease,
+                wait: Wait::Forever,
+                fenced: false,
+            }),
+        });
+        let (_, done) = self.step(Input::CallResult {
+            id: call.expect("an acquire call"),
+            result: Ok(Reply::Nil),
+        });
+        let Some(Done::Acquired(acquired)) = done else {
+            panic!("the acquire was not granted: {done:?}");
+        };
+        let op = self.op();
+        let (call, _) = self.step(Input::Request {
+            op,
+            request: Request::Release {
+                hold: acquired.hold,
+                name,
+                owner: acquired.owner,
+            },
+        });
+        let (_, done) = self.step(Input::CallResult {
+            id: call.expect("a release call"),
+            result: Ok(Reply::Int(1)),
+        });
+        black_box(done);
+    }
+}
+
+fn machine_steps(c: &mut Criterion) {
+    let mut group = c.benchmark_group("machine");
+    group.throughput(Throughput::Elements(INPUTS_PER_CYCLE));
+    let lease = Lease::from_millis(30_000).expect("a positive lease");
+    let mut fixed = Rig::new(Some(lease));
+    group.bench_function("lock_cycle_fixed_lease", |b| b.iter(|| fixed.cycle()));
+    let mut watchdog = Rig::new(None);
+    group.bench_function("lock_cycle_watchdog", |b| b.iter(|| watchdog.cycle()));
+    group.finish();
+}
+
+/// A backend that answers at once: every acquire is granted, every release deletes the lock.
+struct InstantBackend;
+
+impl Backend for InstantBackend {
+    async fn eval(&self, call: &ScriptCall) -> Result<Reply, BackendError> {
+        if std::ptr::eq(call.script, &acquire::SCRIPT) {
+            Ok(Reply::Nil)
+        } else if std::ptr::eq(call.script, &release::SCRIPT) {
+            Ok(Reply::Int(1))
+        } else {
+            Err(BackendError::Server(format!(
+                "ERR the instant backend does not run {}",
+                call.script.name
+            )))
+        }
+    }
+
+    async fn command(&self, _argv: &[bytes::Bytes]) -> Result<Reply, BackendError> {
+        Ok(Reply::Nil)
+    }
+
+    async fn subscribe(&self, _channel: &bytes::Bytes) -> Result<(), BackendError> {
+        Ok(())
+    }
+
+    async fn unsubscribe(&self, _channel: &bytes::Bytes) -> Result<(), BackendError> {
+        Ok(())
+    }
+
+    async fn next_event(&self) -> PubSubEvent {
+        std::future::pending().await
+    }
+}
+
+fn client_pairs(c: &mut Criterion) {
+    let mut group = c.benchmark_group("client");
+    group.throughput(Throughput::Elements(1));
+    let runtimes = [
+        (
+            "lock_pair_instant_backend_current_thread",
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a runtime"),
+        ),
+        (
+            "lock_pair_instant_backend_multi_thread",
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .expect("a runtime"),
+        ),
+    ];
+    for (name, runtime) in &runtimes {
+        let client = runtime.block_on(async {
+            LockClient::new(InstantBackend, LockConfig::default()).expect("a valid config")
+        });
+        group.bench_function(*name, |b| {
+            b.iter_custom(|iters| {
+                let client = client.clone();
+                // In a spawned task, as a service's code runs (see compare.rs).
+                runtime
+                    .block_on(async move {
+                        tokio::spawn(async move {
+                            let started = Instant::now();
+                            for _ in 0..iters {
+                                let guard = client
+                                    .lock_with_lease("bench:instant", Duration::from_secs(30))
+                                    .await
+                                    .expect("granted");
+                                guard.unlock().await.expect("released");
+                            }
+                            started.elapsed()
+                        })
+                        .await
+                    })
+                    .expect("the benchmark task")
+            })
+        });
+    }
+    group.finish();
+}
+
+// `criterion_group!` makes a public function with no doc comment.
+#[allow(missing_docs)]
+mod group {
+    use super::*;
+    criterion_group!(benches, machine_steps, client_pairs);
+}
+criterion_main!(group::benches);
