@@ -1,7 +1,7 @@
 //! `fake-redis-server`: the fake engine as a RESP2/RESP3 TCP server, for tests in any language.
 //!
 //! A thin `main` around [`fake_redis::server`]: flags, logging, signals (see
-//! `fake-redis/SERVER.md`).
+//! the README, "fake-redis-server").
 
 use bytes::Bytes;
 use clap::Parser;

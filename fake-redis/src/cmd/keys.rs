@@ -339,7 +339,7 @@ pub(crate) fn parse_cursor(arg: &[u8]) -> Result<u64, Frame> {
 /// `HSCAN`/`SSCAN`/`ZSCAN` over one collection, after its key was found and type-checked: parses
 /// `[MATCH pattern] [COUNT count]` and replies every element whose name matches, with cursor 0.
 /// Redis does exactly that for a small (listpack or intset) collection; for a big one it would
-/// page, which SCAN's contract allows either way (see DIFFERENCES.md). `items` pairs each
+/// page, which SCAN's contract allows either way (see the README, "Where the fake differs from Redis"). `items` pairs each
 /// element's name (what MATCH sees) with the frames it replies.
 pub(crate) fn scan_collection(options: &[Bytes], items: Vec<(Bytes, Vec<Frame>)>) -> Frame {
     let scan = match Scan::parse_options(0, options, false) {
