@@ -29,54 +29,45 @@ pub(crate) static LINSERT: Spec = Spec::new("linsert", 5, WRITE, linsert_command
 pub(crate) static LPOS: Spec = Spec::new("lpos", -3, 0, lpos_command);
 pub(crate) static LMOVE: Spec = Spec::new("lmove", 5, WRITE, lmove_command);
 
-/// The list at `key` (None when missing), WRONGTYPE for another type.
-fn read<'a>(cx: &'a mut Cx<'_>, key: &[u8]) -> Result<Option<&'a VecDeque<Bytes>>, Frame> {
-    match cx.lookup(key) {
-        None => Ok(None),
-        Some(e) => match &e.value {
-            Value::List(list) => Ok(Some(list)),
-            _ => Err(WRONGTYPE),
-        },
+impl super::Aggregate for VecDeque<Bytes> {
+    fn of(value: &Value) -> Option<&Self> {
+        match value {
+            Value::List(v) => Some(v),
+            _ => None,
+        }
+    }
+    fn of_mut(value: &mut Value) -> Option<&mut Self> {
+        match value {
+            Value::List(v) => Some(v),
+            _ => None,
+        }
+    }
+    fn wrap(self) -> Value {
+        Value::List(self)
+    }
+    fn is_empty(&self) -> bool {
+        VecDeque::is_empty(self)
     }
 }
 
-/// The list at `key` for writing, created empty (no TTL) when missing and `create` is set.
-/// The caller finishes with [`done`], which deletes the key if the list was left empty.
+/// The list at `key` (None when missing), WRONGTYPE for another type.
+fn read<'a>(cx: &'a mut Cx<'_>, key: &[u8]) -> Result<Option<&'a VecDeque<Bytes>>, Frame> {
+    super::read_aggregate(cx, key)
+}
+
+/// The list at `key` for writing, created empty when missing and `create` is set; finish with
+/// [`done`].
 fn write<'a>(
     cx: &'a mut Cx<'_>,
     key: &[u8],
     create: bool,
 ) -> Result<Option<&'a mut VecDeque<Bytes>>, Frame> {
-    let exists = read(cx, key)?.is_some();
-    let now = cx.now;
-    let db = cx.db();
-    if !exists {
-        if !create {
-            return Ok(None);
-        }
-        db.insert(
-            Bytes::copy_from_slice(key),
-            Value::List(VecDeque::new()),
-            None,
-            now,
-        );
-    }
-    match db.write(key, now).map(|e| &mut e.value) {
-        Some(Value::List(list)) => Ok(Some(list)),
-        _ => Err(WRONGTYPE),
-    }
+    super::write_aggregate(cx, key, create)
 }
 
 /// After a write: deletes the key if its list is empty and signals the change to `WATCH`.
 fn done(cx: &mut Cx<'_>, key: &[u8]) {
-    let now = cx.now;
-    let db = cx.db();
-    if let Some(Value::List(list)) = db.peek(key, now).map(|e| &e.value)
-        && list.is_empty()
-    {
-        db.remove(key, now);
-    }
-    db.touch(key);
+    super::finish_aggregate::<VecDeque<Bytes>>(cx, key);
 }
 
 /// Which end of a list: Redis's `LEFT`/`RIGHT` words.

@@ -20,6 +20,7 @@ pub(crate) mod strings;
 pub(crate) mod transactions;
 pub(crate) mod zsets;
 
+use crate::db::Value;
 use crate::engine::Cx;
 use crate::frame::Frame;
 use bytes::Bytes;
@@ -259,6 +260,67 @@ command_table! {
 pub(crate) const SYNTAX: Frame = Frame::error("ERR syntax error");
 pub(crate) const NOT_INTEGER: Frame = Frame::error("ERR value is not an integer or out of range");
 pub(crate) const NOT_FLOAT: Frame = Frame::error("ERR value is not a valid float");
+/// A collection value that Redis deletes when it becomes empty (a list, a set, a sorted set), so
+/// the families share one way to read, write-or-create, and finish a write.
+pub(crate) trait Aggregate: Default {
+    /// The collection, if `value` holds this type.
+    fn of(value: &Value) -> Option<&Self>;
+    /// The same, mutable.
+    fn of_mut(value: &mut Value) -> Option<&mut Self>;
+    /// An empty collection as a value.
+    fn wrap(self) -> Value;
+    /// Whether it holds nothing.
+    fn is_empty(&self) -> bool;
+}
+
+/// The collection at `key` (None when missing), WRONGTYPE for another type.
+pub(crate) fn read_aggregate<'a, T: Aggregate>(
+    cx: &'a mut Cx<'_>,
+    key: &[u8],
+) -> Result<Option<&'a T>, Frame> {
+    match cx.lookup(key) {
+        None => Ok(None),
+        Some(e) => T::of(&e.value).map(Some).ok_or(WRONGTYPE),
+    }
+}
+
+/// The collection at `key` for writing, created empty (no TTL) when missing and `create` is set.
+/// The caller finishes with [`finish_aggregate`].
+pub(crate) fn write_aggregate<'a, T: Aggregate>(
+    cx: &'a mut Cx<'_>,
+    key: &[u8],
+    create: bool,
+) -> Result<Option<&'a mut T>, Frame> {
+    let exists = read_aggregate::<T>(cx, key)?.is_some();
+    let now = cx.now;
+    let db = cx.db();
+    if !exists {
+        if !create {
+            return Ok(None);
+        }
+        db.insert(Bytes::copy_from_slice(key), T::default().wrap(), None, now);
+    }
+    match db.write(key, now) {
+        Some(e) => T::of_mut(&mut e.value).map(Some).ok_or(WRONGTYPE),
+        None => Err(WRONGTYPE),
+    }
+}
+
+/// After a write: deletes the key if its collection is empty (as Redis does) and signals the
+/// change to `WATCH`.
+pub(crate) fn finish_aggregate<T: Aggregate>(cx: &mut Cx<'_>, key: &[u8]) {
+    let now = cx.now;
+    let db = cx.db();
+    if db
+        .peek(key, now)
+        .and_then(|e| T::of(&e.value))
+        .is_some_and(T::is_empty)
+    {
+        db.remove(key, now);
+    }
+    db.touch(key);
+}
+
 pub(crate) const WRONGTYPE: Frame =
     Frame::error("WRONGTYPE Operation against a key holding the wrong kind of value");
 pub(crate) const OVERFLOW: Frame = Frame::error("ERR increment or decrement would overflow");

@@ -33,54 +33,45 @@ pub(crate) static SSCAN: Spec = Spec::new("sscan", -3, 0, sscan_command);
 
 type Members = BTreeSet<Bytes>;
 
-/// The set at `key` (None when missing), WRONGTYPE for another type.
-fn read<'a>(cx: &'a mut Cx<'_>, key: &[u8]) -> Result<Option<&'a Members>, Frame> {
-    match cx.lookup(key) {
-        None => Ok(None),
-        Some(e) => match &e.value {
-            Value::Set(set) => Ok(Some(set)),
-            _ => Err(WRONGTYPE),
-        },
+impl super::Aggregate for Members {
+    fn of(value: &Value) -> Option<&Self> {
+        match value {
+            Value::Set(v) => Some(v),
+            _ => None,
+        }
+    }
+    fn of_mut(value: &mut Value) -> Option<&mut Self> {
+        match value {
+            Value::Set(v) => Some(v),
+            _ => None,
+        }
+    }
+    fn wrap(self) -> Value {
+        Value::Set(self)
+    }
+    fn is_empty(&self) -> bool {
+        Members::is_empty(self)
     }
 }
 
-/// The set at `key` for writing, created empty (no TTL) when missing and `create` is set. The
-/// caller finishes with [`done`].
+/// The set at `key` (None when missing), WRONGTYPE for another type.
+fn read<'a>(cx: &'a mut Cx<'_>, key: &[u8]) -> Result<Option<&'a Members>, Frame> {
+    super::read_aggregate(cx, key)
+}
+
+/// The set at `key` for writing, created empty when missing and `create` is set; finish with
+/// [`done`].
 fn write<'a>(
     cx: &'a mut Cx<'_>,
     key: &[u8],
     create: bool,
 ) -> Result<Option<&'a mut Members>, Frame> {
-    let exists = read(cx, key)?.is_some();
-    let now = cx.now;
-    let db = cx.db();
-    if !exists {
-        if !create {
-            return Ok(None);
-        }
-        db.insert(
-            Bytes::copy_from_slice(key),
-            Value::Set(Members::new()),
-            None,
-            now,
-        );
-    }
-    match db.write(key, now).map(|e| &mut e.value) {
-        Some(Value::Set(set)) => Ok(Some(set)),
-        _ => Err(WRONGTYPE),
-    }
+    super::write_aggregate(cx, key, create)
 }
 
 /// After a write: deletes the key if its set is empty and signals the change to `WATCH`.
 fn done(cx: &mut Cx<'_>, key: &[u8]) {
-    let now = cx.now;
-    let db = cx.db();
-    if let Some(Value::Set(set)) = db.peek(key, now).map(|e| &e.value)
-        && set.is_empty()
-    {
-        db.remove(key, now);
-    }
-    db.touch(key);
+    super::finish_aggregate::<Members>(cx, key);
 }
 
 fn set_reply<'a>(members: impl IntoIterator<Item = &'a Bytes>) -> Frame {

@@ -7,7 +7,7 @@
 //! are Redis's words: `ERR min or max is not a float`, `ERR value is not a valid float`,
 //! `ERR resulting score is not a number (NaN)`. As everywhere, an emptied sorted set is deleted.
 
-use super::{NOT_FLOAT, NOT_INTEGER, SYNTAX, Spec, WRITE, WRONGTYPE, float, int, is};
+use super::{NOT_FLOAT, NOT_INTEGER, SYNTAX, Spec, WRITE, float, int, is};
 use crate::db::{Value, ZSet};
 use crate::engine::Cx;
 use crate::frame::Frame;
@@ -37,50 +37,41 @@ const NOT_A_RANGE: Frame = Frame::error("ERR min or max is not a float");
 const NOT_A_LEX_RANGE: Frame = Frame::error("ERR min or max not valid string range item");
 const NAN: Frame = Frame::error("ERR resulting score is not a number (NaN)");
 
+impl super::Aggregate for ZSet {
+    fn of(value: &Value) -> Option<&Self> {
+        match value {
+            Value::ZSet(v) => Some(v),
+            _ => None,
+        }
+    }
+    fn of_mut(value: &mut Value) -> Option<&mut Self> {
+        match value {
+            Value::ZSet(v) => Some(v),
+            _ => None,
+        }
+    }
+    fn wrap(self) -> Value {
+        Value::ZSet(self)
+    }
+    fn is_empty(&self) -> bool {
+        ZSet::is_empty(self)
+    }
+}
+
 /// The sorted set at `key` (None when missing), WRONGTYPE for another type.
 fn read<'a>(cx: &'a mut Cx<'_>, key: &[u8]) -> Result<Option<&'a ZSet>, Frame> {
-    match cx.lookup(key) {
-        None => Ok(None),
-        Some(e) => match &e.value {
-            Value::ZSet(z) => Ok(Some(z)),
-            _ => Err(WRONGTYPE),
-        },
-    }
+    super::read_aggregate(cx, key)
 }
 
-/// The sorted set at `key` for writing, created empty when missing and `create` is set. The
-/// caller finishes with [`done`].
+/// The sorted set at `key` for writing, created empty when missing and `create` is set; finish with
+/// [`done`].
 fn write<'a>(cx: &'a mut Cx<'_>, key: &[u8], create: bool) -> Result<Option<&'a mut ZSet>, Frame> {
-    let exists = read(cx, key)?.is_some();
-    let now = cx.now;
-    let db = cx.db();
-    if !exists {
-        if !create {
-            return Ok(None);
-        }
-        db.insert(
-            Bytes::copy_from_slice(key),
-            Value::ZSet(ZSet::default()),
-            None,
-            now,
-        );
-    }
-    match db.write(key, now).map(|e| &mut e.value) {
-        Some(Value::ZSet(z)) => Ok(Some(z)),
-        _ => Err(WRONGTYPE),
-    }
+    super::write_aggregate(cx, key, create)
 }
 
-/// After a write: deletes the key if its sorted set is empty and signals the change.
+/// After a write: deletes the key if its sorted set is empty and signals the change to `WATCH`.
 fn done(cx: &mut Cx<'_>, key: &[u8]) {
-    let now = cx.now;
-    let db = cx.db();
-    if let Some(Value::ZSet(z)) = db.peek(key, now).map(|e| &e.value)
-        && z.is_empty()
-    {
-        db.remove(key, now);
-    }
-    db.touch(key);
+    super::finish_aggregate::<ZSet>(cx, key);
 }
 
 /// A score argument (`ERR value is not a valid float`). Redis's `string2d` also refuses a
