@@ -23,26 +23,48 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 /// because it is on every command's path.
 pub(crate) fn hash_key(key: &[u8]) -> u64 {
     // 16 bytes per round through a folded 64x64->128 multiply (wyhash's mixing step): few
-    // instructions per byte for the 60-80-byte latch keys the lock writes.
+    // instructions per byte for the 60-80-byte latch keys the lock writes. The tail is read as
+    // words that may overlap bytes already mixed, never copied.
     const P0: u64 = 0xa076_1d64_78bd_642f;
     const P1: u64 = 0xe703_7ed1_a0b4_28db;
     fn fold(a: u64, b: u64) -> u64 {
         let m = u128::from(a) * u128::from(b);
         (m as u64) ^ ((m >> 64) as u64)
     }
-    fn word(b: &[u8]) -> u64 {
-        u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])
+    fn word(b: &[u8], at: usize) -> u64 {
+        u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
     }
-    let mut h = P0 ^ (key.len() as u64).wrapping_mul(P1);
-    let mut chunks = key.chunks_exact(16);
-    for c in &mut chunks {
-        h = fold(word(&c[..8]) ^ P1, word(&c[8..]) ^ h);
+    fn small(b: &[u8]) -> u64 {
+        // 0 to 7 bytes: the first, middle and last byte, and the first and last four when there
+        // are four or more.
+        match b.len() {
+            0 => 0,
+            n if n < 4 => u64::from(b[0]) << 16 | u64::from(b[n / 2]) << 8 | u64::from(b[n - 1]),
+            n => {
+                let first = u32::from_le_bytes(b[..4].try_into().expect("4 bytes"));
+                let last = u32::from_le_bytes(b[n - 4..].try_into().expect("4 bytes"));
+                u64::from(first) << 32 | u64::from(last)
+            }
+        }
     }
-    let rest = chunks.remainder();
-    let mut buf = [0u8; 16];
-    buf[..rest.len()].copy_from_slice(rest);
-    h = fold(word(&buf[..8]) ^ P0, word(&buf[8..]) ^ h ^ P1);
-    fold(h ^ P0, h ^ P1 ^ (key.len() as u64))
+    let n = key.len();
+    let mut h = P0 ^ (n as u64).wrapping_mul(P1);
+    let (a, b) = if n < 8 {
+        (small(key), 0)
+    } else {
+        let mut at = 0;
+        while n - at > 16 {
+            h = fold(word(key, at) ^ P1, word(key, at + 8) ^ h);
+            at += 16;
+        }
+        // 1 to 16 bytes left: the last sixteen of the key (the whole key when it is shorter).
+        (
+            word(key, if at == 0 { 0 } else { n - 16 }),
+            word(key, n - 8),
+        )
+    };
+    h = fold(a ^ P0, b ^ h ^ P1);
+    fold(h ^ P0, h ^ P1 ^ (n as u64))
 }
 
 /// A value in the keyspace.
@@ -59,8 +81,9 @@ pub enum Value {
     List(VecDeque<Bytes>),
     /// A set.
     Set(BTreeSet<Bytes>),
-    /// A sorted set.
-    ZSet(ZSet),
+    /// A sorted set (boxed: it is the largest value and the rarest, and every slot is as big as
+    /// the biggest value).
+    ZSet(Box<ZSet>),
 }
 
 impl Value {
@@ -88,7 +111,8 @@ pub const HASH_MAX_LISTPACK_VALUE: usize = 64;
 #[derive(Clone, Debug, Default)]
 pub struct Hash {
     fields: Vec<(Bytes, Bytes)>,
-    index: Option<HashTable<usize>>,
+    /// Boxed, to keep a value (and so every slot of the keyspace) small.
+    index: Option<Box<HashTable<usize>>>,
 }
 
 impl PartialEq for Hash {
@@ -109,6 +133,19 @@ impl Hash {
             h.insert(f, v);
         }
         h
+    }
+
+    /// A hash of one field, as `HSET` or `HINCRBY` on a missing key makes (the lock's hash).
+    pub fn single(field: Bytes, value: Bytes) -> Hash {
+        let big = field.len() > HASH_MAX_LISTPACK_VALUE || value.len() > HASH_MAX_LISTPACK_VALUE;
+        let mut hash = Hash {
+            fields: vec![(field, value)],
+            index: None,
+        };
+        if big {
+            hash.rebuild_index();
+        }
+        hash
     }
 
     /// The number of fields.
@@ -207,7 +244,7 @@ impl Hash {
             let fields = &self.fields;
             index.insert_unique(hash_key(f), i, |&j| hash_key(&fields[j].0));
         }
-        self.index = Some(index);
+        self.index = Some(Box::new(index));
     }
 }
 
@@ -316,9 +353,46 @@ impl Entry {
 }
 
 struct Slot {
-    key: Bytes,
+    key: Key,
     hash: u64,
     entry: Entry,
+}
+
+/// The bytes of a key, in its slot when short (nearly every key is: the lock's latch keys are 60 to
+/// 80 bytes), boxed otherwise. An inline key costs no allocation to write and no cache miss to
+/// free, and the active expiry cycle frees a latch key for every one the lock writes.
+enum Key {
+    Inline { len: u8, bytes: [u8; Key::INLINE] },
+    Heap(Box<[u8]>),
+}
+
+impl Key {
+    /// The longest key kept inline; with the length and the tag, a `Key` is 96 bytes.
+    const INLINE: usize = 94;
+
+    fn new(key: &[u8]) -> Key {
+        if key.len() <= Key::INLINE {
+            let mut bytes = [0; Key::INLINE];
+            bytes[..key.len()].copy_from_slice(key);
+            Key::Inline {
+                len: key.len() as u8,
+                bytes,
+            }
+        } else {
+            Key::Heap(key.into())
+        }
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        match self {
+            Key::Inline { len, bytes } => &bytes[..usize::from(*len)],
+            Key::Heap(bytes) => bytes,
+        }
+    }
+
+    fn to_bytes(&self) -> Bytes {
+        Bytes::copy_from_slice(self.as_bytes())
+    }
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -375,7 +449,7 @@ fn mark_stale(volatile: &mut [Candidate], ix: u32) {
 }
 
 fn find<'a>(table: &'a HashTable<Slot>, h: u64, key: &[u8]) -> Option<&'a Slot> {
-    table.find(h, |s| s.hash == h && s.key == key)
+    table.find(h, |s| s.hash == h && s.key.as_bytes() == key)
 }
 
 impl Db {
@@ -407,13 +481,13 @@ impl Db {
             stats,
             ..
         } = self;
-        match table.find_entry(h, |s| s.hash == h && s.key == key) {
+        match table.find_entry(h, |s| s.hash == h && s.key.as_bytes() == key) {
             Err(_) => None,
             Ok(occupied) if occupied.get().entry.expired(now) => {
                 let (slot, _) = occupied.remove();
                 mark_stale(volatile, slot.entry.volatile_ix);
                 stats.expired_keys += 1;
-                touch(watched, dirty, &slot.key, false);
+                touch(watched, dirty, slot.key.as_bytes(), false);
                 None
             }
             Ok(occupied) => Some(&mut occupied.into_mut().entry),
@@ -443,14 +517,14 @@ impl Db {
     }
 
     /// Puts `value` at `key` with `deadline`, replacing whatever was there.
-    pub fn insert(&mut self, key: Bytes, value: Value, deadline: Option<i64>, now: i64) {
-        let h = hash_key(&key);
+    pub fn insert(&mut self, key: &[u8], value: Value, deadline: Option<i64>, now: i64) {
+        let h = hash_key(key);
         self.insert_h(key, h, value, deadline, now);
     }
 
     /// [`Db::insert`] with the key's hash already computed.
-    pub fn insert_h(&mut self, key: Bytes, h: u64, value: Value, deadline: Option<i64>, now: i64) {
-        self.journal_before(&key, now);
+    pub fn insert_h(&mut self, key: &[u8], h: u64, value: Value, deadline: Option<i64>, now: i64) {
+        self.journal_before(key, now);
         self.compact_candidates_if_stale();
         let entry = Entry {
             value,
@@ -466,7 +540,7 @@ impl Db {
                 volatile.push(Candidate { hash: h, deadline });
             }
         };
-        match table.find_entry(h, |s| s.hash == h && s.key == key) {
+        match table.find_entry(h, |s| s.hash == h && s.key.as_bytes() == key) {
             Ok(mut occupied) => {
                 let old = &mut occupied.get_mut().entry;
                 let ix = old.volatile_ix;
@@ -488,7 +562,7 @@ impl Db {
                 table.insert_unique(
                     h,
                     Slot {
-                        key,
+                        key: Key::new(key),
                         hash: h,
                         entry,
                     },
@@ -531,13 +605,13 @@ impl Db {
             stats,
             ..
         } = self;
-        match table.find_entry(h, |s| s.hash == h && s.key == key) {
+        match table.find_entry(h, |s| s.hash == h && s.key.as_bytes() == key) {
             Err(_) => false,
             Ok(occupied) if occupied.get().entry.expired(now) => {
                 let (slot, _) = occupied.remove();
                 mark_stale(volatile, slot.entry.volatile_ix);
                 stats.expired_keys += 1;
-                touch(watched, dirty, &slot.key, false);
+                touch(watched, dirty, slot.key.as_bytes(), false);
                 false
             }
             Ok(mut occupied) => {
@@ -568,7 +642,7 @@ impl Db {
 
     /// Puts a new key known to be absent (a lookup just missed), skipping the search for an old
     /// entry.
-    pub fn insert_absent_h(&mut self, key: Bytes, h: u64, value: Value, now: i64) {
+    pub fn insert_absent_h(&mut self, key: &[u8], h: u64, value: Value, now: i64) {
         if self.journal.is_some() {
             return self.insert_h(key, h, value, None, now);
         }
@@ -580,7 +654,7 @@ impl Db {
         self.table.insert_unique(
             h,
             Slot {
-                key,
+                key: Key::new(key),
                 hash: h,
                 entry,
             },
@@ -597,7 +671,10 @@ impl Db {
     pub fn set_deadline_h(&mut self, key: &[u8], h: u64, deadline: Option<i64>, now: i64) {
         self.journal_before(key, now);
         self.compact_candidates_if_stale();
-        let Some(slot) = self.table.find_mut(h, |s| s.hash == h && s.key == key) else {
+        let Some(slot) = self
+            .table
+            .find_mut(h, |s| s.hash == h && s.key.as_bytes() == key)
+        else {
             return;
         };
         slot.entry.deadline = deadline;
@@ -626,7 +703,10 @@ impl Db {
     /// [`Db::remove`] with the key's hash already computed.
     pub fn remove_h(&mut self, key: &[u8], h: u64, now: i64) -> Option<Entry> {
         self.journal_before(key, now);
-        match self.table.find_entry(h, |s| s.hash == h && s.key == key) {
+        match self
+            .table
+            .find_entry(h, |s| s.hash == h && s.key.as_bytes() == key)
+        {
             Ok(occupied) => {
                 let entry = occupied.remove().0.entry;
                 mark_stale(&mut self.volatile, entry.volatile_ix);
@@ -634,11 +714,6 @@ impl Db {
             }
             Err(_) => None,
         }
-    }
-
-    /// Whether any client watches a key of this database.
-    pub fn has_watches(&self) -> bool {
-        !self.watched.is_empty()
     }
 
     /// Redis's `signalModifiedKey`: clients watching `key` will see their `EXEC` fail.
@@ -653,7 +728,7 @@ impl Db {
     /// Empties the database (`FLUSHDB`): every watcher of a present key is touched.
     pub fn flush(&mut self, now: i64) {
         if self.journal.is_some() {
-            let keys: Vec<Bytes> = self.table.iter().map(|s| s.key.clone()).collect();
+            let keys: Vec<Bytes> = self.table.iter().map(|s| s.key.to_bytes()).collect();
             for k in keys {
                 self.journal_before(&k, now);
             }
@@ -675,8 +750,11 @@ impl Db {
 
     /// Every key, live or not, in the fixed order of its hash (then bytes): SCAN's order.
     pub fn keys_in_scan_order(&self) -> Vec<(u64, Bytes)> {
-        let mut keys: Vec<(u64, Bytes)> =
-            self.table.iter().map(|s| (s.hash, s.key.clone())).collect();
+        let mut keys: Vec<(u64, Bytes)> = self
+            .table
+            .iter()
+            .map(|s| (s.hash, s.key.to_bytes()))
+            .collect();
         keys.sort_unstable();
         keys
     }
@@ -687,7 +765,7 @@ impl Db {
             .table
             .iter()
             .filter(|s| !s.entry.expired(now))
-            .map(|s| (s.key.clone(), s.entry.clone()))
+            .map(|s| (s.key.to_bytes(), s.entry.clone()))
             .collect();
         out.sort_by(|a, b| a.0.cmp(&b.0));
         out
@@ -700,7 +778,7 @@ impl Db {
         &mut self,
         now: i64,
         samples: usize,
-        next_random: &mut dyn FnMut() -> u64,
+        mut next_random: impl FnMut() -> u64,
     ) -> (usize, usize) {
         let mut sampled = 0;
         let mut expired = 0;
@@ -718,7 +796,12 @@ impl Db {
                 if occupied.get().entry.expired(now) {
                     let (slot, _) = occupied.remove();
                     self.stats.expired_keys += 1;
-                    touch(&mut self.watched, &mut self.dirty, &slot.key, false);
+                    touch(
+                        &mut self.watched,
+                        &mut self.dirty,
+                        slot.key.as_bytes(),
+                        false,
+                    );
                 } else {
                     // Unreachable while the copies stay exact; repair rather than lose a key.
                     let deadline = occupied.get().entry.deadline;
@@ -857,7 +940,10 @@ impl Db {
             };
             undone += 1;
             let h = hash_key(&key);
-            if let Ok(occupied) = self.table.find_entry(h, |s| s.hash == h && s.key == key) {
+            if let Ok(occupied) = self
+                .table
+                .find_entry(h, |s| s.hash == h && s.key.as_bytes() == key)
+            {
                 let (slot, _) = occupied.remove();
                 mark_stale(&mut self.volatile, slot.entry.volatile_ix);
             }
@@ -869,7 +955,7 @@ impl Db {
                 self.table.insert_unique(
                     h,
                     Slot {
-                        key,
+                        key: Key::new(&key),
                         hash: h,
                         entry,
                     },
@@ -918,7 +1004,7 @@ mod tests {
     #[test]
     fn a_key_lives_through_its_deadline_millisecond() {
         let mut db = Db::default();
-        db.insert(b("k"), Value::Str(b("v")), Some(100), 0);
+        db.insert(b"k", Value::Str(b("v")), Some(100), 0);
         assert!(db.lookup(b"k", 100).is_some());
         assert!(db.lookup(b"k", 101).is_none());
         assert_eq!(db.len(), 0);
@@ -952,12 +1038,7 @@ mod tests {
     fn sampling_removes_expired_keys_and_stale_candidates() {
         let mut db = Db::default();
         for i in 0..50 {
-            db.insert(
-                Bytes::from(format!("k{i}")),
-                Value::Str(b("v")),
-                Some(10),
-                0,
-            );
+            db.insert(format!("k{i}").as_bytes(), Value::Str(b("v")), Some(10), 0);
         }
         db.remove(b"k3", 0);
         let mut x = 7u64;
@@ -978,7 +1059,7 @@ mod tests {
         let mut db = Db::default();
         for i in 0..10_000 {
             let key = Bytes::from(format!("k{}", i % 10));
-            db.insert(key.clone(), Value::Str(b("v")), Some(1_000), 0);
+            db.insert(&key, Value::Str(b("v")), Some(1_000), 0);
             if i % 3 == 0 {
                 db.remove(&key, 0);
             }
@@ -1043,7 +1124,7 @@ mod tests {
                 match op {
                     Op::Insert(k, d) => {
                         let key = Bytes::from(format!("k{k}"));
-                        db.insert(key.clone(), Value::Str(b("v")), d, now);
+                        db.insert(&key, Value::Str(b("v")), d, now);
                         model.insert(key, d);
                     }
                     Op::Remove(k) => {
@@ -1101,9 +1182,9 @@ mod tests {
     fn rollback_restores_previous_entries() {
         let mut db = Db::default();
         db.set_journal(Some(60_000));
-        db.insert(b("a"), Value::Str(b("1")), None, 100);
-        db.insert(b("a"), Value::Str(b("2")), Some(5_000), 200);
-        db.insert(b("b"), Value::Str(b("x")), None, 300);
+        db.insert(b"a", Value::Str(b("1")), None, 100);
+        db.insert(b"a", Value::Str(b("2")), Some(5_000), 200);
+        db.insert(b"b", Value::Str(b("x")), None, 300);
         assert_eq!(db.rollback_after(150), 2);
         assert_eq!(
             db.lookup(b"a", 400).map(|e| e.value.clone()),

@@ -18,7 +18,7 @@
 
 use crate::clock::Clock;
 use crate::cmd;
-use crate::db::{Db, Entry, Hash, Value};
+use crate::db::{Db, Entry, Hash, Value, hash_key};
 use crate::fault::{Fault, FaultEvent, FaultEventKind, FaultPlan, NodeId, Trigger};
 use crate::frame::Frame;
 use bytes::Bytes;
@@ -208,6 +208,42 @@ pub(crate) struct Cx<'a> {
     pub client: u64,
     pub db: usize,
     pub now: i64,
+    /// The hashes of the running script's keys, computed once for all its calls.
+    pub hashes: KeyHashes,
+}
+
+/// The hashes of the keys a script was called with: a native script names each key in several
+/// calls, and hashing a 70-byte latch key costs more than probing the table with it.
+///
+/// An entry is matched by the address and length of the key's bytes. Those identify the bytes
+/// while the script's arguments are alive, and arguments are immutable, so a match is always the
+/// same key; the entries are set when a script starts and cleared when it ends, before the
+/// arguments can be freed.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct KeyHashes {
+    entries: [(usize, usize, u64); 4],
+    len: usize,
+}
+
+impl KeyHashes {
+    /// The hashes of (the first four of) `keys`.
+    pub fn of(keys: &[Bytes]) -> KeyHashes {
+        let mut hashes = KeyHashes::default();
+        for (entry, key) in hashes.entries.iter_mut().zip(keys) {
+            *entry = (key.as_ptr() as usize, key.len(), hash_key(key));
+            hashes.len += 1;
+        }
+        hashes
+    }
+
+    /// The hash of `key`: remembered when it is one of the script's keys, computed otherwise.
+    pub fn get(&self, key: &[u8]) -> u64 {
+        let (at, len) = (key.as_ptr() as usize, key.len());
+        self.entries[..self.len]
+            .iter()
+            .find(|e| e.0 == at && e.1 == len)
+            .map_or_else(|| hash_key(key), |e| e.2)
+    }
 }
 
 impl Cx<'_> {
@@ -222,10 +258,15 @@ impl Cx<'_> {
             .expect("a command runs for a connected client")
     }
 
+    /// The hash of `key` ([`hash_key`]), remembered for the running script's keys.
+    pub fn hash(&self, key: &[u8]) -> u64 {
+        self.hashes.get(key)
+    }
+
     /// The live entry at `key` (lazily expiring it).
     pub fn lookup(&mut self, key: &[u8]) -> Option<&mut Entry> {
-        let now = self.now;
-        self.engine.dbs[self.db].lookup(key, now)
+        let (now, h) = (self.now, self.hash(key));
+        self.engine.dbs[self.db].lookup_h(key, h, now)
     }
 }
 
@@ -504,6 +545,7 @@ impl Engine {
             client: id,
             db,
             now,
+            hashes: KeyHashes::default(),
         };
         (spec.run)(&mut cx, argv)
     }
@@ -519,6 +561,7 @@ impl Engine {
             client: id,
             db,
             now,
+            hashes: KeyHashes::default(),
         };
         (spec.run)(&mut cx, argv)
     }
@@ -820,7 +863,7 @@ impl Engine {
     pub fn set_value(&mut self, db: usize, key: &[u8], value: Value, deadline: Option<i64>) {
         let now = self.now();
         let d = &mut self.dbs[db];
-        d.insert(Bytes::copy_from_slice(key), value, deadline, now);
+        d.insert(key, value, deadline, now);
         d.touch(key);
     }
 

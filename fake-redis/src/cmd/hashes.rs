@@ -6,7 +6,7 @@
 //! encoding does.
 
 use super::{OVERFLOW, Spec, WRITE, float, human_float, int, int_bytes, wrong_arity};
-use crate::db::{Hash, Value, hash_key};
+use crate::db::{Hash, Value};
 use crate::engine::Cx;
 use crate::frame::Frame;
 use bytes::Bytes;
@@ -45,12 +45,7 @@ fn write<'a>(cx: &'a mut Cx<'_>, key: &[u8]) -> Result<&'a mut Hash, Frame> {
     let now = cx.now;
     let db = cx.db();
     if db.peek(key, now).is_none() {
-        db.insert(
-            Bytes::copy_from_slice(key),
-            Value::Hash(Hash::default()),
-            None,
-            now,
-        );
+        db.insert(key, Value::Hash(Hash::default()), None, now);
     }
     match db.write(key, now).map(|e| &mut e.value) {
         Some(Value::Hash(h)) => Ok(h),
@@ -72,14 +67,12 @@ pub(crate) fn hget(cx: &mut Cx<'_>, key: &[u8], field: &[u8]) -> Result<Option<B
 
 /// `HINCRBY key field delta`: the new value. Keeps the TTL; a new key has none.
 pub(crate) fn hincrby(cx: &mut Cx<'_>, key: &[u8], field: &[u8], delta: i64) -> Result<i64, Frame> {
-    let now = cx.now;
+    let (now, h) = (cx.now, cx.hash(key));
     let db = cx.db();
-    // One hash of the key on the hot path: the lock scripts call this on every acquire and release.
-    let h = hash_key(key);
     let new = match db.write_h(key, h, now) {
         None => {
-            let hash = Hash::from_pairs([(Bytes::copy_from_slice(field), int_bytes(delta))]);
-            db.insert_absent_h(Bytes::copy_from_slice(key), h, Value::Hash(hash), now);
+            let hash = Hash::single(Bytes::copy_from_slice(field), int_bytes(delta));
+            db.insert_absent_h(key, h, Value::Hash(hash), now);
             delta
         }
         Some(entry) => {

@@ -6,7 +6,7 @@
 //! no TTL, and NX/XX/GT/LT compare against the current deadline (none counts as infinite).
 
 use super::{Spec, WRITE, glob_match, int, invalid_expire, is};
-use crate::db::{DeadlineChange, Value, hash_key};
+use crate::db::{DeadlineChange, Value};
 use crate::engine::Cx;
 use crate::frame::Frame;
 use bytes::Bytes;
@@ -43,9 +43,9 @@ pub(crate) fn exists(cx: &mut Cx<'_>, key: &[u8]) -> bool {
 
 /// `DEL` of one key: whether a live key was removed (an expired one is expired first, uncounted).
 pub(crate) fn del(cx: &mut Cx<'_>, key: &[u8]) -> bool {
-    let now = cx.now;
+    let (now, h) = (cx.now, cx.hash(key));
     let db = cx.db();
-    let removed = db.change_deadline_h(key, hash_key(key), now, |_| DeadlineChange::Delete);
+    let removed = db.change_deadline_h(key, h, now, |_| DeadlineChange::Delete);
     if removed {
         db.touch(key);
     }
@@ -126,9 +126,10 @@ impl ExpireCondition {
 /// deadline at or before now deletes the key and counts as set (Redis's `checkAlreadyExpired`).
 pub(crate) fn expire_at(cx: &mut Cx<'_>, key: &[u8], when: i64, cond: ExpireCondition) -> bool {
     let now = cx.now;
+    let h = cx.hash(key);
     let db = cx.db();
     let mut set = false;
-    db.change_deadline_h(key, hash_key(key), now, |current| {
+    db.change_deadline_h(key, h, now, |current| {
         if !cond.allows(current, when) {
             return DeadlineChange::Keep;
         }
@@ -390,7 +391,7 @@ fn rename_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
         return Frame::error("ERR no such key");
     };
     let deadline = entry.deadline();
-    db.insert(dst.clone(), entry.value, deadline, now);
+    db.insert(dst, entry.value, deadline, now);
     db.touch(src);
     db.touch(dst);
     if nx { Frame::Integer(1) } else { Frame::OK }
@@ -435,7 +436,7 @@ fn copy_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
         }
         db.remove(dst, now);
     }
-    db.insert(dst.clone(), value, deadline, now);
+    db.insert(dst, value, deadline, now);
     db.touch(dst);
     Frame::Integer(1)
 }

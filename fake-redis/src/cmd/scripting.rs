@@ -7,7 +7,7 @@
 //! loaded; any other body is refused with an error naming its SHA, never run wrongly.
 
 use super::{Spec, WRITE, int, is, unknown_subcommand, wrong_arity};
-use crate::engine::{Cx, Engine};
+use crate::engine::{Cx, Engine, KeyHashes};
 use crate::frame::Frame;
 use bytes::Bytes;
 use lock_core::script::{CommandError, Script, Store};
@@ -72,12 +72,11 @@ fn eval_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
 }
 
 fn run(cx: &mut Cx<'_>, script: &Script, keys: &[Bytes], args: &[Bytes], ro: bool) -> Frame {
-    let mut store = ScriptStore {
-        cx,
-        keys,
-        read_only: ro,
-    };
-    Frame::from_reply(script.run_native(&mut store, keys, args))
+    let outer = std::mem::replace(&mut cx.hashes, KeyHashes::of(keys));
+    let mut store = ScriptStore { cx, read_only: ro };
+    let reply = script.run_native(&mut store, keys, args);
+    cx.hashes = outer;
+    Frame::from_reply(reply)
 }
 
 /// Runs `script` natively in database `db` at `now`, outside any client (the engine's direct
@@ -96,6 +95,7 @@ pub(crate) fn run_native(
         client: client.unwrap_or(0),
         db,
         now,
+        hashes: KeyHashes::default(),
     };
     let reply = run(&mut cx, script, keys, args, false);
     if cx.engine.watchers > 0 {
@@ -156,8 +156,6 @@ fn script_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
 /// the `EVALSHA` that runs it.
 struct ScriptStore<'a, 'b> {
     cx: &'a mut Cx<'b>,
-    /// The script's `KEYS`: a key the store must create is shared from here rather than copied.
-    keys: &'a [Bytes],
     read_only: bool,
 }
 
@@ -166,14 +164,6 @@ fn err(frame: Frame) -> CommandError {
 }
 
 impl ScriptStore<'_, '_> {
-    fn own_key(&self, key: &[u8]) -> Bytes {
-        self.keys
-            .iter()
-            .find(|k| k.as_ptr() == key.as_ptr() && k.len() == key.len())
-            .cloned()
-            .unwrap_or_else(|| Bytes::copy_from_slice(key))
-    }
-
     fn writable(&self) -> Result<(), CommandError> {
         if self.read_only {
             Err(CommandError(
@@ -223,7 +213,6 @@ impl Store for ScriptStore<'_, '_> {
 
     fn set_px(&mut self, key: &[u8], value: &[u8], ms: &[u8]) -> Result<(), CommandError> {
         self.writable()?;
-        let key = self.own_key(key);
         super::strings::set_px(self.cx, key, super::value_bytes(value), ms).map_err(err)
     }
 

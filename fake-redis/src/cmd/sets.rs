@@ -316,7 +316,7 @@ fn algebra_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
     if result.is_empty() {
         db.remove(destination, now);
     } else {
-        db.insert(destination.clone(), Value::Set(result), None, now);
+        db.insert(destination, Value::Set(result), None, now);
     }
     db.touch(destination);
     Frame::Integer(len as i64)

@@ -48,19 +48,15 @@ pub(crate) fn get(cx: &mut Cx<'_>, key: &[u8]) -> Result<Option<Bytes>, Frame> {
 }
 
 /// Writes a string at `key` with `deadline` (a plain `SET`: the old TTL is gone).
-pub(crate) fn set(cx: &mut Cx<'_>, key: Bytes, value: Bytes, deadline: Option<i64>) {
-    let now = cx.now;
+pub(crate) fn set(cx: &mut Cx<'_>, key: &[u8], value: Bytes, deadline: Option<i64>) {
+    let (now, h) = (cx.now, cx.hash(key));
     let db = cx.db();
-    if db.has_watches() {
-        db.insert(key.clone(), Value::Str(value), deadline, now);
-        db.touch(&key);
-    } else {
-        db.insert(key, Value::Str(value), deadline, now);
-    }
+    db.insert_h(key, h, Value::Str(value), deadline, now);
+    db.touch(key);
 }
 
 /// `SET key value PX ms`, validated as Redis validates it.
-pub(crate) fn set_px(cx: &mut Cx<'_>, key: Bytes, value: Bytes, ms: &[u8]) -> Result<(), Frame> {
+pub(crate) fn set_px(cx: &mut Cx<'_>, key: &[u8], value: Bytes, ms: &[u8]) -> Result<(), Frame> {
     let deadline = Expiry::Px(int(ms)?).deadline(cx.now, "set")?;
     set(cx, key, value, Some(deadline));
     Ok(())
@@ -77,12 +73,7 @@ pub(crate) fn incr_by(cx: &mut Cx<'_>, key: &[u8], delta: i64) -> Result<i64, Fr
     let db = cx.db();
     match (old, db.write(key, now)) {
         (Some(_), Some(entry)) => entry.value = Value::Str(int_bytes(new)),
-        _ => db.insert(
-            Bytes::copy_from_slice(key),
-            Value::Str(int_bytes(new)),
-            None,
-            now,
-        ),
+        _ => db.insert(key, Value::Str(int_bytes(new)), None, now),
     }
     db.touch(key);
     Ok(new)
@@ -272,7 +263,7 @@ impl Set {
             Frame::OK
         };
         let db = cx.db();
-        db.insert(self.key.clone(), Value::Str(self.value), deadline, now);
+        db.insert(&self.key, Value::Str(self.value), deadline, now);
         db.touch(&self.key);
         reply
     }
@@ -289,7 +280,7 @@ fn setnx_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
     if cx.lookup(&argv[1]).is_some() {
         return Frame::Integer(0);
     }
-    set(cx, argv[1].clone(), argv[2].clone(), None);
+    set(cx, &argv[1], argv[2].clone(), None);
     Frame::Integer(1)
 }
 
@@ -303,7 +294,7 @@ fn setex_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
     let expiry = if millis { Expiry::Px(n) } else { Expiry::Ex(n) };
     match expiry.deadline(cx.now, name) {
         Ok(deadline) => {
-            set(cx, argv[1].clone(), argv[3].clone(), Some(deadline));
+            set(cx, &argv[1], argv[3].clone(), Some(deadline));
             Frame::OK
         }
         Err(e) => e,
@@ -323,7 +314,7 @@ fn getset_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
         Ok(old) => old,
         Err(e) => return e,
     };
-    set(cx, argv[1].clone(), argv[2].clone(), None);
+    set(cx, &argv[1], argv[2].clone(), None);
     old.map_or(Frame::Null, Frame::Bulk)
 }
 
@@ -399,7 +390,7 @@ fn mset_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
         return Frame::Integer(0);
     }
     for kv in argv[1..].chunks(2) {
-        set(cx, kv[0].clone(), kv[1].clone(), None);
+        set(cx, &kv[0], kv[1].clone(), None);
     }
     if nx { Frame::Integer(1) } else { Frame::OK }
 }
@@ -454,7 +445,7 @@ fn incrbyfloat_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
     let db = cx.db();
     match (old, db.write(key, now)) {
         (Some(_), Some(entry)) => entry.value = Value::Str(text.clone()),
-        _ => db.insert(key.clone(), Value::Str(text.clone()), None, now),
+        _ => db.insert(key, Value::Str(text.clone()), None, now),
     }
     db.touch(key);
     Frame::Bulk(text)
@@ -478,7 +469,7 @@ fn append_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
             len
         }
         _ => {
-            db.insert(key.clone(), Value::Str(tail.clone()), None, now);
+            db.insert(key, Value::Str(tail.clone()), None, now);
             tail.len()
         }
     };
@@ -551,7 +542,7 @@ fn setrange_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
     let db = cx.db();
     match (old, db.write(key, now)) {
         (Some(_), Some(entry)) => entry.value = Value::Str(Bytes::from(new)),
-        _ => db.insert(key.clone(), Value::Str(Bytes::from(new)), None, now),
+        _ => db.insert(key, Value::Str(Bytes::from(new)), None, now),
     }
     db.touch(key);
     Frame::Integer(len as i64)

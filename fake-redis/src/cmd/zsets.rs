@@ -51,7 +51,7 @@ impl super::Aggregate for ZSet {
         }
     }
     fn wrap(self) -> Value {
-        Value::ZSet(self)
+        Value::ZSet(Box::new(self))
     }
     fn is_empty(&self) -> bool {
         ZSet::is_empty(self)
