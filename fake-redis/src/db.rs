@@ -3,8 +3,8 @@
 //! Redis's keyspace is a hash table plus a second table of the keys that have a TTL, sampled by the
 //! active expiry cycle. This module keeps the same split: a `hashbrown` table of slots, hashed with
 //! a fixed (seedless) hash so that two runs of one case behave identically, and a vector of
-//! *volatile* keys to draw samples from. The vector is maintained lazily: a key that lost its TTL
-//! or was deleted leaves a stale candidate behind, which the next sample that meets it removes.
+//! *volatile* keys to draw samples from. A key leaves the vector the moment it is deleted or loses
+//! its TTL, as it leaves Redis's `expires` table, so the cycle samples only keys that can expire.
 //!
 //! Expiry is Redis's: a key is logically gone once `now > deadline` (it lives through its deadline
 //! millisecond), and physically gone when a lookup or the active cycle removes it. Nothing here
@@ -428,9 +428,8 @@ pub(crate) struct Db {
     pub(crate) stats: DbStats,
 }
 
-/// A key with a TTL, as the active expiry cycle samples it. The deadline is a copy kept exact for
-/// live candidates, so sampling a live key costs no table lookup; `STALE` marks a candidate whose
-/// key was deleted or lost its TTL.
+/// A key with a TTL, as the active expiry cycle samples it. The deadline is a copy kept exact, so
+/// sampling a key that has not expired costs no table lookup.
 ///
 /// A candidate names its key by (hash, slot index): the slot whose `volatile_ix` is the candidate's
 /// position is its key, so no copy of the key is kept.
@@ -440,11 +439,19 @@ struct Candidate {
     hash: u64,
 }
 
-const STALE: i64 = i64::MIN;
-
-fn mark_stale(volatile: &mut [Candidate], ix: u32) {
-    if let Some(c) = volatile.get_mut(ix as usize) {
-        c.deadline = STALE;
+/// Takes candidate `ix` out of the vector (its key was deleted or lost its TTL, and its slot no
+/// longer points at it): the last candidate moves into its place, and that key's slot is told.
+fn unlist(table: &mut HashTable<Slot>, volatile: &mut Vec<Candidate>, ix: u32) {
+    if ix == NOT_VOLATILE {
+        return;
+    }
+    let i = ix as usize;
+    volatile.swap_remove(i);
+    if let Some(moved) = volatile.get(i) {
+        let from = volatile.len() as u32;
+        if let Some(slot) = table.find_mut(moved.hash, |s| s.entry.volatile_ix == from) {
+            slot.entry.volatile_ix = ix;
+        }
     }
 }
 
@@ -484,8 +491,8 @@ impl Db {
         match table.find_entry(h, |s| s.hash == h && s.key.as_bytes() == key) {
             Err(_) => None,
             Ok(occupied) if occupied.get().entry.expired(now) => {
-                let (slot, _) = occupied.remove();
-                mark_stale(volatile, slot.entry.volatile_ix);
+                let (slot, vacant) = occupied.remove();
+                unlist(vacant.into_table(), volatile, slot.entry.volatile_ix);
                 stats.expired_keys += 1;
                 touch(watched, dirty, slot.key.as_bytes(), false);
                 None
@@ -525,7 +532,6 @@ impl Db {
     /// [`Db::insert`] with the key's hash already computed.
     pub fn insert_h(&mut self, key: &[u8], h: u64, value: Value, deadline: Option<i64>, now: i64) {
         self.journal_before(key, now);
-        self.compact_candidates_if_stale();
         let entry = Entry {
             value,
             deadline,
@@ -552,7 +558,7 @@ impl Db {
                         volatile[ix as usize].deadline = d;
                         old.volatile_ix = ix;
                     }
-                    (None, ix) => mark_stale(volatile, ix),
+                    (None, ix) => unlist(table, volatile, ix),
                 }
             }
             Err(absent) => {
@@ -596,7 +602,6 @@ impl Db {
             }
             return true;
         }
-        self.compact_candidates_if_stale();
         let Db {
             table,
             volatile,
@@ -609,7 +614,7 @@ impl Db {
             Err(_) => false,
             Ok(occupied) if occupied.get().entry.expired(now) => {
                 let (slot, _) = occupied.remove();
-                mark_stale(volatile, slot.entry.volatile_ix);
+                unlist(table, volatile, slot.entry.volatile_ix);
                 stats.expired_keys += 1;
                 touch(watched, dirty, slot.key.as_bytes(), false);
                 false
@@ -619,7 +624,7 @@ impl Db {
                     DeadlineChange::Keep => {}
                     DeadlineChange::Delete => {
                         let (slot, _) = occupied.remove();
-                        mark_stale(volatile, slot.entry.volatile_ix);
+                        unlist(table, volatile, slot.entry.volatile_ix);
                     }
                     DeadlineChange::Set(d) => {
                         let entry = &mut occupied.get_mut().entry;
@@ -670,7 +675,6 @@ impl Db {
     /// [`Db::set_deadline`] with the key's hash already computed.
     pub fn set_deadline_h(&mut self, key: &[u8], h: u64, deadline: Option<i64>, now: i64) {
         self.journal_before(key, now);
-        self.compact_candidates_if_stale();
         let Some(slot) = self
             .table
             .find_mut(h, |s| s.hash == h && s.key.as_bytes() == key)
@@ -689,8 +693,8 @@ impl Db {
             (Some(d), ix) => self.volatile[ix as usize].deadline = d,
             (None, NOT_VOLATILE) => {}
             (None, ix) => {
-                mark_stale(&mut self.volatile, ix);
                 slot.entry.volatile_ix = NOT_VOLATILE;
+                unlist(&mut self.table, &mut self.volatile, ix);
             }
         }
     }
@@ -709,7 +713,7 @@ impl Db {
         {
             Ok(occupied) => {
                 let entry = occupied.remove().0.entry;
-                mark_stale(&mut self.volatile, entry.volatile_ix);
+                unlist(&mut self.table, &mut self.volatile, entry.volatile_ix);
                 Some(entry)
             }
             Err(_) => None,
@@ -790,68 +794,23 @@ impl Db {
                 continue; // live: the copy of its deadline is exact
             }
             expired += 1;
-            let h = self.volatile[i].hash;
-            let ix = i as u32;
-            if let Ok(occupied) = self.table.find_entry(h, |s| s.entry.volatile_ix == ix) {
-                if occupied.get().entry.expired(now) {
-                    let (slot, _) = occupied.remove();
-                    self.stats.expired_keys += 1;
-                    touch(
-                        &mut self.watched,
-                        &mut self.dirty,
-                        slot.key.as_bytes(),
-                        false,
-                    );
-                } else {
-                    // Unreachable while the copies stay exact; repair rather than lose a key.
-                    let deadline = occupied.get().entry.deadline;
-                    if let Some(d) = deadline {
-                        self.volatile[i].deadline = d;
-                        continue;
-                    }
-                    occupied.into_mut().entry.volatile_ix = NOT_VOLATILE;
-                }
+            let (h, ix) = (self.volatile[i].hash, i as u32);
+            let Db {
+                table,
+                volatile,
+                watched,
+                dirty,
+                stats,
+                ..
+            } = self;
+            if let Ok(occupied) = table.find_entry(h, |s| s.entry.volatile_ix == ix) {
+                let (slot, _) = occupied.remove();
+                stats.expired_keys += 1;
+                touch(watched, dirty, slot.key.as_bytes(), false);
             }
-            self.remove_candidate(i);
+            unlist(table, volatile, ix);
         }
         (sampled, expired)
-    }
-
-    fn remove_candidate(&mut self, i: usize) {
-        let last = self.volatile.len() - 1;
-        self.volatile.swap_remove(i);
-        if i < last {
-            let h = self.volatile[i].hash;
-            let moved = last as u32;
-            if let Some(slot) = self.table.find_mut(h, |s| s.entry.volatile_ix == moved) {
-                slot.entry.volatile_ix = i as u32;
-            }
-        }
-    }
-
-    /// Rebuilds the candidate vector from the table once stale candidates outnumber live keys
-    /// (many keys deleted or persisted while the clock stood still, so no cycle cleaned up):
-    /// amortised O(1) per write, and memory stays bounded by the keyspace.
-    fn compact_candidates_if_stale(&mut self) {
-        if self.volatile.len() <= 2 * self.table.len() + 1024 {
-            return;
-        }
-        let Db {
-            table, volatile, ..
-        } = self;
-        volatile.clear();
-        for slot in table.iter_mut() {
-            match slot.entry.deadline {
-                Some(deadline) => {
-                    slot.entry.volatile_ix = volatile.len() as u32;
-                    volatile.push(Candidate {
-                        hash: slot.hash,
-                        deadline,
-                    });
-                }
-                None => slot.entry.volatile_ix = NOT_VOLATILE,
-            }
-        }
     }
 
     /// Whether the database has any candidate for the active expiry cycle.
@@ -945,7 +904,7 @@ impl Db {
                 .find_entry(h, |s| s.hash == h && s.key.as_bytes() == key)
             {
                 let (slot, _) = occupied.remove();
-                mark_stale(&mut self.volatile, slot.entry.volatile_ix);
+                unlist(&mut self.table, &mut self.volatile, slot.entry.volatile_ix);
             }
             if let Some(mut entry) = previous {
                 if let Some(deadline) = entry.deadline {
@@ -999,6 +958,23 @@ mod tests {
 
     fn b(s: &str) -> Bytes {
         Bytes::copy_from_slice(s.as_bytes())
+    }
+
+    impl Db {
+        /// The candidates are exactly the keys with a TTL, each pointing at its slot and holding
+        /// its deadline.
+        fn assert_candidates_exact(&self) {
+            let volatile: Vec<&Slot> = self
+                .table
+                .iter()
+                .filter(|s| s.entry.deadline.is_some())
+                .collect();
+            assert_eq!(self.volatile.len(), volatile.len());
+            for slot in volatile {
+                let c = self.volatile[slot.entry.volatile_ix as usize];
+                assert_eq!((c.hash, Some(c.deadline)), (slot.hash, slot.entry.deadline));
+            }
+        }
     }
 
     #[test]
@@ -1167,6 +1143,7 @@ mod tests {
                     .collect();
                 let want: Vec<(Bytes, Option<i64>)> = model.clone().into_iter().collect();
                 proptest::prop_assert_eq!(live, want);
+                db.assert_candidates_exact();
             }
             for _ in 0..10_000 {
                 if !db.has_volatile() {
