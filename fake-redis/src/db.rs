@@ -358,17 +358,18 @@ struct Slot {
     entry: Entry,
 }
 
-/// The bytes of a key, in its slot when short (nearly every key is: the lock's latch keys are 60 to
-/// 80 bytes), boxed otherwise. An inline key costs no allocation to write and no cache miss to
-/// free, and the active expiry cycle frees a latch key for every one the lock writes.
+/// The bytes of a key: in its slot when short, otherwise in one allocation of exactly its size
+/// (no reference count, no shared header: freeing it when the active expiry cycle removes the key
+/// touches nothing but the allocation). Small enough that a slot stays under 100 bytes.
 enum Key {
     Inline { len: u8, bytes: [u8; Key::INLINE] },
     Heap(Box<[u8]>),
 }
 
 impl Key {
-    /// The longest key kept inline; with the length and the tag, a `Key` is 96 bytes.
-    const INLINE: usize = 94;
+    /// The longest key kept inline; with the length and the tag, a `Key` is 24 bytes, as large as
+    /// the boxed form.
+    const INLINE: usize = 22;
 
     fn new(key: &[u8]) -> Key {
         if key.len() <= Key::INLINE {
