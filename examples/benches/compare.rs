@@ -1168,17 +1168,16 @@ const TARGETS: &[Target] = &[
         kind: Bound::AtMost,
         meaning: "how large a keyspace a test can hold in the fake compared with a real server",
         why_missed: "Redis keeps a one-field hash as one listpack allocation, the key as an sds \
-            string and one entry in each of its two dicts. The fake keeps each key in a slot of \
-            its hash table: the key's Bytes handle, its hash and an Entry, at least 120 bytes by \
-            the size rows (an Entry holds a Value enum as large as its largest variant), in a \
-            table that keeps at most 7/8 of its slots full and doubles, so 1M keys sit in 2^21 \
-            slots, about 250 MB before any per-key allocation. On top come the key, the owner \
-            field and the value as separately allocated Bytes (a cloned Bytes adds a shared \
-            header: the field is the request's argument, and the expiry candidate clones the key), \
-            a Vec for the hash's fields, and an expiry candidate per key. The peak is above the \
-            steady size because the old and the new table coexist while the table grows. For the \
-            fake-redis owners: a smaller slot (a boxed or inline small value), small hashes \
-            stored inline, and expiry candidates that do not hold a second handle on the key.",
+            string and one entry in each of its two dicts. The fake keeps each key in a 96-byte \
+            slot of its hash table (a 24-byte key, inline up to 22 bytes and otherwise one \
+            allocation of its exact size; its hash; and an Entry, whose size row shows a Value \
+            and a deadline), in a table that keeps at most 7/8 of its slots full and doubles, so \
+            1M keys sit in 2^21 slots, about 200 MB before any per-key allocation. On top come, \
+            per key, a Vec for the hash's fields, the owner field as its own Bytes, and a 16-byte \
+            expiry candidate. The peak is above the steady size because the old and the new \
+            table coexist while the table grows. For the fake-redis owners: small hashes stored \
+            as one allocation (as Redis's listpack), and the deadline as a plain integer so an \
+            Entry loses its option tag.",
     },
 ];
 
