@@ -17,6 +17,7 @@
 
 use bytes::Bytes;
 use hashbrown::HashTable;
+use hashbrown::hash_table::OccupiedEntry;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// The hash every table of the fake uses. Fixed (no random seed), so runs are reproducible; fast,
@@ -440,6 +441,21 @@ struct Candidate {
     hash: u64,
 }
 
+/// Removes a key the clock has expired, found lazily or by the active cycle: out of the table and
+/// the sample, counted, and its watchers told (Redis's `deleteExpiredKeyAndPropagate`).
+fn expire(
+    occupied: OccupiedEntry<'_, Slot>,
+    volatile: &mut Vec<Candidate>,
+    watched: &mut BTreeMap<Bytes, Vec<WatchMark>>,
+    dirty: &mut BTreeSet<u64>,
+    stats: &mut DbStats,
+) {
+    let (slot, vacant) = occupied.remove();
+    unlist(vacant.into_table(), volatile, slot.entry.volatile_ix);
+    stats.expired_keys += 1;
+    touch(watched, dirty, slot.key.as_bytes(), false);
+}
+
 /// Takes candidate `ix` out of the vector (its key was deleted or lost its TTL, and its slot no
 /// longer points at it): the last candidate moves into its place, and that key's slot is told.
 fn unlist(table: &mut HashTable<Slot>, volatile: &mut Vec<Candidate>, ix: u32) {
@@ -492,10 +508,7 @@ impl Db {
         match table.find_entry(h, |s| s.hash == h && s.key.as_bytes() == key) {
             Err(_) => None,
             Ok(occupied) if occupied.get().entry.expired(now) => {
-                let (slot, vacant) = occupied.remove();
-                unlist(vacant.into_table(), volatile, slot.entry.volatile_ix);
-                stats.expired_keys += 1;
-                touch(watched, dirty, slot.key.as_bytes(), false);
+                expire(occupied, volatile, watched, dirty, stats);
                 None
             }
             Ok(occupied) => Some(&mut occupied.into_mut().entry),
@@ -614,10 +627,7 @@ impl Db {
         match table.find_entry(h, |s| s.hash == h && s.key.as_bytes() == key) {
             Err(_) => false,
             Ok(occupied) if occupied.get().entry.expired(now) => {
-                let (slot, _) = occupied.remove();
-                unlist(table, volatile, slot.entry.volatile_ix);
-                stats.expired_keys += 1;
-                touch(watched, dirty, slot.key.as_bytes(), false);
+                expire(occupied, volatile, watched, dirty, stats);
                 false
             }
             Ok(mut occupied) => {
@@ -804,12 +814,11 @@ impl Db {
                 stats,
                 ..
             } = self;
-            if let Ok(occupied) = table.find_entry(h, |s| s.entry.volatile_ix == ix) {
-                let (slot, _) = occupied.remove();
-                stats.expired_keys += 1;
-                touch(watched, dirty, slot.key.as_bytes(), false);
+            match table.find_entry(h, |s| s.entry.volatile_ix == ix) {
+                Ok(occupied) => expire(occupied, volatile, watched, dirty, stats),
+                // Unreachable while every candidate has its slot; drop it rather than loop on it.
+                Err(_) => unlist(table, volatile, ix),
             }
-            unlist(table, volatile, ix);
         }
         (sampled, expired)
     }
