@@ -404,6 +404,31 @@ struct WatchMark {
     expired_at_watch: bool,
 }
 
+/// The clients watching keys of one database (Redis's `WATCH`), and those among them whose
+/// watched keys changed since the engine last looked.
+#[derive(Default)]
+pub(crate) struct Watches {
+    keys: BTreeMap<Bytes, Vec<WatchMark>>,
+    pub(crate) dirty: BTreeSet<u64>,
+}
+
+impl Watches {
+    /// Redis's `signalModifiedKey` for `key`, which is `present` after the change.
+    fn touch(&mut self, key: &[u8], present: bool) {
+        let Some(marks) = self.keys.get_mut(key) else {
+            return;
+        };
+        for m in marks.iter_mut() {
+            if m.expired_at_watch && !present {
+                // Already expired at WATCH and now deleted: logically no change (Redis 7.0 multi.c).
+                m.expired_at_watch = false;
+            } else {
+                self.dirty.insert(m.client);
+            }
+        }
+    }
+}
+
 /// Previous entries of written keys, newest last, for a failover's rollback.
 #[derive(Default)]
 struct Journal {
@@ -421,11 +446,9 @@ pub(crate) struct DbStats {
 #[derive(Default)]
 pub(crate) struct Db {
     table: HashTable<Slot>,
-    /// Candidates for the active expiry cycle's sample; may hold stale keys (see the module docs).
+    /// The keys with a TTL, for the active expiry cycle to sample (see the module docs).
     volatile: Vec<Candidate>,
-    watched: BTreeMap<Bytes, Vec<WatchMark>>,
-    /// Clients whose watched keys were touched since the engine last looked.
-    pub(crate) dirty: BTreeSet<u64>,
+    pub(crate) watches: Watches,
     journal: Option<Journal>,
     pub(crate) stats: DbStats,
 }
@@ -446,14 +469,13 @@ struct Candidate {
 fn expire(
     occupied: OccupiedEntry<'_, Slot>,
     volatile: &mut Vec<Candidate>,
-    watched: &mut BTreeMap<Bytes, Vec<WatchMark>>,
-    dirty: &mut BTreeSet<u64>,
+    watches: &mut Watches,
     stats: &mut DbStats,
 ) {
     let (slot, vacant) = occupied.remove();
     unlist(vacant.into_table(), volatile, slot.entry.volatile_ix);
     stats.expired_keys += 1;
-    touch(watched, dirty, slot.key.as_bytes(), false);
+    watches.touch(slot.key.as_bytes(), false);
 }
 
 /// Takes candidate `ix` out of the vector (its key was deleted or lost its TTL, and its slot no
@@ -500,15 +522,14 @@ impl Db {
         let Db {
             table,
             volatile,
-            watched,
-            dirty,
+            watches,
             stats,
             ..
         } = self;
         match table.find_entry(h, |s| s.hash == h && s.key.as_bytes() == key) {
             Err(_) => None,
             Ok(occupied) if occupied.get().entry.expired(now) => {
-                expire(occupied, volatile, watched, dirty, stats);
+                expire(occupied, volatile, watches, stats);
                 None
             }
             Ok(occupied) => Some(&mut occupied.into_mut().entry),
@@ -619,15 +640,14 @@ impl Db {
         let Db {
             table,
             volatile,
-            watched,
-            dirty,
+            watches,
             stats,
             ..
         } = self;
         match table.find_entry(h, |s| s.hash == h && s.key.as_bytes() == key) {
             Err(_) => false,
             Ok(occupied) if occupied.get().entry.expired(now) => {
-                expire(occupied, volatile, watched, dirty, stats);
+                expire(occupied, volatile, watches, stats);
                 false
             }
             Ok(mut occupied) => {
@@ -733,11 +753,11 @@ impl Db {
 
     /// Redis's `signalModifiedKey`: clients watching `key` will see their `EXEC` fail.
     pub fn touch(&mut self, key: &[u8]) {
-        if self.watched.is_empty() {
+        if self.watches.keys.is_empty() {
             return;
         }
         let present = find(&self.table, hash_key(key), key).is_some();
-        touch(&mut self.watched, &mut self.dirty, key, present);
+        self.watches.touch(key, present);
     }
 
     /// Empties the database (`FLUSHDB`): every watcher of a present key is touched.
@@ -748,15 +768,16 @@ impl Db {
                 self.journal_before(&k, now);
             }
         }
-        if !self.watched.is_empty() {
+        if !self.watches.keys.is_empty() {
             let present: Vec<Bytes> = self
-                .watched
+                .watches
+                .keys
                 .keys()
                 .filter(|k| find(&self.table, hash_key(k), k).is_some())
                 .cloned()
                 .collect();
             for k in present {
-                touch(&mut self.watched, &mut self.dirty, &k, false);
+                self.watches.touch(&k, false);
             }
         }
         self.table.clear();
@@ -787,8 +808,7 @@ impl Db {
     }
 
     /// One loop of Redis's active expiry: samples up to `samples` volatile keys (drawing indices
-    /// from `next_random`), deletes the expired ones. Returns (sampled, expired); stale candidates
-    /// count as expired, so a vector full of them keeps the cycle going until it is clean.
+    /// from `next_random`), deletes the expired ones. Returns (sampled, expired).
     pub fn expire_sample(
         &mut self,
         now: i64,
@@ -809,13 +829,12 @@ impl Db {
             let Db {
                 table,
                 volatile,
-                watched,
-                dirty,
+                watches,
                 stats,
                 ..
             } = self;
             match table.find_entry(h, |s| s.entry.volatile_ix == ix) {
-                Ok(occupied) => expire(occupied, volatile, watched, dirty, stats),
+                Ok(occupied) => expire(occupied, volatile, watches, stats),
                 // Unreachable while every candidate has its slot; drop it rather than loop on it.
                 Err(_) => unlist(table, volatile, ix),
             }
@@ -834,7 +853,7 @@ impl Db {
     pub fn watch(&mut self, key: &Bytes, client: u64, now: i64) {
         let expired_at_watch =
             find(&self.table, hash_key(key), key).is_some_and(|s| s.entry.expired(now));
-        let marks = self.watched.entry(key.clone()).or_default();
+        let marks = self.watches.keys.entry(key.clone()).or_default();
         if !marks.iter().any(|m| m.client == client) {
             marks.push(WatchMark {
                 client,
@@ -845,19 +864,20 @@ impl Db {
 
     /// Stops watching `key` for `client`.
     pub fn unwatch(&mut self, key: &[u8], client: u64) {
-        if let Some(marks) = self.watched.get_mut(key) {
+        if let Some(marks) = self.watches.keys.get_mut(key) {
             marks.retain(|m| m.client != client);
             if marks.is_empty() {
-                self.watched.remove(key);
+                self.watches.keys.remove(key);
             }
         }
-        self.dirty.remove(&client);
+        self.watches.dirty.remove(&client);
     }
 
     /// Redis's `isWatchedKeyExpired` for one key: it was live at `WATCH` and is expired now.
     pub fn watched_key_expired(&self, key: &[u8], client: u64, now: i64) -> bool {
         let live_at_watch = self
-            .watched
+            .watches
+            .keys
             .get(key)
             .and_then(|m| m.iter().find(|m| m.client == client))
             .is_some_and(|m| !m.expired_at_watch);
@@ -938,27 +958,7 @@ impl Db {
 
     /// Forgets every watcher (a restart closes every connection).
     pub fn clear_watches(&mut self) {
-        self.watched.clear();
-        self.dirty.clear();
-    }
-}
-
-fn touch(
-    watched: &mut BTreeMap<Bytes, Vec<WatchMark>>,
-    dirty: &mut BTreeSet<u64>,
-    key: &[u8],
-    present: bool,
-) {
-    let Some(marks) = watched.get_mut(key) else {
-        return;
-    };
-    for m in marks.iter_mut() {
-        if m.expired_at_watch && !present {
-            // Already expired at WATCH and now deleted: logically no change (Redis 7.0 multi.c).
-            m.expired_at_watch = false;
-        } else {
-            dirty.insert(m.client);
-        }
+        self.watches = Watches::default();
     }
 }
 
@@ -1021,12 +1021,13 @@ mod tests {
     }
 
     #[test]
-    fn sampling_removes_expired_keys_and_stale_candidates() {
+    fn sampling_removes_expired_keys_and_a_deleted_key_leaves_the_sample() {
         let mut db = Db::default();
         for i in 0..50 {
             db.insert(format!("k{i}").as_bytes(), Value::Str(b("v")), Some(10), 0);
         }
         db.remove(b"k3", 0);
+        assert_eq!(db.volatile.len(), 49);
         let mut x = 7u64;
         let mut rng = || {
             x = x

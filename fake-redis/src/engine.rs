@@ -246,7 +246,18 @@ impl KeyHashes {
     }
 }
 
-impl Cx<'_> {
+impl<'a> Cx<'a> {
+    /// A command of client `client` on database `db` at the frozen time `now`.
+    pub fn new(engine: &'a mut Engine, client: u64, db: usize, now: i64) -> Cx<'a> {
+        Cx {
+            engine,
+            client,
+            db,
+            now,
+            hashes: KeyHashes::default(),
+        }
+    }
+
     pub fn db(&mut self) -> &mut Db {
         &mut self.engine.dbs[self.db]
     }
@@ -540,14 +551,7 @@ impl Engine {
             return Frame::simple("QUEUED");
         }
         let db = client.db;
-        let mut cx = Cx {
-            engine: self,
-            client: id,
-            db,
-            now,
-            hashes: KeyHashes::default(),
-        };
-        (spec.run)(&mut cx, argv)
+        (spec.run)(&mut Cx::new(self, id, db, now), argv)
     }
 
     /// Runs a queued command inside `EXEC` (already checked when queued).
@@ -556,19 +560,13 @@ impl Engine {
             return cmd::unknown_command(argv);
         };
         let db = self.clients.get(&id).map_or(0, |c| c.db);
-        let mut cx = Cx {
-            engine: self,
-            client: id,
-            db,
-            now,
-            hashes: KeyHashes::default(),
-        };
-        (spec.run)(&mut cx, argv)
+        (spec.run)(&mut Cx::new(self, id, db, now), argv)
     }
 
-    fn collect_dirty(&mut self) {
+    /// Marks the clients whose watched keys were touched: their `EXEC` will fail.
+    pub(crate) fn collect_dirty(&mut self) {
         for db in &mut self.dbs {
-            for id in std::mem::take(&mut db.dirty) {
+            for id in std::mem::take(&mut db.watches.dirty) {
                 if let Some(c) = self.clients.get_mut(&id) {
                     c.dirty_cas = true;
                 }

@@ -7,9 +7,10 @@
 //! may only run the commands flagged for the pub/sub context (see the command table).
 
 use super::{PUBSUB_CONTEXT, Spec, glob_match, is, unknown_subcommand};
-use crate::engine::{Cx, remove_subscriber};
+use crate::engine::{Client, Cx, remove_subscriber};
 use crate::frame::Frame;
 use bytes::Bytes;
+use std::collections::{BTreeMap, BTreeSet};
 
 pub(crate) static SUBSCRIBE: Spec = Spec::new("subscribe", -2, PUBSUB_CONTEXT, subscribe_command);
 pub(crate) static UNSUBSCRIBE: Spec =
@@ -121,12 +122,7 @@ pub(crate) fn publish(cx: &mut Cx<'_>, channel: &[u8], message: &[u8]) -> i64 {
             Frame::bulk_from(channel),
             Frame::bulk_from(message),
         ]);
-        for id in ids {
-            if let Some(c) = engine.clients.get_mut(id) {
-                c.push(now, frame.clone());
-                receivers += 1;
-            }
-        }
+        receivers += deliver(&mut engine.clients, ids, now, &frame);
     }
     for (pattern, ids) in &engine.patterns {
         if !glob_match(pattern, channel) {
@@ -138,14 +134,26 @@ pub(crate) fn publish(cx: &mut Cx<'_>, channel: &[u8], message: &[u8]) -> i64 {
             Frame::bulk_from(channel),
             Frame::bulk_from(message),
         ]);
-        for id in ids {
-            if let Some(c) = engine.clients.get_mut(id) {
-                c.push(now, frame.clone());
-                receivers += 1;
-            }
-        }
+        receivers += deliver(&mut engine.clients, ids, now, &frame);
     }
     receivers
+}
+
+/// Pushes `frame` to every connected client of `ids`: how many there were.
+fn deliver(
+    clients: &mut BTreeMap<u64, Client>,
+    ids: &BTreeSet<u64>,
+    now: i64,
+    frame: &Frame,
+) -> i64 {
+    let mut delivered = 0;
+    for id in ids {
+        if let Some(c) = clients.get_mut(id) {
+            c.push(now, frame.clone());
+            delivered += 1;
+        }
+    }
+    delivered
 }
 
 fn publish_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {

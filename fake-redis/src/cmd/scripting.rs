@@ -90,22 +90,15 @@ pub(crate) fn run_native(
     keys: &[Bytes],
     args: &[Bytes],
 ) -> Frame {
-    let mut cx = Cx {
-        engine,
-        client: client.unwrap_or(0),
-        db,
-        now,
-        hashes: KeyHashes::default(),
-    };
-    let reply = run(&mut cx, script, keys, args, false);
-    if cx.engine.watchers > 0 {
-        for d in &mut cx.engine.dbs {
-            for id in std::mem::take(&mut d.dirty) {
-                if let Some(c) = cx.engine.clients.get_mut(&id) {
-                    c.dirty_cas = true;
-                }
-            }
-        }
+    let reply = run(
+        &mut Cx::new(engine, client.unwrap_or(0), db, now),
+        script,
+        keys,
+        args,
+        false,
+    );
+    if engine.watchers > 0 {
+        engine.collect_dirty();
     }
     reply
 }
