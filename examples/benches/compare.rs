@@ -29,6 +29,7 @@ use fake_redis::{Engine, FakeBackend, FakeConnection, NodeId, TokioClock, shared
 use lock_core::backend::{Backend, BackendError, PubSubEvent};
 use lock_core::keys::{KeyLayout, LockKeys, Owner, RequestId};
 use lock_core::machine::{IdSource, SeededIds};
+use lock_core::redis_backend::cmd_of;
 use lock_core::script::{ScriptCall, acquire, release, renew_batch};
 use lock_core::{Lease, LockClient, LockConfig, Millis, RedisBackend, Reply};
 use redis::AsyncCommands;
@@ -335,11 +336,7 @@ struct RawPairs<C> {
 impl<C: ConnectionLike + Send> RawPairs<C> {
     async fn new(mut conn: C, name: &str) -> Result<RawPairs<C>, BoxError> {
         for script in [&acquire::SCRIPT, &release::SCRIPT] {
-            let _: String = redis::cmd("SCRIPT")
-                .arg("LOAD")
-                .arg(script.body)
-                .query_async(&mut conn)
-                .await?;
+            let _: String = cmd_of(&script.load_argv()).query_async(&mut conn).await?;
         }
         Ok(RawPairs {
             conn,
@@ -352,7 +349,9 @@ impl<C: ConnectionLike + Send> RawPairs<C> {
     }
 
     async fn evalsha(&mut self, call: &ScriptCall) -> Result<redis::Value, BoxError> {
-        Ok(evalsha_cmd(call).query_async(&mut self.conn).await?)
+        Ok(cmd_of(&call.evalsha_argv())
+            .query_async(&mut self.conn)
+            .await?)
     }
 
     async fn pairs(&mut self, until: Instant) -> Result<u64, BoxError> {
@@ -376,18 +375,6 @@ impl<C: ConnectionLike + Send> RawPairs<C> {
         }
         Ok(pairs)
     }
-}
-
-fn evalsha_cmd(call: &ScriptCall) -> redis::Cmd {
-    let mut cmd = redis::cmd("EVALSHA");
-    cmd.arg(call.script.sha()).arg(call.keys.len());
-    for k in &call.keys {
-        cmd.arg(&k[..]);
-    }
-    for a in &call.args {
-        cmd.arg(&a[..]);
-    }
-    cmd
 }
 
 // ---- rslock, when built with the `rslock` feature ----

@@ -13,6 +13,7 @@ use bytes::Bytes;
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use fake_redis::{ClientId, DEFAULT_EPOCH_MS, Engine, FakeConnection, ManualClock, NodeId, shared};
 use lock_core::keys::{KeyLayout, LockKeys, Owner, RequestId};
+use lock_core::redis_backend::cmd_of;
 use lock_core::script::{ScriptCall, acquire, release};
 use lock_core::time::{Lease, Millis};
 
@@ -52,25 +53,9 @@ impl Pairs {
     }
 }
 
-fn evalsha(call: &ScriptCall) -> Vec<Bytes> {
-    let mut argv = vec![
-        Bytes::from_static(b"EVALSHA"),
-        Bytes::from(call.script.sha().to_owned()),
-        Bytes::from(call.keys.len().to_string()),
-    ];
-    argv.extend(call.keys.iter().cloned());
-    argv.extend(call.args.iter().cloned());
-    argv
-}
-
 fn load_scripts(engine: &mut Engine, client: ClientId) {
     for s in [&acquire::SCRIPT, &release::SCRIPT] {
-        let argv = [
-            Bytes::from_static(b"SCRIPT"),
-            Bytes::from_static(b"LOAD"),
-            Bytes::from_static(s.body.as_bytes()),
-        ];
-        engine.execute(client, &argv);
+        engine.execute(client, &s.load_argv());
     }
 }
 
@@ -93,7 +78,7 @@ fn engine_direct_at(c: &mut Criterion, step: i64) {
         b.iter_batched_ref(
             || {
                 let (a, r) = pairs.next();
-                (evalsha(&a), evalsha(&r))
+                (a.evalsha_argv(), r.evalsha_argv())
             },
             |(acquire, release)| {
                 let acquired = engine.execute(client, acquire);
@@ -125,17 +110,7 @@ fn through_fake_connection(c: &mut Criterion) {
         .build()
         .unwrap();
     let mut conn = FakeConnection::new(engine.clone(), NodeId(1));
-    let to_cmd = |call: &ScriptCall| {
-        let mut cmd = redis::cmd("EVALSHA");
-        cmd.arg(call.script.sha()).arg(call.keys.len());
-        for k in &call.keys {
-            cmd.arg(&k[..]);
-        }
-        for a in &call.args {
-            cmd.arg(&a[..]);
-        }
-        cmd
-    };
+    let to_cmd = |call: &ScriptCall| cmd_of(&call.evalsha_argv());
     let mut pairs = Pairs::new();
     let mut group = c.benchmark_group("acquire+release");
     group.throughput(Throughput::Elements(1));

@@ -98,19 +98,10 @@ fn to_result(frame: Frame) -> Result<Reply, BackendError> {
     }
 }
 
-fn evalsha_argv(call: &ScriptCall) -> Vec<Bytes> {
-    let mut argv = Vec::with_capacity(3 + call.keys.len() + call.args.len());
-    argv.push(Bytes::from_static(b"EVALSHA"));
-    argv.push(Bytes::from(call.script.sha().to_owned()));
-    argv.push(Bytes::from(call.keys.len().to_string()));
-    argv.extend(call.keys.iter().cloned());
-    argv.extend(call.args.iter().cloned());
-    argv
-}
-
 impl Backend for FakeBackend {
     async fn eval(&self, call: &ScriptCall) -> Result<Reply, BackendError> {
-        let reply = self.send(evalsha_argv(call)).await?;
+        let evalsha = call.evalsha_argv();
+        let reply = self.send(evalsha.clone()).await?;
         if reply
             .error_text()
             .is_some_and(|e| e.starts_with("NOSCRIPT"))
@@ -118,13 +109,8 @@ impl Backend for FakeBackend {
             // The server forgot its scripts (a restart or failover): load and try again. NOSCRIPT
             // means the script did not run, so the retry is safe.
             tracing::debug!(script = call.script.name, "NOSCRIPT: loading the script");
-            let load = vec![
-                Bytes::from_static(b"SCRIPT"),
-                Bytes::from_static(b"LOAD"),
-                Bytes::from_static(call.script.body.as_bytes()),
-            ];
-            to_result(self.send(load).await?)?;
-            return to_result(self.send(evalsha_argv(call)).await?);
+            to_result(self.send(call.script.load_argv()).await?)?;
+            return to_result(self.send(evalsha).await?);
         }
         to_result(reply)
     }

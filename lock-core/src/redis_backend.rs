@@ -118,19 +118,17 @@ where
     }
 }
 
-async fn evalsha<C: ConnectionLike + Clone>(
-    conn: &C,
-    call: &ScriptCall,
-) -> Result<Value, RedisError> {
-    let mut cmd = redis::cmd("EVALSHA");
-    cmd.arg(call.script.sha()).arg(call.keys.len());
-    for k in &call.keys {
-        cmd.arg(&k[..]);
-    }
-    for a in &call.args {
+/// `argv` as a `redis` crate command, byte for byte (`argv[0]` is the command's name).
+pub fn cmd_of(argv: &[Bytes]) -> redis::Cmd {
+    let mut cmd = redis::Cmd::new();
+    for a in argv {
         cmd.arg(&a[..]);
     }
-    cmd.query_async(&mut conn.clone()).await
+    cmd
+}
+
+async fn query<C: ConnectionLike + Clone>(conn: &C, argv: &[Bytes]) -> Result<Value, RedisError> {
+    cmd_of(argv).query_async(&mut conn.clone()).await
 }
 
 impl<C, S> Backend for RedisBackend<C, S>
@@ -140,15 +138,12 @@ where
 {
     async fn eval(&self, call: &ScriptCall) -> Result<Reply, BackendError> {
         self.bounded(async {
-            match evalsha(&self.conn, call).await {
+            let evalsha = call.evalsha_argv();
+            match query(&self.conn, &evalsha).await {
                 Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
                     tracing::debug!(script = call.script.name, "NOSCRIPT: loading the script");
-                    redis::cmd("SCRIPT")
-                        .arg("LOAD")
-                        .arg(call.script.body)
-                        .query_async::<Value>(&mut self.conn.clone())
-                        .await?;
-                    evalsha(&self.conn, call).await
+                    query(&self.conn, &call.script.load_argv()).await?;
+                    query(&self.conn, &evalsha).await
                 }
                 other => other,
             }
@@ -157,15 +152,10 @@ where
     }
 
     async fn command(&self, argv: &[Bytes]) -> Result<Reply, BackendError> {
-        let Some((name, args)) = argv.split_first() else {
+        if argv.is_empty() {
             return Err(BackendError::NotApplied("an empty command".into()));
-        };
-        let mut cmd = redis::cmd(&String::from_utf8_lossy(name));
-        for a in args {
-            cmd.arg(&a[..]);
         }
-        self.bounded(async { cmd.query_async(&mut self.conn.clone()).await })
-            .await
+        self.bounded(query(&self.conn, argv)).await
     }
 
     fn subscribe(&self, channel: &Bytes) -> impl Future<Output = Result<(), BackendError>> + Send {

@@ -99,6 +99,15 @@ impl Script {
             .get_or_init(|| sha1_smol::Sha1::from(self.body).digest().to_string())
     }
 
+    /// The command that puts the script in a server's cache: `SCRIPT LOAD body`.
+    pub fn load_argv(&self) -> Vec<Bytes> {
+        vec![
+            Bytes::from_static(b"SCRIPT"),
+            Bytes::from_static(b"LOAD"),
+            Bytes::from_static(self.body.as_bytes()),
+        ]
+    }
+
     /// Runs the native twin, atomically over `store`, as `EVALSHA sha numkeys keys… args…` would.
     ///
     /// A failing call comes back as [`Reply::Error`] with Redis 7.0's script suffix.
@@ -160,6 +169,18 @@ impl ScriptCall {
     /// Runs the call's native twin over `store`.
     pub fn run_native(&self, store: &mut dyn Store) -> Reply {
         self.script.run_native(store, &self.keys, &self.args)
+    }
+
+    /// The command that runs the call on a server that has the script cached:
+    /// `EVALSHA sha numkeys keys… args…`.
+    pub fn evalsha_argv(&self) -> Vec<Bytes> {
+        let mut argv = Vec::with_capacity(3 + self.keys.len() + self.args.len());
+        argv.push(Bytes::from_static(b"EVALSHA"));
+        argv.push(Bytes::from_static(self.script.sha().as_bytes()));
+        argv.push(Bytes::from(self.keys.len().to_string()));
+        argv.extend(self.keys.iter().cloned());
+        argv.extend(self.args.iter().cloned());
+        argv
     }
 }
 
