@@ -260,23 +260,14 @@ fn hstrlen_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
 /// `HSCAN key cursor [MATCH pattern] [COUNT count]`: fields and values (see
 /// [`scan_collection`](super::keys::scan_collection)).
 fn hscan_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    if let Err(e) = super::keys::parse_cursor(&argv[2]) {
-        return e;
-    }
-    match read(cx, &argv[1]) {
-        Err(e) => e,
-        Ok(None) => super::keys::empty_scan(),
-        Ok(Some(h)) => {
-            let items = h
-                .iter()
-                .map(|(f, v)| {
-                    (
-                        f.clone(),
-                        vec![Frame::Bulk(f.clone()), Frame::Bulk(v.clone())],
-                    )
-                })
-                .collect();
-            super::keys::scan_collection(&argv[3..], items)
-        }
-    }
+    super::keys::scan_collection(cx, argv, read, |h| {
+        h.iter()
+            .map(|(f, v)| {
+                (
+                    f.clone(),
+                    vec![Frame::Bulk(f.clone()), Frame::Bulk(v.clone())],
+                )
+            })
+            .collect()
+    })
 }

@@ -337,13 +337,34 @@ pub(crate) fn parse_cursor(arg: &[u8]) -> Result<u64, Frame> {
     parsed.ok_or(Frame::error("ERR invalid cursor"))
 }
 
-/// `HSCAN`/`SSCAN`/`ZSCAN` over one collection, after its key was found and type-checked: parses
-/// `[MATCH pattern] [COUNT count]` and replies every element whose name matches, with cursor 0.
-/// Redis does exactly that for a small (listpack or intset) collection; for a big one it would
-/// page, which SCAN's contract allows either way (see the README, "Where the fake differs from Redis"). `items` pairs each
-/// element's name (what MATCH sees) with the frames it replies.
-pub(crate) fn scan_collection(options: &[Bytes], items: Vec<(Bytes, Vec<Frame>)>) -> Frame {
-    let scan = match Scan::parse_options(0, options, false) {
+/// `HSCAN`/`SSCAN`/`ZSCAN key cursor [MATCH pattern] [COUNT count]` over the collection `read`
+/// finds at the key (WRONGTYPE for another type): every element whose name matches, with cursor
+/// 0. Redis does exactly that for a small (listpack or intset) collection; for a big one it would
+/// page, which SCAN's contract allows either way (see the README, "Where the fake differs from
+/// Redis"). As in Redis, the cursor is checked first and a missing key replies an empty scan
+/// before the options are. `items` pairs each element's name (what MATCH sees) with the frames it
+/// replies.
+pub(crate) fn scan_collection<V: ?Sized>(
+    cx: &mut Cx<'_>,
+    argv: &[Bytes],
+    read: for<'a, 'b> fn(&'a mut Cx<'b>, &[u8]) -> Result<Option<&'a V>, Frame>,
+    items: impl FnOnce(&V) -> Vec<(Bytes, Vec<Frame>)>,
+) -> Frame {
+    if let Err(e) = parse_cursor(&argv[2]) {
+        return e;
+    }
+    let last_page = |found| {
+        Frame::Array(vec![
+            Frame::Bulk(Bytes::from_static(b"0")),
+            Frame::Array(found),
+        ])
+    };
+    let items = match read(cx, &argv[1]) {
+        Err(e) => return e,
+        Ok(None) => return last_page(Vec::new()),
+        Ok(Some(value)) => items(value),
+    };
+    let scan = match Scan::parse_options(0, &argv[3..], false) {
         Ok(scan) => scan,
         Err(e) => return e,
     };
@@ -352,18 +373,7 @@ pub(crate) fn scan_collection(options: &[Bytes], items: Vec<(Bytes, Vec<Frame>)>
         .filter(|(name, _)| scan.pattern.as_ref().is_none_or(|p| glob_match(p, name)))
         .flat_map(|(_, frames)| frames)
         .collect();
-    Frame::Array(vec![
-        Frame::Bulk(Bytes::from_static(b"0")),
-        Frame::Array(found),
-    ])
-}
-
-/// The reply of a collection scan over a missing key.
-pub(crate) fn empty_scan() -> Frame {
-    Frame::Array(vec![
-        Frame::Bulk(Bytes::from_static(b"0")),
-        Frame::Array(Vec::new()),
-    ])
+    last_page(found)
 }
 
 fn scan_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {

@@ -351,18 +351,9 @@ fn smove_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
 /// `SSCAN key cursor [MATCH pattern] [COUNT count]` (see
 /// [`scan_collection`](super::keys::scan_collection)).
 fn sscan_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    if let Err(e) = super::keys::parse_cursor(&argv[2]) {
-        return e;
-    }
-    match read(cx, &argv[1]) {
-        Err(e) => e,
-        Ok(None) => super::keys::empty_scan(),
-        Ok(Some(set)) => {
-            let items = set
-                .iter()
-                .map(|m| (m.clone(), vec![Frame::Bulk(m.clone())]))
-                .collect();
-            super::keys::scan_collection(&argv[3..], items)
-        }
-    }
+    super::keys::scan_collection(cx, argv, read, |set| {
+        set.iter()
+            .map(|m| (m.clone(), vec![Frame::Bulk(m.clone())]))
+            .collect()
+    })
 }

@@ -743,22 +743,13 @@ fn zpop_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
 /// `ZSCAN key cursor [MATCH pattern] [COUNT count]`: members and scores (see
 /// [`scan_collection`](super::keys::scan_collection)).
 fn zscan_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    if let Err(e) = super::keys::parse_cursor(&argv[2]) {
-        return e;
-    }
-    match read(cx, &argv[1]) {
-        Err(e) => e,
-        Ok(None) => super::keys::empty_scan(),
-        Ok(Some(z)) => {
-            let items = z
-                .iter()
-                .map(|(s, m)| {
-                    // Bulk strings even in RESP3: Redis's scan reply formats the score as text.
-                    let score = Frame::Bulk(Bytes::from(crate::frame::format_double(s)));
-                    (m.clone(), vec![Frame::Bulk(m.clone()), score])
-                })
-                .collect();
-            super::keys::scan_collection(&argv[3..], items)
-        }
-    }
+    super::keys::scan_collection(cx, argv, read, |z| {
+        z.iter()
+            .map(|(s, m)| {
+                // Bulk strings even in RESP3: Redis's scan reply formats the score as text.
+                let score = Frame::Bulk(Bytes::from(crate::frame::format_double(s)));
+                (m.clone(), vec![Frame::Bulk(m.clone()), score])
+            })
+            .collect()
+    })
 }
