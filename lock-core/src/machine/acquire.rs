@@ -11,7 +11,7 @@
 //! keeps resolving it under the same request id, and releases the grant if there was one; its
 //! grant is never counted, so the watchdog never renews it (Redisson #2714, #4368, #7272).
 
-use super::attempts::Attempts;
+use super::attempts::{Attempts, RetryWindow};
 use super::hold::Hold;
 use super::release::ReleaseOp;
 use super::timers::{TimerKey, TimerKind};
@@ -170,7 +170,7 @@ impl LockMachine {
         result: Result<Reply, BackendError>,
     ) {
         let now = self.now;
-        let config = self.config.clone();
+        let window = RetryWindow::of(&self.config);
         let Some(a) = self.acquire_op(op) else {
             return;
         };
@@ -181,7 +181,7 @@ impl LockMachine {
             Err(error) => {
                 match a
                     .attempts
-                    .on_failure(sent, error, now, &config, name, "acquire")
+                    .on_failure(sent, error, now, window, name, "acquire")
                 {
                     Ok(at) => {
                         let timer = self.timers.arm(at, TimerKind::Op(op));

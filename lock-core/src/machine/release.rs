@@ -9,7 +9,7 @@
 //!
 //! The same operation, with no caller, undoes the grant of a cancelled acquire.
 
-use super::attempts::Attempts;
+use super::attempts::{Attempts, RetryWindow};
 use super::timers::TimerKind;
 use super::{
     Call, CallPurpose, Done, HoldId, HoldKey, LockError, LockEvent, LockMachine, OpId, OpKind,
@@ -148,7 +148,7 @@ impl LockMachine {
         result: Result<Reply, BackendError>,
     ) {
         let now = self.now;
-        let config = self.config.clone();
+        let window = RetryWindow::of(&self.config);
         let Some(r) = self.release_op(op) else {
             return;
         };
@@ -159,7 +159,7 @@ impl LockMachine {
             Err(error) => {
                 match r
                     .attempts
-                    .on_failure(sent, error, now, &config, name, "unlock")
+                    .on_failure(sent, error, now, window, name, "unlock")
                 {
                     Ok(at) => {
                         let timer = self.timers.arm(at, TimerKind::Op(op));
