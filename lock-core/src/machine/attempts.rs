@@ -9,7 +9,6 @@
 //! caller is told "unknown". A fresh id is never used to repeat an acquire: a second `HINCRBY`
 //! would count one hold twice (the reason Redisson sends lock scripts with no retry since 3.37.0).
 
-use super::timers::TimerKey;
 use super::{CallId, LockError};
 use crate::backend::BackendError;
 use crate::config::LockConfig;
@@ -28,7 +27,6 @@ pub(crate) struct Attempts {
     pub window_start: Option<MonoTime>,
     /// Whether an attempt of the current streak had an unknown outcome.
     pub window_unknown: bool,
-    pub retry_timer: Option<TimerKey>,
 }
 
 /// The settings the retry rule reads, copied out of the config (both are plain durations), so
@@ -56,7 +54,6 @@ impl Attempts {
             first_unknown: None,
             window_start: None,
             window_unknown: false,
-            retry_timer: None,
         }
     }
 
