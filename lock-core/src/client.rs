@@ -179,9 +179,7 @@ impl LockClient {
 
     /// Takes the lock for a new owner, waiting as long as it takes; the watchdog keeps it.
     pub async fn lock(&self, name: &str) -> Result<LockGuard, LockError> {
-        self.acquire_guard(name, None, None, Wait::Forever, false)
-            .await
-            .and_then(expect_guard)
+        self.lock_as(name, None, None, false).await
     }
 
     /// Takes the lock for a new owner with a fixed lease (no watchdog: it expires after `lease`).
@@ -190,10 +188,8 @@ impl LockClient {
         name: &str,
         lease: Duration,
     ) -> Result<LockGuard, LockError> {
-        let lease = lease_of(lease)?;
-        self.acquire_guard(name, None, Some(lease), Wait::Forever, false)
+        self.lock_as(name, None, Some(lease_of(lease)?), false)
             .await
-            .and_then(expect_guard)
     }
 
     /// Tries to take the lock for a new owner within `wait`; `Ok(None)` when it stayed held.
@@ -204,23 +200,12 @@ impl LockClient {
         wait: Duration,
         lease: Option<Duration>,
     ) -> Result<Option<LockGuard>, LockError> {
-        let lease = lease.map(lease_of).transpose()?;
-        self.acquire_guard(
-            name,
-            None,
-            lease,
-            Wait::Budget(Millis::from_duration(wait)),
-            false,
-        )
-        .await
+        self.try_lock_as(name, None, wait, lease, false).await
     }
 
     /// As [`lock`](Self::lock), also drawing a fencing token (returned, and on the guard).
     pub async fn lock_fenced(&self, name: &str) -> Result<(LockGuard, u64), LockError> {
-        self.acquire_guard(name, None, None, Wait::Forever, true)
-            .await
-            .and_then(expect_guard)
-            .map(with_token)
+        self.lock_as(name, None, None, true).await.map(with_token)
     }
 
     /// As [`try_lock`](Self::try_lock), also drawing a fencing token.
@@ -230,15 +215,8 @@ impl LockClient {
         wait: Duration,
         lease: Option<Duration>,
     ) -> Result<Option<(LockGuard, u64)>, LockError> {
-        let lease = lease.map(lease_of).transpose()?;
         Ok(self
-            .acquire_guard(
-                name,
-                None,
-                lease,
-                Wait::Budget(Millis::from_duration(wait)),
-                true,
-            )
+            .try_lock_as(name, None, wait, lease, true)
             .await?
             .map(with_token))
     }
@@ -293,6 +271,39 @@ impl LockClient {
             Done::RemainingLease(r) => Ok(r),
             other => Err(unexpected(other)),
         }
+    }
+
+    /// Takes or re-enters the lock as `owner` (`None`: a new owner), waiting as long as it takes.
+    async fn lock_as(
+        &self,
+        name: &str,
+        owner: Option<OwnerId>,
+        lease: Option<Lease>,
+        fenced: bool,
+    ) -> Result<LockGuard, LockError> {
+        self.acquire_guard(name, owner, lease, Wait::Forever, fenced)
+            .await
+            .and_then(expect_guard)
+    }
+
+    /// Tries to take or re-enter the lock as `owner` (`None`: a new owner) within `wait`.
+    async fn try_lock_as(
+        &self,
+        name: &str,
+        owner: Option<OwnerId>,
+        wait: Duration,
+        lease: Option<Duration>,
+        fenced: bool,
+    ) -> Result<Option<LockGuard>, LockError> {
+        let lease = lease.map(lease_of).transpose()?;
+        self.acquire_guard(
+            name,
+            owner,
+            lease,
+            Wait::Budget(Millis::from_duration(wait)),
+            fenced,
+        )
+        .await
     }
 
     async fn acquire_guard(
@@ -412,10 +423,7 @@ impl LockOwner {
 
     /// Takes or re-enters the lock with the watchdog.
     pub async fn lock(&self, name: &str) -> Result<LockGuard, LockError> {
-        self.client
-            .acquire_guard(name, Some(self.id), None, Wait::Forever, false)
-            .await
-            .and_then(expect_guard)
+        self.client.lock_as(name, Some(self.id), None, false).await
     }
 
     /// Takes or re-enters the lock with a fixed lease. Re-entering a fixed-lease hold sets the
@@ -425,11 +433,9 @@ impl LockOwner {
         name: &str,
         lease: Duration,
     ) -> Result<LockGuard, LockError> {
-        let lease = lease_of(lease)?;
         self.client
-            .acquire_guard(name, Some(self.id), Some(lease), Wait::Forever, false)
+            .lock_as(name, Some(self.id), Some(lease_of(lease)?), false)
             .await
-            .and_then(expect_guard)
     }
 
     /// Tries to take or re-enter the lock within `wait`.
@@ -439,24 +445,16 @@ impl LockOwner {
         wait: Duration,
         lease: Option<Duration>,
     ) -> Result<Option<LockGuard>, LockError> {
-        let lease = lease.map(lease_of).transpose()?;
         self.client
-            .acquire_guard(
-                name,
-                Some(self.id),
-                lease,
-                Wait::Budget(Millis::from_duration(wait)),
-                false,
-            )
+            .try_lock_as(name, Some(self.id), wait, lease, false)
             .await
     }
 
     /// Takes or re-enters the lock with the watchdog, drawing a fencing token.
     pub async fn lock_fenced(&self, name: &str) -> Result<(LockGuard, u64), LockError> {
         self.client
-            .acquire_guard(name, Some(self.id), None, Wait::Forever, true)
+            .lock_as(name, Some(self.id), None, true)
             .await
-            .and_then(expect_guard)
             .map(with_token)
     }
 

@@ -7,7 +7,7 @@ use lock_core::machine::{
     SeededIds, Wait,
 };
 use lock_core::{Lease, LockConfig, LockError, Millis, MonoTime, UnlockOutcome};
-use machine_rig::{Fate, Rig, t};
+use machine_rig::{Fate, Rig, Sent, t};
 
 fn config() -> LockConfig {
     LockConfig::default()
@@ -27,6 +27,39 @@ fn release(
             owner: a.owner,
         },
     )
+}
+
+/// A reentry of "orders" by `owner`, waiting as long as it takes; `lease: None` for the watchdog.
+fn reenter(owner: lock_core::OwnerId, lease: Option<u64>) -> Request {
+    Request::Acquire(AcquireRequest {
+        name: "orders".into(),
+        owner: Some(owner),
+        lease: lease.map(|ms| Lease::from_millis(ms).unwrap()),
+        wait: Wait::Forever,
+        fenced: false,
+    })
+}
+
+/// A fate that loses the reply of the first `script` call and answers every other call.
+fn drop_first_reply_of(script: &'static str) -> Box<dyn FnMut(&Sent) -> Fate> {
+    let mut first = true;
+    Box::new(move |s| {
+        if s.script() == script && first {
+            first = false;
+            Fate::DropReply
+        } else {
+            Fate::Reply
+        }
+    })
+}
+
+/// When `client` sent its acquire attempts.
+fn acquire_times(rig: &Rig, client: usize) -> Vec<MonoTime> {
+    rig.calls_named("acquire")
+        .iter()
+        .filter(|s| s.client == client)
+        .map(|s| s.at)
+        .collect()
 }
 
 #[test]
@@ -73,16 +106,7 @@ fn reentry_with_another_lease_mode_is_refused() {
     let mut rig = Rig::new(config());
     let op = rig.lock(0, "orders");
     let a = rig.acquired(0, op);
-    let again = rig.request(
-        0,
-        Request::Acquire(AcquireRequest {
-            name: "orders".into(),
-            owner: Some(a.owner),
-            lease: Some(Lease::from_millis(5000).unwrap()),
-            wait: Wait::Forever,
-            fenced: false,
-        }),
-    );
+    let again = rig.request(0, reenter(a.owner, Some(5000)));
     let err = rig.result(0, again).unwrap().clone().unwrap_err();
     assert!(
         matches!(
@@ -110,16 +134,7 @@ fn reentry_with_a_shorter_lease_lowers_valid_until_at_once_and_to_the_new_ttl() 
     assert_eq!(a.valid_until, t(20_000 - 202));
     rig.advance_to(t(1000));
     rig.fate = Box::new(|_| Fate::Hold);
-    let again = rig.request(
-        0,
-        Request::Acquire(AcquireRequest {
-            name: "orders".into(),
-            owner: Some(a.owner),
-            lease: Some(Lease::from_millis(5000).unwrap()),
-            wait: Wait::Forever,
-            fenced: false,
-        }),
-    );
+    let again = rig.request(0, reenter(a.owner, Some(5000)));
     // While the reentry's outcome is unknown, valid_until is already lowered.
     let lowered = rig.machine(0).hold("orders", a.owner).unwrap().valid_until;
     assert_eq!(lowered, t(1000 + 5000 - 52));
@@ -136,15 +151,7 @@ fn reentry_with_a_shorter_lease_lowers_valid_until_at_once_and_to_the_new_ttl() 
 #[test]
 fn a_lost_acquire_reply_is_retried_with_the_same_request_id_and_counts_once() {
     let mut rig = Rig::new(config());
-    let mut first = true;
-    rig.fate = Box::new(move |s| {
-        if s.script() == "acquire" && first {
-            first = false;
-            Fate::DropReply
-        } else {
-            Fate::Reply
-        }
-    });
+    rig.fate = drop_first_reply_of("acquire");
     let op = rig.lock(0, "orders");
     // The rig reports the loss at once; the retry goes out a tenth of a response timeout later.
     rig.advance(300);
@@ -292,15 +299,7 @@ fn a_lost_unlock_reply_is_replayed_by_the_latch() {
     let mut rig = Rig::new(config());
     let op = rig.lock(0, "orders");
     let a = rig.acquired(0, op);
-    let mut first = true;
-    rig.fate = Box::new(move |s| {
-        if s.script() == "release" && first {
-            first = false;
-            Fate::DropReply
-        } else {
-            Fate::Reply
-        }
-    });
+    rig.fate = drop_first_reply_of("release");
     let un = release(&mut rig, 0, &a, "orders");
     rig.advance(300);
     assert_eq!(
@@ -356,12 +355,7 @@ fn waiting_subscribes_then_retries_then_sleeps_the_holders_ttl() {
     rig.acquired(0, holder);
     let c1 = rig.add_client(config());
     let waiter = rig.lock(c1, "orders");
-    let attempts: Vec<_> = rig
-        .calls_named("acquire")
-        .iter()
-        .filter(|s| s.client == c1)
-        .map(|s| s.at)
-        .collect();
+    let attempts = acquire_times(&rig, c1);
     assert_eq!(attempts, vec![t(0), t(0)], "try, subscribe, try again");
     assert_eq!(rig.clients[c1].subscribe_log.len(), 1);
     // The holder's key lives through 5000; PTTL 0 there makes the waiter wait 1 ms, not spin.
@@ -370,12 +364,7 @@ fn waiting_subscribes_then_retries_then_sleeps_the_holders_ttl() {
     rig.advance_to(t(5001));
     assert_eq!(rig.finished_at(c1, waiter), Some(t(5001)));
     rig.acquired(c1, waiter);
-    let attempts: Vec<_> = rig
-        .calls_named("acquire")
-        .iter()
-        .filter(|s| s.client == c1)
-        .map(|s| s.at)
-        .collect();
+    let attempts = acquire_times(&rig, c1);
     assert_eq!(attempts, vec![t(0), t(0), t(5000), t(5001)]);
     assert!(matches!(
         rig.clients[c1].subscribe_log.last(),
@@ -448,12 +437,7 @@ fn a_holder_without_ttl_is_polled_every_wait_round_cap() {
     let c1 = rig.add_client(config());
     let waiter = rig.lock(c1, "orders");
     rig.advance_to(t(10_000));
-    let times: Vec<_> = rig
-        .calls_named("acquire")
-        .iter()
-        .filter(|s| s.client == c1)
-        .map(|s| s.at)
-        .collect();
+    let times = acquire_times(&rig, c1);
     assert_eq!(times, vec![t(0), t(0), t(10_000)]);
     let _ = (a, waiter);
 }
@@ -558,16 +542,7 @@ fn reentry_three_times_and_two_unlocks_keep_count_one_and_a_full_lease() {
     let op = rig.lock(0, "orders");
     let a = rig.acquired(0, op);
     for _ in 0..2 {
-        let again = rig.request(
-            0,
-            Request::Acquire(AcquireRequest {
-                name: "orders".into(),
-                owner: Some(a.owner),
-                lease: None,
-                wait: Wait::Forever,
-                fenced: false,
-            }),
-        );
+        let again = rig.request(0, reenter(a.owner, None));
         rig.acquired(0, again);
     }
     rig.advance_to(t(5000));
@@ -587,15 +562,7 @@ fn reentry_three_times_and_two_unlocks_keep_count_one_and_a_full_lease() {
 #[test]
 fn fenced_acquires_return_rising_tokens_and_a_replay_gets_the_same_token() {
     let mut rig = Rig::new(config());
-    let mut first = true;
-    rig.fate = Box::new(move |s| {
-        if s.script() == "acquire_fenced" && first {
-            first = false;
-            Fate::DropReply
-        } else {
-            Fate::Reply
-        }
-    });
+    rig.fate = drop_first_reply_of("acquire_fenced");
     let fenced = |owner| {
         Request::Acquire(AcquireRequest {
             name: "orders".into(),

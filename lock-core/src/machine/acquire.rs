@@ -11,10 +11,9 @@
 //! keeps resolving it under the same request id, and releases the grant if there was one; its
 //! grant is never counted, so the watchdog never renews it (Redisson #2714, #4368, #7272).
 
-use super::attempts::Attempts;
+use super::attempts::{Attempts, RetryWindow};
 use super::hold::Hold;
 use super::release::ReleaseOp;
-use super::timers::{TimerKey, TimerKind};
 use super::{
     AcquireRequest, Acquired, Call, CallPurpose, Done, HoldKey, HoldMode, LockError, LockEvent,
     LockMachine, OpId, OpKind, Wait,
@@ -40,7 +39,6 @@ pub(crate) struct AcquireOp {
     pub stage: Stage,
     /// The unlock channel, once this acquire waits on it.
     pub waiting_on: Option<Bytes>,
-    pub timer: Option<TimerKey>,
     /// A restored subscription asked every waiter to retry while this one was mid-attempt.
     pub wake_pending: bool,
     /// The current attempt was started by an unlock message (passed on if this one goes away).
@@ -116,7 +114,6 @@ impl LockMachine {
             attempts: Attempts::new(request),
             stage: Stage::Calling,
             waiting_on: None,
-            timer: None,
             wake_pending: false,
             woken_by_message: false,
             abandoned: false,
@@ -150,8 +147,7 @@ impl LockMachine {
             acquire::call(&a.keys, &request, lease, &a.owner, latch_ttl)
         };
         let key = a.key.clone();
-        let timer = a.timer.take();
-        self.timers.cancel(timer);
+        self.cancel_op_timer(op);
         let id = self.send_call(Call::Script(script), CallPurpose::Attempt { op, sent: now });
         if let Some(a) = self.acquire_op(op) {
             a.attempts.in_flight = Some(id);
@@ -170,7 +166,7 @@ impl LockMachine {
         result: Result<Reply, BackendError>,
     ) {
         let now = self.now;
-        let config = self.config.clone();
+        let window = RetryWindow::of(&self.config);
         let Some(a) = self.acquire_op(op) else {
             return;
         };
@@ -181,14 +177,11 @@ impl LockMachine {
             Err(error) => {
                 match a
                     .attempts
-                    .on_failure(sent, error, now, &config, name, "acquire")
+                    .on_failure(sent, error, now, window, name, "acquire")
                 {
                     Ok(at) => {
-                        let timer = self.timers.arm(at, TimerKind::Op(op));
-                        if let Some(a) = self.acquire_op(op) {
-                            a.stage = Stage::RetryWait;
-                            a.timer = Some(timer);
-                        }
+                        a.stage = Stage::RetryWait;
+                        self.arm_op_timer(op, at);
                     }
                     Err(err) => self.end_acquire(op, Err(err)),
                 }
@@ -314,10 +307,11 @@ impl LockMachine {
                 // Subscribed already: the retry that closes the missed-wakeup window.
                 self.send_acquire_attempt(op);
             } else {
-                let timer = deadline.map(|d| self.timers.arm(d, TimerKind::Op(op)));
                 if let Some(a) = self.acquire_op(op) {
                     a.stage = Stage::AwaitSubscription;
-                    a.timer = timer;
+                }
+                if let Some(deadline) = deadline {
+                    self.arm_op_timer(op, deadline);
                 }
             }
         } else {
@@ -348,10 +342,7 @@ impl LockMachine {
             wait = wait.min(deadline.since(now));
         }
         a.stage = Stage::Sleeping;
-        let timer = self.timers.arm(now + wait, TimerKind::Op(op));
-        if let Some(a) = self.acquire_op(op) {
-            a.timer = Some(timer);
-        }
+        self.arm_op_timer(op, now + wait);
     }
 
     pub(crate) fn on_acquire_timer(&mut self, op: u64) {
@@ -440,7 +431,7 @@ impl LockMachine {
         if let Some(reply_to) = entry.reply_to {
             self.op_index.remove(&reply_to);
         }
-        self.timers.cancel(a.timer.take());
+        self.timers.cancel(entry.timer);
         if let Some(channel) = a.waiting_on.take() {
             let pass_wake = a.woken_by_message && !granted;
             self.leave_waiters(op, &channel, pass_wake);

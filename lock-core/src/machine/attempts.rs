@@ -9,7 +9,6 @@
 //! caller is told "unknown". A fresh id is never used to repeat an acquire: a second `HINCRBY`
 //! would count one hold twice (the reason Redisson sends lock scripts with no retry since 3.37.0).
 
-use super::timers::TimerKey;
 use super::{CallId, LockError};
 use crate::backend::BackendError;
 use crate::config::LockConfig;
@@ -28,17 +27,23 @@ pub(crate) struct Attempts {
     pub window_start: Option<MonoTime>,
     /// Whether an attempt of the current streak had an unknown outcome.
     pub window_unknown: bool,
-    pub last_error: Option<BackendError>,
-    pub retry_timer: Option<TimerKey>,
 }
 
-/// What to do after a failed attempt.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Retry {
-    /// Send the next attempt at this time.
-    At(MonoTime),
-    /// The window closed: give up, the outcome being unknown (`true`) or a plain error.
-    GiveUp { unknown: bool },
+/// The settings the retry rule reads, copied out of the config (both are plain durations), so
+/// that a caller can hand them over while it holds an operation borrowed from the machine.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RetryWindow {
+    pub response_timeout: Millis,
+    pub latch_ttl: Millis,
+}
+
+impl RetryWindow {
+    pub(crate) fn of(config: &LockConfig) -> RetryWindow {
+        RetryWindow {
+            response_timeout: config.response_timeout(),
+            latch_ttl: config.latch_ttl(),
+        }
+    }
 }
 
 impl Attempts {
@@ -49,49 +54,18 @@ impl Attempts {
             first_unknown: None,
             window_start: None,
             window_unknown: false,
-            last_error: None,
-            retry_timer: None,
         }
     }
 
-    /// The server gave a definitive answer to the attempt sent at `sent`.
+    /// The server gave a definitive answer to the last attempt.
     pub(crate) fn on_answer(&mut self) {
         self.window_start = None;
         self.window_unknown = false;
-        self.last_error = None;
     }
 
     /// The send time a confirmation of the attempt sent at `sent` is anchored at.
     pub(crate) fn anchor(&self, sent: MonoTime) -> MonoTime {
         self.first_unknown.map_or(sent, |first| first.min(sent))
-    }
-
-    /// The attempt sent at `sent` failed with `error` (not a server error reply) at `now`.
-    pub(crate) fn on_error(
-        &mut self,
-        sent: MonoTime,
-        error: BackendError,
-        now: MonoTime,
-        config: &LockConfig,
-    ) -> Retry {
-        if error.is_unknown() {
-            self.first_unknown = Some(self.first_unknown.map_or(sent, |f| f.min(sent)));
-            self.window_unknown = true;
-        }
-        let start = *self.window_start.get_or_insert(sent);
-        self.last_error = Some(error);
-        let response_timeout = config.response_timeout();
-        // Space attempts a little, so a backend that fails at once (connection refused) is not
-        // hammered; a timed-out attempt already waited a full response timeout.
-        let delay = Millis((response_timeout.as_u64() / 10).max(1));
-        let at = now.max(sent + delay);
-        if at + response_timeout <= start + config.latch_ttl() {
-            Retry::At(at)
-        } else {
-            Retry::GiveUp {
-                unknown: self.window_unknown,
-            }
-        }
     }
 
     /// The attempt sent at `sent` of an `operation` on lock `name` failed with `error` at `now`:
@@ -102,7 +76,7 @@ impl Attempts {
         sent: MonoTime,
         error: BackendError,
         now: MonoTime,
-        config: &LockConfig,
+        window: RetryWindow,
         name: String,
         operation: &'static str,
     ) -> Result<MonoTime, LockError> {
@@ -113,31 +87,34 @@ impl Attempts {
                 error,
             });
         }
-        match self.on_error(sent, error, now, config) {
-            Retry::At(at) => Ok(at),
-            Retry::GiveUp { unknown } => Err(match (unknown, self.last_error.clone()) {
-                (false, Some(error)) => LockError::Backend {
-                    name,
-                    operation,
-                    error,
-                },
-                _ => LockError::OutcomeUnknown {
-                    name,
-                    operation,
-                    detail: self.last_error_text(),
-                },
-            }),
+        if error.is_unknown() {
+            self.first_unknown = Some(self.anchor(sent));
+            self.window_unknown = true;
+        }
+        let start = *self.window_start.get_or_insert(sent);
+        // Space attempts a little, so a backend that fails at once (connection refused) is not
+        // hammered; a timed-out attempt already waited a full response timeout.
+        let delay = Millis((window.response_timeout.as_u64() / 10).max(1));
+        let at = now.max(sent + delay);
+        if at + window.response_timeout <= start + window.latch_ttl {
+            Ok(at)
+        } else if self.window_unknown {
+            Err(LockError::OutcomeUnknown {
+                name,
+                operation,
+                detail: error.to_string(),
+            })
+        } else {
+            Err(LockError::Backend {
+                name,
+                operation,
+                error,
+            })
         }
     }
 
     /// Whether an attempt may have been applied and has not been resolved since.
     pub(crate) fn unresolved(&self) -> bool {
         self.in_flight.is_some() || self.window_unknown
-    }
-
-    pub(crate) fn last_error_text(&self) -> String {
-        self.last_error
-            .as_ref()
-            .map_or_else(|| "none".to_owned(), ToString::to_string)
     }
 }

@@ -429,6 +429,9 @@ struct Op {
     /// Who gets the result; `None` once cancelled, or for an operation the machine started itself.
     reply_to: Option<OpId>,
     kind: OpKind,
+    /// The operation's one pending wake-up (a retry, the end of a wait round, the end of its
+    /// wait budget), cancelled when it ends.
+    timer: Option<timers::TimerKey>,
 }
 
 #[derive(Debug)]
@@ -653,16 +656,14 @@ impl LockMachine {
         let Some(entry) = self.ops.get_mut(&op) else {
             return;
         };
-        match &mut entry.kind {
-            OpKind::Acquire(a) if a.timer == Some(key) => {
-                a.timer = None;
-                self.on_acquire_timer(op);
-            }
-            OpKind::Release(r) if r.attempts.retry_timer == Some(key) => {
-                r.attempts.retry_timer = None;
-                self.send_release_attempt(op);
-            }
-            _ => {}
+        if entry.timer != Some(key) {
+            return;
+        }
+        entry.timer = None;
+        match entry.kind {
+            OpKind::Acquire(_) => self.on_acquire_timer(op),
+            OpKind::Release(_) => self.send_release_attempt(op),
+            OpKind::Single(_) => {}
         }
     }
 
@@ -692,15 +693,39 @@ impl LockMachine {
         if let Some(op) = reply_to {
             self.op_index.insert(op, key);
         }
-        self.ops.insert(key, Op { reply_to, kind });
+        self.ops.insert(
+            key,
+            Op {
+                reply_to,
+                kind,
+                timer: None,
+            },
+        );
         key
     }
 
-    /// Removes an operation and answers whoever waits for it.
+    /// Arms `op`'s wake-up for `at`.
+    fn arm_op_timer(&mut self, op: u64, at: MonoTime) {
+        let timer = self.timers.arm(at, TimerKind::Op(op));
+        if let Some(entry) = self.ops.get_mut(&op) {
+            entry.timer = Some(timer);
+        }
+    }
+
+    /// Cancels `op`'s wake-up, if it has one.
+    fn cancel_op_timer(&mut self, op: u64) {
+        if let Some(entry) = self.ops.get_mut(&op) {
+            self.timers.cancel(entry.timer.take());
+        }
+    }
+
+    /// Removes an operation, with its wake-up, and answers whoever waits for it.
     fn finish_op(&mut self, key: u64, result: Result<Done, LockError>) {
-        if let Some(op) = self.ops.remove(&key)
-            && let Some(reply_to) = op.reply_to
-        {
+        let Some(op) = self.ops.remove(&key) else {
+            return;
+        };
+        self.timers.cancel(op.timer);
+        if let Some(reply_to) = op.reply_to {
             self.op_index.remove(&reply_to);
             self.done(Some(reply_to), result);
         }

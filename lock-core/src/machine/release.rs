@@ -9,8 +9,7 @@
 //!
 //! The same operation, with no caller, undoes the grant of a cancelled acquire.
 
-use super::attempts::Attempts;
-use super::timers::TimerKind;
+use super::attempts::{Attempts, RetryWindow};
 use super::{
     Call, CallPurpose, Done, HoldId, HoldKey, LockError, LockEvent, LockMachine, OpId, OpKind,
     OwnerId, UnlockOutcome,
@@ -130,8 +129,7 @@ impl LockMachine {
         let call = release::call(&r.keys, &r.attempts.request, r.lease, &r.owner, latch_ttl);
         let reentrant = (!r.last).then_some(r.hold).flatten();
         let (key, lease) = (r.key.clone(), r.lease);
-        let timer = r.attempts.retry_timer.take();
-        self.timers.cancel(timer);
+        self.cancel_op_timer(op);
         let id = self.send_call(Call::Script(call), CallPurpose::Attempt { op, sent: now });
         if let Some(r) = self.release_op(op) {
             r.attempts.in_flight = Some(id);
@@ -148,7 +146,7 @@ impl LockMachine {
         result: Result<Reply, BackendError>,
     ) {
         let now = self.now;
-        let config = self.config.clone();
+        let window = RetryWindow::of(&self.config);
         let Some(r) = self.release_op(op) else {
             return;
         };
@@ -159,15 +157,10 @@ impl LockMachine {
             Err(error) => {
                 match r
                     .attempts
-                    .on_failure(sent, error, now, &config, name, "unlock")
+                    .on_failure(sent, error, now, window, name, "unlock")
                 {
-                    Ok(at) => {
-                        let timer = self.timers.arm(at, TimerKind::Op(op));
-                        if let Some(r) = self.release_op(op) {
-                            r.attempts.retry_timer = Some(timer);
-                        }
-                    }
-                    Err(err) => self.end_release(op, Err(err)),
+                    Ok(at) => self.arm_op_timer(op, at),
+                    Err(err) => self.finish_op(op, Err(err)),
                 }
                 return;
             }
@@ -217,16 +210,6 @@ impl LockMachine {
                 error,
             }),
         };
-        self.end_release(op, result);
-    }
-
-    fn end_release(&mut self, op: u64, result: Result<Done, LockError>) {
-        if let Some(entry) = self.ops.get(&op)
-            && let OpKind::Release(r) = &entry.kind
-        {
-            let timer = r.attempts.retry_timer;
-            self.timers.cancel(timer);
-        }
         self.finish_op(op, result);
     }
 
