@@ -1100,16 +1100,22 @@ impl<S: SimServer> World<S> {
                 } else if writes == 3 {
                     self.release(client);
                 } else {
-                    self.clients[client].phase = Phase::Working { writes };
-                    let half = self.clients[client]
-                        .holding
-                        .as_ref()
-                        .map_or(0, |h| h.work / 2);
-                    self.schedule(self.now + half, Ev::Step { client });
+                    self.work_half(client, writes);
                 }
             }
             _ => {}
         }
+    }
+
+    /// Works on for half of this cycle's work time with `writes` of the three writes done, then
+    /// takes the next step.
+    fn work_half(&mut self, client: usize, writes: u8) {
+        self.clients[client].phase = Phase::Working { writes };
+        let half = self.clients[client]
+            .holding
+            .as_ref()
+            .map_or(0, |h| h.work / 2);
+        self.schedule(self.now + half, Ev::Step { client });
     }
 
     fn release_inner(&mut self, client: usize) {
@@ -1251,8 +1257,7 @@ impl<S: SimServer> World<S> {
                         },
                     );
                 } else {
-                    self.clients[client].phase = Phase::Working { writes: 1 };
-                    self.schedule(self.now + work / 2, Ev::Step { client });
+                    self.work_half(client, 1);
                 }
             }
             (Phase::Reentering(p), result) if p == op => {
@@ -1267,12 +1272,7 @@ impl<S: SimServer> World<S> {
                         h.uncertain = true;
                     }
                 }
-                self.clients[client].phase = Phase::Working { writes: 1 };
-                let half = self.clients[client]
-                    .holding
-                    .as_ref()
-                    .map_or(0, |h| h.work / 2);
-                self.schedule(self.now + half, Ev::Step { client });
+                self.work_half(client, 1);
             }
             (Phase::ReleasingInner(p), result) if p == op => {
                 let lock = lock_name(spec.lock);
@@ -1290,12 +1290,7 @@ impl<S: SimServer> World<S> {
                 {
                     h.uncertain = true;
                 }
-                self.clients[client].phase = Phase::Working { writes: 2 };
-                let half = self.clients[client]
-                    .holding
-                    .as_ref()
-                    .map_or(0, |h| h.work / 2);
-                self.schedule(self.now + half, Ev::Step { client });
+                self.work_half(client, 2);
             }
             (Phase::Acquiring(p), result) if p == op => {
                 self.mark(&name, "not-acquired", || match &result {
