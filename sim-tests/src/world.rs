@@ -981,9 +981,7 @@ impl<S: SimServer> World<S> {
                 self.mark(&name, "may-be-lost", || hold.name.clone());
                 // The lease may have run out on the server and been granted afresh (to this owner
                 // too, by a re-entry): the counts may differ from here on, so (f) stops applying.
-                if let Some(h) = self.clients[client].holding.as_mut() {
-                    h.uncertain = true;
-                }
+                self.doubt_hold(client);
             }
             LockEvent::Lost { hold } => {
                 self.mark(&name, "lost", || hold.name.clone());
@@ -998,6 +996,14 @@ impl<S: SimServer> World<S> {
                 self.close_belief(client);
                 self.close_section(client);
             }
+        }
+    }
+
+    /// Marks the current hold, if any, as one whose count the server may see differently: (f) no
+    /// longer applies to it.
+    fn doubt_hold(&mut self, client: usize) {
+        if let Some(h) = self.clients[client].holding.as_mut() {
+            h.uncertain = true;
         }
     }
 
@@ -1268,9 +1274,7 @@ impl<S: SimServer> World<S> {
                     }
                 } else {
                     self.note(&name, || format!("re-entry failed: {result:?}"));
-                    if let Some(h) = self.clients[client].holding.as_mut() {
-                        h.uncertain = true;
-                    }
+                    self.doubt_hold(client);
                 }
                 self.work_half(client, 1);
             }
@@ -1285,10 +1289,8 @@ impl<S: SimServer> World<S> {
                     Ok(other) => self.note(&name, || format!("inner release: {other:?}")),
                     Err(e) => self.mark(&name, "unlock-failed", || e.to_string()),
                 }
-                if result.is_err()
-                    && let Some(h) = self.clients[client].holding.as_mut()
-                {
-                    h.uncertain = true;
+                if result.is_err() {
+                    self.doubt_hold(client);
                 }
                 self.work_half(client, 2);
             }
