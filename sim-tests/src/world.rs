@@ -1047,10 +1047,14 @@ impl<S: SimServer> World<S> {
         }
     }
 
-    fn next_op(&mut self, client: usize) -> OpId {
+    /// Starts an operation: the client waits in `phase` for its outcome, and its machine is
+    /// handed the request.
+    fn start_op(&mut self, client: usize, phase: fn(OpId) -> Phase, request: Request) {
         let c = &mut self.clients[client];
         c.next_op += 1;
-        OpId(c.next_op)
+        let op = OpId(c.next_op);
+        c.phase = phase(op);
+        self.feed(client, Input::Request { op, request });
     }
 
     fn acquire_request(&self, client: usize, owner: Option<OwnerId>) -> AcquireRequest {
@@ -1081,18 +1085,10 @@ impl<S: SimServer> World<S> {
         let phase = self.clients[client].phase;
         match phase {
             Phase::NotStarted | Phase::Thinking => {
-                let op = self.next_op(client);
-                self.clients[client].phase = Phase::Acquiring(op);
                 let request = self.acquire_request(client, None);
                 let name = self.name(client);
                 self.mark(&name, "wait", || request.name.clone());
-                self.feed(
-                    client,
-                    Input::Request {
-                        op,
-                        request: Request::Acquire(request),
-                    },
-                );
+                self.start_op(client, Phase::Acquiring, Request::Acquire(request));
             }
             Phase::Working { writes } => {
                 self.write(client);
@@ -1129,17 +1125,13 @@ impl<S: SimServer> World<S> {
             return;
         };
         let (hold, owner) = (h.reentered.unwrap_or(h.hold), h.owner);
-        let op = self.next_op(client);
-        self.clients[client].phase = Phase::ReleasingInner(op);
         let name = lock_name(self.case.clients[client].lock);
         let who = self.name(client);
         self.mark(&who, "unlock", || format!("{name} (the inner hold)"));
-        self.feed(
+        self.start_op(
             client,
-            Input::Request {
-                op,
-                request: Request::Release { hold, name, owner },
-            },
+            Phase::ReleasingInner,
+            Request::Release { hold, name, owner },
         );
     }
 
@@ -1148,8 +1140,6 @@ impl<S: SimServer> World<S> {
             return;
         };
         let (hold, owner) = (h.hold, h.owner);
-        let op = self.next_op(client);
-        self.clients[client].phase = Phase::Releasing(op);
         let lock = self.case.clients[client].lock;
         let name = lock_name(lock);
         let keys = self.layout.lock(&name);
@@ -1161,12 +1151,10 @@ impl<S: SimServer> World<S> {
         self.close_section(client);
         let who = self.name(client);
         self.mark(&who, "unlock", || name.clone());
-        self.feed(
+        self.start_op(
             client,
-            Input::Request {
-                op,
-                request: Request::Release { hold, name, owner },
-            },
+            Phase::Releasing,
+            Request::Release { hold, name, owner },
         );
     }
 
@@ -1252,16 +1240,8 @@ impl<S: SimServer> World<S> {
                 });
                 self.write(client);
                 if spec.reentry > 0 {
-                    let op = self.next_op(client);
-                    self.clients[client].phase = Phase::Reentering(op);
                     let request = self.acquire_request(client, Some(a.owner));
-                    self.feed(
-                        client,
-                        Input::Request {
-                            op,
-                            request: Request::Acquire(request),
-                        },
-                    );
+                    self.start_op(client, Phase::Reentering, Request::Acquire(request));
                 } else {
                     self.work_half(client, 1);
                 }
