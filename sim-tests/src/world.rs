@@ -715,33 +715,31 @@ impl<S: SimServer> World<S> {
                 let at = self.sim_time(client, self.client_time(client, self.now) + timeout);
                 self.schedule(at, Ev::CallTimeout { client, id });
             }
-            Output::Subscribe { channel } => {
-                self.clients[client].channels.insert(channel.clone());
-                let (latency, _) = self.latency(client, true);
-                self.schedule(
-                    self.now + latency,
-                    Ev::SubArrive {
-                        client,
-                        channel,
-                        subscribe: true,
-                    },
-                );
-            }
-            Output::Unsubscribe { channel } => {
-                self.clients[client].channels.remove(&channel);
-                let (latency, _) = self.latency(client, true);
-                self.schedule(
-                    self.now + latency,
-                    Ev::SubArrive {
-                        client,
-                        channel,
-                        subscribe: false,
-                    },
-                );
-            }
+            Output::Subscribe { channel } => self.send_subscription(client, channel, true),
+            Output::Unsubscribe { channel } => self.send_subscription(client, channel, false),
             Output::Done { op, result } => self.done(client, op, result),
             Output::Event(event) => self.lock_event(client, event),
         }
+    }
+
+    /// Remembers which unlock channels the machine wants (for re-subscribing after the server
+    /// lost its connections) and sends the subscribe or unsubscribe; it is never lost.
+    fn send_subscription(&mut self, client: usize, channel: Bytes, subscribe: bool) {
+        let channels = &mut self.clients[client].channels;
+        if subscribe {
+            channels.insert(channel.clone());
+        } else {
+            channels.remove(&channel);
+        }
+        let (latency, _) = self.latency(client, true);
+        self.schedule(
+            self.now + latency,
+            Ev::SubArrive {
+                client,
+                channel,
+                subscribe,
+            },
+        );
     }
 
     fn check_no_renew_after_unlock(&mut self, client: usize, call: &Call) {
