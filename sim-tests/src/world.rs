@@ -429,39 +429,22 @@ impl<S: SimServer> World<S> {
         (latency, lost)
     }
 
-    fn in_window(&self, client: usize, pick: impl Fn(&Fault) -> Option<(usize, u64, u64)>) -> bool {
-        self.case
-            .faults
-            .iter()
-            .filter_map(pick)
-            .any(|(c, from, to)| c == client && (from..to).contains(&self.now))
+    /// The faults on `client`'s messages whose window is open now.
+    fn open_windows(&self, client: usize) -> impl Iterator<Item = &Fault> {
+        let now = self.now;
+        self.case.faults.iter().filter(move |f| {
+            f.window()
+                .is_some_and(|(c, window)| c == client && window.contains(&now))
+        })
     }
 
     /// The extra delay the fault windows open now give a message of `client` (`up`: a request).
     fn window_delay(&self, client: usize, up: bool) -> u64 {
-        self.case
-            .faults
-            .iter()
-            .filter_map(|f| match (f, up) {
-                (
-                    Fault::DelayRequests {
-                        client: c,
-                        from,
-                        to,
-                        by,
-                    },
-                    true,
-                )
-                | (
-                    Fault::DelayReplies {
-                        client: c,
-                        from,
-                        to,
-                        by,
-                    },
-                    false,
-                ) if *c == client && (*from..*to).contains(&self.now) => Some(*by),
-                _ => None,
+        self.open_windows(client)
+            .map(|f| match (f, up) {
+                (Fault::DelayRequests { by, .. }, true)
+                | (Fault::DelayReplies { by, .. }, false) => *by,
+                _ => 0,
             })
             .sum()
     }
@@ -696,10 +679,9 @@ impl<S: SimServer> World<S> {
                 self.clients[client].inflight.insert(id);
                 let (latency, lost) = self.latency(client, true);
                 let dropped = lost
-                    || self.in_window(client, |f| match *f {
-                        Fault::DropRequests { client, from, to } => Some((client, from, to)),
-                        _ => None,
-                    });
+                    || self
+                        .open_windows(client)
+                        .any(|f| matches!(f, Fault::DropRequests { .. }));
                 if dropped {
                     self.mark(&name, "dropped", || {
                         format!("request {} lost", short(&call))
@@ -777,10 +759,9 @@ impl<S: SimServer> World<S> {
         let name = self.name(client);
         let (latency, lost) = self.latency(client, false);
         let dropped = lost
-            || self.in_window(client, |f| match *f {
-                Fault::DropReplies { client, from, to } => Some((client, from, to)),
-                _ => None,
-            });
+            || self
+                .open_windows(client)
+                .any(|f| matches!(f, Fault::DropReplies { .. }));
         let delay = self.window_delay(client, false);
         self.note("server", || {
             format!(
@@ -813,10 +794,9 @@ impl<S: SimServer> World<S> {
             }
             let (latency, lost) = self.latency(client, false);
             let dropped = lost
-                || self.in_window(client, |f| match *f {
-                    Fault::DropPubSub { client, from, to } => Some((client, from, to)),
-                    _ => None,
-                });
+                || self
+                    .open_windows(client)
+                    .any(|f| matches!(f, Fault::DropPubSub { .. }));
             if !dropped {
                 self.schedule(
                     self.now + latency,
