@@ -593,22 +593,14 @@ impl<S: SimServer> World<S> {
             Fault::Restart { .. } => {
                 let now = self.server_now();
                 self.server.restart(now);
-                self.history.data_loss.push(self.now);
-                self.mark("server", "restart", || {
+                self.data_lost("restart", || {
                     "(no persistence: data and scripts lost)".into()
                 });
-                self.resubscribe_all();
-                self.observe_all();
             }
             Fault::Failover { lag, .. } => {
                 let now = self.server_now();
                 self.server.failover(lag as i64, now);
-                self.history.data_loss.push(self.now);
-                self.mark("server", "failover", || {
-                    format!("(replica lagging {lag} ms)")
-                });
-                self.resubscribe_all();
-                self.observe_all();
+                self.data_lost("failover", || format!("(replica lagging {lag} ms)"));
             }
             Fault::ClockJump { by, .. } => {
                 self.clock_offset += by;
@@ -622,6 +614,15 @@ impl<S: SimServer> World<S> {
             | Fault::DelayReplies { .. }
             | Fault::DropPubSub { .. } => {}
         }
+    }
+
+    /// The server has just lost its data and connections (`what`: the fault): the history
+    /// records it, clients connect again, and every lock's grants are brought up to date.
+    fn data_lost(&mut self, what: &str, detail: impl FnOnce() -> String) {
+        self.history.data_loss.push(self.now);
+        self.mark("server", what, detail);
+        self.resubscribe_all();
+        self.observe_all();
     }
 
     /// After the server lost its connections, subscribers connect again: the machine is told the
