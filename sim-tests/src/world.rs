@@ -689,8 +689,6 @@ impl<S: SimServer> World<S> {
                     });
                 } else {
                     self.note(&name, || format!("sends {}", describe(&call)));
-                }
-                if !dropped {
                     let delay = self.window_delay(client, true);
                     self.schedule(self.now + latency + delay, Ev::Arrive { client, id, call });
                 }
