@@ -14,8 +14,8 @@ use crate::rng::{Stream, draw, draw_range};
 use crate::server::{ConnId, LockState, SimServer};
 use bytes::Bytes;
 use lock_core::machine::{
-    AcquireRequest, Call, CallId, Done, HoldId, Input, LockEvent, LockMachine, OpId, Output,
-    OwnerId, Request, SeededIds, Wait,
+    AcquireRequest, Acquired, Call, CallId, Done, HoldId, Input, LockError, LockEvent, LockMachine,
+    OpId, Output, OwnerId, Request, SeededIds, UnlockOutcome, Wait,
 };
 use lock_core::script::renew_batch;
 use lock_core::{BackendError, KeyLayout, Lease, LockConfig, Millis, MonoTime, PubSubEvent, Reply};
@@ -1179,50 +1179,12 @@ impl<S: SimServer> World<S> {
         }
     }
 
-    fn done(
-        &mut self,
-        client: usize,
-        op: OpId,
-        result: Result<Done, lock_core::machine::LockError>,
-    ) {
+    fn done(&mut self, client: usize, op: OpId, result: Result<Done, LockError>) {
         let name = self.name(client);
-        let spec = self.case.clients[client].clone();
+        let lock = lock_name(self.case.clients[client].lock);
         let phase = self.clients[client].phase;
         match (phase, result) {
-            (Phase::Acquiring(p), Ok(Done::Acquired(a))) if p == op => {
-                self.clients[client].work_seq += 1;
-                let work = draw_range(
-                    self.case.seed,
-                    Stream::Work,
-                    client as u64,
-                    self.clients[client].work_seq,
-                    spec.work.0,
-                    spec.work.1,
-                );
-                let until = self.sim_time(client, a.valid_until);
-                self.clients[client].holding = Some(Holding {
-                    hold: a.hold,
-                    owner: a.owner,
-                    token: a.token,
-                    reentered: None,
-                    // Granted by a reply that came after its lease could have run out.
-                    uncertain: until <= self.now,
-                    work,
-                    believed_from: self.now,
-                    believed_until: until,
-                });
-                self.sections.entry(spec.lock).or_default().insert(client);
-                self.note(&name, || {
-                    format!("holds L{} token={:?} work={work}", spec.lock, a.token)
-                });
-                self.write(client);
-                if spec.reentry > 0 {
-                    let request = self.acquire_request(client, Some(a.owner));
-                    self.start_op(client, Phase::Reentering, Request::Acquire(request));
-                } else {
-                    self.work_half(client, 1);
-                }
-            }
+            (Phase::Acquiring(p), Ok(Done::Acquired(a))) if p == op => self.begin_hold(client, a),
             (Phase::Reentering(p), result) if p == op => {
                 if let Ok(Done::Acquired(a)) = &result {
                     if let Some(h) = self.clients[client].holding.as_mut() {
@@ -1236,12 +1198,9 @@ impl<S: SimServer> World<S> {
                 self.work_half(client, 1);
             }
             (Phase::ReleasingInner(p), result) if p == op => {
-                let lock = lock_name(spec.lock);
                 match &result {
-                    Ok(Done::Unlocked(lock_core::machine::UnlockOutcome::StillHeld)) => {
-                        self.mark(&name, "released", || {
-                            format!("{lock}: one hold given back, still held")
-                        });
+                    Ok(Done::Unlocked(outcome @ UnlockOutcome::StillHeld)) => {
+                        self.mark(&name, "released", || released(&lock, outcome));
                     }
                     Ok(other) => self.note(&name, || format!("inner release: {other:?}")),
                     Err(e) => self.mark(&name, "unlock-failed", || e.to_string()),
@@ -1253,7 +1212,7 @@ impl<S: SimServer> World<S> {
             }
             (Phase::Acquiring(p), result) if p == op => {
                 self.mark(&name, "not-acquired", || match &result {
-                    Ok(_) => format!("{}: the wait budget ran out", lock_name(spec.lock)),
+                    Ok(_) => format!("{lock}: the wait budget ran out"),
                     Err(e) => e.to_string(),
                 });
                 self.next_cycle(client);
@@ -1261,15 +1220,7 @@ impl<S: SimServer> World<S> {
             (Phase::Releasing(p), result) if p == op => {
                 match &result {
                     Ok(Done::Unlocked(outcome)) => {
-                        let lock = lock_name(spec.lock);
-                        self.mark(&name, "released", || match outcome {
-                            lock_core::machine::UnlockOutcome::Released => {
-                                format!("{lock}: the key is deleted and waiters are told")
-                            }
-                            lock_core::machine::UnlockOutcome::StillHeld => {
-                                format!("{lock}: one hold given back, still held")
-                            }
-                        });
+                        self.mark(&name, "released", || released(&lock, outcome));
                         // A definite outcome: the owner's count is settled on both sides.
                         self.check_quiescent_counts(client);
                     }
@@ -1283,17 +1234,58 @@ impl<S: SimServer> World<S> {
         }
     }
 
+    /// The lock is granted: the hold starts, the first write is made, and the client re-enters
+    /// or goes to work.
+    fn begin_hold(&mut self, client: usize, a: Acquired) {
+        let name = self.name(client);
+        let spec = &self.case.clients[client];
+        let (lock, work_range, reentry) = (spec.lock, spec.work, spec.reentry);
+        self.clients[client].work_seq += 1;
+        let work = draw_range(
+            self.case.seed,
+            Stream::Work,
+            client as u64,
+            self.clients[client].work_seq,
+            work_range.0,
+            work_range.1,
+        );
+        let until = self.sim_time(client, a.valid_until);
+        self.clients[client].holding = Some(Holding {
+            hold: a.hold,
+            owner: a.owner,
+            token: a.token,
+            reentered: None,
+            // Granted by a reply that came after its lease could have run out.
+            uncertain: until <= self.now,
+            work,
+            believed_from: self.now,
+            believed_until: until,
+        });
+        self.sections.entry(lock).or_default().insert(client);
+        self.note(&name, || {
+            format!("holds L{lock} token={:?} work={work}", a.token)
+        });
+        self.write(client);
+        if reentry > 0 {
+            let request = self.acquire_request(client, Some(a.owner));
+            self.start_op(client, Phase::Reentering, Request::Acquire(request));
+        } else {
+            self.work_half(client, 1);
+        }
+    }
+
     fn next_cycle(&mut self, client: usize) {
-        let spec = self.case.clients[client].clone();
+        let spec = &self.case.clients[client];
+        let (cycles, think) = (spec.cycles, spec.think);
         let c = &mut self.clients[client];
         c.cycles_done += 1;
-        if spec.cycles != 0 && c.cycles_done >= spec.cycles {
+        if cycles != 0 && c.cycles_done >= cycles {
             c.phase = Phase::Finished;
             return;
         }
         c.phase = Phase::Thinking;
         // At least 50 ms between cycles, so a client whose try_lock keeps failing does not spin.
-        self.schedule(self.now + spec.think.max(50), Ev::Step { client });
+        self.schedule(self.now + think.max(50), Ev::Step { client });
     }
 
     /// (f): when the client has nothing in flight, no outcome unknown and a `valid_until` not yet
@@ -1376,6 +1368,14 @@ impl<S: SimServer> World<S> {
             history: self.history,
             marks: self.marks,
         }
+    }
+}
+
+/// What an unlock of `lock` did, as the `released` mark says it.
+fn released(lock: &str, outcome: &UnlockOutcome) -> String {
+    match outcome {
+        UnlockOutcome::Released => format!("{lock}: the key is deleted and waiters are told"),
+        UnlockOutcome::StillHeld => format!("{lock}: one hold given back, still held"),
     }
 }
 
