@@ -375,6 +375,17 @@ struct Words<'a> {
 }
 
 impl<'a> Words<'a> {
+    /// The `key=value` words of item `item` (a word without `=` has an empty value).
+    fn new(item: usize, words: &[&'a str]) -> Words<'a> {
+        Words {
+            item,
+            pairs: words
+                .iter()
+                .map(|w| w.split_once('=').unwrap_or((w, "")))
+                .collect(),
+        }
+    }
+
     fn err(&self, message: impl Into<String>) -> ParseError {
         ParseError {
             item: self.item,
@@ -432,17 +443,9 @@ impl FromStr for Case {
             let mut tokens = line.split_whitespace();
             let kind = tokens.next().unwrap_or_default();
             let rest: Vec<&str> = tokens.collect();
-            let words = |skip: usize| Words {
-                item,
-                pairs: rest
-                    .iter()
-                    .skip(skip)
-                    .map(|w| w.split_once('=').unwrap_or((w, "")))
-                    .collect(),
-            };
             match kind {
                 "case" => {
-                    let w = words(0);
+                    let w = Words::new(item, &rest);
                     let mut c = Case::new(w.num("seed")?, w.num("horizon")?);
                     c.watchdog = w.num_or("watchdog", c.watchdog)?;
                     c.margin_ppm = w.num_or("margin_ppm", c.margin_ppm)?;
@@ -466,7 +469,7 @@ impl FromStr for Case {
                     case = Some(c);
                 }
                 "client" => {
-                    let w = words(1);
+                    let w = Words::new(item, rest.get(1..).unwrap_or_default());
                     let c = case
                         .as_mut()
                         .ok_or_else(|| w.err("a client before the case line"))?;
@@ -524,26 +527,18 @@ fn parse_acquire(v: &str) -> Option<AcquireKind> {
 }
 
 fn parse_fault(case: &Case, item: usize, rest: &[&str]) -> Result<Fault, ParseError> {
-    let err = |m: String| ParseError { item, message: m };
     let kind = rest.first().copied().unwrap_or_default();
     let targets_client = !matches!(kind, "restart" | "failover" | "clock-jump");
     let skip = if targets_client { 2 } else { 1 };
-    let w = Words {
-        item,
-        pairs: rest
-            .iter()
-            .skip(skip)
-            .map(|w| w.split_once('=').unwrap_or((w, "")))
-            .collect(),
-    };
+    let w = Words::new(item, rest.get(skip..).unwrap_or_default());
     let client = || -> Result<usize, ParseError> {
         let name = rest
             .get(1)
-            .ok_or_else(|| err(format!("{kind} needs a client")))?;
+            .ok_or_else(|| w.err(format!("{kind} needs a client")))?;
         case.clients
             .iter()
             .position(|c| c.name == *name)
-            .ok_or_else(|| err(format!("no client named {name}")))
+            .ok_or_else(|| w.err(format!("no client named {name}")))
     };
     Ok(match kind {
         "pause" => Fault::Pause {
@@ -591,7 +586,7 @@ fn parse_fault(case: &Case, item: usize, rest: &[&str]) -> Result<Fault, ParseEr
             at: w.num("at")?,
             by: w.num("by")?,
         },
-        other => return Err(err(format!("unknown fault {other:?}"))),
+        other => return Err(w.err(format!("unknown fault {other:?}"))),
     })
 }
 
