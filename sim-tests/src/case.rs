@@ -425,6 +425,21 @@ impl<'a> Words<'a> {
         }
         Ok((a, b))
     }
+
+    /// A per-mille rate per direction: `key=UP/DOWN`, or `key=N` for both.
+    fn up_down(&self, key: &str, default: (u32, u32)) -> Result<(u32, u32), ParseError> {
+        let Some(v) = self.get(key) else {
+            return Ok(default);
+        };
+        let num = |n: &str| {
+            n.parse()
+                .map_err(|_| self.err(format!("{key}={v} is not N or UP/DOWN (per mille)")))
+        };
+        match v.split_once('/') {
+            Some((up, down)) => Ok((num(up)?, num(down)?)),
+            None => num(v).map(|n| (n, n)),
+        }
+    }
 }
 
 impl FromStr for Case {
@@ -450,22 +465,7 @@ impl FromStr for Case {
                     c.watchdog = w.num_or("watchdog", c.watchdog)?;
                     c.margin_ppm = w.num_or("margin_ppm", c.margin_ppm)?;
                     c.latency = w.range("latency", c.latency)?;
-                    c.loss = match w.get("loss") {
-                        None => c.loss,
-                        Some(v) => {
-                            let bad = || w.err(format!("loss={v} is not N or UP/DOWN (per mille)"));
-                            match v.split_once('/') {
-                                Some((up, down)) => (
-                                    up.parse().map_err(|_| bad())?,
-                                    down.parse().map_err(|_| bad())?,
-                                ),
-                                None => {
-                                    let n = v.parse().map_err(|_| bad())?;
-                                    (n, n)
-                                }
-                            }
-                        }
-                    };
+                    c.loss = w.up_down("loss", c.loss)?;
                     case = Some(c);
                 }
                 "client" => {
