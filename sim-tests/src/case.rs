@@ -641,6 +641,62 @@ mod tests {
     }
 
     #[test]
+    fn every_fault_kind_prints_and_parses_back() {
+        let mut case = sample();
+        case.faults = vec![
+            Fault::Pause {
+                client: 1,
+                at: 1,
+                for_ms: 2,
+            },
+            Fault::Crash { client: 0, at: 3 },
+            Fault::DropRequests {
+                client: 1,
+                from: 4,
+                to: 5,
+            },
+            Fault::DropReplies {
+                client: 0,
+                from: 6,
+                to: 7,
+            },
+            Fault::DelayRequests {
+                client: 1,
+                from: 8,
+                to: 9,
+                by: 10,
+            },
+            Fault::DelayReplies {
+                client: 0,
+                from: 11,
+                to: 12,
+                by: 13,
+            },
+            Fault::DropPubSub {
+                client: 1,
+                from: 14,
+                to: 15,
+            },
+            Fault::Restart { at: 16 },
+            Fault::Failover { at: 17, lag: 18 },
+            Fault::ClockJump { at: 19, by: -20 },
+        ];
+        assert_eq!(case.to_string().parse::<Case>(), Ok(case.clone()));
+        assert_eq!(case.one_line().parse::<Case>(), Ok(case));
+    }
+
+    #[test]
+    fn one_loss_rate_stands_for_both_directions() {
+        let case: Case = "case seed=1 horizon=5 loss=7".parse().unwrap();
+        assert_eq!(case.loss, (7, 7));
+        let err = "case seed=1 horizon=5 loss=7/x"
+            .parse::<Case>()
+            .unwrap_err();
+        assert_eq!(err.item, 1);
+        assert!(err.message.contains("loss=7/x"), "{}", err.message);
+    }
+
+    #[test]
     fn bad_text_names_the_item() {
         let err = "case seed=1 horizon=5; client a acquire=forever"
             .parse::<Case>()
