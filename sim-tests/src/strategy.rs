@@ -91,42 +91,32 @@ fn fault(env: Envelope) -> impl Strategy<Value = Fault> {
     let pause = (any::<usize>(), 0..h, 1..=env.max_pause.max(1))
         .prop_map(|(client, at, for_ms)| Fault::Pause { client, at, for_ms });
     let crash = (any::<usize>(), 0..h).prop_map(|(client, at)| Fault::Crash { client, at });
-    let window = (any::<usize>(), 0..h, 1u64..=30_000);
+    // A message window: a client, a start, and a length of up to 30 s.
+    let window = (any::<usize>(), 0..h, 1u64..=30_000)
+        .prop_map(|(client, from, len)| (client, from, from + len));
     let drop_req = window
         .clone()
-        .prop_map(|(client, from, len)| Fault::DropRequests {
-            client,
-            from,
-            to: from + len,
-        });
+        .prop_map(|(client, from, to)| Fault::DropRequests { client, from, to });
     let drop_rep = window
         .clone()
-        .prop_map(|(client, from, len)| Fault::DropReplies {
-            client,
-            from,
-            to: from + len,
-        });
+        .prop_map(|(client, from, to)| Fault::DropReplies { client, from, to });
     let delay =
-        (window.clone(), 1u64..=2_000).prop_map(|((client, from, len), by)| Fault::DelayReplies {
+        (window.clone(), 1u64..=2_000).prop_map(|((client, from, to), by)| Fault::DelayReplies {
             client,
             from,
-            to: from + len,
+            to,
             by,
         });
     // Delays stay within the latch window (4 response timeouts, 12 s by default): inside the
     // envelope, where a repeated attempt is answered by its latch.
     let delay_req =
-        (window.clone(), 1u64..=2_000).prop_map(|((client, from, len), by)| Fault::DelayRequests {
+        (window.clone(), 1u64..=2_000).prop_map(|((client, from, to), by)| Fault::DelayRequests {
             client,
             from,
-            to: from + len,
+            to,
             by,
         });
-    let drop_pubsub = window.prop_map(|(client, from, len)| Fault::DropPubSub {
-        client,
-        from,
-        to: from + len,
-    });
+    let drop_pubsub = window.prop_map(|(client, from, to)| Fault::DropPubSub { client, from, to });
     let crashes = env.crashes;
     let messages = env.message_faults;
     prop_oneof![
