@@ -56,7 +56,8 @@ fn acquire_kind() -> impl Strategy<Value = AcquireKind> {
     ]
 }
 
-fn client(index: usize, locks: u32, max_drift: i64) -> impl Strategy<Value = ClientSpec> {
+/// A client; [`cases`] names it by its place in the case.
+fn client(locks: u32, max_drift: i64) -> impl Strategy<Value = ClientSpec> {
     (
         0..locks,
         acquire_kind(),
@@ -70,7 +71,7 @@ fn client(index: usize, locks: u32, max_drift: i64) -> impl Strategy<Value = Cli
         .prop_map(
             move |(lock, acquire, fenced, start, (work_lo, extra), think, reentry, drift_ppm)| {
                 ClientSpec {
-                    name: ((b'a' + index as u8) as char).to_string(),
+                    name: String::new(),
                     lock,
                     acquire,
                     fenced,
@@ -139,8 +140,7 @@ fn fix_client(mut f: Fault, n: usize) -> Fault {
 
 /// Cases within `env`.
 pub fn cases(env: Envelope) -> impl Strategy<Value = Case> {
-    let clients =
-        prop::collection::vec(client(0, env.locks, env.max_drift_ppm), env.clients.clone());
+    let clients = prop::collection::vec(client(env.locks, env.max_drift_ppm), env.clients.clone());
     let faults = prop::collection::vec(fault(env.clone()), env.faults.clone());
     let loss = (0..=env.max_loss, 0..=env.max_loss);
     (any::<u64>(), clients, faults, loss).prop_map(move |(seed, mut clients, faults, loss)| {
