@@ -287,7 +287,7 @@ impl<S: SimServer> World<S> {
         };
         let mut clients = Vec::new();
         let mut conn_owner = BTreeMap::new();
-        for (i, _) in case.clients.iter().enumerate() {
+        for i in 0..case.clients.len() {
             let ids = SeededIds::new(draw(case.seed, Stream::Ids, i as u64, 0));
             let machine = LockMachine::new(config.clone(), ids).expect("valid simulation config");
             let conn = server.connect();
@@ -1307,10 +1307,10 @@ impl<S: SimServer> World<S> {
             .machine
             .hold(&name, h.owner)
             .map_or(0, |s| i64::from(s.count));
-        let now = self.server_now();
+        let server_now = self.server_now();
         let server_count = self
             .server
-            .lock_state(&Bytes::from(name.clone()), now)
+            .lock_state(&Bytes::from(name.clone()), server_now)
             .and_then(|s| s.owners.into_iter().find(|(o, _)| o == owner.as_bytes()))
             .map_or(0, |(_, n)| n);
         if client_count != server_count {
