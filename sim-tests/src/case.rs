@@ -8,6 +8,7 @@
 //! line per client, a `fault` line per fault, each a list of `key=value` words.
 
 use std::fmt;
+use std::ops::Range;
 use std::str::FromStr;
 
 /// How a client acquires its lock.
@@ -189,6 +190,26 @@ impl Fault {
         }
     }
 
+    /// The client and the time window of a fault on that client's messages.
+    pub(crate) fn window(&self) -> Option<(usize, Range<u64>)> {
+        match *self {
+            Fault::DropRequests { client, from, to }
+            | Fault::DropReplies { client, from, to }
+            | Fault::DelayRequests {
+                client, from, to, ..
+            }
+            | Fault::DelayReplies {
+                client, from, to, ..
+            }
+            | Fault::DropPubSub { client, from, to } => Some((client, from..to)),
+            Fault::Pause { .. }
+            | Fault::Crash { .. }
+            | Fault::Restart { .. }
+            | Fault::Failover { .. }
+            | Fault::ClockJump { .. } => None,
+        }
+    }
+
     /// Whether the fault loses data on the server (so server-side exclusivity and the fencing
     /// counter may break: the documented limit of a single Redis).
     pub fn loses_data(&self) -> bool {
@@ -354,6 +375,17 @@ struct Words<'a> {
 }
 
 impl<'a> Words<'a> {
+    /// The `key=value` words of item `item` (a word without `=` has an empty value).
+    fn new(item: usize, words: &[&'a str]) -> Words<'a> {
+        Words {
+            item,
+            pairs: words
+                .iter()
+                .map(|w| w.split_once('=').unwrap_or((w, "")))
+                .collect(),
+        }
+    }
+
     fn err(&self, message: impl Into<String>) -> ParseError {
         ParseError {
             item: self.item,
@@ -393,6 +425,21 @@ impl<'a> Words<'a> {
         }
         Ok((a, b))
     }
+
+    /// A per-mille rate per direction: `key=UP/DOWN`, or `key=N` for both.
+    fn up_down(&self, key: &str, default: (u32, u32)) -> Result<(u32, u32), ParseError> {
+        let Some(v) = self.get(key) else {
+            return Ok(default);
+        };
+        let num = |n: &str| {
+            n.parse()
+                .map_err(|_| self.err(format!("{key}={v} is not N or UP/DOWN (per mille)")))
+        };
+        match v.split_once('/') {
+            Some((up, down)) => Ok((num(up)?, num(down)?)),
+            None => num(v).map(|n| (n, n)),
+        }
+    }
 }
 
 impl FromStr for Case {
@@ -411,41 +458,18 @@ impl FromStr for Case {
             let mut tokens = line.split_whitespace();
             let kind = tokens.next().unwrap_or_default();
             let rest: Vec<&str> = tokens.collect();
-            let words = |skip: usize| Words {
-                item,
-                pairs: rest
-                    .iter()
-                    .skip(skip)
-                    .map(|w| w.split_once('=').unwrap_or((w, "")))
-                    .collect(),
-            };
             match kind {
                 "case" => {
-                    let w = words(0);
+                    let w = Words::new(item, &rest);
                     let mut c = Case::new(w.num("seed")?, w.num("horizon")?);
                     c.watchdog = w.num_or("watchdog", c.watchdog)?;
                     c.margin_ppm = w.num_or("margin_ppm", c.margin_ppm)?;
                     c.latency = w.range("latency", c.latency)?;
-                    c.loss = match w.get("loss") {
-                        None => c.loss,
-                        Some(v) => {
-                            let bad = || w.err(format!("loss={v} is not N or UP/DOWN (per mille)"));
-                            match v.split_once('/') {
-                                Some((up, down)) => (
-                                    up.parse().map_err(|_| bad())?,
-                                    down.parse().map_err(|_| bad())?,
-                                ),
-                                None => {
-                                    let n = v.parse().map_err(|_| bad())?;
-                                    (n, n)
-                                }
-                            }
-                        }
-                    };
+                    c.loss = w.up_down("loss", c.loss)?;
                     case = Some(c);
                 }
                 "client" => {
-                    let w = words(1);
+                    let w = Words::new(item, rest.get(1..).unwrap_or_default());
                     let c = case
                         .as_mut()
                         .ok_or_else(|| w.err("a client before the case line"))?;
@@ -503,26 +527,18 @@ fn parse_acquire(v: &str) -> Option<AcquireKind> {
 }
 
 fn parse_fault(case: &Case, item: usize, rest: &[&str]) -> Result<Fault, ParseError> {
-    let err = |m: String| ParseError { item, message: m };
     let kind = rest.first().copied().unwrap_or_default();
     let targets_client = !matches!(kind, "restart" | "failover" | "clock-jump");
     let skip = if targets_client { 2 } else { 1 };
-    let w = Words {
-        item,
-        pairs: rest
-            .iter()
-            .skip(skip)
-            .map(|w| w.split_once('=').unwrap_or((w, "")))
-            .collect(),
-    };
+    let w = Words::new(item, rest.get(skip..).unwrap_or_default());
     let client = || -> Result<usize, ParseError> {
         let name = rest
             .get(1)
-            .ok_or_else(|| err(format!("{kind} needs a client")))?;
+            .ok_or_else(|| w.err(format!("{kind} needs a client")))?;
         case.clients
             .iter()
             .position(|c| c.name == *name)
-            .ok_or_else(|| err(format!("no client named {name}")))
+            .ok_or_else(|| w.err(format!("no client named {name}")))
     };
     Ok(match kind {
         "pause" => Fault::Pause {
@@ -570,7 +586,7 @@ fn parse_fault(case: &Case, item: usize, rest: &[&str]) -> Result<Fault, ParseEr
             at: w.num("at")?,
             by: w.num("by")?,
         },
-        other => return Err(err(format!("unknown fault {other:?}"))),
+        other => return Err(w.err(format!("unknown fault {other:?}"))),
     })
 }
 
@@ -622,6 +638,62 @@ mod tests {
         let text = case.to_string();
         assert_eq!(text.parse::<Case>(), Ok(case.clone()));
         assert_eq!(case.one_line().parse::<Case>(), Ok(case));
+    }
+
+    #[test]
+    fn every_fault_kind_prints_and_parses_back() {
+        let mut case = sample();
+        case.faults = vec![
+            Fault::Pause {
+                client: 1,
+                at: 1,
+                for_ms: 2,
+            },
+            Fault::Crash { client: 0, at: 3 },
+            Fault::DropRequests {
+                client: 1,
+                from: 4,
+                to: 5,
+            },
+            Fault::DropReplies {
+                client: 0,
+                from: 6,
+                to: 7,
+            },
+            Fault::DelayRequests {
+                client: 1,
+                from: 8,
+                to: 9,
+                by: 10,
+            },
+            Fault::DelayReplies {
+                client: 0,
+                from: 11,
+                to: 12,
+                by: 13,
+            },
+            Fault::DropPubSub {
+                client: 1,
+                from: 14,
+                to: 15,
+            },
+            Fault::Restart { at: 16 },
+            Fault::Failover { at: 17, lag: 18 },
+            Fault::ClockJump { at: 19, by: -20 },
+        ];
+        assert_eq!(case.to_string().parse::<Case>(), Ok(case.clone()));
+        assert_eq!(case.one_line().parse::<Case>(), Ok(case));
+    }
+
+    #[test]
+    fn one_loss_rate_stands_for_both_directions() {
+        let case: Case = "case seed=1 horizon=5 loss=7".parse().unwrap();
+        assert_eq!(case.loss, (7, 7));
+        let err = "case seed=1 horizon=5 loss=7/x"
+            .parse::<Case>()
+            .unwrap_err();
+        assert_eq!(err.item, 1);
+        assert!(err.message.contains("loss=7/x"), "{}", err.message);
     }
 
     #[test]

@@ -56,7 +56,8 @@ fn acquire_kind() -> impl Strategy<Value = AcquireKind> {
     ]
 }
 
-fn client(index: usize, locks: u32, max_drift: i64) -> impl Strategy<Value = ClientSpec> {
+/// A client; [`cases`] names it by its place in the case.
+fn client(locks: u32, max_drift: i64) -> impl Strategy<Value = ClientSpec> {
     (
         0..locks,
         acquire_kind(),
@@ -70,7 +71,7 @@ fn client(index: usize, locks: u32, max_drift: i64) -> impl Strategy<Value = Cli
         .prop_map(
             move |(lock, acquire, fenced, start, (work_lo, extra), think, reentry, drift_ppm)| {
                 ClientSpec {
-                    name: ((b'a' + index as u8) as char).to_string(),
+                    name: String::new(),
                     lock,
                     acquire,
                     fenced,
@@ -91,42 +92,32 @@ fn fault(env: Envelope) -> impl Strategy<Value = Fault> {
     let pause = (any::<usize>(), 0..h, 1..=env.max_pause.max(1))
         .prop_map(|(client, at, for_ms)| Fault::Pause { client, at, for_ms });
     let crash = (any::<usize>(), 0..h).prop_map(|(client, at)| Fault::Crash { client, at });
-    let window = (any::<usize>(), 0..h, 1u64..=30_000);
+    // A message window: a client, a start, and a length of up to 30 s.
+    let window = (any::<usize>(), 0..h, 1u64..=30_000)
+        .prop_map(|(client, from, len)| (client, from, from + len));
     let drop_req = window
         .clone()
-        .prop_map(|(client, from, len)| Fault::DropRequests {
-            client,
-            from,
-            to: from + len,
-        });
+        .prop_map(|(client, from, to)| Fault::DropRequests { client, from, to });
     let drop_rep = window
         .clone()
-        .prop_map(|(client, from, len)| Fault::DropReplies {
-            client,
-            from,
-            to: from + len,
-        });
+        .prop_map(|(client, from, to)| Fault::DropReplies { client, from, to });
     let delay =
-        (window.clone(), 1u64..=2_000).prop_map(|((client, from, len), by)| Fault::DelayReplies {
+        (window.clone(), 1u64..=2_000).prop_map(|((client, from, to), by)| Fault::DelayReplies {
             client,
             from,
-            to: from + len,
+            to,
             by,
         });
     // Delays stay within the latch window (4 response timeouts, 12 s by default): inside the
     // envelope, where a repeated attempt is answered by its latch.
     let delay_req =
-        (window.clone(), 1u64..=2_000).prop_map(|((client, from, len), by)| Fault::DelayRequests {
+        (window.clone(), 1u64..=2_000).prop_map(|((client, from, to), by)| Fault::DelayRequests {
             client,
             from,
-            to: from + len,
+            to,
             by,
         });
-    let drop_pubsub = window.prop_map(|(client, from, len)| Fault::DropPubSub {
-        client,
-        from,
-        to: from + len,
-    });
+    let drop_pubsub = window.prop_map(|(client, from, to)| Fault::DropPubSub { client, from, to });
     let crashes = env.crashes;
     let messages = env.message_faults;
     prop_oneof![
@@ -149,8 +140,7 @@ fn fix_client(mut f: Fault, n: usize) -> Fault {
 
 /// Cases within `env`.
 pub fn cases(env: Envelope) -> impl Strategy<Value = Case> {
-    let clients =
-        prop::collection::vec(client(0, env.locks, env.max_drift_ppm), env.clients.clone());
+    let clients = prop::collection::vec(client(env.locks, env.max_drift_ppm), env.clients.clone());
     let faults = prop::collection::vec(fault(env.clone()), env.faults.clone());
     let loss = (0..=env.max_loss, 0..=env.max_loss);
     (any::<u64>(), clients, faults, loss).prop_map(move |(seed, mut clients, faults, loss)| {

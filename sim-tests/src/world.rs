@@ -14,8 +14,8 @@ use crate::rng::{Stream, draw, draw_range};
 use crate::server::{ConnId, LockState, SimServer};
 use bytes::Bytes;
 use lock_core::machine::{
-    AcquireRequest, Call, CallId, Done, HoldId, Input, LockEvent, LockMachine, OpId, Output,
-    OwnerId, Request, SeededIds, Wait,
+    AcquireRequest, Acquired, Call, CallId, Done, HoldId, Input, LockError, LockEvent, LockMachine,
+    OpId, Output, OwnerId, Request, SeededIds, UnlockOutcome, Wait,
 };
 use lock_core::script::renew_batch;
 use lock_core::{BackendError, KeyLayout, Lease, LockConfig, Millis, MonoTime, PubSubEvent, Reply};
@@ -287,7 +287,7 @@ impl<S: SimServer> World<S> {
         };
         let mut clients = Vec::new();
         let mut conn_owner = BTreeMap::new();
-        for (i, _) in case.clients.iter().enumerate() {
+        for i in 0..case.clients.len() {
             let ids = SeededIds::new(draw(case.seed, Stream::Ids, i as u64, 0));
             let machine = LockMachine::new(config.clone(), ids).expect("valid simulation config");
             let conn = server.connect();
@@ -429,39 +429,22 @@ impl<S: SimServer> World<S> {
         (latency, lost)
     }
 
-    fn in_window(&self, client: usize, pick: impl Fn(&Fault) -> Option<(usize, u64, u64)>) -> bool {
-        self.case
-            .faults
-            .iter()
-            .filter_map(pick)
-            .any(|(c, from, to)| c == client && (from..to).contains(&self.now))
+    /// The faults on `client`'s messages whose window is open now.
+    fn open_windows(&self, client: usize) -> impl Iterator<Item = &Fault> {
+        let now = self.now;
+        self.case.faults.iter().filter(move |f| {
+            f.window()
+                .is_some_and(|(c, window)| c == client && window.contains(&now))
+        })
     }
 
     /// The extra delay the fault windows open now give a message of `client` (`up`: a request).
     fn window_delay(&self, client: usize, up: bool) -> u64 {
-        self.case
-            .faults
-            .iter()
-            .filter_map(|f| match (f, up) {
-                (
-                    Fault::DelayRequests {
-                        client: c,
-                        from,
-                        to,
-                        by,
-                    },
-                    true,
-                )
-                | (
-                    Fault::DelayReplies {
-                        client: c,
-                        from,
-                        to,
-                        by,
-                    },
-                    false,
-                ) if *c == client && (*from..*to).contains(&self.now) => Some(*by),
-                _ => None,
+        self.open_windows(client)
+            .map(|f| match (f, up) {
+                (Fault::DelayRequests { by, .. }, true)
+                | (Fault::DelayReplies { by, .. }, false) => *by,
+                _ => 0,
             })
             .sum()
     }
@@ -610,22 +593,14 @@ impl<S: SimServer> World<S> {
             Fault::Restart { .. } => {
                 let now = self.server_now();
                 self.server.restart(now);
-                self.history.data_loss.push(self.now);
-                self.mark("server", "restart", || {
+                self.data_lost("restart", || {
                     "(no persistence: data and scripts lost)".into()
                 });
-                self.resubscribe_all();
-                self.observe_all();
             }
             Fault::Failover { lag, .. } => {
                 let now = self.server_now();
                 self.server.failover(lag as i64, now);
-                self.history.data_loss.push(self.now);
-                self.mark("server", "failover", || {
-                    format!("(replica lagging {lag} ms)")
-                });
-                self.resubscribe_all();
-                self.observe_all();
+                self.data_lost("failover", || format!("(replica lagging {lag} ms)"));
             }
             Fault::ClockJump { by, .. } => {
                 self.clock_offset += by;
@@ -639,6 +614,15 @@ impl<S: SimServer> World<S> {
             | Fault::DelayReplies { .. }
             | Fault::DropPubSub { .. } => {}
         }
+    }
+
+    /// The server has just lost its data and connections (`what`: the fault): the history
+    /// records it, clients connect again, and every lock's grants are brought up to date.
+    fn data_lost(&mut self, what: &str, detail: impl FnOnce() -> String) {
+        self.history.data_loss.push(self.now);
+        self.mark("server", what, detail);
+        self.resubscribe_all();
+        self.observe_all();
     }
 
     /// After the server lost its connections, subscribers connect again: the machine is told the
@@ -696,18 +680,15 @@ impl<S: SimServer> World<S> {
                 self.clients[client].inflight.insert(id);
                 let (latency, lost) = self.latency(client, true);
                 let dropped = lost
-                    || self.in_window(client, |f| match *f {
-                        Fault::DropRequests { client, from, to } => Some((client, from, to)),
-                        _ => None,
-                    });
+                    || self
+                        .open_windows(client)
+                        .any(|f| matches!(f, Fault::DropRequests { .. }));
                 if dropped {
                     self.mark(&name, "dropped", || {
                         format!("request {} lost", short(&call))
                     });
                 } else {
                     self.note(&name, || format!("sends {}", describe(&call)));
-                }
-                if !dropped {
                     let delay = self.window_delay(client, true);
                     self.schedule(self.now + latency + delay, Ev::Arrive { client, id, call });
                 }
@@ -715,33 +696,31 @@ impl<S: SimServer> World<S> {
                 let at = self.sim_time(client, self.client_time(client, self.now) + timeout);
                 self.schedule(at, Ev::CallTimeout { client, id });
             }
-            Output::Subscribe { channel } => {
-                self.clients[client].channels.insert(channel.clone());
-                let (latency, _) = self.latency(client, true);
-                self.schedule(
-                    self.now + latency,
-                    Ev::SubArrive {
-                        client,
-                        channel,
-                        subscribe: true,
-                    },
-                );
-            }
-            Output::Unsubscribe { channel } => {
-                self.clients[client].channels.remove(&channel);
-                let (latency, _) = self.latency(client, true);
-                self.schedule(
-                    self.now + latency,
-                    Ev::SubArrive {
-                        client,
-                        channel,
-                        subscribe: false,
-                    },
-                );
-            }
+            Output::Subscribe { channel } => self.send_subscription(client, channel, true),
+            Output::Unsubscribe { channel } => self.send_subscription(client, channel, false),
             Output::Done { op, result } => self.done(client, op, result),
             Output::Event(event) => self.lock_event(client, event),
         }
+    }
+
+    /// Remembers which unlock channels the machine wants (for re-subscribing after the server
+    /// lost its connections) and sends the subscribe or unsubscribe; it is never lost.
+    fn send_subscription(&mut self, client: usize, channel: Bytes, subscribe: bool) {
+        let channels = &mut self.clients[client].channels;
+        if subscribe {
+            channels.insert(channel.clone());
+        } else {
+            channels.remove(&channel);
+        }
+        let (latency, _) = self.latency(client, true);
+        self.schedule(
+            self.now + latency,
+            Ev::SubArrive {
+                client,
+                channel,
+                subscribe,
+            },
+        );
     }
 
     fn check_no_renew_after_unlock(&mut self, client: usize, call: &Call) {
@@ -779,10 +758,9 @@ impl<S: SimServer> World<S> {
         let name = self.name(client);
         let (latency, lost) = self.latency(client, false);
         let dropped = lost
-            || self.in_window(client, |f| match *f {
-                Fault::DropReplies { client, from, to } => Some((client, from, to)),
-                _ => None,
-            });
+            || self
+                .open_windows(client)
+                .any(|f| matches!(f, Fault::DropReplies { .. }));
         let delay = self.window_delay(client, false);
         self.note("server", || {
             format!(
@@ -815,10 +793,9 @@ impl<S: SimServer> World<S> {
             }
             let (latency, lost) = self.latency(client, false);
             let dropped = lost
-                || self.in_window(client, |f| match *f {
-                    Fault::DropPubSub { client, from, to } => Some((client, from, to)),
-                    _ => None,
-                });
+                || self
+                    .open_windows(client)
+                    .any(|f| matches!(f, Fault::DropPubSub { .. }));
             if !dropped {
                 self.schedule(
                     self.now + latency,
@@ -981,9 +958,7 @@ impl<S: SimServer> World<S> {
                 self.mark(&name, "may-be-lost", || hold.name.clone());
                 // The lease may have run out on the server and been granted afresh (to this owner
                 // too, by a re-entry): the counts may differ from here on, so (f) stops applying.
-                if let Some(h) = self.clients[client].holding.as_mut() {
-                    h.uncertain = true;
-                }
+                self.doubt_hold(client);
             }
             LockEvent::Lost { hold } => {
                 self.mark(&name, "lost", || hold.name.clone());
@@ -998,6 +973,14 @@ impl<S: SimServer> World<S> {
                 self.close_belief(client);
                 self.close_section(client);
             }
+        }
+    }
+
+    /// Marks the current hold, if any, as one whose count the server may see differently: (f) no
+    /// longer applies to it.
+    fn doubt_hold(&mut self, client: usize) {
+        if let Some(h) = self.clients[client].holding.as_mut() {
+            h.uncertain = true;
         }
     }
 
@@ -1041,10 +1024,14 @@ impl<S: SimServer> World<S> {
         }
     }
 
-    fn next_op(&mut self, client: usize) -> OpId {
+    /// Starts an operation: the client waits in `phase` for its outcome, and its machine is
+    /// handed the request.
+    fn start_op(&mut self, client: usize, phase: fn(OpId) -> Phase, request: Request) {
         let c = &mut self.clients[client];
         c.next_op += 1;
-        OpId(c.next_op)
+        let op = OpId(c.next_op);
+        c.phase = phase(op);
+        self.feed(client, Input::Request { op, request });
     }
 
     fn acquire_request(&self, client: usize, owner: Option<OwnerId>) -> AcquireRequest {
@@ -1075,18 +1062,10 @@ impl<S: SimServer> World<S> {
         let phase = self.clients[client].phase;
         match phase {
             Phase::NotStarted | Phase::Thinking => {
-                let op = self.next_op(client);
-                self.clients[client].phase = Phase::Acquiring(op);
                 let request = self.acquire_request(client, None);
                 let name = self.name(client);
                 self.mark(&name, "wait", || request.name.clone());
-                self.feed(
-                    client,
-                    Input::Request {
-                        op,
-                        request: Request::Acquire(request),
-                    },
-                );
+                self.start_op(client, Phase::Acquiring, Request::Acquire(request));
             }
             Phase::Working { writes } => {
                 self.write(client);
@@ -1100,16 +1079,22 @@ impl<S: SimServer> World<S> {
                 } else if writes == 3 {
                     self.release(client);
                 } else {
-                    self.clients[client].phase = Phase::Working { writes };
-                    let half = self.clients[client]
-                        .holding
-                        .as_ref()
-                        .map_or(0, |h| h.work / 2);
-                    self.schedule(self.now + half, Ev::Step { client });
+                    self.work_half(client, writes);
                 }
             }
             _ => {}
         }
+    }
+
+    /// Works on for half of this cycle's work time with `writes` of the three writes done, then
+    /// takes the next step.
+    fn work_half(&mut self, client: usize, writes: u8) {
+        self.clients[client].phase = Phase::Working { writes };
+        let half = self.clients[client]
+            .holding
+            .as_ref()
+            .map_or(0, |h| h.work / 2);
+        self.schedule(self.now + half, Ev::Step { client });
     }
 
     fn release_inner(&mut self, client: usize) {
@@ -1117,17 +1102,13 @@ impl<S: SimServer> World<S> {
             return;
         };
         let (hold, owner) = (h.reentered.unwrap_or(h.hold), h.owner);
-        let op = self.next_op(client);
-        self.clients[client].phase = Phase::ReleasingInner(op);
         let name = lock_name(self.case.clients[client].lock);
         let who = self.name(client);
         self.mark(&who, "unlock", || format!("{name} (the inner hold)"));
-        self.feed(
+        self.start_op(
             client,
-            Input::Request {
-                op,
-                request: Request::Release { hold, name, owner },
-            },
+            Phase::ReleasingInner,
+            Request::Release { hold, name, owner },
         );
     }
 
@@ -1136,8 +1117,6 @@ impl<S: SimServer> World<S> {
             return;
         };
         let (hold, owner) = (h.hold, h.owner);
-        let op = self.next_op(client);
-        self.clients[client].phase = Phase::Releasing(op);
         let lock = self.case.clients[client].lock;
         let name = lock_name(lock);
         let keys = self.layout.lock(&name);
@@ -1149,12 +1128,10 @@ impl<S: SimServer> World<S> {
         self.close_section(client);
         let who = self.name(client);
         self.mark(&who, "unlock", || name.clone());
-        self.feed(
+        self.start_op(
             client,
-            Input::Request {
-                op,
-                request: Request::Release { hold, name, owner },
-            },
+            Phase::Releasing,
+            Request::Release { hold, name, owner },
         );
     }
 
@@ -1202,59 +1179,12 @@ impl<S: SimServer> World<S> {
         }
     }
 
-    fn done(
-        &mut self,
-        client: usize,
-        op: OpId,
-        result: Result<Done, lock_core::machine::LockError>,
-    ) {
+    fn done(&mut self, client: usize, op: OpId, result: Result<Done, LockError>) {
         let name = self.name(client);
-        let spec = self.case.clients[client].clone();
+        let lock = lock_name(self.case.clients[client].lock);
         let phase = self.clients[client].phase;
         match (phase, result) {
-            (Phase::Acquiring(p), Ok(Done::Acquired(a))) if p == op => {
-                self.clients[client].work_seq += 1;
-                let work = draw_range(
-                    self.case.seed,
-                    Stream::Work,
-                    client as u64,
-                    self.clients[client].work_seq,
-                    spec.work.0,
-                    spec.work.1,
-                );
-                let until = self.sim_time(client, a.valid_until);
-                self.clients[client].holding = Some(Holding {
-                    hold: a.hold,
-                    owner: a.owner,
-                    token: a.token,
-                    reentered: None,
-                    // Granted by a reply that came after its lease could have run out.
-                    uncertain: until <= self.now,
-                    work,
-                    believed_from: self.now,
-                    believed_until: until,
-                });
-                self.sections.entry(spec.lock).or_default().insert(client);
-                self.note(&name, || {
-                    format!("holds L{} token={:?} work={work}", spec.lock, a.token)
-                });
-                self.write(client);
-                if spec.reentry > 0 {
-                    let op = self.next_op(client);
-                    self.clients[client].phase = Phase::Reentering(op);
-                    let request = self.acquire_request(client, Some(a.owner));
-                    self.feed(
-                        client,
-                        Input::Request {
-                            op,
-                            request: Request::Acquire(request),
-                        },
-                    );
-                } else {
-                    self.clients[client].phase = Phase::Working { writes: 1 };
-                    self.schedule(self.now + work / 2, Ev::Step { client });
-                }
-            }
+            (Phase::Acquiring(p), Ok(Done::Acquired(a))) if p == op => self.begin_hold(client, a),
             (Phase::Reentering(p), result) if p == op => {
                 if let Ok(Done::Acquired(a)) = &result {
                     if let Some(h) = self.clients[client].holding.as_mut() {
@@ -1263,43 +1193,26 @@ impl<S: SimServer> World<S> {
                     }
                 } else {
                     self.note(&name, || format!("re-entry failed: {result:?}"));
-                    if let Some(h) = self.clients[client].holding.as_mut() {
-                        h.uncertain = true;
-                    }
+                    self.doubt_hold(client);
                 }
-                self.clients[client].phase = Phase::Working { writes: 1 };
-                let half = self.clients[client]
-                    .holding
-                    .as_ref()
-                    .map_or(0, |h| h.work / 2);
-                self.schedule(self.now + half, Ev::Step { client });
+                self.work_half(client, 1);
             }
             (Phase::ReleasingInner(p), result) if p == op => {
-                let lock = lock_name(spec.lock);
                 match &result {
-                    Ok(Done::Unlocked(lock_core::machine::UnlockOutcome::StillHeld)) => {
-                        self.mark(&name, "released", || {
-                            format!("{lock}: one hold given back, still held")
-                        });
+                    Ok(Done::Unlocked(outcome @ UnlockOutcome::StillHeld)) => {
+                        self.mark(&name, "released", || released(&lock, outcome));
                     }
                     Ok(other) => self.note(&name, || format!("inner release: {other:?}")),
                     Err(e) => self.mark(&name, "unlock-failed", || e.to_string()),
                 }
-                if result.is_err()
-                    && let Some(h) = self.clients[client].holding.as_mut()
-                {
-                    h.uncertain = true;
+                if result.is_err() {
+                    self.doubt_hold(client);
                 }
-                self.clients[client].phase = Phase::Working { writes: 2 };
-                let half = self.clients[client]
-                    .holding
-                    .as_ref()
-                    .map_or(0, |h| h.work / 2);
-                self.schedule(self.now + half, Ev::Step { client });
+                self.work_half(client, 2);
             }
             (Phase::Acquiring(p), result) if p == op => {
                 self.mark(&name, "not-acquired", || match &result {
-                    Ok(_) => format!("{}: the wait budget ran out", lock_name(spec.lock)),
+                    Ok(_) => format!("{lock}: the wait budget ran out"),
                     Err(e) => e.to_string(),
                 });
                 self.next_cycle(client);
@@ -1307,15 +1220,7 @@ impl<S: SimServer> World<S> {
             (Phase::Releasing(p), result) if p == op => {
                 match &result {
                     Ok(Done::Unlocked(outcome)) => {
-                        let lock = lock_name(spec.lock);
-                        self.mark(&name, "released", || match outcome {
-                            lock_core::machine::UnlockOutcome::Released => {
-                                format!("{lock}: the key is deleted and waiters are told")
-                            }
-                            lock_core::machine::UnlockOutcome::StillHeld => {
-                                format!("{lock}: one hold given back, still held")
-                            }
-                        });
+                        self.mark(&name, "released", || released(&lock, outcome));
                         // A definite outcome: the owner's count is settled on both sides.
                         self.check_quiescent_counts(client);
                     }
@@ -1329,17 +1234,58 @@ impl<S: SimServer> World<S> {
         }
     }
 
+    /// The lock is granted: the hold starts, the first write is made, and the client re-enters
+    /// or goes to work.
+    fn begin_hold(&mut self, client: usize, a: Acquired) {
+        let name = self.name(client);
+        let spec = &self.case.clients[client];
+        let (lock, work_range, reentry) = (spec.lock, spec.work, spec.reentry);
+        self.clients[client].work_seq += 1;
+        let work = draw_range(
+            self.case.seed,
+            Stream::Work,
+            client as u64,
+            self.clients[client].work_seq,
+            work_range.0,
+            work_range.1,
+        );
+        let until = self.sim_time(client, a.valid_until);
+        self.clients[client].holding = Some(Holding {
+            hold: a.hold,
+            owner: a.owner,
+            token: a.token,
+            reentered: None,
+            // Granted by a reply that came after its lease could have run out.
+            uncertain: until <= self.now,
+            work,
+            believed_from: self.now,
+            believed_until: until,
+        });
+        self.sections.entry(lock).or_default().insert(client);
+        self.note(&name, || {
+            format!("holds L{lock} token={:?} work={work}", a.token)
+        });
+        self.write(client);
+        if reentry > 0 {
+            let request = self.acquire_request(client, Some(a.owner));
+            self.start_op(client, Phase::Reentering, Request::Acquire(request));
+        } else {
+            self.work_half(client, 1);
+        }
+    }
+
     fn next_cycle(&mut self, client: usize) {
-        let spec = self.case.clients[client].clone();
+        let spec = &self.case.clients[client];
+        let (cycles, think) = (spec.cycles, spec.think);
         let c = &mut self.clients[client];
         c.cycles_done += 1;
-        if spec.cycles != 0 && c.cycles_done >= spec.cycles {
+        if cycles != 0 && c.cycles_done >= cycles {
             c.phase = Phase::Finished;
             return;
         }
         c.phase = Phase::Thinking;
         // At least 50 ms between cycles, so a client whose try_lock keeps failing does not spin.
-        self.schedule(self.now + spec.think.max(50), Ev::Step { client });
+        self.schedule(self.now + think.max(50), Ev::Step { client });
     }
 
     /// (f): when the client has nothing in flight, no outcome unknown and a `valid_until` not yet
@@ -1361,10 +1307,10 @@ impl<S: SimServer> World<S> {
             .machine
             .hold(&name, h.owner)
             .map_or(0, |s| i64::from(s.count));
-        let now = self.server_now();
+        let server_now = self.server_now();
         let server_count = self
             .server
-            .lock_state(&Bytes::from(name.clone()), now)
+            .lock_state(&Bytes::from(name.clone()), server_now)
             .and_then(|s| s.owners.into_iter().find(|(o, _)| o == owner.as_bytes()))
             .map_or(0, |(_, n)| n);
         if client_count != server_count {
@@ -1422,6 +1368,14 @@ impl<S: SimServer> World<S> {
             history: self.history,
             marks: self.marks,
         }
+    }
+}
+
+/// What an unlock of `lock` did, as the `released` mark says it.
+fn released(lock: &str, outcome: &UnlockOutcome) -> String {
+    match outcome {
+        UnlockOutcome::Released => format!("{lock}: the key is deleted and waiters are told"),
+        UnlockOutcome::StillHeld => format!("{lock}: one hold given back, still held"),
     }
 }
 
