@@ -67,24 +67,14 @@ impl SimServer for EngineServer {
             }
             Call::Script(s) => {
                 self.may_have_published |= matches!(s.script.name, "release" | "force_unlock");
-                let mut argv = Vec::with_capacity(3 + s.keys.len() + s.args.len());
-                argv.push(Bytes::from_static(b"EVALSHA"));
-                argv.push(Bytes::copy_from_slice(s.script.sha().as_bytes()));
-                argv.push(Bytes::from(s.keys.len().to_string()));
-                argv.extend(s.keys.iter().cloned());
-                argv.extend(s.args.iter().cloned());
+                let argv = s.evalsha_argv();
                 let first = self.exec(conn, &argv);
                 if first
                     .error_text()
                     .is_some_and(|e| e.starts_with("NOSCRIPT"))
                 {
                     // As the `redis` crate's `Script` does: load, then EVALSHA again.
-                    let load = [
-                        Bytes::from_static(b"SCRIPT"),
-                        Bytes::from_static(b"LOAD"),
-                        Bytes::from_static(s.script.body.as_bytes()),
-                    ];
-                    self.exec(conn, &load);
+                    self.exec(conn, &s.script.load_argv());
                     return reply(self.exec(conn, &argv));
                 }
                 reply(first)
