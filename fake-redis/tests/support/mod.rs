@@ -1,9 +1,14 @@
-//! What every differential test shares: a redis-server of its own on a free loopback port, a
-//! connection to it, and replies rendered as comparable text (errors by kind, code and detail).
-//! `vs_redis` and the `conformance_*` tests use it, so there is one harness.
+//! What the integration tests share. The differential tests (`vs_redis` and `conformance_*`) get
+//! one harness: a redis-server of their own on a free loopback port, a connection to it, and
+//! replies rendered as comparable text (errors by kind, code and detail). Tests that call the fake
+//! directly get `argv`, a command from one line of words, and, in `backend`, what the tests of
+//! `FakeBackend` on paused time share.
 
 #![allow(dead_code)]
 
+pub mod backend;
+
+use bytes::Bytes;
 use redis::aio::ConnectionLike;
 use redis::{RedisError, Value};
 use std::process::{Child, Command, Stdio};
@@ -66,6 +71,13 @@ async fn connect_real_with(port: u16, query: &str) -> redis::aio::MultiplexedCon
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     panic!("redis-server on port {port} did not come up");
+}
+
+/// A command's arguments: `cmd` split on white space.
+pub fn argv(cmd: &str) -> Vec<Bytes> {
+    cmd.split_whitespace()
+        .map(|s| Bytes::copy_from_slice(s.as_bytes()))
+        .collect()
 }
 
 pub fn describe(result: &Result<Value, RedisError>) -> String {
