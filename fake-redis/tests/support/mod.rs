@@ -2,11 +2,13 @@
 //! one harness: a redis-server of their own on a free loopback port, a connection to it, the fake
 //! side, and replies rendered as comparable text (errors by kind, code and detail). Tests that
 //! call the fake directly get `argv`, a command from one line of words, and, in `backend`, what
-//! the tests of `FakeBackend` on paused time share.
+//! the tests of `FakeBackend` on paused time share. `drive` checks one connection to the server
+//! on any bytes.
 
 #![allow(dead_code)]
 
 pub mod backend;
+pub mod drive;
 
 use bytes::Bytes;
 use fake_redis::{Engine, FakeConnection, NodeId, SystemClock, shared};
