@@ -1194,42 +1194,43 @@ mod tests {
         parser: &mut RequestParser,
         input: &[u8],
     ) -> (Vec<Vec<Bytes>>, Option<ProtocolError>) {
-        let mut buf = BytesMut::from(input);
         let mut cmds = Vec::new();
-        loop {
-            match parser.parse(&mut buf) {
-                Ok(Some(cmd)) => cmds.push(cmd),
-                Ok(None) => return (cmds, None),
-                Err(e) => return (cmds, Some(e)),
-            }
+        let err = drain(&mut BytesMut::from(input), &mut cmds, |buf| {
+            parser.parse(buf)
+        })
+        .err();
+        (cmds, err)
+    }
+
+    /// Pushes to `out` whatever `parse` yields from `buf` until it wants more bytes or fails.
+    fn drain<T, E>(
+        buf: &mut BytesMut,
+        out: &mut Vec<T>,
+        mut parse: impl FnMut(&mut BytesMut) -> Result<Option<T>, E>,
+    ) -> Result<(), E> {
+        while let Some(item) = parse(buf)? {
+            out.push(item);
         }
+        Ok(())
     }
 
-    fn parse_whole(input: &[u8]) -> (Vec<Vec<Bytes>>, Option<ProtocolError>) {
-        parse_all(&mut RequestParser::new(), input)
-    }
-
-    /// Feeds `input` in the given chunk sizes (cycled), draining commands
-    /// after each chunk.
-    fn parse_chunked(
-        parser: &mut RequestParser,
+    /// Feeds `input` to `parse` in the given chunk sizes (cycled), draining it after each chunk:
+    /// what it yielded, then the error if any (else `None` with the bytes left over).
+    fn feed_chunked<T, E>(
         input: &[u8],
         chunks: &[usize],
-    ) -> (Vec<Vec<Bytes>>, Option<ProtocolError>) {
+        mut parse: impl FnMut(&mut BytesMut) -> Result<Option<T>, E>,
+    ) -> (Vec<T>, Option<E>) {
         let mut buf = BytesMut::new();
-        let mut cmds = Vec::new();
+        let mut items = Vec::new();
         let mut offset = 0;
         let mut i = 0;
         loop {
-            loop {
-                match parser.parse(&mut buf) {
-                    Ok(Some(cmd)) => cmds.push(cmd),
-                    Ok(None) => break,
-                    Err(e) => return (cmds, Some(e)),
-                }
+            if let Err(e) = drain(&mut buf, &mut items, &mut parse) {
+                return (items, Some(e));
             }
             if offset >= input.len() {
-                return (cmds, None);
+                return (items, None);
             }
             let size = chunks
                 .get(i % chunks.len().max(1))
@@ -1241,6 +1242,20 @@ mod tests {
             offset = end;
             i += 1;
         }
+    }
+
+    fn parse_whole(input: &[u8]) -> (Vec<Vec<Bytes>>, Option<ProtocolError>) {
+        parse_all(&mut RequestParser::new(), input)
+    }
+
+    /// Feeds `input` to `parser` in the given chunk sizes (cycled), draining
+    /// commands after each chunk.
+    fn parse_chunked(
+        parser: &mut RequestParser,
+        input: &[u8],
+        chunks: &[usize],
+    ) -> (Vec<Vec<Bytes>>, Option<ProtocolError>) {
+        feed_chunked(input, chunks, |buf| parser.parse(buf))
     }
 
     fn err_of(input: &[u8]) -> ProtocolError {
@@ -1838,38 +1853,21 @@ mod tests {
             parse_reply(b"$3\r\nfooXY"),
             Err(ReplyError::Malformed("bulk payload not followed by CRLF"))
         );
-        assert!(matches!(
-            parse_reply(b":1x\r\n"),
-            Err(ReplyError::Malformed(_))
-        ));
-        assert!(matches!(
-            parse_reply(b"+a\nb"),
-            Err(ReplyError::Malformed(_))
-        ));
-        assert!(matches!(
-            parse_reply(b"+a\rb"),
-            Err(ReplyError::Malformed(_))
-        ));
-        assert!(matches!(
-            parse_reply(b"#x\r\n"),
-            Err(ReplyError::Malformed(_))
-        ));
-        assert!(matches!(
-            parse_reply(b"$-2\r\n"),
-            Err(ReplyError::Malformed(_))
-        ));
-        assert!(matches!(
-            parse_reply(b"$?\r\n"),
-            Err(ReplyError::Malformed(_))
-        ));
-        assert!(matches!(
-            parse_reply(b"=3\r\ntxt\r\n"),
-            Err(ReplyError::Malformed(_))
-        ));
-        assert!(matches!(
-            parse_reply(b"(1a\r\n"),
-            Err(ReplyError::Malformed(_))
-        ));
+        for input in [
+            &b":1x\r\n"[..],
+            b"+a\nb",
+            b"+a\rb",
+            b"#x\r\n",
+            b"$-2\r\n",
+            b"$?\r\n",
+            b"=3\r\ntxt\r\n",
+            b"(1a\r\n",
+        ] {
+            assert!(
+                matches!(parse_reply(input), Err(ReplyError::Malformed(_))),
+                "{input:?}"
+            );
+        }
 
         let limits = ReplyLimits {
             max_depth: 3,
@@ -2044,31 +2042,7 @@ mod tests {
     /// Feeds `input` to a fresh reply parser in the given chunk sizes.
     fn replies_chunked(input: &[u8], chunks: &[usize]) -> (Vec<Frame>, Option<ReplyError>) {
         let mut parser = ReplyParser::new();
-        let mut buf = BytesMut::new();
-        let mut frames = Vec::new();
-        let mut offset = 0;
-        let mut i = 0;
-        loop {
-            loop {
-                match parser.parse(&mut buf) {
-                    Ok(Some(frame)) => frames.push(frame),
-                    Ok(None) => break,
-                    Err(e) => return (frames, Some(e)),
-                }
-            }
-            if offset >= input.len() {
-                return (frames, None);
-            }
-            let size = chunks
-                .get(i % chunks.len().max(1))
-                .copied()
-                .unwrap_or(1)
-                .max(1);
-            let end = (offset + size).min(input.len());
-            buf.extend_from_slice(&input[offset..end]);
-            offset = end;
-            i += 1;
-        }
+        feed_chunked(input, chunks, |buf| parser.parse(buf))
     }
 
     /// Byte strings made of protocol fragments, to reach deeper states than

@@ -14,7 +14,7 @@
 
 mod support;
 
-use fake_redis::{Engine, FakeConnection, NodeId, SystemClock, shared};
+use fake_redis::FakeConnection;
 use lock_core::keys::{KeyLayout, Owner, RequestId};
 use lock_core::script::{ScriptCall, acquire, force_unlock, release, renew_batch};
 use lock_core::time::{Lease, Millis};
@@ -25,7 +25,8 @@ use redis::aio::ConnectionLike;
 use std::cell::RefCell;
 use std::time::Instant;
 use support::{
-    Compare, OwnServer, comparator, connect_real, connect_real_resp3, describe, sorted, sorted_page,
+    Compare, OwnServer, comparator, connect_real, connect_real_resp3, describe, fake_connection,
+    sorted, sorted_page,
 };
 
 const KEYS: &[&str] = &["k1", "k2", "k3"];
@@ -594,7 +595,7 @@ fn run_sequences(resp3: bool, default_cases: u32) {
             connect_real(server.port).await
         }
     });
-    let mut fake = FakeConnection::new(shared(Engine::new(SystemClock)), NodeId(1));
+    let mut fake = fake_connection();
     if resp3 {
         rt.block_on(query(&mut fake, &line(&["HELLO", "3"])))
             .expect("the fake speaks RESP3");

@@ -5,8 +5,10 @@
 
 mod support;
 
-use fake_redis::{Engine, FakeConnection, NodeId, SystemClock, shared};
-use support::{OwnServer, connect_real, connect_real_resp3, describe, run};
+use support::{
+    OwnServer, assert_no_mismatches, connect_real, connect_real_resp3, fake_connection, mismatches,
+    run,
+};
 
 const TABLE: &[&str] = &[
     "FLUSHALL",
@@ -514,34 +516,12 @@ const TABLE: &[&str] = &[
     "FOO bar baz",
 ];
 
-/// Runs the table on both sides; the lines whose replies differ.
-async fn mismatches(
-    real: &mut redis::aio::MultiplexedConnection,
-    fake: &mut FakeConnection,
-) -> Vec<String> {
-    let mut mismatches = Vec::new();
-    for line in TABLE {
-        let want = describe(&run(real, line).await);
-        let got = describe(&run(fake, line).await);
-        if want != got {
-            mismatches.push(format!("{line}\n  redis: {want}\n  fake:  {got}"));
-        }
-    }
-    mismatches
-}
-
 #[tokio::test]
 async fn curated_edge_cases_reply_exactly_as_redis_7_does() {
     let server = OwnServer::start();
     let mut real = connect_real(server.port).await;
-    let mut fake = FakeConnection::new(shared(Engine::new(SystemClock)), NodeId(1));
-    let mismatches = mismatches(&mut real, &mut fake).await;
-    assert!(
-        mismatches.is_empty(),
-        "{} mismatches:\n{}",
-        mismatches.len(),
-        mismatches.join("\n")
-    );
+    let mut fake = fake_connection();
+    assert_no_mismatches(&mismatches(&mut real, &mut fake, TABLE).await);
 }
 
 /// The same table after `HELLO 3`: maps, sets, doubles and nulls as Redis 7 sends them.
@@ -549,15 +529,9 @@ async fn curated_edge_cases_reply_exactly_as_redis_7_does() {
 async fn curated_edge_cases_in_resp3_reply_exactly_as_redis_7_does() {
     let server = OwnServer::start();
     let mut real = connect_real_resp3(server.port).await;
-    let mut fake = FakeConnection::new(shared(Engine::new(SystemClock)), NodeId(1));
+    let mut fake = fake_connection();
     run(&mut fake, "HELLO 3")
         .await
         .expect("the fake speaks RESP3");
-    let mismatches = mismatches(&mut real, &mut fake).await;
-    assert!(
-        mismatches.is_empty(),
-        "{} mismatches:\n{}",
-        mismatches.len(),
-        mismatches.join("\n")
-    );
+    assert_no_mismatches(&mismatches(&mut real, &mut fake, TABLE).await);
 }

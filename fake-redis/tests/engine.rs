@@ -1,16 +1,13 @@
 //! The engine driven directly on a `ManualClock`: expiry, transactions, pub/sub, scripts, lists.
 
+mod support;
+
 use bytes::Bytes;
 use fake_redis::{ClientId, Engine, Frame, ManualClock, Value};
 use lock_core::keys::{KeyLayout, Owner, RequestId};
 use lock_core::script::{acquire, release};
 use lock_core::time::{Lease, Millis};
-
-fn argv(cmd: &str) -> Vec<Bytes> {
-    cmd.split_whitespace()
-        .map(|s| Bytes::copy_from_slice(s.as_bytes()))
-        .collect()
-}
+use support::argv;
 
 fn setup() -> (ManualClock, Engine, ClientId) {
     let clock = ManualClock::new(1_000_000);

@@ -1,61 +1,48 @@
 //! Each fault of the plan, shown by its effect, on tokio's paused clock (a `TokioClock`): minutes of
 //! virtual time per test, milliseconds of wall time.
 
+mod support;
+
 use bytes::Bytes;
 use fake_redis::{
     CommandFault, Engine, EngineConfig, FakeBackend, FakeConnection, FakeSubscriber, Fault, NodeId,
-    SharedEngine, TokioClock, Trigger, shared,
+    TokioClock, Trigger, shared,
 };
 use lock_core::RedisBackend;
 use lock_core::backend::{Backend, BackendError, PubSubEvent};
-use lock_core::keys::{KeyLayout, Owner, RequestId};
+use lock_core::keys::{KeyLayout, LockKeys, Owner, RequestId};
 use lock_core::reply::Reply;
-use lock_core::script::{acquire, renew_batch};
+use lock_core::script::{ScriptCall, acquire, renew_batch};
 use lock_core::time::{Lease, Millis};
 use redis::AsyncCommands;
 use std::time::Duration;
+use support::argv;
+use support::backend::{add, assert_unknown, engine, exists, now, run};
 use tokio::time::sleep;
 
 const A: NodeId = NodeId(1);
 const B: NodeId = NodeId(2);
 
-fn engine() -> SharedEngine {
-    shared(Engine::new(TokioClock::new()))
-}
-
-fn now(engine: &SharedEngine) -> i64 {
-    engine.lock().unwrap().clock_now()
-}
-
-fn add(engine: &SharedEngine, fault: Fault) {
-    engine.lock().unwrap().add_fault(fault);
-}
-
-fn argv(cmd: &str) -> Vec<Bytes> {
-    cmd.split_whitespace()
-        .map(|s| Bytes::copy_from_slice(s.as_bytes()))
-        .collect()
-}
-
-async fn run(backend: &FakeBackend, cmd: &str) -> Result<Reply, BackendError> {
-    backend.command(&argv(cmd)).await
-}
-
-fn exists(engine: &SharedEngine, key: &str) -> bool {
-    engine.lock().unwrap().value(0, key.as_bytes()).is_some()
-}
-
 fn lease_30s() -> Lease {
     Lease::from_millis(30_000).unwrap()
+}
+
+/// The lock `orders` and its owner `c0ffee:1`.
+fn orders() -> (LockKeys, Owner) {
+    (KeyLayout::default().lock("orders"), Owner::new("c0ffee", 1))
+}
+
+/// The owner's call, as request `request`, to acquire the lock for 30 s.
+fn acquire_30s(keys: &LockKeys, owner: &Owner, request: u128) -> ScriptCall {
+    acquire::call(keys, &RequestId(request), lease_30s(), owner, Millis(5_000))
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_30_second_lease_exists_at_its_deadline_and_is_gone_1_ms_later() {
     let engine = engine();
     let backend = FakeBackend::new(engine.clone(), A);
-    let keys = KeyLayout::default().lock("orders");
-    let owner = Owner::new("c0ffee", 1);
-    let call = acquire::call(&keys, &RequestId(1), lease_30s(), &owner, Millis(5_000));
+    let (keys, owner) = orders();
+    let call = acquire_30s(&keys, &owner, 1);
     assert_eq!(backend.eval(&call).await, Ok(Reply::Nil));
     sleep(Duration::from_millis(30_000)).await;
     assert_eq!(run(&backend, "PTTL orders").await, Ok(Reply::Int(0)));
@@ -71,10 +58,7 @@ async fn a_dropped_reply_is_applied_but_the_caller_times_out() {
     add(&engine, Fault::next_commands(A, 1, CommandFault::DropReply));
     let started = tokio::time::Instant::now();
     let result = run(&backend, "HSET h f v").await;
-    assert!(
-        matches!(result, Err(BackendError::Unknown(_))),
-        "{result:?}"
-    );
+    assert_unknown(&result);
     assert_eq!(started.elapsed(), backend.response_timeout());
     assert!(exists(&engine, "h"), "the write was applied");
 
@@ -97,10 +81,7 @@ async fn a_dropped_request_writes_nothing() {
         Fault::next_commands(A, 1, CommandFault::DropRequest),
     );
     let result = run(&backend, "SET k v").await;
-    assert!(
-        matches!(result, Err(BackendError::Unknown(_))),
-        "{result:?}"
-    );
+    assert_unknown(&result);
     assert!(!exists(&engine, "k"));
     // Only the next command was affected.
     assert_eq!(
@@ -118,10 +99,7 @@ async fn a_delayed_request_lands_after_the_caller_gave_up() {
         Fault::next_commands(A, 1, CommandFault::DelayRequest(5_000)),
     );
     let result = run(&backend, "SET k v").await;
-    assert!(
-        matches!(result, Err(BackendError::Unknown(_))),
-        "{result:?}"
-    );
+    assert_unknown(&result);
     assert!(!exists(&engine, "k"), "still in flight at the timeout");
     sleep(Duration::from_secs(3)).await;
     assert!(exists(&engine, "k"), "landed 5 s after it was sent");
@@ -144,19 +122,9 @@ async fn a_delayed_reply_arrives_late() {
 async fn a_renewal_issued_during_a_pause_lands_after_it() {
     let engine = engine();
     let backend = FakeBackend::new(engine.clone(), A);
-    let keys = KeyLayout::default().lock("orders");
-    let owner = Owner::new("c0ffee", 1);
+    let (keys, owner) = orders();
     let t0 = now(&engine);
-    backend
-        .eval(&acquire::call(
-            &keys,
-            &RequestId(1),
-            lease_30s(),
-            &owner,
-            Millis(5_000),
-        ))
-        .await
-        .unwrap();
+    backend.eval(&acquire_30s(&keys, &owner, 1)).await.unwrap();
     add(&engine, Fault::pause(A, t0 + 8_000, 5_000));
     sleep(Duration::from_secs(10)).await;
     let renew = renew_batch::call(lease_30s(), [(&keys.lock, &owner)]);
@@ -174,19 +142,9 @@ async fn a_renewal_issued_during_a_pause_lands_after_it() {
 async fn a_35_second_pause_lets_a_30_second_lease_expire() {
     let engine = engine();
     let backend = FakeBackend::new(engine.clone(), A);
-    let keys = KeyLayout::default().lock("orders");
-    let owner = Owner::new("c0ffee", 1);
+    let (keys, owner) = orders();
     let t0 = now(&engine);
-    backend
-        .eval(&acquire::call(
-            &keys,
-            &RequestId(1),
-            lease_30s(),
-            &owner,
-            Millis(5_000),
-        ))
-        .await
-        .unwrap();
+    backend.eval(&acquire_30s(&keys, &owner, 1)).await.unwrap();
     add(&engine, Fault::pause(A, t0 + 5_000, 35_000));
     sleep(Duration::from_secs(10)).await;
     let renew = renew_batch::call(lease_30s(), [(&keys.lock, &owner)]);
@@ -202,9 +160,8 @@ async fn a_35_second_pause_lets_a_30_second_lease_expire() {
 async fn a_restart_without_persistence_loses_keys_and_scripts() {
     let engine = engine();
     let backend = FakeBackend::new(engine.clone(), A);
-    let keys = KeyLayout::default().lock("orders");
-    let owner = Owner::new("c0ffee", 1);
-    let call = acquire::call(&keys, &RequestId(1), lease_30s(), &owner, Millis(5_000));
+    let (keys, owner) = orders();
+    let call = acquire_30s(&keys, &owner, 1);
     backend.eval(&call).await.unwrap();
     let sha = call.script.sha().to_owned();
     add(
@@ -245,9 +202,8 @@ async fn redis_backend_over_fake_connection_reloads_scripts_after_a_restart() {
         FakeSubscriber::new(engine.clone(), A),
         Duration::from_secs(3),
     );
-    let keys = KeyLayout::default().lock("orders");
-    let owner = Owner::new("c0ffee", 1);
-    let call = acquire::call(&keys, &RequestId(1), lease_30s(), &owner, Millis(5_000));
+    let (keys, owner) = orders();
+    let call = acquire_30s(&keys, &owner, 1);
     assert_eq!(backend.eval(&call).await, Ok(Reply::Nil));
     engine.lock().unwrap().restart();
     // The script cache is empty: a bare EVALSHA gets NOSCRIPT…
@@ -263,7 +219,7 @@ async fn redis_backend_over_fake_connection_reloads_scripts_after_a_restart() {
         redis::ErrorKind::Server(redis::ServerErrorKind::NoScript)
     );
     // …and the backend loads the script and succeeds.
-    let call = acquire::call(&keys, &RequestId(2), lease_30s(), &owner, Millis(5_000));
+    let call = acquire_30s(&keys, &owner, 2);
     assert_eq!(backend.eval(&call).await, Ok(Reply::Nil));
     assert_eq!(
         backend.command(&argv("HGET orders c0ffee:1")).await,
@@ -329,10 +285,7 @@ async fn a_link_down_times_calls_out_without_applying_them() {
         },
     );
     let result = run(&backend, "SET k v").await;
-    assert!(
-        matches!(result, Err(BackendError::Unknown(_))),
-        "{result:?}"
-    );
+    assert_unknown(&result);
     assert!(!exists(&engine, "k"));
     sleep(Duration::from_secs(2)).await;
     assert_eq!(

@@ -268,6 +268,16 @@ async fn check(ops: Vec<Op>) {
     assert_eq!(drain_messages(&redis).await, published);
 }
 
+/// `check` on a runtime of its own, on tokio's paused clock.
+fn check_on_paused_time(ops: Vec<Op>) {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .unwrap()
+        .block_on(check(ops));
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
@@ -277,23 +287,13 @@ proptest! {
     /// same keyspace (values and deadlines).
     #[test]
     fn lock_scripts_agree_with_the_reference(ops in prop::collection::vec(op(), 1..60)) {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .start_paused(true)
-            .build()
-            .unwrap();
-        rt.block_on(check(ops));
+        check_on_paused_time(ops);
     }
 }
 
 #[test]
 fn a_typical_lock_life_agrees_with_the_reference() {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .unwrap();
-    rt.block_on(check(vec![
+    check_on_paused_time(vec![
         Op::Acquire {
             lock: 0,
             owner: 0,
@@ -337,6 +337,7 @@ fn a_typical_lock_life_agrees_with_the_reference() {
             lease: 30_000,
             latch: 10_000,
         },
+        // The same request again, as a retry sends it.
         Op::Release {
             lock: 0,
             owner: 0,
@@ -359,5 +360,5 @@ fn a_typical_lock_life_agrees_with_the_reference() {
         },
         Op::ForceUnlock { lock: 1 },
         Op::Advance(40_000),
-    ]));
+    ]);
 }

@@ -4,11 +4,10 @@
 //! costs microseconds; the server's clock is virtual, so no fault a case injects waits on real
 //! time.
 
-use bytes::Bytes;
-use fake_redis::server::{ClockChoice, Server, ServerConfig};
+mod support;
+
 use proptest::prelude::*;
-use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use support::drive::check_connection;
 
 /// Pieces of requests, well-formed and not, that reach deep into the server: admin commands,
 /// faults on the case's own node, pub/sub, transactions, the handshake, protocol errors.
@@ -51,70 +50,6 @@ fn request_soup() -> impl Strategy<Value = Vec<u8>> {
         proptest::collection::vec(any::<u8>(), 0..8),
     ];
     proptest::collection::vec(fragment, 0..40).prop_map(|parts| parts.concat())
-}
-
-/// Output a case may produce at most: generous, but far below what a leak or a loop would write.
-const OUTPUT_BOUND: usize = 4 * 1024 * 1024;
-
-/// Sends `input` in `chunks` to a fresh server, closes the client's side, and checks the rule.
-fn check_connection(input: &[u8], chunks: &[usize], password: bool) -> usize {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .start_paused(true)
-        .build()
-        .expect("a runtime");
-    runtime.block_on(async {
-        let server = Server::new(&ServerConfig {
-            clock: ClockChoice::Virtual {
-                epoch_ms: fake_redis::DEFAULT_EPOCH_MS,
-            },
-            requirepass: password.then(|| Bytes::from_static(b"pw")),
-            ..ServerConfig::default()
-        });
-        let (client, server_side) = tokio::io::duplex(64 * 1024);
-        let serving = tokio::spawn({
-            let server = server.clone();
-            async move { server.serve_connection(server_side).await }
-        });
-        let (mut reader, mut writer) = tokio::io::split(client);
-        let reading = tokio::spawn(async move {
-            let mut total = 0usize;
-            let mut buf = [0u8; 8192];
-            while let Ok(n) = reader.read(&mut buf).await {
-                if n == 0 || total > OUTPUT_BOUND {
-                    break;
-                }
-                total += n;
-            }
-            total
-        });
-        let mut rest = input;
-        for &size in chunks.iter().cycle() {
-            if rest.is_empty() {
-                break;
-            }
-            let (piece, tail) = rest.split_at(size.min(rest.len()));
-            // The server may have closed the connection already (QUIT, a protocol error).
-            if writer.write_all(piece).await.is_err() {
-                break;
-            }
-            rest = tail;
-        }
-        let _ = writer.shutdown().await;
-        drop(writer);
-        tokio::time::timeout(Duration::from_secs(3600), serving)
-            .await
-            .expect("the connection ends once the client has gone")
-            .expect("the connection task does not panic");
-        let written = tokio::time::timeout(Duration::from_secs(3600), reading)
-            .await
-            .expect("the reader sees the end")
-            .expect("the reader does not panic");
-        assert!(written <= OUTPUT_BOUND, "{written} bytes of output");
-        assert_eq!(server.connection_count(), 0);
-        assert_eq!(server.engine().lock().unwrap().client_count(), 0);
-        written
-    })
 }
 
 #[test]

@@ -7,9 +7,12 @@
 
 mod support;
 
-use fake_redis::{Engine, FakeConnection, NodeId, SystemClock, shared};
+use fake_redis::FakeConnection;
 use redis::Value;
-use support::{OwnServer, connect_real, describe, run};
+use redis::aio::MultiplexedConnection;
+use support::{
+    OwnServer, assert_no_mismatches, connect_real, describe, fake_connection, mismatches, run,
+};
 
 const SCRIPT: &[&str] = &[
     "FLUSHALL",
@@ -313,82 +316,73 @@ const SCRIPT: &[&str] = &[
 async fn the_fake_replies_exactly_as_redis_7_does() {
     let server = OwnServer::start();
     let mut real = connect_real(server.port).await;
-    let mut fake = FakeConnection::new(shared(Engine::new(SystemClock)), NodeId(1));
-    let mut mismatches = Vec::new();
-    for line in SCRIPT {
-        let want = describe(&run(&mut real, line).await);
-        let got = describe(&run(&mut fake, line).await);
-        if std::env::var("FAKE_REDIS_SHOW").is_ok() {
-            eprintln!("{line} => {got}");
-        }
-        if want != got {
-            mismatches.push(format!("{line}\n  redis: {want}\n  fake:  {got}"));
-        }
-    }
-    assert!(
-        mismatches.is_empty(),
-        "{} mismatches:\n{}",
-        mismatches.len(),
-        mismatches.join("\n")
-    );
+    let mut fake = fake_connection();
+    assert_no_mismatches(&mismatches(&mut real, &mut fake, SCRIPT).await);
+}
+
+/// Asserts that `pipe` gets the same replies from both sides.
+async fn assert_same_pipeline(
+    real: &mut MultiplexedConnection,
+    fake: &mut FakeConnection,
+    pipe: &redis::Pipeline,
+) {
+    let want = describe(&pipe.query_async::<Value>(real).await);
+    let got = describe(&pipe.query_async::<Value>(fake).await);
+    assert_eq!(got, want);
+}
+
+/// Asserts that `line` gets the same reply from both sides.
+async fn assert_same_reply(
+    real: &mut MultiplexedConnection,
+    fake: &mut FakeConnection,
+    line: &str,
+) {
+    let want = describe(&run(real, line).await);
+    assert_eq!(describe(&run(fake, line).await), want);
 }
 
 #[tokio::test]
 async fn pipelines_and_atomic_pipelines_match_redis() {
     let server = OwnServer::start();
     let mut real = connect_real(server.port).await;
-    let mut fake = FakeConnection::new(shared(Engine::new(SystemClock)), NodeId(1));
+    let mut fake = fake_connection();
     let _: () = redis::cmd("FLUSHALL").query_async(&mut real).await.unwrap();
 
-    let plain = || {
-        let mut p = redis::pipe();
-        p.set("p", 1)
-            .incr("p", 5)
-            .get("p")
-            .hset("hp", "f", "v")
-            .hgetall("hp");
-        p
-    };
-    let want = describe(&plain().query_async::<Value>(&mut real).await);
-    let got = describe(&plain().query_async::<Value>(&mut fake).await);
-    assert_eq!(got, want);
+    let mut plain = redis::pipe();
+    plain
+        .set("p", 1)
+        .incr("p", 5)
+        .get("p")
+        .hset("hp", "f", "v")
+        .hgetall("hp");
+    assert_same_pipeline(&mut real, &mut fake, &plain).await;
 
-    let atomic = || {
-        let mut p = redis::pipe();
-        p.atomic().set("t", 1).incr("t", 1).del("nokey").exists("t");
-        p
-    };
-    let want = describe(&atomic().query_async::<Value>(&mut real).await);
-    let got = describe(&atomic().query_async::<Value>(&mut fake).await);
-    assert_eq!(got, want);
+    let mut atomic = redis::pipe();
+    atomic
+        .atomic()
+        .set("t", 1)
+        .incr("t", 1)
+        .del("nokey")
+        .exists("t");
+    assert_same_pipeline(&mut real, &mut fake, &atomic).await;
 
     // An error while EXEC runs fails only that command; the crate reports it.
-    let failing = || {
-        let mut p = redis::pipe();
-        p.atomic().set("u", 1).hget("u", "f").incr("u", 1);
-        p
-    };
-    let want = describe(&failing().query_async::<Value>(&mut real).await);
-    let got = describe(&failing().query_async::<Value>(&mut fake).await);
-    assert_eq!(got, want);
-    let want = describe(&run(&mut real, "GET u").await);
-    assert_eq!(describe(&run(&mut fake, "GET u").await), want);
+    let mut failing = redis::pipe();
+    failing.atomic().set("u", 1).hget("u", "f").incr("u", 1);
+    assert_same_pipeline(&mut real, &mut fake, &failing).await;
+    assert_same_reply(&mut real, &mut fake, "GET u").await;
 
     // A command that cannot be queued aborts the transaction: EXECABORT, nothing applied. (The
     // crate builds a richer error from the multiplexed connection's own bookkeeping; the kind is
     // the same.)
-    let aborted = || {
-        let mut p = redis::pipe();
-        p.atomic().set("v", 1).cmd("NOSUCHCOMMAND").arg(1);
-        p
-    };
-    let want = aborted().query_async::<Value>(&mut real).await.unwrap_err();
-    let got = aborted().query_async::<Value>(&mut fake).await.unwrap_err();
+    let mut aborted = redis::pipe();
+    aborted.atomic().set("v", 1).cmd("NOSUCHCOMMAND").arg(1);
+    let want = aborted.query_async::<Value>(&mut real).await.unwrap_err();
+    let got = aborted.query_async::<Value>(&mut fake).await.unwrap_err();
     assert_eq!(got.kind(), want.kind());
     assert_eq!(
         got.kind(),
         redis::ErrorKind::Server(redis::ServerErrorKind::ExecAbort)
     );
-    let want = describe(&run(&mut real, "EXISTS v").await);
-    assert_eq!(describe(&run(&mut fake, "EXISTS v").await), want);
+    assert_same_reply(&mut real, &mut fake, "EXISTS v").await;
 }

@@ -1,41 +1,21 @@
 //! The wire between a client and the engine, apart from faults: a link's latency, and the request
 //! log that shows what each client sent. On tokio's paused clock (a `TokioClock`).
 
+mod support;
+
 use bytes::Bytes;
 use fake_redis::{
-    CommandFate, CommandFault, Engine, FakeBackend, FakeConnection, Fault, NodeId, RequestLog,
-    SharedEngine, TokioClock, shared,
+    CommandFate, CommandFault, FakeBackend, FakeConnection, Fault, NodeId, RequestLog,
 };
-use lock_core::backend::{Backend, BackendError};
 use lock_core::reply::Reply;
 use std::time::Duration;
+use support::argv;
+use support::backend::{add, assert_unknown, engine, exists, now, run};
 use tokio::time::{Instant, sleep};
 
 const A: NodeId = NodeId(1);
 const B: NodeId = NodeId(2);
 const MS: Duration = Duration::from_millis(1);
-
-fn engine() -> SharedEngine {
-    shared(Engine::new(TokioClock::new()))
-}
-
-fn now(engine: &SharedEngine) -> i64 {
-    engine.lock().unwrap().clock_now()
-}
-
-fn exists(engine: &SharedEngine, key: &str) -> bool {
-    engine.lock().unwrap().value(0, key.as_bytes()).is_some()
-}
-
-fn argv(cmd: &str) -> Vec<Bytes> {
-    cmd.split_whitespace()
-        .map(|s| Bytes::copy_from_slice(s.as_bytes()))
-        .collect()
-}
-
-async fn run(backend: &FakeBackend, cmd: &str) -> Result<Reply, BackendError> {
-    backend.command(&argv(cmd)).await
-}
 
 #[tokio::test(start_paused = true)]
 async fn a_request_lands_one_latency_after_it_is_sent_and_its_reply_one_more_later() {
@@ -88,36 +68,34 @@ async fn latency_adds_to_the_plans_delays_and_the_response_timeout_bounds_the_wh
         FakeBackend::with_response_timeout(engine.clone(), A, Duration::from_millis(3_000))
             .with_latency(Duration::from_millis(1_000))
             .with_request_log(log.clone());
-    let add = |fault| engine.lock().unwrap().add_fault(fault);
 
     // 1 s there, 1 s + 500 ms back.
-    add(Fault::next_commands(A, 1, CommandFault::DelayReply(500)));
+    add(
+        &engine,
+        Fault::next_commands(A, 1, CommandFault::DelayReply(500)),
+    );
     let started = Instant::now();
     assert_eq!(run(&backend, "INCR n").await, Ok(Reply::Int(1)));
     assert_eq!(started.elapsed(), Duration::from_millis(2_500));
 
     // 1 s there, 2.5 s back: past the 3 s timeout, though the server applied it.
-    add(Fault::next_commands(A, 1, CommandFault::DelayReply(1_500)));
+    add(
+        &engine,
+        Fault::next_commands(A, 1, CommandFault::DelayReply(1_500)),
+    );
     let started = Instant::now();
     let result = run(&backend, "INCR n").await;
-    assert!(
-        matches!(result, Err(BackendError::Unknown(_))),
-        "{result:?}"
-    );
+    assert_unknown(&result);
     assert_eq!(started.elapsed(), Duration::from_millis(3_000));
 
     // 1 s + 2.5 s there: the caller gives up at 3 s, the request lands at 3.5 s.
-    add(Fault::next_commands(
-        A,
-        1,
-        CommandFault::DelayRequest(2_500),
-    ));
+    add(
+        &engine,
+        Fault::next_commands(A, 1, CommandFault::DelayRequest(2_500)),
+    );
     let started = Instant::now();
     let result = run(&backend, "INCR n").await;
-    assert!(
-        matches!(result, Err(BackendError::Unknown(_))),
-        "{result:?}"
-    );
+    assert_unknown(&result);
     assert_eq!(started.elapsed(), Duration::from_millis(3_000));
     sleep(Duration::from_millis(499)).await;
     assert!(!log.entries()[2].applied);
@@ -125,12 +103,9 @@ async fn latency_adds_to_the_plans_delays_and_the_response_timeout_bounds_the_wh
     assert!(log.entries()[2].applied, "landed at 3.5 s");
 
     // A dropped reply: applied after one latency, the caller times out.
-    add(Fault::next_commands(A, 1, CommandFault::DropReply));
+    add(&engine, Fault::next_commands(A, 1, CommandFault::DropReply));
     let result = run(&backend, "INCR n").await;
-    assert!(
-        matches!(result, Err(BackendError::Unknown(_))),
-        "{result:?}"
-    );
+    assert_unknown(&result);
     assert!(log.entries()[3].applied);
     let value = engine.lock().unwrap().value(0, b"n").unwrap().0;
     assert_eq!(value, fake_redis::Value::Str(Bytes::from_static(b"4")));
@@ -143,10 +118,10 @@ async fn the_request_log_shows_what_each_node_sent_in_order_with_its_fate() {
     let a = FakeBackend::new(engine.clone(), A).with_request_log(log.clone());
     let b = FakeBackend::new(engine.clone(), B).with_request_log(log.clone());
     let t0 = now(&engine);
-    engine
-        .lock()
-        .unwrap()
-        .add_fault(Fault::next_commands(A, 1, CommandFault::DropRequest));
+    add(
+        &engine,
+        Fault::next_commands(A, 1, CommandFault::DropRequest),
+    );
     assert!(run(&a, "SET a 1").await.is_err());
     run(&b, "SET b 1").await.unwrap();
     run(&a, "SET a 2").await.unwrap();

@@ -1,10 +1,18 @@
-//! What every differential test shares: a redis-server of its own on a free loopback port, a
-//! connection to it, and replies rendered as comparable text (errors by kind, code and detail).
-//! `vs_redis` and the `conformance_*` tests use it, so there is one harness.
+//! What the integration tests share. The differential tests (`vs_redis` and `conformance_*`) get
+//! one harness: a redis-server of their own on a free loopback port, a connection to it, the fake
+//! side, and replies rendered as comparable text (errors by kind, code and detail). Tests that
+//! call the fake directly get `argv`, a command from one line of words, and, in `backend`, what
+//! the tests of `FakeBackend` on paused time share. `drive` checks one connection to the server
+//! on any bytes.
 
 #![allow(dead_code)]
 
-use redis::aio::ConnectionLike;
+pub mod backend;
+pub mod drive;
+
+use bytes::Bytes;
+use fake_redis::{Engine, FakeConnection, NodeId, SystemClock, shared};
+use redis::aio::{ConnectionLike, MultiplexedConnection};
 use redis::{RedisError, Value};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -66,6 +74,18 @@ async fn connect_real_with(port: u16, query: &str) -> redis::aio::MultiplexedCon
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     panic!("redis-server on port {port} did not come up");
+}
+
+/// A command's arguments: `cmd` split on white space.
+pub fn argv(cmd: &str) -> Vec<Bytes> {
+    cmd.split_whitespace()
+        .map(|s| Bytes::copy_from_slice(s.as_bytes()))
+        .collect()
+}
+
+/// The fake side: a `FakeConnection` to a fresh engine on the system clock.
+pub fn fake_connection() -> FakeConnection {
+    FakeConnection::new(shared(Engine::new(SystemClock)), NodeId(1))
 }
 
 pub fn describe(result: &Result<Value, RedisError>) -> String {
@@ -144,4 +164,37 @@ pub async fn run(conn: &mut impl ConnectionLike, line: &str) -> Result<Value, Re
         Compare::ScanPage => sorted_page(result),
         Compare::Multiset | Compare::Random => sorted(result),
     }
+}
+
+/// Runs `lines` on both sides in order; each line whose replies differ, with both replies. With
+/// `FAKE_REDIS_SHOW` set, it also prints every line with the fake's reply.
+pub async fn mismatches(
+    real: &mut MultiplexedConnection,
+    fake: &mut FakeConnection,
+    lines: &[&str],
+) -> Vec<String> {
+    let show = std::env::var("FAKE_REDIS_SHOW").is_ok();
+    let mut mismatches = Vec::new();
+    for line in lines {
+        let want = describe(&run(real, line).await);
+        let got = describe(&run(fake, line).await);
+        if show {
+            eprintln!("{line} => {got}");
+        }
+        if want != got {
+            mismatches.push(format!("{line}\n  redis: {want}\n  fake:  {got}"));
+        }
+    }
+    mismatches
+}
+
+/// Fails, listing them all, if there are any mismatches.
+#[track_caller]
+pub fn assert_no_mismatches(mismatches: &[String]) {
+    assert!(
+        mismatches.is_empty(),
+        "{} mismatches:\n{}",
+        mismatches.len(),
+        mismatches.join("\n")
+    );
 }
