@@ -214,44 +214,24 @@ fn scripts_run_natively_only_once_loaded() {
     let owner = Owner::new("c0ffee", 1);
     let lease = Lease::from_millis(30_000).unwrap();
     let call = acquire::call(&keys, &RequestId(1), lease, &owner, Millis(10_000));
-    let evalsha = |call: &lock_core::script::ScriptCall| {
-        let mut v = vec![
-            Bytes::from_static(b"EVALSHA"),
-            Bytes::from(call.script.sha().to_owned()),
-            Bytes::from(call.keys.len().to_string()),
-        ];
-        v.extend(call.keys.iter().cloned());
-        v.extend(call.args.iter().cloned());
-        v
-    };
     assert_eq!(
-        e.execute(c, &evalsha(&call)),
+        e.execute(c, &call.evalsha_argv()),
         Frame::error("NOSCRIPT No matching script. Please use EVAL.")
     );
-    let load = [
-        Bytes::from_static(b"SCRIPT"),
-        Bytes::from_static(b"LOAD"),
-        Bytes::from_static(call.script.body.as_bytes()),
-    ];
     assert_eq!(
-        e.execute(c, &load),
+        e.execute(c, &call.script.load_argv()),
         Frame::Bulk(Bytes::from(call.script.sha().to_owned()))
     );
-    assert_eq!(e.execute(c, &evalsha(&call)), Frame::Null);
+    assert_eq!(e.execute(c, &call.evalsha_argv()), Frame::Null);
     assert_eq!(run(&mut e, c, "PTTL orders"), int(30_000));
     assert_eq!(run(&mut e, c, "HGET orders c0ffee:1"), bulk("1"));
 
     let sub = e.connect();
     run(&mut e, sub, "SUBSCRIBE redisson_lock__channel:{orders}");
     let release = release::call(&keys, &RequestId(2), lease, &owner, Millis(10_000));
-    let load_release = [
-        Bytes::from_static(b"SCRIPT"),
-        Bytes::from_static(b"LOAD"),
-        Bytes::from_static(release.script.body.as_bytes()),
-    ];
-    e.execute(c, &load_release);
+    e.execute(c, &release.script.load_argv());
     clock.advance(5);
-    assert_eq!(e.execute(c, &evalsha(&release)), int(1));
+    assert_eq!(e.execute(c, &release.evalsha_argv()), int(1));
     // PUBLISH from inside the script reached the subscriber.
     assert_eq!(
         e.drain_outbox(sub),
@@ -279,7 +259,7 @@ fn scripts_run_natively_only_once_loaded() {
 
     assert_eq!(run(&mut e, c, "SCRIPT FLUSH"), Frame::OK);
     assert_eq!(
-        e.execute(c, &evalsha(&call)),
+        e.execute(c, &call.evalsha_argv()),
         Frame::error("NOSCRIPT No matching script. Please use EVAL.")
     );
 }
