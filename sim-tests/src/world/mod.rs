@@ -1,0 +1,418 @@
+//! The simulated world: lock machines, a network, a server, faults, one event queue.
+//!
+//! Time is simulation milliseconds from 0. Events are ordered by (time, sequence number), so two
+//! events at one millisecond keep the order they were scheduled in. Each client is a
+//! [`LockMachine`] with its own clock (simulation time scaled by its drift), driven exactly as the
+//! tokio client drives it: calls go out through a network model, replies come back, the driver's
+//! response timeout turns a missing reply into "outcome unknown", timers fire at the machine's
+//! deadlines. The server is a [`SimServer`] (fake-redis's engine) whose clock is set before every
+//! command. Nothing here reads a wall clock, spawns a thread or iterates a hash map.
+//!
+//! This file is the event loop: the queue, the clients' clocks, and the driver that feeds each
+//! machine its inputs and carries out its outputs. The rest of the world is split by concern:
+//! `network` decides what happens to every message and carries out the scheduled faults,
+//! `workload` is what each client does with its lock, and `observe` records what the checkers
+//! read and writes the trace.
+
+mod network;
+mod observe;
+mod workload;
+
+pub use observe::{Mark, Run};
+
+use crate::case::Case;
+use crate::history::History;
+use crate::rng::{Stream, draw};
+use crate::server::{ConnId, SimServer};
+use bytes::Bytes;
+use lock_core::machine::{Call, CallId, Input, LockMachine, Output, SeededIds};
+use lock_core::{BackendError, KeyLayout, LockConfig, Millis, MonoTime, PubSubEvent, Reply};
+use network::Network;
+use observe::OpenGrant;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
+use workload::{Holding, Phase};
+
+/// The server's unix time at simulation time 0.
+pub const EPOCH_MS: i64 = 1_700_000_000_000;
+
+/// The name of lock `n`.
+pub fn lock_name(n: u32) -> String {
+    format!("L{n}")
+}
+
+#[derive(Clone, Debug)]
+enum Ev {
+    /// The client's workload takes its next step.
+    Step { client: usize },
+    /// The machine's timer, if it is still the current one.
+    Timer { client: usize, generation: u64 },
+    /// A call reaches the server.
+    Arrive {
+        client: usize,
+        id: CallId,
+        call: Call,
+    },
+    /// A reply reaches the client.
+    Reply {
+        client: usize,
+        id: CallId,
+        result: Result<Reply, BackendError>,
+    },
+    /// The driver's response timeout for a call.
+    CallTimeout { client: usize, id: CallId },
+    /// A subscribe or unsubscribe reaches the server.
+    SubArrive {
+        client: usize,
+        channel: Bytes,
+        subscribe: bool,
+    },
+    /// The subscription is in place, as the client learns.
+    Subscribed { client: usize, channel: Bytes },
+    /// A published message reaches a client.
+    Message {
+        client: usize,
+        channel: Bytes,
+        payload: Bytes,
+    },
+    /// A scheduled fault.
+    Fault { index: usize },
+    /// A paused client runs again.
+    Resume { client: usize },
+}
+
+impl Ev {
+    fn client(&self) -> Option<usize> {
+        match *self {
+            Ev::Step { client }
+            | Ev::Timer { client, .. }
+            | Ev::Reply { client, .. }
+            | Ev::CallTimeout { client, .. }
+            | Ev::Subscribed { client, .. }
+            | Ev::Message { client, .. } => Some(client),
+            // Arrivals are at the server: a paused client's requests already left.
+            Ev::Arrive { .. } | Ev::SubArrive { .. } | Ev::Fault { .. } | Ev::Resume { .. } => None,
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Scheduled {
+    at: u64,
+    seq: u64,
+    ev: Ev,
+}
+
+impl PartialEq for Scheduled {
+    fn eq(&self, other: &Self) -> bool {
+        (self.at, self.seq) == (other.at, other.seq)
+    }
+}
+impl Eq for Scheduled {}
+impl PartialOrd for Scheduled {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Scheduled {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (self.at, self.seq).cmp(&(other.at, other.seq))
+    }
+}
+
+struct SimClient {
+    machine: LockMachine,
+    conn: ConnId,
+    sub_conn: ConnId,
+    paused_until: Option<u64>,
+    crashed: bool,
+    timer_generation: u64,
+    timer_at: Option<u64>,
+    inflight: BTreeSet<CallId>,
+    next_op: u64,
+    phase: Phase,
+    cycles_done: u32,
+    holding: Option<Holding>,
+    work_seq: u64,
+    /// (lock key, owner) pairs whose last unlock was sent: no renewal may name them again.
+    unlocked: BTreeSet<(Bytes, Bytes)>,
+    /// The unlock channels the machine asked to be subscribed to.
+    channels: BTreeSet<Bytes>,
+}
+
+/// A world running one case.
+pub struct World<S: SimServer> {
+    case: Case,
+    server: S,
+    now: u64,
+    seq: u64,
+    queue: BinaryHeap<Reverse<Scheduled>>,
+    clients: Vec<SimClient>,
+    network: Network,
+    conn_owner: BTreeMap<ConnId, usize>,
+    clock_offset: i64,
+    fenced_max: BTreeMap<u32, u64>,
+    /// Per lock, the clients whose critical section is open (for the unfenced resource).
+    sections: BTreeMap<u32, BTreeSet<usize>>,
+    grants: BTreeMap<u32, Vec<OpenGrant>>,
+    history: History,
+    trace: Vec<String>,
+    marks: Vec<Mark>,
+    events: u64,
+    layout: KeyLayout,
+    /// (lock, token) → the owner it was granted to, to tell a replayed grant from a new one.
+    granted_tokens: BTreeMap<(u32, u64), Bytes>,
+    /// Lock key → lock number, for the locks the case uses.
+    lock_index: BTreeMap<Bytes, u32>,
+    /// Whether to write the trace and marks (off for throughput measurements).
+    tracing: bool,
+}
+
+impl<S: SimServer> World<S> {
+    /// A world for `case` on `server`, with every client's machine built and nothing run yet.
+    pub fn new(case: &Case, mut server: S) -> World<S> {
+        let config = LockConfig {
+            watchdog_timeout: Millis(case.watchdog),
+            drift_rate: case.margin_ppm as f64 / 1e6,
+            ..LockConfig::default()
+        };
+        let mut clients = Vec::new();
+        let mut conn_owner = BTreeMap::new();
+        for i in 0..case.clients.len() {
+            let ids = SeededIds::new(draw(case.seed, Stream::Ids, i as u64, 0));
+            let machine = LockMachine::new(config.clone(), ids).expect("valid simulation config");
+            let conn = server.connect();
+            let sub_conn = server.connect();
+            conn_owner.insert(sub_conn, i);
+            clients.push(SimClient {
+                machine,
+                conn,
+                sub_conn,
+                paused_until: None,
+                crashed: false,
+                timer_generation: 0,
+                timer_at: None,
+                inflight: BTreeSet::new(),
+                next_op: 0,
+                phase: Phase::NotStarted,
+                cycles_done: 0,
+                holding: None,
+                work_seq: 0,
+                unlocked: BTreeSet::new(),
+                channels: BTreeSet::new(),
+            });
+        }
+        let mut world = World {
+            case: case.clone(),
+            server,
+            now: 0,
+            seq: 0,
+            queue: BinaryHeap::new(),
+            clients,
+            network: Network::new(case),
+            conn_owner,
+            clock_offset: 0,
+            fenced_max: BTreeMap::new(),
+            sections: BTreeMap::new(),
+            grants: BTreeMap::new(),
+            history: History::default(),
+            trace: Vec::new(),
+            marks: Vec::new(),
+            events: 0,
+            layout: config.key_layout.clone(),
+            lock_index: case
+                .clients
+                .iter()
+                .map(|c| (Bytes::from(lock_name(c.lock)), c.lock))
+                .collect(),
+            tracing: true,
+            granted_tokens: BTreeMap::new(),
+        };
+        world.note("sim", || {
+            format!(
+                "seed={} clients={} faults={} watchdog={} latency={}..{} loss={}‰ up {}‰ down",
+                case.seed,
+                case.clients.len(),
+                case.faults.len(),
+                case.watchdog,
+                case.latency.0,
+                case.latency.1,
+                case.loss.0,
+                case.loss.1
+            )
+        });
+        for (i, c) in case.clients.iter().enumerate() {
+            world.schedule(c.start, Ev::Step { client: i });
+        }
+        for (index, f) in case.faults.iter().enumerate() {
+            world.schedule(f.at(), Ev::Fault { index });
+        }
+        world
+    }
+
+    fn schedule(&mut self, at: u64, ev: Ev) {
+        self.seq += 1;
+        self.queue.push(Reverse(Scheduled {
+            at,
+            seq: self.seq,
+            ev,
+        }));
+    }
+
+    fn name(&self, client: usize) -> String {
+        self.case.clients[client].name.clone()
+    }
+
+    /// The client's clock at simulation time `t`.
+    fn client_time(&self, client: usize, t: u64) -> MonoTime {
+        let drift = self.case.clients[client].drift_ppm;
+        MonoTime((t as i128 + t as i128 * drift as i128 / 1_000_000).max(0) as u64)
+    }
+
+    /// The simulation time at which the client's clock reads `m` (the first such millisecond).
+    fn sim_time(&self, client: usize, m: MonoTime) -> u64 {
+        let drift = self.case.clients[client].drift_ppm as i128;
+        let num = m.0 as i128 * 1_000_000;
+        let den = 1_000_000 + drift;
+        ((num + den - 1) / den).max(0) as u64
+    }
+
+    fn server_now(&self) -> i64 {
+        EPOCH_MS + self.now as i64 + self.clock_offset
+    }
+
+    /// Runs without writing the trace or marks: for measuring throughput. The checkers still run.
+    pub fn without_trace(mut self) -> World<S> {
+        self.tracing = false;
+        self
+    }
+
+    /// Makes every client's machine break `rule`: for proving that the checkers notice.
+    pub fn break_rule(mut self, rule: lock_core::machine::BrokenRule) -> World<S> {
+        for c in &mut self.clients {
+            c.machine.break_rule(rule);
+        }
+        self
+    }
+
+    /// Runs the case to its horizon and checks the history.
+    pub fn run(mut self) -> Run {
+        while let Some(Reverse(next)) = self.queue.pop() {
+            if next.at > self.case.horizon {
+                break;
+            }
+            self.now = next.at;
+            if let Some(client) = next.ev.client() {
+                if self.clients[client].crashed {
+                    continue;
+                }
+                if let Some(until) = self.clients[client].paused_until
+                    && self.now < until
+                {
+                    // A paused client neither acts nor hears: everything waits for the resume.
+                    self.schedule(until, next.ev);
+                    continue;
+                }
+            }
+            self.events += 1;
+            self.dispatch(next.ev);
+        }
+        self.now = self.case.horizon;
+        self.finish()
+    }
+
+    fn dispatch(&mut self, ev: Ev) {
+        match ev {
+            Ev::Step { client } => self.step(client),
+            Ev::Timer { client, generation } => {
+                if self.clients[client].timer_generation == generation {
+                    self.clients[client].timer_at = None;
+                    self.feed(client, Input::Timeout);
+                }
+            }
+            Ev::Arrive { client, id, call } => self.arrive(client, id, call),
+            Ev::Reply { client, id, result } => {
+                if self.clients[client].inflight.remove(&id) {
+                    self.feed(client, Input::CallResult { id, result });
+                }
+            }
+            Ev::CallTimeout { client, id } => {
+                if self.clients[client].inflight.remove(&id) {
+                    let name = self.name(client);
+                    self.mark(&name, "timeout", || {
+                        format!("call {}: no reply in time, outcome unknown", id.0)
+                    });
+                    let result = Err(BackendError::Unknown(
+                        "no reply within the response timeout".into(),
+                    ));
+                    self.feed(client, Input::CallResult { id, result });
+                }
+            }
+            Ev::SubArrive {
+                client,
+                channel,
+                subscribe,
+            } => self.subscription_arrives(client, channel, subscribe),
+            Ev::Subscribed { client, channel } => self.feed(
+                client,
+                Input::Subscribed {
+                    channel,
+                    result: Ok(()),
+                },
+            ),
+            Ev::Message {
+                client,
+                channel,
+                payload,
+            } => {
+                self.note(&self.name(client), || "hears unlock message".into());
+                self.feed(
+                    client,
+                    Input::PubSub(PubSubEvent::Message { channel, payload }),
+                );
+            }
+            Ev::Fault { index } => self.fault(index),
+            Ev::Resume { client } => {
+                if !self.clients[client].crashed {
+                    self.clients[client].paused_until = None;
+                    let name = self.name(client);
+                    self.mark(&name, "resume", String::new);
+                }
+            }
+        }
+    }
+
+    /// Feeds one input to a client's machine and handles everything it outputs.
+    fn feed(&mut self, client: usize, input: Input) {
+        let now = self.client_time(client, self.now);
+        self.clients[client].machine.handle(input, now);
+        self.drain(client);
+    }
+
+    fn drain(&mut self, client: usize) {
+        while let Some(output) = self.clients[client].machine.poll_output() {
+            self.output(client, output);
+        }
+        let deadline = self.clients[client].machine.poll_timeout();
+        let at = deadline.map(|d| self.sim_time(client, d).max(self.now));
+        if at != self.clients[client].timer_at {
+            let c = &mut self.clients[client];
+            c.timer_generation += 1;
+            c.timer_at = at;
+            let generation = c.timer_generation;
+            if let Some(at) = at {
+                self.schedule(at, Ev::Timer { client, generation });
+            }
+        }
+    }
+
+    fn output(&mut self, client: usize, output: Output) {
+        match output {
+            Output::Call { id, call } => self.send_call(client, id, call),
+            Output::Subscribe { channel } => self.send_subscription(client, channel, true),
+            Output::Unsubscribe { channel } => self.send_subscription(client, channel, false),
+            Output::Done { op, result } => self.done(client, op, result),
+            Output::Event(event) => self.lock_event(client, event),
+        }
+    }
+}

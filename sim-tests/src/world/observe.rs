@@ -1,0 +1,488 @@
+//! What the checkers see, and the trace: the world's observations of a run.
+//!
+//! The server side is read from the server itself after every call that touched a lock, and after
+//! every fault that can change a lock without a call (a restart, a failover, a clock jump): each
+//! owner's grant opens when the owner first appears in the lock's hash and closes when it is gone,
+//! at its deadline if it expired. The client side is read from the machine's lock events: the
+//! interval a client believes it holds a lock runs from its grant to the earlier of its
+//! `valid_until` and the moment it sends its unlock. The online checkers, (d) and (f), run here at
+//! the moment their rule applies. The trace is one line per event and the marks name the moments
+//! tests and the examples look for; neither is written by a world built `without_trace`.
+
+use super::{EPOCH_MS, World, lock_name};
+use crate::history::{Checker, History, Interval, Violation};
+use crate::server::{LockState, SimServer};
+use bytes::Bytes;
+use lock_core::machine::{Call, LockEvent};
+use lock_core::script::renew_batch;
+use lock_core::{BackendError, MonoTime, Reply};
+use std::collections::BTreeSet;
+
+/// A server-side grant being recorded.
+pub(super) struct OpenGrant {
+    owner: Bytes,
+    from: u64,
+    deadline: Option<u64>,
+}
+
+/// The result of a run.
+#[derive(Debug)]
+pub struct Run {
+    /// Every event, one line each: `[  10.001s] a  renew  L0 …`.
+    pub trace: Vec<String>,
+    /// FNV-1a of the trace: equal runs have equal hashes.
+    pub trace_hash: u64,
+    /// How many events were processed.
+    pub events: u64,
+    /// The broken rules.
+    pub violations: Vec<Violation>,
+    /// The facts the checkers read.
+    pub history: History,
+    /// Named moments for tests and the examples, in time order.
+    pub marks: Vec<Mark>,
+    /// Each client's id on the server (the first part of its owners), with the client's name.
+    pub client_ids: Vec<(String, String)>,
+}
+
+/// A named moment of a run: what an actor (a client's name, or `server`) did or met.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mark {
+    /// Simulation ms.
+    pub at: u64,
+    /// A client's name, or `server`.
+    pub actor: String,
+    /// What: acquire, renew, unlock, released, expire, lost, may-be-lost, pause, resume, crash,
+    /// write, write-accepted, write-rejected, restart, failover, clock-jump, …
+    pub what: String,
+    /// The details (lock, TTL, token).
+    pub detail: String,
+}
+
+impl Run {
+    /// The client name behind an owner string `<client_id>:<owner_id>`.
+    pub fn client_of(&self, owner: &str) -> Option<&str> {
+        let id = owner.rsplit_once(':').map_or(owner, |(id, _)| id);
+        self.client_ids
+            .iter()
+            .find(|(cid, _)| cid == id)
+            .map(|(_, name)| name.as_str())
+    }
+
+    /// The violations of one checker.
+    pub fn of(&self, checker: Checker) -> Vec<&Violation> {
+        self.violations
+            .iter()
+            .filter(|v| v.checker == checker)
+            .collect()
+    }
+
+    /// The first moment `actor` did `what`, if it did.
+    pub fn first(&self, actor: &str, what: &str) -> Option<u64> {
+        self.marks
+            .iter()
+            .find(|m| m.actor == actor && m.what == what)
+            .map(|m| m.at)
+    }
+
+    /// Every moment `actor` did `what`.
+    pub fn all(&self, actor: &str, what: &str) -> Vec<u64> {
+        self.marks
+            .iter()
+            .filter(|m| m.actor == actor && m.what == what)
+            .map(|m| m.at)
+            .collect()
+    }
+
+    /// The trace as one text block.
+    pub fn timeline(&self) -> String {
+        self.trace.join("\n")
+    }
+}
+
+fn stamp(ms: u64) -> String {
+    format!("[{:>4}.{:03}s]", ms / 1000, ms % 1000)
+}
+
+impl<S: SimServer> World<S> {
+    pub(super) fn note(&mut self, actor: &str, what: impl FnOnce() -> String) {
+        if self.tracing {
+            let what = what();
+            self.trace
+                .push(format!("{} {:<6} {}", stamp(self.now), actor, what));
+        }
+    }
+
+    pub(super) fn mark(&mut self, actor: &str, what: &str, detail: impl FnOnce() -> String) {
+        if !self.tracing {
+            return;
+        }
+        let detail = detail();
+        self.note(actor, || format!("{what} {detail}"));
+        self.marks.push(Mark {
+            at: self.now,
+            actor: actor.to_owned(),
+            what: what.to_owned(),
+            detail,
+        });
+    }
+
+    pub(super) fn check_no_renew_after_unlock(&mut self, client: usize, call: &Call) {
+        let Call::Script(script) = call else { return };
+        if script.script.name != renew_batch::SCRIPT.name {
+            return;
+        }
+        for (key, owner) in script.keys.iter().zip(script.args.iter().skip(1)) {
+            if self.clients[client]
+                .unlocked
+                .contains(&(key.clone(), owner.clone()))
+            {
+                self.history.online.push(Violation {
+                    checker: Checker::NoRenewAfterUnlock,
+                    at: self.now,
+                    message: format!(
+                        "client {} sent a renewal of {} for {} after its unlock",
+                        self.name(client),
+                        String::from_utf8_lossy(key),
+                        String::from_utf8_lossy(owner)
+                    ),
+                });
+            }
+        }
+    }
+
+    /// Records what a call did to the locks it touched (checkers (a) and (b)).
+    pub(super) fn observe_call(
+        &mut self,
+        client: usize,
+        call: &Call,
+        result: &Result<Reply, BackendError>,
+    ) {
+        if let (Call::Script(s), Ok(Reply::Array(items))) = (call, result)
+            && s.script.name == "acquire_fenced"
+            && let [Reply::Int(-1), Reply::Int(token)] = items.as_slice()
+        {
+            let lock = self.case.clients[client].lock;
+            let token = *token as u64;
+            // A replayed request returns the token it was granted: not a new grant.
+            let replay = self
+                .granted_tokens
+                .get(&(lock, token))
+                .is_some_and(|o| *o == s.args[1]);
+            if !replay {
+                self.granted_tokens.insert((lock, token), s.args[1].clone());
+                let owner = String::from_utf8_lossy(&s.args[1]).into_owned();
+                let list = self.history.tokens.entry(lock).or_default();
+                list.push((self.now, owner, token));
+            }
+        }
+        let touched: BTreeSet<u32> = match call {
+            Call::Script(s) => s
+                .keys
+                .iter()
+                .filter_map(|k| self.lock_index.get(k).copied())
+                .collect(),
+            Call::Command(argv) => argv
+                .iter()
+                .skip(1)
+                .filter_map(|k| self.lock_index.get(k).copied())
+                .collect(),
+        };
+        self.observe(touched);
+    }
+
+    /// Brings the server-side grant intervals up to date with every lock's state now.
+    pub(super) fn observe_all(&mut self) {
+        let locks: BTreeSet<u32> = self.lock_index.values().copied().collect();
+        self.observe(locks);
+    }
+
+    fn observe(&mut self, locks: BTreeSet<u32>) {
+        let now = self.server_now();
+        for lock in locks {
+            let key = Bytes::from(lock_name(lock));
+            let state = self.server.lock_state(&key, now).unwrap_or_default();
+            self.observe_lock(lock, state);
+        }
+    }
+
+    fn observe_lock(&mut self, lock: u32, state: LockState) {
+        let now = self.now;
+        let offset = self.clock_offset;
+        let data_lost_now = self.history.data_loss.last() == Some(&now);
+        let open = self.grants.entry(lock).or_default();
+        let deadline = state
+            .deadline
+            .map(|d| (d - EPOCH_MS - offset + 1).max(0) as u64);
+        let mut closed = Vec::new();
+        let mut expired = Vec::new();
+        open.retain(|g| {
+            if state.owners.iter().any(|(o, _)| *o == g.owner) {
+                return true;
+            }
+            // Gone: deleted or expired now, or lost with the server's data, in which case the
+            // grant is taken to last until the deadline it had.
+            let to = if data_lost_now {
+                g.deadline.unwrap_or(now).max(now)
+            } else {
+                g.deadline.map_or(now, |d| d.min(now))
+            };
+            if !data_lost_now && g.deadline.is_some_and(|d| d <= now) {
+                expired.push((to, String::from_utf8_lossy(&g.owner).into_owned()));
+            }
+            closed.push(Interval {
+                lock,
+                who: String::from_utf8_lossy(&g.owner).into_owned(),
+                from: g.from,
+                to,
+            });
+            false
+        });
+        for (owner, _) in &state.owners {
+            match open.iter_mut().find(|g| g.owner == *owner) {
+                Some(g) => g.deadline = deadline,
+                None => open.push(OpenGrant {
+                    owner: owner.clone(),
+                    from: now,
+                    deadline,
+                }),
+            }
+        }
+        self.history.server_grants.extend(closed);
+        for (at, owner) in expired {
+            self.note("server", || {
+                format!("{} of {owner} expired at {}", lock_name(lock), stamp(at))
+            });
+            if !self.tracing {
+                continue;
+            }
+            self.marks.push(Mark {
+                at,
+                actor: "server".into(),
+                what: "expire".into(),
+                detail: format!("{} of {owner}", lock_name(lock)),
+            });
+        }
+    }
+
+    pub(super) fn lock_event(&mut self, client: usize, event: LockEvent) {
+        let name = self.name(client);
+        let until = |w: &Self, v: MonoTime| w.sim_time(client, v);
+        match &event {
+            LockEvent::Acquired {
+                hold,
+                count,
+                valid_until,
+            } => {
+                // A new grant to this owner may be renewed again, whatever happened to an earlier
+                // hold of the same owner.
+                let key = Bytes::from(hold.name.clone());
+                self.clients[client]
+                    .unlocked
+                    .remove(&(key, hold.owner.as_bytes().clone()));
+                let v = until(self, *valid_until);
+                self.mark(&name, "acquire", || {
+                    format!("{} count={count} valid_until={}", hold.name, stamp(v))
+                });
+                self.extend_belief(client, v);
+            }
+            LockEvent::Renewed { hold, valid_until } => {
+                let v = until(self, *valid_until);
+                let ttl = self.case.watchdog;
+                self.mark(&name, "renew", || {
+                    format!("{} ttl={ttl} valid_until={}", hold.name, stamp(v))
+                });
+                self.extend_belief(client, v);
+            }
+            LockEvent::ValidUntilChanged { hold, valid_until } => {
+                let v = until(self, *valid_until);
+                self.note(&name, || {
+                    format!("valid_until {} -> {}", hold.name, stamp(v))
+                });
+                self.extend_belief(client, v);
+            }
+            LockEvent::MayBeLost { hold, .. } => {
+                self.mark(&name, "may-be-lost", || hold.name.clone());
+                // The lease may have run out on the server and been granted afresh (to this owner
+                // too, by a re-entry): the counts may differ from here on, so (f) stops applying.
+                self.doubt_hold(client);
+            }
+            LockEvent::Lost { hold } => {
+                self.mark(&name, "lost", || hold.name.clone());
+                self.close_belief(client);
+            }
+            LockEvent::MaxHoldReached { hold, .. } => {
+                self.mark(&name, "max-hold", || hold.name.clone());
+            }
+            LockEvent::Released { hold } => {
+                // The last count was given back: the client no longer believes it holds the lock.
+                self.note(&name, || format!("released {}", hold.name));
+                self.close_belief(client);
+                self.close_section(client);
+            }
+        }
+    }
+
+    /// Marks the current hold, if any, as one whose count the server may see differently: (f) no
+    /// longer applies to it.
+    pub(super) fn doubt_hold(&mut self, client: usize) {
+        if let Some(h) = self.clients[client].holding.as_mut() {
+            h.uncertain = true;
+        }
+    }
+
+    fn extend_belief(&mut self, client: usize, valid_until: u64) {
+        let now = self.now;
+        let lock = self.case.clients[client].lock;
+        let who = self.name(client);
+        let Some(h) = self.clients[client].holding.as_mut() else {
+            return;
+        };
+        if now >= h.believed_until {
+            // The belief had lapsed: what was believed is one interval, and a new one starts.
+            let closed = Interval {
+                lock,
+                who,
+                from: h.believed_from,
+                to: h.believed_until,
+            };
+            h.believed_from = now;
+            h.believed_until = valid_until;
+            self.history.client_intervals.push(closed);
+        } else {
+            h.believed_until = valid_until;
+        }
+    }
+
+    pub(super) fn close_belief(&mut self, client: usize) {
+        let now = self.now;
+        let lock = self.case.clients[client].lock;
+        let who = self.name(client);
+        if let Some(h) = self.clients[client].holding.as_mut() {
+            let to = h.believed_until.min(now);
+            self.history.client_intervals.push(Interval {
+                lock,
+                who,
+                from: h.believed_from,
+                to,
+            });
+            h.believed_from = now;
+            h.believed_until = now;
+        }
+    }
+
+    /// (f): when the client has nothing in flight, no outcome unknown and a `valid_until` not yet
+    /// passed, its count for the hold equals the server's.
+    pub(super) fn check_quiescent_counts(&mut self, client: usize) {
+        let now = self.now;
+        let c = &self.clients[client];
+        if !c.inflight.is_empty() || c.machine.ops_in_progress() > 0 {
+            return;
+        }
+        let Some(h) = c.holding.as_ref() else { return };
+        if h.believed_until <= now || h.uncertain {
+            return;
+        }
+        let lock = self.case.clients[client].lock;
+        let name = lock_name(lock);
+        let owner = c.machine.owner(h.owner);
+        let client_count = c
+            .machine
+            .hold(&name, h.owner)
+            .map_or(0, |s| i64::from(s.count));
+        let server_now = self.server_now();
+        let server_count = self
+            .server
+            .lock_state(&Bytes::from(name.clone()), server_now)
+            .and_then(|s| s.owners.into_iter().find(|(o, _)| o == owner.as_bytes()))
+            .map_or(0, |(_, n)| n);
+        if client_count != server_count {
+            self.history.online.push(Violation {
+                checker: Checker::HoldCounts,
+                at: self.now,
+                message: format!(
+                    "client {} counts {client_count} holds of {name}, the server {server_count}",
+                    self.name(client)
+                ),
+            });
+        }
+    }
+
+    pub(super) fn finish(mut self) -> Run {
+        // Keys that expired after the last call that touched them are seen now.
+        self.observe_all();
+        for client in 0..self.clients.len() {
+            if self.clients[client].holding.is_some() {
+                self.close_belief(client);
+            }
+        }
+        let horizon = self.case.horizon;
+        for (lock, open) in std::mem::take(&mut self.grants) {
+            for g in open {
+                self.history.server_grants.push(Interval {
+                    lock,
+                    who: String::from_utf8_lossy(&g.owner).into_owned(),
+                    from: g.from,
+                    to: g.deadline.unwrap_or(horizon).min(horizon),
+                });
+            }
+        }
+        let violations = self.history.check();
+        self.marks.sort_by_key(|m| m.at);
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        for line in &self.trace {
+            for b in line.bytes().chain(std::iter::once(b'\n')) {
+                hash ^= u64::from(b);
+                hash = hash.wrapping_mul(0x100_0000_01b3);
+            }
+        }
+        let client_ids = self
+            .clients
+            .iter()
+            .zip(&self.case.clients)
+            .map(|(c, spec)| (c.machine.client_id().to_owned(), spec.name.clone()))
+            .collect();
+        Run {
+            client_ids,
+            trace: self.trace,
+            trace_hash: hash,
+            events: self.events,
+            violations,
+            history: self.history,
+            marks: self.marks,
+        }
+    }
+}
+
+/// A call as the marks name it: the script and its lock, or the command.
+pub(super) fn short(call: &Call) -> String {
+    match call {
+        Call::Script(s) => format!(
+            "{}({})",
+            s.script.name,
+            s.keys
+                .first()
+                .map(|k| String::from_utf8_lossy(k).into_owned())
+                .unwrap_or_default()
+        ),
+        Call::Command(_) => describe(call),
+    }
+}
+
+pub(super) fn describe(call: &Call) -> String {
+    match call {
+        Call::Script(s) => {
+            let keys: Vec<String> = s
+                .keys
+                .iter()
+                .take(3)
+                .map(|k| String::from_utf8_lossy(k).into_owned())
+                .collect();
+            format!("{}({})", s.script.name, keys.join(","))
+        }
+        Call::Command(argv) => argv
+            .iter()
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect::<Vec<_>>()
+            .join(" "),
+    }
+}

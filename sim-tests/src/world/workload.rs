@@ -1,0 +1,326 @@
+//! What each client does with its lock: the workload of a case, and the resources it writes to.
+//!
+//! A cycle is: acquire (wait, lease or try, as the client's spec says), write, re-enter once if
+//! the spec asks, work half the cycle's work time, write, give back the inner hold, work the other
+//! half, write, unlock; then think and start again, until the spec's cycles are done. Each write
+//! goes to two resources per lock: an unfenced one, which accepts anything and only records
+//! critical sections that overlap, and a fenced one, which refuses a token below the highest it
+//! has accepted. The work time of each cycle is drawn from (seed, stream, client, cycle).
+
+use super::{Ev, World, lock_name};
+use crate::case::AcquireKind;
+use crate::rng::{Stream, draw_range};
+use crate::server::SimServer;
+use lock_core::machine::{
+    AcquireRequest, Acquired, Done, HoldId, Input, LockError, OpId, OwnerId, Request,
+    UnlockOutcome, Wait,
+};
+use lock_core::{Lease, Millis};
+
+/// Where a client's workload is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Phase {
+    NotStarted,
+    Acquiring(OpId),
+    Reentering(OpId),
+    /// Holding; `writes` of the three (start, middle, end) done.
+    Working {
+        writes: u8,
+    },
+    ReleasingInner(OpId),
+    Releasing(OpId),
+    Thinking,
+    Finished,
+}
+
+/// The hold a client's current cycle works under, and what the observers track of it.
+pub(super) struct Holding {
+    pub(super) hold: HoldId,
+    pub(super) owner: OwnerId,
+    pub(super) token: Option<u64>,
+    /// The hold the nested re-entry of this cycle was granted, which it must release: the same
+    /// hold, or a new one if the outer hold had been lost meanwhile.
+    pub(super) reentered: Option<HoldId>,
+    /// Whether a call on this hold ended with its outcome unknown, or its `valid_until` passed:
+    /// the server's count may differ from the client's for the rest of the hold, so (f) no longer
+    /// applies to it.
+    pub(super) uncertain: bool,
+    pub(super) work: u64,
+    /// The client-side interval being built: start and believed end (simulation ms).
+    pub(super) believed_from: u64,
+    pub(super) believed_until: u64,
+}
+
+impl<S: SimServer> World<S> {
+    /// Starts an operation: the client waits in `phase` for its outcome, and its machine is
+    /// handed the request.
+    fn start_op(&mut self, client: usize, phase: fn(OpId) -> Phase, request: Request) {
+        let c = &mut self.clients[client];
+        c.next_op += 1;
+        let op = OpId(c.next_op);
+        c.phase = phase(op);
+        self.feed(client, Input::Request { op, request });
+    }
+
+    fn acquire_request(&self, client: usize, owner: Option<OwnerId>) -> AcquireRequest {
+        let spec = &self.case.clients[client];
+        let (lease, wait) = match spec.acquire {
+            AcquireKind::Watchdog => (None, Wait::Forever),
+            AcquireKind::Lease(ms) => (Some(ms), Wait::Forever),
+            AcquireKind::Try { wait, lease } => (lease, Wait::Budget(Millis(wait))),
+        };
+        AcquireRequest {
+            name: lock_name(spec.lock),
+            owner,
+            lease: lease.map(|ms| Lease::from_millis(ms.max(1)).expect("lease ≥ 1 ms")),
+            // A re-entry does not wait: if the owner no longer holds the lock (its lease ran out),
+            // it is told at once.
+            wait: if owner.is_some() {
+                Wait::Budget(Millis::ZERO)
+            } else {
+                wait
+            },
+            fenced: spec.fenced,
+        }
+    }
+
+    /// The workload: acquire, write (start), re-enter, work, write (middle), release inner
+    /// holds, work, write (end), release.
+    pub(super) fn step(&mut self, client: usize) {
+        let phase = self.clients[client].phase;
+        match phase {
+            Phase::NotStarted | Phase::Thinking => {
+                let request = self.acquire_request(client, None);
+                let name = self.name(client);
+                self.mark(&name, "wait", || request.name.clone());
+                self.start_op(client, Phase::Acquiring, Request::Acquire(request));
+            }
+            Phase::Working { writes } => {
+                self.write(client);
+                let writes = writes + 1;
+                let reentered = self.clients[client]
+                    .holding
+                    .as_ref()
+                    .is_some_and(|h| h.reentered.is_some());
+                if writes == 2 && reentered {
+                    self.release_inner(client);
+                } else if writes == 3 {
+                    self.release(client);
+                } else {
+                    self.work_half(client, writes);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Works on for half of this cycle's work time with `writes` of the three writes done, then
+    /// takes the next step.
+    fn work_half(&mut self, client: usize, writes: u8) {
+        self.clients[client].phase = Phase::Working { writes };
+        let half = self.clients[client]
+            .holding
+            .as_ref()
+            .map_or(0, |h| h.work / 2);
+        self.schedule(self.now + half, Ev::Step { client });
+    }
+
+    fn release_inner(&mut self, client: usize) {
+        let Some(h) = self.clients[client].holding.as_ref() else {
+            return;
+        };
+        let (hold, owner) = (h.reentered.unwrap_or(h.hold), h.owner);
+        let name = lock_name(self.case.clients[client].lock);
+        let who = self.name(client);
+        self.mark(&who, "unlock", || format!("{name} (the inner hold)"));
+        self.start_op(
+            client,
+            Phase::ReleasingInner,
+            Request::Release { hold, name, owner },
+        );
+    }
+
+    fn release(&mut self, client: usize) {
+        let Some(h) = self.clients[client].holding.as_ref() else {
+            return;
+        };
+        let (hold, owner) = (h.hold, h.owner);
+        let lock = self.case.clients[client].lock;
+        let name = lock_name(lock);
+        let keys = self.layout.lock(&name);
+        let owner_name = self.clients[client].machine.owner(owner);
+        self.clients[client]
+            .unlocked
+            .insert((keys.lock.clone(), owner_name.as_bytes().clone()));
+        self.close_belief(client);
+        self.close_section(client);
+        let who = self.name(client);
+        self.mark(&who, "unlock", || name.clone());
+        self.start_op(
+            client,
+            Phase::Releasing,
+            Request::Release { hold, name, owner },
+        );
+    }
+
+    pub(super) fn close_section(&mut self, client: usize) {
+        let lock = self.case.clients[client].lock;
+        if let Some(s) = self.sections.get_mut(&lock) {
+            s.remove(&client);
+        }
+    }
+
+    fn write(&mut self, client: usize) {
+        let spec = &self.case.clients[client];
+        let lock = spec.lock;
+        let fenced = spec.fenced;
+        let name = self.name(client);
+        let others: Vec<usize> = self
+            .sections
+            .get(&lock)
+            .map(|s| s.iter().copied().filter(|&c| c != client).collect())
+            .unwrap_or_default();
+        for other in others {
+            let other = self.name(other);
+            self.history
+                .unfenced_overlaps
+                .push((self.now, lock, name.clone(), other));
+        }
+        self.mark(&name, "write", || format!("unfenced L{lock}"));
+        self.check_quiescent_counts(client);
+        let token = self.clients[client].holding.as_ref().and_then(|h| h.token);
+        if let (true, Some(token)) = (fenced, token) {
+            let max = self.fenced_max.entry(lock).or_default();
+            let accepted = token >= *max;
+            if accepted {
+                *max = token;
+            }
+            self.history
+                .fenced_writes
+                .push((self.now, lock, name.clone(), token, accepted));
+            let what = if accepted {
+                "write-accepted"
+            } else {
+                "write-rejected"
+            };
+            self.mark(&name, what, || format!("fenced L{lock} token={token}"));
+        }
+    }
+
+    pub(super) fn done(&mut self, client: usize, op: OpId, result: Result<Done, LockError>) {
+        let name = self.name(client);
+        let lock = lock_name(self.case.clients[client].lock);
+        let phase = self.clients[client].phase;
+        match (phase, result) {
+            (Phase::Acquiring(p), Ok(Done::Acquired(a))) if p == op => self.begin_hold(client, a),
+            (Phase::Reentering(p), result) if p == op => {
+                if let Ok(Done::Acquired(a)) = &result {
+                    if let Some(h) = self.clients[client].holding.as_mut() {
+                        h.token = a.token.or(h.token);
+                        h.reentered = Some(a.hold);
+                    }
+                } else {
+                    self.note(&name, || format!("re-entry failed: {result:?}"));
+                    self.doubt_hold(client);
+                }
+                self.work_half(client, 1);
+            }
+            (Phase::ReleasingInner(p), result) if p == op => {
+                match &result {
+                    Ok(Done::Unlocked(outcome @ UnlockOutcome::StillHeld)) => {
+                        self.mark(&name, "released", || released(&lock, outcome));
+                    }
+                    Ok(other) => self.note(&name, || format!("inner release: {other:?}")),
+                    Err(e) => self.mark(&name, "unlock-failed", || e.to_string()),
+                }
+                if result.is_err() {
+                    self.doubt_hold(client);
+                }
+                self.work_half(client, 2);
+            }
+            (Phase::Acquiring(p), result) if p == op => {
+                self.mark(&name, "not-acquired", || match &result {
+                    Ok(_) => format!("{lock}: the wait budget ran out"),
+                    Err(e) => e.to_string(),
+                });
+                self.next_cycle(client);
+            }
+            (Phase::Releasing(p), result) if p == op => {
+                match &result {
+                    Ok(Done::Unlocked(outcome)) => {
+                        self.mark(&name, "released", || released(&lock, outcome));
+                        // A definite outcome: the owner's count is settled on both sides.
+                        self.check_quiescent_counts(client);
+                    }
+                    Err(e) => self.mark(&name, "unlock-failed", || e.to_string()),
+                    Ok(other) => self.mark(&name, "unlock-failed", || format!("{other:?}")),
+                }
+                self.clients[client].holding = None;
+                self.next_cycle(client);
+            }
+            (_, result) => self.note(&name, || format!("op {} done: {result:?}", op.0)),
+        }
+    }
+
+    /// The lock is granted: the hold starts, the first write is made, and the client re-enters
+    /// or goes to work.
+    fn begin_hold(&mut self, client: usize, a: Acquired) {
+        let name = self.name(client);
+        let spec = &self.case.clients[client];
+        let (lock, work_range, reentry) = (spec.lock, spec.work, spec.reentry);
+        self.clients[client].work_seq += 1;
+        let work = draw_range(
+            self.case.seed,
+            Stream::Work,
+            client as u64,
+            self.clients[client].work_seq,
+            work_range.0,
+            work_range.1,
+        );
+        let until = self.sim_time(client, a.valid_until);
+        self.clients[client].holding = Some(Holding {
+            hold: a.hold,
+            owner: a.owner,
+            token: a.token,
+            reentered: None,
+            // Granted by a reply that came after its lease could have run out.
+            uncertain: until <= self.now,
+            work,
+            believed_from: self.now,
+            believed_until: until,
+        });
+        self.sections.entry(lock).or_default().insert(client);
+        self.note(&name, || {
+            format!("holds L{lock} token={:?} work={work}", a.token)
+        });
+        self.write(client);
+        if reentry > 0 {
+            let request = self.acquire_request(client, Some(a.owner));
+            self.start_op(client, Phase::Reentering, Request::Acquire(request));
+        } else {
+            self.work_half(client, 1);
+        }
+    }
+
+    fn next_cycle(&mut self, client: usize) {
+        let spec = &self.case.clients[client];
+        let (cycles, think) = (spec.cycles, spec.think);
+        let c = &mut self.clients[client];
+        c.cycles_done += 1;
+        if cycles != 0 && c.cycles_done >= cycles {
+            c.phase = Phase::Finished;
+            return;
+        }
+        c.phase = Phase::Thinking;
+        // At least 50 ms between cycles, so a client whose try_lock keeps failing does not spin.
+        self.schedule(self.now + think.max(50), Ev::Step { client });
+    }
+}
+
+/// What an unlock of `lock` did, as the `released` mark says it.
+fn released(lock: &str, outcome: &UnlockOutcome) -> String {
+    match outcome {
+        UnlockOutcome::Released => format!("{lock}: the key is deleted and waiters are told"),
+        UnlockOutcome::StillHeld => format!("{lock}: one hold given back, still held"),
+    }
+}
