@@ -5,6 +5,7 @@
 //! engine and returns the trace and the [`Violation`]s. The same case always gives the same trace.
 
 pub mod case;
+pub mod checkers;
 pub mod engine_server;
 pub mod history;
 pub mod rng;
@@ -13,7 +14,8 @@ pub mod strategy;
 pub mod world;
 
 pub use case::{AcquireKind, Case, ClientSpec, Fault};
-pub use history::{Checker, History, Violation};
+pub use checkers::{Checker, Violation};
+pub use history::History;
 pub use world::{Mark, Run, World};
 
 use engine_server::EngineServer;

@@ -1,9 +1,11 @@
-//! Liveness (e).
+//! Liveness (e), on cases it applies to: `sim_tests::checkers::liveness` checks every run, and
+//! each test states its bound once more by hand.
 //!
 //! Invariants: a client waiting on a lock whose holder crashed acquires it within the lease plus
 //! two round trips plus 1 ms of the crash; with no faults at all, no watchdog hold is ever lost.
 
 use proptest::prelude::*;
+use sim_tests::checkers::liveness;
 use sim_tests::strategy::{Envelope, cases};
 use sim_tests::{Case, ClientSpec, Fault, explain, run};
 
@@ -28,6 +30,8 @@ proptest! {
         let run = run(&case);
         let all: Vec<_> = run.violations.iter().collect();
         prop_assert!(all.is_empty(), "{}", explain(&case, &run, &all));
+        let late = liveness(&case, &run);
+        prop_assert!(late.is_empty(), "{}", explain(&case, &run, &late.iter().collect::<Vec<_>>()));
         let granted = run.first("b", "acquire");
         let bound = crash_at + watchdog + 4 * case.latency.1 + 1;
         prop_assert!(
@@ -50,6 +54,8 @@ proptest! {
             })
             .collect();
         let all: Vec<_> = run.violations.iter().collect();
+        let checked = liveness(&case, &run);
+        prop_assert!(checked.is_empty(), "{}", explain(&case, &run, &checked.iter().collect::<Vec<_>>()));
         prop_assert!(lost.is_empty(), "{lost:?}\n{}", explain(&case, &run, &all));
         prop_assert!(all.iter().all(|v| v.checker == sim_tests::Checker::UnfencedOverlap), "{}", explain(&case, &run, &all));
     }

@@ -21,6 +21,7 @@ mod workload;
 pub use observe::{Mark, Run};
 
 use crate::case::Case;
+use crate::checkers::UnlockedHolds;
 use crate::history::History;
 use crate::rng::{Stream, draw};
 use crate::server::{ConnId, SimServer};
@@ -134,8 +135,8 @@ struct SimClient {
     cycles_done: u32,
     holding: Option<Holding>,
     work_seq: u64,
-    /// (lock key, owner) pairs whose last unlock was sent: no renewal may name them again.
-    unlocked: BTreeSet<(Bytes, Bytes)>,
+    /// The holds whose last unlock was sent, for checker (d).
+    unlocked: UnlockedHolds,
     /// The unlock channels the machine asked to be subscribed to.
     channels: BTreeSet<Bytes>,
 }
@@ -198,7 +199,7 @@ impl<S: SimServer> World<S> {
                 cycles_done: 0,
                 holding: None,
                 work_seq: 0,
-                unlocked: BTreeSet::new(),
+                unlocked: UnlockedHolds::default(),
                 channels: BTreeSet::new(),
             });
         }

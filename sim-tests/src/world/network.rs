@@ -131,7 +131,12 @@ impl<S: SimServer> World<S> {
     /// timeout armed whether or not it gets there.
     pub(super) fn send_call(&mut self, client: usize, id: CallId, call: Call) {
         let name = self.name(client);
-        self.check_no_renew_after_unlock(client, &call);
+        self.clients[client].unlocked.check_renewal(
+            self.now,
+            &self.case.clients[client].name,
+            &call,
+            &mut self.history.online,
+        );
         self.clients[client].inflight.insert(id);
         match self.network.send(client, Leg::Request, self.now) {
             None => self.mark(&name, "dropped", || {

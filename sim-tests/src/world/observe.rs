@@ -10,11 +10,11 @@
 //! tests and the examples look for; neither is written by a world built `without_trace`.
 
 use super::{EPOCH_MS, World, lock_name};
-use crate::history::{Checker, History, Interval, Violation};
+use crate::checkers::{self, Checker, Violation};
+use crate::history::{History, Interval};
 use crate::server::{LockState, SimServer};
 use bytes::Bytes;
 use lock_core::machine::{Call, LockEvent};
-use lock_core::script::renew_batch;
 use lock_core::{BackendError, MonoTime, Reply};
 use std::collections::BTreeSet;
 
@@ -124,30 +124,6 @@ impl<S: SimServer> World<S> {
             what: what.to_owned(),
             detail,
         });
-    }
-
-    pub(super) fn check_no_renew_after_unlock(&mut self, client: usize, call: &Call) {
-        let Call::Script(script) = call else { return };
-        if script.script.name != renew_batch::SCRIPT.name {
-            return;
-        }
-        for (key, owner) in script.keys.iter().zip(script.args.iter().skip(1)) {
-            if self.clients[client]
-                .unlocked
-                .contains(&(key.clone(), owner.clone()))
-            {
-                self.history.online.push(Violation {
-                    checker: Checker::NoRenewAfterUnlock,
-                    at: self.now,
-                    message: format!(
-                        "client {} sent a renewal of {} for {} after its unlock",
-                        self.name(client),
-                        String::from_utf8_lossy(key),
-                        String::from_utf8_lossy(owner)
-                    ),
-                });
-            }
-        }
     }
 
     /// Records what a call did to the locks it touched (checkers (a) and (b)).
@@ -278,7 +254,7 @@ impl<S: SimServer> World<S> {
                 let key = Bytes::from(hold.name.clone());
                 self.clients[client]
                     .unlocked
-                    .remove(&(key, hold.owner.as_bytes().clone()));
+                    .granted(key, hold.owner.as_bytes().clone());
                 let v = until(self, *valid_until);
                 self.mark(&name, "acquire", || {
                     format!("{} count={count} valid_until={}", hold.name, stamp(v))
@@ -370,16 +346,13 @@ impl<S: SimServer> World<S> {
         }
     }
 
-    /// (f): when the client has nothing in flight, no outcome unknown and a `valid_until` not yet
-    /// passed, its count for the hold equals the server's.
+    /// Checker (f) for the client's current hold, if it is quiescent now.
     pub(super) fn check_quiescent_counts(&mut self, client: usize) {
         let now = self.now;
         let c = &self.clients[client];
-        if !c.inflight.is_empty() || c.machine.ops_in_progress() > 0 {
-            return;
-        }
         let Some(h) = c.holding.as_ref() else { return };
-        if h.believed_until <= now || h.uncertain {
+        let in_flight = !c.inflight.is_empty() || c.machine.ops_in_progress() > 0;
+        if !checkers::quiescent(in_flight, h.uncertain, h.believed_until, now) {
             return;
         }
         let lock = self.case.clients[client].lock;
@@ -395,15 +368,9 @@ impl<S: SimServer> World<S> {
             .lock_state(&Bytes::from(name.clone()), server_now)
             .and_then(|s| s.owners.into_iter().find(|(o, _)| o == owner.as_bytes()))
             .map_or(0, |(_, n)| n);
-        if client_count != server_count {
-            self.history.online.push(Violation {
-                checker: Checker::HoldCounts,
-                at: self.now,
-                message: format!(
-                    "client {} counts {client_count} holds of {name}, the server {server_count}",
-                    self.name(client)
-                ),
-            });
+        let who = &self.case.clients[client].name;
+        if let Some(v) = checkers::hold_counts(now, who, &name, client_count, server_count) {
+            self.history.online.push(v);
         }
     }
 
@@ -426,7 +393,7 @@ impl<S: SimServer> World<S> {
                 });
             }
         }
-        let violations = self.history.check();
+        let violations = checkers::check(&self.history);
         self.marks.sort_by_key(|m| m.at);
         let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
         for line in &self.trace {

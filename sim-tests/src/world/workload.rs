@@ -151,7 +151,7 @@ impl<S: SimServer> World<S> {
         let owner_name = self.clients[client].machine.owner(owner);
         self.clients[client]
             .unlocked
-            .insert((keys.lock.clone(), owner_name.as_bytes().clone()));
+            .unlock_sent(keys.lock.clone(), owner_name.as_bytes().clone());
         self.close_belief(client);
         self.close_section(client);
         let who = self.name(client);

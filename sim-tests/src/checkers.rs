@@ -1,0 +1,500 @@
+//! The checkers: every rule the simulator holds a run to, in one module.
+//!
+//! - (a) server-side exclusivity: per lock, the server's grant intervals of different owners never
+//!   overlap; an overlap after the server lost data (a restart without persistence, a failover)
+//!   is named as the documented limit of a single Redis. In [`check`], over the [`History`].
+//! - (b) fencing: tokens strictly increase per grant, and the fenced resource accepts no write
+//!   whose token is below the highest it has accepted. In [`check`].
+//! - (c) client-side exclusivity: the intervals [grant, min(`valid_until`, unlock send)] of
+//!   different clients never overlap. In [`check`].
+//! - (d) no renewal of a hold is sent after its unlock was sent, even if the unlock's reply was
+//!   lost: [`UnlockedHolds`], run online as each renewal is sent, since which holds were unlocked
+//!   at that moment is not kept.
+//! - (e) liveness: a waiter acquires a crashed holder's lock within the holder's lease plus two
+//!   round trips plus 1 ms of the crash, and a healthy holder never loses a watchdog lock:
+//!   [`liveness`], over a finished [`Run`]. It is not part of every run: a pause, a lost message
+//!   or a server that loses data rightly delays a waiter or costs a hold, so it applies only where
+//!   nothing but crashes goes wrong, as in the liveness suite.
+//! - (f) the server's hold count equals the client's whenever the hold is quiescent: [`quiescent`]
+//!   and [`hold_counts`], run online at the moments the workload settles (a write, a definite
+//!   unlock), since they read the server's state at that moment.
+//!
+//! [`check`] also reports every write to the unfenced resource inside another client's critical
+//! section ([`Checker::UnfencedOverlap`]): not a rule of the lock but the symptom the suites
+//! require outside the safe envelope, where only fencing protects the resource.
+
+use crate::case::{AcquireKind, Case, Fault};
+use crate::history::{History, Interval};
+use crate::world::{Mark, Run};
+use bytes::Bytes;
+use lock_core::machine::Call;
+use lock_core::script::renew_batch;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+/// The rules.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Checker {
+    /// (a) server-side exclusivity.
+    ServerExclusive,
+    /// (b) fencing tokens.
+    Fencing,
+    /// (c) client-side exclusivity.
+    ClientExclusive,
+    /// (d) no renewal after unlock.
+    NoRenewAfterUnlock,
+    /// (e) liveness.
+    Liveness,
+    /// (f) hold counts agree.
+    HoldCounts,
+    /// The unfenced resource saw overlapping critical sections (expected outside the envelope).
+    UnfencedOverlap,
+}
+
+impl fmt::Display for Checker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Checker::ServerExclusive => "(a) server-side exclusivity",
+            Checker::Fencing => "(b) fencing",
+            Checker::ClientExclusive => "(c) client-side exclusivity",
+            Checker::NoRenewAfterUnlock => "(d) no renewal after unlock",
+            Checker::Liveness => "(e) liveness",
+            Checker::HoldCounts => "(f) hold counts agree",
+            Checker::UnfencedOverlap => "unfenced resource overlap",
+        })
+    }
+}
+
+/// One broken rule.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Violation {
+    /// Which rule.
+    pub checker: Checker,
+    /// When (simulation ms).
+    pub at: u64,
+    /// What, in words.
+    pub message: String,
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} at {} ms: {}", self.checker, self.at, self.message)
+    }
+}
+
+fn overlapping(intervals: &[Interval]) -> Vec<(&Interval, &Interval)> {
+    let mut by_lock: BTreeMap<u32, Vec<&Interval>> = BTreeMap::new();
+    for i in intervals.iter().filter(|i| i.from < i.to) {
+        by_lock.entry(i.lock).or_default().push(i);
+    }
+    let mut out = Vec::new();
+    for list in by_lock.values_mut() {
+        list.sort_by_key(|i| (i.from, i.to));
+        for (n, a) in list.iter().enumerate() {
+            for b in &list[n + 1..] {
+                if b.from >= a.to {
+                    break;
+                }
+                if a.who != b.who {
+                    out.push((*a, *b));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Every violation of the run that (a), (b) and (c) find in `history`, with those (d) and (f)
+/// found while it ran, ordered by checker and time.
+pub fn check(history: &History) -> Vec<Violation> {
+    let mut out = history.online.clone();
+    for (a, b) in overlapping(&history.server_grants) {
+        let lost = history.data_loss.iter().any(|&t| t < a.to.max(b.to));
+        out.push(Violation {
+            checker: Checker::ServerExclusive,
+            at: b.from,
+            message: format!(
+                "L{}: {} held [{}, {}) and {} was granted at {}{}",
+                a.lock,
+                a.who,
+                a.from,
+                a.to,
+                b.who,
+                b.from,
+                if lost {
+                    " (the server lost data: a failover or restart without persistence \
+                     dropped the first grant, the documented limit of a single Redis)"
+                } else {
+                    ""
+                }
+            ),
+        });
+    }
+    for (lock, grants) in &history.tokens {
+        let mut highest: Option<(u64, &str)> = None;
+        for (at, owner, token) in grants {
+            if let Some((max, _)) = highest
+                && *token <= max
+            {
+                out.push(Violation {
+                    checker: Checker::Fencing,
+                    at: *at,
+                    message: format!("L{lock}: {owner} was granted token {token}, not above {max}"),
+                });
+            }
+            highest = Some(highest.map_or((*token, owner), |(m, o)| {
+                if *token > m { (*token, owner) } else { (m, o) }
+            }));
+        }
+    }
+    let mut highest: BTreeMap<u32, u64> = BTreeMap::new();
+    for (at, lock, client, token, accepted) in &history.fenced_writes {
+        let max = highest.entry(*lock).or_default();
+        if *accepted && *token < *max {
+            out.push(Violation {
+                checker: Checker::Fencing,
+                at: *at,
+                message: format!(
+                    "L{lock}: the fenced resource accepted {client}'s token {token} after {max}"
+                ),
+            });
+        }
+        if *accepted {
+            *max = (*max).max(*token);
+        }
+    }
+    for (a, b) in overlapping(&history.client_intervals) {
+        out.push(Violation {
+            checker: Checker::ClientExclusive,
+            at: b.from,
+            message: format!(
+                "L{}: client {} believed it held the lock during [{}, {}) and client {} during [{}, {})",
+                a.lock, a.who, a.from, a.to, b.who, b.from, b.to
+            ),
+        });
+    }
+    for (at, lock, writer, other) in &history.unfenced_overlaps {
+        out.push(Violation {
+            checker: Checker::UnfencedOverlap,
+            at: *at,
+            message: format!(
+                "L{lock}: {writer} wrote to the unfenced resource inside {other}'s critical section"
+            ),
+        });
+    }
+    out.sort_by_key(|v| (v.checker, v.at));
+    out
+}
+
+/// Checker (d)'s memory of one client: the (lock key, owner) pairs whose last unlock was sent,
+/// which no renewal may name until the owner is granted the lock afresh.
+#[derive(Debug, Default)]
+pub struct UnlockedHolds(BTreeSet<(Bytes, Bytes)>);
+
+impl UnlockedHolds {
+    /// The last unlock of `owner`'s hold of the lock `key` was sent.
+    pub fn unlock_sent(&mut self, key: Bytes, owner: Bytes) {
+        self.0.insert((key, owner));
+    }
+
+    /// `owner` was granted the lock `key`: a new hold, which may be renewed whatever happened to
+    /// an earlier hold of the same owner.
+    pub fn granted(&mut self, key: Bytes, owner: Bytes) {
+        self.0.remove(&(key, owner));
+    }
+
+    /// Reports into `out` every hold that `call`, sent by `client` at `at`, renews after its
+    /// unlock.
+    pub fn check_renewal(&self, at: u64, client: &str, call: &Call, out: &mut Vec<Violation>) {
+        let Call::Script(script) = call else { return };
+        if script.script.name != renew_batch::SCRIPT.name {
+            return;
+        }
+        for (key, owner) in script.keys.iter().zip(script.args.iter().skip(1)) {
+            if self.0.contains(&(key.clone(), owner.clone())) {
+                out.push(Violation {
+                    checker: Checker::NoRenewAfterUnlock,
+                    at,
+                    message: format!(
+                        "client {client} sent a renewal of {} for {} after its unlock",
+                        String::from_utf8_lossy(key),
+                        String::from_utf8_lossy(owner)
+                    ),
+                });
+            }
+        }
+    }
+}
+
+/// Whether checker (f) applies to a hold at `now`: its client has no call or operation
+/// `in_flight`, no call on the hold ended with its outcome unknown, and the hold's `valid_until`
+/// has not passed. Otherwise the server's count may rightly differ from the client's.
+pub fn quiescent(in_flight: bool, outcome_unknown: bool, valid_until: u64, now: u64) -> bool {
+    !in_flight && !outcome_unknown && now < valid_until
+}
+
+/// Checker (f) for one quiescent hold of `lock` by `client` at `at`: the violation, if the client
+/// counts `client_count` holds and the server `server_count`.
+pub fn hold_counts(
+    at: u64,
+    client: &str,
+    lock: &str,
+    client_count: i64,
+    server_count: i64,
+) -> Option<Violation> {
+    (client_count != server_count).then(|| Violation {
+        checker: Checker::HoldCounts,
+        at,
+        message: format!(
+            "client {client} counts {client_count} holds of {lock}, the server {server_count}"
+        ),
+    })
+}
+
+/// Checker (e) over a finished run of `case` (a traced one: it reads the run's marks), by time.
+///
+/// It applies only where nothing but crashes goes wrong: with random loss, a fault on the server
+/// or a fault on a client's messages, a waiter may rightly be late and a holder rightly lose its
+/// lock. Then:
+/// - when a client crashes holding its lock on the server while another waits for that lock,
+///   some other client acquires it within the crashed holder's lease plus two round trips plus
+///   1 ms (if the run lasts that long), unless every waiter gave up or crashed first;
+/// - a client whose lock the watchdog renews, which no fault strikes and whose clock agrees with
+///   the simulation's, never hears its hold is lost or may be lost.
+pub fn liveness(case: &Case, run: &Run) -> Vec<Violation> {
+    let mut out = Vec::new();
+    if case.loss != (0, 0) || !case.faults.iter().all(|f| matches!(f, Fault::Crash { .. })) {
+        return out;
+    }
+    for fault in &case.faults {
+        if let Fault::Crash { client, at } = *fault {
+            out.extend(waiter_after_crash(case, run, client, at));
+        }
+    }
+    for (i, spec) in case.clients.iter().enumerate() {
+        let renewed = matches!(
+            spec.acquire,
+            AcquireKind::Watchdog | AcquireKind::Try { lease: None, .. }
+        );
+        let crashes = case
+            .faults
+            .iter()
+            .any(|f| matches!(*f, Fault::Crash { client, .. } if client == i));
+        if !renewed || crashes || spec.drift_ppm != 0 {
+            continue;
+        }
+        let losses = run
+            .marks
+            .iter()
+            .filter(|m| m.actor == spec.name && (m.what == "lost" || m.what == "may-be-lost"));
+        for m in losses {
+            out.push(Violation {
+                checker: Checker::Liveness,
+                at: m.at,
+                message: format!(
+                    "client {} holds L{} under the watchdog, nothing went wrong for it, and it \
+                     heard: {} {}",
+                    spec.name, spec.lock, m.what, m.detail
+                ),
+            });
+        }
+    }
+    out.sort_by_key(|v| v.at);
+    out
+}
+
+/// The first half of (e) for the crash of client `crashed` at `at`.
+fn waiter_after_crash(case: &Case, run: &Run, crashed: usize, at: u64) -> Option<Violation> {
+    let holder = &case.clients[crashed];
+    let lock = holder.lock;
+    let held = run.history.server_grants.iter().any(|g| {
+        g.lock == lock && g.from <= at && at < g.to && run.client_of(&g.who) == Some(&holder.name)
+    });
+    let lease = match holder.acquire {
+        AcquireKind::Watchdog | AcquireKind::Try { lease: None, .. } => case.watchdog,
+        AcquireKind::Lease(ms)
+        | AcquireKind::Try {
+            lease: Some(ms), ..
+        } => ms.max(1),
+    };
+    let bound = at + lease + 4 * case.latency.1 + 1;
+    if !held || bound > case.horizon {
+        return None;
+    }
+    let rivals: Vec<&str> = case
+        .clients
+        .iter()
+        .enumerate()
+        .filter(|(c, spec)| *c != crashed && spec.lock == lock)
+        .map(|(_, spec)| spec.name.as_str())
+        .collect();
+    let granted = rivals.iter().any(|&name| {
+        marks_of(run, name).any(|m| m.what == "acquire" && at < m.at && m.at <= bound)
+    });
+    let waiting = rivals.iter().any(|&name| {
+        // Waiting at the crash: its last acquire-related mark by then is its wait.
+        let waiting_at_crash = marks_of(run, name)
+            .filter(|m| {
+                m.at <= at && matches!(m.what.as_str(), "wait" | "acquire" | "not-acquired")
+            })
+            .last()
+            .is_some_and(|m| m.what == "wait");
+        let left = marks_of(run, name).any(|m| {
+            at < m.at && m.at <= bound && matches!(m.what.as_str(), "not-acquired" | "crash")
+        });
+        waiting_at_crash && !left
+    });
+    (waiting && !granted).then(|| Violation {
+        checker: Checker::Liveness,
+        at: bound,
+        message: format!(
+            "L{lock}: {} crashed holding it at {at} and no waiter acquired it by {bound} \
+             (its lease {lease} ms, two round trips and 1 ms later)",
+            holder.name
+        ),
+    })
+}
+
+/// The marks of the client `name`, in time order.
+fn marks_of<'a>(run: &'a Run, name: &'a str) -> impl Iterator<Item = &'a Mark> {
+    run.marks.iter().filter(move |m| m.actor == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::case::ClientSpec;
+
+    fn iv(lock: u32, who: &str, from: u64, to: u64) -> Interval {
+        Interval {
+            lock,
+            who: who.into(),
+            from,
+            to,
+        }
+    }
+
+    #[test]
+    fn overlaps_are_found_only_between_different_owners_of_one_lock() {
+        let h = History {
+            client_intervals: vec![
+                iv(0, "a", 0, 10),
+                iv(0, "a", 5, 20),
+                iv(1, "b", 5, 20),
+                iv(0, "b", 10, 12),
+                iv(0, "c", 19, 30),
+            ],
+            ..History::default()
+        };
+        let v = check(&h);
+        assert_eq!(v.len(), 2, "{v:#?}");
+        assert!(v.iter().all(|v| v.checker == Checker::ClientExclusive));
+    }
+
+    #[test]
+    fn tokens_must_rise_and_stale_fenced_writes_must_be_refused() {
+        let mut h = History::default();
+        h.tokens.insert(
+            0,
+            vec![(1, "a".into(), 1), (2, "b".into(), 2), (3, "a".into(), 2)],
+        );
+        h.fenced_writes = vec![(4, 0, "b".into(), 2, true), (5, 0, "a".into(), 1, true)];
+        let v = check(&h);
+        assert_eq!(
+            v.iter().filter(|v| v.checker == Checker::Fencing).count(),
+            2,
+            "{v:#?}"
+        );
+    }
+
+    #[test]
+    fn hold_counts_compare_only_quiescent_holds() {
+        assert!(quiescent(false, false, 10, 9));
+        assert!(!quiescent(true, false, 10, 9));
+        assert!(!quiescent(false, true, 10, 9));
+        assert!(!quiescent(false, false, 10, 10));
+        assert_eq!(hold_counts(5, "a", "L0", 1, 1), None);
+        let v = hold_counts(5, "a", "L0", 2, 1).expect("the counts differ");
+        assert_eq!(v.checker, Checker::HoldCounts);
+    }
+
+    /// Client a holds L0 on the server from 0 to 40 s and crashes at 10 s; b waits from 0.5 s.
+    fn crash(faults: Vec<Fault>) -> (Case, Run) {
+        let mut case = Case::new(0, 100_000);
+        case.clients = vec![ClientSpec::new("a", 0), ClientSpec::new("b", 0)];
+        case.faults = faults;
+        let run = Run {
+            trace: Vec::new(),
+            trace_hash: 0,
+            events: 0,
+            violations: Vec::new(),
+            history: History {
+                server_grants: vec![iv(0, "ca:1", 2, 40_000)],
+                ..History::default()
+            },
+            marks: vec![mark(2, "a", "acquire"), mark(500, "b", "wait")],
+            client_ids: vec![("ca".into(), "a".into()), ("cb".into(), "b".into())],
+        };
+        (case, run)
+    }
+
+    fn mark(at: u64, actor: &str, what: &str) -> Mark {
+        Mark {
+            at,
+            actor: actor.into(),
+            what: what.into(),
+            detail: "L0".into(),
+        }
+    }
+
+    #[test]
+    fn a_waiter_must_get_a_crashed_holders_lock_within_its_lease_and_two_round_trips() {
+        let crash_a = Fault::Crash {
+            client: 0,
+            at: 10_000,
+        };
+        // The bound: 10 s + the 30 s watchdog lease + four 1 ms legs + 1 ms.
+        let (case, mut run) = crash(vec![crash_a.clone()]);
+        run.marks.push(mark(40_005, "b", "acquire"));
+        assert_eq!(liveness(&case, &run), Vec::new());
+        run.marks.last_mut().unwrap().at = 40_006;
+        let late = liveness(&case, &run);
+        assert_eq!(late.len(), 1, "{late:#?}");
+        assert_eq!((late[0].checker, late[0].at), (Checker::Liveness, 40_005));
+        // A waiter that gave up is owed nothing; neither is one in a run with a pause in it.
+        let (case, mut run) = crash(vec![crash_a.clone()]);
+        run.marks.push(mark(5_000, "b", "not-acquired"));
+        assert_eq!(liveness(&case, &run), Vec::new());
+        let pause = Fault::Pause {
+            client: 1,
+            at: 1_000,
+            for_ms: 60_000,
+        };
+        let (case, run) = crash(vec![crash_a, pause]);
+        assert_eq!(liveness(&case, &run), Vec::new());
+    }
+
+    #[test]
+    fn a_healthy_watchdog_holder_must_never_lose_its_lock() {
+        let (case, mut run) = crash(Vec::new());
+        run.marks.push(mark(20_000, "a", "may-be-lost"));
+        let lost = liveness(&case, &run);
+        assert_eq!(lost.len(), 1, "{lost:#?}");
+        assert_eq!((lost[0].checker, lost[0].at), (Checker::Liveness, 20_000));
+        // Not healthy: struck by a fault, on a lossy network, or under a fixed lease.
+        let (case, mut run) = crash(vec![Fault::Crash {
+            client: 0,
+            at: 30_000,
+        }]);
+        run.marks.push(mark(20_000, "a", "may-be-lost"));
+        run.marks.push(mark(45_000, "b", "acquire"));
+        assert_eq!(liveness(&case, &run), Vec::new());
+        let (mut case, mut run) = crash(Vec::new());
+        run.marks.push(mark(20_000, "a", "lost"));
+        case.loss = (0, 1);
+        assert_eq!(liveness(&case, &run), Vec::new());
+        case.loss = (0, 0);
+        case.clients[0].acquire = AcquireKind::Lease(5_000);
+        assert_eq!(liveness(&case, &run), Vec::new());
+    }
+}
