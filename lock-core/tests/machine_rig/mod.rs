@@ -1,6 +1,34 @@
 //! A deterministic rig for stepping one or more lock machines against a `ReferenceStore`, with no
 //! async runtime: time moves only when a test says so, calls are answered (or lost) when a test
 //! says so. The quinn-proto style of test: the pure core, a simulated link, a manual clock.
+//!
+//! sim-tests' world (`sim-tests/src/world/`) drives the same machine deterministically too, but
+//! it cannot stand in for this rig, because the world is a closed system and these tests are open
+//! ones:
+//!
+//! - A world plays a `Case` fixed before it starts: each client's loop of acquire, work and
+//!   unlock, latencies and losses drawn from the seed, faults at scheduled times, run to the
+//!   horizon. Here the test is the workload and the network, deciding after each step: it holds
+//!   a renewal's reply from 20 s to 24 s
+//!   (`watchdog_pass_starts_a_period_after_the_previous_pass_ended`), loses each attempt of an
+//!   acquire once it sees it (`Fate::Hold`, then `answer(id, Fate::DropRequest)`), cancels an
+//!   operation whose call is in flight
+//!   (`a_cancelled_acquire_that_succeeds_is_released_and_never_renewed`), hands a machine a
+//!   subscription loss by hand (`a_restored_subscription_makes_every_waiter_retry`), and changes
+//!   the server's keys behind the machine's back (`persist`, `del`).
+//! - A call here is delivered the instant it is sent and time moves only by `advance_to`, so the
+//!   tests assert exact instants (`acquire_times == [t(0), t(0), t(10_000)]`, a PTTL of exactly
+//!   24 000 ms); a world's calls take the case's latency and its timers fire on clients' drifting
+//!   clocks.
+//! - The store is lock-core's own `ReferenceStore` running the scripts' native twins, so the
+//!   machine's tests need nothing but lock-core; a world runs fake-redis's engine.
+//!
+//! Driving these tests through the world would mean giving it an open mode (an outside workload,
+//! a fate per call, a hand-moved clock): a second driver inside the world rather than one driver
+//! fewer. So each keeps its job. This rig specifies the machine one behaviour at a time, with
+//! every reply, loss and instant chosen by the test and every call checked. The world checks
+//! whole workloads against the fake's engine under generated networks and faults, thousands of
+//! cases per suite, judged by the checkers, shrunk and replayed from their text.
 
 #![allow(dead_code)]
 
