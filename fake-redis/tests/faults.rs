@@ -68,7 +68,7 @@ async fn a_dropped_reply_is_applied_but_the_caller_times_out() {
     let err = conn.set::<_, _, ()>("s", "v").await.unwrap_err();
     assert!(err.is_timeout(), "{err:?}");
     assert!(exists(&engine, "s"));
-    let log = engine.lock().unwrap().fault_log().to_vec();
+    let log = engine.lock().unwrap().fault_plan().log().to_vec();
     assert_eq!(log.len(), 2);
 }
 
@@ -258,7 +258,7 @@ async fn a_failover_with_lag_loses_the_last_writes() {
     sleep(Duration::from_secs(2)).await;
     assert_eq!(run(&backend, "EXISTS early late").await, Ok(Reply::Int(1)));
     assert!(!exists(&engine, "late"));
-    let log = engine.lock().unwrap().fault_log().to_vec();
+    let log = engine.lock().unwrap().fault_plan().log().to_vec();
     assert!(
         log.iter().any(|e| matches!(
             e.kind,
