@@ -301,25 +301,16 @@ impl Link {
         ))
     }
 
-    /// Records a request as it leaves in the link's request log, if it keeps one.
-    fn log_request(
-        &self,
-        at: i64,
-        seq: u64,
-        fate: CommandFate,
-        commands: &[Vec<Bytes>],
-    ) -> Option<Logged> {
-        let log = self.state().requests.clone()?;
-        let (node, commands, applied) = (self.node, commands.to_vec(), false);
-        let request = SentRequest {
+    /// A request as it leaves, for the request log.
+    fn sent(&self, at: i64, seq: u64, fate: CommandFate, commands: &[Vec<Bytes>]) -> SentRequest {
+        SentRequest {
             at,
-            node,
+            node: self.node,
             seq,
-            commands,
+            commands: commands.to_vec(),
             fate,
-            applied,
-        };
-        Some(Logged::new(log, request))
+            applied: false,
+        }
     }
 
     /// Gives up on a call at `give_up`, as its caller's response timeout would.
@@ -356,8 +347,11 @@ impl Link {
     ) -> Result<Vec<Frame>, LinkError> {
         let (seq, fate, at) = self.admit().await?;
         let give_up = Instant::now() + self.response_timeout;
-        let latency = self.latency();
-        let logged = self.log_request(at, seq, fate, &commands);
+        let (latency, requests) = {
+            let state = self.state();
+            (state.latency, state.requests.clone())
+        };
+        let logged = requests.map(|log| Logged::new(log, self.sent(at, seq, fate, &commands)));
         let (request_delay, reply_delay) = match fate {
             CommandFate::DropRequest | CommandFate::LinkDown { .. } => {
                 return self.time_out(give_up).await;

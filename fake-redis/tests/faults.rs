@@ -456,10 +456,16 @@ async fn a_call_waits_out_a_pause_added_while_it_waited_and_its_pause_is_logged_
     sleep(Duration::from_secs(1)).await;
     add(&engine, Fault::pause(A, t0 + 4_000, 4_000));
     assert_eq!(call.await.unwrap(), Ok(Reply::Status("OK".into())));
-    assert_eq!(now(&engine), t0 + 8_000, "it left when the second pause ended");
+    assert_eq!(
+        now(&engine),
+        t0 + 8_000,
+        "it left when the second pause ended"
+    );
     let log = engine.lock().unwrap().fault_plan().log().to_vec();
     assert_eq!(
-        log.iter().map(|e| (e.at - t0, e.kind.clone())).collect::<Vec<_>>(),
+        log.iter()
+            .map(|e| (e.at - t0, e.kind.clone()))
+            .collect::<Vec<_>>(),
         [(0, fake_redis::FaultEventKind::PausedUntil(t0 + 5_000))]
     );
 }
