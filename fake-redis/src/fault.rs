@@ -406,8 +406,6 @@ impl FaultPlan {
         self.faults.is_empty()
     }
 
-    // ---- decisions ----
-
     /// Decides what happens to the command `node` is about to send at `now`, and logs it: a pause
     /// holds it (logged once, here), a crash stops it, otherwise it gets the node's next sequence
     /// number and its fate. With an empty plan the command is only numbered.
@@ -481,8 +479,6 @@ impl FaultPlan {
         counters.deliveries - 1
     }
 
-    // ---- the log ----
-
     /// Every fault applied so far, in order.
     pub fn log(&self) -> &[FaultEvent] {
         &self.log
@@ -505,8 +501,6 @@ impl FaultPlan {
             kind,
         });
     }
-
-    // ---- pure questions ----
 
     fn triggered(&self, trigger: &Trigger, stream: u64, node: NodeId, seq: u64, now: i64) -> bool {
         match *trigger {
