@@ -19,7 +19,7 @@
 use crate::clock::Clock;
 use crate::cmd;
 use crate::db::{Db, Entry, Hash, Value, hash_key};
-use crate::fault::{Fault, FaultEvent, FaultEventKind, FaultPlan, NodeId, Trigger};
+use crate::fault::{Fault, FaultEventKind, FaultPlan, NodeId};
 use crate::frame::Frame;
 use bytes::Bytes;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -156,12 +156,6 @@ impl ScriptCache {
     }
 }
 
-#[derive(Default)]
-pub(crate) struct NodeState {
-    pub commands: u64,
-    pub deliveries: u64,
-}
-
 /// Counters `INFO` reports.
 #[derive(Default)]
 pub(crate) struct Stats {
@@ -185,8 +179,6 @@ pub struct Engine {
     rng: u64,
     faults: FaultPlan,
     pending_server_faults: Vec<(i64, usize, Fault)>,
-    fault_log: Vec<FaultEvent>,
-    nodes: BTreeMap<NodeId, NodeState>,
     pub(crate) stats: Stats,
     pub(crate) started_at: i64,
 }
@@ -309,8 +301,6 @@ impl Engine {
             watchers: 0,
             next_expire_tick: next_tick_after(now),
             pending_server_faults: Vec::new(),
-            fault_log: Vec::new(),
-            nodes: BTreeMap::new(),
             stats: Stats::default(),
             started_at: now,
         }
@@ -657,56 +647,33 @@ impl Engine {
 
     // ---- faults ----
 
-    /// The fault plan.
+    /// The fault plan: the faults, each node's sequence numbers and the fault log.
     pub fn fault_plan(&self) -> &FaultPlan {
         &self.faults
     }
 
-    /// Replaces the fault plan (its seed included); scheduled server faults of the old plan that
-    /// have not fired are dropped.
+    /// The fault plan, for the front doors (and simulators) that ask it about each command and
+    /// delivery. Add faults with [`Engine::add_fault`], which also schedules the server-side ones.
+    pub fn fault_plan_mut(&mut self) -> &mut FaultPlan {
+        &mut self.faults
+    }
+
+    /// Replaces the plan's faults and seed with `plan`'s; scheduled server faults of the old plan
+    /// that have not fired are dropped. The nodes' sequence numbers and the fault log stay.
     pub fn set_fault_plan(&mut self, plan: FaultPlan) {
-        self.faults = FaultPlan::new(plan.seed());
+        self.faults.forget_faults(plan.seed());
         self.pending_server_faults.clear();
         for f in plan.faults() {
             self.add_fault(*f);
         }
     }
 
-    /// Adds a fault. A [`Trigger::Next`] counts from the node's next command (or delivery); a
-    /// server-side fault ([`Fault::server_time`]) fires when the clock reaches its time, before
-    /// the first command at or after it; a [`Fault::Failover`] turns the write journal on.
+    /// Adds a fault. A [`Trigger::Next`](crate::Trigger::Next) counts from the node's next command
+    /// (or delivery); a server-side fault ([`Fault::server_time`]) fires when the clock reaches its
+    /// time, before the first command at or after it; a [`Fault::Failover`] turns the write journal
+    /// on.
     pub fn add_fault(&mut self, fault: Fault) {
-        let fault = match fault {
-            Fault::Command {
-                node: Some(node),
-                fault,
-                trigger: Trigger::Next { count },
-            } => {
-                let from = self.nodes.get(&node).map_or(0, |n| n.commands);
-                Fault::Command {
-                    node: Some(node),
-                    fault,
-                    trigger: Trigger::Seqs {
-                        from,
-                        until: from + count,
-                    },
-                }
-            }
-            Fault::DropDelivery {
-                node: Some(node),
-                trigger: Trigger::Next { count },
-            } => {
-                let from = self.nodes.get(&node).map_or(0, |n| n.deliveries);
-                Fault::DropDelivery {
-                    node: Some(node),
-                    trigger: Trigger::Seqs {
-                        from,
-                        until: from + count,
-                    },
-                }
-            }
-            other => other,
-        };
+        let fault = self.faults.resolve(fault);
         if let Fault::Failover { lag_ms, .. } = fault {
             let window = self.config.journal_window_ms.unwrap_or(0).max(lag_ms + 1);
             self.config.journal_window_ms = Some(window);
@@ -723,35 +690,10 @@ impl Engine {
         self.faults.add(fault);
     }
 
-    /// Every fault recorded so far, in order.
-    pub fn fault_log(&self) -> &[FaultEvent] {
-        &self.fault_log
-    }
-
-    /// Records a fault (front doors and simulators report the faults they apply here).
-    pub fn log_fault(&mut self, node: Option<NodeId>, seq: Option<u64>, kind: FaultEventKind) {
-        tracing::debug!(?node, ?seq, ?kind, "fault");
+    /// Records a server-side fault the engine applied, at the clock's time.
+    fn record_server_fault(&mut self, node: Option<NodeId>, kind: FaultEventKind) {
         let at = self.clock_now();
-        self.fault_log.push(FaultEvent {
-            at,
-            node,
-            seq,
-            kind,
-        });
-    }
-
-    /// The next command sequence number of `node` (0, 1, 2, … per node).
-    pub fn next_command_seq(&mut self, node: NodeId) -> u64 {
-        let n = self.nodes.entry(node).or_default();
-        n.commands += 1;
-        n.commands - 1
-    }
-
-    /// The next pub/sub delivery sequence number of `node`.
-    pub fn next_delivery_seq(&mut self, node: NodeId) -> u64 {
-        let n = self.nodes.entry(node).or_default();
-        n.deliveries += 1;
-        n.deliveries - 1
+        self.faults.record(at, node, None, kind);
     }
 
     /// When the next scheduled server-side fault fires, if one is pending.
@@ -792,7 +734,7 @@ impl Engine {
                 db.set_journal(self.config.journal_window_ms);
             }
         }
-        self.log_fault(None, None, FaultEventKind::Restarted(persistence));
+        self.record_server_fault(None, FaultEventKind::Restarted(persistence));
     }
 
     /// Fails over now to a replica lagging by `lag_ms`: the writes of the last `lag_ms` are undone
@@ -803,14 +745,14 @@ impl Engine {
         let undone = self.dbs.iter_mut().map(|db| db.rollback_after(since)).sum();
         self.close_all_connections();
         self.scripts = ScriptCache::default();
-        self.log_fault(None, None, FaultEventKind::FailedOver { lag_ms, undone });
+        self.record_server_fault(None, FaultEventKind::FailedOver { lag_ms, undone });
         undone
     }
 
     /// Moves the server's clock by `delta_ms` from now on (forward when positive).
     pub fn jump_clock(&mut self, delta_ms: i64) {
         self.clock_offset = self.clock_offset.saturating_add(delta_ms);
-        self.log_fault(None, None, FaultEventKind::ClockJumped(delta_ms));
+        self.record_server_fault(None, FaultEventKind::ClockJumped(delta_ms));
     }
 
     /// The total clock jump applied so far.
@@ -829,7 +771,7 @@ impl Engine {
         for &id in &ids {
             self.disconnect(ClientId(id));
         }
-        self.log_fault(Some(node), None, FaultEventKind::Crashed(ids.len()));
+        self.record_server_fault(Some(node), FaultEventKind::Crashed(ids.len()));
     }
 
     fn close_all_connections(&mut self) {

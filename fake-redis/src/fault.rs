@@ -3,17 +3,23 @@
 //!
 //! A lock is only as good as its behaviour when things go wrong: a reply lost after the server
 //! applied the call, a holder frozen by a GC pause while its lease runs out, a failover that loses
-//! the last writes. This module says *when* such things happen; the engine applies the server-side
-//! ones (restart, failover, clock jump, a client's crash) as its clock reaches them, and the front
-//! doors ([`FakeBackend`](crate::FakeBackend), [`FakeConnection`](crate::FakeConnection),
-//! [`FakeSubscriber`](crate::FakeSubscriber)) or a simulator apply the per-call ones.
+//! the last writes. This module says *when* such things happen, in one place: the [`FaultPlan`]
+//! numbers each node's commands and deliveries, decides what becomes of each one (an
+//! [`Admission`], a [`DeliveryFate`]) and logs every fault applied. The front doors
+//! ([`FakeBackend`](crate::FakeBackend), [`FakeConnection`](crate::FakeConnection),
+//! [`FakeSubscriber`](crate::FakeSubscriber), the TCP server) or a simulator only carry those
+//! decisions out; the engine fires the server-side faults (restart, failover, clock jump, a
+//! client's crash) as its clock reaches them.
 //!
 //! Every decision is a pure function of the plan and (seed, stream, node, sequence number, time):
-//! no async runtime, no clock of its own, no unseeded randomness. A random draw depends on the
-//! stream (which kind of decision), the node and that node's sequence number, never on how many
-//! draws came before, so removing one fault while shrinking a failing case does not shift the
-//! others. Times are unix milliseconds on the engine's clock *before* any clock jump.
+//! no async runtime, no clock of its own, no unseeded randomness. A random draw
+//! ([`lock_core::seed::Seed`]) depends on the stream (which kind of decision), the node and that
+//! node's sequence number, never on how many draws came before, so removing one fault while
+//! shrinking a failing case does not shift the others. Times are unix milliseconds on the engine's
+//! clock *before* any clock jump.
 
+use lock_core::seed::Seed;
+use std::collections::BTreeMap;
 use std::fmt;
 
 /// A client process, as faults see it: stable across its reconnections.
@@ -59,9 +65,13 @@ pub enum Trigger {
     },
 }
 
-/// What happens to one command on its way to the server and back.
+/// What happens to one command on its way to the server and back: the effect of a
+/// [`Fault::Command`], and the plan's decision for a command ([`Admission::Sent`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CommandFault {
+pub enum CommandFate {
+    /// Delivered and answered normally (as a fault: the commands it picks pass, whatever a later
+    /// fault says).
+    Deliver,
     /// The request is lost: never applied; the caller times out.
     DropRequest,
     /// The request is applied but its reply is lost: the caller times out.
@@ -70,6 +80,49 @@ pub enum CommandFault {
     DelayRequest(u64),
     /// The reply reaches the caller this many ms late.
     DelayReply(u64),
+    /// The link is down until this time: the request is lost, as with [`Fault::LinkDown`].
+    LinkDown {
+        /// When the link is back.
+        until: i64,
+    },
+}
+
+/// The name a [`Fault::Command`]'s effect is written with: the same type as [`CommandFate`].
+pub type CommandFault = CommandFate;
+
+impl CommandFate {
+    /// The fault log's record of this fate, if it is a fault.
+    fn event(self) -> Option<FaultEventKind> {
+        Some(match self {
+            CommandFate::Deliver => return None,
+            CommandFate::DropRequest => FaultEventKind::RequestDropped,
+            CommandFate::DropReply => FaultEventKind::ReplyDropped,
+            CommandFate::DelayRequest(ms) => FaultEventKind::RequestDelayed(ms),
+            CommandFate::DelayReply(ms) => FaultEventKind::ReplyDelayed(ms),
+            CommandFate::LinkDown { .. } => FaultEventKind::LinkDown,
+        })
+    }
+}
+
+/// The plan's whole answer about one command a node is about to send, already logged: a front
+/// door only carries it out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Admission {
+    /// The node is frozen by a pause until `until` (through every pause chained to it): nothing
+    /// leaves before. Wait until then and ask again with [`FaultPlan::readmit_command`].
+    Paused {
+        /// When the node runs again.
+        until: i64,
+    },
+    /// The node has crashed: nothing is sent.
+    Crashed,
+    /// The command leaves now, as the node's command number `seq`, to the fate `fate`.
+    Sent {
+        /// The node's command sequence number (its first command is 0).
+        seq: u64,
+        /// What becomes of the request and its reply.
+        fate: CommandFate,
+    },
 }
 
 /// A fault, as added to a plan.
@@ -185,26 +238,6 @@ impl Fault {
     }
 }
 
-/// What the plan decided for one command.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CommandFate {
-    /// Delivered and answered normally.
-    Deliver,
-    /// The request is lost.
-    DropRequest,
-    /// The reply is lost (the request is applied).
-    DropReply,
-    /// The request arrives this many ms late.
-    DelayRequest(u64),
-    /// The reply arrives this many ms late.
-    DelayReply(u64),
-    /// The link is down until this time: the request is lost.
-    LinkDown {
-        /// When the link is back.
-        until: i64,
-    },
-}
-
 /// What the plan decided for one pub/sub delivery.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DeliveryFate {
@@ -273,33 +306,28 @@ mod stream {
     pub const DELIVERY: u64 = 2;
 }
 
-/// splitmix64's output function.
-fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
+/// How far a node has got: the numbers its next command and its next delivery will have.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Counters {
+    commands: u64,
+    deliveries: u64,
 }
 
-/// The random draw for (seed, stream, node, sequence number): 64 uniform bits, a pure function.
-pub fn draw(seed: u64, stream: u64, node: u64, seq: u64) -> u64 {
-    let mut x = mix(seed);
-    x = mix(x ^ stream);
-    x = mix(x ^ node);
-    mix(x ^ seq)
-}
-
-/// Whether the draw for (seed, stream, node, seq) falls under probability `p`.
-pub fn chance(seed: u64, stream: u64, node: u64, seq: u64, p: f64) -> bool {
-    let unit = (draw(seed, stream, node, seq) >> 11) as f64 / (1u64 << 53) as f64;
-    unit < p
-}
-
-/// A set of faults and the seed their random draws come from.
+/// A set of faults, the seed their random draws come from, each node's sequence numbers, and the
+/// log of the faults applied: the one place where what happens to a command or a delivery is
+/// decided.
+///
+/// A front door (or a simulator) asks [`admit_command`](FaultPlan::admit_command) before each
+/// command a node sends and [`admit_delivery`](FaultPlan::admit_delivery) before each pub/sub
+/// message it receives; the answer is numbered and logged already, and the door only carries it
+/// out. Server-side faults (restart, failover, clock jump, crash) are the engine's to fire at their
+/// time ([`Engine::add_fault`](crate::Engine::add_fault) schedules them); it records them here.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct FaultPlan {
     seed: u64,
     faults: Vec<Fault>,
+    counters: BTreeMap<NodeId, Counters>,
+    log: Vec<FaultEvent>,
 }
 
 impl FaultPlan {
@@ -307,7 +335,7 @@ impl FaultPlan {
     pub fn new(seed: u64) -> FaultPlan {
         FaultPlan {
             seed,
-            faults: Vec::new(),
+            ..FaultPlan::default()
         }
     }
 
@@ -317,10 +345,55 @@ impl FaultPlan {
     }
 
     /// Adds a fault. A [`Trigger::Next`] is kept as it is here (relative to sequence number 0);
-    /// [`Engine::add_fault`](crate::Engine::add_fault) resolves it against the node's count.
+    /// [`Engine::add_fault`](crate::Engine::add_fault) resolves it against the node's count
+    /// ([`FaultPlan::resolve`]) first.
     pub fn add(&mut self, fault: Fault) -> &mut FaultPlan {
         self.faults.push(fault);
         self
+    }
+
+    /// `fault` with a [`Trigger::Next`] turned into the [`Trigger::Seqs`] it means now: the node's
+    /// next commands (or deliveries), as this plan has numbered them.
+    pub fn resolve(&self, fault: Fault) -> Fault {
+        let from = |node: NodeId, of: fn(&Counters) -> u64| self.counters.get(&node).map_or(0, of);
+        match fault {
+            Fault::Command {
+                node: Some(node),
+                fault,
+                trigger: Trigger::Next { count },
+            } => {
+                let from = from(node, |c| c.commands);
+                Fault::Command {
+                    node: Some(node),
+                    fault,
+                    trigger: Trigger::Seqs {
+                        from,
+                        until: from + count,
+                    },
+                }
+            }
+            Fault::DropDelivery {
+                node: Some(node),
+                trigger: Trigger::Next { count },
+            } => {
+                let from = from(node, |c| c.deliveries);
+                Fault::DropDelivery {
+                    node: Some(node),
+                    trigger: Trigger::Seqs {
+                        from,
+                        until: from + count,
+                    },
+                }
+            }
+            other => other,
+        }
+    }
+
+    /// Forgets every fault and draws from `seed` from now on; the nodes' sequence numbers and the
+    /// log stay (a node's commands are numbered from its first, whatever the plan says).
+    pub fn forget_faults(&mut self, seed: u64) {
+        self.seed = seed;
+        self.faults.clear();
     }
 
     /// Every fault, in the order added.
@@ -333,12 +406,108 @@ impl FaultPlan {
         self.faults.is_empty()
     }
 
+    /// Decides what happens to the command `node` is about to send at `now`, and logs it: a pause
+    /// holds it (logged once, here), a crash stops it, otherwise it gets the node's next sequence
+    /// number and its fate. With an empty plan the command is only numbered.
+    pub fn admit_command(&mut self, node: NodeId, now: i64) -> Admission {
+        self.admit(node, now, true)
+    }
+
+    /// [`admit_command`](FaultPlan::admit_command) again, for a command that has waited for the
+    /// end of the pause it was told of: a pause that holds it still (one added while it waited)
+    /// holds it again, without a second entry in the log.
+    pub fn readmit_command(&mut self, node: NodeId, now: i64) -> Admission {
+        self.admit(node, now, false)
+    }
+
+    fn admit(&mut self, node: NodeId, now: i64, log_pause: bool) -> Admission {
+        if self.faults.is_empty() {
+            let seq = self.count_command(node);
+            return Admission::Sent {
+                seq,
+                fate: CommandFate::Deliver,
+            };
+        }
+        if let Some(until) = self.paused_until(node, now) {
+            if log_pause {
+                self.record(now, Some(node), None, FaultEventKind::PausedUntil(until));
+            }
+            return Admission::Paused { until };
+        }
+        if self.crash_time(node).is_some_and(|t| t <= now) {
+            return Admission::Crashed;
+        }
+        let seq = self.count_command(node);
+        let fate = self.command_fate(node, seq, now);
+        if let Some(kind) = fate.event() {
+            self.record(now, Some(node), Some(seq), kind);
+        }
+        Admission::Sent { seq, fate }
+    }
+
+    /// Decides what happens to the pub/sub message arriving for `node` at `now`, and logs it:
+    /// numbered, then delivered, lost, or held through the node's pause.
+    pub fn admit_delivery(&mut self, node: NodeId, now: i64) -> DeliveryFate {
+        let seq = self.count_delivery(node);
+        if self.faults.is_empty() {
+            return DeliveryFate::Deliver;
+        }
+        let fate = self.delivery_fate(node, seq, now);
+        let kind = match fate {
+            DeliveryFate::Deliver => return fate,
+            DeliveryFate::Drop => FaultEventKind::DeliveryDropped,
+            DeliveryFate::HoldUntil(until) => FaultEventKind::DeliveryHeld(until),
+        };
+        self.record(now, Some(node), Some(seq), kind);
+        fate
+    }
+
+    /// Numbers a command of `node` without deciding anything: for a door that knows the plan is
+    /// empty and would rather not read the clock (so `SEQS 0 …` still means a node's first
+    /// commands). Returns its sequence number.
+    pub fn count_command(&mut self, node: NodeId) -> u64 {
+        let counters = self.counters.entry(node).or_default();
+        counters.commands += 1;
+        counters.commands - 1
+    }
+
+    /// Numbers a pub/sub delivery to `node` without deciding anything (see
+    /// [`count_command`](FaultPlan::count_command)).
+    pub fn count_delivery(&mut self, node: NodeId) -> u64 {
+        let counters = self.counters.entry(node).or_default();
+        counters.deliveries += 1;
+        counters.deliveries - 1
+    }
+
+    /// Every fault applied so far, in order.
+    pub fn log(&self) -> &[FaultEvent] {
+        &self.log
+    }
+
+    /// Records a fault the plan did not decide itself: a server-side fault the engine fired, or a
+    /// subscriber connection a front door lost or restored.
+    pub fn record(
+        &mut self,
+        at: i64,
+        node: Option<NodeId>,
+        seq: Option<u64>,
+        kind: FaultEventKind,
+    ) {
+        tracing::debug!(?node, ?seq, ?kind, "fault");
+        self.log.push(FaultEvent {
+            at,
+            node,
+            seq,
+            kind,
+        });
+    }
+
     fn triggered(&self, trigger: &Trigger, stream: u64, node: NodeId, seq: u64, now: i64) -> bool {
         match *trigger {
             Trigger::During { from, until } => from <= now && now < until,
             Trigger::Next { count } => seq < count,
             Trigger::Seqs { from, until } => from <= seq && seq < until,
-            Trigger::Chance { p } => chance(self.seed, stream, node.0, seq, p),
+            Trigger::Chance { p } => Seed(self.seed).chance(stream, node.0, seq, p),
         }
     }
 
@@ -348,26 +517,22 @@ impl FaultPlan {
         if let Some(until) = self.link_down_until(node, now) {
             return CommandFate::LinkDown { until };
         }
-        for f in &self.faults {
-            if let Fault::Command {
-                node: target,
-                fault,
-                trigger,
-            } = f
-                && target.is_none_or(|t| t == node)
-                && self.triggered(trigger, stream::COMMAND, node, seq, now)
-            {
-                return match *fault {
-                    CommandFault::DropRequest => CommandFate::DropRequest,
-                    CommandFault::DropReply => CommandFate::DropReply,
-                    CommandFault::DelayRequest(ms) => CommandFate::DelayRequest(ms),
-                    CommandFault::DelayReply(ms) => CommandFate::DelayReply(ms),
-                };
-            }
-        }
-        CommandFate::Deliver
+        self.faults
+            .iter()
+            .find_map(|f| match f {
+                Fault::Command {
+                    node: target,
+                    fault,
+                    trigger,
+                } if target.is_none_or(|t| t == node)
+                    && self.triggered(trigger, stream::COMMAND, node, seq, now) =>
+                {
+                    Some(*fault)
+                }
+                _ => None,
+            })
+            .unwrap_or(CommandFate::Deliver)
     }
-
     /// The fate of `node`'s pub/sub delivery number `seq`, arriving at `now`.
     pub fn delivery_fate(&self, node: NodeId, seq: u64, now: i64) -> DeliveryFate {
         if self.link_down_until(node, now).is_some() || self.subscriber_down(node, now).is_some() {
@@ -485,11 +650,99 @@ mod tests {
 
     #[test]
     fn draws_are_pure_and_independent_of_order() {
+        let draw = |seed, stream, node, seq| Seed(seed).draw(stream, node, seq);
         assert_eq!(draw(1, 2, 3, 4), draw(1, 2, 3, 4));
         assert_ne!(draw(1, 2, 3, 4), draw(1, 2, 3, 5));
         assert_ne!(draw(1, 1, 3, 4), draw(1, 2, 3, 4));
-        let hits = (0..10_000).filter(|&s| chance(9, 1, 1, s, 0.25)).count();
+        let hits = (0..10_000)
+            .filter(|&s| Seed(9).chance(1, 1, s, 0.25))
+            .count();
         assert!((2_200..2_800).contains(&hits), "{hits}");
+    }
+
+    #[test]
+    fn chance_faults_hit_the_commands_they_always_hit() {
+        // Fixed before the draws moved to `lock_core::seed`: a seed's faults must never change.
+        assert_eq!(
+            Seed(0x5eed).draw(stream::COMMAND, 1, 0),
+            0xa1e3_8da2_1418_2c74
+        );
+        let mut plan = FaultPlan::new(7);
+        plan.add(Fault::Command {
+            node: None,
+            fault: CommandFault::DropRequest,
+            trigger: Trigger::Chance { p: 0.3 },
+        });
+        let hit: Vec<u64> = (0..20)
+            .filter(|&seq| plan.command_fate(NodeId(1), seq, 0) == CommandFate::DropRequest)
+            .collect();
+        assert_eq!(hit, [0, 1, 13, 19]);
+    }
+
+    #[test]
+    fn an_admitted_command_is_numbered_and_its_fault_logged() {
+        let n = NodeId(1);
+        let mut plan = FaultPlan::new(0);
+        assert_eq!(
+            plan.admit_command(n, 0),
+            Admission::Sent {
+                seq: 0,
+                fate: CommandFate::Deliver
+            }
+        );
+        plan.add(Fault::next_commands(n, 2, CommandFault::DelayReply(5)));
+        let fault = plan.resolve(plan.faults()[0]);
+        assert_eq!(
+            fault,
+            Fault::Command {
+                node: Some(n),
+                fault: CommandFault::DelayReply(5),
+                trigger: Trigger::Seqs { from: 1, until: 3 },
+            }
+        );
+        plan.forget_faults(0);
+        plan.add(fault);
+        assert_eq!(
+            plan.admit_command(n, 10),
+            Admission::Sent {
+                seq: 1,
+                fate: CommandFate::DelayReply(5)
+            }
+        );
+        assert_eq!(
+            plan.log(),
+            [FaultEvent {
+                at: 10,
+                node: Some(n),
+                seq: Some(1),
+                kind: FaultEventKind::ReplyDelayed(5)
+            }]
+        );
+        assert_eq!(plan.count_delivery(n), 0);
+        assert_eq!(plan.admit_delivery(n, 10), DeliveryFate::Deliver);
+        assert_eq!(plan.count_command(n), 2);
+    }
+
+    #[test]
+    fn a_pause_is_logged_once_and_a_crash_stops_every_command() {
+        let n = NodeId(2);
+        let mut plan = FaultPlan::new(0);
+        plan.add(Fault::pause(n, 0, 10))
+            .add(Fault::Crash { node: n, at: 5 });
+        assert_eq!(plan.admit_command(n, 0), Admission::Paused { until: 10 });
+        assert_eq!(plan.readmit_command(n, 3), Admission::Paused { until: 10 });
+        assert_eq!(plan.readmit_command(n, 10), Admission::Crashed);
+        let paused = FaultEvent {
+            at: 0,
+            node: Some(n),
+            seq: None,
+            kind: FaultEventKind::PausedUntil(10),
+        };
+        assert_eq!(plan.log(), [paused]);
+        // Nothing was numbered: the node's next command would still be its first.
+        assert_eq!(plan.count_command(n), 0);
+        assert_eq!(plan.admit_delivery(n, 4), DeliveryFate::HoldUntil(10));
+        assert_eq!(plan.log().len(), 2);
     }
 
     #[test]

@@ -76,8 +76,8 @@ pub use connection::FakeConnection;
 pub use db::{Entry, Hash, Value};
 pub use engine::{ClientId, Engine, EngineConfig, Outbound};
 pub use fault::{
-    CommandFate, CommandFault, DeliveryFate, Fault, FaultEvent, FaultEventKind, FaultPlan, NodeId,
-    Trigger,
+    Admission, CommandFate, CommandFault, DeliveryFate, Fault, FaultEvent, FaultEventKind,
+    FaultPlan, NodeId, Trigger,
 };
 pub use frame::Frame;
 pub use link::{DEFAULT_RESPONSE_TIMEOUT, RequestLog, SentRequest, SharedEngine, shared};

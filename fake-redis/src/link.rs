@@ -15,7 +15,7 @@
 //! after the unlock"), lost requests included, which the server's state alone cannot show.
 
 use crate::engine::{ClientId, Engine};
-use crate::fault::{CommandFate, FaultEventKind, NodeId};
+use crate::fault::{Admission, CommandFate, NodeId};
 use crate::frame::Frame;
 use bytes::Bytes;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -119,6 +119,16 @@ struct Logged {
     index: usize,
 }
 
+impl Logged {
+    /// Records `request` in `log`.
+    fn new(log: RequestLog, request: SentRequest) -> Logged {
+        Logged {
+            index: log.record(request),
+            log,
+        }
+    }
+}
+
 struct LinkState {
     client: Option<ClientId>,
     db: usize,
@@ -140,6 +150,32 @@ pub(crate) async fn sleep_until_clock(engine: &SharedEngine, until: i64) {
     let now = lock(engine).clock_now();
     if until > now {
         tokio::time::sleep(Duration::from_millis((until - now) as u64)).await;
+    }
+}
+
+/// Puts `ask` to the engine, with the clock's time (before jumps), until it no longer answers that
+/// the node is paused (`Err(until)`), sleeping out each pause in between; `first` is true for the
+/// first question only. The plan resolves chained pauses, so a second wait is for a pause added
+/// during the first; and after a wait the time asked at is at least the pause's end, so a clock
+/// that lags tokio's cannot hold a node forever.
+pub(crate) async fn past_pauses<T>(
+    engine: &SharedEngine,
+    mut ask: impl FnMut(&mut Engine, i64, bool) -> Result<T, i64>,
+) -> T {
+    let (mut first, mut not_before) = (true, i64::MIN);
+    loop {
+        let answer = {
+            let mut engine = lock(engine);
+            let now = engine.clock_now().max(not_before);
+            ask(&mut engine, now, first)
+        };
+        match answer {
+            Ok(answer) => return answer,
+            Err(until) => {
+                (first, not_before) = (false, until);
+                sleep_until_clock(engine, until).await;
+            }
+        }
     }
 }
 
@@ -265,6 +301,43 @@ impl Link {
         ))
     }
 
+    /// A request as it leaves, for the request log.
+    fn sent(&self, at: i64, seq: u64, fate: CommandFate, commands: &[Vec<Bytes>]) -> SentRequest {
+        SentRequest {
+            at,
+            node: self.node,
+            seq,
+            commands: commands.to_vec(),
+            fate,
+            applied: false,
+        }
+    }
+
+    /// Gives up on a call at `give_up`, as its caller's response timeout would.
+    async fn time_out<T>(&self, give_up: Instant) -> Result<T, LinkError> {
+        tokio::time::sleep_until(give_up).await;
+        Err(self.timed_out())
+    }
+
+    /// Asks the plan whether and how the next call leaves (waiting out any pause first): its
+    /// sequence number, its fate and the engine's time it left at.
+    async fn admit(&self) -> Result<(u64, CommandFate, i64), LinkError> {
+        past_pauses(&self.engine, |engine, now, first| {
+            let plan = engine.fault_plan_mut();
+            let admission = if first {
+                plan.admit_command(self.node, now)
+            } else {
+                plan.readmit_command(self.node, now)
+            };
+            match admission {
+                Admission::Paused { until } => Err(until),
+                Admission::Crashed => Ok(Err(LinkError::Crashed)),
+                Admission::Sent { seq, fate } => Ok(Ok((seq, fate, now))),
+            }
+        })
+        .await
+    }
+
     /// Sends `commands` as one request and waits for their replies, through the fault plan and
     /// the latency. The whole call is bounded by the response timeout, counted from when the
     /// request left.
@@ -272,112 +345,65 @@ impl Link {
         self: &Arc<Self>,
         commands: Vec<Vec<Bytes>>,
     ) -> Result<Vec<Frame>, LinkError> {
-        let node = self.node;
-        // A paused node sends nothing until its pause ends.
-        let mut waited = 0;
-        loop {
-            let paused = {
-                let e = lock(&self.engine);
-                e.fault_plan().paused_until(node, e.clock_now())
-            };
-            let Some(until) = paused else { break };
-            if waited == 0 {
-                lock(&self.engine).log_fault(Some(node), None, FaultEventKind::PausedUntil(until));
-            }
-            waited += 1;
-            if waited > 64 {
-                break; // the clock does not move with tokio's: do not spin forever
-            }
-            sleep_until_clock(&self.engine, until).await;
-        }
-        let (seq, fate, at) = {
-            let mut e = lock(&self.engine);
-            let now = e.clock_now();
-            if e.fault_plan().crash_time(node).is_some_and(|t| t <= now) {
-                return Err(LinkError::Crashed);
-            }
-            let seq = e.next_command_seq(node);
-            (seq, e.fault_plan().command_fate(node, seq, now), now)
-        };
-        let sent = Instant::now();
-        let give_up = sent + self.response_timeout;
+        let (seq, fate, at) = self.admit().await?;
+        let give_up = Instant::now() + self.response_timeout;
         let (latency, requests) = {
             let state = self.state();
             (state.latency, state.requests.clone())
         };
-        let logged = requests.map(|log| Logged {
-            index: log.record(SentRequest {
-                at,
-                node,
-                seq,
-                commands: commands.clone(),
-                fate,
-                applied: false,
-            }),
-            log,
-        });
-        let log = |kind| lock(&self.engine).log_fault(Some(node), Some(seq), kind);
+        let logged = requests.map(|log| Logged::new(log, self.sent(at, seq, fate, &commands)));
         let (request_delay, reply_delay) = match fate {
             CommandFate::DropRequest | CommandFate::LinkDown { .. } => {
-                log(if matches!(fate, CommandFate::DropRequest) {
-                    FaultEventKind::RequestDropped
-                } else {
-                    FaultEventKind::LinkDown
-                });
-                tokio::time::sleep_until(give_up).await;
-                return Err(self.timed_out());
+                return self.time_out(give_up).await;
             }
-            CommandFate::DelayRequest(ms) => {
-                log(FaultEventKind::RequestDelayed(ms));
-                (latency + Duration::from_millis(ms), latency)
-            }
+            CommandFate::DelayRequest(ms) => (latency + Duration::from_millis(ms), latency),
             CommandFate::DelayReply(ms) => (latency, latency + Duration::from_millis(ms)),
             CommandFate::Deliver | CommandFate::DropReply => (latency, latency),
         };
-        let replies = if request_delay.is_zero() {
-            self.apply(&commands, None, logged.as_ref())
-        } else {
-            let sent_on = {
-                let mut e = lock(&self.engine);
-                self.connection(&mut e)
-            };
-            // The request is in flight whatever the caller does: it lands even if the caller
-            // gives up (a timeout, a dropped future) before it does.
-            let (tx, rx) = tokio::sync::oneshot::channel();
-            let link = Arc::clone(self);
-            tokio::spawn(async move {
-                tokio::time::sleep(request_delay).await;
-                if let Some(replies) = link.apply(&commands, Some(sent_on), logged.as_ref()) {
-                    let _ = tx.send(replies);
-                }
-            });
-            match tokio::time::timeout_at(give_up, rx).await {
-                Ok(Ok(replies)) => Some(replies),
-                // Lost with its connection (a restart meanwhile): the caller still waits it out.
-                Ok(Err(_)) => None,
-                Err(_) => return Err(self.timed_out()),
-            }
+        let landed = self
+            .transmit(commands, request_delay, logged, give_up)
+            .await?;
+        let Some(replies) = landed else {
+            // Lost with its connection (a restart meanwhile): the caller still waits it out.
+            return self.time_out(give_up).await;
         };
-        let Some(replies) = replies else {
-            tokio::time::sleep_until(give_up).await;
-            return Err(self.timed_out());
-        };
-        match fate {
-            CommandFate::DropReply => {
-                log(FaultEventKind::ReplyDropped);
-                tokio::time::sleep_until(give_up).await;
-                return Err(self.timed_out());
-            }
-            CommandFate::DelayReply(ms) => log(FaultEventKind::ReplyDelayed(ms)),
-            _ => {}
-        }
-        if Instant::now() + reply_delay >= give_up {
-            tokio::time::sleep_until(give_up).await;
-            return Err(self.timed_out());
+        if fate == CommandFate::DropReply || Instant::now() + reply_delay >= give_up {
+            return self.time_out(give_up).await;
         }
         if !reply_delay.is_zero() {
             tokio::time::sleep(reply_delay).await;
         }
         Ok(replies)
+    }
+
+    /// Carries a request to the engine `delay` after it left: at once, or on the wire, where it
+    /// lands whatever the caller does (a timeout, a dropped future). `None` if it was lost with its
+    /// connection; a timeout if `give_up` comes before it lands.
+    async fn transmit(
+        self: &Arc<Self>,
+        commands: Vec<Vec<Bytes>>,
+        delay: Duration,
+        logged: Option<Logged>,
+        give_up: Instant,
+    ) -> Result<Option<Vec<Frame>>, LinkError> {
+        if delay.is_zero() {
+            return Ok(self.apply(&commands, None, logged.as_ref()));
+        }
+        let sent_on = {
+            let mut e = lock(&self.engine);
+            self.connection(&mut e)
+        };
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let link = Arc::clone(self);
+        tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            if let Some(replies) = link.apply(&commands, Some(sent_on), logged.as_ref()) {
+                let _ = tx.send(replies);
+            }
+        });
+        match tokio::time::timeout_at(give_up, rx).await {
+            Ok(landed) => Ok(landed.ok()),
+            Err(_) => Err(self.timed_out()),
+        }
     }
 }

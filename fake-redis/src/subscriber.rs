@@ -8,10 +8,10 @@
 //! or failover) and `SubscriptionRestored` once it is back with every channel subscribed again.
 //! Since the task only waits on wakers and tokio timers, it runs under paused time.
 
-use crate::engine::ClientId;
+use crate::engine::{ClientId, Engine};
 use crate::fault::{DeliveryFate, FaultEventKind, NodeId};
 use crate::frame::Frame;
-use crate::link::{SharedEngine, lock, sleep_until_clock};
+use crate::link::{SharedEngine, lock, past_pauses, sleep_until_clock};
 use bytes::Bytes;
 use lock_core::backend::{BackendError, PubSubEvent, Subscriber};
 use std::collections::BTreeSet;
@@ -79,16 +79,13 @@ impl FakeSubscriber {
     async fn change(&self, channel: &Bytes, subscribe: bool) -> Result<(), BackendError> {
         let node = self.inner.node;
         // A paused process sends nothing until its pause ends.
-        for _ in 0..64 {
-            let paused = {
-                let e = lock(&self.inner.engine);
-                e.fault_plan().paused_until(node, e.clock_now())
-            };
-            match paused {
-                Some(until) => sleep_until_clock(&self.inner.engine, until).await,
-                None => break,
-            }
-        }
+        past_pauses(&self.inner.engine, |engine, now, _| {
+            engine
+                .fault_plan()
+                .paused_until(node, now)
+                .map_or(Ok(()), Err)
+        })
+        .await;
         let mut engine = lock(&self.inner.engine);
         let mut state = self.inner.state();
         let now = engine.clock_now();
@@ -136,12 +133,6 @@ impl Drop for FakeSubscriber {
     }
 }
 
-impl Inner {
-    fn state(&self) -> std::sync::MutexGuard<'_, SubState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
 impl Subscriber for FakeSubscriber {
     async fn subscribe(&self, channel: &Bytes) -> Result<(), BackendError> {
         self.change(channel, true).await
@@ -167,90 +158,41 @@ enum Step {
     Stop,
 }
 
+/// What one look at the engine found for the task to do, decided under one lock of it.
+struct Round {
+    steps: Vec<Step>,
+    /// The messages are held by the node's pause until then.
+    hold_until: Option<i64>,
+    /// When something scheduled next changes for the subscriber.
+    next_change: Option<i64>,
+}
+
 async fn run(inner: Arc<Inner>, events: mpsc::UnboundedSender<PubSubEvent>) {
-    let node = inner.node;
     let mut lost = false;
     loop {
-        let mut steps = Vec::new();
-        let mut hold_until = None;
-        let next_change;
-        {
+        let round = {
             let mut engine = lock(&inner.engine);
             engine.apply_due_server_faults();
             let now = engine.clock_now();
-            let plan_down = engine.fault_plan().subscriber_down(node, now).is_some();
-            let crash = engine
-                .fault_plan()
-                .crash_time(node)
-                .is_some_and(|t| t <= now);
-            let mut state = inner.state();
-            if crash {
-                if let Some(c) = state.client.take() {
-                    engine.disconnect(c);
-                }
-                state.crashed = true;
-                steps.push(Step::Stop);
-            } else {
-                let connected = state.client.is_some_and(|c| engine.is_connected(c));
-                if (plan_down || !connected) && !lost {
-                    if let Some(c) = state.client.take() {
-                        engine.disconnect(c);
-                    }
-                    lost = true;
-                    engine.log_fault(Some(node), None, FaultEventKind::SubscriberLost);
-                    steps.push(Step::Deliver(PubSubEvent::SubscriptionLost));
-                }
-                if !plan_down && lost {
-                    let c = engine.connect_as(node);
-                    for ch in &state.channels {
-                        engine.execute(c, &[Bytes::from_static(b"SUBSCRIBE"), ch.clone()]);
-                    }
-                    state.client = Some(c);
-                    lost = false;
-                    engine.log_fault(Some(node), None, FaultEventKind::SubscriberRestored);
-                    steps.push(Step::Deliver(PubSubEvent::SubscriptionRestored));
-                }
-                if let Some(c) = state.client {
-                    while let Some(out) = engine.pop_outbox(c) {
-                        let Some(event) = message_event(out.frame) else {
-                            continue;
-                        };
-                        let seq = engine.next_delivery_seq(node);
-                        match engine.fault_plan().delivery_fate(node, seq, now) {
-                            DeliveryFate::Deliver => steps.push(Step::Deliver(event)),
-                            DeliveryFate::Drop => {
-                                engine.log_fault(
-                                    Some(node),
-                                    Some(seq),
-                                    FaultEventKind::DeliveryDropped,
-                                );
-                            }
-                            DeliveryFate::HoldUntil(t) => {
-                                engine.log_fault(
-                                    Some(node),
-                                    Some(seq),
-                                    FaultEventKind::DeliveryHeld(t),
-                                );
-                                hold_until = Some(hold_until.map_or(t, |h: i64| h.max(t)));
-                                steps.push(Step::Deliver(event));
-                            }
-                        }
-                    }
-                }
-            }
-            next_change = [
-                engine.fault_plan().next_subscriber_change(node, now),
+            let mut steps = Vec::new();
+            inner.follow_plan(&mut engine, now, &mut lost, &mut steps);
+            let hold_until = inner.take_messages(&mut engine, now, &mut steps);
+            let next_change = [
+                engine.fault_plan().next_subscriber_change(inner.node, now),
                 engine.next_server_fault_time(),
-            ]
-            .into_iter()
-            .flatten()
-            .min();
-        }
-        if let Some(t) = hold_until {
+            ];
+            let next_change = next_change.into_iter().flatten().min();
+            Round {
+                steps,
+                hold_until,
+                next_change,
+            }
+        };
+        if let Some(t) = round.hold_until {
             // Paused: what arrived reaches the process when it runs again.
             sleep_until_clock(&inner.engine, t).await;
         }
-        for step in steps {
+        for step in round.steps {
             match step {
                 Step::Deliver(event) => {
                     if events.send(event).is_err() {
@@ -260,10 +202,84 @@ async fn run(inner: Arc<Inner>, events: mpsc::UnboundedSender<PubSubEvent>) {
                 Step::Stop => return,
             }
         }
-        let waiting_on = inner.state().client;
+        inner.wait_for_change(round.next_change).await;
+    }
+}
+
+impl Inner {
+    fn state(&self) -> std::sync::MutexGuard<'_, SubState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Brings the connection in line with the plan at `now`: a crash ends it, an outage or a closed
+    /// connection loses it, the end of the outage restores it with every channel.
+    fn follow_plan(&self, engine: &mut Engine, now: i64, lost: &mut bool, steps: &mut Vec<Step>) {
+        let node = self.node;
+        let plan_down = engine.fault_plan().subscriber_down(node, now).is_some();
+        let crash = engine
+            .fault_plan()
+            .crash_time(node)
+            .is_some_and(|t| t <= now);
+        let mut state = self.state();
+        if crash {
+            if let Some(c) = state.client.take() {
+                engine.disconnect(c);
+            }
+            state.crashed = true;
+            steps.push(Step::Stop);
+            return;
+        }
+        let connected = state.client.is_some_and(|c| engine.is_connected(c));
+        let record =
+            |engine: &mut Engine, kind| engine.fault_plan_mut().record(now, Some(node), None, kind);
+        if (plan_down || !connected) && !*lost {
+            if let Some(c) = state.client.take() {
+                engine.disconnect(c);
+            }
+            *lost = true;
+            record(engine, FaultEventKind::SubscriberLost);
+            steps.push(Step::Deliver(PubSubEvent::SubscriptionLost));
+        }
+        if !plan_down && *lost {
+            let c = engine.connect_as(node);
+            for ch in &state.channels {
+                engine.execute(c, &[Bytes::from_static(b"SUBSCRIBE"), ch.clone()]);
+            }
+            state.client = Some(c);
+            *lost = false;
+            record(engine, FaultEventKind::SubscriberRestored);
+            steps.push(Step::Deliver(PubSubEvent::SubscriptionRestored));
+        }
+    }
+
+    /// Takes the messages waiting in the outbox (none once crashed) through the plan: delivered,
+    /// lost, or held by the node's pause (then it returns until when).
+    fn take_messages(&self, engine: &mut Engine, now: i64, steps: &mut Vec<Step>) -> Option<i64> {
+        let client = self.state().client?;
+        let mut hold_until: Option<i64> = None;
+        while let Some(out) = engine.pop_outbox(client) {
+            let Some(event) = message_event(out.frame) else {
+                continue;
+            };
+            match engine.fault_plan_mut().admit_delivery(self.node, now) {
+                DeliveryFate::Deliver => steps.push(Step::Deliver(event)),
+                DeliveryFate::Drop => {}
+                DeliveryFate::HoldUntil(t) => {
+                    hold_until = Some(hold_until.map_or(t, |h| h.max(t)));
+                    steps.push(Step::Deliver(event));
+                }
+            }
+        }
+        hold_until
+    }
+
+    /// Waits for something to change: a message or a closed connection (the engine's waker), a
+    /// scheduled change at `next_change`, or a subscription asked for.
+    async fn wait_for_change(&self, next_change: Option<i64>) {
+        let waiting_on = self.state().client;
         let wake = poll_fn(|cx| match waiting_on {
             Some(c) => {
-                let mut engine = lock(&inner.engine);
+                let mut engine = lock(&self.engine);
                 if !engine.is_connected(c) || engine.outbox_len(c) > 0 {
                     Poll::Ready(())
                 } else {
@@ -275,14 +291,14 @@ async fn run(inner: Arc<Inner>, events: mpsc::UnboundedSender<PubSubEvent>) {
         });
         let timer = async {
             match next_change {
-                Some(t) => sleep_until_clock(&inner.engine, t).await,
+                Some(t) => sleep_until_clock(&self.engine, t).await,
                 None => std::future::pending().await,
             }
         };
         tokio::select! {
             () = wake => {}
             () = timer => {}
-            () = inner.changed.notified() => {}
+            () = self.changed.notified() => {}
         }
     }
 }

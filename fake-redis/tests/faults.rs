@@ -68,7 +68,7 @@ async fn a_dropped_reply_is_applied_but_the_caller_times_out() {
     let err = conn.set::<_, _, ()>("s", "v").await.unwrap_err();
     assert!(err.is_timeout(), "{err:?}");
     assert!(exists(&engine, "s"));
-    let log = engine.lock().unwrap().fault_log().to_vec();
+    let log = engine.lock().unwrap().fault_plan().log().to_vec();
     assert_eq!(log.len(), 2);
 }
 
@@ -258,7 +258,7 @@ async fn a_failover_with_lag_loses_the_last_writes() {
     sleep(Duration::from_secs(2)).await;
     assert_eq!(run(&backend, "EXISTS early late").await, Ok(Reply::Int(1)));
     assert!(!exists(&engine, "late"));
-    let log = engine.lock().unwrap().fault_log().to_vec();
+    let log = engine.lock().unwrap().fault_plan().log().to_vec();
     assert!(
         log.iter().any(|e| matches!(
             e.kind,
@@ -444,4 +444,49 @@ async fn chance_faults_are_a_pure_function_of_the_seed() {
     assert_eq!(first, outcomes(7).await);
     assert_ne!(first, outcomes(8).await);
     assert!(first.iter().any(|ok| !ok) && first.iter().any(|ok| *ok));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_call_waits_out_a_pause_added_while_it_waited_and_its_pause_is_logged_once() {
+    let engine = engine();
+    let backend = FakeBackend::new(engine.clone(), A);
+    let t0 = now(&engine);
+    add(&engine, Fault::pause(A, t0, 5_000));
+    let call = tokio::spawn(async move { run(&backend, "SET k v").await });
+    sleep(Duration::from_secs(1)).await;
+    add(&engine, Fault::pause(A, t0 + 4_000, 4_000));
+    assert_eq!(call.await.unwrap(), Ok(Reply::Status("OK".into())));
+    assert_eq!(
+        now(&engine),
+        t0 + 8_000,
+        "it left when the second pause ended"
+    );
+    let log = engine.lock().unwrap().fault_plan().log().to_vec();
+    assert_eq!(
+        log.iter()
+            .map(|e| (e.at - t0, e.kind.clone()))
+            .collect::<Vec<_>>(),
+        [(0, fake_redis::FaultEventKind::PausedUntil(t0 + 5_000))]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_plan_numbers_each_call_and_logs_its_fault_as_the_call_leaves() {
+    let engine = engine();
+    let backend = FakeBackend::new(engine.clone(), A).with_latency(Duration::from_millis(5));
+    run(&backend, "SET k v").await.unwrap();
+    let t0 = now(&engine);
+    add(&engine, Fault::next_commands(A, 1, CommandFault::DropReply));
+    assert_unknown(&run(&backend, "SET k w").await);
+    assert!(exists(&engine, "k"));
+    let log = engine.lock().unwrap().fault_plan().log().to_vec();
+    assert_eq!(
+        log,
+        [fake_redis::FaultEvent {
+            at: t0,
+            node: Some(A),
+            seq: Some(1),
+            kind: fake_redis::FaultEventKind::ReplyDropped,
+        }]
+    );
 }

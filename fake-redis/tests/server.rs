@@ -873,6 +873,18 @@ async fn a_scheduled_crash_closes_the_node_s_connections_when_the_clock_gets_the
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_crashed_node_sends_nothing_more_from_a_connection_it_opens_later() {
+    let server = virtual_server();
+    let mut admin = Client::connect(&server);
+    admin.call(&["FAKE.FAULT", "CRASH", "9"]).await;
+    let mut late = Client::connect(&server);
+    assert_eq!(late.call(&["FAKE.NODE", "9"]).await, ok());
+    let (got, closed) = late.exchange(&request(&["SET", "k", "v"])).await;
+    assert_eq!((got.as_slice(), closed), (&b""[..], true));
+    assert_eq!(admin.call(&["GET", "k"]).await, Frame::Null);
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_clock_jump_expires_keys_early_and_clear_forgets_pending_faults() {
     let server = virtual_server();
     let mut client = Client::connect(&server);

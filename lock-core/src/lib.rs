@@ -51,6 +51,7 @@ pub mod machine;
 pub mod redis_backend;
 pub mod reply;
 pub mod script;
+pub mod seed;
 pub mod time;
 
 pub use backend::{Backend, BackendError, PubSubEvent};

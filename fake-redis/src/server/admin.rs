@@ -232,7 +232,8 @@ fn events(engine: &Engine) -> Frame {
     let opt = |v: Option<u64>| v.map_or(Frame::Null, |v| Frame::Integer(v as i64));
     Frame::Array(
         engine
-            .fault_log()
+            .fault_plan()
+            .log()
             .iter()
             .map(|e| {
                 Frame::Array(vec![

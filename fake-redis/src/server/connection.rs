@@ -26,7 +26,7 @@
 use super::admin::{self, AdminCommand, Outcome};
 use super::{Shared, stopped};
 use crate::engine::{ClientId, Engine};
-use crate::fault::{CommandFate, DeliveryFate, FaultEventKind, NodeId};
+use crate::fault::{Admission, CommandFate, DeliveryFate, FaultEventKind, NodeId};
 use crate::frame::Frame;
 use crate::link::lock;
 use crate::resp::{self, RequestParser};
@@ -343,57 +343,57 @@ impl Connection {
         engine.node_of(self.client).unwrap_or(NodeId(self.client.0))
     }
 
+    /// Asks the plan about this connection's next request. `None`: a restart due now closed the
+    /// connection before the request reached the engine.
+    fn admit(&self, engine: &mut Engine, stage: Stage) -> Option<Admission> {
+        let node = self.node(engine);
+        if stage == Stage::Arrived && engine.fault_plan().is_empty() {
+            // Numbered even while the plan is empty, so that `SEQS 0 …` means the node's first
+            // commands, as in-process; nothing else to decide, so no clock to read.
+            let seq = engine.fault_plan_mut().count_command(node);
+            let fate = CommandFate::Deliver;
+            return Some(Admission::Sent { seq, fate });
+        }
+        engine.apply_due_server_faults();
+        if !engine.is_connected(self.client) {
+            return None;
+        }
+        let now = engine.clock_now();
+        let plan = engine.fault_plan_mut();
+        Some(match stage {
+            Stage::Arrived => plan.admit_command(node, now),
+            _ => plan.readmit_command(node, now),
+        })
+    }
+
     /// Runs one request through the fault plan and the engine. `Some` stops the step.
     fn request(&mut self, engine: &mut Engine, argv: Vec<Bytes>, stage: Stage) -> Option<Flow> {
         let admin = argv.first().and_then(|name| AdminCommand::lookup(name));
         let mut reply_due = None;
-        if stage == Stage::Arrived && admin.is_none() && engine.fault_plan().is_empty() {
-            // Numbered even while the plan is empty, so that `SEQS 0 …` means the node's first
-            // commands, as in-process.
-            let node = self.node(engine);
-            engine.next_command_seq(node);
-        } else if stage != Stage::Delivered && admin.is_none() {
-            // A restart due now closes the connection before this request reaches the engine.
-            engine.apply_due_server_faults();
-            if !engine.is_connected(self.client) {
-                return Some(Flow::Close);
-            }
-            let node = self.node(engine);
-            let now = engine.clock_now();
-            if let Some(until) = engine.fault_plan().paused_until(node, now) {
-                if stage == Stage::Arrived {
-                    engine.log_fault(Some(node), None, FaultEventKind::PausedUntil(until));
+        if stage != Stage::Delivered && admin.is_none() {
+            let fate = match self.admit(engine, stage) {
+                Some(Admission::Sent { fate, .. }) => fate,
+                Some(Admission::Paused { until }) => {
+                    self.waiting = Some(Waiting::Paused(argv));
+                    return Some(Flow::WaitUntil(until));
                 }
-                self.waiting = Some(Waiting::Paused(argv));
-                return Some(Flow::WaitUntil(until));
-            }
-            let seq = engine.next_command_seq(node);
-            let fate = engine.fault_plan().command_fate(node, seq, now);
-            let log = |engine: &mut Engine, kind| engine.log_fault(Some(node), Some(seq), kind);
+                // Closed by a restart due now, or sent by a node that has crashed.
+                None | Some(Admission::Crashed) => return Some(Flow::Close),
+            };
             match fate {
                 CommandFate::Deliver => {}
-                CommandFate::DropRequest => {
-                    log(engine, FaultEventKind::RequestDropped);
-                    return Some(Flow::Close);
-                }
-                CommandFate::LinkDown { .. } => {
-                    log(engine, FaultEventKind::LinkDown);
+                CommandFate::DropRequest | CommandFate::LinkDown { .. } => {
                     return Some(Flow::Close);
                 }
                 CommandFate::DropReply => {
                     self.execute(engine, admin, &argv);
-                    log(engine, FaultEventKind::ReplyDropped);
                     return Some(Flow::Close);
                 }
                 CommandFate::DelayRequest(ms) => {
-                    log(engine, FaultEventKind::RequestDelayed(ms));
                     self.waiting = Some(Waiting::Delayed(argv));
-                    return Some(Flow::WaitUntil(after(now, ms)));
+                    return Some(Flow::WaitUntil(after(engine.clock_now(), ms)));
                 }
-                CommandFate::DelayReply(ms) => {
-                    log(engine, FaultEventKind::ReplyDelayed(ms));
-                    reply_due = Some(after(now, ms));
-                }
+                CommandFate::DelayReply(ms) => reply_due = Some(after(engine.clock_now(), ms)),
             }
         }
         let protocol = engine.protocol(self.client);
@@ -464,7 +464,7 @@ impl Connection {
             while let Some(push) = engine.pop_outbox(self.client) {
                 // Numbered even while the plan is empty, as commands are.
                 let node = self.node(engine);
-                engine.next_delivery_seq(node);
+                engine.fault_plan_mut().count_delivery(node);
                 self.encode(engine, push.frame);
             }
             return None;
@@ -474,18 +474,15 @@ impl Connection {
         if engine.fault_plan().subscriber_down(node, now).is_some()
             && !engine.subscribed_channels(self.client).is_empty()
         {
-            engine.log_fault(Some(node), None, FaultEventKind::SubscriberLost);
+            let lost = FaultEventKind::SubscriberLost;
+            engine.fault_plan_mut().record(now, Some(node), None, lost);
             return Some(Flow::Close);
         }
         while let Some(push) = engine.pop_outbox(self.client) {
-            let seq = engine.next_delivery_seq(node);
-            match engine.fault_plan().delivery_fate(node, seq, now) {
+            match engine.fault_plan_mut().admit_delivery(node, now) {
                 DeliveryFate::Deliver => self.encode(engine, push.frame),
-                DeliveryFate::Drop => {
-                    engine.log_fault(Some(node), Some(seq), FaultEventKind::DeliveryDropped);
-                }
+                DeliveryFate::Drop => {}
                 DeliveryFate::HoldUntil(until) => {
-                    engine.log_fault(Some(node), Some(seq), FaultEventKind::DeliveryHeld(until));
                     self.waiting = Some(Waiting::Push(push.frame));
                     return Some(Flow::WaitUntil(until));
                 }
