@@ -14,11 +14,12 @@
 //! [`LockClient::new_owner`]), which can move between tasks: nothing depends on thread or task
 //! identity (Redisson's thread ids are its most reported source of bugs: #6662, #3580, #6878).
 
-use crate::backend::{Backend, BackendError, PubSubEvent};
+use crate::backend::Backend;
 use crate::config::{ConfigError, LockConfig};
 use crate::machine::{
-    AcquireRequest, Call, CallId, Done, HoldId, HoldMode, IdSource, Input, LockError, LockEvent,
-    LockMachine, OpId, Output, OwnerId, RemainingLease, Request, SeededIds, UnlockOutcome, Wait,
+    AcquireRequest, BackendError, Call, CallId, Done, HoldId, HoldMode, HoldState, IdSource, Input,
+    LockError, LockEvent, LockMachine, OpId, Output, OwnerId, PubSubEvent, RemainingLease, Request,
+    SeededIds, UnlockOutcome, Wait,
 };
 use crate::reply::Reply;
 use crate::time::{Lease, Millis, MonoTime};
@@ -69,19 +70,6 @@ struct Answer {
     ticket: Option<HoldTicket>,
 }
 
-/// Where a hold stands, as its guards see it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HoldState {
-    /// Held, and `valid_until` has not passed.
-    Valid,
-    /// `valid_until` passed without a confirmed renewal: the lease may be lost.
-    MayBeLost,
-    /// The server says the owner no longer holds the lock.
-    Lost,
-    /// The hold's last count was unlocked.
-    Released,
-}
-
 /// A hold's status: its state, `valid_until` and the owner's newest fencing token.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HoldStatus {
@@ -93,20 +81,6 @@ pub struct HoldStatus {
     pub token: Option<u64>,
     /// Whether the watchdog stopped renewing it because it reached `max_hold`.
     pub max_hold_reached: bool,
-}
-
-/// Why [`LockGuard::lost`] resolved.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HoldLoss {
-    /// `valid_until` passed without a confirmed renewal; the lock may still be held (a renewal
-    /// may have been applied with its reply lost).
-    MayBeLost,
-    /// The server says the owner no longer holds the lock.
-    Lost,
-    /// The hold was released.
-    Released,
-    /// The client's driver stopped: nothing renews the hold any more.
-    ClientStopped,
 }
 
 impl LockClient {
@@ -552,7 +526,7 @@ impl LockGuard {
 
     /// Whether the hold is certainly still this owner's now.
     pub fn is_valid(&self) -> bool {
-        let status = *self.status.borrow();
+        let status = self.status();
         status.state == HoldState::Valid
             && Instant::now() < status.valid_until
             && !self.client.shared.driver.is_finished()
@@ -569,31 +543,29 @@ impl LockGuard {
 
     /// The hold's status now.
     pub fn status(&self) -> HoldStatus {
-        *self.status.borrow()
+        let closed = self.status.has_changed().is_err();
+        reported(*self.status.borrow(), closed)
     }
 
-    /// A watch of the hold's status, for `select!` loops.
+    /// A watch of the hold's status, for `select!` loops. The channel closes when the hold ends;
+    /// closed while the state still reads `Valid` or `MayBeLost`, it means the client stopped
+    /// ([`HoldState::ClientStopped`], as [`status`](Self::status) reports it).
     pub fn watch(&self) -> watch::Receiver<HoldStatus> {
         self.status.clone()
     }
 
-    /// Resolves when the lease is lost or may be lost, or the client stops.
-    pub async fn lost(&self) -> HoldLoss {
+    /// Resolves when the lease is lost or may be lost, or the client stops, with the state that
+    /// made it resolve (never [`HoldState::Valid`]).
+    pub async fn lost(&self) -> HoldState {
         let mut status = self.status.clone();
         loop {
-            match status.borrow_and_update().state {
-                HoldState::Valid => {}
-                HoldState::MayBeLost => return HoldLoss::MayBeLost,
-                HoldState::Lost => return HoldLoss::Lost,
-                HoldState::Released => return HoldLoss::Released,
+            let closed = status.has_changed().is_err();
+            let state = reported(*status.borrow_and_update(), closed).state;
+            if state != HoldState::Valid {
+                return state;
             }
-            if status.changed().await.is_err() {
-                return match status.borrow().state {
-                    HoldState::Lost => HoldLoss::Lost,
-                    HoldState::Released => HoldLoss::Released,
-                    HoldState::Valid | HoldState::MayBeLost => HoldLoss::ClientStopped,
-                };
-            }
+            // A closed channel ends the wait too: the next round reads it as `ClientStopped`.
+            let _ = status.changed().await;
         }
     }
 
@@ -624,6 +596,16 @@ impl LockGuard {
             other => Err(unexpected(other)),
         }
     }
+}
+
+/// `status` as a guard reports it: a channel that closed before the hold ended means that the
+/// driver, and with it the hold's renewal, stopped. Callers see whether it is `closed` before
+/// they read `status`, so a closed channel's status is the last one the driver sent.
+fn reported(mut status: HoldStatus, closed: bool) -> HoldStatus {
+    if closed && !status.state.is_ended() {
+        status.state = HoldState::ClientStopped;
+    }
+    status
 }
 
 // ---- the driver task ----
@@ -768,10 +750,7 @@ impl<B: Backend> Driver<B> {
         let mut ticket = None;
         if let Ok(Done::Acquired(acquired)) = &result {
             let valid_until = self.instant(acquired.valid_until);
-            let sender = self
-                .statuses
-                .entry(acquired.hold)
-                .or_insert_with(|| new_status(valid_until));
+            let sender = self.status_of(acquired.hold, valid_until);
             sender.send_modify(|s| {
                 s.token = acquired.token;
             });
@@ -798,62 +777,76 @@ impl<B: Backend> Driver<B> {
         }
     }
 
+    /// Carries a hold's event to its guards' status; every state it shows is the machine's.
     fn on_event(&mut self, event: LockEvent) {
-        let hold = event.hold().clone();
-        let (lock, owner) = (&hold.name, &hold.owner);
-        match &event {
+        match event {
             LockEvent::Acquired {
-                count, valid_until, ..
+                hold,
+                count,
+                valid_until,
             } => {
-                tracing::info!(%lock, %owner, count, valid_until = %valid_until, "lock acquired");
-                let at = self.instant(*valid_until);
-                self.statuses
-                    .entry(hold.id)
-                    .or_insert_with(|| new_status(at))
-                    .send_modify(|s| {
-                        s.state = HoldState::Valid;
-                        s.valid_until = at;
-                    });
+                tracing::info!(lock = %hold.name, owner = %hold.owner, count, %valid_until, "lock acquired");
+                let at = self.instant(valid_until);
+                self.status_of(hold.id, at)
+                    .send_modify(|s| s.valid_until = at);
             }
-            LockEvent::Renewed { valid_until, .. }
-            | LockEvent::ValidUntilChanged { valid_until, .. } => {
-                if matches!(event, LockEvent::Renewed { .. }) {
-                    tracing::debug!(%lock, %owner, valid_until = %valid_until, "lock renewed");
+            LockEvent::Renewed { hold, valid_until } => {
+                tracing::debug!(lock = %hold.name, owner = %hold.owner, %valid_until, "lock renewed");
+                self.move_valid_until(hold.id, valid_until);
+            }
+            LockEvent::ValidUntilChanged { hold, valid_until } => {
+                self.move_valid_until(hold.id, valid_until);
+            }
+            LockEvent::StateChanged {
+                hold,
+                state,
+                valid_until,
+            } => {
+                let (lock, owner) = (&hold.name, &hold.owner);
+                match state {
+                    HoldState::Valid => {
+                        tracing::info!(%lock, %owner, %valid_until, "lock lease confirmed again: valid_until is ahead once more")
+                    }
+                    HoldState::MayBeLost => {
+                        tracing::warn!(%lock, %owner, %valid_until, "lock lease may be lost: valid_until passed without a confirmed renewal")
+                    }
+                    HoldState::Lost => {
+                        tracing::warn!(%lock, %owner, "lock lost: the server no longer has this owner's hold")
+                    }
+                    HoldState::Released => tracing::info!(%lock, %owner, "lock released"),
+                    HoldState::ClientStopped => {}
                 }
-                let at = self.instant(*valid_until);
-                if let Some(s) = self.statuses.get(&hold.id) {
-                    s.send_modify(|s| {
-                        s.valid_until = at;
-                        if s.state == HoldState::MayBeLost && at > Instant::now() {
-                            s.state = HoldState::Valid;
-                        }
-                    });
+                if state.is_ended() {
+                    // The last word on this hold: dropping the sender closes its guards' watch.
+                    if let Some(s) = self.statuses.remove(&hold.id) {
+                        s.send_modify(|s| s.state = state);
+                    }
+                } else {
+                    let at = self.instant(valid_until);
+                    self.status_of(hold.id, at).send_modify(|s| s.state = state);
                 }
             }
-            LockEvent::MayBeLost { valid_until, .. } => {
-                tracing::warn!(%lock, %owner, valid_until = %valid_until, "lock lease may be lost: valid_until passed without a confirmed renewal");
-                if let Some(s) = self.statuses.get(&hold.id) {
-                    s.send_modify(|s| s.state = HoldState::MayBeLost);
-                }
-            }
-            LockEvent::Lost { .. } => {
-                tracing::warn!(%lock, %owner, "lock lost: the server no longer has this owner's hold");
-                if let Some(s) = self.statuses.remove(&hold.id) {
-                    s.send_modify(|s| s.state = HoldState::Lost);
-                }
-            }
-            LockEvent::MaxHoldReached { held_for, .. } => {
-                tracing::warn!(%lock, %owner, held_for = %held_for, "lock held past max_hold: the watchdog stopped renewing it");
+            LockEvent::MaxHoldReached { hold, held_for } => {
+                tracing::warn!(lock = %hold.name, owner = %hold.owner, %held_for, "lock held past max_hold: the watchdog stopped renewing it");
                 if let Some(s) = self.statuses.get(&hold.id) {
                     s.send_modify(|s| s.max_hold_reached = true);
                 }
             }
-            LockEvent::Released { .. } => {
-                tracing::info!(%lock, %owner, "lock released");
-                if let Some(s) = self.statuses.remove(&hold.id) {
-                    s.send_modify(|s| s.state = HoldState::Released);
-                }
-            }
+        }
+    }
+
+    /// The status channel of `hold`, made (valid until `valid_until`) at its first event: a grant
+    /// may report that its hold may be lost before it reports the grant.
+    fn status_of(&mut self, hold: HoldId, valid_until: Instant) -> &watch::Sender<HoldStatus> {
+        self.statuses
+            .entry(hold)
+            .or_insert_with(|| new_status(valid_until))
+    }
+
+    fn move_valid_until(&mut self, hold: HoldId, valid_until: MonoTime) {
+        let at = self.instant(valid_until);
+        if let Some(s) = self.statuses.get(&hold) {
+            s.send_modify(|s| s.valid_until = at);
         }
     }
 }
@@ -895,5 +888,23 @@ async fn subscriptions<B: Backend>(
                 let _ = tokio::time::timeout(timeout, backend.unsubscribe(&channel)).await;
             }
         }
+    }
+}
+
+// Production ids are seeded here, in the driver: the machine reads no clock and draws no
+// randomness of its own.
+impl SeededIds {
+    /// A source seeded from the operating system's randomness (through the standard library's
+    /// randomly keyed hasher) and the wall clock, for production clients.
+    pub fn from_os() -> SeededIds {
+        use std::hash::{BuildHasher, Hasher};
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        let wall = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default();
+        hasher.write_u128(wall);
+        hasher.write_u32(std::process::id());
+        SeededIds::new(hasher.finish())
     }
 }

@@ -53,11 +53,14 @@ pub mod reply;
 pub mod script;
 pub mod time;
 
-pub use backend::{Backend, BackendError, PubSubEvent};
-pub use client::{HoldLoss, HoldState, HoldStatus, LockClient, LockGuard, LockOwner};
+pub use backend::Backend;
+pub use client::{HoldStatus, LockClient, LockGuard, LockOwner};
 pub use config::{ConfigError, LockConfig};
 pub use keys::{KeyLayout, LockKeys, Owner, RequestId};
-pub use machine::{HoldId, HoldMode, LockError, OwnerId, RemainingLease, UnlockOutcome};
+pub use machine::{
+    BackendError, HoldId, HoldMode, HoldState, LockError, Operation, OwnerId, PubSubEvent,
+    RemainingLease, UnlockOutcome,
+};
 #[cfg(feature = "redis")]
 pub use redis_backend::{RedisBackend, RedisSubscriber};
 pub use reply::Reply;

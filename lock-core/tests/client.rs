@@ -6,9 +6,7 @@
 mod support;
 
 use lock_core::machine::SeededIds;
-use lock_core::{
-    HoldLoss, HoldState, LockClient, LockConfig, LockError, LockGuard, Millis, UnlockOutcome,
-};
+use lock_core::{HoldState, LockClient, LockConfig, LockError, LockGuard, Millis, UnlockOutcome};
 use std::time::Duration;
 use support::{ClientIdx, World};
 
@@ -211,7 +209,7 @@ async fn a_crashed_holders_lock_expires_and_a_waiter_takes_it() {
     let crash = world.elapsed();
     a.abort();
     world.cut_link(ai);
-    assert_eq!(guard.lost().await, HoldLoss::ClientStopped);
+    assert_eq!(guard.lost().await, HoldState::ClientStopped);
     let (b_guard, b) = waiter.await.unwrap().unwrap();
     let round_trip = ms(2);
     assert!(
@@ -346,7 +344,7 @@ async fn force_unlock_by_another_client_makes_the_holders_next_renewal_find_it_l
     let guard = a.lock("orders").await.unwrap();
     world.sleep_until(secs(5)).await;
     assert!(b.force_unlock("orders").await.unwrap());
-    assert_eq!(guard.lost().await, HoldLoss::Lost);
+    assert_eq!(guard.lost().await, HoldState::Lost);
     assert_eq!(world.elapsed(), secs(10));
     assert_eq!(guard.status().state, HoldState::Lost);
     assert!(!guard.is_valid());
@@ -373,7 +371,7 @@ async fn dropped_renew_replies_keep_valid_until_and_renewal_resumes_after() {
         first_valid_until,
         "unknown renewals do not move it"
     );
-    assert_eq!(guard.lost().await, HoldLoss::MayBeLost);
+    assert_eq!(guard.lost().await, HoldState::MayBeLost);
     assert_eq!(tokio::time::Instant::now(), first_valid_until);
     assert!(!guard.is_valid());
     // Passes at 10 s and 23 s went unanswered (3 s each); the one at 36 s is answered.

@@ -14,8 +14,8 @@ use crate::rng::{Stream, draw, draw_range};
 use crate::server::{ConnId, LockState, SimServer};
 use bytes::Bytes;
 use lock_core::machine::{
-    AcquireRequest, Acquired, Call, CallId, Done, HoldId, Input, LockError, LockEvent, LockMachine,
-    OpId, Output, OwnerId, Request, SeededIds, UnlockOutcome, Wait,
+    AcquireRequest, Acquired, Call, CallId, Done, HoldId, HoldState, Input, LockError, LockEvent,
+    LockMachine, OpId, Output, OwnerId, Request, SeededIds, UnlockOutcome, Wait,
 };
 use lock_core::script::renew_batch;
 use lock_core::{BackendError, KeyLayout, Lease, LockConfig, Millis, MonoTime, PubSubEvent, Reply};
@@ -954,25 +954,39 @@ impl<S: SimServer> World<S> {
                 });
                 self.extend_belief(client, v);
             }
-            LockEvent::MayBeLost { hold, .. } => {
+            LockEvent::StateChanged {
+                hold,
+                state: HoldState::MayBeLost,
+                ..
+            } => {
                 self.mark(&name, "may-be-lost", || hold.name.clone());
                 // The lease may have run out on the server and been granted afresh (to this owner
                 // too, by a re-entry): the counts may differ from here on, so (f) stops applying.
                 self.doubt_hold(client);
             }
-            LockEvent::Lost { hold } => {
+            LockEvent::StateChanged {
+                hold,
+                state: HoldState::Lost,
+                ..
+            } => {
                 self.mark(&name, "lost", || hold.name.clone());
                 self.close_belief(client);
             }
             LockEvent::MaxHoldReached { hold, .. } => {
                 self.mark(&name, "max-hold", || hold.name.clone());
             }
-            LockEvent::Released { hold } => {
+            LockEvent::StateChanged {
+                hold,
+                state: HoldState::Released,
+                ..
+            } => {
                 // The last count was given back: the client no longer believes it holds the lock.
                 self.note(&name, || format!("released {}", hold.name));
                 self.close_belief(client);
                 self.close_section(client);
             }
+            // Valid again after a confirmed renewal: the doubt about the counts stays.
+            LockEvent::StateChanged { .. } => {}
         }
     }
 

@@ -25,20 +25,6 @@ impl SeededIds {
         SeededIds { state: seed }
     }
 
-    /// A source seeded from the operating system's randomness (through the standard library's
-    /// randomly keyed hasher) and the wall clock, for production clients.
-    pub fn from_os() -> SeededIds {
-        use std::hash::{BuildHasher, Hasher};
-        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-        let wall = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or_default();
-        hasher.write_u128(wall);
-        hasher.write_u32(std::process::id());
-        SeededIds::new(hasher.finish())
-    }
-
     fn next_u64(&mut self) -> u64 {
         self.state = self.state.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.state;
