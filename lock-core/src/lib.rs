@@ -54,7 +54,7 @@ pub mod script;
 pub mod time;
 
 pub use backend::Backend;
-pub use client::{HoldStatus, LockClient, LockGuard, LockOwner};
+pub use client::{Acquire, ClientError, HoldStatus, LockClient, LockGuard, LockOwner};
 pub use config::{ConfigError, LockConfig};
 pub use keys::{KeyLayout, LockKeys, Owner, RequestId};
 pub use machine::{

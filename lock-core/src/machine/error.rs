@@ -4,7 +4,7 @@
 //! from a reply the lock could not read keeps it as its [`source`](std::error::Error::source), so
 //! a caller can tell a refused connection from a server's error reply without parsing text.
 
-use super::{BackendError, HoldMode, OwnerId};
+use super::{BackendError, HoldMode, HoldState, OwnerId};
 use crate::keys::Owner;
 use crate::script::DecodeError;
 use std::fmt;
@@ -122,6 +122,18 @@ pub enum LockError {
         /// The reply (the error's source).
         #[source]
         error: DecodeError,
+    },
+    /// Work run under the lock ([`LockGuard::run`](crate::LockGuard::run)) was stopped because
+    /// the lease was lost or may have been lost: another holder may have written meanwhile.
+    #[error(
+        "the work under lock {name:?} was stopped: the hold is {state}; another holder may have \
+         taken the lock meanwhile, so treat what the work wrote as unprotected and acquire again"
+    )]
+    HoldLost {
+        /// The lock.
+        name: String,
+        /// The hold's state when the work was stopped (never `Valid`).
+        state: HoldState,
     },
     /// A zero lease was given.
     #[error(transparent)]

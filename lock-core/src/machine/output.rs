@@ -166,10 +166,10 @@ impl fmt::Display for HoldState {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             HoldState::Valid => "valid",
-            HoldState::MayBeLost => "may be lost",
+            HoldState::MayBeLost => "possibly lost",
             HoldState::Lost => "lost",
             HoldState::Released => "released",
-            HoldState::ClientStopped => "no longer renewed: its client stopped",
+            HoldState::ClientStopped => "orphaned (its client stopped, nothing renews it)",
         })
     }
 }
