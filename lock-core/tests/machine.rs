@@ -6,7 +6,7 @@ use lock_core::machine::{
     AcquireRequest, Call, Done, HoldMode, HoldState, Input, LockEvent, LockMachine, Output,
     Request, SeededIds, Wait,
 };
-use lock_core::{Lease, LockConfig, LockError, Millis, MonoTime, UnlockOutcome};
+use lock_core::{BackendError, Lease, LockConfig, LockError, Millis, MonoTime, UnlockOutcome};
 use machine_rig::{Fate, Rig, Sent, t};
 
 fn config() -> LockConfig {
@@ -181,6 +181,12 @@ fn an_acquire_whose_attempts_all_go_unanswered_reports_unknown_when_the_latch_wi
     }
     let err = rig.result(0, op).unwrap().clone().unwrap_err();
     assert!(matches!(err, LockError::OutcomeUnknown { .. }), "{err}");
+    // The last attempt's error is the error's source, as a value.
+    let source = std::error::Error::source(&err).and_then(|e| e.downcast_ref::<BackendError>());
+    assert_eq!(
+        source,
+        Some(&BackendError::Unknown("request dropped".into()))
+    );
     let attempts = rig.calls_named("acquire");
     assert!(
         attempts
