@@ -1,7 +1,7 @@
 //! Where request ids, owner ids and the client id come from.
 //!
 //! The machine never draws randomness itself: the driver hands it an [`IdSource`]. The simulator
-//! gives it a seeded one, so a run replays exactly; the tokio client seeds a [`SeededIds`] from the
+//! gives it a seeded one, so a run replays exactly; the async client seeds a [`SeededIds`] from the
 //! operating system once, at construction.
 
 /// A source of 128-bit ids, owned by the machine.

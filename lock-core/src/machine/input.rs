@@ -1,6 +1,6 @@
 //! What goes into the machine: the application's requests, call results and pub/sub events.
 //!
-//! These are the machine's own types, not the async backend's: a driver (the tokio client, the
+//! These are the machine's own types, not the async backend's: a driver (the async client, the
 //! simulator) builds them from whatever it runs the calls on, and the machine never depends on
 //! how. [`BackendError`] and [`PubSubEvent`] are also the vocabulary of the async
 //! [`Backend`](crate::Backend) trait, which re-exports them, so a backend hands its results to

@@ -1,7 +1,7 @@
 //! The lock client as a sans-IO state machine.
 //!
 //! [`LockMachine`] decides every call the lock makes and every answer it gives, and does nothing
-//! else: it never sleeps, spawns, reads a clock or draws randomness. Its owner (the tokio driver in
+//! else: it never sleeps, spawns, reads a clock or draws randomness. Its owner (the async driver in
 //! [`client`](crate::client), or the simulator) feeds it [`Input`]s with the current time, pulls
 //! [`Output`]s (calls to run, channels to subscribe, completions, lock events) with
 //! [`poll_output`](LockMachine::poll_output), and wakes it when

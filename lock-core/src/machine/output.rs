@@ -1,7 +1,7 @@
 //! What comes out of the machine: calls to run, completions, and what happened to each hold.
 //!
 //! [`HoldState`] is the one account of a hold's lifecycle: the machine reports its changes in
-//! [`LockEvent::StateChanged`], and the tokio client shows the same value on a guard
+//! [`LockEvent::StateChanged`], and the async client shows the same value on a guard
 //! (`LockGuard::status`) and resolves `LockGuard::lost` with it, so no driver re-derives a state
 //! rule of its own.
 

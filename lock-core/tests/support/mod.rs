@@ -1,8 +1,8 @@
 //! The lock clients' world in the client tests: the `fake-redis` crate on tokio's paused time.
 //!
 //! A [`World`] is one fake engine on a `TokioClock`, so tokio's paused time is the one clock of
-//! the test (the one-clock rule of docs/ARCHITECTURE.md): the lock driver's timers, the engine's expiry and every fault's delay move
-//! together. Each lock client gets a `FakeBackend` of its own node; faults go into the engine's
+//! the test (the one-clock rule of docs/ARCHITECTURE.md): the lock driver's timers, the engine's
+//! expiry and every fault's delay move together. Each lock client gets a `FakeBackend` of its own node; faults go into the engine's
 //! fault plan for that node, and every request the clients send is recorded in one shared
 //! `RequestLog`, so tests can state what a client sent (lost requests included), not only what
 //! the server holds.
