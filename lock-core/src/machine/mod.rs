@@ -7,10 +7,12 @@
 //! [`poll_output`](LockMachine::poll_output), and wakes it when
 //! [`poll_timeout`](LockMachine::poll_timeout) says so. The shape is `quinn-proto`'s.
 //!
-//! The enums of that exchange ([`Input`], [`Request`], [`Output`], [`Call`], [`Done`],
+//! The enums of that exchange ([`Input`], [`Request`], [`Wait`], [`Output`], [`Call`], [`Done`],
 //! [`LockEvent`]) are exhaustive on purpose: a driver handles every case, and a case added later
-//! must stop it from compiling rather than be ignored. What an application reads and may see grow
-//! ([`LockError`], [`Operation`], [`HoldState`]) is `#[non_exhaustive]`.
+//! must stop it from compiling rather than be ignored. So are the values whose cases Redis or the
+//! backend contract fix ([`UnlockOutcome`], [`RemainingLease`], [`HoldMode`], [`BackendError`],
+//! [`PubSubEvent`]). What an application reads and may see grow ([`LockError`], [`Operation`],
+//! [`HoldState`]) is `#[non_exhaustive]`, as is the config's [`ConfigError`].
 //!
 //! Where to find each rule:
 //! - `acquire.rs`: an acquire call, its attempts under one request id, and the wait loop;
