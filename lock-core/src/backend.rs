@@ -30,43 +30,8 @@ use crate::script::ScriptCall;
 use bytes::Bytes;
 use std::future::Future;
 
-/// What a backend knows about a call that did not return a reply.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum BackendError {
-    /// The server ran the call and replied with this error (its full text, code first).
-    #[error("the server replied with an error: {0}")]
-    Server(String),
-    /// The call certainly did not reach the server; it is safe to send again.
-    #[error("the call was not applied: {0}")]
-    NotApplied(String),
-    /// The call may or may not have been applied (a timeout, a dropped connection). Repeat it only
-    /// in a way that is idempotent (the lock's latches make its own calls so).
-    #[error("the call's outcome is unknown (it may have been applied): {0}")]
-    Unknown(String),
-}
-
-impl BackendError {
-    /// Whether the call may have been applied without its reply reaching us.
-    pub fn is_unknown(&self) -> bool {
-        matches!(self, BackendError::Unknown(_))
-    }
-}
-
-/// An event of the subscriber side.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum PubSubEvent {
-    /// A message published on a subscribed channel.
-    Message {
-        /// The channel.
-        channel: Bytes,
-        /// The payload (`0` for an unlock).
-        payload: Bytes,
-    },
-    /// The subscriber connection was lost; messages published meanwhile are not delivered.
-    SubscriptionLost,
-    /// The subscriber connection is back and every channel is subscribed again.
-    SubscriptionRestored,
-}
+// The machine's inputs, defined with the machine: a backend's results feed it unchanged.
+pub use crate::machine::{BackendError, PubSubEvent};
 
 /// A connection to a Redis, as the lock needs it. See the [module docs](self) for the contract.
 pub trait Backend: Send + Sync + 'static {

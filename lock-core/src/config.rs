@@ -60,6 +60,7 @@ impl Default for LockConfig {
 }
 
 /// A setting the lock refuses, naming the value and the rule it breaks.
+#[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum ConfigError {
     /// A duration that must be positive is zero.

@@ -105,11 +105,6 @@ impl Owner {
         Owner(Bytes::from(format!("{client_id}:{owner_id}")))
     }
 
-    /// An owner from a raw hash field (for tests and interop).
-    pub fn from_raw(field: impl Into<Bytes>) -> Owner {
-        Owner(field.into())
-    }
-
     /// The hash field.
     pub fn as_bytes(&self) -> &Bytes {
         &self.0

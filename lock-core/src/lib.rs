@@ -19,14 +19,21 @@
 //! tokio::select! {
 //!     // 55 s of work, well past the first lease.
 //!     _ = tokio::time::sleep(Duration::from_secs(55)) => {}
-//!     loss = guard.lost() => panic!("stop writing: the lease is {loss:?}"),
+//!     state = guard.lost() => panic!("stop writing: the hold is {state}"),
 //! }
 //! assert!(guard.is_valid());
 //! // Renewed at 50 s: 25 s of the lease are left.
 //! let left = client.remaining_lease("orders").await?;
 //! assert_eq!(left, RemainingLease::Remaining(Millis(25_000)));
-//!
 //! assert_eq!(guard.unlock().await?, UnlockOutcome::Released);
+//!
+//! // Every acquire is one builder: here a fencing token and at most 1 s of waiting (`None` if
+//! // the lock stays held). `run` drops the work, with `LockError::HoldLost`, the moment the
+//! // lease may be lost, and unlocks once the work is done.
+//! let acquire = client.acquire("orders").fenced().wait(Duration::from_secs(1));
+//! let guard = acquire.await?.expect("nobody else holds it");
+//! let token = guard.run(async |guard| guard.token()).await?;
+//! assert_eq!(token, Some(1));
 //! assert!(!client.is_locked("orders").await?);
 //! # Ok(())
 //! # }
@@ -36,8 +43,10 @@
 //! - [`script`]: the lock's behaviour on the server, five Lua scripts, each with a native Rust twin
 //!   that a differential test holds equal to it;
 //! - [`machine`]: the client as a sans-IO state machine (every rule of the lock: leases, the
-//!   watchdog, waiting, unknown outcomes, `valid_until`), driven by time as an input;
-//! - [`client`]: the tokio driver around the machine ([`LockClient`], [`LockGuard`], [`LockOwner`]);
+//!   watchdog, waiting, unknown outcomes, `valid_until`, a hold's [`HoldState`]), driven by time
+//!   as an input;
+//! - [`client`]: the tokio driver around the machine ([`LockClient`] and its [`Acquire`] builder,
+//!   [`LockGuard`], [`LockOwner`]);
 //! - [`backend`]: the boundary to a Redis (a real one through [`RedisBackend`], or the in-process
 //!   fake of the `fake-redis` crate);
 //! - [`config`]: the settings, with Redisson's names and defaults.
@@ -54,11 +63,14 @@ pub mod script;
 pub mod seed;
 pub mod time;
 
-pub use backend::{Backend, BackendError, PubSubEvent};
-pub use client::{HoldLoss, HoldState, HoldStatus, LockClient, LockGuard, LockOwner};
+pub use backend::Backend;
+pub use client::{Acquire, ClientError, HoldStatus, LockClient, LockGuard, LockOwner};
 pub use config::{ConfigError, LockConfig};
 pub use keys::{KeyLayout, LockKeys, Owner, RequestId};
-pub use machine::{HoldId, HoldMode, LockError, OwnerId, RemainingLease, UnlockOutcome};
+pub use machine::{
+    BackendError, HoldId, HoldMode, HoldState, LockError, Operation, OwnerId, PubSubEvent,
+    RemainingLease, UnlockOutcome,
+};
 #[cfg(feature = "redis")]
 pub use redis_backend::{RedisBackend, RedisSubscriber};
 pub use reply::Reply;

@@ -5,30 +5,8 @@
 
 mod support;
 
-use lock_core::machine::SeededIds;
-use lock_core::{
-    HoldLoss, HoldState, LockClient, LockConfig, LockError, LockGuard, Millis, UnlockOutcome,
-};
-use std::time::Duration;
-use support::{ClientIdx, World};
-
-const MS: Duration = Duration::from_millis(1);
-const fn secs(s: u64) -> Duration {
-    Duration::from_secs(s)
-}
-const fn ms(m: u64) -> Duration {
-    Duration::from_millis(m)
-}
-
-fn client_with(world: &World, config: LockConfig) -> (LockClient, ClientIdx) {
-    let (backend, idx) = world.backend();
-    let client = LockClient::with_ids(backend, config, SeededIds::new(idx as u64 + 1)).unwrap();
-    (client, idx)
-}
-
-fn client(world: &World) -> (LockClient, ClientIdx) {
-    client_with(world, LockConfig::default())
-}
+use lock_core::{HoldState, LockClient, LockConfig, LockError, LockGuard, Millis, UnlockOutcome};
+use support::{MS, World, ms, secs};
 
 fn owner_field(client: &LockClient, guard: &LockGuard) -> String {
     format!("{}:{}", client.client_id(), guard.owner().id())
@@ -37,7 +15,7 @@ fn owner_field(client: &LockClient, guard: &LockGuard) -> String {
 #[tokio::test(start_paused = true)]
 async fn watchdog_renews_every_third_of_the_timeout_and_holds_for_an_hour() {
     let world = World::new();
-    let (a, ai) = client(&world);
+    let (a, ai) = world.client();
     let guard = a.lock("orders").await.unwrap();
     assert_eq!(world.pttl("orders"), 30_000);
     world.sleep_until(secs(30) + ms(500)).await;
@@ -59,8 +37,8 @@ async fn watchdog_renews_every_third_of_the_timeout_and_holds_for_an_hour() {
 #[tokio::test(start_paused = true)]
 async fn a_fixed_lease_expires_and_a_waiter_takes_over_without_any_renewal() {
     let world = World::with_latency(ms(1));
-    let (a, ai) = client(&world);
-    let (b, _) = client(&world);
+    let (a, ai) = world.client();
+    let (b, _) = world.client();
     let guard = a.lock_with_lease("orders", secs(5)).await.unwrap();
     let acquired_at = world.elapsed();
     let holder = owner_field(&a, &guard);
@@ -93,7 +71,7 @@ async fn a_fixed_lease_expires_and_a_waiter_takes_over_without_any_renewal() {
 #[tokio::test(start_paused = true)]
 async fn an_unlock_whose_reply_is_dropped_is_replayed_by_the_latch() {
     let world = World::new();
-    let (a, ai) = client(&world);
+    let (a, ai) = world.client();
     let guard = a.lock("orders").await.unwrap();
     world.sleep_until(secs(15)).await;
     world.drop_next_reply(ai, 1);
@@ -110,7 +88,7 @@ async fn an_unlock_whose_reply_is_dropped_is_replayed_by_the_latch() {
 #[tokio::test(start_paused = true)]
 async fn an_unlock_that_never_arrives_is_unknown_once_the_latch_window_closes() {
     let world = World::new();
-    let (a, ai) = client(&world);
+    let (a, ai) = world.client();
     let guard = a.lock("orders").await.unwrap();
     world.sleep_until(secs(15)).await;
     world.link_down(ai, secs(60));
@@ -126,14 +104,14 @@ async fn an_unlock_that_never_arrives_is_unknown_once_the_latch_window_closes() 
     assert_eq!(renewals, vec![secs(10)], "no renewal after the unlock call");
     assert!(!world.exists("orders"));
     // It expired 30 s after the last renewal.
-    let (c, _) = client(&world);
+    let (c, _) = world.client();
     assert!(!c.is_locked("orders").await.unwrap());
 }
 
 #[tokio::test(start_paused = true)]
 async fn the_key_of_an_unlock_lost_on_the_wire_expires_30s_after_its_last_renewal() {
     let world = World::new();
-    let (a, ai) = client(&world);
+    let (a, ai) = world.client();
     let guard = a.lock("orders").await.unwrap();
     world.sleep_until(secs(15)).await;
     world.link_down(ai, secs(60));
@@ -147,7 +125,7 @@ async fn the_key_of_an_unlock_lost_on_the_wire_expires_30s_after_its_last_renewa
 #[tokio::test(start_paused = true)]
 async fn an_acquire_whose_reply_is_dropped_counts_once() {
     let world = World::new();
-    let (a, ai) = client(&world);
+    let (a, ai) = world.client();
     world.drop_next_reply(ai, 1);
     let guard = a.lock("orders").await.unwrap();
     let acquires = world.calls(ai, "acquire");
@@ -162,7 +140,7 @@ async fn an_acquire_whose_reply_is_dropped_counts_once() {
 #[tokio::test(start_paused = true)]
 async fn an_acquire_delayed_past_the_clients_retry_counts_once() {
     let world = World::new();
-    let (a, ai) = client(&world);
+    let (a, ai) = world.client();
     world.delay_next_request(ai, secs(5));
     let guard = a.lock("orders").await.unwrap();
     // The retry (after the 3 s response timeout) acquired; the first lands at 5 s on the latch.
@@ -179,7 +157,7 @@ async fn an_acquire_delayed_past_the_clients_retry_counts_once() {
 #[tokio::test(start_paused = true)]
 async fn a_lock_future_dropped_mid_acquire_leaves_nothing_behind() {
     let world = World::new();
-    let (a, ai) = client(&world);
+    let (a, ai) = world.client();
     world.delay_next_request(ai, secs(2));
     let attempt = tokio::time::timeout(secs(1), a.lock("orders")).await;
     assert!(attempt.is_err(), "timed out");
@@ -188,7 +166,7 @@ async fn a_lock_future_dropped_mid_acquire_leaves_nothing_behind() {
     assert_eq!(world.calls(ai, "release").len(), 1);
     assert!(!world.exists("orders"));
     // A lock taken afterwards is unharmed.
-    let (b, bi) = client(&world);
+    let (b, bi) = world.client();
     let guard = b.lock("orders").await.unwrap();
     world.sleep_until(secs(70)).await;
     assert!(guard.is_valid());
@@ -203,15 +181,15 @@ async fn a_lock_future_dropped_mid_acquire_leaves_nothing_behind() {
 #[tokio::test(start_paused = true)]
 async fn a_crashed_holders_lock_expires_and_a_waiter_takes_it() {
     let world = World::with_latency(ms(1));
-    let (a, ai) = client(&world);
-    let (b, _) = client(&world);
+    let (a, ai) = world.client();
+    let (b, _) = world.client();
     let guard = a.lock("orders").await.unwrap();
     let waiter = tokio::spawn(async move { b.lock("orders").await.map(|g| (g, b)) });
     world.sleep_until(secs(25)).await;
     let crash = world.elapsed();
     a.abort();
     world.cut_link(ai);
-    assert_eq!(guard.lost().await, HoldLoss::ClientStopped);
+    assert_eq!(guard.lost().await, HoldState::ClientStopped);
     let (b_guard, b) = waiter.await.unwrap().unwrap();
     let round_trip = ms(2);
     assert!(
@@ -226,8 +204,8 @@ async fn a_crashed_holders_lock_expires_and_a_waiter_takes_it() {
 #[tokio::test(start_paused = true)]
 async fn reentry_three_times_and_two_unlocks_keep_the_lock_with_a_full_lease() {
     let world = World::new();
-    let (a, ai) = client(&world);
-    let (b, _) = client(&world);
+    let (a, ai) = world.client();
+    let (b, _) = world.client();
     let outer = a.lock("orders").await.unwrap();
     let second = outer.reenter(None).await.unwrap();
     let third = second.owner().lock("orders").await.unwrap();
@@ -258,7 +236,7 @@ async fn reentry_three_times_and_two_unlocks_keep_the_lock_with_a_full_lease() {
 #[tokio::test(start_paused = true)]
 async fn reentering_a_watchdog_hold_with_a_lease_is_refused() {
     let world = World::new();
-    let (a, _) = client(&world);
+    let (a, _) = world.client();
     let guard = a.lock("orders").await.unwrap();
     let err = guard.reenter(Some(secs(5))).await.unwrap_err();
     assert!(matches!(err, LockError::LeaseModeMismatch { .. }), "{err}");
@@ -269,7 +247,7 @@ async fn reentering_a_watchdog_hold_with_a_lease_is_refused() {
 #[tokio::test(start_paused = true)]
 async fn a_shorter_lease_reentry_moves_valid_until_down_with_the_keys_ttl() {
     let world = World::new();
-    let (a, _) = client(&world);
+    let (a, _) = world.client();
     let guard = a.lock_with_lease("orders", secs(20)).await.unwrap();
     assert_eq!(guard.valid_until(), world.at(secs(20) - ms(202)));
     world.sleep_until(secs(1)).await;
@@ -283,8 +261,8 @@ async fn a_shorter_lease_reentry_moves_valid_until_down_with_the_keys_ttl() {
 #[tokio::test(start_paused = true)]
 async fn try_lock_is_not_acquired_exactly_when_its_wait_is_spent() {
     let world = World::new();
-    let (a, _) = client(&world);
-    let (b, _) = client(&world);
+    let (a, _) = world.client();
+    let (b, _) = world.client();
     let _holder = a.lock_with_lease("orders", secs(10)).await.unwrap();
     let got = b.try_lock("orders", secs(3), None).await.unwrap();
     assert!(got.is_none());
@@ -294,8 +272,8 @@ async fn try_lock_is_not_acquired_exactly_when_its_wait_is_spent() {
 #[tokio::test(start_paused = true)]
 async fn try_lock_gets_a_lock_released_during_its_wait_within_one_round_trip() {
     let world = World::new();
-    let (a, _) = client(&world);
-    let (b, _) = client(&world);
+    let (a, _) = world.client();
+    let (b, _) = world.client();
     let holder = a.lock_with_lease("orders", secs(10)).await.unwrap();
     let w = world.clone();
     tokio::spawn(async move {
@@ -310,8 +288,8 @@ async fn try_lock_gets_a_lock_released_during_its_wait_within_one_round_trip() {
 #[tokio::test(start_paused = true)]
 async fn a_waiter_on_a_holder_without_ttl_whose_unlock_message_is_lost_retries_within_a_round() {
     let world = World::new();
-    let (a, _) = client(&world);
-    let (b, bi) = client(&world);
+    let (a, _) = world.client();
+    let (b, bi) = world.client();
     let holder = a.lock("orders").await.unwrap();
     assert!(world.persist("orders"));
     let waiter = tokio::spawn(async move { b.lock("orders").await.map(|g| (g, b)) });
@@ -328,8 +306,8 @@ async fn a_waiter_on_a_holder_without_ttl_whose_unlock_message_is_lost_retries_w
 #[tokio::test(start_paused = true)]
 async fn a_waiter_woken_at_the_holders_deadline_acquires_1ms_later_without_spinning() {
     let world = World::new();
-    let (a, _) = client(&world);
-    let (b, bi) = client(&world);
+    let (a, _) = world.client();
+    let (b, bi) = world.client();
     let _holder = a.lock_with_lease("orders", secs(5)).await.unwrap();
     let guard = b.try_lock("orders", secs(10), None).await.unwrap();
     assert!(guard.is_some());
@@ -341,12 +319,12 @@ async fn a_waiter_woken_at_the_holders_deadline_acquires_1ms_later_without_spinn
 #[tokio::test(start_paused = true)]
 async fn force_unlock_by_another_client_makes_the_holders_next_renewal_find_it_lost() {
     let world = World::new();
-    let (a, ai) = client(&world);
-    let (b, _) = client(&world);
+    let (a, ai) = world.client();
+    let (b, _) = world.client();
     let guard = a.lock("orders").await.unwrap();
     world.sleep_until(secs(5)).await;
     assert!(b.force_unlock("orders").await.unwrap());
-    assert_eq!(guard.lost().await, HoldLoss::Lost);
+    assert_eq!(guard.lost().await, HoldState::Lost);
     assert_eq!(world.elapsed(), secs(10));
     assert_eq!(guard.status().state, HoldState::Lost);
     assert!(!guard.is_valid());
@@ -361,7 +339,7 @@ async fn force_unlock_by_another_client_makes_the_holders_next_renewal_find_it_l
 #[tokio::test(start_paused = true)]
 async fn dropped_renew_replies_keep_valid_until_and_renewal_resumes_after() {
     let world = World::new();
-    let (a, ai) = client(&world);
+    let (a, ai) = world.client();
     let guard = a.lock("orders").await.unwrap();
     let first_valid_until = guard.valid_until();
     assert_eq!(first_valid_until, world.at(secs(30) - ms(302)));
@@ -373,7 +351,7 @@ async fn dropped_renew_replies_keep_valid_until_and_renewal_resumes_after() {
         first_valid_until,
         "unknown renewals do not move it"
     );
-    assert_eq!(guard.lost().await, HoldLoss::MayBeLost);
+    assert_eq!(guard.lost().await, HoldState::MayBeLost);
     assert_eq!(tokio::time::Instant::now(), first_valid_until);
     assert!(!guard.is_valid());
     // Passes at 10 s and 23 s went unanswered (3 s each); the one at 36 s is answered.
@@ -396,7 +374,7 @@ async fn dropped_renew_replies_keep_valid_until_and_renewal_resumes_after() {
 #[tokio::test(start_paused = true)]
 async fn ten_thousand_watchdog_locks_renew_in_100_calls_per_pass() {
     let world = World::new();
-    let (a, ai) = client(&world);
+    let (a, ai) = world.client();
     let mut guards = Vec::new();
     for i in 0..10_000 {
         guards.push(a.lock(&format!("lock-{i}")).await.unwrap());
@@ -417,7 +395,7 @@ async fn ten_thousand_watchdog_locks_renew_in_100_calls_per_pass() {
 #[tokio::test(start_paused = true)]
 async fn dropping_a_guard_stops_renewal_at_once_and_releases_in_the_background() {
     let world = World::new();
-    let (a, ai) = client(&world);
+    let (a, ai) = world.client();
     let guard = a.lock("orders").await.unwrap();
     world.sleep_until(secs(5)).await;
     drop(guard);
@@ -430,7 +408,7 @@ async fn dropping_a_guard_stops_renewal_at_once_and_releases_in_the_background()
 #[tokio::test(start_paused = true)]
 async fn fenced_locks_return_the_owners_newest_token() {
     let world = World::new();
-    let (a, _) = client(&world);
+    let (a, _) = world.client();
     let (guard, token) = a.lock_fenced("orders").await.unwrap();
     assert_eq!(token, 1);
     let (inner, token2) = guard.owner().lock_fenced("orders").await.unwrap();
@@ -438,7 +416,7 @@ async fn fenced_locks_return_the_owners_newest_token() {
     assert_eq!(guard.token(), Some(2));
     drop(inner);
     drop(guard);
-    let (b, _) = client(&world);
+    let (b, _) = world.client();
     world.sleep_until(secs(1)).await;
     let (_g, token3) = b
         .try_lock_fenced("orders", secs(1), None)
@@ -451,7 +429,7 @@ async fn fenced_locks_return_the_owners_newest_token() {
 #[tokio::test(start_paused = true)]
 async fn queries_report_the_servers_view() {
     let world = World::new();
-    let (a, _) = client(&world);
+    let (a, _) = world.client();
     assert!(!a.is_locked("orders").await.unwrap());
     assert_eq!(
         a.remaining_lease("orders").await.unwrap(),
@@ -477,27 +455,27 @@ async fn an_unsafe_config_is_refused_at_construction_naming_the_value_and_the_ru
         response_timeout: Some(Millis(10_000)),
         ..LockConfig::default()
     };
-    let err = LockClient::new(backend, slow).err().expect("refused");
+    let err = LockClient::new(backend, slow).expect_err("refused");
     assert_eq!(
         err,
-        lock_core::ConfigError::ResponseTimeoutTooLong {
+        lock_core::ClientError::Config(lock_core::ConfigError::ResponseTimeoutTooLong {
             response_timeout: Millis(10_000),
             limit: Millis(10_000),
-        }
+        })
     );
     let (backend, _) = world.backend();
     let zero = LockConfig {
         batch_size: 0,
         ..LockConfig::default()
     };
-    let err = LockClient::new(backend, zero).err().expect("refused");
+    let err = LockClient::new(backend, zero).expect_err("refused");
     assert!(err.to_string().contains("batch_size is 0"), "{err}");
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_guard_dropped_after_its_client_still_releases_in_the_background() {
     let world = World::new();
-    let (a, ai) = client(&world);
+    let (a, ai) = world.client();
     let guard = a.lock("orders").await.unwrap();
     drop(a);
     world.sleep_until(secs(5)).await;

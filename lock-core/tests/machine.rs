@@ -3,10 +3,10 @@
 mod machine_rig;
 
 use lock_core::machine::{
-    AcquireRequest, Call, Done, HoldMode, Input, LockEvent, LockMachine, Output, Request,
-    SeededIds, Wait,
+    AcquireRequest, Call, Done, HoldMode, HoldState, Input, LockEvent, LockMachine, Output,
+    Request, SeededIds, Wait,
 };
-use lock_core::{Lease, LockConfig, LockError, Millis, MonoTime, UnlockOutcome};
+use lock_core::{BackendError, Lease, LockConfig, LockError, Millis, MonoTime, UnlockOutcome};
 use machine_rig::{Fate, Rig, Sent, t};
 
 fn config() -> LockConfig {
@@ -181,6 +181,12 @@ fn an_acquire_whose_attempts_all_go_unanswered_reports_unknown_when_the_latch_wi
     }
     let err = rig.result(0, op).unwrap().clone().unwrap_err();
     assert!(matches!(err, LockError::OutcomeUnknown { .. }), "{err}");
+    // The last attempt's error is the error's source, as a value.
+    let source = std::error::Error::source(&err).and_then(|e| e.downcast_ref::<BackendError>());
+    assert_eq!(
+        source,
+        Some(&BackendError::Unknown("request dropped".into()))
+    );
     let attempts = rig.calls_named("acquire");
     assert!(
         attempts
@@ -452,11 +458,14 @@ fn a_renewal_answered_0_marks_the_hold_lost_and_stops_renewing_it() {
     lock_core::script::Store::del(&mut rig.store, b"orders").unwrap();
     rig.advance_to(t(60_000));
     assert_eq!(rig.renewals_of("orders"), vec![t(10_000)]);
-    assert!(
-        rig.events(0)
-            .iter()
-            .any(|(at, e)| *at == t(10_000) && matches!(e, LockEvent::Lost { .. }))
-    );
+    assert!(rig.events(0).iter().any(|(at, e)| *at == t(10_000)
+        && matches!(
+            e,
+            LockEvent::StateChanged {
+                state: HoldState::Lost,
+                ..
+            }
+        )));
     let un = release(&mut rig, 0, &a, "orders");
     assert!(matches!(
         rig.result(0, un),
@@ -487,7 +496,15 @@ fn unknown_renewals_keep_the_hold_and_valid_until_and_may_be_lost_fires_when_it_
     let may_be_lost: Vec<_> = rig
         .events(0)
         .iter()
-        .filter(|(_, e)| matches!(e, LockEvent::MayBeLost { .. }))
+        .filter(|(_, e)| {
+            matches!(
+                e,
+                LockEvent::StateChanged {
+                    state: HoldState::MayBeLost,
+                    ..
+                }
+            )
+        })
         .map(|(at, _)| *at)
         .collect();
     assert_eq!(may_be_lost, vec![a.valid_until]);
@@ -500,6 +517,23 @@ fn unknown_renewals_keep_the_hold_and_valid_until_and_may_be_lost_fires_when_it_
             .iter()
             .any(|(_, e)| matches!(e, LockEvent::Renewed { .. }))
     );
+    // The machine, not its driver, makes the hold valid again: right before the first renewal
+    // confirmed after valid_until passed.
+    let events = rig.events(0);
+    let again = events
+        .iter()
+        .position(|(_, e)| {
+            matches!(
+                e,
+                LockEvent::StateChanged {
+                    state: HoldState::Valid,
+                    ..
+                }
+            )
+        })
+        .expect("valid again");
+    assert!(events[again].0 > a.valid_until);
+    assert!(matches!(events[again + 1].1, LockEvent::Renewed { .. }));
 }
 
 #[test]

@@ -97,7 +97,7 @@ async fn a_crashed_holders_lock_expires() {
     let b = client(config(&prefix)).await;
     let guard = a.lock(&name).await.unwrap();
     a.abort();
-    assert_eq!(guard.lost().await, lock_core::HoldLoss::ClientStopped);
+    assert_eq!(guard.lost().await, lock_core::HoldState::ClientStopped);
     // The lease is 3 s; allow a loaded machine plenty more.
     let taken = tokio::time::timeout(Duration::from_secs(20), b.lock(&name))
         .await

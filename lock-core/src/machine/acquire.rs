@@ -15,10 +15,9 @@ use super::attempts::{Attempts, RetryWindow};
 use super::hold::Hold;
 use super::release::ReleaseOp;
 use super::{
-    AcquireRequest, Acquired, Call, CallPurpose, Done, HoldKey, HoldMode, LockError, LockEvent,
-    LockMachine, OpId, OpKind, Wait,
+    AcquireRequest, Acquired, BackendError, Call, CallPurpose, Done, HoldKey, HoldMode, LockError,
+    LockEvent, LockMachine, OpId, OpKind, Operation, Wait,
 };
-use crate::backend::BackendError;
 use crate::keys::{LockKeys, Owner};
 use crate::reply::Reply;
 use crate::script::acquire::{self, AcquireReply, HolderTtl};
@@ -177,7 +176,7 @@ impl LockMachine {
             Err(error) => {
                 match a
                     .attempts
-                    .on_failure(sent, error, now, window, name, "acquire")
+                    .on_failure(sent, error, now, window, name, Operation::Acquire)
                 {
                     Ok(at) => {
                         a.stage = Stage::RetryWait;
@@ -205,7 +204,7 @@ impl LockMachine {
             Err(error) => {
                 let err = LockError::UnexpectedReply {
                     name,
-                    operation: "acquire",
+                    operation: Operation::Acquire,
                     error,
                 };
                 self.end_acquire(op, Err(err));

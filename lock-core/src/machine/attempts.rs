@@ -9,8 +9,7 @@
 //! caller is told "unknown". A fresh id is never used to repeat an acquire: a second `HINCRBY`
 //! would count one hold twice (the reason Redisson sends lock scripts with no retry since 3.37.0).
 
-use super::{CallId, LockError};
-use crate::backend::BackendError;
+use super::{BackendError, CallId, LockError, Operation};
 use crate::config::LockConfig;
 use crate::keys::RequestId;
 use crate::time::{Millis, MonoTime};
@@ -78,7 +77,7 @@ impl Attempts {
         now: MonoTime,
         window: RetryWindow,
         name: String,
-        operation: &'static str,
+        operation: Operation,
     ) -> Result<MonoTime, LockError> {
         if let BackendError::Server(_) = error {
             return Err(LockError::Backend {
@@ -102,7 +101,7 @@ impl Attempts {
             Err(LockError::OutcomeUnknown {
                 name,
                 operation,
-                detail: error.to_string(),
+                last_error: error,
             })
         } else {
             Err(LockError::Backend {

@@ -1,12 +1,55 @@
 //! What can go wrong with a lock operation, and what to do about it.
+//!
+//! Every message names the lock and says what to do next. An error that comes from the backend or
+//! from a reply the lock could not read keeps it as its [`source`](std::error::Error::source), so
+//! a caller can tell a refused connection from a server's error reply without parsing text.
 
-use super::{HoldMode, OwnerId};
-use crate::backend::BackendError;
+use super::{BackendError, HoldMode, HoldState, OwnerId};
 use crate::keys::Owner;
 use crate::script::DecodeError;
+use std::fmt;
+
+/// The lock operation an error is about.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Operation {
+    /// Taking or re-entering a lock.
+    Acquire,
+    /// Giving back one count of a hold.
+    Unlock,
+    /// Deleting a lock whoever holds it.
+    ForceUnlock,
+    /// Asking whether anyone holds a lock.
+    IsLocked,
+    /// Asking how many times an owner holds a lock.
+    HoldCount,
+    /// Asking for a lock's remaining lease.
+    RemainingLease,
+}
+
+impl Operation {
+    /// The operation's name, as the client's methods spell it (`acquire`, `unlock`, ...).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Operation::Acquire => "acquire",
+            Operation::Unlock => "unlock",
+            Operation::ForceUnlock => "force_unlock",
+            Operation::IsLocked => "is_locked",
+            Operation::HoldCount => "hold_count",
+            Operation::RemainingLease => "remaining_lease",
+        }
+    }
+}
+
+impl fmt::Display for Operation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// Why a lock operation failed. "Not acquired" after a spent wait budget is not an error (it is
 /// [`Done::NotAcquired`](super::Done::NotAcquired)).
+#[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum LockError {
     /// A reentry asked for another lease mode than the hold it re-enters.
@@ -43,16 +86,17 @@ pub enum LockError {
     /// have been applied.
     #[error(
         "the outcome of {operation} on lock {name:?} is unknown (no answer within the latch \
-         window; last error: {detail}); the lock may be held by this owner until its lease \
+         window; last error: {last_error}); the lock may be held by this owner until its lease \
          expires: check the network to Redis, or raise response_timeout/latch_ttl"
     )]
     OutcomeUnknown {
         /// The lock.
         name: String,
-        /// `acquire`, `unlock` or `force_unlock`.
-        operation: &'static str,
-        /// What the last attempt reported.
-        detail: String,
+        /// The operation (an acquire, an unlock or a force unlock).
+        operation: Operation,
+        /// What the last attempt reported (the error's source).
+        #[source]
+        last_error: BackendError,
     },
     /// The server refused the call, or it could not be sent.
     #[error("{operation} on lock {name:?} failed: {error}")]
@@ -60,8 +104,9 @@ pub enum LockError {
         /// The lock.
         name: String,
         /// The operation.
-        operation: &'static str,
-        /// The backend's error.
+        operation: Operation,
+        /// The backend's error (the error's source).
+        #[source]
         error: BackendError,
     },
     /// The server answered something the lock does not expect (is the key used for something
@@ -73,9 +118,22 @@ pub enum LockError {
         /// The lock.
         name: String,
         /// The operation.
-        operation: &'static str,
-        /// The reply.
+        operation: Operation,
+        /// The reply (the error's source).
+        #[source]
         error: DecodeError,
+    },
+    /// Work run under the lock ([`LockGuard::run`](crate::LockGuard::run)) was stopped because
+    /// the lease was lost or may have been lost: another holder may have written meanwhile.
+    #[error(
+        "the work under lock {name:?} was stopped: the hold is {state}; another holder may have \
+         taken the lock meanwhile, so treat what the work wrote as unprotected and acquire again"
+    )]
+    HoldLost {
+        /// The lock.
+        name: String,
+        /// The hold's state when the work was stopped (never `Valid`).
+        state: HoldState,
     },
     /// A zero lease was given.
     #[error(transparent)]

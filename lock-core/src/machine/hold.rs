@@ -10,9 +10,13 @@
 //! call's lease* − the drift margin, even when this lowers it: the server applied the call after it
 //! was first sent, so the key lives at least that long. A call that would lower it lowers it at
 //! once, while its outcome is unknown.
+//!
+//! The hold's [`HoldState`] follows `valid_until` and nothing else: `MayBeLost` the moment it
+//! passes (at the machine's `now`, when the validity timer fires or when a confirmation comes
+//! back already too old), `Valid` again when a confirmation moves it past `now`.
 
 use super::timers::{TimerKey, TimerKind};
-use super::{HoldId, HoldKey, HoldMode, HoldRef, LockEvent, LockMachine};
+use super::{HoldId, HoldKey, HoldMode, HoldRef, HoldState, LockEvent, LockMachine};
 use crate::keys::{LockKeys, Owner};
 use crate::time::MonoTime;
 
@@ -30,7 +34,8 @@ pub(crate) struct Hold {
     pub pending: u32,
     pub granted_at: MonoTime,
     pub valid_until: MonoTime,
-    /// Whether `MayBeLost` was emitted for the current `valid_until`.
+    /// Whether the hold is [`HoldState::MayBeLost`]: its `valid_until` passed and no
+    /// confirmation has moved it past the present since.
     pub maybe_lost: bool,
     pub validity_timer: Option<TimerKey>,
     /// Set when the hold passed `max_hold`.
@@ -83,7 +88,8 @@ impl Hold {
 
 impl LockMachine {
     /// Sets `valid_until` of the hold at `key` (if it is still hold `id` and held), keeping its
-    /// "may be lost" deadline; returns the hold's ref for the caller's event.
+    /// "may be lost" deadline and reporting a change of state; returns the hold's ref for the
+    /// caller's event.
     pub(crate) fn set_valid_until(
         &mut self,
         key: &HoldKey,
@@ -98,16 +104,25 @@ impl LockMachine {
         hold.valid_until = valid_until;
         self.timers.cancel(hold.validity_timer.take());
         let hold_ref = hold.as_ref();
+        let was_maybe_lost = hold.maybe_lost;
         if valid_until > now {
             hold.maybe_lost = false;
             hold.validity_timer = Some(
                 self.timers
                     .arm(valid_until, TimerKind::Validity(key.clone(), id)),
             );
-        } else if !hold.maybe_lost {
+        } else {
             hold.maybe_lost = true;
-            self.event(LockEvent::MayBeLost {
+        }
+        let state = if hold.maybe_lost {
+            HoldState::MayBeLost
+        } else {
+            HoldState::Valid
+        };
+        if hold.maybe_lost != was_maybe_lost {
+            self.event(LockEvent::StateChanged {
                 hold: hold_ref.clone(),
+                state,
                 valid_until,
             });
         }
@@ -147,8 +162,9 @@ impl LockMachine {
         hold.validity_timer = None;
         if hold.count > 0 && hold.valid_until <= now && !hold.maybe_lost {
             hold.maybe_lost = true;
-            let event = LockEvent::MayBeLost {
+            let event = LockEvent::StateChanged {
                 hold: hold.as_ref(),
+                state: HoldState::MayBeLost,
                 valid_until: hold.valid_until,
             };
             self.event(event);
@@ -164,8 +180,10 @@ impl LockMachine {
         self.timers.cancel(hold.validity_timer);
         if hold.count > 0 {
             self.lost.insert(hold.id, hold.count);
-            self.event(LockEvent::Lost {
+            self.event(LockEvent::StateChanged {
                 hold: hold.as_ref(),
+                state: HoldState::Lost,
+                valid_until: hold.valid_until,
             });
         }
         if hold.pending > 0 {

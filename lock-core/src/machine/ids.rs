@@ -1,7 +1,7 @@
 //! Where request ids, owner ids and the client id come from.
 //!
 //! The machine never draws randomness itself: the driver hands it an [`IdSource`]. The simulator
-//! gives it a seeded one, so a run replays exactly; the tokio client seeds a [`SeededIds`] from the
+//! gives it a seeded one, so a run replays exactly; the async client seeds a [`SeededIds`] from the
 //! operating system once, at construction.
 
 use crate::seed::SplitMix64;
@@ -27,20 +27,6 @@ impl SeededIds {
         SeededIds {
             draws: SplitMix64::new(seed),
         }
-    }
-
-    /// A source seeded from the operating system's randomness (through the standard library's
-    /// randomly keyed hasher) and the wall clock, for production clients.
-    pub fn from_os() -> SeededIds {
-        use std::hash::{BuildHasher, Hasher};
-        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-        let wall = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or_default();
-        hasher.write_u128(wall);
-        hasher.write_u32(std::process::id());
-        SeededIds::new(hasher.finish())
     }
 }
 

@@ -1,11 +1,18 @@
 //! The lock client as a sans-IO state machine.
 //!
 //! [`LockMachine`] decides every call the lock makes and every answer it gives, and does nothing
-//! else: it never sleeps, spawns, reads a clock or draws randomness. Its owner (the tokio driver in
+//! else: it never sleeps, spawns, reads a clock or draws randomness. Its owner (the async driver in
 //! [`client`](crate::client), or the simulator) feeds it [`Input`]s with the current time, pulls
 //! [`Output`]s (calls to run, channels to subscribe, completions, lock events) with
 //! [`poll_output`](LockMachine::poll_output), and wakes it when
 //! [`poll_timeout`](LockMachine::poll_timeout) says so. The shape is `quinn-proto`'s.
+//!
+//! The enums of that exchange ([`Input`], [`Request`], [`Wait`], [`Output`], [`Call`], [`Done`],
+//! [`LockEvent`]) are exhaustive on purpose: a driver handles every case, and a case added later
+//! must stop it from compiling rather than be ignored. So are the values whose cases Redis or the
+//! backend contract fix ([`UnlockOutcome`], [`RemainingLease`], [`HoldMode`], [`BackendError`],
+//! [`PubSubEvent`]). What an application reads and may see grow ([`LockError`], [`Operation`],
+//! [`HoldState`]) is `#[non_exhaustive]`, as is the config's [`ConfigError`].
 //!
 //! Where to find each rule:
 //! - `acquire.rs`: an acquire call, its attempts under one request id, and the wait loop;
@@ -13,35 +20,40 @@
 //! - `watchdog.rs`: the renewal passes, `max_hold`;
 //! - `waiters.rs`: unlock-channel subscriptions and who a message wakes;
 //! - `hold.rs`: what the client knows about each hold, and `valid_until`;
-//! - `attempts.rs`: the retry rule for calls whose outcome is unknown.
+//! - `attempts.rs`: the retry rule for calls whose outcome is unknown;
+//! - `input.rs` and `output.rs`: the types of the exchange, [`HoldState`] among them.
 
 mod acquire;
 mod attempts;
 mod error;
 mod hold;
 mod ids;
+mod input;
+mod output;
 mod query;
 mod release;
 mod timers;
 mod waiters;
 mod watchdog;
 
-pub use error::LockError;
+pub use error::{LockError, Operation};
 pub use ids::{IdSource, SeededIds};
+pub use input::{AcquireRequest, BackendError, Input, PubSubEvent, Request, Wait};
+pub use output::{
+    Acquired, Call, Done, HoldRef, HoldState, LockEvent, Output, RemainingLease, UnlockOutcome,
+};
 
-use crate::backend::{BackendError, PubSubEvent};
 use crate::config::{ConfigError, LockConfig};
 use crate::keys::{LockKeys, Owner, RequestId};
 use crate::reply::Reply;
-use crate::script::ScriptCall;
-use crate::time::{Lease, Millis, MonoTime};
+use crate::time::{Lease, MonoTime};
 use bytes::Bytes;
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 
 use acquire::AcquireOp;
 use hold::Hold;
-use query::SingleOp;
+use query::{Query, SingleOp};
 use release::ReleaseOp;
 use timers::{TimerKind, Timers};
 use waiters::Channel;
@@ -91,290 +103,6 @@ impl fmt::Display for HoldMode {
         match self {
             HoldMode::Watchdog => f.write_str("watchdog"),
             HoldMode::Lease(l) => write!(f, "a fixed lease of {l}"),
-        }
-    }
-}
-
-/// How long an acquire may wait for the lock.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Wait {
-    /// Until it gets it (`lock`).
-    Forever,
-    /// At most this long (`try_lock`); zero makes one attempt.
-    Budget(Millis),
-}
-
-/// Take a lock or re-enter it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AcquireRequest {
-    /// The lock's name (its key).
-    pub name: String,
-    /// Who acquires: an existing owner (reentry), or `None` for a new owner drawn from the id
-    /// source.
-    pub owner: Option<OwnerId>,
-    /// The lease: `None` for the watchdog.
-    pub lease: Option<Lease>,
-    /// How long to wait.
-    pub wait: Wait,
-    /// Whether to draw a fencing token.
-    pub fenced: bool,
-}
-
-/// What the application asks of the machine.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Request {
-    /// Acquire (or re-enter).
-    Acquire(AcquireRequest),
-    /// Give back one count of a hold.
-    Release {
-        /// The hold.
-        hold: HoldId,
-        /// The lock's name.
-        name: String,
-        /// Its owner.
-        owner: OwnerId,
-    },
-    /// Delete the lock whoever holds it, and wake its waiters.
-    ForceUnlock {
-        /// The lock's name.
-        name: String,
-    },
-    /// Whether anyone holds the lock (`EXISTS`).
-    IsLocked {
-        /// The lock's name.
-        name: String,
-    },
-    /// How many times `owner` holds the lock (`HGET`).
-    HoldCount {
-        /// The lock's name.
-        name: String,
-        /// The owner.
-        owner: OwnerId,
-    },
-    /// The lock's remaining time to live (`PTTL`).
-    RemainingLease {
-        /// The lock's name.
-        name: String,
-    },
-    /// A fresh owner id, for an owner handle made before its first acquire.
-    NewOwner,
-}
-
-/// A call to run on the backend.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Call {
-    /// A script ([`Backend::eval`](crate::Backend::eval)).
-    Script(ScriptCall),
-    /// A plain command ([`Backend::command`](crate::Backend::command)).
-    Command(Vec<Bytes>),
-}
-
-/// Everything that can happen to the machine.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Input {
-    /// The application asks for something; `op` numbers it.
-    Request {
-        /// The driver's number for this operation.
-        op: OpId,
-        /// What is asked.
-        request: Request,
-    },
-    /// The application stopped waiting for `op` (its future was dropped). An acquire in flight is
-    /// undone if it turns out to have succeeded.
-    Cancel {
-        /// The operation.
-        op: OpId,
-    },
-    /// A call's result. The driver bounds every call by the response timeout and reports one that
-    /// ran out as [`BackendError::Unknown`].
-    CallResult {
-        /// The call.
-        id: CallId,
-        /// Its reply or error.
-        result: Result<Reply, BackendError>,
-    },
-    /// The result of an [`Output::Subscribe`].
-    Subscribed {
-        /// The channel.
-        channel: Bytes,
-        /// Whether the subscription is in place.
-        result: Result<(), BackendError>,
-    },
-    /// A pub/sub event.
-    PubSub(PubSubEvent),
-    /// The deadline from [`LockMachine::poll_timeout`] was reached.
-    Timeout,
-}
-
-/// Something the machine wants done or known.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Output {
-    /// Run this call and report its result with the same id.
-    Call {
-        /// The id to echo.
-        id: CallId,
-        /// The call.
-        call: Call,
-    },
-    /// Subscribe to an unlock channel, then report [`Input::Subscribed`]. Subscriptions and
-    /// unsubscriptions must be applied in the order they are output.
-    Subscribe {
-        /// The channel.
-        channel: Bytes,
-    },
-    /// Unsubscribe from an unlock channel (no report).
-    Unsubscribe {
-        /// The channel.
-        channel: Bytes,
-    },
-    /// An operation finished.
-    Done {
-        /// The operation.
-        op: OpId,
-        /// Its result.
-        result: Result<Done, LockError>,
-    },
-    /// Something happened to a hold.
-    Event(LockEvent),
-}
-
-/// The successful result of an operation.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Done {
-    /// The lock is held (taken or re-entered).
-    Acquired(Acquired),
-    /// The wait budget ran out while another owner held the lock (not an error).
-    NotAcquired,
-    /// The unlock was applied.
-    Unlocked(UnlockOutcome),
-    /// Whether a force unlock deleted the lock.
-    ForceUnlocked(bool),
-    /// Whether the lock is held by anyone.
-    Locked(bool),
-    /// The owner's hold count on the server.
-    HoldCount(u64),
-    /// The lock's remaining lease on the server.
-    RemainingLease(RemainingLease),
-    /// A fresh owner id.
-    Owner(OwnerId),
-}
-
-/// A granted acquire.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Acquired {
-    /// The lock's name.
-    pub name: String,
-    /// The hold.
-    pub hold: HoldId,
-    /// Its owner.
-    pub owner: OwnerId,
-    /// The owner string written into the lock (`client_id:owner_id`).
-    pub owner_name: Owner,
-    /// How many times the owner holds it now.
-    pub count: u32,
-    /// Until when the hold is certainly still the owner's (client clock).
-    pub valid_until: MonoTime,
-    /// The owner's newest fencing token, if it ever drew one.
-    pub token: Option<u64>,
-    /// The mode of the hold.
-    pub mode: HoldMode,
-}
-
-/// What an unlock did on the server.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum UnlockOutcome {
-    /// The lock was deleted and its waiters woken.
-    Released,
-    /// One count was given back; the owner still holds the lock, with its lease re-applied.
-    StillHeld,
-}
-
-/// A lock's time to live as the server reports it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RemainingLease {
-    /// Nobody holds the lock (`PTTL` -2).
-    NotLocked,
-    /// The lock has no TTL (`PTTL` -1): someone persisted it.
-    NoTtl,
-    /// It expires in this long.
-    Remaining(Millis),
-}
-
-/// A hold, as events name it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct HoldRef {
-    /// The hold.
-    pub id: HoldId,
-    /// The lock's name.
-    pub name: String,
-    /// The owner string (`client_id:owner_id`).
-    pub owner: Owner,
-}
-
-/// Something that happened to a hold.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum LockEvent {
-    /// The hold was granted or re-entered.
-    Acquired {
-        /// The hold.
-        hold: HoldRef,
-        /// The count now.
-        count: u32,
-        /// The new `valid_until`.
-        valid_until: MonoTime,
-    },
-    /// The watchdog confirmed a renewal.
-    Renewed {
-        /// The hold.
-        hold: HoldRef,
-        /// The new `valid_until`.
-        valid_until: MonoTime,
-    },
-    /// `valid_until` moved for another reason: a reentry with another lease, a reentrant
-    /// release, or a call that would lower it whose outcome is not known yet.
-    ValidUntilChanged {
-        /// The hold.
-        hold: HoldRef,
-        /// The new `valid_until`.
-        valid_until: MonoTime,
-    },
-    /// `valid_until` passed without a confirmation: the lease may be lost.
-    MayBeLost {
-        /// The hold.
-        hold: HoldRef,
-        /// The `valid_until` that passed.
-        valid_until: MonoTime,
-    },
-    /// The server says the owner no longer holds the lock (a renewal or unlock found no hold).
-    Lost {
-        /// The hold.
-        hold: HoldRef,
-    },
-    /// The hold reached `max_hold`; the watchdog no longer renews it.
-    MaxHoldReached {
-        /// The hold.
-        hold: HoldRef,
-        /// How long it had been held.
-        held_for: Millis,
-    },
-    /// The hold's last count was given back: its renewal stopped and its release was sent.
-    Released {
-        /// The hold.
-        hold: HoldRef,
-    },
-}
-
-impl LockEvent {
-    /// The hold the event is about.
-    pub fn hold(&self) -> &HoldRef {
-        match self {
-            LockEvent::Acquired { hold, .. }
-            | LockEvent::Renewed { hold, .. }
-            | LockEvent::ValidUntilChanged { hold, .. }
-            | LockEvent::MayBeLost { hold, .. }
-            | LockEvent::Lost { hold }
-            | LockEvent::MaxHoldReached { hold, .. }
-            | LockEvent::Released { hold } => hold,
         }
     }
 }
@@ -597,13 +325,11 @@ impl LockMachine {
                 self.done(Some(op), Ok(Done::Owner(owner)));
             }
             Request::ForceUnlock { name } => self.start_force_unlock(op, name),
-            Request::IsLocked { name } => self.start_query(op, query::Query::IsLocked, name, None),
+            Request::IsLocked { name } => self.start_query(op, Query::IsLocked, name),
             Request::HoldCount { name, owner } => {
-                self.start_query(op, query::Query::HoldCount, name, Some(owner))
+                self.start_query(op, Query::HoldCount(owner), name)
             }
-            Request::RemainingLease { name } => {
-                self.start_query(op, query::Query::RemainingLease, name, None)
-            }
+            Request::RemainingLease { name } => self.start_query(op, Query::RemainingLease, name),
         }
     }
 
@@ -666,8 +392,6 @@ impl LockMachine {
             OpKind::Single(_) => {}
         }
     }
-
-    // ---- small shared helpers ----
 
     fn new_owner(&mut self) -> OwnerId {
         OwnerId(self.ids.next_u128() as u64)

@@ -4,36 +4,36 @@
 //! someone took in between. Queries are plain commands (`EXISTS`, `HGET`, `PTTL`).
 
 use super::{
-    Call, CallPurpose, Done, LockError, LockMachine, OpId, OpKind, OwnerId, RemainingLease,
+    BackendError, Call, CallPurpose, Done, LockError, LockMachine, OpId, OpKind, Operation,
+    OwnerId, RemainingLease,
 };
-use crate::backend::BackendError;
 use crate::reply::Reply;
 use crate::script::{force_unlock, parse_i64};
 use crate::time::Millis;
 use bytes::Bytes;
 
+/// A read-only question about a lock, asked with one plain command.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Query {
-    ForceUnlock,
     IsLocked,
-    HoldCount,
+    HoldCount(OwnerId),
     RemainingLease,
 }
 
 impl Query {
-    fn operation(self) -> &'static str {
+    fn operation(self) -> Operation {
         match self {
-            Query::ForceUnlock => "force_unlock",
-            Query::IsLocked => "is_locked",
-            Query::HoldCount => "hold_count",
-            Query::RemainingLease => "remaining_lease",
+            Query::IsLocked => Operation::IsLocked,
+            Query::HoldCount(_) => Operation::HoldCount,
+            Query::RemainingLease => Operation::RemainingLease,
         }
     }
 }
 
+/// A force unlock or a query: its one call is in flight.
 #[derive(Debug)]
 pub(crate) struct SingleOp {
-    query: Query,
+    operation: Operation,
     name: String,
 }
 
@@ -53,36 +53,32 @@ impl LockMachine {
         let op = self.insert_op(
             Some(op),
             OpKind::Single(SingleOp {
-                query: Query::ForceUnlock,
+                operation: Operation::ForceUnlock,
                 name,
             }),
         );
         self.send_call(Call::Script(call), CallPurpose::Single { op });
     }
 
-    pub(crate) fn start_query(
-        &mut self,
-        op: OpId,
-        query: Query,
-        name: String,
-        owner: Option<OwnerId>,
-    ) {
+    pub(crate) fn start_query(&mut self, op: OpId, query: Query, name: String) {
         let keys = self.keys(&name);
         let argv: Vec<Bytes> = match query {
             Query::IsLocked => vec![Bytes::from_static(b"EXISTS"), keys.lock],
-            Query::HoldCount => {
-                let owner = self.owner(owner.unwrap_or(OwnerId(0)));
+            Query::HoldCount(owner) => {
+                let owner = self.owner(owner);
                 vec![
                     Bytes::from_static(b"HGET"),
                     keys.lock,
                     owner.as_bytes().clone(),
                 ]
             }
-            Query::RemainingLease | Query::ForceUnlock => {
-                vec![Bytes::from_static(b"PTTL"), keys.lock]
-            }
+            Query::RemainingLease => vec![Bytes::from_static(b"PTTL"), keys.lock],
         };
-        let op = self.insert_op(Some(op), OpKind::Single(SingleOp { query, name }));
+        let single = SingleOp {
+            operation: query.operation(),
+            name,
+        };
+        let op = self.insert_op(Some(op), OpKind::Single(single));
         self.send_call(Call::Command(argv), CallPurpose::Single { op });
     }
 
@@ -90,13 +86,12 @@ impl LockMachine {
         let Some(OpKind::Single(single)) = self.ops.get(&op).map(|o| &o.kind) else {
             return;
         };
-        let (query, name) = (single.query, single.name.clone());
-        let operation = query.operation();
+        let (operation, name) = (single.operation, single.name.clone());
         let unexpected = |reply: &Reply| LockError::UnexpectedReply {
             name: name.clone(),
             operation,
             error: crate::script::DecodeError {
-                script: operation,
+                script: operation.as_str(),
                 reply: reply.to_string(),
             },
         };
@@ -104,34 +99,34 @@ impl LockMachine {
             Err(error) if error.is_unknown() => Err(LockError::OutcomeUnknown {
                 name: name.clone(),
                 operation,
-                detail: error.to_string(),
+                last_error: error,
             }),
             Err(error) => Err(LockError::Backend {
                 name: name.clone(),
                 operation,
                 error,
             }),
-            Ok(reply) => match (query, &reply) {
-                (Query::ForceUnlock, _) => force_unlock::decode(&reply)
+            Ok(reply) => match (operation, &reply) {
+                (Operation::ForceUnlock, _) => force_unlock::decode(&reply)
                     .map(Done::ForceUnlocked)
                     .map_err(|error| LockError::UnexpectedReply {
                         name: name.clone(),
                         operation,
                         error,
                     }),
-                (Query::IsLocked, Reply::Int(n)) => Ok(Done::Locked(*n > 0)),
-                (Query::HoldCount, Reply::Nil) => Ok(Done::HoldCount(0)),
-                (Query::HoldCount, Reply::Bulk(b)) => parse_i64(b)
+                (Operation::IsLocked, Reply::Int(n)) => Ok(Done::Locked(*n > 0)),
+                (Operation::HoldCount, Reply::Nil) => Ok(Done::HoldCount(0)),
+                (Operation::HoldCount, Reply::Bulk(b)) => parse_i64(b)
                     .and_then(|n| u64::try_from(n).ok())
                     .map(Done::HoldCount)
                     .ok_or_else(|| unexpected(&reply)),
-                (Query::RemainingLease, Reply::Int(-2)) => {
+                (Operation::RemainingLease, Reply::Int(-2)) => {
                     Ok(Done::RemainingLease(RemainingLease::NotLocked))
                 }
-                (Query::RemainingLease, Reply::Int(-1)) => {
+                (Operation::RemainingLease, Reply::Int(-1)) => {
                     Ok(Done::RemainingLease(RemainingLease::NoTtl))
                 }
-                (Query::RemainingLease, Reply::Int(n)) if *n >= 0 => Ok(Done::RemainingLease(
+                (Operation::RemainingLease, Reply::Int(n)) if *n >= 0 => Ok(Done::RemainingLease(
                     RemainingLease::Remaining(Millis(*n as u64)),
                 )),
                 _ => Err(unexpected(&reply)),

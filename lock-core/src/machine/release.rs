@@ -11,10 +11,9 @@
 
 use super::attempts::{Attempts, RetryWindow};
 use super::{
-    Call, CallPurpose, Done, HoldId, HoldKey, LockError, LockEvent, LockMachine, OpId, OpKind,
-    OwnerId, UnlockOutcome,
+    BackendError, Call, CallPurpose, Done, HoldId, HoldKey, HoldState, LockError, LockEvent,
+    LockMachine, OpId, OpKind, Operation, OwnerId, UnlockOutcome,
 };
-use crate::backend::BackendError;
 use crate::keys::{LockKeys, Owner, RequestId};
 use crate::reply::Reply;
 use crate::script::release::{self, ReleaseReply};
@@ -89,11 +88,15 @@ impl LockMachine {
         if last {
             // Off the watchdog now, before the release is sent (fixes Redisson #7272, #2515).
             let timer = hold.validity_timer.take();
-            let hold_ref = hold.as_ref();
+            let (hold_ref, valid_until) = (hold.as_ref(), hold.valid_until);
             let broken = self.broken == Some(super::BrokenRule::RenewAfterUnlock);
             hold.zombie = broken;
             self.timers.cancel(timer);
-            self.event(LockEvent::Released { hold: hold_ref });
+            self.event(LockEvent::StateChanged {
+                hold: hold_ref,
+                state: HoldState::Released,
+                valid_until,
+            });
             if !broken {
                 self.drop_hold_if_idle(&key);
             }
@@ -157,7 +160,7 @@ impl LockMachine {
             Err(error) => {
                 match r
                     .attempts
-                    .on_failure(sent, error, now, window, name, "unlock")
+                    .on_failure(sent, error, now, window, name, Operation::Unlock)
                 {
                     Ok(at) => self.arm_op_timer(op, at),
                     Err(err) => self.finish_op(op, Err(err)),
@@ -206,7 +209,7 @@ impl LockMachine {
             }
             Err(error) => Err(LockError::UnexpectedReply {
                 name,
-                operation: "unlock",
+                operation: Operation::Unlock,
                 error,
             }),
         };

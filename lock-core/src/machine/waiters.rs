@@ -6,8 +6,7 @@
 //! waiter that was woken and then stopped waiting passes its wake on. A lost subscription may have
 //! missed messages, so when it is restored every waiter retries at once.
 
-use super::{LockMachine, Output};
-use crate::backend::{BackendError, PubSubEvent};
+use super::{BackendError, LockMachine, Output, PubSubEvent};
 use bytes::Bytes;
 use std::collections::VecDeque;
 

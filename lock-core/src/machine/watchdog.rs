@@ -13,8 +13,9 @@
 //! between is left out, so no renewal of an unlocked hold is ever sent.
 
 use super::timers::{TimerKey, TimerKind};
-use super::{CallId, CallPurpose, HoldRefKey, LockEvent, LockMachine, Output, Queued};
-use crate::backend::BackendError;
+use super::{
+    BackendError, CallId, CallPurpose, HoldRefKey, LockEvent, LockMachine, Output, Queued,
+};
 use crate::reply::Reply;
 use crate::script::renew_batch;
 use crate::time::MonoTime;

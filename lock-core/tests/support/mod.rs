@@ -1,8 +1,8 @@
 //! The lock clients' world in the client tests: the `fake-redis` crate on tokio's paused time.
 //!
 //! A [`World`] is one fake engine on a `TokioClock`, so tokio's paused time is the one clock of
-//! the test (SPEC §2): the lock driver's timers, the engine's expiry and every fault's delay move
-//! together. Each lock client gets a `FakeBackend` of its own node; faults go into the engine's
+//! the test (the one-clock rule of docs/ARCHITECTURE.md): the lock driver's timers, the engine's
+//! expiry and every fault's delay move together. Each lock client gets a `FakeBackend` of its own node; faults go into the engine's
 //! fault plan for that node, and every request the clients send is recorded in one shared
 //! `RequestLog`, so tests can state what a client sent (lost requests included), not only what
 //! the server holds.
@@ -17,7 +17,8 @@ use fake_redis::{
     CommandFault, DEFAULT_EPOCH_MS, Engine, FakeBackend, Fault, NodeId, RequestLog, SentRequest,
     SharedEngine, TokioClock, Trigger, shared,
 };
-use lock_core::Reply;
+use lock_core::machine::SeededIds;
+use lock_core::{LockClient, LockConfig, Reply};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -25,6 +26,19 @@ use tokio::time::Instant;
 
 /// The unix time at which every world starts.
 pub const EPOCH_MS: i64 = DEFAULT_EPOCH_MS;
+
+/// One millisecond.
+pub const MS: Duration = Duration::from_millis(1);
+
+/// `s` seconds.
+pub const fn secs(s: u64) -> Duration {
+    Duration::from_secs(s)
+}
+
+/// `m` milliseconds.
+pub const fn ms(m: u64) -> Duration {
+    Duration::from_millis(m)
+}
 
 /// A client's index in its world.
 pub type ClientIdx = usize;
@@ -86,6 +100,20 @@ impl World {
             .with_latency(self.latency)
             .with_request_log(self.requests.clone());
         (backend, client)
+    }
+
+    /// A lock client with `config` on a new backend; its ids are seeded by its index, so a test
+    /// replays exactly.
+    pub fn client_with(&self, config: LockConfig) -> (LockClient, ClientIdx) {
+        let (backend, idx) = self.backend();
+        let ids = SeededIds::new(idx as u64 + 1);
+        let client = LockClient::with_ids(backend, config, ids).expect("a valid config");
+        (client, idx)
+    }
+
+    /// A lock client with the default config on a new backend.
+    pub fn client(&self) -> (LockClient, ClientIdx) {
+        self.client_with(LockConfig::default())
     }
 
     /// The engine itself, for what the helpers do not cover.
@@ -246,6 +274,14 @@ impl World {
             .chunks(2)
             .map(|pair| (text(&pair[0]), text(&pair[1])))
             .collect()
+    }
+
+    /// `SET key value`: something other than a lock at `key`.
+    pub fn set(&self, key: &str, value: &str) {
+        assert_eq!(
+            self.query(&[b"SET", key.as_bytes(), value.as_bytes()]),
+            Reply::Status("OK".into())
+        );
     }
 
     /// `PERSIST key`.

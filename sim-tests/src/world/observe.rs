@@ -14,7 +14,7 @@ use crate::checkers::{self, Checker, Violation};
 use crate::history::{History, Interval};
 use crate::server::{LockState, SimServer};
 use bytes::Bytes;
-use lock_core::machine::{Call, LockEvent};
+use lock_core::machine::{Call, HoldState, LockEvent};
 use lock_core::{BackendError, MonoTime, Reply};
 use std::collections::BTreeSet;
 
@@ -276,25 +276,39 @@ impl<S: SimServer> World<S> {
                 });
                 self.extend_belief(client, v);
             }
-            LockEvent::MayBeLost { hold, .. } => {
+            LockEvent::StateChanged {
+                hold,
+                state: HoldState::MayBeLost,
+                ..
+            } => {
                 self.mark(&name, "may-be-lost", || hold.name.clone());
                 // The lease may have run out on the server and been granted afresh (to this owner
                 // too, by a re-entry): the counts may differ from here on, so (f) stops applying.
                 self.doubt_hold(client);
             }
-            LockEvent::Lost { hold } => {
+            LockEvent::StateChanged {
+                hold,
+                state: HoldState::Lost,
+                ..
+            } => {
                 self.mark(&name, "lost", || hold.name.clone());
                 self.close_belief(client);
             }
             LockEvent::MaxHoldReached { hold, .. } => {
                 self.mark(&name, "max-hold", || hold.name.clone());
             }
-            LockEvent::Released { hold } => {
+            LockEvent::StateChanged {
+                hold,
+                state: HoldState::Released,
+                ..
+            } => {
                 // The last count was given back: the client no longer believes it holds the lock.
                 self.note(&name, || format!("released {}", hold.name));
                 self.close_belief(client);
                 self.close_section(client);
             }
+            // Valid again after a confirmed renewal: the doubt about the counts stays.
+            LockEvent::StateChanged { .. } => {}
         }
     }
 

@@ -1,0 +1,271 @@
+//! A guard: one count of a hold, what it knows about the hold, and how it ends.
+//!
+//! The guard's view of its hold is the machine's: the driver forwards every [`HoldState`] the
+//! machine reports into one watch channel per hold, and closes it when the hold ends. A channel
+//! that closes while the hold still reads `Valid` or `MayBeLost` means the driver stopped, which
+//! the guard reports as [`HoldState::ClientStopped`]. [`LockGuard::run`] builds on
+//! [`LockGuard::lost`]: the work stops the moment the lease is lost or may be lost, because from
+//! then on another holder may be writing too.
+
+use super::{Command, LockClient, LockOwner};
+use crate::machine::{
+    Acquired, Done, HoldId, HoldMode, HoldState, LockError, OwnerId, Request, UnlockOutcome,
+};
+use std::fmt;
+use std::time::Duration;
+use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
+
+/// A hold's status: its state, `valid_until` and the owner's newest fencing token.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HoldStatus {
+    /// The state.
+    pub state: HoldState,
+    /// Until when the hold is certainly the owner's.
+    pub valid_until: Instant,
+    /// The owner's newest fencing token, if it drew one.
+    pub token: Option<u64>,
+    /// Whether the watchdog stopped renewing it because it reached `max_hold`.
+    pub max_hold_reached: bool,
+}
+
+impl HoldStatus {
+    /// The status of a hold just granted, valid until `valid_until`.
+    pub(super) fn granted(valid_until: Instant) -> HoldStatus {
+        HoldStatus {
+            state: HoldState::Valid,
+            valid_until,
+            token: None,
+            max_hold_reached: false,
+        }
+    }
+
+    /// This status as a guard reports it: a channel that closed before the hold ended means that
+    /// the driver, and with it the hold's renewal, stopped. Callers see whether the channel is
+    /// `closed` before they read the status, so a closed channel's status is the driver's last.
+    fn reported(mut self, closed: bool) -> HoldStatus {
+        if closed && !self.state.is_ended() {
+            self.state = HoldState::ClientStopped;
+        }
+        self
+    }
+}
+
+/// Gives back one count when dropped, unless disarmed: the background release of a guard, and
+/// the undo of a grant whose caller went away before receiving it.
+pub(super) struct HoldTicket {
+    pub(super) commands: mpsc::WeakUnboundedSender<Command>,
+    pub(super) hold: HoldId,
+    pub(super) name: String,
+    pub(super) owner: OwnerId,
+    pub(super) armed: bool,
+}
+
+impl HoldTicket {
+    fn release_request(&self) -> Request {
+        Request::Release {
+            hold: self.hold,
+            name: self.name.clone(),
+            owner: self.owner,
+        }
+    }
+}
+
+impl Drop for HoldTicket {
+    fn drop(&mut self) {
+        if self.armed
+            && let Some(commands) = self.commands.upgrade()
+        {
+            let _ = commands.send(Command::Request {
+                op: None,
+                request: self.release_request(),
+                reply: None,
+            });
+        }
+    }
+}
+
+/// One count of a hold. Unlock it with [`unlock`](Self::unlock); dropping it stops its renewal at
+/// once and releases it in the background.
+///
+/// Hold on to it for as long as the work needs the lock: a guard that is not bound to a name is
+/// dropped at once, and the lock with it, so the compiler warns about one.
+///
+/// ```compile_fail
+/// #![deny(unused_must_use)]
+/// # async fn run(client: lock_core::LockClient) -> Result<(), lock_core::LockError> {
+/// client.lock("orders").await?; // taken and released at once: refused by the lint
+/// # Ok(()) }
+/// ```
+///
+/// ```
+/// #![deny(unused_must_use)]
+/// # async fn run(client: lock_core::LockClient) -> Result<(), lock_core::LockError> {
+/// let _guard = client.lock("orders").await?; // held to the end of the scope
+/// # Ok(()) }
+/// ```
+#[must_use = "a guard that is not kept releases its lock at once: bind it (`let guard = ...`) \
+              for as long as the work needs the lock"]
+pub struct LockGuard {
+    // Declared first so it drops first: its background release must go out while `client` still
+    // keeps the driver's channel open.
+    ticket: HoldTicket,
+    client: LockClient,
+    status: watch::Receiver<HoldStatus>,
+    token: Option<u64>,
+    mode: HoldMode,
+}
+
+impl fmt::Debug for LockGuard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LockGuard")
+            .field("name", &self.ticket.name)
+            .field("owner", &self.ticket.owner)
+            .field("hold", &self.ticket.hold)
+            .field("status", &self.status())
+            .finish()
+    }
+}
+
+impl LockGuard {
+    pub(super) fn new(
+        client: LockClient,
+        ticket: HoldTicket,
+        status: watch::Receiver<HoldStatus>,
+        acquired: &Acquired,
+    ) -> LockGuard {
+        LockGuard {
+            ticket,
+            client,
+            status,
+            token: acquired.token,
+            mode: acquired.mode,
+        }
+    }
+
+    /// The lock's name.
+    pub fn name(&self) -> &str {
+        &self.ticket.name
+    }
+
+    /// The hold this guard is a count of.
+    pub fn hold_id(&self) -> HoldId {
+        self.ticket.hold
+    }
+
+    /// The owner, for re-entering this lock (or taking others) as the same holder.
+    pub fn owner(&self) -> LockOwner {
+        LockOwner::new(self.client.clone(), self.ticket.owner)
+    }
+
+    /// The hold's mode (watchdog or fixed lease).
+    pub fn mode(&self) -> HoldMode {
+        self.mode
+    }
+
+    /// Until when the hold is certainly still this owner's (on tokio's clock).
+    pub fn valid_until(&self) -> Instant {
+        self.status.borrow().valid_until
+    }
+
+    /// Whether the hold is certainly still this owner's now.
+    pub fn is_valid(&self) -> bool {
+        let status = self.status();
+        status.state == HoldState::Valid
+            && Instant::now() < status.valid_until
+            && !self.client.stopped()
+    }
+
+    /// The owner's newest fencing token (write with this one), if it ever drew one.
+    pub fn token(&self) -> Option<u64> {
+        let newest = self.status.borrow().token;
+        match (newest, self.token) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The token this guard's own grant carried.
+    pub(super) fn grant_token(&self) -> Option<u64> {
+        self.token
+    }
+
+    /// The hold's status now.
+    pub fn status(&self) -> HoldStatus {
+        let closed = self.status.has_changed().is_err();
+        self.status.borrow().reported(closed)
+    }
+
+    /// A watch of the hold's status, for `select!` loops. The channel closes when the hold ends;
+    /// closed while the state still reads `Valid` or `MayBeLost`, it means the client stopped
+    /// ([`HoldState::ClientStopped`], as [`status`](Self::status) reports it).
+    pub fn watch(&self) -> watch::Receiver<HoldStatus> {
+        self.status.clone()
+    }
+
+    /// Resolves when the lease is lost or may be lost, or the client stops, with the state that
+    /// made it resolve (never [`HoldState::Valid`]).
+    pub async fn lost(&self) -> HoldState {
+        let mut status = self.status.clone();
+        loop {
+            let closed = status.has_changed().is_err();
+            let state = status.borrow_and_update().reported(closed).state;
+            if state != HoldState::Valid {
+                return state;
+            }
+            // A closed channel ends the wait too: the next round reads it as `ClientStopped`.
+            let _ = status.changed().await;
+        }
+    }
+
+    /// Runs `work` under this guard's lock, then unlocks; the work's output once the unlock is
+    /// done.
+    ///
+    /// If the lease is lost or may be lost first ([`lost`](Self::lost) resolves), `work` is
+    /// dropped where it stands and the error is [`LockError::HoldLost`], with the state that
+    /// stopped it; the guard is then released in the background. An unlock that fails after the
+    /// work finished is returned as its error: the work ran, but the lock may not have been its
+    /// alone to the end ([`LockError::NotLocked`]: someone deleted it or it expired) or may still
+    /// be held ([`LockError::OutcomeUnknown`]).
+    pub async fn run<T>(self, work: impl AsyncFnOnce(&LockGuard) -> T) -> Result<T, LockError> {
+        let output = tokio::select! {
+            // A loss noticed while the work finishes wins: its last steps may not have been
+            // covered by the lease.
+            biased;
+            state = self.lost() => {
+                return Err(LockError::HoldLost {
+                    name: self.name().to_owned(),
+                    state,
+                });
+            }
+            output = work(&self) => output,
+        };
+        self.unlock().await?;
+        Ok(output)
+    }
+
+    /// Re-enters the lock as the same owner with the same kind of lease (the watchdog, or
+    /// `lease` for a fixed-lease hold: `None` keeps the watchdog).
+    pub async fn reenter(&self, lease: Option<Duration>) -> Result<LockGuard, LockError> {
+        let acquire = self.client.acquire(self.name()).owner_id(self.ticket.owner);
+        acquire.lease_or_watchdog(lease).await
+    }
+
+    /// How many times this guard's owner holds the lock, as the server counts.
+    pub async fn hold_count(&self) -> Result<u64, LockError> {
+        self.owner().hold_count(self.name()).await
+    }
+
+    /// Gives back this count. `Released` when the lock was deleted (waiters are woken),
+    /// `StillHeld` when the owner still holds it (its lease re-applied). The hold's renewal stops
+    /// before the release is sent, whatever the outcome; "not locked" names the lock, client and
+    /// owner; "outcome unknown" means no attempt was answered within the latch window.
+    pub async fn unlock(mut self) -> Result<UnlockOutcome, LockError> {
+        self.ticket.armed = false;
+        let request = self.ticket.release_request();
+        match self.client.ask(request).await? {
+            Done::Unlocked(outcome) => Ok(outcome),
+            other => Err(super::unexpected(other)),
+        }
+    }
+}

@@ -1,0 +1,354 @@
+//! The tokio driver: [`LockClient`], its guards and owner handles.
+//!
+//! One driver task per client owns the [`LockMachine`]: it feeds it
+//! requests from guards and handles (over a channel), call results, pub/sub events and timer
+//! expiries, with the time read from `tokio::time::Instant` relative to the client's creation (so
+//! tokio's paused time drives it in tests). Every backend call runs in its own task, bounded by the
+//! response timeout, so one slow call never stalls the others; subscriptions run in order on one
+//! task, as the machine requires.
+//!
+//! Every acquire is one [`Acquire`] (lease or watchdog, wait budget, fencing, owner), awaited
+//! directly; `lock`, `try_lock` and the rest are one-line shorthands of it. A [`LockGuard`] is
+//! one count of a hold. It unlocks explicitly ([`LockGuard::unlock`], with a typed result) or,
+//! when dropped, in the background; either way its renewal stops at once. It tells how long the
+//! hold is certainly valid ([`LockGuard::valid_until`]) and resolves [`LockGuard::lost`] when the
+//! lease is lost or may be lost, including when the driver stops; [`LockGuard::run`] stops a piece
+//! of work at that moment. Reentrancy goes through an explicit [`LockOwner`] (from
+//! [`LockGuard::owner`] or [`LockClient::new_owner`]), which can move between tasks: nothing
+//! depends on thread or task identity (Redisson's thread ids are its most reported source of bugs:
+//! #6662, #3580, #6878).
+//!
+//! Where each part lives: `acquire.rs` the builder and its future, `guard.rs` the guard and its
+//! status, `owner.rs` the owner handle, `driver.rs` the task that owns the machine, `os_seed.rs`
+//! the ids of production clients.
+
+/// The `lock*` shorthands, the same on [`LockClient`] (a new owner each time) and [`LockOwner`]
+/// (which takes or re-enters as itself): each is one [`Acquire`] chain on the type's `acquire`.
+macro_rules! acquire_shorthands {
+    () => {
+        /// Takes the lock, waiting as long as it takes; the watchdog keeps it.
+        pub async fn lock(&self, name: &str) -> Result<LockGuard, LockError> {
+            self.acquire(name).await
+        }
+
+        /// Takes the lock with a fixed lease (no watchdog: it expires after `lease`). Re-entering
+        /// a fixed-lease hold sets the key's TTL to the new lease; re-entering a watchdog hold
+        /// this way is refused.
+        pub async fn lock_with_lease(
+            &self,
+            name: &str,
+            lease: Duration,
+        ) -> Result<LockGuard, LockError> {
+            self.acquire(name).lease(lease).await
+        }
+
+        /// Tries to take the lock within `wait`; `Ok(None)` when it stayed held. `lease: None`
+        /// uses the watchdog.
+        pub async fn try_lock(
+            &self,
+            name: &str,
+            wait: Duration,
+            lease: Option<Duration>,
+        ) -> Result<Option<LockGuard>, LockError> {
+            self.acquire(name).wait(wait).lease_or_watchdog(lease).await
+        }
+
+        /// As [`lock`](Self::lock), also drawing a fencing token (returned, and on the guard).
+        pub async fn lock_fenced(&self, name: &str) -> Result<(LockGuard, u64), LockError> {
+            self.acquire(name).fenced().await.map(with_token)
+        }
+
+        /// As [`lock_with_lease`](Self::lock_with_lease), also drawing a fencing token.
+        pub async fn lock_fenced_with_lease(
+            &self,
+            name: &str,
+            lease: Duration,
+        ) -> Result<(LockGuard, u64), LockError> {
+            self.acquire(name)
+                .lease(lease)
+                .fenced()
+                .await
+                .map(with_token)
+        }
+
+        /// As [`try_lock`](Self::try_lock), also drawing a fencing token.
+        pub async fn try_lock_fenced(
+            &self,
+            name: &str,
+            wait: Duration,
+            lease: Option<Duration>,
+        ) -> Result<Option<(LockGuard, u64)>, LockError> {
+            let acquire = self.acquire(name).wait(wait).lease_or_watchdog(lease);
+            Ok(acquire.fenced().await?.map(with_token))
+        }
+    };
+}
+
+mod acquire;
+mod driver;
+mod guard;
+mod os_seed;
+mod owner;
+
+pub use acquire::{Acquire, AcquireFuture, UntilAcquired, WithinBudget};
+pub use guard::{HoldStatus, LockGuard};
+pub use owner::LockOwner;
+
+use crate::backend::Backend;
+use crate::config::{ConfigError, LockConfig};
+use crate::machine::{
+    Done, IdSource, LockError, LockMachine, OpId, RemainingLease, Request, SeededIds,
+};
+use acquire::with_token;
+use driver::Driver;
+use guard::HoldTicket;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::{Context, Poll, ready};
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot, watch};
+
+/// A lock client: one driver task, one watchdog, one set of unlock subscriptions.
+///
+/// Cheap to clone (clones share the driver). The driver runs while the client, a clone, a guard
+/// or an owner handle exists, and stops once all are gone and their unlocks are done; or at once
+/// on [`LockClient::abort`].
+#[derive(Clone)]
+pub struct LockClient {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    commands: mpsc::UnboundedSender<Command>,
+    client_id: String,
+    config: LockConfig,
+    next_op: AtomicU64,
+    driver: tokio::task::AbortHandle,
+}
+
+/// What guards and handles ask of the driver.
+enum Command {
+    Request {
+        /// `None` for a background release (the driver numbers it).
+        op: Option<OpId>,
+        request: Request,
+        reply: Option<oneshot::Sender<Answer>>,
+    },
+    Cancel {
+        op: OpId,
+    },
+}
+
+/// What the driver hands back for an operation: its result and, for a grant, the hold's status
+/// and a ticket that releases the grant if nobody turns it into a guard.
+struct Answer {
+    result: Result<Done, LockError>,
+    status: Option<watch::Receiver<HoldStatus>>,
+    ticket: Option<HoldTicket>,
+}
+
+/// Why a [`LockClient`] could not start.
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum ClientError {
+    /// The configuration is unsafe; the error names the setting and the rule.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// No tokio runtime is running here, and the client's driver is a tokio task.
+    #[error(
+        "a LockClient needs a tokio runtime to run its driver task: create it from code running \
+         on the runtime (an async fn, or after Runtime::enter)"
+    )]
+    NoRuntime,
+}
+
+impl LockClient {
+    /// A client over `backend`; refuses an unsafe `config`, and a call outside a tokio runtime.
+    /// Ids are drawn from a generator seeded once from the operating system.
+    pub fn new<B: Backend>(backend: B, config: LockConfig) -> Result<LockClient, ClientError> {
+        LockClient::with_ids(backend, config, SeededIds::from_os())
+    }
+
+    /// A client whose client, owner and request ids come from `ids` (a seeded source makes a test
+    /// replay exactly).
+    pub fn with_ids<B: Backend>(
+        backend: B,
+        config: LockConfig,
+        ids: impl IdSource,
+    ) -> Result<LockClient, ClientError> {
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| ClientError::NoRuntime)?;
+        let machine = LockMachine::new(config.clone(), ids)?;
+        let client_id = machine.client_id().to_owned();
+        let (commands, command_rx) = mpsc::unbounded_channel();
+        let driver = Driver::new(backend, machine, commands.downgrade());
+        let handle = runtime.spawn(driver.run(command_rx));
+        Ok(LockClient {
+            shared: Arc::new(Shared {
+                commands,
+                client_id,
+                config,
+                next_op: AtomicU64::new(1),
+                driver: handle.abort_handle(),
+            }),
+        })
+    }
+
+    /// This client's id (the first part of every owner it writes).
+    pub fn client_id(&self) -> &str {
+        &self.shared.client_id
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &LockConfig {
+        &self.shared.config
+    }
+
+    /// Stops the driver at once, as a crash would: no renewal, no release, no answer is sent
+    /// any more, and every guard's [`LockGuard::lost`] resolves. Locks expire with their leases.
+    pub fn abort(&self) {
+        self.shared.driver.abort();
+    }
+
+    /// A new owner, for reentrant use across tasks.
+    pub async fn new_owner(&self) -> Result<LockOwner, LockError> {
+        match self.send(Request::NewOwner)?.await?.result? {
+            Done::Owner(id) => Ok(LockOwner::new(self.clone(), id)),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// An acquire of the lock `name` for a new owner, to shape and then await: by default it
+    /// waits as long as it takes and the watchdog keeps the lock.
+    pub fn acquire(&self, name: &str) -> Acquire<'_> {
+        Acquire::new(self, name)
+    }
+
+    acquire_shorthands!();
+
+    /// Takes the lock (as [`lock`](Self::lock) does), runs `work` under it and unlocks; the
+    /// scoped form of [`LockGuard::run`], which says what happens when the lease is lost.
+    pub async fn with_lock<T>(
+        &self,
+        name: &str,
+        work: impl AsyncFnOnce(&LockGuard) -> T,
+    ) -> Result<T, LockError> {
+        self.lock(name).await?.run(work).await
+    }
+
+    /// Deletes the lock whoever holds it and wakes its waiters; whether a lock was deleted.
+    /// This client's own holds of it stop renewing first and are reported lost.
+    pub async fn force_unlock(&self, name: &str) -> Result<bool, LockError> {
+        match self.ask(Request::ForceUnlock { name: name.into() }).await? {
+            Done::ForceUnlocked(deleted) => Ok(deleted),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Whether anyone holds the lock.
+    pub async fn is_locked(&self, name: &str) -> Result<bool, LockError> {
+        match self.ask(Request::IsLocked { name: name.into() }).await? {
+            Done::Locked(locked) => Ok(locked),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// How many times `owner` holds the lock, as the server counts.
+    pub async fn hold_count(&self, name: &str, owner: &LockOwner) -> Result<u64, LockError> {
+        let request = Request::HoldCount {
+            name: name.into(),
+            owner: owner.id(),
+        };
+        match self.ask(request).await? {
+            Done::HoldCount(n) => Ok(n),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// The lock's remaining lease on the server.
+    pub async fn remaining_lease(&self, name: &str) -> Result<RemainingLease, LockError> {
+        match self
+            .ask(Request::RemainingLease { name: name.into() })
+            .await?
+        {
+            Done::RemainingLease(r) => Ok(r),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Sends one request and waits for its result.
+    async fn ask(&self, request: Request) -> Result<Done, LockError> {
+        self.send(request)?.await?.result
+    }
+
+    /// Sends one request to the driver; the returned [`Exchange`] resolves with its answer.
+    fn send(&self, request: Request) -> Result<Exchange<'_>, LockError> {
+        let op = OpId(self.shared.next_op.fetch_add(1, Ordering::Relaxed));
+        let (reply, answer) = oneshot::channel();
+        self.shared
+            .commands
+            .send(Command::Request {
+                op: Some(op),
+                request,
+                reply: Some(reply),
+            })
+            .map_err(|_| LockError::ClientStopped)?;
+        Ok(Exchange {
+            commands: &self.shared.commands,
+            op,
+            answer,
+            answered: false,
+        })
+    }
+
+    /// Whether the driver task has ended (stopped, aborted, or its runtime shut down).
+    fn stopped(&self) -> bool {
+        self.shared.driver.is_finished()
+    }
+}
+
+impl fmt::Debug for LockClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LockClient")
+            .field("client_id", &self.shared.client_id)
+            .field("stopped", &self.stopped())
+            .finish_non_exhaustive()
+    }
+}
+
+/// One request in flight and its answer to come. Dropping it unanswered cancels the request (an
+/// acquire in flight is undone if it succeeds).
+struct Exchange<'a> {
+    commands: &'a mpsc::UnboundedSender<Command>,
+    op: OpId,
+    answer: oneshot::Receiver<Answer>,
+    answered: bool,
+}
+
+impl Future for Exchange<'_> {
+    type Output = Result<Answer, LockError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let answer = ready!(Pin::new(&mut self.answer).poll(cx));
+        self.answered = true;
+        Poll::Ready(answer.map_err(|_| LockError::ClientStopped))
+    }
+}
+
+impl Drop for Exchange<'_> {
+    fn drop(&mut self) {
+        if !self.answered {
+            let _ = self.commands.send(Command::Cancel { op: self.op });
+        }
+    }
+}
+
+fn unexpected(done: Done) -> LockError {
+    tracing::error!(
+        ?done,
+        "the lock machine answered an operation with another's result"
+    );
+    LockError::ClientStopped
+}

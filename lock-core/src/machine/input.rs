@@ -1,0 +1,159 @@
+//! What goes into the machine: the application's requests, call results and pub/sub events.
+//!
+//! These are the machine's own types, not the async backend's: a driver (the async client, the
+//! simulator) builds them from whatever it runs the calls on, and the machine never depends on
+//! how. [`BackendError`] and [`PubSubEvent`] are also the vocabulary of the async
+//! [`Backend`](crate::Backend) trait, which re-exports them, so a backend hands its results to
+//! the machine unchanged.
+
+use super::{CallId, HoldId, OpId, OwnerId};
+use crate::reply::Reply;
+use crate::time::{Lease, Millis};
+use bytes::Bytes;
+
+/// What a backend knows about a call that did not return a reply.
+///
+/// Exhaustive on purpose: the three variants are the three things a caller can know (the server
+/// refused it, it never arrived, nobody can tell), and the lock's retry rule depends on telling
+/// them apart.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BackendError {
+    /// The server ran the call and replied with this error (its full text, code first).
+    #[error("the server replied with an error: {0}")]
+    Server(String),
+    /// The call certainly did not reach the server; it is safe to send again.
+    #[error("the call was not applied: {0}")]
+    NotApplied(String),
+    /// The call may or may not have been applied (a timeout, a dropped connection). Repeat it only
+    /// in a way that is idempotent (the lock's latches make its own calls so).
+    #[error("the call's outcome is unknown (it may have been applied): {0}")]
+    Unknown(String),
+}
+
+impl BackendError {
+    /// Whether the call may have been applied without its reply reaching us.
+    pub fn is_unknown(&self) -> bool {
+        matches!(self, BackendError::Unknown(_))
+    }
+}
+
+/// An event of the subscriber side.
+///
+/// Exhaustive on purpose: a message, or the two edges of a subscriber connection, are all the
+/// waiters' wake-up rule needs to know.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PubSubEvent {
+    /// A message published on a subscribed channel.
+    Message {
+        /// The channel.
+        channel: Bytes,
+        /// The payload (`0` for an unlock).
+        payload: Bytes,
+    },
+    /// The subscriber connection was lost; messages published meanwhile are not delivered.
+    SubscriptionLost,
+    /// The subscriber connection is back and every channel is subscribed again.
+    SubscriptionRestored,
+}
+
+/// How long an acquire may wait for the lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wait {
+    /// Until it gets it (`lock`).
+    Forever,
+    /// At most this long (`try_lock`); zero makes one attempt.
+    Budget(Millis),
+}
+
+/// Take a lock or re-enter it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AcquireRequest {
+    /// The lock's name (its key).
+    pub name: String,
+    /// Who acquires: an existing owner (reentry), or `None` for a new owner drawn from the id
+    /// source.
+    pub owner: Option<OwnerId>,
+    /// The lease: `None` for the watchdog.
+    pub lease: Option<Lease>,
+    /// How long to wait.
+    pub wait: Wait,
+    /// Whether to draw a fencing token.
+    pub fenced: bool,
+}
+
+/// What the application asks of the machine.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Request {
+    /// Acquire (or re-enter).
+    Acquire(AcquireRequest),
+    /// Give back one count of a hold.
+    Release {
+        /// The hold.
+        hold: HoldId,
+        /// The lock's name.
+        name: String,
+        /// Its owner.
+        owner: OwnerId,
+    },
+    /// Delete the lock whoever holds it, and wake its waiters.
+    ForceUnlock {
+        /// The lock's name.
+        name: String,
+    },
+    /// Whether anyone holds the lock (`EXISTS`).
+    IsLocked {
+        /// The lock's name.
+        name: String,
+    },
+    /// How many times `owner` holds the lock (`HGET`).
+    HoldCount {
+        /// The lock's name.
+        name: String,
+        /// The owner.
+        owner: OwnerId,
+    },
+    /// The lock's remaining time to live (`PTTL`).
+    RemainingLease {
+        /// The lock's name.
+        name: String,
+    },
+    /// A fresh owner id, for an owner handle made before its first acquire.
+    NewOwner,
+}
+
+/// Everything that can happen to the machine.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Input {
+    /// The application asks for something; `op` numbers it.
+    Request {
+        /// The driver's number for this operation.
+        op: OpId,
+        /// What is asked.
+        request: Request,
+    },
+    /// The application stopped waiting for `op` (its future was dropped). An acquire in flight is
+    /// undone if it turns out to have succeeded.
+    Cancel {
+        /// The operation.
+        op: OpId,
+    },
+    /// A call's result. The driver bounds every call by the response timeout and reports one that
+    /// ran out as [`BackendError::Unknown`].
+    CallResult {
+        /// The call.
+        id: CallId,
+        /// Its reply or error.
+        result: Result<Reply, BackendError>,
+    },
+    /// The result of an [`Output::Subscribe`](super::Output::Subscribe).
+    Subscribed {
+        /// The channel.
+        channel: Bytes,
+        /// Whether the subscription is in place.
+        result: Result<(), BackendError>,
+    },
+    /// A pub/sub event.
+    PubSub(PubSubEvent),
+    /// The deadline from [`LockMachine::poll_timeout`](super::LockMachine::poll_timeout) was reached.
+    Timeout,
+}
