@@ -1,18 +1,20 @@
 //! The engine: a synchronous, single-threaded Redis's state on an injected clock.
 //!
 //! An [`Engine`] holds what a Redis server holds (sixteen keyspaces, the connections, the pub/sub
-//! registry, the script cache, the fault plan) and keeps the invariants that span them: a
-//! connection's subscriptions and watches are in the registries exactly while it is connected, a
-//! write to a watched key marks its watchers, a restart empties what a restart empties. It does
-//! not know any command: `execute(client, argv)`, which runs one command to completion and returns
-//! its reply, lives beside the command table (`cmd/dispatch.rs`), and the handlers reach this state
-//! through the methods below. That call is the whole protocol between the engine and whatever
-//! drives it (the in-process front doors, a TCP server, a simulator). Messages for *other* clients
-//! (pub/sub) go to per-client outboxes that their drivers drain. Nothing here sleeps, spawns, or
-//! reads a clock except through [`Clock`]: time is read once per command and frozen for its whole
-//! run, scripts and `EXEC` included (Redis 7.2's rule), and the active expiry cycle (`expiry.rs`)
-//! catches up lazily, with bounded work, whenever a command sees that time moved past its next
-//! 100 ms tick.
+//! registry, the watches, the script cache, the fault plan) and keeps the invariants that span
+//! them: a connection's subscriptions and watches are in the registries exactly while it is
+//! connected (`engine/pubsub.rs`, `engine/watches.rs`), a write to a watched key marks its
+//! watchers, a restart empties what a restart empties. It knows no command: `execute(client,
+//! argv)`, which runs one command to completion and returns its reply, lives beside the command
+//! table (`cmd/dispatch.rs`), and the handlers reach this state through the methods below. That
+//! call is the whole protocol between the engine and whatever drives it (the in-process front
+//! doors, a TCP server, a simulator). Messages for *other* clients (pub/sub) go to per-client
+//! outboxes that their drivers drain.
+//!
+//! Nothing here sleeps, spawns, or reads a clock except through [`Clock`]: time is read once per
+//! command and frozen for its whole run, scripts and `EXEC` included (Redis 7.2's rule), and the
+//! active expiry cycle (`expiry.rs`) catches up lazily, with bounded work, whenever a command sees
+//! that time moved past its next 100 ms tick.
 //!
 //! # The outbox contract
 //!
@@ -27,11 +29,13 @@ use crate::db::Db;
 use crate::expiry::ActiveExpiry;
 use crate::fault::{Fault, FaultEvent, FaultEventKind, FaultPlan, NodeId, Trigger};
 use crate::frame::Frame;
-use crate::glob::glob_match;
 use bytes::Bytes;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt;
 use std::task::Waker;
+
+mod pubsub;
+mod watches;
 
 pub use crate::expiry::{
     ACTIVE_EXPIRE_ACCEPTABLE_STALE, ACTIVE_EXPIRE_HZ, ACTIVE_EXPIRE_KEYS_PER_LOOP,
@@ -332,16 +336,11 @@ impl Engine {
     /// Closes a connection: its subscriptions, transaction and watches are gone; its driver is
     /// woken so it notices.
     pub fn disconnect(&mut self, client: ClientId) {
+        self.unsubscribe_all(client.0);
+        self.unwatch(client.0);
         let Some(mut c) = self.clients.remove(&client.0) else {
             return;
         };
-        for ch in std::mem::take(&mut c.channels) {
-            remove_subscriber(&mut self.channels, &ch, client.0);
-        }
-        for p in std::mem::take(&mut c.patterns) {
-            remove_subscriber(&mut self.patterns, &p, client.0);
-        }
-        self.unwatch_all(&mut c, client.0);
         if let Some(w) = c.waker.take() {
             w.wake();
         }
@@ -516,173 +515,6 @@ impl Engine {
     /// expiry sampling draws from it too): never unseeded randomness, so a run replays exactly.
     pub(crate) fn random(&mut self) -> u64 {
         xorshift(&mut self.rng)
-    }
-
-    // ---- watches ----
-
-    /// Client `id` watches `key` of database `db` from `now` on (once per key).
-    pub(crate) fn watch(&mut self, id: u64, db: usize, key: &Bytes, now: i64) {
-        let Some(client) = self.clients.get_mut(&id) else {
-            return;
-        };
-        if client.watching.iter().any(|(d, k)| *d == db && k == key) {
-            return;
-        }
-        client.watching.push((db, key.clone()));
-        self.dbs[db].watch(key, id, now);
-        self.watchers += 1;
-    }
-
-    /// Whether a key client `id` watches was written, or expired, since it was watched: its
-    /// `EXEC` must fail.
-    pub(crate) fn watch_broken(&self, id: u64, now: i64) -> bool {
-        self.clients.get(&id).is_some_and(|c| {
-            c.dirty_cas
-                || c.watching
-                    .iter()
-                    .any(|(db, key)| self.dbs[*db].watched_key_expired(key, id, now))
-        })
-    }
-
-    /// Marks the clients whose watched keys were touched: their `EXEC` will fail.
-    #[inline]
-    pub(crate) fn collect_dirty(&mut self) {
-        if self.watchers == 0 {
-            return;
-        }
-        for db in &mut self.dbs {
-            for id in std::mem::take(&mut db.watches.dirty) {
-                if let Some(c) = self.clients.get_mut(&id) {
-                    c.dirty_cas = true;
-                }
-            }
-        }
-    }
-
-    /// Forgets every key client `id` watches (`UNWATCH`, and after `EXEC`/`DISCARD`).
-    pub(crate) fn unwatch(&mut self, id: u64) {
-        let Some(c) = self.clients.get_mut(&id) else {
-            return;
-        };
-        let watching = std::mem::take(&mut c.watching);
-        c.dirty_cas = false;
-        for (db, key) in watching {
-            self.dbs[db].unwatch(&key, id);
-            self.watchers = self.watchers.saturating_sub(1);
-        }
-    }
-
-    /// Forgets every key `c` (already removed from the client map) watches.
-    fn unwatch_all(&mut self, c: &mut Client, id: u64) {
-        for (db, key) in c.watching.drain(..) {
-            self.dbs[db].unwatch(&key, id);
-            self.watchers = self.watchers.saturating_sub(1);
-        }
-        c.dirty_cas = false;
-    }
-
-    // ---- pub/sub ----
-
-    /// Subscribes client `id` to `name` (once): how many subscriptions the client has then.
-    pub(crate) fn subscribe(&mut self, id: u64, kind: Subscription, name: &Bytes) -> usize {
-        let Some(client) = self.clients.get_mut(&id) else {
-            return 0;
-        };
-        if client.subscribed(kind).insert(name.clone()) {
-            let registry = match kind {
-                Subscription::Channel => &mut self.channels,
-                Subscription::Pattern => &mut self.patterns,
-            };
-            registry.entry(name.clone()).or_default().insert(id);
-        }
-        client.subscriptions()
-    }
-
-    /// Unsubscribes client `id` from `name`: how many subscriptions the client has then.
-    pub(crate) fn unsubscribe(&mut self, id: u64, kind: Subscription, name: &[u8]) -> usize {
-        let Some(client) = self.clients.get_mut(&id) else {
-            return 0;
-        };
-        if client.subscribed(kind).remove(name) {
-            let registry = match kind {
-                Subscription::Channel => &mut self.channels,
-                Subscription::Pattern => &mut self.patterns,
-            };
-            remove_subscriber(registry, name, id);
-        }
-        client.subscriptions()
-    }
-
-    /// The names client `id` is subscribed to, of one kind, in order.
-    pub(crate) fn subscriptions_of(&self, id: u64, kind: Subscription) -> Vec<Bytes> {
-        let Some(client) = self.clients.get(&id) else {
-            return Vec::new();
-        };
-        let names = match kind {
-            Subscription::Channel => &client.channels,
-            Subscription::Pattern => &client.patterns,
-        };
-        names.iter().cloned().collect()
-    }
-
-    /// Drops every subscription of client `id` without confirmations (`RESET`).
-    pub(crate) fn unsubscribe_all(&mut self, id: u64) {
-        let Some(client) = self.clients.get_mut(&id) else {
-            return;
-        };
-        for ch in std::mem::take(&mut client.channels) {
-            remove_subscriber(&mut self.channels, &ch, id);
-        }
-        for p in std::mem::take(&mut client.patterns) {
-            remove_subscriber(&mut self.patterns, &p, id);
-        }
-    }
-
-    /// `PUBLISH channel message` at `now`: queues the message in the outbox of every subscriber
-    /// of the channel, then of every matching pattern subscription; how many received it.
-    pub(crate) fn publish(&mut self, channel: &[u8], message: &[u8], now: i64) -> i64 {
-        let mut receivers = 0;
-        if let Some(ids) = self.channels.get(channel) {
-            let frame = Frame::Push(vec![
-                Frame::Bulk(Bytes::from_static(b"message")),
-                Frame::bulk_from(channel),
-                Frame::bulk_from(message),
-            ]);
-            receivers += deliver(&mut self.clients, ids, now, &frame);
-        }
-        for (pattern, ids) in &self.patterns {
-            if !glob_match(pattern, channel) {
-                continue;
-            }
-            let frame = Frame::Push(vec![
-                Frame::Bulk(Bytes::from_static(b"pmessage")),
-                Frame::Bulk(pattern.clone()),
-                Frame::bulk_from(channel),
-                Frame::bulk_from(message),
-            ]);
-            receivers += deliver(&mut self.clients, ids, now, &frame);
-        }
-        receivers
-    }
-
-    /// Every channel with a subscriber, in order.
-    pub(crate) fn channel_names(&self) -> impl Iterator<Item = &Bytes> {
-        self.channels.keys()
-    }
-
-    /// How many channels have a subscriber.
-    pub(crate) fn channel_count(&self) -> usize {
-        self.channels.len()
-    }
-
-    /// How many subscribers `channel` has.
-    pub(crate) fn channel_subscribers(&self, channel: &[u8]) -> usize {
-        self.channels.get(channel).map_or(0, BTreeSet::len)
-    }
-
-    /// How many distinct patterns have a subscriber.
-    pub(crate) fn pattern_count(&self) -> usize {
-        self.patterns.len()
     }
 
     // ---- faults ----
@@ -874,32 +706,6 @@ impl Engine {
         self.channels.clear();
         self.patterns.clear();
     }
-}
-
-fn remove_subscriber(map: &mut BTreeMap<Bytes, BTreeSet<u64>>, name: &[u8], id: u64) {
-    if let Some(set) = map.get_mut(name) {
-        set.remove(&id);
-        if set.is_empty() {
-            map.remove(name);
-        }
-    }
-}
-
-/// Pushes `frame` to every connected client of `ids`: how many there were.
-fn deliver(
-    clients: &mut BTreeMap<u64, Client>,
-    ids: &BTreeSet<u64>,
-    now: i64,
-    frame: &Frame,
-) -> i64 {
-    let mut delivered = 0;
-    for id in ids {
-        if let Some(c) = clients.get_mut(id) {
-            c.push(now, frame.clone());
-            delivered += 1;
-        }
-    }
-    delivered
 }
 
 /// xorshift64*, seeded from the configuration: every run draws the same numbers.
