@@ -85,6 +85,7 @@ impl<'a> Cx<'a> {
 
     /// Runs `f` with the hashes of a script's `keys` remembered, so its calls hash each key
     /// once; the hashes are forgotten before the keys can be freed.
+    #[inline]
     pub fn with_script_keys<T>(&mut self, keys: &[Bytes], f: impl FnOnce(&mut Cx<'a>) -> T) -> T {
         let outer = std::mem::replace(&mut self.hashes, KeyHashes::of(keys));
         let result = f(self);
@@ -158,6 +159,7 @@ struct KeyHashes {
 
 impl KeyHashes {
     /// The hashes of (the first four of) `keys`.
+    #[inline]
     fn of(keys: &[Bytes]) -> KeyHashes {
         let mut hashes = KeyHashes::default();
         for (entry, key) in hashes.entries.iter_mut().zip(keys) {

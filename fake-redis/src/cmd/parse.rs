@@ -32,33 +32,45 @@ impl<'a> Args<'a> {
     }
 
     /// The command's name as the client sent it, in its case.
+    #[inline]
     pub fn name(&self) -> &'a [u8] {
         self.argv.first().map_or(&[], |n| &n[..])
     }
 
     /// How many arguments are left.
+    #[inline]
     pub fn remaining(&self) -> usize {
         self.argv.len() - self.at
     }
 
     /// The next argument without taking it.
+    #[inline]
     pub fn peek(&self) -> Option<&'a Bytes> {
         self.argv.get(self.at)
     }
 
     /// The next argument: `ERR syntax error` when there is none (an option missing its value).
+    #[inline]
     pub fn next_bytes(&mut self) -> Result<&'a Bytes, Frame> {
-        self.next().ok_or(SYNTAX)
+        // A match, not `ok_or`: the error is built only when it is returned.
+        match self.next() {
+            Some(arg) => Ok(arg),
+            None => Err(SYNTAX),
+        }
     }
 
     /// The next argument as a 64-bit integer (`ERR value is not an integer or out of range`).
+    #[inline]
     pub fn next_int(&mut self) -> Result<i64, Frame> {
         int(self.next_bytes()?)
     }
 
     /// The next argument as a float (`ERR value is not a valid float`).
     pub fn next_float(&mut self) -> Result<f64, Frame> {
-        float(self.next_bytes()?).ok_or(NOT_FLOAT)
+        match float(self.next_bytes()?) {
+            Some(v) => Ok(v),
+            None => Err(NOT_FLOAT),
+        }
     }
 
     /// Takes the next argument if it is `word` (any case): whether it was.
@@ -71,6 +83,7 @@ impl<'a> Args<'a> {
     }
 
     /// Takes the next `n` arguments (as many as are left, if fewer).
+    #[inline]
     pub fn take(&mut self, n: usize) -> &'a [Bytes] {
         let end = self.at.saturating_add(n).min(self.argv.len());
         let taken = &self.argv[self.at..end];
@@ -79,6 +92,7 @@ impl<'a> Args<'a> {
     }
 
     /// Takes every argument left.
+    #[inline]
     pub fn rest(&mut self) -> &'a [Bytes] {
         self.take(usize::MAX)
     }
@@ -96,6 +110,7 @@ impl<'a> Args<'a> {
 impl<'a> Iterator for Args<'a> {
     type Item = &'a Bytes;
 
+    #[inline]
     fn next(&mut self) -> Option<&'a Bytes> {
         let arg = self.argv.get(self.at)?;
         self.at += 1;

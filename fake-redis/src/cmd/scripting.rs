@@ -56,7 +56,10 @@ fn eval_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         return Err(Frame::error("ERR Number of keys can't be negative"));
     }
     let script = if by_sha {
-        cx.scripts().get(script).ok_or(NOSCRIPT)?
+        match cx.scripts().get(script) {
+            Some(s) => s,
+            None => return Err(NOSCRIPT),
+        }
     } else {
         let s = lock_core::script::by_body(script).ok_or_else(|| no_native_twin(script))?;
         cx.scripts().insert(s);

@@ -55,6 +55,7 @@ pub(crate) fn set(cx: &mut Cx<'_>, key: &[u8], value: Bytes, deadline: Option<i6
 }
 
 /// `SET key value PX ms`, validated as Redis validates it.
+#[inline]
 pub(crate) fn set_px(cx: &mut Cx<'_>, key: &[u8], value: Bytes, ms: &[u8]) -> Result<(), Frame> {
     let deadline = Expiry::Px(int(ms)?).deadline(cx.now, "set")?;
     set(cx, key, value, Some(deadline));
