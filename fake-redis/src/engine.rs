@@ -1,12 +1,20 @@
-//! The engine: a synchronous, single-threaded Redis on an injected clock.
+//! The engine: a synchronous, single-threaded Redis's state on an injected clock.
 //!
-//! `execute(client, argv)` runs one command to completion and returns its reply; that is the whole
-//! protocol between the engine and whatever drives it (the in-process front doors, a TCP server, a
-//! simulator). Messages for *other* clients (pub/sub) go to per-client outboxes that their drivers
-//! drain. Nothing here sleeps, spawns, or reads a clock except through [`Clock`]: time is read
-//! once per command and frozen for its whole run, scripts and `EXEC` included (Redis 7.2's rule),
-//! and the active expiry cycle catches up lazily, with bounded work, whenever a command sees that
-//! time moved past its next 100 ms tick.
+//! An [`Engine`] holds what a Redis server holds (sixteen keyspaces, the connections, the pub/sub
+//! registry, the watches, the script cache, the fault plan) and keeps the invariants that span
+//! them: a connection's subscriptions and watches are in the registries exactly while it is
+//! connected (`engine/pubsub.rs`, `engine/watches.rs`), a write to a watched key marks its
+//! watchers, a restart empties what a restart empties. It knows no command: `execute(client,
+//! argv)`, which runs one command to completion and returns its reply, lives beside the command
+//! table (`cmd/dispatch.rs`), and the handlers reach this state through the methods below. That
+//! call is the whole protocol between the engine and whatever drives it (the in-process front
+//! doors, a TCP server, a simulator). Messages for *other* clients (pub/sub) go to per-client
+//! outboxes that their drivers drain.
+//!
+//! Nothing here sleeps, spawns, or reads a clock except through [`Clock`]: time is read once per
+//! command and frozen for its whole run, scripts and `EXEC` included (Redis 7.2's rule), and the
+//! active expiry cycle (`expiry.rs`) catches up lazily, with bounded work, whenever a command sees
+//! that time moved past its next 100 ms tick.
 //!
 //! # The outbox contract
 //!
@@ -17,8 +25,8 @@
 //! confirmation is the reply, the others follow in the outbox, as Redis writes them.)
 
 use crate::clock::Clock;
-use crate::cmd;
-use crate::db::{Db, Entry, Hash, Value, hash_key};
+use crate::db::Db;
+use crate::expiry::ActiveExpiry;
 use crate::fault::{Fault, FaultEventKind, FaultPlan, NodeId};
 use crate::frame::Frame;
 use bytes::Bytes;
@@ -26,21 +34,16 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt;
 use std::task::Waker;
 
+mod pubsub;
+mod watches;
+
+pub use crate::expiry::{
+    ACTIVE_EXPIRE_ACCEPTABLE_STALE, ACTIVE_EXPIRE_HZ, ACTIVE_EXPIRE_KEYS_PER_LOOP,
+    ACTIVE_EXPIRE_MAX_CYCLES_PER_CALL, ACTIVE_EXPIRE_MAX_LOOPS,
+};
+
 /// The number of databases, as Redis's default `databases 16`.
 pub const DATABASES: usize = 16;
-
-/// Active expiry: cycles per second (Redis's `hz 10`).
-pub const ACTIVE_EXPIRE_HZ: i64 = 10;
-/// Active expiry: keys sampled per loop (`ACTIVE_EXPIRE_CYCLE_KEYS_PER_LOOP`).
-pub const ACTIVE_EXPIRE_KEYS_PER_LOOP: usize = 20;
-/// Active expiry: a loop repeats while more than this percentage of its sample had expired
-/// (`ACTIVE_EXPIRE_CYCLE_ACCEPTABLE_STALE`).
-pub const ACTIVE_EXPIRE_ACCEPTABLE_STALE: usize = 10;
-/// Active expiry: loops per database per cycle, at most (Redis bounds a cycle by CPU time; a fake
-/// needs a bound that does not depend on the machine).
-pub const ACTIVE_EXPIRE_MAX_LOOPS: usize = 256;
-/// Active expiry: cycles one `execute` catches up at most; further missed ticks are skipped.
-pub const ACTIVE_EXPIRE_MAX_CYCLES_PER_CALL: usize = 10;
 
 /// The Redis version the engine claims to be (`INFO`, `HELLO`).
 pub const REDIS_VERSION: &str = "7.0.15";
@@ -97,45 +100,77 @@ pub struct Outbound {
     pub frame: Frame,
 }
 
-/// Per-connection state.
+/// Per-connection state. Its subscriptions and watches change only through the engine, which
+/// keeps the registries that mirror them.
 pub(crate) struct Client {
     pub db: usize,
     pub protocol: u8,
     pub name: Option<Bytes>,
     pub authenticated: bool,
-    pub channels: BTreeSet<Bytes>,
-    pub patterns: BTreeSet<Bytes>,
+    channels: BTreeSet<Bytes>,
+    patterns: BTreeSet<Bytes>,
     pub multi: Option<Multi>,
-    pub watching: Vec<(usize, Bytes)>,
-    pub dirty_cas: bool,
-    pub outbox: VecDeque<Outbound>,
-    pub waker: Option<Waker>,
-    pub node: Option<NodeId>,
+    watching: Vec<(usize, Bytes)>,
+    dirty_cas: bool,
+    outbox: VecDeque<Outbound>,
+    waker: Option<Waker>,
+    node: Option<NodeId>,
     pub created_at: i64,
     pub last_command_at: i64,
+    /// `QUIT` ran: the connection closes once its reply is out.
     pub closing: bool,
 }
 
 impl Client {
+    /// How many channels and patterns it is subscribed to.
     pub fn subscriptions(&self) -> usize {
         self.channels.len() + self.patterns.len()
     }
 
+    /// How many of one kind (`CLIENT LIST`'s `sub` and `psub`).
+    pub fn subscription_count(&self, kind: Subscription) -> usize {
+        match kind {
+            Subscription::Channel => self.channels.len(),
+            Subscription::Pattern => self.patterns.len(),
+        }
+    }
+
+    /// Whether a RESP2 connection is in the pub/sub context, where only a few commands may run.
+    pub fn in_pubsub_context(&self) -> bool {
+        self.protocol == 2 && self.subscriptions() > 0
+    }
+
+    /// Queues `frame` in the outbox and wakes the driver waiting for one.
     pub fn push(&mut self, at: i64, frame: Frame) {
         self.outbox.push_back(Outbound { at, frame });
         if let Some(w) = self.waker.take() {
             w.wake();
         }
     }
+
+    fn subscribed(&mut self, kind: Subscription) -> &mut BTreeSet<Bytes> {
+        match kind {
+            Subscription::Channel => &mut self.channels,
+            Subscription::Pattern => &mut self.patterns,
+        }
+    }
+}
+
+/// What a subscription names: one channel (`SUBSCRIBE`) or a glob over channels (`PSUBSCRIBE`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Subscription {
+    Channel,
+    Pattern,
 }
 
 /// The script cache: SHAs of bodies that have a native twin and were loaded since the last flush.
 #[derive(Default)]
 pub(crate) struct ScriptCache {
-    pub loaded: Vec<&'static lock_core::script::Script>,
+    loaded: Vec<&'static lock_core::script::Script>,
 }
 
 impl ScriptCache {
+    /// The loaded script with this SHA (any case).
     pub fn get(&self, sha: &[u8]) -> Option<&'static lock_core::script::Script> {
         // Clients send lowercase SHAs; compare exactly first, then without case.
         let loaded = self.loaded.iter().copied();
@@ -149,6 +184,7 @@ impl ScriptCache {
             })
     }
 
+    /// Loads `script` (once).
     pub fn insert(&mut self, script: &'static lock_core::script::Script) {
         if !self.loaded.iter().any(|s| std::ptr::eq(*s, script)) {
             self.loaded.push(script);
@@ -163,24 +199,25 @@ pub(crate) struct Stats {
     pub connections: u64,
 }
 
-/// The fake Redis server's state and command interpreter. See the [module docs](self).
+/// The fake Redis server's state. See the [module docs](self).
 pub struct Engine {
     clock: Box<dyn Clock>,
     clock_offset: i64,
-    pub(crate) config: EngineConfig,
-    pub(crate) dbs: Vec<Db>,
-    pub(crate) clients: BTreeMap<u64, Client>,
+    config: EngineConfig,
+    dbs: Vec<Db>,
+    clients: BTreeMap<u64, Client>,
     next_client_id: u64,
-    pub(crate) channels: BTreeMap<Bytes, BTreeSet<u64>>,
-    pub(crate) patterns: BTreeMap<Bytes, BTreeSet<u64>>,
-    pub(crate) scripts: ScriptCache,
-    pub(crate) watchers: usize,
-    next_expire_tick: i64,
+    channels: BTreeMap<Bytes, BTreeSet<u64>>,
+    patterns: BTreeMap<Bytes, BTreeSet<u64>>,
+    scripts: ScriptCache,
+    /// How many (client, key) watches exist: while none do, no command pays for `WATCH`.
+    watchers: usize,
+    expiry: ActiveExpiry,
     rng: u64,
     faults: FaultPlan,
     pending_server_faults: Vec<(i64, usize, Fault)>,
-    pub(crate) stats: Stats,
-    pub(crate) started_at: i64,
+    stats: Stats,
+    started_at: i64,
 }
 
 impl fmt::Debug for Engine {
@@ -190,86 +227,6 @@ impl fmt::Debug for Engine {
             .field("clients", &self.clients.len())
             .field("keys", &self.dbs.iter().map(Db::len).sum::<usize>())
             .finish_non_exhaustive()
-    }
-}
-
-/// What a command handler works with: the engine, the calling client, its database, and the
-/// frozen time of this command.
-pub(crate) struct Cx<'a> {
-    pub engine: &'a mut Engine,
-    pub client: u64,
-    pub db: usize,
-    pub now: i64,
-    /// The hashes of the running script's keys, computed once for all its calls.
-    pub hashes: KeyHashes,
-}
-
-/// The hashes of the keys a script was called with: a native script names each key in several
-/// calls, and hashing a 70-byte latch key costs more than probing the table with it.
-///
-/// An entry is matched by the address and length of the key's bytes. Those identify the bytes
-/// while the script's arguments are alive, and arguments are immutable, so a match is always the
-/// same key; the entries are set when a script starts and cleared when it ends, before the
-/// arguments can be freed.
-#[derive(Clone, Copy, Default)]
-pub(crate) struct KeyHashes {
-    entries: [(usize, usize, u64); 4],
-    len: usize,
-}
-
-impl KeyHashes {
-    /// The hashes of (the first four of) `keys`.
-    pub fn of(keys: &[Bytes]) -> KeyHashes {
-        let mut hashes = KeyHashes::default();
-        for (entry, key) in hashes.entries.iter_mut().zip(keys) {
-            *entry = (key.as_ptr() as usize, key.len(), hash_key(key));
-            hashes.len += 1;
-        }
-        hashes
-    }
-
-    /// The hash of `key`: remembered when it is one of the script's keys, computed otherwise.
-    pub fn get(&self, key: &[u8]) -> u64 {
-        let (at, len) = (key.as_ptr() as usize, key.len());
-        self.entries[..self.len]
-            .iter()
-            .find(|e| e.0 == at && e.1 == len)
-            .map_or_else(|| hash_key(key), |e| e.2)
-    }
-}
-
-impl<'a> Cx<'a> {
-    /// A command of client `client` on database `db` at the frozen time `now`.
-    pub fn new(engine: &'a mut Engine, client: u64, db: usize, now: i64) -> Cx<'a> {
-        Cx {
-            engine,
-            client,
-            db,
-            now,
-            hashes: KeyHashes::default(),
-        }
-    }
-
-    pub fn db(&mut self) -> &mut Db {
-        &mut self.engine.dbs[self.db]
-    }
-
-    pub fn client(&mut self) -> &mut Client {
-        self.engine
-            .clients
-            .get_mut(&self.client)
-            .expect("a command runs for a connected client")
-    }
-
-    /// The hash of `key` ([`hash_key`]), remembered for the running script's keys.
-    pub fn hash(&self, key: &[u8]) -> u64 {
-        self.hashes.get(key)
-    }
-
-    /// The live entry at `key` (lazily expiring it).
-    pub fn lookup(&mut self, key: &[u8]) -> Option<&mut Entry> {
-        let (now, h) = (self.now, self.hash(key));
-        self.engine.dbs[self.db].lookup_h(key, h, now)
     }
 }
 
@@ -299,7 +256,7 @@ impl Engine {
             patterns: BTreeMap::new(),
             scripts: ScriptCache::default(),
             watchers: 0,
-            next_expire_tick: next_tick_after(now),
+            expiry: ActiveExpiry::new(now),
             pending_server_faults: Vec::new(),
             stats: Stats::default(),
             started_at: now,
@@ -369,16 +326,11 @@ impl Engine {
     /// Closes a connection: its subscriptions, transaction and watches are gone; its driver is
     /// woken so it notices.
     pub fn disconnect(&mut self, client: ClientId) {
+        self.unsubscribe_all(client.0);
+        self.unwatch(client.0);
         let Some(mut c) = self.clients.remove(&client.0) else {
             return;
         };
-        for ch in std::mem::take(&mut c.channels) {
-            remove_subscriber(&mut self.channels, &ch, client.0);
-        }
-        for p in std::mem::take(&mut c.patterns) {
-            remove_subscriber(&mut self.patterns, &p, client.0);
-        }
-        self.unwatch_all(&mut c, client.0);
         if let Some(w) = c.waker.take() {
             w.wake();
         }
@@ -456,30 +408,7 @@ impl Engine {
         }
     }
 
-    // ---- execution ----
-
-    /// Runs one command for `client` and returns its reply. `argv[0]` is the command's name, in
-    /// any case. See the [module docs](self) for the outbox contract. A closed connection (after
-    /// `QUIT`, a restart, a failover or a crash) gets `ERR the connection is closed`; its driver
-    /// should [`connect`](Engine::connect) again.
-    pub fn execute(&mut self, client: ClientId, argv: &[Bytes]) -> Frame {
-        let now = self.tick();
-        if !self.clients.contains_key(&client.0) {
-            return Frame::error("ERR the connection is closed");
-        }
-        self.stats.commands += 1;
-        let reply = self.dispatch(client.0, argv, now);
-        if self.watchers > 0 {
-            self.collect_dirty();
-        }
-        if let Some(c) = self.clients.get_mut(&client.0) {
-            c.last_command_at = now;
-            if c.closing {
-                self.disconnect(client);
-            }
-        }
-        reply
-    }
+    // ---- a command's frame ----
 
     /// Does now what the next command would do first: applies the scheduled server-side faults
     /// that are due and catches up on active expiry. Returns the engine's time. For drivers that
@@ -490,159 +419,92 @@ impl Engine {
     }
 
     /// Reads the clock, applies the server-side faults that are due and catches up on active
-    /// expiry: the command's frozen time.
-    fn tick(&mut self) -> i64 {
+    /// expiry: the frozen time of the command about to run.
+    pub(crate) fn tick(&mut self) -> i64 {
         if !self.pending_server_faults.is_empty() {
             self.apply_due_server_faults();
         }
         let now = self.now();
-        if now >= self.next_expire_tick || now < self.next_expire_tick - 1000 / ACTIVE_EXPIRE_HZ {
-            self.catch_up_expiry(now);
+        if self.expiry.is_due(now) {
+            let rng = &mut self.rng;
+            self.expiry
+                .catch_up(&mut self.dbs, now, &mut || xorshift(rng));
+            self.collect_dirty();
         }
         now
     }
 
-    fn dispatch(&mut self, id: u64, argv: &[Bytes], now: i64) -> Frame {
-        let Some(name) = argv.first() else {
-            return Frame::error("ERR empty command");
-        };
-        let spec = cmd::lookup(name);
-        let requirepass = self.config.requirepass.is_some();
-        let client = self.clients.get_mut(&id).expect("checked by execute");
-        let Some(spec) = spec else {
-            if let Some(m) = &mut client.multi {
-                m.failed = true;
-            }
-            return cmd::unknown_command(argv);
-        };
-        if !spec.arity_ok(argv.len()) {
-            if let Some(m) = &mut client.multi {
-                m.failed = true;
-            }
-            return cmd::wrong_arity(spec.name);
+    /// Starts a command of `client`: its frozen time, or `None` when the connection is closed
+    /// (the tick's faults may have just closed it).
+    pub(crate) fn start_command(&mut self, client: ClientId) -> Option<i64> {
+        let now = self.tick();
+        if !self.clients.contains_key(&client.0) {
+            return None;
         }
-        if requirepass && !client.authenticated && !spec.has(cmd::NO_AUTH) {
-            if let Some(m) = &mut client.multi {
-                m.failed = true;
-            }
-            return Frame::error("NOAUTH Authentication required.");
-        }
-        if client.protocol == 2 && client.subscriptions() > 0 && !spec.has(cmd::PUBSUB_CONTEXT) {
-            return Frame::error_owned(format!(
-                "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / \
-                 RESET are allowed in this context",
-                spec.name
-            ));
-        }
-        if let Some(m) = &mut client.multi
-            && !spec.has(cmd::NOT_QUEUED)
-        {
-            m.queue.push(argv.to_vec());
-            return Frame::simple("QUEUED");
-        }
-        let db = client.db;
-        (spec.run)(&mut Cx::new(self, id, db, now), argv)
+        self.stats.commands += 1;
+        Some(now)
     }
 
-    /// Runs a queued command inside `EXEC` (already checked when queued).
-    pub(crate) fn run_queued(&mut self, id: u64, argv: &[Bytes], now: i64) -> Frame {
-        let Some(spec) = argv.first().and_then(|n| cmd::lookup(n)) else {
-            return cmd::unknown_command(argv);
-        };
-        let db = self.clients.get(&id).map_or(0, |c| c.db);
-        (spec.run)(&mut Cx::new(self, id, db, now), argv)
-    }
-
-    /// Marks the clients whose watched keys were touched: their `EXEC` will fail.
-    pub(crate) fn collect_dirty(&mut self) {
-        for db in &mut self.dbs {
-            for id in std::mem::take(&mut db.watches.dirty) {
-                if let Some(c) = self.clients.get_mut(&id) {
-                    c.dirty_cas = true;
-                }
+    /// Ends a command of `client` started at `now`: its writes reach the watchers, and a `QUIT`
+    /// closes the connection.
+    pub(crate) fn end_command(&mut self, client: ClientId, now: i64) {
+        self.collect_dirty();
+        if let Some(c) = self.clients.get_mut(&client.0) {
+            c.last_command_at = now;
+            if c.closing {
+                self.disconnect(client);
             }
         }
     }
 
-    /// Forgets every key client `id` watches (`UNWATCH`, and after `EXEC`/`DISCARD`).
-    pub(crate) fn unwatch(&mut self, id: u64) {
-        let Some(c) = self.clients.get_mut(&id) else {
-            return;
-        };
-        let watching = std::mem::take(&mut c.watching);
-        c.dirty_cas = false;
-        for (db, key) in watching {
-            self.dbs[db].unwatch(&key, id);
-            self.watchers = self.watchers.saturating_sub(1);
-        }
+    // ---- the state command handlers reach ----
+
+    /// Database `db` (an index below [`DATABASES`]).
+    #[inline]
+    pub(crate) fn db_mut(&mut self, db: usize) -> &mut Db {
+        &mut self.dbs[db]
     }
 
-    /// Forgets every key `c` (already removed from the client map) watches.
-    pub(crate) fn unwatch_all(&mut self, c: &mut Client, id: u64) {
-        for (db, key) in c.watching.drain(..) {
-            self.dbs[db].unwatch(&key, id);
-            self.watchers = self.watchers.saturating_sub(1);
-        }
-        c.dirty_cas = false;
+    /// Every database, in index order.
+    pub(crate) fn dbs(&self) -> &[Db] {
+        &self.dbs
     }
 
-    // ---- active expiry ----
-
-    fn catch_up_expiry(&mut self, now: i64) {
-        let period = 1000 / ACTIVE_EXPIRE_HZ;
-        if now < self.next_expire_tick - period {
-            // The clock went back (a jump): start counting ticks from here.
-            self.next_expire_tick = next_tick_after(now);
-            return;
-        }
-        let mut cycles = 0;
-        while self.next_expire_tick <= now && cycles < ACTIVE_EXPIRE_MAX_CYCLES_PER_CALL {
-            let tick = self.next_expire_tick;
-            self.active_expire_cycle(tick);
-            self.next_expire_tick += period;
-            cycles += 1;
-        }
-        if self.next_expire_tick <= now {
-            // Too far behind: the missed ticks are skipped, as a stalled server would skip them.
-            self.next_expire_tick = next_tick_after(now);
-        }
+    /// Every database, for writing (`FLUSHALL`).
+    pub(crate) fn dbs_mut(&mut self) -> &mut [Db] {
+        &mut self.dbs
     }
 
-    /// One cycle of Redis's `activeExpireCycle` at time `at`: per database, loops of 20 sampled
-    /// keys, repeated while more than 10% of a sample had expired.
-    pub(crate) fn active_expire_cycle(&mut self, at: i64) {
-        for i in 0..self.dbs.len() {
-            let mut loops = 0;
-            while self.dbs[i].has_volatile() && loops < ACTIVE_EXPIRE_MAX_LOOPS {
-                loops += 1;
-                let mut rng = self.rng;
-                let mut next = || xorshift(&mut rng);
-                let (sampled, expired) =
-                    self.dbs[i].expire_sample(at, ACTIVE_EXPIRE_KEYS_PER_LOOP, &mut next);
-                self.rng = rng;
-                if sampled == 0 || expired * 100 / sampled <= ACTIVE_EXPIRE_ACCEPTABLE_STALE {
-                    break;
-                }
-            }
-        }
-        if self.watchers > 0 {
-            self.collect_dirty();
-        }
+    /// The connection `id`, if it is open.
+    #[inline]
+    pub(crate) fn client_mut(&mut self, id: u64) -> Option<&mut Client> {
+        self.clients.get_mut(&id)
     }
 
-    /// The next number of the engine's seeded generator (expiry sampling, `SPOP`,
-    /// `SRANDMEMBER`): never unseeded randomness, so a run replays exactly.
+    /// Every open connection by id, in id order (`CLIENT LIST`).
+    pub(crate) fn clients(&self) -> impl Iterator<Item = (u64, &Client)> {
+        self.clients.iter().map(|(&id, c)| (id, c))
+    }
+
+    /// The script cache.
+    pub(crate) fn scripts(&mut self) -> &mut ScriptCache {
+        &mut self.scripts
+    }
+
+    /// The counters `INFO` reports.
+    pub(crate) fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    /// When the engine started, unix ms (`INFO`'s uptime).
+    pub(crate) fn started_at(&self) -> i64 {
+        self.started_at
+    }
+
+    /// The next number of the engine's seeded generator (`SPOP`, `SRANDMEMBER`, `RANDOMKEY`;
+    /// expiry sampling draws from it too): never unseeded randomness, so a run replays exactly.
     pub(crate) fn random(&mut self) -> u64 {
         xorshift(&mut self.rng)
-    }
-
-    /// Runs `cycles` active expiry cycles at the current time, without moving the clock (for
-    /// tests and simulators that want expired keys physically removed now).
-    pub fn run_expiry_cycles(&mut self, cycles: usize) {
-        let now = self.now();
-        for _ in 0..cycles {
-            self.active_expire_cycle(now);
-        }
     }
 
     // ---- faults ----
@@ -785,96 +647,6 @@ impl Engine {
         self.watchers = 0;
         self.channels.clear();
         self.patterns.clear();
-    }
-
-    // ---- direct access, for tests and simulators ----
-
-    /// The live value and deadline at `key` in database `db`, without side effects.
-    pub fn value(&self, db: usize, key: &[u8]) -> Option<(Value, Option<i64>)> {
-        let now = self.now();
-        self.dbs
-            .get(db)?
-            .peek(key, now)
-            .map(|e| (e.value.clone(), e.deadline()))
-    }
-
-    /// Writes `value` at `key` in database `db` with `deadline` (unix ms), replacing what was
-    /// there, as a command would (watchers are touched, the journal records it).
-    pub fn set_value(&mut self, db: usize, key: &[u8], value: Value, deadline: Option<i64>) {
-        let now = self.now();
-        let d = &mut self.dbs[db];
-        d.insert(key, value, deadline, now);
-        d.touch(key);
-    }
-
-    /// `SET key value` in database `db`.
-    pub fn set_string(&mut self, db: usize, key: &[u8], value: &[u8]) {
-        self.set_value(db, key, Value::Str(Bytes::copy_from_slice(value)), None);
-    }
-
-    /// `DEL key` then `RPUSH key items…` in database `db` (lists have no commands yet).
-    pub fn set_list(&mut self, db: usize, key: &[u8], items: &[&[u8]]) {
-        let list = items.iter().map(|i| Bytes::copy_from_slice(i)).collect();
-        self.set_value(db, key, Value::List(list), None);
-    }
-
-    /// `HSET key field value…` semantics for a whole new hash in database `db`.
-    pub fn set_hash(&mut self, db: usize, key: &[u8], fields: &[(&[u8], &[u8])]) {
-        let hash = Hash::from_pairs(
-            fields
-                .iter()
-                .map(|(f, v)| (Bytes::copy_from_slice(f), Bytes::copy_from_slice(v))),
-        );
-        self.set_value(db, key, Value::Hash(hash), None);
-    }
-
-    /// Every live key of database `db` with its value and deadline, sorted by key.
-    pub fn snapshot(&self, db: usize) -> Vec<(Bytes, Value, Option<i64>)> {
-        let now = self.now();
-        self.dbs[db]
-            .live_entries(now)
-            .into_iter()
-            .map(|(k, e)| {
-                let d = e.deadline();
-                (k, e.value, d)
-            })
-            .collect()
-    }
-
-    /// The number of keys physically present in database `db`, logically expired ones included
-    /// (`DBSIZE`).
-    pub fn dbsize(&self, db: usize) -> usize {
-        self.dbs[db].len()
-    }
-
-    /// The SHAs in the script cache.
-    pub fn cached_scripts(&self) -> Vec<String> {
-        self.scripts
-            .loaded
-            .iter()
-            .map(|s| s.sha().to_owned())
-            .collect()
-    }
-
-    /// Runs one of the lock's script calls natively in database `db`, as `EVALSHA` would, whether
-    /// or not it is in the script cache (for simulators that skip the protocol).
-    pub fn run_script(&mut self, db: usize, call: &lock_core::script::ScriptCall) -> Frame {
-        let now = self.tick();
-        cmd::scripting::run_native(self, None, db, now, call.script, &call.keys, &call.args)
-    }
-}
-
-fn next_tick_after(now: i64) -> i64 {
-    let period = 1000 / ACTIVE_EXPIRE_HZ;
-    now - now.rem_euclid(period) + period
-}
-
-pub(crate) fn remove_subscriber(map: &mut BTreeMap<Bytes, BTreeSet<u64>>, name: &[u8], id: u64) {
-    if let Some(set) = map.get_mut(name) {
-        set.remove(&id);
-        if set.is_empty() {
-            map.remove(name);
-        }
     }
 }
 

@@ -170,6 +170,41 @@ fn transactions_abort_on_queued_errors_and_touched_watches() {
 }
 
 #[test]
+fn queued_commands_after_a_select_run_in_the_selected_database() {
+    let (_clock, mut e, c) = setup();
+    run(&mut e, c, "MULTI");
+    run(&mut e, c, "SET k zero");
+    run(&mut e, c, "SELECT 1");
+    run(&mut e, c, "SET k one");
+    assert_eq!(
+        run(&mut e, c, "EXEC"),
+        Frame::Array(vec![Frame::OK, Frame::OK, Frame::OK])
+    );
+    assert_eq!(run(&mut e, c, "GET k"), bulk("one"));
+    run(&mut e, c, "SELECT 0");
+    assert_eq!(run(&mut e, c, "GET k"), bulk("zero"));
+}
+
+#[test]
+fn a_closed_connection_leaves_no_subscription_behind() {
+    let (_clock, mut e, c) = setup();
+    let sub = e.connect();
+    run(&mut e, sub, "SUBSCRIBE news");
+    run(&mut e, sub, "PSUBSCRIBE n*");
+    run(&mut e, sub, "WATCH k");
+    e.disconnect(sub);
+    assert_eq!(run(&mut e, c, "PUBLISH news hello"), int(0));
+    assert_eq!(run(&mut e, c, "PUBSUB CHANNELS"), Frame::Array(vec![]));
+    assert_eq!(run(&mut e, c, "PUBSUB NUMPAT"), int(0));
+    // QUIT closes the connection after its reply, with the same cleanup.
+    let quitter = e.connect();
+    run(&mut e, quitter, "SUBSCRIBE news");
+    assert_eq!(run(&mut e, quitter, "QUIT"), Frame::OK);
+    assert!(!e.is_connected(quitter));
+    assert_eq!(run(&mut e, c, "PUBLISH news hello"), int(0));
+}
+
+#[test]
 fn publish_reaches_subscribers_outboxes_and_resp2_subscribers_are_restricted() {
     let (_clock, mut e, c) = setup();
     let sub = e.connect();

@@ -6,9 +6,10 @@
 //! the failover fault that models losing their lag.
 
 use super::{
-    ALL, NO_AUTH, NOT_QUEUED, PUBSUB_CONTEXT, Spec, int, is, unknown_subcommand, wrong_arity,
+    ALL, Args, Cx, NO_AUTH, NOT_QUEUED, PUBSUB_CONTEXT, Reply, Spec, int, is, unknown_subcommand,
+    wrong_arity,
 };
-use crate::engine::{Cx, DATABASES, REDIS_VERSION};
+use crate::engine::{Client, DATABASES, REDIS_VERSION, Subscription};
 use crate::frame::Frame;
 use bytes::Bytes;
 use std::fmt::Write;
@@ -36,27 +37,27 @@ pub(crate) static INFO: Spec = Spec::new("info", -1, 0, info_command);
 pub(crate) static WAIT: Spec = Spec::new("wait", 3, 0, wait_command);
 pub(crate) static COMMAND: Spec = Spec::new("command", -1, 0, command_command);
 
-fn ping_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    if argv.len() > 2 {
-        return wrong_arity("ping");
+fn ping_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    if args.remaining() > 1 {
+        return Err(wrong_arity("ping"));
     }
-    let client = cx.client();
-    if client.protocol == 2 && client.subscriptions() > 0 {
+    let message = args.next();
+    if cx.client().in_pubsub_context() {
         // A subscribed RESP2 connection answers in the shape of a message.
-        let payload = argv.get(1).cloned().unwrap_or_default();
-        return Frame::Array(vec![
+        let payload = message.cloned().unwrap_or_default();
+        return Ok(Frame::Array(vec![
             Frame::Bulk(Bytes::from_static(b"pong")),
             Frame::Bulk(payload),
-        ]);
+        ]));
     }
-    match argv.get(1) {
+    Ok(match message {
         Some(msg) => Frame::Bulk(msg.clone()),
         None => Frame::simple("PONG"),
-    }
+    })
 }
 
-fn echo_command(_cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    Frame::Bulk(argv[1].clone())
+fn echo_command(_cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    Ok(Frame::Bulk(args.next_bytes()?.clone()))
 }
 
 /// Checks credentials against the `default` user (the fake has no other): its password is
@@ -64,8 +65,8 @@ fn echo_command(_cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
 fn authenticate(cx: &mut Cx<'_>, user: &[u8], password: &[u8]) -> Result<(), Frame> {
     let ok = user == b"default"
         && cx
-            .engine
-            .config
+            .engine()
+            .config()
             .requirepass
             .as_ref()
             .is_none_or(|p| &p[..] == password);
@@ -79,21 +80,22 @@ fn authenticate(cx: &mut Cx<'_>, user: &[u8], password: &[u8]) -> Result<(), Fra
     }
 }
 
-fn auth_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    let result = match argv {
-        [_, password] => {
-            if cx.engine.config.requirepass.is_none() {
-                return Frame::error(
+/// `AUTH password` or `AUTH user password`.
+fn auth_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    match args.rest() {
+        [password] => {
+            if cx.engine().config().requirepass.is_none() {
+                return Err(Frame::error(
                     "ERR AUTH <password> called without any password configured for the default \
                      user. Are you sure your configuration is correct?",
-                );
+                ));
             }
-            authenticate(cx, b"default", password)
+            authenticate(cx, b"default", password)?;
         }
-        [_, user, password] => authenticate(cx, user, password),
-        _ => return super::SYNTAX,
-    };
-    result.map_or_else(|e| e, |()| Frame::OK)
+        [user, password] => authenticate(cx, user, password)?,
+        _ => return Err(super::SYNTAX),
+    }
+    Ok(Frame::OK)
 }
 
 fn valid_client_name(name: &[u8]) -> Result<(), Frame> {
@@ -106,54 +108,50 @@ fn valid_client_name(name: &[u8]) -> Result<(), Frame> {
     }
 }
 
-fn hello_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    let mut protocol = None;
-    let mut next = 1;
-    if let Some(v) = argv.get(1) {
-        let Ok(v) = int(v) else {
-            return Frame::error("ERR Protocol version is not an integer or out of range");
-        };
-        if !(2..=3).contains(&v) {
-            return Frame::error("NOPROTO unsupported protocol version");
+/// `HELLO [protover [AUTH username password] [SETNAME clientname]]`.
+fn hello_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let protocol = match args.next() {
+        None => None,
+        Some(v) => {
+            let Ok(v) = int(v) else {
+                return Err(Frame::error(
+                    "ERR Protocol version is not an integer or out of range",
+                ));
+            };
+            if !(2..=3).contains(&v) {
+                return Err(Frame::error("NOPROTO unsupported protocol version"));
+            }
+            Some(v as u8)
         }
-        protocol = Some(v as u8);
-        next = 2;
-    }
+    };
     let mut credentials = None;
     let mut name = None;
-    let mut j = next;
-    while j < argv.len() {
-        let more = argv.len() - 1 - j;
-        let opt = &argv[j];
+    while let Some(opt) = args.next() {
+        let more = args.remaining();
         if is(opt, "auth") && more >= 2 {
-            credentials = Some((argv[j + 1].clone(), argv[j + 2].clone()));
-            j += 3;
+            credentials = Some((args.next_bytes()?, args.next_bytes()?));
         } else if is(opt, "setname") && more >= 1 {
-            if let Err(e) = valid_client_name(&argv[j + 1]) {
-                return e;
-            }
-            name = Some(argv[j + 1].clone());
-            j += 2;
+            let new_name = args.next_bytes()?;
+            valid_client_name(new_name)?;
+            name = Some(new_name.clone());
         } else {
-            return Frame::error_owned(format!(
+            return Err(Frame::error_owned(format!(
                 "ERR Syntax error in HELLO option '{}'",
                 String::from_utf8_lossy(opt)
-            ));
+            )));
         }
     }
-    if let Some((user, password)) = credentials
-        && let Err(e) = authenticate(cx, &user, &password)
-    {
-        return e;
+    if let Some((user, password)) = credentials {
+        authenticate(cx, user, password)?;
     }
     let id = cx.client;
     let client = cx.client();
     if !client.authenticated {
-        return Frame::error(
+        return Err(Frame::error(
             "NOAUTH HELLO must be called with the client already authenticated, otherwise the \
              HELLO AUTH <user> <pass> option can be used to authenticate the client and select \
              the RESP protocol version at the same time",
-        );
+        ));
     }
     if let Some(name) = name {
         client.name = (!name.is_empty()).then_some(name);
@@ -163,7 +161,7 @@ fn hello_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
     }
     let proto = client.protocol;
     let field = |k: &'static str| Frame::Bulk(Bytes::from_static(k.as_bytes()));
-    Frame::Map(vec![
+    Ok(Frame::Map(vec![
         (field("server"), field("redis")),
         (field("version"), field(REDIS_VERSION)),
         (field("proto"), Frame::Integer(i64::from(proto))),
@@ -171,68 +169,65 @@ fn hello_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
         (field("mode"), field("standalone")),
         (field("role"), field("master")),
         (field("modules"), Frame::Array(Vec::new())),
-    ])
+    ]))
 }
 
-fn select_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    let Ok(index) = int(&argv[1]) else {
-        return super::NOT_INTEGER;
-    };
+fn select_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let index = args.next_int()?;
     if !(0..DATABASES as i64).contains(&index) {
-        return Frame::error("ERR DB index is out of range");
+        return Err(Frame::error("ERR DB index is out of range"));
     }
     cx.client().db = index as usize;
     cx.db = index as usize;
-    Frame::OK
+    Ok(Frame::OK)
 }
 
-fn client_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    let sub = &argv[1];
-    let exact = |n: usize, name: &str| (argv.len() != n).then(|| wrong_arity(name));
-    if is(sub, "id") {
-        if let Some(e) = exact(2, "client|id") {
-            return e;
+/// `CLIENT ID`, `GETNAME`, `SETNAME name`, `INFO`, `LIST`.
+fn client_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let sub = args.next_bytes()?;
+    // The subcommand's arity: exactly `n` arguments after it.
+    let exact = |args: &Args<'_>, n: usize, name: &str| {
+        if args.remaining() == n {
+            Ok(())
+        } else {
+            Err(wrong_arity(name))
         }
-        return Frame::Integer(cx.client as i64);
+    };
+    if is(sub, "id") {
+        exact(args, 0, "client|id")?;
+        return Ok(Frame::Integer(cx.client as i64));
     }
     if is(sub, "getname") {
-        if let Some(e) = exact(2, "client|getname") {
-            return e;
-        }
-        return cx.client().name.clone().map_or(Frame::Null, Frame::Bulk);
+        exact(args, 0, "client|getname")?;
+        return Ok(cx.client().name.clone().map_or(Frame::Null, Frame::Bulk));
     }
     if is(sub, "setname") {
-        if let Some(e) = exact(3, "client|setname") {
-            return e;
-        }
-        if let Err(e) = valid_client_name(&argv[2]) {
-            return e;
-        }
-        let name = argv[2].clone();
-        cx.client().name = (!name.is_empty()).then_some(name);
-        return Frame::OK;
+        exact(args, 1, "client|setname")?;
+        let name = args.next_bytes()?;
+        valid_client_name(name)?;
+        cx.client().name = (!name.is_empty()).then(|| name.clone());
+        return Ok(Frame::OK);
     }
     if is(sub, "info") {
-        if let Some(e) = exact(2, "client|info") {
-            return e;
-        }
-        let id = cx.client;
-        let line = client_line(cx, id);
-        return Frame::Bulk(Bytes::from(line));
+        exact(args, 0, "client|info")?;
+        let (now, id) = (cx.now, cx.client);
+        let line = client_line(now, id, cx.client());
+        return Ok(Frame::Bulk(Bytes::from(line)));
     }
     if is(sub, "list") {
-        let ids: Vec<u64> = cx.engine.clients.keys().copied().collect();
-        let text: String = ids.into_iter().map(|id| client_line(cx, id)).collect();
-        return Frame::Bulk(Bytes::from(text));
+        let now = cx.now;
+        let text: String = cx
+            .engine()
+            .clients()
+            .map(|(id, c)| client_line(now, id, c))
+            .collect();
+        return Ok(Frame::Bulk(Bytes::from(text)));
     }
-    unknown_subcommand("CLIENT", sub)
+    Err(unknown_subcommand("CLIENT", sub))
 }
 
-fn client_line(cx: &mut Cx<'_>, id: u64) -> String {
-    let now = cx.now;
-    let Some(c) = cx.engine.clients.get(&id) else {
-        return String::new();
-    };
+/// One line of `CLIENT LIST` for connection `id`.
+fn client_line(now: i64, id: u64, c: &Client) -> String {
     let name = c
         .name
         .as_ref()
@@ -245,51 +240,45 @@ fn client_line(cx: &mut Cx<'_>, id: u64) -> String {
         (now - c.last_command_at).max(0) / 1000,
         if c.subscriptions() > 0 { "P" } else { "N" },
         c.db,
-        c.channels.len(),
-        c.patterns.len(),
+        c.subscription_count(Subscription::Channel),
+        c.subscription_count(Subscription::Pattern),
         c.multi.as_ref().map_or(-1, |m| m.queue.len() as i64),
         c.protocol,
     )
 }
 
-fn quit_command(cx: &mut Cx<'_>, _argv: &[Bytes]) -> Frame {
+fn quit_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
     cx.client().closing = true;
-    Frame::OK
+    Ok(Frame::OK)
 }
 
-fn reset_command(cx: &mut Cx<'_>, _argv: &[Bytes]) -> Frame {
-    let id = cx.client;
-    cx.engine.unwatch(id);
-    let needs_auth = cx.engine.config.requirepass.is_some();
+/// `RESET`: the connection as it was when it opened (no transaction, watches, subscriptions or
+/// name; database 0; RESP2; unauthenticated if the server needs a password).
+fn reset_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
+    cx.unwatch();
+    let needs_auth = cx.engine().config().requirepass.is_some();
     let client = cx.client();
     client.multi = None;
     client.db = 0;
     client.protocol = 2;
     client.name = None;
     client.authenticated = !needs_auth;
-    let channels = std::mem::take(&mut client.channels);
-    let patterns = std::mem::take(&mut client.patterns);
-    for ch in channels {
-        crate::engine::remove_subscriber(&mut cx.engine.channels, &ch, id);
-    }
-    for p in patterns {
-        crate::engine::remove_subscriber(&mut cx.engine.patterns, &p, id);
-    }
+    cx.unsubscribe_all();
     cx.db = 0;
-    Frame::simple("RESET")
+    Ok(Frame::simple("RESET"))
 }
 
-fn time_command(cx: &mut Cx<'_>, _argv: &[Bytes]) -> Frame {
+fn time_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
     let now = cx.now;
-    Frame::Array(vec![
+    Ok(Frame::Array(vec![
         Frame::Bulk(Bytes::from(now.div_euclid(1000).to_string())),
         Frame::Bulk(Bytes::from((now.rem_euclid(1000) * 1000).to_string())),
-    ])
+    ]))
 }
 
-fn info_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    let wanted: Vec<String> = argv[1..]
-        .iter()
+/// `INFO [section…]`: the sections a client may look at (server, clients, stats, keyspace).
+fn info_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let wanted: Vec<String> = args
         .map(|s| String::from_utf8_lossy(s).to_ascii_lowercase())
         .collect();
     let all = wanted.is_empty()
@@ -298,10 +287,10 @@ fn info_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
             .any(|w| w == "all" || w == "everything" || w == "default");
     let want = |s: &str| all || wanted.iter().any(|w| w == s);
     let now = cx.now;
-    let engine = &*cx.engine;
+    let engine = cx.engine();
     let mut sections = Vec::new();
     if want("server") {
-        let uptime = (now - engine.started_at).max(0) / 1000;
+        let uptime = (now - engine.started_at()).max(0) / 1000;
         let mut s = String::from("# Server\r\n");
         let _ = write!(
             s,
@@ -320,27 +309,27 @@ fn info_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
             s,
             "connected_clients:{}\r\ncluster_connections:0\r\nmaxclients:10000\r\n\
              blocked_clients:0\r\ntracking_clients:0\r\n",
-            engine.clients.len()
+            engine.client_count()
         );
         sections.push(s);
     }
     if want("stats") {
-        let expired: u64 = engine.dbs.iter().map(|d| d.stats.expired_keys).sum();
+        let expired: u64 = engine.dbs().iter().map(|d| d.stats.expired_keys).sum();
         let mut s = String::from("# Stats\r\n");
         let _ = write!(
             s,
             "total_connections_received:{}\r\ntotal_commands_processed:{}\r\nexpired_keys:{expired}\r\n\
              pubsub_channels:{}\r\npubsub_patterns:{}\r\n",
-            engine.stats.connections,
-            engine.stats.commands,
-            engine.channels.len(),
-            engine.patterns.len()
+            engine.stats().connections,
+            engine.stats().commands,
+            engine.channel_count(),
+            engine.pattern_count()
         );
         sections.push(s);
     }
     if want("keyspace") {
         let mut s = String::from("# Keyspace\r\n");
-        for (i, db) in engine.dbs.iter().enumerate() {
+        for (i, db) in engine.dbs().iter().enumerate() {
             if db.len() > 0 {
                 let _ = write!(
                     s,
@@ -352,24 +341,23 @@ fn info_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
         }
         sections.push(s);
     }
-    Frame::Bulk(Bytes::from(sections.join("\r\n")))
+    Ok(Frame::Bulk(Bytes::from(sections.join("\r\n"))))
 }
 
-fn wait_command(_cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    if let Err(e) = int(&argv[1]) {
-        return e;
+/// `WAIT numreplicas timeout`: 0, the fake has no replicas.
+fn wait_command(_cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    args.next_int()?;
+    if args.next_int()? < 0 {
+        return Err(Frame::error("ERR timeout is negative"));
     }
-    match int(&argv[2]) {
-        Err(e) => e,
-        Ok(t) if t < 0 => Frame::error("ERR timeout is negative"),
-        Ok(_) => Frame::Integer(0),
-    }
+    Ok(Frame::Integer(0))
 }
 
-fn command_command(_cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    let Some(sub) = argv.get(1) else {
+/// `COMMAND`, `COMMAND COUNT`, `COMMAND LIST`.
+fn command_command(_cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let Some(sub) = args.next() else {
         // A short form of Redis's reply: name and arity of each command.
-        return Frame::Array(
+        return Ok(Frame::Array(
             ALL.iter()
                 .map(|s| {
                     Frame::Array(vec![
@@ -378,20 +366,20 @@ fn command_command(_cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
                     ])
                 })
                 .collect(),
-        );
+        ));
     };
     if is(sub, "count") {
-        if argv.len() != 2 {
-            return wrong_arity("command|count");
+        if args.remaining() != 0 {
+            return Err(wrong_arity("command|count"));
         }
-        return Frame::Integer(ALL.len() as i64);
+        return Ok(Frame::Integer(ALL.len() as i64));
     }
     if is(sub, "list") {
-        return Frame::Array(
+        return Ok(Frame::Array(
             ALL.iter()
                 .map(|s| Frame::Bulk(Bytes::from_static(s.name.as_bytes())))
                 .collect(),
-        );
+        ));
     }
-    unknown_subcommand("COMMAND", sub)
+    Err(unknown_subcommand("COMMAND", sub))
 }

@@ -5,9 +5,10 @@
 //! lock scripts `PEXPIRE` right after. Small hashes reply in insertion order, as Redis's listpack
 //! encoding does.
 
-use super::{OVERFLOW, Spec, WRITE, float, human_float, int, int_bytes, wrong_arity};
+use super::{
+    Args, Cx, OVERFLOW, Reply, Spec, WRITE, float, human_float, int_bytes, is, wrong_arity,
+};
 use crate::db::{Hash, Value};
-use crate::engine::Cx;
 use crate::frame::Frame;
 use bytes::Bytes;
 
@@ -43,7 +44,7 @@ fn read<'a>(cx: &'a mut Cx<'_>, key: &[u8]) -> Result<Option<&'a Hash>, Frame> {
 fn write<'a>(cx: &'a mut Cx<'_>, key: &[u8]) -> Result<&'a mut Hash, Frame> {
     read(cx, key)?;
     let now = cx.now;
-    let db = cx.db();
+    let db = cx.keyspace();
     if db.peek(key, now).is_none() {
         db.insert(key, Value::Hash(Hash::default()), None, now);
     }
@@ -68,7 +69,7 @@ pub(crate) fn hget(cx: &mut Cx<'_>, key: &[u8], field: &[u8]) -> Result<Option<B
 /// `HINCRBY key field delta`: the new value. Keeps the TTL; a new key has none.
 pub(crate) fn hincrby(cx: &mut Cx<'_>, key: &[u8], field: &[u8], delta: i64) -> Result<i64, Frame> {
     let (now, h) = (cx.now, cx.hash(key));
-    let db = cx.db();
+    let db = cx.keyspace();
     let new = match db.write_h(key, h, now) {
         None => {
             let hash = Hash::single(Bytes::copy_from_slice(field), int_bytes(delta));
@@ -95,172 +96,140 @@ pub(crate) fn hincrby(cx: &mut Cx<'_>, key: &[u8], field: &[u8], delta: i64) -> 
 
 // ---- commands ----
 
-fn hset_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    let hmset = super::is(&argv[0], "hmset");
-    if !argv.len().is_multiple_of(2) {
-        return wrong_arity(if hmset { "hmset" } else { "hset" });
+/// `HSET key field value…` (how many fields are new) and `HMSET` (`OK`).
+fn hset_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let hmset = is(args.name(), "hmset");
+    let key = args.next_bytes()?;
+    let pairs = args.rest();
+    if !pairs.len().is_multiple_of(2) {
+        return Err(wrong_arity(if hmset { "hmset" } else { "hset" }));
     }
-    let hash = match write(cx, &argv[1]) {
-        Ok(h) => h,
-        Err(e) => return e,
-    };
+    let hash = write(cx, key)?;
     let mut created = 0;
-    for fv in argv[2..].chunks(2) {
-        if hash.insert(fv[0].clone(), fv[1].clone()) {
+    for pair in pairs.chunks_exact(2) {
+        if let [field, value] = pair
+            && hash.insert(field.clone(), value.clone())
+        {
             created += 1;
         }
     }
-    cx.db().touch(&argv[1]);
-    if hmset {
+    cx.keyspace().touch(key);
+    Ok(if hmset {
         Frame::OK
     } else {
         Frame::Integer(created)
-    }
+    })
 }
 
-fn hsetnx_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    match read(cx, &argv[1]) {
-        Err(e) => return e,
-        Ok(Some(h)) if h.get(&argv[2]).is_some() => return Frame::Integer(0),
-        Ok(_) => {}
+fn hsetnx_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let (key, field, value) = (args.next_bytes()?, args.next_bytes()?, args.next_bytes()?);
+    if read(cx, key)?.is_some_and(|h| h.get(field).is_some()) {
+        return Ok(Frame::Integer(0));
     }
-    match write(cx, &argv[1]) {
-        Ok(h) => h.insert(argv[2].clone(), argv[3].clone()),
-        Err(e) => return e,
-    };
-    cx.db().touch(&argv[1]);
-    Frame::Integer(1)
+    write(cx, key)?.insert(field.clone(), value.clone());
+    cx.keyspace().touch(key);
+    Ok(Frame::Integer(1))
 }
 
-fn hget_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    match hget(cx, &argv[1], &argv[2]) {
-        Ok(v) => v.map_or(Frame::Null, Frame::Bulk),
-        Err(e) => e,
-    }
+fn hget_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let (key, field) = (args.next_bytes()?, args.next_bytes()?);
+    Ok(hget(cx, key, field)?.map_or(Frame::Null, Frame::Bulk))
 }
 
-fn hmget_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    match read(cx, &argv[1]) {
-        Ok(h) => Frame::Array(
-            argv[2..]
-                .iter()
-                .map(|f| {
-                    h.and_then(|h| h.get(f))
-                        .map_or(Frame::Null, |v| Frame::Bulk(v.clone()))
-                })
-                .collect(),
-        ),
-        Err(e) => e,
-    }
+fn hmget_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let h = read(cx, args.next_bytes()?)?;
+    Ok(Frame::Array(
+        args.map(|f| {
+            h.and_then(|h| h.get(f))
+                .map_or(Frame::Null, |v| Frame::Bulk(v.clone()))
+        })
+        .collect(),
+    ))
 }
 
-fn hdel_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    let key = &argv[1];
-    match read(cx, key) {
-        Err(e) => return e,
-        Ok(None) => return Frame::Integer(0),
-        Ok(Some(_)) => {}
+fn hdel_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let key = args.next_bytes()?;
+    if read(cx, key)?.is_none() {
+        return Ok(Frame::Integer(0));
     }
     let now = cx.now;
     let Ok(hash) = write(cx, key) else {
-        return super::WRONGTYPE;
+        return Err(super::WRONGTYPE);
     };
-    let removed = argv[2..].iter().filter(|f| hash.remove(f)).count();
+    let removed = args.filter(|f| hash.remove(f)).count();
     let empty = hash.is_empty();
-    let db = cx.db();
+    let db = cx.keyspace();
     if empty {
         db.remove(key, now);
     }
     if removed > 0 {
         db.touch(key);
     }
-    Frame::Integer(removed as i64)
+    Ok(Frame::Integer(removed as i64))
 }
 
-fn hexists_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    match hexists(cx, &argv[1], &argv[2]) {
-        Ok(b) => Frame::Integer(i64::from(b)),
-        Err(e) => e,
-    }
+fn hexists_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let (key, field) = (args.next_bytes()?, args.next_bytes()?);
+    Ok(Frame::Integer(i64::from(hexists(cx, key, field)?)))
 }
 
-fn hgetall_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    let which = argv[0].to_ascii_lowercase();
-    let hash = match read(cx, &argv[1]) {
-        Ok(h) => h,
-        Err(e) => return e,
-    };
+/// `HGETALL` (a map of fields to values), `HKEYS` and `HVALS`.
+fn hgetall_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let name = args.name();
+    let hash = read(cx, args.next_bytes()?)?;
     let pairs = hash.into_iter().flat_map(|h| h.iter());
-    match &which[..] {
-        b"hkeys" => Frame::Array(pairs.map(|(f, _)| Frame::Bulk(f.clone())).collect()),
-        b"hvals" => Frame::Array(pairs.map(|(_, v)| Frame::Bulk(v.clone())).collect()),
-        _ => Frame::Map(
+    Ok(if is(name, "hkeys") {
+        Frame::Array(pairs.map(|(f, _)| Frame::Bulk(f.clone())).collect())
+    } else if is(name, "hvals") {
+        Frame::Array(pairs.map(|(_, v)| Frame::Bulk(v.clone())).collect())
+    } else {
+        Frame::Map(
             pairs
                 .map(|(f, v)| (Frame::Bulk(f.clone()), Frame::Bulk(v.clone())))
                 .collect(),
-        ),
-    }
+        )
+    })
 }
 
-fn hlen_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    match read(cx, &argv[1]) {
-        Ok(h) => Frame::Integer(h.map_or(0, |h| h.len() as i64)),
-        Err(e) => e,
-    }
+fn hlen_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let hash = read(cx, args.next_bytes()?)?;
+    Ok(Frame::Integer(hash.map_or(0, |h| h.len() as i64)))
 }
 
-fn hincrby_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    let delta = match int(&argv[3]) {
-        Ok(n) => n,
-        Err(e) => return e,
-    };
-    match hincrby(cx, &argv[1], &argv[2], delta) {
-        Ok(n) => Frame::Integer(n),
-        Err(e) => e,
-    }
+fn hincrby_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let (key, field, delta) = (args.next_bytes()?, args.next_bytes()?, args.next_int()?);
+    Ok(Frame::Integer(hincrby(cx, key, field, delta)?))
 }
 
-fn hincrbyfloat_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    let Some(incr) = float(&argv[3]) else {
-        return super::NOT_FLOAT;
-    };
+fn hincrbyfloat_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let (key, field, incr) = (args.next_bytes()?, args.next_bytes()?, args.next_float()?);
     if !incr.is_finite() {
-        return Frame::error("ERR value is NaN or Infinity");
+        return Err(Frame::error("ERR value is NaN or Infinity"));
     }
-    let old = match read(cx, &argv[1]) {
-        Err(e) => return e,
-        Ok(h) => match h.and_then(|h| h.get(&argv[2])) {
-            None => 0.0,
-            Some(v) => match float(v) {
-                Some(v) => v,
-                None => return Frame::error("ERR hash value is not a float"),
-            },
-        },
+    let old = match read(cx, key)?.and_then(|h| h.get(field)) {
+        None => 0.0,
+        Some(v) => float(v).ok_or(Frame::error("ERR hash value is not a float"))?,
     };
     let new = old + incr;
     if !new.is_finite() {
-        return Frame::error("ERR increment would produce NaN or Infinity");
+        return Err(Frame::error("ERR increment would produce NaN or Infinity"));
     }
     let text = human_float(new);
-    match write(cx, &argv[1]) {
-        Ok(h) => h.insert(argv[2].clone(), text.clone()),
-        Err(e) => return e,
-    };
-    cx.db().touch(&argv[1]);
-    Frame::Bulk(text)
+    write(cx, key)?.insert(field.clone(), text.clone());
+    cx.keyspace().touch(key);
+    Ok(Frame::Bulk(text))
 }
 
-fn hstrlen_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    match hget(cx, &argv[1], &argv[2]) {
-        Ok(v) => Frame::Integer(v.map_or(0, |v| v.len() as i64)),
-        Err(e) => e,
-    }
+fn hstrlen_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let (key, field) = (args.next_bytes()?, args.next_bytes()?);
+    let value = hget(cx, key, field)?;
+    Ok(Frame::Integer(value.map_or(0, |v| v.len() as i64)))
 }
 
 /// `HSCAN key cursor [MATCH pattern] [COUNT count]`: fields and values (see
 /// [`scan_collection`](super::keys::scan_collection)).
-fn hscan_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    super::keys::scan_collection(cx, argv, read, |h| {
+fn hscan_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    super::keys::scan_collection(cx, args, read, |h| {
         h.iter()
             .map(|(f, v)| {
                 (

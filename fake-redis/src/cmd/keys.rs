@@ -5,10 +5,11 @@
 //! the key and still replies 1, `TTL` rounds to the nearest second, -2 means missing and -1 means
 //! no TTL, and NX/XX/GT/LT compare against the current deadline (none counts as infinite).
 
-use super::{Spec, WRITE, glob_match, int, invalid_expire, is};
+use super::{Args, Cx, Reply, Spec, WRITE, int, invalid_expire, is};
 use crate::db::{DeadlineChange, Value};
-use crate::engine::Cx;
+use crate::engine::DATABASES;
 use crate::frame::Frame;
+use crate::glob::glob_match;
 use bytes::Bytes;
 
 pub(crate) static DEL: Spec = Spec::new("del", -2, WRITE, del_command);
@@ -44,7 +45,7 @@ pub(crate) fn exists(cx: &mut Cx<'_>, key: &[u8]) -> bool {
 /// `DEL` of one key: whether a live key was removed (an expired one is expired first, uncounted).
 pub(crate) fn del(cx: &mut Cx<'_>, key: &[u8]) -> bool {
     let (now, h) = (cx.now, cx.hash(key));
-    let db = cx.db();
+    let db = cx.keyspace();
     let removed = db.change_deadline_h(key, h, now, |_| DeadlineChange::Delete);
     if removed {
         db.touch(key);
@@ -72,9 +73,10 @@ pub(crate) struct ExpireCondition {
 }
 
 impl ExpireCondition {
-    fn parse(options: &[Bytes]) -> Result<ExpireCondition, Frame> {
+    /// Reads every argument left.
+    fn parse(args: &mut Args<'_>) -> Result<ExpireCondition, Frame> {
         let mut c = ExpireCondition::default();
-        for o in options {
+        for o in args {
             if is(o, "nx") {
                 c.nx = true;
             } else if is(o, "xx") {
@@ -127,7 +129,7 @@ impl ExpireCondition {
 pub(crate) fn expire_at(cx: &mut Cx<'_>, key: &[u8], when: i64, cond: ExpireCondition) -> bool {
     let now = cx.now;
     let h = cx.hash(key);
-    let db = cx.db();
+    let db = cx.keyspace();
     let mut set = false;
     db.change_deadline_h(key, h, now, |current| {
         if !cond.allows(current, when) {
@@ -157,90 +159,99 @@ pub(crate) fn pexpire(cx: &mut Cx<'_>, key: &[u8], ms: &[u8]) -> Result<bool, Fr
 
 // ---- commands ----
 
-fn del_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    let removed = argv[1..].iter().filter(|k| del(cx, k)).count();
-    Frame::Integer(removed as i64)
+fn del_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let removed = args.filter(|k| del(cx, k)).count();
+    Ok(Frame::Integer(removed as i64))
 }
 
-fn exists_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
+fn exists_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     // Every occurrence counts: `EXISTS k k` is 2.
-    let found = argv[1..].iter().filter(|k| exists(cx, k)).count();
-    Frame::Integer(found as i64)
+    let found = args.filter(|k| exists(cx, k)).count();
+    Ok(Frame::Integer(found as i64))
 }
 
-fn type_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    Frame::simple(cx.lookup(&argv[1]).map_or("none", |e| e.value.type_name()))
+fn type_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let key = args.next_bytes()?;
+    Ok(Frame::simple(
+        cx.lookup(key).map_or("none", |e| e.value.type_name()),
+    ))
 }
 
-/// `EXPIRE`, `PEXPIRE`, `EXPIREAT`, `PEXPIREAT` parsed: the absolute deadline and the condition.
-struct Expire {
+/// `EXPIRE`, `PEXPIRE`, `EXPIREAT`, `PEXPIREAT` parsed: the key, the absolute deadline and the
+/// condition.
+struct Expire<'a> {
+    key: &'a Bytes,
     when: i64,
     cond: ExpireCondition,
 }
 
-impl Expire {
-    fn parse(cx: &Cx<'_>, argv: &[Bytes]) -> Result<Expire, Frame> {
-        let name = argv[0].to_ascii_lowercase();
+impl<'a> Expire<'a> {
+    /// The condition is read before the time, so a bad option wins over a bad number, as in
+    /// Redis.
+    fn parse(cx: &Cx<'_>, args: &mut Args<'a>) -> Result<Expire<'a>, Frame> {
+        let name = args.name().to_ascii_lowercase();
         let name = std::str::from_utf8(&name).unwrap_or("expire");
-        let cond = ExpireCondition::parse(&argv[3..])?;
-        let mut when = int(&argv[2])?;
+        let key = args.next_bytes()?;
+        let when = args.next_bytes()?;
+        let cond = ExpireCondition::parse(args)?;
+        let mut when = int(when)?;
         let seconds = name == "expire" || name == "expireat";
         let base = if name.ends_with("at") { 0 } else { cx.now };
         if seconds {
             when = when.checked_mul(1000).ok_or_else(|| invalid_expire(name))?;
         }
         let when = when.checked_add(base).ok_or_else(|| invalid_expire(name))?;
-        Ok(Expire { when, cond })
+        Ok(Expire { key, when, cond })
     }
 
-    fn apply(self, cx: &mut Cx<'_>, key: &[u8]) -> Frame {
-        Frame::Integer(i64::from(expire_at(cx, key, self.when, self.cond)))
-    }
-}
-
-fn expire_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    match Expire::parse(cx, argv) {
-        Ok(e) => e.apply(cx, &argv[1]),
-        Err(e) => e,
+    fn apply(self, cx: &mut Cx<'_>) -> Reply {
+        Ok(Frame::Integer(i64::from(expire_at(
+            cx, self.key, self.when, self.cond,
+        ))))
     }
 }
 
-fn ttl_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
+fn expire_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    Expire::parse(cx, args)?.apply(cx)
+}
+
+/// `TTL`, `PTTL`, `EXPIRETIME`, `PEXPIRETIME`.
+fn ttl_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let now = cx.now;
-    let name = &argv[0];
+    let name = args.name();
     let ms = is(name, "pttl") || is(name, "pexpiretime");
     let absolute = is(name, "expiretime") || is(name, "pexpiretime");
-    let deadline = match cx.lookup(&argv[1]) {
-        None => return Frame::Integer(-2),
+    let deadline = match cx.lookup(args.next_bytes()?) {
+        None => return Ok(Frame::Integer(-2)),
         Some(e) => e.deadline(),
     };
     let Some(deadline) = deadline else {
-        return Frame::Integer(-1);
+        return Ok(Frame::Integer(-1));
     };
     let t = if absolute { deadline } else { deadline - now }.max(0);
     // Seconds round to nearest: (ms + 500) / 1000, as `ttlGenericCommand` does.
-    Frame::Integer(if ms { t } else { (t + 500) / 1000 })
+    Ok(Frame::Integer(if ms { t } else { (t + 500) / 1000 }))
 }
 
-fn persist_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
+fn persist_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let now = cx.now;
-    let key = &argv[1];
-    match cx.lookup(key) {
+    let key = args.next_bytes()?;
+    Ok(match cx.lookup(key) {
         Some(e) if e.deadline().is_some() => {
-            let db = cx.db();
+            let db = cx.keyspace();
             db.set_deadline(key, None, now);
             db.touch(key);
             Frame::Integer(1)
         }
         _ => Frame::Integer(0),
-    }
+    })
 }
 
-fn keys_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
+fn keys_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let now = cx.now;
-    let pattern = &argv[1];
+    let pattern = args.next_bytes()?;
     let all = &pattern[..] == b"*";
-    let db = cx.db();
+    let db = cx.keyspace();
     let keys = db
         .keys_in_scan_order()
         .into_iter()
@@ -249,43 +260,42 @@ fn keys_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
         .filter(|(_, k)| db.peek(k, now).is_some())
         .map(|(_, k)| Frame::Bulk(k))
         .collect();
-    Frame::Array(keys)
+    Ok(Frame::Array(keys))
 }
 
 /// `SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]` parsed.
-struct Scan {
+struct Scan<'a> {
     cursor: u64,
-    pattern: Option<Bytes>,
+    pattern: Option<&'a Bytes>,
     count: usize,
-    type_name: Option<Bytes>,
+    type_name: Option<&'a Bytes>,
 }
 
-impl Scan {
-    fn parse(argv: &[Bytes]) -> Result<Scan, Frame> {
-        Scan::parse_options(parse_cursor(&argv[1])?, &argv[2..], true)
+impl<'a> Scan<'a> {
+    fn parse(args: &mut Args<'a>) -> Result<Scan<'a>, Frame> {
+        let cursor = parse_cursor(args.next_bytes()?)?;
+        Scan::parse_options(cursor, args, true)
     }
 
-    /// The options after the cursor; `TYPE` only for `SCAN` itself.
-    fn parse_options(cursor: u64, options: &[Bytes], with_type: bool) -> Result<Scan, Frame> {
+    /// The options after the cursor (every argument left); `TYPE` only for `SCAN` itself.
+    fn parse_options(cursor: u64, args: &mut Args<'a>, with_type: bool) -> Result<Scan<'a>, Frame> {
         let mut scan = Scan {
             cursor,
             pattern: None,
             count: 10,
             type_name: None,
         };
-        let mut rest = options.iter();
-        while let Some(opt) = rest.next() {
-            let value = rest.next().ok_or(super::SYNTAX)?;
+        while let Some(opt) = args.next() {
             if is(opt, "count") {
-                let n = int(value)?;
+                let n = args.next_int()?;
                 if n < 1 {
                     return Err(super::SYNTAX);
                 }
                 scan.count = n as usize;
             } else if is(opt, "match") {
-                scan.pattern = Some(value.clone());
+                scan.pattern = Some(args.next_bytes()?);
             } else if with_type && is(opt, "type") {
-                scan.type_name = Some(value.clone());
+                scan.type_name = Some(args.next_bytes()?);
             } else {
                 return Err(super::SYNTAX);
             }
@@ -295,8 +305,8 @@ impl Scan {
 
     /// Walks keys in the fixed order of their hash; the cursor is the hash to resume at, so a key
     /// present for the whole scan is returned (at least once), as Redis guarantees.
-    fn apply(self, cx: &mut Cx<'_>) -> Frame {
-        let keys = cx.db().keys_in_scan_order();
+    fn apply(self, cx: &mut Cx<'_>) -> Reply {
+        let keys = cx.keyspace().keys_in_scan_order();
         let start = keys.partition_point(|(h, _)| *h < self.cursor);
         let batch = &keys[start..keys.len().min(start + self.count)];
         let next = keys.get(start + self.count).map_or(0, |(h, _)| (*h).max(1));
@@ -305,22 +315,22 @@ impl Scan {
             let Some(entry) = cx.lookup(key) else {
                 continue;
             };
-            if let Some(t) = &self.type_name
+            if let Some(t) = self.type_name
                 && !is(t, entry.value.type_name())
             {
                 continue;
             }
-            if let Some(p) = &self.pattern
+            if let Some(p) = self.pattern
                 && !glob_match(p, key)
             {
                 continue;
             }
             found.push(Frame::Bulk(key.clone()));
         }
-        Frame::Array(vec![
+        Ok(Frame::Array(vec![
             Frame::Bulk(Bytes::from(next.to_string())),
             Frame::Array(found),
-        ])
+        ]))
     }
 }
 
@@ -346,147 +356,138 @@ pub(crate) fn parse_cursor(arg: &[u8]) -> Result<u64, Frame> {
 /// replies.
 pub(crate) fn scan_collection<V: ?Sized>(
     cx: &mut Cx<'_>,
-    argv: &[Bytes],
+    args: &mut Args<'_>,
     read: for<'a, 'b> fn(&'a mut Cx<'b>, &[u8]) -> Result<Option<&'a V>, Frame>,
     items: impl FnOnce(&V) -> Vec<(Bytes, Vec<Frame>)>,
-) -> Frame {
-    if let Err(e) = parse_cursor(&argv[2]) {
-        return e;
-    }
+) -> Reply {
+    let key = args.next_bytes()?;
+    parse_cursor(args.next_bytes()?)?;
     let last_page = |found| {
         Frame::Array(vec![
             Frame::Bulk(Bytes::from_static(b"0")),
             Frame::Array(found),
         ])
     };
-    let items = match read(cx, &argv[1]) {
-        Err(e) => return e,
-        Ok(None) => return last_page(Vec::new()),
-        Ok(Some(value)) => items(value),
+    let items = match read(cx, key)? {
+        None => return Ok(last_page(Vec::new())),
+        Some(value) => items(value),
     };
-    let scan = match Scan::parse_options(0, &argv[3..], false) {
-        Ok(scan) => scan,
-        Err(e) => return e,
-    };
+    let scan = Scan::parse_options(0, args, false)?;
     let found = items
         .into_iter()
-        .filter(|(name, _)| scan.pattern.as_ref().is_none_or(|p| glob_match(p, name)))
+        .filter(|(name, _)| scan.pattern.is_none_or(|p| glob_match(p, name)))
         .flat_map(|(_, frames)| frames)
         .collect();
-    last_page(found)
+    Ok(last_page(found))
 }
 
-fn scan_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    match Scan::parse(argv) {
-        Ok(scan) => scan.apply(cx),
-        Err(e) => e,
-    }
+fn scan_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    Scan::parse(args)?.apply(cx)
 }
 
-fn rename_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    let nx = is(&argv[0], "renamenx");
-    let (src, dst) = (&argv[1], &argv[2]);
+/// `RENAME source destination` and `RENAMENX`, which does nothing if the destination exists.
+fn rename_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let nx = is(args.name(), "renamenx");
+    let (src, dst) = (args.next_bytes()?, args.next_bytes()?);
     let now = cx.now;
     if cx.lookup(src).is_none() {
-        return Frame::error("ERR no such key");
+        return Err(Frame::error("ERR no such key"));
     }
     if src == dst {
-        return if nx { Frame::Integer(0) } else { Frame::OK };
+        return Ok(if nx { Frame::Integer(0) } else { Frame::OK });
     }
     if nx && cx.lookup(dst).is_some() {
-        return Frame::Integer(0);
+        return Ok(Frame::Integer(0));
     }
-    let db = cx.db();
+    let db = cx.keyspace();
     let Some(entry) = db.remove(src, now) else {
-        return Frame::error("ERR no such key");
+        return Err(Frame::error("ERR no such key"));
     };
     let deadline = entry.deadline();
     db.insert(dst, entry.value, deadline, now);
     db.touch(src);
     db.touch(dst);
-    if nx { Frame::Integer(1) } else { Frame::OK }
+    Ok(if nx { Frame::Integer(1) } else { Frame::OK })
 }
 
 /// `COPY source destination [DB destination-db] [REPLACE]`: 1 if copied, with the source's TTL;
 /// 0 when the source is missing or the destination exists without `REPLACE`.
-fn copy_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    let (src, dst) = (&argv[1], &argv[2]);
+fn copy_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let (src, dst) = (args.next_bytes()?, args.next_bytes()?);
     let mut replace = false;
     let mut target = cx.db;
-    let mut j = 3;
-    while j < argv.len() {
-        if is(&argv[j], "replace") {
+    while let Some(opt) = args.next() {
+        if is(opt, "replace") {
             replace = true;
-        } else if is(&argv[j], "db") && j + 1 < argv.len() {
-            let Ok(id) = int(&argv[j + 1]) else {
-                return super::NOT_INTEGER;
-            };
-            if !(0..cx.engine.dbs.len() as i64).contains(&id) {
-                return Frame::error("ERR DB index is out of range");
+        } else if is(opt, "db") && args.remaining() > 0 {
+            let id = args.next_int()?;
+            if !(0..DATABASES as i64).contains(&id) {
+                return Err(Frame::error("ERR DB index is out of range"));
             }
             target = id as usize;
-            j += 1;
         } else {
-            return super::SYNTAX;
+            return Err(super::SYNTAX);
         }
-        j += 1;
     }
     if target == cx.db && src == dst {
-        return Frame::error("ERR source and destination objects are the same");
+        return Err(Frame::error(
+            "ERR source and destination objects are the same",
+        ));
     }
     let now = cx.now;
     let Some(entry) = cx.lookup(src) else {
-        return Frame::Integer(0);
+        return Ok(Frame::Integer(0));
     };
     let (value, deadline) = (entry.value.clone(), entry.deadline());
-    let db = &mut cx.engine.dbs[target];
+    let db = cx.keyspace_at(target);
     if db.lookup(dst, now).is_some() {
         if !replace {
-            return Frame::Integer(0);
+            return Ok(Frame::Integer(0));
         }
         db.remove(dst, now);
     }
     db.insert(dst, value, deadline, now);
     db.touch(dst);
-    Frame::Integer(1)
+    Ok(Frame::Integer(1))
 }
 
 /// `RANDOMKEY`: a key drawn with the engine's seeded generator; a drawn key that turns out to be
 /// logically expired is deleted and the draw repeats, as Redis's `dbRandomKey` does.
-fn randomkey_command(cx: &mut Cx<'_>, _argv: &[Bytes]) -> Frame {
+fn randomkey_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
     loop {
-        let keys = cx.db().keys_in_scan_order();
+        let keys = cx.keyspace().keys_in_scan_order();
         if keys.is_empty() {
-            return Frame::Null;
+            return Ok(Frame::Null);
         }
-        let i = (cx.engine.random() % keys.len() as u64) as usize;
+        let i = (cx.random() % keys.len() as u64) as usize;
         let key = &keys[i].1;
         if cx.lookup(key).is_some() {
-            return Frame::Bulk(key.clone());
+            return Ok(Frame::Bulk(key.clone()));
         }
     }
 }
 
-fn dbsize_command(cx: &mut Cx<'_>, _argv: &[Bytes]) -> Frame {
-    Frame::Integer(cx.db().len() as i64)
+fn dbsize_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
+    Ok(Frame::Integer(cx.keyspace().len() as i64))
 }
 
-fn flush_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    let all = is(&argv[0], "flushall");
-    match &argv[1..] {
+/// `FLUSHDB [SYNC|ASYNC]` and `FLUSHALL [SYNC|ASYNC]`.
+fn flush_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let all = is(args.name(), "flushall");
+    match args.rest() {
         [] => {}
         [mode] if is(mode, "sync") || is(mode, "async") => {}
-        _ => return super::SYNTAX,
+        _ => return Err(super::SYNTAX),
     }
     let now = cx.now;
     if all {
-        for db in &mut cx.engine.dbs {
+        for db in cx.keyspaces() {
             db.flush(now);
         }
     } else {
-        cx.db().flush(now);
+        cx.keyspace().flush(now);
     }
-    Frame::OK
+    Ok(Frame::OK)
 }
 
 /// The type of a value, for `WRONGTYPE` checks: its string, if it is one.

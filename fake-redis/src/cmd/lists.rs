@@ -6,9 +6,8 @@
 //! is deleted, and each command parses its arguments in the order Redis does (some before the key
 //! lookup, some after), because that order decides which error a bad call sees.
 
-use super::{Spec, WRITE, WRONGTYPE, int, is};
+use super::{Args, Cx, Reply, Spec, WRITE, WRONGTYPE, int, is};
 use crate::db::Value;
-use crate::engine::Cx;
 use crate::frame::Frame;
 use bytes::Bytes;
 use std::collections::VecDeque;
@@ -112,60 +111,60 @@ fn resolve(index: i64, len: usize) -> Option<usize> {
 
 /// `LPUSH`/`RPUSH`/`LPUSHX`/`RPUSHX key element…`: the list's new length. `LPUSH a b` leaves
 /// `b a`, as in Redis; the `X` forms do nothing to a missing key and reply 0.
-fn push_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    let name = &argv[0];
+fn push_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let name = args.name();
     let end = if name[0].eq_ignore_ascii_case(&b'l') {
         End::Left
     } else {
         End::Right
     };
     let create = name.len() == 5;
-    let key = &argv[1];
-    let len = match write(cx, key, create) {
-        Ok(Some(list)) => {
-            for element in &argv[2..] {
-                push(list, end, element.clone());
-            }
-            list.len()
-        }
-        Ok(None) => return Frame::Integer(0),
-        Err(e) => return e,
+    let key = args.next_bytes()?;
+    let Some(list) = write(cx, key, create)? else {
+        return Ok(Frame::Integer(0));
     };
+    for element in args {
+        push(list, end, element.clone());
+    }
+    let len = list.len();
     done(cx, key);
-    Frame::Integer(len as i64)
+    Ok(Frame::Integer(len as i64))
 }
 
 /// `LPOP`/`RPOP key [count]`: one element (or nil), or with a count an array of up to `count`
 /// (nil for a missing key, an empty array for a count of 0).
-fn pop_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    let end = if is(&argv[0], "lpop") {
+fn pop_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let end = if is(args.name(), "lpop") {
         End::Left
     } else {
         End::Right
     };
-    if argv.len() > 3 {
-        return super::wrong_arity(if end == End::Left { "lpop" } else { "rpop" });
+    if args.remaining() > 2 {
+        return Err(super::wrong_arity(if end == End::Left {
+            "lpop"
+        } else {
+            "rpop"
+        }));
     }
-    let count = match argv.get(2) {
+    let key = args.next_bytes()?;
+    let count = match args.next() {
         None => None,
         Some(arg) => match int(arg) {
             Ok(n) if n >= 0 => Some(n),
-            _ => return Frame::error("ERR value is out of range, must be positive"),
+            _ => return Err(Frame::error("ERR value is out of range, must be positive")),
         },
     };
-    let key = &argv[1];
-    let reply = match write(cx, key, false) {
-        Err(e) => return e,
-        Ok(None) => {
-            return if count.is_some() {
+    let reply = match write(cx, key, false)? {
+        None => {
+            return Ok(if count.is_some() {
                 Frame::NullArray
             } else {
                 Frame::Null
-            };
+            });
         }
-        Ok(Some(list)) => match count {
+        Some(list) => match count {
             None => Frame::Bulk(pop(list, end).expect("a stored list is never empty")),
-            Some(0) => return Frame::Array(Vec::new()),
+            Some(0) => return Ok(Frame::Array(Vec::new())),
             Some(n) => {
                 let n = (n as usize).min(list.len());
                 Frame::Array(
@@ -178,36 +177,30 @@ fn pop_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
         },
     };
     done(cx, key);
-    reply
+    Ok(reply)
 }
 
-fn llen_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    match read(cx, &argv[1]) {
-        Ok(list) => Frame::Integer(list.map_or(0, |l| l.len() as i64)),
-        Err(e) => e,
-    }
+fn llen_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let list = read(cx, args.next_bytes()?)?;
+    Ok(Frame::Integer(list.map_or(0, |l| l.len() as i64)))
 }
 
 /// `LRANGE key start stop`: inclusive, negative indexes count from the end, out-of-range ones are
 /// clamped (Redis's `addListRangeReply`).
-fn lrange_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    let (start, stop) = match (int(&argv[2]), int(&argv[3])) {
-        (Ok(start), Ok(stop)) => (start, stop),
-        (Err(e), _) | (_, Err(e)) => return e,
+fn lrange_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let key = args.next_bytes()?;
+    let (start, stop) = (args.next_int()?, args.next_int()?);
+    let Some(list) = read(cx, key)? else {
+        return Ok(Frame::Array(Vec::new()));
     };
-    let list = match read(cx, &argv[1]) {
-        Ok(Some(list)) => list,
-        Ok(None) => return Frame::Array(Vec::new()),
-        Err(e) => return e,
-    };
-    match clamp_range(start, stop, list.len()) {
+    Ok(match clamp_range(start, stop, list.len()) {
         None => Frame::Array(Vec::new()),
         Some((start, stop)) => Frame::Array(
             list.range(start..=stop)
                 .map(|e| Frame::Bulk(e.clone()))
                 .collect(),
         ),
-    }
+    })
 }
 
 /// An inclusive `start..=stop` range as `LRANGE` and `LTRIM` clamp it; None when empty.
@@ -231,243 +224,227 @@ fn clamp_range(start: i64, stop: i64, len: usize) -> Option<(usize, usize)> {
 }
 
 /// `LINDEX key index`: the key is looked up before the index is parsed, as in Redis.
-fn lindex_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    let list = match read(cx, &argv[1]) {
-        Ok(Some(list)) => list,
-        Ok(None) => return Frame::Null,
-        Err(e) => return e,
+fn lindex_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let (key, index) = (args.next_bytes()?, args.next_bytes()?);
+    let Some(list) = read(cx, key)? else {
+        return Ok(Frame::Null);
     };
-    match int(&argv[2]) {
-        Ok(i) => resolve(i, list.len()).map_or(Frame::Null, |i| Frame::Bulk(list[i].clone())),
-        Err(e) => e,
-    }
+    let index = int(index)?;
+    Ok(resolve(index, list.len()).map_or(Frame::Null, |i| Frame::Bulk(list[i].clone())))
 }
 
 /// `LSET key index element`: `ERR no such key` for a missing key, `ERR index out of range`.
-fn lset_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    let key = &argv[1];
-    match write(cx, key, false) {
-        Err(e) => e,
-        Ok(None) => Frame::error("ERR no such key"),
-        Ok(Some(list)) => {
-            let index = match int(&argv[2]) {
-                Ok(i) => i,
-                Err(e) => return e,
-            };
-            let Some(i) = resolve(index, list.len()) else {
-                return Frame::error("ERR index out of range");
-            };
-            list[i] = argv[3].clone();
-            done(cx, key);
-            Frame::OK
-        }
-    }
+fn lset_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let (key, index, element) = (args.next_bytes()?, args.next_bytes()?, args.next_bytes()?);
+    let Some(list) = write(cx, key, false)? else {
+        return Err(Frame::error("ERR no such key"));
+    };
+    let index = int(index)?;
+    let Some(i) = resolve(index, list.len()) else {
+        return Err(Frame::error("ERR index out of range"));
+    };
+    list[i] = element.clone();
+    done(cx, key);
+    Ok(Frame::OK)
 }
 
 /// `LREM key count element`: removes up to `count` matches from the head (all for 0, from the
 /// tail for a negative count); the number removed.
-fn lrem_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    let count = match int(&argv[2]) {
-        Ok(n) => n,
-        Err(e) => return e,
+fn lrem_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let (key, count, element) = (args.next_bytes()?, args.next_int()?, args.next_bytes()?);
+    let Some(list) = write(cx, key, false)? else {
+        return Ok(Frame::Integer(0));
     };
-    let key = &argv[1];
-    let element = &argv[3];
-    let removed = match write(cx, key, false) {
-        Err(e) => return e,
-        Ok(None) => return Frame::Integer(0),
-        Ok(Some(list)) => {
-            let limit = if count == 0 {
-                usize::MAX
+    let limit = if count == 0 {
+        usize::MAX
+    } else {
+        count.unsigned_abs() as usize
+    };
+    let mut removed = 0;
+    let mut kept = VecDeque::with_capacity(list.len());
+    if count >= 0 {
+        for e in list.drain(..) {
+            if removed < limit && e == element {
+                removed += 1;
             } else {
-                count.unsigned_abs() as usize
-            };
-            let mut removed = 0;
-            let mut kept = VecDeque::with_capacity(list.len());
-            if count >= 0 {
-                for e in list.drain(..) {
-                    if removed < limit && e == element {
-                        removed += 1;
-                    } else {
-                        kept.push_back(e);
-                    }
-                }
-            } else {
-                for e in list.drain(..).rev() {
-                    if removed < limit && e == element {
-                        removed += 1;
-                    } else {
-                        kept.push_front(e);
-                    }
-                }
+                kept.push_back(e);
             }
-            *list = kept;
-            removed
         }
-    };
+    } else {
+        for e in list.drain(..).rev() {
+            if removed < limit && e == element {
+                removed += 1;
+            } else {
+                kept.push_front(e);
+            }
+        }
+    }
+    *list = kept;
     if removed > 0 {
         done(cx, key);
     }
-    Frame::Integer(removed as i64)
+    Ok(Frame::Integer(removed as i64))
 }
 
 /// `LTRIM key start stop`: keeps the inclusive range (clamped as `LRANGE` clamps it).
-fn ltrim_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    let (start, stop) = match (int(&argv[2]), int(&argv[3])) {
-        (Ok(start), Ok(stop)) => (start, stop),
-        (Err(e), _) | (_, Err(e)) => return e,
+fn ltrim_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let key = args.next_bytes()?;
+    let (start, stop) = (args.next_int()?, args.next_int()?);
+    let Some(list) = write(cx, key, false)? else {
+        return Ok(Frame::OK);
     };
-    let key = &argv[1];
-    match write(cx, key, false) {
-        Err(e) => return e,
-        Ok(None) => return Frame::OK,
-        Ok(Some(list)) => match clamp_range(start, stop, list.len()) {
-            None => list.clear(),
-            Some((start, stop)) => {
-                list.truncate(stop + 1);
-                list.drain(..start);
-            }
-        },
+    match clamp_range(start, stop, list.len()) {
+        None => list.clear(),
+        Some((start, stop)) => {
+            list.truncate(stop + 1);
+            list.drain(..start);
+        }
     }
     done(cx, key);
-    Frame::OK
+    Ok(Frame::OK)
 }
 
 /// `LINSERT key BEFORE|AFTER pivot element`: the new length, -1 when the pivot is absent, 0 for
 /// a missing key.
-fn linsert_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    let after = if is(&argv[2], "after") {
+fn linsert_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let key = args.next_bytes()?;
+    let after = if args.eat("after") {
         true
-    } else if is(&argv[2], "before") {
+    } else if args.eat("before") {
         false
     } else {
-        return super::SYNTAX;
+        return Err(super::SYNTAX);
     };
-    let key = &argv[1];
-    let len = match write(cx, key, false) {
-        Err(e) => return e,
-        Ok(None) => return Frame::Integer(0),
-        Ok(Some(list)) => match list.iter().position(|e| *e == argv[3]) {
-            None => return Frame::Integer(-1),
-            Some(i) => {
-                list.insert(if after { i + 1 } else { i }, argv[4].clone());
-                list.len()
-            }
-        },
+    let (pivot, element) = (args.next_bytes()?, args.next_bytes()?);
+    let Some(list) = write(cx, key, false)? else {
+        return Ok(Frame::Integer(0));
     };
+    let Some(i) = list.iter().position(|e| e == pivot) else {
+        return Ok(Frame::Integer(-1));
+    };
+    list.insert(if after { i + 1 } else { i }, element.clone());
+    let len = list.len();
     done(cx, key);
-    Frame::Integer(len as i64)
+    Ok(Frame::Integer(len as i64))
 }
 
-/// `LPOS key element [RANK rank] [COUNT num] [MAXLEN len]`: options are parsed before the key
-/// is looked up. A negative rank searches from the tail; `RANK` of `i64::MIN` negates to itself
-/// in Redis 7.0 (C's wrapping negation), which still searches from the tail and takes the first
-/// match, so the fake does the same.
-fn lpos_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    let mut rank: i64 = 1;
-    let mut count: Option<i64> = None;
-    let mut maxlen: i64 = 0;
-    let mut j = 3;
-    while j < argv.len() {
-        let more = j + 1 < argv.len();
-        let opt = &argv[j];
-        if is(opt, "rank") && more {
-            rank = match int(&argv[j + 1]) {
-                Ok(n) => n,
-                Err(e) => return e,
-            };
-            if rank == 0 {
-                return Frame::error(
-                    "ERR RANK can't be zero: use 1 to start from the first match, 2 from the \
-                     second ... or use negative to start from the end of the list",
-                );
+/// `LPOS key element [RANK rank] [COUNT num] [MAXLEN len]`, parsed: options are read before the
+/// key is looked up.
+struct Lpos<'a> {
+    key: &'a Bytes,
+    element: &'a Bytes,
+    rank: i64,
+    count: Option<i64>,
+    maxlen: i64,
+}
+
+impl<'a> Lpos<'a> {
+    fn parse(args: &mut Args<'a>) -> Result<Lpos<'a>, Frame> {
+        let mut lpos = Lpos {
+            key: args.next_bytes()?,
+            element: args.next_bytes()?,
+            rank: 1,
+            count: None,
+            maxlen: 0,
+        };
+        while let Some(opt) = args.next() {
+            let more = args.remaining() > 0;
+            if is(opt, "rank") && more {
+                lpos.rank = args.next_int()?;
+                if lpos.rank == 0 {
+                    return Err(Frame::error(
+                        "ERR RANK can't be zero: use 1 to start from the first match, 2 from the \
+                         second ... or use negative to start from the end of the list",
+                    ));
+                }
+            } else if is(opt, "count") && more {
+                lpos.count = match args.next_int() {
+                    Ok(n) if n >= 0 => Some(n),
+                    _ => return Err(Frame::error("ERR COUNT can't be negative")),
+                };
+            } else if is(opt, "maxlen") && more {
+                lpos.maxlen = match args.next_int() {
+                    Ok(n) if n >= 0 => n,
+                    _ => return Err(Frame::error("ERR MAXLEN can't be negative")),
+                };
+            } else {
+                return Err(super::SYNTAX);
             }
-        } else if is(opt, "count") && more {
-            count = match int(&argv[j + 1]) {
-                Ok(n) if n >= 0 => Some(n),
-                _ => return Frame::error("ERR COUNT can't be negative"),
-            };
-        } else if is(opt, "maxlen") && more {
-            maxlen = match int(&argv[j + 1]) {
-                Ok(n) if n >= 0 => n,
-                _ => return Frame::error("ERR MAXLEN can't be negative"),
-            };
-        } else {
-            return super::SYNTAX;
         }
-        j += 2;
+        Ok(lpos)
     }
-    let from_tail = rank < 0;
-    if from_tail {
-        rank = rank.wrapping_neg();
-    }
-    let list = match read(cx, &argv[1]) {
-        Err(e) => return e,
-        Ok(None) => {
-            return if count.is_some() {
+
+    /// A negative rank searches from the tail; `RANK` of `i64::MIN` negates to itself in Redis
+    /// 7.0 (C's wrapping negation), which still searches from the tail and takes the first match,
+    /// so the fake does the same.
+    fn apply(self, cx: &mut Cx<'_>) -> Reply {
+        let from_tail = self.rank < 0;
+        let rank = if from_tail {
+            self.rank.wrapping_neg()
+        } else {
+            self.rank
+        };
+        let Some(list) = read(cx, self.key)? else {
+            return Ok(if self.count.is_some() {
                 Frame::Array(Vec::new())
             } else {
                 Frame::Null
-            };
-        }
-        Ok(Some(list)) => list,
-    };
-    let len = list.len();
-    let element = &argv[2];
-    let mut matches: i64 = 0;
-    let mut found = Vec::new();
-    let want = match count {
-        None => 1,
-        Some(0) => usize::MAX,
-        Some(n) => n as usize,
-    };
-    for step in 0..len {
-        if maxlen != 0 && step as i64 >= maxlen {
-            break;
-        }
-        let index = if from_tail { len - 1 - step } else { step };
-        if list[index] == element {
-            matches += 1;
-            if matches >= rank {
-                found.push(Frame::Integer(index as i64));
-                if found.len() >= want {
-                    break;
+            });
+        };
+        let len = list.len();
+        let mut matches: i64 = 0;
+        let mut found = Vec::new();
+        let want = match self.count {
+            None => 1,
+            Some(0) => usize::MAX,
+            Some(n) => n as usize,
+        };
+        for step in 0..len {
+            if self.maxlen != 0 && step as i64 >= self.maxlen {
+                break;
+            }
+            let index = if from_tail { len - 1 - step } else { step };
+            if list[index] == self.element {
+                matches += 1;
+                if matches >= rank {
+                    found.push(Frame::Integer(index as i64));
+                    if found.len() >= want {
+                        break;
+                    }
                 }
             }
         }
+        Ok(match self.count {
+            Some(_) => Frame::Array(found),
+            None => found.pop().unwrap_or(Frame::Null),
+        })
     }
-    match count {
-        Some(_) => Frame::Array(found),
-        None => found.pop().unwrap_or(Frame::Null),
-    }
+}
+
+fn lpos_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    Lpos::parse(args)?.apply(cx)
 }
 
 /// `LMOVE source destination LEFT|RIGHT LEFT|RIGHT`: pops from one end of `source` and pushes to
 /// one end of `destination` (the same list rotates); nil when `source` is missing. Both keys are
 /// type-checked before anything moves.
-fn lmove_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    let (from, to) = match (End::parse(&argv[3]), End::parse(&argv[4])) {
-        (Ok(from), Ok(to)) => (from, to),
-        (Err(e), _) | (_, Err(e)) => return e,
-    };
-    let (source, destination) = (&argv[1], &argv[2]);
-    match read(cx, source) {
-        Err(e) => return e,
-        Ok(None) => return Frame::Null,
-        Ok(Some(_)) => {}
+fn lmove_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let (source, destination) = (args.next_bytes()?, args.next_bytes()?);
+    let from = End::parse(args.next_bytes()?)?;
+    let to = End::parse(args.next_bytes()?)?;
+    if read(cx, source)?.is_none() {
+        return Ok(Frame::Null);
     }
-    if let Err(e) = read(cx, destination) {
-        return e;
-    }
+    read(cx, destination)?;
     let element = match write(cx, source, false) {
         Ok(Some(list)) => pop(list, from).expect("a stored list is never empty"),
-        Ok(None) | Err(_) => return WRONGTYPE,
+        Ok(None) | Err(_) => return Err(WRONGTYPE),
     };
     match write(cx, destination, true) {
         Ok(Some(list)) => push(list, to, element.clone()),
-        Ok(None) | Err(_) => return WRONGTYPE,
+        Ok(None) | Err(_) => return Err(WRONGTYPE),
     }
     done(cx, source);
     done(cx, destination);
-    Frame::Bulk(element)
+    Ok(Frame::Bulk(element))
 }

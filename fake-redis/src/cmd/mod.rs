@@ -1,32 +1,43 @@
-//! The command table and what every command shares: name lookup, arity, flags, argument parsing.
+//! The command table and what every command shares: name lookup, arity, flags, error texts.
 //!
 //! Each family lives in its own file (`keys`, `strings`, `hashes`, `lists`, `sets`, `zsets`, `pubsub`,
-//! `scripting`, `transactions`, `connection`), mini-redis style: a command with options parses its
-//! arguments into a small struct first (`Set::parse`, `Expire::parse`) and then applies it; a
-//! simple one is a short function. Argument parsing and the error texts live here once, so
+//! `scripting`, `transactions`, `connection`), mini-redis style: a handler reads its arguments
+//! through one cursor ([`Args`](parse::Args), in `parse.rs`), a command with options parses them
+//! into a small struct first (`Set::parse`, `Expire::parse`) and then applies it; a simple one is a
+//! short function. Argument parsing and the error texts live here and in `parse.rs` once, so
 //! `ERR syntax error` and `ERR value is not an integer or out of range` read the same everywhere,
-//! as in Redis.
+//! as in Redis. `dispatch.rs` runs a command through the table; `context.rs` is what a handler
+//! sees of the engine.
 //!
-//! Lookup is allocation-free: the name is upper-cased into a stack buffer and matched.
+//! Lookup is allocation-free: the name is hashed case-insensitively and matched in a fixed index.
 
-pub(crate) mod connection;
-pub(crate) mod hashes;
-pub(crate) mod keys;
-pub(crate) mod lists;
-pub(crate) mod pubsub;
-pub(crate) mod scripting;
-pub(crate) mod sets;
-pub(crate) mod strings;
-pub(crate) mod transactions;
-pub(crate) mod zsets;
+mod connection;
+mod context;
+mod dispatch;
+mod hashes;
+mod keys;
+mod lists;
+mod parse;
+mod pubsub;
+mod scripting;
+mod sets;
+mod strings;
+mod transactions;
+mod zsets;
+
+pub(crate) use context::Cx;
+pub(crate) use parse::Args;
 
 use crate::db::Value;
-use crate::engine::Cx;
 use crate::frame::Frame;
 use bytes::Bytes;
 
-/// A command handler: `argv[0]` is the command's name.
-pub(crate) type Handler = fn(&mut Cx<'_>, &[Bytes]) -> Frame;
+/// A handler's reply: `Err` carries an error reply, so a handler can stop at the first bad
+/// argument with `?`.
+pub(crate) type Reply = Result<Frame, Frame>;
+
+/// A command handler: its context and its arguments after the name.
+pub(crate) type Handler = fn(&mut Cx<'_>, &mut Args<'_>) -> Reply;
 
 /// May run before `AUTH`.
 pub(crate) const NO_AUTH: u8 = 1;
@@ -295,7 +306,7 @@ pub(crate) fn write_aggregate<'a, T: Aggregate>(
 ) -> Result<Option<&'a mut T>, Frame> {
     let exists = read_aggregate::<T>(cx, key)?.is_some();
     let now = cx.now;
-    let db = cx.db();
+    let db = cx.keyspace();
     if !exists {
         if !create {
             return Ok(None);
@@ -312,7 +323,7 @@ pub(crate) fn write_aggregate<'a, T: Aggregate>(
 /// change to `WATCH`.
 pub(crate) fn finish_aggregate<T: Aggregate>(cx: &mut Cx<'_>, key: &[u8]) {
     let now = cx.now;
-    let db = cx.db();
+    let db = cx.keyspace();
     if db
         .peek(key, now)
         .and_then(|e| T::of(&e.value))
@@ -443,104 +454,6 @@ pub(crate) fn value_bytes(v: &[u8]) -> Bytes {
     }
 }
 
-/// Redis's `stringmatchlen`: glob-style matching with `*`, `?`, `[…]` (ranges, `^` negation) and
-/// `\` escapes, as `KEYS`, `SCAN MATCH` and `PSUBSCRIBE` use it.
-pub(crate) fn glob_match(pattern: &[u8], text: &[u8]) -> bool {
-    fn rec(p: &[u8], s: &[u8], depth: usize) -> bool {
-        if depth > 1000 {
-            return false;
-        }
-        let (mut p, mut s) = (p, s);
-        while let Some(&c) = p.first() {
-            match c {
-                b'*' => {
-                    while p.len() > 1 && p[1] == b'*' {
-                        p = &p[1..];
-                    }
-                    if p.len() == 1 {
-                        return true;
-                    }
-                    for i in 0..=s.len() {
-                        if rec(&p[1..], &s[i..], depth + 1) {
-                            return true;
-                        }
-                    }
-                    return false;
-                }
-                b'?' => {
-                    if s.is_empty() {
-                        return false;
-                    }
-                    s = &s[1..];
-                }
-                b'[' => {
-                    let Some(&ch) = s.first() else { return false };
-                    p = &p[1..];
-                    let not = p.first() == Some(&b'^');
-                    if not {
-                        p = &p[1..];
-                    }
-                    let mut matched = false;
-                    loop {
-                        match p {
-                            [b'\\', e, ..] => {
-                                if *e == ch {
-                                    matched = true;
-                                }
-                                p = &p[2..];
-                            }
-                            [b']', ..] => break,
-                            [] => {
-                                // Unterminated class: Redis treats the end as the class's end.
-                                break;
-                            }
-                            [a, b'-', z, ..] if *z != b']' => {
-                                let (lo, hi) = if a <= z { (*a, *z) } else { (*z, *a) };
-                                if (lo..=hi).contains(&ch) {
-                                    matched = true;
-                                }
-                                p = &p[3..];
-                            }
-                            [a, ..] => {
-                                if *a == ch {
-                                    matched = true;
-                                }
-                                p = &p[1..];
-                            }
-                        }
-                    }
-                    if not {
-                        matched = !matched;
-                    }
-                    if !matched {
-                        return false;
-                    }
-                    s = &s[1..];
-                    if p.is_empty() {
-                        return s.is_empty();
-                    }
-                }
-                b'\\' if p.len() >= 2 => {
-                    p = &p[1..];
-                    if s.first() != Some(&p[0]) {
-                        return false;
-                    }
-                    s = &s[1..];
-                }
-                _ => {
-                    if s.first() != Some(&c) {
-                        return false;
-                    }
-                    s = &s[1..];
-                }
-            }
-            p = &p[1..];
-        }
-        s.is_empty()
-    }
-    rec(pattern, text, 0)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -560,22 +473,6 @@ mod tests {
             unknown_command(&argv),
             Frame::error("ERR unknown command 'foo', with args beginning with: 'bar' ")
         );
-    }
-
-    #[test]
-    fn globs_match_as_redis_does() {
-        assert!(glob_match(b"*", b"anything"));
-        assert!(glob_match(b"h?llo", b"hello"));
-        assert!(glob_match(b"h[ae]llo", b"hallo"));
-        assert!(!glob_match(b"h[^e]llo", b"hello"));
-        assert!(glob_match(b"h[a-b]llo", b"hbllo"));
-        assert!(glob_match(
-            b"redisson_lock__channel:*",
-            b"redisson_lock__channel:{x}"
-        ));
-        assert!(glob_match(b"a\\*b", b"a*b"));
-        assert!(!glob_match(b"a\\*b", b"axb"));
-        assert!(!glob_match(b"abc", b"abcd"));
     }
 
     #[test]

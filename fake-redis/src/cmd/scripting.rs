@@ -6,8 +6,8 @@
 //! engine as a [`Store`] at the command's frozen time. Only bodies with a native twin can be
 //! loaded; any other body is refused with an error naming its SHA, never run wrongly.
 
-use super::{Spec, WRITE, int, is, unknown_subcommand, wrong_arity};
-use crate::engine::{Cx, Engine, KeyHashes};
+use super::{Args, Cx, Reply, Spec, WRITE, is, unknown_subcommand, wrong_arity};
+use crate::engine::ScriptCache;
 use crate::frame::Frame;
 use bytes::Bytes;
 use lock_core::script::{CommandError, Script, Store};
@@ -36,113 +36,92 @@ pub(crate) fn sha1_hex(body: &[u8]) -> String {
     sha1_smol::Sha1::from(body).digest().to_string()
 }
 
-fn eval_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    let name = &argv[0];
+/// `EVAL body numkeys key… arg…`, `EVALSHA sha numkeys key… arg…` and their read-only `_RO`
+/// forms.
+fn eval_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let name = args.name();
     let by_sha = is(name, "evalsha") || is(name, "evalsha_ro");
     let read_only = name.len() > 3 && is(&name[name.len() - 3..], "_ro");
-    if by_sha && argv[1].len() != 40 {
-        return NOSCRIPT;
+    let script = args.next_bytes()?;
+    if by_sha && script.len() != 40 {
+        return Err(NOSCRIPT);
     }
-    let numkeys = match int(&argv[2]) {
-        Ok(n) => n,
-        Err(e) => return e,
-    };
-    if numkeys > (argv.len() - 3) as i64 {
-        return Frame::error("ERR Number of keys can't be greater than number of args");
+    let numkeys = args.next_int()?;
+    if numkeys > args.remaining() as i64 {
+        return Err(Frame::error(
+            "ERR Number of keys can't be greater than number of args",
+        ));
     }
     if numkeys < 0 {
-        return Frame::error("ERR Number of keys can't be negative");
+        return Err(Frame::error("ERR Number of keys can't be negative"));
     }
     let script = if by_sha {
-        match cx.engine.scripts.get(&argv[1]) {
+        match cx.scripts().get(script) {
             Some(s) => s,
-            None => return NOSCRIPT,
+            None => return Err(NOSCRIPT),
         }
     } else {
-        match lock_core::script::by_body(&argv[1]) {
-            Some(s) => {
-                cx.engine.scripts.insert(s);
-                s
-            }
-            None => return no_native_twin(&argv[1]),
-        }
+        let s = lock_core::script::by_body(script).ok_or_else(|| no_native_twin(script))?;
+        cx.scripts().insert(s);
+        s
     };
-    let split = 3 + numkeys as usize;
-    run(cx, script, &argv[3..split], &argv[split..], read_only)
+    let keys = args.take(numkeys as usize);
+    Ok(run(cx, script, keys, args.rest(), read_only))
 }
 
-fn run(cx: &mut Cx<'_>, script: &Script, keys: &[Bytes], args: &[Bytes], ro: bool) -> Frame {
-    let outer = std::mem::replace(&mut cx.hashes, KeyHashes::of(keys));
-    let mut store = ScriptStore { cx, read_only: ro };
-    let reply = script.run_native(&mut store, keys, args);
-    cx.hashes = outer;
-    Frame::from_reply(reply)
-}
-
-/// Runs `script` natively in database `db` at `now`, outside any client (the engine's direct
-/// entry point for simulators).
-pub(crate) fn run_native(
-    engine: &mut Engine,
-    client: Option<u64>,
-    db: usize,
-    now: i64,
+/// Runs `script` natively over the command's database at its frozen time.
+pub(super) fn run(
+    cx: &mut Cx<'_>,
     script: &Script,
     keys: &[Bytes],
     args: &[Bytes],
+    ro: bool,
 ) -> Frame {
-    let reply = run(
-        &mut Cx::new(engine, client.unwrap_or(0), db, now),
-        script,
-        keys,
-        args,
-        false,
-    );
-    if engine.watchers > 0 {
-        engine.collect_dirty();
-    }
-    reply
+    let reply = cx.with_script_keys(keys, |cx| {
+        script.run_native(&mut ScriptStore { cx, read_only: ro }, keys, args)
+    });
+    Frame::from_reply(reply)
 }
 
-fn script_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    let sub = &argv[1];
+/// `SCRIPT LOAD body`, `SCRIPT EXISTS sha…`, `SCRIPT FLUSH [SYNC|ASYNC]`, `SCRIPT KILL`.
+fn script_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let sub = args.next_bytes()?;
     if is(sub, "load") {
-        if argv.len() != 3 {
-            return wrong_arity("script|load");
-        }
-        return match lock_core::script::by_body(&argv[2]) {
-            Some(s) => {
-                cx.engine.scripts.insert(s);
-                Frame::Bulk(Bytes::from(s.sha().to_owned()))
-            }
-            None => no_native_twin(&argv[2]),
+        let [body] = args.rest() else {
+            return Err(wrong_arity("script|load"));
         };
+        let s = lock_core::script::by_body(body).ok_or_else(|| no_native_twin(body))?;
+        cx.scripts().insert(s);
+        return Ok(Frame::Bulk(Bytes::from(s.sha().to_owned())));
     }
     if is(sub, "exists") {
-        if argv.len() < 3 {
-            return wrong_arity("script|exists");
+        if args.remaining() < 1 {
+            return Err(wrong_arity("script|exists"));
         }
-        let scripts = &cx.engine.scripts;
-        return Frame::Array(
-            argv[2..]
-                .iter()
-                .map(|sha| Frame::Integer(i64::from(scripts.get(sha).is_some())))
+        let scripts = cx.scripts();
+        return Ok(Frame::Array(
+            args.map(|sha| Frame::Integer(i64::from(scripts.get(sha).is_some())))
                 .collect(),
-        );
+        ));
     }
     if is(sub, "flush") {
-        match &argv[2..] {
+        match args.rest() {
             [] => {}
             [mode] if is(mode, "sync") || is(mode, "async") => {}
-            [_] => return Frame::error("ERR SCRIPT FLUSH only support SYNC|ASYNC option"),
-            _ => return wrong_arity("script|flush"),
+            [_] => {
+                return Err(Frame::error(
+                    "ERR SCRIPT FLUSH only support SYNC|ASYNC option",
+                ));
+            }
+            _ => return Err(wrong_arity("script|flush")),
         }
-        cx.engine.scripts = Default::default();
-        return Frame::OK;
+        *cx.scripts() = ScriptCache::default();
+        return Ok(Frame::OK);
     }
     if is(sub, "kill") {
-        return Frame::error("NOTBUSY No scripts in execution right now.");
+        return Err(Frame::error("NOTBUSY No scripts in execution right now."));
     }
-    unknown_subcommand("SCRIPT", sub)
+    Err(unknown_subcommand("SCRIPT", sub))
 }
 
 /// The engine as the native twins see it: the commands a lock script calls, at the frozen time of
@@ -201,7 +180,7 @@ impl Store for ScriptStore<'_, '_> {
     }
 
     fn publish(&mut self, channel: &[u8], message: &[u8]) -> Result<i64, CommandError> {
-        Ok(super::pubsub::publish(self.cx, channel, message))
+        Ok(self.cx.publish(channel, message))
     }
 
     fn set_px(&mut self, key: &[u8], value: &[u8], ms: &[u8]) -> Result<(), CommandError> {

@@ -7,9 +7,8 @@
 //! in Redis, a set left empty is deleted, a write keeps the key's TTL, and a `…STORE` replaces
 //! its destination (of any type, dropping its TTL) or deletes it when the result is empty.
 
-use super::{Spec, WRITE, WRONGTYPE, int};
+use super::{Args, Cx, Reply, Spec, WRITE, WRONGTYPE, int};
 use crate::db::Value;
-use crate::engine::Cx;
 use crate::frame::Frame;
 use bytes::Bytes;
 use std::collections::BTreeSet;
@@ -83,71 +82,59 @@ fn set_reply<'a>(members: impl IntoIterator<Item = &'a Bytes>) -> Frame {
     )
 }
 
-fn sadd_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    let key = &argv[1];
-    let added = match write(cx, key, true) {
-        Ok(Some(set)) => argv[2..]
-            .iter()
-            .filter(|m| set.insert((*m).clone()))
-            .count(),
-        Ok(None) => 0,
-        Err(e) => return e,
+fn sadd_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let key = args.next_bytes()?;
+    let added = match write(cx, key, true)? {
+        Some(set) => args.filter(|m| set.insert((*m).clone())).count(),
+        None => 0,
     };
     done(cx, key);
-    Frame::Integer(added as i64)
+    Ok(Frame::Integer(added as i64))
 }
 
-fn srem_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    let key = &argv[1];
-    let removed = match write(cx, key, false) {
-        Ok(Some(set)) => argv[2..].iter().filter(|m| set.remove(&m[..])).count(),
-        Ok(None) => return Frame::Integer(0),
-        Err(e) => return e,
+fn srem_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let key = args.next_bytes()?;
+    let Some(set) = write(cx, key, false)? else {
+        return Ok(Frame::Integer(0));
     };
+    let removed = args.filter(|m| set.remove(&m[..])).count();
     if removed > 0 {
         done(cx, key);
     }
-    Frame::Integer(removed as i64)
+    Ok(Frame::Integer(removed as i64))
 }
 
-fn smembers_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    match read(cx, &argv[1]) {
-        Ok(set) => set_reply(set.into_iter().flatten()),
-        Err(e) => e,
-    }
+fn smembers_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let set = read(cx, args.next_bytes()?)?;
+    Ok(set_reply(set.into_iter().flatten()))
 }
 
-fn sismember_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    match read(cx, &argv[1]) {
-        Ok(set) => Frame::Integer(i64::from(set.is_some_and(|s| s.contains(&argv[2][..])))),
-        Err(e) => e,
-    }
+fn sismember_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let (key, member) = (args.next_bytes()?, args.next_bytes()?);
+    let set = read(cx, key)?;
+    Ok(Frame::Integer(i64::from(
+        set.is_some_and(|s| s.contains(&member[..])),
+    )))
 }
 
-fn smismember_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    match read(cx, &argv[1]) {
-        Ok(set) => Frame::Array(
-            argv[2..]
-                .iter()
-                .map(|m| Frame::Integer(i64::from(set.is_some_and(|s| s.contains(&m[..])))))
-                .collect(),
-        ),
-        Err(e) => e,
-    }
+fn smismember_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let set = read(cx, args.next_bytes()?)?;
+    Ok(Frame::Array(
+        args.map(|m| Frame::Integer(i64::from(set.is_some_and(|s| s.contains(&m[..])))))
+            .collect(),
+    ))
 }
 
-fn scard_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    match read(cx, &argv[1]) {
-        Ok(set) => Frame::Integer(set.map_or(0, |s| s.len() as i64)),
-        Err(e) => e,
-    }
+fn scard_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let set = read(cx, args.next_bytes()?)?;
+    Ok(Frame::Integer(set.map_or(0, |s| s.len() as i64)))
 }
 
 /// `count` distinct positions of `0..len`, drawn from the engine's seeded generator.
 fn distinct_draws(cx: &mut Cx<'_>, len: usize, count: usize) -> Vec<usize> {
     let mut positions: Vec<usize> = (0..len).collect();
     for i in 0..count.min(len) {
-        let j = i + (cx.engine.random() % (len - i) as u64) as usize;
+        let j = i + (cx.random() % (len - i) as u64) as usize;
         positions.swap(i, j);
     }
     positions.truncate(count.min(len));
@@ -156,34 +143,33 @@ fn distinct_draws(cx: &mut Cx<'_>, len: usize, count: usize) -> Vec<usize> {
 
 /// `SPOP key [count]`: one random member (nil for a missing key), or with a count a set of up to
 /// `count` distinct members, removed.
-fn spop_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    if argv.len() > 3 {
-        return super::SYNTAX;
+fn spop_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    if args.remaining() > 2 {
+        return Err(super::SYNTAX);
     }
-    let count = match argv.get(2) {
+    let key = args.next_bytes()?;
+    let count = match args.next() {
         None => None,
         Some(arg) => match int(arg) {
             Ok(n) if n >= 0 => Some(n as usize),
-            _ => return Frame::error("ERR value is out of range, must be positive"),
+            _ => return Err(Frame::error("ERR value is out of range, must be positive")),
         },
     };
-    let key = &argv[1];
-    let len = match read(cx, key) {
-        Err(e) => return e,
-        Ok(None) => {
-            return match count {
+    let len = match read(cx, key)? {
+        None => {
+            return Ok(match count {
                 None => Frame::Null,
                 Some(_) => Frame::Set(Vec::new()),
-            };
+            });
         }
-        Ok(Some(set)) => set.len(),
+        Some(set) => set.len(),
     };
     if count == Some(0) {
-        return Frame::Set(Vec::new());
+        return Ok(Frame::Set(Vec::new()));
     }
     let picks = distinct_draws(cx, len, count.unwrap_or(1));
     let Ok(Some(set)) = write(cx, key, false) else {
-        return WRONGTYPE;
+        return Err(WRONGTYPE);
     };
     let chosen: Vec<Bytes> = {
         let all: Vec<&Bytes> = set.iter().collect();
@@ -193,7 +179,7 @@ fn spop_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
         set.remove(m);
     }
     done(cx, key);
-    match count {
+    Ok(match count {
         None => Frame::Bulk(
             chosen
                 .into_iter()
@@ -201,42 +187,41 @@ fn spop_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
                 .expect("a stored set is never empty"),
         ),
         Some(_) => Frame::Set(chosen.into_iter().map(Frame::Bulk).collect()),
-    }
+    })
 }
 
 /// `SRANDMEMBER key [count]`: one random member, or with a positive count up to `count` distinct
 /// members, with a negative one exactly `-count` members that may repeat.
-fn srandmember_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    if argv.len() > 3 {
-        return super::SYNTAX;
+fn srandmember_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    if args.remaining() > 2 {
+        return Err(super::SYNTAX);
     }
-    let count = match argv.get(2) {
+    let key = args.next_bytes()?;
+    let count = match args.next() {
         None => None,
-        Some(arg) => match int(arg) {
-            Ok(i64::MIN) => {
-                return Frame::error(
+        Some(arg) => match int(arg)? {
+            i64::MIN => {
+                return Err(Frame::error(
                     "ERR value is out of range, value must between -9223372036854775807 and \
                      9223372036854775807",
-                );
+                ));
             }
-            Ok(n) => Some(n),
-            Err(e) => return e,
+            n => Some(n),
         },
     };
-    let members: Vec<Bytes> = match read(cx, &argv[1]) {
-        Err(e) => return e,
-        Ok(None) => {
-            return match count {
+    let members: Vec<Bytes> = match read(cx, key)? {
+        None => {
+            return Ok(match count {
                 None => Frame::Null,
                 Some(_) => Frame::Array(Vec::new()),
-            };
+            });
         }
-        Ok(Some(set)) => set.iter().cloned().collect(),
+        Some(set) => set.iter().cloned().collect(),
     };
     let len = members.len();
-    match count {
+    Ok(match count {
         None => {
-            let i = (cx.engine.random() % len as u64) as usize;
+            let i = (cx.random() % len as u64) as usize;
             Frame::Bulk(members[i].clone())
         }
         Some(n) if n < 0 => {
@@ -244,7 +229,7 @@ fn srandmember_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
             Frame::Array(
                 (0..n)
                     .map(|_| {
-                        let i = (cx.engine.random() % len as u64) as usize;
+                        let i = (cx.random() % len as u64) as usize;
                         Frame::Bulk(members[i].clone())
                     })
                     .collect(),
@@ -260,7 +245,7 @@ fn srandmember_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
                 .map(|i| Frame::Bulk(members[i].clone()))
                 .collect(),
         ),
-    }
+    })
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -272,21 +257,22 @@ enum Op {
 
 /// `SUNION`/`SINTER`/`SDIFF key…` and their `…STORE destination key…` forms. Every source key is
 /// type-checked; a missing one is an empty set.
-fn algebra_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    let name = argv[0].to_ascii_lowercase();
+fn algebra_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let name = args.name().to_ascii_lowercase();
     let op = match &name[..5] {
         b"sunio" => Op::Union,
         b"sinte" => Op::Inter,
         _ => Op::Diff,
     };
-    let store = name.ends_with(b"store");
-    let keys = if store { &argv[2..] } else { &argv[1..] };
+    let destination = if name.ends_with(b"store") {
+        Some(args.next_bytes()?)
+    } else {
+        None
+    };
+    let keys = args.rest();
     let mut sets: Vec<Option<Members>> = Vec::with_capacity(keys.len());
     for key in keys {
-        match read(cx, key) {
-            Ok(set) => sets.push(set.cloned()),
-            Err(e) => return e,
-        }
+        sets.push(read(cx, key)?.cloned());
     }
     let result: Members = match op {
         Op::Union => sets.iter().flatten().flatten().cloned().collect(),
@@ -306,36 +292,33 @@ fn algebra_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
                 .fold(first, |acc, s| acc.difference(&s).cloned().collect())
         }
     };
-    if !store {
-        return set_reply(&result);
-    }
-    let destination = &argv[1];
+    let Some(destination) = destination else {
+        return Ok(set_reply(&result));
+    };
     let len = result.len();
     let now = cx.now;
-    let db = cx.db();
+    let db = cx.keyspace();
     if result.is_empty() {
         db.remove(destination, now);
     } else {
         db.insert(destination, Value::Set(result), None, now);
     }
     db.touch(destination);
-    Frame::Integer(len as i64)
+    Ok(Frame::Integer(len as i64))
 }
 
 /// `SMOVE source destination member`: 1 if moved. Both keys are type-checked once the source
 /// exists; moving within one set only checks membership.
-fn smove_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    let (source, destination, member) = (&argv[1], &argv[2], &argv[3]);
-    let present = match read(cx, source) {
-        Err(e) => return e,
-        Ok(None) => return Frame::Integer(0),
-        Ok(Some(set)) => set.contains(&member[..]),
+fn smove_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let (source, destination, member) =
+        (args.next_bytes()?, args.next_bytes()?, args.next_bytes()?);
+    let Some(set) = read(cx, source)? else {
+        return Ok(Frame::Integer(0));
     };
-    if let Err(e) = read(cx, destination) {
-        return e;
-    }
+    let present = set.contains(&member[..]);
+    read(cx, destination)?;
     if source == destination || !present {
-        return Frame::Integer(i64::from(present));
+        return Ok(Frame::Integer(i64::from(present)));
     }
     if let Ok(Some(set)) = write(cx, source, false) {
         set.remove(&member[..]);
@@ -345,13 +328,13 @@ fn smove_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
         set.insert(member.clone());
     }
     done(cx, destination);
-    Frame::Integer(1)
+    Ok(Frame::Integer(1))
 }
 
 /// `SSCAN key cursor [MATCH pattern] [COUNT count]` (see
 /// [`scan_collection`](super::keys::scan_collection)).
-fn sscan_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    super::keys::scan_collection(cx, argv, read, |set| {
+fn sscan_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    super::keys::scan_collection(cx, args, read, |set| {
         set.iter()
             .map(|m| (m.clone(), vec![Frame::Bulk(m.clone())]))
             .collect()

@@ -6,13 +6,12 @@
 //! nil rather than OK when NX/XX stops it. Overwriting clears the TTL unless KEEPTTL; `INCR` and
 //! `APPEND` keep it.
 
+use super::keys::as_str;
 use super::{
-    NOT_FLOAT, NOT_INTEGER, OVERFLOW, SYNTAX, Spec, WRITE, float, human_float, int, int_bytes,
-    invalid_expire, is,
+    Args, Cx, NOT_FLOAT, NOT_INTEGER, OVERFLOW, Reply, SYNTAX, Spec, WRITE, float, human_float,
+    int, int_bytes, invalid_expire, is,
 };
-use crate::cmd::keys::as_str;
 use crate::db::Value;
-use crate::engine::Cx;
 use crate::frame::Frame;
 use bytes::Bytes;
 
@@ -28,9 +27,9 @@ pub(crate) static MGET: Spec = Spec::new("mget", -2, 0, mget_command);
 pub(crate) static MSET: Spec = Spec::new("mset", -3, WRITE, mset_command);
 pub(crate) static MSETNX: Spec = Spec::new("msetnx", -3, WRITE, mset_command);
 pub(crate) static INCR: Spec = Spec::new("incr", 2, WRITE, incr_command);
-pub(crate) static DECR: Spec = Spec::new("decr", 2, WRITE, incr_command);
-pub(crate) static INCRBY: Spec = Spec::new("incrby", 3, WRITE, incr_command);
-pub(crate) static DECRBY: Spec = Spec::new("decrby", 3, WRITE, incr_command);
+pub(crate) static DECR: Spec = Spec::new("decr", 2, WRITE, decr_command);
+pub(crate) static INCRBY: Spec = Spec::new("incrby", 3, WRITE, incrby_command);
+pub(crate) static DECRBY: Spec = Spec::new("decrby", 3, WRITE, decrby_command);
 pub(crate) static INCRBYFLOAT: Spec = Spec::new("incrbyfloat", 3, WRITE, incrbyfloat_command);
 pub(crate) static APPEND: Spec = Spec::new("append", 3, WRITE, append_command);
 pub(crate) static STRLEN: Spec = Spec::new("strlen", 2, 0, strlen_command);
@@ -50,12 +49,13 @@ pub(crate) fn get(cx: &mut Cx<'_>, key: &[u8]) -> Result<Option<Bytes>, Frame> {
 /// Writes a string at `key` with `deadline` (a plain `SET`: the old TTL is gone).
 pub(crate) fn set(cx: &mut Cx<'_>, key: &[u8], value: Bytes, deadline: Option<i64>) {
     let (now, h) = (cx.now, cx.hash(key));
-    let db = cx.db();
+    let db = cx.keyspace();
     db.insert_h(key, h, Value::Str(value), deadline, now);
     db.touch(key);
 }
 
 /// `SET key value PX ms`, validated as Redis validates it.
+#[inline]
 pub(crate) fn set_px(cx: &mut Cx<'_>, key: &[u8], value: Bytes, ms: &[u8]) -> Result<(), Frame> {
     let deadline = Expiry::Px(int(ms)?).deadline(cx.now, "set")?;
     set(cx, key, value, Some(deadline));
@@ -70,7 +70,7 @@ pub(crate) fn incr_by(cx: &mut Cx<'_>, key: &[u8], delta: i64) -> Result<i64, Fr
         Some(e) => Some(lock_core::script::parse_i64(as_str(&e.value)?).ok_or(NOT_INTEGER)?),
     };
     let new = old.unwrap_or(0).checked_add(delta).ok_or(OVERFLOW)?;
-    let db = cx.db();
+    let db = cx.keyspace();
     match (old, db.write(key, now)) {
         (Some(_), Some(entry)) => entry.value = Value::Str(int_bytes(new)),
         _ => db.insert(key, Value::Str(int_bytes(new)), None, now),
@@ -121,16 +121,16 @@ impl Expiry {
     }
 }
 
-/// The options of `SET` (from `argv[3]`) or `GETEX` (from `argv[2]`), as Redis 7.0's
+/// The options of `SET` (after the value) or `GETEX` (after the key), as Redis 7.0's
 /// `parseExtendedStringArgumentsOrReply` reads them.
 #[derive(Default)]
-struct StringOptions {
+struct StringOptions<'a> {
     nx: bool,
     xx: bool,
     get: bool,
     keepttl: bool,
     persist: bool,
-    expiry: Option<(ExpiryKind, Bytes)>,
+    expiry: Option<(ExpiryKind, &'a [u8])>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -141,14 +141,12 @@ enum ExpiryKind {
     PxAt,
 }
 
-impl StringOptions {
-    fn parse(options: &[Bytes], for_set: bool) -> Result<StringOptions, Frame> {
+impl<'a> StringOptions<'a> {
+    /// Reads every argument left.
+    fn parse(args: &mut Args<'a>, for_set: bool) -> Result<StringOptions<'a>, Frame> {
         let mut o = StringOptions::default();
-        let mut i = 0;
-        while i < options.len() {
-            let opt = &options[i];
-            let next = options.get(i + 1);
-            let other_expiry = |o: &StringOptions, kind: ExpiryKind| {
+        while let Some(opt) = args.next() {
+            let other_expiry = |o: &StringOptions<'_>, kind: ExpiryKind| {
                 o.keepttl || o.persist || o.expiry.as_ref().is_some_and(|(k, _)| *k != kind)
             };
             if for_set && is(opt, "nx") && !o.xx {
@@ -163,21 +161,19 @@ impl StringOptions {
                 o.persist = true;
             } else if let Some(kind) = expiry_kind(opt)
                 && !other_expiry(&o, kind)
-                && let Some(value) = next
+                && let Some(value) = args.next()
             {
-                o.expiry = Some((kind, value.clone()));
-                i += 1;
+                o.expiry = Some((kind, value));
             } else {
                 return Err(SYNTAX);
             }
-            i += 1;
         }
         Ok(o)
     }
 
     /// The expiry, its number parsed (`ERR value is not an integer or out of range`).
     fn expiry(&self) -> Result<Option<Expiry>, Frame> {
-        let Some((kind, value)) = &self.expiry else {
+        let Some((kind, value)) = self.expiry else {
             return Ok(None);
         };
         let n = int(value)?;
@@ -205,37 +201,39 @@ fn expiry_kind(opt: &[u8]) -> Option<ExpiryKind> {
 }
 
 /// `SET key value [NX|XX] [GET] [EX|PX|EXAT|PXAT n|KEEPTTL]`, parsed.
-struct Set {
-    key: Bytes,
-    value: Bytes,
-    options: StringOptions,
+struct Set<'a> {
+    key: &'a Bytes,
+    value: &'a Bytes,
+    options: StringOptions<'a>,
     deadline: Option<i64>,
 }
 
-impl Set {
-    fn parse(cx: &Cx<'_>, argv: &[Bytes]) -> Result<Set, Frame> {
-        let options = StringOptions::parse(&argv[3..], true)?;
+impl<'a> Set<'a> {
+    fn parse(cx: &Cx<'_>, args: &mut Args<'a>) -> Result<Set<'a>, Frame> {
+        let key = args.next_bytes()?;
+        let value = args.next_bytes()?;
+        let options = StringOptions::parse(args, true)?;
         let deadline = match options.expiry()? {
             Some(e) => Some(e.deadline(cx.now, "set")?),
             None => None,
         };
         Ok(Set {
-            key: argv[1].clone(),
-            value: argv[2].clone(),
+            key,
+            value,
             options,
             deadline,
         })
     }
 
-    fn apply(self, cx: &mut Cx<'_>) -> Frame {
+    fn apply(self, cx: &mut Cx<'_>) -> Reply {
         let now = cx.now;
-        let old = match cx.lookup(&self.key) {
+        let old = match cx.lookup(self.key) {
             None => None,
             Some(e) => {
                 let keep = e.deadline();
                 match (&e.value, self.options.get) {
                     (Value::Str(s), _) => Some((Some(s.clone()), keep)),
-                    (_, true) => return super::WRONGTYPE,
+                    (_, true) => return Err(super::WRONGTYPE),
                     (_, false) => Some((None, keep)),
                 }
             }
@@ -246,11 +244,11 @@ impl Set {
             _ => Frame::Null,
         };
         if (self.options.nx && found) || (self.options.xx && !found) {
-            return if self.options.get {
+            return Ok(if self.options.get {
                 get_reply()
             } else {
                 Frame::Null
-            };
+            });
         }
         let deadline = if self.options.keepttl {
             old.as_ref().and_then(|(_, d)| *d)
@@ -262,95 +260,74 @@ impl Set {
         } else {
             Frame::OK
         };
-        let db = cx.db();
-        db.insert(&self.key, Value::Str(self.value), deadline, now);
-        db.touch(&self.key);
-        reply
+        let db = cx.keyspace();
+        db.insert(self.key, Value::Str(self.value.clone()), deadline, now);
+        db.touch(self.key);
+        Ok(reply)
     }
 }
 
-fn set_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    match Set::parse(cx, argv) {
-        Ok(set) => set.apply(cx),
-        Err(e) => e,
-    }
+fn set_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    Set::parse(cx, args)?.apply(cx)
 }
 
-fn setnx_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    if cx.lookup(&argv[1]).is_some() {
-        return Frame::Integer(0);
+fn setnx_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let (key, value) = (args.next_bytes()?, args.next_bytes()?);
+    if cx.lookup(key).is_some() {
+        return Ok(Frame::Integer(0));
     }
-    set(cx, &argv[1], argv[2].clone(), None);
-    Frame::Integer(1)
+    set(cx, key, value.clone(), None);
+    Ok(Frame::Integer(1))
 }
 
-fn setex_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    let millis = is(&argv[0], "psetex");
+/// `SETEX key seconds value` and `PSETEX key milliseconds value`.
+fn setex_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let millis = is(args.name(), "psetex");
     let name = if millis { "psetex" } else { "setex" };
-    let n = match int(&argv[2]) {
-        Ok(n) => n,
-        Err(e) => return e,
-    };
+    let key = args.next_bytes()?;
+    let n = args.next_int()?;
+    let value = args.next_bytes()?;
     let expiry = if millis { Expiry::Px(n) } else { Expiry::Ex(n) };
-    match expiry.deadline(cx.now, name) {
-        Ok(deadline) => {
-            set(cx, &argv[1], argv[3].clone(), Some(deadline));
-            Frame::OK
+    let deadline = expiry.deadline(cx.now, name)?;
+    set(cx, key, value.clone(), Some(deadline));
+    Ok(Frame::OK)
+}
+
+fn get_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    Ok(get(cx, args.next_bytes()?)?.map_or(Frame::Null, Frame::Bulk))
+}
+
+fn getset_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let (key, value) = (args.next_bytes()?, args.next_bytes()?);
+    let old = get(cx, key)?;
+    set(cx, key, value.clone(), None);
+    Ok(old.map_or(Frame::Null, Frame::Bulk))
+}
+
+fn getdel_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let key = args.next_bytes()?;
+    match get(cx, key)? {
+        Some(v) => {
+            super::keys::del(cx, key);
+            Ok(Frame::Bulk(v))
         }
-        Err(e) => e,
+        None => Ok(Frame::Null),
     }
 }
 
-fn get_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    match get(cx, &argv[1]) {
-        Ok(Some(v)) => Frame::Bulk(v),
-        Ok(None) => Frame::Null,
-        Err(e) => e,
-    }
-}
-
-fn getset_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    let old = match get(cx, &argv[1]) {
-        Ok(old) => old,
-        Err(e) => return e,
-    };
-    set(cx, &argv[1], argv[2].clone(), None);
-    old.map_or(Frame::Null, Frame::Bulk)
-}
-
-fn getdel_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    match get(cx, &argv[1]) {
-        Ok(Some(v)) => {
-            crate::cmd::keys::del(cx, &argv[1]);
-            Frame::Bulk(v)
-        }
-        Ok(None) => Frame::Null,
-        Err(e) => e,
-    }
-}
-
-fn getex_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    let options = match StringOptions::parse(&argv[2..], false) {
-        Ok(o) => o,
-        Err(e) => return e,
-    };
-    let key = &argv[1];
+fn getex_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let key = args.next_bytes()?;
+    let options = StringOptions::parse(args, false)?;
     let now = cx.now;
-    let value = match get(cx, key) {
-        Ok(Some(v)) => v,
-        Ok(None) => return Frame::Null,
-        Err(e) => return e,
+    let Some(value) = get(cx, key)? else {
+        return Ok(Frame::Null);
     };
-    let expiry = match options.expiry() {
-        Ok(e) => e,
-        Err(e) => return e,
-    };
-    let deadline = match expiry.map(|e| e.deadline(now, "getex")) {
-        Some(Err(e)) => return e,
-        Some(Ok(d)) => Some(d),
+    let expiry = options.expiry()?;
+    let deadline = match expiry {
+        Some(e) => Some(e.deadline(now, "getex")?),
         None => None,
     };
-    let db = cx.db();
+    let db = cx.keyspace();
     match (expiry, deadline) {
         (Some(e), Some(d)) if e.is_absolute() && d <= now => {
             db.remove(key, now);
@@ -366,99 +343,86 @@ fn getex_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
         }
         _ => {}
     }
-    Frame::Bulk(value)
+    Ok(Frame::Bulk(value))
 }
 
-fn mget_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
+fn mget_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     // Keys of another type read as nil, not WRONGTYPE.
-    let values = argv[1..]
-        .iter()
+    let values = args
         .map(|k| match cx.lookup(k).map(|e| &e.value) {
             Some(Value::Str(s)) => Frame::Bulk(s.clone()),
             _ => Frame::Null,
         })
         .collect();
-    Frame::Array(values)
+    Ok(Frame::Array(values))
 }
 
-fn mset_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    let nx = is(&argv[0], "msetnx");
-    if argv.len().is_multiple_of(2) {
-        return super::wrong_arity(if nx { "msetnx" } else { "mset" });
+/// `MSET key value…` and `MSETNX key value…` (which sets nothing if any key exists).
+fn mset_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let nx = is(args.name(), "msetnx");
+    let pairs = args.rest();
+    if !pairs.len().is_multiple_of(2) {
+        return Err(super::wrong_arity(if nx { "msetnx" } else { "mset" }));
     }
-    if nx && argv[1..].chunks(2).any(|kv| cx.lookup(&kv[0]).is_some()) {
-        return Frame::Integer(0);
+    if nx && pairs.iter().step_by(2).any(|k| cx.lookup(k).is_some()) {
+        return Ok(Frame::Integer(0));
     }
-    for kv in argv[1..].chunks(2) {
-        set(cx, &kv[0], kv[1].clone(), None);
-    }
-    if nx { Frame::Integer(1) } else { Frame::OK }
-}
-
-fn incr_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    let name = &argv[0];
-    let delta = if is(name, "incr") {
-        1
-    } else if is(name, "decr") {
-        -1
-    } else {
-        let n = match int(&argv[2]) {
-            Ok(n) => n,
-            Err(e) => return e,
-        };
-        if is(name, "decrby") {
-            if n == i64::MIN {
-                return Frame::error("ERR decrement would overflow");
-            }
-            -n
-        } else {
-            n
+    for pair in pairs.chunks_exact(2) {
+        if let [key, value] = pair {
+            set(cx, key, value.clone(), None);
         }
-    };
-    match incr_by(cx, &argv[1], delta) {
-        Ok(n) => Frame::Integer(n),
-        Err(e) => e,
     }
+    Ok(if nx { Frame::Integer(1) } else { Frame::OK })
 }
 
-fn incrbyfloat_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    let key = &argv[1];
+fn incr_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    Ok(Frame::Integer(incr_by(cx, args.next_bytes()?, 1)?))
+}
+
+fn decr_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    Ok(Frame::Integer(incr_by(cx, args.next_bytes()?, -1)?))
+}
+
+fn incrby_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let (key, delta) = (args.next_bytes()?, args.next_int()?);
+    Ok(Frame::Integer(incr_by(cx, key, delta)?))
+}
+
+fn decrby_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let (key, n) = (args.next_bytes()?, args.next_int()?);
+    if n == i64::MIN {
+        return Err(Frame::error("ERR decrement would overflow"));
+    }
+    Ok(Frame::Integer(incr_by(cx, key, -n)?))
+}
+
+fn incrbyfloat_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let key = args.next_bytes()?;
     let now = cx.now;
     let old = match cx.lookup(key) {
         None => None,
-        Some(e) => match as_str(&e.value) {
-            Ok(s) => match float(s) {
-                Some(v) => Some(v),
-                None => return NOT_FLOAT,
-            },
-            Err(e) => return e,
-        },
+        Some(e) => Some(float(as_str(&e.value)?).ok_or(NOT_FLOAT)?),
     };
-    let Some(incr) = float(&argv[2]) else {
-        return NOT_FLOAT;
-    };
+    let incr = args.next_float()?;
     let new = old.unwrap_or(0.0) + incr;
     if !new.is_finite() {
-        return Frame::error("ERR increment would produce NaN or Infinity");
+        return Err(Frame::error("ERR increment would produce NaN or Infinity"));
     }
     let text = human_float(new);
-    let db = cx.db();
+    let db = cx.keyspace();
     match (old, db.write(key, now)) {
         (Some(_), Some(entry)) => entry.value = Value::Str(text.clone()),
         _ => db.insert(key, Value::Str(text.clone()), None, now),
     }
     db.touch(key);
-    Frame::Bulk(text)
+    Ok(Frame::Bulk(text))
 }
 
-fn append_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    let (key, tail) = (&argv[1], &argv[2]);
+fn append_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let (key, tail) = (args.next_bytes()?, args.next_bytes()?);
     let now = cx.now;
-    let old = match get(cx, key) {
-        Ok(old) => old,
-        Err(e) => return e,
-    };
-    let db = cx.db();
+    let old = get(cx, key)?;
+    let db = cx.keyspace();
     let len = match (old, db.write(key, now)) {
         (Some(old), Some(entry)) => {
             let mut joined = Vec::with_capacity(old.len() + tail.len());
@@ -474,39 +438,33 @@ fn append_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
         }
     };
     db.touch(key);
-    Frame::Integer(len as i64)
+    Ok(Frame::Integer(len as i64))
 }
 
-fn strlen_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    match get(cx, &argv[1]) {
-        Ok(v) => Frame::Integer(v.map_or(0, |v| v.len() as i64)),
-        Err(e) => e,
-    }
+fn strlen_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let value = get(cx, args.next_bytes()?)?;
+    Ok(Frame::Integer(value.map_or(0, |v| v.len() as i64)))
 }
 
 /// `GETRANGE key start end`: a substring, both ends inclusive, negative counting from the end,
 /// clamped as Redis's `getrangeCommand` clamps them (indexes are parsed before the lookup).
-fn getrange_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    let (start, end) = match (int(&argv[2]), int(&argv[3])) {
-        (Ok(a), Ok(b)) => (a, b),
-        (Err(e), _) | (_, Err(e)) => return e,
-    };
-    let s = match get(cx, &argv[1]) {
-        Err(e) => return e,
-        Ok(None) => return Frame::Bulk(Bytes::new()),
-        Ok(Some(s)) => s,
+fn getrange_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let key = args.next_bytes()?;
+    let (start, end) = (args.next_int()?, args.next_int()?);
+    let Some(s) = get(cx, key)? else {
+        return Ok(Frame::Bulk(Bytes::new()));
     };
     if start < 0 && end < 0 && start > end {
-        return Frame::Bulk(Bytes::new());
+        return Ok(Frame::Bulk(Bytes::new()));
     }
     let len = s.len() as i64;
     let start = if start < 0 { start + len } else { start }.max(0);
     let end = if end < 0 { end + len } else { end }.max(0).min(len - 1);
-    if start > end || len == 0 {
+    Ok(if start > end || len == 0 {
         Frame::Bulk(Bytes::new())
     } else {
         Frame::Bulk(s.slice(start as usize..=end as usize))
-    }
+    })
 }
 
 /// Redis's `proto-max-bulk-len` default: no string may grow past 512 MB.
@@ -514,22 +472,21 @@ const MAX_STRING: i64 = 512 * 1024 * 1024;
 
 /// `SETRANGE key offset value`: overwrites from `offset`, zero-padding a short string; the new
 /// length. Keeps the TTL; an empty value changes nothing (and creates nothing).
-fn setrange_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    let offset = match int(&argv[2]) {
-        Ok(n) if n >= 0 => n,
-        Ok(_) => return Frame::error("ERR offset is out of range"),
-        Err(e) => return e,
-    };
-    let (key, value) = (&argv[1], &argv[3]);
-    let old = match get(cx, key) {
-        Err(e) => return e,
-        Ok(old) => old,
-    };
+fn setrange_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let key = args.next_bytes()?;
+    let offset = args.next_int()?;
+    if offset < 0 {
+        return Err(Frame::error("ERR offset is out of range"));
+    }
+    let value = args.next_bytes()?;
+    let old = get(cx, key)?;
     if value.is_empty() {
-        return Frame::Integer(old.map_or(0, |s| s.len() as i64));
+        return Ok(Frame::Integer(old.map_or(0, |s| s.len() as i64)));
     }
     if offset.saturating_add(value.len() as i64) > MAX_STRING {
-        return Frame::error("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
+        return Err(Frame::error(
+            "ERR string exceeds maximum allowed size (proto-max-bulk-len)",
+        ));
     }
     let offset = offset as usize;
     let mut new = old.as_deref().unwrap_or_default().to_vec();
@@ -539,11 +496,11 @@ fn setrange_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
     new[offset..offset + value.len()].copy_from_slice(value);
     let len = new.len();
     let now = cx.now;
-    let db = cx.db();
+    let db = cx.keyspace();
     match (old, db.write(key, now)) {
         (Some(_), Some(entry)) => entry.value = Value::Str(Bytes::from(new)),
         _ => db.insert(key, Value::Str(Bytes::from(new)), None, now),
     }
     db.touch(key);
-    Frame::Integer(len as i64)
+    Ok(Frame::Integer(len as i64))
 }

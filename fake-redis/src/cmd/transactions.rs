@@ -6,10 +6,9 @@
 //! (by anyone, `EXEC`ing client included) or that expired since `WATCH` makes `EXEC` reply a null
 //! array and run nothing.
 
-use super::{NOT_QUEUED, Spec};
-use crate::engine::{Cx, Multi};
+use super::{Args, Cx, NOT_QUEUED, Reply, Spec, dispatch};
+use crate::engine::Multi;
 use crate::frame::Frame;
-use bytes::Bytes;
 
 pub(crate) static MULTI: Spec = Spec::new("multi", 1, NOT_QUEUED, multi_command);
 pub(crate) static EXEC: Spec = Spec::new("exec", 1, NOT_QUEUED, exec_command);
@@ -17,72 +16,52 @@ pub(crate) static DISCARD: Spec = Spec::new("discard", 1, NOT_QUEUED, discard_co
 pub(crate) static WATCH: Spec = Spec::new("watch", -2, NOT_QUEUED, watch_command);
 pub(crate) static UNWATCH: Spec = Spec::new("unwatch", 1, 0, unwatch_command);
 
-fn multi_command(cx: &mut Cx<'_>, _argv: &[Bytes]) -> Frame {
+fn multi_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
     let client = cx.client();
     if client.multi.is_some() {
-        return Frame::error("ERR MULTI calls can not be nested");
+        return Err(Frame::error("ERR MULTI calls can not be nested"));
     }
     client.multi = Some(Multi::default());
-    Frame::OK
+    Ok(Frame::OK)
 }
 
-fn exec_command(cx: &mut Cx<'_>, _argv: &[Bytes]) -> Frame {
-    let id = cx.client;
-    let now = cx.now;
+fn exec_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
     let Some(multi) = cx.client().multi.take() else {
-        return Frame::error("ERR EXEC without MULTI");
+        return Err(Frame::error("ERR EXEC without MULTI"));
     };
     if multi.failed {
-        cx.engine.unwatch(id);
-        return Frame::error("EXECABORT Transaction discarded because of previous errors.");
+        cx.unwatch();
+        return Err(Frame::error(
+            "EXECABORT Transaction discarded because of previous errors.",
+        ));
     }
-    let engine = &mut *cx.engine;
-    let client = engine.clients.get(&id).expect("connected");
-    let touched = client.dirty_cas
-        || client
-            .watching
-            .iter()
-            .any(|(db, key)| engine.dbs[*db].watched_key_expired(key, id, now));
-    engine.unwatch(id);
+    let touched = cx.watch_broken();
+    cx.unwatch();
     if touched {
-        return Frame::NullArray;
+        return Ok(Frame::NullArray);
     }
-    let replies = multi
-        .queue
-        .iter()
-        .map(|argv| engine.run_queued(id, argv, now))
-        .collect();
-    Frame::Array(replies)
+    Ok(Frame::Array(dispatch::run_queued(cx, &multi.queue)))
 }
 
-fn discard_command(cx: &mut Cx<'_>, _argv: &[Bytes]) -> Frame {
-    let id = cx.client;
+fn discard_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
     if cx.client().multi.take().is_none() {
-        return Frame::error("ERR DISCARD without MULTI");
+        return Err(Frame::error("ERR DISCARD without MULTI"));
     }
-    cx.engine.unwatch(id);
-    Frame::OK
+    cx.unwatch();
+    Ok(Frame::OK)
 }
 
-fn watch_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    let (id, db, now) = (cx.client, cx.db, cx.now);
+fn watch_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     if cx.client().multi.is_some() {
-        return Frame::error("ERR WATCH inside MULTI is not allowed");
+        return Err(Frame::error("ERR WATCH inside MULTI is not allowed"));
     }
-    for key in &argv[1..] {
-        let client = cx.client();
-        if client.watching.iter().any(|(d, k)| *d == db && k == key) {
-            continue;
-        }
-        client.watching.push((db, key.clone()));
-        cx.engine.dbs[db].watch(key, id, now);
-        cx.engine.watchers += 1;
+    for key in args {
+        cx.watch(key);
     }
-    Frame::OK
+    Ok(Frame::OK)
 }
 
-fn unwatch_command(cx: &mut Cx<'_>, _argv: &[Bytes]) -> Frame {
-    let id = cx.client;
-    cx.engine.unwatch(id);
-    Frame::OK
+fn unwatch_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
+    cx.unwatch();
+    Ok(Frame::OK)
 }

@@ -7,9 +7,8 @@
 //! are Redis's words: `ERR min or max is not a float`, `ERR value is not a valid float`,
 //! `ERR resulting score is not a number (NaN)`. As everywhere, an emptied sorted set is deleted.
 
-use super::{NOT_FLOAT, NOT_INTEGER, SYNTAX, Spec, WRITE, float, int, is};
+use super::{Args, Cx, NOT_FLOAT, NOT_INTEGER, Reply, SYNTAX, Spec, WRITE, float, int, is};
 use crate::db::{Value, ZSet};
-use crate::engine::Cx;
 use crate::frame::Frame;
 use bytes::Bytes;
 
@@ -275,68 +274,74 @@ fn add(z: &mut ZSet, flags: &AddFlags, score: f64, member: &Bytes) -> Result<Add
     }
 }
 
-fn zadd_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
+fn zadd_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let key = args.next_bytes()?;
     let mut flags = AddFlags::default();
-    let mut i = 2;
-    while i < argv.len() {
-        let opt = &argv[i];
-        if is(opt, "nx") {
+    loop {
+        if args.eat("nx") {
             flags.nx = true;
-        } else if is(opt, "xx") {
+        } else if args.eat("xx") {
             flags.xx = true;
-        } else if is(opt, "ch") {
+        } else if args.eat("ch") {
             flags.ch = true;
-        } else if is(opt, "incr") {
+        } else if args.eat("incr") {
             flags.incr = true;
-        } else if is(opt, "gt") {
+        } else if args.eat("gt") {
             flags.gt = true;
-        } else if is(opt, "lt") {
+        } else if args.eat("lt") {
             flags.lt = true;
         } else {
             break;
         }
-        i += 1;
     }
-    let pairs = &argv[i..];
+    let pairs = args.rest();
     if pairs.is_empty() || !pairs.len().is_multiple_of(2) {
-        return SYNTAX;
+        return Err(SYNTAX);
     }
     if flags.nx && flags.xx {
-        return Frame::error("ERR XX and NX options at the same time are not compatible");
+        return Err(Frame::error(
+            "ERR XX and NX options at the same time are not compatible",
+        ));
     }
     if (flags.nx && (flags.gt || flags.lt)) || (flags.gt && flags.lt) {
-        return Frame::error("ERR GT, LT, and/or NX options at the same time are not compatible");
+        return Err(Frame::error(
+            "ERR GT, LT, and/or NX options at the same time are not compatible",
+        ));
     }
     if flags.incr && pairs.len() > 2 {
-        return Frame::error("ERR INCR option supports a single increment-element pair");
+        return Err(Frame::error(
+            "ERR INCR option supports a single increment-element pair",
+        ));
     }
-    let mut scores = Vec::with_capacity(pairs.len() / 2);
-    for pair in pairs.chunks(2) {
-        match score(&pair[0]) {
-            Ok(s) => scores.push(s),
-            Err(e) => return e,
-        }
-    }
-    zadd(cx, &argv[1], &flags, &scores, pairs)
+    let scores = pairs
+        .iter()
+        .step_by(2)
+        .map(|s| score(s))
+        .collect::<Result<Vec<f64>, Frame>>()?;
+    let members = pairs.iter().skip(1).step_by(2);
+    zadd(cx, key, &flags, scores.into_iter().zip(members))
 }
 
-fn zadd(cx: &mut Cx<'_>, key: &Bytes, flags: &AddFlags, scores: &[f64], pairs: &[Bytes]) -> Frame {
-    let z = match write(cx, key, !flags.xx) {
-        Err(e) => return e,
-        Ok(None) => {
-            return if flags.incr {
-                Frame::Null
-            } else {
-                Frame::Integer(0)
-            };
-        }
-        Ok(Some(z)) => z,
+/// Adds `(score, member)` pairs under `flags`: the reply of `ZADD` (or of `ZINCRBY`, which is
+/// `ZADD INCR`).
+fn zadd<'m>(
+    cx: &mut Cx<'_>,
+    key: &[u8],
+    flags: &AddFlags,
+    pairs: impl Iterator<Item = (f64, &'m Bytes)>,
+) -> Reply {
+    let Some(z) = write(cx, key, !flags.xx)? else {
+        return Ok(if flags.incr {
+            Frame::Null
+        } else {
+            Frame::Integer(0)
+        });
     };
     let (mut added, mut updated) = (0, 0);
     let mut last = None;
     let mut failed = None;
-    for (s, pair) in scores.iter().zip(pairs.chunks(2)) {
-        match add(z, flags, *s, &pair[1]) {
+    for (s, member) in pairs {
+        match add(z, flags, s, member) {
             Ok(Added::New(s)) => {
                 added += 1;
                 last = Some(s);
@@ -355,102 +360,83 @@ fn zadd(cx: &mut Cx<'_>, key: &Bytes, flags: &AddFlags, scores: &[f64], pairs: &
     }
     done(cx, key);
     if let Some(e) = failed {
-        return e;
+        return Err(e);
     }
-    if flags.incr {
+    Ok(if flags.incr {
         last.map_or(Frame::Null, Frame::Double)
     } else if flags.ch {
         Frame::Integer(added + updated)
     } else {
         Frame::Integer(added)
-    }
+    })
 }
 
-fn zincrby_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    let incr = match score(&argv[2]) {
-        Ok(s) => s,
-        Err(e) => return e,
-    };
+fn zincrby_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let key = args.next_bytes()?;
+    let incr = score(args.next_bytes()?)?;
+    let member = args.next_bytes()?;
     let flags = AddFlags {
         incr: true,
         ..AddFlags::default()
     };
-    zadd(
-        cx,
-        &argv[1],
-        &flags,
-        &[incr],
-        &[argv[2].clone(), argv[3].clone()],
-    )
+    zadd(cx, key, &flags, std::iter::once((incr, member)))
 }
 
-fn zrem_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    let key = &argv[1];
-    let removed = match write(cx, key, false) {
-        Err(e) => return e,
-        Ok(None) => return Frame::Integer(0),
-        Ok(Some(z)) => argv[2..].iter().filter(|m| z.remove(m)).count(),
+fn zrem_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let key = args.next_bytes()?;
+    let Some(z) = write(cx, key, false)? else {
+        return Ok(Frame::Integer(0));
     };
+    let removed = args.filter(|m| z.remove(m)).count();
     if removed > 0 {
         done(cx, key);
     }
-    Frame::Integer(removed as i64)
+    Ok(Frame::Integer(removed as i64))
 }
 
-fn zscore_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    match read(cx, &argv[1]) {
-        Err(e) => e,
-        Ok(z) => z
-            .and_then(|z| z.score(&argv[2]))
-            .map_or(Frame::Null, Frame::Double),
-    }
+fn zscore_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let (key, member) = (args.next_bytes()?, args.next_bytes()?);
+    let z = read(cx, key)?;
+    Ok(z.and_then(|z| z.score(member))
+        .map_or(Frame::Null, Frame::Double))
 }
 
-fn zmscore_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    match read(cx, &argv[1]) {
-        Err(e) => e,
-        Ok(z) => Frame::Array(
-            argv[2..]
-                .iter()
-                .map(|m| {
-                    z.and_then(|z| z.score(m))
-                        .map_or(Frame::Null, Frame::Double)
-                })
-                .collect(),
-        ),
-    }
+fn zmscore_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let z = read(cx, args.next_bytes()?)?;
+    Ok(Frame::Array(
+        args.map(|m| {
+            z.and_then(|z| z.score(m))
+                .map_or(Frame::Null, Frame::Double)
+        })
+        .collect(),
+    ))
 }
 
-fn zcard_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    match read(cx, &argv[1]) {
-        Err(e) => e,
-        Ok(z) => Frame::Integer(z.map_or(0, |z| z.len() as i64)),
-    }
+fn zcard_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let z = read(cx, args.next_bytes()?)?;
+    Ok(Frame::Integer(z.map_or(0, |z| z.len() as i64)))
 }
 
-fn zcount_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    let range = match ScoreRange::parse(&argv[2], &argv[3]) {
-        Ok(r) => r,
-        Err(e) => return e,
+fn zcount_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let key = args.next_bytes()?;
+    let range = ScoreRange::parse(args.next_bytes()?, args.next_bytes()?)?;
+    let z = read(cx, key)?;
+    Ok(Frame::Integer(
+        z.map_or(0, |z| z.iter().filter(|(s, _)| range.contains(*s)).count()) as i64,
+    ))
+}
+
+/// `ZRANK key member` and `ZREVRANK key member`.
+fn zrank_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let reverse = is(args.name(), "zrevrank");
+    let (key, member) = (args.next_bytes()?, args.next_bytes()?);
+    let Some(z) = read(cx, key)? else {
+        return Ok(Frame::Null);
     };
-    match read(cx, &argv[1]) {
-        Err(e) => e,
-        Ok(z) => Frame::Integer(
-            z.map_or(0, |z| z.iter().filter(|(s, _)| range.contains(*s)).count()) as i64,
-        ),
-    }
-}
-
-fn zrank_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    let reverse = is(&argv[0], "zrevrank");
-    match read(cx, &argv[1]) {
-        Err(e) => e,
-        Ok(None) => Frame::Null,
-        Ok(Some(z)) => match z.iter().position(|(_, m)| *m == argv[2]) {
-            None => Frame::Null,
-            Some(i) => Frame::Integer(if reverse { z.len() - 1 - i } else { i } as i64),
-        },
-    }
+    Ok(match z.iter().position(|(_, m)| m == member) {
+        None => Frame::Null,
+        Some(i) => Frame::Integer(if reverse { z.len() - 1 - i } else { i } as i64),
+    })
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -461,102 +447,121 @@ enum RangeBy {
     Lex,
 }
 
-/// `ZRANGE`, `ZRANGEBYSCORE`, `ZREVRANGE`, `ZREVRANGEBYSCORE`: Redis's `zrangeGenericCommand`,
-/// which parses the options, then the range, then looks the key up.
-fn zrange_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    let name = argv[0].to_ascii_lowercase();
-    let (mut by, mut reverse) = match &name[..] {
-        b"zrangebyscore" => (RangeBy::Score, Some(false)),
-        b"zrevrange" => (RangeBy::Rank, Some(true)),
-        b"zrevrangebyscore" => (RangeBy::Score, Some(true)),
-        _ => (RangeBy::Auto, None),
-    };
-    let mut withscores = false;
-    let (mut offset, mut limit) = (0i64, -1i64);
-    let mut j = 4;
-    while j < argv.len() {
-        let left = argv.len() - j - 1;
-        let opt = &argv[j];
-        if is(opt, "withscores") {
-            withscores = true;
-        } else if is(opt, "limit") && left >= 2 {
-            match (int(&argv[j + 1]), int(&argv[j + 2])) {
-                (Ok(o), Ok(l)) => (offset, limit) = (o, l),
-                _ => return NOT_INTEGER,
+/// A range, its bounds parsed as its kind needs.
+enum Range {
+    Rank(i64, i64),
+    Score(ScoreRange),
+    Lex(LexRange),
+}
+
+/// `ZRANGE`, `ZRANGEBYSCORE`, `ZREVRANGE`, `ZREVRANGEBYSCORE` parsed, as Redis's
+/// `zrangeGenericCommand` parses them: the options, then the range, and only then is the key
+/// looked up.
+struct ZRange<'a> {
+    key: &'a Bytes,
+    range: Range,
+    reverse: bool,
+    withscores: bool,
+    offset: i64,
+    limit: i64,
+}
+
+impl<'a> ZRange<'a> {
+    fn parse(args: &mut Args<'a>) -> Result<ZRange<'a>, Frame> {
+        let name = args.name().to_ascii_lowercase();
+        let (mut by, mut reverse) = match &name[..] {
+            b"zrangebyscore" => (RangeBy::Score, Some(false)),
+            b"zrevrange" => (RangeBy::Rank, Some(true)),
+            b"zrevrangebyscore" => (RangeBy::Score, Some(true)),
+            _ => (RangeBy::Auto, None),
+        };
+        let key = args.next_bytes()?;
+        let (start, stop) = (args.next_bytes()?, args.next_bytes()?);
+        let mut withscores = false;
+        let (mut offset, mut limit) = (0i64, -1i64);
+        while let Some(opt) = args.next() {
+            if is(opt, "withscores") {
+                withscores = true;
+            } else if is(opt, "limit") && args.remaining() >= 2 {
+                let (o, l) = (args.next_bytes()?, args.next_bytes()?);
+                match (int(o), int(l)) {
+                    (Ok(o), Ok(l)) => (offset, limit) = (o, l),
+                    _ => return Err(NOT_INTEGER),
+                }
+            } else if reverse.is_none() && is(opt, "rev") {
+                reverse = Some(true);
+            } else if by == RangeBy::Auto && is(opt, "bylex") {
+                by = RangeBy::Lex;
+            } else if by == RangeBy::Auto && is(opt, "byscore") {
+                by = RangeBy::Score;
+            } else {
+                return Err(SYNTAX);
             }
-            j += 2;
-        } else if reverse.is_none() && is(opt, "rev") {
-            reverse = Some(true);
-        } else if by == RangeBy::Auto && is(opt, "bylex") {
-            by = RangeBy::Lex;
-        } else if by == RangeBy::Auto && is(opt, "byscore") {
-            by = RangeBy::Score;
-        } else {
-            return SYNTAX;
         }
-        j += 1;
-    }
-    let reverse = reverse.unwrap_or(false);
-    if by == RangeBy::Auto {
-        by = RangeBy::Rank;
-    }
-    if limit != -1 && by == RangeBy::Rank {
-        return Frame::error(
-            "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX",
-        );
-    }
-    if withscores && by == RangeBy::Lex {
-        return Frame::error(
-            "ERR syntax error, WITHSCORES not supported in combination with BYLEX",
-        );
-    }
-    let (lo, hi) = if reverse && by != RangeBy::Rank {
-        (&argv[3], &argv[2])
-    } else {
-        (&argv[2], &argv[3])
-    };
-    enum Parsed {
-        Rank(i64, i64),
-        Score(ScoreRange),
-        Lex(LexRange),
-    }
-    let parsed = match by {
-        RangeBy::Score => match ScoreRange::parse(lo, hi) {
-            Ok(r) => Parsed::Score(r),
-            Err(e) => return e,
-        },
-        RangeBy::Lex => match LexRange::parse(lo, hi) {
-            Ok(r) => Parsed::Lex(r),
-            Err(e) => return e,
-        },
-        _ => match (int(lo), int(hi)) {
-            (Ok(a), Ok(b)) => Parsed::Rank(a, b),
-            (Err(e), _) | (_, Err(e)) => return e,
-        },
-    };
-    let resp3 = cx.client().protocol >= 3;
-    let z = match read(cx, &argv[1]) {
-        Err(e) => return e,
-        Ok(None) => return Frame::Array(Vec::new()),
-        Ok(Some(z)) => z,
-    };
-    let mut ordered: Vec<(f64, &Bytes)> = z.iter().collect();
-    if reverse {
-        ordered.reverse();
-    }
-    let picked: Vec<(f64, &Bytes)> = match parsed {
-        Parsed::Rank(start, end) => match clamp_ranks(start, end, ordered.len()) {
-            None => Vec::new(),
-            Some((a, b)) => ordered[a..=b].to_vec(),
-        },
-        Parsed::Score(range) => limited(
-            ordered.into_iter().filter(|(s, _)| range.contains(*s)),
+        let reverse = reverse.unwrap_or(false);
+        if by == RangeBy::Auto {
+            by = RangeBy::Rank;
+        }
+        if limit != -1 && by == RangeBy::Rank {
+            return Err(Frame::error(
+                "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or \
+                 BYLEX",
+            ));
+        }
+        if withscores && by == RangeBy::Lex {
+            return Err(Frame::error(
+                "ERR syntax error, WITHSCORES not supported in combination with BYLEX",
+            ));
+        }
+        // A reversed score or lex range names its bounds high first.
+        let (lo, hi) = if reverse && by != RangeBy::Rank {
+            (stop, start)
+        } else {
+            (start, stop)
+        };
+        let range = match by {
+            RangeBy::Score => Range::Score(ScoreRange::parse(lo, hi)?),
+            RangeBy::Lex => Range::Lex(LexRange::parse(lo, hi)?),
+            _ => Range::Rank(int(lo)?, int(hi)?),
+        };
+        Ok(ZRange {
+            key,
+            range,
+            reverse,
+            withscores,
             offset,
             limit,
-        ),
-        Parsed::Lex(range) => lex_scan(&ordered, &range, reverse, offset, limit),
-    };
-    scored_reply(picked.into_iter(), withscores, resp3)
+        })
+    }
+
+    fn apply(self, cx: &mut Cx<'_>) -> Reply {
+        let resp3 = cx.client().protocol >= 3;
+        let Some(z) = read(cx, self.key)? else {
+            return Ok(Frame::Array(Vec::new()));
+        };
+        let mut ordered: Vec<(f64, &Bytes)> = z.iter().collect();
+        if self.reverse {
+            ordered.reverse();
+        }
+        let (offset, limit) = (self.offset, self.limit);
+        let picked: Vec<(f64, &Bytes)> = match self.range {
+            Range::Rank(start, end) => match clamp_ranks(start, end, ordered.len()) {
+                None => Vec::new(),
+                Some((a, b)) => ordered[a..=b].to_vec(),
+            },
+            Range::Score(range) => limited(
+                ordered.into_iter().filter(|(s, _)| range.contains(*s)),
+                offset,
+                limit,
+            ),
+            Range::Lex(range) => lex_scan(&ordered, &range, self.reverse, offset, limit),
+        };
+        Ok(scored_reply(picked.into_iter(), self.withscores, resp3))
+    }
+}
+
+fn zrange_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    ZRange::parse(args)?.apply(cx)
 }
 
 /// A `BYLEX` range as Redis walks it (`zzlFirstInLexRange` and the loop after it): the members
@@ -646,73 +651,66 @@ fn scored_reply<'a>(
     })
 }
 
-fn zremrange_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    let by_rank = is(&argv[0], "zremrangebyrank");
-    let (ranks, scores) = if by_rank {
-        match (int(&argv[2]), int(&argv[3])) {
-            (Ok(a), Ok(b)) => (Some((a, b)), None),
-            (Err(e), _) | (_, Err(e)) => return e,
-        }
+/// `ZREMRANGEBYRANK key start stop` and `ZREMRANGEBYSCORE key min max`: how many were removed.
+fn zremrange_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let by_rank = is(args.name(), "zremrangebyrank");
+    let key = args.next_bytes()?;
+    let (start, stop) = (args.next_bytes()?, args.next_bytes()?);
+    let range = if by_rank {
+        Range::Rank(int(start)?, int(stop)?)
     } else {
-        match ScoreRange::parse(&argv[2], &argv[3]) {
-            Ok(r) => (None, Some(r)),
-            Err(e) => return e,
-        }
+        Range::Score(ScoreRange::parse(start, stop)?)
     };
-    let key = &argv[1];
-    let removed = match write(cx, key, false) {
-        Err(e) => return e,
-        Ok(None) => return Frame::Integer(0),
-        Ok(Some(z)) => {
-            let doomed: Vec<Bytes> = match (ranks, scores) {
-                (Some((a, b)), _) => match clamp_ranks(a, b, z.len()) {
-                    None => Vec::new(),
-                    Some((a, b)) => z
-                        .iter()
-                        .skip(a)
-                        .take(b - a + 1)
-                        .map(|(_, m)| m.clone())
-                        .collect(),
-                },
-                (_, Some(range)) => z
-                    .iter()
-                    .filter(|(s, _)| range.contains(*s))
-                    .map(|(_, m)| m.clone())
-                    .collect(),
-                (None, None) => Vec::new(),
-            };
-            for m in &doomed {
-                z.remove(m);
-            }
-            doomed.len()
-        }
+    let Some(z) = write(cx, key, false)? else {
+        return Ok(Frame::Integer(0));
     };
+    let doomed: Vec<Bytes> = match range {
+        Range::Rank(a, b) => match clamp_ranks(a, b, z.len()) {
+            None => Vec::new(),
+            Some((a, b)) => z
+                .iter()
+                .skip(a)
+                .take(b - a + 1)
+                .map(|(_, m)| m.clone())
+                .collect(),
+        },
+        Range::Score(range) => z
+            .iter()
+            .filter(|(s, _)| range.contains(*s))
+            .map(|(_, m)| m.clone())
+            .collect(),
+        Range::Lex(_) => Vec::new(),
+    };
+    for m in &doomed {
+        z.remove(m);
+    }
+    let removed = doomed.len();
     if removed > 0 {
         done(cx, key);
     }
-    Frame::Integer(removed as i64)
+    Ok(Frame::Integer(removed as i64))
 }
 
 /// `ZPOPMIN`/`ZPOPMAX key [count]`: members and scores, lowest (highest) first. A count of
 /// 0 still meets WRONGTYPE first, as in Redis 7.0.
-fn zpop_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    if argv.len() > 3 {
-        return SYNTAX;
+fn zpop_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    if args.remaining() > 2 {
+        return Err(SYNTAX);
     }
-    let max = is(&argv[0], "zpopmax");
-    let count = match argv.get(2) {
+    let max = is(args.name(), "zpopmax");
+    let key = args.next_bytes()?;
+    let counted = args.peek().is_some();
+    let count = match args.next() {
         None => 1,
         Some(arg) => match int(arg) {
             Ok(n) if n >= 0 => n as usize,
-            _ => return Frame::error("ERR value is out of range, must be positive"),
+            _ => return Err(Frame::error("ERR value is out of range, must be positive")),
         },
     };
-    let key = &argv[1];
-    let popped: Vec<(f64, Bytes)> = match write(cx, key, false) {
-        Err(e) => return e,
-        Ok(None) => return Frame::Array(Vec::new()),
-        Ok(Some(_)) if count == 0 => return Frame::Array(Vec::new()),
-        Ok(Some(z)) => {
+    let popped: Vec<(f64, Bytes)> = match write(cx, key, false)? {
+        None => return Ok(Frame::Array(Vec::new())),
+        Some(_) if count == 0 => return Ok(Frame::Array(Vec::new())),
+        Some(z) => {
             let mut all: Vec<(f64, Bytes)> = z.iter().map(|(s, m)| (s, m.clone())).collect();
             if max {
                 all.reverse();
@@ -726,8 +724,8 @@ fn zpop_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
     };
     done(cx, key);
     // RESP3 nests `[member, score]` pairs when a count was given, as Redis 7.0 does.
-    let nested = argv.len() == 3 && cx.client().protocol >= 3;
-    Frame::Array(if nested {
+    let nested = counted && cx.client().protocol >= 3;
+    Ok(Frame::Array(if nested {
         popped
             .into_iter()
             .map(|(s, m)| Frame::Array(vec![Frame::Bulk(m), Frame::Double(s)]))
@@ -737,13 +735,13 @@ fn zpop_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
             .into_iter()
             .flat_map(|(s, m)| [Frame::Bulk(m), Frame::Double(s)])
             .collect()
-    })
+    }))
 }
 
 /// `ZSCAN key cursor [MATCH pattern] [COUNT count]`: members and scores (see
 /// [`scan_collection`](super::keys::scan_collection)).
-fn zscan_command(cx: &mut Cx<'_>, argv: &[Bytes]) -> Frame {
-    super::keys::scan_collection(cx, argv, read, |z| {
+fn zscan_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    super::keys::scan_collection(cx, args, read, |z| {
         z.iter()
             .map(|(s, m)| {
                 // Bulk strings even in RESP3: Redis's scan reply formats the score as text.

@@ -38,7 +38,7 @@
 //! ```
 
 use super::Shared;
-use crate::cmd::{SYNTAX, int, is, wrong_arity};
+use crate::cmd::{Args, SYNTAX, int, is, wrong_arity};
 use crate::engine::{ClientId, Engine};
 use crate::fault::{CommandFault, Fault, FaultEventKind, FaultPlan, NodeId, Trigger};
 use crate::frame::Frame;
@@ -142,30 +142,28 @@ pub(crate) fn run(
     if !engine.is_authenticated(client) {
         return Outcome::Reply(Frame::error("NOAUTH Authentication required."));
     }
+    let mut args = Args::new(argv);
     let reply = match command {
-        AdminCommand::Time => Frame::Integer(engine.clock_now()),
-        AdminCommand::Advance => match advance_target(shared, engine, &argv[1]) {
+        AdminCommand::Time => Ok(Frame::Integer(engine.clock_now())),
+        AdminCommand::Advance => match advance_target(shared, engine, &mut args) {
             Ok(target) => return Outcome::AdvanceTo(target),
-            Err(e) => e,
+            Err(e) => Err(e),
         },
-        AdminCommand::Events => events(engine),
-        AdminCommand::Node => node(engine, client, argv.get(1)),
-        AdminCommand::Fault => match fault(engine, &argv[1..]) {
-            Ok(()) => Frame::OK,
-            Err(e) => e,
-        },
+        AdminCommand::Events => Ok(events(engine)),
+        AdminCommand::Node => node(engine, client, &mut args),
+        AdminCommand::Fault => fault(engine, args).map(|()| Frame::OK),
     };
-    Outcome::Reply(reply)
+    Outcome::Reply(reply.unwrap_or_else(|e| e))
 }
 
 /// `FAKE.ADVANCE <ms>`'s checks: the time it moves the clock to.
-fn advance_target(shared: &Shared, engine: &Engine, ms: &[u8]) -> Result<i64, Frame> {
+fn advance_target(shared: &Shared, engine: &Engine, args: &mut Args<'_>) -> Result<i64, Frame> {
     if shared.clock.manual().is_none() {
         return Err(Frame::error(
             "ERR FAKE.ADVANCE needs the virtual clock: start the server with --clock virtual",
         ));
     }
-    let ms = int(ms)?;
+    let ms = args.next_int()?;
     if ms < 0 {
         return Err(Frame::error(
             "ERR FAKE.ADVANCE moves the clock forward only; use FAKE.FAULT CLOCK-JUMP to move the \
@@ -213,18 +211,18 @@ pub(crate) async fn advance_to(shared: &Shared, target: i64) -> i64 {
     }
 }
 
-fn node(engine: &mut Engine, client: ClientId, id: Option<&Bytes>) -> Frame {
-    let Some(id) = id else {
+/// `FAKE.NODE [<node>]`.
+fn node(engine: &mut Engine, client: ClientId, args: &mut Args<'_>) -> Result<Frame, Frame> {
+    if args.remaining() == 0 {
         let node = engine.node_of(client).unwrap_or(NodeId(client.0));
-        return Frame::Integer(node.0 as i64);
-    };
-    match int(id) {
-        Ok(n) if n >= 0 => {
+        return Ok(Frame::Integer(node.0 as i64));
+    }
+    match args.next_int()? {
+        n if n >= 0 => {
             engine.set_node(client, Some(NodeId(n as u64)));
-            Frame::OK
+            Ok(Frame::OK)
         }
-        Ok(_) => Frame::error("ERR a node is a non-negative integer"),
-        Err(e) => e,
+        _ => Err(Frame::error("ERR a node is a non-negative integer")),
     }
 }
 
@@ -271,10 +269,11 @@ pub fn describe(kind: &FaultEventKind) -> String {
     }
 }
 
-/// The arguments of one `FAKE.FAULT`, read left to right.
+/// The arguments of one `FAKE.FAULT` after its kind, read left to right. A missing argument is
+/// the kind's arity error, as Redis words a subcommand's.
 struct FaultArgs<'a> {
     kind: &'static str,
-    rest: &'a [Bytes],
+    args: Args<'a>,
 }
 
 impl<'a> FaultArgs<'a> {
@@ -283,9 +282,10 @@ impl<'a> FaultArgs<'a> {
     }
 
     fn next(&mut self) -> Result<&'a [u8], Frame> {
-        let (first, rest) = self.rest.split_first().ok_or_else(|| self.missing())?;
-        self.rest = rest;
-        Ok(first)
+        match self.args.next() {
+            Some(arg) => Ok(arg),
+            None => Err(self.missing()),
+        }
     }
 
     fn int(&mut self) -> Result<i64, Frame> {
@@ -322,28 +322,27 @@ impl<'a> FaultArgs<'a> {
 
     /// `[NEXT <count> | SEQS <from> <until> | DURING <from> <until> | CHANCE <p>]`.
     fn which(&mut self, node: Option<NodeId>) -> Result<Trigger, Frame> {
-        let Some((word, _)) = self.rest.split_first() else {
+        if self.args.remaining() == 0 {
             return match node {
                 Some(_) => Ok(Trigger::Next { count: 1 }),
                 None => Err(next_needs_a_node()),
             };
-        };
-        self.rest = &self.rest[1..];
-        if is(word, "next") {
+        }
+        if self.args.eat("next") {
             if node.is_none() {
                 return Err(next_needs_a_node());
             }
             let count = self.ms()? as u64;
             Ok(Trigger::Next { count })
-        } else if is(word, "seqs") {
+        } else if self.args.eat("seqs") {
             let from = self.ms()? as u64;
             let until = self.ms()? as u64;
             Ok(Trigger::Seqs { from, until })
-        } else if is(word, "during") {
+        } else if self.args.eat("during") {
             let from = self.int()?;
             let until = self.int()?;
             Ok(Trigger::During { from, until })
-        } else if is(word, "chance") {
+        } else if self.args.eat("chance") {
             let p = crate::cmd::float(self.next()?)
                 .filter(|p| (0.0..=1.0).contains(p))
                 .ok_or_else(|| Frame::error("ERR a chance is a number from 0 to 1"))?;
@@ -355,13 +354,12 @@ impl<'a> FaultArgs<'a> {
 
     /// `[AT <unix-ms> | IN <ms>]`: when, on the fault clock; now by default.
     fn when(&mut self, now: i64) -> Result<i64, Frame> {
-        let Some((word, _)) = self.rest.split_first() else {
+        if self.args.remaining() == 0 {
             return Ok(now);
-        };
-        self.rest = &self.rest[1..];
-        if is(word, "at") {
+        }
+        if self.args.eat("at") {
             self.int()
-        } else if is(word, "in") {
+        } else if self.args.eat("in") {
             Ok(now.saturating_add(self.ms()?))
         } else {
             Err(SYNTAX)
@@ -370,11 +368,7 @@ impl<'a> FaultArgs<'a> {
 
     /// Nothing may follow the last argument.
     fn end(&self) -> Result<(), Frame> {
-        if self.rest.is_empty() {
-            Ok(())
-        } else {
-            Err(SYNTAX)
-        }
+        self.args.finish()
     }
 }
 
@@ -394,15 +388,13 @@ fn unknown_kind(kind: &[u8]) -> Frame {
 /// `FAKE.FAULT <kind> <args…>`: adds the fault to the engine's plan. A server-side fault due now
 /// (a restart, failover, crash or clock jump without `AT`/`IN`) happens before the reply, so a
 /// restart closes this connection too, once the reply is written.
-fn fault(engine: &mut Engine, args: &[Bytes]) -> Result<(), Frame> {
+fn fault(engine: &mut Engine, mut args: Args<'_>) -> Result<(), Frame> {
+    let named = args.next_bytes()?;
     let kind = FAULT_KINDS
         .into_iter()
-        .find(|k| is(&args[0], k))
-        .ok_or_else(|| unknown_kind(&args[0]))?;
-    let mut a = FaultArgs {
-        kind,
-        rest: &args[1..],
-    };
+        .find(|k| is(named, k))
+        .ok_or_else(|| unknown_kind(named))?;
+    let mut a = FaultArgs { kind, args };
     let now = engine.clock_now();
     let command = |a: &mut FaultArgs<'_>, fault: fn(u64) -> CommandFault, delayed: bool| {
         let node = a.node(true)?;
@@ -470,7 +462,7 @@ fn fault(engine: &mut Engine, args: &[Bytes]) -> Result<(), Frame> {
                 delta_ms,
             }
         }
-        _ => return Err(unknown_kind(&args[0])),
+        _ => return Err(unknown_kind(named)),
     };
     a.end()?;
     engine.add_fault(fault);

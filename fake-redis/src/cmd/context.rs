@@ -1,0 +1,181 @@
+//! What a command handler works with: the calling client, its database, the frozen time of the
+//! command, and the engine's state through methods named for what handlers need.
+//!
+//! A handler never sees the engine's fields. It asks its context for the keyspace of the selected
+//! database, the calling client, the pub/sub registry, the watches, the script cache or the seeded
+//! random generator, and the context fills in who is asking and when. So the engine keeps its own
+//! invariants (a subscription is in the client and in the registry, or in neither), and a command
+//! cannot reach past them.
+
+use crate::db::{Db, Entry, hash_key};
+use crate::engine::{Client, ClientId, Engine, ScriptCache, Subscription};
+use bytes::Bytes;
+
+/// The context of one command of one client. See the [module docs](self).
+pub(crate) struct Cx<'a> {
+    engine: &'a mut Engine,
+    /// The calling client's id (`CLIENT ID`).
+    pub client: u64,
+    /// The database the command runs in (`SELECT` inside a transaction changes it for the
+    /// commands after it).
+    pub db: usize,
+    /// The command's frozen time, unix ms.
+    pub now: i64,
+    /// The hashes of the running script's keys, computed once for all its calls.
+    hashes: KeyHashes,
+}
+
+impl<'a> Cx<'a> {
+    /// A command of client `client` on database `db` at the frozen time `now`.
+    pub fn new(engine: &'a mut Engine, client: u64, db: usize, now: i64) -> Cx<'a> {
+        Cx {
+            engine,
+            client,
+            db,
+            now,
+            hashes: KeyHashes::default(),
+        }
+    }
+
+    /// The engine, to read what the whole server reports (`INFO`, `CLIENT LIST`, `PUBSUB`).
+    pub fn engine(&self) -> &Engine {
+        self.engine
+    }
+
+    /// The keyspace of the command's database.
+    #[inline]
+    pub fn keyspace(&mut self) -> &mut Db {
+        self.engine.db_mut(self.db)
+    }
+
+    /// The keyspace of database `db` (an index below `DATABASES`).
+    pub fn keyspace_at(&mut self, db: usize) -> &mut Db {
+        self.engine.db_mut(db)
+    }
+
+    /// Every keyspace (`FLUSHALL`).
+    pub fn keyspaces(&mut self) -> &mut [Db] {
+        self.engine.dbs_mut()
+    }
+
+    /// The calling client.
+    pub fn client(&mut self) -> &mut Client {
+        self.engine
+            .client_mut(self.client)
+            .expect("a command runs for a connected client")
+    }
+
+    /// The database the calling client has selected now.
+    pub fn selected_db(&self) -> usize {
+        self.engine.selected_db(ClientId(self.client))
+    }
+
+    /// The hash of `key` ([`hash_key`]), remembered for the running script's keys.
+    #[inline]
+    pub fn hash(&self, key: &[u8]) -> u64 {
+        self.hashes.get(key)
+    }
+
+    /// The live entry at `key` (lazily expiring it).
+    #[inline]
+    pub fn lookup(&mut self, key: &[u8]) -> Option<&mut Entry> {
+        let (now, h) = (self.now, self.hash(key));
+        self.engine.db_mut(self.db).lookup_h(key, h, now)
+    }
+
+    /// Runs `f` with the hashes of a script's `keys` remembered, so its calls hash each key
+    /// once; the hashes are forgotten before the keys can be freed.
+    #[inline]
+    pub fn with_script_keys<T>(&mut self, keys: &[Bytes], f: impl FnOnce(&mut Cx<'a>) -> T) -> T {
+        let outer = std::mem::replace(&mut self.hashes, KeyHashes::of(keys));
+        let result = f(self);
+        self.hashes = outer;
+        result
+    }
+
+    /// The script cache.
+    pub fn scripts(&mut self) -> &mut ScriptCache {
+        self.engine.scripts()
+    }
+
+    /// The next number of the engine's seeded generator.
+    pub fn random(&mut self) -> u64 {
+        self.engine.random()
+    }
+
+    /// Subscribes the calling client to `name`: how many subscriptions it has then.
+    pub fn subscribe(&mut self, kind: Subscription, name: &Bytes) -> usize {
+        self.engine.subscribe(self.client, kind, name)
+    }
+
+    /// Unsubscribes the calling client from `name`: how many subscriptions it has then.
+    pub fn unsubscribe(&mut self, kind: Subscription, name: &[u8]) -> usize {
+        self.engine.unsubscribe(self.client, kind, name)
+    }
+
+    /// The calling client's subscriptions of one kind, in order.
+    pub fn subscriptions(&self, kind: Subscription) -> Vec<Bytes> {
+        self.engine.subscriptions_of(self.client, kind)
+    }
+
+    /// Drops every subscription of the calling client (`RESET`).
+    pub fn unsubscribe_all(&mut self) {
+        self.engine.unsubscribe_all(self.client);
+    }
+
+    /// `PUBLISH channel message` now: how many clients received it.
+    pub fn publish(&mut self, channel: &[u8], message: &[u8]) -> i64 {
+        self.engine.publish(channel, message, self.now)
+    }
+
+    /// The calling client watches `key` of the command's database.
+    pub fn watch(&mut self, key: &Bytes) {
+        self.engine.watch(self.client, self.db, key, self.now);
+    }
+
+    /// Whether a key the calling client watches changed since: its `EXEC` fails.
+    pub fn watch_broken(&self) -> bool {
+        self.engine.watch_broken(self.client, self.now)
+    }
+
+    /// The calling client forgets every key it watches.
+    pub fn unwatch(&mut self) {
+        self.engine.unwatch(self.client);
+    }
+}
+
+/// The hashes of the keys a script was called with: a native script names each key in several
+/// calls, and hashing a 70-byte latch key costs more than probing the table with it.
+///
+/// An entry is matched by the address and length of the key's bytes. Those identify the bytes
+/// while the script's arguments are alive, and arguments are immutable, so a match is always the
+/// same key; the entries are set when a script starts and cleared when it ends, before the
+/// arguments can be freed.
+#[derive(Clone, Copy, Default)]
+struct KeyHashes {
+    entries: [(usize, usize, u64); 4],
+    len: usize,
+}
+
+impl KeyHashes {
+    /// The hashes of (the first four of) `keys`.
+    #[inline]
+    fn of(keys: &[Bytes]) -> KeyHashes {
+        let mut hashes = KeyHashes::default();
+        for (entry, key) in hashes.entries.iter_mut().zip(keys) {
+            *entry = (key.as_ptr() as usize, key.len(), hash_key(key));
+            hashes.len += 1;
+        }
+        hashes
+    }
+
+    /// The hash of `key`: remembered when it is one of the script's keys, computed otherwise.
+    #[inline]
+    fn get(&self, key: &[u8]) -> u64 {
+        let (at, len) = (key.as_ptr() as usize, key.len());
+        self.entries[..self.len]
+            .iter()
+            .find(|e| e.0 == at && e.1 == len)
+            .map_or_else(|| hash_key(key), |e| e.2)
+    }
+}

@@ -1,0 +1,104 @@
+//! Running a command: the checks every command passes in Redis's order, then its handler.
+//!
+//! Redis's `processCommand` looks the name up, checks the arity, then authentication, then the
+//! pub/sub context, then queues the command if a transaction is open; only a command that passes
+//! all of that runs. The same order is kept here, once, for every way a command reaches the
+//! engine: [`Engine::execute`] (a client's request), the commands an `EXEC` runs back to back
+//! (checked when they were queued), and [`Engine::run_script`] (a lock script without the
+//! protocol, for simulators). The engine's own part, the frozen time and the bookkeeping around
+//! a command, is in `engine.rs`; the handlers are in the family files beside this one.
+
+use super::parse::Args;
+use super::{Cx, NO_AUTH, NOT_QUEUED, PUBSUB_CONTEXT, lookup, unknown_command, wrong_arity};
+use crate::engine::{ClientId, Engine};
+use crate::frame::Frame;
+use bytes::Bytes;
+
+impl Engine {
+    /// Runs one command for `client` and returns its reply. `argv[0]` is the command's name, in
+    /// any case. See the [engine's docs](crate::engine) for the outbox contract. A closed
+    /// connection (after `QUIT`, a restart, a failover or a crash) gets `ERR the connection is
+    /// closed`; its driver should [`connect`](Engine::connect) again.
+    pub fn execute(&mut self, client: ClientId, argv: &[Bytes]) -> Frame {
+        let Some(now) = self.start_command(client) else {
+            return Frame::error("ERR the connection is closed");
+        };
+        let reply = dispatch(self, client.0, argv, now);
+        self.end_command(client, now);
+        reply
+    }
+
+    /// Runs one of the lock's script calls natively in database `db`, as `EVALSHA` would, whether
+    /// or not it is in the script cache (for simulators that skip the protocol).
+    pub fn run_script(&mut self, db: usize, call: &lock_core::script::ScriptCall) -> Frame {
+        let now = self.tick();
+        // No connection runs it: client 0 is never connected, and a script asks nothing of one.
+        let cx = &mut Cx::new(self, 0, db, now);
+        let reply = super::scripting::run(cx, call.script, &call.keys, &call.args, false);
+        self.collect_dirty();
+        reply
+    }
+}
+
+/// Checks a command of client `id` in Redis's order, then queues it in the client's transaction
+/// or runs it.
+// One caller, on every command's path: inlined, `execute` is one call frame.
+#[inline(always)]
+fn dispatch(engine: &mut Engine, id: u64, argv: &[Bytes], now: i64) -> Frame {
+    let Some(name) = argv.first() else {
+        return Frame::error("ERR empty command");
+    };
+    let spec = lookup(name);
+    let requirepass = engine.config().requirepass.is_some();
+    let client = engine.client_mut(id).expect("checked by start_command");
+    let Some(spec) = spec else {
+        if let Some(m) = &mut client.multi {
+            m.failed = true;
+        }
+        return unknown_command(argv);
+    };
+    if !spec.arity_ok(argv.len()) {
+        if let Some(m) = &mut client.multi {
+            m.failed = true;
+        }
+        return wrong_arity(spec.name);
+    }
+    if requirepass && !client.authenticated && !spec.has(NO_AUTH) {
+        if let Some(m) = &mut client.multi {
+            m.failed = true;
+        }
+        return Frame::error("NOAUTH Authentication required.");
+    }
+    if client.in_pubsub_context() && !spec.has(PUBSUB_CONTEXT) {
+        return Frame::error_owned(format!(
+            "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / \
+             RESET are allowed in this context",
+            spec.name
+        ));
+    }
+    if let Some(m) = &mut client.multi
+        && !spec.has(NOT_QUEUED)
+    {
+        m.queue.push(argv.to_vec());
+        return Frame::simple("QUEUED");
+    }
+    let db = client.db;
+    let cx = &mut Cx::new(engine, id, db, now);
+    (spec.run)(cx, &mut Args::new(argv)).unwrap_or_else(|error| error)
+}
+
+/// Runs the commands of an `EXEC`, back to back at the transaction's frozen time (each was
+/// checked when it was queued): one reply each.
+pub(super) fn run_queued(cx: &mut Cx<'_>, queue: &[Vec<Bytes>]) -> Vec<Frame> {
+    queue
+        .iter()
+        .map(|argv| {
+            let Some(spec) = argv.first().and_then(|n| lookup(n)) else {
+                return unknown_command(argv);
+            };
+            // A `SELECT` earlier in the transaction moves the commands after it.
+            cx.db = cx.selected_db();
+            (spec.run)(cx, &mut Args::new(argv)).unwrap_or_else(|error| error)
+        })
+        .collect()
+}
