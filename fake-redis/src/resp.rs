@@ -13,15 +13,19 @@
 //! RESP2 or a RESP3 client, and a bounded, incremental [`ReplyParser`] that
 //! decodes replies back into frames for tests and test clients.
 //!
-//! The module depends on nothing but `bytes` and `std`.
+//! The module depends on nothing but `bytes`, `std` and that parser.
 //!
 //! * Requests: [`RequestParser`] turns bytes from a client into argument
 //!   vectors, or a [`ProtocolError`] after which the server must reply with
 //!   [`ProtocolError::write_reply`] and close the connection.
 //! * Replies: [`encode`] writes a [`Frame`] for protocol version 2 or 3.
 //! * Client side: [`ReplyParser`] reads RESP2/RESP3 replies into [`Frame`]s.
+//!
+//! Integers on the wire (counts, lengths, `:` replies) are read by Redis's
+//! `string2ll` rules, with the one parser of them, [`lock_core::script::parse_i64`].
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
+use lock_core::script::parse_i64;
 use std::fmt;
 use std::fmt::Write as _;
 
@@ -310,7 +314,7 @@ impl RequestParser {
         if cr + 2 > buf.len() {
             return Ok(Header::Incomplete);
         }
-        let count = match string2ll(&buf[1..cr]) {
+        let count = match parse_i64(&buf[1..cr]) {
             Some(n) if n <= MAX_MULTIBULK_LEN => n,
             _ => return Err(ProtocolError::InvalidMultibulkLength),
         };
@@ -352,7 +356,7 @@ impl RequestParser {
                         };
                         return Err(ProtocolError::ExpectedDollar(got));
                     }
-                    let len = match string2ll(&buf[1..cr]) {
+                    let len = match parse_i64(&buf[1..cr]) {
                         Some(n) if n >= 0 && n <= self.max_bulk_len => n,
                         _ => return Err(ProtocolError::InvalidBulkLength),
                     };
@@ -413,41 +417,6 @@ fn read_inline(buf: &mut BytesMut) -> Result<Option<Vec<Bytes>>, ProtocolError> 
 fn c_strchr(buf: &[u8], needle: u8) -> Option<usize> {
     let i = buf.iter().position(|&b| b == needle || b == 0)?;
     (buf[i] == needle).then_some(i)
-}
-
-/// Redis's `string2ll`: an optional `-` and decimal digits, no leading zero
-/// (except `0` itself), no `+`, no `-0`, fewer than 21 bytes, fits an `i64`.
-fn string2ll(s: &[u8]) -> Option<i64> {
-    // LONG_STR_SIZE is 21.
-    if s.is_empty() || s.len() >= 21 {
-        return None;
-    }
-    if s == b"0" {
-        return Some(0);
-    }
-    let (negative, digits) = match s.split_first() {
-        Some((b'-', rest)) => (true, rest),
-        _ => (false, s),
-    };
-    match digits.first() {
-        Some(b'1'..=b'9') => {}
-        _ => return None,
-    }
-    let mut v: u64 = 0;
-    for &d in digits {
-        if !d.is_ascii_digit() {
-            return None;
-        }
-        v = v.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
-    }
-    if negative {
-        if v > i64::MAX as u64 + 1 {
-            return None;
-        }
-        Some((v as i64).wrapping_neg())
-    } else {
-        i64::try_from(v).ok()
-    }
 }
 
 /// C `isspace` in the "C" locale.
@@ -1147,28 +1116,6 @@ impl<'a> Cursor<'a> {
     }
 }
 
-/// An optional `-` and 1 to 19 decimal digits, fitting an `i64`.
-fn parse_i64(s: &[u8]) -> Option<i64> {
-    let (negative, digits) = match s.split_first() {
-        Some((b'-', rest)) => (true, rest),
-        _ => (false, s),
-    };
-    if digits.is_empty() || digits.len() > 19 || !digits.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    let mut v: i64 = 0;
-    for &d in digits {
-        let d = i64::from(d - b'0');
-        v = v.checked_mul(10)?;
-        v = if negative {
-            v.checked_sub(d)?
-        } else {
-            v.checked_add(d)?
-        };
-    }
-    Some(v)
-}
-
 // ---------------------------------------------------------------------------
 // Tests
 // ---------------------------------------------------------------------------
@@ -1600,10 +1547,10 @@ mod tests {
 
     #[test]
     fn string2ll_matches_redis() {
-        assert_eq!(string2ll(b"0"), Some(0));
-        assert_eq!(string2ll(b"-1"), Some(-1));
-        assert_eq!(string2ll(b"9223372036854775807"), Some(i64::MAX));
-        assert_eq!(string2ll(b"-9223372036854775808"), Some(i64::MIN));
+        assert_eq!(parse_i64(b"0"), Some(0));
+        assert_eq!(parse_i64(b"-1"), Some(-1));
+        assert_eq!(parse_i64(b"9223372036854775807"), Some(i64::MAX));
+        assert_eq!(parse_i64(b"-9223372036854775808"), Some(i64::MIN));
         for bad in [
             &b""[..],
             b"-",
@@ -1615,10 +1562,10 @@ mod tests {
             b" 1",
             b"9223372036854775808",
         ] {
-            assert_eq!(string2ll(bad), None, "{bad:?}");
+            assert_eq!(parse_i64(bad), None, "{bad:?}");
         }
         // 21 bytes is too long even when the value would fit.
-        assert_eq!(string2ll(b"-00000000000000000001"), None);
+        assert_eq!(parse_i64(b"-00000000000000000001"), None);
     }
 
     #[test]
@@ -1895,6 +1842,31 @@ mod tests {
         let mut many = b"|0\r\n".repeat(100_000);
         many.extend_from_slice(b":1\r\n");
         assert_eq!(parse_reply(&many), Ok(Some(Frame::Integer(1))));
+    }
+
+    /// Lengths, counts and integer replies are read by `string2ll`'s rules, as Redis writes them.
+    #[test]
+    fn reply_integers_are_canonical() {
+        for input in [
+            &b":01\r\n"[..],
+            b":-0\r\n",
+            b":+1\r\n",
+            b":1 \r\n",
+            b"$03\r\nfoo\r\n",
+            b"*-0\r\n",
+            b":9223372036854775808\r\n",
+        ] {
+            assert_eq!(
+                parse_reply(input),
+                Err(ReplyError::Malformed("invalid integer")),
+                "{input:?}"
+            );
+        }
+        assert_eq!(
+            parse_reply(b":-9223372036854775808\r\n"),
+            Ok(Some(Frame::Integer(i64::MIN)))
+        );
+        assert_eq!(parse_reply(b":0\r\n"), Ok(Some(Frame::Integer(0))));
     }
 
     #[test]
