@@ -7,6 +7,7 @@
 //! double a bulk string, a boolean an integer, a push an array, and the two nulls become `$-1` and
 //! `*-1`. [`Frame::to_resp2`] does that downgrade; encoders and front doors decide the bytes.
 
+use crate::resp::format_double;
 use bytes::Bytes;
 use std::borrow::Cow;
 use std::fmt;
@@ -245,42 +246,6 @@ pub fn error_value(text: &str) -> redis::Value {
         .unwrap_or_else(|_| redis::Value::SimpleString(format!("-{text}")))
 }
 
-/// A double as Redis prints it in RESP2 (`%.17g`).
-pub fn format_double(d: f64) -> String {
-    if d.is_infinite() {
-        return if d > 0.0 { "inf".into() } else { "-inf".into() };
-    }
-    if d.is_nan() {
-        return "nan".into();
-    }
-    if d == 0.0 {
-        return if d.is_sign_negative() {
-            "-0".into()
-        } else {
-            "0".into()
-        };
-    }
-    let sci = format!("{d:.16e}");
-    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    if !(-4..17).contains(&exp) {
-        let sign = if exp < 0 { '-' } else { '+' };
-        format!("{}e{sign}{:02}", trim_fraction(mantissa), exp.abs())
-    } else {
-        let precision = (16 - exp) as usize;
-        trim_fraction(&format!("{d:.precision$}")).to_owned()
-    }
-}
-
-/// `1.500` → `1.5`, `2.000` → `2`; text without a point is left alone.
-pub(crate) fn trim_fraction(s: &str) -> &str {
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.')
-    } else {
-        s
-    }
-}
-
 impl fmt::Display for Frame {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -357,6 +322,14 @@ mod tests {
         out.clear();
         crate::resp::encode(&Frame::NullArray.into(), 2, &mut out);
         assert_eq!(&out[..], b"*-1\r\n");
+    }
+
+    #[test]
+    fn the_front_doors_print_doubles_as_the_wire_does() {
+        let nan = Frame::Double(-f64::NAN);
+        assert_eq!(nan.clone().to_resp2(), Frame::bulk("-nan"));
+        assert_eq!(nan.to_reply(), lock_core::Reply::Bulk(Bytes::from("-nan")));
+        assert_eq!(Frame::Double(-0.0).to_string(), "(double) -0");
     }
 
     #[test]

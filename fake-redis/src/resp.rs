@@ -728,7 +728,9 @@ fn put_aggregate(out: &mut BytesMut, prefix: u8, items: &[Frame], protocol_versi
 
 /// Formats a double as Redis 7.0's `addReplyDouble` does: `inf` and `-inf`
 /// for infinities, otherwise C's `%.17g` (so `nan`/`-nan`, `-0`,
-/// `0.10000000000000001`, `1e+20`, `1.4999999999999999e-07`).
+/// `0.10000000000000001`, `1e+20`, `1.4999999999999999e-07`). The one
+/// formatter: the engine's RESP2 downgrades and its front doors print doubles
+/// with it too.
 #[must_use]
 pub fn format_double(d: f64) -> String {
     if d.is_nan() {
@@ -1715,6 +1717,17 @@ mod tests {
         for (d, text) in cases {
             assert_eq!(format_double(*d), *text, "{d:e}");
         }
+    }
+
+    /// The engine once printed every NaN as `nan`; Redis 7.0.15 prints the sign glibc's `%.17g`
+    /// gives it (`EVAL "return {double=0/0}" 0`, a negative NaN on x86, replies `$4 -nan` and
+    /// `,-nan`), in both protocols.
+    #[test]
+    fn a_negative_nan_keeps_its_sign_in_both_versions() {
+        let nan = Frame::Double(-f64::NAN);
+        assert_eq!(encoded(&nan, 2), b"$4\r\n-nan\r\n");
+        assert_eq!(encoded(&nan, 3), b",-nan\r\n");
+        assert_eq!(encoded(&Frame::Double(f64::NAN), 2), b"$3\r\nnan\r\n");
     }
 
     // --- reply parser -------------------------------------------------------
