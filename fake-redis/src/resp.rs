@@ -8,12 +8,15 @@
 //! their quirks: the same limits, the same `-ERR Protocol error: ...` texts,
 //! the same bytes accepted (Redis never checks the `\n` after a `\r`, nor the
 //! `\r\n` after a bulk payload), and the same incremental behaviour over
-//! partial input. It also provides the reply side: a [`Frame`] type with an
-//! encoder that writes what Redis 7.0's `addReply*` functions write for a
-//! RESP2 or a RESP3 client, and a bounded, incremental [`ReplyParser`] that
-//! decodes replies back into frames for tests and test clients.
+//! partial input. It also provides the reply side: an encoder that writes the
+//! engine's own [`Frame`] straight into an output buffer, as Redis 7.0's
+//! `addReply*` functions write it for a RESP2 or a RESP3 client, and a
+//! bounded, incremental [`ReplyParser`] that decodes replies back into the
+//! same frames for tests and test clients (the type holds every reply Redis
+//! sends; a RESP3 null, a blob error and attributes are what parsing folds).
 //!
-//! The module depends on nothing but `bytes`, `std` and that parser.
+//! The module depends on nothing but `bytes`, `std`, [`Frame`] and
+//! lock-core's integer parser.
 //!
 //! * Requests: [`RequestParser`] turns bytes from a client into argument
 //!   vectors, or a [`ProtocolError`] after which the server must reply with
@@ -24,8 +27,10 @@
 //! Integers on the wire (counts, lengths, `:` replies) are read by Redis's
 //! `string2ll` rules, with the one parser of them, [`lock_core::script::parse_i64`].
 
+use crate::frame::Frame;
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use lock_core::script::parse_i64;
+use std::borrow::Cow;
 use std::fmt;
 use std::fmt::Write as _;
 
@@ -523,85 +528,8 @@ pub fn split_args(line: &[u8]) -> Option<Vec<Bytes>> {
 }
 
 // ---------------------------------------------------------------------------
-// Frames and the encoder
+// The encoder
 // ---------------------------------------------------------------------------
-
-/// One reply, in terms of what Redis 7.0 can send. [`encode`] writes it for a
-/// RESP2 or RESP3 client; [`ReplyParser`] reads it back.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Frame {
-    /// A status reply, `+OK`. `\r` and `\n` are written as spaces.
-    Simple(String),
-    /// An error reply; the text includes the code and excludes the `-`, e.g.
-    /// `ERR unknown command`. `\r` and `\n` are written as spaces.
-    Error(String),
-    /// An integer reply, `:42`.
-    Integer(i64),
-    /// A bulk string, `$3\r\nfoo`.
-    Bulk(Bytes),
-    /// The nil bulk string: `$-1` in RESP2, `_` in RESP3.
-    Null,
-    /// An array, `*N`.
-    Array(Vec<Frame>),
-    /// The nil array: `*-1` in RESP2, `_` in RESP3.
-    NullArray,
-    /// A map: `%N` in RESP3, an array of 2N alternating keys and values in
-    /// RESP2.
-    Map(Vec<(Frame, Frame)>),
-    /// A set: `~N` in RESP3, an array in RESP2.
-    Set(Vec<Frame>),
-    /// A double: `,<text>` in RESP3, a bulk string in RESP2, the text being
-    /// [`format_double`]'s.
-    Double(f64),
-    /// A boolean: `#t`/`#f` in RESP3, the integer 1 or 0 in RESP2.
-    Boolean(bool),
-    /// An out-of-band push (e.g. a pub/sub message): `>N` in RESP3, an
-    /// array in RESP2.
-    Push(Vec<Frame>),
-    /// A big number given as its decimal text: `(` in RESP3, a bulk string
-    /// in RESP2. The text is written unchanged, so it must be a valid
-    /// number (an optional `-` and digits).
-    BigNumber(String),
-    /// A verbatim string: `=<len>\r\n<format>:<text>` in RESP3 (Redis uses
-    /// the formats `txt` and `mkd`), a bulk string of `text` in RESP2.
-    Verbatim {
-        /// The three-byte format, e.g. `*b"txt"`.
-        format: [u8; 3],
-        /// The text itself, without the `format:` prefix.
-        text: Bytes,
-    },
-}
-
-impl Frame {
-    /// `+OK`.
-    #[must_use]
-    pub fn ok() -> Frame {
-        Frame::Simple("OK".to_string())
-    }
-
-    /// A status reply with the given text.
-    pub fn simple(text: impl Into<String>) -> Frame {
-        Frame::Simple(text.into())
-    }
-
-    /// An error reply with the given text, code included (`ERR ...`).
-    pub fn error(text: impl Into<String>) -> Frame {
-        Frame::Error(text.into())
-    }
-
-    /// A bulk string holding the given bytes.
-    pub fn bulk(data: impl Into<Bytes>) -> Frame {
-        Frame::Bulk(data.into())
-    }
-
-    /// A `txt` verbatim string.
-    pub fn verbatim_txt(text: impl Into<Bytes>) -> Frame {
-        Frame::Verbatim {
-            format: *b"txt",
-            text: text.into(),
-        }
-    }
-}
 
 /// Appends `frame` to `out` as Redis 7.0 writes it to a client speaking
 /// `protocol_version`: 3 (or more) for RESP3, anything else for RESP2.
@@ -703,7 +631,7 @@ fn put_header(out: &mut BytesMut, prefix: u8, n: i64) {
 
 /// `<prefix><text>\r\n`, with `\r` and `\n` in `text` written as spaces so
 /// that the reply stays one line.
-fn put_line(out: &mut BytesMut, prefix: u8, text: &[u8]) {
+pub(crate) fn put_line(out: &mut BytesMut, prefix: u8, text: &[u8]) {
     out.reserve(text.len() + 3);
     out.put_u8(prefix);
     for &b in text {
@@ -954,8 +882,8 @@ impl<'a> Cursor<'a> {
             };
             self.pos += 1;
             let frame = match kind {
-                b'+' => Frame::Simple(String::from_utf8_lossy(self.line()?).into_owned()),
-                b'-' => Frame::Error(String::from_utf8_lossy(self.line()?).into_owned()),
+                b'+' => Frame::Simple(lossy(self.line()?)),
+                b'-' => Frame::Error(lossy(self.line()?)),
                 b':' => Frame::Integer(self.number()?),
                 b'$' => match self.number()? {
                     -1 => Frame::Null,
@@ -963,7 +891,7 @@ impl<'a> Cursor<'a> {
                 },
                 b'!' => {
                     let len = self.number()?;
-                    Frame::Error(String::from_utf8_lossy(self.blob(len)?).into_owned())
+                    Frame::Error(lossy(self.blob(len)?))
                 }
                 b'=' => {
                     let len = self.number()?;
@@ -1023,7 +951,7 @@ impl<'a> Cursor<'a> {
                         return Err(ReplyError::Malformed("invalid big number").into());
                     }
                     // All ASCII, checked above.
-                    Frame::BigNumber(String::from_utf8_lossy(line).into_owned())
+                    Frame::BigNumber(lossy(line))
                 }
                 other => return Err(ReplyError::UnknownType(other).into()),
             };
@@ -1116,6 +1044,11 @@ impl<'a> Cursor<'a> {
         }
         Ok(pairs)
     }
+}
+
+/// Text of a line, with each byte that is not UTF-8 as U+FFFD.
+fn lossy(line: &[u8]) -> Cow<'static, str> {
+    Cow::Owned(String::from_utf8_lossy(line).into_owned())
 }
 
 // ---------------------------------------------------------------------------
@@ -1616,7 +1549,7 @@ mod tests {
             (Frame::Integer(1), Frame::Boolean(true)),
         ]);
         let cases: Vec<(Frame, &[u8], &[u8])> = vec![
-            (Frame::ok(), b"+OK\r\n", b"+OK\r\n"),
+            (Frame::OK, b"+OK\r\n", b"+OK\r\n"),
             (Frame::simple("a\r\nb"), b"+a  b\r\n", b"+a  b\r\n"),
             (Frame::error("ERR x"), b"-ERR x\r\n", b"-ERR x\r\n"),
             (Frame::Integer(-12345), b":-12345\r\n", b":-12345\r\n"),
@@ -1674,7 +1607,10 @@ mod tests {
                 b"(1234567999999999999999999999999999999\r\n",
             ),
             (
-                Frame::verbatim_txt(&b"This is a verbatim\nstring"[..]),
+                Frame::Verbatim {
+                    format: *b"txt",
+                    text: Bytes::from_static(b"This is a verbatim\nstring"),
+                },
                 b"$25\r\nThis is a verbatim\nstring\r\n",
                 b"=29\r\ntxt:This is a verbatim\nstring\r\n",
             ),
@@ -1747,9 +1683,10 @@ mod tests {
         );
         assert_eq!(
             parse_reply(b"=29\r\ntxt:This is a verbatim\nstring\r\n"),
-            Ok(Some(Frame::verbatim_txt(
-                &b"This is a verbatim\nstring"[..]
-            )))
+            Ok(Some(Frame::Verbatim {
+                format: *b"txt",
+                text: Bytes::from_static(b"This is a verbatim\nstring"),
+            }))
         );
         assert_eq!(parse_reply(b",3.141\r\n"), Ok(Some(Frame::Double(3.141))));
         assert_eq!(
@@ -1916,8 +1853,8 @@ mod tests {
         };
         let line = |s: &str| s.replace(['\r', '\n'], " ");
         match frame {
-            Frame::Simple(s) => Frame::Simple(line(s)),
-            Frame::Error(s) => Frame::Error(line(s)),
+            Frame::Simple(s) => Frame::Simple(line(s).into()),
+            Frame::Error(s) => Frame::Error(line(s).into()),
             Frame::Integer(n) => Frame::Integer(*n),
             Frame::Bulk(data) => Frame::Bulk(data.clone()),
             Frame::Null => Frame::Null,
@@ -1944,7 +1881,7 @@ mod tests {
             Frame::Boolean(v) if resp3 => Frame::Boolean(*v),
             Frame::Boolean(v) => Frame::Integer(i64::from(*v)),
             Frame::BigNumber(s) if resp3 => Frame::BigNumber(s.clone()),
-            Frame::BigNumber(s) => Frame::Bulk(Bytes::from(s.clone())),
+            Frame::BigNumber(s) => Frame::Bulk(Bytes::from(s.to_string())),
             Frame::Verbatim { format, text } if resp3 => Frame::Verbatim {
                 format: *format,
                 text: text.clone(),
@@ -1955,8 +1892,8 @@ mod tests {
 
     fn leaf_frame() -> impl Strategy<Value = Frame> {
         prop_oneof![
-            any::<String>().prop_map(Frame::Simple),
-            any::<String>().prop_map(Frame::Error),
+            any::<String>().prop_map(|s| Frame::Simple(s.into())),
+            any::<String>().prop_map(|s| Frame::Error(s.into())),
             any::<i64>().prop_map(Frame::Integer),
             proptest::collection::vec(any::<u8>(), 0..40).prop_map(|v| Frame::Bulk(Bytes::from(v))),
             Just(Frame::Null),
@@ -1977,7 +1914,7 @@ mod tests {
                     }
                     s.push(char::from(b'0' + first as u8));
                     s.extend(rest.iter().map(|d| char::from(b'0' + d)));
-                    Frame::BigNumber(s)
+                    Frame::BigNumber(s.into())
                 }),
             (
                 any::<[u8; 3]>(),
