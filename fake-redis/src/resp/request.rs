@@ -819,29 +819,6 @@ mod tests {
     }
 
     #[test]
-    fn string2ll_matches_redis() {
-        assert_eq!(parse_i64(b"0"), Some(0));
-        assert_eq!(parse_i64(b"-1"), Some(-1));
-        assert_eq!(parse_i64(b"9223372036854775807"), Some(i64::MAX));
-        assert_eq!(parse_i64(b"-9223372036854775808"), Some(i64::MIN));
-        for bad in [
-            &b""[..],
-            b"-",
-            b"-0",
-            b"00",
-            b"01",
-            b"+1",
-            b"1a",
-            b" 1",
-            b"9223372036854775808",
-        ] {
-            assert_eq!(parse_i64(bad), None, "{bad:?}");
-        }
-        // 21 bytes is too long even when the value would fit.
-        assert_eq!(parse_i64(b"-00000000000000000001"), None);
-    }
-
-    #[test]
     fn one_byte_at_a_time_matches_all_at_once() {
         let input: &[u8] = b"*3\r\n$3\r\nSET\r\n$3\r\nkey\r\n$5\r\nva\r\nl\r\n\
             PING\r\nset \"a b\" 'c d'\n*0\r\n\r\n*2\r\n$4\r\nECHO\r\n$0\r\n\r\n\

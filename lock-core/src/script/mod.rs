@@ -346,19 +346,28 @@ mod tests {
         assert_eq!(parse_i64(b"30000"), Some(30000));
         assert_eq!(parse_i64(b"-5"), Some(-5));
         assert_eq!(parse_i64(b"0"), Some(0));
+        assert_eq!(parse_i64(b"-1"), Some(-1));
+        assert_eq!(parse_i64(b"9223372036854775807"), Some(i64::MAX));
+        assert_eq!(parse_i64(b"-9223372036854775808"), Some(i64::MIN));
         for bad in [
             &b""[..],
+            b"-",
             b"+1",
+            b"00",
             b"01",
             b" 1",
+            b"1a",
             b"1.0",
             b"-0",
             b"9223372036854775808",
+            b"-9223372036854775809",
+            b"99999999999999999999",
             b"x",
         ] {
             assert_eq!(parse_i64(bad), None, "{:?}", String::from_utf8_lossy(bad));
         }
-        assert_eq!(parse_i64(b"-9223372036854775808"), Some(i64::MIN));
+        // 21 bytes is too long even when the value would fit.
+        assert_eq!(parse_i64(b"-00000000000000000001"), None);
     }
 
     #[test]
