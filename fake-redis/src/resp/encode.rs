@@ -21,6 +21,8 @@ use std::fmt::Write as _;
 /// strings and integers (see [`Frame`]'s variants).
 pub fn encode(frame: &Frame, protocol_version: u8, out: &mut BytesMut) {
     let resp3 = protocol_version >= 3;
+    // RESP2 sends sets and pushes as plain arrays.
+    let resp3_or_array = |prefix: u8| if resp3 { prefix } else { b'*' };
     match frame {
         Frame::Simple(text) => put_line(out, b'+', text.as_bytes()),
         Frame::Error(text) => put_line(out, b'-', text.as_bytes()),
@@ -33,22 +35,8 @@ pub fn encode(frame: &Frame, protocol_version: u8, out: &mut BytesMut) {
             out.put_slice(if resp3 { b"_\r\n" } else { b"*-1\r\n" });
         }
         Frame::Array(items) => put_aggregate(out, b'*', items, protocol_version),
-        Frame::Set(items) => {
-            put_aggregate(
-                out,
-                if resp3 { b'~' } else { b'*' },
-                items,
-                protocol_version,
-            );
-        }
-        Frame::Push(items) => {
-            put_aggregate(
-                out,
-                if resp3 { b'>' } else { b'*' },
-                items,
-                protocol_version,
-            );
-        }
+        Frame::Set(items) => put_aggregate(out, resp3_or_array(b'~'), items, protocol_version),
+        Frame::Push(items) => put_aggregate(out, resp3_or_array(b'>'), items, protocol_version),
         Frame::Map(pairs) => {
             if resp3 {
                 put_header(out, b'%', len_i64(pairs.len()));
