@@ -1,22 +1,34 @@
-//! The engine's reply type: one value of RESP3, the richer of Redis's two protocols.
+//! The one reply type: a value of RESP3, the richer of Redis's two protocols.
 //!
 //! Commands build their replies as Redis's `addReply*` functions do: a hash's fields are a
 //! [`Frame::Map`], a missing value is [`Frame::Null`], a pub/sub message is a [`Frame::Push`]. A
 //! client that speaks RESP2 (every client, until it sends `HELLO 3`) sees them downgraded the way
 //! Redis downgrades them: a map becomes a flat array of its keys and values, a set an array, a
 //! double a bulk string, a boolean an integer, a push an array, and the two nulls become `$-1` and
-//! `*-1`. [`Frame::to_resp2`] does that downgrade; encoders and front doors decide the bytes.
+//! `*-1`.
+//!
+//! The same type is what the wire carries both ways: the codec's encoder
+//! ([`resp::encode`](crate::resp::encode())) writes a frame straight into a connection's output for
+//! either protocol, and its reply parser ([`ReplyParser`](crate::resp::ReplyParser)) reads Redis's
+//! replies back into frames. So the variants cover every reply Redis 7.0 can send, including the
+//! two the engine's commands do not build: big numbers (a script's `big_number`) and verbatim
+//! strings (`CLIENT INFO` in RESP3). The front doors that are not a wire convert instead:
+//! [`Frame::to_reply`] for `lock_core`, [`Frame::to_redis_value`] for the `redis` crate,
+//! [`Frame::to_resp2`] for comparing with what a RESP2 client sees.
 
-use bytes::Bytes;
+use crate::resp::format_double;
+use bytes::{Bytes, BytesMut};
 use std::borrow::Cow;
 use std::fmt;
 
-/// One reply, in RESP3's vocabulary.
+/// One reply, in RESP3's vocabulary; each variant says how it is written for RESP2 and RESP3.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Frame {
-    /// A simple string (`+OK`).
+    /// A simple string (`+OK`). A `\r` or `\n` in it is written as a space, so the reply stays
+    /// one line.
     Simple(Cow<'static, str>),
-    /// An error, its full text with the code first (`ERR syntax error`).
+    /// An error, its full text with the code first (`ERR syntax error`), without the `-`. A `\r`
+    /// or `\n` in it is written as a space.
     Error(Cow<'static, str>),
     /// An integer (`:1`).
     Integer(i64),
@@ -26,18 +38,33 @@ pub enum Frame {
     Null,
     /// A null array: `*-1` in RESP2, `_` in RESP3 (an `EXEC` aborted by `WATCH`).
     NullArray,
-    /// An array.
+    /// An array (`*N`).
     Array(Vec<Frame>),
-    /// A map of key/value pairs, in order (`HGETALL`, `HELLO`).
+    /// A map of key/value pairs, in order (`HGETALL`, `HELLO`): `%N` in RESP3, an array of its
+    /// 2N keys and values in RESP2.
     Map(Vec<(Frame, Frame)>),
-    /// A set (unordered in principle; kept in the order the engine produced).
+    /// A set (unordered in principle; kept in the order the engine produced): `~N` in RESP3, an
+    /// array in RESP2.
     Set(Vec<Frame>),
-    /// A double.
+    /// A double: `,<text>` in RESP3, a bulk string of the same text in RESP2, the text being
+    /// [`format_double`]'s.
     Double(f64),
-    /// A boolean.
+    /// A boolean: `#t`/`#f` in RESP3, the integer 1 or 0 in RESP2.
     Boolean(bool),
-    /// An out-of-band push (a pub/sub message or subscription confirmation).
+    /// An out-of-band push (a pub/sub message or subscription confirmation): `>N` in RESP3, an
+    /// array in RESP2.
     Push(Vec<Frame>),
+    /// A big number as its decimal text (a script's `big_number`): `(` in RESP3, a bulk string
+    /// in RESP2. The text is written unchanged, so it must be an optional `-` and digits.
+    BigNumber(Cow<'static, str>),
+    /// A verbatim string (`CLIENT INFO` in RESP3): `=<len>\r\n<format>:<text>` in RESP3, a bulk
+    /// string of the text in RESP2.
+    Verbatim {
+        /// The three-byte format Redis names the text with: `txt` or `mkd`.
+        format: [u8; 3],
+        /// The text itself, without the `format:` prefix.
+        text: Bytes,
+    },
 }
 
 impl Frame {
@@ -69,11 +96,6 @@ impl Frame {
         Frame::Bulk(Bytes::copy_from_slice(b))
     }
 
-    /// Whether this is an error reply.
-    pub fn is_error(&self) -> bool {
-        matches!(self, Frame::Error(_))
-    }
-
     /// The error text, if this is an error reply.
     pub fn error_text(&self) -> Option<&str> {
         match self {
@@ -83,7 +105,8 @@ impl Frame {
     }
 
     /// The frame as a RESP2 client receives it: maps flattened, sets and pushes as arrays,
-    /// doubles as bulk strings, booleans as integers (nulls stay distinct: `$-1` and `*-1`).
+    /// doubles, big numbers and verbatim strings as bulk strings, booleans as integers (nulls
+    /// stay distinct: `$-1` and `*-1`).
     pub fn to_resp2(self) -> Frame {
         match self {
             Frame::Map(pairs) => Frame::Array(
@@ -97,6 +120,8 @@ impl Frame {
             }
             Frame::Double(d) => Frame::Bulk(Bytes::from(format_double(d))),
             Frame::Boolean(b) => Frame::Integer(i64::from(b)),
+            Frame::BigNumber(digits) => Frame::Bulk(text_bytes(digits)),
+            Frame::Verbatim { text, .. } => Frame::Bulk(text),
             other => other,
         }
     }
@@ -108,7 +133,7 @@ impl Frame {
             Frame::Simple(s) => Reply::Status(s.to_string()),
             Frame::Error(e) => Reply::Error(e.to_string()),
             Frame::Integer(n) => Reply::Int(*n),
-            Frame::Bulk(b) => Reply::Bulk(b.clone()),
+            Frame::Bulk(b) | Frame::Verbatim { text: b, .. } => Reply::Bulk(b.clone()),
             Frame::Null | Frame::NullArray => Reply::Nil,
             Frame::Array(items) | Frame::Set(items) | Frame::Push(items) => {
                 Reply::Array(items.iter().map(Frame::to_reply).collect())
@@ -121,6 +146,7 @@ impl Frame {
             ),
             Frame::Double(d) => Reply::Bulk(Bytes::from(format_double(*d))),
             Frame::Boolean(b) => Reply::Int(i64::from(*b)),
+            Frame::BigNumber(digits) => Reply::Bulk(text_bytes(digits.clone())),
         }
     }
 
@@ -182,35 +208,22 @@ impl Frame {
                     data: items.collect(),
                 }
             }
+            // How the crate holds these depends on its features (a big number is a `BigInt` with
+            // `num-bigint`, bytes without), so its own parser builds them.
+            leaf @ (Frame::BigNumber(_) | Frame::Verbatim { .. }) => {
+                let mut wire = BytesMut::new();
+                crate::resp::encode(&leaf, 3, &mut wire);
+                parsed_value(&wire)
+            }
         }
     }
 }
 
-/// The one bridge from the engine's replies to the wire codec: [`crate::resp::encode`] writes the
-/// result for a RESP2 or RESP3 client, so the bytes are decided in one place.
-impl From<Frame> for crate::resp::Frame {
-    fn from(frame: Frame) -> crate::resp::Frame {
-        use crate::resp::Frame as Wire;
-        let all = |items: Vec<Frame>| items.into_iter().map(Wire::from).collect();
-        match frame {
-            Frame::Simple(s) => Wire::Simple(s.into_owned()),
-            Frame::Error(e) => Wire::Error(e.into_owned()),
-            Frame::Integer(n) => Wire::Integer(n),
-            Frame::Bulk(b) => Wire::Bulk(b),
-            Frame::Null => Wire::Null,
-            Frame::NullArray => Wire::NullArray,
-            Frame::Array(items) => Wire::Array(all(items)),
-            Frame::Map(pairs) => Wire::Map(
-                pairs
-                    .into_iter()
-                    .map(|(k, v)| (Wire::from(k), Wire::from(v)))
-                    .collect(),
-            ),
-            Frame::Set(items) => Wire::Set(all(items)),
-            Frame::Double(d) => Wire::Double(d),
-            Frame::Boolean(b) => Wire::Boolean(b),
-            Frame::Push(items) => Wire::Push(all(items)),
-        }
+/// A big number's text as bulk-string bytes, copied only if it was computed.
+fn text_bytes(text: Cow<'static, str>) -> Bytes {
+    match text {
+        Cow::Borrowed(s) => Bytes::from_static(s.as_bytes()),
+        Cow::Owned(s) => Bytes::from(s),
     }
 }
 
@@ -233,52 +246,16 @@ fn push_kind(kind: &[u8]) -> redis::PushKind {
 
 /// A `Value::ServerError` with exactly this error text, built by the crate's own parser.
 pub fn error_value(text: &str) -> redis::Value {
-    let mut wire = Vec::with_capacity(text.len() + 3);
-    wire.push(b'-');
-    // An error line cannot hold a line break; Redis replaces them with spaces too.
-    wire.extend(
-        text.bytes()
-            .map(|b| if b == b'\r' || b == b'\n' { b' ' } else { b }),
-    );
-    wire.extend_from_slice(b"\r\n");
-    redis::parse_redis_value(&wire)
-        .unwrap_or_else(|_| redis::Value::SimpleString(format!("-{text}")))
+    let mut wire = BytesMut::with_capacity(text.len() + 3);
+    crate::resp::put_line(&mut wire, b'-', text.as_bytes());
+    parsed_value(&wire)
 }
 
-/// A double as Redis prints it in RESP2 (`%.17g`).
-pub fn format_double(d: f64) -> String {
-    if d.is_infinite() {
-        return if d > 0.0 { "inf".into() } else { "-inf".into() };
-    }
-    if d.is_nan() {
-        return "nan".into();
-    }
-    if d == 0.0 {
-        return if d.is_sign_negative() {
-            "-0".into()
-        } else {
-            "0".into()
-        };
-    }
-    let sci = format!("{d:.16e}");
-    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    if !(-4..17).contains(&exp) {
-        let sign = if exp < 0 { '-' } else { '+' };
-        format!("{}e{sign}{:02}", trim_fraction(mantissa), exp.abs())
-    } else {
-        let precision = (16 - exp) as usize;
-        trim_fraction(&format!("{d:.precision$}")).to_owned()
-    }
-}
-
-/// `1.500` → `1.5`, `2.000` → `2`; text without a point is left alone.
-pub(crate) fn trim_fraction(s: &str) -> &str {
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.')
-    } else {
-        s
-    }
+/// One encoded reply as the `redis` crate parses it from the wire.
+fn parsed_value(wire: &[u8]) -> redis::Value {
+    redis::parse_redis_value(wire).unwrap_or_else(|_| {
+        redis::Value::SimpleString(String::from_utf8_lossy(wire).trim_end().to_owned())
+    })
 }
 
 impl fmt::Display for Frame {
@@ -287,9 +264,12 @@ impl fmt::Display for Frame {
             Frame::Simple(s) => f.write_str(s),
             Frame::Error(e) => write!(f, "(error) {e}"),
             Frame::Integer(n) => write!(f, "(integer) {n}"),
-            Frame::Bulk(b) => write!(f, "{:?}", String::from_utf8_lossy(b)),
+            Frame::Bulk(b) | Frame::Verbatim { text: b, .. } => {
+                write!(f, "{:?}", String::from_utf8_lossy(b))
+            }
             Frame::Null | Frame::NullArray => f.write_str("(nil)"),
             Frame::Double(d) => write!(f, "(double) {}", format_double(*d)),
+            Frame::BigNumber(n) => write!(f, "(big number) {n}"),
             Frame::Boolean(b) => write!(f, "({b})"),
             Frame::Array(items) | Frame::Set(items) | Frame::Push(items) => {
                 f.write_str("[")?;
@@ -349,14 +329,53 @@ mod tests {
     fn wire_frames_encode_as_the_engine_built_them() {
         let map = Frame::Map(vec![(Frame::bulk("f"), Frame::Boolean(true))]);
         let mut out = bytes::BytesMut::new();
-        crate::resp::encode(&map.clone().into(), 3, &mut out);
+        crate::resp::encode(&map, 3, &mut out);
         assert_eq!(&out[..], b"%1\r\n$1\r\nf\r\n#t\r\n");
         out.clear();
-        crate::resp::encode(&map.into(), 2, &mut out);
+        crate::resp::encode(&map, 2, &mut out);
         assert_eq!(&out[..], b"*2\r\n$1\r\nf\r\n:1\r\n");
         out.clear();
-        crate::resp::encode(&Frame::NullArray.into(), 2, &mut out);
+        crate::resp::encode(&Frame::NullArray, 2, &mut out);
         assert_eq!(&out[..], b"*-1\r\n");
+    }
+
+    #[test]
+    fn the_front_doors_print_doubles_as_the_wire_does() {
+        let nan = Frame::Double(-f64::NAN);
+        assert_eq!(nan.clone().to_resp2(), Frame::bulk("-nan"));
+        assert_eq!(nan.to_reply(), lock_core::Reply::Bulk(Bytes::from("-nan")));
+        assert_eq!(Frame::Double(-0.0).to_string(), "(double) -0");
+    }
+
+    #[test]
+    fn big_numbers_and_verbatim_strings_are_bulk_strings_in_resp2() {
+        let big = Frame::BigNumber("-12345678901234567890".into());
+        let info = Frame::Verbatim {
+            format: *b"txt",
+            text: Bytes::from_static(b"id=1 resp=3"),
+        };
+        assert_eq!(big.clone().to_resp2(), Frame::bulk("-12345678901234567890"));
+        assert_eq!(info.clone().to_resp2(), Frame::bulk("id=1 resp=3"));
+        assert_eq!(
+            info.to_reply(),
+            lock_core::Reply::Bulk(Bytes::from("id=1 resp=3"))
+        );
+        assert_eq!(
+            big.clone().to_redis_value(2),
+            redis::Value::BulkString(b"-12345678901234567890".to_vec())
+        );
+        assert!(matches!(big.to_redis_value(3), redis::Value::BigNumber(_)));
+        let info = Frame::Verbatim {
+            format: *b"txt",
+            text: Bytes::from_static(b"id=1 resp=3"),
+        };
+        assert_eq!(
+            info.to_redis_value(3),
+            redis::Value::VerbatimString {
+                format: redis::VerbatimFormat::Text,
+                text: "id=1 resp=3".into(),
+            }
+        );
     }
 
     #[test]

@@ -8,9 +8,9 @@
 //! time matters. `maxclients` and the shutdown use real loopback sockets.
 
 use bytes::{Bytes, BytesMut};
-use fake_redis::resp::{Frame, ReplyParser};
+use fake_redis::resp::ReplyParser;
 use fake_redis::server::{ClockChoice, Server, ServerConfig};
-use fake_redis::{DEFAULT_EPOCH_MS, Value};
+use fake_redis::{DEFAULT_EPOCH_MS, Frame, Value};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
 
@@ -106,11 +106,11 @@ fn request(args: &[&str]) -> Vec<u8> {
 }
 
 fn ok() -> Frame {
-    Frame::Simple("OK".into())
+    Frame::OK
 }
 
 fn err(text: &str) -> Frame {
-    Frame::Error(text.into())
+    Frame::error_owned(text.to_owned())
 }
 
 fn bulk(text: &str) -> Frame {

@@ -1,7 +1,8 @@
 //! `fake-redis-server`: the fake engine as a RESP2/RESP3 TCP server, for tests in any language.
 //!
 //! A thin `main` around [`fake_redis::server`]: flags, logging, signals (see
-//! the README, "fake-redis-server").
+//! the README, "fake-redis-server"). Built with the crate's `server-bin` feature (a default one),
+//! which brings in the flag parser and the log output only this binary uses.
 
 use bytes::Bytes;
 use clap::Parser;

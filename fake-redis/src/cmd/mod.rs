@@ -394,15 +394,6 @@ fn sanitize(s: String) -> String {
 
 /// A command argument as a 64-bit integer, by Redis's `string2ll` rules.
 pub(crate) fn int(arg: &[u8]) -> Result<i64, Frame> {
-    // Fast path for the short positive numbers every lock call carries (leases, TTLs, numkeys):
-    // up to 18 digits cannot overflow.
-    if let Some((&first, rest)) = arg.split_first()
-        && (b'1'..=b'9').contains(&first)
-        && rest.len() < 18
-        && rest.iter().all(u8::is_ascii_digit)
-    {
-        return Ok(arg.iter().fold(0i64, |n, &d| n * 10 + i64::from(d - b'0')));
-    }
     lock_core::script::parse_i64(arg).ok_or(NOT_INTEGER)
 }
 

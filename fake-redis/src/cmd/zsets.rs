@@ -745,7 +745,7 @@ fn zscan_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         z.iter()
             .map(|(s, m)| {
                 // Bulk strings even in RESP3: Redis's scan reply formats the score as text.
-                let score = Frame::Bulk(Bytes::from(crate::frame::format_double(s)));
+                let score = Frame::Bulk(Bytes::from(crate::resp::format_double(s)));
                 (m.clone(), vec![Frame::Bulk(m.clone()), score])
             })
             .collect()

@@ -216,7 +216,7 @@ impl Connection {
                     let connected = {
                         let engine = lock(&shared.engine);
                         let protocol = engine.protocol(self.client);
-                        resp::encode(&Frame::Integer(now).into(), protocol, &mut self.output);
+                        resp::encode(&Frame::Integer(now), protocol, &mut self.output);
                         engine.is_connected(self.client)
                     };
                     if !connected {
@@ -415,11 +415,11 @@ impl Connection {
         }
         if let Some(due) = reply_due {
             let mut delayed = BytesMut::new();
-            resp::encode(&reply.into(), protocol, &mut delayed);
+            resp::encode(&reply, protocol, &mut delayed);
             self.waiting = Some(Waiting::Reply(delayed));
             return Some(Flow::WaitUntil(due));
         }
-        resp::encode(&reply.into(), protocol, &mut self.output);
+        resp::encode(&reply, protocol, &mut self.output);
         (!connected).then_some(Flow::Close)
     }
 
@@ -492,11 +492,7 @@ impl Connection {
     }
 
     fn encode(&mut self, engine: &Engine, frame: Frame) {
-        resp::encode(
-            &frame.into(),
-            engine.protocol(self.client),
-            &mut self.output,
-        );
+        resp::encode(&frame, engine.protocol(self.client), &mut self.output);
     }
 
     /// Writes the output. Pushes that arrive meanwhile are collected (up to
@@ -535,7 +531,7 @@ impl Connection {
         }
         let protocol = engine.protocol(self.client);
         while let Some(push) = engine.pop_outbox(self.client) {
-            resp::encode(&push.frame.into(), protocol, &mut self.overflow);
+            resp::encode(&push.frame, protocol, &mut self.overflow);
         }
         if self.output.len() + self.overflow.len() > PUSH_OUTPUT_LIMIT {
             tracing::warn!(

@@ -269,37 +269,35 @@ fn float_to_reply(v: f64) -> i64 {
     v as i64
 }
 
-/// Parses a command argument as Redis's `string2ll` does: an optional `-`, digits, no leading
-/// zeros, no `+`, no spaces, within `i64`.
+/// Parses an integer as Redis's `string2ll` does: an optional `-`, digits, no leading zeros, no
+/// `+`, no spaces, no `-0`, within `i64`. Redis reads command arguments, stored counters and the
+/// protocol's lengths by this one rule, so the fake's commands and codec share this parser.
+#[inline]
 pub fn parse_i64(s: &[u8]) -> Option<i64> {
-    if s.is_empty() || s.len() > 20 {
-        return None;
-    }
-    if s == b"0" {
-        return Some(0);
-    }
-    let (neg, digits) = match s.split_first() {
-        Some((b'-', rest)) => (true, rest),
+    let (negative, digits) = match s {
+        [b'-', rest @ ..] => (true, rest),
         _ => (false, s),
     };
-    match digits.first() {
-        Some(b'1'..=b'9') => {}
+    match digits {
+        [b'0'] if !negative => return Some(0),
+        // Redis refuses 21 bytes or more (`LONG_STR_SIZE`), so a `-` and 19 digits at most; 20
+        // digits would not fit anyway.
+        [b'1'..=b'9', ..] if digits.len() <= 19 => {}
         _ => return None,
     }
-    let mut v: i64 = 0;
+    // 19 digits stay below `u64::MAX`: no overflow check until the sign is applied.
+    let mut magnitude: u64 = 0;
     for &b in digits {
         if !b.is_ascii_digit() {
             return None;
         }
-        let d = i64::from(b - b'0');
-        v = v.checked_mul(10)?;
-        v = if neg {
-            v.checked_sub(d)?
-        } else {
-            v.checked_add(d)?
-        };
+        magnitude = magnitude * 10 + u64::from(b - b'0');
     }
-    Some(v)
+    if negative {
+        0i64.checked_sub_unsigned(magnitude)
+    } else {
+        i64::try_from(magnitude).ok()
+    }
 }
 
 /// Bytes of an integer argument, as a Lua number becomes a string for `redis.call`.
@@ -348,19 +346,28 @@ mod tests {
         assert_eq!(parse_i64(b"30000"), Some(30000));
         assert_eq!(parse_i64(b"-5"), Some(-5));
         assert_eq!(parse_i64(b"0"), Some(0));
+        assert_eq!(parse_i64(b"-1"), Some(-1));
+        assert_eq!(parse_i64(b"9223372036854775807"), Some(i64::MAX));
+        assert_eq!(parse_i64(b"-9223372036854775808"), Some(i64::MIN));
         for bad in [
             &b""[..],
+            b"-",
             b"+1",
+            b"00",
             b"01",
             b" 1",
+            b"1a",
             b"1.0",
             b"-0",
             b"9223372036854775808",
+            b"-9223372036854775809",
+            b"99999999999999999999",
             b"x",
         ] {
             assert_eq!(parse_i64(bad), None, "{:?}", String::from_utf8_lossy(bad));
         }
-        assert_eq!(parse_i64(b"-9223372036854775808"), Some(i64::MIN));
+        // 21 bytes is too long even when the value would fit.
+        assert_eq!(parse_i64(b"-00000000000000000001"), None);
     }
 
     #[test]
