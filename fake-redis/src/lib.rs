@@ -57,31 +57,25 @@
 //! # }
 //! ```
 
-pub mod backend;
 pub mod clock;
 mod cmd;
-pub mod connection;
-mod db;
 pub mod engine;
-mod expiry;
 pub mod fault;
-pub mod frame;
-mod glob;
-mod inspect;
-pub mod link;
+pub mod inprocess;
 pub mod resp;
 pub mod server;
-pub mod subscriber;
 
-pub use backend::FakeBackend;
 pub use clock::{Clock, DEFAULT_EPOCH_MS, ManualClock, SystemClock, TokioClock};
-pub use connection::FakeConnection;
-pub use db::{Entry, Hash, Value};
+pub use engine::db::{Entry, Hash, Value};
 pub use engine::{ClientId, Engine, EngineConfig, Outbound};
 pub use fault::{
     Admission, CommandFate, CommandFault, DeliveryFate, Fault, FaultEvent, FaultEventKind,
     FaultPlan, NodeId, Trigger,
 };
-pub use frame::Frame;
-pub use link::{DEFAULT_RESPONSE_TIMEOUT, RequestLog, SentRequest, SharedEngine, shared};
-pub use subscriber::FakeSubscriber;
+pub use inprocess::backend::FakeBackend;
+pub use inprocess::link::{
+    DEFAULT_RESPONSE_TIMEOUT, RequestLog, SentRequest, SharedEngine, shared,
+};
+pub use inprocess::redis_connection::FakeConnection;
+pub use inprocess::subscriber::FakeSubscriber;
+pub use resp::Frame;

@@ -10,7 +10,7 @@ use super::{
     wrong_arity,
 };
 use crate::engine::{Client, DATABASES, REDIS_VERSION, Subscription};
-use crate::frame::Frame;
+use crate::resp::Frame;
 use bytes::Bytes;
 use std::fmt::Write;
 

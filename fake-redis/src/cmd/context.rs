@@ -7,7 +7,7 @@
 //! invariants (a subscription is in the client and in the registry, or in neither), and a command
 //! cannot reach past them.
 
-use crate::db::{Db, Entry, hash_key};
+use crate::engine::db::{Db, Entry, hash_key};
 use crate::engine::{Client, ClientId, Engine, ScriptCache, Subscription};
 use bytes::Bytes;
 

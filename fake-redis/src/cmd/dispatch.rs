@@ -6,12 +6,12 @@
 //! engine: [`Engine::execute`] (a client's request), the commands an `EXEC` runs back to back
 //! (checked when they were queued), and [`Engine::run_script`] (a lock script without the
 //! protocol, for simulators). The engine's own part, the frozen time and the bookkeeping around
-//! a command, is in `engine.rs`; the handlers are in the family files beside this one.
+//! a command, is in `engine/mod.rs`; the handlers are in the family files beside this one.
 
 use super::parse::Args;
 use super::{Cx, NO_AUTH, NOT_QUEUED, PUBSUB_CONTEXT, lookup, unknown_command, wrong_arity};
 use crate::engine::{ClientId, Engine};
-use crate::frame::Frame;
+use crate::resp::Frame;
 use bytes::Bytes;
 
 impl Engine {

@@ -8,8 +8,8 @@
 use super::{
     Args, Cx, OVERFLOW, Reply, Spec, WRITE, float, human_float, int_bytes, is, wrong_arity,
 };
-use crate::db::{Hash, Value};
-use crate::frame::Frame;
+use crate::engine::db::{Hash, Value};
+use crate::resp::Frame;
 use bytes::Bytes;
 
 pub(crate) static HSET: Spec = Spec::new("hset", -4, WRITE, hset_command);

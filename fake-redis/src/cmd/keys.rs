@@ -6,10 +6,10 @@
 //! no TTL, and NX/XX/GT/LT compare against the current deadline (none counts as infinite).
 
 use super::{Args, Cx, Reply, Spec, WRITE, int, invalid_expire, is};
-use crate::db::{DeadlineChange, Value};
 use crate::engine::DATABASES;
-use crate::frame::Frame;
-use crate::glob::glob_match;
+use crate::engine::db::{DeadlineChange, Value};
+use crate::engine::glob::glob_match;
+use crate::resp::Frame;
 use bytes::Bytes;
 
 pub(crate) static DEL: Spec = Spec::new("del", -2, WRITE, del_command);

@@ -7,8 +7,8 @@
 //! lookup, some after), because that order decides which error a bad call sees.
 
 use super::{Args, Cx, Reply, Spec, WRITE, WRONGTYPE, int, is};
-use crate::db::Value;
-use crate::frame::Frame;
+use crate::engine::db::Value;
+use crate::resp::Frame;
 use bytes::Bytes;
 use std::collections::VecDeque;
 

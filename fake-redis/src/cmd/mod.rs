@@ -28,8 +28,8 @@ mod zsets;
 pub(crate) use context::Cx;
 pub(crate) use parse::Args;
 
-use crate::db::Value;
-use crate::frame::Frame;
+use crate::engine::db::Value;
+use crate::resp::Frame;
 use bytes::Bytes;
 
 /// A handler's reply: `Err` carries an error reply, so a handler can stop at the first bad

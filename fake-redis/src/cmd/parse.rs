@@ -13,7 +13,7 @@
 //! the lock's scripts free of allocations.
 
 use super::{NOT_FLOAT, SYNTAX, float, int, is};
-use crate::frame::Frame;
+use crate::resp::Frame;
 use bytes::Bytes;
 
 /// The arguments of one command after its name, read front to back.

@@ -10,8 +10,8 @@
 
 use super::{Args, Cx, PUBSUB_CONTEXT, Reply, Spec, is, unknown_subcommand};
 use crate::engine::Subscription;
-use crate::frame::Frame;
-use crate::glob::glob_match;
+use crate::engine::glob::glob_match;
+use crate::resp::Frame;
 use bytes::Bytes;
 
 pub(crate) static SUBSCRIBE: Spec = Spec::new("subscribe", -2, PUBSUB_CONTEXT, subscribe_command);

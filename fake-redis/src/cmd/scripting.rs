@@ -8,7 +8,7 @@
 
 use super::{Args, Cx, Reply, Spec, WRITE, is, unknown_subcommand, wrong_arity};
 use crate::engine::ScriptCache;
-use crate::frame::Frame;
+use crate::resp::Frame;
 use bytes::Bytes;
 use lock_core::script::{CommandError, Script, Store};
 

@@ -8,8 +8,8 @@
 //! its destination (of any type, dropping its TTL) or deletes it when the result is empty.
 
 use super::{Args, Cx, Reply, Spec, WRITE, WRONGTYPE, int};
-use crate::db::Value;
-use crate::frame::Frame;
+use crate::engine::db::Value;
+use crate::resp::Frame;
 use bytes::Bytes;
 use std::collections::BTreeSet;
 

@@ -11,8 +11,8 @@ use super::{
     Args, Cx, NOT_FLOAT, NOT_INTEGER, OVERFLOW, Reply, SYNTAX, Spec, WRITE, float, human_float,
     int, int_bytes, invalid_expire, is,
 };
-use crate::db::Value;
-use crate::frame::Frame;
+use crate::engine::db::Value;
+use crate::resp::Frame;
 use bytes::Bytes;
 
 pub(crate) static GET: Spec = Spec::new("get", 2, 0, get_command);

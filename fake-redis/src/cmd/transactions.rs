@@ -8,7 +8,7 @@
 
 use super::{Args, Cx, NOT_QUEUED, Reply, Spec, dispatch};
 use crate::engine::Multi;
-use crate::frame::Frame;
+use crate::resp::Frame;
 
 pub(crate) static MULTI: Spec = Spec::new("multi", 1, NOT_QUEUED, multi_command);
 pub(crate) static EXEC: Spec = Spec::new("exec", 1, NOT_QUEUED, exec_command);

@@ -8,8 +8,8 @@
 //! `ERR resulting score is not a number (NaN)`. As everywhere, an emptied sorted set is deleted.
 
 use super::{Args, Cx, NOT_FLOAT, NOT_INTEGER, Reply, SYNTAX, Spec, WRITE, float, int, is};
-use crate::db::{Value, ZSet};
-use crate::frame::Frame;
+use crate::engine::db::{Value, ZSet};
+use crate::resp::Frame;
 use bytes::Bytes;
 
 pub(crate) static ZADD: Spec = Spec::new("zadd", -4, WRITE, zadd_command);

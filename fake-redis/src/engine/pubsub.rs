@@ -6,8 +6,8 @@
 //! or restart clears both, so a message never goes to a closed connection's outbox.
 
 use super::{Client, Engine, Subscription};
-use crate::frame::Frame;
-use crate::glob::glob_match;
+use crate::engine::glob::glob_match;
+use crate::resp::Frame;
 use bytes::Bytes;
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -8,7 +8,7 @@
 //! those of Redis's `addReply*` functions; [`format_double`] is the one place
 //! a double becomes text, on the wire and off it.
 
-use crate::frame::Frame;
+use crate::resp::Frame;
 use bytes::{BufMut, BytesMut};
 use std::fmt::Write as _;
 

@@ -3,13 +3,15 @@
 //! A fake Redis server is only useful if clients cannot tell it from the real
 //! one, and the first thing a client (or a fuzzer, or a confused telnet user)
 //! meets is the request parser and the reply encoder. The codec is three
-//! parts, one file each, with the limits they share here:
+//! parts, one file each, around one reply type, with the limits they share here:
 //!
+//! * `frame.rs`: [`Frame`], the one reply type: what the engine returns, what the encoder
+//!   writes and what the reply parser reads back.
 //! * `request.rs`: [`RequestParser`] turns bytes from a client into argument
 //!   vectors exactly as Redis 7.0's `processInputBuffer` does, quirks
 //!   included, or a [`ProtocolError`] after which the server must reply with
 //!   [`ProtocolError::write_reply`] and close the connection.
-//! * `encode.rs`: [`encode()`] writes a [`Frame`](crate::Frame), the
+//! * `encode.rs`: [`encode()`] writes a [`Frame`], the
 //!   engine's own reply, for protocol version 2 or 3, byte for byte as
 //!   Redis's `addReply*` functions do; [`format_double`] is how Redis prints
 //!   a double.
@@ -20,6 +22,7 @@
 //! parser of Redis's `string2ll` rules, [`lock_core::script::parse_i64`].
 
 mod encode;
+mod frame;
 mod reply;
 mod request;
 
@@ -28,6 +31,7 @@ mod tests;
 
 pub(crate) use encode::put_line;
 pub use encode::{encode, format_double};
+pub use frame::{Frame, error_value};
 pub use reply::{ReplyError, ReplyLimits, ReplyParser};
 pub use request::{ProtocolError, RequestParser, split_args};
 

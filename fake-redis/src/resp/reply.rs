@@ -13,7 +13,7 @@
 //! request parser's do: Redis never writes a leading zero, a `+` or `-0`.
 
 use super::{PREALLOC_MAX, PROTO_MAX_BULK_LEN};
-use crate::frame::Frame;
+use crate::resp::Frame;
 use bytes::{Buf, Bytes, BytesMut};
 use lock_core::script::parse_i64;
 use std::borrow::Cow;

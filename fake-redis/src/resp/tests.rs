@@ -2,7 +2,7 @@
 //! their own tests share: feeding bytes in chunks and collecting what a parser yields.
 
 use super::*;
-use crate::frame::Frame;
+use crate::resp::Frame;
 use bytes::{Bytes, BytesMut};
 use proptest::prelude::*;
 

@@ -41,8 +41,8 @@ use super::Shared;
 use crate::cmd::{Args, SYNTAX, int, is, wrong_arity};
 use crate::engine::{ClientId, Engine};
 use crate::fault::{CommandFault, Fault, FaultEventKind, FaultPlan, NodeId, Trigger};
-use crate::frame::Frame;
-use crate::link::lock;
+use crate::inprocess::link::lock;
+use crate::resp::Frame;
 use bytes::Bytes;
 
 /// One of the admin commands.

@@ -33,20 +33,20 @@
 //! ```
 
 pub mod admin;
-mod clock;
 mod connection;
+mod time;
 
-pub use clock::ClockChoice;
+pub use time::ClockChoice;
 
 use crate::engine::EngineConfig;
-use crate::link::{SharedEngine, shared};
+use crate::inprocess::link::{SharedEngine, shared};
 use bytes::Bytes;
-use clock::ServerClock;
 use std::future::Future;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
+use time::ServerClock;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tokio::sync::watch;

@@ -10,8 +10,8 @@
 
 use crate::engine::{ClientId, Engine};
 use crate::fault::{DeliveryFate, FaultEventKind, NodeId};
-use crate::frame::Frame;
-use crate::link::{SharedEngine, lock, past_pauses, sleep_until_clock};
+use crate::inprocess::link::{SharedEngine, lock, past_pauses, sleep_until_clock};
+use crate::resp::Frame;
 use bytes::Bytes;
 use lock_core::backend::{BackendError, PubSubEvent, Subscriber};
 use std::collections::BTreeSet;

@@ -12,7 +12,7 @@
 //! [`FakeSubscriber`](crate::FakeSubscriber).
 
 use crate::fault::NodeId;
-use crate::link::{DEFAULT_RESPONSE_TIMEOUT, Link, LinkError, RequestLog, SharedEngine};
+use crate::inprocess::link::{DEFAULT_RESPONSE_TIMEOUT, Link, LinkError, RequestLog, SharedEngine};
 use bytes::Bytes;
 use redis::aio::ConnectionLike;
 use redis::{Arg, Cmd, Pipeline, RedisError, RedisFuture, Value};

@@ -8,9 +8,9 @@
 //! [`BackendError::NotApplied`], since nothing leaves a dead process.
 
 use crate::fault::NodeId;
-use crate::frame::Frame;
-use crate::link::{DEFAULT_RESPONSE_TIMEOUT, Link, LinkError, RequestLog, SharedEngine};
-use crate::subscriber::FakeSubscriber;
+use crate::inprocess::link::{DEFAULT_RESPONSE_TIMEOUT, Link, LinkError, RequestLog, SharedEngine};
+use crate::inprocess::subscriber::FakeSubscriber;
+use crate::resp::Frame;
 use bytes::Bytes;
 use lock_core::backend::{Backend, BackendError, PubSubEvent, Subscriber};
 use lock_core::reply::Reply;

@@ -9,7 +9,7 @@
 //! a 100 ms tick has passed, and runs the cycles it missed then, at their own tick times, with a
 //! bound on the work so that a clock moved by an hour does not stall one command.
 
-use crate::db::Db;
+use crate::engine::db::Db;
 
 /// Active expiry: cycles per second (Redis's `hz 10`).
 pub const ACTIVE_EXPIRE_HZ: i64 = 10;

@@ -7,8 +7,8 @@
 //! of the lock writes (a wrong-typed value on a lock's key) the way a command would place them,
 //! so the tests can build any keyspace and see the engine as it is.
 
-use crate::db::Value;
 use crate::engine::Engine;
+use crate::engine::db::Value;
 use bytes::Bytes;
 
 impl Engine {

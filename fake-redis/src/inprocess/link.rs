@@ -16,7 +16,7 @@
 
 use crate::engine::{ClientId, Engine};
 use crate::fault::{Admission, CommandFate, NodeId};
-use crate::frame::Frame;
+use crate::resp::Frame;
 use bytes::Bytes;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;

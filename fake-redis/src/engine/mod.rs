@@ -25,19 +25,23 @@
 //! confirmation is the reply, the others follow in the outbox, as Redis writes them.)
 
 use crate::clock::Clock;
-use crate::db::Db;
-use crate::expiry::ActiveExpiry;
+use crate::engine::db::Db;
+use crate::engine::expiry::ActiveExpiry;
 use crate::fault::{Fault, FaultEventKind, FaultPlan, NodeId};
-use crate::frame::Frame;
+use crate::resp::Frame;
 use bytes::Bytes;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt;
 use std::task::Waker;
 
+pub(crate) mod db;
+pub(crate) mod expiry;
+pub(crate) mod glob;
+mod inspect;
 mod pubsub;
 mod watches;
 
-pub use crate::expiry::{
+pub use crate::engine::expiry::{
     ACTIVE_EXPIRE_ACCEPTABLE_STALE, ACTIVE_EXPIRE_HZ, ACTIVE_EXPIRE_KEYS_PER_LOOP,
     ACTIVE_EXPIRE_MAX_CYCLES_PER_CALL, ACTIVE_EXPIRE_MAX_LOOPS,
 };
