@@ -23,16 +23,31 @@ pub use observe::{Mark, Run};
 use crate::case::Case;
 use crate::checkers::UnlockedHolds;
 use crate::history::History;
-use crate::rng::{Stream, draw};
 use crate::server::{ConnId, SimServer};
 use bytes::Bytes;
 use lock_core::machine::{Call, CallId, Input, LockMachine, Output, SeededIds};
+use lock_core::seed::Seed;
 use lock_core::{BackendError, KeyLayout, LockConfig, Millis, MonoTime, PubSubEvent, Reply};
 use network::Network;
 use observe::OpenGrant;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 use workload::{Holding, Phase};
+
+/// What each random draw of a run is for. A draw is a pure function of (seed, stream, client,
+/// sequence number), [`Seed::blend`]: none depends on how many draws came before it in other
+/// streams or for other clients, so shrinking a case (removing a client, a fault, a message) does
+/// not shift every later draw, and a case replays exactly.
+mod stream {
+    /// One-way latency of a message.
+    pub(super) const LATENCY: u64 = 1;
+    /// Whether a message is lost.
+    pub(super) const LOSS: u64 = 2;
+    /// A client's work duration.
+    pub(super) const WORK: u64 = 3;
+    /// A client's request and owner ids.
+    pub(super) const IDS: u64 = 4;
+}
 
 /// The server's unix time at simulation time 0.
 pub const EPOCH_MS: i64 = 1_700_000_000_000;
@@ -180,7 +195,7 @@ impl<S: SimServer> World<S> {
         let mut clients = Vec::new();
         let mut conn_owner = BTreeMap::new();
         for i in 0..case.clients.len() {
-            let ids = SeededIds::new(draw(case.seed, Stream::Ids, i as u64, 0));
+            let ids = SeededIds::new(Seed(case.seed).blend(stream::IDS, i as u64, 0));
             let machine = LockMachine::new(config.clone(), ids).expect("valid simulation config");
             let conn = server.connect();
             let sub_conn = server.connect();

@@ -11,13 +11,13 @@
 
 use super::observe::{describe, short};
 use super::workload::Phase;
-use super::{Ev, World};
+use super::{Ev, World, stream};
 use crate::case::{Case, Fault};
-use crate::rng::{Stream, draw, draw_range};
 use crate::server::SimServer;
 use bytes::Bytes;
 use lock_core::PubSubEvent;
 use lock_core::machine::{Call, CallId, Input};
+use lock_core::seed::Seed;
 
 /// Which way a message goes, and so which loss rate and fault windows apply to it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,7 +57,7 @@ impl Leg {
 
 /// The message model: latency, random loss, and the fault windows on each client's messages.
 pub(super) struct Network {
-    seed: u64,
+    seed: Seed,
     latency: (u64, u64),
     /// Per mille, (up, down).
     loss: (u32, u32),
@@ -71,7 +71,7 @@ pub(super) struct Network {
 impl Network {
     pub(super) fn new(case: &Case) -> Network {
         Network {
-            seed: case.seed,
+            seed: Seed(case.seed),
             latency: case.latency,
             loss: case.loss,
             windows: case
@@ -90,10 +90,12 @@ impl Network {
         *count += 1;
         let seq = *count;
         let (lo, hi) = self.latency;
-        let latency = draw_range(self.seed, Stream::Latency, client as u64, seq, lo, hi);
+        let latency = self
+            .seed
+            .blend_range(stream::LATENCY, client as u64, seq, lo, hi);
         let loss = if up { self.loss.0 } else { self.loss.1 };
         let lost =
-            loss > 0 && draw(self.seed, Stream::Loss, client as u64, seq) % 1000 < u64::from(loss);
+            loss > 0 && self.seed.blend(stream::LOSS, client as u64, seq) % 1000 < u64::from(loss);
         (latency, lost)
     }
 
