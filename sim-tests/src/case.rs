@@ -8,7 +8,6 @@
 //! line per client, a `fault` line per fault, each a list of `key=value` words.
 
 use std::fmt;
-use std::ops::Range;
 use std::str::FromStr;
 
 /// How a client acquires its lock.
@@ -187,26 +186,6 @@ impl Fault {
             | Fault::DelayReplies { client, .. }
             | Fault::DropPubSub { client, .. } => Some(client),
             Fault::Restart { .. } | Fault::Failover { .. } | Fault::ClockJump { .. } => None,
-        }
-    }
-
-    /// The client and the time window of a fault on that client's messages.
-    pub(crate) fn window(&self) -> Option<(usize, Range<u64>)> {
-        match *self {
-            Fault::DropRequests { client, from, to }
-            | Fault::DropReplies { client, from, to }
-            | Fault::DelayRequests {
-                client, from, to, ..
-            }
-            | Fault::DelayReplies {
-                client, from, to, ..
-            }
-            | Fault::DropPubSub { client, from, to } => Some((client, from..to)),
-            Fault::Pause { .. }
-            | Fault::Crash { .. }
-            | Fault::Restart { .. }
-            | Fault::Failover { .. }
-            | Fault::ClockJump { .. } => None,
         }
     }
 

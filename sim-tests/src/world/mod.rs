@@ -25,6 +25,7 @@ use crate::checkers::UnlockedHolds;
 use crate::history::History;
 use crate::server::{ConnId, SimServer};
 use bytes::Bytes;
+use fake_redis::NodeId;
 use lock_core::machine::{Call, CallId, Input, LockMachine, Output, SeededIds};
 use lock_core::seed::Seed;
 use lock_core::{BackendError, KeyLayout, LockConfig, Millis, MonoTime, PubSubEvent, Reply};
@@ -51,6 +52,16 @@ mod stream {
 
 /// The server's unix time at simulation time 0.
 pub const EPOCH_MS: i64 = 1_700_000_000_000;
+
+/// The server's clock at simulation time `t` (before any clock jump), as fault plans read it.
+fn server_time(t: u64) -> i64 {
+    EPOCH_MS.saturating_add(i64::try_from(t).unwrap_or(i64::MAX))
+}
+
+/// The node fault plans know client `client` by.
+fn node(client: usize) -> NodeId {
+    NodeId(client as u64)
+}
 
 /// The name of lock `n`.
 pub fn lock_name(n: u32) -> String {
