@@ -177,7 +177,6 @@ pub struct World<S: SimServer> {
     clients: Vec<SimClient>,
     network: Network,
     conn_owner: BTreeMap<ConnId, usize>,
-    clock_offset: i64,
     fenced_max: BTreeMap<u32, u64>,
     /// Per lock, the clients whose critical section is open (for the unfenced resource).
     sections: BTreeMap<u32, BTreeSet<usize>>,
@@ -208,8 +207,8 @@ impl<S: SimServer> World<S> {
         for i in 0..case.clients.len() {
             let ids = SeededIds::new(Seed(case.seed).blend(stream::IDS, i as u64, 0));
             let machine = LockMachine::new(config.clone(), ids).expect("valid simulation config");
-            let conn = server.connect();
-            let sub_conn = server.connect();
+            let conn = server.connect(node(i));
+            let sub_conn = server.connect(node(i));
             conn_owner.insert(sub_conn, i);
             clients.push(SimClient {
                 machine,
@@ -238,7 +237,6 @@ impl<S: SimServer> World<S> {
             clients,
             network: Network::new(case),
             conn_owner,
-            clock_offset: 0,
             fenced_max: BTreeMap::new(),
             sections: BTreeMap::new(),
             grants: BTreeMap::new(),
@@ -304,8 +302,9 @@ impl<S: SimServer> World<S> {
         ((num + den - 1) / den).max(0) as u64
     }
 
-    fn server_now(&self) -> i64 {
-        EPOCH_MS + self.now as i64 + self.clock_offset
+    /// The server's clock now, before any clock jump: the engine adds its jumps itself.
+    fn server_clock(&self) -> i64 {
+        server_time(self.now)
     }
 
     /// Runs without writing the trace or marks: for measuring throughput. The checkers still run.

@@ -17,8 +17,13 @@
 //! latency but are never lost; a subscriber loses its subscriptions only with the server's
 //! connections.
 //!
-//! The scheduled faults (a pause, a crash, a restart, a failover, a clock jump) are carried out
-//! here too, so the fault model is this one file.
+//! The scheduled faults are carried out here too, so the fault model is this one file. A crash, a
+//! restart, a failover and a clock jump mean what fake-redis's faults of those names mean, and the
+//! server carries each out as the engine does, at its event. A pause stays the world's own: it
+//! stops the client's whole process (its timers and steps, not only what it sends), which the
+//! event loop does by holding the client's events; and a pause that begins during another ends
+//! the freeze at the first of their ends, where fake-redis's pauses chain to the last. Stored cases
+//! replay by that meaning.
 
 use super::observe::{describe, short};
 use super::workload::Phase;
@@ -62,6 +67,8 @@ pub(super) struct Network {
     /// Per client, how many messages it has sent or been sent: each message's draws are keyed by
     /// this count, so one client's traffic never shifts another's.
     messages: Vec<u64>,
+    /// Per fault of the case, the engine's fault it is if the server carries it out.
+    server_faults: Vec<Option<fake_redis::Fault>>,
 }
 
 impl Network {
@@ -134,6 +141,7 @@ impl Network {
             up,
             down,
             messages: vec![0; case.clients.len()],
+            server_faults: case.faults.iter().map(server_fault).collect(),
         }
     }
 
@@ -177,6 +185,33 @@ impl Network {
     pub(super) fn send_subscription(&mut self, client: usize, up: bool) -> u64 {
         self.draw(client, up).0
     }
+}
+
+/// The engine's fault that `fault` is, if the server carries it out.
+fn server_fault(fault: &Fault) -> Option<fake_redis::Fault> {
+    Some(match *fault {
+        Fault::Crash { client, at } => fake_redis::Fault::Crash {
+            node: node(client),
+            at: server_time(at),
+        },
+        Fault::Restart { at } => fake_redis::Fault::Restart {
+            at: server_time(at),
+        },
+        Fault::Failover { at, lag } => fake_redis::Fault::Failover {
+            at: server_time(at),
+            lag_ms: i64::try_from(lag).unwrap_or(i64::MAX),
+        },
+        Fault::ClockJump { at, by } => fake_redis::Fault::ClockJump {
+            at: server_time(at),
+            delta_ms: by,
+        },
+        Fault::Pause { .. }
+        | Fault::DropRequests { .. }
+        | Fault::DropReplies { .. }
+        | Fault::DelayRequests { .. }
+        | Fault::DelayReplies { .. }
+        | Fault::DropPubSub { .. } => return None,
+    })
 }
 
 /// A delay window of the case: `client`'s messages leaving in `[from, to)` are `by` ms late.
@@ -283,7 +318,7 @@ impl<S: SimServer> World<S> {
             return;
         }
         let conn = self.clients[client].conn;
-        let now = self.server_now();
+        let now = self.server_clock();
         let result = self.server.call(conn, &call, now);
         self.observe_call(client, &call, &result);
         let name = self.name(client);
@@ -360,7 +395,7 @@ impl<S: SimServer> World<S> {
             return;
         }
         let conn = self.clients[client].sub_conn;
-        let now = self.server_now();
+        let now = self.server_clock();
         if subscribe {
             self.server.subscribe(conn, &channel, now);
             let after = self.network.send_subscription(client, false);
@@ -392,35 +427,39 @@ impl<S: SimServer> World<S> {
                 }
                 c.crashed = true;
                 c.phase = Phase::Finished;
-                let (conn, sub) = (c.conn, c.sub_conn);
-                self.server.disconnect(conn);
-                self.server.disconnect(sub);
+                self.server_fault(index);
                 self.close_section(client);
                 self.mark(&name, "crash", String::new);
             }
             Fault::Restart { .. } => {
-                let now = self.server_now();
-                self.server.restart(now);
+                self.server_fault(index);
                 self.data_lost("restart", || {
                     "(no persistence: data and scripts lost)".into()
                 });
             }
             Fault::Failover { lag, .. } => {
-                let now = self.server_now();
-                self.server.failover(lag as i64, now);
+                self.server_fault(index);
                 self.data_lost("failover", || format!("(replica lagging {lag} ms)"));
             }
             Fault::ClockJump { by, .. } => {
-                self.clock_offset += by;
+                self.server_fault(index);
                 self.mark("server", "clock-jump", || format!("{by:+} ms"));
                 self.observe_all();
             }
-            // Windows: consulted when messages are sent.
+            // Windows: the network's plans judge each message as it leaves.
             Fault::DropRequests { .. }
             | Fault::DropReplies { .. }
             | Fault::DelayRequests { .. }
             | Fault::DelayReplies { .. }
             | Fault::DropPubSub { .. } => {}
+        }
+    }
+
+    /// Has the server carry out the case's fault `index`, one of the engine's, now.
+    fn server_fault(&mut self, index: usize) {
+        if let Some(fault) = self.network.server_faults[index] {
+            let now = self.server_clock();
+            self.server.fault(fault, now);
         }
     }
 
@@ -443,12 +482,12 @@ impl<S: SimServer> World<S> {
             self.feed(client, Input::PubSub(PubSubEvent::SubscriptionLost));
             let old = self.clients[client].sub_conn;
             self.conn_owner.remove(&old);
-            let conn = self.server.connect();
-            let cmd = self.server.connect();
+            let conn = self.server.connect(node(client));
+            let cmd = self.server.connect(node(client));
             self.clients[client].sub_conn = conn;
             self.clients[client].conn = cmd;
             self.conn_owner.insert(conn, client);
-            let now = self.server_now();
+            let now = self.server_clock();
             for channel in self.clients[client].channels.clone() {
                 self.server.subscribe(conn, &channel, now);
             }
