@@ -69,7 +69,13 @@ impl ClientSpec {
     }
 }
 
-/// Something that goes wrong, at a virtual time.
+/// Something that goes wrong, at a virtual time, in the case's own words.
+///
+/// A run turns these into fake-redis's faults once, when it starts (the world's network does): a
+/// window on a client's messages becomes a fault in a plan the network asks about each message; a
+/// crash, a restart, a failover and a clock jump become the engine's. The case keeps its own type
+/// because its text names clients and windows in simulation ms, and because its pause and its
+/// reply windows do not mean quite what fake-redis's do (`world/network.rs` says how).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Fault {
     /// The client stops for `for_ms` (a GC pause): nothing it sends leaves, nothing reaches it.

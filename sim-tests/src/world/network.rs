@@ -118,22 +118,8 @@ impl Network {
                 _ => {}
             }
         }
-        for w in added_up(&request_delays) {
-            up.add(on_messages(
-                w.client,
-                CommandFate::DelayRequest(w.by),
-                w.from,
-                w.to,
-            ));
-        }
-        for w in added_up(&reply_delays) {
-            down.add(on_messages(
-                w.client,
-                CommandFate::DelayReply(w.by),
-                w.from,
-                w.to,
-            ));
-        }
+        add_delays(&mut up, &request_delays, CommandFate::DelayRequest);
+        add_delays(&mut down, &reply_delays, CommandFate::DelayReply);
         Network {
             seed: Seed(case.seed),
             latency: case.latency,
@@ -221,6 +207,13 @@ struct Window {
     from: u64,
     to: u64,
     by: u64,
+}
+
+/// Adds the delay `windows` to `plan` as `delay(by)` faults, added up where they overlap.
+fn add_delays(plan: &mut FaultPlan, windows: &[Window], delay: fn(u64) -> CommandFate) {
+    for w in added_up(windows) {
+        plan.add(on_messages(w.client, delay(w.by), w.from, w.to));
+    }
 }
 
 /// The delay windows cut at every edge into segments that do not overlap, each late by the sum
