@@ -8,7 +8,6 @@
 //! line per client, a `fault` line per fault, each a list of `key=value` words.
 
 use std::fmt;
-use std::ops::Range;
 use std::str::FromStr;
 
 /// How a client acquires its lock.
@@ -70,7 +69,13 @@ impl ClientSpec {
     }
 }
 
-/// Something that goes wrong, at a virtual time.
+/// Something that goes wrong, at a virtual time, in the case's own words.
+///
+/// A run turns these into fake-redis's faults once, when it starts (the world's network does): a
+/// window on a client's messages becomes a fault in a plan the network asks about each message; a
+/// crash, a restart, a failover and a clock jump become the engine's. The case keeps its own type
+/// because its text names clients and windows in simulation ms, and because its pause and its
+/// reply windows do not mean quite what fake-redis's do (`world/network.rs` says how).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Fault {
     /// The client stops for `for_ms` (a GC pause): nothing it sends leaves, nothing reaches it.
@@ -187,26 +192,6 @@ impl Fault {
             | Fault::DelayReplies { client, .. }
             | Fault::DropPubSub { client, .. } => Some(client),
             Fault::Restart { .. } | Fault::Failover { .. } | Fault::ClockJump { .. } => None,
-        }
-    }
-
-    /// The client and the time window of a fault on that client's messages.
-    pub(crate) fn window(&self) -> Option<(usize, Range<u64>)> {
-        match *self {
-            Fault::DropRequests { client, from, to }
-            | Fault::DropReplies { client, from, to }
-            | Fault::DelayRequests {
-                client, from, to, ..
-            }
-            | Fault::DelayReplies {
-                client, from, to, ..
-            }
-            | Fault::DropPubSub { client, from, to } => Some((client, from..to)),
-            Fault::Pause { .. }
-            | Fault::Crash { .. }
-            | Fault::Restart { .. }
-            | Fault::Failover { .. }
-            | Fault::ClockJump { .. } => None,
         }
     }
 

@@ -1,9 +1,10 @@
-//! fake-redis's engine as the simulator's server: commands at the time the world sets.
+//! fake-redis's engine as the simulator's server: commands at the time the world sets, and the
+//! engine's server-side faults when the world's queue reaches them.
 
 use crate::server::{ConnId, LockState, SimServer};
 use crate::world::EPOCH_MS;
 use bytes::Bytes;
-use fake_redis::{ClientId, Engine, EngineConfig, Frame, ManualClock, Value};
+use fake_redis::{ClientId, Engine, EngineConfig, Fault, Frame, ManualClock, NodeId, Value};
 use lock_core::machine::Call;
 use lock_core::{BackendError, Reply};
 use std::collections::BTreeSet;
@@ -49,13 +50,8 @@ fn reply(frame: Frame) -> Result<Reply, BackendError> {
 }
 
 impl SimServer for EngineServer {
-    fn connect(&mut self) -> ConnId {
-        self.engine.connect().0
-    }
-
-    fn disconnect(&mut self, conn: ConnId) {
-        self.subscribers.remove(&conn);
-        self.engine.disconnect(ClientId(conn));
+    fn connect(&mut self, node: NodeId) -> ConnId {
+        self.engine.connect_as(node).0
     }
 
     fn call(&mut self, conn: ConnId, call: &Call, now_ms: i64) -> Result<Reply, BackendError> {
@@ -136,15 +132,71 @@ impl SimServer for EngineServer {
         Some(LockState { owners, deadline })
     }
 
-    fn restart(&mut self, now_ms: i64) {
+    /// By the engine's own fault actions, at once, rather than scheduled with
+    /// [`Engine::add_fault`]: the world's queue already places each fault among the events of its
+    /// millisecond, where the engine would fire every fault due by a time together, before its next
+    /// command; and a failover added there would start the write journal afresh, with nothing in it
+    /// to undo.
+    fn fault(&mut self, fault: Fault, now_ms: i64) {
         self.clock.set(now_ms);
-        self.subscribers.clear();
-        self.engine.restart();
+        match fault {
+            Fault::Crash { node, .. } => self.engine.crash(node),
+            Fault::Restart { .. } => self.engine.restart(),
+            Fault::Failover { lag_ms, .. } => {
+                self.engine.failover(lag_ms);
+            }
+            Fault::ClockJump { delta_ms, .. } => self.engine.jump_clock(delta_ms),
+            // A front door's faults, not the server's: the simulator's network judges messages.
+            Fault::Command { .. }
+            | Fault::LinkDown { .. }
+            | Fault::DropDelivery { .. }
+            | Fault::SubscriberDown { .. }
+            | Fault::Pause { .. } => {}
+        }
+        let engine = &self.engine;
+        self.subscribers
+            .retain(|&conn| engine.is_connected(ClientId(conn)));
     }
 
-    fn failover(&mut self, lag_ms: i64, now_ms: i64) {
-        self.clock.set(now_ms);
-        self.subscribers.clear();
-        self.engine.failover(lag_ms);
+    fn clock_jump(&self) -> i64 {
+        self.engine.clock_offset()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_crash_closes_only_its_nodes_connections_and_a_jump_moves_the_servers_time() {
+        let mut server = EngineServer::new(0);
+        let (a, a_sub, b) = (
+            server.connect(NodeId(0)),
+            server.connect(NodeId(0)),
+            server.connect(NodeId(1)),
+        );
+        let channel = Bytes::from_static(b"ch");
+        server.subscribe(a_sub, &channel, EPOCH_MS);
+        server.fault(
+            Fault::Crash {
+                node: NodeId(0),
+                at: 0,
+            },
+            EPOCH_MS + 5,
+        );
+        let connected = |s: &EngineServer, c| s.engine.is_connected(ClientId(c));
+        assert!(!connected(&server, a) && !connected(&server, a_sub));
+        assert!(connected(&server, b));
+        assert!(server.subscribers.is_empty());
+        server.fault(
+            Fault::ClockJump {
+                at: 0,
+                delta_ms: -7,
+            },
+            EPOCH_MS + 10,
+        );
+        assert_eq!(server.clock_jump(), -7);
+        assert_eq!(server.engine.now(), EPOCH_MS + 3);
+        assert_eq!(server.engine.fault_plan().log().len(), 2);
     }
 }

@@ -8,7 +8,6 @@ pub mod case;
 pub mod checkers;
 pub mod engine_server;
 pub mod history;
-pub mod rng;
 pub mod server;
 pub mod strategy;
 pub mod world;

@@ -1,9 +1,10 @@
-//! The server as the simulator drives it: one connection per client for calls, one for pub/sub,
-//! commands run at a time the simulator chooses, and the server-side faults.
+//! The server as the simulator drives it: two connections per client (calls, pub/sub), commands
+//! run at a time the simulator chooses, and the server-side faults, in fake-redis's words.
 //!
 //! Implemented by fake-redis's engine; the simulator never touches an async runtime.
 
 use bytes::Bytes;
+use fake_redis::{Fault, NodeId};
 use lock_core::machine::Call;
 use lock_core::{BackendError, Reply};
 
@@ -21,10 +22,8 @@ pub struct LockState {
 
 /// What the simulator needs from a server.
 pub trait SimServer {
-    /// Opens a connection.
-    fn connect(&mut self) -> ConnId;
-    /// Closes a connection (its subscriptions end).
-    fn disconnect(&mut self, conn: ConnId);
+    /// Opens a connection for the client fault plans know as `node` (its crash closes it).
+    fn connect(&mut self, node: NodeId) -> ConnId;
     /// Runs a call at server time `now_ms`, as a client library would (a script by `EVALSHA`,
     /// loading it on `NOSCRIPT`).
     fn call(&mut self, conn: ConnId, call: &Call, now_ms: i64) -> Result<Reply, BackendError>;
@@ -36,8 +35,11 @@ pub trait SimServer {
     fn take_messages(&mut self) -> Vec<(ConnId, Bytes, Bytes)>;
     /// The lock key's live state at `now_ms`, read without changing what commands see.
     fn lock_state(&mut self, key: &Bytes, now_ms: i64) -> Option<LockState>;
-    /// Restarts without persistence: data and scripts gone, connections closed.
-    fn restart(&mut self, now_ms: i64);
-    /// Fails over to a replica missing the writes of the last `lag_ms`: scripts gone too.
-    fn failover(&mut self, lag_ms: i64, now_ms: i64);
+    /// Carries out a server-side fault (one with a [`Fault::server_time`]: a crash, a restart
+    /// without persistence, a failover, a clock jump) now, at server time `now_ms`, whatever time
+    /// the fault names.
+    fn fault(&mut self, fault: Fault, now_ms: i64);
+    /// How far the server's clock has jumped in all, ms (its times read this much ahead of the
+    /// clock the simulator sets).
+    fn clock_jump(&self) -> i64;
 }

@@ -23,10 +23,11 @@ pub use observe::{Mark, Run};
 use crate::case::Case;
 use crate::checkers::UnlockedHolds;
 use crate::history::History;
-use crate::rng::{Stream, draw};
 use crate::server::{ConnId, SimServer};
 use bytes::Bytes;
+use fake_redis::NodeId;
 use lock_core::machine::{Call, CallId, Input, LockMachine, Output, SeededIds};
+use lock_core::seed::Seed;
 use lock_core::{BackendError, KeyLayout, LockConfig, Millis, MonoTime, PubSubEvent, Reply};
 use network::Network;
 use observe::OpenGrant;
@@ -34,8 +35,33 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 use workload::{Holding, Phase};
 
+/// What each random draw of a run is for. A draw is a pure function of (seed, stream, client,
+/// sequence number), [`Seed::blend`]: none depends on how many draws came before it in other
+/// streams or for other clients, so shrinking a case (removing a client, a fault, a message) does
+/// not shift every later draw, and a case replays exactly.
+mod stream {
+    /// One-way latency of a message.
+    pub(super) const LATENCY: u64 = 1;
+    /// Whether a message is lost.
+    pub(super) const LOSS: u64 = 2;
+    /// A client's work duration.
+    pub(super) const WORK: u64 = 3;
+    /// A client's request and owner ids.
+    pub(super) const IDS: u64 = 4;
+}
+
 /// The server's unix time at simulation time 0.
 pub const EPOCH_MS: i64 = 1_700_000_000_000;
+
+/// The server's clock at simulation time `t` (before any clock jump), as fault plans read it.
+fn server_time(t: u64) -> i64 {
+    EPOCH_MS.saturating_add(i64::try_from(t).unwrap_or(i64::MAX))
+}
+
+/// The node fault plans know client `client` by.
+fn node(client: usize) -> NodeId {
+    NodeId(client as u64)
+}
 
 /// The name of lock `n`.
 pub fn lock_name(n: u32) -> String {
@@ -151,7 +177,6 @@ pub struct World<S: SimServer> {
     clients: Vec<SimClient>,
     network: Network,
     conn_owner: BTreeMap<ConnId, usize>,
-    clock_offset: i64,
     fenced_max: BTreeMap<u32, u64>,
     /// Per lock, the clients whose critical section is open (for the unfenced resource).
     sections: BTreeMap<u32, BTreeSet<usize>>,
@@ -180,10 +205,10 @@ impl<S: SimServer> World<S> {
         let mut clients = Vec::new();
         let mut conn_owner = BTreeMap::new();
         for i in 0..case.clients.len() {
-            let ids = SeededIds::new(draw(case.seed, Stream::Ids, i as u64, 0));
+            let ids = SeededIds::new(Seed(case.seed).blend(stream::IDS, i as u64, 0));
             let machine = LockMachine::new(config.clone(), ids).expect("valid simulation config");
-            let conn = server.connect();
-            let sub_conn = server.connect();
+            let conn = server.connect(node(i));
+            let sub_conn = server.connect(node(i));
             conn_owner.insert(sub_conn, i);
             clients.push(SimClient {
                 machine,
@@ -212,7 +237,6 @@ impl<S: SimServer> World<S> {
             clients,
             network: Network::new(case),
             conn_owner,
-            clock_offset: 0,
             fenced_max: BTreeMap::new(),
             sections: BTreeMap::new(),
             grants: BTreeMap::new(),
@@ -278,8 +302,9 @@ impl<S: SimServer> World<S> {
         ((num + den - 1) / den).max(0) as u64
     }
 
-    fn server_now(&self) -> i64 {
-        EPOCH_MS + self.now as i64 + self.clock_offset
+    /// The server's clock now, before any clock jump: the engine adds its jumps itself.
+    fn server_clock(&self) -> i64 {
+        server_time(self.now)
     }
 
     /// Runs without writing the trace or marks: for measuring throughput. The checkers still run.

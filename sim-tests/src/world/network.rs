@@ -1,25 +1,43 @@
 //! The network between the clients and the server, and the faults: every decision about what
-//! goes wrong in a run is made in this file.
+//! goes wrong in a run is made or handed on in this file.
 //!
-//! A message's fate is a pure function of the case: its one-way latency and whether it is lost
-//! are drawn from (seed, stream, client, the client's message count), and the fault windows open
-//! when it leaves add their drops and delays. Each direction has its own loss rate: requests go
-//! up, replies and pub/sub messages come down. Subscribe and unsubscribe requests and their
-//! acknowledgements take a latency but are never lost; a subscriber loses its subscriptions only
-//! with the server's connections. The scheduled faults (a pause, a crash, a restart, a failover,
-//! a clock jump) are carried out here too, so the fault model is this one file.
+//! The case's faults become fake-redis's faults once, when the run starts, and the network is a
+//! front door over them, like fake-redis's in-process link: before each message leaves it asks a
+//! [`FaultPlan`] what becomes of it, and only carries the answer out. A request is judged as it
+//! leaves its client, a reply or a pub/sub message as it leaves the server. fake-redis judges a
+//! command once, for its request and its reply together, when it is sent; here each direction is
+//! judged when its own message leaves, as on a wire (a drop-replies window that opens while a
+//! request is in flight catches its reply), so each direction has a plan of its own.
+//!
+//! What fake-redis has no word for stays here. Every message's one-way latency and its random
+//! loss (`loss=`, per mille per direction) are drawn from (seed, stream, client, the client's
+//! message count): fake-redis's `CHANCE` draws by another formula from another count, and stored
+//! cases replay only with these draws. Overlapping delay windows add up, where a plan takes the
+//! first fault that matches. Subscribe and unsubscribe requests and their acknowledgements take a
+//! latency but are never lost; a subscriber loses its subscriptions only with the server's
+//! connections.
+//!
+//! The scheduled faults are carried out here too, so the fault model is this one file. A crash, a
+//! restart, a failover and a clock jump mean what fake-redis's faults of those names mean, and the
+//! server carries each out as the engine does, at its event. A pause stays the world's own: it
+//! stops the client's whole process (its timers and steps, not only what it sends), which the
+//! event loop does by holding the client's events; and a pause that begins during another ends
+//! the freeze at the first of their ends, where fake-redis's pauses chain to the last. Stored cases
+//! replay by that meaning.
 
 use super::observe::{describe, short};
 use super::workload::Phase;
-use super::{Ev, World};
+use super::{Ev, World, node, server_time, stream};
 use crate::case::{Case, Fault};
-use crate::rng::{Stream, draw, draw_range};
 use crate::server::SimServer;
 use bytes::Bytes;
+use fake_redis::{Admission, CommandFate, DeliveryFate, FaultPlan, Trigger};
 use lock_core::PubSubEvent;
 use lock_core::machine::{Call, CallId, Input};
+use lock_core::seed::Seed;
+use std::collections::BTreeSet;
 
-/// Which way a message goes, and so which loss rate and fault windows apply to it.
+/// Which way a message goes, and so which loss rate and which plan apply to it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Leg {
     /// A call, client to server.
@@ -34,53 +52,82 @@ impl Leg {
     fn up(self) -> bool {
         self == Leg::Request
     }
-
-    /// Whether `fault`, open when the message leaves, loses it.
-    fn lost_to(self, fault: &Fault) -> bool {
-        matches!(
-            (self, fault),
-            (Leg::Request, Fault::DropRequests { .. })
-                | (Leg::Reply, Fault::DropReplies { .. })
-                | (Leg::Message, Fault::DropPubSub { .. })
-        )
-    }
-
-    /// How much later `fault`, open when the message leaves, makes it arrive.
-    fn delayed_by(self, fault: &Fault) -> u64 {
-        match (self, fault) {
-            (Leg::Request, Fault::DelayRequests { by, .. })
-            | (Leg::Reply, Fault::DelayReplies { by, .. }) => *by,
-            _ => 0,
-        }
-    }
 }
 
-/// The message model: latency, random loss, and the fault windows on each client's messages.
+/// The message model: latency and random loss, and the fault plans that judge each message.
 pub(super) struct Network {
-    seed: u64,
+    seed: Seed,
     latency: (u64, u64),
     /// Per mille, (up, down).
     loss: (u32, u32),
-    /// The faults that act on a client's messages during a window, in the case's order.
-    windows: Vec<Fault>,
+    /// The faults on requests, asked as each leaves its client.
+    up: FaultPlan,
+    /// The faults on replies and published messages, asked as each leaves the server.
+    down: FaultPlan,
     /// Per client, how many messages it has sent or been sent: each message's draws are keyed by
     /// this count, so one client's traffic never shifts another's.
     messages: Vec<u64>,
+    /// Per fault of the case, the engine's fault it is if the server carries it out.
+    server_faults: Vec<Option<fake_redis::Fault>>,
 }
 
 impl Network {
+    /// The network of `case`, its message faults turned into the two plans.
     pub(super) fn new(case: &Case) -> Network {
+        let mut up = FaultPlan::new(case.seed);
+        let mut down = FaultPlan::new(case.seed);
+        let (mut request_delays, mut reply_delays) = (Vec::new(), Vec::new());
+        // Drops go in first: a plan's first matching fault wins, and a message a drop window
+        // catches is lost whatever delay is open too.
+        for fault in &case.faults {
+            match *fault {
+                Fault::DropRequests { client, from, to } => {
+                    up.add(on_messages(client, CommandFate::DropRequest, from, to));
+                }
+                Fault::DropReplies { client, from, to } => {
+                    down.add(on_messages(client, CommandFate::DropReply, from, to));
+                }
+                Fault::DropPubSub { client, from, to } => {
+                    down.add(fake_redis::Fault::DropDelivery {
+                        node: Some(node(client)),
+                        trigger: during(from, to),
+                    });
+                }
+                Fault::DelayRequests {
+                    client,
+                    from,
+                    to,
+                    by,
+                } => request_delays.push(Window {
+                    client,
+                    from,
+                    to,
+                    by,
+                }),
+                Fault::DelayReplies {
+                    client,
+                    from,
+                    to,
+                    by,
+                } => reply_delays.push(Window {
+                    client,
+                    from,
+                    to,
+                    by,
+                }),
+                _ => {}
+            }
+        }
+        add_delays(&mut up, &request_delays, CommandFate::DelayRequest);
+        add_delays(&mut down, &reply_delays, CommandFate::DelayReply);
         Network {
-            seed: case.seed,
+            seed: Seed(case.seed),
             latency: case.latency,
             loss: case.loss,
-            windows: case
-                .faults
-                .iter()
-                .filter(|f| f.window().is_some())
-                .cloned()
-                .collect(),
+            up,
+            down,
             messages: vec![0; case.clients.len()],
+            server_faults: case.faults.iter().map(server_fault).collect(),
         }
     }
 
@@ -90,39 +137,145 @@ impl Network {
         *count += 1;
         let seq = *count;
         let (lo, hi) = self.latency;
-        let latency = draw_range(self.seed, Stream::Latency, client as u64, seq, lo, hi);
+        let latency = self
+            .seed
+            .blend_range(stream::LATENCY, client as u64, seq, lo, hi);
         let loss = if up { self.loss.0 } else { self.loss.1 };
         let lost =
-            loss > 0 && draw(self.seed, Stream::Loss, client as u64, seq) % 1000 < u64::from(loss);
+            loss > 0 && self.seed.blend(stream::LOSS, client as u64, seq) % 1000 < u64::from(loss);
         (latency, lost)
-    }
-
-    /// The faults on `client`'s messages whose window is open at `now`.
-    fn open_windows(&self, client: usize, now: u64) -> impl Iterator<Item = &Fault> {
-        self.windows.iter().filter(move |f| {
-            f.window()
-                .is_some_and(|(c, window)| c == client && window.contains(&now))
-        })
     }
 
     /// How long a message of `client` on `leg`, leaving at `now`, takes to arrive; `None` if it
     /// is lost.
     pub(super) fn send(&mut self, client: usize, leg: Leg, now: u64) -> Option<u64> {
         let (latency, lost) = self.draw(client, leg.up());
-        if lost || self.open_windows(client, now).any(|f| leg.lost_to(f)) {
+        if lost {
             return None;
         }
-        let delay: u64 = self
-            .open_windows(client, now)
-            .map(|f| leg.delayed_by(f))
-            .sum();
-        Some(latency + delay)
+        let (node, at) = (node(client), server_time(now));
+        let late = match leg {
+            Leg::Request => lateness(self.up.admit_command(node, at)),
+            Leg::Reply => lateness(self.down.admit_command(node, at)),
+            Leg::Message => match self.down.admit_delivery(node, at) {
+                DeliveryFate::Deliver => Some(0),
+                DeliveryFate::Drop => None,
+                DeliveryFate::HoldUntil(_) => unreachable!("the network's plans hold no pause"),
+            },
+        };
+        Some(latency + late?)
     }
 
     /// How long a subscribe, an unsubscribe or its acknowledgement takes (`up`: to the server):
     /// never lost, never delayed by a window.
     pub(super) fn send_subscription(&mut self, client: usize, up: bool) -> u64 {
         self.draw(client, up).0
+    }
+}
+
+/// The engine's fault that `fault` is, if the server carries it out.
+fn server_fault(fault: &Fault) -> Option<fake_redis::Fault> {
+    Some(match *fault {
+        Fault::Crash { client, at } => fake_redis::Fault::Crash {
+            node: node(client),
+            at: server_time(at),
+        },
+        Fault::Restart { at } => fake_redis::Fault::Restart {
+            at: server_time(at),
+        },
+        Fault::Failover { at, lag } => fake_redis::Fault::Failover {
+            at: server_time(at),
+            lag_ms: i64::try_from(lag).unwrap_or(i64::MAX),
+        },
+        Fault::ClockJump { at, by } => fake_redis::Fault::ClockJump {
+            at: server_time(at),
+            delta_ms: by,
+        },
+        Fault::Pause { .. }
+        | Fault::DropRequests { .. }
+        | Fault::DropReplies { .. }
+        | Fault::DelayRequests { .. }
+        | Fault::DelayReplies { .. }
+        | Fault::DropPubSub { .. } => return None,
+    })
+}
+
+/// A delay window of the case: `client`'s messages leaving in `[from, to)` are `by` ms late.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Window {
+    client: usize,
+    from: u64,
+    to: u64,
+    by: u64,
+}
+
+/// Adds the delay `windows` to `plan` as `delay(by)` faults, added up where they overlap.
+fn add_delays(plan: &mut FaultPlan, windows: &[Window], delay: fn(u64) -> CommandFate) {
+    for w in added_up(windows) {
+        plan.add(on_messages(w.client, delay(w.by), w.from, w.to));
+    }
+}
+
+/// The delay windows cut at every edge into segments that do not overlap, each late by the sum
+/// of the windows over it: delays add up, as two slow hops do, and in a plan only the first
+/// matching fault counts.
+fn added_up(windows: &[Window]) -> Vec<Window> {
+    let clients: BTreeSet<usize> = windows.iter().map(|w| w.client).collect();
+    let mut segments = Vec::new();
+    for client in clients {
+        let mine: Vec<&Window> = windows
+            .iter()
+            .filter(|w| w.client == client && w.from < w.to)
+            .collect();
+        let mut edges: Vec<u64> = mine.iter().flat_map(|w| [w.from, w.to]).collect();
+        edges.sort_unstable();
+        edges.dedup();
+        for edge in edges.windows(2) {
+            let (from, to) = (edge[0], edge[1]);
+            let by = mine
+                .iter()
+                .filter(|w| w.from <= from && from < w.to)
+                .fold(0u64, |sum, w| sum.saturating_add(w.by));
+            if by > 0 {
+                segments.push(Window {
+                    client,
+                    from,
+                    to,
+                    by,
+                });
+            }
+        }
+    }
+    segments
+}
+
+/// `fate` for `client`'s messages leaving in `[from, to)` (simulation ms).
+fn on_messages(client: usize, fate: CommandFate, from: u64, to: u64) -> fake_redis::Fault {
+    fake_redis::Fault::Command {
+        node: Some(node(client)),
+        fault: fate,
+        trigger: during(from, to),
+    }
+}
+
+/// The window `[from, to)` of simulation ms, on the server's clock as plans read it.
+fn during(from: u64, to: u64) -> Trigger {
+    Trigger::During {
+        from: server_time(from),
+        until: server_time(to),
+    }
+}
+
+/// How much later than its latency a message arrives by its plan's answer; `None` if it is lost.
+/// Each plan holds the faults of one direction, so its fate is that of the message asked about.
+fn lateness(admission: Admission) -> Option<u64> {
+    let Admission::Sent { fate, .. } = admission else {
+        unreachable!("the network's plans hold no pause and no crash");
+    };
+    match fate {
+        CommandFate::Deliver => Some(0),
+        CommandFate::DropRequest | CommandFate::DropReply | CommandFate::LinkDown { .. } => None,
+        CommandFate::DelayRequest(ms) | CommandFate::DelayReply(ms) => Some(ms),
     }
 }
 
@@ -158,7 +311,7 @@ impl<S: SimServer> World<S> {
             return;
         }
         let conn = self.clients[client].conn;
-        let now = self.server_now();
+        let now = self.server_clock();
         let result = self.server.call(conn, &call, now);
         self.observe_call(client, &call, &result);
         let name = self.name(client);
@@ -235,7 +388,7 @@ impl<S: SimServer> World<S> {
             return;
         }
         let conn = self.clients[client].sub_conn;
-        let now = self.server_now();
+        let now = self.server_clock();
         if subscribe {
             self.server.subscribe(conn, &channel, now);
             let after = self.network.send_subscription(client, false);
@@ -267,35 +420,39 @@ impl<S: SimServer> World<S> {
                 }
                 c.crashed = true;
                 c.phase = Phase::Finished;
-                let (conn, sub) = (c.conn, c.sub_conn);
-                self.server.disconnect(conn);
-                self.server.disconnect(sub);
+                self.server_fault(index);
                 self.close_section(client);
                 self.mark(&name, "crash", String::new);
             }
             Fault::Restart { .. } => {
-                let now = self.server_now();
-                self.server.restart(now);
+                self.server_fault(index);
                 self.data_lost("restart", || {
                     "(no persistence: data and scripts lost)".into()
                 });
             }
             Fault::Failover { lag, .. } => {
-                let now = self.server_now();
-                self.server.failover(lag as i64, now);
+                self.server_fault(index);
                 self.data_lost("failover", || format!("(replica lagging {lag} ms)"));
             }
             Fault::ClockJump { by, .. } => {
-                self.clock_offset += by;
+                self.server_fault(index);
                 self.mark("server", "clock-jump", || format!("{by:+} ms"));
                 self.observe_all();
             }
-            // Windows: consulted when messages are sent.
+            // Windows: the network's plans judge each message as it leaves.
             Fault::DropRequests { .. }
             | Fault::DropReplies { .. }
             | Fault::DelayRequests { .. }
             | Fault::DelayReplies { .. }
             | Fault::DropPubSub { .. } => {}
+        }
+    }
+
+    /// Has the server carry out the case's fault `index`, one of the engine's, now.
+    fn server_fault(&mut self, index: usize) {
+        if let Some(fault) = self.network.server_faults[index] {
+            let now = self.server_clock();
+            self.server.fault(fault, now);
         }
     }
 
@@ -318,16 +475,81 @@ impl<S: SimServer> World<S> {
             self.feed(client, Input::PubSub(PubSubEvent::SubscriptionLost));
             let old = self.clients[client].sub_conn;
             self.conn_owner.remove(&old);
-            let conn = self.server.connect();
-            let cmd = self.server.connect();
+            let conn = self.server.connect(node(client));
+            let cmd = self.server.connect(node(client));
             self.clients[client].sub_conn = conn;
             self.clients[client].conn = cmd;
             self.conn_owner.insert(conn, client);
-            let now = self.server_now();
+            let now = self.server_clock();
             for channel in self.clients[client].channels.clone() {
                 self.server.subscribe(conn, &channel, now);
             }
             self.feed(client, Input::PubSub(PubSubEvent::SubscriptionRestored));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn case_with(faults: Vec<Fault>) -> Case {
+        let mut case = Case::new(1, 1_000);
+        case.clients = vec![crate::case::ClientSpec::new("a", 0)];
+        case.faults = faults;
+        case
+    }
+
+    #[test]
+    fn overlapping_delays_add_up_and_a_drop_wins_over_them() {
+        let mut network = Network::new(&case_with(vec![
+            Fault::DelayRequests {
+                client: 0,
+                from: 0,
+                to: 100,
+                by: 5,
+            },
+            Fault::DelayRequests {
+                client: 0,
+                from: 50,
+                to: 150,
+                by: 7,
+            },
+            Fault::DropRequests {
+                client: 0,
+                from: 120,
+                to: 130,
+            },
+        ]));
+        let mut at = |now| network.send(0, Leg::Request, now);
+        assert_eq!(at(10), Some(1 + 5));
+        assert_eq!(at(60), Some(1 + 5 + 7));
+        assert_eq!(at(125), None);
+        assert_eq!(at(140), Some(1 + 7));
+        assert_eq!(at(150), Some(1));
+    }
+
+    #[test]
+    fn each_direction_is_judged_when_its_message_leaves() {
+        let mut network = Network::new(&case_with(vec![
+            Fault::DropReplies {
+                client: 0,
+                from: 100,
+                to: 200,
+            },
+            Fault::DropPubSub {
+                client: 0,
+                from: 300,
+                to: 400,
+            },
+        ]));
+        // A request sent just before the window opens has its reply, leaving in it, lost.
+        assert_eq!(network.send(0, Leg::Request, 99), Some(1));
+        assert_eq!(network.send(0, Leg::Reply, 100), None);
+        assert_eq!(network.send(0, Leg::Reply, 200), Some(1));
+        assert_eq!(network.send(0, Leg::Request, 150), Some(1));
+        assert_eq!(network.send(0, Leg::Message, 150), Some(1));
+        assert_eq!(network.send(0, Leg::Message, 300), None);
+        assert_eq!(network.send(0, Leg::Reply, 300), Some(1));
     }
 }

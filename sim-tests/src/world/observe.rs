@@ -173,7 +173,7 @@ impl<S: SimServer> World<S> {
     }
 
     fn observe(&mut self, locks: BTreeSet<u32>) {
-        let now = self.server_now();
+        let now = self.server_clock();
         for lock in locks {
             let key = Bytes::from(lock_name(lock));
             let state = self.server.lock_state(&key, now).unwrap_or_default();
@@ -183,7 +183,7 @@ impl<S: SimServer> World<S> {
 
     fn observe_lock(&mut self, lock: u32, state: LockState) {
         let now = self.now;
-        let offset = self.clock_offset;
+        let offset = self.server.clock_jump();
         let data_lost_now = self.history.data_loss.last() == Some(&now);
         let open = self.grants.entry(lock).or_default();
         let deadline = state
@@ -376,7 +376,7 @@ impl<S: SimServer> World<S> {
             .machine
             .hold(&name, h.owner)
             .map_or(0, |s| i64::from(s.count));
-        let server_now = self.server_now();
+        let server_now = self.server_clock();
         let server_count = self
             .server
             .lock_state(&Bytes::from(name.clone()), server_now)

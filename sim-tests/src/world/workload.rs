@@ -7,14 +7,14 @@
 //! critical sections that overlap, and a fenced one, which refuses a token below the highest it
 //! has accepted. The work time of each cycle is drawn from (seed, stream, client, cycle).
 
-use super::{Ev, World, lock_name};
+use super::{Ev, World, lock_name, stream};
 use crate::case::AcquireKind;
-use crate::rng::{Stream, draw_range};
 use crate::server::SimServer;
 use lock_core::machine::{
     AcquireRequest, Acquired, Done, HoldId, Input, LockError, OpId, OwnerId, Request,
     UnlockOutcome, Wait,
 };
+use lock_core::seed::Seed;
 use lock_core::{Lease, Millis};
 
 /// Where a client's workload is.
@@ -269,9 +269,8 @@ impl<S: SimServer> World<S> {
         let spec = &self.case.clients[client];
         let (lock, work_range, reentry) = (spec.lock, spec.work, spec.reentry);
         self.clients[client].work_seq += 1;
-        let work = draw_range(
-            self.case.seed,
-            Stream::Work,
+        let work = Seed(self.case.seed).blend_range(
+            stream::WORK,
             client as u64,
             self.clients[client].work_seq,
             work_range.0,
