@@ -485,3 +485,24 @@ async fn a_guard_dropped_after_its_client_still_releases_in_the_background() {
     assert!(!world.exists("orders"));
     assert_eq!(world.calls(ai, "release").len(), 1);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_grant_whose_caller_and_client_are_both_gone_is_given_back() {
+    // The acquire lands just as its caller gives up, and the caller's client is dropped at once:
+    // whichever of the grant and the cancellation the driver sees first, the lock is released,
+    // not left to its 30 s lease.
+    for delay in [ms(999), secs(1), ms(1001)] {
+        let world = World::new();
+        let (a, ai) = world.client();
+        world.delay_next_request(ai, delay);
+        let attempt = tokio::time::timeout(secs(1), a.lock("orders")).await;
+        drop(a);
+        world.sleep_until(secs(2)).await;
+        if let Ok(granted) = attempt {
+            drop(granted.unwrap());
+            world.sleep_until(secs(3)).await;
+        }
+        assert!(!world.exists("orders"), "released after a {delay:?} delay");
+        assert_eq!(world.calls(ai, "release").len(), 1, "{delay:?}");
+    }
+}

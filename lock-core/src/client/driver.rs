@@ -107,10 +107,7 @@ impl<B: Backend> Driver<B> {
             let input = tokio::select! {
                 command = commands.recv(), if open => match command {
                     Some(Command::Request { op, request, reply }) => {
-                        let op = op.unwrap_or_else(|| {
-                            self.background_ops += 1;
-                            OpId(BACKGROUND_OPS + self.background_ops)
-                        });
+                        let op = op.unwrap_or_else(|| self.background_op());
                         if let Some(reply) = reply {
                             self.pending.insert(op, reply);
                         }
@@ -196,18 +193,32 @@ impl<B: Backend> Driver<B> {
                 armed: true,
             });
         }
-        match self.pending.remove(&op) {
-            Some(reply) => {
-                // If the caller went away meanwhile, the ticket inside the unsent answer is
-                // dropped here and gives the grant back.
-                let _ = reply.send(Answer {
+        let unclaimed = match self.pending.remove(&op) {
+            Some(reply) => reply
+                .send(Answer {
                     result,
                     status,
                     ticket,
-                });
-            }
-            None => drop(ticket),
+                })
+                .err()
+                .and_then(|answer| answer.ticket),
+            None => ticket,
+        };
+        // The caller went away meanwhile: give the grant back here. Its ticket's own way back,
+        // the client's command channel, is gone once the last client handle is dropped, and the
+        // lock would stay held for its whole lease.
+        if let Some(mut ticket) = unclaimed {
+            ticket.armed = false;
+            let (op, now) = (self.background_op(), self.now());
+            let request = ticket.release_request();
+            self.machine.handle(Input::Request { op, request }, now);
         }
+    }
+
+    /// A fresh id for an operation no caller waits for (a release in the background).
+    fn background_op(&mut self) -> OpId {
+        self.background_ops += 1;
+        OpId(BACKGROUND_OPS + self.background_ops)
     }
 
     /// Carries a hold's event to its guards' status; every state it shows is the machine's.
@@ -246,7 +257,7 @@ impl<B: Backend> Driver<B> {
                     HoldState::Lost => {
                         tracing::warn!(%lock, %owner, "lock lost: the server no longer has this owner's hold")
                     }
-                    HoldState::Released => tracing::info!(%lock, %owner, "lock released"),
+                    HoldState::Released => tracing::info!(%lock, %owner, "lock release sent"),
                     HoldState::ClientStopped => {}
                 }
                 if state.is_ended() {
