@@ -131,9 +131,9 @@ pub fn check(history: &History) -> Vec<Violation> {
         });
     }
     for (lock, grants) in &history.tokens {
-        let mut highest: Option<(u64, &str)> = None;
+        let mut highest: Option<u64> = None;
         for (at, owner, token) in grants {
-            if let Some((max, _)) = highest
+            if let Some(max) = highest
                 && *token <= max
             {
                 out.push(Violation {
@@ -142,9 +142,7 @@ pub fn check(history: &History) -> Vec<Violation> {
                     message: format!("L{lock}: {owner} was granted token {token}, not above {max}"),
                 });
             }
-            highest = Some(highest.map_or((*token, owner), |(m, o)| {
-                if *token > m { (*token, owner) } else { (m, o) }
-            }));
+            highest = Some(highest.map_or(*token, |m| m.max(*token)));
         }
     }
     let mut highest: BTreeMap<u32, u64> = BTreeMap::new();
