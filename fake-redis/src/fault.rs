@@ -267,11 +267,15 @@ pub struct FaultEvent {
 pub enum FaultEventKind {
     /// A request was dropped before reaching the server.
     RequestDropped,
-    /// A reply was dropped after the server applied the request.
+    /// A reply was dropped after the server applied the request. Logged when the plan decides it,
+    /// as the call leaves: a request lost on its way afterwards (its connection closed by a
+    /// restart) is logged too, and the in-process [`RequestLog`](crate::RequestLog) tells whether
+    /// the server applied it.
     ReplyDropped,
     /// A request was delayed by this many ms.
     RequestDelayed(u64),
-    /// A reply was delayed by this many ms.
+    /// A reply was delayed by this many ms (logged, like [`FaultEventKind::ReplyDropped`], when
+    /// the call leaves).
     ReplyDelayed(u64),
     /// A request was lost because the link was down.
     LinkDown,

@@ -518,9 +518,10 @@ impl Engine {
         &self.faults
     }
 
-    /// The fault plan, for the front doors (and simulators) that ask it about each command and
-    /// delivery. Add faults with [`Engine::add_fault`], which also schedules the server-side ones.
-    pub fn fault_plan_mut(&mut self) -> &mut FaultPlan {
+    /// The fault plan, for the front doors that ask it about each command and delivery. Crate
+    /// private: a fault added past [`Engine::add_fault`] would never schedule its server-side
+    /// event nor resolve its `NEXT` trigger. (A simulator keeps plans of its own.)
+    pub(crate) fn fault_plan_mut(&mut self) -> &mut FaultPlan {
         &mut self.faults
     }
 

@@ -217,7 +217,7 @@ impl Future for AcquireFuture<'_, UntilAcquired> {
         // A wait without a budget ends only with a grant or an error.
         self.get_mut()
             .poll_grant(cx)
-            .map(|grant| grant?.ok_or(LockError::ClientStopped))
+            .map(|grant| grant?.ok_or_else(|| super::unexpected(Done::NotAcquired)))
     }
 }
 

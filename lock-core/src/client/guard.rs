@@ -62,7 +62,7 @@ pub(super) struct HoldTicket {
 }
 
 impl HoldTicket {
-    fn release_request(&self) -> Request {
+    pub(super) fn release_request(&self) -> Request {
         Request::Release {
             hold: self.hold,
             name: self.name.clone(),
@@ -169,6 +169,10 @@ impl LockGuard {
     }
 
     /// Whether the hold is certainly still this owner's now.
+    ///
+    /// Stricter than [`status`](LockGuard::status) on purpose: the machine turns a hold
+    /// `MayBeLost` only when it next runs after `valid_until`, while this also compares
+    /// `valid_until` with the clock, so a caller that checks before a write never writes past it.
     pub fn is_valid(&self) -> bool {
         let status = self.status();
         status.state == HoldState::Valid

@@ -132,7 +132,7 @@ pub struct HoldRef {
 /// renewal (the lease may have run out on the server, or a renewal may have been applied with its
 /// reply lost), and `Valid` again once a confirmed call (a renewal, a reentry, a reentrant
 /// release) moves `valid_until` past the present. It ends `Lost` (the server says the owner no
-/// longer holds the lock), `Released` (its last count was given back) or `ClientStopped`.
+/// longer holds the lock), `Released` (its last count was handed to an unlock) or `ClientStopped`.
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum HoldState {
@@ -143,7 +143,9 @@ pub enum HoldState {
     /// The server says the owner no longer holds the lock (a renewal or an unlock found no hold,
     /// or a force unlock deleted it).
     Lost,
-    /// The hold's last count was given back.
+    /// The hold's last count was handed to an unlock: renewal stopped as the release was sent
+    /// (so no renewal can follow it, Redisson #7272). Whether the server deleted the key is that
+    /// unlock's own result ([`UnlockOutcome`], or an error whose outcome may be unknown).
     Released,
     /// Nothing renews the hold any more: the driver that ran its machine stopped (the client was
     /// aborted, or its runtime shut down). Only a driver can know this; the machine never
