@@ -42,3 +42,49 @@ fn the_lock_is_held_past_its_lease_and_released_on_a_real_redis() {
     assert!(log.contains("lock renewed"), "{log}");
     assert!(log.contains("outcome=Released"), "{log}");
 }
+
+fn run_and_check(args: &[&str]) {
+    let out = production(args);
+    let log = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{log}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(log.contains("lock renewed"), "{log}");
+    assert!(log.contains("outcome=Released"), "{log}");
+}
+
+#[test]
+fn the_lock_is_held_past_its_lease_and_released_on_a_real_cluster() {
+    let urls = std::env::var("REDIS_CLUSTER_URLS").unwrap_or_else(|_| {
+        panic!("REDIS_CLUSTER_URLS is not set: run the tests with `scripts/test`, which starts a cluster")
+    });
+    let name = format!("prod-example-cluster-{}", std::process::id());
+    run_and_check(&["--cluster", &urls, "--name", &name, "--work", "4000"]);
+}
+
+#[test]
+fn the_lock_is_held_past_its_lease_and_released_through_sentinel() {
+    let (urls, master) = match (
+        std::env::var("REDIS_SENTINEL_URLS"),
+        std::env::var("REDIS_SENTINEL_MASTER"),
+    ) {
+        (Ok(urls), Ok(master)) => (urls, master),
+        _ => panic!(
+            "REDIS_SENTINEL_URLS and REDIS_SENTINEL_MASTER are not set: run the tests with \
+             `scripts/test`, which starts a Sentinel group"
+        ),
+    };
+    let name = format!("prod-example-sentinel-{}", std::process::id());
+    run_and_check(&[
+        "--sentinel",
+        &urls,
+        "--master",
+        &master,
+        "--name",
+        &name,
+        "--work",
+        "4000",
+    ]);
+}

@@ -53,6 +53,8 @@
 
 pub mod backend;
 pub mod client;
+#[cfg(feature = "cluster")]
+pub mod cluster_backend;
 pub mod config;
 pub mod keys;
 pub mod machine;
@@ -61,10 +63,14 @@ pub mod redis_backend;
 pub mod reply;
 pub mod script;
 pub mod seed;
+#[cfg(feature = "sentinel")]
+pub mod sentinel_backend;
 pub mod time;
 
 pub use backend::Backend;
 pub use client::{Acquire, ClientError, HoldStatus, LockClient, LockGuard, LockOwner};
+#[cfg(feature = "cluster")]
+pub use cluster_backend::ClusterBackend;
 pub use config::{ConfigError, LockConfig};
 pub use keys::{KeyLayout, LockKeys, Owner, RequestId};
 pub use machine::{
@@ -74,4 +80,6 @@ pub use machine::{
 #[cfg(feature = "redis")]
 pub use redis_backend::{RedisBackend, RedisSubscriber};
 pub use reply::Reply;
+#[cfg(feature = "sentinel")]
+pub use sentinel_backend::SentinelBackend;
 pub use time::{InvalidLease, Lease, Millis, MonoTime};

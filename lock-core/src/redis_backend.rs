@@ -174,9 +174,29 @@ where
     }
 }
 
+/// The error codes with which a server refuses a command before running any of it: a cluster
+/// redirection or a slot it cannot serve now, a replica or a loading server, a primary without
+/// enough replicas. The command may be sent again (to the right server) with no further thought.
+const REFUSED_UNRUN: [&str; 8] = [
+    "MOVED",
+    "ASK",
+    "TRYAGAIN",
+    "CLUSTERDOWN",
+    "READONLY",
+    "LOADING",
+    "MASTERDOWN",
+    "NOREPLICAS",
+];
+
 /// Maps a `redis` crate error to what it tells about the call's outcome.
 pub fn classify(err: &RedisError) -> BackendError {
     if let Some(code) = err.code() {
+        if REFUSED_UNRUN.contains(&code) {
+            return BackendError::NotApplied(match err.detail() {
+                Some(detail) => format!("{code} {detail}"),
+                None => code.to_owned(),
+            });
+        }
         return BackendError::Server(match err.detail() {
             Some(detail) => format!("{code} {detail}"),
             None => code.to_owned(),
@@ -242,11 +262,19 @@ impl Drop for RedisSubscriber {
 impl RedisSubscriber {
     /// Opens the pub/sub connection (it must succeed once) and starts its task.
     pub async fn connect(client: redis::Client) -> Result<RedisSubscriber, RedisError> {
-        let (sink, stream) = client.get_async_pubsub().await?.split();
+        RedisSubscriber::connect_to(ClientSource::Fixed(vec![client])).await
+    }
+
+    /// Like [`connect`](Self::connect), but each (re)connection goes to the next server of
+    /// `source` that answers: any node of a cluster, or the primary a Sentinel names now.
+    pub(crate) async fn connect_to(
+        mut source: ClientSource,
+    ) -> Result<RedisSubscriber, RedisError> {
+        let (sink, stream) = source.open().await?;
         let (commands, command_rx) = mpsc::unbounded_channel();
         let (event_tx, events) = mpsc::unbounded_channel();
         let task = tokio::spawn(run_subscriber(
-            client,
+            source,
             Some((sink, stream)),
             command_rx,
             event_tx,
@@ -292,7 +320,7 @@ impl Subscriber for RedisSubscriber {
 }
 
 async fn run_subscriber(
-    client: redis::Client,
+    mut source: ClientSource,
     mut conn: Option<(PubSubSink, PubSubStream)>,
     mut commands: mpsc::UnboundedReceiver<SubCommand>,
     events: mpsc::UnboundedSender<PubSubEvent>,
@@ -346,7 +374,7 @@ async fn run_subscriber(
                     }
                     () = tokio::time::sleep(backoff) => {
                         backoff = (backoff * 2).min(Duration::from_secs(1));
-                        if let Some(restored) = reconnect(&client, &channels).await {
+                        if let Some(restored) = reconnect(&mut source, &channels).await {
                             conn = Some(restored);
                             tracing::info!("pub/sub connection restored");
                             let _ = events.send(PubSubEvent::SubscriptionRestored);
@@ -359,12 +387,57 @@ async fn run_subscriber(
 }
 
 async fn reconnect(
-    client: &redis::Client,
+    source: &mut ClientSource,
     channels: &BTreeSet<Bytes>,
 ) -> Option<(PubSubSink, PubSubStream)> {
-    let (mut sink, stream) = client.get_async_pubsub().await.ok()?.split();
+    let (mut sink, stream) = source.open().await.ok()?;
     for ch in channels {
         sink.subscribe(&ch[..]).await.ok()?;
     }
     Some((sink, stream))
+}
+
+/// Where a [`RedisSubscriber`] (re)connects.
+///
+/// A message published on any node of a cluster (plain `PUBLISH`) reaches subscribers on every
+/// node, and one published on a Sentinel-watched primary reaches its replicas too; so after a lost
+/// connection any server that answers will do, tried in turn.
+pub(crate) enum ClientSource {
+    /// These servers, starting after the one that answered last.
+    Fixed(Vec<redis::Client>),
+    /// Whatever server the function names now (a Sentinel's current primary).
+    #[cfg_attr(not(feature = "sentinel"), allow(dead_code))]
+    Discover(
+        Box<
+            dyn FnMut()
+                    -> futures_util::future::BoxFuture<'static, Result<redis::Client, RedisError>>
+                + Send,
+        >,
+    ),
+}
+
+impl ClientSource {
+    async fn open(&mut self) -> Result<(PubSubSink, PubSubStream), RedisError> {
+        match self {
+            ClientSource::Fixed(clients) => {
+                let mut last = None;
+                for _ in 0..clients.len() {
+                    match clients[0].get_async_pubsub().await {
+                        Ok(pubsub) => return Ok(pubsub.split()),
+                        Err(e) => {
+                            last = Some(e);
+                            clients.rotate_left(1);
+                        }
+                    }
+                }
+                Err(last.unwrap_or_else(|| {
+                    RedisError::from((ErrorKind::InvalidClientConfig, "no server to subscribe on"))
+                }))
+            }
+            ClientSource::Discover(discover) => {
+                let client = discover().await?;
+                Ok(client.get_async_pubsub().await?.split())
+            }
+        }
+    }
 }

@@ -2,12 +2,16 @@
 //!
 //! `cargo run -p examples --bin production -- --url redis://127.0.0.1:6379/ --name orders`
 //!
+//! On a Redis Cluster, name some of its nodes: `--cluster redis://10.0.0.1:7000/,redis://10.0.0.2:7000/`.
+//! Through Sentinel, name the sentinels and the master they watch:
+//! `--sentinel redis://10.0.0.1:26379/,redis://10.0.0.2:26379/ --master mymaster`.
+//!
 //! Takes the lock with the watchdog, works past the lease while the log shows the renewals (run
 //! with `RUST_LOG=lock_core=debug` to see each one), stops early if the lease may be lost, and
 //! unlocks. When the server cannot be reached it says so and exits with an error, without a panic.
 
 use clap::Parser;
-use lock_core::{LockClient, LockConfig, Millis, RedisBackend};
+use lock_core::{ClusterBackend, LockClient, LockConfig, Millis, RedisBackend, SentinelBackend};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -18,6 +22,15 @@ struct Args {
     /// The Redis to use (any URL the `redis` crate accepts: password, database, TLS).
     #[arg(long, default_value = "redis://127.0.0.1:6379/")]
     url: String,
+    /// A Redis Cluster instead: some of its nodes' URLs, comma-separated.
+    #[arg(long, conflicts_with = "sentinel")]
+    cluster: Option<String>,
+    /// A Sentinel-watched primary instead: the sentinels' URLs, comma-separated (with `--master`).
+    #[arg(long, requires = "master")]
+    sentinel: Option<String>,
+    /// The name the sentinels watch the primary under.
+    #[arg(long)]
+    master: Option<String>,
     /// The lock's name.
     #[arg(long, default_value = "orders")]
     name: String,
@@ -54,8 +67,18 @@ async fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
         ..LockConfig::default()
     };
     let timeout = config.response_timeout().to_duration();
-    let backend = RedisBackend::connect(&args.url, timeout).await?;
-    let client = LockClient::new(backend, config)?;
+    let urls = |list: &str| list.split(',').map(str::to_owned).collect::<Vec<_>>();
+    let client = match (&args.cluster, &args.sentinel, &args.master) {
+        (Some(nodes), _, _) => LockClient::new(
+            ClusterBackend::connect(&urls(nodes), timeout).await?,
+            config,
+        )?,
+        (None, Some(sentinels), Some(master)) => LockClient::new(
+            SentinelBackend::connect_sentinel(&urls(sentinels), master, timeout).await?,
+            config,
+        )?,
+        _ => LockClient::new(RedisBackend::connect(&args.url, timeout).await?, config)?,
+    };
     tracing::info!(lock = %args.name, "waiting for the lock");
     let guard = client.lock(&args.name).await?;
     tracing::info!(lock = %args.name, token = ?guard.token(), "working under the lock for {} ms", args.work);

@@ -59,6 +59,19 @@ pub fn call<'a>(
     }
 }
 
+/// The part of a `renew_batch` call that renews only the holds at `positions` (indices into its
+/// keys, in order): how a cluster backend splits a batch whose locks live in several slots.
+pub fn subset(call: &ScriptCall, positions: &[usize]) -> ScriptCall {
+    let mut args = Vec::with_capacity(positions.len() + 1);
+    args.push(call.args[0].clone());
+    args.extend(positions.iter().map(|&at| call.args[at + 1].clone()));
+    ScriptCall {
+        script: &SCRIPT,
+        keys: positions.iter().map(|&at| call.keys[at].clone()).collect(),
+        args,
+    }
+}
+
 /// Decodes the reply: for each lock in call order, whether it is still held and was renewed.
 pub fn decode(reply: &Reply, expected: usize) -> Result<Vec<bool>, DecodeError> {
     let err = || DecodeError::new(SCRIPT.name, reply);
