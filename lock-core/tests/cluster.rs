@@ -7,22 +7,13 @@
 
 mod common;
 
+use common::cluster::cluster_urls;
 use common::unique_prefix;
 use lock_core::cluster_backend::key_slot;
 use lock_core::{ClusterBackend, KeyLayout, LockClient, LockConfig, Millis, UnlockOutcome};
 use proptest::prelude::*;
 use redis::AsyncCommands;
 use std::time::{Duration, Instant};
-
-fn cluster_urls() -> Vec<String> {
-    let urls = std::env::var("REDIS_CLUSTER_URLS").unwrap_or_else(|_| {
-        panic!(
-            "REDIS_CLUSTER_URLS is not set: these tests need a Redis Cluster. Run them through \
-             `scripts/test`, which starts one (3 primaries, 3 replicas) and exports the node URLs"
-        )
-    });
-    urls.split(',').map(str::to_owned).collect()
-}
 
 fn config(prefix: &str) -> LockConfig {
     LockConfig {

@@ -10,23 +10,11 @@
 
 mod common;
 
+use common::cluster::{cluster_urls, fail_over_to, nodes, shard_of};
 use common::unique_prefix;
 use lock_core::cluster_backend::key_slot;
 use lock_core::{ClusterBackend, KeyLayout, LockClient, LockConfig, Millis, UnlockOutcome};
-use std::time::{Duration, Instant};
-
-fn cluster_urls() -> Vec<String> {
-    std::env::var("REDIS_CLUSTER_URLS")
-        .unwrap_or_else(|_| {
-            panic!(
-                "REDIS_CLUSTER_URLS is not set: this test needs a Redis Cluster. Run it through \
-                 `scripts/test`, which starts one"
-            )
-        })
-        .split(',')
-        .map(str::to_owned)
-        .collect()
-}
+use std::time::Duration;
 
 fn config(prefix: &str) -> LockConfig {
     LockConfig {
@@ -42,91 +30,6 @@ async fn client(config: LockConfig) -> LockClient {
         .await
         .expect("connect to REDIS_CLUSTER_URLS");
     LockClient::new(backend, config).unwrap()
-}
-
-/// One line of `CLUSTER NODES`.
-#[derive(Debug, Clone)]
-struct Node {
-    id: String,
-    addr: String,
-    primary: bool,
-    primary_id: String,
-    ranges: Vec<(u16, u16)>,
-}
-
-async fn query(addr: &str, args: &[&str]) -> redis::RedisResult<redis::Value> {
-    let client = redis::Client::open(format!("redis://{addr}/"))?;
-    let mut conn = client.get_multiplexed_async_connection().await?;
-    let mut cmd = redis::cmd(args[0]);
-    for a in &args[1..] {
-        cmd.arg(*a);
-    }
-    cmd.query_async(&mut conn).await
-}
-
-async fn nodes() -> Vec<Node> {
-    let first = cluster_urls()[0]
-        .trim_start_matches("redis://")
-        .trim_end_matches('/')
-        .to_owned();
-    let text: String =
-        redis::from_redis_value(query(&first, &["CLUSTER", "NODES"]).await.unwrap()).unwrap();
-    text.lines()
-        .map(|line| {
-            let f: Vec<&str> = line.split(' ').collect();
-            let ranges = f[8..]
-                .iter()
-                .filter(|s| !s.starts_with('['))
-                .map(|s| match s.split_once('-') {
-                    Some((a, b)) => (a.parse().unwrap(), b.parse().unwrap()),
-                    None => (s.parse().unwrap(), s.parse().unwrap()),
-                })
-                .collect();
-            Node {
-                id: f[0].to_owned(),
-                addr: f[1].split('@').next().unwrap().to_owned(),
-                primary: f[2].contains("master"),
-                primary_id: f[3].to_owned(),
-                ranges,
-            }
-        })
-        .collect()
-}
-
-/// The primary serving `slot` and its replica.
-async fn shard_of(slot: u16) -> (Node, Node) {
-    let all = nodes().await;
-    let primary = all
-        .iter()
-        .find(|n| n.primary && n.ranges.iter().any(|&(a, b)| (a..=b).contains(&slot)))
-        .unwrap_or_else(|| panic!("no primary serves slot {slot}: {all:?}"))
-        .clone();
-    let replica = all
-        .iter()
-        .find(|n| !n.primary && n.primary_id == primary.id)
-        .unwrap_or_else(|| panic!("the primary of slot {slot} has no replica: {all:?}"))
-        .clone();
-    (primary, replica)
-}
-
-/// Fails `replica` over to be its shard's primary, and waits until every node says so.
-async fn fail_over_to(replica: &Node) {
-    query(&replica.addr, &["CLUSTER", "FAILOVER"])
-        .await
-        .expect("CLUSTER FAILOVER");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let all = nodes().await;
-        if all.iter().any(|n| n.id == replica.id && n.primary) {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the failover to {} did not finish: {all:?}",
-            replica.addr
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,6 +1,8 @@
 //! Helpers shared by lock-core's integration tests.
 #![allow(dead_code)]
 
+pub mod cluster;
+
 use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
