@@ -8,7 +8,7 @@
 use crate::timeline::{Arrow, ArrowKind, EventKind, Note, Timeline, stamp};
 use lock_core::Reply;
 use lock_core::machine::Call;
-use sim_tests::world::{EPOCH_MS, lock_name};
+use sim_tests::world::{EPOCH_MS, describe, lock_name};
 use sim_tests::{AcquireKind, Case, ClientSpec, Fault, Run};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -668,25 +668,6 @@ fn call_name(call: &Call) -> &'static str {
     match call {
         Call::Script(s) => s.script.name,
         Call::Command(_) => "command",
-    }
-}
-
-/// A call in full: the script and its keys, or the command's words.
-fn describe(call: &Call) -> String {
-    match call {
-        Call::Script(s) => {
-            let keys: Vec<String> = s
-                .keys
-                .iter()
-                .map(|k| String::from_utf8_lossy(k).into_owned())
-                .collect();
-            format!("{}({})", s.script.name, keys.join(", "))
-        }
-        Call::Command(argv) => argv
-            .iter()
-            .map(|a| String::from_utf8_lossy(a).into_owned())
-            .collect::<Vec<_>>()
-            .join(" "),
     }
 }
 

@@ -31,6 +31,8 @@ const LANE_GAP: f64 = 18.0;
 const GAP: f64 = 6.0;
 /// Rows on each side of a lane that routine labels may use.
 const ROUTINE_ROWS: usize = 2;
+/// A mark's radius.
+const MARK_R: f64 = 4.5;
 /// How far right of its call a reply is drawn, so that a round trip of a millisecond shows as
 /// two lines and not one.
 const REPLY_SHIFT: f64 = 3.0;
@@ -62,8 +64,8 @@ struct Placed {
 /// One lane's plan before its height is known.
 struct LanePlan {
     tracks: usize,
-    /// Per bar of the timeline on this lane: (bar index, track).
-    bars: Vec<(usize, usize)>,
+    /// Per bar of the timeline on this lane: (bar index, track, whether its text goes inside it).
+    bars: Vec<(usize, usize, bool)>,
     labels: Vec<Placed>,
     rows_above: usize,
     rows_below: usize,
@@ -117,15 +119,9 @@ pub fn layout(t: &Timeline) -> Scene {
     };
     for (lane, (top, bottom)) in t.lanes.iter().zip(&bands) {
         let mid = (top + bottom) / 2.0;
-        scene.shapes.push(Shape::Line {
-            from: (LEFT, mid),
-            to: (WIDTH - RIGHT, mid),
-            colour: "#bdbdbd",
-            width: 1.0,
-            dash: None,
-            head: false,
-            tooltip: None,
-        });
+        scene
+            .shapes
+            .push(rule((LEFT, mid), (WIDTH - RIGHT, mid), "#bdbdbd"));
         scene.shapes.push(Shape::Text(Text {
             x: 10.0,
             y: mid + 4.0,
@@ -141,7 +137,7 @@ pub fn layout(t: &Timeline) -> Scene {
     }
     let mut bar_texts = Vec::new();
     for (plan, (top, _)) in plans.iter().zip(&bands) {
-        for &(b, track) in &plan.bars {
+        for &(b, track, inside) in &plan.bars {
             let bar = &t.bars[b];
             let (x1, x2) = (x(bar.from_ms), x(bar.to_ms));
             let at = BoxXY {
@@ -162,7 +158,7 @@ pub fn layout(t: &Timeline) -> Scene {
                     stamp(bar.to_ms)
                 )),
             });
-            if fits(&bar.label, x2 - x1) {
+            if inside {
                 bar_texts.push(Text {
                     x: x1 + 3.0,
                     y: (at.y0 + at.y1) / 2.0 + 3.5,
@@ -218,7 +214,7 @@ pub fn layout(t: &Timeline) -> Scene {
         for (at, list) in groups(t, lane) {
             scene.shapes.push(Shape::Dot {
                 at: (x(at), mid),
-                r: 4.5,
+                r: MARK_R,
                 colour: list[0].kind.colour(),
                 tooltip: Some(details(&list)),
             });
@@ -423,28 +419,14 @@ fn legend(t: &Timeline, scene: &mut Scene, top: f64) -> f64 {
 }
 
 fn axis(t: &Timeline, scene: &mut Scene, y: f64, x: &dyn Fn(u64) -> f64) {
-    scene.shapes.push(Shape::Line {
-        from: (LEFT, y),
-        to: (WIDTH - RIGHT, y),
-        colour: "#000000",
-        width: 1.0,
-        dash: None,
-        head: false,
-        tooltip: None,
-    });
+    scene
+        .shapes
+        .push(rule((LEFT, y), (WIDTH - RIGHT, y), "#000000"));
     let step = tick_step(t.end_ms());
     let mut ms = 0;
     while ms <= t.end_ms() {
         let tx = x(ms);
-        scene.shapes.push(Shape::Line {
-            from: (tx, y),
-            to: (tx, y + 5.0),
-            colour: "#000000",
-            width: 1.0,
-            dash: None,
-            head: false,
-            tooltip: None,
-        });
+        scene.shapes.push(rule((tx, y), (tx, y + 5.0), "#000000"));
         scene.shapes.push(Shape::Text(Text {
             x: tx,
             y: y + 18.0,
@@ -458,6 +440,19 @@ fn axis(t: &Timeline, scene: &mut Scene, y: f64, x: &dyn Fn(u64) -> f64) {
             tooltip: None,
         }));
         ms += step;
+    }
+}
+
+/// A thin plain line: a lane's, the axis, a tick.
+fn rule(from: (f64, f64), to: (f64, f64), colour: &'static str) -> Shape {
+    Shape::Line {
+        from,
+        to,
+        colour,
+        width: 1.0,
+        dash: None,
+        head: false,
+        tooltip: None,
     }
 }
 
@@ -499,6 +494,7 @@ fn plan_lane(t: &Timeline, lane: &str, x: &dyn Fn(u64) -> f64) -> LanePlan {
     let mut ends: Vec<u64> = Vec::new();
     let mut bars = Vec::new();
     let mut pending = Vec::new();
+    let marks: Vec<f64> = groups(t, lane).iter().map(|(at, _)| x(*at)).collect();
     let mut order: Vec<usize> = (0..t.bars.len())
         .filter(|&b| t.bars[b].actor == lane && t.bars[b].to_ms > t.bars[b].from_ms)
         .collect();
@@ -513,9 +509,15 @@ fn plan_lane(t: &Timeline, lane: &str, x: &dyn Fn(u64) -> f64) -> LanePlan {
             }
         };
         ends[track] = bar.to_ms;
-        bars.push((b, track));
         let (x1, x2) = (x(bar.from_ms), x(bar.to_ms));
-        if !fits(&bar.label, x2 - x1) {
+        // Inside the bar only where it fits and no mark on the lane's line would cover it.
+        let end = x1 + 3.0 + text_width(&bar.label, BAR_TEXT);
+        let inside = fits(&bar.label, x2 - x1)
+            && !marks
+                .iter()
+                .any(|m| *m + MARK_R >= x1 && *m - MARK_R <= end);
+        bars.push((b, track, inside));
+        if !inside {
             pending.push(Pending {
                 x: (x1 + x2) / 2.0,
                 text: bar.label.clone(),

@@ -221,7 +221,8 @@ impl Scene {
     }
 
     /// What overlaps: two texts whose boxes intersect; a text other than a bar's own that lies on
-    /// a bar; a bar's text that leaves its bar. Empty for a picture fit to read.
+    /// a bar; a bar's text that leaves its bar; a mark drawn over a text. Empty for a picture fit
+    /// to read.
     pub fn collisions(&self) -> Vec<Collision> {
         let texts: Vec<(usize, &Text, BoxXY)> =
             self.texts().map(|(i, t)| (i, t, t.bbox())).collect();
@@ -234,6 +235,23 @@ impl Scene {
                         b: *j,
                         what: format!("{:?} overlaps {:?}", a.text, b.text),
                     });
+                }
+            }
+            for (k, shape) in self.shapes.iter().enumerate() {
+                if let Shape::Dot { at: (x, y), r, .. } = shape {
+                    let dot = BoxXY {
+                        x0: x - r,
+                        y0: y - r,
+                        x1: x + r,
+                        y1: y + r,
+                    };
+                    if ab.intersects(&dot) {
+                        found.push(Collision {
+                            a: *i,
+                            b: k,
+                            what: format!("a mark covers {:?}", a.text),
+                        });
+                    }
                 }
             }
             for (k, bar, at) in self.bars() {
@@ -457,6 +475,25 @@ mod tests {
             .push(label(100.0 + 7.0 * 11.0 * CHAR_EM, 50.0, "acquire"));
         scene.shapes.push(label(100.0, 50.0 + 12.0, "renew"));
         assert!(scene.collisions().is_empty(), "{:?}", scene.collisions());
+    }
+
+    #[test]
+    fn a_mark_over_a_text_is_found() {
+        let mut scene = Scene::default();
+        scene
+            .shapes
+            .push(label(100.0, 50.0, "believes it holds the lock"));
+        scene.shapes.push(Shape::Dot {
+            at: (100.0, 46.0),
+            r: 4.5,
+            colour: "#000",
+            tooltip: None,
+        });
+        let found = scene.collisions();
+        assert!(
+            found.iter().any(|c| c.what.starts_with("a mark covers")),
+            "{found:?}"
+        );
     }
 
     #[test]

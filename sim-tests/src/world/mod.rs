@@ -18,7 +18,7 @@ mod network;
 mod observe;
 mod workload;
 
-pub use observe::{Delivery, Mark, Message, Run};
+pub use observe::{Delivery, Mark, Message, Run, describe};
 
 use crate::case::Case;
 use crate::checkers::UnlockedHolds;

@@ -559,7 +559,8 @@ pub(super) fn short(call: &Call) -> String {
     }
 }
 
-pub(super) fn describe(call: &Call) -> String {
+/// A call as the trace names it: the script and its first keys, or the command's words.
+pub fn describe(call: &Call) -> String {
     match call {
         Call::Script(s) => {
             let keys: Vec<String> = s
