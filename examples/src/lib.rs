@@ -1,4 +1,6 @@
-//! Programs that teach the watchdog: scenarios on virtual time, rendered as timelines.
+//! Programs that teach the watchdog: scenarios on virtual time, rendered as timelines, and one
+//! page of them all.
 
+pub mod page;
 pub mod scenarios;
 pub mod timeline;

@@ -5,8 +5,12 @@
 //! long they work, which fault strikes when); the timeline is whatever the library then did, so the
 //! lesson cannot drift from the code.
 
-use crate::timeline::{EventKind, Timeline};
+use crate::timeline::{Arrow, ArrowKind, EventKind, Note, Timeline, stamp};
+use lock_core::Reply;
+use lock_core::machine::Call;
+use sim_tests::world::{EPOCH_MS, describe, lock_name};
 use sim_tests::{AcquireKind, Case, ClientSpec, Fault, Run};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The knobs a scenario honours where they apply (all in milliseconds).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -245,7 +249,8 @@ impl Scenario {
     pub fn run(&self, p: &Params) -> (Case, Run, Timeline) {
         let case = self.case(p);
         let run = sim_tests::run(&case);
-        let timeline = to_timeline(self.name, &case, &run);
+        let mut timeline = to_timeline(self.name, &case, &run);
+        timeline.lesson = self.lesson.to_owned();
         (case, run, timeline)
     }
 }
@@ -274,11 +279,75 @@ fn kind(what: &str) -> Option<EventKind> {
     })
 }
 
-/// Tells a run as a timeline: client lanes, then a lane per lock on the server with the key's
-/// life as bars.
+/// Bar colours, each with one meaning in every picture.
+const KEY: &str = "#2e7d32";
+const BELIEF: &str = "#1565c0";
+const PAUSE: &str = "#6a1b9a";
+const LATCH: &str = "#ef6c00";
+const COUNTER: &str = "#00838f";
+const HIGHEST: &str = "#5d4037";
+
+/// Tells a run as a timeline: client lanes, then per lock the key on the server (its owner and
+/// hold count as bars), its unlock latches, and for fenced clients the token counter and the
+/// resource they write to. Every call and reply is an arrow between a client and the key (or the
+/// latch that answered it), every unlock message one from the key to its subscriber.
 pub fn to_timeline(title: &str, case: &Case, run: &Run) -> Timeline {
     let names: Vec<&str> = case.clients.iter().map(|c| c.name.as_str()).collect();
     let mut t = Timeline::new(format!("scenario: {title}"), &names);
+    let locks: BTreeSet<u32> = case.clients.iter().map(|c| c.lock).collect();
+    for &lock in &locks {
+        t.lane(&key_lane(lock));
+        if run
+            .messages
+            .iter()
+            .any(|m| latch_of(&m.call).is_some() && lock_of_client(case, m.client) == lock)
+        {
+            t.lane(&format!("latch L{lock}"));
+        }
+        if case.clients.iter().any(|c| c.lock == lock && c.fenced) {
+            t.lane(&format!("counter L{lock}"));
+            t.lane(&format!("resource L{lock}"));
+        }
+    }
+    events(&mut t, case, run);
+    t.bar_meaning(KEY, "the key on the server: its owner and hold count");
+    t.bar_meaning(BELIEF, "what the client believes it holds (valid_until)");
+    t.bar_meaning(PAUSE, "a GC pause");
+    t.bar_meaning(LATCH, "an unlock latch: the answer kept for a retry");
+    t.bar_meaning(COUNTER, "the fencing counter");
+    t.bar_meaning(HIGHEST, "the highest token the resource has seen");
+    key_bars(&mut t, case, run);
+    for f in &case.faults {
+        if let Fault::Pause { client, at, for_ms } = f {
+            t.bar(
+                &case.clients[*client].name,
+                *at,
+                at + for_ms,
+                "GC pause",
+                PAUSE,
+            );
+        }
+    }
+    for i in &run.history.client_intervals {
+        t.bar(&i.who, i.from, i.to, "believes it holds the lock", BELIEF);
+    }
+    messages(&mut t, case, run);
+    fencing(&mut t, case, run);
+    // A latch lane no latch lived on (every release found nothing to release) says nothing.
+    let used = |lane: &String| {
+        t.bars.iter().any(|b| b.actor == *lane)
+            || t.events.iter().any(|e| e.actor == *lane)
+            || t.arrows
+                .iter()
+                .any(|a| a.to_lane == *lane || a.from_lane == *lane)
+    };
+    let lanes: Vec<String> = t.lanes.iter().filter(|l| used(l)).cloned().collect();
+    t.lanes = lanes;
+    t
+}
+
+/// The run's marks as the text timeline's events.
+fn events(t: &mut Timeline, case: &Case, run: &Run) {
     for m in &run.marks {
         let Some(kind) = kind(&m.what) else { continue };
         // A fenced write is shown once, as accepted or rejected; skip its unfenced twin.
@@ -302,37 +371,304 @@ pub fn to_timeline(title: &str, case: &Case, run: &Run) -> Timeline {
         };
         t.event(m.at, &actor, kind, detail);
     }
+}
+
+fn key_lane(lock: u32) -> String {
+    format!("server L{lock}")
+}
+
+fn lock_of_client(case: &Case, client: usize) -> u32 {
+    case.clients[client].lock
+}
+
+/// The unlock latch a release names, if the call is one.
+fn latch_of(call: &Call) -> Option<&[u8]> {
+    match call {
+        Call::Script(s) if s.script.name == "release" => s.keys.get(2).map(|k| k.as_ref()),
+        _ => None,
+    }
+}
+
+/// Simulation ms of a server deadline (server unix ms; the key lives through it).
+fn sim_ms(deadline: i64) -> u64 {
+    (deadline - EPOCH_MS + 1).max(0) as u64
+}
+
+/// The key's life per owner, split where the owner's hold count changes: the counts are read
+/// from the server after every call that named the key.
+fn key_bars(t: &mut Timeline, case: &Case, run: &Run) {
     for g in &run.history.server_grants {
         let who = run.client_of(&g.who).unwrap_or("?");
-        t.bar(
-            &format!("server L{}", g.lock),
-            g.from,
-            g.to,
-            format!("key held by {who}"),
-            "#2e7d32",
-        );
-    }
-    for f in &case.faults {
-        if let Fault::Pause { client, at, for_ms } = f {
+        let key = lock_name(g.lock);
+        let mut counts: Vec<(u64, i64)> = Vec::new();
+        for m in &run.messages {
+            let Some(at) = m.applied.filter(|at| (g.from..g.to).contains(at)) else {
+                continue;
+            };
+            let count = m
+                .keys_after
+                .iter()
+                .filter(|(k, _)| k.as_ref() == key.as_bytes())
+                .filter_map(|(_, state)| state.as_ref())
+                .flat_map(|s| s.owners.iter())
+                .find(|(owner, _)| owner.as_ref() == g.who.as_bytes())
+                .map(|(_, n)| *n);
+            if let Some(n) = count
+                && counts.last().is_none_or(|(_, last)| *last != n)
+            {
+                counts.push((at, n));
+            }
+        }
+        if counts.is_empty() {
+            counts.push((g.from, 1));
+        }
+        counts[0].0 = g.from;
+        for (i, (from, n)) in counts.iter().enumerate() {
+            let to = counts.get(i + 1).map_or(g.to, |(next, _)| *next);
+            let holds = if *n == 1 { "hold" } else { "holds" };
             t.bar(
-                &case.clients[*client].name,
-                *at,
-                at + for_ms,
-                "GC pause",
-                "#6a1b9a",
+                &key_lane(g.lock),
+                *from,
+                to.min(case.horizon),
+                format!("key: {who}, {n} {holds}"),
+                KEY,
             );
         }
     }
-    for i in &run.history.client_intervals {
+}
+
+/// Every call's journey as arrows, with a note where the server's answer is the lesson.
+fn messages(t: &mut Timeline, case: &Case, run: &Run) {
+    // Each unlock latch: when it was set, until when it lives, what it answers.
+    let mut latches: Vec<(&[u8], u64, u64, String)> = Vec::new();
+    // The request ids of the unlocks sent so far: a second send is a retry.
+    let mut unlocks: BTreeSet<&[u8]> = BTreeSet::new();
+    for m in &run.messages {
+        let client = &case.clients[m.client].name;
+        let lock = case.clients[m.client].lock;
+        let key = key_lane(lock);
+        let name = call_name(&m.call);
+        let reply = m.reply.as_ref().map(|r| match r {
+            Ok(r) => r.to_string(),
+            Err(e) => format!("error: {e}"),
+        });
+        let detail = format!(
+            "{} {client} sends {}{}",
+            stamp(m.sent),
+            describe(&m.call),
+            reply.map(|r| format!(" -> {r}")).unwrap_or_default()
+        );
+        let latch = latch_of(&m.call);
+        let by_latch = match (latch, m.applied) {
+            (Some(l), Some(at)) => latches
+                .iter()
+                .find(|(k, from, to, _)| *k == l && *from <= at && at <= *to)
+                .map(|(_, _, _, answer)| answer.clone()),
+            _ => None,
+        };
+        if let Some(l) = latch
+            && !unlocks.insert(l)
+        {
+            t.note(Note {
+                lane: client.clone(),
+                at_ms: m.sent,
+                text: "retry, same request id".into(),
+                colour: "#424242",
+                routine: false,
+            });
+        }
+        let target = if by_latch.is_some() {
+            format!("latch L{lock}")
+        } else {
+            key.clone()
+        };
+        let Some(applied) = m.applied else {
+            if m.request_lost {
+                t.arrow(Arrow {
+                    from_lane: client.clone(),
+                    from_ms: m.sent,
+                    to_lane: target,
+                    to_ms: m.sent,
+                    kind: ArrowKind::Call,
+                    lost: true,
+                    detail: format!("{detail} (request lost)"),
+                });
+            }
+            continue;
+        };
+        t.arrow(Arrow {
+            from_lane: client.clone(),
+            from_ms: m.sent,
+            to_lane: target.clone(),
+            to_ms: applied,
+            kind: ArrowKind::Call,
+            lost: false,
+            detail: detail.clone(),
+        });
+        if m.reply_lost || m.answered.is_some() {
+            t.arrow(Arrow {
+                from_lane: target.clone(),
+                from_ms: applied,
+                to_lane: client.clone(),
+                to_ms: m.answered.unwrap_or(applied),
+                kind: ArrowKind::Reply,
+                lost: m.reply_lost,
+                detail: if m.reply_lost {
+                    format!("{detail} (reply lost)")
+                } else {
+                    detail.clone()
+                },
+            });
+        }
+        let answer = match (&m.reply, name) {
+            (Some(Ok(Reply::Int(1))), "release") => "key deleted".to_owned(),
+            (Some(Ok(Reply::Int(0))), "release") => "one hold less".to_owned(),
+            (Some(Ok(Reply::Nil)), "release") => "not held".to_owned(),
+            (Some(Ok(Reply::Nil)), "acquire") => "granted".to_owned(),
+            (Some(Ok(Reply::Array(items))), "acquire_fenced") => match items.as_slice() {
+                [Reply::Int(-1), Reply::Int(token)] => format!("granted, token {token}"),
+                _ => "held by another".to_owned(),
+            },
+            (Some(Ok(Reply::Int(_))), "acquire") => "held by another".to_owned(),
+            (Some(Ok(Reply::Array(items))), "renew_batch")
+                if items.iter().all(|r| *r == Reply::Int(1)) =>
+            {
+                // A renewal that worked says so on the client's lane.
+                String::new()
+            }
+            (Some(Ok(Reply::Array(_))), "renew_batch") => "not held: not renewed".to_owned(),
+            (Some(Err(_)), _) => "error".to_owned(),
+            _ => String::new(),
+        };
+        if let Some(answer) = &by_latch {
+            t.note(Note {
+                lane: target,
+                at_ms: applied,
+                text: format!("the latch answers: {answer}"),
+                colour: LATCH,
+                routine: false,
+            });
+        } else if !answer.is_empty() {
+            let words = match name {
+                "acquire_fenced" => "acquire",
+                "renew_batch" => "renewal",
+                other => other,
+            };
+            t.note(Note {
+                lane: target,
+                at_ms: applied,
+                text: format!("{client}'s {words}: {answer}"),
+                colour: "#424242",
+                // A waiter's attempt that finds the lock taken is routine.
+                routine: answer == "held by another",
+            });
+        }
+        if let (Some(l), None) = (latch, &by_latch)
+            && let Some((_, Some(state))) = m.keys_after.get(2)
+            && let Some(deadline) = state.deadline
+        {
+            let to = sim_ms(deadline).min(case.horizon);
+            let answer = match &m.reply {
+                Some(Ok(Reply::Int(1))) => "released",
+                Some(Ok(Reply::Int(0))) => "still held",
+                _ => "not held",
+            };
+            t.bar(
+                &format!("latch L{lock}"),
+                applied,
+                to,
+                format!("latch of {client}'s unlock: {answer}"),
+                LATCH,
+            );
+            latches.push((l, applied, to, answer.to_owned()));
+        }
+    }
+    for d in &run.deliveries {
+        let spec = &case.clients[d.client];
+        t.arrow(Arrow {
+            from_lane: key_lane(spec.lock),
+            from_ms: d.sent,
+            to_lane: spec.name.clone(),
+            to_ms: d.arrived,
+            kind: ArrowKind::Publish,
+            lost: false,
+            detail: format!("{} unlock message to {}", stamp(d.sent), spec.name),
+        });
+    }
+}
+
+/// The fencing counter after each grant, and the resource: each write with its token, and the
+/// highest token it has seen.
+fn fencing(t: &mut Timeline, case: &Case, run: &Run) {
+    for (lock, grants) in &run.history.tokens {
+        for (i, (at, owner, token)) in grants.iter().enumerate() {
+            let to = grants.get(i + 1).map_or(case.horizon, |g| g.0);
+            let who = run.client_of(owner).unwrap_or("?");
+            t.bar(
+                &format!("counter L{lock}"),
+                *at,
+                to,
+                format!("counter = {token} ({who})"),
+                COUNTER,
+            );
+        }
+    }
+    let mut highest: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
+    for (at, lock, who, token, accepted) in &run.history.fenced_writes {
+        let lane = format!("resource L{lock}");
+        let seen = highest.get(lock).map(|(_, h)| *h);
+        t.arrow(Arrow {
+            from_lane: who.clone(),
+            from_ms: *at,
+            to_lane: lane.clone(),
+            to_ms: *at,
+            kind: if *accepted {
+                ArrowKind::WriteAccepted
+            } else {
+                ArrowKind::WriteRejected
+            },
+            lost: false,
+            detail: format!("{} {who} writes with token {token}", stamp(*at)),
+        });
+        let text = if *accepted {
+            format!("{who}'s token {token}: accepted")
+        } else {
+            format!(
+                "{who}'s token {token}: rejected, {} seen",
+                seen.unwrap_or(0)
+            )
+        };
+        t.note(Note {
+            lane: lane.clone(),
+            at_ms: *at,
+            text,
+            colour: if *accepted { "#2e7d32" } else { "#c62828" },
+            routine: false,
+        });
+        if *accepted
+            && seen != Some(*token)
+            && let Some((from, h)) = highest.insert(*lock, (*at, *token))
+        {
+            t.bar(&lane, from, *at, format!("highest seen: {h}"), HIGHEST);
+        }
+    }
+    for (lock, (from, h)) in highest {
         t.bar(
-            &i.who,
-            i.from,
-            i.to,
-            "believes it holds the lock",
-            "#1565c0",
+            &format!("resource L{lock}"),
+            from,
+            case.horizon,
+            format!("highest seen: {h}"),
+            HIGHEST,
         );
     }
-    t
+}
+
+/// A call's name as the picture says it: the script, or the command.
+fn call_name(call: &Call) -> &'static str {
+    match call {
+        Call::Script(s) => s.script.name,
+        Call::Command(_) => "command",
+    }
 }
 
 fn lock_of(detail: &str) -> String {

@@ -2,7 +2,7 @@
 //! library that alters a lesson fails here.
 
 use examples::scenarios::{Params, SCENARIOS, find};
-use examples::timeline::{EventKind, Timeline};
+use examples::timeline::{ArrowKind, EventKind, Timeline};
 use sim_tests::Checker;
 
 fn run(name: &str) -> (sim_tests::Run, Timeline) {
@@ -204,6 +204,146 @@ fn every_scenario_draws_an_svg_with_a_view_box() {
         assert!(
             svg.contains("server L0"),
             "{}: a lane for the key on the server",
+            s.name
+        );
+    }
+}
+
+#[test]
+fn the_lost_unlock_reply_picture_shows_the_call_the_lost_reply_the_retry_and_the_latch() {
+    let (_, t) = run("lost-unlock-reply");
+    let unlock = t.first("a", EventKind::Unlock).unwrap().at_ms;
+    let timeout = t.first("a", EventKind::Timeout).unwrap().at_ms;
+    let to = |lane: &str, kind: ArrowKind, lost: bool| {
+        t.arrows
+            .iter()
+            .filter(|a| a.to_lane == lane && a.kind == kind && a.lost == lost)
+            .map(|a| a.from_ms)
+            .collect::<Vec<_>>()
+    };
+    assert!(
+        to("server L0", ArrowKind::Call, false).contains(&unlock),
+        "the unlock's call reaches the key\n{t:#?}"
+    );
+    let lost = t
+        .arrows
+        .iter()
+        .find(|a| a.from_lane == "server L0" && a.kind == ArrowKind::Reply && a.lost)
+        .expect("its reply is lost on the way back");
+    assert!(lost.from_ms > unlock && lost.from_ms < timeout);
+    let retries = to("latch L0", ArrowKind::Call, false);
+    assert_eq!(retries, vec![timeout], "the retry goes out at the timeout");
+    let answer = t
+        .arrows
+        .iter()
+        .find(|a| a.from_lane == "latch L0" && a.kind == ArrowKind::Reply)
+        .expect("the latch answers");
+    assert!(!answer.lost && answer.to_lane == "a");
+    assert!(
+        t.notes
+            .iter()
+            .any(|n| n.lane == "latch L0" && n.text.contains("the latch answers: released"))
+    );
+    assert!(
+        t.notes
+            .iter()
+            .any(|n| n.lane == "a" && n.text.contains("same request id"))
+    );
+    let latch = t.bars.iter().find(|b| b.actor == "latch L0").unwrap();
+    assert!(
+        latch.from_ms < timeout && latch.to_ms > timeout,
+        "{latch:?}"
+    );
+    let svg = t.to_svg();
+    assert!(svg.contains("the latch answers: released") && svg.contains("<path d=\"M"));
+}
+
+#[test]
+fn the_fenced_picture_shows_tokens_1_and_2_and_the_rejected_write() {
+    let (_, t) = run("gc-pause-fenced");
+    let counter: Vec<&str> = t
+        .bars
+        .iter()
+        .filter(|b| b.actor == "counter L0")
+        .map(|b| b.label.as_str())
+        .collect();
+    assert_eq!(counter, vec!["counter = 1 (a)", "counter = 2 (b)"]);
+    let notes: Vec<&str> = t
+        .notes
+        .iter()
+        .filter(|n| n.lane == "resource L0")
+        .map(|n| n.text.as_str())
+        .collect();
+    assert!(notes.contains(&"b's token 2: accepted"), "{notes:?}");
+    assert!(
+        notes.contains(&"a's token 1: rejected, 2 seen"),
+        "{notes:?}"
+    );
+    let rejected = t
+        .arrows
+        .iter()
+        .find(|a| a.kind == ArrowKind::WriteRejected)
+        .unwrap();
+    assert_eq!(
+        (rejected.from_lane.as_str(), rejected.from_ms),
+        ("a", 55_000)
+    );
+    assert!(
+        t.bars
+            .iter()
+            .any(|b| b.actor == "resource L0" && b.label == "highest seen: 2")
+    );
+    let svg = t.to_svg();
+    for words in [
+        "counter = 1 (a)",
+        "counter = 2 (b)",
+        "a's token 1: rejected, 2 seen",
+    ] {
+        assert!(svg.contains(words), "{words} is drawn");
+    }
+}
+
+#[test]
+fn the_key_shows_its_owner_and_hold_count_and_every_message_is_drawn() {
+    let (run, t) = run("reentrant");
+    let key: Vec<&str> = t
+        .bars
+        .iter()
+        .filter(|b| b.actor == "server L0")
+        .map(|b| b.label.as_str())
+        .collect();
+    assert!(
+        key.contains(&"key: a, 2 holds") && key.contains(&"key: b, 1 hold"),
+        "{key:?}"
+    );
+    let calls = t
+        .arrows
+        .iter()
+        .filter(|a| a.kind == ArrowKind::Call)
+        .count();
+    assert_eq!(calls, run.messages.len(), "one arrow per call");
+    let told = t
+        .arrows
+        .iter()
+        .filter(|a| a.kind == ArrowKind::Publish)
+        .count();
+    assert_eq!(told, run.deliveries.len());
+    assert!(told >= 1, "the waiter is told of the unlock");
+}
+
+#[test]
+fn the_committed_pictures_are_what_the_program_draws_now() {
+    let docs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs");
+    for s in SCENARIOS {
+        let (_, _, t) = s.run(&Params::default());
+        let path = docs.join(format!("{}.svg", s.name));
+        let committed =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert!(
+            committed == t.to_svg(),
+            "{} is stale: run `cargo run -p examples --bin watchdog-timeline -- --scenario {} --svg docs/{}.svg`",
+            path.display(),
+            s.name,
             s.name
         );
     }

@@ -432,6 +432,8 @@ mod tests {
             },
             marks: vec![mark(2, "a", "acquire"), mark(500, "b", "wait")],
             client_ids: vec![("ca".into(), "a".into()), ("cb".into(), "b".into())],
+            messages: Vec::new(),
+            deliveries: Vec::new(),
         };
         (case, run)
     }

@@ -15,7 +15,7 @@ pub mod world;
 pub use case::{AcquireKind, Case, ClientSpec, Fault};
 pub use checkers::{Checker, Violation};
 pub use history::History;
-pub use world::{Mark, Run, World};
+pub use world::{Delivery, Mark, Message, Run, World};
 
 use engine_server::EngineServer;
 

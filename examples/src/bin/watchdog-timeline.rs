@@ -1,8 +1,10 @@
 //! Prints (and optionally draws) the timeline of a lock scenario, run on virtual time.
 //!
 //! `cargo run -p examples --bin watchdog-timeline -- --scenario client-crash --svg crash.svg`
+//! `cargo run -p examples --bin watchdog-timeline -- --html docs/index.html` (every scenario)
 
 use clap::Parser;
+use examples::page::{page, report};
 use examples::scenarios::{Params, SCENARIOS, find};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -18,6 +20,9 @@ struct Args {
     /// Also draw the timeline as an SVG picture at this path.
     #[arg(long)]
     svg: Option<PathBuf>,
+    /// Also write one self-contained web page of every scenario, run with these parameters.
+    #[arg(long)]
+    html: Option<PathBuf>,
     /// The watchdog timeout (the lease of a watchdog hold), ms.
     #[arg(long, default_value_t = 30_000)]
     watchdog_timeout: u64,
@@ -77,22 +82,9 @@ fn main() -> ExitCode {
         seed: args.seed,
     };
     let (case, run, timeline) = scenario.run(&params);
-    println!(
-        "scenario {} (watchdog_timeout {} ms)\n",
-        scenario.name, params.watchdog_timeout
-    );
-    print!("{timeline}");
-    println!("\nlesson: {}", scenario.lesson);
-    let broken: Vec<String> = run.violations.iter().map(|v| format!("  - {v}")).collect();
-    if !broken.is_empty() {
-        println!("\nwhat the checkers saw:\n{}", broken.join("\n"));
-    }
-    if args.trace {
-        println!("\ntrace:\n{}", run.timeline());
-    }
-    println!(
-        "\nreplay this exact run: SIM_CASE='{}' cargo test -p sim-tests --test replay -- --nocapture",
-        case.one_line()
+    print!(
+        "{}",
+        report(scenario, &params, (&case, &run, &timeline), args.trace)
     );
     if let Some(path) = args.svg {
         if let Err(e) = std::fs::write(&path, timeline.to_svg()) {
@@ -100,6 +92,13 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
         println!("SVG written to {}", path.display());
+    }
+    if let Some(path) = args.html {
+        if let Err(e) = std::fs::write(&path, page(&params)) {
+            eprintln!("cannot write {}: {e}", path.display());
+            return ExitCode::FAILURE;
+        }
+        println!("HTML written to {}", path.display());
     }
     ExitCode::SUCCESS
 }

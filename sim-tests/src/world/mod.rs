@@ -18,7 +18,7 @@ mod network;
 mod observe;
 mod workload;
 
-pub use observe::{Mark, Run};
+pub use observe::{Delivery, Mark, Message, Run, describe};
 
 use crate::case::Case;
 use crate::checkers::UnlockedHolds;
@@ -101,6 +101,8 @@ enum Ev {
         client: usize,
         channel: Bytes,
         payload: Bytes,
+        /// When the server published it.
+        sent: u64,
     },
     /// A scheduled fault.
     Fault { index: usize },
@@ -184,6 +186,10 @@ pub struct World<S: SimServer> {
     history: History,
     trace: Vec<String>,
     marks: Vec<Mark>,
+    messages: Vec<Message>,
+    /// (client, call) → its entry in `messages`.
+    message_of: BTreeMap<(usize, CallId), usize>,
+    deliveries: Vec<Delivery>,
     events: u64,
     layout: KeyLayout,
     /// (lock, token) → the owner it was granted to, to tell a replayed grant from a new one.
@@ -243,6 +249,9 @@ impl<S: SimServer> World<S> {
             history: History::default(),
             trace: Vec::new(),
             marks: Vec::new(),
+            messages: Vec::new(),
+            message_of: BTreeMap::new(),
+            deliveries: Vec::new(),
             events: 0,
             layout: config.key_layout.clone(),
             lock_index: case
@@ -358,6 +367,7 @@ impl<S: SimServer> World<S> {
             }
             Ev::Arrive { client, id, call } => self.arrive(client, id, call),
             Ev::Reply { client, id, result } => {
+                self.message_answered(client, id);
                 if self.clients[client].inflight.remove(&id) {
                     self.feed(client, Input::CallResult { id, result });
                 }
@@ -390,7 +400,9 @@ impl<S: SimServer> World<S> {
                 client,
                 channel,
                 payload,
+                sent,
             } => {
+                self.delivered(client, sent);
                 self.note(&self.name(client), || "hears unlock message".into());
                 self.feed(
                     client,

@@ -291,7 +291,9 @@ impl<S: SimServer> World<S> {
             &mut self.history.online,
         );
         self.clients[client].inflight.insert(id);
-        match self.network.send(client, Leg::Request, self.now) {
+        let arrives = self.network.send(client, Leg::Request, self.now);
+        self.message_sent(client, id, &call, arrives.is_none());
+        match arrives {
             None => self.mark(&name, "dropped", || {
                 format!("request {} lost", short(&call))
             }),
@@ -316,6 +318,7 @@ impl<S: SimServer> World<S> {
         self.observe_call(client, &call, &result);
         let name = self.name(client);
         let reply_after = self.network.send(client, Leg::Reply, self.now);
+        self.message_applied(client, id, &result, reply_after.is_none());
         self.note("server", || {
             format!(
                 "applies {} from {name} -> {}{}",
@@ -356,6 +359,7 @@ impl<S: SimServer> World<S> {
                         client,
                         channel,
                         payload,
+                        sent: self.now,
                     },
                 );
             }

@@ -7,14 +7,15 @@
 //! interval a client believes it holds a lock runs from its grant to the earlier of its
 //! `valid_until` and the moment it sends its unlock. The online checkers, (d) and (f), run here at
 //! the moment their rule applies. The trace is one line per event and the marks name the moments
-//! tests and the examples look for; neither is written by a world built `without_trace`.
+//! tests and the examples look for; the messages record each call's journey and each unlock
+//! message's, for drawing them; none of these is written by a world built `without_trace`.
 
 use super::{EPOCH_MS, World, lock_name};
 use crate::checkers::{self, Checker, Violation};
 use crate::history::{History, Interval};
 use crate::server::{LockState, SimServer};
 use bytes::Bytes;
-use lock_core::machine::{Call, HoldState, LockEvent};
+use lock_core::machine::{Call, CallId, HoldState, LockEvent};
 use lock_core::{BackendError, MonoTime, Reply};
 use std::collections::BTreeSet;
 
@@ -42,6 +43,47 @@ pub struct Run {
     pub marks: Vec<Mark>,
     /// Each client's id on the server (the first part of its owners), with the client's name.
     pub client_ids: Vec<(String, String)>,
+    /// Every call's journey, in the order the calls were sent.
+    pub messages: Vec<Message>,
+    /// Every unlock message that reached a subscriber, in the order they arrived.
+    pub deliveries: Vec<Delivery>,
+}
+
+/// One call's journey between a client and the server: when it left, when the server applied it
+/// and what it replied, whether either leg was lost, and when the reply got back. A leg that is
+/// late by a delay fault shows as the gap between its ends.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Message {
+    /// The client that sent it (its index in the case).
+    pub client: usize,
+    /// The call.
+    pub call: Call,
+    /// When it left the client, simulation ms.
+    pub sent: u64,
+    /// The request was lost on the way to the server.
+    pub request_lost: bool,
+    /// When the server applied it (`None`: lost, or never got there before the horizon).
+    pub applied: Option<u64>,
+    /// What the server replied.
+    pub reply: Option<Result<Reply, BackendError>>,
+    /// The reply was lost on the way back.
+    pub reply_lost: bool,
+    /// When the reply reached the client (after any pause of the client's).
+    pub answered: Option<u64>,
+    /// The state of each key a script names, read just after the server applied it: the lock's
+    /// owners and counts, and for the other keys (a latch, a counter) their deadline.
+    pub keys_after: Vec<(Bytes, Option<LockState>)>,
+}
+
+/// An unlock message that reached a subscribed client.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Delivery {
+    /// The client that heard it.
+    pub client: usize,
+    /// When the server published it, simulation ms.
+    pub sent: u64,
+    /// When the client heard it.
+    pub arrived: u64,
 }
 
 /// A named moment of a run: what an actor (a client's name, or `server`) did or met.
@@ -124,6 +166,72 @@ impl<S: SimServer> World<S> {
             what: what.to_owned(),
             detail,
         });
+    }
+
+    /// Starts the journey of a call that `client` sends now.
+    pub(super) fn message_sent(&mut self, client: usize, id: CallId, call: &Call, lost: bool) {
+        if !self.tracing {
+            return;
+        }
+        self.message_of.insert((client, id), self.messages.len());
+        self.messages.push(Message {
+            client,
+            call: call.clone(),
+            sent: self.now,
+            request_lost: lost,
+            applied: None,
+            reply: None,
+            reply_lost: false,
+            answered: None,
+            keys_after: Vec::new(),
+        });
+    }
+
+    /// Records that the server applied a call now, with its reply and the keys it names.
+    pub(super) fn message_applied(
+        &mut self,
+        client: usize,
+        id: CallId,
+        result: &Result<Reply, BackendError>,
+        reply_lost: bool,
+    ) {
+        let Some(&i) = self.message_of.get(&(client, id)) else {
+            return;
+        };
+        let now = self.server_clock();
+        let keys_after = match &self.messages[i].call {
+            Call::Script(s) => s.keys.clone(),
+            Call::Command(_) => Vec::new(),
+        }
+        .into_iter()
+        .map(|k| {
+            let state = self.server.lock_state(&k, now);
+            (k, state)
+        })
+        .collect();
+        let m = &mut self.messages[i];
+        m.applied = Some(self.now);
+        m.reply = Some(result.clone());
+        m.reply_lost = reply_lost;
+        m.keys_after = keys_after;
+    }
+
+    /// Records that a call's reply reached its client now.
+    pub(super) fn message_answered(&mut self, client: usize, id: CallId) {
+        if let Some(&i) = self.message_of.get(&(client, id)) {
+            self.messages[i].answered = Some(self.now);
+        }
+    }
+
+    /// Records that an unlock message published at `sent` reached `client` now.
+    pub(super) fn delivered(&mut self, client: usize, sent: u64) {
+        if self.tracing {
+            self.deliveries.push(Delivery {
+                client,
+                sent,
+                arrived: self.now,
+            });
+        }
     }
 
     /// Records what a call did to the locks it touched (checkers (a) and (b)).
@@ -430,6 +538,8 @@ impl<S: SimServer> World<S> {
             violations,
             history: self.history,
             marks: self.marks,
+            messages: self.messages,
+            deliveries: self.deliveries,
         }
     }
 }
@@ -449,7 +559,8 @@ pub(super) fn short(call: &Call) -> String {
     }
 }
 
-pub(super) fn describe(call: &Call) -> String {
+/// A call as the trace names it: the script and its first keys, or the command's words.
+pub fn describe(call: &Call) -> String {
     match call {
         Call::Script(s) => {
             let keys: Vec<String> = s

@@ -1,12 +1,17 @@
 //! A scenario's story, as text and as a picture.
 //!
 //! The examples run the real library on virtual time and record what happened as a [`Timeline`]:
-//! events on lanes (one lane per client, one for the lock key on the server) and bars for the spans
-//! that matter (a lease, a pause). This module only renders it: one line per event for a terminal,
-//! and an SVG with a time axis in seconds for a browser. It knows nothing about locks, so the lesson
-//! is always whatever the library did.
+//! events on lanes (one lane per client, lanes for the lock's keys on the server and for a
+//! resource), bars for the spans that matter (a lease, a pause, a latch), arrows for the messages
+//! between lanes, and notes for what a picture says beside them. This module only renders it: one
+//! line per event for a terminal ([`fmt::Display`]), and a picture ([`layout`] places every label,
+//! [`scene`] draws it as SVG). It knows nothing about locks, so the lesson is always whatever the
+//! library did.
 
-use std::fmt::{self, Write as _};
+pub mod layout;
+pub mod scene;
+
+use std::fmt;
 
 /// What kind of thing happened; the name is what the timeline prints.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -74,7 +79,8 @@ impl EventKind {
         }
     }
 
-    fn colour(self) -> &'static str {
+    /// The colour its mark and label are drawn in.
+    pub fn colour(self) -> &'static str {
         match self {
             EventKind::Acquire | EventKind::Released => "#2e7d32",
             EventKind::Renew => "#1565c0",
@@ -116,17 +122,89 @@ pub struct Bar {
     pub colour: &'static str,
 }
 
+/// What a message between two lanes is; each kind has its own line style.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ArrowKind {
+    /// A call, from a client to the server.
+    Call,
+    /// A reply, from the server back to the caller.
+    Reply,
+    /// A published message, from the server to a subscriber.
+    Publish,
+    /// A write a resource accepted.
+    WriteAccepted,
+    /// A write a resource rejected.
+    WriteRejected,
+}
+
+impl ArrowKind {
+    /// What the legend calls it.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            ArrowKind::Call => "call",
+            ArrowKind::Reply => "reply",
+            ArrowKind::Publish => "unlock message",
+            ArrowKind::WriteAccepted => "write accepted",
+            ArrowKind::WriteRejected => "write rejected",
+        }
+    }
+}
+
+/// A message from one lane to another: it leaves `from_lane` at `from_ms` and reaches `to_lane`
+/// at `to_ms`, so a late one is slanted by its lateness. A lost one ends in a cross half-way.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Arrow {
+    /// Where it leaves.
+    pub from_lane: String,
+    /// When it leaves, virtual ms.
+    pub from_ms: u64,
+    /// Where it goes.
+    pub to_lane: String,
+    /// When it arrives (for a lost one: when it would have).
+    pub to_ms: u64,
+    /// Which kind of message.
+    pub kind: ArrowKind,
+    /// It never arrived.
+    pub lost: bool,
+    /// What it carried, shown when the pointer rests on it.
+    pub detail: String,
+}
+
+/// A few words a picture shows on a lane at a moment, beside the events (a reply's meaning, a
+/// token): not part of the text timeline.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Note {
+    /// The lane.
+    pub lane: String,
+    /// When, virtual ms.
+    pub at_ms: u64,
+    /// The words.
+    pub text: String,
+    /// A CSS colour.
+    pub colour: &'static str,
+    /// May be left out where labels crowd (a routine renewal); the legend then says how many.
+    pub routine: bool,
+}
+
 /// A scenario's events and spans, in time order.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Timeline {
     /// The scenario's title.
     pub title: String,
+    /// What it teaches, shown under the title of the picture.
+    pub lesson: String,
     /// The lanes, top to bottom.
     pub lanes: Vec<String>,
     /// The events.
     pub events: Vec<Event>,
     /// The spans.
     pub bars: Vec<Bar>,
+    /// The messages between lanes.
+    pub arrows: Vec<Arrow>,
+    /// The picture's notes.
+    pub notes: Vec<Note>,
+    /// What each bar colour means, for the legend (colours no bar uses are left out of it).
+    pub bar_meanings: Vec<(&'static str, String)>,
 }
 
 /// Formats virtual milliseconds as the timeline prints them: `[  10.001s]`.
@@ -174,7 +252,28 @@ impl Timeline {
         });
     }
 
-    fn lane(&mut self, actor: &str) {
+    /// Records a message between two lanes.
+    pub fn arrow(&mut self, arrow: Arrow) {
+        self.lane(&arrow.from_lane);
+        self.lane(&arrow.to_lane);
+        self.arrows.push(arrow);
+    }
+
+    /// Records a note on a lane.
+    pub fn note(&mut self, note: Note) {
+        self.lane(&note.lane);
+        self.notes.push(note);
+    }
+
+    /// Says what bars of `colour` mean, for the legend.
+    pub fn bar_meaning(&mut self, colour: &'static str, meaning: impl Into<String>) {
+        if !self.bar_meanings.iter().any(|(c, _)| *c == colour) {
+            self.bar_meanings.push((colour, meaning.into()));
+        }
+    }
+
+    /// Adds a lane at the bottom, unless it is there already.
+    pub fn lane(&mut self, actor: &str) {
         if !self.lanes.iter().any(|l| l == actor) {
             self.lanes.push(actor.to_owned());
         }
@@ -203,161 +302,26 @@ impl Timeline {
             .collect()
     }
 
-    fn end_ms(&self) -> u64 {
+    /// The time the picture's axis runs to: the last thing drawn, and at least a second.
+    pub fn end_ms(&self) -> u64 {
         let events = self.events.iter().map(|e| e.at_ms);
         let bars = self.bars.iter().map(|b| b.to_ms);
-        events.chain(bars).max().unwrap_or(0).max(1000)
+        let arrows = self.arrows.iter().map(|a| a.to_ms.max(a.from_ms));
+        let notes = self.notes.iter().map(|n| n.at_ms);
+        events
+            .chain(bars)
+            .chain(arrows)
+            .chain(notes)
+            .max()
+            .unwrap_or(0)
+            .max(1000)
     }
 
-    /// The SVG picture: a lane per actor, bars for spans, labelled marks for events, and a time
-    /// axis in seconds.
+    /// The SVG picture: a lane per actor, bars for spans, arrows for messages, labelled marks for
+    /// events, a legend, and a time axis in seconds.
     pub fn to_svg(&self) -> String {
-        const LEFT: f64 = 130.0;
-        const RIGHT: f64 = 40.0;
-        const TOP: f64 = 50.0;
-        const LANE: f64 = 130.0;
-        const WIDTH: f64 = 1100.0;
-        let end = self.end_ms() as f64;
-        let x = |ms: u64| LEFT + (ms as f64) * (WIDTH - LEFT - RIGHT) / end;
-        let height = TOP + LANE * self.lanes.len() as f64 + 50.0;
-        let mut svg = String::new();
-        let _ = writeln!(
-            svg,
-            r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" height="{height}" font-family="sans-serif" font-size="11">"#
-        );
-        let _ = writeln!(
-            svg,
-            r##"<rect width="100%" height="100%" fill="#ffffff"/>"##
-        );
-        let _ = writeln!(
-            svg,
-            r#"<text x="{LEFT}" y="24" font-size="16" font-weight="bold">{}</text>"#,
-            escape(&self.title)
-        );
-        for (i, lane) in self.lanes.iter().enumerate() {
-            let y = TOP + LANE * i as f64 + LANE / 2.0;
-            let _ = writeln!(
-                svg,
-                r##"<text x="10" y="{:.1}" font-size="13" font-weight="bold">{}</text><line x1="{LEFT}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#bdbdbd"/>"##,
-                y + 4.0,
-                escape(lane),
-                WIDTH - RIGHT
-            );
-        }
-        let lane_y = |actor: &str| {
-            let i = self.lanes.iter().position(|l| l == actor).unwrap_or(0);
-            TOP + LANE * i as f64 + LANE / 2.0
-        };
-        for bar in self.bars.iter().filter(|b| b.to_ms > b.from_ms) {
-            let y = lane_y(&bar.actor);
-            let (x1, x2) = (x(bar.from_ms), x(bar.to_ms));
-            let _ = writeln!(
-                svg,
-                r#"<rect x="{x1:.1}" y="{:.1}" width="{:.1}" height="14" rx="3" fill="{}" fill-opacity="0.25" stroke="{}"><title>{}</title></rect>"#,
-                y - 7.0,
-                (x2 - x1).max(1.0),
-                bar.colour,
-                bar.colour,
-                escape(&bar.label)
-            );
-            // A label only where it fits inside its bar (about 6 px a character).
-            if x2 - x1 > 6.0 * bar.label.len() as f64 + 6.0 {
-                let _ = writeln!(
-                    svg,
-                    r#"<text x="{:.1}" y="{:.1}" fill="{}">{}</text>"#,
-                    x1 + 3.0,
-                    y + 4.0,
-                    bar.colour,
-                    escape(&bar.label)
-                );
-            }
-        }
-        // Events of one lane at one millisecond share a mark, their names stacked in a column;
-        // a column close to the previous one on its lane goes to the other side of the lane.
-        let mut groups: Vec<(&str, u64, Vec<&Event>)> = Vec::new();
-        for e in self.sorted_events() {
-            match groups.last_mut() {
-                Some((actor, at, list)) if *actor == e.actor && *at == e.at_ms => list.push(e),
-                _ => groups.push((&e.actor, e.at_ms, vec![e])),
-            }
-        }
-        groups.sort_by_key(|(actor, at, _)| (*actor, *at));
-        let mut last_x: std::collections::BTreeMap<&str, (f64, bool)> = Default::default();
-        for (actor, at, list) in &groups {
-            let y = lane_y(actor);
-            let cx = x(*at);
-            let above = match last_x.get(actor) {
-                Some((px, was_above)) if cx - px < 70.0 => !was_above,
-                _ => true,
-            };
-            last_x.insert(actor, (cx, above));
-            let colour = list[0].kind.colour();
-            let title: Vec<String> = list
-                .iter()
-                .map(|e| format!("{} {} {}", stamp(e.at_ms), e.kind.name(), e.detail))
-                .collect();
-            let _ = writeln!(
-                svg,
-                r#"<circle cx="{cx:.1}" cy="{y:.1}" r="5" fill="{colour}"><title>{}</title></circle>"#,
-                escape(&title.join("\n"))
-            );
-            for (i, e) in list.iter().enumerate() {
-                let ly = if above {
-                    y - 14.0 - 12.0 * i as f64
-                } else {
-                    y + 22.0 + 12.0 * i as f64
-                };
-                let _ = writeln!(
-                    svg,
-                    r#"<text x="{cx:.1}" y="{ly:.1}" text-anchor="middle" fill="{}">{}</text>"#,
-                    e.kind.colour(),
-                    escape(e.kind.name())
-                );
-            }
-        }
-        let axis_y = TOP + LANE * self.lanes.len() as f64 + 10.0;
-        let _ = writeln!(
-            svg,
-            r##"<line x1="{LEFT}" y1="{axis_y:.1}" x2="{:.1}" y2="{axis_y:.1}" stroke="#000"/>"##,
-            WIDTH - RIGHT
-        );
-        let step = tick_step(self.end_ms());
-        let mut t = 0;
-        while t <= self.end_ms() {
-            let tx = x(t);
-            let _ = writeln!(
-                svg,
-                r##"<line x1="{tx:.1}" y1="{axis_y:.1}" x2="{tx:.1}" y2="{:.1}" stroke="#000"/><text x="{tx:.1}" y="{:.1}" text-anchor="middle">{} s</text>"##,
-                axis_y + 5.0,
-                axis_y + 18.0,
-                t / 1000
-            );
-            t += step;
-        }
-        svg.push_str("</svg>\n");
-        svg
+        layout::layout(self).to_svg()
     }
-}
-
-/// A tick spacing that gives about ten ticks: 1, 2 or 5 times a power of ten seconds.
-fn tick_step(end_ms: u64) -> u64 {
-    let rough = (end_ms / 10).max(1000);
-    let mut base = 1000;
-    loop {
-        for m in [1, 2, 5] {
-            if base * m >= rough {
-                return base * m;
-            }
-        }
-        base *= 10;
-    }
-}
-
-fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 impl fmt::Display for Timeline {
@@ -386,13 +350,6 @@ mod tests {
     fn stamps_have_seconds_and_milliseconds() {
         assert_eq!(stamp(10_001), "[  10.001s]");
         assert_eq!(stamp(0), "[   0.000s]");
-    }
-
-    #[test]
-    fn ticks_are_round() {
-        assert_eq!(tick_step(60_000), 10_000);
-        assert_eq!(tick_step(5_000), 1_000);
-        assert_eq!(tick_step(3_600_000), 500_000);
     }
 
     #[test]
