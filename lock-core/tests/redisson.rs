@@ -165,8 +165,10 @@ impl Redisson {
 
     /// Starts a peer whose Redisson has `lockWatchdogTimeout` = `watchdog_ms`, and waits for it.
     fn start(watchdog_ms: u64) -> Redisson {
+        // The client compiler alone and the serial collector: a peer lives for one test, so
+        // start-up matters more than peak speed.
         let mut child = Command::new("java")
-            .arg("-jar")
+            .args(["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-jar"])
             .arg(Self::jar())
             .args(["--redis", &redis_url()])
             .args(["--watchdog-ms", &watchdog_ms.to_string()])

@@ -78,7 +78,15 @@ public final class Driver {
         // Standard error is the test's log: Redisson's warnings belong there, its chatter does not.
         System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", "warn");
         Config config = new Config();
-        config.useSingleServer().setAddress(url);
+        // A peer of a test opens connections as it needs them: Redisson's default of 24 idle ones
+        // (and 32 Netty threads) costs seconds of start-up on a small machine and changes no lock
+        // semantics.
+        config.useSingleServer()
+                .setAddress(url)
+                .setConnectionMinimumIdleSize(1)
+                .setSubscriptionConnectionMinimumIdleSize(1);
+        config.setNettyThreads(4);
+        config.setThreads(4);
         if (options.containsKey("--watchdog-ms")) {
             config.setLockWatchdogTimeout(Long.parseLong(options.get("--watchdog-ms")));
         }
