@@ -600,3 +600,103 @@ async fn fencing_tokens_from_both_sides_draw_from_one_counter() {
         .await
         .unwrap();
 }
+
+/// Polls `probe` until it holds: the state a blocked Java command leaves on the server.
+async fn await_state(
+    conn: &mut redis::aio::MultiplexedConnection,
+    what: &str,
+    mut probe: impl AsyncFnMut(&mut redis::aio::MultiplexedConnection) -> bool,
+) {
+    let deadline = Instant::now() + REPLY_BOUND;
+    while !probe(conn).await {
+        assert!(Instant::now() < deadline, "never saw {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The driver's fair, read-write and multi-lock commands reach the Redisson objects they name,
+/// with Redisson's keys: the ground the Rust side of those locks will be tested on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_driver_scripts_redissons_fair_read_write_and_multi_locks() {
+    let fair = unique("fair");
+    let rw = unique("rw");
+    let (m1, m2) = (unique("multi-1"), unique("multi-2"));
+    let java = Redisson::start(WATCHDOG_MS);
+    let ours = client(WATCHDOG_MS).await;
+    let mut conn = raw().await;
+
+    // Fair: a waiter queues under its owner in `redisson_lock_queue:{name}` and is served next.
+    java.run("a", &format!("fair lock {fair}")).await.ok();
+    // A holder's commands run in order: ask its owner before it blocks.
+    let b_owner = java.owner("b").await;
+    let queued = java.send("b", &format!("fair trylock {fair} 60000"));
+    let queue = format!("redisson_lock_queue:{{{fair}}}");
+    await_state(&mut conn, "a fair waiter queued", async |conn| {
+        let waiters: Vec<String> = redis::cmd("LRANGE")
+            .arg(&queue)
+            .arg(0)
+            .arg(-1)
+            .query_async(conn)
+            .await
+            .unwrap();
+        waiters == [b_owner.clone()]
+    })
+    .await;
+    java.run("a", &format!("fair unlock {fair}")).await.ok();
+    assert_eq!(queued.await.ok(), "true");
+    assert_eq!(hash_fields(&mut conn, &fair).await, vec![b_owner.clone()]);
+    java.run("b", &format!("fair unlock {fair}")).await.ok();
+
+    // Read-write: two readers share (`mode` = read), a writer waits for both, then re-enters as a
+    // reader (a downgrade) under its `:write` field.
+    java.run("a", &format!("read lock {rw}")).await.ok();
+    java.run("b", &format!("read lock {rw}")).await.ok();
+    let mode = async |conn: &mut redis::aio::MultiplexedConnection| -> Option<String> {
+        redis::cmd("HGET")
+            .arg(&rw)
+            .arg("mode")
+            .query_async(conn)
+            .await
+            .unwrap()
+    };
+    assert_eq!(mode(&mut conn).await.as_deref(), Some("read"));
+    assert_eq!(
+        java.run("c", &format!("write trylock {rw} 0")).await.ok(),
+        "false"
+    );
+    let writer = java.send("c", &format!("write lock {rw}"));
+    java.run("a", &format!("read unlock {rw}")).await.ok();
+    java.run("b", &format!("read unlock {rw}")).await.ok();
+    writer.await.ok();
+    let c_owner = java.owner("c").await;
+    assert_eq!(mode(&mut conn).await.as_deref(), Some("write"));
+    assert_eq!(
+        hash_fields(&mut conn, &rw).await,
+        vec![format!("{c_owner}:write"), "mode".to_owned()]
+    );
+    java.run("c", &format!("read lock {rw}")).await.ok();
+    java.run("c", &format!("write unlock {rw}")).await.ok();
+    assert_eq!(mode(&mut conn).await.as_deref(), Some("read"));
+    java.run("c", &format!("read unlock {rw}")).await.ok();
+    assert_eq!(mode(&mut conn).await, None);
+
+    // Multi: all of the locks under one owner, which also keeps our plain lock out.
+    let both = format!("{m1},{m2}");
+    java.run("a", &format!("multi lock {both}")).await.ok();
+    let a_owner = java.owner("a").await;
+    assert_eq!(hash_fields(&mut conn, &m1).await, vec![a_owner.clone()]);
+    assert_eq!(hash_fields(&mut conn, &m2).await, vec![a_owner]);
+    assert!(
+        ours.try_lock(&m2, Duration::ZERO, None)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert_eq!(
+        java.run("b", &format!("multi trylock {both} 0")).await.ok(),
+        "false"
+    );
+    java.run("a", &format!("multi unlock {both}")).await.ok();
+    assert!(!ours.is_locked(&m1).await.unwrap());
+    assert!(!ours.is_locked(&m2).await.unwrap());
+}
