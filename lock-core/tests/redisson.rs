@@ -12,6 +12,8 @@
 //! Timings are generous for a loaded 2-core machine: a wake-up is bounded only well below the
 //! lease it would otherwise wait out, and its latency is printed, not asserted.
 
+mod common;
+
 use lock_core::{
     KeyLayout, LockClient, LockConfig, LockError, Millis, RedisBackend, UnlockOutcome,
 };
@@ -20,7 +22,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
 /// The watchdog timeout on both sides wherever a test does not need a longer one.
@@ -32,22 +34,9 @@ const LONG_LEASE: Duration = Duration::from_secs(60);
 /// The bound on a wake-up across languages: far below [`LONG_LEASE`] and any wait round.
 const WAKE_BOUND: Duration = Duration::from_secs(5);
 
-fn redis_url() -> String {
-    std::env::var("REDIS_URL").unwrap_or_else(|_| {
-        panic!(
-            "REDIS_URL is not set: these tests need a real Redis. Run them through `scripts/test`, \
-             which starts one, or start redis-server yourself and export REDIS_URL"
-        )
-    })
-}
-
 /// A lock name no other test or run uses.
 fn unique(test: &str) -> String {
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    format!("interop-{test}-{nanos}-{}", std::process::id())
+    common::unique_prefix(&format!("interop-{test}"))
 }
 
 /// Redisson's settings on our side: its key layout, and the given watchdog timeout.
@@ -63,7 +52,7 @@ fn config(watchdog_ms: u64) -> LockConfig {
 }
 
 async fn client(watchdog_ms: u64) -> LockClient {
-    let backend = RedisBackend::connect(&redis_url(), Duration::from_millis(500))
+    let backend = RedisBackend::connect(&common::redis_url(), Duration::from_millis(500))
         .await
         .expect("connect to REDIS_URL");
     LockClient::new(backend, config(watchdog_ms)).unwrap()
@@ -71,7 +60,7 @@ async fn client(watchdog_ms: u64) -> LockClient {
 
 /// A plain connection, to look at the keys as both sides left them.
 async fn raw() -> redis::aio::MultiplexedConnection {
-    redis::Client::open(redis_url())
+    redis::Client::open(common::redis_url())
         .unwrap()
         .get_multiplexed_async_connection()
         .await
@@ -170,7 +159,7 @@ impl Redisson {
         let mut child = Command::new("java")
             .args(["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-jar"])
             .arg(Self::jar())
-            .args(["--redis", &redis_url()])
+            .args(["--redis", &common::redis_url()])
             .args(["--watchdog-ms", &watchdog_ms.to_string()])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -303,6 +292,56 @@ async fn a_redisson_holder_blocks_our_try_lock_and_ours_blocks_theirs() {
     assert_eq!(java.run("b", &format!("locked {name}")).await.ok(), "false");
 }
 
+/// Parks Redisson's holder `a` in `lock name` until it sleeps on the unlock channel, runs
+/// `release` and returns how long from then until Redisson held the lock.
+async fn java_woken_by(
+    java: &Redisson,
+    conn: &mut redis::aio::MultiplexedConnection,
+    name: &str,
+    release: impl AsyncFnOnce(),
+) -> Duration {
+    let waiter = java.send("a", &format!("lock {name}"));
+    await_subscriber(conn, &channel(name)).await;
+    let released_at = Instant::now();
+    release().await;
+    waiter.await.ok();
+    let latency = released_at.elapsed();
+    assert!(
+        latency < WAKE_BOUND,
+        "{latency:?}: not woken by the message"
+    );
+    assert_eq!(java.run("a", &format!("holdcount {name}")).await.ok(), "1");
+    latency
+}
+
+/// Parks our `lock(name)` until it sleeps on the unlock channel, runs `release` and returns the
+/// grant and how long from then until it came.
+async fn rust_woken_by(
+    ours: &LockClient,
+    conn: &mut redis::aio::MultiplexedConnection,
+    name: &str,
+    release: impl AsyncFnOnce(),
+) -> (lock_core::LockGuard, Duration) {
+    let (client, waiter_name) = (ours.clone(), name.to_owned());
+    let waiter = tokio::spawn(async move {
+        let guard = client.lock(&waiter_name).await;
+        (guard, Instant::now())
+    });
+    await_subscriber(conn, &channel(name)).await;
+    let released_at = Instant::now();
+    release().await;
+    let (guard, granted_at) = tokio::time::timeout(REPLY_BOUND, waiter)
+        .await
+        .expect("our waiter was woken")
+        .unwrap();
+    let latency = granted_at - released_at;
+    assert!(
+        latency < WAKE_BOUND,
+        "{latency:?}: not woken by the message"
+    );
+    (guard.unwrap(), latency)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unlock_on_one_side_wakes_a_waiter_on_the_other_by_pubsub() {
     let name = unique("wake");
@@ -312,46 +351,23 @@ async fn an_unlock_on_one_side_wakes_a_waiter_on_the_other_by_pubsub() {
 
     // Ours holds for a minute; Redisson's waiter would sleep out the lease without the message.
     let guard = ours.lock_with_lease(&name, LONG_LEASE).await.unwrap();
-    let java_waiter = java.send("a", &format!("lock {name}"));
-    await_subscriber(&mut conn, &channel(&name)).await;
-    let unlocked_at = Instant::now();
-    assert_eq!(guard.unlock().await.unwrap(), UnlockOutcome::Released);
-    java_waiter.await.ok();
-    let rust_to_java = unlocked_at.elapsed();
-    assert_eq!(java.run("a", &format!("holdcount {name}")).await.ok(), "1");
+    let rust_to_java = java_woken_by(&java, &mut conn, &name, async || {
+        assert_eq!(guard.unlock().await.unwrap(), UnlockOutcome::Released);
+    })
+    .await;
 
     // And back: Redisson holds with a minute's lease, ours waits in rounds of a minute.
     java.run("a", &format!("unlock {name}")).await.ok();
     java.run("a", &format!("lock {name} 60000")).await.ok();
-    let waiter_name = name.clone();
-    let rust_waiter = tokio::spawn(async move {
-        let guard = ours.lock(&waiter_name).await;
-        (guard, Instant::now(), ours)
-    });
-    await_subscriber(&mut conn, &channel(&name)).await;
-    let unlocked_at = Instant::now();
-    java.run("a", &format!("unlock {name}")).await.ok();
-    let (guard, woken_at, _ours) = tokio::time::timeout(REPLY_BOUND, rust_waiter)
-        .await
-        .expect("our waiter was woken")
-        .unwrap();
-    let java_to_rust = woken_at - unlocked_at;
+    let (guard, java_to_rust) = rust_woken_by(&ours, &mut conn, &name, async || {
+        java.run("a", &format!("unlock {name}")).await.ok();
+    })
+    .await;
     println!(
         "wake-up latency by pub/sub, from the unlock call to the waiter's grant: Rust unlock -> \
          Redisson waiter {rust_to_java:?}, Redisson unlock -> Rust waiter {java_to_rust:?}"
     );
-    assert!(
-        rust_to_java < WAKE_BOUND,
-        "{rust_to_java:?}: not woken by the message"
-    );
-    assert!(
-        java_to_rust < WAKE_BOUND,
-        "{java_to_rust:?}: not woken by the message"
-    );
-    assert_eq!(
-        guard.unwrap().unlock().await.unwrap(),
-        UnlockOutcome::Released
-    );
+    assert_eq!(guard.unlock().await.unwrap(), UnlockOutcome::Released);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -482,18 +498,16 @@ async fn force_unlock_from_either_side_releases_and_wakes_the_other() {
     let name = unique("force");
     let java = Redisson::start(WATCHDOG_MS);
     let ours = client(WATCHDOG_MS).await;
+    let admin = client(WATCHDOG_MS).await;
     let mut conn = raw().await;
 
     // Ours holds; Redisson's waiter sleeps on the message; our force unlock from another client
     // deletes the lock and wakes it.
     let guard = ours.lock_with_lease(&name, LONG_LEASE).await.unwrap();
-    let java_waiter = java.send("a", &format!("lock {name}"));
-    await_subscriber(&mut conn, &channel(&name)).await;
-    let admin = client(WATCHDOG_MS).await;
-    let forced_at = Instant::now();
-    assert!(admin.force_unlock(&name).await.unwrap());
-    java_waiter.await.ok();
-    let rust_to_java = forced_at.elapsed();
+    let rust_to_java = java_woken_by(&java, &mut conn, &name, async || {
+        assert!(admin.force_unlock(&name).await.unwrap());
+    })
+    .await;
     // Our holder learns the lock is gone only at its unlock.
     let err = guard.unlock().await.unwrap_err();
     assert!(matches!(err, LockError::NotLocked { .. }), "{err}");
@@ -502,42 +516,20 @@ async fn force_unlock_from_either_side_releases_and_wakes_the_other() {
     // thread deletes the lock and wakes it.
     java.run("a", &format!("unlock {name}")).await.ok();
     java.run("a", &format!("lock {name} 60000")).await.ok();
-    let waiter_name = name.clone();
-    let rust_waiter = tokio::spawn(async move {
-        let guard = ours.lock(&waiter_name).await;
-        (guard, Instant::now(), ours)
-    });
-    await_subscriber(&mut conn, &channel(&name)).await;
-    let forced_at = Instant::now();
-    assert_eq!(
-        java.run("b", &format!("forceunlock {name}")).await.ok(),
-        "true"
-    );
-    let (guard, woken_at, _ours) = tokio::time::timeout(REPLY_BOUND, rust_waiter)
-        .await
-        .expect("our waiter was woken")
-        .unwrap();
-    let java_to_rust = woken_at - forced_at;
+    let (guard, java_to_rust) = rust_woken_by(&ours, &mut conn, &name, async || {
+        let forced = java.run("b", &format!("forceunlock {name}")).await.ok();
+        assert_eq!(forced, "true");
+    })
+    .await;
     println!(
         "wake-up latency after a force unlock: Rust force_unlock -> Redisson waiter \
          {rust_to_java:?}, Redisson forceUnlock -> Rust waiter {java_to_rust:?}"
-    );
-    assert!(
-        rust_to_java < WAKE_BOUND,
-        "{rust_to_java:?}: not woken by the message"
-    );
-    assert!(
-        java_to_rust < WAKE_BOUND,
-        "{java_to_rust:?}: not woken by the message"
     );
     assert_eq!(
         java.run("a", &format!("unlock {name}")).await.err(),
         "IllegalMonitorStateException"
     );
-    assert_eq!(
-        guard.unwrap().unlock().await.unwrap(),
-        UnlockOutcome::Released
-    );
+    assert_eq!(guard.unlock().await.unwrap(), UnlockOutcome::Released);
     assert_eq!(
         java.run("b", &format!("forceunlock {name}")).await.ok(),
         "false"
