@@ -192,6 +192,7 @@ impl Redisson {
                     Some(waiter) => {
                         let _ = waiter.send(outcome.to_owned());
                     }
+                    None if tag == "quit" => {}
                     None => eprintln!("the Redisson driver said, untagged: {line}"),
                 }
             }
@@ -223,14 +224,19 @@ impl Redisson {
         }
     }
 
-    /// Runs `command` on `holder` and waits for its reply.
-    async fn run(&self, holder: &str, command: &str) -> Reply {
-        self.send(holder, command).await
+    /// Runs `command` on `holder` and returns the value of its `ok`.
+    async fn ok(&self, holder: &str, command: &str) -> String {
+        self.send(holder, command).await.ok()
+    }
+
+    /// Runs `command` on `holder`, which must fail, and returns the exception's class.
+    async fn err(&self, holder: &str, command: &str) -> String {
+        self.send(holder, command).await.err()
     }
 
     /// The hash field that `holder` writes: `<client id>:<thread id>`.
     async fn owner(&self, holder: &str) -> String {
-        self.run(holder, "owner").await.ok()
+        self.ok(holder, "owner").await
     }
 }
 
@@ -249,7 +255,7 @@ async fn a_redisson_holder_blocks_our_try_lock_and_ours_blocks_theirs() {
     let ours = client(WATCHDOG_MS).await;
     let mut conn = raw().await;
 
-    java.run("a", &format!("lock {name}")).await.ok();
+    java.ok("a", &format!("lock {name}")).await;
     // Redisson's hold is the hash field `<client id>:<thread id>` = 1, as ours would be.
     let java_owner = java.owner("a").await;
     assert!(java_owner.starts_with(&format!("{}:", java.id)));
@@ -261,7 +267,7 @@ async fn a_redisson_holder_blocks_our_try_lock_and_ours_blocks_theirs() {
     assert!(blocked.is_none(), "our try_lock took a lock Redisson holds");
     assert!(ours.is_locked(&name).await.unwrap());
 
-    java.run("a", &format!("unlock {name}")).await.ok();
+    java.ok("a", &format!("unlock {name}")).await;
     let guard = ours
         .try_lock(&name, Duration::from_millis(300), None)
         .await
@@ -269,27 +275,15 @@ async fn a_redisson_holder_blocks_our_try_lock_and_ours_blocks_theirs() {
         .expect("Redisson's unlock freed the lock for us");
     let our_owner = format!("{}:{}", ours.client_id(), guard.owner().id());
     assert_eq!(hash_fields(&mut conn, &name).await, vec![our_owner]);
-    assert_eq!(
-        java.run("a", &format!("trylock {name} 300")).await.ok(),
-        "false"
-    );
-    assert_eq!(
-        java.run("b", &format!("trylock {name} 0")).await.ok(),
-        "false"
-    );
-    assert_eq!(java.run("b", &format!("locked {name}")).await.ok(), "true");
-    assert_eq!(
-        java.run("b", &format!("heldbyme {name}")).await.ok(),
-        "false"
-    );
+    assert_eq!(java.ok("a", &format!("trylock {name} 300")).await, "false");
+    assert_eq!(java.ok("b", &format!("trylock {name} 0")).await, "false");
+    assert_eq!(java.ok("b", &format!("locked {name}")).await, "true");
+    assert_eq!(java.ok("b", &format!("heldbyme {name}")).await, "false");
 
     assert_eq!(guard.unlock().await.unwrap(), UnlockOutcome::Released);
-    assert_eq!(
-        java.run("b", &format!("trylock {name} 0")).await.ok(),
-        "true"
-    );
-    java.run("b", &format!("unlock {name}")).await.ok();
-    assert_eq!(java.run("b", &format!("locked {name}")).await.ok(), "false");
+    assert_eq!(java.ok("b", &format!("trylock {name} 0")).await, "true");
+    java.ok("b", &format!("unlock {name}")).await;
+    assert_eq!(java.ok("b", &format!("locked {name}")).await, "false");
 }
 
 /// Parks Redisson's holder `a` in `lock name` until it sleeps on the unlock channel, runs
@@ -310,7 +304,7 @@ async fn java_woken_by(
         latency < WAKE_BOUND,
         "{latency:?}: not woken by the message"
     );
-    assert_eq!(java.run("a", &format!("holdcount {name}")).await.ok(), "1");
+    assert_eq!(java.ok("a", &format!("holdcount {name}")).await, "1");
     latency
 }
 
@@ -357,10 +351,10 @@ async fn an_unlock_on_one_side_wakes_a_waiter_on_the_other_by_pubsub() {
     .await;
 
     // And back: Redisson holds with a minute's lease, ours waits in rounds of a minute.
-    java.run("a", &format!("unlock {name}")).await.ok();
-    java.run("a", &format!("lock {name} 60000")).await.ok();
+    java.ok("a", &format!("unlock {name}")).await;
+    java.ok("a", &format!("lock {name} 60000")).await;
     let (guard, java_to_rust) = rust_woken_by(&ours, &mut conn, &name, async || {
-        java.run("a", &format!("unlock {name}")).await.ok();
+        java.ok("a", &format!("unlock {name}")).await;
     })
     .await;
     println!(
@@ -379,33 +373,21 @@ async fn reentrancy_stays_per_owner_across_languages() {
 
     // Redisson's holder counts two holds; a second Java thread and our owner hold none and cannot
     // take or release them.
-    java.run("a", &format!("lock {name}")).await.ok();
-    java.run("a", &format!("lock {name}")).await.ok();
-    assert_eq!(java.run("a", &format!("holdcount {name}")).await.ok(), "2");
-    assert_eq!(java.run("b", &format!("holdcount {name}")).await.ok(), "0");
+    java.ok("a", &format!("lock {name}")).await;
+    java.ok("a", &format!("lock {name}")).await;
+    assert_eq!(java.ok("a", &format!("holdcount {name}")).await, "2");
+    assert_eq!(java.ok("b", &format!("holdcount {name}")).await, "0");
     let owner = ours.new_owner().await.unwrap();
     assert_eq!(owner.hold_count(&name).await.unwrap(), 0);
-    assert!(
-        owner
-            .try_lock(&name, Duration::ZERO, None)
-            .await
-            .unwrap()
-            .is_none()
-    );
+    assert!(refused(owner.try_lock(&name, Duration::ZERO, None)).await);
     assert_eq!(
-        java.run("b", &format!("unlock {name}")).await.err(),
+        java.err("b", &format!("unlock {name}")).await,
         "IllegalMonitorStateException"
     );
-    java.run("a", &format!("unlock {name}")).await.ok();
-    assert_eq!(java.run("a", &format!("holdcount {name}")).await.ok(), "1");
-    assert!(
-        owner
-            .try_lock(&name, Duration::ZERO, None)
-            .await
-            .unwrap()
-            .is_none()
-    );
-    java.run("a", &format!("unlock {name}")).await.ok();
+    java.ok("a", &format!("unlock {name}")).await;
+    assert_eq!(java.ok("a", &format!("holdcount {name}")).await, "1");
+    assert!(refused(owner.try_lock(&name, Duration::ZERO, None)).await);
+    java.ok("a", &format!("unlock {name}")).await;
 
     // Ours counts two holds; Redisson's threads hold none and cannot release them.
     let first = owner.lock(&name).await.unwrap();
@@ -419,21 +401,15 @@ async fn reentrancy_stays_per_owner_across_languages() {
         .await
         .unwrap();
     assert_eq!(count, 2, "our reentry is counted in our owner's field");
-    assert_eq!(java.run("a", &format!("holdcount {name}")).await.ok(), "0");
+    assert_eq!(java.ok("a", &format!("holdcount {name}")).await, "0");
+    assert_eq!(java.ok("a", &format!("trylock {name} 0")).await, "false");
     assert_eq!(
-        java.run("a", &format!("trylock {name} 0")).await.ok(),
-        "false"
-    );
-    assert_eq!(
-        java.run("a", &format!("unlock {name}")).await.err(),
+        java.err("a", &format!("unlock {name}")).await,
         "IllegalMonitorStateException"
     );
     assert_eq!(owner.hold_count(&name).await.unwrap(), 2);
     assert_eq!(second.unlock().await.unwrap(), UnlockOutcome::StillHeld);
-    assert_eq!(
-        java.run("a", &format!("trylock {name} 0")).await.ok(),
-        "false"
-    );
+    assert_eq!(java.ok("a", &format!("trylock {name} 0")).await, "false");
     assert_eq!(first.unlock().await.unwrap(), UnlockOutcome::Released);
 
     // A hold of ours that ran out, now Redisson's: our unlock is refused and leaves it alone.
@@ -441,11 +417,11 @@ async fn reentrancy_stays_per_owner_across_languages() {
         .lock_with_lease(&name, Duration::from_millis(300))
         .await
         .unwrap();
-    java.run("a", &format!("lock {name}")).await.ok();
+    java.ok("a", &format!("lock {name}")).await;
     let err = short.unlock().await.unwrap_err();
     assert!(matches!(err, LockError::NotLocked { .. }), "{err}");
-    assert_eq!(java.run("a", &format!("holdcount {name}")).await.ok(), "1");
-    java.run("a", &format!("unlock {name}")).await.ok();
+    assert_eq!(java.ok("a", &format!("holdcount {name}")).await, "1");
+    java.ok("a", &format!("unlock {name}")).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -456,7 +432,7 @@ async fn watchdog_renewals_from_either_side_keep_a_lock_alive() {
     let ours = client(WATCHDOG_MS).await;
     let mut conn = raw().await;
 
-    java.run("a", &format!("lock {java_held}")).await.ok();
+    java.ok("a", &format!("lock {java_held}")).await;
     let guard = ours.lock(&rust_held).await.unwrap();
     // Ten seconds, more than three leases of 3 s: only renewals keep either key alive, and
     // neither side gets the other's lock meanwhile.
@@ -471,23 +447,15 @@ async fn watchdog_renewals_from_either_side_keep_a_lock_alive() {
                 .unwrap();
             assert!(ttl > 0 && ttl <= WATCHDOG_MS as i64, "{name}: PTTL {ttl}");
         }
-        assert!(
-            ours.try_lock(&java_held, Duration::ZERO, None)
-                .await
-                .unwrap()
-                .is_none()
-        );
+        assert!(refused(ours.try_lock(&java_held, Duration::ZERO, None)).await);
         assert_eq!(
-            java.run("b", &format!("trylock {rust_held} 0")).await.ok(),
+            java.ok("b", &format!("trylock {rust_held} 0")).await,
             "false"
         );
     }
     assert!(guard.is_valid());
-    assert_eq!(
-        java.run("a", &format!("holdcount {java_held}")).await.ok(),
-        "1"
-    );
-    java.run("a", &format!("unlock {java_held}")).await.ok();
+    assert_eq!(java.ok("a", &format!("holdcount {java_held}")).await, "1");
+    java.ok("a", &format!("unlock {java_held}")).await;
     assert_eq!(guard.unlock().await.unwrap(), UnlockOutcome::Released);
     assert!(!ours.is_locked(&java_held).await.unwrap());
     assert!(!ours.is_locked(&rust_held).await.unwrap());
@@ -514,10 +482,10 @@ async fn force_unlock_from_either_side_releases_and_wakes_the_other() {
 
     // Redisson holds; our waiter sleeps on the message; Redisson's force unlock from another
     // thread deletes the lock and wakes it.
-    java.run("a", &format!("unlock {name}")).await.ok();
-    java.run("a", &format!("lock {name} 60000")).await.ok();
+    java.ok("a", &format!("unlock {name}")).await;
+    java.ok("a", &format!("lock {name} 60000")).await;
     let (guard, java_to_rust) = rust_woken_by(&ours, &mut conn, &name, async || {
-        let forced = java.run("b", &format!("forceunlock {name}")).await.ok();
+        let forced = java.ok("b", &format!("forceunlock {name}")).await;
         assert_eq!(forced, "true");
     })
     .await;
@@ -526,14 +494,11 @@ async fn force_unlock_from_either_side_releases_and_wakes_the_other() {
          {rust_to_java:?}, Redisson forceUnlock -> Rust waiter {java_to_rust:?}"
     );
     assert_eq!(
-        java.run("a", &format!("unlock {name}")).await.err(),
+        java.err("a", &format!("unlock {name}")).await,
         "IllegalMonitorStateException"
     );
     assert_eq!(guard.unlock().await.unwrap(), UnlockOutcome::Released);
-    assert_eq!(
-        java.run("b", &format!("forceunlock {name}")).await.ok(),
-        "false"
-    );
+    assert_eq!(java.ok("b", &format!("forceunlock {name}")).await, "false");
     assert!(!admin.force_unlock(&name).await.unwrap());
 }
 
@@ -545,16 +510,12 @@ async fn fencing_tokens_from_both_sides_draw_from_one_counter() {
     let mut conn = raw().await;
 
     // Before any acquire Redisson reads the missing counter as 0.
-    assert_eq!(
-        java.run("a", &format!("fenced token {name}")).await.ok(),
-        "0"
-    );
+    assert_eq!(java.ok("a", &format!("fenced token {name}")).await, "0");
     let mut tokens = Vec::new();
     for _ in 0..3 {
         let token: u64 = java
-            .run("a", &format!("fenced lock {name}"))
+            .ok("a", &format!("fenced lock {name}"))
             .await
-            .ok()
             .parse()
             .unwrap();
         tokens.push(token);
@@ -565,13 +526,11 @@ async fn fencing_tokens_from_both_sides_draw_from_one_counter() {
                 .unwrap()
                 .is_none()
         );
-        java.run("a", &format!("fenced unlock {name}")).await.ok();
+        java.ok("a", &format!("fenced unlock {name}")).await;
         let (guard, token) = ours.lock_fenced(&name).await.unwrap();
         tokens.push(token);
         assert_eq!(
-            java.run("b", &format!("fenced trylock {name} 0"))
-                .await
-                .ok(),
+            java.ok("b", &format!("fenced trylock {name} 0")).await,
             "none"
         );
         assert_eq!(guard.unlock().await.unwrap(), UnlockOutcome::Released);
@@ -581,16 +540,20 @@ async fn fencing_tokens_from_both_sides_draw_from_one_counter() {
         (1..=6).collect::<Vec<u64>>(),
         "one counter, in grant order"
     );
-    assert_eq!(
-        java.run("b", &format!("fenced token {name}")).await.ok(),
-        "6"
-    );
+    assert_eq!(java.ok("b", &format!("fenced token {name}")).await, "6");
     // The counter never expires (Redisson's rule); this test's is removed by hand.
     let _: () = redis::cmd("DEL")
         .arg(format!("redisson_lock_token:{{{name}}}"))
         .query_async(&mut conn)
         .await
         .unwrap();
+}
+
+/// Whether an acquire that does not wait came back empty-handed: the lock is held by another.
+async fn refused(
+    acquire: impl Future<Output = Result<Option<lock_core::LockGuard>, LockError>>,
+) -> bool {
+    acquire.await.unwrap().is_none()
 }
 
 /// Polls `probe` until it holds: the state a blocked Java command leaves on the server.
@@ -618,7 +581,7 @@ async fn the_driver_scripts_redissons_fair_read_write_and_multi_locks() {
     let mut conn = raw().await;
 
     // Fair: a waiter queues under its owner in `redisson_lock_queue:{name}` and is served next.
-    java.run("a", &format!("fair lock {fair}")).await.ok();
+    java.ok("a", &format!("fair lock {fair}")).await;
     // A holder's commands run in order: ask its owner before it blocks.
     let b_owner = java.owner("b").await;
     let queued = java.send("b", &format!("fair trylock {fair} 60000"));
@@ -634,15 +597,15 @@ async fn the_driver_scripts_redissons_fair_read_write_and_multi_locks() {
         waiters == [b_owner.clone()]
     })
     .await;
-    java.run("a", &format!("fair unlock {fair}")).await.ok();
+    java.ok("a", &format!("fair unlock {fair}")).await;
     assert_eq!(queued.await.ok(), "true");
     assert_eq!(hash_fields(&mut conn, &fair).await, vec![b_owner.clone()]);
-    java.run("b", &format!("fair unlock {fair}")).await.ok();
+    java.ok("b", &format!("fair unlock {fair}")).await;
 
     // Read-write: two readers share (`mode` = read), a writer waits for both, then re-enters as a
     // reader (a downgrade) under its `:write` field.
-    java.run("a", &format!("read lock {rw}")).await.ok();
-    java.run("b", &format!("read lock {rw}")).await.ok();
+    java.ok("a", &format!("read lock {rw}")).await;
+    java.ok("b", &format!("read lock {rw}")).await;
     let mode = async |conn: &mut redis::aio::MultiplexedConnection| -> Option<String> {
         redis::cmd("HGET")
             .arg(&rw)
@@ -653,12 +616,12 @@ async fn the_driver_scripts_redissons_fair_read_write_and_multi_locks() {
     };
     assert_eq!(mode(&mut conn).await.as_deref(), Some("read"));
     assert_eq!(
-        java.run("c", &format!("write trylock {rw} 0")).await.ok(),
+        java.ok("c", &format!("write trylock {rw} 0")).await,
         "false"
     );
     let writer = java.send("c", &format!("write lock {rw}"));
-    java.run("a", &format!("read unlock {rw}")).await.ok();
-    java.run("b", &format!("read unlock {rw}")).await.ok();
+    java.ok("a", &format!("read unlock {rw}")).await;
+    java.ok("b", &format!("read unlock {rw}")).await;
     writer.await.ok();
     let c_owner = java.owner("c").await;
     assert_eq!(mode(&mut conn).await.as_deref(), Some("write"));
@@ -666,29 +629,24 @@ async fn the_driver_scripts_redissons_fair_read_write_and_multi_locks() {
         hash_fields(&mut conn, &rw).await,
         vec![format!("{c_owner}:write"), "mode".to_owned()]
     );
-    java.run("c", &format!("read lock {rw}")).await.ok();
-    java.run("c", &format!("write unlock {rw}")).await.ok();
+    java.ok("c", &format!("read lock {rw}")).await;
+    java.ok("c", &format!("write unlock {rw}")).await;
     assert_eq!(mode(&mut conn).await.as_deref(), Some("read"));
-    java.run("c", &format!("read unlock {rw}")).await.ok();
+    java.ok("c", &format!("read unlock {rw}")).await;
     assert_eq!(mode(&mut conn).await, None);
 
     // Multi: all of the locks under one owner, which also keeps our plain lock out.
     let both = format!("{m1},{m2}");
-    java.run("a", &format!("multi lock {both}")).await.ok();
+    java.ok("a", &format!("multi lock {both}")).await;
     let a_owner = java.owner("a").await;
     assert_eq!(hash_fields(&mut conn, &m1).await, vec![a_owner.clone()]);
     assert_eq!(hash_fields(&mut conn, &m2).await, vec![a_owner]);
-    assert!(
-        ours.try_lock(&m2, Duration::ZERO, None)
-            .await
-            .unwrap()
-            .is_none()
-    );
+    assert!(refused(ours.try_lock(&m2, Duration::ZERO, None)).await);
     assert_eq!(
-        java.run("b", &format!("multi trylock {both} 0")).await.ok(),
+        java.ok("b", &format!("multi trylock {both} 0")).await,
         "false"
     );
-    java.run("a", &format!("multi unlock {both}")).await.ok();
+    java.ok("a", &format!("multi unlock {both}")).await;
     assert!(!ours.is_locked(&m1).await.unwrap());
     assert!(!ours.is_locked(&m2).await.unwrap());
 }
