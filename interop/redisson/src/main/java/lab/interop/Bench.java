@@ -13,8 +13,8 @@ import org.redisson.api.RLock;
 final class Bench {
     /** Long enough that no benchmark lock expires while held. */
     private static final long LEASE_MS = 10_000;
-    /** How long a contended worker holds its lock, as on the Rust side. */
-    private static final long HOLD_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
+    /** How long a contended worker holds its lock, as on the Rust side (a sleep, not a spin). */
+    private static final long HOLD_MILLIS = 1;
 
     private Bench() {}
 
@@ -32,9 +32,11 @@ final class Bench {
     }
 
     /**
-     * {@code workers} threads on {@code locks} locks for {@code millis}: each takes the next lock
-     * in turn, holds it 1 ms and gives it back. Reports grants, the window, and the median and
-     * 99th percentile of the acquire latency in microseconds.
+     * {@code workers} threads on {@code locks} locks for {@code millis}: each takes a lock picked
+     * at random (SplitMix64, seeded by the worker's number, as on the Rust side), holds it 1 ms
+     * and gives it back. Only grants within the window count, and a wait still going at its end
+     * is given up. Reports grants, the window, and the median and 99th percentile of the acquire
+     * latency in microseconds.
      */
     static String contended(IntFunction<RLock> lockAt, int locks, int workers, long millis)
             throws InterruptedException {
@@ -52,21 +54,31 @@ final class Bench {
             threads[w] = new Thread(() -> {
                 long[] mine = new long[1024];
                 int n = 0;
-                int next = worker % locks;
-                while (System.nanoTime() < deadline) {
-                    RLock lock = all[next];
-                    next = (next + 1) % locks;
-                    long asked = System.nanoTime();
-                    lock.lock(LEASE_MS, TimeUnit.MILLISECONDS);
-                    long held = System.nanoTime();
-                    while (System.nanoTime() - held < HOLD_NANOS) {
-                        Thread.onSpinWait();
+                long picker = worker + 1;
+                try {
+                    while (true) {
+                        picker += 0x9e3779b97f4a7c15L;
+                        RLock lock = all[(int) Long.remainderUnsigned(mix(picker), locks)];
+                        long asked = System.nanoTime();
+                        if (asked >= deadline
+                                || !lock.tryLock(deadline - asked, LEASE_MS * 1_000_000L,
+                                        TimeUnit.NANOSECONDS)) {
+                            break;
+                        }
+                        long held = System.nanoTime();
+                        if (held > deadline) {
+                            lock.unlock();
+                            break;
+                        }
+                        if (n == mine.length) {
+                            mine = Arrays.copyOf(mine, n * 2);
+                        }
+                        mine[n++] = (held - asked) / 1000;
+                        Thread.sleep(HOLD_MILLIS);
+                        lock.unlock();
                     }
-                    lock.unlock();
-                    if (n == mine.length) {
-                        mine = Arrays.copyOf(mine, n * 2);
-                    }
-                    mine[n++] = (held - asked) / 1000;
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
                 }
                 latencies[worker] = mine;
                 counts[worker] = n;
@@ -76,7 +88,6 @@ final class Bench {
         for (Thread t : threads) {
             t.join();
         }
-        long window = System.nanoTime() - start;
         int total = Arrays.stream(counts).sum();
         long[] merged = new long[total];
         int at = 0;
@@ -85,8 +96,15 @@ final class Bench {
             at += counts[w];
         }
         Arrays.sort(merged);
-        return "ok " + total + " " + TimeUnit.NANOSECONDS.toMillis(window) + " "
-                + percentile(merged, 0.50) + " " + percentile(merged, 0.99);
+        return "ok " + total + " " + millis + " " + percentile(merged, 0.50) + " "
+                + percentile(merged, 0.99);
+    }
+
+    /** SplitMix64's output function. */
+    private static long mix(long z) {
+        z = (z ^ (z >>> 30)) * 0xbf58476d1ce4e5b9L;
+        z = (z ^ (z >>> 27)) * 0x94d049bb133111ebL;
+        return z ^ (z >>> 31);
     }
 
     private static long percentile(long[] sorted, double q) {
