@@ -49,9 +49,9 @@ import org.redisson.config.Config;
  *   <li>{@code owner}: the hash field this holder writes, {@code <client id>:<thread id>}.
  *   <li>{@code bench-pairs NAME MILLIS}: lock and unlock in a loop on this holder; {@code ok <pairs>
  *       <elapsed ms>}.
- *   <li>{@code bench-contended PREFIX LOCKS WORKERS MILLIS}: that many threads lock and unlock a
- *       lock picked in turn among {@code PREFIX:0..LOCKS-1}; {@code ok <grants> <elapsed ms> <p50
- *       us> <p99 us>}, the percentiles of the time from asking to holding.
+ *   <li>{@code bench-contended PREFIX LOCKS WORKERS MILLIS}: that many threads lock, hold 1 ms
+ *       and unlock a lock picked at random among {@code PREFIX:0..LOCKS-1}; {@code ok <grants>
+ *       <window ms> <p50 us> <p99 us>}, the percentiles of the time from asking to holding.
  * </ul>
  *
  * <p>{@code <tag> - quit} (any holder) shuts Redisson down and exits; so does the end of input.
