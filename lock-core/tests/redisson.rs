@@ -1,0 +1,652 @@
+//! The lock against real Redisson: a Rust service and a Java service contending for one lock.
+//!
+//! The README promises a mixed fleet because our keys, owners, channels and messages are
+//! Redisson's; these tests hold that promise to Redisson itself. Each test starts the Java peer of
+//! `interop/redisson` (`java -jar interop/redisson/target/redisson-driver.jar`, built by
+//! `scripts/test`; `REDISSON_DRIVER_JAR` names another) and scripts it line by line: Redisson's
+//! locks belong to a thread, so every Java command runs on a named holder's thread, and two
+//! holders are two owners.
+//!
+//! The server comes from `REDIS_URL` (`scripts/test` starts one), shared and never flushed: each
+//! test uses lock names of its own. Without the server or the jar these tests fail, never skip.
+//! Timings are generous for a loaded 2-core machine: a wake-up is bounded only well below the
+//! lease it would otherwise wait out, and its latency is printed, not asserted.
+
+mod common;
+
+use lock_core::{
+    KeyLayout, LockClient, LockConfig, LockError, Millis, RedisBackend, UnlockOutcome,
+};
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::oneshot;
+
+/// The watchdog timeout on both sides wherever a test does not need a longer one.
+const WATCHDOG_MS: u64 = 3000;
+/// The most a reply of the Java peer may take: only a blocking lock comes near it.
+const REPLY_BOUND: Duration = Duration::from_secs(60);
+/// A lease no test waits out: a wake-up well within it came from the unlock message.
+const LONG_LEASE: Duration = Duration::from_secs(60);
+/// The bound on a wake-up across languages: far below [`LONG_LEASE`] and any wait round.
+const WAKE_BOUND: Duration = Duration::from_secs(5);
+
+/// A lock name no other test or run uses.
+fn unique(test: &str) -> String {
+    common::unique_prefix(&format!("interop-{test}"))
+}
+
+/// Redisson's settings on our side: its key layout, and the given watchdog timeout.
+fn config(watchdog_ms: u64) -> LockConfig {
+    LockConfig {
+        watchdog_timeout: Millis(watchdog_ms),
+        response_timeout: Some(Millis(500)),
+        // A waiter's rounds are a minute long: only the unlock message wakes it sooner.
+        wait_round_cap: Some(Millis(60_000)),
+        key_layout: KeyLayout::default(),
+        ..LockConfig::default()
+    }
+}
+
+async fn client(watchdog_ms: u64) -> LockClient {
+    let backend = RedisBackend::connect(&common::redis_url(), Duration::from_millis(500))
+        .await
+        .expect("connect to REDIS_URL");
+    LockClient::new(backend, config(watchdog_ms)).unwrap()
+}
+
+/// A plain connection, to look at the keys as both sides left them.
+async fn raw() -> redis::aio::MultiplexedConnection {
+    redis::Client::open(common::redis_url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .expect("connect to REDIS_URL")
+}
+
+async fn hash_fields(conn: &mut redis::aio::MultiplexedConnection, key: &str) -> Vec<String> {
+    let fields: HashMap<String, String> = redis::cmd("HGETALL")
+        .arg(key)
+        .query_async(conn)
+        .await
+        .unwrap();
+    let mut fields: Vec<String> = fields.into_keys().collect();
+    fields.sort();
+    fields
+}
+
+/// Waits until `channel` has at least one subscriber: a waiter is parked on the unlock message.
+async fn await_subscriber(conn: &mut redis::aio::MultiplexedConnection, channel: &str) {
+    let deadline = Instant::now() + REPLY_BOUND;
+    loop {
+        let (_, count): (String, u64) = redis::cmd("PUBSUB")
+            .arg("NUMSUB")
+            .arg(channel)
+            .query_async(conn)
+            .await
+            .unwrap();
+        if count > 0 {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no waiter subscribed to {channel}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn channel(name: &str) -> String {
+    format!("redisson_lock__channel:{{{name}}}")
+}
+
+/// The Java peer: one `java -jar redisson-driver.jar` process with one Redisson client.
+struct Redisson {
+    child: Child,
+    stdin: Mutex<ChildStdin>,
+    pending: Arc<Mutex<HashMap<u64, oneshot::Sender<String>>>>,
+    next_tag: AtomicU64,
+    /// Redisson's client id, the first half of its owners.
+    id: String,
+}
+
+/// What the peer answered: `ok [value]` or `err <class> <message>`.
+#[derive(Debug)]
+struct Reply(String);
+
+impl Reply {
+    /// The value of an `ok`; panics with the error otherwise.
+    fn ok(self) -> String {
+        match self.0.strip_prefix("ok") {
+            Some(value) => value.trim_start().to_owned(),
+            None => panic!("Redisson answered {:?}", self.0),
+        }
+    }
+
+    /// The exception class of an `err`; panics on an `ok`.
+    fn err(self) -> String {
+        match self.0.strip_prefix("err ") {
+            Some(rest) => rest.split(' ').next().unwrap_or_default().to_owned(),
+            None => panic!("Redisson answered {:?}, expected an error", self.0),
+        }
+    }
+}
+
+impl Redisson {
+    fn jar() -> std::path::PathBuf {
+        let jar = std::env::var_os("REDISSON_DRIVER_JAR")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| {
+                std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("../interop/redisson/target/redisson-driver.jar")
+            });
+        assert!(
+            jar.is_file(),
+            "the Redisson driver {} is missing: run scripts/test, which installs a JDK and Maven \
+             and builds it (or `mvn -f interop/redisson/pom.xml package`)",
+            jar.display()
+        );
+        jar
+    }
+
+    /// Starts a peer whose Redisson has `lockWatchdogTimeout` = `watchdog_ms`, and waits for it.
+    fn start(watchdog_ms: u64) -> Redisson {
+        // The client compiler alone and the serial collector: a peer lives for one test, so
+        // start-up matters more than peak speed.
+        let mut child = Command::new("java")
+            .args(["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-jar"])
+            .arg(Self::jar())
+            .args(["--redis", &common::redis_url()])
+            .args(["--watchdog-ms", &watchdog_ms.to_string()])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start java (scripts/test installs a JDK when it is missing)");
+        let stdin = child.stdin.take().unwrap();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut ready = String::new();
+        stdout.read_line(&mut ready).unwrap();
+        let id = ready
+            .strip_prefix("ready ")
+            .unwrap_or_else(|| panic!("the Redisson driver said {ready:?}, not `ready <id>`"))
+            .trim()
+            .to_owned();
+        let pending: Arc<Mutex<HashMap<u64, oneshot::Sender<String>>>> = Arc::default();
+        let replies = Arc::clone(&pending);
+        // Replies come in the order commands finish, each under its tag; a reader thread hands
+        // each to whoever waits for it. At the end of the output, waiting callers see a closed
+        // channel.
+        std::thread::spawn(move || {
+            for line in stdout.lines() {
+                let Ok(line) = line else { break };
+                let (tag, outcome) = line.split_once(' ').unwrap_or((&line, ""));
+                let waiter = tag
+                    .parse::<u64>()
+                    .ok()
+                    .and_then(|tag| replies.lock().unwrap().remove(&tag));
+                match waiter {
+                    Some(waiter) => {
+                        let _ = waiter.send(outcome.to_owned());
+                    }
+                    None if tag == "quit" => {}
+                    None => eprintln!("the Redisson driver said, untagged: {line}"),
+                }
+            }
+            replies.lock().unwrap().clear();
+        });
+        Redisson {
+            child,
+            stdin: Mutex::new(stdin),
+            pending,
+            next_tag: AtomicU64::new(0),
+            id,
+        }
+    }
+
+    /// Sends `command` to run on `holder`'s thread; the reply comes when it is done.
+    fn send(&self, holder: &str, command: &str) -> impl Future<Output = Reply> + use<> {
+        let tag = self.next_tag.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        self.pending.lock().unwrap().insert(tag, tx);
+        writeln!(self.stdin.lock().unwrap(), "{tag} {holder} {command}")
+            .expect("write to the Redisson driver");
+        let command = format!("{holder} {command}");
+        async move {
+            match tokio::time::timeout(REPLY_BOUND, rx).await {
+                Ok(Ok(outcome)) => Reply(outcome),
+                Ok(Err(_)) => panic!("the Redisson driver exited before answering {command:?}"),
+                Err(_) => panic!("no answer from Redisson to {command:?} in {REPLY_BOUND:?}"),
+            }
+        }
+    }
+
+    /// Runs `command` on `holder` and returns the value of its `ok`.
+    async fn ok(&self, holder: &str, command: &str) -> String {
+        self.send(holder, command).await.ok()
+    }
+
+    /// Runs `command` on `holder`, which must fail, and returns the exception's class.
+    async fn err(&self, holder: &str, command: &str) -> String {
+        self.send(holder, command).await.err()
+    }
+
+    /// The hash field that `holder` writes: `<client id>:<thread id>`.
+    async fn owner(&self, holder: &str) -> String {
+        self.ok(holder, "owner").await
+    }
+}
+
+impl Drop for Redisson {
+    fn drop(&mut self) {
+        let _ = writeln!(self.stdin.lock().unwrap(), "quit - quit");
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redisson_holder_blocks_our_try_lock_and_ours_blocks_theirs() {
+    let name = unique("blocks");
+    let java = Redisson::start(WATCHDOG_MS);
+    let ours = client(WATCHDOG_MS).await;
+    let mut conn = raw().await;
+
+    java.ok("a", &format!("lock {name}")).await;
+    // Redisson's hold is the hash field `<client id>:<thread id>` = 1, as ours would be.
+    let java_owner = java.owner("a").await;
+    assert!(java_owner.starts_with(&format!("{}:", java.id)));
+    assert_eq!(hash_fields(&mut conn, &name).await, vec![java_owner]);
+    let blocked = ours
+        .try_lock(&name, Duration::from_millis(300), None)
+        .await
+        .unwrap();
+    assert!(blocked.is_none(), "our try_lock took a lock Redisson holds");
+    assert!(ours.is_locked(&name).await.unwrap());
+
+    java.ok("a", &format!("unlock {name}")).await;
+    let guard = ours
+        .try_lock(&name, Duration::from_millis(300), None)
+        .await
+        .unwrap()
+        .expect("Redisson's unlock freed the lock for us");
+    let our_owner = format!("{}:{}", ours.client_id(), guard.owner().id());
+    assert_eq!(hash_fields(&mut conn, &name).await, vec![our_owner]);
+    assert_eq!(java.ok("a", &format!("trylock {name} 300")).await, "false");
+    assert_eq!(java.ok("b", &format!("trylock {name} 0")).await, "false");
+    assert_eq!(java.ok("b", &format!("locked {name}")).await, "true");
+    assert_eq!(java.ok("b", &format!("heldbyme {name}")).await, "false");
+
+    assert_eq!(guard.unlock().await.unwrap(), UnlockOutcome::Released);
+    assert_eq!(java.ok("b", &format!("trylock {name} 0")).await, "true");
+    java.ok("b", &format!("unlock {name}")).await;
+    assert_eq!(java.ok("b", &format!("locked {name}")).await, "false");
+}
+
+/// Parks Redisson's holder `a` in `lock name` until it sleeps on the unlock channel, runs
+/// `release` and returns how long from then until Redisson held the lock.
+async fn java_woken_by(
+    java: &Redisson,
+    conn: &mut redis::aio::MultiplexedConnection,
+    name: &str,
+    release: impl AsyncFnOnce(),
+) -> Duration {
+    let waiter = java.send("a", &format!("lock {name}"));
+    await_subscriber(conn, &channel(name)).await;
+    let released_at = Instant::now();
+    release().await;
+    waiter.await.ok();
+    let latency = released_at.elapsed();
+    assert!(
+        latency < WAKE_BOUND,
+        "{latency:?}: not woken by the message"
+    );
+    assert_eq!(java.ok("a", &format!("holdcount {name}")).await, "1");
+    latency
+}
+
+/// Parks our `lock(name)` until it sleeps on the unlock channel, runs `release` and returns the
+/// grant and how long from then until it came.
+async fn rust_woken_by(
+    ours: &LockClient,
+    conn: &mut redis::aio::MultiplexedConnection,
+    name: &str,
+    release: impl AsyncFnOnce(),
+) -> (lock_core::LockGuard, Duration) {
+    let (client, waiter_name) = (ours.clone(), name.to_owned());
+    let waiter = tokio::spawn(async move {
+        let guard = client.lock(&waiter_name).await;
+        (guard, Instant::now())
+    });
+    await_subscriber(conn, &channel(name)).await;
+    let released_at = Instant::now();
+    release().await;
+    let (guard, granted_at) = tokio::time::timeout(REPLY_BOUND, waiter)
+        .await
+        .expect("our waiter was woken")
+        .unwrap();
+    let latency = granted_at - released_at;
+    assert!(
+        latency < WAKE_BOUND,
+        "{latency:?}: not woken by the message"
+    );
+    (guard.unwrap(), latency)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unlock_on_one_side_wakes_a_waiter_on_the_other_by_pubsub() {
+    let name = unique("wake");
+    let java = Redisson::start(WATCHDOG_MS);
+    let ours = client(WATCHDOG_MS).await;
+    let mut conn = raw().await;
+
+    // Ours holds for a minute; Redisson's waiter would sleep out the lease without the message.
+    let guard = ours.lock_with_lease(&name, LONG_LEASE).await.unwrap();
+    let rust_to_java = java_woken_by(&java, &mut conn, &name, async || {
+        assert_eq!(guard.unlock().await.unwrap(), UnlockOutcome::Released);
+    })
+    .await;
+
+    // And back: Redisson holds with a minute's lease, ours waits in rounds of a minute.
+    java.ok("a", &format!("unlock {name}")).await;
+    java.ok("a", &format!("lock {name} 60000")).await;
+    let (guard, java_to_rust) = rust_woken_by(&ours, &mut conn, &name, async || {
+        java.ok("a", &format!("unlock {name}")).await;
+    })
+    .await;
+    println!(
+        "wake-up latency by pub/sub, from the unlock call to the waiter's grant: Rust unlock -> \
+         Redisson waiter {rust_to_java:?}, Redisson unlock -> Rust waiter {java_to_rust:?}"
+    );
+    assert_eq!(guard.unlock().await.unwrap(), UnlockOutcome::Released);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reentrancy_stays_per_owner_across_languages() {
+    let name = unique("reentry");
+    let java = Redisson::start(WATCHDOG_MS);
+    let ours = client(WATCHDOG_MS).await;
+    let mut conn = raw().await;
+
+    // Redisson's holder counts two holds; a second Java thread and our owner hold none and cannot
+    // take or release them.
+    java.ok("a", &format!("lock {name}")).await;
+    java.ok("a", &format!("lock {name}")).await;
+    assert_eq!(java.ok("a", &format!("holdcount {name}")).await, "2");
+    assert_eq!(java.ok("b", &format!("holdcount {name}")).await, "0");
+    let owner = ours.new_owner().await.unwrap();
+    assert_eq!(owner.hold_count(&name).await.unwrap(), 0);
+    assert!(refused(owner.try_lock(&name, Duration::ZERO, None)).await);
+    assert_eq!(
+        java.err("b", &format!("unlock {name}")).await,
+        "IllegalMonitorStateException"
+    );
+    java.ok("a", &format!("unlock {name}")).await;
+    assert_eq!(java.ok("a", &format!("holdcount {name}")).await, "1");
+    assert!(refused(owner.try_lock(&name, Duration::ZERO, None)).await);
+    java.ok("a", &format!("unlock {name}")).await;
+
+    // Ours counts two holds; Redisson's threads hold none and cannot release them.
+    let first = owner.lock(&name).await.unwrap();
+    let second = owner.lock(&name).await.unwrap();
+    assert_eq!(owner.hold_count(&name).await.unwrap(), 2);
+    let field = format!("{}:{}", ours.client_id(), owner.id());
+    let count: u64 = redis::cmd("HGET")
+        .arg(&name)
+        .arg(&field)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(count, 2, "our reentry is counted in our owner's field");
+    assert_eq!(java.ok("a", &format!("holdcount {name}")).await, "0");
+    assert_eq!(java.ok("a", &format!("trylock {name} 0")).await, "false");
+    assert_eq!(
+        java.err("a", &format!("unlock {name}")).await,
+        "IllegalMonitorStateException"
+    );
+    assert_eq!(owner.hold_count(&name).await.unwrap(), 2);
+    assert_eq!(second.unlock().await.unwrap(), UnlockOutcome::StillHeld);
+    assert_eq!(java.ok("a", &format!("trylock {name} 0")).await, "false");
+    assert_eq!(first.unlock().await.unwrap(), UnlockOutcome::Released);
+
+    // A hold of ours that ran out, now Redisson's: our unlock is refused and leaves it alone.
+    let short = ours
+        .lock_with_lease(&name, Duration::from_millis(300))
+        .await
+        .unwrap();
+    java.ok("a", &format!("lock {name}")).await;
+    let err = short.unlock().await.unwrap_err();
+    assert!(matches!(err, LockError::NotLocked { .. }), "{err}");
+    assert_eq!(java.ok("a", &format!("holdcount {name}")).await, "1");
+    java.ok("a", &format!("unlock {name}")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watchdog_renewals_from_either_side_keep_a_lock_alive() {
+    let java_held = unique("watchdog-java");
+    let rust_held = unique("watchdog-rust");
+    let java = Redisson::start(WATCHDOG_MS);
+    let ours = client(WATCHDOG_MS).await;
+    let mut conn = raw().await;
+
+    java.ok("a", &format!("lock {java_held}")).await;
+    let guard = ours.lock(&rust_held).await.unwrap();
+    // Ten seconds, more than three leases of 3 s: only renewals keep either key alive, and
+    // neither side gets the other's lock meanwhile.
+    let until = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(1000)).await;
+        for name in [&java_held, &rust_held] {
+            let ttl: i64 = redis::cmd("PTTL")
+                .arg(name)
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+            assert!(ttl > 0 && ttl <= WATCHDOG_MS as i64, "{name}: PTTL {ttl}");
+        }
+        assert!(refused(ours.try_lock(&java_held, Duration::ZERO, None)).await);
+        assert_eq!(
+            java.ok("b", &format!("trylock {rust_held} 0")).await,
+            "false"
+        );
+    }
+    assert!(guard.is_valid());
+    assert_eq!(java.ok("a", &format!("holdcount {java_held}")).await, "1");
+    java.ok("a", &format!("unlock {java_held}")).await;
+    assert_eq!(guard.unlock().await.unwrap(), UnlockOutcome::Released);
+    assert!(!ours.is_locked(&java_held).await.unwrap());
+    assert!(!ours.is_locked(&rust_held).await.unwrap());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn force_unlock_from_either_side_releases_and_wakes_the_other() {
+    let name = unique("force");
+    let java = Redisson::start(WATCHDOG_MS);
+    let ours = client(WATCHDOG_MS).await;
+    let admin = client(WATCHDOG_MS).await;
+    let mut conn = raw().await;
+
+    // Ours holds; Redisson's waiter sleeps on the message; our force unlock from another client
+    // deletes the lock and wakes it.
+    let guard = ours.lock_with_lease(&name, LONG_LEASE).await.unwrap();
+    let rust_to_java = java_woken_by(&java, &mut conn, &name, async || {
+        assert!(admin.force_unlock(&name).await.unwrap());
+    })
+    .await;
+    // Our holder learns the lock is gone only at its unlock.
+    let err = guard.unlock().await.unwrap_err();
+    assert!(matches!(err, LockError::NotLocked { .. }), "{err}");
+
+    // Redisson holds; our waiter sleeps on the message; Redisson's force unlock from another
+    // thread deletes the lock and wakes it.
+    java.ok("a", &format!("unlock {name}")).await;
+    java.ok("a", &format!("lock {name} 60000")).await;
+    let (guard, java_to_rust) = rust_woken_by(&ours, &mut conn, &name, async || {
+        let forced = java.ok("b", &format!("forceunlock {name}")).await;
+        assert_eq!(forced, "true");
+    })
+    .await;
+    println!(
+        "wake-up latency after a force unlock: Rust force_unlock -> Redisson waiter \
+         {rust_to_java:?}, Redisson forceUnlock -> Rust waiter {java_to_rust:?}"
+    );
+    assert_eq!(
+        java.err("a", &format!("unlock {name}")).await,
+        "IllegalMonitorStateException"
+    );
+    assert_eq!(guard.unlock().await.unwrap(), UnlockOutcome::Released);
+    assert_eq!(java.ok("b", &format!("forceunlock {name}")).await, "false");
+    assert!(!admin.force_unlock(&name).await.unwrap());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fencing_tokens_from_both_sides_draw_from_one_counter() {
+    let name = unique("fenced");
+    let java = Redisson::start(WATCHDOG_MS);
+    let ours = client(WATCHDOG_MS).await;
+    let mut conn = raw().await;
+
+    // Before any acquire Redisson reads the missing counter as 0.
+    assert_eq!(java.ok("a", &format!("fenced token {name}")).await, "0");
+    let mut tokens = Vec::new();
+    for _ in 0..3 {
+        let token: u64 = java
+            .ok("a", &format!("fenced lock {name}"))
+            .await
+            .parse()
+            .unwrap();
+        tokens.push(token);
+        // Redisson's fenced hold blocks our fenced acquire like any hold.
+        assert!(
+            ours.try_lock_fenced(&name, Duration::ZERO, None)
+                .await
+                .unwrap()
+                .is_none()
+        );
+        java.ok("a", &format!("fenced unlock {name}")).await;
+        let (guard, token) = ours.lock_fenced(&name).await.unwrap();
+        tokens.push(token);
+        assert_eq!(
+            java.ok("b", &format!("fenced trylock {name} 0")).await,
+            "none"
+        );
+        assert_eq!(guard.unlock().await.unwrap(), UnlockOutcome::Released);
+    }
+    assert_eq!(
+        tokens,
+        (1..=6).collect::<Vec<u64>>(),
+        "one counter, in grant order"
+    );
+    assert_eq!(java.ok("b", &format!("fenced token {name}")).await, "6");
+    // The counter never expires (Redisson's rule); this test's is removed by hand.
+    let _: () = redis::cmd("DEL")
+        .arg(format!("redisson_lock_token:{{{name}}}"))
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+}
+
+/// Whether an acquire that does not wait came back empty-handed: the lock is held by another.
+async fn refused(
+    acquire: impl Future<Output = Result<Option<lock_core::LockGuard>, LockError>>,
+) -> bool {
+    acquire.await.unwrap().is_none()
+}
+
+/// Polls `probe` until it holds: the state a blocked Java command leaves on the server.
+async fn await_state(
+    conn: &mut redis::aio::MultiplexedConnection,
+    what: &str,
+    mut probe: impl AsyncFnMut(&mut redis::aio::MultiplexedConnection) -> bool,
+) {
+    let deadline = Instant::now() + REPLY_BOUND;
+    while !probe(conn).await {
+        assert!(Instant::now() < deadline, "never saw {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The driver's fair, read-write and multi-lock commands reach the Redisson objects they name,
+/// with Redisson's keys: the ground the Rust side of those locks will be tested on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_driver_scripts_redissons_fair_read_write_and_multi_locks() {
+    let fair = unique("fair");
+    let rw = unique("rw");
+    let (m1, m2) = (unique("multi-1"), unique("multi-2"));
+    let java = Redisson::start(WATCHDOG_MS);
+    let ours = client(WATCHDOG_MS).await;
+    let mut conn = raw().await;
+
+    // Fair: a waiter queues under its owner in `redisson_lock_queue:{name}` and is served next.
+    java.ok("a", &format!("fair lock {fair}")).await;
+    // A holder's commands run in order: ask its owner before it blocks.
+    let b_owner = java.owner("b").await;
+    let queued = java.send("b", &format!("fair trylock {fair} 60000"));
+    let queue = format!("redisson_lock_queue:{{{fair}}}");
+    await_state(&mut conn, "a fair waiter queued", async |conn| {
+        let waiters: Vec<String> = redis::cmd("LRANGE")
+            .arg(&queue)
+            .arg(0)
+            .arg(-1)
+            .query_async(conn)
+            .await
+            .unwrap();
+        waiters == [b_owner.clone()]
+    })
+    .await;
+    java.ok("a", &format!("fair unlock {fair}")).await;
+    assert_eq!(queued.await.ok(), "true");
+    assert_eq!(hash_fields(&mut conn, &fair).await, vec![b_owner.clone()]);
+    java.ok("b", &format!("fair unlock {fair}")).await;
+
+    // Read-write: two readers share (`mode` = read), a writer waits for both, then re-enters as a
+    // reader (a downgrade) under its `:write` field.
+    java.ok("a", &format!("read lock {rw}")).await;
+    java.ok("b", &format!("read lock {rw}")).await;
+    let mode = async |conn: &mut redis::aio::MultiplexedConnection| -> Option<String> {
+        redis::cmd("HGET")
+            .arg(&rw)
+            .arg("mode")
+            .query_async(conn)
+            .await
+            .unwrap()
+    };
+    assert_eq!(mode(&mut conn).await.as_deref(), Some("read"));
+    assert_eq!(
+        java.ok("c", &format!("write trylock {rw} 0")).await,
+        "false"
+    );
+    let writer = java.send("c", &format!("write lock {rw}"));
+    java.ok("a", &format!("read unlock {rw}")).await;
+    java.ok("b", &format!("read unlock {rw}")).await;
+    writer.await.ok();
+    let c_owner = java.owner("c").await;
+    assert_eq!(mode(&mut conn).await.as_deref(), Some("write"));
+    assert_eq!(
+        hash_fields(&mut conn, &rw).await,
+        vec![format!("{c_owner}:write"), "mode".to_owned()]
+    );
+    java.ok("c", &format!("read lock {rw}")).await;
+    java.ok("c", &format!("write unlock {rw}")).await;
+    assert_eq!(mode(&mut conn).await.as_deref(), Some("read"));
+    java.ok("c", &format!("read unlock {rw}")).await;
+    assert_eq!(mode(&mut conn).await, None);
+
+    // Multi: all of the locks under one owner, which also keeps our plain lock out.
+    let both = format!("{m1},{m2}");
+    java.ok("a", &format!("multi lock {both}")).await;
+    let a_owner = java.owner("a").await;
+    assert_eq!(hash_fields(&mut conn, &m1).await, vec![a_owner.clone()]);
+    assert_eq!(hash_fields(&mut conn, &m2).await, vec![a_owner]);
+    assert!(refused(ours.try_lock(&m2, Duration::ZERO, None)).await);
+    assert_eq!(
+        java.ok("b", &format!("multi trylock {both} 0")).await,
+        "false"
+    );
+    java.ok("a", &format!("multi unlock {both}")).await;
+    assert!(!ours.is_locked(&m1).await.unwrap());
+    assert!(!ours.is_locked(&m2).await.unwrap());
+}
