@@ -276,7 +276,8 @@ fn time_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
     ]))
 }
 
-/// `INFO [section…]`: the sections a client may look at (server, clients, stats, keyspace).
+/// `INFO [section…]`: the sections a client may look at (server, clients, stats, cluster,
+/// keyspace).
 fn info_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let wanted: Vec<String> = args
         .map(|s| String::from_utf8_lossy(s).to_ascii_lowercase())
@@ -326,6 +327,11 @@ fn info_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
             engine.pattern_count()
         );
         sections.push(s);
+    }
+    if want("cluster") {
+        // Client test suites (redis-py's conftest) read `cluster_enabled` before their first test
+        // to choose between a standalone client and a cluster one.
+        sections.push(String::from("# Cluster\r\ncluster_enabled:0\r\n"));
     }
     if want("keyspace") {
         let mut s = String::from("# Keyspace\r\n");

@@ -1,0 +1,74 @@
+//! `INFO` beside a real redis-server (7.0): the fields client test suites read before their first
+//! test (redis-py's conftest reads `redis_version`, `arch_bits` and `cluster_enabled`) are there,
+//! under Redis's section headers, in Redis's section order, with a standalone server's values.
+//!
+//! The test starts its own redis-server on a free loopback port (no persistence) and kills it when
+//! done, so it never touches a shared server.
+
+mod support;
+
+use redis::aio::ConnectionLike;
+use std::collections::BTreeMap;
+use support::{OwnServer, connect_real, fake_connection};
+
+/// The reply to `INFO <args>`, as text.
+async fn info(conn: &mut impl ConnectionLike, args: &[&str]) -> String {
+    redis::cmd("INFO")
+        .arg(args)
+        .query_async::<String>(conn)
+        .await
+        .expect("INFO replies")
+}
+
+/// Each `field:value` line of an INFO reply, by field.
+fn fields(text: &str) -> BTreeMap<&str, &str> {
+    text.lines()
+        .filter(|line| !line.starts_with('#'))
+        .filter_map(|line| line.split_once(':'))
+        .collect()
+}
+
+/// The section headers of an INFO reply, in order.
+fn headers(text: &str) -> Vec<&str> {
+    text.lines().filter(|line| line.starts_with("# ")).collect()
+}
+
+#[tokio::test]
+async fn info_has_what_client_test_suites_read_first() {
+    let server = OwnServer::start();
+    let mut real = connect_real(server.port).await;
+    let mut fake = fake_connection();
+
+    assert_eq!(
+        info(&mut fake, &["cluster"]).await,
+        info(&mut real, &["cluster"]).await
+    );
+
+    let real_default = info(&mut real, &[]).await;
+    let fake_default = info(&mut fake, &[]).await;
+    let (real_fields, fake_fields) = (fields(&real_default), fields(&fake_default));
+    for field in [
+        "redis_version",
+        "redis_mode",
+        "arch_bits",
+        "cluster_enabled",
+    ] {
+        assert_eq!(
+            fake_fields.get(field),
+            real_fields.get(field),
+            "INFO field {field}"
+        );
+    }
+    let real_headers = headers(&real_default);
+    let fake_headers = headers(&fake_default);
+    let in_real_order: Vec<&str> = real_headers
+        .iter()
+        .copied()
+        .filter(|h| fake_headers.contains(h))
+        .collect();
+    assert_eq!(
+        fake_headers, in_real_order,
+        "the fake's sections, in Redis's order"
+    );
+    assert!(fake_headers.contains(&"# Cluster"), "{fake_headers:?}");
+}
