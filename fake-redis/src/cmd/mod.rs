@@ -322,6 +322,13 @@ pub(crate) fn write_aggregate<'a, T: Aggregate>(
 /// After a write: deletes the key if its collection is empty (as Redis does) and signals the
 /// change to `WATCH`.
 pub(crate) fn finish_aggregate<T: Aggregate>(cx: &mut Cx<'_>, key: &[u8]) {
+    finish_aggregate_if::<T>(cx, key, true);
+}
+
+/// [`finish_aggregate`] for a write that may have changed nothing (a member already there, a
+/// score left as it was): `WATCH` hears of it only if it `changed` the key, as Redis calls
+/// `signalModifiedKey` only then.
+pub(crate) fn finish_aggregate_if<T: Aggregate>(cx: &mut Cx<'_>, key: &[u8], changed: bool) {
     let now = cx.now;
     let db = cx.keyspace();
     if db
@@ -331,7 +338,9 @@ pub(crate) fn finish_aggregate<T: Aggregate>(cx: &mut Cx<'_>, key: &[u8]) {
     {
         db.remove(key, now);
     }
-    db.touch(key);
+    if changed {
+        db.touch(key);
+    }
 }
 
 pub(crate) const WRONGTYPE: Frame =

@@ -73,6 +73,11 @@ fn done(cx: &mut Cx<'_>, key: &[u8]) {
     super::finish_aggregate::<ZSet>(cx, key);
 }
 
+/// [`done`] for a write that may have changed nothing: `WATCH` hears of it only if it did.
+fn done_if(cx: &mut Cx<'_>, key: &[u8], changed: bool) {
+    super::finish_aggregate_if::<ZSet>(cx, key, changed);
+}
+
 /// A score argument (`ERR value is not a valid float`). Redis's `string2d` also refuses a
 /// literal that overflows to infinity or underflows to zero (`strtod`'s `ERANGE`), though it
 /// takes `inf` itself; range bounds (`ScoreRange`) have no such check, as in Redis.
@@ -358,7 +363,7 @@ fn zadd<'m>(
             }
         }
     }
-    done(cx, key);
+    done_if(cx, key, added + updated > 0);
     if let Some(e) = failed {
         return Err(e);
     }
