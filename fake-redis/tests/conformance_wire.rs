@@ -325,3 +325,23 @@ async fn random_globs_select_the_keys_redis_selects() {
         failures.join("\n")
     );
 }
+
+#[tokio::test]
+async fn no_command_grows_a_string_past_512_mib() {
+    let pair = Pair::start(None).await;
+    let failures = pair
+        .differ(
+            "512 MiB",
+            1,
+            &one_by_one(&[
+                request(&[b"SETRANGE", b"big", b"536870911", b"x"]),
+                request(&[b"APPEND", b"big", b"yy"]),
+                request(&[b"APPEND", b"big", b""]),
+                request(&[b"SETRANGE", b"big", b"536870911", b"yy"]),
+                request(&[b"STRLEN", b"big"]),
+                request(&[b"DEL", b"big"]),
+            ]),
+        )
+        .await;
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

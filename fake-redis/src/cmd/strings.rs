@@ -422,6 +422,9 @@ fn append_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let (key, tail) = (args.next_bytes()?, args.next_bytes()?);
     let now = cx.now;
     let old = get(cx, key)?;
+    if let Some(old) = &old {
+        check_length(old.len() as i64 + tail.len() as i64)?;
+    }
     let db = cx.keyspace();
     let len = match (old, db.write(key, now)) {
         (Some(old), Some(entry)) => {
@@ -470,6 +473,17 @@ fn getrange_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 /// Redis's `proto-max-bulk-len` default: no string may grow past 512 MB.
 const MAX_STRING: i64 = 512 * 1024 * 1024;
 
+/// Redis's `checkStringLength`: a command that grows a string to `len` bytes fails first if
+/// that is past [`MAX_STRING`].
+fn check_length(len: i64) -> Result<(), Frame> {
+    if len > MAX_STRING {
+        return Err(Frame::error(
+            "ERR string exceeds maximum allowed size (proto-max-bulk-len)",
+        ));
+    }
+    Ok(())
+}
+
 /// `SETRANGE key offset value`: overwrites from `offset`, zero-padding a short string; the new
 /// length. Keeps the TTL; an empty value changes nothing (and creates nothing).
 fn setrange_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
@@ -483,11 +497,7 @@ fn setrange_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     if value.is_empty() {
         return Ok(Frame::Integer(old.map_or(0, |s| s.len() as i64)));
     }
-    if offset.saturating_add(value.len() as i64) > MAX_STRING {
-        return Err(Frame::error(
-            "ERR string exceeds maximum allowed size (proto-max-bulk-len)",
-        ));
-    }
+    check_length(offset.saturating_add(value.len() as i64))?;
     let offset = offset as usize;
     let mut new = old.as_deref().unwrap_or_default().to_vec();
     if new.len() < offset + value.len() {
