@@ -345,3 +345,56 @@ async fn no_command_grows_a_string_past_512_mib() {
         .await;
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+#[tokio::test]
+async fn the_smaller_divergences_found_by_mutation_are_gone() {
+    let pair = Pair::start(None).await;
+    let failures = pair
+        .differ(
+            "mutation",
+            1,
+            &one_by_one(&[
+                request(&[b"FLUSHALL"]),
+                request(&[b"ZADD", b"z", b"0", b"a", b"1", b"b", b"2", b"c"]),
+                request(&[b"ZCOUNT", b"z", b"", b"+inf"]),
+                request(&[b"ZCOUNT", b"z", b" 1", b"+inf"]),
+                request(&[b"ZCOUNT", b"z", b"(", b"+inf"]),
+                request(&[b"ZCOUNT", b"z", b"-inf", b"("]),
+                request(&[b"ZCOUNT", b"z", b"0x1", b"+inf"]),
+                request(&[b"ZCOUNT", b"z", b"0x.8p1", b"0X1.8P0"]),
+                request(&[b"ZCOUNT", b"z", b"-0x10", b"(0x2"]),
+                request(&[b"ZCOUNT", b"z", b"0x", b"+inf"]),
+                request(&[b"ZCOUNT", b"z", b"0xg", b"+inf"]),
+                request(&[b"ZCOUNT", b"z", b"0x1p", b"+inf"]),
+                request(&[b"ZCOUNT", b"z", b" +0x1p-1", b"+inf"]),
+                request(&[b"ZCOUNT", b"z", b"--1", b"+inf"]),
+                request(&[b"ZCOUNT", b"z", b"+-1", b"+inf"]),
+                request(&[b"ZCOUNT", b"z", b"1e400", b".5"]),
+                request(&[b"ZCOUNT", b"z", b" ", b"+inf"]),
+                request(&[b"ZCOUNT", b"z", b"1 ", b"+inf"]),
+                request(&[b"ZCOUNT", b"z", b"\t(1", b"+inf"]),
+                request(&[b"ZCOUNT", b"z", b"(\t1", b"+inf"]),
+                request(&[b"ZCOUNT", b"z", b"nan", b"+inf"]),
+                request(&[b"ZCOUNT", b"z", b"-Infinity", b"INF"]),
+                request(&[b"ZRANGEBYSCORE", b"z", b"", b"( 2"]),
+                request(&[b"ZREVRANGEBYSCORE", b"z", b"(", b""]),
+                request(&[b"ZREMRANGEBYSCORE", b"nosuch", b"", b"("]),
+                request(&[b"SSCAN", b"nosuch", b""]),
+                request(&[b"SSCAN", b"nosuch", b" 0"]),
+                request(&[b"SCAN", b""]),
+                request(&[b"HSCAN", b"nosuch", b""]),
+                request(&[b"ZSCAN", b"z", b""]),
+                request(&[b"SET", b"s", b"v"]),
+                request(&[b"HSCAN", b"s", b"0", b"COUNT", b"0"]),
+                request(&[b"HSCAN", b"s", b"0", b"BOGUS"]),
+                request(&[b"SSCAN", b"s", b"0", b"MATCH"]),
+                request(&[b"ZSCAN", b"s", b"0", b"COUNT", b"x"]),
+                request(&[b"HSCAN", b"s", b"x"]),
+                request(&[b"HSCAN", b"nosuch", b"0", b"BOGUS"]),
+                request(&[b"WAIT", b"0", b"0"]),
+                request(&[b"WAIT", b"1", b"100"]),
+            ]),
+        )
+        .await;
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -334,9 +334,13 @@ impl<'a> Scan<'a> {
     }
 }
 
-/// A `SCAN` cursor (`ERR invalid cursor`), read as C's `strtoul` reads it: a sign is allowed
-/// and `-1` wraps to `u64::MAX`, as in Redis.
+/// A `SCAN` cursor (`ERR invalid cursor`), read as C's `strtoul` reads it: a sign is allowed,
+/// `-1` wraps to `u64::MAX`, and the empty cursor is 0 (nothing converted, and nothing left), as
+/// in Redis.
 pub(crate) fn parse_cursor(arg: &[u8]) -> Result<u64, Frame> {
+    if arg.is_empty() {
+        return Ok(0);
+    }
     let text = std::str::from_utf8(arg).ok();
     let parsed = text.and_then(|s| match s.strip_prefix('-') {
         Some(rest) if !rest.starts_with(['+', '-']) => {
