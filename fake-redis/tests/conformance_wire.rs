@@ -398,3 +398,33 @@ async fn the_smaller_divergences_found_by_mutation_are_gone() {
         .await;
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+#[tokio::test]
+async fn errors_echo_the_client_s_bytes_as_they_came() {
+    let pair = Pair::start(None).await;
+    let long = [b'\xe9'; 200];
+    let failures = pair
+        .differ(
+            "echo",
+            1,
+            &one_by_one(&[
+                request(&[b"FOO\xff"]),
+                request(&[b"FOO", b"a\xff", b"\xc3"]),
+                request(&[b"FO\x00O\xff", b"x"]),
+                request(&[b"FOO", b"a\x00b", b"c"]),
+                request(&[b"FOO\r\nBAR", b"\r\n"]),
+                request(&[&long, &long]),
+                request(&[b"FOO", b"\xe9\xe9", &long]),
+                request(&[b"CLIENT", b"x\x00\xff", b"z"]),
+                request(&[b"CLIENT", b"\xff\xfe"]),
+                request(&[b"SCRIPT", &long]),
+                request(&[b"PUBSUB", b"\xffx"]),
+                request(&[b"HELLO", b"3", b"\xffopt"]),
+                request(&[b"SET", b"k", b"v"]),
+                request(&[b"EXPIRE", b"k", b"10", b"\xffNX"]),
+                request(&[b"EXPIRE", b"k", b"10", b"N\x00X"]),
+            ]),
+        )
+        .await;
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

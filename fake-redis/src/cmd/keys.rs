@@ -86,10 +86,10 @@ impl ExpireCondition {
             } else if is(o, "lt") {
                 c.lt = true;
             } else {
-                return Err(Frame::error_owned(format!(
-                    "ERR Unsupported option {}",
-                    String::from_utf8_lossy(o)
-                )));
+                return Err(super::error_echoing(&[
+                    b"ERR Unsupported option ",
+                    super::c_text(o, usize::MAX),
+                ]));
             }
         }
         if c.nx && (c.xx || c.gt || c.lt) {
