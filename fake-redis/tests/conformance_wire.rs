@@ -428,3 +428,73 @@ async fn errors_echo_the_client_s_bytes_as_they_came() {
         .await;
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+#[tokio::test]
+async fn float_increments_compute_and_print_as_redis_s_long_double() {
+    let pair = Pair::start(None).await;
+    let mut requests = vec![
+        request(&[b"FLUSHALL"]),
+        request(&[b"INCRBYFLOAT", b"foo", b"0.024390243902439025"]),
+        request(&[b"INCRBYFLOAT", b"foo", b"-0.024390243902439025"]),
+        request(&[b"INCRBYFLOAT", b"x", b"123456789.123456789"]),
+        request(&[b"SET", b"big", b"9223372036854775807"]),
+        request(&[b"INCRBYFLOAT", b"big", b"0"]),
+        request(&[b"INCRBYFLOAT", b"max", b"1.7976931348623157e308"]),
+        request(&[b"INCRBYFLOAT", b"max", b"1.7976931348623157e308"]),
+        request(&[b"HINCRBYFLOAT", b"h", b"f", b"1e309"]),
+        request(&[b"HINCRBYFLOAT", b"h", b"f", b"-1e309"]),
+        request(&[b"HINCRBYFLOAT", b"h", b"f", b"inf"]),
+        request(&[b"INCRBYFLOAT", b"x", b"-inf"]),
+        request(&[b"INCRBYFLOAT", b"x", b"nan"]),
+        request(&[b"INCRBYFLOAT", b"x", b"0x1p-3"]),
+        request(&[b"INCRBYFLOAT", b"x", b" 1"]),
+        request(&[b"INCRBYFLOAT", b"x", b"1e-5000"]),
+        request(&[b"INCRBYFLOAT", b"x", b"1e4932"]),
+        request(&[b"INCRBYFLOAT", b"x", b"1e4931"]),
+        request(&[b"INCRBYFLOAT", b"tiny", b"1e-4940"]),
+        request(&[b"INCRBYFLOAT", b"tiny", b"3.6e-4951"]),
+        request(&[b"SET", b"s", b"inf"]),
+        request(&[b"INCRBYFLOAT", b"s", b"1"]),
+    ];
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for i in 0..600 {
+        let digits: String = (0..1 + next() % 25)
+            .map(|_| char::from(b'0' + (next() % 10) as u8))
+            .collect();
+        let point = (next() % (digits.len() as u64 + 1)) as usize;
+        let sign = if next() % 2 == 0 { "-" } else { "" };
+        let exp = match next() % 4 {
+            0 => String::new(),
+            _ => format!("e{}", (next() % 80) as i64 - 40),
+        };
+        let number = format!("{sign}{}.{}{exp}", &digits[..point], &digits[point..]);
+        let key = format!("k{}", i % 7);
+        if i % 3 == 0 {
+            requests.push(request(&[
+                b"HINCRBYFLOAT",
+                b"hf",
+                key.as_bytes(),
+                number.as_bytes(),
+            ]));
+        } else {
+            requests.push(request(&[
+                b"INCRBYFLOAT",
+                key.as_bytes(),
+                number.as_bytes(),
+            ]));
+        }
+    }
+    let failures = pair.differ("float", 1, &one_by_one(&requests)).await;
+    assert!(
+        failures.is_empty(),
+        "{} differ:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}

@@ -17,6 +17,7 @@ mod dispatch;
 mod hashes;
 mod keys;
 mod lists;
+mod long_double;
 mod parse;
 mod pubsub;
 mod scripting;
@@ -434,16 +435,6 @@ pub(crate) fn float(arg: &[u8]) -> Option<f64> {
     Some(v)
 }
 
-/// A float result as Redis prints `INCRBYFLOAT`'s (`%.17Lf` with trailing zeros trimmed). Redis
-/// computes in `long double`; rounding to 15 significant digits hides the extra error of `f64`,
-/// so `0.1 + 0.2` prints `0.3`, as it does in Redis.
-pub(crate) fn human_float(v: f64) -> Bytes {
-    let rounded: f64 = format!("{v:.14e}").parse().unwrap_or(v);
-    let text = format!("{rounded}");
-    let text = if text == "-0" { "0".to_owned() } else { text };
-    Bytes::from(text)
-}
-
 /// Whether `arg` equals `word`, ignoring ASCII case.
 pub(crate) fn is(arg: &[u8], word: &str) -> bool {
     arg.eq_ignore_ascii_case(word.as_bytes())
@@ -488,13 +479,5 @@ mod tests {
             unknown_command(&argv),
             Frame::error("ERR unknown command 'foo', with args beginning with: 'bar' ")
         );
-    }
-
-    #[test]
-    fn floats_print_as_incrbyfloat_does() {
-        assert_eq!(&human_float(0.1 + 0.2)[..], b"0.3");
-        assert_eq!(&human_float(10.5)[..], b"10.5");
-        assert_eq!(&human_float(3.0)[..], b"3");
-        assert_eq!(&human_float(5.0e3)[..], b"5000");
     }
 }

@@ -7,9 +7,10 @@
 //! `APPEND` keep it.
 
 use super::keys::as_str;
+use super::long_double::LongDouble;
 use super::{
-    Args, Cx, NOT_FLOAT, NOT_INTEGER, OVERFLOW, Reply, SYNTAX, Spec, WRITE, float, human_float,
-    int, int_bytes, invalid_expire, is,
+    Args, Cx, NOT_FLOAT, NOT_INTEGER, OVERFLOW, Reply, SYNTAX, Spec, WRITE, int, int_bytes,
+    invalid_expire, is,
 };
 use crate::engine::db::Value;
 use crate::resp::Frame;
@@ -401,14 +402,13 @@ fn incrbyfloat_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let now = cx.now;
     let old = match cx.lookup(key) {
         None => None,
-        Some(e) => Some(float(as_str(&e.value)?).ok_or(NOT_FLOAT)?),
+        Some(e) => Some(LongDouble::parse(as_str(&e.value)?).ok_or(NOT_FLOAT)?),
     };
     let incr = args.next_float()?;
-    let new = old.unwrap_or(0.0) + incr;
-    if !new.is_finite() {
+    let Ok(new) = old.unwrap_or(LongDouble::ZERO).add(incr) else {
         return Err(Frame::error("ERR increment would produce NaN or Infinity"));
-    }
-    let text = human_float(new);
+    };
+    let text = Bytes::from(new.to_human());
     let db = cx.keyspace();
     match (old, db.write(key, now)) {
         (Some(_), Some(entry)) => entry.value = Value::Str(text.clone()),
