@@ -123,6 +123,8 @@ pub(crate) struct Client {
     pub last_command_at: i64,
     /// `QUIT` ran: the connection closes once its reply is out.
     pub closing: bool,
+    /// `FAKE.AUTH` accepted the admin password on this connection.
+    pub admin: bool,
 }
 
 impl Client {
@@ -317,6 +319,7 @@ impl Engine {
                 created_at: now,
                 last_command_at: now,
                 closing: false,
+                admin: false,
             },
         );
         ClientId(id)
