@@ -303,16 +303,14 @@ impl<'a> Scan<'a> {
         Ok(scan)
     }
 
-    /// Walks keys in the fixed order of their hash; the cursor is the hash to resume at, so a key
-    /// present for the whole scan is returned (at least once), as Redis guarantees.
+    /// Walks the table's buckets from the cursor ([`Db::scan`](crate::engine::db::Db::scan)),
+    /// so a call costs in proportion to `COUNT` and a key present for the whole scan is
+    /// returned (at least once), as Redis guarantees.
     fn apply(self, cx: &mut Cx<'_>) -> Reply {
-        let keys = cx.keyspace().keys_in_scan_order();
-        let start = keys.partition_point(|(h, _)| *h < self.cursor);
-        let batch = &keys[start..keys.len().min(start + self.count)];
-        let next = keys.get(start + self.count).map_or(0, |(h, _)| (*h).max(1));
+        let (next, keys) = cx.keyspace().scan(self.cursor, self.count);
         let mut found = Vec::new();
-        for (_, key) in batch {
-            let Some(entry) = cx.lookup(key) else {
+        for key in keys {
+            let Some(entry) = cx.lookup(&key) else {
                 continue;
             };
             if let Some(t) = self.type_name
@@ -321,11 +319,11 @@ impl<'a> Scan<'a> {
                 continue;
             }
             if let Some(p) = self.pattern
-                && !glob_match(p, key)
+                && !glob_match(p, &key)
             {
                 continue;
             }
-            found.push(Frame::Bulk(key.clone()));
+            found.push(Frame::Bulk(key));
         }
         Ok(Frame::Array(vec![
             Frame::Bulk(Bytes::from(next.to_string())),
@@ -459,14 +457,13 @@ fn copy_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 /// logically expired is deleted and the draw repeats, as Redis's `dbRandomKey` does.
 fn randomkey_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
     loop {
-        let keys = cx.keyspace().keys_in_scan_order();
-        if keys.is_empty() {
+        let picked = cx.random_key();
+        let Some(key) = picked else {
             return Ok(Frame::Null);
-        }
-        let i = (cx.random() % keys.len() as u64) as usize;
-        let key = &keys[i].1;
-        if cx.lookup(key).is_some() {
-            return Ok(Frame::Bulk(key.clone()));
+        };
+        // An expired key is deleted by the lookup, and another drawn, as in Redis.
+        if cx.lookup(&key).is_some() {
+            return Ok(Frame::Bulk(key));
         }
     }
 }

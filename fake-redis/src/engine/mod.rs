@@ -514,6 +514,12 @@ impl Engine {
         xorshift(&mut self.rng)
     }
 
+    /// A key of database `db` drawn with the seeded generator, live or not (`RANDOMKEY`).
+    pub(crate) fn random_key(&mut self, db: usize) -> Option<Bytes> {
+        let Engine { dbs, rng, .. } = self;
+        dbs[db].random_key(|| xorshift(rng))
+    }
+
     // ---- faults ----
 
     /// The fault plan: the faults, each node's sequence numbers and the fault log.
