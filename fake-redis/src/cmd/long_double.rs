@@ -208,37 +208,31 @@ impl LongDouble {
 
 /// Decimal text `digits[.digits][e[sign]digits]`: its digits and power of ten.
 fn decimal_digits(text: &[u8]) -> Option<(Big, i64, i64)> {
-    let (mantissa, exponent) = match text.iter().position(|&c| c == b'e' || c == b'E') {
-        Some(i) => (&text[..i], Some(&text[i + 1..])),
-        None => (text, None),
-    };
-    let (whole, fraction) = split_point(mantissa)?;
-    let mut digits = Big::zero();
-    for &c in whole.iter().chain(fraction) {
-        if !c.is_ascii_digit() {
-            return None;
-        }
-        digits.mul_small(10);
-        digits.add_small(u32::from(c - b'0'));
-    }
-    let exp10 = exponent.map_or(Some(0), signed_exponent)? - fraction.len() as i64;
+    let (digits, exp10) = positional(text, 10, b'e', 1)?;
     Some((digits, 0, exp10))
 }
 
 /// Hexadecimal text after `0x`: `hex[.hex][p[sign]digits]`, its digits and power of two.
 fn hex_digits(text: &[u8]) -> Option<(Big, i64, i64)> {
-    let (mantissa, exponent) = match text.iter().position(|&c| c == b'p' || c == b'P') {
+    let (digits, exp2) = positional(text, 16, b'p', 4)?;
+    Some((digits, exp2, 0))
+}
+
+/// Digits in `radix` with an optional point and an optional exponent after `marker` (either
+/// case): the digits as an integer and the exponent, less `scale` per fraction digit.
+fn positional(text: &[u8], radix: u32, marker: u8, scale: i64) -> Option<(Big, i64)> {
+    let (mantissa, exponent) = match text.iter().position(|&c| c | 0x20 == marker) {
         Some(i) => (&text[..i], Some(&text[i + 1..])),
         None => (text, None),
     };
     let (whole, fraction) = split_point(mantissa)?;
     let mut digits = Big::zero();
     for &c in whole.iter().chain(fraction) {
-        digits.mul_small(16);
-        digits.add_small((c as char).to_digit(16)?);
+        digits.mul_small(radix);
+        digits.add_small((c as char).to_digit(radix)?);
     }
-    let exp2 = exponent.map_or(Some(0), signed_exponent)? - 4 * fraction.len() as i64;
-    Some((digits, exp2, 0))
+    let exp = exponent.map_or(Some(0), signed_exponent)? - scale * fraction.len() as i64;
+    Some((digits, exp))
 }
 
 /// Splits digits at an optional point; at least one digit is required.
