@@ -41,6 +41,10 @@ struct Args {
     /// Clients must AUTH with this password first.
     #[arg(long)]
     requirepass: Option<String>,
+    /// FAKE.* admin commands need FAKE.AUTH <this> first on each connection. Without it they
+    /// are open on a loopback --bind and refused on any other.
+    #[arg(long)]
+    admin_password: Option<String>,
     /// Refuse connections beyond this many.
     #[arg(long, default_value_t = DEFAULT_MAXCLIENTS)]
     maxclients: usize,
@@ -83,6 +87,7 @@ fn main() -> ExitCode {
         },
         requirepass: args.requirepass.map(Bytes::from),
         maxclients: args.maxclients,
+        admin_password: args.admin_password.map(Bytes::from),
         ..ServerConfig::default()
     };
     if let Some(seed) = args.seed {

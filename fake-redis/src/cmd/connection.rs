@@ -135,10 +135,11 @@ fn hello_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
             valid_client_name(new_name)?;
             name = Some(new_name.clone());
         } else {
-            return Err(Frame::error_owned(format!(
-                "ERR Syntax error in HELLO option '{}'",
-                String::from_utf8_lossy(opt)
-            )));
+            return Err(super::error_echoing(&[
+                b"ERR Syntax error in HELLO option '",
+                super::c_text(opt, usize::MAX),
+                b"'",
+            ]));
         }
     }
     if let Some((user, password)) = credentials {

@@ -103,6 +103,12 @@ impl<'a> Cx<'a> {
         self.engine.random()
     }
 
+    /// A key of the selected database drawn with the engine's generator (`RANDOMKEY`), live or
+    /// not; None when it is empty.
+    pub fn random_key(&mut self) -> Option<Bytes> {
+        self.engine.random_key(self.db)
+    }
+
     /// Subscribes the calling client to `name`: how many subscriptions it has then.
     pub fn subscribe(&mut self, kind: Subscription, name: &Bytes) -> usize {
         self.engine.subscribe(self.client, kind, name)

@@ -9,7 +9,7 @@
 //! a command, is in `engine/mod.rs`; the handlers are in the family files beside this one.
 
 use super::parse::Args;
-use super::{Cx, NO_AUTH, NOT_QUEUED, PUBSUB_CONTEXT, lookup, unknown_command, wrong_arity};
+use super::{Cx, NO_AUTH, NOT_QUEUED, PUBSUB_CONTEXT, Spec, lookup, unknown_command, wrong_arity};
 use crate::engine::{ClientId, Engine};
 use crate::resp::Frame;
 use bytes::Bytes;
@@ -58,24 +58,25 @@ fn dispatch(engine: &mut Engine, id: u64, argv: &[Bytes], now: i64) -> Frame {
         return unknown_command(argv);
     };
     if !spec.arity_ok(argv.len()) {
-        if let Some(m) = &mut client.multi {
-            m.failed = true;
-        }
-        return wrong_arity(spec.name);
+        return reject(engine, id, spec, wrong_arity(spec.name));
     }
     if requirepass && !client.authenticated && !spec.has(NO_AUTH) {
-        if let Some(m) = &mut client.multi {
-            m.failed = true;
-        }
-        return Frame::error("NOAUTH Authentication required.");
+        return reject(
+            engine,
+            id,
+            spec,
+            Frame::error("NOAUTH Authentication required."),
+        );
     }
     if client.in_pubsub_context() && !spec.has(PUBSUB_CONTEXT) {
-        return Frame::error_owned(format!(
+        let error = Frame::error_owned(format!(
             "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / \
              RESET are allowed in this context",
             spec.name
         ));
+        return reject(engine, id, spec, error);
     }
+    let client = engine.client_mut(id).expect("checked by start_command");
     if let Some(m) = &mut client.multi
         && !spec.has(NOT_QUEUED)
     {
@@ -85,6 +86,27 @@ fn dispatch(engine: &mut Engine, id: u64, argv: &[Bytes], now: i64) -> Frame {
     let db = client.db;
     let cx = &mut Cx::new(engine, id, db, now);
     (spec.run)(cx, &mut Args::new(argv)).unwrap_or_else(|error| error)
+}
+
+/// Redis's `rejectCommand`: a command refused before it runs fails the client's open
+/// transaction, and a refused `EXEC` discards it (its watches too) and says why as an
+/// `EXECABORT`, the reason without its `ERR` code.
+#[cold]
+fn reject(engine: &mut Engine, id: u64, spec: &Spec, error: Frame) -> Frame {
+    let client = engine.client_mut(id).expect("checked by start_command");
+    if !std::ptr::eq(spec, &super::transactions::EXEC) {
+        if let Some(m) = &mut client.multi {
+            m.failed = true;
+        }
+        return error;
+    }
+    client.multi = None;
+    engine.unwatch(id);
+    let text = error.error_text().unwrap_or_default();
+    let reason = text.strip_prefix("ERR ").unwrap_or(text);
+    Frame::error_owned(format!(
+        "EXECABORT Transaction discarded because of: {reason}"
+    ))
 }
 
 /// Runs the commands of an `EXEC`, back to back at the transaction's frozen time (each was

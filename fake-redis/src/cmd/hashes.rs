@@ -5,9 +5,8 @@
 //! lock scripts `PEXPIRE` right after. Small hashes reply in insertion order, as Redis's listpack
 //! encoding does.
 
-use super::{
-    Args, Cx, OVERFLOW, Reply, Spec, WRITE, float, human_float, int_bytes, is, wrong_arity,
-};
+use super::long_double::{LongDouble, Parsed};
+use super::{Args, Cx, OVERFLOW, Reply, Spec, WRITE, int_bytes, is, wrong_arity};
 use crate::engine::db::{Hash, Value};
 use crate::resp::Frame;
 use bytes::Bytes;
@@ -202,19 +201,19 @@ fn hincrby_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 }
 
 fn hincrbyfloat_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
-    let (key, field, incr) = (args.next_bytes()?, args.next_bytes()?, args.next_float()?);
-    if !incr.is_finite() {
+    let (key, field) = (args.next_bytes()?, args.next_bytes()?);
+    let incr = args.next_float()?;
+    if incr == Parsed::Infinite {
         return Err(Frame::error("ERR value is NaN or Infinity"));
     }
     let old = match read(cx, key)?.and_then(|h| h.get(field)) {
-        None => 0.0,
-        Some(v) => float(v).ok_or(Frame::error("ERR hash value is not a float"))?,
+        None => LongDouble::ZERO,
+        Some(v) => LongDouble::parse(v).ok_or(Frame::error("ERR hash value is not a float"))?,
     };
-    let new = old + incr;
-    if !new.is_finite() {
+    let Ok(new) = old.add(incr) else {
         return Err(Frame::error("ERR increment would produce NaN or Infinity"));
-    }
-    let text = human_float(new);
+    };
+    let text = Bytes::from(new.to_human());
     write(cx, key)?.insert(field.clone(), text.clone());
     cx.keyspace().touch(key);
     Ok(Frame::Bulk(text))

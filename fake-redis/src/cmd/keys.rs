@@ -86,10 +86,10 @@ impl ExpireCondition {
             } else if is(o, "lt") {
                 c.lt = true;
             } else {
-                return Err(Frame::error_owned(format!(
-                    "ERR Unsupported option {}",
-                    String::from_utf8_lossy(o)
-                )));
+                return Err(super::error_echoing(&[
+                    b"ERR Unsupported option ",
+                    super::c_text(o, usize::MAX),
+                ]));
             }
         }
         if c.nx && (c.xx || c.gt || c.lt) {
@@ -303,16 +303,14 @@ impl<'a> Scan<'a> {
         Ok(scan)
     }
 
-    /// Walks keys in the fixed order of their hash; the cursor is the hash to resume at, so a key
-    /// present for the whole scan is returned (at least once), as Redis guarantees.
+    /// Walks the table's buckets from the cursor ([`Db::scan`](crate::engine::db::Db::scan)),
+    /// so a call costs in proportion to `COUNT` and a key present for the whole scan is
+    /// returned (at least once), as Redis guarantees.
     fn apply(self, cx: &mut Cx<'_>) -> Reply {
-        let keys = cx.keyspace().keys_in_scan_order();
-        let start = keys.partition_point(|(h, _)| *h < self.cursor);
-        let batch = &keys[start..keys.len().min(start + self.count)];
-        let next = keys.get(start + self.count).map_or(0, |(h, _)| (*h).max(1));
+        let (next, keys) = cx.keyspace().scan(self.cursor, self.count);
         let mut found = Vec::new();
-        for (_, key) in batch {
-            let Some(entry) = cx.lookup(key) else {
+        for key in keys {
+            let Some(entry) = cx.lookup(&key) else {
                 continue;
             };
             if let Some(t) = self.type_name
@@ -321,11 +319,11 @@ impl<'a> Scan<'a> {
                 continue;
             }
             if let Some(p) = self.pattern
-                && !glob_match(p, key)
+                && !glob_match(p, &key)
             {
                 continue;
             }
-            found.push(Frame::Bulk(key.clone()));
+            found.push(Frame::Bulk(key));
         }
         Ok(Frame::Array(vec![
             Frame::Bulk(Bytes::from(next.to_string())),
@@ -334,9 +332,13 @@ impl<'a> Scan<'a> {
     }
 }
 
-/// A `SCAN` cursor (`ERR invalid cursor`), read as C's `strtoul` reads it: a sign is allowed
-/// and `-1` wraps to `u64::MAX`, as in Redis.
+/// A `SCAN` cursor (`ERR invalid cursor`), read as C's `strtoul` reads it: a sign is allowed,
+/// `-1` wraps to `u64::MAX`, and the empty cursor is 0 (nothing converted, and nothing left), as
+/// in Redis.
 pub(crate) fn parse_cursor(arg: &[u8]) -> Result<u64, Frame> {
+    if arg.is_empty() {
+        return Ok(0);
+    }
     let text = std::str::from_utf8(arg).ok();
     let parsed = text.and_then(|s| match s.strip_prefix('-') {
         Some(rest) if !rest.starts_with(['+', '-']) => {
@@ -455,14 +457,13 @@ fn copy_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 /// logically expired is deleted and the draw repeats, as Redis's `dbRandomKey` does.
 fn randomkey_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
     loop {
-        let keys = cx.keyspace().keys_in_scan_order();
-        if keys.is_empty() {
+        let picked = cx.random_key();
+        let Some(key) = picked else {
             return Ok(Frame::Null);
-        }
-        let i = (cx.random() % keys.len() as u64) as usize;
-        let key = &keys[i].1;
-        if cx.lookup(key).is_some() {
-            return Ok(Frame::Bulk(key.clone()));
+        };
+        // An expired key is deleted by the lookup, and another drawn, as in Redis.
+        if cx.lookup(&key).is_some() {
+            return Ok(Frame::Bulk(key));
         }
     }
 }

@@ -17,6 +17,7 @@ mod dispatch;
 mod hashes;
 mod keys;
 mod lists;
+mod long_double;
 mod parse;
 mod pubsub;
 mod scripting;
@@ -322,6 +323,13 @@ pub(crate) fn write_aggregate<'a, T: Aggregate>(
 /// After a write: deletes the key if its collection is empty (as Redis does) and signals the
 /// change to `WATCH`.
 pub(crate) fn finish_aggregate<T: Aggregate>(cx: &mut Cx<'_>, key: &[u8]) {
+    finish_aggregate_if::<T>(cx, key, true);
+}
+
+/// [`finish_aggregate`] for a write that may have changed nothing (a member already there, a
+/// score left as it was): `WATCH` hears of it only if it `changed` the key, as Redis calls
+/// `signalModifiedKey` only then.
+pub(crate) fn finish_aggregate_if<T: Aggregate>(cx: &mut Cx<'_>, key: &[u8], changed: bool) {
     let now = cx.now;
     let db = cx.keyspace();
     if db
@@ -331,34 +339,57 @@ pub(crate) fn finish_aggregate<T: Aggregate>(cx: &mut Cx<'_>, key: &[u8]) {
     {
         db.remove(key, now);
     }
-    db.touch(key);
+    if changed {
+        db.touch(key);
+    }
 }
 
 pub(crate) const WRONGTYPE: Frame =
     Frame::error("WRONGTYPE Operation against a key holding the wrong kind of value");
 pub(crate) const OVERFLOW: Frame = Frame::error("ERR increment or decrement would overflow");
 
-/// `ERR unknown command 'foo', with args beginning with: 'bar' ` (Redis's `processCommand`).
+/// `ERR unknown command 'foo', with args beginning with: 'bar' ` (Redis's `processCommand`):
+/// the client's bytes as they came, each cut where C's `printf` cuts it.
 pub(crate) fn unknown_command(argv: &[Bytes]) -> Frame {
-    let mut args = String::new();
+    let mut args = Vec::new();
     for a in argv.iter().skip(1) {
         if args.len() >= 128 {
             break;
         }
-        let text = String::from_utf8_lossy(a);
         let room = 128 - args.len();
-        let cut: String = text.chars().take(room).collect();
-        args.push('\'');
-        args.push_str(&cut);
-        args.push_str("' ");
+        args.push(b'\'');
+        args.extend_from_slice(c_text(a, room));
+        args.extend_from_slice(b"' ");
     }
-    let name: String = argv
-        .first()
-        .map(|n| String::from_utf8_lossy(n).chars().take(128).collect())
-        .unwrap_or_default();
-    Frame::error_owned(sanitize(format!(
-        "ERR unknown command '{name}', with args beginning with: {args}"
-    )))
+    let name = argv.first().map_or(&[][..], |n| c_text(n, 128));
+    error_echoing(&[
+        b"ERR unknown command '",
+        name,
+        b"', with args beginning with: ",
+        &args,
+    ])
+}
+
+/// The part of a client's argument that C's `%.Ns` prints: up to its first NUL, at most `max`
+/// bytes.
+pub(crate) fn c_text(arg: &[u8], max: usize) -> &[u8] {
+    let arg = &arg[..arg.len().min(max)];
+    match arg.iter().position(|&b| b == 0) {
+        Some(nul) => &arg[..nul],
+        None => arg,
+    }
+}
+
+/// An error whose text echoes a client's bytes (`parts` joined), kept as they came: Redis
+/// writes them unchanged, only line breaks become spaces.
+pub(crate) fn error_echoing(parts: &[&[u8]]) -> Frame {
+    let mut text = parts.concat();
+    for b in &mut text {
+        if matches!(*b, b'\r' | b'\n') {
+            *b = b' ';
+        }
+    }
+    Frame::error_from_bytes(text)
 }
 
 /// `ERR wrong number of arguments for 'get' command`.
@@ -370,24 +401,18 @@ pub(crate) fn wrong_arity(name: &str) -> Frame {
 
 /// `ERR unknown subcommand 'foo'. Try CLIENT HELP.`
 pub(crate) fn unknown_subcommand(container: &str, sub: &[u8]) -> Frame {
-    let sub: String = String::from_utf8_lossy(sub).chars().take(128).collect();
-    Frame::error_owned(sanitize(format!(
-        "ERR unknown subcommand '{sub}'. Try {container} HELP."
-    )))
+    error_echoing(&[
+        b"ERR unknown subcommand '",
+        c_text(sub, 128),
+        b"'. Try ",
+        container.as_bytes(),
+        b" HELP.",
+    ])
 }
 
 /// `ERR invalid expire time in 'set' command`.
 pub(crate) fn invalid_expire(name: &str) -> Frame {
     Frame::error_owned(format!("ERR invalid expire time in '{name}' command"))
-}
-
-/// An error line cannot hold a line break; Redis replaces them with spaces.
-fn sanitize(s: String) -> String {
-    if s.contains(['\r', '\n']) {
-        s.replace(['\r', '\n'], " ")
-    } else {
-        s
-    }
 }
 
 // ---- argument parsing ----
@@ -408,16 +433,6 @@ pub(crate) fn float(arg: &[u8]) -> Option<f64> {
         return None;
     }
     Some(v)
-}
-
-/// A float result as Redis prints `INCRBYFLOAT`'s (`%.17Lf` with trailing zeros trimmed). Redis
-/// computes in `long double`; rounding to 15 significant digits hides the extra error of `f64`,
-/// so `0.1 + 0.2` prints `0.3`, as it does in Redis.
-pub(crate) fn human_float(v: f64) -> Bytes {
-    let rounded: f64 = format!("{v:.14e}").parse().unwrap_or(v);
-    let text = format!("{rounded}");
-    let text = if text == "-0" { "0".to_owned() } else { text };
-    Bytes::from(text)
 }
 
 /// Whether `arg` equals `word`, ignoring ASCII case.
@@ -464,13 +479,5 @@ mod tests {
             unknown_command(&argv),
             Frame::error("ERR unknown command 'foo', with args beginning with: 'bar' ")
         );
-    }
-
-    #[test]
-    fn floats_print_as_incrbyfloat_does() {
-        assert_eq!(&human_float(0.1 + 0.2)[..], b"0.3");
-        assert_eq!(&human_float(10.5)[..], b"10.5");
-        assert_eq!(&human_float(3.0)[..], b"3");
-        assert_eq!(&human_float(5.0e3)[..], b"5000");
     }
 }

@@ -12,7 +12,8 @@
 //! The cursor borrows the request: reading an argument copies nothing, which keeps the path of
 //! the lock's scripts free of allocations.
 
-use super::{NOT_FLOAT, SYNTAX, float, int, is};
+use super::long_double::{LongDouble, Parsed};
+use super::{NOT_FLOAT, SYNTAX, int, is};
 use crate::resp::Frame;
 use bytes::Bytes;
 
@@ -65,12 +66,10 @@ impl<'a> Args<'a> {
         int(self.next_bytes()?)
     }
 
-    /// The next argument as a float (`ERR value is not a valid float`).
-    pub fn next_float(&mut self) -> Result<f64, Frame> {
-        match float(self.next_bytes()?) {
-            Some(v) => Ok(v),
-            None => Err(NOT_FLOAT),
-        }
+    /// The next argument as a `long double`, as `INCRBYFLOAT` reads its increment (`ERR value
+    /// is not a valid float`).
+    pub fn next_float(&mut self) -> Result<Parsed, Frame> {
+        LongDouble::parse(self.next_bytes()?).ok_or(NOT_FLOAT)
     }
 
     /// Takes the next argument if it is `word` (any case): whether it was.

@@ -92,10 +92,11 @@ fn pubsub_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let engine = cx.engine();
     if is(sub, "channels") {
         if args.remaining() > 1 {
-            return Err(Frame::error_owned(format!(
-                "ERR unknown subcommand or wrong number of arguments for '{}'. Try PUBSUB HELP.",
-                String::from_utf8_lossy(sub)
-            )));
+            return Err(super::error_echoing(&[
+                b"ERR unknown subcommand or wrong number of arguments for '",
+                super::c_text(sub, 128),
+                b"'. Try PUBSUB HELP.",
+            ]));
         }
         let pattern = args.next();
         return Ok(Frame::Array(

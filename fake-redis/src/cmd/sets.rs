@@ -73,6 +73,11 @@ fn done(cx: &mut Cx<'_>, key: &[u8]) {
     super::finish_aggregate::<Members>(cx, key);
 }
 
+/// [`done`] for a write that may have changed nothing: `WATCH` hears of it only if it did.
+fn done_if(cx: &mut Cx<'_>, key: &[u8], changed: bool) {
+    super::finish_aggregate_if::<Members>(cx, key, changed);
+}
+
 fn set_reply<'a>(members: impl IntoIterator<Item = &'a Bytes>) -> Frame {
     Frame::Set(
         members
@@ -88,7 +93,7 @@ fn sadd_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         Some(set) => args.filter(|m| set.insert((*m).clone())).count(),
         None => 0,
     };
-    done(cx, key);
+    done_if(cx, key, added > 0);
     Ok(Frame::Integer(added as i64))
 }
 
@@ -298,12 +303,16 @@ fn algebra_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let len = result.len();
     let now = cx.now;
     let db = cx.keyspace();
-    if result.is_empty() {
-        db.remove(destination, now);
+    // An empty result deletes the destination, a change only if it was there.
+    let changed = if result.is_empty() {
+        db.remove(destination, now).is_some()
     } else {
         db.insert(destination, Value::Set(result), None, now);
+        true
+    };
+    if changed {
+        db.touch(destination);
     }
-    db.touch(destination);
     Ok(Frame::Integer(len as i64))
 }
 
@@ -324,10 +333,11 @@ fn smove_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         set.remove(&member[..]);
     }
     done(cx, source);
-    if let Ok(Some(set)) = write(cx, destination, true) {
-        set.insert(member.clone());
-    }
-    done(cx, destination);
+    let added = match write(cx, destination, true) {
+        Ok(Some(set)) => set.insert(member.clone()),
+        _ => false,
+    };
+    done_if(cx, destination, added);
     Ok(Frame::Integer(1))
 }
 

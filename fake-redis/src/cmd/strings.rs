@@ -7,9 +7,10 @@
 //! `APPEND` keep it.
 
 use super::keys::as_str;
+use super::long_double::LongDouble;
 use super::{
-    Args, Cx, NOT_FLOAT, NOT_INTEGER, OVERFLOW, Reply, SYNTAX, Spec, WRITE, float, human_float,
-    int, int_bytes, invalid_expire, is,
+    Args, Cx, NOT_FLOAT, NOT_INTEGER, OVERFLOW, Reply, SYNTAX, Spec, WRITE, int, int_bytes,
+    invalid_expire, is,
 };
 use crate::engine::db::Value;
 use crate::resp::Frame;
@@ -401,14 +402,13 @@ fn incrbyfloat_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let now = cx.now;
     let old = match cx.lookup(key) {
         None => None,
-        Some(e) => Some(float(as_str(&e.value)?).ok_or(NOT_FLOAT)?),
+        Some(e) => Some(LongDouble::parse(as_str(&e.value)?).ok_or(NOT_FLOAT)?),
     };
     let incr = args.next_float()?;
-    let new = old.unwrap_or(0.0) + incr;
-    if !new.is_finite() {
+    let Ok(new) = old.unwrap_or(LongDouble::ZERO).add(incr) else {
         return Err(Frame::error("ERR increment would produce NaN or Infinity"));
-    }
-    let text = human_float(new);
+    };
+    let text = Bytes::from(new.to_human());
     let db = cx.keyspace();
     match (old, db.write(key, now)) {
         (Some(_), Some(entry)) => entry.value = Value::Str(text.clone()),
@@ -422,6 +422,9 @@ fn append_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let (key, tail) = (args.next_bytes()?, args.next_bytes()?);
     let now = cx.now;
     let old = get(cx, key)?;
+    if let Some(old) = &old {
+        check_length(old.len() as i64 + tail.len() as i64)?;
+    }
     let db = cx.keyspace();
     let len = match (old, db.write(key, now)) {
         (Some(old), Some(entry)) => {
@@ -470,6 +473,17 @@ fn getrange_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 /// Redis's `proto-max-bulk-len` default: no string may grow past 512 MB.
 const MAX_STRING: i64 = 512 * 1024 * 1024;
 
+/// Redis's `checkStringLength`: a command that grows a string to `len` bytes fails first if
+/// that is past [`MAX_STRING`].
+fn check_length(len: i64) -> Result<(), Frame> {
+    if len > MAX_STRING {
+        return Err(Frame::error(
+            "ERR string exceeds maximum allowed size (proto-max-bulk-len)",
+        ));
+    }
+    Ok(())
+}
+
 /// `SETRANGE key offset value`: overwrites from `offset`, zero-padding a short string; the new
 /// length. Keeps the TTL; an empty value changes nothing (and creates nothing).
 fn setrange_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
@@ -483,11 +497,7 @@ fn setrange_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     if value.is_empty() {
         return Ok(Frame::Integer(old.map_or(0, |s| s.len() as i64)));
     }
-    if offset.saturating_add(value.len() as i64) > MAX_STRING {
-        return Err(Frame::error(
-            "ERR string exceeds maximum allowed size (proto-max-bulk-len)",
-        ));
-    }
+    check_length(offset.saturating_add(value.len() as i64))?;
     let offset = offset as usize;
     let mut new = old.as_deref().unwrap_or_default().to_vec();
     if new.len() < offset + value.len() {

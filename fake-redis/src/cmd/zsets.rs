@@ -33,6 +33,66 @@ pub(crate) static ZPOPMAX: Spec = Spec::new("zpopmax", -2, WRITE, zpop_command);
 pub(crate) static ZSCAN: Spec = Spec::new("zscan", -3, 0, zscan_command);
 
 const NOT_A_RANGE: Frame = Frame::error("ERR min or max is not a float");
+
+/// A score bound as Redis's `zslParseRange` reads it: C's `strtod` over the whole argument, NaN
+/// refused. So leading white space is skipped, hexadecimal (`0x1p3`) is read, and the empty
+/// argument is 0 (`strtod` converts nothing and stops at its end).
+fn strtod(arg: &[u8]) -> Option<f64> {
+    if arg.is_empty() {
+        return Some(0.0);
+    }
+    let start = arg
+        .iter()
+        .position(|c| !matches!(c, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r'))?;
+    let text = std::str::from_utf8(&arg[start..]).ok()?;
+    let (negative, unsigned) = match text.as_bytes().first() {
+        Some(b'-') => (true, &text[1..]),
+        Some(b'+') => (false, &text[1..]),
+        _ => (false, text),
+    };
+    let value = match unsigned
+        .strip_prefix("0x")
+        .or_else(|| unsigned.strip_prefix("0X"))
+    {
+        Some(hex) => hex_float(hex)?,
+        // Rust reads what `strtod` reads in decimal, `inf`, `infinity` and `nan` included; a
+        // second sign is refused by both.
+        None if unsigned.starts_with(['+', '-']) => return None,
+        None => unsigned.parse::<f64>().ok()?,
+    };
+    let value = if negative { -value } else { value };
+    (!value.is_nan()).then_some(value)
+}
+
+/// The digits of a C hexadecimal float after its `0x`: hex digits with an optional point, at
+/// least one digit, then an optional binary exponent `p[+-]digits`.
+fn hex_float(text: &str) -> Option<f64> {
+    let (digits, exponent) = match text.find(['p', 'P']) {
+        Some(i) => (&text[..i], Some(&text[i + 1..])),
+        None => (text, None),
+    };
+    let (whole, fraction) = digits.split_once('.').unwrap_or((digits, ""));
+    if whole.is_empty() && fraction.is_empty() {
+        return None;
+    }
+    let mut value = 0f64;
+    for c in whole.chars().chain(fraction.chars()) {
+        value = value * 16.0 + f64::from(c.to_digit(16)?);
+    }
+    let mut exp = -4 * i32::try_from(fraction.len()).ok()?;
+    if let Some(e) = exponent {
+        let unsigned = e.strip_prefix(['+', '-']).unwrap_or(e);
+        if unsigned.is_empty() || !unsigned.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        exp = exp.saturating_add(e.parse::<i32>().unwrap_or(if e.starts_with('-') {
+            i32::MIN / 2
+        } else {
+            i32::MAX / 2
+        }));
+    }
+    Some(value * 2f64.powi(exp))
+}
 const NOT_A_LEX_RANGE: Frame = Frame::error("ERR min or max not valid string range item");
 const NAN: Frame = Frame::error("ERR resulting score is not a number (NaN)");
 
@@ -73,6 +133,11 @@ fn done(cx: &mut Cx<'_>, key: &[u8]) {
     super::finish_aggregate::<ZSet>(cx, key);
 }
 
+/// [`done`] for a write that may have changed nothing: `WATCH` hears of it only if it did.
+fn done_if(cx: &mut Cx<'_>, key: &[u8], changed: bool) {
+    super::finish_aggregate_if::<ZSet>(cx, key, changed);
+}
+
 /// A score argument (`ERR value is not a valid float`). Redis's `string2d` also refuses a
 /// literal that overflows to infinity or underflows to zero (`strtod`'s `ERANGE`), though it
 /// takes `inf` itself; range bounds (`ScoreRange`) have no such check, as in Redis.
@@ -111,11 +176,11 @@ impl ScoreRange {
         fn bound(arg: &[u8]) -> Option<Bound> {
             match arg.strip_prefix(b"(") {
                 Some(rest) => Some(Bound {
-                    value: float(rest)?,
+                    value: strtod(rest)?,
                     exclusive: true,
                 }),
                 None => Some(Bound {
-                    value: float(arg)?,
+                    value: strtod(arg)?,
                     exclusive: false,
                 }),
             }
@@ -358,7 +423,7 @@ fn zadd<'m>(
             }
         }
     }
-    done(cx, key);
+    done_if(cx, key, added + updated > 0);
     if let Some(e) = failed {
         return Err(e);
     }

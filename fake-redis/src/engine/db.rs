@@ -451,7 +451,16 @@ pub(crate) struct Db {
     pub(crate) watches: Watches,
     journal: Option<Journal>,
     pub(crate) stats: DbStats,
+    /// Changes whenever keys may have moved in the table (it grew or rehashed, or was cleared):
+    /// the stamp on a `SCAN` cursor (see [`Db::scan`]).
+    layout_epoch: u64,
 }
+
+/// Bits of a `SCAN` cursor that hold the bucket to resume at; the bits above hold the layout
+/// epoch it was issued in.
+const CURSOR_POSITION_BITS: u32 = 40;
+/// The epochs a cursor tells apart (they wrap).
+const CURSOR_EPOCH_MASK: u64 = (1 << 23) - 1;
 
 /// A key with a TTL, as the active expiry cycle samples it. The deadline is a copy kept exact, so
 /// sampling a key that has not expired costs no table lookup.
@@ -491,6 +500,15 @@ fn unlist(table: &mut HashTable<Slot>, volatile: &mut Vec<Candidate>, ix: u32) {
         if let Some(slot) = table.find_mut(moved.hash, |s| s.entry.volatile_ix == from) {
             slot.entry.volatile_ix = ix;
         }
+    }
+}
+
+/// Before a new key goes in: a table with no room left grows or rehashes on this insert, and its
+/// keys move, so a `SCAN` cursor issued before must not resume by position.
+#[inline]
+fn note_layout(table: &HashTable<Slot>, layout_epoch: &mut u64) {
+    if table.capacity() == table.len() {
+        *layout_epoch += 1;
     }
 }
 
@@ -573,7 +591,10 @@ impl Db {
             volatile_ix: NOT_VOLATILE,
         };
         let Db {
-            table, volatile, ..
+            table,
+            volatile,
+            layout_epoch,
+            ..
         } = self;
         let candidate = |entry: &mut Entry, volatile: &mut Vec<Candidate>| {
             if let Some(deadline) = deadline {
@@ -600,6 +621,7 @@ impl Db {
                 let mut entry = entry;
                 candidate(&mut entry, volatile);
                 let table = absent.into_table();
+                note_layout(table, layout_epoch);
                 table.insert_unique(
                     h,
                     Slot {
@@ -687,6 +709,7 @@ impl Db {
             deadline: None,
             volatile_ix: NOT_VOLATILE,
         };
+        note_layout(&self.table, &mut self.layout_epoch);
         self.table.insert_unique(
             h,
             Slot {
@@ -782,6 +805,62 @@ impl Db {
         }
         self.table.clear();
         self.volatile.clear();
+        self.layout_epoch += 1;
+    }
+
+    /// One step of `SCAN` from `cursor`: the keys (live or not) of the table's next buckets, until
+    /// `count` keys or `10 × count` buckets, and the cursor to resume at (0 once the table is
+    /// done). A call costs in proportion to `count`, whatever the size of the keyspace.
+    ///
+    /// The cursor is a bucket position stamped with the layout epoch. A key never moves in the
+    /// table while it stays (a removal leaves the others where they are, an insert fills a free
+    /// bucket) unless the table grows or rehashes, which only an insert into a table with no room
+    /// left does, or is cleared; the epoch changes then. A cursor of another epoch starts over,
+    /// which SCAN's contract allows: a key may come twice, none present throughout is missed. (So
+    /// a scan slower than a keyspace that keeps doubling starts over until the growth stops; a
+    /// keyspace of steady size, however busy, rehashes rarely.)
+    pub fn scan(&self, cursor: u64, count: usize) -> (u64, Vec<Bytes>) {
+        let epoch = self.layout_epoch & CURSOR_EPOCH_MASK;
+        let mut at = if cursor >> CURSOR_POSITION_BITS == epoch {
+            (cursor & ((1 << CURSOR_POSITION_BITS) - 1)) as usize
+        } else {
+            0
+        };
+        let buckets = self.table.num_buckets();
+        let budget = at.saturating_add(count.saturating_mul(10));
+        let mut keys = Vec::with_capacity(count.min(1024));
+        while at < buckets && at < budget && keys.len() < count {
+            if let Some(slot) = self.table.get_bucket(at) {
+                keys.push(slot.key.to_bytes());
+            }
+            at += 1;
+        }
+        let next = if at >= buckets {
+            0
+        } else {
+            epoch << CURSOR_POSITION_BITS | at as u64
+        };
+        (next, keys)
+    }
+
+    /// A key drawn uniformly from the table (live or not), or None when it is empty: random
+    /// buckets until one holds a key, as Redis draws from its buckets. A table thinned by
+    /// deletions (hashbrown keeps its buckets) falls back to the first key after a drawn bucket.
+    pub fn random_key(&self, mut next_random: impl FnMut() -> u64) -> Option<Bytes> {
+        if self.table.is_empty() {
+            return None;
+        }
+        let buckets = self.table.num_buckets();
+        let mut draw = || ((u128::from(next_random()) * buckets as u128) >> 64) as usize;
+        for _ in 0..64 {
+            if let Some(slot) = self.table.get_bucket(draw()) {
+                return Some(slot.key.to_bytes());
+            }
+        }
+        let start = draw();
+        (0..buckets)
+            .find_map(|k| self.table.get_bucket((start + k) % buckets))
+            .map(|slot| slot.key.to_bytes())
     }
 
     /// Every key, live or not, in the fixed order of its hash (then bytes): SCAN's order.
@@ -941,6 +1020,7 @@ impl Db {
                     entry.volatile_ix = self.volatile.len() as u32;
                     self.volatile.push(Candidate { hash: h, deadline });
                 }
+                note_layout(&self.table, &mut self.layout_epoch);
                 self.table.insert_unique(
                     h,
                     Slot {
@@ -1164,6 +1244,81 @@ mod tests {
             }
             proptest::prop_assert_eq!(db.len(), model.len());
         }
+    }
+
+    #[test]
+    fn a_scan_returns_every_key_present_throughout_at_count_s_cost() {
+        let mut db = Db::default();
+        for i in 0..5_000 {
+            db.insert(format!("stay{i}").as_bytes(), Value::Str(b("v")), None, 0);
+        }
+        let mut seen = BTreeSet::new();
+        let (mut cursor, mut calls, mut churn) = (0, 0, 0);
+        loop {
+            let (next, keys) = db.scan(cursor, 50);
+            assert!(keys.len() <= 50);
+            seen.extend(keys);
+            calls += 1;
+            // Writes between calls: keys come and go (as latches do), and once the table grows,
+            // which moves every key and makes the scan start over.
+            for _ in 0..40 {
+                db.insert(
+                    format!("new{churn}").as_bytes(),
+                    Value::Str(b("v")),
+                    None,
+                    0,
+                );
+                if churn >= 40 {
+                    db.remove(format!("new{}", churn - 40).as_bytes(), 0);
+                }
+                churn += 1;
+            }
+            if calls == 10 {
+                for i in 0..5_000 {
+                    db.insert(format!("grow{i}").as_bytes(), Value::Str(b("v")), None, 0);
+                }
+            }
+            cursor = next;
+            if cursor == 0 {
+                break;
+            }
+            assert!(calls < 100_000, "the scan must end");
+        }
+        for i in 0..5_000 {
+            assert!(
+                seen.contains(format!("stay{i}").as_bytes()),
+                "stay{i} missed"
+            );
+        }
+        // Without writes, a scan is one pass: about keys / count calls.
+        let (mut cursor, mut calls) = (0, 0);
+        loop {
+            let (next, _) = db.scan(cursor, 1_000);
+            calls += 1;
+            cursor = next;
+            if cursor == 0 {
+                break;
+            }
+        }
+        assert!(calls <= 2 * db.len() / 1_000 + 10, "{calls} calls");
+    }
+
+    #[test]
+    fn random_keys_come_from_the_table() {
+        let mut db = Db::default();
+        assert_eq!(db.random_key(|| 7), None);
+        for i in 0..100 {
+            db.insert(format!("k{i}").as_bytes(), Value::Str(b("v")), None, 0);
+        }
+        for i in 0..99 {
+            db.remove(format!("k{i}").as_bytes(), 0);
+        }
+        let mut x = 3u64;
+        let key = db.random_key(|| {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+            x
+        });
+        assert_eq!(key, Some(b("k99")));
     }
 
     #[test]

@@ -123,6 +123,8 @@ pub(crate) struct Client {
     pub last_command_at: i64,
     /// `QUIT` ran: the connection closes once its reply is out.
     pub closing: bool,
+    /// `FAKE.AUTH` accepted the admin password on this connection.
+    pub admin: bool,
 }
 
 impl Client {
@@ -317,6 +319,7 @@ impl Engine {
                 created_at: now,
                 last_command_at: now,
                 closing: false,
+                admin: false,
             },
         );
         ClientId(id)
@@ -509,6 +512,12 @@ impl Engine {
     /// expiry sampling draws from it too): never unseeded randomness, so a run replays exactly.
     pub(crate) fn random(&mut self) -> u64 {
         xorshift(&mut self.rng)
+    }
+
+    /// A key of database `db` drawn with the seeded generator, live or not (`RANDOMKEY`).
+    pub(crate) fn random_key(&mut self, db: usize) -> Option<Bytes> {
+        let Engine { dbs, rng, .. } = self;
+        dbs[db].random_key(|| xorshift(rng))
     }
 
     // ---- faults ----

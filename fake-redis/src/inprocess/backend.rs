@@ -94,6 +94,9 @@ impl FakeBackend {
 fn to_result(frame: Frame) -> Result<Reply, BackendError> {
     match frame {
         Frame::Error(e) => Err(BackendError::Server(e.into_owned())),
+        Frame::ErrorBytes(e) => Err(BackendError::Server(
+            String::from_utf8_lossy(&e).into_owned(),
+        )),
         other => Ok(other.to_reply()),
     }
 }

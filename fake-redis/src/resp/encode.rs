@@ -26,6 +26,7 @@ pub fn encode(frame: &Frame, protocol_version: u8, out: &mut BytesMut) {
     match frame {
         Frame::Simple(text) => put_line(out, b'+', text.as_bytes()),
         Frame::Error(text) => put_line(out, b'-', text.as_bytes()),
+        Frame::ErrorBytes(text) => put_line(out, b'-', text),
         Frame::Integer(n) => put_header(out, b':', *n),
         Frame::Bulk(data) => put_bulk(out, data),
         Frame::Null => {

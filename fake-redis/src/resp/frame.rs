@@ -30,6 +30,10 @@ pub enum Frame {
     /// An error, its full text with the code first (`ERR syntax error`), without the `-`. A `\r`
     /// or `\n` in it is written as a space.
     Error(Cow<'static, str>),
+    /// An error whose text is not UTF-8, its bytes as a client sent them (an unknown command
+    /// named in bytes that are not text, echoed back as Redis echoes it). Written as
+    /// [`Frame::Error`] is; [`Frame::error_from_bytes`] picks between the two.
+    ErrorBytes(Bytes),
     /// An integer (`:1`).
     Integer(i64),
     /// A bulk string (`$3\r\nfoo`).
@@ -86,6 +90,20 @@ impl Frame {
         Frame::Error(Cow::Owned(s))
     }
 
+    /// An error reply from text that may not be UTF-8: [`Frame::Error`] when it is,
+    /// [`Frame::ErrorBytes`] otherwise.
+    pub fn error_from_bytes(text: Vec<u8>) -> Frame {
+        match String::from_utf8(text) {
+            Ok(text) => Frame::Error(Cow::Owned(text)),
+            Err(bytes) => Frame::ErrorBytes(Bytes::from(bytes.into_bytes())),
+        }
+    }
+
+    /// Whether this is an error reply (of either kind).
+    pub fn is_error(&self) -> bool {
+        matches!(self, Frame::Error(_) | Frame::ErrorBytes(_))
+    }
+
     /// A bulk string from anything that converts to bytes.
     pub fn bulk(b: impl Into<Bytes>) -> Frame {
         Frame::Bulk(b.into())
@@ -96,7 +114,8 @@ impl Frame {
         Frame::Bulk(Bytes::copy_from_slice(b))
     }
 
-    /// The error text, if this is an error reply.
+    /// The error text, if this is an error reply whose text is UTF-8 (not a
+    /// [`Frame::ErrorBytes`]; [`Frame::is_error`] tells either).
     pub fn error_text(&self) -> Option<&str> {
         match self {
             Frame::Error(e) => Some(e),
@@ -132,6 +151,7 @@ impl Frame {
         match self {
             Frame::Simple(s) => Reply::Status(s.to_string()),
             Frame::Error(e) => Reply::Error(e.to_string()),
+            Frame::ErrorBytes(e) => Reply::Error(String::from_utf8_lossy(e).into_owned()),
             Frame::Integer(n) => Reply::Int(*n),
             Frame::Bulk(b) | Frame::Verbatim { text: b, .. } => Reply::Bulk(b.clone()),
             Frame::Null | Frame::NullArray => Reply::Nil,
@@ -174,6 +194,7 @@ impl Frame {
             Frame::Simple(s) if s == "OK" => Value::Okay,
             Frame::Simple(s) => Value::SimpleString(s.into_owned()),
             Frame::Error(e) => error_value(&e),
+            Frame::ErrorBytes(e) => error_value(&String::from_utf8_lossy(&e)),
             Frame::Integer(n) => Value::Int(n),
             Frame::Bulk(b) => Value::BulkString(b.to_vec()),
             Frame::Null | Frame::NullArray => Value::Nil,
@@ -263,6 +284,7 @@ impl fmt::Display for Frame {
         match self {
             Frame::Simple(s) => f.write_str(s),
             Frame::Error(e) => write!(f, "(error) {e}"),
+            Frame::ErrorBytes(e) => write!(f, "(error) {}", e.escape_ascii()),
             Frame::Integer(n) => write!(f, "(integer) {n}"),
             Frame::Bulk(b) | Frame::Verbatim { text: b, .. } => {
                 write!(f, "{:?}", String::from_utf8_lossy(b))

@@ -89,6 +89,8 @@ fn normalize(frame: &Frame, version: u8) -> Frame {
     match frame {
         Frame::Simple(s) => Frame::Simple(line(s).into()),
         Frame::Error(s) => Frame::Error(line(s).into()),
+        // The parser reads an error that is not UTF-8 lossily.
+        Frame::ErrorBytes(b) => Frame::Error(line(&String::from_utf8_lossy(b)).into()),
         Frame::Integer(n) => Frame::Integer(*n),
         Frame::Bulk(data) => Frame::Bulk(data.clone()),
         Frame::Null => Frame::Null,
@@ -179,7 +181,9 @@ fn frame_weight(frame: &Frame) -> usize {
         // Characters, not bytes: a line that is not UTF-8 is decoded lossily, one U+FFFD
         // (three bytes) per bad byte, so its byte length can exceed the input's.
         Frame::Simple(s) | Frame::Error(s) | Frame::BigNumber(s) => s.chars().count(),
-        Frame::Bulk(data) | Frame::Verbatim { text: data, .. } => data.len(),
+        Frame::Bulk(data) | Frame::ErrorBytes(data) | Frame::Verbatim { text: data, .. } => {
+            data.len()
+        }
         Frame::Array(items) | Frame::Set(items) | Frame::Push(items) => {
             items.iter().map(frame_weight).sum()
         }

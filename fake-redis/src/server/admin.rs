@@ -9,10 +9,19 @@
 //! server, not the engine: they run at once (never queued by `MULTI`), never go through the fault
 //! plan, and need authentication like any other command.
 //!
+//! They are also a weapon: `FAKE.FAULT DROP-REPLY * CHANCE 1` silences every client, `FAKE.FAULT
+//! RESTART` wipes the data, `FAKE.ADVANCE` expires every lease. So they have a protection of their
+//! own, apart from `requirepass` (which every application client knows): with an admin password
+//! (`--admin-password`, [`ServerConfig::admin_password`](super::ServerConfig)) a connection must
+//! send `FAKE.AUTH <password>` before any other `FAKE.*` command, and gets `NOPERM` until it
+//! does. Without one they are open to every client, but only while the server listens on a
+//! loopback address; bound to any other address, they are refused until a password is set.
+//!
 //! Every time here is unix milliseconds on the server's clock *before* clock jumps, the time fault
 //! plans are written in (`TIME` shows the server's time, jumps included).
 //!
 //! ```text
+//! FAKE.AUTH <admin-password>                 allow this connection the other FAKE.* commands
 //! FAKE.TIME                                  the clock, unix ms
 //! FAKE.ADVANCE <ms>                          move the virtual clock forward, stopping at every due
 //!                                            time on the way; reply the new time
@@ -58,6 +67,30 @@ pub enum AdminCommand {
     Events,
     /// `FAKE.NODE [<node>]`
     Node,
+    /// `FAKE.AUTH <admin-password>`
+    Auth,
+}
+
+/// Who may run the admin commands (see the module docs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum AdminAccess {
+    /// Every client (no admin password, a loopback address).
+    Open,
+    /// The connections that sent `FAKE.AUTH` with this password.
+    Password(Bytes),
+    /// Nobody (no admin password, an address beyond loopback).
+    Refused,
+}
+
+impl AdminAccess {
+    /// The access a server set up by `config` grants.
+    pub(crate) fn new(config: &super::ServerConfig) -> AdminAccess {
+        match &config.admin_password {
+            Some(password) => AdminAccess::Password(password.clone()),
+            None if config.bind.is_loopback() => AdminAccess::Open,
+            None => AdminAccess::Refused,
+        }
+    }
 }
 
 impl AdminCommand {
@@ -74,6 +107,7 @@ impl AdminCommand {
             ("fault", AdminCommand::Fault),
             ("events", AdminCommand::Events),
             ("node", AdminCommand::Node),
+            ("auth", AdminCommand::Auth),
         ]
         .into_iter()
         .find_map(|(n, c)| is(sub, n).then_some(c))
@@ -87,6 +121,7 @@ impl AdminCommand {
             AdminCommand::Fault => "fake.fault",
             AdminCommand::Events => "fake.events",
             AdminCommand::Node => "fake.node",
+            AdminCommand::Auth => "fake.auth",
         }
     }
 
@@ -94,7 +129,7 @@ impl AdminCommand {
     fn arity_ok(self, argc: usize) -> bool {
         match self {
             AdminCommand::Time | AdminCommand::Events => argc == 1,
-            AdminCommand::Advance => argc == 2,
+            AdminCommand::Advance | AdminCommand::Auth => argc == 2,
             AdminCommand::Fault => argc >= 2,
             AdminCommand::Node => argc <= 2,
         }
@@ -142,6 +177,9 @@ pub(crate) fn run(
     if !engine.is_authenticated(client) {
         return Outcome::Reply(Frame::error("NOAUTH Authentication required."));
     }
+    if let Err(refused) = admit(command, shared, engine, client, argv) {
+        return Outcome::Reply(refused);
+    }
     let mut args = Args::new(argv);
     let reply = match command {
         AdminCommand::Time => Ok(Frame::Integer(engine.clock_now())),
@@ -152,8 +190,50 @@ pub(crate) fn run(
         AdminCommand::Events => Ok(events(engine)),
         AdminCommand::Node => node(engine, client, &mut args),
         AdminCommand::Fault => fault(engine, args).map(|()| Frame::OK),
+        AdminCommand::Auth => Ok(Frame::OK),
     };
     Outcome::Reply(reply.unwrap_or_else(|e| e))
+}
+
+/// Whether `client` may run `command` under the server's [`AdminAccess`]; `FAKE.AUTH` is checked
+/// (and, with the right password, remembered for the connection) here.
+fn admit(
+    command: AdminCommand,
+    shared: &Shared,
+    engine: &mut Engine,
+    client: ClientId,
+    argv: &[Bytes],
+) -> Result<(), Frame> {
+    match &shared.admin {
+        AdminAccess::Refused => Err(Frame::error(
+            "NOPERM FAKE.* commands are refused: the server listens beyond loopback without \
+             --admin-password",
+        )),
+        AdminAccess::Open if command == AdminCommand::Auth => Err(Frame::error(
+            "ERR FAKE.AUTH called without any admin password configured",
+        )),
+        AdminAccess::Open => Ok(()),
+        AdminAccess::Password(password) => {
+            let Some(c) = engine.client_mut(client.0) else {
+                return Err(Frame::error("ERR the connection is closed"));
+            };
+            if command == AdminCommand::Auth {
+                c.admin = argv[1] == password;
+                return if c.admin {
+                    Ok(())
+                } else {
+                    Err(Frame::error("WRONGPASS invalid admin password"))
+                };
+            }
+            if c.admin {
+                Ok(())
+            } else {
+                Err(Frame::error(
+                    "NOPERM FAKE.* commands need FAKE.AUTH <admin-password> on this connection",
+                ))
+            }
+        }
+    }
 }
 
 /// `FAKE.ADVANCE <ms>`'s checks: the time it moves the clock to.

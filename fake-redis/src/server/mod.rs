@@ -76,6 +76,10 @@ pub struct ServerConfig {
     pub requirepass: Option<Bytes>,
     /// Connections beyond this many are refused with `-ERR max number of clients reached`.
     pub maxclients: usize,
+    /// The `FAKE.*` admin commands need `FAKE.AUTH <password>` first, on each connection. Without
+    /// one they are open to every client of a loopback address, and refused on any other (see
+    /// [`admin`]).
+    pub admin_password: Option<Bytes>,
 }
 
 impl Default for ServerConfig {
@@ -87,6 +91,7 @@ impl Default for ServerConfig {
             seed: EngineConfig::default().seed,
             requirepass: None,
             maxclients: DEFAULT_MAXCLIENTS,
+            admin_password: None,
         }
     }
 }
@@ -114,6 +119,8 @@ pub(crate) struct Shared {
     pub clock: ServerClock,
     pub maxclients: usize,
     pub requirepass: bool,
+    /// Who may run the `FAKE.*` commands.
+    pub admin: admin::AdminAccess,
     /// Open connections, for `maxclients`.
     pub connections: AtomicUsize,
     /// Turns `true` once when the server shuts down.
@@ -150,6 +157,7 @@ impl Server {
                 clock,
                 maxclients: config.maxclients,
                 requirepass: config.requirepass.is_some(),
+                admin: admin::AdminAccess::new(config),
                 connections: AtomicUsize::new(0),
                 shutdown: watch::Sender::new(false),
             }),

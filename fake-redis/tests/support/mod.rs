@@ -25,6 +25,11 @@ pub struct OwnServer {
 
 impl OwnServer {
     pub fn start() -> OwnServer {
+        OwnServer::start_with(&[])
+    }
+
+    /// A server started with these extra arguments (`--requirepass pw`).
+    pub fn start_with(extra: &[String]) -> OwnServer {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("a free loopback port")
@@ -40,6 +45,7 @@ impl OwnServer {
                 "--appendonly",
                 "no",
             ])
+            .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
