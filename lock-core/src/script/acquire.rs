@@ -106,16 +106,9 @@ pub fn call_from(
     latch_ttl: Millis,
     held: u32,
 ) -> ScriptCall {
-    ScriptCall {
-        script: &SCRIPT,
-        keys: vec![keys.lock.clone(), keys.acquire_latch(request)],
-        args: vec![
-            int_arg(lease.millis().as_u64() as i64),
-            owner.as_bytes().clone(),
-            int_arg(latch_ttl.as_u64().max(1) as i64),
-            int_arg(i64::from(held)),
-        ],
-    }
+    let mut call = call(keys, request, lease, owner, latch_ttl);
+    call.args.push(int_arg(i64::from(held)));
+    call
 }
 
 /// What an acquire attempt learned.

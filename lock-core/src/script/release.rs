@@ -125,21 +125,9 @@ pub fn call_from(
     latch_ttl: Millis,
     held: u32,
 ) -> ScriptCall {
-    ScriptCall {
-        script: &SCRIPT,
-        keys: vec![
-            keys.lock.clone(),
-            keys.channel.clone(),
-            keys.unlock_latch(request),
-        ],
-        args: vec![
-            Bytes::from_static(UNLOCK_MESSAGE),
-            int_arg(lease.millis().as_u64() as i64),
-            owner.as_bytes().clone(),
-            int_arg(latch_ttl.as_u64().max(1) as i64),
-            int_arg(i64::from(held)),
-        ],
-    }
+    let mut call = call(keys, request, lease, owner, latch_ttl);
+    call.args.push(int_arg(i64::from(held)));
+    call
 }
 
 /// What a release learned.
