@@ -10,6 +10,10 @@
 use crate::keys::KeyLayout;
 use crate::time::{Lease, Millis};
 
+/// The longest `watchdog_timeout` or `latch_ttl`: both become a `PEXPIRE` or `SET … PX` on the
+/// server, which Redis refuses past its limit (see [`Lease::MAX`]).
+pub const MAX_SERVER_TTL: Millis = Lease::MAX;
+
 /// Settings of one lock client.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LockConfig {
@@ -69,6 +73,19 @@ pub enum ConfigError {
         /// The setting's name.
         setting: &'static str,
     },
+    /// A duration the server would have to keep as a TTL is beyond what Redis accepts.
+    #[error(
+        "{setting} is {value}, above the {limit} Redis accepts as a key's time to live (its unix \
+         time in ms plus the TTL must stay within i64::MAX)"
+    )]
+    TtlTooLong {
+        /// The setting's name.
+        setting: &'static str,
+        /// The value given.
+        value: Millis,
+        /// [`MAX_SERVER_TTL`].
+        limit: Millis,
+    },
     /// `batch_size` is zero.
     #[error("batch_size is 0; the watchdog needs at least 1 lock per renew call (default 100)")]
     ZeroBatchSize,
@@ -120,13 +137,11 @@ impl LockConfig {
 
     /// The lease of a watchdog hold.
     ///
-    /// # Panics
-    /// Never on a validated config (`watchdog_timeout` ≥ 1 ms).
+    /// On an unvalidated config whose `watchdog_timeout` is out of range, the nearest valid
+    /// lease; [`validate`](Self::validate) refuses such a config, so a machine never sees one.
     pub fn watchdog_lease(&self) -> Lease {
-        Lease::new(self.watchdog_timeout).unwrap_or_else(|_| {
-            // Unreachable after `validate`; a 1 ms lease keeps an unvalidated config harmless.
-            Lease::new(Millis(1)).expect("1 ms is a valid lease")
-        })
+        let clamped = Millis(self.watchdog_timeout.as_u64().clamp(1, Lease::MAX.as_u64()));
+        Lease::new(clamped).unwrap_or_else(|_| unreachable!("clamped into the lease range"))
     }
 
     /// The resolved response timeout.
@@ -165,6 +180,19 @@ impl LockConfig {
         positive("latch_ttl", self.latch_ttl)?;
         positive("wait_round_cap", self.wait_round_cap)?;
         positive("max_hold", self.max_hold)?;
+        let within_ttl = |setting: &'static str, value: Millis| {
+            if value > MAX_SERVER_TTL {
+                Err(ConfigError::TtlTooLong {
+                    setting,
+                    value,
+                    limit: MAX_SERVER_TTL,
+                })
+            } else {
+                Ok(())
+            }
+        };
+        within_ttl("watchdog_timeout", self.watchdog_timeout)?;
+        within_ttl("latch_ttl", self.latch_ttl())?;
         if self.batch_size == 0 {
             return Err(ConfigError::ZeroBatchSize);
         }
@@ -249,5 +277,48 @@ mod tests {
             err.to_string().contains("watchdog_timeout / 3 = 10000 ms"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn ttls_beyond_what_redis_accepts_are_refused_with_the_limit() {
+        for value in [
+            i64::MAX as u64,
+            u64::MAX,
+            Millis::from_duration(std::time::Duration::MAX).as_u64(),
+        ] {
+            let long = LockConfig {
+                watchdog_timeout: Millis(value),
+                ..LockConfig::default()
+            };
+            let err = long.validate().unwrap_err();
+            assert!(
+                matches!(
+                    err,
+                    ConfigError::TtlTooLong {
+                        setting: "watchdog_timeout",
+                        ..
+                    }
+                ),
+                "{err}"
+            );
+            assert!(err.to_string().contains("9000000000000000000 ms"), "{err}");
+            let latch = LockConfig {
+                latch_ttl: Some(Millis(value)),
+                ..LockConfig::default()
+            };
+            assert!(matches!(
+                latch.validate(),
+                Err(ConfigError::TtlTooLong {
+                    setting: "latch_ttl",
+                    ..
+                })
+            ));
+        }
+        let longest = LockConfig {
+            watchdog_timeout: MAX_SERVER_TTL,
+            ..LockConfig::default()
+        };
+        longest.validate().unwrap();
+        assert_eq!(longest.watchdog_lease().millis(), MAX_SERVER_TTL);
     }
 }

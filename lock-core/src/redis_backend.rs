@@ -6,8 +6,12 @@
 //! [`RedisSubscriber`] on its own connection, which reconnects and resubscribes by itself.
 //!
 //! Every call is bounded by a response timeout; one that runs out is [`BackendError::Unknown`],
-//! never "failed", since the server may have applied it. Scripts go out as `EVALSHA`; a `NOSCRIPT`
-//! reply (a restarted or failed-over server forgets its scripts) loads the body and tries again.
+//! never "failed", since the server may have applied it. Scripts go out as `EVALSHA`. A restarted
+//! or failed-over server has forgotten them, so the lock's scripts are loaded when the backend
+//! connects and again, in one round trip before the next `EVALSHA`, after any call that met a
+//! broken connection (the connection manager reconnects behind it): a fresh server costs no
+//! `NOSCRIPT` round trip. A `NOSCRIPT` reply all the same (a `SCRIPT FLUSH`) loads the body and
+//! tries again.
 
 use crate::backend::{Backend, BackendError, PubSubEvent, Subscriber};
 use crate::reply::Reply;
@@ -17,6 +21,7 @@ use futures_util::StreamExt;
 use redis::aio::{ConnectionLike, ConnectionManager, PubSubSink, PubSubStream};
 use redis::{ErrorKind, RedisError, ServerErrorKind, Value};
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tokio::sync::{Mutex, mpsc, oneshot};
 
@@ -25,6 +30,9 @@ pub struct RedisBackend<C = ConnectionManager, S = RedisSubscriber> {
     conn: C,
     subscriber: S,
     response_timeout: Duration,
+    /// Whether the server is believed to hold the lock's scripts: cleared by a call that met a
+    /// broken connection, set again by the load that goes out with the next script call.
+    scripts_loaded: AtomicBool,
 }
 
 /// Why [`RedisBackend::connect`] could not make a backend.
@@ -79,7 +87,10 @@ impl RedisBackend {
         let subscriber = RedisSubscriber::connect(client)
             .await
             .map_err(unreachable)?;
-        Ok(RedisBackend::new(conn, subscriber, response_timeout))
+        let backend = RedisBackend::new(conn, subscriber, response_timeout);
+        // Best effort: if this fails, the first script call loads them before it is sent.
+        let _ = backend.load_scripts().await;
+        Ok(backend)
     }
 }
 
@@ -90,6 +101,7 @@ impl<C, S> RedisBackend<C, S> {
             conn,
             subscriber,
             response_timeout,
+            scripts_loaded: AtomicBool::new(false),
         }
     }
 
@@ -107,14 +119,44 @@ where
         &self,
         work: impl Future<Output = Result<Value, RedisError>>,
     ) -> Result<Reply, BackendError> {
-        match tokio::time::timeout(self.response_timeout, work).await {
+        let result = match tokio::time::timeout(self.response_timeout, work).await {
             Ok(Ok(value)) => Ok(to_reply(value)),
             Ok(Err(err)) => Err(classify(&err)),
             Err(_) => Err(BackendError::Unknown(format!(
                 "no reply within the response timeout of {} ms",
                 self.response_timeout.as_millis()
             ))),
+        };
+        if matches!(
+            result,
+            Err(BackendError::NotApplied(_) | BackendError::Unknown(_))
+        ) {
+            // The connection may be replaced, perhaps by one to a server that lost its scripts.
+            self.scripts_loaded.store(false, Ordering::Relaxed);
         }
+        result
+    }
+
+    /// `EVALSHA` of `call`, preceded by `SCRIPT LOAD` of every lock script (one round trip for
+    /// all five) when the server may not hold them.
+    async fn evalsha(&self, call: &ScriptCall) -> Result<Value, RedisError> {
+        let evalsha = call.evalsha_argv();
+        if self.scripts_loaded.load(Ordering::Relaxed) {
+            return query(&self.conn, &evalsha).await;
+        }
+        self.load_scripts().await?;
+        query(&self.conn, &evalsha).await
+    }
+
+    /// `SCRIPT LOAD` of every lock script, in one round trip.
+    async fn load_scripts(&self) -> Result<(), RedisError> {
+        let mut load = redis::pipe();
+        for script in crate::script::all() {
+            load.add_command(cmd_of(&script.load_argv())).ignore();
+        }
+        load.query_async::<()>(&mut self.conn.clone()).await?;
+        self.scripts_loaded.store(true, Ordering::Relaxed);
+        Ok(())
     }
 }
 
@@ -138,12 +180,11 @@ where
 {
     async fn eval(&self, call: &ScriptCall) -> Result<Reply, BackendError> {
         self.bounded(async {
-            let evalsha = call.evalsha_argv();
-            match query(&self.conn, &evalsha).await {
+            match self.evalsha(call).await {
                 Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
                     tracing::debug!(script = call.script.name, "NOSCRIPT: loading the script");
                     query(&self.conn, &call.script.load_argv()).await?;
-                    query(&self.conn, &evalsha).await
+                    query(&self.conn, &call.evalsha_argv()).await
                 }
                 other => other,
             }

@@ -101,31 +101,40 @@ impl fmt::Display for MonoTime {
     }
 }
 
-/// A lock's time to live on the server: at least 1 ms.
+/// A lock's time to live on the server: from 1 ms to [`Lease::MAX`].
 ///
 /// Redis deletes a key whose `PEXPIRE` is zero or negative, so a zero lease would release the lock
-/// the moment it was taken. It is refused here, before any call is made.
+/// the moment it was taken. At the other end, Redis 7.0 refuses a `PEXPIRE` or `SET … PX` whose
+/// deadline, the server's unix time in ms plus the lease, passes `i64::MAX` ("invalid expire
+/// time"). Both are refused here, before any call is made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Lease(Millis);
 
 /// A lease that Redis would not keep.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "a lease must be at least 1 ms (got {0}); use the watchdog (no lease) for an open-ended hold"
+    "a lease must be from 1 ms to {max} (got {0}); Redis refuses an expiry past i64::MAX ms of \
+     unix time; use the watchdog (no lease) for an open-ended hold",
+    max = Lease::MAX
 )]
 pub struct InvalidLease(pub Millis);
 
 impl Lease {
-    /// A lease of `span`, refused when it is below 1 ms.
+    /// The longest lease: 9 × 10¹⁸ ms. Redis accepts a lease up to `i64::MAX` minus its clock's
+    /// unix time in ms; this bound leaves room for a server clock up to about 7 million years
+    /// past 1970, so no server refuses it, while still about 285 million years long.
+    pub const MAX: Millis = Millis(9_000_000_000_000_000_000);
+
+    /// A lease of `span`, refused when it is below 1 ms or above [`Lease::MAX`].
     pub fn new(span: Millis) -> Result<Lease, InvalidLease> {
-        if span.0 == 0 || span.0 > i64::MAX as u64 {
+        if span.0 == 0 || span > Lease::MAX {
             Err(InvalidLease(span))
         } else {
             Ok(Lease(span))
         }
     }
 
-    /// A lease of `ms` milliseconds, refused when it is below 1 ms.
+    /// A lease of `ms` milliseconds, refused when it is below 1 ms or above [`Lease::MAX`].
     pub fn from_millis(ms: u64) -> Result<Lease, InvalidLease> {
         Lease::new(Millis(ms))
     }
@@ -150,6 +159,22 @@ mod tests {
     fn zero_lease_is_refused() {
         assert_eq!(Lease::from_millis(0), Err(InvalidLease(Millis(0))));
         assert_eq!(Lease::from_millis(1).unwrap().millis(), Millis(1));
+    }
+
+    #[test]
+    fn a_lease_redis_would_refuse_is_refused_with_the_limit() {
+        assert_eq!(Lease::new(Lease::MAX).unwrap().millis(), Lease::MAX);
+        for too_long in [
+            Lease::MAX.as_u64() + 1,
+            i64::MAX as u64,
+            u64::MAX,
+            Millis::from_duration(std::time::Duration::MAX).as_u64(),
+        ] {
+            let err = Lease::from_millis(too_long).unwrap_err();
+            let text = err.to_string();
+            assert!(text.contains("9000000000000000000 ms"), "{text}");
+            assert!(!text.contains("at least"), "{text}");
+        }
     }
 
     #[test]

@@ -506,3 +506,56 @@ async fn a_grant_whose_caller_and_client_are_both_gone_is_given_back() {
         assert_eq!(world.calls(ai, "release").len(), 1, "{delay:?}");
     }
 }
+
+#[tokio::test(start_paused = true)]
+async fn status_and_is_valid_never_disagree() {
+    let world = World::with_latency(ms(1));
+    let (a, _) = world.client();
+    let guard = a.lock("orders").await.unwrap();
+    let agree = |guard: &LockGuard| {
+        let status = guard.status();
+        assert_eq!(
+            status.state == HoldState::Valid,
+            guard.is_valid(),
+            "{status:?}"
+        );
+    };
+    agree(&guard);
+    a.abort();
+    for _ in 0..1000 {
+        agree(&guard);
+        if !guard.is_valid() {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    assert!(!guard.is_valid());
+    assert_eq!(guard.status().state, HoldState::ClientStopped);
+    // A second client's hold, past its valid_until before its machine has run again.
+    let (b, _) = world.client();
+    let lease = b
+        .lock_with_lease("leased", std::time::Duration::from_secs(5))
+        .await
+        .unwrap();
+    agree(&lease);
+    tokio::time::advance(secs(6)).await;
+    agree(&lease);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_empty_lock_name_is_refused() {
+    let world = World::new();
+    let (a, _) = world.client();
+    let err = a.lock("").await.unwrap_err();
+    assert!(matches!(err, LockError::EmptyName { .. }), "{err}");
+    assert!(err.to_string().contains("must not be empty"), "{err}");
+    assert!(!world.exists(""));
+    assert!(matches!(
+        a.is_locked("").await,
+        Err(LockError::EmptyName { .. })
+    ));
+    assert!(matches!(
+        a.force_unlock("").await,
+        Err(LockError::EmptyName { .. })
+    ));
+}

@@ -54,18 +54,24 @@ enum Op {
         owner: u64,
         req: u128,
         lease: u64,
+        /// The count the call carries (`ARGV[4]`, or `ARGV[5]` for a release), if any.
+        held: Option<u32>,
     },
     AcquireFenced {
         lock: usize,
         owner: u64,
         req: u128,
         lease: u64,
+        /// The count the call carries (`ARGV[4]`, or `ARGV[5]` for a release), if any.
+        held: Option<u32>,
     },
     Release {
         lock: usize,
         owner: u64,
         req: u128,
         lease: u64,
+        /// The count the call carries (`ARGV[4]`, or `ARGV[5]` for a release), if any.
+        held: Option<u32>,
     },
     Renew {
         holds: Vec<(usize, u64)>,
@@ -100,6 +106,7 @@ fn op() -> impl Strategy<Value = Op> {
     let owner = 0..OWNERS;
     let req = 0..REQUESTS;
     let lease = 5_000u64..=60_000;
+    let held = prop::option::of(0u32..3);
     let target = prop_oneof![
         Just(Target::Lock),
         Just(Target::Token),
@@ -107,12 +114,12 @@ fn op() -> impl Strategy<Value = Op> {
         (0..REQUESTS).prop_map(Target::UnlockLatch),
     ];
     prop_oneof![
-        4 => (lock.clone(), owner.clone(), req.clone(), lease.clone())
-            .prop_map(|(lock, owner, req, lease)| Op::Acquire { lock, owner, req, lease }),
-        3 => (lock.clone(), owner.clone(), req.clone(), lease.clone())
-            .prop_map(|(lock, owner, req, lease)| Op::AcquireFenced { lock, owner, req, lease }),
-        4 => (lock.clone(), owner.clone(), req.clone(), lease.clone())
-            .prop_map(|(lock, owner, req, lease)| Op::Release { lock, owner, req, lease }),
+        4 => (lock.clone(), owner.clone(), req.clone(), lease.clone(), held.clone())
+            .prop_map(|(lock, owner, req, lease, held)| Op::Acquire { lock, owner, req, lease, held }),
+        3 => (lock.clone(), owner.clone(), req.clone(), lease.clone(), held.clone())
+            .prop_map(|(lock, owner, req, lease, held)| Op::AcquireFenced { lock, owner, req, lease, held }),
+        4 => (lock.clone(), owner.clone(), req.clone(), lease.clone(), held.clone())
+            .prop_map(|(lock, owner, req, lease, held)| Op::Release { lock, owner, req, lease, held }),
         2 => (prop::collection::vec((lock.clone(), owner.clone()), 0..4), lease)
             .prop_map(|(holds, lease)| Op::Renew { holds, lease }),
         1 => lock.clone().prop_map(|lock| Op::ForceUnlock { lock }),
@@ -177,37 +184,70 @@ impl Names {
                 owner,
                 req,
                 lease: l,
-            } => acquire::call(
-                &self.locks[lock],
-                &RequestId(req),
-                lease(l),
-                &self.owner(owner),
-                latch,
-            ),
+                held,
+            } => match held {
+                None => acquire::call(
+                    &self.locks[lock],
+                    &RequestId(req),
+                    lease(l),
+                    &self.owner(owner),
+                    latch,
+                ),
+                Some(held) => acquire::call_from(
+                    &self.locks[lock],
+                    &RequestId(req),
+                    lease(l),
+                    &self.owner(owner),
+                    latch,
+                    held,
+                ),
+            },
             Op::AcquireFenced {
                 lock,
                 owner,
                 req,
                 lease: l,
-            } => acquire_fenced::call(
-                &self.locks[lock],
-                &RequestId(req),
-                lease(l),
-                &self.owner(owner),
-                latch,
-            ),
+                held,
+            } => match held {
+                None => acquire_fenced::call(
+                    &self.locks[lock],
+                    &RequestId(req),
+                    lease(l),
+                    &self.owner(owner),
+                    latch,
+                ),
+                Some(held) => acquire_fenced::call_from(
+                    &self.locks[lock],
+                    &RequestId(req),
+                    lease(l),
+                    &self.owner(owner),
+                    latch,
+                    held,
+                ),
+            },
             Op::Release {
                 lock,
                 owner,
                 req,
                 lease: l,
-            } => release::call(
-                &self.locks[lock],
-                &RequestId(req),
-                lease(l),
-                &self.owner(owner),
-                latch,
-            ),
+                held,
+            } => match held {
+                None => release::call(
+                    &self.locks[lock],
+                    &RequestId(req),
+                    lease(l),
+                    &self.owner(owner),
+                    latch,
+                ),
+                Some(held) => release::call_from(
+                    &self.locks[lock],
+                    &RequestId(req),
+                    lease(l),
+                    &self.owner(owner),
+                    latch,
+                    held,
+                ),
+            },
             Op::Renew {
                 ref holds,
                 lease: l,

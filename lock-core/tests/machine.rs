@@ -643,3 +643,142 @@ fn a_woken_waiter_that_stops_waiting_passes_the_wake_to_the_next() {
     // The cancelled attempt was granted and given straight back; nothing is left behind.
     assert_eq!(rig.machine(c1).ops_in_progress(), 0);
 }
+
+#[test]
+fn a_renewal_that_fails_on_a_broken_connection_is_retried_within_the_pass() {
+    let mut rig = Rig::new(config());
+    let op = rig.lock(0, "orders");
+    let a = rig.acquired(0, op);
+    let mut first = true;
+    rig.fate = Box::new(move |s| {
+        if s.script() == "renew_batch" && first {
+            first = false;
+            Fate::Refused
+        } else {
+            Fate::Reply
+        }
+    });
+    rig.advance_to(t(11_000));
+    // Refused at 10 s; sent again a tenth of the response timeout later, and confirmed.
+    assert_eq!(rig.renewals_of("orders"), vec![t(10_000), t(10_300)]);
+    let hold = rig.machine(0).hold("orders", a.owner).unwrap();
+    assert_eq!(hold.valid_until, t(10_300 + 30_000 - 302));
+    // The next pass starts a period after the retried one ended.
+    rig.advance_to(t(21_000));
+    assert_eq!(
+        rig.renewals_of("orders"),
+        vec![t(10_000), t(10_300), t(20_300)]
+    );
+}
+
+#[test]
+fn a_lost_subscription_makes_every_hold_may_be_lost_until_a_renewal_confirms_it() {
+    let mut rig = Rig::new(config());
+    let op = rig.lock(0, "orders");
+    let a = rig.acquired(0, op);
+    rig.advance_to(t(2_000));
+    rig.input(0, Input::PubSub(lock_core::PubSubEvent::SubscriptionLost));
+    let hold = rig.machine(0).hold("orders", a.owner).unwrap();
+    assert_eq!(hold.valid_until, t(2_000), "nothing promised past the loss");
+    assert!(rig.events(0).iter().any(|(at, e)| *at == t(2_000)
+        && matches!(
+            e,
+            LockEvent::StateChanged {
+                state: HoldState::MayBeLost,
+                ..
+            }
+        )));
+    rig.advance_to(t(2_500));
+    rig.input(
+        0,
+        Input::PubSub(lock_core::PubSubEvent::SubscriptionRestored),
+    );
+    // A pass at once, not a period later; its confirmation makes the hold valid again.
+    assert_eq!(rig.renewals_of("orders"), vec![t(2_500)]);
+    let hold = rig.machine(0).hold("orders", a.owner).unwrap();
+    assert_eq!(hold.valid_until, t(2_500 + 30_000 - 302));
+    assert!(rig.events(0).iter().any(|(at, e)| *at == t(2_500)
+        && matches!(
+            e,
+            LockEvent::StateChanged {
+                state: HoldState::Valid,
+                ..
+            }
+        )));
+}
+
+#[test]
+fn a_restart_that_forgot_the_hold_is_told_to_the_holder_at_once() {
+    let mut rig = Rig::new(config());
+    let op = rig.lock(0, "orders");
+    rig.acquired(0, op);
+    rig.advance_to(t(2_000));
+    let lock = bytes::Bytes::from_static(b"orders");
+    lock_core::script::Store::del(&mut rig.store, &lock).unwrap();
+    rig.input(0, Input::PubSub(lock_core::PubSubEvent::SubscriptionLost));
+    rig.input(
+        0,
+        Input::PubSub(lock_core::PubSubEvent::SubscriptionRestored),
+    );
+    assert!(rig.events(0).iter().any(|(at, e)| *at == t(2_000)
+        && matches!(
+            e,
+            LockEvent::StateChanged {
+                state: HoldState::Lost,
+                ..
+            }
+        )));
+}
+
+#[test]
+fn a_late_copy_of_a_reentrant_unlock_leaves_the_owner_holding() {
+    let mut rig = Rig::new(config());
+    let op = rig.lock(0, "orders");
+    let a = rig.acquired(0, op);
+    let again = rig.request(0, reenter(a.owner, None));
+    rig.acquired(0, again);
+    release(&mut rig, 0, &a, "orders");
+    let unlock = rig
+        .calls_named("release")
+        .last()
+        .map(|s| (*s).clone())
+        .unwrap();
+    let owner = rig.machine(0).owner(a.owner);
+    assert_eq!(rig.server_count("orders", &owner), 1);
+    // The network delivers the unlock again after its latch expired.
+    rig.advance_to(t(13_000));
+    rig.store
+        .set_now(machine_rig::EPOCH_MS + rig.now.as_millis() as i64);
+    let _ = machine_rig::execute(&mut rig.store, &unlock.call);
+    assert_eq!(rig.server_count("orders", &owner), 1);
+    let other = rig.add_client(config());
+    let b = rig.acquire(other, "orders", None, Wait::Budget(Millis(0)));
+    assert_eq!(rig.result(other, b), Some(&Ok(Done::NotAcquired)));
+}
+
+#[test]
+fn an_acquire_that_ends_with_its_outcome_unknown_gives_its_grant_back() {
+    let mut rig = Rig::new(config());
+    rig.fate = Box::new(|s| {
+        if s.script() == "acquire" {
+            Fate::DropReply
+        } else {
+            Fate::Reply
+        }
+    });
+    let op = rig.lock(0, "orders");
+    rig.advance_to(t(20_000));
+    assert!(
+        matches!(
+            rig.result(0, op),
+            Some(Err(LockError::OutcomeUnknown { .. }))
+        ),
+        "{:?}",
+        rig.result(0, op)
+    );
+    // Every attempt was applied (the first granted, the rest replayed its latch); the release
+    // that followed took the grant back instead of leaving it to its 30 s lease.
+    assert_eq!(rig.calls_named("release").len(), 1);
+    assert_eq!(rig.pttl("orders"), -2);
+    assert!(rig.renewals_of("orders").is_empty());
+}

@@ -139,3 +139,52 @@ async fn a_reply_that_never_arrives_is_an_unknown_outcome() {
         "the call whose reply timed out was applied after the pause"
     );
 }
+
+/// `failed_calls` of `EVALSHA` in the server's command statistics: a `NOSCRIPT` is one.
+async fn failed_evalshas(backend: &RedisBackend) -> u64 {
+    let Ok(Reply::Bulk(info)) = backend.command(&cmd(&["INFO", "commandstats"])).await else {
+        panic!("INFO commandstats")
+    };
+    let info = String::from_utf8_lossy(&info).into_owned();
+    info.lines()
+        .find(|l| l.starts_with("cmdstat_evalsha:"))
+        .and_then(|l| l.split(',').find(|f| f.starts_with("failed_calls=")))
+        .map_or(0, |f| f["failed_calls=".len()..].trim().parse().unwrap())
+}
+
+#[tokio::test]
+async fn scripts_are_loaded_on_connect_and_after_a_reconnect_without_noscript() {
+    let mut server = OwnRedis::start();
+    let backend = RedisBackend::connect(&server.url(), Duration::from_secs(2))
+        .await
+        .unwrap();
+    assert_eq!(
+        backend
+            .command(&cmd(&["SCRIPT", "EXISTS", acquire::SCRIPT.sha()]))
+            .await,
+        Ok(Reply::Array(vec![Reply::Int(1)])),
+        "loaded when the backend connected"
+    );
+    acquire_once(&backend, 1).await.unwrap();
+    server.restart();
+    let mut reply = None;
+    for _ in 0..50 {
+        match acquire_once(&backend, 2).await {
+            Ok(r) => {
+                reply = Some(r);
+                break;
+            }
+            Err(BackendError::Server(e)) => panic!("server error: {e}"),
+            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
+    assert_eq!(
+        acquire::decode(&reply.expect("reconnected")),
+        Ok(AcquireReply::Acquired)
+    );
+    assert_eq!(
+        failed_evalshas(&backend).await,
+        0,
+        "no NOSCRIPT after the restart"
+    );
+}

@@ -274,11 +274,11 @@ fn a_lease_of_zero_is_refused_before_any_call() {
 }
 
 #[test]
-fn a_wrong_typed_key_fails_with_the_script_suffix_and_keeps_earlier_writes() {
+fn a_wrong_typed_token_counter_fails_with_the_script_suffix_before_any_write() {
     let mut w = world();
     let a = w.a.clone();
-    // The token counter holds a list: acquire_fenced fails at its INCR (Lua line 7), after the
-    // HINCRBY and PEXPIRE of lines 5 and 6, which stay.
+    // The token counter holds a list: acquire_fenced fails at its INCR (Lua line 10), its first
+    // write, so neither the hold nor the latch is written.
     let token = w.keys.token.clone();
     w.store.set_list(&token, b"x");
     let call = acquire_fenced::call(&w.keys, &RequestId(1), lease(30_000), &a, LATCH_TTL);
@@ -286,16 +286,63 @@ fn a_wrong_typed_key_fails_with_the_script_suffix_and_keeps_earlier_writes() {
     assert_eq!(
         reply,
         Reply::Error(format!(
-            "WRONGTYPE Operation against a key holding the wrong kind of value script: {}, on @user_script:7.",
+            "WRONGTYPE Operation against a key holding the wrong kind of value script: {}, on @user_script:10.",
             acquire_fenced::SCRIPT.sha()
         ))
     );
-    assert_eq!(w.count(&a), 1);
-    assert_eq!(w.pttl(), 30_000);
+    assert_eq!(w.count(&a), 0);
+    assert_eq!(w.pttl(), -2);
+    assert_eq!(w.store.value(&w.keys.acquire_latch(&RequestId(1))), None);
     assert_eq!(
         w.store.value(&token),
         Some(&Value::List(vec![Bytes::from_static(b"x")]))
     );
+}
+
+#[test]
+fn a_late_copy_of_a_reentrant_release_cannot_take_a_count_the_owner_still_has() {
+    let mut w = world();
+    let a = w.a.clone();
+    let b = w.b.clone();
+    let lease30 = lease(30_000);
+    for (req, held) in [(1, 0), (2, 1)] {
+        let call = acquire::call_from(&w.keys, &RequestId(req), lease30, &a, LATCH_TTL, held);
+        assert_eq!(call.run_native(&mut w.store), Reply::Nil);
+    }
+    assert_eq!(w.count(&a), 2);
+    let unlock = release::call_from(&w.keys, &RequestId(3), lease30, &a, LATCH_TTL, 2);
+    assert_eq!(unlock.run_native(&mut w.store), Reply::Int(0));
+    assert_eq!(w.count(&a), 1);
+    // The same request arrives again after its latch expired: the count it carried is gone.
+    w.store.advance(LATCH_TTL.as_u64() as i64 + 1);
+    assert_eq!(unlock.run_native(&mut w.store), Reply::Int(0));
+    assert_eq!(w.count(&a), 1);
+    assert!(matches!(w.acquire(&b, 4, 30_000), AcquireReply::Held(_)));
+    // The owner's own last release still carries the count the server has.
+    let last = release::call_from(&w.keys, &RequestId(5), lease30, &a, LATCH_TTL, 1);
+    assert_eq!(last.run_native(&mut w.store), Reply::Int(1));
+    assert_eq!(w.pttl(), -2);
+}
+
+#[test]
+fn a_late_copy_of_a_reentry_does_not_count_twice() {
+    let mut w = world();
+    let a = w.a.clone();
+    let lease30 = lease(30_000);
+    let first = acquire::call_from(&w.keys, &RequestId(1), lease30, &a, LATCH_TTL, 0);
+    assert_eq!(first.run_native(&mut w.store), Reply::Nil);
+    let reentry = acquire_fenced::call_from(&w.keys, &RequestId(2), lease30, &a, LATCH_TTL, 1);
+    let token = reentry.run_native(&mut w.store);
+    assert_eq!(w.count(&a), 2);
+    w.store.advance(LATCH_TTL.as_u64() as i64 + 1);
+    // The copy confirms the hold (its lease is applied again) but adds no count.
+    let copy = reentry.run_native(&mut w.store);
+    assert_ne!(copy, token, "a copy past the latch draws a new token");
+    assert_eq!(w.count(&a), 2);
+    assert_eq!(w.pttl(), 30_000);
+    // Redisson's form carries no count, and counts every reentry.
+    assert_eq!(w.acquire(&a, 3, 30_000), AcquireReply::Acquired);
+    assert_eq!(w.count(&a), 3);
 }
 
 #[test]

@@ -168,16 +168,10 @@ impl LockGuard {
         self.status.borrow().valid_until
     }
 
-    /// Whether the hold is certainly still this owner's now.
-    ///
-    /// Stricter than [`status`](LockGuard::status) on purpose: the machine turns a hold
-    /// `MayBeLost` only when it next runs after `valid_until`, while this also compares
-    /// `valid_until` with the clock, so a caller that checks before a write never writes past it.
+    /// Whether the hold is certainly still this owner's now: exactly when
+    /// [`status`](LockGuard::status) reads [`HoldState::Valid`].
     pub fn is_valid(&self) -> bool {
-        let status = self.status();
-        status.state == HoldState::Valid
-            && Instant::now() < status.valid_until
-            && !self.client.stopped()
+        self.status().state == HoldState::Valid
     }
 
     /// The owner's newest fencing token (write with this one), if it ever drew one.
@@ -195,9 +189,18 @@ impl LockGuard {
     }
 
     /// The hold's status now.
+    ///
+    /// Read against the clock and the driver as well as the machine's last report: the machine
+    /// turns a hold `MayBeLost` only when it next runs after `valid_until`, and a stopped driver
+    /// may not have closed the channel yet, so a caller that checks before a write never writes
+    /// past either.
     pub fn status(&self) -> HoldStatus {
-        let closed = self.status.has_changed().is_err();
-        self.status.borrow().reported(closed)
+        let closed = self.status.has_changed().is_err() || self.client.stopped();
+        let mut status = self.status.borrow().reported(closed);
+        if status.state == HoldState::Valid && Instant::now() >= status.valid_until {
+            status.state = HoldState::MayBeLost;
+        }
+        status
     }
 
     /// A watch of the hold's status, for `select!` loops. The channel closes when the hold ends;

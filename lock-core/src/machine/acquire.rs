@@ -9,7 +9,11 @@
 //!
 //! Cancellation leaves nothing behind: a cancelled acquire whose attempt may have been applied
 //! keeps resolving it under the same request id, and releases the grant if there was one; its
-//! grant is never counted, so the watchdog never renews it (Redisson #2714, #4368, #7272).
+//! grant is never counted, so the watchdog never renews it (Redisson #2714, #4368, #7272). An
+//! acquire that ends with its outcome unknown sends the same release, carrying the count a grant
+//! would have made, so it undoes a grant that was applied and touches nothing otherwise. An
+//! attempt still in the network when that release lands can still be applied after it; the grant
+//! then lives out its lease.
 
 use super::attempts::{Attempts, RetryWindow};
 use super::hold::Hold;
@@ -44,6 +48,9 @@ pub(crate) struct AcquireOp {
     pub woken_by_message: bool,
     pub abandoned: bool,
     pub last_ttl: Option<HolderTtl>,
+    /// The owner's count as the last attempt carried it: a grant of that attempt took the
+    /// server's count one above it.
+    pub held_at_send: u32,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -117,6 +124,7 @@ impl LockMachine {
             woken_by_message: false,
             abandoned: false,
             last_ttl: None,
+            held_at_send: 0,
         };
         let key = self.insert_op(Some(op), OpKind::Acquire(acquire));
         self.send_acquire_attempt(key);
@@ -136,14 +144,22 @@ impl LockMachine {
             return;
         };
         let lease = self.lease_of(mode);
-        let Some(a) = self.acquire_op(op) else {
+        let holds = &self.holds;
+        let Some(a) = self.ops.get_mut(&op).and_then(|o| match &mut o.kind {
+            OpKind::Acquire(a) => Some(a),
+            _ => None,
+        }) else {
             return;
         };
+        // The count the server should have now, so that a copy of this attempt delivered after
+        // its latch expired cannot count twice.
+        let held = holds.get(&a.key).map_or(0, |h| h.count);
+        a.held_at_send = held;
         let request = a.attempts.request;
         let script = if a.fenced {
-            acquire_fenced::call(&a.keys, &request, lease, &a.owner, latch_ttl)
+            acquire_fenced::call_from(&a.keys, &request, lease, &a.owner, latch_ttl, held)
         } else {
-            acquire::call(&a.keys, &request, lease, &a.owner, latch_ttl)
+            acquire::call_from(&a.keys, &request, lease, &a.owner, latch_ttl, held)
         };
         let key = a.key.clone();
         self.cancel_op_timer(op);
@@ -227,7 +243,8 @@ impl LockMachine {
             tracing::debug!(lock = %a.keys.name(), owner = %a.owner, "releasing the grant of a cancelled acquire");
             self.drop_hold_if_idle(&a.key);
             let request = self.new_request_id();
-            let release = ReleaseOp::undo(a.key, a.keys, a.owner, lease, request);
+            let release =
+                ReleaseOp::undo(a.key, a.keys, a.owner, lease, request, a.held_at_send + 1);
             let key = self.insert_op(None, OpKind::Release(release));
             self.send_release_attempt(key);
             return;
@@ -261,13 +278,21 @@ impl LockMachine {
             hold.token = Some(hold.token.map_or(token, |t| t.max(token)));
         }
         let (id, count, hold_token) = (hold.id, hold.count, hold.token);
-        let valid_until = self.valid_until_after(a.attempts.anchor(sent), lease);
+        let anchor = a.attempts.anchor(sent);
+        let valid_until = self.valid_until_after(anchor, lease);
+        // Granted by a server that may have lost its data since: promise nothing past the loss,
+        // and let a renewal tell whether the hold survived.
+        let valid_until = self.promise_after_doubt(anchor, valid_until);
+        let doubted = self.sent_before_doubt(anchor);
         if let Some(hold) = self.set_valid_until(&a.key, id, valid_until) {
             self.event(LockEvent::Acquired {
                 hold,
                 count,
                 valid_until,
             });
+        }
+        if doubted && a.mode == HoldMode::Watchdog {
+            self.renew_now();
         }
         let acquired = Acquired {
             name: a.key.0.clone(),
@@ -446,16 +471,26 @@ impl LockMachine {
         if let Some(hold) = self.holds.get_mut(&a.key) {
             hold.pending = hold.pending.saturating_sub(1);
         }
-        if a.attempts.window_unknown {
+        let undo = a.attempts.window_unknown.then(|| {
             // The last attempts may have been applied and nobody can tell now: the grant, if
-            // any, is not counted and not renewed, so it ends with its lease.
+            // any, is not counted and not renewed, and is given back. The release carries the
+            // count such a grant made, so it takes nothing if the acquire was never applied.
             tracing::warn!(
                 lock = %a.keys.name(),
                 owner = %a.owner,
-                "acquire outcome unknown; a grant, if there was one, expires with its lease"
+                "acquire outcome unknown; releasing the grant, if there was one"
             );
-        }
+            let lease = self.lease_of(a.mode);
+            let held = a.held_at_send + 1;
+            (a.key.clone(), a.keys.clone(), a.owner.clone(), lease, held)
+        });
         self.drop_hold_if_idle(&a.key);
         self.done(reply_to, result);
+        if let Some((key, keys, owner, lease, held)) = undo {
+            let request = self.new_request_id();
+            let release = ReleaseOp::undo(key, keys, owner, lease, request, held);
+            let op = self.insert_op(None, OpKind::Release(release));
+            self.send_release_attempt(op);
+        }
     }
 }

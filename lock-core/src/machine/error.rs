@@ -135,7 +135,14 @@ pub enum LockError {
         /// The hold's state when the work was stopped (never `Valid`).
         state: HoldState,
     },
-    /// A zero lease was given.
+    /// The lock's name is empty: it would live at the key `""`, which no one would recognise as a
+    /// lock, and its helper keys would share the name of every other empty-named lock.
+    #[error("a lock name must not be empty (the lock's key is its name); {operation} was refused")]
+    EmptyName {
+        /// The operation refused.
+        operation: Operation,
+    },
+    /// A lease of zero, or beyond what Redis accepts, was given.
     #[error(transparent)]
     InvalidLease(#[from] crate::time::InvalidLease),
     /// The client's driver task has stopped (the `LockClient` was dropped, or its runtime shut

@@ -199,6 +199,9 @@ pub struct LockMachine {
 pub enum BrokenRule {
     /// Leave a hold on the watchdog after its last unlock (Redisson #7272's bug).
     RenewAfterUnlock,
+    /// Ignore the sign that the server may have lost data (a lost subscriber connection): keep
+    /// promising `valid_until` as if nothing happened.
+    IgnoreDataLoss,
 }
 
 impl fmt::Debug for LockMachine {
@@ -317,6 +320,19 @@ impl LockMachine {
     }
 
     fn on_request(&mut self, op: OpId, request: Request) {
+        let named = match &request {
+            Request::Acquire(req) => Some((req.name.as_str(), Operation::Acquire)),
+            Request::ForceUnlock { name } => Some((name.as_str(), Operation::ForceUnlock)),
+            Request::IsLocked { name } => Some((name.as_str(), Operation::IsLocked)),
+            Request::HoldCount { name, .. } => Some((name.as_str(), Operation::HoldCount)),
+            Request::RemainingLease { name } => Some((name.as_str(), Operation::RemainingLease)),
+            // No hold has an empty name, so its unlock is answered "not locked".
+            Request::Release { .. } | Request::NewOwner => None,
+        };
+        if let Some(("", operation)) = named {
+            self.done(Some(op), Err(LockError::EmptyName { operation }));
+            return;
+        }
         match request {
             Request::Acquire(req) => self.start_acquire(op, req),
             Request::Release { hold, name, owner } => self.start_release(op, hold, name, owner),
@@ -374,6 +390,7 @@ impl LockMachine {
                 }
                 TimerKind::Op(op) => self.on_op_timer(op, key),
                 TimerKind::Validity(hold_key, id) => self.on_validity_timer(hold_key, id, key),
+                TimerKind::RenewRetry(id) => self.retry_renew_batch(id),
             }
         }
     }

@@ -29,6 +29,8 @@ pub(crate) struct ReleaseOp {
     pub lease: Lease,
     /// Whether this was the hold's last count.
     pub last: bool,
+    /// The owner's count on the server before this release, as the client believes it.
+    pub held: u32,
     pub attempts: Attempts,
 }
 
@@ -40,6 +42,7 @@ impl ReleaseOp {
         owner: Owner,
         lease: Lease,
         request: RequestId,
+        held: u32,
     ) -> ReleaseOp {
         ReleaseOp {
             key,
@@ -48,6 +51,7 @@ impl ReleaseOp {
             owner,
             lease,
             last: false,
+            held,
             attempts: Attempts::new(request),
         }
     }
@@ -82,6 +86,7 @@ impl LockMachine {
         let Some(hold) = self.holds.get_mut(&key) else {
             return;
         };
+        let held = hold.count;
         hold.count -= 1;
         let last = hold.count == 0;
         let (keys, owner_name, mode) = (hold.keys.clone(), hold.owner.clone(), hold.mode);
@@ -110,6 +115,7 @@ impl LockMachine {
             owner: owner_name,
             lease,
             last,
+            held,
             attempts: Attempts::new(request),
         };
         let op = self.insert_op(Some(op), OpKind::Release(release));
@@ -129,7 +135,14 @@ impl LockMachine {
         let Some(r) = self.release_op(op) else {
             return;
         };
-        let call = release::call(&r.keys, &r.attempts.request, r.lease, &r.owner, latch_ttl);
+        let call = release::call_from(
+            &r.keys,
+            &r.attempts.request,
+            r.lease,
+            &r.owner,
+            latch_ttl,
+            r.held,
+        );
         let reentrant = (!r.last).then_some(r.hold).flatten();
         let (key, lease) = (r.key.clone(), r.lease);
         self.cancel_op_timer(op);
@@ -182,6 +195,7 @@ impl LockMachine {
             Ok(ReleaseReply::StillHeld) => {
                 if let Some(id) = live {
                     let valid_until = self.valid_until_after(anchor, lease);
+                    let valid_until = self.promise_after_doubt(anchor, valid_until);
                     if let Some(hold) = self.set_valid_until(&key, id, valid_until) {
                         self.event(LockEvent::ValidUntilChanged { hold, valid_until });
                     }

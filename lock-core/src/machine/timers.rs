@@ -20,6 +20,8 @@ pub(crate) enum TimerKind {
     Op(u64),
     /// The moment a hold's `valid_until` passes.
     Validity(HoldKey, HoldId),
+    /// A renewal batch whose call failed, sent again within its pass.
+    RenewRetry(super::CallId),
 }
 
 #[derive(Debug, Default)]

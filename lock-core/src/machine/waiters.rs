@@ -130,8 +130,14 @@ impl LockMachine {
             PubSubEvent::Message { channel, .. } => self.wake_one(&channel),
             PubSubEvent::SubscriptionLost => {
                 tracing::debug!("unlock subscriptions lost; waiters rely on their rounds");
+                if self.broken != Some(super::BrokenRule::IgnoreDataLoss) {
+                    self.doubt_every_hold();
+                }
             }
             PubSubEvent::SubscriptionRestored => {
+                if self.broken != Some(super::BrokenRule::IgnoreDataLoss) {
+                    self.renew_now();
+                }
                 // Messages may have been missed meanwhile: every waiter retries now.
                 let waiting: Vec<u64> = self
                     .channels

@@ -11,6 +11,18 @@
 //!
 //! Batches are built when the driver polls them, not when the pass starts: a hold unlocked in
 //! between is left out, so no renewal of an unlocked hold is ever sent.
+//!
+//! A batch whose call fails on its connection (refused, or broken before the response timeout ran
+//! out) is sent again within the pass, a tenth of the response timeout later, as long as its
+//! answer can still come before the next pass would start: a renewal only re-applies the lease, so
+//! sending it twice is harmless, and a stale connection costs one retry instead of a whole period.
+//! A call that timed out is left to the next pass, as before.
+//!
+//! Loss is noticed at once. A lost subscriber connection is the client's sign that the server may
+//! have restarted or failed over and forgotten its data: every hold becomes `MayBeLost` on the
+//! spot (`valid_until` drops to the present), no renewal sent before that moment counts as a
+//! confirmation, and when the subscription is back a pass starts at once, whose confirmation makes
+//! the hold `Valid` again (or whose 0 tells the holder it is lost).
 
 use super::timers::{TimerKey, TimerKind};
 use super::{
@@ -18,8 +30,8 @@ use super::{
 };
 use crate::reply::Reply;
 use crate::script::renew_batch;
-use crate::time::MonoTime;
-use std::collections::BTreeSet;
+use crate::time::{Millis, MonoTime};
+use std::collections::{BTreeMap, BTreeSet};
 
 #[derive(Debug, Default)]
 pub(crate) struct Watchdog {
@@ -27,6 +39,14 @@ pub(crate) struct Watchdog {
     /// Batches of the current pass not answered yet.
     outstanding: BTreeSet<CallId>,
     running: bool,
+    /// When the current pass started: its failed batches are retried until the next would start.
+    pass_started: MonoTime,
+    /// A pass was asked for while one was running: start the next as soon as it ends.
+    rerun: bool,
+    /// The last moment the server may have lost data: renewals sent before it confirm nothing.
+    doubt_since: Option<MonoTime>,
+    /// Failed batches waiting for their retry, by the id the retry will be sent under.
+    retries: BTreeMap<CallId, Vec<HoldRefKey>>,
 }
 
 impl LockMachine {
@@ -41,6 +61,7 @@ impl LockMachine {
     pub(crate) fn start_pass(&mut self) {
         self.watchdog.running = true;
         let now = self.now;
+        self.watchdog.pass_started = now;
         let max_hold = self.config.max_hold;
         let mut renew: Vec<HoldRefKey> = Vec::new();
         let mut warnings = Vec::new();
@@ -77,6 +98,10 @@ impl LockMachine {
 
     fn end_pass(&mut self) {
         self.watchdog.running = false;
+        if std::mem::take(&mut self.watchdog.rerun) {
+            self.renew_now();
+            return;
+        }
         if self.holds.values().any(|h| h.registered()) {
             self.ensure_watchdog();
         }
@@ -138,9 +163,20 @@ impl LockMachine {
         sent: MonoTime,
         result: Result<Reply, BackendError>,
     ) {
+        // A call that failed on its connection (refused, or broken well before the response
+        // timeout) is worth sending again now; one that ran out of time met a slow or lossy
+        // network, which the next pass meets soon enough.
+        let broken_connection = match &result {
+            Err(BackendError::NotApplied(_)) => true,
+            Err(BackendError::Unknown(_)) => self.now.since(sent) < self.config.response_timeout(),
+            _ => false,
+        };
         let decoded = result
             .map_err(|e| e.to_string())
             .and_then(|reply| renew_batch::decode(&reply, holds.len()).map_err(|e| e.to_string()));
+        // A renewal sent before the server may have lost its data confirms nothing: it may have
+        // been applied by the server that forgot it.
+        let doubted = self.sent_before_doubt(sent);
         match decoded {
             Ok(confirmed) => {
                 let valid_until = self.valid_until_after(sent, self.config.watchdog_lease());
@@ -150,6 +186,9 @@ impl LockMachine {
                         .get(&key)
                         .is_some_and(|h| h.id == hold_id && h.count > 0);
                     if !live {
+                        continue;
+                    }
+                    if renewed && doubted {
                         continue;
                     }
                     if renewed {
@@ -162,10 +201,80 @@ impl LockMachine {
                 }
             }
             Err(error) => {
-                // Unknown: keep every hold, retry next pass, do not move valid_until.
+                // Unknown: keep every hold and do not move valid_until; send the batch again
+                // within the pass if its answer can come before the next one.
+                let retry = Millis((self.config.response_timeout().as_u64() / 10).max(1));
+                let at = self.now.max(sent + retry);
+                let next_pass = self.watchdog.pass_started + self.config.watchdog_period();
+                if broken_connection && at + self.config.response_timeout() <= next_pass {
+                    tracing::debug!(locks = holds.len(), %error, "can't renew locks; retrying now");
+                    self.watchdog.outstanding.remove(&id);
+                    let retry_id = self.new_call_id();
+                    self.watchdog.outstanding.insert(retry_id);
+                    self.watchdog.retries.insert(retry_id, holds.clone());
+                    self.timers.arm(at, TimerKind::RenewRetry(retry_id));
+                    return;
+                }
                 tracing::warn!(locks = holds.len(), %error, "can't renew locks; retrying next pass");
             }
         }
         self.batch_answered(id);
+    }
+
+    /// Sends a failed batch again, built from the holds still renewable now.
+    pub(crate) fn retry_renew_batch(&mut self, id: CallId) {
+        if let Some(holds) = self.watchdog.retries.remove(&id) {
+            self.out.push_back(Queued::RenewBatch { id, holds });
+        }
+    }
+
+    /// The server may have lost its data: no hold is promised beyond now until a renewal sent
+    /// from now on confirms it.
+    pub(crate) fn doubt_every_hold(&mut self) {
+        let now = self.now;
+        self.watchdog.doubt_since = Some(now);
+        let doubted: Vec<HoldRefKey> = self
+            .holds
+            .iter()
+            .filter(|(_, h)| h.count > 0 && h.valid_until > now)
+            .map(|(key, h)| (key.clone(), h.id))
+            .collect();
+        for (key, id) in doubted {
+            if let Some(hold) = self.set_valid_until(&key, id, now) {
+                self.event(LockEvent::ValidUntilChanged {
+                    hold,
+                    valid_until: now,
+                });
+            }
+        }
+    }
+
+    /// Whether a call sent at `sent` went out before the server may have lost its data: its
+    /// confirmation may come from the state that was lost.
+    pub(crate) fn sent_before_doubt(&self, sent: MonoTime) -> bool {
+        self.watchdog.doubt_since.is_some_and(|t| sent < t)
+    }
+
+    /// The promise a confirmation of a call anchored at `anchor` may give: `valid_until`, or, if
+    /// the call went out before the server may have lost its data, nothing past that moment.
+    pub(crate) fn promise_after_doubt(&self, anchor: MonoTime, valid_until: MonoTime) -> MonoTime {
+        match self.watchdog.doubt_since {
+            Some(t) if anchor < t => valid_until.min(t),
+            _ => valid_until,
+        }
+    }
+
+    /// Starts a pass now (or right after the one running), to confirm every hold at once.
+    pub(crate) fn renew_now(&mut self) {
+        if self.watchdog.running {
+            self.watchdog.rerun = true;
+            return;
+        }
+        if !self.holds.values().any(|h| h.renewable()) {
+            return;
+        }
+        let timer = self.watchdog.timer.take();
+        self.timers.cancel(timer);
+        self.start_pass();
     }
 }

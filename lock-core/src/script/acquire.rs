@@ -1,14 +1,27 @@
 //! `acquire`: take the lock or re-enter it, once per request id.
 //!
 //! `KEYS[1]` the lock, `KEYS[2]` the acquire latch of this request; `ARGV[1]` the lease in ms,
-//! `ARGV[2]` the owner, `ARGV[3]` the latch's TTL in ms.
+//! `ARGV[2]` the owner, `ARGV[3]` the latch's TTL in ms, and optionally `ARGV[4]` the hold count
+//! the client believes the owner has (`0` for a first acquire).
 //!
 //! Redisson's `tryLockInnerAsync` plus a latch: an attempt whose reply was lost can be sent again
 //! with the same request id, and if the first attempt was applied the repeat is a no-op (a second
 //! `HINCRBY` would count one hold twice). Replies nil when the lock is held by this owner now
 //! (first time, reentry or replay), otherwise the holder's `PTTL` (-1 when it has no TTL).
+//!
+//! The latch lives `ARGV[3]`; a copy of the request delivered later still finds the lock. With
+//! `ARGV[4]`, such a copy cannot count twice: a reentry adds its count only when the owner's count
+//! is still the one the client sent (a copy of an attempt that was applied finds it one higher);
+//! otherwise it confirms the hold, re-applying the lease, without counting. Without `ARGV[4]` the
+//! script counts every reentry, as Redisson's does.
+//!
+//! Every step that can fail on its arguments comes before the first write: the lease and the
+//! latch TTL are tried first, by `PEXPIRE` and `SET … PX … XX` on the latch, which the script has
+//! just found missing, so they write nothing. A refused lease or TTL leaves no key behind.
 
-use super::{DecodeError, Script, ScriptCall, ScriptCtx, ScriptFailure, Store, int_arg};
+use super::{
+    DecodeError, Script, ScriptCall, ScriptCtx, ScriptFailure, Store, check_set_px, int_arg,
+};
 use crate::keys::{LockKeys, Owner, RequestId};
 use crate::reply::Reply;
 use crate::time::{Lease, Millis};
@@ -20,30 +33,51 @@ const BODY: &str = "\
 if redis.call('exists', KEYS[2]) == 1 then
   return nil
 end
-if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
-  redis.call('hincrby', KEYS[1], ARGV[2], 1)
-  redis.call('pexpire', KEYS[1], ARGV[1])
-  redis.call('set', KEYS[2], 1, 'px', ARGV[3])
-  return nil
+local count = redis.call('hget', KEYS[1], ARGV[2])
+if count == false and redis.call('exists', KEYS[1]) == 1 then
+  return redis.call('pttl', KEYS[1])
 end
-return redis.call('pttl', KEYS[1])
+redis.call('pexpire', KEYS[2], ARGV[1])
+redis.call('set', KEYS[2], 1, 'px', ARGV[3], 'xx')
+if count == false or ARGV[4] == nil or count == ARGV[4] then
+  redis.call('hincrby', KEYS[1], ARGV[2], 1)
+end
+redis.call('pexpire', KEYS[1], ARGV[1])
+redis.call('set', KEYS[2], 1, 'px', ARGV[3])
+return nil
 ";
 
 fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, ScriptFailure> {
-    if cx.at(1, store.exists(cx.key(2, 1)?))? {
+    let latch = cx.key(2, 1)?;
+    if cx.at(1, store.exists(latch))? {
         return Ok(Reply::Nil);
     }
     let lock = cx.key(1, 4)?;
-    if !cx.at(4, store.exists(lock))? || cx.at(4, store.hexists(lock, cx.arg(2, 4)?))? {
-        cx.at(5, store.hincrby(lock, cx.arg(2, 5)?, 1))?;
-        cx.at(6, store.pexpire(lock, cx.arg(1, 6)?))?;
-        cx.at(7, store.set_px(cx.key(2, 7)?, b"1", cx.arg(3, 7)?))?;
-        return Ok(Reply::Nil);
+    let count = cx.at(4, store.hget(lock, cx.arg(2, 4)?))?;
+    if count.is_none() && cx.at(5, store.exists(lock))? {
+        return Ok(Reply::Int(cx.at(6, store.pttl(lock))?));
     }
-    Ok(Reply::Int(cx.at(10, store.pttl(lock))?))
+    cx.at(8, store.pexpire(latch, cx.arg(1, 8)?))?;
+    cx.at(9, check_set_px(store, latch, cx.arg(3, 9)?))?;
+    if counts(count.as_deref(), cx.opt_arg(4)) {
+        cx.at(11, store.hincrby(lock, cx.arg(2, 11)?, 1))?;
+    }
+    cx.at(13, store.pexpire(lock, cx.arg(1, 13)?))?;
+    cx.at(14, store.set_px(latch, b"1", cx.arg(3, 14)?))?;
+    Ok(Reply::Nil)
 }
 
-/// The call that acquires `keys` for `owner` with `lease`, idempotent under `request`.
+/// Whether an acquire adds a count: a first grant always does, a reentry when the owner's count
+/// is the one the client sent (or when it sent none).
+pub(crate) fn counts(count: Option<&[u8]>, expected: Option<&[u8]>) -> bool {
+    match (count, expected) {
+        (None, _) | (_, None) => true,
+        (Some(count), Some(expected)) => count == expected,
+    }
+}
+
+/// The call that acquires `keys` for `owner` with `lease`, idempotent under `request`, counting
+/// every reentry (Redisson's rule). The lock client sends [`call_from`] instead.
 pub fn call(
     keys: &LockKeys,
     request: &RequestId,
@@ -60,6 +94,21 @@ pub fn call(
             int_arg(latch_ttl.as_u64().max(1) as i64),
         ],
     }
+}
+
+/// [`call`] for an owner that holds the lock `held` times as far as the client knows: a copy of
+/// the request that arrives after its latch expired finds the count moved and does not count again.
+pub fn call_from(
+    keys: &LockKeys,
+    request: &RequestId,
+    lease: Lease,
+    owner: &Owner,
+    latch_ttl: Millis,
+    held: u32,
+) -> ScriptCall {
+    let mut call = call(keys, request, lease, owner, latch_ttl);
+    call.args.push(int_arg(i64::from(held)));
+    call
 }
 
 /// What an acquire attempt learned.

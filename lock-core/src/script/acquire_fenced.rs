@@ -1,15 +1,19 @@
 //! `acquire_fenced`: acquire, and draw a fencing token from the lock's counter.
 //!
 //! `KEYS[1]` the lock, `KEYS[2]` the token counter, `KEYS[3]` the acquire latch; `ARGV` as
-//! [`acquire`](super::acquire). Every grant, reentry included, increments the counter, and the
-//! latch stores the token, so a replayed request gets the same token back. Replies `[-1, token]` on
+//! [`acquire`](super::acquire), whose rules for a reentry's count (`ARGV[4]`) and for trying the
+//! arguments before the first write hold here too. Every grant, reentry included, increments the
+//! counter, and the latch stores the token, so a replayed request gets the same token back. The
+//! counter is the first write: a hash field that is not a count fails the `HINCRBY` after it, and
+//! leaves only the counter one ahead, which a fencing token may always be. Replies `[-1, token]` on
 //! success and `[pttl, -1]` otherwise: success is told by the token (≥ 1), since `pttl` can be -1
 //! too. A resource that rejects writes with a token below the highest it has seen turns a lock that
 //! expired under a paused holder from a correctness bug into a refused write.
 
-use super::acquire::HolderTtl;
+use super::acquire::{HolderTtl, counts};
 use super::{
-    DecodeError, Script, ScriptCall, ScriptCtx, ScriptFailure, Store, int_arg, lua_tonumber_reply,
+    DecodeError, Script, ScriptCall, ScriptCtx, ScriptFailure, Store, check_set_px, int_arg,
+    lua_tonumber_reply,
 };
 use crate::keys::{LockKeys, Owner, RequestId};
 use crate::reply::Reply;
@@ -22,14 +26,19 @@ const BODY: &str = "\
 if redis.call('exists', KEYS[3]) == 1 then
   return {-1, tonumber(redis.call('get', KEYS[3]))}
 end
-if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
-  redis.call('hincrby', KEYS[1], ARGV[2], 1)
-  redis.call('pexpire', KEYS[1], ARGV[1])
-  local token = redis.call('incr', KEYS[2])
-  redis.call('set', KEYS[3], token, 'px', ARGV[3])
-  return {-1, token}
+local count = redis.call('hget', KEYS[1], ARGV[2])
+if count == false and redis.call('exists', KEYS[1]) == 1 then
+  return {redis.call('pttl', KEYS[1]), -1}
 end
-return {redis.call('pttl', KEYS[1]), -1}
+redis.call('pexpire', KEYS[3], ARGV[1])
+redis.call('set', KEYS[3], 1, 'px', ARGV[3], 'xx')
+local token = redis.call('incr', KEYS[2])
+if count == false or ARGV[4] == nil or count == ARGV[4] then
+  redis.call('hincrby', KEYS[1], ARGV[2], 1)
+end
+redis.call('pexpire', KEYS[1], ARGV[1])
+redis.call('set', KEYS[3], token, 'px', ARGV[3])
+return {-1, token}
 ";
 
 fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, ScriptFailure> {
@@ -44,19 +53,24 @@ fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, Script
         return Ok(Reply::Array(reply));
     }
     let lock = cx.key(1, 4)?;
-    if !cx.at(4, store.exists(lock))? || cx.at(4, store.hexists(lock, cx.arg(2, 4)?))? {
-        cx.at(5, store.hincrby(lock, cx.arg(2, 5)?, 1))?;
-        cx.at(6, store.pexpire(lock, cx.arg(1, 6)?))?;
-        let token = cx.at(7, store.incr(cx.key(2, 7)?))?;
-        cx.at(8, store.set_px(latch, &int_arg(token), cx.arg(3, 8)?))?;
-        return Ok(Reply::Array(vec![Reply::Int(-1), Reply::Int(token)]));
+    let count = cx.at(4, store.hget(lock, cx.arg(2, 4)?))?;
+    if count.is_none() && cx.at(5, store.exists(lock))? {
+        let ttl = cx.at(6, store.pttl(lock))?;
+        return Ok(Reply::Array(vec![Reply::Int(ttl), Reply::Int(-1)]));
     }
-    let ttl = cx.at(11, store.pttl(lock))?;
-    Ok(Reply::Array(vec![Reply::Int(ttl), Reply::Int(-1)]))
+    cx.at(8, store.pexpire(latch, cx.arg(1, 8)?))?;
+    cx.at(9, check_set_px(store, latch, cx.arg(3, 9)?))?;
+    let token = cx.at(10, store.incr(cx.key(2, 10)?))?;
+    if counts(count.as_deref(), cx.opt_arg(4)) {
+        cx.at(12, store.hincrby(lock, cx.arg(2, 12)?, 1))?;
+    }
+    cx.at(14, store.pexpire(lock, cx.arg(1, 14)?))?;
+    cx.at(15, store.set_px(latch, &int_arg(token), cx.arg(3, 15)?))?;
+    Ok(Reply::Array(vec![Reply::Int(-1), Reply::Int(token)]))
 }
 
 /// The call that acquires `keys` for `owner` with `lease` and draws a token, idempotent under
-/// `request`.
+/// `request`, counting every reentry (Redisson's rule). The lock client sends [`call_from`].
 pub fn call(
     keys: &LockKeys,
     request: &RequestId,
@@ -77,6 +91,21 @@ pub fn call(
             int_arg(latch_ttl.as_u64().max(1) as i64),
         ],
     }
+}
+
+/// [`call`] for an owner that holds the lock `held` times as far as the client knows (see
+/// [`acquire::call_from`](super::acquire::call_from)).
+pub fn call_from(
+    keys: &LockKeys,
+    request: &RequestId,
+    lease: Lease,
+    owner: &Owner,
+    latch_ttl: Millis,
+    held: u32,
+) -> ScriptCall {
+    let mut call = call(keys, request, lease, owner, latch_ttl);
+    call.args.push(int_arg(i64::from(held)));
+    call
 }
 
 /// What a fenced acquire attempt learned.

@@ -226,9 +226,30 @@ impl<'a> ScriptCtx<'a> {
             .ok_or_else(|| self.fail(line, nil_argument()))
     }
 
+    /// `ARGV[i]` (1-based) where the script tests it for `nil`: `None` when it was not given.
+    pub fn opt_arg(&self, i: usize) -> Option<&'a [u8]> {
+        self.args.get(i.wrapping_sub(1)).map(|b| &b[..])
+    }
+
     /// `#KEYS`.
     pub fn key_count(&self) -> usize {
         self.keys.len()
+    }
+}
+
+/// `SET key 1 PX ms XX` on a key the script has just found missing: it writes nothing, and fails
+/// exactly as `SET` fails on a bad `ms`, so a script tries its TTL argument before its first write.
+pub fn check_set_px(store: &mut dyn Store, missing: &[u8], ms: &[u8]) -> Result<(), CommandError> {
+    let invalid = || CommandError("ERR invalid expire time in 'set' command".into());
+    match parse_i64(ms) {
+        None => Err(CommandError::not_an_integer()),
+        Some(n) if n <= 0 => Err(invalid()),
+        // `PEXPIRE` of a missing key applies `SET`'s overflow rule (now + ms within `i64`) and
+        // touches nothing.
+        Some(_) => store
+            .pexpire(missing, ms)
+            .map(|_| ())
+            .map_err(|_| invalid()),
     }
 }
 

@@ -2,15 +2,25 @@
 //!
 //! `KEYS[1]` the lock, `KEYS[2]` its unlock channel, `KEYS[3]` the unlock latch of this request;
 //! `ARGV[1]` the unlock message (`0`), `ARGV[2]` the lease to re-apply on a reentrant release,
-//! `ARGV[3]` the owner, `ARGV[4]` the latch's TTL in ms.
+//! `ARGV[3]` the owner, `ARGV[4]` the latch's TTL in ms, and optionally `ARGV[5]` the hold count
+//! the client believes the owner has before this release.
 //!
 //! Redisson's `unlockInnerAsync` (its latch fixed issue #4871: an unlock whose reply was lost, sent
 //! again, used to fail with "not locked by current thread"). Replies nil when the owner holds no
 //! hold, 0 when holds remain (the lease is re-applied in full), 1 when the lock was deleted and
 //! waiters were told; a repeat of the same request replies what the first attempt did.
+//!
+//! The latch lives `ARGV[4]`; a copy of the request delivered later still finds the lock. With
+//! `ARGV[5]`, such a copy cannot release a count the owner still has: the release applies only
+//! when the owner's count is the one the client sent (a copy of a release that was applied finds
+//! it one lower); otherwise the owner still holds the lock, and the script only re-applies the
+//! lease and replies 0, so that the reply's promise (held, lease re-applied) stays true. Without `ARGV[5]` every release
+//! counts, as Redisson's does. As in [`acquire`](super::acquire), the lease and the latch TTL are
+//! tried on the missing latch before the first write, so a refused argument leaves no trace.
 
 use super::{
-    DecodeError, Script, ScriptCall, ScriptCtx, ScriptFailure, Store, int_arg, lua_tonumber_reply,
+    DecodeError, Script, ScriptCall, ScriptCtx, ScriptFailure, Store, check_set_px, int_arg,
+    lua_tonumber_reply,
 };
 use crate::keys::{LockKeys, Owner, RequestId};
 use crate::reply::Reply;
@@ -27,11 +37,17 @@ const BODY: &str = "\
 if redis.call('exists', KEYS[3]) == 1 then
   return tonumber(redis.call('get', KEYS[3]))
 end
-if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
+local count = redis.call('hget', KEYS[1], ARGV[3])
+if count == false then
   return nil
 end
-local count = redis.call('hincrby', KEYS[1], ARGV[3], -1)
-if count > 0 then
+redis.call('pexpire', KEYS[3], ARGV[2])
+redis.call('set', KEYS[3], 1, 'px', ARGV[4], 'xx')
+if ARGV[5] ~= nil and count ~= ARGV[5] then
+  redis.call('pexpire', KEYS[1], ARGV[2])
+  return 0
+end
+if redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then
   redis.call('pexpire', KEYS[1], ARGV[2])
   redis.call('set', KEYS[3], 0, 'px', ARGV[4])
   return 0
@@ -52,23 +68,29 @@ fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, Script
         });
     }
     let lock = cx.key(1, 4)?;
-    if !cx.at(4, store.hexists(lock, cx.arg(3, 4)?))? {
+    let Some(count) = cx.at(4, store.hget(lock, cx.arg(3, 4)?))? else {
         return Ok(Reply::Nil);
-    }
-    let count = cx.at(7, store.hincrby(lock, cx.arg(3, 7)?, -1))?;
-    if count > 0 {
-        cx.at(9, store.pexpire(lock, cx.arg(2, 9)?))?;
-        cx.at(10, store.set_px(latch, b"0", cx.arg(4, 10)?))?;
+    };
+    cx.at(8, store.pexpire(latch, cx.arg(2, 8)?))?;
+    cx.at(9, check_set_px(store, latch, cx.arg(4, 9)?))?;
+    if cx.opt_arg(5).is_some_and(|expected| expected != &count[..]) {
+        cx.at(11, store.pexpire(lock, cx.arg(2, 11)?))?;
         return Ok(Reply::Int(0));
     }
-    cx.at(13, store.del(lock))?;
-    cx.at(14, store.publish(cx.key(2, 14)?, cx.arg(1, 14)?))?;
-    cx.at(15, store.set_px(latch, b"1", cx.arg(4, 15)?))?;
+    if cx.at(14, store.hincrby(lock, cx.arg(3, 14)?, -1))? > 0 {
+        cx.at(15, store.pexpire(lock, cx.arg(2, 15)?))?;
+        cx.at(16, store.set_px(latch, b"0", cx.arg(4, 16)?))?;
+        return Ok(Reply::Int(0));
+    }
+    cx.at(19, store.del(lock))?;
+    cx.at(20, store.publish(cx.key(2, 20)?, cx.arg(1, 20)?))?;
+    cx.at(21, store.set_px(latch, b"1", cx.arg(4, 21)?))?;
     Ok(Reply::Int(1))
 }
 
 /// The call that releases one hold of `owner` on `keys`, idempotent under `request`; a reentrant
-/// release re-applies `lease`.
+/// release re-applies `lease`. Every delivery counts (Redisson's rule); the lock client sends
+/// [`call_from`].
 pub fn call(
     keys: &LockKeys,
     request: &RequestId,
@@ -92,12 +114,30 @@ pub fn call(
     }
 }
 
+/// [`call`] for an owner that holds the lock `held` times (this count included) as far as the
+/// client knows: a copy of the request that arrives after its latch expired finds the count moved
+/// and releases nothing.
+pub fn call_from(
+    keys: &LockKeys,
+    request: &RequestId,
+    lease: Lease,
+    owner: &Owner,
+    latch_ttl: Millis,
+    held: u32,
+) -> ScriptCall {
+    let mut call = call(keys, request, lease, owner, latch_ttl);
+    call.args.push(int_arg(i64::from(held)));
+    call
+}
+
 /// What a release learned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReleaseReply {
     /// The owner held no hold: the lock expired, was force-unlocked, or was never taken.
     NotHeld,
-    /// One hold was released; others remain, and the lease was re-applied.
+    /// One hold was released; others remain, and the lease was re-applied. Also the reply when
+    /// the owner's count was not the one the release carried: nothing was released, and the
+    /// lease was re-applied.
     StillHeld,
     /// The last hold was released: the key is gone and waiters were told.
     Released,

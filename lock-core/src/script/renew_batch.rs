@@ -3,7 +3,9 @@
 //! `KEYS[1..n]` the locks; `ARGV[1]` the lease in ms, `ARGV[2..n+1]` the owner of each lock. For
 //! each lock still held by its owner, re-applies the lease and answers 1; for one that is not (it
 //! expired, or was force-unlocked and maybe taken by another), answers 0 and leaves it untouched.
-//! Redisson 3.44's `LockTask` batches renewals the same way.
+//! Redisson 3.44's `LockTask` batches renewals the same way. Every lock is looked at before any is
+//! renewed, so a lock key of the wrong type fails the call before it writes; after that only the
+//! lease can fail, at the first renewal, before anything was written.
 
 use super::{DecodeError, Script, ScriptCall, ScriptCtx, ScriptFailure, Store, int_arg};
 use crate::keys::Owner;
@@ -17,11 +19,11 @@ pub static SCRIPT: Script = Script::new("renew_batch", BODY, native);
 const BODY: &str = "\
 local result = {}
 for i = 1, #KEYS do
-  if redis.call('hexists', KEYS[i], ARGV[i + 1]) == 1 then
+  result[i] = redis.call('hexists', KEYS[i], ARGV[i + 1])
+end
+for i = 1, #KEYS do
+  if result[i] == 1 then
     redis.call('pexpire', KEYS[i], ARGV[1])
-    result[i] = 1
-  else
-    result[i] = 0
   end
 end
 return result
@@ -30,12 +32,12 @@ return result
 fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, ScriptFailure> {
     let mut result = Vec::with_capacity(cx.key_count());
     for i in 1..=cx.key_count() {
-        let lock = cx.key(i, 3)?;
-        if cx.at(3, store.hexists(lock, cx.arg(i + 1, 3)?))? {
-            cx.at(4, store.pexpire(lock, cx.arg(1, 4)?))?;
-            result.push(Reply::Int(1));
-        } else {
-            result.push(Reply::Int(0));
+        let held = cx.at(3, store.hexists(cx.key(i, 3)?, cx.arg(i + 1, 3)?))?;
+        result.push(Reply::Int(i64::from(held)));
+    }
+    for (i, held) in result.iter().enumerate() {
+        if *held == Reply::Int(1) {
+            cx.at(7, store.pexpire(cx.key(i + 1, 7)?, cx.arg(1, 7)?))?;
         }
     }
     Ok(Reply::Array(result))
