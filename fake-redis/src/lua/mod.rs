@@ -31,7 +31,9 @@ use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 const HOOK_EVERY: u32 = 100_000;
 /// How many Lua instructions a script may run: far past anything a real script needs, a few
 /// seconds of a loop that never ends.
-const INSTRUCTION_BUDGET: u64 = 2_000_000_000;
+const INSTRUCTION_BUDGET: u64 = 500_000_000;
+/// The count once the budget has ended a script: the hook then fires at every instruction.
+const KILLED: u64 = u64::MAX / 2;
 
 /// Commands a script may not call (Redis's `noscript` flag), by their table names.
 const NOT_IN_SCRIPTS: &[&str] = &[
@@ -105,6 +107,7 @@ pub(crate) struct Vm {
     xpcall: Function,
     resp: Arc<AtomicU8>,
     executed: Arc<AtomicU64>,
+    main: mlua::Thread,
     scripts: BTreeMap<[u8; 40], Loaded>,
 }
 
@@ -115,23 +118,11 @@ impl Vm {
         let handler: Function = globals.raw_get("__redis__err__handler")?;
         let xpcall: Function = globals.raw_get("xpcall")?;
         let executed = Arc::new(AtomicU64::new(0));
-        {
-            let executed = executed.clone();
-            lua.set_hook(
-                HookTriggers::new().every_nth_instruction(HOOK_EVERY),
-                move |lua, _| {
-                    let n = executed.fetch_add(u64::from(HOOK_EVERY), Ordering::Relaxed);
-                    if n >= INSTRUCTION_BUDGET {
-                        // Every line from now on, so a script's own pcall cannot swallow it for long.
-                        return Err(env::raise(
-                            lua,
-                            "ERR Script killed by user with SCRIPT KILL...",
-                        ));
-                    }
-                    Ok(VmState::Continue)
-                },
-            )?;
-        }
+        let main = lua.current_thread();
+        lua.set_global_hook(
+            HookTriggers::new().every_nth_instruction(HOOK_EVERY),
+            budget_hook(executed.clone(), main.clone()),
+        )?;
         Ok(Vm {
             lua,
             globals,
@@ -141,6 +132,7 @@ impl Vm {
             xpcall,
             resp,
             executed,
+            main,
             scripts: BTreeMap::new(),
         })
     }
@@ -176,6 +168,32 @@ impl Vm {
             })?;
         self.scripts.insert(key, Loaded { function, flags });
         Ok(key)
+    }
+}
+
+/// The hook that ends a script past its instruction budget. It is global, so the coroutines a
+/// script makes count too. Once it has fired, it fires at every instruction of the running thread
+/// and of the main one, so a script that catches the error (`pcall`, a coroutine) ends at its
+/// next instruction outside the catch, as Redis's every-line hook ends a killed script.
+fn budget_hook(
+    executed: Arc<AtomicU64>,
+    main: mlua::Thread,
+) -> impl Fn(&Lua, &mlua::debug::Debug<'_>) -> mlua::Result<VmState> + Send + 'static {
+    move |lua, _| {
+        let n = executed.fetch_add(u64::from(HOOK_EVERY), Ordering::Relaxed);
+        if n < INSTRUCTION_BUDGET {
+            return Ok(VmState::Continue);
+        }
+        if n < KILLED {
+            executed.store(KILLED, Ordering::Relaxed);
+            let every = HookTriggers::new().every_nth_instruction(1);
+            lua.set_global_hook(every, budget_hook(executed.clone(), main.clone()))?;
+            main.set_hook(every, budget_hook(executed.clone(), main.clone()))?;
+        }
+        Err(env::raise(
+            lua,
+            "ERR Script killed by user with SCRIPT KILL...",
+        ))
     }
 }
 
@@ -341,7 +359,15 @@ impl Vm {
         run: &Run,
     ) -> Frame {
         self.resp.store(2, Ordering::Relaxed);
-        self.executed.store(0, Ordering::Relaxed);
+        if self.executed.swap(0, Ordering::Relaxed) >= KILLED {
+            let hook = budget_hook(self.executed.clone(), self.main.clone());
+            if let Err(e) = self
+                .lua
+                .set_global_hook(HookTriggers::new().every_nth_instruction(HOOK_EVERY), hook)
+            {
+                return Frame::error_owned(format!("ERR Error running script {sha}, {e}"));
+            }
+        }
         let result = self.call(cx, function, keys, args, run);
         let reply = match result {
             Ok((true, value)) => convert::lua_to_reply(&value, self.resp.load(Ordering::Relaxed)),
