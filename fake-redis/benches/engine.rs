@@ -61,20 +61,28 @@ fn load_scripts(engine: &mut Engine, client: ClientId) {
 
 fn engine_direct(c: &mut Criterion) {
     for step in [1, 20] {
-        engine_direct_at(c, step);
+        engine_direct_at(c, step, false);
     }
 }
 
-/// Pairs through `Engine::execute`, the clock moving `step` ms per pair.
-fn engine_direct_at(c: &mut Criterion, step: i64) {
+/// The same pairs with the lock's Lua bodies on the embedded Lua instead of their native twins.
+fn engine_on_lua(c: &mut Criterion) {
+    engine_direct_at(c, 1, true);
+}
+
+/// Pairs through `Engine::execute`, the clock moving `step` ms per pair, the scripts on the
+/// embedded Lua if `on_lua`.
+fn engine_direct_at(c: &mut Criterion, step: i64, on_lua: bool) {
     let clock = ManualClock::new(DEFAULT_EPOCH_MS);
     let mut engine = Engine::new(clock.clone());
+    engine.run_lock_scripts_on_lua(on_lua);
+    let how = if on_lua { "on Lua" } else { "native" };
     let client = engine.connect();
     load_scripts(&mut engine, client);
     let mut pairs = Pairs::new();
     let mut group = c.benchmark_group("acquire+release");
     group.throughput(Throughput::Elements(1));
-    group.bench_function(format!("engine direct, {step} ms per pair"), |b| {
+    group.bench_function(format!("engine direct, {how}, {step} ms per pair"), |b| {
         b.iter_batched_ref(
             || {
                 let (a, r) = pairs.next();
@@ -134,6 +142,55 @@ fn through_fake_connection(c: &mut Criterion) {
     group.finish();
 }
 
+/// `EVALSHA` of a redis-py-style release script (no native twin: it runs on the embedded Lua),
+/// half of the calls releasing a held key, half finding another owner's token.
+fn foreign_release(c: &mut Criterion) {
+    let clock = ManualClock::new(DEFAULT_EPOCH_MS);
+    let mut engine = Engine::new(clock.clone());
+    let client = engine.connect();
+    let body = Bytes::from_static(
+        b"if redis.call(\"get\",KEYS[1]) == ARGV[1] then return redis.call(\"del\",KEYS[1]) else return 0 end",
+    );
+    let sha = match engine.execute(
+        client,
+        &[
+            Bytes::from_static(b"SCRIPT"),
+            Bytes::from_static(b"LOAD"),
+            body,
+        ],
+    ) {
+        fake_redis::Frame::Bulk(sha) => sha,
+        other => panic!("SCRIPT LOAD replied {other:?}"),
+    };
+    let key = Bytes::from_static(b"lock:release");
+    let set = vec![
+        Bytes::from_static(b"SET"),
+        key.clone(),
+        Bytes::from_static(b"token"),
+    ];
+    let release = |token: &'static [u8]| {
+        vec![
+            Bytes::from_static(b"EVALSHA"),
+            sha.clone(),
+            Bytes::from_static(b"1"),
+            key.clone(),
+            Bytes::from_static(token),
+        ]
+    };
+    let (mine, theirs) = (release(b"token"), release(b"other"));
+    let mut group = c.benchmark_group("EVALSHA redis-py release");
+    group.throughput(Throughput::Elements(2));
+    group.bench_function("engine direct, on Lua", |b| {
+        b.iter(|| {
+            engine.execute(client, &set);
+            let a = engine.execute(client, &theirs);
+            let b = engine.execute(client, &mine);
+            (a, b)
+        })
+    });
+    group.finish();
+}
+
 /// The fixed cost of single commands, for finding where a pair's time goes.
 fn single_commands(c: &mut Criterion) {
     let clock = ManualClock::new(DEFAULT_EPOCH_MS);
@@ -169,6 +226,8 @@ mod group {
     criterion_group!(
         benches,
         engine_direct,
+        engine_on_lua,
+        foreign_release,
         through_fake_connection,
         single_commands
     );

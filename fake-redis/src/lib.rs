@@ -9,8 +9,10 @@
 //!   scripts, connection commands) whose replies and error texts are Redis 7.0's, on an injected
 //!   [`Clock`] ([`ManualClock`], [`TokioClock`], [`SystemClock`]). `execute(client, argv)` returns a
 //!   [`Frame`]; pub/sub messages wait in per-client outboxes.
-//! - Scripts run without Lua: the lock's scripts (`lock_core::script`) are recognised by SHA1 and
-//!   run as their native twins; any other script is refused with an error naming its SHA.
+//! - Scripts: the lock's scripts (`lock_core::script`) are recognised by SHA1 and run as their
+//!   native twins; any other body runs on an embedded Lua 5.1 with Redis 7.0's script environment
+//!   (the default feature `lua`; without it, other bodies are refused with an error naming their
+//!   SHA).
 //! - [`FaultPlan`] ([`fault`]): lost requests and replies, delays, link outages, GC pauses,
 //!   crashes, restarts, failovers with lag, clock jumps; every decision a pure function of the seed.
 //! - Front doors: [`FakeBackend`] (`lock_core::Backend`), [`FakeConnection`]
@@ -62,6 +64,8 @@ mod cmd;
 pub mod engine;
 pub mod fault;
 pub mod inprocess;
+#[cfg(feature = "lua")]
+mod lua;
 pub mod resp;
 pub mod server;
 

@@ -13,6 +13,9 @@
 //! `RedisBackend<FakeConnection, FakeSubscriber>` (the same `redis`-crate code as against the real
 //! one) and through `FakeBackend`. The fake runs the native twins, so there the test holds the
 //! engine (its commands, replies, error texts, expiry and script cache) to the reference.
+//! A third leg runs the five Lua bodies on the fake's embedded Lua instead
+//! (`Engine::run_lock_scripts_on_lua`): held to the same reference, Lua on real Redis, the native
+//! twins and Lua on the fake agree.
 //!
 //! `DIFF_CASES` sets the number of sequences per server (default 2,000).
 
@@ -550,4 +553,24 @@ fn the_fake_agrees_with_the_reference_through_fake_backend() {
         FakeBackend::with_response_timeout(engine, NodeId(1), Duration::from_secs(5))
     });
     differential(&rt, &backend, "diff-fake-backend");
+}
+
+/// The third leg: the same five Lua bodies on the fake's embedded Lua instead of its native twins.
+/// Each leg is held to the same reference (the native twins), so the Lua on real Redis, the native
+/// twins and the Lua on the fake's VM all agree, replies and final keys alike.
+#[test]
+fn the_fake_s_lua_runs_the_lock_s_bodies_as_the_reference_does() {
+    let rt = runtime();
+    let backend = rt.block_on(async {
+        let mut engine = Engine::new(SystemClock);
+        engine.run_lock_scripts_on_lua(true);
+        assert!(engine.lock_scripts_run_on_lua());
+        let engine = shared(engine);
+        RedisBackend::new(
+            FakeConnection::new(engine.clone(), NodeId(1)),
+            FakeSubscriber::new(engine, NodeId(1)),
+            Duration::from_secs(5),
+        )
+    });
+    differential(&rt, &backend, "diff-fake-lua");
 }

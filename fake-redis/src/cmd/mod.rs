@@ -28,6 +28,8 @@ mod zsets;
 
 pub(crate) use context::Cx;
 pub(crate) use parse::Args;
+#[cfg(feature = "lua")]
+pub(crate) use scripting::sha1_hex;
 
 use crate::engine::db::Value;
 use crate::resp::Frame;

@@ -1,10 +1,12 @@
-//! Scripting without Lua: `EVAL`, `EVALSHA` and `SCRIPT`, running the lock's native twins.
+//! Scripting: `EVAL`, `EVALSHA`, their `_RO` forms and `SCRIPT`, the lock's scripts natively and
+//! every other body on the embedded Lua.
 //!
 //! The fake keeps Redis's protocol exactly (the cache starts empty; `EVAL` and `SCRIPT LOAD` put a
-//! script in it; `EVALSHA` of anything else is `NOSCRIPT`; a restart or failover forgets it all)
-//! but runs each script as the native function `lock-core` keeps beside its Lua body, over the
-//! engine as a [`Store`] at the command's frozen time. Only bodies with a native twin can be
-//! loaded; any other body is refused with an error naming its SHA, never run wrongly.
+//! script in it; `EVALSHA` of anything else is `NOSCRIPT`; a restart or failover forgets it all).
+//! A body whose SHA is one of the lock's runs as the native function `lock-core` keeps beside its
+//! Lua body, over the engine as a [`Store`] at the command's frozen time: that is the fast path,
+//! with no Lua at all. Any other body runs on the engine's Lua state (`lua/`, the `lua` feature);
+//! without that feature it is refused with an error naming its SHA, never run wrongly.
 
 use super::{Args, Cx, Reply, Spec, WRITE, is, unknown_subcommand, wrong_arity};
 use crate::engine::ScriptCache;
@@ -20,7 +22,8 @@ pub(crate) static SCRIPT: Spec = Spec::new("script", -2, 0, script_command);
 
 const NOSCRIPT: Frame = Frame::error("NOSCRIPT No matching script. Please use EVAL.");
 
-/// The error for a body the fake cannot run.
+/// The error for a body the fake cannot run (without Lua).
+#[cfg(not(feature = "lua"))]
 fn no_native_twin(body: &[u8]) -> Frame {
     let sha = sha1_hex(body);
     let names: Vec<&str> = lock_core::script::all().iter().map(|s| s.name).collect();
@@ -55,18 +58,47 @@ fn eval_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     if numkeys < 0 {
         return Err(Frame::error("ERR Number of keys can't be negative"));
     }
-    let script = if by_sha {
-        match cx.scripts().get(script) {
-            Some(s) => s,
-            None => return Err(NOSCRIPT),
-        }
+    let on_lua = cx.engine().lock_scripts_run_on_lua();
+    let native = if by_sha {
+        cx.scripts().get(script)
     } else {
-        let s = lock_core::script::by_body(script).ok_or_else(|| no_native_twin(script))?;
-        cx.scripts().insert(s);
+        let s = lock_core::script::by_body(script);
+        if let Some(s) = s {
+            cx.scripts().insert(s);
+        }
         s
     };
     let keys = args.take(numkeys as usize);
-    Ok(run(cx, script, keys, args.rest(), read_only))
+    if let Some(native) = native.filter(|_| !on_lua) {
+        return Ok(run(cx, native, keys, args.rest(), read_only));
+    }
+    #[cfg(feature = "lua")]
+    {
+        let source = if by_sha {
+            crate::lua::Source::Sha(script)
+        } else {
+            crate::lua::Source::Body(script)
+        };
+        Ok(crate::lua::eval(cx, source, keys, args.rest(), read_only))
+    }
+    #[cfg(not(feature = "lua"))]
+    {
+        let _ = on_lua;
+        Err(if by_sha {
+            NOSCRIPT
+        } else {
+            no_native_twin(script)
+        })
+    }
+}
+
+/// Whether a script with this SHA is in the cache, native or on the Lua state.
+fn is_loaded(scripts: &ScriptCache, sha: &[u8]) -> bool {
+    #[cfg(feature = "lua")]
+    if scripts.lua.contains(sha) {
+        return true;
+    }
+    scripts.get(sha).is_some()
 }
 
 /// Runs `script` natively over the command's database at its frozen time.
@@ -90,9 +122,14 @@ fn script_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         let [body] = args.rest() else {
             return Err(wrong_arity("script|load"));
         };
-        let s = lock_core::script::by_body(body).ok_or_else(|| no_native_twin(body))?;
-        cx.scripts().insert(s);
-        return Ok(Frame::Bulk(Bytes::from(s.sha().to_owned())));
+        if let Some(s) = lock_core::script::by_body(body) {
+            cx.scripts().insert(s);
+            return Ok(Frame::Bulk(Bytes::from(s.sha().to_owned())));
+        }
+        #[cfg(feature = "lua")]
+        return Ok(crate::lua::script_load(cx, body));
+        #[cfg(not(feature = "lua"))]
+        return Err(no_native_twin(body));
     }
     if is(sub, "exists") {
         if args.remaining() < 1 {
@@ -100,7 +137,7 @@ fn script_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         }
         let scripts = cx.scripts();
         return Ok(Frame::Array(
-            args.map(|sha| Frame::Integer(i64::from(scripts.get(sha).is_some())))
+            args.map(|sha| Frame::Integer(i64::from(is_loaded(scripts, sha))))
                 .collect(),
         ));
     }
@@ -115,7 +152,10 @@ fn script_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
             }
             _ => return Err(wrong_arity("script|flush")),
         }
-        *cx.scripts() = ScriptCache::default();
+        let scripts = cx.scripts();
+        scripts.clear_native();
+        #[cfg(feature = "lua")]
+        scripts.lua.flush();
         return Ok(Frame::OK);
     }
     if is(sub, "kill") {

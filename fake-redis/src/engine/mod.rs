@@ -169,10 +169,14 @@ pub(crate) enum Subscription {
     Pattern,
 }
 
-/// The script cache: SHAs of bodies that have a native twin and were loaded since the last flush.
+/// The script cache: SHAs of bodies that have a native twin and were loaded since the last flush,
+/// and (with the `lua` feature) the Lua state with every other body loaded into it.
 #[derive(Default)]
 pub(crate) struct ScriptCache {
     loaded: Vec<&'static lock_core::script::Script>,
+    /// Bodies without a native twin, on the engine's Lua state.
+    #[cfg(feature = "lua")]
+    pub lua: crate::lua::LuaScripts,
 }
 
 impl ScriptCache {
@@ -188,6 +192,11 @@ impl ScriptCache {
                     .into_iter()
                     .find(|s| s.sha().as_bytes().eq_ignore_ascii_case(sha))
             })
+    }
+
+    /// Forgets every native script (`SCRIPT FLUSH`; the Lua half is flushed beside).
+    pub fn clear_native(&mut self) {
+        self.loaded.clear();
     }
 
     /// Loads `script` (once).
@@ -224,6 +233,8 @@ pub struct Engine {
     pending_server_faults: Vec<(i64, usize, Fault)>,
     stats: Stats,
     started_at: i64,
+    /// The lock's scripts run on the Lua state like any other body, not as their native twins.
+    lock_scripts_on_lua: bool,
 }
 
 impl fmt::Debug for Engine {
@@ -266,6 +277,7 @@ impl Engine {
             pending_server_faults: Vec::new(),
             stats: Stats::default(),
             started_at: now,
+            lock_scripts_on_lua: false,
         }
     }
 
@@ -496,6 +508,19 @@ impl Engine {
     /// The script cache.
     pub(crate) fn scripts(&mut self) -> &mut ScriptCache {
         &mut self.scripts
+    }
+
+    /// Runs the lock's five scripts on the embedded Lua, as any other body, instead of as their
+    /// native twins (`on`), or natively again (the default). For comparing the two: the replies
+    /// and the keys they leave must be the same. Without the `lua` feature the twins always run.
+    pub fn run_lock_scripts_on_lua(&mut self, on: bool) {
+        self.lock_scripts_on_lua = on && cfg!(feature = "lua");
+    }
+
+    /// Whether the lock's scripts run on the embedded Lua (see
+    /// [`run_lock_scripts_on_lua`](Engine::run_lock_scripts_on_lua)).
+    pub fn lock_scripts_run_on_lua(&self) -> bool {
+        self.lock_scripts_on_lua
     }
 
     /// The counters `INFO` reports.

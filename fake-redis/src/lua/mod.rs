@@ -1,0 +1,572 @@
+//! An embedded Lua 5.1, so that any script runs on the fake, not only the lock's.
+//!
+//! Redis keeps one Lua state per server; so does each engine, built the first time a script
+//! without a native twin runs (an engine that only ever runs the lock's scripts never pays for
+//! one), dropped by `SCRIPT FLUSH`, a restart and a failover, which forget the script cache too.
+//! The state has Redis 7.0's environment (`env.rs`), and a script's calls go through the same
+//! command table as a client's, at the `EVAL`'s frozen time, with Redis's checks for scripts
+//! first: unknown commands, arity, commands a script may not call, writes in read-only scripts.
+//! Conversions in and out are `convert.rs`; `math.random` is `rand48.rs`.
+//!
+//! A script never reads the wall clock: time is the command's, and the only randomness is the
+//! generator Redis gives every script. A runaway script cannot hang the engine: past a budget of
+//! Lua instructions (counted, so a run replays) it is stopped with the error Redis gives a script
+//! ended by `SCRIPT KILL`.
+
+mod convert;
+mod env;
+pub(crate) mod libs;
+mod rand48;
+
+use crate::cmd::{Args, Cx, Spec, lookup};
+use crate::resp::Frame;
+use bytes::Bytes;
+use mlua::{Function, HookTriggers, Lua, Table, Value, Variadic, VmState};
+use rand48::Rand48;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+
+/// Lua instructions between two looks at the budget (Redis's count hook runs as often).
+const HOOK_EVERY: u32 = 100_000;
+/// How many Lua instructions a script may run: far past anything a real script needs, a few
+/// seconds of a loop that never ends.
+const INSTRUCTION_BUDGET: u64 = 500_000_000;
+/// The count once the budget has ended a script: the hook then fires at every instruction.
+const KILLED: u64 = u64::MAX / 2;
+
+/// Commands a script may not call (Redis's `noscript` flag), by their table names.
+const NOT_IN_SCRIPTS: &[&str] = &[
+    "auth",
+    "client",
+    "discard",
+    "eval",
+    "eval_ro",
+    "evalsha",
+    "evalsha_ro",
+    "exec",
+    "hello",
+    "multi",
+    "psubscribe",
+    "punsubscribe",
+    "quit",
+    "reset",
+    "script",
+    "subscribe",
+    "unsubscribe",
+    "unwatch",
+    "wait",
+    "watch",
+];
+
+/// Commands that are not writes yet are refused in read-only scripts (Redis's `may-replicate`).
+const MAY_REPLICATE: &[&str] = &["publish"];
+
+/// The shebang flags of a script (`#!lua flags=…`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Flags {
+    /// The body starts with `#!lua`: flags are declared rather than implied.
+    pub shebang: bool,
+    /// `no-writes`.
+    pub no_writes: bool,
+}
+
+/// A loaded body: its compiled function and flags.
+struct Loaded {
+    function: Function,
+    flags: Flags,
+}
+
+/// The scripting half of the script cache: the Lua state (built on first use) and what survives
+/// `SCRIPT FLUSH`.
+#[derive(Default)]
+pub(crate) struct LuaScripts {
+    vm: Option<Box<Vm>>,
+    rand: Rand48,
+}
+
+impl LuaScripts {
+    /// Whether a body with this SHA (lowercase hex) is loaded.
+    pub fn contains(&self, sha: &[u8]) -> bool {
+        self.vm.as_ref().is_some_and(|vm| vm.get(sha).is_some())
+    }
+
+    /// `SCRIPT FLUSH`: every body and the state go; the random generator stays, as in Redis.
+    pub fn flush(&mut self) {
+        self.vm = None;
+    }
+}
+
+/// One Lua state with Redis's environment and the bodies loaded into it.
+pub(crate) struct Vm {
+    lua: Lua,
+    globals: Table,
+    env: Table,
+    redis: Table,
+    handler: Function,
+    xpcall: Function,
+    resp: Arc<AtomicU8>,
+    executed: Arc<AtomicU64>,
+    main: mlua::Thread,
+    scripts: BTreeMap<[u8; 40], Loaded>,
+}
+
+impl Vm {
+    fn new(rand: Rand48) -> mlua::Result<Vm> {
+        let resp = Arc::new(AtomicU8::new(2));
+        let (lua, globals, env, redis) = env::build(rand, resp.clone())?;
+        let handler: Function = globals.raw_get("__redis__err__handler")?;
+        let xpcall: Function = globals.raw_get("xpcall")?;
+        let executed = Arc::new(AtomicU64::new(0));
+        let main = lua.current_thread();
+        lua.set_global_hook(
+            HookTriggers::new().every_nth_instruction(HOOK_EVERY),
+            budget_hook(executed.clone(), main.clone()),
+        )?;
+        Ok(Vm {
+            lua,
+            globals,
+            env,
+            redis,
+            handler,
+            xpcall,
+            resp,
+            executed,
+            main,
+            scripts: BTreeMap::new(),
+        })
+    }
+
+    fn get(&self, sha: &[u8]) -> Option<&Loaded> {
+        let key: [u8; 40] = sha.try_into().ok()?;
+        let key = key.map(|b| b.to_ascii_lowercase());
+        self.scripts.get(&key)
+    }
+
+    /// Compiles `body` (once) and returns its SHA, or the error `EVAL` and `SCRIPT LOAD` reply.
+    fn load(&mut self, body: &[u8]) -> Result<[u8; 40], Frame> {
+        let sha = crate::cmd::sha1_hex(body);
+        let mut key = [0u8; 40];
+        key.copy_from_slice(sha.as_bytes());
+        if self.scripts.contains_key(&key) {
+            return Ok(key);
+        }
+        let (flags, code) = parse_shebang(body)?;
+        let function = self
+            .lua
+            .load(code)
+            .set_name("@user_script")
+            .set_mode(mlua::chunk::ChunkMode::Text)
+            .set_environment(self.env.clone())
+            .into_function()
+            .map_err(|e| {
+                let text = match &e {
+                    mlua::Error::SyntaxError { message, .. } => message.clone(),
+                    other => other.to_string(),
+                };
+                Frame::error_owned(format!("ERR Error compiling script (new function): {text}"))
+            })?;
+        self.scripts.insert(key, Loaded { function, flags });
+        Ok(key)
+    }
+}
+
+/// The hook that ends a script past its instruction budget. It is global, so the coroutines a
+/// script makes count too. Once it has fired, it fires at every instruction of the running thread
+/// and of the main one, so a script that catches the error (`pcall`, a coroutine) ends at its
+/// next instruction outside the catch, as Redis's every-line hook ends a killed script.
+fn budget_hook(
+    executed: Arc<AtomicU64>,
+    main: mlua::Thread,
+) -> impl Fn(&Lua, &mlua::debug::Debug<'_>) -> mlua::Result<VmState> + Send + 'static {
+    move |lua, _| {
+        let n = executed.fetch_add(u64::from(HOOK_EVERY), Ordering::Relaxed);
+        if n < INSTRUCTION_BUDGET {
+            return Ok(VmState::Continue);
+        }
+        if n < KILLED {
+            executed.store(KILLED, Ordering::Relaxed);
+            let every = HookTriggers::new().every_nth_instruction(1);
+            lua.set_global_hook(every, budget_hook(executed.clone(), main.clone()))?;
+            main.set_hook(every, budget_hook(executed.clone(), main.clone()))?;
+        }
+        Err(env::raise(
+            lua,
+            "ERR Script killed by user with SCRIPT KILL...",
+        ))
+    }
+}
+
+/// The flags of `body`'s shebang and the code to compile: the shebang line is cut but its line
+/// break kept, so line numbers stay the user's.
+fn parse_shebang(body: &[u8]) -> Result<(Flags, &[u8]), Frame> {
+    if !body.starts_with(b"#!") {
+        return Ok((Flags::default(), body));
+    }
+    let Some(end) = body.iter().position(|&b| b == b'\n') else {
+        return Err(Frame::error("ERR Invalid script shebang"));
+    };
+    let line = String::from_utf8_lossy(&body[..end]);
+    let mut parts = line.split_ascii_whitespace();
+    let engine = parts.next().unwrap_or("");
+    if engine != "#!lua" {
+        return Err(Frame::error_owned(format!(
+            "ERR Unexpected engine in script shebang: {engine}"
+        )));
+    }
+    let mut flags = Flags {
+        shebang: true,
+        no_writes: false,
+    };
+    for part in parts {
+        let Some(list) = part.strip_prefix("flags=") else {
+            return Err(Frame::error_owned(format!(
+                "ERR Unknown lua shebang option: {part}"
+            )));
+        };
+        for flag in list.split(',').filter(|f| !f.is_empty()) {
+            match flag {
+                "no-writes" => flags.no_writes = true,
+                // One node, no cluster, no memory limit: the others change nothing it can see.
+                "allow-oom" | "allow-stale" | "no-cluster" | "allow-cross-slot-keys" => {}
+                _ => {
+                    return Err(Frame::error_owned(format!(
+                        "ERR Unexpected flag in script shebang: {flag}"
+                    )));
+                }
+            }
+        }
+    }
+    Ok((flags, &body[end..]))
+}
+
+/// The VM of the engine's script cache, built if need be; `None` only if Lua cannot start.
+fn take_vm(cx: &mut Cx<'_>) -> Result<Box<Vm>, Frame> {
+    let cache = &mut cx.scripts().lua;
+    match cache.vm.take() {
+        Some(vm) => Ok(vm),
+        None => Vm::new(cache.rand.clone())
+            .map(Box::new)
+            .map_err(|e| Frame::error_owned(format!("ERR the fake's Lua failed to start: {e}"))),
+    }
+}
+
+/// `SCRIPT LOAD body`: compiles it into the state, replying its SHA.
+pub(crate) fn script_load(cx: &mut Cx<'_>, body: &[u8]) -> Frame {
+    let mut vm = match take_vm(cx) {
+        Ok(vm) => vm,
+        Err(e) => return e,
+    };
+    let reply = match vm.load(body) {
+        Ok(sha) => Frame::Bulk(Bytes::copy_from_slice(&sha)),
+        Err(e) => e,
+    };
+    cx.scripts().lua.vm = Some(vm);
+    reply
+}
+
+/// How a script was called.
+#[derive(Clone, Copy)]
+pub(crate) enum Source<'a> {
+    /// `EVAL body …`: loaded first.
+    Body(&'a [u8]),
+    /// `EVALSHA sha …`: `NOSCRIPT` unless loaded (a lock script's body is loaded on the way if
+    /// its native twin is cached).
+    Sha(&'a [u8]),
+}
+
+/// `EVAL`/`EVALSHA` (and their `_RO` forms) of a script on the VM.
+pub(crate) fn eval(
+    cx: &mut Cx<'_>,
+    source: Source<'_>,
+    keys: &[Bytes],
+    args: &[Bytes],
+    read_only_command: bool,
+) -> Frame {
+    let mut vm = match take_vm(cx) {
+        Ok(vm) => vm,
+        Err(e) => return e,
+    };
+    let reply = eval_on(cx, &mut vm, source, keys, args, read_only_command);
+    cx.scripts().lua.vm = Some(vm);
+    reply
+}
+
+fn eval_on(
+    cx: &mut Cx<'_>,
+    vm: &mut Vm,
+    source: Source<'_>,
+    keys: &[Bytes],
+    args: &[Bytes],
+    read_only_command: bool,
+) -> Frame {
+    let sha = match source {
+        Source::Body(body) => match vm.load(body) {
+            Ok(sha) => sha,
+            Err(e) => return e,
+        },
+        Source::Sha(sha) => match vm.get(sha) {
+            Some(_) => sha
+                .try_into()
+                .map(|s: [u8; 40]| s.map(|b| b.to_ascii_lowercase()))
+                .unwrap_or([0; 40]),
+            None => {
+                let native = lock_core::script::by_sha(&sha.to_ascii_lowercase())
+                    .filter(|_| cx.scripts().get(sha).is_some());
+                match native.map(|s| vm.load(s.body.as_bytes())) {
+                    Some(Ok(sha)) => sha,
+                    _ => return Frame::error("NOSCRIPT No matching script. Please use EVAL."),
+                }
+            }
+        },
+    };
+    let loaded = vm.get(&sha).expect("loaded above");
+    let flags = loaded.flags;
+    let function = loaded.function.clone();
+    if read_only_command && flags.shebang && !flags.no_writes {
+        return Frame::error("ERR Can not execute a script with write flag using *_ro command.");
+    }
+    let run = Run {
+        read_only: read_only_command || flags.no_writes,
+        caller_db: cx.db,
+        caller_protocol: cx.client().protocol,
+    };
+    let sha_text = std::str::from_utf8(&sha).unwrap_or("").to_owned();
+    let reply = vm.run(cx, &function, &sha_text, keys, args, &run);
+    // A script's SELECT is its own: the caller's database is as it was.
+    cx.client().db = run.caller_db;
+    cx.db = run.caller_db;
+    reply
+}
+
+/// What a running script's calls are checked against.
+struct Run {
+    read_only: bool,
+    caller_db: usize,
+    caller_protocol: u8,
+}
+
+impl Vm {
+    /// Runs `function` as the script `sha` with `keys` and `args`: its reply, or its error with
+    /// Redis's ` script: <sha>, on <source>:<line>.` suffix.
+    fn run(
+        &mut self,
+        cx: &mut Cx<'_>,
+        function: &Function,
+        sha: &str,
+        keys: &[Bytes],
+        args: &[Bytes],
+        run: &Run,
+    ) -> Frame {
+        self.resp.store(2, Ordering::Relaxed);
+        if self.executed.swap(0, Ordering::Relaxed) >= KILLED {
+            let hook = budget_hook(self.executed.clone(), self.main.clone());
+            if let Err(e) = self
+                .lua
+                .set_global_hook(HookTriggers::new().every_nth_instruction(HOOK_EVERY), hook)
+            {
+                return Frame::error_owned(format!("ERR Error running script {sha}, {e}"));
+            }
+        }
+        let result = self.call(cx, function, keys, args, run);
+        let reply = match result {
+            Ok((true, value)) => convert::lua_to_reply(&value, self.resp.load(Ordering::Relaxed)),
+            Ok((false, err)) => script_error(&err, sha),
+            Err(e) => Frame::error_owned(format!("ERR Error running script {sha}, {e}")),
+        };
+        // Redis collects a little garbage every few scripts; a step per script keeps the state
+        // small without a full cycle's pause.
+        let _ = self.lua.gc_step();
+        reply
+    }
+
+    fn call(
+        &mut self,
+        cx: &mut Cx<'_>,
+        function: &Function,
+        keys: &[Bytes],
+        args: &[Bytes],
+        run: &Run,
+    ) -> mlua::Result<(bool, Value)> {
+        let lua = &self.lua;
+        self.globals.raw_set("KEYS", strings(lua, keys)?)?;
+        self.globals.raw_set("ARGV", strings(lua, args)?)?;
+        let resp = self.resp.clone();
+        let cx = std::cell::RefCell::new(cx);
+        lua.scope(|scope| {
+            let call = scope.create_function(|lua, argv: Variadic<Value>| {
+                let mut cx = cx.borrow_mut();
+                match redis_call(lua, &mut cx, &argv, run, resp.load(Ordering::Relaxed))? {
+                    (true, reply) => Ok(reply),
+                    (false, Value::Table(err)) => Err(mlua::Error::external(env::ErrorValue(err))),
+                    (false, other) => Ok(other),
+                }
+            })?;
+            let pcall = scope.create_function(|lua, argv: Variadic<Value>| {
+                let mut cx = cx.borrow_mut();
+                Ok(redis_call(lua, &mut cx, &argv, run, resp.load(Ordering::Relaxed))?.1)
+            })?;
+            self.redis.raw_set("call", call)?;
+            self.redis.raw_set("pcall", pcall)?;
+            self.xpcall.call::<(bool, Value)>((function, &self.handler))
+        })
+    }
+}
+
+/// A Lua array of strings (`KEYS`, `ARGV`).
+fn strings(lua: &Lua, items: &[Bytes]) -> mlua::Result<Table> {
+    let t = lua.create_table_with_capacity(items.len(), 0)?;
+    for (i, item) in items.iter().enumerate() {
+        t.raw_set(i + 1, lua.create_string(item)?)?;
+    }
+    Ok(t)
+}
+
+/// The reply of a script that raised `err` (an error table, as the handler made it).
+fn script_error(err: &Value, sha: &str) -> Frame {
+    let Value::Table(t) = err else {
+        return Frame::error_owned(format!("ERR Error running script {sha}, execution failure"));
+    };
+    let text = |name: &str| -> Option<String> {
+        match t.raw_get::<Value>(name).ok()? {
+            Value::String(s) => Some(s.to_string_lossy()),
+            Value::Integer(n) => Some(n.to_string()),
+            Value::Number(n) => Some(lua_number_text(n)),
+            _ => None,
+        }
+    };
+    let msg = text("err").unwrap_or_default();
+    match (text("source"), text("line")) {
+        (Some(source), Some(line)) => {
+            Frame::error_owned(format!("{msg} script: {sha}, on {source}:{line}."))
+        }
+        _ => Frame::error_owned(msg),
+    }
+}
+
+/// A number as Lua's `tostring` prints it (`%.14g`), for the integral numbers error tables hold.
+fn lua_number_text(n: f64) -> String {
+    if n.fract() == 0.0 && n.abs() < 1e15 {
+        format!("{}", n as i64)
+    } else {
+        format!("{n}")
+    }
+}
+
+/// `redis.call(...)` and `redis.pcall(...)`: `(true, reply)` or `(false, error table)`.
+fn redis_call(
+    lua: &Lua,
+    cx: &mut Cx<'_>,
+    argv: &[Value],
+    run: &Run,
+    resp: u8,
+) -> mlua::Result<(bool, Value)> {
+    let fail = |text: &str| -> mlua::Result<(bool, Value)> {
+        let t = env::error_table(lua, text)?;
+        t.raw_set("ignore_error_stats_update", true)?;
+        Ok((false, Value::Table(t)))
+    };
+    if argv.is_empty() {
+        return fail("ERR Please specify at least one argument for this redis lib call");
+    }
+    let mut command = Vec::with_capacity(argv.len());
+    for v in argv {
+        match v {
+            Value::Integer(n) => command.push(Bytes::from(format_g17(*n as f64))),
+            Value::Number(n) => command.push(Bytes::from(format_g17(*n))),
+            Value::String(s) => command.push(Bytes::copy_from_slice(&s.as_bytes())),
+            _ => return fail("ERR Lua redis lib command arguments must be strings or integers"),
+        }
+    }
+    let Some(spec) = lookup(&command[0]) else {
+        return fail("ERR Unknown Redis command called from script");
+    };
+    if !spec.arity_ok(command.len()) {
+        return fail("ERR Wrong number of args calling Redis command from script");
+    }
+    if NOT_IN_SCRIPTS.contains(&spec.name) {
+        return fail("ERR This Redis command is not allowed from script");
+    }
+    if run.read_only && (spec.has(crate::cmd::WRITE) || MAY_REPLICATE.contains(&spec.name)) {
+        return fail("ERR Write commands are not allowed from read-only scripts.");
+    }
+    let reply = run_command(cx, spec, &command, resp, run.caller_protocol);
+    let is_error = matches!(reply, Frame::Error(_));
+    Ok((!is_error, convert::reply_to_lua(lua, reply, resp)?))
+}
+
+/// Runs one command of a script as the script's client, which speaks the script's protocol.
+fn run_command(
+    cx: &mut Cx<'_>,
+    spec: &Spec,
+    argv: &[Bytes],
+    resp: u8,
+    caller_protocol: u8,
+) -> Frame {
+    cx.client().protocol = resp;
+    let reply = (spec.run)(cx, &mut Args::new(argv)).unwrap_or_else(|error| error);
+    cx.client().protocol = caller_protocol;
+    reply
+}
+
+/// A number as Redis passes it to a command (`%.17g`): integers plainly, others with 17
+/// significant digits, trailing zeros trimmed.
+fn format_g17(n: f64) -> String {
+    if n.is_nan() {
+        return if n.is_sign_negative() { "-nan" } else { "nan" }.to_owned();
+    }
+    if n.is_infinite() {
+        return if n < 0.0 { "-inf" } else { "inf" }.to_owned();
+    }
+    if n == 0.0 {
+        return if n.is_sign_negative() { "-0" } else { "0" }.to_owned();
+    }
+    let sci = format!("{n:.16e}");
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let trim = |s: &str| -> String {
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_owned()
+        } else {
+            s.to_owned()
+        }
+    };
+    if (-4..17).contains(&exp) {
+        trim(&format!("{n:.*}", (16 - exp) as usize))
+    } else {
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{}e{sign}{:02}", trim(mantissa), exp.abs())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_reach_commands_as_redis_prints_them() {
+        assert_eq!(format_g17(1.0), "1");
+        assert_eq!(format_g17(-42.0), "-42");
+        assert_eq!(format_g17(0.1), "0.10000000000000001");
+        assert_eq!(format_g17(1e20), "1e+20");
+        assert_eq!(format_g17(1.5), "1.5");
+        assert_eq!(format_g17(0.0001), "0.0001");
+        assert_eq!(format_g17(0.00001), "1.0000000000000001e-05");
+    }
+
+    #[test]
+    fn shebangs_parse_as_redis_s() {
+        assert_eq!(parse_shebang(b"return 1").unwrap().0, Flags::default());
+        let (flags, code) = parse_shebang(b"#!lua flags=no-writes,allow-oom\nreturn 1").unwrap();
+        assert!(flags.shebang && flags.no_writes);
+        assert_eq!(code, b"\nreturn 1");
+        assert_eq!(
+            parse_shebang(b"#!lua flags=bogus\nreturn 1").unwrap_err(),
+            Frame::error("ERR Unexpected flag in script shebang: bogus")
+        );
+        assert_eq!(
+            parse_shebang(b"#!lua").unwrap_err(),
+            Frame::error("ERR Invalid script shebang")
+        );
+    }
+}
