@@ -62,6 +62,8 @@ mod cmd;
 pub mod engine;
 pub mod fault;
 pub mod inprocess;
+#[cfg(feature = "lua")]
+mod lua;
 pub mod resp;
 pub mod server;
 
