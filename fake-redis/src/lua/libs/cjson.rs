@@ -279,6 +279,39 @@ fn encode_invalid_numbers(
 
 // ----- encoding -----
 
+/// How deep a walk is, counted as lua-cjson counts it: the tables open, and the Lua stack slots
+/// C holds for them (the argument, then one per array and two per object: key and value).
+struct Depth {
+    tables: i64,
+    slots: usize,
+}
+
+impl Default for Depth {
+    fn default() -> Self {
+        Depth {
+            tables: 0,
+            slots: 1,
+        }
+    }
+}
+
+impl Depth {
+    /// Whether one more table stays within `max_tables` and finds `free_slots` on the stack.
+    fn admits(&self, max_tables: i64, free_slots: usize) -> bool {
+        self.tables < max_tables && self.slots + free_slots <= C_STACK_SLOTS
+    }
+
+    fn enter(&mut self, object: bool) {
+        self.tables += 1;
+        self.slots += if object { 2 } else { 1 };
+    }
+
+    fn leave(&mut self, object: bool) {
+        self.tables -= 1;
+        self.slots -= if object { 2 } else { 1 };
+    }
+}
+
 fn encode(lua: &Lua, codec: &Shared, args: MultiValue) -> mlua::Result<MultiValue> {
     if args.len() != 1 {
         return Err(arg_error(lua, 1, "expected 1 argument"));
@@ -304,16 +337,6 @@ enum Open {
     Object { first: bool },
 }
 
-impl Open {
-    /// Lua stack slots C holds for this table while it writes one of its values.
-    fn slots(&self) -> usize {
-        match self {
-            Open::Array { .. } => 1,
-            Open::Object { .. } => 2,
-        }
-    }
-}
-
 struct Encoder<'a> {
     lua: &'a Lua,
     settings: &'a Settings,
@@ -330,32 +353,31 @@ impl Encoder<'_> {
         let tables = self.lua.create_table()?;
         let keys = self.lua.create_table()?;
         let mut open: Vec<Open> = Vec::new();
-        // The argument itself is the one slot in use under the walk.
-        let mut slots = 1;
+        let mut depth = Depth::default();
         let mut pending = Some(root.clone());
         loop {
             if let Some(value) = pending.take() {
                 if let Value::Table(table) = value {
-                    let depth = open.len() as i64 + 1;
-                    if depth > self.settings.encode_max_depth || slots + 3 > C_STACK_SLOTS {
+                    if !depth.admits(self.settings.encode_max_depth, 3) {
+                        let nesting = depth.tables + 1;
                         return Err(raise(
                             self.lua,
-                            format!("Cannot serialise, excessive nesting ({depth})"),
+                            format!("Cannot serialise, excessive nesting ({nesting})"),
                         ));
                     }
                     let frame = self.open_table(&table)?;
-                    slots += frame.slots();
+                    depth.enter(matches!(frame, Open::Object { .. }));
                     open.push(frame);
                     tables.raw_set(open.len(), table)?;
                 } else {
                     self.scalar(&value)?;
                 }
             }
-            let depth = open.len();
+            let level = open.len();
             let Some(frame) = open.last_mut() else {
                 return Ok(());
             };
-            let table: Table = tables.raw_get(depth)?;
+            let table: Table = tables.raw_get(level)?;
             match frame {
                 Open::Array { next, len } => {
                     if *next <= *len {
@@ -369,7 +391,7 @@ impl Encoder<'_> {
                     self.out.push(b']');
                 }
                 Open::Object { first } => {
-                    let last: Value = keys.raw_get(depth)?;
+                    let last: Value = keys.raw_get(level)?;
                     let (key, value): (Value, Value) = self.next.call((table, last))?;
                     if !key.is_nil() {
                         if !*first {
@@ -377,17 +399,17 @@ impl Encoder<'_> {
                         }
                         *first = false;
                         self.key(&key)?;
-                        keys.raw_set(depth, key)?;
+                        keys.raw_set(level, key)?;
                         pending = Some(value);
                         continue;
                     }
                     self.out.push(b'}');
-                    keys.raw_set(depth, Value::Nil)?;
+                    keys.raw_set(level, Value::Nil)?;
                 }
             }
-            tables.raw_set(depth, Value::Nil)?;
+            tables.raw_set(level, Value::Nil)?;
             let closed = open.pop().expect("a frame is open");
-            slots -= closed.slots();
+            depth.leave(matches!(closed, Open::Object { .. }));
         }
     }
 
@@ -655,16 +677,6 @@ enum Filling {
     Object { key: Vec<u8> },
 }
 
-impl Filling {
-    /// Lua stack slots C holds for this table while it reads one of its values.
-    fn slots(&self) -> usize {
-        match self {
-            Filling::Array { .. } => 1,
-            Filling::Object { .. } => 2,
-        }
-    }
-}
-
 struct Parser<'a> {
     lua: &'a Lua,
     settings: &'a Settings,
@@ -682,8 +694,7 @@ impl Parser<'_> {
         // The tables being filled, by depth, live in a Lua table (see `Encoder::run`).
         let tables = self.lua.create_table()?;
         let mut open: Vec<Filling> = Vec::new();
-        // The argument is the one slot in use under the walk.
-        let mut slots = 1;
+        let mut depth = Depth::default();
         let (mut token, mut token_at) = self.next_token();
         loop {
             let mut value = match token {
@@ -694,12 +705,12 @@ impl Parser<'_> {
                 Token::ObjectBegin | Token::ArrayBegin => {
                     let is_object = token == Token::ObjectBegin;
                     let needed = if is_object { 3 } else { 2 };
-                    let depth = open.len() as i64 + 1;
-                    if depth > self.settings.decode_max_depth || slots + needed > C_STACK_SLOTS {
+                    if !depth.admits(self.settings.decode_max_depth, needed) {
                         return Err(raise(
                             self.lua,
                             format!(
-                                "Found too many nested data structures ({depth}) at character {}",
+                                "Found too many nested data structures ({}) at character {}",
+                                depth.tables + 1,
                                 self.at
                             ),
                         ));
@@ -721,7 +732,7 @@ impl Parser<'_> {
                         } else {
                             Filling::Array { next: 1 }
                         };
-                        slots += frame.slots();
+                        depth.enter(is_object);
                         open.push(frame);
                         tables.raw_set(open.len(), table)?;
                         continue;
@@ -731,7 +742,7 @@ impl Parser<'_> {
             };
             // Store the value, then close every table it completes.
             loop {
-                let depth = open.len();
+                let level = open.len();
                 let Some(frame) = open.last_mut() else {
                     let (token, token_at) = self.next_token();
                     if token != Token::End {
@@ -739,7 +750,7 @@ impl Parser<'_> {
                     }
                     return Ok(value);
                 };
-                let table: Table = tables.raw_get(depth)?;
+                let table: Table = tables.raw_get(level)?;
                 let (closer, what) = match frame {
                     Filling::Array { next } => {
                         table.raw_set(*next, value)?;
@@ -754,8 +765,8 @@ impl Parser<'_> {
                 (token, token_at) = self.next_token();
                 if token == closer {
                     let frame = open.pop().expect("a frame is open");
-                    slots -= frame.slots();
-                    tables.raw_set(depth, Value::Nil)?;
+                    depth.leave(matches!(frame, Filling::Object { .. }));
+                    tables.raw_set(level, Value::Nil)?;
                     value = Value::Table(table);
                     continue;
                 }
@@ -981,18 +992,7 @@ impl Parser<'_> {
 fn strtod(text: &[u8]) -> Option<(f64, usize)> {
     let end = text.iter().position(|&b| b == 0).unwrap_or(text.len());
     let text = &text[..end];
-    let mut at = 0;
-    let negative = match text.first() {
-        Some(b'-') => {
-            at += 1;
-            true
-        }
-        Some(b'+') => {
-            at += 1;
-            false
-        }
-        _ => false,
-    };
+    let (negative, at) = read_sign(text, 0);
     let sign = |value: f64| if negative { -value } else { value };
     let rest = &text[at..];
     let starts =
@@ -1057,6 +1057,15 @@ fn strtod(text: &[u8]) -> Option<(f64, usize)> {
     Some((sign(value), len))
 }
 
+/// An optional `+` or `-` at `at`: whether it is a minus, and where the digits start.
+fn read_sign(text: &[u8], at: usize) -> (bool, usize) {
+    match text.get(at) {
+        Some(b'-') => (true, at + 1),
+        Some(b'+') => (false, at + 1),
+        _ => (false, at),
+    }
+}
+
 /// The digits after `0x`: `h[.h][p[+-]d]`, and how many bytes they took.
 fn hex_float(text: &[u8]) -> Option<(f64, usize)> {
     let mut mantissa: u64 = 0;
@@ -1088,18 +1097,7 @@ fn hex_float(text: &[u8]) -> Option<(f64, usize)> {
         return None;
     }
     if matches!(text.get(len), Some(b'p' | b'P')) {
-        let mut at = len + 1;
-        let negative = match text.get(at) {
-            Some(b'-') => {
-                at += 1;
-                true
-            }
-            Some(b'+') => {
-                at += 1;
-                false
-            }
-            _ => false,
-        };
+        let (negative, at) = read_sign(text, len + 1);
         let count = text[at..].iter().take_while(|b| b.is_ascii_digit()).count();
         if count > 0 {
             let power: i64 = text[at..at + count]
