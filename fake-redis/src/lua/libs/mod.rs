@@ -21,9 +21,26 @@
 //!   own error. The ports keep the same count instead of recursing on the Rust stack, so a deep
 //!   input fails where Redis fails and never overflows the thread.
 //! - **Read-only library tables.** Redis 7.0 refuses any assignment into them with "Attempt to
-//!   modify a readonly table". Each global here is an empty table whose metatable reads through
-//!   to the library and refuses writes; `pairs(cjson)` therefore lists nothing, where Redis lists
-//!   the functions.
+//!   modify a readonly table", so no script can change a library for the scripts after it. Each
+//!   global here is an empty table whose metatable reads through to the library and refuses
+//!   writes.
+//!
+//! For the script VM that installs them: an error is raised as an `mlua::Error::RuntimeError`
+//! holding Redis's exact text (inside mlua's `CallbackError`). A script's `pcall` receives it as
+//! mlua's error userdata, where Redis gives the message string; the VM's `pcall` and `xpcall`
+//! hand scripts the message (`tests.rs` shows the conversion).
+//!
+//! Where these differ from Redis, knowingly:
+//!
+//! - The read-only view is empty to raw access: `pairs(cjson)`, `next`, `rawget` and
+//!   `cjson.encode(cjson)` see no entries, `rawset(cjson, k, v)` writes to the view instead of
+//!   failing, and `getmetatable(cjson)` is `false` rather than `nil`.
+//! - mlua keeps a callback's arguments and one slot of its own on the Lua stack, so an `unpack`
+//!   returning within a few values of the 8000-slot limit (7997 to 7999 values) fails on the fake
+//!   with mlua's "stack overflow" where Redis still succeeds; past the limit both give Redis's
+//!   error.
+//! - An error text that would hold a byte that is not UTF-8 (`struct.pack('\200')`) carries it
+//!   as U+FFFD.
 
 mod bit;
 mod cjson;
@@ -125,7 +142,7 @@ fn type_name(value: &Value) -> &'static str {
     }
 }
 
-/// `luaL_typerror`: "<expected> expected, got <type>", with "no value" past the last argument.
+/// `luaL_typerror`: `"<expected> expected, got <type>"`, with "no value" past the last argument.
 fn type_error(lua: &Lua, args: &MultiValue, position: usize, expected: &str) -> mlua::Error {
     let got = args.get(position - 1).map_or("no value", type_name);
     arg_error(

@@ -237,6 +237,10 @@ fn cjson_decodes_as_redis_does() {
         "return show(cjson.decode('0x1F'))",
         "return show(cjson.decode('-0x10'))",
         "return show(cjson.decode('0x'))",
+        "return show(cjson.decode('[0x1p4, 0x.8, 0xA.8p-1, 0X1P+2, 0x1p, 0xffffffffffffffffff]'))",
+        "return show(cjson.decode('[-nan, nan(123), nan(x, infinity, -Infinity]'))",
+        "return show(cjson.decode('Infinityx'))",
+        "return show(cjson.decode('[1e5, 1e-5, 1e, 1e+, 12.5E-3, 0.000001, 123456789012345678901234567890]'))",
         "return show(cjson.decode('1e400'))",
         "return show(cjson.decode('01'))",
         "return show(cjson.decode('NaN'))",
@@ -614,6 +618,122 @@ proptest! {
         let body = format!(
             "local ok, j = pcall(cjson.encode, {value}) if not ok then return 'error: ' .. j end \
              return j .. ' ' .. cjson.encode(cjson.decode(j)) .. ' ' .. show(cjson.decode(j))"
+        );
+        let expected = on_redis(&mut oracle(), &body);
+        prop_assert_eq!(on_fake(&fake_lua(), &body), expected);
+    }
+}
+
+/// `bytes` as a Lua string literal.
+fn lua_literal(bytes: &[u8]) -> String {
+    let escaped: String = bytes.iter().map(|b| format!("\\{b}")).collect();
+    format!("'{escaped}'")
+}
+
+/// Short texts over the bytes JSON's tokenizer cares about, with an occasional other byte.
+fn json_like_text() -> impl Strategy<Value = Vec<u8>> {
+    let alphabet = b"[]{}\":, 0123456789-+.eExXabfilnrstuINy\\/\t\n";
+    let byte = prop_oneof![
+        9 => proptest::sample::select(alphabet.to_vec()),
+        1 => any::<u8>(),
+    ];
+    proptest::collection::vec(byte, 0..24)
+}
+
+/// Short byte strings that lean on msgpack's type bytes.
+fn msgpack_like_bytes() -> impl Strategy<Value = Vec<u8>> {
+    let byte = prop_oneof![
+        3 => 0xc0u8..=0xdf,
+        2 => 0x80u8..=0x9f,
+        2 => 0u8..=3,
+        1 => 0xa0u8..=0xa3,
+        1 => any::<u8>(),
+    ];
+    proptest::collection::vec(byte, 0..24)
+}
+
+/// Short `struct` formats over its options, counts and controls.
+fn struct_format() -> impl Strategy<Value = Vec<u8>> {
+    let alphabet = b"<>! bBhHlLTiIcsfdx0123489z";
+    proptest::collection::vec(proptest::sample::select(alphabet.to_vec()), 0..8)
+}
+
+/// Doubles of every kind `%.14g` treats differently: integers, tiny and huge magnitudes,
+/// round decimals, and any bit pattern.
+fn any_number() -> impl Strategy<Value = f64> {
+    prop_oneof![
+        any::<f64>().prop_filter("finite", |x| x.is_finite()),
+        (-1_000_000i64..1_000_000).prop_map(|n| n as f64),
+        (-99_999i64..99_999, -30i32..30).prop_map(|(n, e)| n as f64 * 10f64.powi(e)),
+        any::<i64>().prop_map(|n| n as f64),
+        (1u32..16, any::<bool>()).prop_map(|(d, up)| {
+            let x = 10f64.powi(d as i32);
+            if up { x - 0.5 } else { x + 0.5 }
+        }),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// Any text decodes to Redis's value, or fails with Redis's message.
+    #[test]
+    fn cjson_decodes_any_text_as_redis_does(text in json_like_text()) {
+        let body = format!("return show(pcall(cjson.decode, {}))", lua_literal(&text));
+        let expected = on_redis(&mut oracle(), &body);
+        prop_assert_eq!(on_fake(&fake_lua(), &body), expected);
+    }
+
+    /// Any number prints as Redis prints it, at any precision.
+    #[test]
+    fn cjson_prints_any_number_as_redis_does(
+        numbers in proptest::collection::vec(any_number(), 1..24),
+        precision in 1i64..=14,
+    ) {
+        let list: Vec<String> = numbers.iter().map(|x| format!("{x:e}")).collect();
+        let body = format!(
+            "local j = cjson.new() j.encode_number_precision({precision}) \
+             return cjson.encode({{{list}}}) .. ' ' .. j.encode({{{list}}})",
+            list = list.join(", ")
+        );
+        let expected = on_redis(&mut oracle(), &body);
+        prop_assert_eq!(on_fake(&fake_lua(), &body), expected);
+    }
+
+    /// Any bytes unpack to Redis's values, or fail with Redis's message.
+    #[test]
+    fn cmsgpack_unpacks_any_bytes_as_redis_does(bytes in msgpack_like_bytes()) {
+        let blob = lua_literal(&bytes);
+        let body = format!(
+            "return show(pcall(cmsgpack.unpack, {blob})) .. ' | ' .. \
+             show(pcall(cmsgpack.unpack_limit, {blob}, 2, 1))"
+        );
+        let expected = on_redis(&mut oracle(), &body);
+        prop_assert_eq!(on_fake(&fake_lua(), &body), expected);
+    }
+
+    /// Any format packs, unpacks and sizes as on Redis, errors included.
+    #[test]
+    fn struct_handles_any_format_as_redis_does(format in struct_format(), data in proptest::collection::vec(any::<u8>(), 0..40)) {
+        let format = lua_literal(&format);
+        let data = lua_literal(&data);
+        let body = format!(
+            "return show(pcall(struct.pack, {format}, 1, -2, 300.7, 'abc', 2.5, 'xy', 7, 70000)) \
+             .. ' | ' .. show(pcall(struct.unpack, {format}, {data})) \
+             .. ' | ' .. show(pcall(struct.size, {format}))"
+        );
+        let expected = on_redis(&mut oracle(), &body);
+        prop_assert_eq!(on_fake(&fake_lua(), &body), expected);
+    }
+
+    /// Every operation gives Redis's word for any pair of numbers.
+    #[test]
+    fn bit_computes_any_numbers_as_redis_does(x in any_number(), y in any_number(), width in -12i32..12) {
+        let body = format!(
+            "local x, y = {x:e}, {y:e} \
+             return show(bit.tobit(x), bit.tohex(x), bit.tohex(x, {width}), bit.bnot(x), \
+             bit.band(x, y), bit.bor(x, y), bit.bxor(x, y), bit.lshift(x, y), bit.rshift(x, y), \
+             bit.arshift(x, y), bit.rol(x, y), bit.ror(x, y), bit.bswap(x))"
         );
         let expected = on_redis(&mut oracle(), &body);
         prop_assert_eq!(on_fake(&fake_lua(), &body), expected);
