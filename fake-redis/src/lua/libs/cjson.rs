@@ -319,17 +319,42 @@ fn encode(lua: &Lua, codec: &Shared, args: MultiValue) -> mlua::Result<MultiValu
     let next = &codec.next;
     let settings = read(codec);
     let mut out = Vec::new();
-    Encoder {
+    let mut encoder = Encoder {
         lua,
         settings: &settings,
         next,
         out: &mut out,
-    }
-    .run(&args[0])?;
+    };
+    encoder
+        .write(&args[0], &mut Depth::default())
+        .map_err(|error| match error.downcast_ref::<Refusal>() {
+            Some(Refusal(complaint)) => raise(lua, complaint),
+            None => error,
+        })?;
     Ok(MultiValue::from_vec(vec![Value::String(
         lua.create_string(&out)?,
     )]))
 }
+
+/// Why a value cannot be encoded. It gets the caller's position only once the encoder is done:
+/// while mlua walks a table for it, the Lua stack does not show the script's line.
+#[derive(Debug)]
+struct Refusal(String);
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Refusal {}
+
+fn refuse(complaint: impl Into<String>) -> mlua::Error {
+    mlua::Error::external(Refusal(complaint.into()))
+}
+
+/// How many tables deep `Encoder::write` recurses before it walks with an explicit stack.
+const RECURSION_LEVELS: i64 = 64;
 
 /// A table being written: an array's next index, or whether an object has written an entry.
 enum Open {
@@ -346,25 +371,70 @@ struct Encoder<'a> {
 }
 
 impl Encoder<'_> {
-    fn run(&mut self, root: &Value) -> mlua::Result<()> {
-        // The tables being written, by depth, and each object's last key, are kept in Lua tables
+    /// Writes `value`: recursively for the first levels, the common case, and through `walk`
+    /// below them, so that no input deepens the Rust stack past a fixed bound.
+    fn write(&mut self, value: &Value, depth: &mut Depth) -> mlua::Result<()> {
+        let Value::Table(table) = value else {
+            return self.scalar(value);
+        };
+        if depth.tables >= RECURSION_LEVELS {
+            return self.walk(value, depth);
+        }
+        self.admit(depth)?;
+        match self.open_table(table)? {
+            Open::Array { len, .. } => {
+                depth.enter(false);
+                for index in 1..=len {
+                    if index > 1 {
+                        self.out.push(b',');
+                    }
+                    self.write(&table.raw_get(index)?, depth)?;
+                }
+                self.out.push(b']');
+                depth.leave(false);
+            }
+            Open::Object { .. } => {
+                depth.enter(true);
+                let mut first = true;
+                table.for_each(|key: Value, element: Value| {
+                    if !first {
+                        self.out.push(b',');
+                    }
+                    first = false;
+                    self.key(&key)?;
+                    self.write(&element, depth)
+                })?;
+                self.out.push(b'}');
+                depth.leave(true);
+            }
+        }
+        Ok(())
+    }
+
+    /// lua-cjson's nesting check before a table is opened.
+    fn admit(&self, depth: &Depth) -> mlua::Result<()> {
+        if depth.admits(self.settings.encode_max_depth, 3) {
+            return Ok(());
+        }
+        let nesting = depth.tables + 1;
+        Err(refuse(format!(
+            "Cannot serialise, excessive nesting ({nesting})"
+        )))
+    }
+
+    /// Writes `root` without recursion, for tables nested past `RECURSION_LEVELS`.
+    fn walk(&mut self, root: &Value, depth: &mut Depth) -> mlua::Result<()> {
+        // The tables being written, by level, and each object's last key, are kept in Lua tables
         // rather than as Rust handles: mlua's handles share one Lua stack, which deep or wide
         // input would exhaust before Redis's own limits apply.
         let tables = self.lua.create_table()?;
         let keys = self.lua.create_table()?;
         let mut open: Vec<Open> = Vec::new();
-        let mut depth = Depth::default();
         let mut pending = Some(root.clone());
         loop {
             if let Some(value) = pending.take() {
                 if let Value::Table(table) = value {
-                    if !depth.admits(self.settings.encode_max_depth, 3) {
-                        let nesting = depth.tables + 1;
-                        return Err(raise(
-                            self.lua,
-                            format!("Cannot serialise, excessive nesting ({nesting})"),
-                        ));
-                    }
+                    self.admit(depth)?;
                     let frame = self.open_table(&table)?;
                     depth.enter(matches!(frame, Open::Object { .. }));
                     open.push(frame);
@@ -453,10 +523,7 @@ impl Encoder<'_> {
             && max > settings.sparse_safe
         {
             if !settings.sparse_convert {
-                return Err(raise(
-                    self.lua,
-                    "Cannot serialise table: excessively sparse array",
-                ));
+                return Err(refuse("Cannot serialise table: excessively sparse array"));
             }
             return Ok(None);
         }
@@ -479,7 +546,7 @@ impl Encoder<'_> {
                     "Cannot serialise {}: table key must be a number or string",
                     type_name(other)
                 );
-                return Err(raise(self.lua, complaint));
+                return Err(refuse(complaint));
             }
         }
         Ok(())
@@ -498,7 +565,7 @@ impl Encoder<'_> {
             other => {
                 let complaint =
                     format!("Cannot serialise {}: type not supported", type_name(other));
-                return Err(raise(self.lua, complaint));
+                return Err(refuse(complaint));
             }
         }
         Ok(())
@@ -513,10 +580,7 @@ impl Encoder<'_> {
         if !number.is_finite() {
             match self.settings.encode_invalid_numbers {
                 0 => {
-                    return Err(raise(
-                        self.lua,
-                        "Cannot serialise number: must not be NaN or Inf",
-                    ));
+                    return Err(refuse("Cannot serialise number: must not be NaN or Inf"));
                 }
                 1 if number.is_nan() => {
                     self.out.extend_from_slice(b"nan");

@@ -714,7 +714,10 @@ proptest! {
 
     /// Any format packs, unpacks and sizes as on Redis, errors included.
     #[test]
-    fn struct_handles_any_format_as_redis_does(format in struct_format(), data in proptest::collection::vec(any::<u8>(), 0..40)) {
+    fn struct_handles_any_format_as_redis_does(
+        format in struct_format(),
+        data in proptest::collection::vec(any::<u8>(), 0..40),
+    ) {
         let format = lua_literal(&format);
         let data = lua_literal(&data);
         let body = format!(
@@ -728,7 +731,11 @@ proptest! {
 
     /// Every operation gives Redis's word for any pair of numbers.
     #[test]
-    fn bit_computes_any_numbers_as_redis_does(x in any_number(), y in any_number(), width in -12i32..12) {
+    fn bit_computes_any_numbers_as_redis_does(
+        x in any_number(),
+        y in any_number(),
+        width in -12i32..12,
+    ) {
         let body = format!(
             "local x, y = {x:e}, {y:e} \
              return show(bit.tobit(x), bit.tohex(x), bit.tohex(x, {width}), bit.bnot(x), \
