@@ -191,6 +191,13 @@ fn cjson_encodes_as_redis_does() {
          for i = 1, 5000 do c.k = {} c = c.k end return j.encode(t)",
         "local j = cjson.new() j.encode_max_depth(100000) local t = {} local c = t \
          for i = 1, 9000 do c[1] = {} c = c[1] end return j.encode(t)",
+        "local t = {} local c = t for i = 1, 100 do local n = {x = i, y = {i, 'a', {}}} \
+         c[1] = n c[2] = 'z' c = n.y[3] end local j = cjson.encode(t) \
+         return j .. cjson.encode(cjson.decode(j))",
+        "local t = {} local c = t for i = 1, 100 do c[1] = {} c[2] = {1/0} c = c[1] end \
+         return cjson.encode(t)",
+        "local t = {} local c = t for i = 1, 100 do c.k = {} c = c.k end c.f = tostring \
+         return cjson.encode(t)",
         "local j = cjson.new() j.encode_max_depth(3) return j.encode({{{}}})",
         "local j = cjson.new() j.encode_max_depth(3) return j.encode({{{{}}}})",
         "local j = cjson.new() j.encode_number_precision(3) return j.encode({math.pi, 1234567})",
