@@ -755,7 +755,7 @@ impl Parser<'_> {
     }
 
     fn run(&mut self) -> mlua::Result<Value> {
-        // The tables being filled, by depth, live in a Lua table (see `Encoder::run`).
+        // The tables being filled, by depth, live in a Lua table (see `Encoder::walk`).
         let tables = self.lua.create_table()?;
         let mut open: Vec<Filling> = Vec::new();
         let mut depth = Depth::default();

@@ -6,7 +6,7 @@
 //!   any other number is a 32-bit float when converting to `float` and back loses nothing, and
 //!   a 64-bit double otherwise (so `0.5` is `ca 3f000000`, `0.1` is `cb ...`).
 //! - A table whose keys are exactly `1..n` is an array (the empty table too); anything else is a
-//!   map, in `next` order. Tables nested 16 deep, functions, userdata and `cjson.null` encode as
+//!   map, in `next` order. A table inside 16 others, functions, userdata and `cjson.null` encode as
 //!   nil.
 //! - Strings are `fixstr`/`str8`/`str16`/`str32`; there is no bin or ext type, and decoding one
 //!   is "Bad data format in input.".
