@@ -41,6 +41,13 @@ fn frame_to_lua(lua: &Lua, frame: Frame, null: Value) -> mlua::Result<Value> {
             t.raw_set("ignore_error_stats_update", true)?;
             Value::Table(t)
         }
+        // An error echoing a client's non-UTF-8 bytes; the script sees its text.
+        Frame::ErrorBytes(e) => {
+            let text = String::from_utf8_lossy(&e);
+            let t = super::env::error_table(lua, &super::env::error_text_of(&text))?;
+            t.raw_set("ignore_error_stats_update", true)?;
+            Value::Table(t)
+        }
         Frame::Integer(n) => Value::Number(n as f64),
         Frame::Bulk(b) => Value::String(lua.create_string(&b)?),
         Frame::Null | Frame::NullArray => null,
