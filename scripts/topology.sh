@@ -18,7 +18,9 @@ topology_pids=()
 topology_free_port() {
   local candidate
   for _ in $(seq 1 100); do
-    candidate=$((20000 + RANDOM % 20000))
+    # Below Linux's ephemeral range (32768 and up), bus port included, so that no outgoing
+    # connection can hold the port when redis-server binds it.
+    candidate=$((12000 + RANDOM % 10000))
     if ! (exec 3<>"/dev/tcp/127.0.0.1/$candidate") 2>/dev/null; then
       # A cluster node also listens on port + 10000 for its bus.
       if [ $((candidate + 10000)) -lt 65536 ] &&

@@ -7,29 +7,13 @@
 
 mod common;
 
-use common::cluster::cluster_urls;
-use common::unique_prefix;
+use common::cluster::{client, cluster_urls};
+use common::{short_watchdog as config, unique_prefix};
 use lock_core::cluster_backend::key_slot;
-use lock_core::{ClusterBackend, KeyLayout, LockClient, LockConfig, Millis, UnlockOutcome};
+use lock_core::{KeyLayout, LockConfig, Millis, UnlockOutcome};
 use proptest::prelude::*;
 use redis::AsyncCommands;
 use std::time::{Duration, Instant};
-
-fn config(prefix: &str) -> LockConfig {
-    LockConfig {
-        watchdog_timeout: Millis(3000),
-        response_timeout: Some(Millis(800)),
-        key_layout: KeyLayout::new(prefix),
-        ..LockConfig::default()
-    }
-}
-
-async fn client(config: LockConfig) -> LockClient {
-    let backend = ClusterBackend::connect(&cluster_urls(), Duration::from_millis(800))
-        .await
-        .expect("connect to REDIS_CLUSTER_URLS");
-    LockClient::new(backend, config).unwrap()
-}
 
 /// The slot ranges each primary serves now, from `CLUSTER SLOTS` on the first node.
 async fn shard_ranges() -> Vec<(u16, u16)> {

@@ -7,8 +7,8 @@
 
 mod common;
 
-use common::unique_prefix;
-use lock_core::{KeyLayout, LockClient, LockConfig, Millis, SentinelBackend, UnlockOutcome};
+use common::{short_watchdog as config, unique_prefix};
+use lock_core::{LockClient, LockConfig, Millis, SentinelBackend, UnlockOutcome};
 use std::time::{Duration, Instant};
 
 fn sentinel_urls() -> Vec<String> {
@@ -24,15 +24,6 @@ fn sentinel_urls() -> Vec<String> {
 fn master_name() -> String {
     std::env::var("REDIS_SENTINEL_MASTER")
         .expect("REDIS_SENTINEL_MASTER is not set: run the tests through `scripts/test`")
-}
-
-fn config(prefix: &str) -> LockConfig {
-    LockConfig {
-        watchdog_timeout: Millis(3000),
-        response_timeout: Some(Millis(800)),
-        key_layout: KeyLayout::new(prefix),
-        ..LockConfig::default()
-    }
 }
 
 async fn client(config: LockConfig) -> LockClient {

@@ -1,7 +1,7 @@
-//! The shared cluster's shape, and failing a shard over and back, through `CLUSTER NODES` and
-//! `CLUSTER FAILOVER`: for the tests that change hands under a held lock.
+//! The shared cluster `scripts/test` starts: a client on it, and its shape from `CLUSTER NODES`.
 
-use std::time::{Duration, Instant};
+use lock_core::{ClusterBackend, LockClient, LockConfig};
+use std::time::Duration;
 
 /// The node URLs of the cluster `scripts/test` starts.
 pub fn cluster_urls() -> Vec<String> {
@@ -15,6 +15,14 @@ pub fn cluster_urls() -> Vec<String> {
         .split(',')
         .map(str::to_owned)
         .collect()
+}
+
+/// A client on the cluster, with an 800 ms response timeout.
+pub async fn client(config: LockConfig) -> LockClient {
+    let backend = ClusterBackend::connect(&cluster_urls(), Duration::from_millis(800))
+        .await
+        .expect("connect to REDIS_CLUSTER_URLS");
+    LockClient::new(backend, config).unwrap()
 }
 
 /// One line of `CLUSTER NODES`.
@@ -81,30 +89,4 @@ pub async fn shard_of(slot: u16) -> (Node, Node) {
         .unwrap_or_else(|| panic!("the primary of slot {slot} has no replica: {all:?}"))
         .clone();
     (primary, replica)
-}
-
-/// Fails `replica` over to be its shard's primary (a coordinated `CLUSTER FAILOVER`), and
-/// waits until the cluster says so.
-pub async fn fail_over_to(replica: &Node) {
-    query(&replica.addr, &["CLUSTER", "FAILOVER"])
-        .await
-        .expect("CLUSTER FAILOVER");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let all = nodes().await;
-        if all.iter().any(|n| n.id == replica.id && n.primary) {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the failover to {} did not finish: {all:?}",
-            replica.addr
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-/// Makes `old_primary` (now a replica) its shard's primary again.
-pub async fn fail_over_back(old_primary: &Node) {
-    fail_over_to(old_primary).await;
 }

@@ -18,6 +18,17 @@ pub fn redis_url() -> String {
     })
 }
 
+/// Settings for the real-time tests on replicated servers: a 3 s watchdog (renewal every second)
+/// and an 800 ms response timeout, under `prefix`.
+pub fn short_watchdog(prefix: &str) -> lock_core::LockConfig {
+    lock_core::LockConfig {
+        watchdog_timeout: lock_core::Millis(3000),
+        response_timeout: Some(lock_core::Millis(800)),
+        key_layout: lock_core::KeyLayout::new(prefix),
+        ..lock_core::LockConfig::default()
+    }
+}
+
 /// A key prefix no other test run uses.
 pub fn unique_prefix(test: &str) -> String {
     let nanos = std::time::SystemTime::now()
