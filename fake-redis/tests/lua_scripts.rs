@@ -179,6 +179,26 @@ const CASES: &[Case] = &[
         "local ok, e = pcall(error, 'plain') return {tostring(ok), e}",
         "0",
     ]],
+    // A library's error, caught, uncaught and handled, reads as the string a C library raises.
+    &[&[
+        "EVAL",
+        "local ok, e = pcall(cjson.decode, '{') return {tostring(ok), type(e), e}",
+        "0",
+    ]],
+    &[&["EVAL", "return cjson.decode('{')", "0"]],
+    &[&["EVAL", "return struct.pack('q')", "0"]],
+    &[&[
+        "EVAL",
+        "local ok, e = xpcall(function() return cjson.decode('{') end, \
+         function(m) return 'h:' .. tostring(m) end) return {tostring(ok), e}",
+        "0",
+    ]],
+    &[&[
+        "EVAL",
+        "local ok, e = xpcall(function() return redis.call('nosuch') end, \
+         function(m) return type(m) end) return {tostring(ok), e}",
+        "0",
+    ]],
     &[&["EVAL", "return redis.call('ping')", "0"]],
     &[&["EVAL", "return redis.call('echo', 'hi')", "0"]],
     &[

@@ -48,6 +48,11 @@ local function unwrap(ok, ...)
   return false, e
 end
 G.pcall = function(...) return unwrap(raw_pcall(...)) end
+-- and its xpcall hands the handler what a C library raised: the message, not mlua's wrapper.
+local raw_xpcall = xpcall
+G.xpcall = function(f, handler)
+  return raw_xpcall(f, function(e) return handler(error_value(e)) end)
+end
 
 -- Read-only proxies.
 local real = setmetatable({}, {__mode = "k"})
@@ -132,9 +137,13 @@ pub(super) fn build(rand: Rand48, resp: Arc<AtomicU8>) -> mlua::Result<(Lua, Tab
         })?,
     )?;
     super::libs::open_all(&lua)?;
-    let error_value = lua.create_function(|_, v: Value| {
+    let error_value = lua.create_function(|lua, v: Value| {
         Ok(match &v {
-            Value::Error(e) => find_error_value(e).map_or(v.clone(), Value::Table),
+            Value::Error(e) => match find_error_value(e) {
+                Some(t) => Value::Table(t),
+                // A library raised it: Redis's C libraries raise the message as a string.
+                None => Value::String(lua.create_string(error_message(e))?),
+            },
             _ => v,
         })
     })?;
@@ -452,7 +461,7 @@ fn error_handler(lua: &Lua) -> mlua::Result<Function> {
             Value::Table(t) => t,
             Value::Error(e) => match find_error_value(&e) {
                 Some(t) => t,
-                None => error_table(lua, &format!("ERR {e}"))?,
+                None => error_table(lua, &format!("ERR {}", error_message(&e)))?,
             },
             other => {
                 let text = lua
@@ -487,6 +496,21 @@ fn error_handler(lua: &Lua) -> mlua::Result<Function> {
         }
         Ok(table)
     })
+}
+
+/// The message of an error a Rust callback raised (a library's `user_script:N: ...`), as the
+/// string a C library would have raised: without mlua's wrapping, its prefix or its traceback.
+pub(crate) fn error_message(error: &mlua::Error) -> String {
+    match error {
+        mlua::Error::CallbackError { cause, .. } => error_message(cause),
+        mlua::Error::WithContext { cause, .. } => error_message(cause),
+        mlua::Error::RuntimeError(text) => text
+            .split("\nstack traceback:")
+            .next()
+            .unwrap_or_default()
+            .to_owned(),
+        other => other.to_string(),
+    }
 }
 
 /// The error table a Rust callback raised, inside whatever mlua wrapped it in.

@@ -71,7 +71,9 @@ fn fake_lua() -> Lua {
     // their message, as Redis's C libraries raise strings, and so does this harness.
     let text = lua
         .create_function(|lua, value: Value| match value {
-            Value::Error(error) => Ok(Value::String(lua.create_string(message(&error))?)),
+            Value::Error(error) => Ok(Value::String(
+                lua.create_string(crate::lua::env::error_message(&error))?,
+            )),
             other => Ok(other),
         })
         .expect("create the error converter");
@@ -86,25 +88,12 @@ fn fake_lua() -> Lua {
     lua
 }
 
-/// The text of an error as a script's error reply would carry it.
-fn message(error: &mlua::Error) -> String {
-    match error {
-        mlua::Error::CallbackError { cause, .. } => message(cause),
-        mlua::Error::RuntimeError(text) => text
-            .split("\nstack traceback:")
-            .next()
-            .unwrap_or_default()
-            .to_owned(),
-        other => other.to_string(),
-    }
-}
-
 fn on_fake(lua: &Lua, body: &str) -> Outcome {
     let script = format!("{PRELUDE}{body}");
     match lua.load(&script).set_name("@user_script").eval::<Value>() {
         Ok(Value::String(text)) => Outcome::Reply(text.to_string_lossy()),
         Ok(other) => Outcome::NotAString(format!("{other:?}")),
-        Err(error) => Outcome::Error(message(&error)),
+        Err(error) => Outcome::Error(crate::lua::env::error_message(&error)),
     }
 }
 
