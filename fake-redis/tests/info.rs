@@ -9,7 +9,7 @@ mod support;
 
 use redis::aio::ConnectionLike;
 use std::collections::BTreeMap;
-use support::{OwnServer, connect_real, fake_connection};
+use support::{OwnServer, connect_real, connect_real_resp3, fake_connection};
 
 /// The reply to `INFO <args>`, as text.
 async fn info(conn: &mut impl ConnectionLike, args: &[&str]) -> String {
@@ -71,4 +71,44 @@ async fn info_has_what_client_test_suites_read_first() {
         "the fake's sections, in Redis's order"
     );
     assert!(fake_headers.contains(&"# Cluster"), "{fake_headers:?}");
+}
+
+/// The shape of a reply, not its text (ids and addresses differ between the servers).
+fn shape(value: &redis::Value) -> &'static str {
+    match value {
+        redis::Value::VerbatimString { .. } => "verbatim string",
+        redis::Value::BulkString(_) => "bulk string",
+        _ => "other",
+    }
+}
+
+#[tokio::test]
+async fn text_replies_are_verbatim_strings_in_resp3() {
+    let server = OwnServer::start();
+    for resp3 in [false, true] {
+        let mut real = if resp3 {
+            connect_real_resp3(server.port).await
+        } else {
+            connect_real(server.port).await
+        };
+        let mut fake = fake_connection();
+        if resp3 {
+            redis::cmd("HELLO")
+                .arg(3)
+                .query_async::<redis::Value>(&mut fake)
+                .await
+                .unwrap();
+        }
+        for args in [
+            &["INFO"][..],
+            &["INFO", "cluster"],
+            &["CLIENT", "INFO"],
+            &["CLIENT", "LIST"],
+        ] {
+            let ask = || redis::cmd(args[0]).arg(&args[1..]).clone();
+            let theirs: redis::Value = ask().query_async(&mut real).await.unwrap();
+            let ours: redis::Value = ask().query_async(&mut fake).await.unwrap();
+            assert_eq!(shape(&ours), shape(&theirs), "{args:?}, RESP3 {resp3}");
+        }
+    }
 }

@@ -179,6 +179,14 @@ const CASES: &[Case] = &[
         "local ok, e = pcall(error, 'plain') return {tostring(ok), e}",
         "0",
     ]],
+    // Text replies are verbatim strings to a RESP3 script, bulk strings to a RESP2 one.
+    &[&[
+        "EVAL",
+        "redis.setresp(3) local r = redis.call('info', 'cluster') \
+         return {type(r), r.verbatim_string.format, r.verbatim_string.string}",
+        "0",
+    ]],
+    &[&["EVAL", "return redis.call('info', 'cluster')", "0"]],
     // A library's error, caught, uncaught and handled, reads as the string a C library raises.
     &[&[
         "EVAL",

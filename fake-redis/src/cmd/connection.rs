@@ -213,7 +213,7 @@ fn client_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         exact(args, 0, "client|info")?;
         let (now, id) = (cx.now, cx.client);
         let line = client_line(now, id, cx.client());
-        return Ok(Frame::Bulk(Bytes::from(line)));
+        return Ok(Frame::text(line));
     }
     if is(sub, "list") {
         let now = cx.now;
@@ -222,7 +222,7 @@ fn client_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
             .clients()
             .map(|(id, c)| client_line(now, id, c))
             .collect();
-        return Ok(Frame::Bulk(Bytes::from(text)));
+        return Ok(Frame::text(text));
     }
     Err(unknown_subcommand("CLIENT", sub))
 }
@@ -348,7 +348,7 @@ fn info_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         }
         sections.push(s);
     }
-    Ok(Frame::Bulk(Bytes::from(sections.join("\r\n"))))
+    Ok(Frame::text(sections.join("\r\n")))
 }
 
 /// `WAIT numreplicas timeout`: 0, the fake has no replicas.

@@ -109,6 +109,15 @@ impl Frame {
         Frame::Bulk(b.into())
     }
 
+    /// Text a person reads (`INFO`, `CLIENT LIST`): a verbatim string of format `txt` in RESP3,
+    /// a bulk string in RESP2, as Redis replies.
+    pub fn text(text: impl Into<Bytes>) -> Frame {
+        Frame::Verbatim {
+            format: *b"txt",
+            text: text.into(),
+        }
+    }
+
     /// A bulk string copied from a slice.
     pub fn bulk_from(b: &[u8]) -> Frame {
         Frame::Bulk(Bytes::copy_from_slice(b))
