@@ -8,12 +8,12 @@
 mod common;
 
 use common::cluster::{client, cluster_urls};
-use common::{short_watchdog as config, unique_prefix};
+use common::{checks, short_watchdog as config, unique_prefix};
 use lock_core::cluster_backend::key_slot;
 use lock_core::{KeyLayout, LockConfig, Millis, UnlockOutcome};
 use proptest::prelude::*;
 use redis::AsyncCommands;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The slot ranges each primary serves now, from `CLUSTER SLOTS` on the first node.
 async fn shard_ranges() -> Vec<(u16, u16)> {
@@ -124,28 +124,7 @@ async fn locks_on_every_shard_reenter_release_and_fence() {
     let a = client(config(&prefix)).await;
     let b = client(config(&prefix)).await;
     for name in names_on_every_shard(&prefix).await {
-        let guard = a.lock(&name).await.unwrap();
-        let again = guard.reenter(None).await.unwrap();
-        assert_eq!(guard.hold_count().await.unwrap(), 2);
-        assert!(
-            b.try_lock(&name, Duration::from_millis(200), None)
-                .await
-                .unwrap()
-                .is_none(),
-            "{name}: another client must not get a held lock"
-        );
-        assert_eq!(again.unlock().await.unwrap(), UnlockOutcome::StillHeld);
-        assert_eq!(guard.unlock().await.unwrap(), UnlockOutcome::Released);
-        assert!(!b.is_locked(&name).await.unwrap());
-
-        let (first, t1) = a.lock_fenced(&name).await.unwrap();
-        first.unlock().await.unwrap();
-        let (second, t2) = b.lock_fenced(&name).await.unwrap();
-        assert!(t2 > t1, "{name}: tokens grow ({t1} then {t2})");
-        // A force unlock from the other client releases it.
-        assert!(a.force_unlock(&name).await.unwrap());
-        assert!(!a.is_locked(&name).await.unwrap());
-        drop(second);
+        checks::holds_reenters_fences_and_force_unlocks(&a, &b, &name).await;
     }
 }
 
@@ -181,26 +160,7 @@ async fn an_unlock_message_on_any_shard_wakes_a_waiter() {
     .await;
     let b = std::sync::Arc::new(b);
     for name in names_on_every_shard(&prefix).await {
-        let holder = a
-            .lock_with_lease(&name, Duration::from_secs(60))
-            .await
-            .unwrap();
-        let waiter = {
-            let b = std::sync::Arc::clone(&b);
-            let name = name.clone();
-            tokio::spawn(async move { b.lock(&name).await })
-        };
-        // Let the waiter subscribe and make its first attempt.
-        tokio::time::sleep(Duration::from_millis(500)).await;
-        let released = Instant::now();
-        assert_eq!(holder.unlock().await.unwrap(), UnlockOutcome::Released);
-        let guard = tokio::time::timeout(Duration::from_secs(20), waiter)
-            .await
-            .unwrap_or_else(|_| panic!("{name}: the waiter was not woken by the unlock message"))
-            .unwrap()
-            .unwrap();
-        eprintln!("{name}: woken {:?} after the unlock", released.elapsed());
-        guard.unlock().await.unwrap();
+        checks::an_unlock_message_wakes_the_waiter(&a, std::sync::Arc::clone(&b), &name).await;
     }
 }
 

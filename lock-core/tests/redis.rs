@@ -6,6 +6,8 @@
 //! 500 ms, and no assertion on how fast anything happened beyond "well before it could have
 //! happened another way".
 
+mod common;
+
 use lock_core::{
     KeyLayout, LockClient, LockConfig, LockError, Millis, RedisBackend, UnlockOutcome,
 };
@@ -72,21 +74,7 @@ async fn an_unlock_message_wakes_a_waiter() {
         ..config(&prefix)
     })
     .await;
-    let holder = a
-        .lock_with_lease(&name, Duration::from_secs(60))
-        .await
-        .unwrap();
-    let waiter_name = name.clone();
-    let waiter = tokio::spawn(async move { b.lock(&waiter_name).await.map(|g| (g, b)) });
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    assert_eq!(holder.unlock().await.unwrap(), UnlockOutcome::Released);
-    let (guard, b) = tokio::time::timeout(Duration::from_secs(20), waiter)
-        .await
-        .expect("the waiter was woken by the unlock message")
-        .unwrap()
-        .unwrap();
-    assert!(b.is_locked(&name).await.unwrap());
-    guard.unlock().await.unwrap();
+    common::checks::an_unlock_message_wakes_the_waiter(&a, std::sync::Arc::new(b), &name).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

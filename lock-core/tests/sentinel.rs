@@ -7,9 +7,9 @@
 
 mod common;
 
-use common::{short_watchdog as config, unique_prefix};
+use common::{checks, short_watchdog as config, unique_prefix};
 use lock_core::{LockClient, LockConfig, Millis, SentinelBackend, UnlockOutcome};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn sentinel_urls() -> Vec<String> {
     let urls = std::env::var("REDIS_SENTINEL_URLS").unwrap_or_else(|_| {
@@ -43,25 +43,7 @@ async fn the_primary_found_through_the_sentinels_holds_the_lock() {
     let name = format!("{prefix}:orders");
     let a = client(config(&prefix)).await;
     let b = client(config(&prefix)).await;
-    let guard = a.lock(&name).await.unwrap();
-    let again = guard.reenter(None).await.unwrap();
-    assert_eq!(guard.hold_count().await.unwrap(), 2);
-    assert!(
-        b.try_lock(&name, Duration::from_millis(200), None)
-            .await
-            .unwrap()
-            .is_none()
-    );
-    assert_eq!(again.unlock().await.unwrap(), UnlockOutcome::StillHeld);
-    assert_eq!(guard.unlock().await.unwrap(), UnlockOutcome::Released);
-
-    let (first, t1) = a.lock_fenced(&name).await.unwrap();
-    first.unlock().await.unwrap();
-    let (second, t2) = b.lock_fenced(&name).await.unwrap();
-    assert!(t2 > t1, "tokens grow ({t1} then {t2})");
-    assert!(a.force_unlock(&name).await.unwrap());
-    assert!(!b.is_locked(&name).await.unwrap());
-    drop(second);
+    checks::holds_reenters_fences_and_force_unlocks(&a, &b, &name).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -86,24 +68,7 @@ async fn an_unlock_message_wakes_a_waiter() {
         ..config(&prefix)
     })
     .await;
-    let holder = a
-        .lock_with_lease(&name, Duration::from_secs(60))
-        .await
-        .unwrap();
-    let waiter = {
-        let name = name.clone();
-        tokio::spawn(async move { b.lock(&name).await })
-    };
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let released = Instant::now();
-    assert_eq!(holder.unlock().await.unwrap(), UnlockOutcome::Released);
-    let guard = tokio::time::timeout(Duration::from_secs(20), waiter)
-        .await
-        .expect("the waiter was not woken by the unlock message")
-        .unwrap()
-        .unwrap();
-    eprintln!("woken {:?} after the unlock", released.elapsed());
-    guard.unlock().await.unwrap();
+    checks::an_unlock_message_wakes_the_waiter(&a, std::sync::Arc::new(b), &name).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,6 +1,7 @@
 //! Helpers shared by lock-core's integration tests.
 #![allow(dead_code)]
 
+pub mod checks;
 pub mod cluster;
 
 use std::net::TcpListener;
