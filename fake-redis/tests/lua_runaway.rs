@@ -48,6 +48,7 @@ fn catching_the_error_does_not_keep_a_runaway_script_alive() {
     for body in [
         "while true do pcall(function() while true do end end) end",
         "while true do coroutine.resume(coroutine.create(function() while true do end end)) end",
+        "while true do xpcall(function() while true do end end, function(m) return m end) end",
     ] {
         killed(&eval(&mut engine, body), body);
     }

@@ -25,6 +25,9 @@ use std::sync::atomic::{AtomicU8, Ordering};
 /// error raised by a wrapper names the script's line, as Redis's C functions do.
 pub(super) const ENV_SOURCE: &str = "=redis";
 
+/// Where [`build`] keeps Lua's own `xpcall` (the registry), for the engine's calls into scripts.
+pub(super) const RAW_XPCALL: &str = "fake_redis.raw_xpcall";
+
 /// The Redis version scripts see (`redis.REDIS_VERSION`), and as `0x00MMmmpp`.
 const VERSION: &str = crate::engine::REDIS_VERSION;
 const VERSION_NUM: u32 = 0x07_00_0f;
@@ -148,6 +151,9 @@ pub(super) fn build(rand: Rand48, resp: Arc<AtomicU8>) -> mlua::Result<(Lua, Tab
         })
     })?;
     let libraries = lua.create_sequence_from(LIBRARIES.iter().copied())?;
+    // The engine runs scripts through Lua's own xpcall: the one scripts see is a Lua wrapper,
+    // whose instructions the budget hook would count, and kill, inside the error handling.
+    lua.set_named_registry_value(RAW_XPCALL, globals.raw_get::<Function>("xpcall")?)?;
     let protect: Function = lua.load(PROTECT).set_name(ENV_SOURCE).into_function()?;
     let proxy: Table = protect.call((&globals, libraries, error_value))?;
     for name in REMOVED {

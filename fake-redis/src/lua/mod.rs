@@ -116,7 +116,7 @@ impl Vm {
         let resp = Arc::new(AtomicU8::new(2));
         let (lua, globals, env, redis) = env::build(rand, resp.clone())?;
         let handler: Function = globals.raw_get("__redis__err__handler")?;
-        let xpcall: Function = globals.raw_get("xpcall")?;
+        let xpcall: Function = lua.named_registry_value(env::RAW_XPCALL)?;
         let executed = Arc::new(AtomicU64::new(0));
         let main = lua.current_thread();
         lua.set_global_hook(
