@@ -7,8 +7,12 @@
 //! locks belong to a thread, so every Java command runs on a named holder's thread, and two
 //! holders are two owners.
 //!
-//! The server comes from `REDIS_URL` (`scripts/test` starts one), shared and never flushed: each
-//! test uses lock names of its own. Without the server or the jar these tests fail, never skip.
+//! Every case runs twice, on two servers: in `on_redis`, the real redis-server of `REDIS_URL`
+//! (`scripts/test` starts one), shared and never flushed, so each case uses lock names of its own;
+//! in `on_fake`, a `fake-redis-server` of the test's own on a free port, on the wall clock as
+//! Redisson is, where Redisson's own scripts run on the fake's embedded Lua. One case body, two
+//! servers: any difference between them is a bug in the fake. Without the server or the jar these
+//! tests fail, never skip.
 //! Timings are generous for a loaded 2-core machine: a wake-up is bounded only well below the
 //! lease it would otherwise wait out, and its latency is printed, not asserted.
 
@@ -34,6 +38,97 @@ const LONG_LEASE: Duration = Duration::from_secs(60);
 /// The bound on a wake-up across languages: far below [`LONG_LEASE`] and any wait round.
 const WAKE_BOUND: Duration = Duration::from_secs(5);
 
+/// Runs each case, an `async fn(server: &str)`, as one test on the real Redis of `REDIS_URL`
+/// (module `on_redis`) and one on a fake-redis-server of its own (module `on_fake`).
+macro_rules! on_both_servers {
+    ($($case:ident),* $(,)?) => {
+        mod on_redis {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $case() {
+                    super::$case(&super::common::redis_url()).await;
+                }
+            )*
+        }
+        mod on_fake {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $case() {
+                    let fake = super::FakeServer::start();
+                    super::$case(&fake.url()).await;
+                }
+            )*
+        }
+    };
+}
+
+on_both_servers!(
+    a_redisson_holder_blocks_our_try_lock_and_ours_blocks_theirs,
+    an_unlock_on_one_side_wakes_a_waiter_on_the_other_by_pubsub,
+    reentrancy_stays_per_owner_across_languages,
+    watchdog_renewals_from_either_side_keep_a_lock_alive,
+    force_unlock_from_either_side_releases_and_wakes_the_other,
+    fencing_tokens_from_both_sides_draw_from_one_counter,
+    the_driver_scripts_redissons_fair_read_write_and_multi_locks,
+);
+
+/// A fake-redis-server of one test's own: the server the binary runs (`fake_redis::server`), on
+/// the wall clock and a free loopback port, served by a thread and runtime of its own so that
+/// neither the test's runtime nor a blocked reader of the Java peer can stall it. Dropping it
+/// shuts the server down.
+struct FakeServer {
+    addr: std::net::SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+}
+
+impl FakeServer {
+    fn start() -> FakeServer {
+        use fake_redis::server::{ClockChoice, Server, ServerConfig};
+        let (bound, addr) = std::sync::mpsc::channel();
+        let (stop, stopped) = oneshot::channel::<()>();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a runtime for the fake");
+            runtime.block_on(async move {
+                let config = ServerConfig {
+                    port: 0,
+                    clock: ClockChoice::System,
+                    ..ServerConfig::default()
+                };
+                let listener = fake_redis::server::bind(&config)
+                    .await
+                    .expect("bind a free loopback port");
+                bound.send(listener.local_addr().unwrap()).unwrap();
+                Server::new(&config)
+                    .run(listener, async {
+                        let _ = stopped.await;
+                    })
+                    .await;
+            });
+        });
+        FakeServer {
+            addr: addr.recv().expect("the fake bound its port"),
+            stop: Some(stop),
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("redis://{}/", self.addr)
+    }
+}
+
+impl Drop for FakeServer {
+    fn drop(&mut self) {
+        // Not joined: the server gives open connections a grace period to close, which the
+        // test need not wait out.
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
 /// A lock name no other test or run uses.
 fn unique(test: &str) -> String {
     common::unique_prefix(&format!("interop-{test}"))
@@ -51,20 +146,20 @@ fn config(watchdog_ms: u64) -> LockConfig {
     }
 }
 
-async fn client(watchdog_ms: u64) -> LockClient {
-    let backend = RedisBackend::connect(&common::redis_url(), Duration::from_millis(500))
+async fn client(server: &str, watchdog_ms: u64) -> LockClient {
+    let backend = RedisBackend::connect(server, Duration::from_millis(500))
         .await
-        .expect("connect to REDIS_URL");
+        .unwrap_or_else(|e| panic!("connect to {server}: {e}"));
     LockClient::new(backend, config(watchdog_ms)).unwrap()
 }
 
 /// A plain connection, to look at the keys as both sides left them.
-async fn raw() -> redis::aio::MultiplexedConnection {
-    redis::Client::open(common::redis_url())
+async fn raw(server: &str) -> redis::aio::MultiplexedConnection {
+    redis::Client::open(server)
         .unwrap()
         .get_multiplexed_async_connection()
         .await
-        .expect("connect to REDIS_URL")
+        .unwrap_or_else(|e| panic!("connect to {server}: {e}"))
 }
 
 async fn hash_fields(conn: &mut redis::aio::MultiplexedConnection, key: &str) -> Vec<String> {
@@ -153,13 +248,13 @@ impl Redisson {
     }
 
     /// Starts a peer whose Redisson has `lockWatchdogTimeout` = `watchdog_ms`, and waits for it.
-    fn start(watchdog_ms: u64) -> Redisson {
+    fn start(server: &str, watchdog_ms: u64) -> Redisson {
         // The client compiler alone and the serial collector: a peer lives for one test, so
         // start-up matters more than peak speed.
         let mut child = Command::new("java")
             .args(["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-jar"])
             .arg(Self::jar())
-            .args(["--redis", &common::redis_url()])
+            .args(["--redis", server])
             .args(["--watchdog-ms", &watchdog_ms.to_string()])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -248,12 +343,11 @@ impl Drop for Redisson {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_redisson_holder_blocks_our_try_lock_and_ours_blocks_theirs() {
+async fn a_redisson_holder_blocks_our_try_lock_and_ours_blocks_theirs(server: &str) {
     let name = unique("blocks");
-    let java = Redisson::start(WATCHDOG_MS);
-    let ours = client(WATCHDOG_MS).await;
-    let mut conn = raw().await;
+    let java = Redisson::start(server, WATCHDOG_MS);
+    let ours = client(server, WATCHDOG_MS).await;
+    let mut conn = raw(server).await;
 
     java.ok("a", &format!("lock {name}")).await;
     // Redisson's hold is the hash field `<client id>:<thread id>` = 1, as ours would be.
@@ -336,12 +430,11 @@ async fn rust_woken_by(
     (guard.unwrap(), latency)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_unlock_on_one_side_wakes_a_waiter_on_the_other_by_pubsub() {
+async fn an_unlock_on_one_side_wakes_a_waiter_on_the_other_by_pubsub(server: &str) {
     let name = unique("wake");
-    let java = Redisson::start(WATCHDOG_MS);
-    let ours = client(WATCHDOG_MS).await;
-    let mut conn = raw().await;
+    let java = Redisson::start(server, WATCHDOG_MS);
+    let ours = client(server, WATCHDOG_MS).await;
+    let mut conn = raw(server).await;
 
     // Ours holds for a minute; Redisson's waiter would sleep out the lease without the message.
     let guard = ours.lock_with_lease(&name, LONG_LEASE).await.unwrap();
@@ -364,12 +457,11 @@ async fn an_unlock_on_one_side_wakes_a_waiter_on_the_other_by_pubsub() {
     assert_eq!(guard.unlock().await.unwrap(), UnlockOutcome::Released);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn reentrancy_stays_per_owner_across_languages() {
+async fn reentrancy_stays_per_owner_across_languages(server: &str) {
     let name = unique("reentry");
-    let java = Redisson::start(WATCHDOG_MS);
-    let ours = client(WATCHDOG_MS).await;
-    let mut conn = raw().await;
+    let java = Redisson::start(server, WATCHDOG_MS);
+    let ours = client(server, WATCHDOG_MS).await;
+    let mut conn = raw(server).await;
 
     // Redisson's holder counts two holds; a second Java thread and our owner hold none and cannot
     // take or release them.
@@ -424,13 +516,12 @@ async fn reentrancy_stays_per_owner_across_languages() {
     java.ok("a", &format!("unlock {name}")).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn watchdog_renewals_from_either_side_keep_a_lock_alive() {
+async fn watchdog_renewals_from_either_side_keep_a_lock_alive(server: &str) {
     let java_held = unique("watchdog-java");
     let rust_held = unique("watchdog-rust");
-    let java = Redisson::start(WATCHDOG_MS);
-    let ours = client(WATCHDOG_MS).await;
-    let mut conn = raw().await;
+    let java = Redisson::start(server, WATCHDOG_MS);
+    let ours = client(server, WATCHDOG_MS).await;
+    let mut conn = raw(server).await;
 
     java.ok("a", &format!("lock {java_held}")).await;
     let guard = ours.lock(&rust_held).await.unwrap();
@@ -461,13 +552,12 @@ async fn watchdog_renewals_from_either_side_keep_a_lock_alive() {
     assert!(!ours.is_locked(&rust_held).await.unwrap());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn force_unlock_from_either_side_releases_and_wakes_the_other() {
+async fn force_unlock_from_either_side_releases_and_wakes_the_other(server: &str) {
     let name = unique("force");
-    let java = Redisson::start(WATCHDOG_MS);
-    let ours = client(WATCHDOG_MS).await;
-    let admin = client(WATCHDOG_MS).await;
-    let mut conn = raw().await;
+    let java = Redisson::start(server, WATCHDOG_MS);
+    let ours = client(server, WATCHDOG_MS).await;
+    let admin = client(server, WATCHDOG_MS).await;
+    let mut conn = raw(server).await;
 
     // Ours holds; Redisson's waiter sleeps on the message; our force unlock from another client
     // deletes the lock and wakes it.
@@ -502,12 +592,11 @@ async fn force_unlock_from_either_side_releases_and_wakes_the_other() {
     assert!(!admin.force_unlock(&name).await.unwrap());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn fencing_tokens_from_both_sides_draw_from_one_counter() {
+async fn fencing_tokens_from_both_sides_draw_from_one_counter(server: &str) {
     let name = unique("fenced");
-    let java = Redisson::start(WATCHDOG_MS);
-    let ours = client(WATCHDOG_MS).await;
-    let mut conn = raw().await;
+    let java = Redisson::start(server, WATCHDOG_MS);
+    let ours = client(server, WATCHDOG_MS).await;
+    let mut conn = raw(server).await;
 
     // Before any acquire Redisson reads the missing counter as 0.
     assert_eq!(java.ok("a", &format!("fenced token {name}")).await, "0");
@@ -571,14 +660,13 @@ async fn await_state(
 
 /// The driver's fair, read-write and multi-lock commands reach the Redisson objects they name,
 /// with Redisson's keys: the ground the Rust side of those locks will be tested on.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_driver_scripts_redissons_fair_read_write_and_multi_locks() {
+async fn the_driver_scripts_redissons_fair_read_write_and_multi_locks(server: &str) {
     let fair = unique("fair");
     let rw = unique("rw");
     let (m1, m2) = (unique("multi-1"), unique("multi-2"));
-    let java = Redisson::start(WATCHDOG_MS);
-    let ours = client(WATCHDOG_MS).await;
-    let mut conn = raw().await;
+    let java = Redisson::start(server, WATCHDOG_MS);
+    let ours = client(server, WATCHDOG_MS).await;
+    let mut conn = raw(server).await;
 
     // Fair: a waiter queues under its owner in `redisson_lock_queue:{name}` and is served next.
     java.ok("a", &format!("fair lock {fair}")).await;
