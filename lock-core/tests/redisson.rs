@@ -70,6 +70,7 @@ on_both_servers!(
     force_unlock_from_either_side_releases_and_wakes_the_other,
     fencing_tokens_from_both_sides_draw_from_one_counter,
     the_driver_scripts_redissons_fair_read_write_and_multi_locks,
+    our_multi_lock_and_redissons_exclude_each_other,
 );
 
 /// A fake-redis-server of one test's own: the server the binary runs (`fake_redis::server`), on
@@ -737,4 +738,72 @@ async fn the_driver_scripts_redissons_fair_read_write_and_multi_locks(server: &s
     java.ok("a", &format!("multi unlock {both}")).await;
     assert!(!ours.is_locked(&m1).await.unwrap());
     assert!(!ours.is_locked(&m2).await.unwrap());
+}
+
+/// Our multi-lock and Redisson's exclude each other on overlapping names, give back what they took
+/// when one lock stays held, and a release on one side wakes a multi-lock waiting on the other.
+async fn our_multi_lock_and_redissons_exclude_each_other(server: &str) {
+    let (m1, m2, m3) = (unique("mix-1"), unique("mix-2"), unique("mix-3"));
+    let java = Redisson::start(server, WATCHDOG_MS);
+    let ours = client(server, WATCHDOG_MS).await;
+    let mut conn = raw(server).await;
+
+    // Redisson holds m1 and m2: ours over m3 and m2 asks for m2 first (name order), is refused
+    // it, and leaves m3 free.
+    java.ok("a", &format!("multi lock {m1},{m2}")).await;
+    let overlapping = ours.multi_lock([m3.as_str(), m2.as_str()]);
+    assert!(
+        overlapping
+            .try_lock(Duration::from_millis(300), None)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(!ours.is_locked(&m3).await.unwrap());
+
+    // Ours waits for both; Redisson's multi unlock wakes it by the unlock messages.
+    let both = ours.multi_lock([m1.as_str(), m2.as_str()]);
+    let waiter = tokio::spawn({
+        let both = both.clone();
+        async move {
+            let guard = both.try_lock(LONG_LEASE, None).await;
+            (guard, Instant::now())
+        }
+    });
+    await_subscriber(&mut conn, &channel(&m1)).await;
+    let released_at = Instant::now();
+    java.ok("a", &format!("multi unlock {m1},{m2}")).await;
+    let (guard, granted_at) = tokio::time::timeout(REPLY_BOUND, waiter)
+        .await
+        .expect("our multi-lock was woken")
+        .unwrap();
+    let guard = guard.unwrap().expect("both locks, once Redisson let go");
+    let latency = granted_at - released_at;
+    assert!(
+        latency < WAKE_BOUND,
+        "{latency:?}: not woken by the message"
+    );
+    println!("Redisson multi unlock -> our multi-lock granted: {latency:?}");
+
+    // Ours holds m1 and m2 under one owner; Redisson's multi-lock over m3 and m2 (its list
+    // order: m3 first) takes m3, is refused m2, and gives m3 back.
+    let field = format!("{}:{}", ours.client_id(), guard.owner().id());
+    assert_eq!(hash_fields(&mut conn, &m1).await, vec![field.clone()]);
+    assert_eq!(hash_fields(&mut conn, &m2).await, vec![field]);
+    assert_eq!(
+        java.ok("b", &format!("multi trylock {m3},{m2} 300")).await,
+        "false"
+    );
+    assert_eq!(java.ok("b", &format!("locked {m3}")).await, "false");
+    assert_eq!(java.ok("b", &format!("trylock {m1} 0")).await, "false");
+
+    guard.unlock().await.unwrap();
+    assert_eq!(
+        java.ok("b", &format!("multi trylock {m3},{m2} 0")).await,
+        "true"
+    );
+    java.ok("b", &format!("multi unlock {m3},{m2}")).await;
+    for name in [&m1, &m2, &m3] {
+        assert!(!ours.is_locked(name).await.unwrap(), "{name}");
+    }
 }
