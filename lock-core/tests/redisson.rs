@@ -38,7 +38,7 @@ const LONG_LEASE: Duration = Duration::from_secs(60);
 /// The bound on a wake-up across languages: far below [`LONG_LEASE`] and any wait round.
 const WAKE_BOUND: Duration = Duration::from_secs(5);
 
-/// Runs each case, an `async fn(server: &str)`, as one test on the real Redis of `REDIS_URL`
+/// Runs each case, an `async fn(server: &Site)`, as one test on the real Redis of `REDIS_URL`
 /// (module `on_redis`) and one on a fake-redis-server of its own (module `on_fake`).
 macro_rules! on_both_servers {
     ($($case:ident),* $(,)?) => {
@@ -46,7 +46,7 @@ macro_rules! on_both_servers {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $case() {
-                    super::$case(&super::common::redis_url()).await;
+                    super::$case(&super::Site::redis()).await;
                 }
             )*
         }
@@ -54,8 +54,7 @@ macro_rules! on_both_servers {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $case() {
-                    let fake = super::FakeServer::start();
-                    super::$case(&fake.url()).await;
+                    super::$case(&super::Site::fake()).await;
                 }
             )*
         }
@@ -72,6 +71,33 @@ on_both_servers!(
     the_driver_scripts_redissons_fair_read_write_and_multi_locks,
     our_multi_lock_and_redissons_exclude_each_other,
 );
+
+/// The server a case runs on, for both sides: its URL, and a name for what the case prints.
+struct Site {
+    url: String,
+    name: &'static str,
+    /// The fake's server, stopped when the case is done; `None` for the real Redis.
+    _fake: Option<FakeServer>,
+}
+
+impl Site {
+    fn redis() -> Site {
+        Site {
+            url: common::redis_url(),
+            name: "redis-server",
+            _fake: None,
+        }
+    }
+
+    fn fake() -> Site {
+        let fake = FakeServer::start();
+        Site {
+            url: fake.url(),
+            name: "fake-redis-server",
+            _fake: Some(fake),
+        }
+    }
+}
 
 /// A fake-redis-server of one test's own: the server the binary runs (`fake_redis::server`), on
 /// the wall clock and a free loopback port, served by a thread and runtime of its own so that
@@ -147,20 +173,20 @@ fn config(watchdog_ms: u64) -> LockConfig {
     }
 }
 
-async fn client(server: &str, watchdog_ms: u64) -> LockClient {
-    let backend = RedisBackend::connect(server, Duration::from_millis(500))
+async fn client(server: &Site, watchdog_ms: u64) -> LockClient {
+    let backend = RedisBackend::connect(&server.url, Duration::from_millis(500))
         .await
-        .unwrap_or_else(|e| panic!("connect to {server}: {e}"));
+        .unwrap_or_else(|e| panic!("connect to {}: {e}", server.url));
     LockClient::new(backend, config(watchdog_ms)).unwrap()
 }
 
 /// A plain connection, to look at the keys as both sides left them.
-async fn raw(server: &str) -> redis::aio::MultiplexedConnection {
-    redis::Client::open(server)
+async fn raw(server: &Site) -> redis::aio::MultiplexedConnection {
+    redis::Client::open(server.url.as_str())
         .unwrap()
         .get_multiplexed_async_connection()
         .await
-        .unwrap_or_else(|e| panic!("connect to {server}: {e}"))
+        .unwrap_or_else(|e| panic!("connect to {}: {e}", server.url))
 }
 
 async fn hash_fields(conn: &mut redis::aio::MultiplexedConnection, key: &str) -> Vec<String> {
@@ -249,13 +275,13 @@ impl Redisson {
     }
 
     /// Starts a peer whose Redisson has `lockWatchdogTimeout` = `watchdog_ms`, and waits for it.
-    fn start(server: &str, watchdog_ms: u64) -> Redisson {
+    fn start(server: &Site, watchdog_ms: u64) -> Redisson {
         // The client compiler alone and the serial collector: a peer lives for one test, so
         // start-up matters more than peak speed.
         let mut child = Command::new("java")
             .args(["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-jar"])
             .arg(Self::jar())
-            .args(["--redis", server])
+            .args(["--redis", &server.url])
             .args(["--watchdog-ms", &watchdog_ms.to_string()])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -344,7 +370,7 @@ impl Drop for Redisson {
     }
 }
 
-async fn a_redisson_holder_blocks_our_try_lock_and_ours_blocks_theirs(server: &str) {
+async fn a_redisson_holder_blocks_our_try_lock_and_ours_blocks_theirs(server: &Site) {
     let name = unique("blocks");
     let java = Redisson::start(server, WATCHDOG_MS);
     let ours = client(server, WATCHDOG_MS).await;
@@ -431,7 +457,7 @@ async fn rust_woken_by(
     (guard.unwrap(), latency)
 }
 
-async fn an_unlock_on_one_side_wakes_a_waiter_on_the_other_by_pubsub(server: &str) {
+async fn an_unlock_on_one_side_wakes_a_waiter_on_the_other_by_pubsub(server: &Site) {
     let name = unique("wake");
     let java = Redisson::start(server, WATCHDOG_MS);
     let ours = client(server, WATCHDOG_MS).await;
@@ -452,13 +478,15 @@ async fn an_unlock_on_one_side_wakes_a_waiter_on_the_other_by_pubsub(server: &st
     })
     .await;
     println!(
-        "wake-up latency by pub/sub, from the unlock call to the waiter's grant: Rust unlock -> \
-         Redisson waiter {rust_to_java:?}, Redisson unlock -> Rust waiter {java_to_rust:?}"
+        "wake-up latency by pub/sub on {}, from the unlock call to the waiter's grant: Rust \
+         unlock -> Redisson waiter {rust_to_java:?}, Redisson unlock -> Rust waiter \
+         {java_to_rust:?}",
+        server.name
     );
     assert_eq!(guard.unlock().await.unwrap(), UnlockOutcome::Released);
 }
 
-async fn reentrancy_stays_per_owner_across_languages(server: &str) {
+async fn reentrancy_stays_per_owner_across_languages(server: &Site) {
     let name = unique("reentry");
     let java = Redisson::start(server, WATCHDOG_MS);
     let ours = client(server, WATCHDOG_MS).await;
@@ -517,7 +545,7 @@ async fn reentrancy_stays_per_owner_across_languages(server: &str) {
     java.ok("a", &format!("unlock {name}")).await;
 }
 
-async fn watchdog_renewals_from_either_side_keep_a_lock_alive(server: &str) {
+async fn watchdog_renewals_from_either_side_keep_a_lock_alive(server: &Site) {
     let java_held = unique("watchdog-java");
     let rust_held = unique("watchdog-rust");
     let java = Redisson::start(server, WATCHDOG_MS);
@@ -553,7 +581,7 @@ async fn watchdog_renewals_from_either_side_keep_a_lock_alive(server: &str) {
     assert!(!ours.is_locked(&rust_held).await.unwrap());
 }
 
-async fn force_unlock_from_either_side_releases_and_wakes_the_other(server: &str) {
+async fn force_unlock_from_either_side_releases_and_wakes_the_other(server: &Site) {
     let name = unique("force");
     let java = Redisson::start(server, WATCHDOG_MS);
     let ours = client(server, WATCHDOG_MS).await;
@@ -581,8 +609,9 @@ async fn force_unlock_from_either_side_releases_and_wakes_the_other(server: &str
     })
     .await;
     println!(
-        "wake-up latency after a force unlock: Rust force_unlock -> Redisson waiter \
-         {rust_to_java:?}, Redisson forceUnlock -> Rust waiter {java_to_rust:?}"
+        "wake-up latency after a force unlock on {}: Rust force_unlock -> Redisson waiter \
+         {rust_to_java:?}, Redisson forceUnlock -> Rust waiter {java_to_rust:?}",
+        server.name
     );
     assert_eq!(
         java.err("a", &format!("unlock {name}")).await,
@@ -593,7 +622,7 @@ async fn force_unlock_from_either_side_releases_and_wakes_the_other(server: &str
     assert!(!admin.force_unlock(&name).await.unwrap());
 }
 
-async fn fencing_tokens_from_both_sides_draw_from_one_counter(server: &str) {
+async fn fencing_tokens_from_both_sides_draw_from_one_counter(server: &Site) {
     let name = unique("fenced");
     let java = Redisson::start(server, WATCHDOG_MS);
     let ours = client(server, WATCHDOG_MS).await;
@@ -661,7 +690,7 @@ async fn await_state(
 
 /// The driver's fair, read-write and multi-lock commands reach the Redisson objects they name,
 /// with Redisson's keys: the ground the Rust side of those locks will be tested on.
-async fn the_driver_scripts_redissons_fair_read_write_and_multi_locks(server: &str) {
+async fn the_driver_scripts_redissons_fair_read_write_and_multi_locks(server: &Site) {
     let fair = unique("fair");
     let rw = unique("rw");
     let (m1, m2) = (unique("multi-1"), unique("multi-2"));
@@ -742,7 +771,7 @@ async fn the_driver_scripts_redissons_fair_read_write_and_multi_locks(server: &s
 
 /// Our multi-lock and Redisson's exclude each other on overlapping names, give back what they took
 /// when one lock stays held, and a release on one side wakes a multi-lock waiting on the other.
-async fn our_multi_lock_and_redissons_exclude_each_other(server: &str) {
+async fn our_multi_lock_and_redissons_exclude_each_other(server: &Site) {
     let (m1, m2, m3) = (unique("mix-1"), unique("mix-2"), unique("mix-3"));
     let java = Redisson::start(server, WATCHDOG_MS);
     let ours = client(server, WATCHDOG_MS).await;
@@ -783,7 +812,10 @@ async fn our_multi_lock_and_redissons_exclude_each_other(server: &str) {
         latency < WAKE_BOUND,
         "{latency:?}: not woken by the message"
     );
-    println!("Redisson multi unlock -> our multi-lock granted: {latency:?}");
+    println!(
+        "wake-up latency on {}: Redisson multi unlock -> our multi-lock granted {latency:?}",
+        server.name
+    );
 
     // Ours holds m1 and m2 under one owner; Redisson's multi-lock over m3 and m2 (its list
     // order: m3 first) takes m3, is refused m2, and gives m3 back.
