@@ -30,7 +30,7 @@ use tokio::time::Instant;
 const ROUND_PER_LOCK: Duration = Duration::from_millis(1500);
 
 /// The pause of [`MultiLock::lock`] between a round that gave its locks back and the next.
-const ROUND_PAUSE: Duration = Duration::from_millis(50);
+const ROUND_PAUSE: Duration = Duration::from_millis(500);
 
 /// Several locks taken together: all of them or none. Made by [`LockClient::multi_lock`].
 ///
@@ -150,8 +150,9 @@ impl MultiLock {
             if let Some(guard) = self.try_lock(round, lease).await? {
                 return Ok(guard);
             }
-            // A peer woken by our release needs a round trip to take the lock; without the pause
-            // our next round's first acquire would win that race every time.
+            // A peer woken by our release needs a round trip and its own wake-up (a JVM's, on a
+            // loaded machine, can take a few hundred ms) to take the lock; without the pause our
+            // next round's first acquire would win that race every time.
             tokio::time::sleep(ROUND_PAUSE).await;
         }
     }

@@ -70,6 +70,7 @@ on_both_servers!(
     fencing_tokens_from_both_sides_draw_from_one_counter,
     the_driver_scripts_redissons_fair_read_write_and_multi_locks,
     our_multi_lock_and_redissons_exclude_each_other,
+    our_multi_lock_breaks_a_cycle_with_a_redisson_holder_by_its_rounds,
 );
 
 /// The server a case runs on, for both sides: its URL, and a name for what the case prints.
@@ -838,4 +839,36 @@ async fn our_multi_lock_and_redissons_exclude_each_other(server: &Site) {
     for name in [&m1, &m2, &m3] {
         assert!(!ours.is_locked(name).await.unwrap(), "{name}");
     }
+}
+
+/// Redisson holds one lock and waits for another that our multi-lock holds while it waits for the
+/// first: a cycle, which our `lock()` breaks by giving its grants back at the end of a round.
+async fn our_multi_lock_breaks_a_cycle_with_a_redisson_holder_by_its_rounds(server: &Site) {
+    let (m1, m2) = (unique("cycle-1"), unique("cycle-2"));
+    let java = Redisson::start(server, WATCHDOG_MS);
+    let ours = client(server, WATCHDOG_MS).await;
+    let mut conn = raw(server).await;
+
+    java.ok("a", &format!("lock {m2}")).await;
+    let multi = ours.multi_lock([m1.as_str(), m2.as_str()]);
+    let waiter = tokio::spawn(async move { multi.lock().await });
+    await_subscriber(&mut conn, &channel(&m2)).await;
+    assert!(
+        ours.is_locked(&m1).await.unwrap(),
+        "ours holds m1 and waits for m2"
+    );
+    // Redisson's holder now waits for m1: it gets it when our round of 3 s runs out.
+    java.ok("a", &format!("lock {m1}")).await;
+    assert_eq!(java.ok("a", &format!("holdcount {m1}")).await, "1");
+    java.ok("a", &format!("unlock {m1}")).await;
+    java.ok("a", &format!("unlock {m2}")).await;
+    let guard = tokio::time::timeout(REPLY_BOUND, waiter)
+        .await
+        .expect("our multi-lock got both once Redisson let go")
+        .unwrap()
+        .unwrap();
+    let field = format!("{}:{}", ours.client_id(), guard.owner().id());
+    assert_eq!(hash_fields(&mut conn, &m1).await, vec![field.clone()]);
+    assert_eq!(hash_fields(&mut conn, &m2).await, vec![field]);
+    guard.unlock().await.unwrap();
 }
