@@ -71,6 +71,7 @@ on_both_servers!(
     the_driver_scripts_redissons_fair_read_write_and_multi_locks,
     our_multi_lock_and_redissons_exclude_each_other,
     our_multi_lock_breaks_a_cycle_with_a_redisson_holder_by_its_rounds,
+    redissons_own_scripts_leave_the_same_state_on_either_server,
 );
 
 /// The server a case runs on, for both sides: its URL, and a name for what the case prints.
@@ -871,4 +872,66 @@ async fn our_multi_lock_breaks_a_cycle_with_a_redisson_holder_by_its_rounds(serv
     assert_eq!(hash_fields(&mut conn, &m1).await, vec![field.clone()]);
     assert_eq!(hash_fields(&mut conn, &m2).await, vec![field]);
     guard.unlock().await.unwrap();
+}
+
+/// More of Redisson's own scripts, for the fake's sake: the remaining TTL, a fair waiter that
+/// gives up (its acquire-failed script takes it out of the queue and the timeout set), and read
+/// holds counted per owner.
+async fn redissons_own_scripts_leave_the_same_state_on_either_server(server: &Site) {
+    let (plain, fair, rw) = (unique("ttl"), unique("fair-timeout"), unique("rw-count"));
+    let java = Redisson::start(server, WATCHDOG_MS);
+    let mut conn = raw(server).await;
+
+    java.ok("a", &format!("lock {plain} 60000")).await;
+    let ttl: i64 = java
+        .ok("b", &format!("remainttl {plain}"))
+        .await
+        .parse()
+        .unwrap();
+    assert!(ttl > 0 && ttl <= 60_000, "remainTimeToLive {ttl}");
+    java.ok("a", &format!("unlock {plain}")).await;
+    assert_eq!(java.ok("b", &format!("remainttl {plain}")).await, "-2");
+
+    java.ok("a", &format!("fair lock {fair}")).await;
+    assert_eq!(
+        java.ok("b", &format!("fair trylock {fair} 200")).await,
+        "false"
+    );
+    let queue: Vec<String> = redis::cmd("LRANGE")
+        .arg(format!("redisson_lock_queue:{{{fair}}}"))
+        .arg(0)
+        .arg(-1)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert!(queue.is_empty(), "a waiter that gave up left {queue:?}");
+    let timeouts: u64 = redis::cmd("ZCARD")
+        .arg(format!("redisson_lock_timeout:{{{fair}}}"))
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(timeouts, 0);
+    assert_eq!(java.ok("b", &format!("fair holdcount {fair}")).await, "0");
+    java.ok("a", &format!("fair unlock {fair}")).await;
+    assert_eq!(java.ok("b", &format!("fair locked {fair}")).await, "false");
+
+    java.ok("a", &format!("read lock {rw}")).await;
+    java.ok("a", &format!("read lock {rw}")).await;
+    java.ok("b", &format!("read lock {rw}")).await;
+    assert_eq!(java.ok("a", &format!("read holdcount {rw}")).await, "2");
+    assert_eq!(java.ok("b", &format!("read holdcount {rw}")).await, "1");
+    assert_eq!(
+        java.ok("c", &format!("write trylock {rw} 0")).await,
+        "false"
+    );
+    for holder in ["a", "a", "b"] {
+        java.ok(holder, &format!("read unlock {rw}")).await;
+    }
+    assert_eq!(java.ok("c", &format!("write locked {rw}")).await, "false");
+    let exists: u64 = redis::cmd("EXISTS")
+        .arg(&rw)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(exists, 0, "the last read unlock deleted the lock");
 }
