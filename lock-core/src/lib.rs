@@ -47,6 +47,8 @@
 //!   as an input;
 //! - [`client`]: the tokio driver around the machine ([`LockClient`] and its [`Acquire`] builder,
 //!   [`LockGuard`], [`LockOwner`]);
+//! - [`multi_lock`]: several locks taken together, all or none ([`MultiLock`]), on the client's
+//!   lock handles;
 //! - [`backend`]: the boundary to a Redis (a real one through [`RedisBackend`], or the in-process
 //!   fake of the `fake-redis` crate);
 //! - [`config`]: the settings, with Redisson's names and defaults.
@@ -58,6 +60,7 @@ pub mod cluster_backend;
 pub mod config;
 pub mod keys;
 pub mod machine;
+pub mod multi_lock;
 #[cfg(feature = "redis")]
 pub mod redis_backend;
 pub mod reply;
@@ -77,6 +80,7 @@ pub use machine::{
     BackendError, HoldId, HoldMode, HoldState, LockError, Operation, OwnerId, PubSubEvent,
     RemainingLease, UnlockOutcome,
 };
+pub use multi_lock::{MultiLock, MultiLockGuard};
 #[cfg(feature = "redis")]
 pub use redis_backend::{RedisBackend, RedisSubscriber};
 pub use reply::Reply;

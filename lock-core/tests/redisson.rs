@@ -7,8 +7,12 @@
 //! locks belong to a thread, so every Java command runs on a named holder's thread, and two
 //! holders are two owners.
 //!
-//! The server comes from `REDIS_URL` (`scripts/test` starts one), shared and never flushed: each
-//! test uses lock names of its own. Without the server or the jar these tests fail, never skip.
+//! Every case runs twice, on two servers: in `on_redis`, the real redis-server of `REDIS_URL`
+//! (`scripts/test` starts one), shared and never flushed, so each case uses lock names of its own;
+//! in `on_fake`, a `fake-redis-server` of the test's own on a free port, on the wall clock as
+//! Redisson is, where Redisson's own scripts run on the fake's embedded Lua. One case body, two
+//! servers: any difference between them is a bug in the fake. Without the server or the jar these
+//! tests fail, never skip.
 //! Timings are generous for a loaded 2-core machine: a wake-up is bounded only well below the
 //! lease it would otherwise wait out, and its latency is printed, not asserted.
 
@@ -34,6 +38,126 @@ const LONG_LEASE: Duration = Duration::from_secs(60);
 /// The bound on a wake-up across languages: far below [`LONG_LEASE`] and any wait round.
 const WAKE_BOUND: Duration = Duration::from_secs(5);
 
+/// Runs each case, an `async fn(server: &Site)`, as one test on the real Redis of `REDIS_URL`
+/// (module `on_redis`) and one on a fake-redis-server of its own (module `on_fake`).
+macro_rules! on_both_servers {
+    ($($case:ident),* $(,)?) => {
+        mod on_redis {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $case() {
+                    super::$case(&super::Site::redis()).await;
+                }
+            )*
+        }
+        mod on_fake {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $case() {
+                    super::$case(&super::Site::fake()).await;
+                }
+            )*
+        }
+    };
+}
+
+on_both_servers!(
+    a_redisson_holder_blocks_our_try_lock_and_ours_blocks_theirs,
+    an_unlock_on_one_side_wakes_a_waiter_on_the_other_by_pubsub,
+    reentrancy_stays_per_owner_across_languages,
+    watchdog_renewals_from_either_side_keep_a_lock_alive,
+    force_unlock_from_either_side_releases_and_wakes_the_other,
+    fencing_tokens_from_both_sides_draw_from_one_counter,
+    the_driver_scripts_redissons_fair_read_write_and_multi_locks,
+    our_multi_lock_and_redissons_exclude_each_other,
+    our_multi_lock_breaks_a_cycle_with_a_redisson_holder_by_its_rounds,
+    redissons_own_scripts_leave_the_same_state_on_either_server,
+);
+
+/// The server a case runs on, for both sides: its URL, and a name for what the case prints.
+struct Site {
+    url: String,
+    name: &'static str,
+    /// The fake's server, stopped when the case is done; `None` for the real Redis.
+    _fake: Option<FakeServer>,
+}
+
+impl Site {
+    fn redis() -> Site {
+        Site {
+            url: common::redis_url(),
+            name: "redis-server",
+            _fake: None,
+        }
+    }
+
+    fn fake() -> Site {
+        let fake = FakeServer::start();
+        Site {
+            url: fake.url(),
+            name: "fake-redis-server",
+            _fake: Some(fake),
+        }
+    }
+}
+
+/// A fake-redis-server of one test's own: the server the binary runs (`fake_redis::server`), on
+/// the wall clock and a free loopback port, served by a thread and runtime of its own so that
+/// neither the test's runtime nor a blocked reader of the Java peer can stall it. Dropping it
+/// shuts the server down.
+struct FakeServer {
+    addr: std::net::SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+}
+
+impl FakeServer {
+    fn start() -> FakeServer {
+        use fake_redis::server::{ClockChoice, Server, ServerConfig};
+        let (bound, addr) = std::sync::mpsc::channel();
+        let (stop, stopped) = oneshot::channel::<()>();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a runtime for the fake");
+            runtime.block_on(async move {
+                let config = ServerConfig {
+                    port: 0,
+                    clock: ClockChoice::System,
+                    ..ServerConfig::default()
+                };
+                let listener = fake_redis::server::bind(&config)
+                    .await
+                    .expect("bind a free loopback port");
+                bound.send(listener.local_addr().unwrap()).unwrap();
+                Server::new(&config)
+                    .run(listener, async {
+                        let _ = stopped.await;
+                    })
+                    .await;
+            });
+        });
+        FakeServer {
+            addr: addr.recv().expect("the fake bound its port"),
+            stop: Some(stop),
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("redis://{}/", self.addr)
+    }
+}
+
+impl Drop for FakeServer {
+    fn drop(&mut self) {
+        // Not joined: the server gives open connections a grace period to close, which the
+        // test need not wait out.
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
 /// A lock name no other test or run uses.
 fn unique(test: &str) -> String {
     common::unique_prefix(&format!("interop-{test}"))
@@ -51,20 +175,20 @@ fn config(watchdog_ms: u64) -> LockConfig {
     }
 }
 
-async fn client(watchdog_ms: u64) -> LockClient {
-    let backend = RedisBackend::connect(&common::redis_url(), Duration::from_millis(500))
+async fn client(server: &Site, watchdog_ms: u64) -> LockClient {
+    let backend = RedisBackend::connect(&server.url, Duration::from_millis(500))
         .await
-        .expect("connect to REDIS_URL");
+        .unwrap_or_else(|e| panic!("connect to {}: {e}", server.url));
     LockClient::new(backend, config(watchdog_ms)).unwrap()
 }
 
 /// A plain connection, to look at the keys as both sides left them.
-async fn raw() -> redis::aio::MultiplexedConnection {
-    redis::Client::open(common::redis_url())
+async fn raw(server: &Site) -> redis::aio::MultiplexedConnection {
+    redis::Client::open(server.url.as_str())
         .unwrap()
         .get_multiplexed_async_connection()
         .await
-        .expect("connect to REDIS_URL")
+        .unwrap_or_else(|e| panic!("connect to {}: {e}", server.url))
 }
 
 async fn hash_fields(conn: &mut redis::aio::MultiplexedConnection, key: &str) -> Vec<String> {
@@ -153,13 +277,13 @@ impl Redisson {
     }
 
     /// Starts a peer whose Redisson has `lockWatchdogTimeout` = `watchdog_ms`, and waits for it.
-    fn start(watchdog_ms: u64) -> Redisson {
+    fn start(server: &Site, watchdog_ms: u64) -> Redisson {
         // The client compiler alone and the serial collector: a peer lives for one test, so
         // start-up matters more than peak speed.
         let mut child = Command::new("java")
             .args(["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-jar"])
             .arg(Self::jar())
-            .args(["--redis", &common::redis_url()])
+            .args(["--redis", &server.url])
             .args(["--watchdog-ms", &watchdog_ms.to_string()])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -248,12 +372,11 @@ impl Drop for Redisson {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_redisson_holder_blocks_our_try_lock_and_ours_blocks_theirs() {
+async fn a_redisson_holder_blocks_our_try_lock_and_ours_blocks_theirs(server: &Site) {
     let name = unique("blocks");
-    let java = Redisson::start(WATCHDOG_MS);
-    let ours = client(WATCHDOG_MS).await;
-    let mut conn = raw().await;
+    let java = Redisson::start(server, WATCHDOG_MS);
+    let ours = client(server, WATCHDOG_MS).await;
+    let mut conn = raw(server).await;
 
     java.ok("a", &format!("lock {name}")).await;
     // Redisson's hold is the hash field `<client id>:<thread id>` = 1, as ours would be.
@@ -336,12 +459,11 @@ async fn rust_woken_by(
     (guard.unwrap(), latency)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_unlock_on_one_side_wakes_a_waiter_on_the_other_by_pubsub() {
+async fn an_unlock_on_one_side_wakes_a_waiter_on_the_other_by_pubsub(server: &Site) {
     let name = unique("wake");
-    let java = Redisson::start(WATCHDOG_MS);
-    let ours = client(WATCHDOG_MS).await;
-    let mut conn = raw().await;
+    let java = Redisson::start(server, WATCHDOG_MS);
+    let ours = client(server, WATCHDOG_MS).await;
+    let mut conn = raw(server).await;
 
     // Ours holds for a minute; Redisson's waiter would sleep out the lease without the message.
     let guard = ours.lock_with_lease(&name, LONG_LEASE).await.unwrap();
@@ -358,18 +480,19 @@ async fn an_unlock_on_one_side_wakes_a_waiter_on_the_other_by_pubsub() {
     })
     .await;
     println!(
-        "wake-up latency by pub/sub, from the unlock call to the waiter's grant: Rust unlock -> \
-         Redisson waiter {rust_to_java:?}, Redisson unlock -> Rust waiter {java_to_rust:?}"
+        "wake-up latency by pub/sub on {}, from the unlock call to the waiter's grant: Rust \
+         unlock -> Redisson waiter {rust_to_java:?}, Redisson unlock -> Rust waiter \
+         {java_to_rust:?}",
+        server.name
     );
     assert_eq!(guard.unlock().await.unwrap(), UnlockOutcome::Released);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn reentrancy_stays_per_owner_across_languages() {
+async fn reentrancy_stays_per_owner_across_languages(server: &Site) {
     let name = unique("reentry");
-    let java = Redisson::start(WATCHDOG_MS);
-    let ours = client(WATCHDOG_MS).await;
-    let mut conn = raw().await;
+    let java = Redisson::start(server, WATCHDOG_MS);
+    let ours = client(server, WATCHDOG_MS).await;
+    let mut conn = raw(server).await;
 
     // Redisson's holder counts two holds; a second Java thread and our owner hold none and cannot
     // take or release them.
@@ -424,13 +547,12 @@ async fn reentrancy_stays_per_owner_across_languages() {
     java.ok("a", &format!("unlock {name}")).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn watchdog_renewals_from_either_side_keep_a_lock_alive() {
+async fn watchdog_renewals_from_either_side_keep_a_lock_alive(server: &Site) {
     let java_held = unique("watchdog-java");
     let rust_held = unique("watchdog-rust");
-    let java = Redisson::start(WATCHDOG_MS);
-    let ours = client(WATCHDOG_MS).await;
-    let mut conn = raw().await;
+    let java = Redisson::start(server, WATCHDOG_MS);
+    let ours = client(server, WATCHDOG_MS).await;
+    let mut conn = raw(server).await;
 
     java.ok("a", &format!("lock {java_held}")).await;
     let guard = ours.lock(&rust_held).await.unwrap();
@@ -461,13 +583,12 @@ async fn watchdog_renewals_from_either_side_keep_a_lock_alive() {
     assert!(!ours.is_locked(&rust_held).await.unwrap());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn force_unlock_from_either_side_releases_and_wakes_the_other() {
+async fn force_unlock_from_either_side_releases_and_wakes_the_other(server: &Site) {
     let name = unique("force");
-    let java = Redisson::start(WATCHDOG_MS);
-    let ours = client(WATCHDOG_MS).await;
-    let admin = client(WATCHDOG_MS).await;
-    let mut conn = raw().await;
+    let java = Redisson::start(server, WATCHDOG_MS);
+    let ours = client(server, WATCHDOG_MS).await;
+    let admin = client(server, WATCHDOG_MS).await;
+    let mut conn = raw(server).await;
 
     // Ours holds; Redisson's waiter sleeps on the message; our force unlock from another client
     // deletes the lock and wakes it.
@@ -490,8 +611,9 @@ async fn force_unlock_from_either_side_releases_and_wakes_the_other() {
     })
     .await;
     println!(
-        "wake-up latency after a force unlock: Rust force_unlock -> Redisson waiter \
-         {rust_to_java:?}, Redisson forceUnlock -> Rust waiter {java_to_rust:?}"
+        "wake-up latency after a force unlock on {}: Rust force_unlock -> Redisson waiter \
+         {rust_to_java:?}, Redisson forceUnlock -> Rust waiter {java_to_rust:?}",
+        server.name
     );
     assert_eq!(
         java.err("a", &format!("unlock {name}")).await,
@@ -502,12 +624,11 @@ async fn force_unlock_from_either_side_releases_and_wakes_the_other() {
     assert!(!admin.force_unlock(&name).await.unwrap());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn fencing_tokens_from_both_sides_draw_from_one_counter() {
+async fn fencing_tokens_from_both_sides_draw_from_one_counter(server: &Site) {
     let name = unique("fenced");
-    let java = Redisson::start(WATCHDOG_MS);
-    let ours = client(WATCHDOG_MS).await;
-    let mut conn = raw().await;
+    let java = Redisson::start(server, WATCHDOG_MS);
+    let ours = client(server, WATCHDOG_MS).await;
+    let mut conn = raw(server).await;
 
     // Before any acquire Redisson reads the missing counter as 0.
     assert_eq!(java.ok("a", &format!("fenced token {name}")).await, "0");
@@ -571,14 +692,13 @@ async fn await_state(
 
 /// The driver's fair, read-write and multi-lock commands reach the Redisson objects they name,
 /// with Redisson's keys: the ground the Rust side of those locks will be tested on.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_driver_scripts_redissons_fair_read_write_and_multi_locks() {
+async fn the_driver_scripts_redissons_fair_read_write_and_multi_locks(server: &Site) {
     let fair = unique("fair");
     let rw = unique("rw");
     let (m1, m2) = (unique("multi-1"), unique("multi-2"));
-    let java = Redisson::start(WATCHDOG_MS);
-    let ours = client(WATCHDOG_MS).await;
-    let mut conn = raw().await;
+    let java = Redisson::start(server, WATCHDOG_MS);
+    let ours = client(server, WATCHDOG_MS).await;
+    let mut conn = raw(server).await;
 
     // Fair: a waiter queues under its owner in `redisson_lock_queue:{name}` and is served next.
     java.ok("a", &format!("fair lock {fair}")).await;
@@ -649,4 +769,169 @@ async fn the_driver_scripts_redissons_fair_read_write_and_multi_locks() {
     java.ok("a", &format!("multi unlock {both}")).await;
     assert!(!ours.is_locked(&m1).await.unwrap());
     assert!(!ours.is_locked(&m2).await.unwrap());
+}
+
+/// Our multi-lock and Redisson's exclude each other on overlapping names, give back what they took
+/// when one lock stays held, and a release on one side wakes a multi-lock waiting on the other.
+async fn our_multi_lock_and_redissons_exclude_each_other(server: &Site) {
+    let (m1, m2, m3) = (unique("mix-1"), unique("mix-2"), unique("mix-3"));
+    let java = Redisson::start(server, WATCHDOG_MS);
+    let ours = client(server, WATCHDOG_MS).await;
+    let mut conn = raw(server).await;
+
+    // Redisson holds m1 and m2: ours over m3 and m2 asks for m2 first (name order), is refused
+    // it, and leaves m3 free.
+    java.ok("a", &format!("multi lock {m1},{m2}")).await;
+    let overlapping = ours.multi_lock([m3.as_str(), m2.as_str()]);
+    assert!(
+        overlapping
+            .try_lock(Duration::from_millis(300), None)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(!ours.is_locked(&m3).await.unwrap());
+
+    // Ours waits for both; Redisson's multi unlock wakes it by the unlock messages.
+    let both = ours.multi_lock([m1.as_str(), m2.as_str()]);
+    let waiter = tokio::spawn({
+        let both = both.clone();
+        async move {
+            let guard = both.try_lock(LONG_LEASE, None).await;
+            (guard, Instant::now())
+        }
+    });
+    await_subscriber(&mut conn, &channel(&m1)).await;
+    let released_at = Instant::now();
+    java.ok("a", &format!("multi unlock {m1},{m2}")).await;
+    let (guard, granted_at) = tokio::time::timeout(REPLY_BOUND, waiter)
+        .await
+        .expect("our multi-lock was woken")
+        .unwrap();
+    let guard = guard.unwrap().expect("both locks, once Redisson let go");
+    let latency = granted_at - released_at;
+    assert!(
+        latency < WAKE_BOUND,
+        "{latency:?}: not woken by the message"
+    );
+    println!(
+        "wake-up latency on {}: Redisson multi unlock -> our multi-lock granted {latency:?}",
+        server.name
+    );
+
+    // Ours holds m1 and m2 under one owner; Redisson's multi-lock over m3 and m2 (its list
+    // order: m3 first) takes m3, is refused m2, and gives m3 back.
+    let field = format!("{}:{}", ours.client_id(), guard.owner().id());
+    assert_eq!(hash_fields(&mut conn, &m1).await, vec![field.clone()]);
+    assert_eq!(hash_fields(&mut conn, &m2).await, vec![field]);
+    assert_eq!(
+        java.ok("b", &format!("multi trylock {m3},{m2} 300")).await,
+        "false"
+    );
+    assert_eq!(java.ok("b", &format!("locked {m3}")).await, "false");
+    assert_eq!(java.ok("b", &format!("trylock {m1} 0")).await, "false");
+
+    guard.unlock().await.unwrap();
+    assert_eq!(
+        java.ok("b", &format!("multi trylock {m3},{m2} 0")).await,
+        "true"
+    );
+    java.ok("b", &format!("multi unlock {m3},{m2}")).await;
+    for name in [&m1, &m2, &m3] {
+        assert!(!ours.is_locked(name).await.unwrap(), "{name}");
+    }
+}
+
+/// Redisson holds one lock and waits for another that our multi-lock holds while it waits for the
+/// first: a cycle, which our `lock()` breaks by giving its grants back at the end of a round.
+async fn our_multi_lock_breaks_a_cycle_with_a_redisson_holder_by_its_rounds(server: &Site) {
+    let (m1, m2) = (unique("cycle-1"), unique("cycle-2"));
+    let java = Redisson::start(server, WATCHDOG_MS);
+    let ours = client(server, WATCHDOG_MS).await;
+    let mut conn = raw(server).await;
+
+    java.ok("a", &format!("lock {m2}")).await;
+    let multi = ours.multi_lock([m1.as_str(), m2.as_str()]);
+    let waiter = tokio::spawn(async move { multi.lock().await });
+    await_subscriber(&mut conn, &channel(&m2)).await;
+    assert!(
+        ours.is_locked(&m1).await.unwrap(),
+        "ours holds m1 and waits for m2"
+    );
+    // Redisson's holder now waits for m1: it gets it when our round of 3 s runs out.
+    java.ok("a", &format!("lock {m1}")).await;
+    assert_eq!(java.ok("a", &format!("holdcount {m1}")).await, "1");
+    java.ok("a", &format!("unlock {m1}")).await;
+    java.ok("a", &format!("unlock {m2}")).await;
+    let guard = tokio::time::timeout(REPLY_BOUND, waiter)
+        .await
+        .expect("our multi-lock got both once Redisson let go")
+        .unwrap()
+        .unwrap();
+    let field = format!("{}:{}", ours.client_id(), guard.owner().id());
+    assert_eq!(hash_fields(&mut conn, &m1).await, vec![field.clone()]);
+    assert_eq!(hash_fields(&mut conn, &m2).await, vec![field]);
+    guard.unlock().await.unwrap();
+}
+
+/// More of Redisson's own scripts, for the fake's sake: the remaining TTL, a fair waiter that
+/// gives up (its acquire-failed script takes it out of the queue and the timeout set), and read
+/// holds counted per owner.
+async fn redissons_own_scripts_leave_the_same_state_on_either_server(server: &Site) {
+    let (plain, fair, rw) = (unique("ttl"), unique("fair-timeout"), unique("rw-count"));
+    let java = Redisson::start(server, WATCHDOG_MS);
+    let mut conn = raw(server).await;
+
+    java.ok("a", &format!("lock {plain} 60000")).await;
+    let ttl: i64 = java
+        .ok("b", &format!("remainttl {plain}"))
+        .await
+        .parse()
+        .unwrap();
+    assert!(ttl > 0 && ttl <= 60_000, "remainTimeToLive {ttl}");
+    java.ok("a", &format!("unlock {plain}")).await;
+    assert_eq!(java.ok("b", &format!("remainttl {plain}")).await, "-2");
+
+    java.ok("a", &format!("fair lock {fair}")).await;
+    assert_eq!(
+        java.ok("b", &format!("fair trylock {fair} 200")).await,
+        "false"
+    );
+    let queue: Vec<String> = redis::cmd("LRANGE")
+        .arg(format!("redisson_lock_queue:{{{fair}}}"))
+        .arg(0)
+        .arg(-1)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert!(queue.is_empty(), "a waiter that gave up left {queue:?}");
+    let timeouts: u64 = redis::cmd("ZCARD")
+        .arg(format!("redisson_lock_timeout:{{{fair}}}"))
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(timeouts, 0);
+    assert_eq!(java.ok("b", &format!("fair holdcount {fair}")).await, "0");
+    java.ok("a", &format!("fair unlock {fair}")).await;
+    assert_eq!(java.ok("b", &format!("fair locked {fair}")).await, "false");
+
+    java.ok("a", &format!("read lock {rw}")).await;
+    java.ok("a", &format!("read lock {rw}")).await;
+    java.ok("b", &format!("read lock {rw}")).await;
+    assert_eq!(java.ok("a", &format!("read holdcount {rw}")).await, "2");
+    assert_eq!(java.ok("b", &format!("read holdcount {rw}")).await, "1");
+    assert_eq!(
+        java.ok("c", &format!("write trylock {rw} 0")).await,
+        "false"
+    );
+    for holder in ["a", "a", "b"] {
+        java.ok(holder, &format!("read unlock {rw}")).await;
+    }
+    assert_eq!(java.ok("c", &format!("write locked {rw}")).await, "false");
+    let exists: u64 = redis::cmd("EXISTS")
+        .arg(&rw)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(exists, 0, "the last read unlock deleted the lock");
 }
