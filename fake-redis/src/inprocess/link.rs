@@ -689,3 +689,55 @@ impl Link {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kills_are_judged_in_redis_s_order() {
+        let watch = ScriptWatch::default();
+        assert_eq!(watch.kill(ScriptKind::Eval), KillOutcome::NotBusy);
+        watch.begin(ScriptKind::Function);
+        // The other kind's KILL gets the running kind's BUSY text.
+        assert_eq!(
+            watch.kill(ScriptKind::Eval),
+            KillOutcome::OtherKind(ScriptKind::Function)
+        );
+        assert_eq!(
+            KillOutcome::OtherKind(ScriptKind::Function).reply(),
+            Frame::error(
+                "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."
+            )
+        );
+        assert!(!watch.check(0));
+        assert_eq!(watch.kill(ScriptKind::Function), KillOutcome::Killed);
+        assert!(watch.check(0), "the hook ends a killed script");
+        watch.end();
+        assert!(!watch.running());
+        // A script that wrote cannot be killed, whichever KILL asks first.
+        watch.begin(ScriptKind::Eval);
+        watch.wrote();
+        assert_eq!(watch.kill(ScriptKind::Function), KillOutcome::Unkillable);
+        assert_eq!(watch.kill(ScriptKind::Eval), KillOutcome::Unkillable);
+        assert!(!watch.check(0));
+        watch.abort();
+        assert!(watch.check(0), "a shutdown ends even a script that wrote");
+        watch.end();
+    }
+
+    #[test]
+    fn only_the_wall_clock_makes_a_script_busy() {
+        let watch = ScriptWatch::default();
+        watch.begin(ScriptKind::Eval);
+        assert!(!watch.check(u64::from(u32::MAX)));
+        assert_eq!(watch.busy(), None, "the budget never makes a script busy");
+        watch.end();
+        watch.measure_on_wall_clock(Duration::ZERO);
+        watch.begin(ScriptKind::Eval);
+        assert!(!watch.check(0));
+        assert_eq!(watch.busy(), Some(ScriptKind::Eval));
+        watch.end();
+        assert_eq!(watch.busy(), None);
+    }
+}
