@@ -8,15 +8,13 @@
 //! the worker over for anyone else to be served. The threshold is short so the tests are quick;
 //! every wait is generous, and nothing asserts a duration.
 
+mod support;
+
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
-
-const BIN: &str = env!("CARGO_BIN_EXE_fake-redis-server");
-
-/// Generous for a loaded 2-core machine.
-const PATIENCE: Duration = Duration::from_secs(60);
+use support::binary::{PATIENCE, wait_for_exit};
 
 const BUSY: &str =
     "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
@@ -40,27 +38,7 @@ impl Drop for Fake {
 }
 
 fn start(args: &[&str]) -> Fake {
-    let mut child = Command::new(BIN)
-        .args(["--port", "0"])
-        .args(args)
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the binary starts");
-    let stderr = child.stderr.take().expect("piped stderr");
-    let mut lines = BufReader::new(stderr).lines();
-    let port = loop {
-        let line = lines
-            .next()
-            .expect("the server logs its address")
-            .expect("readable log");
-        if let Some(addr) = line.split("addr=").nth(1) {
-            let port = addr.trim().rsplit(':').next().unwrap_or_default();
-            break port.parse().expect("a port in the log line");
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
+    let (child, port) = support::binary::start(args);
     Fake { child, port }
 }
 
@@ -150,17 +128,6 @@ fn until_busy(client: &mut Client) {
         }
         assert!(Instant::now() < deadline, "the script never got busy");
         std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-fn wait_for_exit(child: &mut Child) -> std::process::ExitStatus {
-    let deadline = Instant::now() + PATIENCE;
-    loop {
-        if let Some(status) = child.try_wait().expect("waitable") {
-            return status;
-        }
-        assert!(Instant::now() < deadline, "the server did not stop");
-        std::thread::sleep(Duration::from_millis(20));
     }
 }
 

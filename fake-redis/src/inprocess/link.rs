@@ -108,11 +108,18 @@ pub(crate) struct ScriptWatch {
     detach: OnceLock<Box<dyn Fn() -> bool + Send + Sync>>,
 }
 
+// The bits of `ScriptWatch::state`, one word so that front doors pay one load.
+/// A script runs.
 const RUNNING: u8 = 1;
+/// It is past the busy threshold: other clients get `BUSY`.
 const BUSY: u8 = 2;
+/// It is a function (`FCALL`), not an `EVAL`.
 const FUNCTION: u8 = 4;
+/// It has called a write command: `UNKILLABLE`.
 const WROTE: u8 = 8;
+/// A `KILL` asked it to end.
 const KILL: u8 = 16;
+/// Its thread no longer holds a tokio worker.
 const DETACHED: u8 = 32;
 
 /// What `SCRIPT KILL` or `FUNCTION KILL` did.

@@ -336,16 +336,9 @@ impl Connection {
             return Flow::AwaitScript;
         }
         loop {
-            if self.output.len() >= OUTPUT_HIGH_WATER {
-                return Flow::Write;
-            }
-            let argv = match self.parser.parse(&mut self.input) {
-                Ok(Some(argv)) => own_arguments(argv),
-                Ok(None) => return Flow::Read,
-                Err(e) => {
-                    e.write_reply(&mut self.output);
-                    return Flow::Close;
-                }
+            let argv = match self.next_request() {
+                Ok(argv) => argv,
+                Err(flow) => return flow,
             };
             // These replies read the same in RESP2 and RESP3.
             match while_busy(kind, &argv, watch) {
@@ -398,20 +391,29 @@ impl Connection {
             if let Some(flow) = self.forward_pushes(engine) {
                 return flow;
             }
-            if self.output.len() >= OUTPUT_HIGH_WATER {
-                return Flow::Write;
-            }
-            let argv = match self.parser.parse(&mut self.input) {
-                Ok(Some(argv)) => own_arguments(argv),
-                Ok(None) => return Flow::Read,
-                Err(e) => {
-                    tracing::debug!(client = %self.client, error = %e, "protocol error");
-                    e.write_reply(&mut self.output);
-                    return Flow::Close;
-                }
+            let argv = match self.next_request() {
+                Ok(argv) => argv,
+                Err(flow) => return flow,
             };
             if let Some(flow) = self.request(engine, argv, Stage::Arrived) {
                 return flow;
+            }
+        }
+    }
+
+    /// The next complete request in the input, or what the step does instead: write first (the
+    /// output is at its high-water mark), read more, or close after a protocol error's reply.
+    fn next_request(&mut self) -> Result<Vec<Bytes>, Flow> {
+        if self.output.len() >= OUTPUT_HIGH_WATER {
+            return Err(Flow::Write);
+        }
+        match self.parser.parse(&mut self.input) {
+            Ok(Some(argv)) => Ok(own_arguments(argv)),
+            Ok(None) => Err(Flow::Read),
+            Err(e) => {
+                tracing::debug!(client = %self.client, error = %e, "protocol error");
+                e.write_reply(&mut self.output);
+                Err(Flow::Close)
             }
         }
     }
