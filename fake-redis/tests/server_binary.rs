@@ -1,53 +1,12 @@
 //! The `fake-redis-server` binary itself: it serves on the port it logs, stops gracefully on
 //! SIGTERM, refuses contradictory flags, and prints the lock's script bodies for `SCRIPT LOAD`.
 
-use std::io::{BufRead, BufReader, Read, Write};
+mod support;
+
+use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
-
-const BIN: &str = env!("CARGO_BIN_EXE_fake-redis-server");
-
-/// Generous for a loaded 2-core machine.
-const PATIENCE: Duration = Duration::from_secs(60);
-
-/// Starts the binary on a free port; returns it and the port its log names.
-fn start(args: &[&str]) -> (Child, u16) {
-    let mut child = Command::new(BIN)
-        .args(["--port", "0"])
-        .args(args)
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the binary starts");
-    let stderr = child.stderr.take().expect("piped stderr");
-    let mut lines = BufReader::new(stderr).lines();
-    let port = loop {
-        let line = lines
-            .next()
-            .expect("the server logs its address before anything else ends")
-            .expect("readable log");
-        if let Some(addr) = line.split("addr=").nth(1) {
-            let port = addr.trim().rsplit(':').next().unwrap_or_default();
-            break port.parse().expect("a port in the log line");
-        }
-    };
-    // Keep draining the log so the server never blocks on a full pipe.
-    std::thread::spawn(move || for _ in lines {});
-    (child, port)
-}
-
-fn wait_for_exit(child: &mut Child) -> std::process::ExitStatus {
-    let deadline = Instant::now() + PATIENCE;
-    loop {
-        if let Some(status) = child.try_wait().expect("waitable") {
-            return status;
-        }
-        assert!(Instant::now() < deadline, "the server did not stop");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
+use std::process::Command;
+use support::binary::{BIN, PATIENCE, start, wait_for_exit};
 
 #[test]
 fn the_binary_serves_the_virtual_clock_and_stops_on_sigterm() {

@@ -52,6 +52,16 @@ struct Args {
     /// Redis does); 1, the default, also spares the lock and cross-thread wake-ups.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
     threads: u16,
+    /// Milliseconds a script runs (with --clock system) before other clients get BUSY and may
+    /// SCRIPT KILL it (Redis's busy-reply-threshold). On the virtual clock a script is measured
+    /// in Lua instructions instead, so that runs replay.
+    #[arg(
+        long,
+        alias = "lua-time-limit",
+        value_name = "MS",
+        default_value_t = 5000
+    )]
+    busy_reply_threshold: u64,
     /// Print the Lua body of one of the lock's scripts (acquire, acquire_fenced, release,
     /// renew_batch, force_unlock) and exit: `redis-cli SCRIPT LOAD "$(fake-redis-server
     /// --print-script acquire)"`.
@@ -88,21 +98,18 @@ fn main() -> ExitCode {
         requirepass: args.requirepass.map(Bytes::from),
         maxclients: args.maxclients,
         admin_password: args.admin_password.map(Bytes::from),
+        busy_reply_threshold: std::time::Duration::from_millis(args.busy_reply_threshold),
         ..ServerConfig::default()
     };
     if let Some(seed) = args.seed {
         config.seed = seed;
     }
-    let runtime = if args.threads == 1 {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-    } else {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(usize::from(args.threads))
-            .enable_all()
-            .build()
-    };
+    // Multi-threaded even with one worker: a runaway script's thread hands its worker over to
+    // a fresh thread, which a current-thread runtime cannot do (see `fake_redis::server`).
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(usize::from(args.threads))
+        .enable_all()
+        .build();
     let runtime = match runtime {
         Ok(rt) => rt,
         Err(e) => {

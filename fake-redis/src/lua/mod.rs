@@ -11,7 +11,10 @@
 //! A script never reads the wall clock: time is the command's, and the only randomness is the
 //! generator Redis gives every script. A runaway script cannot hang the engine: past a budget of
 //! Lua instructions (counted, so a run replays) it is stopped with the error Redis gives a script
-//! ended by `SCRIPT KILL`.
+//! ended by `SCRIPT KILL`. A server on the wall clock measures running time as Redis does
+//! instead: the same hook marks the script busy in the engine's
+//! [`ScriptWatch`](crate::inprocess::link::ScriptWatch) past the threshold, and ends it when
+//! another client's `SCRIPT KILL` asks, through the watch, without the engine's lock.
 
 mod convert;
 mod env;
@@ -19,6 +22,7 @@ pub(crate) mod libs;
 mod rand48;
 
 use crate::cmd::{Args, Cx, Spec, lookup};
+use crate::inprocess::link::{ScriptKind, ScriptWatch};
 use crate::resp::Frame;
 use bytes::Bytes;
 use mlua::{Function, HookTriggers, Lua, Table, Value, Variadic, VmState};
@@ -83,12 +87,19 @@ struct Loaded {
 pub(crate) struct LuaScripts {
     vm: Option<Box<Vm>>,
     rand: Rand48,
+    /// What front doors see of the running script; it outlives the state.
+    watch: Arc<ScriptWatch>,
 }
 
 impl LuaScripts {
     /// Whether a body with this SHA (lowercase hex) is loaded.
     pub fn contains(&self, sha: &[u8]) -> bool {
         self.vm.as_ref().is_some_and(|vm| vm.get(sha).is_some())
+    }
+
+    /// The watch on the running script.
+    pub fn watch(&self) -> Arc<ScriptWatch> {
+        Arc::clone(&self.watch)
     }
 
     /// `SCRIPT FLUSH`: every body and the state go; the random generator stays, as in Redis.
@@ -108,11 +119,12 @@ pub(crate) struct Vm {
     resp: Arc<AtomicU8>,
     executed: Arc<AtomicU64>,
     main: mlua::Thread,
+    watch: Arc<ScriptWatch>,
     scripts: BTreeMap<[u8; 40], Loaded>,
 }
 
 impl Vm {
-    fn new(rand: Rand48) -> mlua::Result<Vm> {
+    fn new(rand: Rand48, watch: Arc<ScriptWatch>) -> mlua::Result<Vm> {
         let resp = Arc::new(AtomicU8::new(2));
         let (lua, globals, env, redis) = env::build(rand, resp.clone())?;
         let handler: Function = globals.raw_get("__redis__err__handler")?;
@@ -121,7 +133,7 @@ impl Vm {
         let main = lua.current_thread();
         lua.set_global_hook(
             HookTriggers::new().every_nth_instruction(HOOK_EVERY),
-            budget_hook(executed.clone(), main.clone()),
+            budget_hook(executed.clone(), main.clone(), watch.clone()),
         )?;
         Ok(Vm {
             lua,
@@ -133,6 +145,7 @@ impl Vm {
             resp,
             executed,
             main,
+            watch,
             scripts: BTreeMap::new(),
         })
     }
@@ -171,24 +184,28 @@ impl Vm {
     }
 }
 
-/// The hook that ends a script past its instruction budget. It is global, so the coroutines a
-/// script makes count too. Once it has fired, it fires at every instruction of the running thread
-/// and of the main one, so a script that catches the error (`pcall`, a coroutine) ends at its
-/// next instruction outside the catch, as Redis's every-line hook ends a killed script.
+/// The hook that ends a script past its instruction budget, or (on the wall clock) killed
+/// through the watch. It is global, so the coroutines a script makes count too. Once it has
+/// fired, it fires at every instruction of the running thread and of the main one, so a script
+/// that catches the error (`pcall`, a coroutine) ends at its next instruction outside the catch,
+/// as Redis's every-line hook ends a killed script.
 fn budget_hook(
     executed: Arc<AtomicU64>,
     main: mlua::Thread,
+    watch: Arc<ScriptWatch>,
 ) -> impl Fn(&Lua, &mlua::debug::Debug<'_>) -> mlua::Result<VmState> + Send + 'static {
     move |lua, _| {
         let n = executed.fetch_add(u64::from(HOOK_EVERY), Ordering::Relaxed);
-        if n < INSTRUCTION_BUDGET {
-            return Ok(VmState::Continue);
-        }
         if n < KILLED {
+            let killed = watch.check(n);
+            if !killed && (n < INSTRUCTION_BUDGET || watch.on_wall_clock()) {
+                return Ok(VmState::Continue);
+            }
             executed.store(KILLED, Ordering::Relaxed);
             let every = HookTriggers::new().every_nth_instruction(1);
-            lua.set_global_hook(every, budget_hook(executed.clone(), main.clone()))?;
-            main.set_hook(every, budget_hook(executed.clone(), main.clone()))?;
+            let hook = || budget_hook(executed.clone(), main.clone(), watch.clone());
+            lua.set_global_hook(every, hook())?;
+            main.set_hook(every, hook())?;
         }
         Err(env::raise(
             lua,
@@ -245,7 +262,7 @@ fn take_vm(cx: &mut Cx<'_>) -> Result<Box<Vm>, Frame> {
     let cache = &mut cx.scripts().lua;
     match cache.vm.take() {
         Some(vm) => Ok(vm),
-        None => Vm::new(cache.rand.clone())
+        None => Vm::new(cache.rand.clone(), cache.watch.clone())
             .map(Box::new)
             .map_err(|e| Frame::error_owned(format!("ERR the fake's Lua failed to start: {e}"))),
     }
@@ -287,7 +304,9 @@ pub(crate) fn eval(
         Ok(vm) => vm,
         Err(e) => return e,
     };
+    vm.watch.begin(ScriptKind::Eval);
     let reply = eval_on(cx, &mut vm, source, keys, args, read_only_command);
+    vm.watch.end();
     cx.scripts().lua.vm = Some(vm);
     reply
 }
@@ -330,6 +349,7 @@ fn eval_on(
         read_only: read_only_command || flags.no_writes,
         caller_db: cx.db,
         caller_protocol: cx.client().protocol,
+        watch: vm.watch.clone(),
     };
     let sha_text = std::str::from_utf8(&sha).unwrap_or("").to_owned();
     let reply = vm.run(cx, &function, &sha_text, keys, args, &run);
@@ -344,6 +364,8 @@ struct Run {
     read_only: bool,
     caller_db: usize,
     caller_protocol: u8,
+    /// Told when the script writes (it can no longer be killed).
+    watch: Arc<ScriptWatch>,
 }
 
 impl Vm {
@@ -360,7 +382,7 @@ impl Vm {
     ) -> Frame {
         self.resp.store(2, Ordering::Relaxed);
         if self.executed.swap(0, Ordering::Relaxed) >= KILLED {
-            let hook = budget_hook(self.executed.clone(), self.main.clone());
+            let hook = budget_hook(self.executed.clone(), self.main.clone(), self.watch.clone());
             if let Err(e) = self
                 .lua
                 .set_global_hook(HookTriggers::new().every_nth_instruction(HOOK_EVERY), hook)
@@ -489,6 +511,9 @@ fn redis_call(
     }
     if run.read_only && (spec.has(crate::cmd::WRITE) || MAY_REPLICATE.contains(&spec.name)) {
         return fail("ERR Write commands are not allowed from read-only scripts.");
+    }
+    if spec.has(crate::cmd::WRITE) {
+        run.watch.wrote();
     }
     let reply = run_command(cx, spec, &command, resp, run.caller_protocol);
     let is_error = matches!(reply, Frame::Error(_));

@@ -22,12 +22,23 @@
 //! or reply closes the connection (the client sees its outcome as unknown, as it would after a
 //! timeout); a delay or a pause holds the connection, later requests and replies behind it, until
 //! the server's clock reaches the end (with the virtual clock: until `FAKE.ADVANCE` gets there).
+//!
+//! While a script runs in the engine (its connection holds the lock), a connection does not lock:
+//! it looks at the engine's script watch first (see the [server docs](super)). Until the script
+//! passes the busy threshold it waits for it, as Redis's clients do; past it, it answers from the
+//! watch alone, as Redis answers while busy: `BUSY` to every command Redis does not allow while
+//! busy, `SCRIPT KILL` and `FUNCTION KILL` through the watch, `SHUTDOWN NOSAVE` by stopping the
+//! server, `QUIT`. A command Redis allows while busy that needs the engine (`MULTI`, `HELLO`,
+//! `AUTH`, `FUNCTION STATS`, …), or any command of a client that has not authenticated, waits for
+//! the script to end, and the connection's later requests behind it. Those answers skip the
+//! fault plan: they are not counted as the node's commands. A connection opened while a script
+//! runs becomes the engine's client at its first command that needs the engine.
 
 use super::admin::{self, AdminCommand, Outcome};
 use super::{Shared, stopped};
 use crate::engine::{ClientId, Engine};
 use crate::fault::{Admission, CommandFate, DeliveryFate, FaultEventKind, NodeId};
-use crate::inprocess::link::lock;
+use crate::inprocess::link::{ScriptKind, ScriptWatch, lock, lock_unless_busy};
 use crate::resp::Frame;
 use crate::resp::{self, RequestParser};
 use bytes::{Buf, Bytes, BytesMut};
@@ -121,6 +132,8 @@ enum Flow {
     Advance(i64),
     /// Write what is there, then close.
     Close,
+    /// Write, then wait for the running script to pass the busy threshold or end.
+    AwaitScript,
 }
 
 /// What a connection waits for the clock to do something with.
@@ -133,6 +146,8 @@ enum Waiting {
     Reply(BytesMut),
     /// A push held by its receiver's pause.
     Push(Frame),
+    /// A request read while a script was busy that runs once the script has ended.
+    Held(Vec<Bytes>),
 }
 
 /// How far a request has gone through the fault plan.
@@ -161,24 +176,23 @@ struct Connection {
     recheck: bool,
     /// The due time of the wait in progress, registered with the clock.
     timer: Option<i64>,
+    /// Whether `client` is the engine's yet (see the [module docs](self)).
+    registered: bool,
+    /// Whether the client may run commands (it has authenticated, or needs not).
+    authenticated: bool,
 }
 
 impl Connection {
     fn open(shared: Arc<Shared>) -> Connection {
-        let client = {
-            let mut engine = lock(&shared.engine);
-            let client = engine.connect();
-            // Each connection is its own client process until `FAKE.NODE` says otherwise.
-            engine.set_node(client, Some(NodeId(client.0)));
-            client
-        };
         let mut parser = RequestParser::new();
         parser.set_authenticated(!shared.requirepass);
         let signal = Arc::new(PushSignal(Notify::new()));
-        tracing::debug!(%client, "connected");
         Connection {
+            authenticated: !shared.requirepass,
+            registered: false,
             shared,
-            client,
+            // Given by the engine at the first step.
+            client: ClientId(0),
             parser,
             input: BytesMut::with_capacity(READ_CHUNK),
             output: BytesMut::with_capacity(READ_CHUNK),
@@ -210,6 +224,13 @@ impl Connection {
             match flow {
                 Flow::Close => return,
                 Flow::Write => {}
+                Flow::AwaitScript => {
+                    let watch = Arc::clone(&self.shared.scripts);
+                    tokio::select! {
+                        () = watch.changed(watch.busy().is_some()) => {}
+                        () = stopped(&mut shutdown) => return,
+                    }
+                }
                 Flow::Advance(target) => {
                     let shared = Arc::clone(&self.shared);
                     let now = admin::advance_to(&shared, target).await;
@@ -274,10 +295,20 @@ impl Connection {
         }
     }
 
-    /// Runs what can run now, under one lock of the engine (see the [module docs](self)).
+    /// Runs what can run now, under one lock of the engine, or from the script watch while a
+    /// script runs (see the [module docs](self)).
     fn step(&mut self) -> Flow {
         let shared = Arc::clone(&self.shared);
-        let mut engine = lock(&shared.engine);
+        let Some(mut engine) = lock_unless_busy(&shared.engine, &shared.scripts) else {
+            return self.step_busy(&shared.scripts);
+        };
+        if !self.registered {
+            self.client = engine.connect();
+            // Each connection is its own client process until `FAKE.NODE` says otherwise.
+            engine.set_node(self.client, Some(NodeId(self.client.0)));
+            self.registered = true;
+            tracing::debug!(client = %self.client, "connected");
+        }
         let batch = shared.clock.batch();
         // The wait is over; what it was for runs under this same lock, so `FAKE.ADVANCE` never
         // sees the timer gone before the work is done.
@@ -295,8 +326,48 @@ impl Connection {
         flow
     }
 
+    /// While a script runs: answers what Redis answers while busy, without the engine (see the
+    /// [module docs](self)).
+    fn step_busy(&mut self, watch: &ScriptWatch) -> Flow {
+        let Some(kind) = watch.busy() else {
+            return Flow::AwaitScript;
+        };
+        if self.waiting.is_some() || !self.authenticated {
+            return Flow::AwaitScript;
+        }
+        loop {
+            let argv = match self.next_request() {
+                Ok(argv) => argv,
+                Err(flow) => return flow,
+            };
+            // These replies read the same in RESP2 and RESP3.
+            match while_busy(kind, &argv, watch) {
+                Busy::Reply(reply) => resp::encode(&reply, 2, &mut self.output),
+                Busy::Quit => {
+                    resp::encode(&Frame::OK, 2, &mut self.output);
+                    return Flow::Close;
+                }
+                Busy::Shutdown => {
+                    tracing::info!("SHUTDOWN NOSAVE while a script is busy: stopping");
+                    watch.abort();
+                    self.shared.shutdown.send_replace(true);
+                    return Flow::Close;
+                }
+                Busy::AfterScript => {
+                    self.waiting = Some(Waiting::Held(argv));
+                    return Flow::AwaitScript;
+                }
+            }
+        }
+    }
+
     fn step_locked(&mut self, engine: &mut Engine) -> Flow {
         match self.waiting.take() {
+            Some(Waiting::Held(argv)) if engine.is_connected(self.client) => {
+                if let Some(flow) = self.request(engine, argv, Stage::Arrived) {
+                    return flow;
+                }
+            }
             // The reply was computed before anything closed the connection: it goes out.
             Some(Waiting::Reply(reply)) => self.output.extend_from_slice(&reply),
             Some(Waiting::Push(frame)) => self.encode(engine, frame),
@@ -320,20 +391,29 @@ impl Connection {
             if let Some(flow) = self.forward_pushes(engine) {
                 return flow;
             }
-            if self.output.len() >= OUTPUT_HIGH_WATER {
-                return Flow::Write;
-            }
-            let argv = match self.parser.parse(&mut self.input) {
-                Ok(Some(argv)) => own_arguments(argv),
-                Ok(None) => return Flow::Read,
-                Err(e) => {
-                    tracing::debug!(client = %self.client, error = %e, "protocol error");
-                    e.write_reply(&mut self.output);
-                    return Flow::Close;
-                }
+            let argv = match self.next_request() {
+                Ok(argv) => argv,
+                Err(flow) => return flow,
             };
             if let Some(flow) = self.request(engine, argv, Stage::Arrived) {
                 return flow;
+            }
+        }
+    }
+
+    /// The next complete request in the input, or what the step does instead: write first (the
+    /// output is at its high-water mark), read more, or close after a protocol error's reply.
+    fn next_request(&mut self) -> Result<Vec<Bytes>, Flow> {
+        if self.output.len() >= OUTPUT_HIGH_WATER {
+            return Err(Flow::Write);
+        }
+        match self.parser.parse(&mut self.input) {
+            Ok(Some(argv)) => Ok(own_arguments(argv)),
+            Ok(None) => Err(Flow::Read),
+            Err(e) => {
+                tracing::debug!(client = %self.client, error = %e, "protocol error");
+                e.write_reply(&mut self.output);
+                Err(Flow::Close)
             }
         }
     }
@@ -410,8 +490,8 @@ impl Connection {
         };
         if self.shared.requirepass {
             // AUTH, HELLO AUTH and RESET change what the parser accepts next.
-            self.parser
-                .set_authenticated(engine.is_authenticated(self.client));
+            self.authenticated = engine.is_authenticated(self.client);
+            self.parser.set_authenticated(self.authenticated);
         }
         if let Some(due) = reply_due {
             let mut delayed = BytesMut::new();
@@ -522,7 +602,11 @@ impl Connection {
     /// that is too far behind.
     fn collect_pushes(&mut self) -> std::io::Result<()> {
         let shared = Arc::clone(&self.shared);
-        let mut engine = lock(&shared.engine);
+        let Some(mut engine) = lock_unless_busy(&shared.engine, &shared.scripts) else {
+            // A script pushed and runs on: its pushes wait for the next step.
+            self.recheck = true;
+            return Ok(());
+        };
         if !engine.fault_plan().is_empty() || !engine.is_connected(self.client) {
             // Pushes under faults wait for the next step, where their fates are decided (and a
             // closed connection is noticed there).
@@ -548,13 +632,109 @@ impl Connection {
 
 impl Drop for Connection {
     fn drop(&mut self) {
-        let mut engine = lock(&self.shared.engine);
-        if let Some(due) = self.timer.take() {
-            self.shared.clock.remove_timer(due, self.client);
+        if !self.registered {
+            return;
         }
-        engine.disconnect(self.client);
-        drop(engine);
-        tracing::debug!(client = %self.client, "disconnected");
+        let (shared, client, timer) = (Arc::clone(&self.shared), self.client, self.timer.take());
+        let close = move |shared: &Shared, engine: &mut Engine| {
+            if let Some(due) = timer {
+                shared.clock.remove_timer(due, client);
+            }
+            engine.disconnect(client);
+            tracing::debug!(%client, "disconnected");
+        };
+        if let Some(mut engine) = lock_unless_busy(&shared.engine, &shared.scripts) {
+            return close(&shared, &mut engine);
+        }
+        // A script runs: the client is forgotten once it has ended, without a worker waiting.
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn(async move {
+                    loop {
+                        if let Some(mut engine) = lock_unless_busy(&shared.engine, &shared.scripts)
+                        {
+                            close(&shared, &mut engine);
+                            break;
+                        }
+                        let busy = shared.scripts.busy().is_some();
+                        shared.scripts.changed(busy).await;
+                    }
+                });
+            }
+            Err(_) => close(&shared, &mut lock(&shared.engine)),
+        }
+    }
+}
+
+/// What a connection does with a request while a script is busy.
+enum Busy {
+    /// Replies this (`BUSY`, or a kill's outcome).
+    Reply(Frame),
+    /// `QUIT`: `+OK`, then closes.
+    Quit,
+    /// `SHUTDOWN NOSAVE`: stops the server.
+    Shutdown,
+    /// Runs the request once the script has ended.
+    AfterScript,
+}
+
+/// Commands Redis 7.0 allows while a script is busy (`allow_busy`) that need the engine, besides
+/// those [`while_busy`] answers itself.
+const ALLOWED_WHILE_BUSY: &[&[u8]] = &[
+    b"auth",
+    b"discard",
+    b"hello",
+    b"multi",
+    b"replconf",
+    b"reset",
+    b"unwatch",
+    b"watch",
+];
+
+/// What Redis does with `argv` while a script of `kind` is busy. Redis checks a command's name
+/// and arity first, so an unknown command or a wrong arity waits for the engine's error.
+fn while_busy(kind: ScriptKind, argv: &[Bytes], watch: &ScriptWatch) -> Busy {
+    let name = argv[0].as_ref();
+    let sub = |word: &str| {
+        argv.get(1)
+            .is_some_and(|a| a.eq_ignore_ascii_case(word.as_bytes()))
+    };
+    let killer = if name.eq_ignore_ascii_case(b"script") {
+        Some(ScriptKind::Eval)
+    } else if name.eq_ignore_ascii_case(b"function") {
+        Some(ScriptKind::Function)
+    } else {
+        None
+    };
+    if let Some(killer) = killer {
+        if sub("kill") && argv.len() == 2 {
+            return Busy::Reply(watch.kill(killer).reply());
+        }
+        if killer == ScriptKind::Function && sub("stats") || argv.len() < 2 {
+            return Busy::AfterScript;
+        }
+        return Busy::Reply(kind.busy_error());
+    }
+    if name.eq_ignore_ascii_case(b"shutdown") {
+        let nosave = argv[1..].iter().any(|a| a.eq_ignore_ascii_case(b"nosave"));
+        return if nosave {
+            Busy::Shutdown
+        } else {
+            Busy::Reply(kind.busy_error())
+        };
+    }
+    if name.eq_ignore_ascii_case(b"quit") {
+        return Busy::Quit;
+    }
+    if ALLOWED_WHILE_BUSY
+        .iter()
+        .any(|allowed| name.eq_ignore_ascii_case(allowed))
+    {
+        return Busy::AfterScript;
+    }
+    match crate::cmd::lookup(name) {
+        Some(spec) if spec.arity_ok(argv.len()) => Busy::Reply(kind.busy_error()),
+        _ => Busy::AfterScript,
     }
 }
 

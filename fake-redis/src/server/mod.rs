@@ -11,6 +11,20 @@
 //! Redis closes it past `client-output-buffer-limit pubsub`. The `FAKE.*` admin commands
 //! ([`admin`]) read and move the clock, inject the engine's faults and read its event log.
 //!
+//! A runaway script holds the engine's lock for as long as it runs, and Redis stays responsive
+//! meanwhile: past `busy-reply-threshold` (on the wall clock) other clients get `BUSY`, and
+//! `SCRIPT KILL`, `FUNCTION KILL` and `SHUTDOWN NOSAVE` work. The fake keeps that without
+//! serving clients from inside the script (Redis's `processEventsWhileBlocked`, which would
+//! need the engine re-entered while it runs the script): the engine's
+//! [`ScriptWatch`](crate::inprocess::link::ScriptWatch) sits beside the lock, every connection
+//! looks at it (one atomic load) before it locks, and while a script runs a connection answers
+//! from the watch alone, or waits for it asynchronously, never for the lock on a tokio worker.
+//! The script's own thread stays blocked in the script, so once a script has run long (a few
+//! milliseconds of Lua) its hook hands the thread's tokio worker over to a fresh thread
+//! (`block_in_place`): on a multi-threaded runtime, even with one worker, the other connections
+//! go on being served. On a current-thread runtime that cannot be done, and nothing else is
+//! served until the script ends (on a virtual clock its instruction budget ends it).
+//!
 //! [`Server`] is the server without a listener: [`Server::serve_connection`] serves any byte
 //! stream (a socket, or `tokio::io::duplex` in tests). [`Server::start`] binds a TCP listener and
 //! serves it in a task; [`Server::run`] does the same on the caller's task until a shutdown
@@ -39,7 +53,7 @@ mod time;
 pub use time::ClockChoice;
 
 use crate::engine::EngineConfig;
-use crate::inprocess::link::{SharedEngine, shared};
+use crate::inprocess::link::{ScriptWatch, SharedEngine, shared};
 use bytes::Bytes;
 use std::future::Future;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -57,6 +71,9 @@ pub const DEFAULT_PORT: u16 = 6379;
 
 /// Redis's default `maxclients`.
 pub const DEFAULT_MAXCLIENTS: usize = 10_000;
+
+/// Redis's default `busy-reply-threshold` (`lua-time-limit`).
+pub const DEFAULT_BUSY_REPLY_THRESHOLD: Duration = Duration::from_secs(5);
 
 /// How long a graceful shutdown waits for open connections to finish what they were writing.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
@@ -80,6 +97,10 @@ pub struct ServerConfig {
     /// one they are open to every client of a loopback address, and refused on any other (see
     /// [`admin`]).
     pub admin_password: Option<Bytes>,
+    /// How long a script runs (on the wall clock, `ClockChoice::System` only) before other
+    /// clients get `BUSY` and may `SCRIPT KILL` it (Redis's `busy-reply-threshold`). On the
+    /// virtual clock scripts are measured in Lua instructions instead, so that runs replay.
+    pub busy_reply_threshold: Duration,
 }
 
 impl Default for ServerConfig {
@@ -92,6 +113,7 @@ impl Default for ServerConfig {
             requirepass: None,
             maxclients: DEFAULT_MAXCLIENTS,
             admin_password: None,
+            busy_reply_threshold: DEFAULT_BUSY_REPLY_THRESHOLD,
         }
     }
 }
@@ -116,6 +138,8 @@ pub enum ServerError {
 /// What every connection of one server shares.
 pub(crate) struct Shared {
     pub engine: SharedEngine,
+    /// The engine's running script, read without its lock.
+    pub scripts: Arc<ScriptWatch>,
     pub clock: ServerClock,
     pub maxclients: usize,
     pub requirepass: bool,
@@ -146,14 +170,20 @@ impl Server {
     /// A server set up by `config` (its `bind` and `port` are used by [`Server::start`]).
     pub fn new(config: &ServerConfig) -> Server {
         let clock = ServerClock::new(config.clock);
-        let engine = clock.engine(EngineConfig {
+        let mut engine = clock.engine(EngineConfig {
             seed: config.seed,
             requirepass: config.requirepass.clone(),
             ..EngineConfig::default()
         });
+        let scripts = engine.script_watch();
+        if config.clock == ClockChoice::System {
+            scripts.measure_on_wall_clock(config.busy_reply_threshold);
+        }
+        scripts.set_detach(Box::new(hand_over_worker));
         Server {
             shared: Arc::new(Shared {
                 engine: shared(engine),
+                scripts,
                 clock,
                 maxclients: config.maxclients,
                 requirepass: config.requirepass.is_some(),
@@ -272,6 +302,27 @@ impl Server {
         }
         tracing::info!("fake-redis-server stopped");
     }
+}
+
+/// Called by a long script's hook: on a multi-threaded tokio runtime, hands the worker the script
+/// runs on over to a fresh thread, so that the other connections are served while the script
+/// keeps this thread. `true` once a task spawned meanwhile has run elsewhere (the runtime goes
+/// on without this thread); otherwise the hook tries again later.
+fn hand_over_worker() -> bool {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    let Ok(handle) = Handle::try_current() else {
+        return false;
+    };
+    if handle.runtime_flavor() != RuntimeFlavor::MultiThread {
+        return false;
+    }
+    tokio::task::block_in_place(|| {
+        let (ran, running) = std::sync::mpsc::channel();
+        handle.spawn(async move {
+            let _ = ran.send(());
+        });
+        running.recv_timeout(Duration::from_millis(100)).is_ok()
+    })
 }
 
 /// Resolves once the server is shutting down.

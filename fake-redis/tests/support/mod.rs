@@ -3,11 +3,12 @@
 //! side, and replies rendered as comparable text (errors by kind, code and detail). Tests that
 //! call the fake directly get `argv`, a command from one line of words, and, in `backend`, what
 //! the tests of `FakeBackend` on paused time share. `drive` checks one connection to the server
-//! on any bytes.
+//! on any bytes; `binary` runs the server binary.
 
 #![allow(dead_code)]
 
 pub mod backend;
+pub mod binary;
 pub mod drive;
 
 use bytes::Bytes;
