@@ -1,0 +1,492 @@
+//! Redis 7.0's Functions on the fake against a real redis-server 7.0, byte for byte, in RESP2 and
+//! RESP3.
+//!
+//! Each case is a few commands run on a redis-server of the test's own (so `FUNCTION FLUSH`
+//! touches nothing shared) and on a fresh engine; every reply's bytes must be the same. The cases
+//! cover `FUNCTION LOAD` and its errors, the library API while a library loads, `FCALL` and
+//! `FCALL_RO` with their key counts and flags, what a function sees when it runs and its errors'
+//! function-call suffix, and the admin subcommands. Listings hold one library of one function:
+//! Redis lists in the order of its hash tables, which is not the same from one server to the
+//! next. `FUNCTION DUMP`'s payload is compared by what it restores, on both servers.
+
+mod support;
+
+use bytes::{Bytes, BytesMut};
+use fake_redis::resp::{ReplyParser, encode};
+use fake_redis::{Engine, ManualClock};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use support::OwnServer;
+
+/// A library `lib` with the function `f` whose body is `body` (`k` and `a` are its arguments).
+macro_rules! lib {
+    ($body:literal) => {
+        concat!(
+            "#!lua name=lib\nredis.register_function('f', function(k, a)\n",
+            $body,
+            "\nend)"
+        )
+    };
+}
+
+/// One case: commands, each a list of arguments, run in order on both servers.
+type Case = &'static [&'static [&'static str]];
+
+const CASES: &[Case] = &[
+    // Loading: the header, the registrations and their errors.
+    &[
+        &["FUNCTION", "LOAD", lib!("return {k[1], a[1], #k, #a}")],
+        &["FCALL", "f", "1", "key", "arg"],
+    ],
+    &[&["FUNCTION", "LOAD", "return 1"]],
+    &[&["FUNCTION", "LOAD", "#!lua"]],
+    &[&["FUNCTION", "LOAD", "#!lua\n"]],
+    &[&["FUNCTION", "LOAD", "#!foo name=x\n"]],
+    &[&["FUNCTION", "LOAD", "#!lua name=x b=c\n"]],
+    &[&["FUNCTION", "LOAD", "#!lua name=x name=y\n"]],
+    &[&["FUNCTION", "LOAD", "#!lua name=x-y\n"]],
+    &[
+        &[
+            "FUNCTION",
+            "LOAD",
+            "#!lua  name=x\nredis.register_function('g', function() return 1 end)",
+        ],
+        &["FCALL", "g", "0"],
+    ],
+    &[&["FUNCTION", "LOAD", "#!lua name=x\nreturn 1"]],
+    &[&["FUNCTION", "LOAD", "#!lua name=x\nsyntax error here"]],
+    &[&["FUNCTION", "LOAD"]],
+    &[&["FUNCTION", "LOAD", "x", "y"]],
+    &[&["FUNCTION", "LOAD", "REPLACE"]],
+    &[
+        &["FUNCTION", "LOAD", lib!("return 1")],
+        &["FUNCTION", "LOAD", lib!("return 2")],
+        &["FUNCTION", "LOAD", "REPLACE", lib!("return 2")],
+        &["FCALL", "f", "0"],
+        &[
+            "FUNCTION",
+            "LOAD",
+            "replace",
+            "#!lua name=other\nredis.register_function('f', function() end)",
+        ],
+        &[
+            "FUNCTION",
+            "LOAD",
+            "#!lua name=other\nredis.register_function('F', function() end)",
+        ],
+    ],
+    &[&[
+        "FUNCTION",
+        "LOAD",
+        "#!lua name=x\nredis.register_function('a', function() end)\nredis.register_function('a', function() end)",
+    ]],
+    &[&[
+        "FUNCTION",
+        "LOAD",
+        "#!lua name=x\nredis.register_function('a b', function() end)",
+    ]],
+    &[&[
+        "FUNCTION",
+        "LOAD",
+        "#!lua name=x\nredis.register_function('', function() end)",
+    ]],
+    &[&[
+        "FUNCTION",
+        "LOAD",
+        "#!lua name=x\nredis.register_function()",
+    ]],
+    &[&[
+        "FUNCTION",
+        "LOAD",
+        "#!lua name=x\nredis.register_function('a')",
+    ]],
+    &[&[
+        "FUNCTION",
+        "LOAD",
+        "#!lua name=x\nredis.register_function('a', 1)",
+    ]],
+    &[&[
+        "FUNCTION",
+        "LOAD",
+        "#!lua name=x\nredis.register_function({}, 1)",
+    ]],
+    &[&[
+        "FUNCTION",
+        "LOAD",
+        "#!lua name=x\nredis.register_function('a', function() end, 1)",
+    ]],
+    &[
+        &[
+            "FUNCTION",
+            "LOAD",
+            "#!lua name=x\nredis.register_function(1, function() return 7 end)",
+        ],
+        &["FCALL", "1", "0"],
+    ],
+    &[&[
+        "FUNCTION",
+        "LOAD",
+        "#!lua name=x\nredis.register_function{function_name='a'}",
+    ]],
+    &[&[
+        "FUNCTION",
+        "LOAD",
+        "#!lua name=x\nredis.register_function{callback=function() end}",
+    ]],
+    &[&[
+        "FUNCTION",
+        "LOAD",
+        "#!lua name=x\nredis.register_function{function_name='a', callback=1}",
+    ]],
+    &[&[
+        "FUNCTION",
+        "LOAD",
+        "#!lua name=x\nredis.register_function{function_name='a', callback=function() end, flags='no-writes'}",
+    ]],
+    &[&[
+        "FUNCTION",
+        "LOAD",
+        "#!lua name=x\nredis.register_function{function_name='a', callback=function() end, flags={'bogus'}}",
+    ]],
+    &[&[
+        "FUNCTION",
+        "LOAD",
+        "#!lua name=x\nredis.register_function{function_name='a', callback=function() end, flags={1}}",
+    ]],
+    &[&[
+        "FUNCTION",
+        "LOAD",
+        "#!lua name=x\nredis.register_function{function_name='a', callback=function() end, bogus=1}",
+    ]],
+    &[&[
+        "FUNCTION",
+        "LOAD",
+        "#!lua name=x\nredis.register_function{'a', function() end}",
+    ]],
+    // The library API while loading: nothing but register_function, log and the constants.
+    &[&["FUNCTION", "LOAD", "#!lua name=x\nredis.call('ping')"]],
+    &[&["FUNCTION", "LOAD", "#!lua name=x\nlocal t = type(1)"]],
+    &[&[
+        "FUNCTION",
+        "LOAD",
+        "#!lua name=x\nlocal s = string.len('a')",
+    ]],
+    &[&["FUNCTION", "LOAD", "#!lua name=x\nredis.setresp(3)"]],
+    &[&["FUNCTION", "LOAD", "#!lua name=x\nlocal m = redis.math"]],
+    &[&["FUNCTION", "LOAD", "#!lua name=x\nredis.log()"]],
+    &[&["FUNCTION", "LOAD", "#!lua name=x\nx = 1"]],
+    &[&[
+        "FUNCTION",
+        "LOAD",
+        "#!lua name=x\nredis.log(redis.LOG_WARNING, 'loading', redis.REDIS_VERSION, redis.REDIS_VERSION_NUM, redis.LOG_DEBUG)\nredis.register_function('a', function() return 1 end)",
+    ]],
+    // FCALL and FCALL_RO: key counts, flags, the no-writes rule.
+    &[
+        &[
+            "FUNCTION",
+            "LOAD",
+            "#!lua name=lib\nredis.register_function('w', function(k, a) return redis.call('set', k[1], a[1]) end)\nredis.register_function{function_name='r', callback=function(k, a) return redis.call('get', k[1]) end, flags={'no-writes'}}\nredis.register_function{function_name='rw', callback=function(k, a) return redis.call('set', k[1], 'x') end, flags={'no-writes', 'allow-oom'}}",
+        ],
+        &["FCALL", "w", "1", "k", "v"],
+        &["FCALL", "r", "1", "k"],
+        &["FCALL_RO", "r", "1", "k"],
+        &["FCALL_RO", "w", "1", "k", "v"],
+        &["FCALL", "rw", "1", "k"],
+        &["FCALL_RO", "rw", "1", "k"],
+        &["FCALL", "nope", "0"],
+        &["FCALL", "nope", "x"],
+        &["FCALL", "w", "x"],
+        &["FCALL", "w", "5", "k"],
+        &["FCALL", "w", "-1"],
+        &["FCALL", "W", "1", "k", "v2"],
+        &["FCALL", "w"],
+        &["GET", "k"],
+    ],
+    // What a function sees at run time, and its errors with the function-call suffix.
+    &[
+        &["FUNCTION", "LOAD", lib!("return type(KEYS)")],
+        &["FCALL", "f", "0"],
+    ],
+    &[
+        &["FUNCTION", "LOAD", lib!("return redis.sha1hex('a')")],
+        &["FCALL", "f", "0"],
+    ],
+    &[
+        &["FUNCTION", "LOAD", lib!("return redis.error_reply('x')")],
+        &["FCALL", "f", "0"],
+    ],
+    &[
+        &["FUNCTION", "LOAD", lib!("return {err='boom'}")],
+        &["FCALL", "f", "0"],
+    ],
+    &[
+        &[
+            "FUNCTION",
+            "LOAD",
+            lib!("return redis.status_reply('fine')"),
+        ],
+        &["FCALL", "f", "0"],
+    ],
+    &[
+        &[
+            "FUNCTION",
+            "LOAD",
+            lib!("return redis.register_function('q', function() end)"),
+        ],
+        &["FCALL", "f", "0"],
+    ],
+    &[
+        &["FUNCTION", "LOAD", lib!("return cjson.encode({1, 'a'})")],
+        &["FCALL", "f", "0"],
+    ],
+    &[
+        &["FUNCTION", "LOAD", lib!("return math.random(10)")],
+        &["FCALL", "f", "0"],
+        &["FCALL", "f", "0"],
+    ],
+    &[
+        &["FUNCTION", "LOAD", lib!("return redis.call('nosuch')")],
+        &["FCALL", "f", "0"],
+    ],
+    &[
+        &["FUNCTION", "LOAD", lib!("return redis.pcall('nosuch')")],
+        &["FCALL", "f", "0"],
+    ],
+    &[
+        &["FUNCTION", "LOAD", lib!("error('plain')")],
+        &["FCALL", "f", "0"],
+    ],
+    &[
+        &["FUNCTION", "LOAD", lib!("error({err='MY tbl'})")],
+        &["FCALL", "f", "0"],
+    ],
+    &[
+        &["FUNCTION", "LOAD", lib!("return redis.call('get')")],
+        &["FCALL", "f", "0"],
+    ],
+    &[&["FUNCTION", "LOAD", lib!("x = 1")], &["FCALL", "f", "0"]],
+    &[
+        &["FUNCTION", "LOAD", lib!("return unknownglobal")],
+        &["FCALL", "f", "0"],
+    ],
+    &[
+        &["FUNCTION", "LOAD", lib!("return getfenv")],
+        &["FCALL", "f", "0"],
+    ],
+    &[
+        &["FUNCTION", "LOAD", lib!("return type(_G)")],
+        &["FCALL", "f", "0"],
+    ],
+    &[
+        &[
+            "FUNCTION",
+            "LOAD",
+            lib!("return redis.call('fcall', 'f', 0)"),
+        ],
+        &["FCALL", "f", "0"],
+    ],
+    &[
+        &[
+            "FUNCTION",
+            "LOAD",
+            lib!("return redis.call('function', 'list')"),
+        ],
+        &["FCALL", "f", "0"],
+    ],
+    &[
+        &[
+            "FUNCTION",
+            "LOAD",
+            lib!("return redis.call('eval', 'return 1', 0)"),
+        ],
+        &["FCALL", "f", "0"],
+    ],
+    &[
+        &[
+            "FUNCTION",
+            "LOAD",
+            lib!("redis.setresp(3) return redis.call('hgetall', k[1])"),
+        ],
+        &["HSET", "h", "a", "1"],
+        &["FCALL", "f", "1", "h"],
+    ],
+    &[
+        &[
+            "FUNCTION",
+            "LOAD",
+            lib!("return {1, 2.5, 'x', {true, false}, nil, 3}"),
+        ],
+        &["FCALL", "f", "0"],
+    ],
+    &[
+        &[
+            "FUNCTION",
+            "LOAD",
+            lib!("redis.setresp(3) return {map={a=1}, double=nil}"),
+        ],
+        &["FCALL", "f", "0"],
+    ],
+    &[
+        &["FUNCTION", "LOAD", lib!("return redis.call('select', 1)")],
+        &["FCALL", "f", "0"],
+        &["SET", "stay", "0"],
+        &["SELECT", "0"],
+        &["GET", "stay"],
+    ],
+    // The admin subcommands.
+    &[
+        &[
+            "FUNCTION",
+            "LOAD",
+            "#!lua name=lib\nredis.register_function{function_name='f', callback=function() return 1 end, flags={'allow-stale', 'no-writes', 'allow-oom', 'no-cluster', 'allow-cross-slot-keys'}, description='what f does'}",
+        ],
+        &["FUNCTION", "LIST"],
+        &["FUNCTION", "LIST", "WITHCODE"],
+        &["FUNCTION", "LIST", "withcode", "libraryname", "l*"],
+        &["FUNCTION", "LIST", "LIBRARYNAME", "zz"],
+        &["FUNCTION", "LIST", "LIBRARYNAME"],
+        &["FUNCTION", "LIST", "WITHCODE", "WITHCODE"],
+        &["FUNCTION", "LIST", "LIBRARYNAME", "a", "LIBRARYNAME", "b"],
+        &["FUNCTION", "LIST", "foo"],
+        &["FUNCTION", "STATS"],
+        &["FUNCTION", "STATS", "x"],
+        &["FUNCTION", "DELETE", "LIB"],
+        &["FUNCTION", "DELETE", "lib"],
+        &["FUNCTION", "DELETE", "lib"],
+        &["FUNCTION", "DELETE"],
+        &["FUNCTION", "LIST"],
+        &["FUNCTION", "STATS"],
+        &["FCALL", "f", "0"],
+    ],
+    &[
+        &["FUNCTION", "LOAD", lib!("return 1")],
+        &["FUNCTION", "LIST"],
+    ],
+    &[
+        &["FUNCTION", "LOAD", lib!("return 1")],
+        &["FUNCTION", "FLUSH", "foo"],
+        &["FUNCTION", "FLUSH", "sync", "async"],
+        &["FUNCTION", "FLUSH", "ASYNC"],
+        &["FUNCTION", "LIST"],
+        &["FUNCTION", "LOAD", lib!("return 1")],
+        &["FUNCTION", "FLUSH", "sync"],
+        &["FUNCTION", "LOAD", lib!("return 1")],
+        &["FUNCTION", "FLUSH"],
+        &["FCALL", "f", "0"],
+    ],
+    &[&["FUNCTION", "KILL"], &["FUNCTION", "KILL", "x"]],
+    &[
+        &["FUNCTION"],
+        &["FUNCTION", "BOGUS"],
+        &["FUNCTION", "HELP"],
+        &["FUNCTION", "HELP", "x"],
+    ],
+    &[
+        &["FUNCTION", "DUMP", "x"],
+        &["FUNCTION", "RESTORE"],
+        &["FUNCTION", "RESTORE", "a", "b", "c"],
+    ],
+    &[
+        &["FUNCTION", "RESTORE", "bogus"],
+        &["FUNCTION", "RESTORE", "bogus", "FOO"],
+    ],
+    // SCRIPT FLUSH leaves the libraries alone.
+    &[
+        &["FUNCTION", "LOAD", lib!("return 1")],
+        &["SCRIPT", "FLUSH"],
+        &["FCALL", "f", "0"],
+    ],
+];
+
+/// A connection to the test's redis-server.
+struct Real {
+    stream: TcpStream,
+    buf: BytesMut,
+    parser: ReplyParser,
+}
+
+impl Real {
+    fn connect(port: u16) -> Real {
+        for _ in 0..200 {
+            if let Ok(stream) = TcpStream::connect(("127.0.0.1", port)) {
+                return Real {
+                    stream,
+                    buf: BytesMut::new(),
+                    parser: ReplyParser::new(),
+                };
+            }
+            std::thread::sleep(std::time::Duration::from_millis(25));
+        }
+        panic!("redis-server did not start on port {port}");
+    }
+
+    /// Sends `argv` and returns the reply's bytes, exactly as the server wrote them.
+    fn call(&mut self, argv: &[&[u8]]) -> Vec<u8> {
+        let mut req = format!("*{}\r\n", argv.len()).into_bytes();
+        for a in argv {
+            req.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+            req.extend_from_slice(a);
+            req.extend_from_slice(b"\r\n");
+        }
+        self.stream.write_all(&req).unwrap();
+        loop {
+            let before = self.buf.clone();
+            if self.parser.parse(&mut self.buf).unwrap().is_some() {
+                return before[..before.len() - self.buf.len()].to_vec();
+            }
+            let mut chunk = [0u8; 4096];
+            let n = self.stream.read(&mut chunk).unwrap();
+            assert!(n > 0, "redis-server closed the connection");
+            self.buf.extend_from_slice(&chunk[..n]);
+        }
+    }
+}
+
+fn run_all(protocol: u8) -> Vec<String> {
+    let server = OwnServer::start();
+    let mut real = Real::connect(server.port);
+    let mut mismatches = Vec::new();
+    for case in CASES {
+        real.call(&[b"FLUSHALL"]);
+        real.call(&[b"FUNCTION", b"FLUSH"]);
+        let mut engine = Engine::new(ManualClock::default());
+        let client = engine.connect();
+        if protocol == 3 {
+            real.call(&[b"HELLO", b"3"]);
+            engine.execute(
+                client,
+                &[Bytes::from_static(b"HELLO"), Bytes::from_static(b"3")],
+            );
+        }
+        for argv in case.iter() {
+            let raw: Vec<&[u8]> = argv.iter().map(|a| a.as_bytes()).collect();
+            let want = real.call(&raw);
+            let argv: Vec<Bytes> = raw.iter().map(|a| Bytes::copy_from_slice(a)).collect();
+            let mut got = BytesMut::new();
+            encode(&engine.execute(client, &argv), protocol, &mut got);
+            if got[..] != want[..] {
+                mismatches.push(format!(
+                    "RESP{protocol} {argv:?}\n   redis: {:?}\n    fake: {:?}",
+                    String::from_utf8_lossy(&want),
+                    String::from_utf8_lossy(&got)
+                ));
+            }
+        }
+        if protocol == 3 {
+            real.call(&[b"HELLO", b"2"]);
+        }
+    }
+    mismatches
+}
+
+#[test]
+fn every_case_replies_as_redis_does_in_resp2() {
+    let mismatches = run_all(2);
+    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+}
+
+#[test]
+fn every_case_replies_as_redis_does_in_resp3() {
+    let mismatches = run_all(3);
+    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+}
