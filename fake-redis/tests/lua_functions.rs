@@ -390,6 +390,15 @@ const CASES: &[Case] = &[
         &["FUNCTION", "RESTORE", "bogus"],
         &["FUNCTION", "RESTORE", "bogus", "FOO"],
     ],
+    &[&[
+        "FUNCTION",
+        "LOAD",
+        "#!lua name=x\nredis.register_function{[true]=1}",
+    ]],
+    // A library that never ends loading is stopped.
+    &[&["FUNCTION", "LOAD", "#!lua name=x\nwhile true do end"]],
+    // No libraries: the payload is the version and checksum alone, the same bytes.
+    &[&["FUNCTION", "DUMP"]],
     // SCRIPT FLUSH leaves the libraries alone.
     &[
         &["FUNCTION", "LOAD", lib!("return 1")],
@@ -488,5 +497,126 @@ fn every_case_replies_as_redis_does_in_resp2() {
 #[test]
 fn every_case_replies_as_redis_does_in_resp3() {
     let mismatches = run_all(3);
+    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+}
+
+/// Two libraries long enough for Redis to compress their code in a payload.
+const LIBRARIES: [&str; 2] = [
+    "#!lua name=first\n-- a comment so that the code is long enough to be compressed, compressed\nredis.register_function('one', function(keys, args) return 'first library, first function' end)",
+    "#!lua name=second\nredis.register_function{function_name='two', callback=function(keys, args) return 2 end, flags={'no-writes'}, description='the second library'}",
+];
+
+/// One fake engine and its client, with replies as bytes in `protocol`.
+struct Fake {
+    engine: Engine,
+    client: fake_redis::ClientId,
+}
+
+impl Fake {
+    fn new() -> Fake {
+        let mut engine = Engine::new(ManualClock::default());
+        let client = engine.connect();
+        Fake { engine, client }
+    }
+
+    fn call(&mut self, argv: &[&[u8]]) -> Vec<u8> {
+        let argv: Vec<Bytes> = argv.iter().map(|a| Bytes::copy_from_slice(a)).collect();
+        let mut out = BytesMut::new();
+        encode(&self.engine.execute(self.client, &argv), 2, &mut out);
+        out.to_vec()
+    }
+}
+
+/// The payload inside a bulk reply's bytes.
+fn bulk_body(reply: &[u8]) -> Vec<u8> {
+    let start = reply.iter().position(|&b| b == b'\n').unwrap() + 1;
+    reply[start..reply.len() - 2].to_vec()
+}
+
+#[test]
+fn each_server_restores_the_other_s_dump() {
+    let server = OwnServer::start();
+    let mut real = Real::connect(server.port);
+    let mut fake = Fake::new();
+    for code in LIBRARIES {
+        real.call(&[b"FUNCTION", b"LOAD", code.as_bytes()]);
+        fake.call(&[b"FUNCTION", b"LOAD", code.as_bytes()]);
+    }
+    let list = |call: &mut dyn FnMut(&[&[u8]]) -> Vec<u8>, name: &[u8]| {
+        call(&[b"FUNCTION", b"LIST", b"WITHCODE", b"LIBRARYNAME", name])
+    };
+    let real_dump = bulk_body(&real.call(&[b"FUNCTION", b"DUMP"]));
+    let fake_dump = bulk_body(&fake.call(&[b"FUNCTION", b"DUMP"]));
+
+    let mut restored = Fake::new();
+    assert_eq!(
+        restored.call(&[b"FUNCTION", b"RESTORE", &real_dump]),
+        b"+OK\r\n"
+    );
+    real.call(&[b"FUNCTION", b"FLUSH"]);
+    assert_eq!(
+        real.call(&[b"FUNCTION", b"RESTORE", &fake_dump]),
+        b"+OK\r\n"
+    );
+    for name in [&b"first"[..], b"second"] {
+        let want = list(&mut |a| fake.call(a), name);
+        assert_eq!(list(&mut |a| restored.call(a), name), want);
+        assert_eq!(list(&mut |a| real.call(a), name), want);
+    }
+    assert_eq!(
+        restored.call(&[b"FCALL", b"one", b"0"]),
+        fake.call(&[b"FCALL", b"one", b"0"])
+    );
+}
+
+#[test]
+fn restore_policies_reply_as_redis_does() {
+    let server = OwnServer::start();
+    let mut real = Real::connect(server.port);
+    real.call(&[b"FUNCTION", b"FLUSH"]);
+    for code in LIBRARIES {
+        real.call(&[b"FUNCTION", b"LOAD", code.as_bytes()]);
+    }
+    let payload = bulk_body(&real.call(&[b"FUNCTION", b"DUMP"]));
+    let mut corrupt = payload.clone();
+    corrupt[3] ^= 1;
+    let other = b"#!lua name=second\nredis.register_function('other', function() return 3 end)";
+    let clash = b"#!lua name=third\nredis.register_function('one', function() return 3 end)";
+    let steps: &[&[&[u8]]] = &[
+        &[b"FUNCTION", b"RESTORE", &payload],
+        &[b"FUNCTION", b"RESTORE", &payload, b"APPEND"],
+        &[b"FUNCTION", b"RESTORE", &payload, b"REPLACE"],
+        &[b"FUNCTION", b"RESTORE", &corrupt],
+        &[b"FUNCTION", b"RESTORE", &payload, b"bogus"],
+        &[b"FUNCTION", b"FLUSH"],
+        &[b"FUNCTION", b"LOAD", other],
+        &[b"FUNCTION", b"RESTORE", &payload],
+        &[b"FCALL", b"other", b"0"],
+        &[b"FUNCTION", b"RESTORE", &payload, b"replace"],
+        &[b"FCALL", b"other", b"0"],
+        &[b"FCALL", b"two", b"0"],
+        &[b"FUNCTION", b"FLUSH"],
+        &[b"FUNCTION", b"LOAD", clash],
+        &[b"FUNCTION", b"RESTORE", &payload, b"REPLACE"],
+        &[b"FUNCTION", b"RESTORE", &payload, b"FLUSH"],
+        &[b"FCALL", b"one", b"0"],
+        &[b"FCALL", b"two", b"0"],
+        &[b"FUNCTION", b"LIST", b"LIBRARYNAME", b"third"],
+        &[b"FUNCTION", b"STATS"],
+    ];
+    real.call(&[b"FUNCTION", b"FLUSH"]);
+    let mut fake = Fake::new();
+    let mut mismatches = Vec::new();
+    for step in steps {
+        let (want, got) = (real.call(step), fake.call(step));
+        if want != got {
+            mismatches.push(format!(
+                "{:?}\n   redis: {:?}\n    fake: {:?}",
+                String::from_utf8_lossy(step[1]),
+                String::from_utf8_lossy(&want),
+                String::from_utf8_lossy(&got)
+            ));
+        }
+    }
     assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
 }

@@ -134,8 +134,9 @@ impl Functions {
     fn add(&mut self, new: Vec<Compiled>, replace: bool) -> Result<(), Frame> {
         for c in &new {
             if !replace && self.libraries.contains_key(&c.name) {
+                // `FUNCTION LOAD` quotes the name (it checks before this); `RESTORE` does not.
                 return Err(Frame::error_owned(format!(
-                    "ERR Library '{}' already exists",
+                    "ERR Library {} already exists",
                     c.name
                 )));
             }
@@ -225,6 +226,8 @@ impl LibraryVm {
             .xpcall
             .call::<(bool, Value)>((&chunk, &self.vm.handler));
         let timed_out = executed.load(Ordering::Relaxed) >= super::KILLED;
+        // A budget that ran out fires at every instruction: end it before the switch runs.
+        self.vm.arm_budget().map_err(lua_error)?;
         self.switch.call::<()>(false).map_err(lua_error)?;
         let registered = std::mem::take(&mut *self.pending.lock().expect("not poisoned"));
         let _ = self.vm.lua.gc_step();
