@@ -7,7 +7,8 @@
 //! `FCALL_RO` with their key counts and flags, what a function sees when it runs and its errors'
 //! function-call suffix, and the admin subcommands. Listings hold one library of one function:
 //! Redis lists in the order of its hash tables, which is not the same from one server to the
-//! next. `FUNCTION DUMP`'s payload is compared by what it restores, on both servers.
+//! next. `FUNCTION DUMP`'s payload is compared by what it restores, on both servers. The fake
+//! alone: what a restart and a failover leave, and a function that never ends.
 
 mod support;
 
@@ -619,4 +620,82 @@ fn restore_policies_reply_as_redis_does() {
         }
     }
     assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+}
+
+impl Fake {
+    fn with_config(config: fake_redis::EngineConfig) -> Fake {
+        let mut engine = Engine::with_config(ManualClock::default(), config);
+        let client = engine.connect();
+        Fake { engine, client }
+    }
+
+    /// Reconnects after a restart or failover closed the connection.
+    fn reconnect(&mut self) {
+        self.client = self.engine.connect();
+    }
+}
+
+const ONE: &[u8] = b"#!lua name=lib\nredis.register_function('one', function() return 1 end)";
+
+#[test]
+fn a_failover_keeps_the_libraries_as_a_replica_has_them() {
+    let mut fake = Fake::new();
+    fake.call(&[b"FUNCTION", b"LOAD", ONE]);
+    fake.engine.failover(0);
+    fake.reconnect();
+    assert_eq!(fake.call(&[b"FCALL", b"one", b"0"]), b":1\r\n");
+}
+
+#[test]
+fn a_restart_loses_the_libraries_unless_the_engine_persists() {
+    let mut fake = Fake::new();
+    fake.call(&[b"FUNCTION", b"LOAD", ONE]);
+    fake.engine.restart();
+    fake.reconnect();
+    assert_eq!(
+        fake.call(&[b"FCALL", b"one", b"0"]),
+        b"-ERR Function not found\r\n"
+    );
+
+    let config = fake_redis::EngineConfig {
+        persistence: true,
+        ..Default::default()
+    };
+    let mut fake = Fake::with_config(config);
+    fake.call(&[b"FUNCTION", b"LOAD", ONE]);
+    fake.engine.restart();
+    fake.reconnect();
+    assert_eq!(fake.call(&[b"FCALL", b"one", b"0"]), b":1\r\n");
+}
+
+#[test]
+fn a_function_that_never_ends_is_ended_by_its_budget_and_the_engine_serves_on() {
+    let mut fake = Fake::new();
+    let spin = b"#!lua name=spin\nredis.register_function('spin', function() while true do end end)\nredis.register_function('fine', function() return 'still here' end)";
+    fake.call(&[b"FUNCTION", b"LOAD", spin]);
+    let first = fake.call(&[b"FCALL", b"spin", b"0"]);
+    // Redis's text for a killed function, checked on redis-server with FUNCTION KILL.
+    assert_eq!(
+        String::from_utf8_lossy(&first),
+        "-ERR Script killed by user with SCRIPT KILL... script: spin, on @user_function:2.\r\n"
+    );
+    // Deterministic: the budget counts instructions, so the same call ends the same way.
+    assert_eq!(fake.call(&[b"FCALL", b"spin", b"0"]), first);
+    assert_eq!(
+        fake.call(&[b"FCALL", b"fine", b"0"]),
+        b"$10\r\nstill here\r\n"
+    );
+    assert_eq!(
+        fake.call(&[b"FUNCTION", b"KILL"]),
+        b"-NOTBUSY No scripts in execution right now.\r\n"
+    );
+}
+
+#[test]
+fn command_list_names_the_functions_commands() {
+    let mut fake = Fake::new();
+    let list = String::from_utf8_lossy(&fake.call(&[b"COMMAND", b"LIST"])).into_owned();
+    for name in ["fcall", "fcall_ro", "function"] {
+        assert!(list.contains(&format!("\r\n{name}\r\n")), "{list}");
+    }
 }
