@@ -197,21 +197,12 @@ impl LibraryVm {
     /// Compiles and runs a library's `code` under the library API, collecting what it registers.
     fn compile(&mut self, code: &Bytes) -> Result<Compiled, Frame> {
         let (name, body) = parse_metadata(code)?;
-        let chunk = self
-            .vm
-            .lua
-            .load(body)
-            .set_name("@user_function")
-            .set_mode(mlua::chunk::ChunkMode::Text)
-            .set_environment(self.globals.clone())
-            .into_function()
-            .map_err(|e| {
-                let text = match &e {
-                    mlua::Error::SyntaxError { message, .. } => message.clone(),
-                    other => other.to_string(),
-                };
-                Frame::error_owned(format!("ERR Error compiling function: {text}"))
-            })?;
+        let chunk = self.vm.compile(
+            body,
+            "@user_function",
+            &self.globals,
+            "Error compiling function",
+        )?;
         let lua_error = |e: mlua::Error| Frame::error_owned(format!("ERR {e}"));
         self.vm.arm_budget().map_err(lua_error)?;
         let executed = &self.vm.executed;
@@ -742,7 +733,8 @@ mod payload {
 
     /// LZF's decompressor, as Redis's `lzf_d.c`: exactly `len` bytes out, or None.
     fn lzf_decompress(mut input: &[u8], len: usize) -> Option<Vec<u8>> {
-        let mut out = Vec::with_capacity(len);
+        // Grown as it fills: a payload can claim any length for a few bytes.
+        let mut out = Vec::new();
         while let Some((&ctrl, after)) = input.split_first() {
             input = after;
             let ctrl = usize::from(ctrl);

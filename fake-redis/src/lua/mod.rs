@@ -177,22 +177,32 @@ impl Vm {
             return Ok(key);
         }
         let (flags, code) = parse_shebang(body)?;
-        let function = self
-            .lua
+        let function = self.compile(
+            code,
+            "@user_script",
+            &self.env,
+            "Error compiling script (new function)",
+        )?;
+        self.scripts.insert(key, Loaded { function, flags });
+        Ok(key)
+    }
+
+    /// Compiles `code` as text (never bytecode) into a function of the environment `env`, or the
+    /// error Redis replies, `ERR <what>: <Lua's message>`.
+    fn compile(&self, code: &[u8], name: &str, env: &Table, what: &str) -> Result<Function, Frame> {
+        self.lua
             .load(code)
-            .set_name("@user_script")
+            .set_name(name)
             .set_mode(mlua::chunk::ChunkMode::Text)
-            .set_environment(self.env.clone())
+            .set_environment(env.clone())
             .into_function()
             .map_err(|e| {
                 let text = match &e {
                     mlua::Error::SyntaxError { message, .. } => message.clone(),
                     other => other.to_string(),
                 };
-                Frame::error_owned(format!("ERR Error compiling script (new function): {text}"))
-            })?;
-        self.scripts.insert(key, Loaded { function, flags });
-        Ok(key)
+                Frame::error_owned(format!("ERR {what}: {text}"))
+            })
     }
 }
 

@@ -3,12 +3,13 @@
 //! side, and replies rendered as comparable text (errors by kind, code and detail). Tests that
 //! call the fake directly get `argv`, a command from one line of words, and, in `backend`, what
 //! the tests of `FakeBackend` on paused time share. `drive` checks one connection to the server
-//! on any bytes.
+//! on any bytes; `raw` compares replies byte for byte (the script and function tables).
 
 #![allow(dead_code)]
 
 pub mod backend;
 pub mod drive;
+pub mod raw;
 
 use bytes::Bytes;
 use fake_redis::{Engine, FakeConnection, NodeId, SystemClock, shared};
