@@ -21,6 +21,8 @@ const BUSY: &str =
 const UNKILLABLE: &str = "UNKILLABLE Sorry the script already executed write commands against the \
      dataset. You can either wait the script termination or kill the server in a hard way using \
      the SHUTDOWN NOSAVE command.";
+const FUNCTION_BUSY: &str =
+    "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
 const NOTBUSY: &str = "NOTBUSY No scripts in execution right now.";
 const SPIN: &str = "while true do end";
 
@@ -117,14 +119,19 @@ fn killed(reply: &Reply, body: &str) {
     );
 }
 
+/// Pings until the script sent just before is busy, expecting the EVAL's `BUSY`.
+fn until_busy(client: &mut Client) {
+    until_busy_with(client, BUSY);
+}
+
 /// Pings until the script sent just before is busy (the ping may arrive before the script
 /// starts; once it runs, the reply waits for the threshold).
-fn until_busy(client: &mut Client) {
+fn until_busy_with(client: &mut Client, busy: &str) {
     let deadline = Instant::now() + PATIENCE;
     loop {
         match client.call(&["PING"]) {
             Reply::Status(pong) if pong == "PONG" => {}
-            reply => return assert_eq!(reply, error(BUSY)),
+            reply => return assert_eq!(reply, error(busy)),
         }
         assert!(Instant::now() < deadline, "the script never got busy");
         std::thread::sleep(Duration::from_millis(10));
@@ -205,4 +212,33 @@ fn on_the_virtual_clock_the_budget_ends_the_script_the_same_way_every_time() {
     assert_eq!(other.read(), Reply::Status("PONG".into()));
     assert_eq!(runner.call(&["EVAL", SPIN, "0"]), first);
     assert_eq!(other.call(&["SCRIPT", "KILL"]), error(NOTBUSY));
+}
+
+#[test]
+fn a_busy_function_answers_its_own_busy_and_function_kill_ends_it() {
+    let fake = start(&["--busy-reply-threshold", "200"]);
+    let mut runner = Client::connect(fake.port);
+    let mut other = Client::connect(fake.port);
+    let library =
+        "#!lua name=spinlib\nredis.register_function('spin', function()\n  while true do end\nend)";
+    assert_eq!(
+        runner.call(&["FUNCTION", "LOAD", library]),
+        Reply::Bulk(Some("spinlib".into()))
+    );
+    assert_eq!(other.call(&["FUNCTION", "KILL"]), error(NOTBUSY));
+    runner.send(&["FCALL", "spin", "0"]);
+    until_busy_with(&mut other, FUNCTION_BUSY);
+    assert_eq!(other.call(&["GET", "k"]), error(FUNCTION_BUSY));
+    // SCRIPT KILL cannot end a function: it gets the function's BUSY.
+    assert_eq!(other.call(&["SCRIPT", "KILL"]), error(FUNCTION_BUSY));
+    assert_eq!(
+        other.call(&["FUNCTION", "KILL"]),
+        Reply::Status("OK".into())
+    );
+    assert_eq!(
+        runner.read(),
+        error("ERR Script killed by user with SCRIPT KILL... script: spin, on @user_function:3.")
+    );
+    assert_eq!(other.call(&["PING"]), Reply::Status("PONG".into()));
+    assert_eq!(other.call(&["FUNCTION", "KILL"]), error(NOTBUSY));
 }

@@ -10,17 +10,12 @@
 
 mod support;
 
-use bytes::{Bytes, BytesMut};
-use fake_redis::resp::{ReplyParser, encode};
-use fake_redis::{Engine, ManualClock};
-use std::io::{Read, Write};
-use std::net::TcpStream;
-use support::OwnServer;
+use support::raw;
 
-/// One case: commands, each a list of arguments, run in order on both servers.
-type Case = &'static [&'static [&'static str]];
+/// What the test's redis-server forgets before each case.
+const RESET: &[&[&[u8]]] = &[&[b"FLUSHALL"], &[b"SCRIPT", b"FLUSH"]];
 
-const CASES: &[Case] = &[
+const CASES: &[raw::Case] = &[
     // KEYS, ARGV and the basic conversions.
     &[&[
         "EVAL",
@@ -453,95 +448,14 @@ const CASES: &[Case] = &[
     ],
 ];
 
-/// A connection to the test's redis-server.
-struct Real {
-    stream: TcpStream,
-    buf: BytesMut,
-    parser: ReplyParser,
-}
-
-impl Real {
-    fn connect(port: u16) -> Real {
-        for _ in 0..200 {
-            if let Ok(stream) = TcpStream::connect(("127.0.0.1", port)) {
-                return Real {
-                    stream,
-                    buf: BytesMut::new(),
-                    parser: ReplyParser::new(),
-                };
-            }
-            std::thread::sleep(std::time::Duration::from_millis(25));
-        }
-        panic!("redis-server did not start on port {port}");
-    }
-
-    /// Sends `argv` and returns the reply's bytes, exactly as the server wrote them.
-    fn call(&mut self, argv: &[&[u8]]) -> Vec<u8> {
-        let mut req = format!("*{}\r\n", argv.len()).into_bytes();
-        for a in argv {
-            req.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-            req.extend_from_slice(a);
-            req.extend_from_slice(b"\r\n");
-        }
-        self.stream.write_all(&req).unwrap();
-        loop {
-            let before = self.buf.clone();
-            if self.parser.parse(&mut self.buf).unwrap().is_some() {
-                return before[..before.len() - self.buf.len()].to_vec();
-            }
-            let mut chunk = [0u8; 4096];
-            let n = self.stream.read(&mut chunk).unwrap();
-            assert!(n > 0, "redis-server closed the connection");
-            self.buf.extend_from_slice(&chunk[..n]);
-        }
-    }
-}
-
-fn run_all(protocol: u8) -> Vec<String> {
-    let server = OwnServer::start();
-    let mut real = Real::connect(server.port);
-    let mut mismatches = Vec::new();
-    for case in CASES {
-        real.call(&[b"FLUSHALL"]);
-        real.call(&[b"SCRIPT", b"FLUSH"]);
-        let mut engine = Engine::new(ManualClock::default());
-        let client = engine.connect();
-        if protocol == 3 {
-            real.call(&[b"HELLO", b"3"]);
-            engine.execute(
-                client,
-                &[Bytes::from_static(b"HELLO"), Bytes::from_static(b"3")],
-            );
-        }
-        for argv in case.iter() {
-            let raw: Vec<&[u8]> = argv.iter().map(|a| a.as_bytes()).collect();
-            let want = real.call(&raw);
-            let argv: Vec<Bytes> = raw.iter().map(|a| Bytes::copy_from_slice(a)).collect();
-            let mut got = BytesMut::new();
-            encode(&engine.execute(client, &argv), protocol, &mut got);
-            if got[..] != want[..] {
-                mismatches.push(format!(
-                    "RESP{protocol} {argv:?}\n   redis: {:?}\n    fake: {:?}",
-                    String::from_utf8_lossy(&want),
-                    String::from_utf8_lossy(&got)
-                ));
-            }
-        }
-        if protocol == 3 {
-            real.call(&[b"HELLO", b"2"]);
-        }
-    }
-    mismatches
-}
-
 #[test]
 fn every_case_replies_as_redis_does_in_resp2() {
-    let mismatches = run_all(2);
+    let mismatches = raw::compare(CASES, RESET, 2);
     assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
 }
 
 #[test]
 fn every_case_replies_as_redis_does_in_resp3() {
-    let mismatches = run_all(3);
+    let mismatches = raw::compare(CASES, RESET, 3);
     assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
 }

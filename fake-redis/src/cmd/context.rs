@@ -98,6 +98,12 @@ impl<'a> Cx<'a> {
         self.engine.scripts()
     }
 
+    /// The libraries of Redis 7.0's Functions.
+    #[cfg(feature = "lua")]
+    pub fn functions(&mut self) -> &mut crate::lua::functions::Functions {
+        self.engine.functions()
+    }
+
     /// The next number of the engine's seeded generator.
     pub fn random(&mut self) -> u64 {
         self.engine.random()

@@ -1,7 +1,7 @@
 //! The command table and what every command shares: name lookup, arity, flags, error texts.
 //!
 //! Each family lives in its own file (`keys`, `strings`, `hashes`, `lists`, `sets`, `zsets`, `pubsub`,
-//! `scripting`, `transactions`, `connection`), mini-redis style: a handler reads its arguments
+//! `scripting`, `functions`, `transactions`, `connection`), mini-redis style: a handler reads its arguments
 //! through one cursor ([`Args`](parse::Args), in `parse.rs`), a command with options parses them
 //! into a small struct first (`Set::parse`, `Expire::parse`) and then applies it; a simple one is a
 //! short function. Argument parsing and the error texts live here and in `parse.rs` once, so
@@ -14,6 +14,7 @@
 mod connection;
 mod context;
 mod dispatch;
+mod functions;
 mod hashes;
 mod keys;
 mod lists;
@@ -155,8 +156,11 @@ command_table! {
     b"EXPIRE" => keys::EXPIRE,
     b"EXPIREAT" => keys::EXPIREAT,
     b"EXPIRETIME" => keys::EXPIRETIME,
+    b"FCALL" => functions::FCALL,
+    b"FCALL_RO" => functions::FCALL_RO,
     b"FLUSHALL" => keys::FLUSHALL,
     b"FLUSHDB" => keys::FLUSHDB,
+    b"FUNCTION" => functions::FUNCTION,
     b"GET" => strings::GET,
     b"GETDEL" => strings::GETDEL,
     b"GETEX" => strings::GETEX,

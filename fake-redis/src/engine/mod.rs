@@ -225,6 +225,10 @@ pub struct Engine {
     channels: BTreeMap<Bytes, BTreeSet<u64>>,
     patterns: BTreeMap<Bytes, BTreeSet<u64>>,
     scripts: ScriptCache,
+    /// The libraries of Redis 7.0's Functions: kept by a failover, and by a restart only with
+    /// persistence (`lua/functions.rs`).
+    #[cfg(feature = "lua")]
+    functions: crate::lua::functions::Functions,
     /// How many (client, key) watches exist: while none do, no command pays for `WATCH`.
     watchers: usize,
     expiry: ActiveExpiry,
@@ -272,6 +276,8 @@ impl Engine {
             channels: BTreeMap::new(),
             patterns: BTreeMap::new(),
             scripts: ScriptCache::default(),
+            #[cfg(feature = "lua")]
+            functions: Default::default(),
             watchers: 0,
             expiry: ActiveExpiry::new(now),
             pending_server_faults: Vec::new(),
@@ -510,6 +516,12 @@ impl Engine {
         &mut self.scripts
     }
 
+    /// The libraries `FUNCTION LOAD` loaded.
+    #[cfg(feature = "lua")]
+    pub(crate) fn functions(&mut self) -> &mut crate::lua::functions::Functions {
+        &mut self.functions
+    }
+
     /// Runs the lock's five scripts on the embedded Lua, as any other body, instead of as their
     /// native twins (`on`), or natively again (the default). For comparing the two: the replies
     /// and the keys they leave must be the same. Without the `lua` feature the twins always run.
@@ -622,13 +634,15 @@ impl Engine {
         }
     }
 
-    /// Restarts the server now: every connection closes, the script cache empties, and the data is
-    /// lost unless persistence is on.
+    /// Restarts the server now: every connection closes, the script cache empties, and the data and
+    /// the Functions libraries are lost unless persistence is on.
     pub fn restart(&mut self) {
         let persistence = self.config.persistence;
         self.close_all_connections();
         self.scripts = ScriptCache::default();
         if !persistence {
+            #[cfg(feature = "lua")]
+            self.functions.flush();
             let now = self.now();
             for db in &mut self.dbs {
                 db.flush(now);
@@ -639,8 +653,8 @@ impl Engine {
     }
 
     /// Fails over now to a replica lagging by `lag_ms`: the writes of the last `lag_ms` are undone
-    /// (as far as the write journal reaches), every connection closes, the script cache empties.
-    /// Returns how many writes were undone.
+    /// (as far as the write journal reaches), every connection closes, the script cache empties;
+    /// the Functions libraries stay, as Redis replicates them. Returns how many writes were undone.
     pub fn failover(&mut self, lag_ms: i64) -> usize {
         let since = self.now() - lag_ms;
         let undone = self.dbs.iter_mut().map(|db| db.rollback_after(since)).sum();

@@ -6,7 +6,8 @@
 //! The state has Redis 7.0's environment (`env.rs`), and a script's calls go through the same
 //! command table as a client's, at the `EVAL`'s frozen time, with Redis's checks for scripts
 //! first: unknown commands, arity, commands a script may not call, writes in read-only scripts.
-//! Conversions in and out are `convert.rs`; `math.random` is `rand48.rs`.
+//! Conversions in and out are `convert.rs`; `math.random` is `rand48.rs`. Redis 7.0's Functions
+//! run on a second state of the same kind (`functions.rs`).
 //!
 //! A script never reads the wall clock: time is the command's, and the only randomness is the
 //! generator Redis gives every script. A runaway script cannot hang the engine: past a budget of
@@ -18,6 +19,7 @@
 
 mod convert;
 mod env;
+pub(crate) mod functions;
 pub(crate) mod libs;
 mod rand48;
 
@@ -49,6 +51,9 @@ const NOT_IN_SCRIPTS: &[&str] = &[
     "evalsha",
     "evalsha_ro",
     "exec",
+    "fcall",
+    "fcall_ro",
+    "function",
     "hello",
     "multi",
     "psubscribe",
@@ -110,6 +115,10 @@ impl LuaScripts {
 
 /// One Lua state with Redis's environment and the bodies loaded into it.
 pub(crate) struct Vm {
+    kind: ScriptKind,
+    /// `function(f, keys, args)` returning a closure that calls `f(keys, args)`: Lua 5.1's
+    /// `xpcall` passes no arguments.
+    bind: Function,
     lua: Lua,
     globals: Table,
     env: Table,
@@ -124,18 +133,24 @@ pub(crate) struct Vm {
 }
 
 impl Vm {
-    fn new(rand: Rand48, watch: Arc<ScriptWatch>) -> mlua::Result<Vm> {
+    fn new(rand: Rand48, watch: Arc<ScriptWatch>, kind: ScriptKind) -> mlua::Result<Vm> {
         let resp = Arc::new(AtomicU8::new(2));
         let (lua, globals, env, redis) = env::build(rand, resp.clone())?;
         let handler: Function = globals.raw_get("__redis__err__handler")?;
         let xpcall: Function = lua.named_registry_value(env::RAW_XPCALL)?;
         let executed = Arc::new(AtomicU64::new(0));
         let main = lua.current_thread();
+        let bind = lua
+            .load("local f, k, a = ... return function() return f(k, a) end")
+            .set_name(env::ENV_SOURCE)
+            .into_function()?;
         lua.set_global_hook(
             HookTriggers::new().every_nth_instruction(HOOK_EVERY),
             budget_hook(executed.clone(), main.clone(), watch.clone()),
         )?;
         Ok(Vm {
+            kind,
+            bind,
             lua,
             globals,
             env,
@@ -165,22 +180,32 @@ impl Vm {
             return Ok(key);
         }
         let (flags, code) = parse_shebang(body)?;
-        let function = self
-            .lua
+        let function = self.compile(
+            code,
+            "@user_script",
+            &self.env,
+            "Error compiling script (new function)",
+        )?;
+        self.scripts.insert(key, Loaded { function, flags });
+        Ok(key)
+    }
+
+    /// Compiles `code` as text (never bytecode) into a function of the environment `env`, or the
+    /// error Redis replies, `ERR <what>: <Lua's message>`.
+    fn compile(&self, code: &[u8], name: &str, env: &Table, what: &str) -> Result<Function, Frame> {
+        self.lua
             .load(code)
-            .set_name("@user_script")
+            .set_name(name)
             .set_mode(mlua::chunk::ChunkMode::Text)
-            .set_environment(self.env.clone())
+            .set_environment(env.clone())
             .into_function()
             .map_err(|e| {
                 let text = match &e {
                     mlua::Error::SyntaxError { message, .. } => message.clone(),
                     other => other.to_string(),
                 };
-                Frame::error_owned(format!("ERR Error compiling script (new function): {text}"))
-            })?;
-        self.scripts.insert(key, Loaded { function, flags });
-        Ok(key)
+                Frame::error_owned(format!("ERR {what}: {text}"))
+            })
     }
 }
 
@@ -262,7 +287,7 @@ fn take_vm(cx: &mut Cx<'_>) -> Result<Box<Vm>, Frame> {
     let cache = &mut cx.scripts().lua;
     match cache.vm.take() {
         Some(vm) => Ok(vm),
-        None => Vm::new(cache.rand.clone(), cache.watch.clone())
+        None => Vm::new(cache.rand.clone(), cache.watch.clone(), ScriptKind::Eval)
             .map(Box::new)
             .map_err(|e| Frame::error_owned(format!("ERR the fake's Lua failed to start: {e}"))),
     }
@@ -381,14 +406,8 @@ impl Vm {
         run: &Run,
     ) -> Frame {
         self.resp.store(2, Ordering::Relaxed);
-        if self.executed.swap(0, Ordering::Relaxed) >= KILLED {
-            let hook = budget_hook(self.executed.clone(), self.main.clone(), self.watch.clone());
-            if let Err(e) = self
-                .lua
-                .set_global_hook(HookTriggers::new().every_nth_instruction(HOOK_EVERY), hook)
-            {
-                return Frame::error_owned(format!("ERR Error running script {sha}, {e}"));
-            }
+        if let Err(e) = self.arm_budget() {
+            return Frame::error_owned(format!("ERR Error running script {sha}, {e}"));
         }
         let result = self.call(cx, function, keys, args, run);
         let reply = match result {
@@ -402,6 +421,17 @@ impl Vm {
         reply
     }
 
+    /// Starts a fresh instruction budget, putting back the every-100k-instructions hook if the
+    /// last run was ended by the budget.
+    fn arm_budget(&self) -> mlua::Result<()> {
+        if self.executed.swap(0, Ordering::Relaxed) >= KILLED {
+            let hook = budget_hook(self.executed.clone(), self.main.clone(), self.watch.clone());
+            self.lua
+                .set_global_hook(HookTriggers::new().every_nth_instruction(HOOK_EVERY), hook)?;
+        }
+        Ok(())
+    }
+
     fn call(
         &mut self,
         cx: &mut Cx<'_>,
@@ -411,8 +441,17 @@ impl Vm {
         run: &Run,
     ) -> mlua::Result<(bool, Value)> {
         let lua = &self.lua;
-        self.globals.raw_set("KEYS", strings(lua, keys)?)?;
-        self.globals.raw_set("ARGV", strings(lua, args)?)?;
+        let body = match self.kind {
+            ScriptKind::Eval => {
+                self.globals.raw_set("KEYS", strings(lua, keys)?)?;
+                self.globals.raw_set("ARGV", strings(lua, args)?)?;
+                function.clone()
+            }
+            ScriptKind::Function => {
+                self.bind
+                    .call::<Function>((function, strings(lua, keys)?, strings(lua, args)?))?
+            }
+        };
         let resp = self.resp.clone();
         let cx = std::cell::RefCell::new(cx);
         lua.scope(|scope| {
@@ -430,7 +469,7 @@ impl Vm {
             })?;
             self.redis.raw_set("call", call)?;
             self.redis.raw_set("pcall", pcall)?;
-            self.xpcall.call::<(bool, Value)>((function, &self.handler))
+            self.xpcall.call::<(bool, Value)>((&body, &self.handler))
         })
     }
 }

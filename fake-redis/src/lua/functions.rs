@@ -1,0 +1,811 @@
+//! Redis 7.0's Functions: libraries loaded with `FUNCTION LOAD`, their functions called by `FCALL`
+//! and `FCALL_RO`, on a Lua state of their own.
+//!
+//! Redis runs functions in a second Lua state beside the one `EVAL` uses, with the same script
+//! environment, and so does the engine: a [`Vm`] of [`ScriptKind::Function`], built at the first
+//! `FUNCTION LOAD`, with the same runner, conversions, instruction budget and determinism rules
+//! as `EVAL`'s. Every library's code runs in one globals table whose lookups Redis points at a
+//! small library API while the code loads (`redis.register_function`, `redis.log`, the log
+//! levels and the version, nothing else: no `redis.call`, not even `type` or `pcall`) and at the
+//! whole script environment once it has loaded. The callbacks a library registers keep that table,
+//! so they see the full environment when `FCALL` runs them, and, as in Redis, a global they set is
+//! refused as a write to a read-only table.
+//!
+//! What survives what: Redis keeps the libraries in its RDB (and AOF) and replicates them to its
+//! replicas, unlike the script cache. So a failover keeps them (the replica that takes over has
+//! them), and a restart keeps them only when the engine has persistence (as an AOF would); a
+//! restart without persistence loses them, as a redis-server run with `--save ''` does. `SCRIPT
+//! FLUSH` does not touch them; `FUNCTION FLUSH` does.
+//!
+//! `FUNCTION DUMP`'s payload has Redis's layout: one function opcode and the library's code per
+//! library, then RDB version 10 and Redis's CRC64. The fake writes the code uncompressed where
+//! Redis compresses it with LZF, so the bytes differ from Redis's, but each server restores the
+//! other's payload.
+
+use super::env::{self, ENV_SOURCE};
+use super::{Run, ScriptKind, Vm};
+use crate::cmd::Cx;
+use crate::resp::Frame;
+use bytes::Bytes;
+use mlua::{Function, Lua, Table, Value, Variadic};
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+/// The flags `redis.register_function` takes, in the order Redis lists them.
+const FLAG_NAMES: [&str; 5] = [
+    "no-writes",
+    "allow-oom",
+    "allow-stale",
+    "no-cluster",
+    "allow-cross-slot-keys",
+];
+const NO_WRITES: u8 = 1;
+
+/// The error for a library or function name Redis refuses (7.0 says "library" for both).
+const BAD_NAME: &str = "ERR Library names can only contain letters, numbers, or underscores(_) \
+                        and must be at least one character long";
+
+/// A share of the instruction budget a library's code may use while it loads (Redis gives a load
+/// 500 ms, a tenth of a script's busy threshold).
+const LOAD_BUDGET_SHARE: u64 = 10;
+
+/// The Lua half of the library environment: the globals table every library's code runs in, and
+/// a switch that points its lookups at the library API (while loading) or the script environment.
+const LIBRARY_GLOBALS: &str = r##"
+local env, redis, register = ...
+local error, setmetatable, tostring = error, setmetatable, tostring
+local function missing(_, k)
+  error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+end
+local function readonly() error("Attempt to modify a readonly table", 2) end
+local function protect(t)
+  return setmetatable({}, {__index = setmetatable(t, {__index = missing}),
+                           __newindex = readonly, __metatable = false})
+end
+local api_redis = protect({
+  register_function = register, log = redis.log,
+  LOG_DEBUG = redis.LOG_DEBUG, LOG_VERBOSE = redis.LOG_VERBOSE,
+  LOG_NOTICE = redis.LOG_NOTICE, LOG_WARNING = redis.LOG_WARNING,
+  REDIS_VERSION = redis.REDIS_VERSION, REDIS_VERSION_NUM = redis.REDIS_VERSION_NUM,
+})
+local api = protect({redis = api_redis})
+local meta = {__index = env, __newindex = readonly, __metatable = false}
+local globals = setmetatable({}, meta)
+return globals, function(loading) meta.__index = loading and api or env end
+"##;
+
+/// One function a library registered.
+struct Registered {
+    callback: Function,
+    description: Option<Bytes>,
+    flags: u8,
+}
+
+/// One library: its code as loaded and its functions by name.
+struct Library {
+    code: Bytes,
+    functions: BTreeMap<String, Registered>,
+}
+
+/// A library's code compiled and run, not yet in the registry.
+struct Compiled {
+    name: String,
+    library: Library,
+}
+
+/// The registrations of the library that is loading.
+type Pending = Arc<Mutex<Vec<(String, Registered)>>>;
+
+/// The state the libraries live in, built at the first load.
+struct LibraryVm {
+    vm: Box<Vm>,
+    globals: Table,
+    switch: Function,
+    pending: Pending,
+}
+
+/// The engine's libraries and the Lua state their functions run in.
+#[derive(Default)]
+pub(crate) struct Functions {
+    vm: Option<LibraryVm>,
+    libraries: BTreeMap<String, Library>,
+}
+
+impl Functions {
+    /// How many libraries and functions are loaded (`FUNCTION STATS`).
+    fn counts(&self) -> (usize, usize) {
+        let functions = self.libraries.values().map(|l| l.functions.len()).sum();
+        (self.libraries.len(), functions)
+    }
+
+    /// The library holding the function `name` (names compare without case, as in Redis).
+    fn find(&self, name: &str) -> Option<(&str, &Registered)> {
+        self.libraries.iter().find_map(|(lib, l)| {
+            l.functions
+                .iter()
+                .find(|(f, _)| f.eq_ignore_ascii_case(name))
+                .map(|(_, r)| (lib.as_str(), r))
+        })
+    }
+
+    /// Adds `new` to the libraries. A library of the same name is an error unless `replace`;
+    /// a function name another library has is always one. Nothing changes on an error.
+    fn add(&mut self, new: Vec<Compiled>, replace: bool) -> Result<(), Frame> {
+        for c in &new {
+            if !replace && self.libraries.contains_key(&c.name) {
+                // `FUNCTION LOAD` quotes the name (it checks before this); `RESTORE` does not.
+                return Err(Frame::error_owned(format!(
+                    "ERR Library {} already exists",
+                    c.name
+                )));
+            }
+        }
+        let staying = self
+            .libraries
+            .iter()
+            .filter(|(name, _)| !new.iter().any(|c| &c.name == *name));
+        let mut taken: Vec<String> = staying
+            .flat_map(|(_, l)| l.functions.keys().map(|f| f.to_ascii_lowercase()))
+            .collect();
+        for c in &new {
+            for f in c.library.functions.keys() {
+                let lower = f.to_ascii_lowercase();
+                if taken.contains(&lower) {
+                    return Err(Frame::error_owned(format!(
+                        "ERR Function {f} already exists"
+                    )));
+                }
+                taken.push(lower);
+            }
+        }
+        for c in new {
+            self.libraries.insert(c.name, c.library);
+        }
+        Ok(())
+    }
+
+    /// `FUNCTION FLUSH`: every library, and the state they ran in.
+    pub fn flush(&mut self) {
+        *self = Functions::default();
+    }
+}
+
+impl LibraryVm {
+    fn new(cx: &mut Cx<'_>) -> Result<LibraryVm, Frame> {
+        let rand = cx.scripts().lua.rand.clone();
+        // One watch for both states: the front doors see whichever script runs.
+        let watch = cx.scripts().lua.watch();
+        let build = || -> mlua::Result<LibraryVm> {
+            let vm = Box::new(Vm::new(rand, watch, ScriptKind::Function)?);
+            let pending: Pending = Arc::default();
+            let register = register_function(&vm.lua, pending.clone())?;
+            let make: Function = vm
+                .lua
+                .load(LIBRARY_GLOBALS)
+                .set_name(ENV_SOURCE)
+                .into_function()?;
+            let (globals, switch) = make.call((&vm.env, &vm.redis, register))?;
+            Ok(LibraryVm {
+                vm,
+                globals,
+                switch,
+                pending,
+            })
+        };
+        build().map_err(|e| Frame::error_owned(format!("ERR the fake's Lua failed to start: {e}")))
+    }
+
+    /// Compiles and runs a library's `code` under the library API, collecting what it registers.
+    fn compile(&mut self, code: &Bytes) -> Result<Compiled, Frame> {
+        let (name, body) = parse_metadata(code)?;
+        let chunk = self.vm.compile(
+            body,
+            "@user_function",
+            &self.globals,
+            "Error compiling function",
+        )?;
+        let lua_error = |e: mlua::Error| Frame::error_owned(format!("ERR {e}"));
+        self.vm.arm_budget().map_err(lua_error)?;
+        let executed = &self.vm.executed;
+        executed.store(
+            super::INSTRUCTION_BUDGET - super::INSTRUCTION_BUDGET / LOAD_BUDGET_SHARE,
+            Ordering::Relaxed,
+        );
+        self.pending.lock().expect("not poisoned").clear();
+        self.switch.call::<()>(true).map_err(lua_error)?;
+        let ran = self
+            .vm
+            .xpcall
+            .call::<(bool, Value)>((&chunk, &self.vm.handler));
+        let timed_out = executed.load(Ordering::Relaxed) >= super::KILLED;
+        // A budget that ran out fires at every instruction: end it before the switch runs.
+        self.vm.arm_budget().map_err(lua_error)?;
+        self.switch.call::<()>(false).map_err(lua_error)?;
+        let registered = std::mem::take(&mut *self.pending.lock().expect("not poisoned"));
+        let _ = self.vm.lua.gc_step();
+        match ran {
+            Ok((true, _)) => {}
+            _ if timed_out => {
+                return Err(Frame::error(
+                    "ERR Error registering functions: ERR FUNCTION LOAD timeout",
+                ));
+            }
+            Ok((false, Value::Table(t))) => {
+                let text: String = t.raw_get("err").unwrap_or_default();
+                return Err(Frame::error_owned(format!(
+                    "ERR Error registering functions: {text}"
+                )));
+            }
+            Ok((false, _)) => {
+                return Err(Frame::error("ERR Error registering functions: ERR"));
+            }
+            Err(e) => return Err(lua_error(e)),
+        }
+        if registered.is_empty() {
+            return Err(Frame::error("ERR No functions registered"));
+        }
+        Ok(Compiled {
+            name,
+            library: Library {
+                code: code.clone(),
+                functions: registered.into_iter().collect(),
+            },
+        })
+    }
+}
+
+/// `redis.register_function(name, callback)` and `redis.register_function{function_name=,
+/// callback=, flags=, description=}`, checked as Redis checks them.
+fn register_function(lua: &Lua, pending: Pending) -> mlua::Result<Function> {
+    lua.create_function(move |lua, args: Variadic<Value>| {
+        let fail = |text: &str| Err(env::raise(lua, text));
+        let (name, registered) = match &args[..] {
+            [Value::Table(t)] => named_registration(lua, t)?,
+            [_] => {
+                return fail(
+                    "ERR calling redis.register_function with a single argument is only \
+                     applicable to Lua table (representing named arguments).",
+                );
+            }
+            [name, callback] => {
+                let Some(name) = lua_string(name) else {
+                    return fail("ERR first argument to redis.register_function must be a string");
+                };
+                let Value::Function(callback) = callback else {
+                    return fail(
+                        "ERR second argument to redis.register_function must be a function",
+                    );
+                };
+                let registered = Registered {
+                    callback: callback.clone(),
+                    description: None,
+                    flags: 0,
+                };
+                (String::from_utf8_lossy(&name).into_owned(), registered)
+            }
+            _ => return fail("ERR wrong number of arguments to redis.register_function"),
+        };
+        if !valid_name(name.as_bytes()) {
+            return fail(BAD_NAME);
+        }
+        let mut pending = pending.lock().expect("not poisoned");
+        if pending.iter().any(|(n, _)| n.eq_ignore_ascii_case(&name)) {
+            return fail("ERR Function already exists in the library");
+        }
+        pending.push((name, registered));
+        Ok(())
+    })
+}
+
+/// The table form of `redis.register_function`.
+fn named_registration(lua: &Lua, t: &Table) -> mlua::Result<(String, Registered)> {
+    let fail = |text: &str| Err(env::raise(lua, text));
+    let (mut name, mut callback, mut description, mut flags) = (None, None, None, 0u8);
+    for pair in t.clone().pairs::<Value, Value>() {
+        let (k, v) = pair?;
+        // A number is a string to Lua's `lua_isstring`, and no argument's name.
+        let key = match &k {
+            Value::String(k) => k.as_bytes().to_vec(),
+            Value::Integer(_) | Value::Number(_) => Vec::new(),
+            _ => {
+                return fail(
+                    "ERR named argument key given to redis.register_function is not a string",
+                );
+            }
+        };
+        match &key[..] {
+            b"function_name" => match lua_string(&v) {
+                Some(s) => name = Some(String::from_utf8_lossy(&s).into_owned()),
+                None => {
+                    return fail(
+                        "ERR function_name argument given to redis.register_function must be a \
+                         string",
+                    );
+                }
+            },
+            b"description" => match lua_string(&v) {
+                Some(s) => description = Some(Bytes::from(s)),
+                None => {
+                    return fail(
+                        "ERR description argument given to redis.register_function must be a \
+                         string",
+                    );
+                }
+            },
+            b"callback" => match v {
+                Value::Function(f) => callback = Some(f),
+                _ => {
+                    return fail(
+                        "ERR callback argument given to redis.register_function must be a \
+                         function",
+                    );
+                }
+            },
+            b"flags" => {
+                let Value::Table(list) = v else {
+                    return fail(
+                        "ERR flags argument to redis.register_function must be a table \
+                         representing function flags",
+                    );
+                };
+                for flag in list.sequence_values::<Value>() {
+                    let flag = lua_string(&flag?);
+                    let bit = flag.and_then(|f| FLAG_NAMES.iter().position(|n| n.as_bytes() == f));
+                    match bit {
+                        Some(bit) => flags |= 1 << bit,
+                        None => return fail("ERR unknown flag given"),
+                    }
+                }
+            }
+            _ => return fail("ERR unknown argument given to redis.register_function"),
+        }
+    }
+    let Some(name) = name else {
+        return fail("ERR redis.register_function must get a function name argument");
+    };
+    let Some(callback) = callback else {
+        return fail("ERR redis.register_function must get a callback argument");
+    };
+    Ok((
+        name,
+        Registered {
+            callback,
+            description,
+            flags,
+        },
+    ))
+}
+
+/// A string or a number as `lua_tostring` gives it; None for any other value.
+fn lua_string(v: &Value) -> Option<Vec<u8>> {
+    match v {
+        Value::String(s) => Some(s.as_bytes().to_vec()),
+        Value::Integer(n) => Some(n.to_string().into_bytes()),
+        Value::Number(n) => Some(super::lua_number_text(*n).into_bytes()),
+        _ => None,
+    }
+}
+
+/// Letters, digits and underscores, at least one.
+fn valid_name(name: &[u8]) -> bool {
+    !name.is_empty() && name.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'_')
+}
+
+/// The library name in `code`'s `#!lua name=<lib>` line, and the code to compile: the line is
+/// cut but its line break kept, so line numbers stay the user's.
+fn parse_metadata(code: &[u8]) -> Result<(String, &[u8]), Frame> {
+    if !code.starts_with(b"#!") {
+        return Err(Frame::error("ERR Missing library metadata"));
+    }
+    let Some(end) = code.iter().position(|&b| b == b'\n') else {
+        return Err(Frame::error("ERR Invalid library metadata"));
+    };
+    let line = String::from_utf8_lossy(&code[2..end]);
+    let mut parts = line.split(' ').filter(|p| !p.is_empty());
+    let engine = parts.next().unwrap_or("");
+    if !engine.eq_ignore_ascii_case("lua") {
+        return Err(Frame::error_owned(format!(
+            "ERR Engine '{engine}' not found"
+        )));
+    }
+    let mut name = None;
+    for part in parts {
+        match part.strip_prefix("name=") {
+            Some(_) if name.is_some() => {
+                return Err(Frame::error(
+                    "ERR Invalid metadata value, name argument was given multiple times",
+                ));
+            }
+            Some(n) => name = Some(n.to_owned()),
+            None => {
+                return Err(Frame::error_owned(format!(
+                    "ERR Invalid metadata value given: {part}"
+                )));
+            }
+        }
+    }
+    let Some(name) = name else {
+        return Err(Frame::error("ERR Library name was not given"));
+    };
+    if !valid_name(name.as_bytes()) {
+        return Err(Frame::error(BAD_NAME));
+    }
+    Ok((name, &code[end..]))
+}
+
+/// `FUNCTION LOAD [REPLACE] code`: the library's name, or the error Redis gives.
+pub(crate) fn load(cx: &mut Cx<'_>, code: &Bytes, replace: bool) -> Frame {
+    let (name, _) = match parse_metadata(code) {
+        Ok(parsed) => parsed,
+        Err(e) => return e,
+    };
+    if !replace && cx.functions().libraries.contains_key(&name) {
+        return Frame::error_owned(format!("ERR Library '{name}' already exists"));
+    }
+    match compile_all(cx, std::slice::from_ref(code)) {
+        Ok(compiled) => match cx.functions().add(compiled, replace) {
+            Ok(()) => Frame::Bulk(Bytes::from(name)),
+            Err(e) => e,
+        },
+        Err(e) => e,
+    }
+}
+
+/// Compiles every library of `codes`, building the state first if need be.
+fn compile_all(cx: &mut Cx<'_>, codes: &[Bytes]) -> Result<Vec<Compiled>, Frame> {
+    let mut lvm = match cx.functions().vm.take() {
+        Some(lvm) => lvm,
+        None => LibraryVm::new(cx)?,
+    };
+    let compiled: Result<Vec<Compiled>, Frame> = codes.iter().map(|c| lvm.compile(c)).collect();
+    cx.functions().vm = Some(lvm);
+    compiled
+}
+
+/// `FCALL`/`FCALL_RO name numkeys key… arg…`, the name and numkeys already read and checked.
+pub(crate) fn fcall(
+    cx: &mut Cx<'_>,
+    name: &[u8],
+    keys: &[Bytes],
+    args: &[Bytes],
+    read_only_command: bool,
+) -> Frame {
+    let name = String::from_utf8_lossy(name);
+    let functions = cx.functions();
+    let Some((_, registered)) = functions.find(&name) else {
+        return Frame::error("ERR Function not found");
+    };
+    let (callback, flags) = (registered.callback.clone(), registered.flags);
+    if read_only_command && flags & NO_WRITES == 0 {
+        return Frame::error("ERR Can not execute a script with write flag using *_ro command.");
+    }
+    let Some(mut lvm) = cx.functions().vm.take() else {
+        return Frame::error("ERR Function not found");
+    };
+    let run = Run {
+        read_only: read_only_command || flags & NO_WRITES != 0,
+        caller_db: cx.db,
+        caller_protocol: cx.client().protocol,
+        watch: lvm.vm.watch.clone(),
+    };
+    lvm.vm.watch.begin(ScriptKind::Function);
+    let reply = lvm.vm.run(cx, &callback, &name, keys, args, &run);
+    lvm.vm.watch.end();
+    cx.client().db = run.caller_db;
+    cx.db = run.caller_db;
+    cx.functions().vm = Some(lvm);
+    reply
+}
+
+/// Whether a function named `name` is loaded (`FCALL` checks it before its key count).
+pub(crate) fn exists(cx: &mut Cx<'_>, name: &[u8]) -> bool {
+    cx.functions()
+        .find(&String::from_utf8_lossy(name))
+        .is_some()
+}
+
+/// `FUNCTION LIST [LIBRARYNAME pattern] [WITHCODE]`, libraries in name order.
+pub(crate) fn list(cx: &mut Cx<'_>, pattern: Option<&[u8]>, with_code: bool) -> Frame {
+    let bulk = |s: &str| Frame::Bulk(Bytes::copy_from_slice(s.as_bytes()));
+    let libraries = cx.functions().libraries.iter();
+    let matching = libraries.filter(|(name, _)| {
+        pattern.is_none_or(|p| crate::engine::glob::glob_match(p, name.as_bytes()))
+    });
+    let entries = matching.map(|(name, library)| {
+        let functions = library.functions.iter().map(|(f, r)| {
+            let flags = FLAG_NAMES
+                .iter()
+                .enumerate()
+                .filter(|(bit, _)| r.flags & (1 << bit) != 0)
+                .map(|(_, n)| Frame::simple(n))
+                .collect();
+            Frame::Map(vec![
+                (bulk("name"), bulk(f)),
+                (
+                    bulk("description"),
+                    r.description.clone().map_or(Frame::Null, Frame::Bulk),
+                ),
+                (bulk("flags"), Frame::Set(flags)),
+            ])
+        });
+        let mut fields = vec![
+            (bulk("library_name"), bulk(name)),
+            (bulk("engine"), bulk("LUA")),
+            (bulk("functions"), Frame::Array(functions.collect())),
+        ];
+        if with_code {
+            fields.push((bulk("library_code"), Frame::Bulk(library.code.clone())));
+        }
+        Frame::Map(fields)
+    });
+    Frame::Array(entries.collect())
+}
+
+/// `FUNCTION DELETE name`.
+pub(crate) fn delete(cx: &mut Cx<'_>, name: &[u8]) -> Frame {
+    let name = String::from_utf8_lossy(name);
+    match cx.functions().libraries.remove(name.as_ref()) {
+        Some(_) => Frame::OK,
+        None => Frame::error("ERR Library not found"),
+    }
+}
+
+/// `FUNCTION STATS`: nothing runs while the engine answers, so `running_script` is nil.
+pub(crate) fn stats(cx: &mut Cx<'_>) -> Frame {
+    let bulk = |s: &'static str| Frame::Bulk(Bytes::from_static(s.as_bytes()));
+    let (libraries, functions) = cx.functions().counts();
+    let counts = Frame::Map(vec![
+        (bulk("libraries_count"), Frame::Integer(libraries as i64)),
+        (bulk("functions_count"), Frame::Integer(functions as i64)),
+    ]);
+    Frame::Map(vec![
+        (bulk("running_script"), Frame::Null),
+        (bulk("engines"), Frame::Map(vec![(bulk("LUA"), counts)])),
+    ])
+}
+
+/// `FUNCTION DUMP`.
+pub(crate) fn dump(cx: &mut Cx<'_>) -> Frame {
+    let codes: Vec<&[u8]> = cx
+        .functions()
+        .libraries
+        .values()
+        .map(|l| &l.code[..])
+        .collect();
+    Frame::Bulk(Bytes::from(payload::encode(&codes)))
+}
+
+/// What `FUNCTION RESTORE` does with the libraries already loaded.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RestorePolicy {
+    /// Drops them first.
+    Flush,
+    /// Keeps them; a library of the same name is an error.
+    Append,
+    /// Keeps them; a library of the same name is replaced.
+    Replace,
+}
+
+/// `FUNCTION RESTORE payload [FLUSH|APPEND|REPLACE]`: all the payload's libraries or none.
+pub(crate) fn restore(cx: &mut Cx<'_>, payload: &[u8], policy: RestorePolicy) -> Frame {
+    let codes = match payload::decode(payload) {
+        Ok(codes) => codes,
+        Err(e) => return e,
+    };
+    let compiled = match compile_all(cx, &codes) {
+        Ok(compiled) => compiled,
+        Err(e) => return e,
+    };
+    let functions = cx.functions();
+    let result = if policy == RestorePolicy::Flush {
+        let kept = std::mem::take(&mut functions.libraries);
+        let result = functions.add(compiled, false);
+        if result.is_err() {
+            functions.libraries = kept;
+        }
+        result
+    } else {
+        functions.add(compiled, policy == RestorePolicy::Replace)
+    };
+    match result {
+        Ok(()) => Frame::OK,
+        Err(e) => e,
+    }
+}
+
+/// `FUNCTION DUMP`'s payload: Redis's RDB function records, version and checksum.
+mod payload {
+    use crate::resp::Frame;
+    use bytes::Bytes;
+
+    /// `RDB_OPCODE_FUNCTION2`: one library's code follows.
+    const FUNCTION: u8 = 245;
+    /// `RDB_OPCODE_FUNCTION_PRE_GA`: the format of Redis's release candidates.
+    const FUNCTION_PRE_GA: u8 = 246;
+    /// The RDB version Redis 7.0 writes.
+    const RDB_VERSION: u16 = 10;
+    /// The longest code the fake takes from a payload, far past any real library.
+    const MAX_CODE: usize = 512 << 20;
+
+    const BAD_PAYLOAD: Frame = Frame::error("ERR DUMP payload version or checksum are wrong");
+    const BAD_DATA: Frame = Frame::error("ERR payload data is not valid");
+
+    /// The payload of these libraries' codes.
+    pub fn encode(codes: &[&[u8]]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for code in codes {
+            out.push(FUNCTION);
+            write_length(&mut out, code.len() as u64);
+            out.extend_from_slice(code);
+        }
+        out.extend_from_slice(&RDB_VERSION.to_le_bytes());
+        let crc = crc64(&out);
+        out.extend_from_slice(&crc.to_le_bytes());
+        out
+    }
+
+    /// The libraries' codes in a payload, or the error Redis gives for it.
+    pub fn decode(payload: &[u8]) -> Result<Vec<Bytes>, Frame> {
+        if payload.len() < 10 {
+            return Err(BAD_PAYLOAD);
+        }
+        let (body, footer) = payload.split_at(payload.len() - 8);
+        let version = u16::from_le_bytes([body[body.len() - 2], body[body.len() - 1]]);
+        let crc = u64::from_le_bytes(footer.try_into().expect("eight bytes"));
+        if version > RDB_VERSION || crc64(body) != crc {
+            return Err(BAD_PAYLOAD);
+        }
+        let mut rest = &body[..body.len() - 2];
+        let mut codes = Vec::new();
+        while let Some((&opcode, after)) = rest.split_first() {
+            rest = after;
+            match opcode {
+                FUNCTION => codes.push(Bytes::from(read_string(&mut rest).ok_or(BAD_DATA)?)),
+                FUNCTION_PRE_GA => {
+                    return Err(Frame::error("ERR Pre-GA function format not supported"));
+                }
+                _ => return Err(Frame::error("ERR given type is not a function")),
+            }
+        }
+        Ok(codes)
+    }
+
+    fn write_length(out: &mut Vec<u8>, n: u64) {
+        if n < 1 << 6 {
+            out.push(n as u8);
+        } else if n < 1 << 14 {
+            out.extend_from_slice(&[0x40 | (n >> 8) as u8, n as u8]);
+        } else if n <= u64::from(u32::MAX) {
+            out.push(0x80);
+            out.extend_from_slice(&(n as u32).to_be_bytes());
+        } else {
+            out.push(0x81);
+            out.extend_from_slice(&n.to_be_bytes());
+        }
+    }
+
+    fn take<'a>(rest: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
+        if rest.len() < n {
+            return None;
+        }
+        let (head, tail) = rest.split_at(n);
+        *rest = tail;
+        Some(head)
+    }
+
+    /// An RDB length, or the encoding of a special string (`Err(kind)`).
+    fn read_length(rest: &mut &[u8]) -> Option<Result<u64, u8>> {
+        let first = *take(rest, 1)?.first()?;
+        Some(match first >> 6 {
+            0 => Ok(u64::from(first & 0x3f)),
+            1 => Ok(u64::from(first & 0x3f) << 8 | u64::from(*take(rest, 1)?.first()?)),
+            2 if first == 0x80 => Ok(u64::from(u32::from_be_bytes(
+                take(rest, 4)?.try_into().ok()?,
+            ))),
+            2 if first == 0x81 => Ok(u64::from_be_bytes(take(rest, 8)?.try_into().ok()?)),
+            2 => return None,
+            _ => Err(first & 0x3f),
+        })
+    }
+
+    /// An RDB string: plain, an encoded integer, or LZF-compressed.
+    fn read_string(rest: &mut &[u8]) -> Option<Vec<u8>> {
+        match read_length(rest)? {
+            Ok(n) => {
+                Some(take(rest, usize::try_from(n).ok().filter(|&n| n <= MAX_CODE)?)?.to_vec())
+            }
+            Err(0) => Some((take(rest, 1)?[0] as i8).to_string().into_bytes()),
+            Err(1) => Some(
+                i16::from_le_bytes(take(rest, 2)?.try_into().ok()?)
+                    .to_string()
+                    .into_bytes(),
+            ),
+            Err(2) => Some(
+                i32::from_le_bytes(take(rest, 4)?.try_into().ok()?)
+                    .to_string()
+                    .into_bytes(),
+            ),
+            Err(3) => {
+                let compressed = read_length(rest)?.ok()?;
+                let len = read_length(rest)?.ok()?;
+                let len = usize::try_from(len).ok().filter(|&n| n <= MAX_CODE)?;
+                lzf_decompress(take(rest, usize::try_from(compressed).ok()?)?, len)
+            }
+            Err(_) => None,
+        }
+    }
+
+    /// LZF's decompressor, as Redis's `lzf_d.c`: exactly `len` bytes out, or None.
+    fn lzf_decompress(mut input: &[u8], len: usize) -> Option<Vec<u8>> {
+        // Grown as it fills: a payload can claim any length for a few bytes.
+        let mut out = Vec::new();
+        while let Some((&ctrl, after)) = input.split_first() {
+            input = after;
+            let ctrl = usize::from(ctrl);
+            if ctrl < 32 {
+                let literal = take(&mut input, ctrl + 1)?;
+                if out.len() + literal.len() > len {
+                    return None;
+                }
+                out.extend_from_slice(literal);
+            } else {
+                let mut n = ctrl >> 5;
+                if n == 7 {
+                    n += usize::from(*take(&mut input, 1)?.first()?);
+                }
+                let back = ((ctrl & 0x1f) << 8) + usize::from(*take(&mut input, 1)?.first()?) + 1;
+                if back > out.len() || out.len() + n + 2 > len {
+                    return None;
+                }
+                let from = out.len() - back;
+                for i in 0..n + 2 {
+                    out.push(out[from + i]);
+                }
+            }
+        }
+        (out.len() == len).then_some(out)
+    }
+
+    /// Redis's CRC-64 (Jones polynomial, reflected, no final xor).
+    fn crc64(bytes: &[u8]) -> u64 {
+        const POLY: u64 = 0x95ac_9329_ac4b_c9b5;
+        static TABLE: std::sync::OnceLock<[u64; 256]> = std::sync::OnceLock::new();
+        let table = TABLE.get_or_init(|| {
+            let mut table = [0u64; 256];
+            for (i, slot) in table.iter_mut().enumerate() {
+                let mut crc = i as u64;
+                for _ in 0..8 {
+                    crc = if crc & 1 == 1 {
+                        crc >> 1 ^ POLY
+                    } else {
+                        crc >> 1
+                    };
+                }
+                *slot = crc;
+            }
+            table
+        });
+        bytes
+            .iter()
+            .fold(0, |crc, &b| table[usize::from((crc as u8) ^ b)] ^ crc >> 8)
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn the_checksum_is_redis_s() {
+            // Redis's own check value for its CRC-64.
+            assert_eq!(crc64(b"123456789"), 0xe9c6_d914_c4b8_d9ca);
+        }
+
+        #[test]
+        fn a_payload_round_trips() {
+            let codes: [&[u8]; 2] = [b"#!lua name=a\n", &[b'x'; 300]];
+            let decoded = decode(&encode(&codes)).unwrap();
+            assert_eq!(decoded, codes.map(Bytes::copy_from_slice));
+        }
+    }
+}

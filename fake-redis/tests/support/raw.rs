@@ -1,0 +1,97 @@
+//! Replies compared byte for byte: a connection to a redis-server that returns each reply's bytes
+//! as the server wrote them, and the runner of the script and function tables (`lua_scripts.rs`,
+//! `lua_functions.rs`), which sends each case to the server and to a fresh engine.
+
+use super::OwnServer;
+use bytes::{Bytes, BytesMut};
+use fake_redis::resp::{ReplyParser, encode};
+use fake_redis::{Engine, ManualClock};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+
+/// One case: commands, each a list of arguments, run in order on both servers.
+pub type Case = &'static [&'static [&'static str]];
+
+/// A connection to the test's redis-server.
+pub struct Real {
+    stream: TcpStream,
+    buf: BytesMut,
+    parser: ReplyParser,
+}
+
+impl Real {
+    pub fn connect(port: u16) -> Real {
+        for _ in 0..200 {
+            if let Ok(stream) = TcpStream::connect(("127.0.0.1", port)) {
+                return Real {
+                    stream,
+                    buf: BytesMut::new(),
+                    parser: ReplyParser::new(),
+                };
+            }
+            std::thread::sleep(std::time::Duration::from_millis(25));
+        }
+        panic!("redis-server did not start on port {port}");
+    }
+
+    /// Sends `argv` and returns the reply's bytes, exactly as the server wrote them.
+    pub fn call(&mut self, argv: &[&[u8]]) -> Vec<u8> {
+        let mut req = format!("*{}\r\n", argv.len()).into_bytes();
+        for a in argv {
+            req.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+            req.extend_from_slice(a);
+            req.extend_from_slice(b"\r\n");
+        }
+        self.stream.write_all(&req).unwrap();
+        loop {
+            let before = self.buf.clone();
+            if self.parser.parse(&mut self.buf).unwrap().is_some() {
+                return before[..before.len() - self.buf.len()].to_vec();
+            }
+            let mut chunk = [0u8; 4096];
+            let n = self.stream.read(&mut chunk).unwrap();
+            assert!(n > 0, "redis-server closed the connection");
+            self.buf.extend_from_slice(&chunk[..n]);
+        }
+    }
+}
+
+/// Runs every case on a redis-server of its own and on a fresh engine, in `protocol`, after the
+/// `reset` commands on the server; one line per reply whose bytes differ.
+pub fn compare(cases: &[Case], reset: &[&[&[u8]]], protocol: u8) -> Vec<String> {
+    let server = OwnServer::start();
+    let mut real = Real::connect(server.port);
+    let mut mismatches = Vec::new();
+    for case in cases {
+        for command in reset {
+            real.call(command);
+        }
+        let mut engine = Engine::new(ManualClock::default());
+        let client = engine.connect();
+        if protocol == 3 {
+            real.call(&[b"HELLO", b"3"]);
+            engine.execute(
+                client,
+                &[Bytes::from_static(b"HELLO"), Bytes::from_static(b"3")],
+            );
+        }
+        for argv in case.iter() {
+            let raw: Vec<&[u8]> = argv.iter().map(|a| a.as_bytes()).collect();
+            let want = real.call(&raw);
+            let argv: Vec<Bytes> = raw.iter().map(|a| Bytes::copy_from_slice(a)).collect();
+            let mut got = BytesMut::new();
+            encode(&engine.execute(client, &argv), protocol, &mut got);
+            if got[..] != want[..] {
+                mismatches.push(format!(
+                    "RESP{protocol} {argv:?}\n   redis: {:?}\n    fake: {:?}",
+                    String::from_utf8_lossy(&want),
+                    String::from_utf8_lossy(&got)
+                ));
+            }
+        }
+        if protocol == 3 {
+            real.call(&[b"HELLO", b"2"]);
+        }
+    }
+    mismatches
+}
