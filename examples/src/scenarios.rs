@@ -534,16 +534,7 @@ fn messages(t: &mut Timeline, case: &Case, run: &Run) {
         let lock = case.clients[m.client].lock;
         let key = key_lane(lock);
         let name = call_name(&m.call);
-        let reply = m.reply.as_ref().map(|r| match r {
-            Ok(r) => r.to_string(),
-            Err(e) => format!("error: {e}"),
-        });
-        let detail = format!(
-            "{} {client} sends {}{}",
-            stamp(m.sent),
-            describe(&m.call),
-            reply.map(|r| format!(" -> {r}")).unwrap_or_default()
-        );
+        let detail = sent_detail(m.sent, client, &describe(&m.call), m.reply.as_ref());
         let latch = latch_of(&m.call);
         let by_latch = match (latch, m.applied) {
             (Some(l), Some(at)) => latches
@@ -683,6 +674,24 @@ fn messages(t: &mut Timeline, case: &Case, run: &Run) {
     }
 }
 
+/// What an arrow of a call says: when and who sent what, and the reply if there was one.
+fn sent_detail(
+    sent: u64,
+    client: &str,
+    what: &str,
+    reply: Option<&Result<Reply, lock_core::BackendError>>,
+) -> String {
+    let reply = reply.map(|r| match r {
+        Ok(r) => format!(" -> {r}"),
+        Err(e) => format!(" -> error: {e}"),
+    });
+    format!(
+        "{} {client} sends {what}{}",
+        stamp(sent),
+        reply.unwrap_or_default()
+    )
+}
+
 /// The fencing counter after each grant, and the resource: each write with its token, and the
 /// highest token it has seen.
 fn fencing(t: &mut Timeline, case: &Case, run: &Run) {
@@ -796,16 +805,7 @@ fn foreign_lock(t: &mut Timeline, foreign: &ForeignRun, horizon: u64) {
         let spec = &foreign.specs[m.client];
         let (client, lane) = (&spec.name, format!("server {}", spec.key));
         let Some(applied) = m.applied else { continue };
-        let reply = m.reply.as_ref().map(|r| match r {
-            Ok(r) => r.to_string(),
-            Err(e) => format!("error: {e}"),
-        });
-        let detail = format!(
-            "{} {client} sends {}{}",
-            stamp(m.sent),
-            foreign_command(&m.argv),
-            reply.map(|r| format!(" -> {r}")).unwrap_or_default()
-        );
+        let detail = sent_detail(m.sent, client, &foreign_command(&m.argv), m.reply.as_ref());
         t.arrow(Arrow {
             from_lane: client.clone(),
             from_ms: m.sent,

@@ -240,24 +240,16 @@ impl<S: SimServer> World<S> {
                 evaled: false,
             });
             self.foreign.run.specs.push(spec.clone());
-            self.schedule(
-                spec.start,
-                Ev::Foreign {
-                    client: i,
-                    ev: ForeignEv::Step,
-                },
-            );
+            self.foreign_at(spec.start, i, ForeignEv::Step);
             if let Some((at, for_ms)) = spec.pause {
-                self.schedule(
-                    at,
-                    Ev::Foreign {
-                        client: i,
-                        ev: ForeignEv::Pause { for_ms },
-                    },
-                );
+                self.foreign_at(at, i, ForeignEv::Pause { for_ms });
             }
         }
         self
+    }
+
+    fn foreign_at(&mut self, at: u64, client: usize, ev: ForeignEv) {
+        self.schedule(at, Ev::Foreign { client, ev });
     }
 
     pub(super) fn foreign_event(&mut self, client: usize, ev: ForeignEv) {
@@ -267,7 +259,7 @@ impl<S: SimServer> World<S> {
             && self.now < until
         {
             // Paused: it neither acts nor hears until it resumes.
-            self.schedule(until, Ev::Foreign { client, ev });
+            self.foreign_at(until, client, ev);
             return;
         }
         let name = self.foreign.clients[client].spec.name.clone();
@@ -279,13 +271,7 @@ impl<S: SimServer> World<S> {
                 let until = self.now + for_ms;
                 self.foreign.clients[client].paused_until = Some(until);
                 self.mark(&name, "pause", || format!("for {for_ms} ms"));
-                self.schedule(
-                    until,
-                    Ev::Foreign {
-                        client,
-                        ev: ForeignEv::Resume,
-                    },
-                );
+                self.foreign_at(until, client, ForeignEv::Resume);
             }
             ForeignEv::Resume => {
                 self.foreign.clients[client].paused_until = None;
@@ -357,13 +343,7 @@ impl<S: SimServer> World<S> {
         let c = &mut self.foreign.clients[client];
         c.step = Step::Working { writes };
         let half = c.spec.work / 2;
-        self.schedule(
-            self.now + half,
-            Ev::Foreign {
-                client,
-                ev: ForeignEv::Step,
-            },
-        );
+        self.foreign_at(self.now + half, client, ForeignEv::Step);
     }
 
     /// A write to the key's unfenced resource, which accepts anything: it only records whose
@@ -403,13 +383,7 @@ impl<S: SimServer> World<S> {
             answered: None,
         });
         let at = self.now + self.case.latency.0;
-        self.schedule(
-            at,
-            Ev::Foreign {
-                client,
-                ev: ForeignEv::Arrive { message },
-            },
-        );
+        self.foreign_at(at, client, ForeignEv::Arrive { message });
     }
 
     fn foreign_arrive(&mut self, client: usize, message: usize) {
@@ -434,13 +408,7 @@ impl<S: SimServer> World<S> {
         m.reply = Some(result);
         self.foreign_observe(client, message);
         let at = self.now + self.case.latency.0;
-        self.schedule(
-            at,
-            Ev::Foreign {
-                client,
-                ev: ForeignEv::Reply { message },
-            },
-        );
+        self.foreign_at(at, client, ForeignEv::Reply { message });
     }
 
     /// The key's life on the server after a command: a grant opens at an `OK` to `SET NX`, and
@@ -522,13 +490,7 @@ impl<S: SimServer> World<S> {
             }
             ("acquire", _) => {
                 // Taken by another: a blocking acquire sleeps and tries again.
-                self.schedule(
-                    self.now + sleep.max(1),
-                    Ev::Foreign {
-                        client,
-                        ev: ForeignEv::Step,
-                    },
-                );
+                self.foreign_at(self.now + sleep.max(1), client, ForeignEv::Step);
             }
             ("release", Some(Err(BackendError::Server(e))))
                 if e.starts_with("NOSCRIPT") && !self.foreign.clients[client].evaled =>
