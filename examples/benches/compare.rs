@@ -1564,6 +1564,36 @@ const ROWS: &[(&str, &str, &str, usize)] = &[
         "events/s",
         0,
     ),
+    (
+        "crit_lua_release_evalsha_s",
+        "EVALSHA of redis-py's release script on Engine::execute, on the Lua VM (criterion)",
+        "calls/s",
+        0,
+    ),
+    (
+        "crit_lua_release_not_owner_evalsha_s",
+        "  of which a key holding another's token, EVALSHA alone (replies 0)",
+        "calls/s",
+        0,
+    ),
+    (
+        "crit_lock_pair_native_s",
+        "the lock's acquire+release by EVALSHA on Engine::execute, native twins (criterion)",
+        "pairs/s",
+        0,
+    ),
+    (
+        "crit_lock_pair_lua_s",
+        "the same on the Lua VM (Engine::run_lock_scripts_on_lua) (criterion)",
+        "pairs/s",
+        0,
+    ),
+    (
+        "crit_lock_pair_native_over_lua",
+        "  native twins / Lua VM",
+        "×",
+        2,
+    ),
 ];
 
 fn format_value(value: f64, unit: &str, decimals: usize) -> String {
@@ -1602,6 +1632,13 @@ fn derive(figures: &mut BTreeMap<String, f64>) {
         {
             figures.insert(format!("unc_{tag}_gap_us"), 1e6 / ours - 1e6 / raw);
         }
+    }
+    if let (Some(native), Some(lua)) = (
+        get(figures, "crit_lock_pair_native_s"),
+        get(figures, "crit_lock_pair_lua_s"),
+    ) && lua > 0.0
+    {
+        figures.insert("crit_lock_pair_native_over_lua".into(), native / lua);
     }
     if let (Some(peak), Some(before), Some(keys)) = (
         get(figures, "mem_fake_peak_rss_bytes"),

@@ -72,8 +72,23 @@ pub fn report(
     if trace {
         let _ = write!(out, "\ntrace:\n{}\n", run.timeline());
     }
-    let _ = write!(out, "\nreplay this exact run: {}\n", replay_command(case));
+    let _ = write!(
+        out,
+        "\nreplay this exact run{}: {}\n",
+        foreign_caveat(s, p),
+        replay_command(case)
+    );
     out
+}
+
+/// What a replay of the case leaves out: a scenario's foreign clients are its own, not the
+/// case's, so the case replays only ours.
+fn foreign_caveat(s: &Scenario, p: &Params) -> &'static str {
+    if s.foreign(p).is_empty() {
+        ""
+    } else {
+        " (our clients only: the foreign lock's clients are the scenario's, run it again for both)"
+    }
 }
 
 const STYLE: &str = "\
@@ -150,8 +165,9 @@ fn section(html: &mut String, s: &Scenario, p: &Params, case: &Case, run: &Run, 
     html.push_str("</table>\n");
     let _ = writeln!(
         html,
-        "<p>Run it again:</p>\n<pre>{}</pre>\n<p>Replay it in the simulator, with every call and reply:</p>\n<pre>{}</pre>",
+        "<p>Run it again:</p>\n<pre>{}</pre>\n<p>Replay it in the simulator, with every call and reply{}:</p>\n<pre>{}</pre>",
         escape(&rerun_command(s, p)),
+        escape(foreign_caveat(s, p)),
         escape(&replay_command(case))
     );
     let _ = writeln!(

@@ -8,8 +8,9 @@
 use crate::timeline::{Arrow, ArrowKind, EventKind, Note, Timeline, stamp};
 use lock_core::Reply;
 use lock_core::machine::Call;
-use sim_tests::world::{EPOCH_MS, describe, lock_name};
-use sim_tests::{AcquireKind, Case, ClientSpec, Fault, Run};
+use sim_tests::engine_server::EngineServer;
+use sim_tests::world::{EPOCH_MS, ForeignRun, ForeignSpec, RELEASE_SCRIPT, describe, lock_name};
+use sim_tests::{AcquireKind, Case, ClientSpec, Fault, Run, World};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The knobs a scenario honours where they apply (all in milliseconds).
@@ -55,6 +56,8 @@ pub struct Scenario {
     /// What it teaches, in two sentences.
     pub lesson: &'static str,
     build: fn(&Params) -> Case,
+    /// The foreign lock clients it runs beside the case's, if any.
+    foreign: Option<fn(&Params) -> Vec<ForeignSpec>>,
 }
 
 /// Every scenario, the default first.
@@ -64,48 +67,63 @@ pub const SCENARIOS: &[Scenario] = &[
         lesson: "Without a lease the lock gets watchdog_timeout (30 s) and the watchdog renews it every third of that while the holder lives. \
                  Unlock takes the hold off the watchdog before the release is sent, so renewal stops at once.",
         build: watchdog,
+        foreign: None,
     },
     Scenario {
         name: "lease-too-short",
         lesson: "An explicit lease is never renewed: work longer than the lease outlives the lock, a second client enters, and the work is done twice. \
                  The same work under the watchdog keeps the lock to the end, and the waiter enters only after the unlock.",
         build: lease_too_short,
+        foreign: None,
     },
     Scenario {
         name: "lost-unlock-reply",
         lesson: "The unlock was applied but its reply was lost; renewal had already been cancelled before it was sent. \
                  The retry carries the same request id, so the server's latch answers \"released\" instead of \"not your lock\".",
         build: lost_unlock_reply,
+        foreign: None,
     },
     Scenario {
         name: "lost-unlock-request",
         lesson: "The unlock never reaches Redis, and every retry is lost too, so the caller is told the outcome is unknown. \
                  Renewal was cancelled before the first attempt, so the key still expires one lease after the last renewal.",
         build: lost_unlock_request,
+        foreign: None,
     },
     Scenario {
         name: "client-crash",
         lesson: "A crashed holder renews no more: its key lives out the lease from the last renewal and expires. \
                  A waiting client then takes the lock, with no one having to clean up.",
         build: client_crash,
+        foreign: None,
     },
     Scenario {
         name: "gc-pause",
         lesson: "A GC pause longer than the remaining lease stops the renewals, the key expires, and a second client takes the lock. \
                  The first resumes and writes, not knowing, and an unfenced resource accepts both: the lock alone cannot prevent this.",
         build: gc_pause,
+        foreign: None,
     },
     Scenario {
         name: "gc-pause-fenced",
         lesson: "The same pause, but every write carries the holder's fencing token. \
                  The resource has seen the second holder's higher token, so the paused holder's stale write is rejected.",
         build: gc_pause_fenced,
+        foreign: None,
     },
     Scenario {
         name: "reentrant",
         lesson: "The same owner may lock again: the hash counts holds, and each reentry re-applies the lease. \
                  One unlock leaves it held (and renewed); the last unlock deletes it.",
         build: reentrant,
+        foreign: None,
+    },
+    Scenario {
+        name: "foreign-lock-gc-pause",
+        lesson: "redis-py's Lock (SET NX PX, and a release script that compares the token, run on the fake's Lua) has only its timeout: a 12 s GC pause outlives its 10 s lease, b takes the lock, a resumes and writes, and its late release replies 0. \
+                 Our lock under the same pause keeps its key: the watchdog's 30 s lease, renewed every third of it, outlives the pause, and d enters only after c's unlock.",
+        build: foreign_lock_gc_pause,
+        foreign: Some(foreign_lock_clients),
     },
 ];
 
@@ -239,16 +257,64 @@ fn reentrant(p: &Params) -> Case {
     case
 }
 
+/// When the foreign-lock scenario's pause starts, and how long it lasts: longer than the foreign
+/// lease, shorter than what is left of the watchdog's at any moment.
+const FOREIGN_PAUSE: (u64, u64) = (4_000, 12_000);
+
+/// The foreign lock's lease (redis-py's `timeout`).
+const FOREIGN_TIMEOUT: u64 = 10_000;
+
+/// How long the paused holder works, on either lock.
+const FOREIGN_WORK: u64 = 16_000;
+
+/// Ours beside the foreign lock: c holds L0 with the watchdog and is paused as long as the
+/// foreign holder; d waits for L0.
+fn foreign_lock_gc_pause(p: &Params) -> Case {
+    let mut case = base(p, 32_000);
+    case.clients.push(client("c", 0, FOREIGN_WORK));
+    case.clients.push(client("d", 8_000, 2_000));
+    case.faults.push(Fault::Pause {
+        client: 0,
+        at: FOREIGN_PAUSE.0,
+        for_ms: FOREIGN_PAUSE.1,
+    });
+    case
+}
+
+/// The foreign lock: a holds F0 with a 10 s timeout and is paused; b tries every second from 8 s.
+fn foreign_lock_clients(_: &Params) -> Vec<ForeignSpec> {
+    let foreign = |name: &str, start, work, pause| ForeignSpec {
+        name: name.into(),
+        key: "F0".into(),
+        start,
+        timeout: FOREIGN_TIMEOUT,
+        sleep: 1_000,
+        work,
+        pause,
+    };
+    vec![
+        foreign("a", 0, FOREIGN_WORK, Some(FOREIGN_PAUSE)),
+        foreign("b", 8_000, 8_000, None),
+    ]
+}
+
 impl Scenario {
     /// The case for these parameters.
     pub fn case(&self, p: &Params) -> Case {
         (self.build)(p)
     }
 
+    /// The foreign lock clients run beside the case's (none for most scenarios).
+    pub fn foreign(&self, p: &Params) -> Vec<ForeignSpec> {
+        self.foreign.map(|f| f(p)).unwrap_or_default()
+    }
+
     /// Runs the scenario and tells it as a timeline.
     pub fn run(&self, p: &Params) -> (Case, Run, Timeline) {
         let case = self.case(p);
-        let run = sim_tests::run(&case);
+        let run = World::new(&case, EngineServer::new(case.seed))
+            .with_foreign(&self.foreign(p))
+            .run();
         let mut timeline = to_timeline(self.name, &case, &run);
         timeline.lesson = self.lesson.to_owned();
         (case, run, timeline)
@@ -292,8 +358,19 @@ const HIGHEST: &str = "#5d4037";
 /// resource they write to. Every call and reply is an arrow between a client and the key (or the
 /// latch that answered it), every unlock message one from the key to its subscriber.
 pub fn to_timeline(title: &str, case: &Case, run: &Run) -> Timeline {
-    let names: Vec<&str> = case.clients.iter().map(|c| c.name.as_str()).collect();
+    let foreign = &run.foreign;
+    let names: Vec<&str> = foreign
+        .specs
+        .iter()
+        .map(|c| c.name.as_str())
+        .chain(case.clients.iter().map(|c| c.name.as_str()))
+        .collect();
     let mut t = Timeline::new(format!("scenario: {title}"), &names);
+    // A foreign lock's key sits under its clients, before ours.
+    for (i, key) in foreign.keys().iter().enumerate() {
+        t.lanes
+            .insert(foreign.specs.len() + i, format!("server {key}"));
+    }
     let locks: BTreeSet<u32> = case.clients.iter().map(|c| c.lock).collect();
     for &lock in &locks {
         t.lane(&key_lane(lock));
@@ -332,6 +409,7 @@ pub fn to_timeline(title: &str, case: &Case, run: &Run) -> Timeline {
         t.bar(&i.who, i.from, i.to, "believes it holds the lock", BELIEF);
     }
     messages(&mut t, case, run);
+    foreign_lock(&mut t, foreign, case.horizon);
     fencing(&mut t, case, run);
     // A latch lane no latch lived on (every release found nothing to release) says nothing.
     let used = |lane: &String| {
@@ -365,7 +443,15 @@ fn events(t: &mut Timeline, case: &Case, run: &Run) {
         } else {
             m.actor.clone()
         };
-        let detail = match run.client_of(detail.rsplit(' ').next().unwrap_or("")) {
+        let last = detail.rsplit(' ').next().unwrap_or("");
+        let holder = run.client_of(last).or_else(|| {
+            run.foreign
+                .specs
+                .iter()
+                .any(|s| s.name == last)
+                .then_some(last)
+        });
+        let detail = match holder {
             Some(name) if m.what == "expire" => format!("{} (held by {name})", lock_of(&detail)),
             _ => detail,
         };
@@ -448,16 +534,7 @@ fn messages(t: &mut Timeline, case: &Case, run: &Run) {
         let lock = case.clients[m.client].lock;
         let key = key_lane(lock);
         let name = call_name(&m.call);
-        let reply = m.reply.as_ref().map(|r| match r {
-            Ok(r) => r.to_string(),
-            Err(e) => format!("error: {e}"),
-        });
-        let detail = format!(
-            "{} {client} sends {}{}",
-            stamp(m.sent),
-            describe(&m.call),
-            reply.map(|r| format!(" -> {r}")).unwrap_or_default()
-        );
+        let detail = sent_detail(m.sent, client, &describe(&m.call), m.reply.as_ref());
         let latch = latch_of(&m.call);
         let by_latch = match (latch, m.applied) {
             (Some(l), Some(at)) => latches
@@ -597,6 +674,24 @@ fn messages(t: &mut Timeline, case: &Case, run: &Run) {
     }
 }
 
+/// What an arrow of a call says: when and who sent what, and the reply if there was one.
+fn sent_detail(
+    sent: u64,
+    client: &str,
+    what: &str,
+    reply: Option<&Result<Reply, lock_core::BackendError>>,
+) -> String {
+    let reply = reply.map(|r| match r {
+        Ok(r) => format!(" -> {r}"),
+        Err(e) => format!(" -> error: {e}"),
+    });
+    format!(
+        "{} {client} sends {what}{}",
+        stamp(sent),
+        reply.unwrap_or_default()
+    )
+}
+
 /// The fencing counter after each grant, and the resource: each write with its token, and the
 /// highest token it has seen.
 fn fencing(t: &mut Timeline, case: &Case, run: &Run) {
@@ -677,9 +772,91 @@ fn lock_of(detail: &str) -> String {
 
 fn server_lane(detail: &str) -> String {
     let lock = lock_of(detail);
-    if lock.starts_with('L') {
+    if lock.starts_with('L') || lock.starts_with('F') {
         format!("server {lock}")
     } else {
         "server".into()
     }
+}
+
+/// The foreign lock's story: its key's life on the server, what each client believed, its
+/// pauses, and every command with the server's answer where it is the lesson.
+fn foreign_lock(t: &mut Timeline, foreign: &ForeignRun, horizon: u64) {
+    let keys = foreign.keys();
+    for g in &foreign.grants {
+        let key = &keys[g.lock as usize];
+        t.bar(
+            &format!("server {key}"),
+            g.from,
+            g.to.min(horizon),
+            format!("key: {}'s token", g.who),
+            KEY,
+        );
+    }
+    for b in &foreign.beliefs {
+        t.bar(&b.who, b.from, b.to, "believes it holds the lock", BELIEF);
+    }
+    for s in &foreign.specs {
+        if let Some((at, for_ms)) = s.pause {
+            t.bar(&s.name, at, at + for_ms, "GC pause", PAUSE);
+        }
+    }
+    for m in &foreign.messages {
+        let spec = &foreign.specs[m.client];
+        let (client, lane) = (&spec.name, format!("server {}", spec.key));
+        let Some(applied) = m.applied else { continue };
+        let detail = sent_detail(m.sent, client, &foreign_command(&m.argv), m.reply.as_ref());
+        t.arrow(Arrow {
+            from_lane: client.clone(),
+            from_ms: m.sent,
+            to_lane: lane.clone(),
+            to_ms: applied,
+            kind: ArrowKind::Call,
+            lost: false,
+            detail: detail.clone(),
+        });
+        if let Some(answered) = m.answered {
+            t.arrow(Arrow {
+                from_lane: lane.clone(),
+                from_ms: applied,
+                to_lane: client.clone(),
+                to_ms: answered,
+                kind: ArrowKind::Reply,
+                lost: false,
+                detail,
+            });
+        }
+        let answer = match (m.purpose, &m.reply) {
+            ("acquire", Some(Ok(Reply::Status(_)))) => "SET NX: granted",
+            ("acquire", _) => "SET NX: held by another",
+            ("release", Some(Err(_))) => "EVALSHA: NOSCRIPT, sent again as EVAL",
+            ("release", Some(Ok(Reply::Int(1)))) => "release script: 1, key deleted",
+            ("release", Some(Ok(Reply::Int(0)))) => "release script: 0, not its token",
+            _ => continue,
+        };
+        t.note(Note {
+            lane,
+            at_ms: applied,
+            text: format!("{client}'s {answer}"),
+            colour: "#424242",
+            routine: answer == "SET NX: held by another",
+        });
+    }
+}
+
+/// A foreign client's command as the picture says it: the script body named, long tokens cut.
+fn foreign_command<B: AsRef<[u8]>>(argv: &[B]) -> String {
+    argv.iter()
+        .map(|a| {
+            let a = a.as_ref();
+            if a == RELEASE_SCRIPT.as_bytes() {
+                "<release script>".to_owned()
+            } else if a.len() > 12 {
+                format!("{}…", String::from_utf8_lossy(&a[..8]))
+            } else {
+                String::from_utf8_lossy(a).into_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }

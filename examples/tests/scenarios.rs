@@ -152,6 +152,65 @@ fn a_gc_pause_longer_than_the_lease_lets_an_unfenced_resource_accept_both() {
 }
 
 #[test]
+fn a_foreign_lock_is_lost_under_the_pause_that_the_watchdog_outlives() {
+    let (run, t) = run("foreign-lock-gc-pause");
+    // redis-py's lock: a's 10 s lease runs out in its pause, and b takes the key.
+    assert_eq!(t.first("a", EventKind::Pause).unwrap().at_ms, 4_000);
+    let expire = t.first("server F0", EventKind::Expire).unwrap().at_ms;
+    assert!(near(expire, 10_000, 5), "{t}");
+    let b = t.first("b", EventKind::Acquire).unwrap().at_ms;
+    assert!(b >= expire && b < 16_000, "{t}");
+    // a resumes and writes while b holds the key, and only its release then says so: 0.
+    assert_eq!(t.first("a", EventKind::Resume).unwrap().at_ms, 16_000);
+    assert!(
+        t.times("a", EventKind::WriteAccepted).contains(&16_000),
+        "{t}"
+    );
+    assert!(
+        run.foreign
+            .overlaps
+            .iter()
+            .any(|(at, _, w, o)| (*at, w.as_str(), o.as_str()) == (16_000, "a", "b")),
+        "{:?}",
+        run.foreign.overlaps
+    );
+    let failed = t.first("a", EventKind::UnlockFailed).unwrap();
+    assert!(
+        failed.at_ms > 16_000 && failed.detail.contains("replied 0"),
+        "{t}"
+    );
+    let releases: Vec<_> = run
+        .foreign
+        .messages
+        .iter()
+        .filter(|m| m.purpose == "release" && m.reply.is_some())
+        .collect();
+    assert_eq!(
+        releases.last().unwrap().reply,
+        Some(Ok(lock_core::Reply::Int(0)))
+    );
+    // Ours, paused as long: renewed on resuming, never lost, and d enters after c's unlock.
+    assert!(t.first("c", EventKind::Lost).is_none(), "{t}");
+    assert!(t.first("c", EventKind::MayBeLost).is_none(), "{t}");
+    assert!(near(
+        t.first("c", EventKind::Renew).unwrap().at_ms,
+        16_000,
+        5
+    ));
+    let c_released = t.first("c", EventKind::Released).unwrap().at_ms;
+    assert!(t.first("d", EventKind::Acquire).unwrap().at_ms >= c_released);
+    assert!(run.violations.is_empty(), "{:?}", run.violations);
+    // The picture names the foreign key's answers.
+    let svg = t.to_svg();
+    for words in ["server F0", "a&apos;s release script: 0", "NOSCRIPT"] {
+        assert!(
+            svg.contains(words) || svg.contains(&words.replace("&apos;", "'")),
+            "{words}"
+        );
+    }
+}
+
+#[test]
 fn with_fencing_the_paused_holders_stale_write_is_rejected() {
     let (_, t) = run("gc-pause-fenced");
     let b_write = t.first("b", EventKind::WriteAccepted).unwrap();

@@ -434,6 +434,7 @@ mod tests {
             client_ids: vec![("ca".into(), "a".into()), ("cb".into(), "b".into())],
             messages: Vec::new(),
             deliveries: Vec::new(),
+            foreign: Default::default(),
         };
         (case, run)
     }

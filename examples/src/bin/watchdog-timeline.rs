@@ -14,7 +14,7 @@ use std::process::ExitCode;
 #[command(version, about, long_about = None)]
 struct Args {
     /// The scenario: watchdog, lease-too-short, lost-unlock-reply, lost-unlock-request,
-    /// client-crash, gc-pause, gc-pause-fenced, reentrant.
+    /// client-crash, gc-pause, gc-pause-fenced, reentrant, foreign-lock-gc-pause.
     #[arg(long, default_value = "watchdog")]
     scenario: String,
     /// Also draw the timeline as an SVG picture at this path.

@@ -11,13 +11,17 @@
 //! This file is the event loop: the queue, the clients' clocks, and the driver that feeds each
 //! machine its inputs and carries out its outputs. The rest of the world is split by concern:
 //! `network` decides what happens to every message and carries out the scheduled faults,
-//! `workload` is what each client does with its lock, and `observe` records what the checkers
-//! read and writes the trace.
+//! `workload` is what each client does with its lock, `observe` records what the checkers
+//! read and writes the trace, and `foreign` drives another library's lock beside ours.
 
+mod foreign;
 mod network;
 mod observe;
 mod workload;
 
+pub use foreign::{
+    EXTEND_SCRIPT, ForeignMessage, ForeignRun, ForeignSpec, RELEASE_SCRIPT, RELEASE_SHA,
+};
 pub use observe::{Delivery, Mark, Message, Run, describe};
 
 use crate::case::Case;
@@ -108,6 +112,11 @@ enum Ev {
     Fault { index: usize },
     /// A paused client runs again.
     Resume { client: usize },
+    /// Something happens to a foreign client (it holds its own events while paused).
+    Foreign {
+        client: usize,
+        ev: foreign::ForeignEv,
+    },
 }
 
 impl Ev {
@@ -120,7 +129,11 @@ impl Ev {
             | Ev::Subscribed { client, .. }
             | Ev::Message { client, .. } => Some(client),
             // Arrivals are at the server: a paused client's requests already left.
-            Ev::Arrive { .. } | Ev::SubArrive { .. } | Ev::Fault { .. } | Ev::Resume { .. } => None,
+            Ev::Arrive { .. }
+            | Ev::SubArrive { .. }
+            | Ev::Fault { .. }
+            | Ev::Resume { .. }
+            | Ev::Foreign { .. } => None,
         }
     }
 }
@@ -198,6 +211,8 @@ pub struct World<S: SimServer> {
     lock_index: BTreeMap<Bytes, u32>,
     /// Whether to write the trace and marks (off for throughput measurements).
     tracing: bool,
+    /// The foreign clients, if any.
+    foreign: foreign::Foreign,
 }
 
 impl<S: SimServer> World<S> {
@@ -261,6 +276,7 @@ impl<S: SimServer> World<S> {
                 .collect(),
             tracing: true,
             granted_tokens: BTreeMap::new(),
+            foreign: foreign::Foreign::default(),
         };
         world.note("sim", || {
             format!(
@@ -410,6 +426,7 @@ impl<S: SimServer> World<S> {
                 );
             }
             Ev::Fault { index } => self.fault(index),
+            Ev::Foreign { client, ev } => self.foreign_event(client, ev),
             Ev::Resume { client } => {
                 if !self.clients[client].crashed {
                     self.clients[client].paused_until = None;

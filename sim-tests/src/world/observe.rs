@@ -10,7 +10,7 @@
 //! tests and the examples look for; the messages record each call's journey and each unlock
 //! message's, for drawing them; none of these is written by a world built `without_trace`.
 
-use super::{EPOCH_MS, World, lock_name};
+use super::{EPOCH_MS, ForeignRun, World, lock_name};
 use crate::checkers::{self, Checker, Violation};
 use crate::history::{History, Interval};
 use crate::server::{LockState, SimServer};
@@ -47,6 +47,8 @@ pub struct Run {
     pub messages: Vec<Message>,
     /// Every unlock message that reached a subscriber, in the order they arrived.
     pub deliveries: Vec<Delivery>,
+    /// What the foreign clients did, if the world had any.
+    pub foreign: ForeignRun,
 }
 
 /// One call's journey between a client and the server: when it left, when the server applied it
@@ -505,6 +507,7 @@ impl<S: SimServer> World<S> {
             }
         }
         let horizon = self.case.horizon;
+        let foreign = std::mem::take(&mut self.foreign).finish(horizon);
         for (lock, open) in std::mem::take(&mut self.grants) {
             for g in open {
                 self.history.server_grants.push(Interval {
@@ -540,6 +543,7 @@ impl<S: SimServer> World<S> {
             marks: self.marks,
             messages: self.messages,
             deliveries: self.deliveries,
+            foreign,
         }
     }
 }
