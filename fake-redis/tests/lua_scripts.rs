@@ -349,6 +349,30 @@ const CASES: &[raw::Case] = &[
     &[&["EVAL", "setmetatable(_G, {})", "0"]],
     &[&["EVAL", "_G.x = 1", "0"]],
     &[&["EVAL", "return loadstring('x = 1')()", "0"]],
+    // Bytecode is never loaded: Redis's Lua parses every chunk as text.
+    &[&[
+        "EVAL",
+        "local f, e = loadstring(string.dump(function() return 1 end)) return {tostring(f), e}",
+        "0",
+    ]],
+    &[&[
+        "EVAL",
+        "return {loadstring(string.char(27) .. 'Lua', 'mychunk')}",
+        "0",
+    ]],
+    &[&["EVAL", "return {loadstring(string.char(27))}", "0"]],
+    &[&[
+        "EVAL",
+        "local s = string.dump(function() return 1 end) \
+         local f, e = load(function() local p = s s = nil return p end) return {tostring(f), e}",
+        "0",
+    ]],
+    &[&[
+        "EVAL",
+        "local n = 0 local f = load(function() n = n + 1 if n == 1 then return 'return ' \
+         elseif n == 2 then return '42' end end) return f()",
+        "0",
+    ]],
     &[&["EVAL", "KEYS[1] = 'x' return KEYS[1]", "0"]],
     &[&[
         "EVAL",

@@ -57,6 +57,38 @@ G.xpcall = function(f, handler)
   return raw_xpcall(f, function(e) return handler(error_value(e)) end)
 end
 
+-- Redis's Lua parses every chunk as text: it never loads bytecode, which Lua 5.1 does not verify,
+-- so a chunk that starts with the bytecode signature's first byte (ESC) fails in the lexer there.
+-- Lua's own loadstring and load would run it; these give Redis's reply instead.
+local raw_loadstring, raw_load = loadstring, load
+local function binary_refused(chunkname)
+  local _, e = raw_loadstring("\1", chunkname)
+  return nil, (string.gsub(e, "char%(1%)", "char(27)"))
+end
+G.loadstring = function(s, chunkname)
+  if type(s) == "string" and string.byte(s, 1) == 27 then
+    return binary_refused(chunkname or s)
+  end
+  return raw_loadstring(s, chunkname)
+end
+G.load = function(reader, chunkname)
+  if type(reader) ~= "function" then return raw_load(reader, chunkname) end
+  local first, refused = true, false
+  local f, e = raw_load(function()
+    local piece = reader()
+    if first and type(piece) == "string" and piece ~= "" then
+      first = false
+      if string.byte(piece, 1) == 27 then
+        refused = true
+        return nil
+      end
+    end
+    return piece
+  end, chunkname)
+  if refused then return binary_refused(chunkname or "=(load)") end
+  return f, e
+end
+
 -- Read-only proxies.
 local real = setmetatable({}, {__mode = "k"})
 local function readonly() error("Attempt to modify a readonly table", 2) end
