@@ -355,10 +355,109 @@ fn plain() -> impl Strategy<Value = Vec<String>> {
                 }
                 l
             }),
+        // sorted-set algebra over sorted sets, sets (score 1) and other types
+        (
+            pick(&["ZUNION", "ZINTER", "ZDIFF", "ZINTERCARD"]),
+            prop::collection::vec(k(), 1..4),
+            pick(&[
+                "",
+                "WITHSCORES",
+                "WEIGHTS 2 0.5 -1",
+                "AGGREGATE MIN WITHSCORES",
+                "AGGREGATE MAX",
+                "LIMIT 1",
+                "x"
+            ])
+        )
+            .prop_map(|(c, ks, o)| {
+                let mut l = vec![c, ks.len().to_string()];
+                l.extend(ks.iter().cloned());
+                algebra_options(&mut l, ks.len(), &o);
+                l
+            }),
+        (
+            pick(&["ZUNIONSTORE", "ZINTERSTORE", "ZDIFFSTORE"]),
+            k(),
+            prop::collection::vec(k(), 1..3),
+            pick(&["", "WEIGHTS 3 2 1", "AGGREGATE MAX", "WITHSCORES"])
+        )
+            .prop_map(|(c, d, ks, o)| {
+                let mut l = vec![c, d, ks.len().to_string()];
+                l.extend(ks.iter().cloned());
+                algebra_options(&mut l, ks.len(), &o);
+                l
+            }),
+        (
+            pick(&[
+                "ZRANGEBYLEX",
+                "ZREVRANGEBYLEX",
+                "ZLEXCOUNT",
+                "ZREMRANGEBYLEX"
+            ]),
+            k(),
+            pick(LEX),
+            pick(LEX),
+            pick(&["", "LIMIT 1 2", "LIMIT 0 -1"])
+        )
+            .prop_map(|(c, k, a, b, o)| {
+                let mut l = vec![c.clone(), k, a, b];
+                if c.contains("RANGEBY") {
+                    l.extend(o.split_whitespace().map(str::to_owned));
+                }
+                l
+            }),
+        (
+            k(),
+            k(),
+            pick(&[
+                "0 -1",
+                "1 2",
+                "(1 +inf BYSCORE",
+                "- [b BYLEX",
+                "0 -1 REV",
+                "0 1 WITHSCORES"
+            ])
+        )
+            .prop_map(|(d, k, o)| {
+                let mut l = line(&["ZRANGESTORE", &d, &k]);
+                l.extend(o.split_whitespace().map(str::to_owned));
+                l
+            }),
+        (
+            pick(&["ZMPOP", "LMPOP"]),
+            prop::collection::vec(k(), 1..3),
+            pick(&["MIN", "MAX", "LEFT", "RIGHT"]),
+            pick(&["", "COUNT 2", "COUNT 0"])
+        )
+            .prop_map(|(c, ks, w, o)| {
+                let mut l = vec![c, ks.len().to_string()];
+                l.extend(ks);
+                l.push(w);
+                l.extend(o.split_whitespace().map(str::to_owned));
+                l
+            }),
+        (k(), k()).prop_map(|(a, b)| line(&["RPOPLPUSH", &a, &b])),
+        (k(), pick(&["", "1", "2", "5", "-3", "0"])).prop_map(|(k, n)| {
+            let mut l = line(&["ZRANDMEMBER", &k]);
+            if !n.is_empty() {
+                l.push(n)
+            }
+            l
+        }),
         // errors: arity, unknown commands
         Just(line(&["LPUSH", "k1"])),
         Just(line(&["NOSUCHCMD", "k1"])),
     ]
+}
+
+/// Appends an option of the sorted-set algebra, its `WEIGHTS` cut to the number of inputs.
+fn algebra_options(l: &mut Vec<String>, inputs: usize, option: &str) {
+    let mut words = option.split_whitespace().map(str::to_owned);
+    if option.starts_with("WEIGHTS") {
+        l.extend(words.take(inputs + 1));
+    } else {
+        l.extend(words.by_ref());
+    }
 }
 
 /// A plain command whose reply is compared exactly, as the commands queued in a transaction
@@ -462,6 +561,10 @@ async fn diverges(
         let before = if compare == Compare::Random {
             let smembers = if name == "RANDOMKEY" {
                 line(&["KEYS", "*"])
+            } else if name == "ZRANDMEMBER" {
+                line(&["ZRANGE", &key, "0", "-1"])
+            } else if name == "HRANDFIELD" {
+                line(&["HKEYS", &key])
             } else {
                 vec!["SMEMBERS".to_owned(), key.clone()]
             };
@@ -517,7 +620,8 @@ async fn diverges(
                     d.len() == drawn.len()
                 };
                 let repeats_allowed =
-                    name == "SRANDMEMBER" && words.get(2).is_some_and(|n| n.starts_with('-'));
+                    matches!(name.as_str(), "SRANDMEMBER" | "ZRANDMEMBER" | "HRANDFIELD")
+                        && words.get(2).is_some_and(|n| n.starts_with('-') || n == "1");
                 let ok = shape(&want) == shape(&got)
                     && within(&drawn_fake, before_fake)
                     && within(&drawn_real, before_real)
