@@ -444,6 +444,60 @@ fn plain() -> impl Strategy<Value = Vec<String>> {
             }
             l
         }),
+        // Values are not fields: WITHVALUES is in the curated table.
+        (k(), pick(&["", "1", "2", "5", "-3", "0"])).prop_map(|(k, n)| {
+            let mut l = line(&["HRANDFIELD", &k]);
+            if !n.is_empty() {
+                l.push(n)
+            }
+            l
+        }),
+        (
+            prop::collection::vec(k(), 1..4),
+            pick(&["", "LIMIT 1", "LIMIT 0", "LIMIT -1"])
+        )
+            .prop_map(|(ks, o)| {
+                let mut l = vec!["SINTERCARD".to_owned(), ks.len().to_string()];
+                l.extend(ks);
+                l.extend(o.split_whitespace().map(str::to_owned));
+                l
+            }),
+        prop::collection::vec(k(), 1..4).prop_map(|ks| {
+            let mut l = line(&["TOUCH"]);
+            l.extend(ks);
+            l
+        }),
+        (k(), n(), n()).prop_map(|(k, a, b)| line(&["SUBSTR", &k, &a, &b])),
+        (
+            k(),
+            k(),
+            pick(&["", "LEN", "IDX", "IDX WITHMATCHLEN MINMATCHLEN 2"])
+        )
+            .prop_map(|(a, b, o)| {
+                let mut l = line(&["LCS", &a, &b]);
+                l.extend(o.split_whitespace().map(str::to_owned));
+                l
+            }),
+        (
+            pick(&["SORT", "SORT_RO"]),
+            k(),
+            pick(&[
+                "",
+                "DESC",
+                "ALPHA",
+                "ALPHA DESC LIMIT 1 2",
+                "LIMIT 0 1",
+                "BY w_* GET #",
+                "ALPHA GET # GET k*",
+                "ALPHA STORE k1",
+                "STORE k2",
+            ])
+        )
+            .prop_map(|(c, k, o)| {
+                let mut l = vec![c, k];
+                l.extend(o.split_whitespace().map(str::to_owned));
+                l
+            }),
         // errors: arity, unknown commands
         Just(line(&["LPUSH", "k1"])),
         Just(line(&["NOSUCHCMD", "k1"])),

@@ -1,6 +1,6 @@
 //! The command table and what every command shares: name lookup, arity, flags, error texts.
 //!
-//! Each family lives in its own file (`keys`, `strings`, `hashes`, `lists`, `sets`, `zsets`, `pubsub`,
+//! Each family lives in its own file (`keys`, `strings`, `hashes`, `lists`, `sets`, `zsets`, `sort`, `pubsub`,
 //! `scripting`, `transactions`, `connection`), mini-redis style: a handler reads its arguments
 //! through one cursor ([`Args`](parse::Args), in `parse.rs`), a command with options parses them
 //! into a small struct first (`Set::parse`, `Expire::parse`) and then applies it; a simple one is a
@@ -22,6 +22,7 @@ mod parse;
 mod pubsub;
 mod scripting;
 mod sets;
+mod sort;
 mod strings;
 mod transactions;
 mod zsets;
@@ -173,6 +174,7 @@ command_table! {
     b"HLEN" => hashes::HLEN,
     b"HMGET" => hashes::HMGET,
     b"HMSET" => hashes::HMSET,
+    b"HRANDFIELD" => hashes::HRANDFIELD,
     b"HSCAN" => hashes::HSCAN,
     b"HSET" => hashes::HSET,
     b"HSETNX" => hashes::HSETNX,
@@ -183,6 +185,7 @@ command_table! {
     b"INCRBYFLOAT" => strings::INCRBYFLOAT,
     b"INFO" => connection::INFO,
     b"KEYS" => keys::KEYS,
+    b"LCS" => strings::LCS,
     b"LINDEX" => lists::LINDEX,
     b"LINSERT" => lists::LINSERT,
     b"LLEN" => lists::LLEN,
@@ -232,20 +235,25 @@ command_table! {
     b"SETNX" => strings::SETNX,
     b"SETRANGE" => strings::SETRANGE,
     b"SINTER" => sets::SINTER,
+    b"SINTERCARD" => sets::SINTERCARD,
     b"SINTERSTORE" => sets::SINTERSTORE,
     b"SISMEMBER" => sets::SISMEMBER,
     b"SMEMBERS" => sets::SMEMBERS,
     b"SMISMEMBER" => sets::SMISMEMBER,
     b"SMOVE" => sets::SMOVE,
+    b"SORT" => sort::SORT,
+    b"SORT_RO" => sort::SORT_RO,
     b"SPOP" => sets::SPOP,
     b"SRANDMEMBER" => sets::SRANDMEMBER,
     b"SREM" => sets::SREM,
     b"SSCAN" => sets::SSCAN,
     b"STRLEN" => strings::STRLEN,
     b"SUBSCRIBE" => pubsub::SUBSCRIBE,
+    b"SUBSTR" => strings::SUBSTR,
     b"SUNION" => sets::SUNION,
     b"SUNIONSTORE" => sets::SUNIONSTORE,
     b"TIME" => connection::TIME,
+    b"TOUCH" => keys::TOUCH,
     b"TTL" => keys::TTL,
     b"TYPE" => keys::TYPE,
     b"UNLINK" => keys::UNLINK,
