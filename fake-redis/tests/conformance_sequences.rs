@@ -498,6 +498,71 @@ fn plain() -> impl Strategy<Value = Vec<String>> {
                 l.extend(o.split_whitespace().map(str::to_owned));
                 l
             }),
+        // bitmaps
+        (
+            k(),
+            pick(&["0", "7", "9", "100", "x", "-1"]),
+            pick(&["0", "1", "2"])
+        )
+            .prop_map(|(k, o, v)| line(&["SETBIT", &k, &o, &v])),
+        (k(), pick(&["0", "1", "9", "100", "x"])).prop_map(|(k, o)| line(&["GETBIT", &k, &o])),
+        (
+            pick(&["BITCOUNT", "BITPOS 1", "BITPOS 0"]),
+            k(),
+            pick(&[
+                "",
+                "0",
+                "0 -1",
+                "1 1",
+                "-2 -1",
+                "5 30 BIT",
+                "0 0 BYTE",
+                "-3 -1 BIT",
+                "2 1",
+                "x 1"
+            ])
+        )
+            .prop_map(|(c, k, o)| {
+                let mut l: Vec<String> = c.split_whitespace().map(str::to_owned).collect();
+                l.insert(1, k);
+                l.extend(o.split_whitespace().map(str::to_owned));
+                l
+            }),
+        (
+            pick(&["AND", "OR", "XOR", "NOT"]),
+            k(),
+            prop::collection::vec(k(), 1..3)
+        )
+            .prop_map(|(op, d, ks)| {
+                let mut l = line(&["BITOP", &op, &d]);
+                l.extend(ks);
+                l
+            }),
+        (
+            pick(&["BITFIELD", "BITFIELD_RO"]),
+            k(),
+            prop::collection::vec(
+                pick(&[
+                    "GET u8 0",
+                    "GET i5 #1",
+                    "SET u8 0 255",
+                    "SET i8 #1 -100",
+                    "INCRBY u4 2 9",
+                    "INCRBY i8 0 100",
+                    "OVERFLOW SAT",
+                    "OVERFLOW FAIL",
+                    "GET u64 0",
+                ]),
+                0..4
+            )
+        )
+            .prop_map(|(c, k, ops)| {
+                let mut l = vec![c, k];
+                for op in ops {
+                    l.extend(op.split_whitespace().map(str::to_owned));
+                }
+                l
+            }),
         // errors: arity, unknown commands
         Just(line(&["LPUSH", "k1"])),
         Just(line(&["NOSUCHCMD", "k1"])),

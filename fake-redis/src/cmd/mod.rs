@@ -1,6 +1,6 @@
 //! The command table and what every command shares: name lookup, arity, flags, error texts.
 //!
-//! Each family lives in its own file (`keys`, `strings`, `hashes`, `lists`, `sets`, `zsets`, `sort`, `pubsub`,
+//! Each family lives in its own file (`keys`, `strings`, `hashes`, `lists`, `sets`, `zsets`, `sort`, `bitmaps`, `pubsub`,
 //! `scripting`, `transactions`, `connection`), mini-redis style: a handler reads its arguments
 //! through one cursor ([`Args`](parse::Args), in `parse.rs`), a command with options parses them
 //! into a small struct first (`Set::parse`, `Expire::parse`) and then applies it; a simple one is a
@@ -11,6 +11,7 @@
 //!
 //! Lookup is allocation-free: the name is hashed case-insensitively and matched in a fixed index.
 
+mod bitmaps;
 mod connection;
 mod context;
 mod dispatch;
@@ -138,6 +139,11 @@ pub(crate) fn lookup(name: &[u8]) -> Option<&'static Spec> {
 command_table! {
     b"APPEND" => strings::APPEND,
     b"AUTH" => connection::AUTH,
+    b"BITCOUNT" => bitmaps::BITCOUNT,
+    b"BITFIELD" => bitmaps::BITFIELD,
+    b"BITFIELD_RO" => bitmaps::BITFIELD_RO,
+    b"BITOP" => bitmaps::BITOP,
+    b"BITPOS" => bitmaps::BITPOS,
     b"CLIENT" => connection::CLIENT,
     b"COMMAND" => connection::COMMAND,
     b"COPY" => keys::COPY,
@@ -159,6 +165,7 @@ command_table! {
     b"FLUSHALL" => keys::FLUSHALL,
     b"FLUSHDB" => keys::FLUSHDB,
     b"GET" => strings::GET,
+    b"GETBIT" => bitmaps::GETBIT,
     b"GETDEL" => strings::GETDEL,
     b"GETEX" => strings::GETEX,
     b"GETRANGE" => strings::GETRANGE,
@@ -231,6 +238,7 @@ command_table! {
     b"SDIFFSTORE" => sets::SDIFFSTORE,
     b"SELECT" => connection::SELECT,
     b"SET" => strings::SET,
+    b"SETBIT" => bitmaps::SETBIT,
     b"SETEX" => strings::SETEX,
     b"SETNX" => strings::SETNX,
     b"SETRANGE" => strings::SETRANGE,
