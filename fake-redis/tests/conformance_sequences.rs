@@ -563,6 +563,21 @@ fn plain() -> impl Strategy<Value = Vec<String>> {
                 }
                 l
             }),
+        // HyperLogLog: values compared byte for byte by GET, estimates by PFCOUNT
+        (k(), prop::collection::vec(v(), 0..4)).prop_map(|(k, vs)| {
+            let mut l = line(&["PFADD", &k]);
+            l.extend(vs);
+            l
+        }),
+        (
+            pick(&["PFCOUNT", "PFMERGE"]),
+            prop::collection::vec(k(), 1..3)
+        )
+            .prop_map(|(c, ks)| {
+                let mut l = vec![c];
+                l.extend(ks);
+                l
+            }),
         // errors: arity, unknown commands
         Just(line(&["LPUSH", "k1"])),
         Just(line(&["NOSUCHCMD", "k1"])),

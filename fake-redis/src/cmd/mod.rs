@@ -1,6 +1,6 @@
 //! The command table and what every command shares: name lookup, arity, flags, error texts.
 //!
-//! Each family lives in its own file (`keys`, `strings`, `hashes`, `lists`, `sets`, `zsets`, `sort`, `bitmaps`, `pubsub`,
+//! Each family lives in its own file (`keys`, `strings`, `hashes`, `lists`, `sets`, `zsets`, `sort`, `bitmaps`, `hyperloglog`, `pubsub`,
 //! `scripting`, `transactions`, `connection`), mini-redis style: a handler reads its arguments
 //! through one cursor ([`Args`](parse::Args), in `parse.rs`), a command with options parses them
 //! into a small struct first (`Set::parse`, `Expire::parse`) and then applies it; a simple one is a
@@ -16,6 +16,7 @@ mod connection;
 mod context;
 mod dispatch;
 mod hashes;
+mod hyperloglog;
 mod keys;
 mod lists;
 mod long_double;
@@ -214,6 +215,9 @@ command_table! {
     b"PEXPIRE" => keys::PEXPIRE,
     b"PEXPIREAT" => keys::PEXPIREAT,
     b"PEXPIRETIME" => keys::PEXPIRETIME,
+    b"PFADD" => hyperloglog::PFADD,
+    b"PFCOUNT" => hyperloglog::PFCOUNT,
+    b"PFMERGE" => hyperloglog::PFMERGE,
     b"PING" => connection::PING,
     b"PSETEX" => strings::PSETEX,
     b"PSUBSCRIBE" => pubsub::PSUBSCRIBE,
