@@ -307,17 +307,8 @@ fn bitop_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
             )
         })
         .collect();
-    let now = cx.now;
-    let db = cx.keyspace();
-    let changed = if result.is_empty() {
-        db.remove(destination, now).is_some()
-    } else {
-        db.insert(destination, Value::Str(Bytes::from(result)), None, now);
-        true
-    };
-    if changed {
-        db.touch(destination);
-    }
+    let value = (!result.is_empty()).then(|| Value::Str(Bytes::from(result)));
+    super::store_or_delete(cx, destination, value);
     Ok(Frame::Integer(longest as i64))
 }
 

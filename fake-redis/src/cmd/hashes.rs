@@ -257,25 +257,7 @@ fn hrandfield_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
             .map(|(f, _)| f.clone());
         return Ok(field.map_or(Frame::Null, Frame::Bulk));
     };
-    let count = match super::int(count)? {
-        i64::MIN => {
-            return Err(Frame::error(
-                "ERR value is out of range, value must between -9223372036854775807 and \
-                 9223372036854775807",
-            ));
-        }
-        n => n,
-    };
-    let withvalues = match args.next() {
-        None => false,
-        Some(opt) if is(opt, "withvalues") && args.remaining() == 0 => {
-            if !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count) {
-                return Err(Frame::error("ERR value is out of range"));
-            }
-            true
-        }
-        Some(_) => return Err(super::SYNTAX),
-    };
+    let (count, withvalues) = super::zsets::random_count(count, args, "withvalues")?;
     let resp3 = cx.client().protocol >= 3;
     let pairs: Vec<(Bytes, Bytes)> = match read(cx, key)? {
         None => return Ok(Frame::Array(Vec::new())),

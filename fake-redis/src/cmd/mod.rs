@@ -382,6 +382,24 @@ pub(crate) fn finish_aggregate_if<T: Aggregate>(cx: &mut Cx<'_>, key: &[u8], cha
     }
 }
 
+/// The end of a command that stores its result at `destination` (`…STORE`, `BITOP`): the
+/// value replaces whatever was there, TTL included; no value (an empty result) deletes the
+/// destination, a change `WATCH` hears of only if it was there.
+pub(crate) fn store_or_delete(cx: &mut Cx<'_>, destination: &[u8], value: Option<Value>) {
+    let now = cx.now;
+    let db = cx.keyspace();
+    let changed = match value {
+        None => db.remove(destination, now).is_some(),
+        Some(value) => {
+            db.insert(destination, value, None, now);
+            true
+        }
+    };
+    if changed {
+        db.touch(destination);
+    }
+}
+
 pub(crate) const WRONGTYPE: Frame =
     Frame::error("WRONGTYPE Operation against a key holding the wrong kind of value");
 pub(crate) const OVERFLOW: Frame = Frame::error("ERR increment or decrement would overflow");

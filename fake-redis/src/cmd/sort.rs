@@ -138,17 +138,8 @@ impl<'a> Sort<'a> {
         };
         let len = output.len();
         let list: VecDeque<Bytes> = output.into_iter().map(Option::unwrap_or_default).collect();
-        let now = cx.now;
-        let db = cx.keyspace();
-        let changed = if list.is_empty() {
-            db.remove(destination, now).is_some()
-        } else {
-            db.insert(destination, Value::List(list), None, now);
-            true
-        };
-        if changed {
-            db.touch(destination);
-        }
+        let value = (!list.is_empty()).then_some(Value::List(list));
+        super::store_or_delete(cx, destination, value);
         Ok(Frame::Integer(len as i64))
     }
 

@@ -868,22 +868,12 @@ fn zscan_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     })
 }
 
-/// Writes a `…STORE` result at `destination`, replacing any value (and its TTL), or deletes the
-/// destination when the result is empty (a change only if it was there): the reply, the result's
-/// size.
+/// Writes a `…STORE` result at `destination` (see [`store_or_delete`](super::store_or_delete)):
+/// the reply, the result's size.
 fn store_result(cx: &mut Cx<'_>, destination: &[u8], result: ZSet) -> Frame {
     let len = result.len();
-    let now = cx.now;
-    let db = cx.keyspace();
-    let changed = if result.is_empty() {
-        db.remove(destination, now).is_some()
-    } else {
-        db.insert(destination, Value::ZSet(Box::new(result)), None, now);
-        true
-    };
-    if changed {
-        db.touch(destination);
-    }
+    let value = (!result.is_empty()).then(|| Value::ZSet(Box::new(result)));
+    super::store_or_delete(cx, destination, value);
     Frame::Integer(len as i64)
 }
 
@@ -1088,25 +1078,7 @@ fn zrandmember_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         let i = (cx.random() % members.len() as u64) as usize;
         return Ok(Frame::Bulk(members[i].clone()));
     };
-    let count = match int(count)? {
-        i64::MIN => {
-            return Err(Frame::error(
-                "ERR value is out of range, value must between -9223372036854775807 and \
-                 9223372036854775807",
-            ));
-        }
-        n => n,
-    };
-    let withscores = match args.next() {
-        None => false,
-        Some(opt) if is(opt, "withscores") && args.remaining() == 0 => {
-            if !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count) {
-                return Err(Frame::error("ERR value is out of range"));
-            }
-            true
-        }
-        Some(_) => return Err(SYNTAX),
-    };
+    let (count, withscores) = random_count(count, args, "withscores")?;
     let resp3 = cx.client().protocol >= 3;
     let members: Vec<(f64, Bytes)> = match read(cx, key)? {
         None => return Ok(Frame::Array(Vec::new())),
@@ -1119,6 +1091,35 @@ fn zrandmember_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         withscores,
         resp3,
     ))
+}
+
+/// The count of `ZRANDMEMBER` or `HRANDFIELD` and whether `word` (`WITHSCORES`, `WITHVALUES`)
+/// follows it, checked as Redis checks them before the key is looked up.
+pub(super) fn random_count(
+    count: &[u8],
+    args: &mut Args<'_>,
+    word: &str,
+) -> Result<(i64, bool), Frame> {
+    let count = match int(count)? {
+        i64::MIN => {
+            return Err(Frame::error(
+                "ERR value is out of range, value must between -9223372036854775807 and \
+                 9223372036854775807",
+            ));
+        }
+        n => n,
+    };
+    let with = match args.next() {
+        None => false,
+        Some(opt) if is(opt, word) && args.remaining() == 0 => {
+            if !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count) {
+                return Err(Frame::error("ERR value is out of range"));
+            }
+            true
+        }
+        Some(_) => return Err(SYNTAX),
+    };
+    Ok((count, with))
 }
 
 /// The positions a `count` of `ZRANDMEMBER` or `HRANDFIELD` picks among `len` (at least one)
