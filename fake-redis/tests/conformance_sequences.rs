@@ -355,10 +355,243 @@ fn plain() -> impl Strategy<Value = Vec<String>> {
                 }
                 l
             }),
+        // sorted-set algebra over sorted sets, sets (score 1) and other types
+        (
+            pick(&["ZUNION", "ZINTER", "ZDIFF", "ZINTERCARD"]),
+            prop::collection::vec(k(), 1..4),
+            pick(&[
+                "",
+                "WITHSCORES",
+                "WEIGHTS 2 0.5 -1",
+                "AGGREGATE MIN WITHSCORES",
+                "AGGREGATE MAX",
+                "LIMIT 1",
+                "x"
+            ])
+        )
+            .prop_map(|(c, ks, o)| {
+                let mut l = vec![c, ks.len().to_string()];
+                l.extend(ks.iter().cloned());
+                algebra_options(&mut l, ks.len(), &o);
+                l
+            }),
+        (
+            pick(&["ZUNIONSTORE", "ZINTERSTORE", "ZDIFFSTORE"]),
+            k(),
+            prop::collection::vec(k(), 1..3),
+            pick(&["", "WEIGHTS 3 2 1", "AGGREGATE MAX", "WITHSCORES"])
+        )
+            .prop_map(|(c, d, ks, o)| {
+                let mut l = vec![c, d, ks.len().to_string()];
+                l.extend(ks.iter().cloned());
+                algebra_options(&mut l, ks.len(), &o);
+                l
+            }),
+        (
+            pick(&[
+                "ZRANGEBYLEX",
+                "ZREVRANGEBYLEX",
+                "ZLEXCOUNT",
+                "ZREMRANGEBYLEX"
+            ]),
+            k(),
+            pick(LEX),
+            pick(LEX),
+            pick(&["", "LIMIT 1 2", "LIMIT 0 -1"])
+        )
+            .prop_map(|(c, k, a, b, o)| {
+                let mut l = vec![c.clone(), k, a, b];
+                if c.contains("RANGEBY") {
+                    l.extend(o.split_whitespace().map(str::to_owned));
+                }
+                l
+            }),
+        (
+            k(),
+            k(),
+            pick(&[
+                "0 -1",
+                "1 2",
+                "(1 +inf BYSCORE",
+                "- [b BYLEX",
+                "0 -1 REV",
+                "0 1 WITHSCORES"
+            ])
+        )
+            .prop_map(|(d, k, o)| {
+                let mut l = line(&["ZRANGESTORE", &d, &k]);
+                l.extend(o.split_whitespace().map(str::to_owned));
+                l
+            }),
+        (
+            pick(&["ZMPOP", "LMPOP"]),
+            prop::collection::vec(k(), 1..3),
+            pick(&["MIN", "MAX", "LEFT", "RIGHT"]),
+            pick(&["", "COUNT 2", "COUNT 0"])
+        )
+            .prop_map(|(c, ks, w, o)| {
+                let mut l = vec![c, ks.len().to_string()];
+                l.extend(ks);
+                l.push(w);
+                l.extend(o.split_whitespace().map(str::to_owned));
+                l
+            }),
+        (k(), k()).prop_map(|(a, b)| line(&["RPOPLPUSH", &a, &b])),
+        (k(), pick(&["", "1", "2", "5", "-3", "0"])).prop_map(|(k, n)| {
+            let mut l = line(&["ZRANDMEMBER", &k]);
+            if !n.is_empty() {
+                l.push(n)
+            }
+            l
+        }),
+        // Values are not fields: WITHVALUES is in the curated table.
+        (k(), pick(&["", "1", "2", "5", "-3", "0"])).prop_map(|(k, n)| {
+            let mut l = line(&["HRANDFIELD", &k]);
+            if !n.is_empty() {
+                l.push(n)
+            }
+            l
+        }),
+        (
+            prop::collection::vec(k(), 1..4),
+            pick(&["", "LIMIT 1", "LIMIT 0", "LIMIT -1"])
+        )
+            .prop_map(|(ks, o)| {
+                let mut l = vec!["SINTERCARD".to_owned(), ks.len().to_string()];
+                l.extend(ks);
+                l.extend(o.split_whitespace().map(str::to_owned));
+                l
+            }),
+        prop::collection::vec(k(), 1..4).prop_map(|ks| {
+            let mut l = line(&["TOUCH"]);
+            l.extend(ks);
+            l
+        }),
+        (k(), n(), n()).prop_map(|(k, a, b)| line(&["SUBSTR", &k, &a, &b])),
+        (
+            k(),
+            k(),
+            pick(&["", "LEN", "IDX", "IDX WITHMATCHLEN MINMATCHLEN 2"])
+        )
+            .prop_map(|(a, b, o)| {
+                let mut l = line(&["LCS", &a, &b]);
+                l.extend(o.split_whitespace().map(str::to_owned));
+                l
+            }),
+        (
+            pick(&["SORT", "SORT_RO"]),
+            k(),
+            pick(&[
+                "",
+                "DESC",
+                "ALPHA",
+                "ALPHA DESC LIMIT 1 2",
+                "LIMIT 0 1",
+                "BY w_* GET #",
+                "ALPHA GET # GET k*",
+                "ALPHA STORE k1",
+                "STORE k2",
+            ])
+        )
+            .prop_map(|(c, k, o)| {
+                let mut l = vec![c, k];
+                l.extend(o.split_whitespace().map(str::to_owned));
+                l
+            }),
+        // bitmaps
+        (
+            k(),
+            pick(&["0", "7", "9", "100", "x", "-1"]),
+            pick(&["0", "1", "2"])
+        )
+            .prop_map(|(k, o, v)| line(&["SETBIT", &k, &o, &v])),
+        (k(), pick(&["0", "1", "9", "100", "x"])).prop_map(|(k, o)| line(&["GETBIT", &k, &o])),
+        (
+            pick(&["BITCOUNT", "BITPOS 1", "BITPOS 0"]),
+            k(),
+            pick(&[
+                "",
+                "0",
+                "0 -1",
+                "1 1",
+                "-2 -1",
+                "5 30 BIT",
+                "0 0 BYTE",
+                "-3 -1 BIT",
+                "2 1",
+                "x 1"
+            ])
+        )
+            .prop_map(|(c, k, o)| {
+                let mut l: Vec<String> = c.split_whitespace().map(str::to_owned).collect();
+                l.insert(1, k);
+                l.extend(o.split_whitespace().map(str::to_owned));
+                l
+            }),
+        (
+            pick(&["AND", "OR", "XOR", "NOT"]),
+            k(),
+            prop::collection::vec(k(), 1..3)
+        )
+            .prop_map(|(op, d, ks)| {
+                let mut l = line(&["BITOP", &op, &d]);
+                l.extend(ks);
+                l
+            }),
+        (
+            pick(&["BITFIELD", "BITFIELD_RO"]),
+            k(),
+            prop::collection::vec(
+                pick(&[
+                    "GET u8 0",
+                    "GET i5 #1",
+                    "SET u8 0 255",
+                    "SET i8 #1 -100",
+                    "INCRBY u4 2 9",
+                    "INCRBY i8 0 100",
+                    "OVERFLOW SAT",
+                    "OVERFLOW FAIL",
+                    "GET u64 0",
+                ]),
+                0..4
+            )
+        )
+            .prop_map(|(c, k, ops)| {
+                let mut l = vec![c, k];
+                for op in ops {
+                    l.extend(op.split_whitespace().map(str::to_owned));
+                }
+                l
+            }),
+        // HyperLogLog: values compared byte for byte by GET, estimates by PFCOUNT
+        (k(), prop::collection::vec(v(), 0..4)).prop_map(|(k, vs)| {
+            let mut l = line(&["PFADD", &k]);
+            l.extend(vs);
+            l
+        }),
+        (
+            pick(&["PFCOUNT", "PFMERGE"]),
+            prop::collection::vec(k(), 1..3)
+        )
+            .prop_map(|(c, ks)| {
+                let mut l = vec![c];
+                l.extend(ks);
+                l
+            }),
         // errors: arity, unknown commands
         Just(line(&["LPUSH", "k1"])),
         Just(line(&["NOSUCHCMD", "k1"])),
     ]
+}
+
+/// Appends an option of the sorted-set algebra, its `WEIGHTS` cut to the number of inputs.
+fn algebra_options(l: &mut Vec<String>, inputs: usize, option: &str) {
+    let mut words = option.split_whitespace().map(str::to_owned);
+    if option.starts_with("WEIGHTS") {
+        l.extend(words.take(inputs + 1));
+    } else {
+        l.extend(words.by_ref());
+    }
 }
 
 /// A plain command whose reply is compared exactly, as the commands queued in a transaction
@@ -462,6 +695,10 @@ async fn diverges(
         let before = if compare == Compare::Random {
             let smembers = if name == "RANDOMKEY" {
                 line(&["KEYS", "*"])
+            } else if name == "ZRANDMEMBER" {
+                line(&["ZRANGE", &key, "0", "-1"])
+            } else if name == "HRANDFIELD" {
+                line(&["HKEYS", &key])
             } else {
                 vec!["SMEMBERS".to_owned(), key.clone()]
             };
@@ -517,7 +754,8 @@ async fn diverges(
                     d.len() == drawn.len()
                 };
                 let repeats_allowed =
-                    name == "SRANDMEMBER" && words.get(2).is_some_and(|n| n.starts_with('-'));
+                    matches!(name.as_str(), "SRANDMEMBER" | "ZRANDMEMBER" | "HRANDFIELD")
+                        && words.get(2).is_some_and(|n| n.starts_with('-') || n == "1");
                 let ok = shape(&want) == shape(&got)
                     && within(&drawn_fake, before_fake)
                     && within(&drawn_real, before_real)

@@ -26,6 +26,7 @@ pub(crate) static HINCRBY: Spec = Spec::new("hincrby", 4, WRITE, hincrby_command
 pub(crate) static HINCRBYFLOAT: Spec = Spec::new("hincrbyfloat", 4, WRITE, hincrbyfloat_command);
 pub(crate) static HSTRLEN: Spec = Spec::new("hstrlen", 3, 0, hstrlen_command);
 pub(crate) static HSCAN: Spec = Spec::new("hscan", -3, 0, hscan_command);
+pub(crate) static HRANDFIELD: Spec = Spec::new("hrandfield", -2, 0, hrandfield_command);
 
 /// The hash at `key` (None when missing), WRONGTYPE for another type.
 fn read<'a>(cx: &'a mut Cx<'_>, key: &[u8]) -> Result<Option<&'a Hash>, Frame> {
@@ -238,4 +239,41 @@ fn hscan_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
             })
             .collect()
     })
+}
+
+/// `HRANDFIELD key [count [WITHVALUES]]`: one random field, or with a count the fields (and
+/// values) [`random_picks`](super::zsets::random_picks) chooses, from the engine's seeded
+/// generator; the whole hash comes in its order.
+fn hrandfield_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let key = args.next_bytes()?;
+    let Some(count) = args.next() else {
+        let Some(h) = read(cx, key)? else {
+            return Ok(Frame::Null);
+        };
+        let len = h.len() as u64;
+        let i = (cx.random() % len) as usize;
+        let field = read(cx, key)?
+            .and_then(|h| h.iter().nth(i))
+            .map(|(f, _)| f.clone());
+        return Ok(field.map_or(Frame::Null, Frame::Bulk));
+    };
+    let (count, withvalues) = super::zsets::random_count(count, args, "withvalues")?;
+    let resp3 = cx.client().protocol >= 3;
+    let pairs: Vec<(Bytes, Bytes)> = match read(cx, key)? {
+        None => return Ok(Frame::Array(Vec::new())),
+        Some(h) => h.iter().cloned().collect(),
+    };
+    let picks = super::zsets::random_picks(cx, pairs.len(), count, false);
+    let picked = picks.into_iter().map(|i| &pairs[i]);
+    Ok(Frame::Array(if !withvalues {
+        picked.map(|(f, _)| Frame::Bulk(f.clone())).collect()
+    } else if resp3 {
+        picked
+            .map(|(f, v)| Frame::Array(vec![Frame::Bulk(f.clone()), Frame::Bulk(v.clone())]))
+            .collect()
+    } else {
+        picked
+            .flat_map(|(f, v)| [Frame::Bulk(f.clone()), Frame::Bulk(v.clone())])
+            .collect()
+    }))
 }

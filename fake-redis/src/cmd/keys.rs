@@ -15,6 +15,9 @@ use bytes::Bytes;
 pub(crate) static DEL: Spec = Spec::new("del", -2, WRITE, del_command);
 pub(crate) static UNLINK: Spec = Spec::new("unlink", -2, WRITE, del_command);
 pub(crate) static EXISTS: Spec = Spec::new("exists", -2, 0, exists_command);
+/// `TOUCH key…`: how many of the keys exist, as `EXISTS` counts them (the fake keeps no access
+/// times to update).
+pub(crate) static TOUCH: Spec = Spec::new("touch", -2, 0, exists_command);
 pub(crate) static TYPE: Spec = Spec::new("type", 2, 0, type_command);
 pub(crate) static EXPIRE: Spec = Spec::new("expire", -3, WRITE, expire_command);
 pub(crate) static PEXPIRE: Spec = Spec::new("pexpire", -3, WRITE, expire_command);

@@ -18,6 +18,8 @@ pub(crate) static LPUSHX: Spec = Spec::new("lpushx", -3, WRITE, push_command);
 pub(crate) static RPUSHX: Spec = Spec::new("rpushx", -3, WRITE, push_command);
 pub(crate) static LPOP: Spec = Spec::new("lpop", -2, WRITE, pop_command);
 pub(crate) static RPOP: Spec = Spec::new("rpop", -2, WRITE, pop_command);
+pub(crate) static RPOPLPUSH: Spec = Spec::new("rpoplpush", 3, WRITE, rpoplpush_command);
+pub(crate) static LMPOP: Spec = Spec::new("lmpop", -4, WRITE, lmpop_command);
 pub(crate) static LLEN: Spec = Spec::new("llen", 2, 0, llen_command);
 pub(crate) static LRANGE: Spec = Spec::new("lrange", 4, 0, lrange_command);
 pub(crate) static LINDEX: Spec = Spec::new("lindex", 3, 0, lindex_command);
@@ -432,6 +434,17 @@ fn lmove_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let (source, destination) = (args.next_bytes()?, args.next_bytes()?);
     let from = End::parse(args.next_bytes()?)?;
     let to = End::parse(args.next_bytes()?)?;
+    lmove(cx, source, destination, from, to)
+}
+
+/// `RPOPLPUSH source destination`: `LMOVE source destination RIGHT LEFT`.
+fn rpoplpush_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let (source, destination) = (args.next_bytes()?, args.next_bytes()?);
+    lmove(cx, source, destination, End::Right, End::Left)
+}
+
+/// Pops from `from` of `source` and pushes to `to` of `destination`, both type-checked first.
+fn lmove(cx: &mut Cx<'_>, source: &[u8], destination: &[u8], from: End, to: End) -> Reply {
     if read(cx, source)?.is_none() {
         return Ok(Frame::Null);
     }
@@ -447,4 +460,65 @@ fn lmove_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     done(cx, source);
     done(cx, destination);
     Ok(Frame::Bulk(element))
+}
+
+/// The arguments of `LMPOP` and `ZMPOP` (`numkeys key… <first>|<second> [COUNT count]`), checked
+/// as Redis's `mpop` parsers check them: the keys, whether the second word was given, and the
+/// count (1 by default).
+pub(super) fn mpop_arguments<'a>(
+    args: &mut Args<'a>,
+    first: &str,
+    second: &str,
+) -> Result<(&'a [Bytes], bool, usize), Frame> {
+    let numkeys = match int(args.next_bytes()?) {
+        Ok(n) if n >= 1 => n as u64,
+        _ => return Err(Frame::error("ERR numkeys should be greater than 0")),
+    };
+    if numkeys >= args.remaining() as u64 {
+        return Err(super::SYNTAX);
+    }
+    let keys = args.take(numkeys as usize);
+    let word = args.next_bytes()?;
+    let second = if is(word, first) {
+        false
+    } else if is(word, second) {
+        true
+    } else {
+        return Err(super::SYNTAX);
+    };
+    let mut count = None;
+    while let Some(opt) = args.next() {
+        if count.is_none() && is(opt, "count") && args.remaining() > 0 {
+            count = match int(args.next_bytes()?) {
+                Ok(n) if n >= 1 => Some(n as usize),
+                _ => return Err(Frame::error("ERR count should be greater than 0")),
+            };
+        } else {
+            return Err(super::SYNTAX);
+        }
+    }
+    Ok((keys, second, count.unwrap_or(1)))
+}
+
+/// `LMPOP numkeys key… LEFT|RIGHT [COUNT count]`: from the first non-empty list, up to `count`
+/// elements as `[key, [element…]]`; nil when all are empty.
+fn lmpop_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let (keys, right, count) = mpop_arguments(args, "left", "right")?;
+    let end = if right { End::Right } else { End::Left };
+    for key in keys {
+        let Some(list) = write(cx, key, false)? else {
+            continue;
+        };
+        let n = count.min(list.len());
+        let popped: Vec<Frame> = (0..n)
+            .filter_map(|_| pop(list, end))
+            .map(Frame::Bulk)
+            .collect();
+        done(cx, key);
+        return Ok(Frame::Array(vec![
+            Frame::Bulk(key.clone()),
+            Frame::Array(popped),
+        ]));
+    }
+    Ok(Frame::NullArray)
 }

@@ -1,7 +1,8 @@
 //! The command table and what every command shares: name lookup, arity, flags, error texts.
 //!
-//! Each family lives in its own file (`keys`, `strings`, `hashes`, `lists`, `sets`, `zsets`, `pubsub`,
-//! `scripting`, `functions`, `transactions`, `connection`), mini-redis style: a handler reads its arguments
+//! Each family lives in its own file (`keys`, `strings`, `hashes`, `lists`, `sets`, `zsets`, `sort`,
+//! `bitmaps`, `hyperloglog`, `pubsub`, `scripting`, `functions`, `transactions`, `connection`),
+//! mini-redis style: a handler reads its arguments
 //! through one cursor ([`Args`](parse::Args), in `parse.rs`), a command with options parses them
 //! into a small struct first (`Set::parse`, `Expire::parse`) and then applies it; a simple one is a
 //! short function. Argument parsing and the error texts live here and in `parse.rs` once, so
@@ -11,11 +12,13 @@
 //!
 //! Lookup is allocation-free: the name is hashed case-insensitively and matched in a fixed index.
 
+mod bitmaps;
 mod connection;
 mod context;
 mod dispatch;
 mod functions;
 mod hashes;
+mod hyperloglog;
 mod keys;
 mod lists;
 mod long_double;
@@ -23,6 +26,7 @@ mod parse;
 mod pubsub;
 mod scripting;
 mod sets;
+mod sort;
 mod strings;
 mod transactions;
 mod zsets;
@@ -138,6 +142,11 @@ pub(crate) fn lookup(name: &[u8]) -> Option<&'static Spec> {
 command_table! {
     b"APPEND" => strings::APPEND,
     b"AUTH" => connection::AUTH,
+    b"BITCOUNT" => bitmaps::BITCOUNT,
+    b"BITFIELD" => bitmaps::BITFIELD,
+    b"BITFIELD_RO" => bitmaps::BITFIELD_RO,
+    b"BITOP" => bitmaps::BITOP,
+    b"BITPOS" => bitmaps::BITPOS,
     b"CLIENT" => connection::CLIENT,
     b"COMMAND" => connection::COMMAND,
     b"COPY" => keys::COPY,
@@ -162,6 +171,7 @@ command_table! {
     b"FLUSHDB" => keys::FLUSHDB,
     b"FUNCTION" => functions::FUNCTION,
     b"GET" => strings::GET,
+    b"GETBIT" => bitmaps::GETBIT,
     b"GETDEL" => strings::GETDEL,
     b"GETEX" => strings::GETEX,
     b"GETRANGE" => strings::GETRANGE,
@@ -177,6 +187,7 @@ command_table! {
     b"HLEN" => hashes::HLEN,
     b"HMGET" => hashes::HMGET,
     b"HMSET" => hashes::HMSET,
+    b"HRANDFIELD" => hashes::HRANDFIELD,
     b"HSCAN" => hashes::HSCAN,
     b"HSET" => hashes::HSET,
     b"HSETNX" => hashes::HSETNX,
@@ -187,10 +198,12 @@ command_table! {
     b"INCRBYFLOAT" => strings::INCRBYFLOAT,
     b"INFO" => connection::INFO,
     b"KEYS" => keys::KEYS,
+    b"LCS" => strings::LCS,
     b"LINDEX" => lists::LINDEX,
     b"LINSERT" => lists::LINSERT,
     b"LLEN" => lists::LLEN,
     b"LMOVE" => lists::LMOVE,
+    b"LMPOP" => lists::LMPOP,
     b"LPOP" => lists::LPOP,
     b"LPOS" => lists::LPOS,
     b"LPUSH" => lists::LPUSH,
@@ -207,6 +220,9 @@ command_table! {
     b"PEXPIRE" => keys::PEXPIRE,
     b"PEXPIREAT" => keys::PEXPIREAT,
     b"PEXPIRETIME" => keys::PEXPIRETIME,
+    b"PFADD" => hyperloglog::PFADD,
+    b"PFCOUNT" => hyperloglog::PFCOUNT,
+    b"PFMERGE" => hyperloglog::PFMERGE,
     b"PING" => connection::PING,
     b"PSETEX" => strings::PSETEX,
     b"PSUBSCRIBE" => pubsub::PSUBSCRIBE,
@@ -220,6 +236,7 @@ command_table! {
     b"RENAMENX" => keys::RENAMENX,
     b"RESET" => connection::RESET,
     b"RPOP" => lists::RPOP,
+    b"RPOPLPUSH" => lists::RPOPLPUSH,
     b"RPUSH" => lists::RPUSH,
     b"RPUSHX" => lists::RPUSHX,
     b"SADD" => sets::SADD,
@@ -230,24 +247,30 @@ command_table! {
     b"SDIFFSTORE" => sets::SDIFFSTORE,
     b"SELECT" => connection::SELECT,
     b"SET" => strings::SET,
+    b"SETBIT" => bitmaps::SETBIT,
     b"SETEX" => strings::SETEX,
     b"SETNX" => strings::SETNX,
     b"SETRANGE" => strings::SETRANGE,
     b"SINTER" => sets::SINTER,
+    b"SINTERCARD" => sets::SINTERCARD,
     b"SINTERSTORE" => sets::SINTERSTORE,
     b"SISMEMBER" => sets::SISMEMBER,
     b"SMEMBERS" => sets::SMEMBERS,
     b"SMISMEMBER" => sets::SMISMEMBER,
     b"SMOVE" => sets::SMOVE,
+    b"SORT" => sort::SORT,
+    b"SORT_RO" => sort::SORT_RO,
     b"SPOP" => sets::SPOP,
     b"SRANDMEMBER" => sets::SRANDMEMBER,
     b"SREM" => sets::SREM,
     b"SSCAN" => sets::SSCAN,
     b"STRLEN" => strings::STRLEN,
     b"SUBSCRIBE" => pubsub::SUBSCRIBE,
+    b"SUBSTR" => strings::SUBSTR,
     b"SUNION" => sets::SUNION,
     b"SUNIONSTORE" => sets::SUNIONSTORE,
     b"TIME" => connection::TIME,
+    b"TOUCH" => keys::TOUCH,
     b"TTL" => keys::TTL,
     b"TYPE" => keys::TYPE,
     b"UNLINK" => keys::UNLINK,
@@ -258,21 +281,35 @@ command_table! {
     b"ZADD" => zsets::ZADD,
     b"ZCARD" => zsets::ZCARD,
     b"ZCOUNT" => zsets::ZCOUNT,
+    b"ZDIFF" => zsets::ZDIFF,
+    b"ZDIFFSTORE" => zsets::ZDIFFSTORE,
     b"ZINCRBY" => zsets::ZINCRBY,
+    b"ZINTER" => zsets::ZINTER,
+    b"ZINTERCARD" => zsets::ZINTERCARD,
+    b"ZINTERSTORE" => zsets::ZINTERSTORE,
+    b"ZLEXCOUNT" => zsets::ZLEXCOUNT,
+    b"ZMPOP" => zsets::ZMPOP,
     b"ZMSCORE" => zsets::ZMSCORE,
     b"ZPOPMAX" => zsets::ZPOPMAX,
     b"ZPOPMIN" => zsets::ZPOPMIN,
+    b"ZRANDMEMBER" => zsets::ZRANDMEMBER,
     b"ZRANGE" => zsets::ZRANGE,
+    b"ZRANGEBYLEX" => zsets::ZRANGEBYLEX,
     b"ZRANGEBYSCORE" => zsets::ZRANGEBYSCORE,
+    b"ZRANGESTORE" => zsets::ZRANGESTORE,
     b"ZRANK" => zsets::ZRANK,
     b"ZREM" => zsets::ZREM,
+    b"ZREMRANGEBYLEX" => zsets::ZREMRANGEBYLEX,
     b"ZREMRANGEBYRANK" => zsets::ZREMRANGEBYRANK,
     b"ZREMRANGEBYSCORE" => zsets::ZREMRANGEBYSCORE,
     b"ZREVRANGE" => zsets::ZREVRANGE,
+    b"ZREVRANGEBYLEX" => zsets::ZREVRANGEBYLEX,
     b"ZREVRANGEBYSCORE" => zsets::ZREVRANGEBYSCORE,
     b"ZREVRANK" => zsets::ZREVRANK,
     b"ZSCAN" => zsets::ZSCAN,
     b"ZSCORE" => zsets::ZSCORE,
+    b"ZUNION" => zsets::ZUNION,
+    b"ZUNIONSTORE" => zsets::ZUNIONSTORE,
 }
 
 // ---- errors, worded as Redis words them ----
@@ -347,6 +384,24 @@ pub(crate) fn finish_aggregate_if<T: Aggregate>(cx: &mut Cx<'_>, key: &[u8], cha
     }
     if changed {
         db.touch(key);
+    }
+}
+
+/// The end of a command that stores its result at `destination` (`…STORE`, `BITOP`): the
+/// value replaces whatever was there, TTL included; no value (an empty result) deletes the
+/// destination, a change `WATCH` hears of only if it was there.
+pub(crate) fn store_or_delete(cx: &mut Cx<'_>, destination: &[u8], value: Option<Value>) {
+    let now = cx.now;
+    let db = cx.keyspace();
+    let changed = match value {
+        None => db.remove(destination, now).is_some(),
+        Some(value) => {
+            db.insert(destination, value, None, now);
+            true
+        }
+    };
+    if changed {
+        db.touch(destination);
     }
 }
 

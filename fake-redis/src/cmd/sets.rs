@@ -29,6 +29,7 @@ pub(crate) static SINTERSTORE: Spec = Spec::new("sinterstore", -3, WRITE, algebr
 pub(crate) static SDIFFSTORE: Spec = Spec::new("sdiffstore", -3, WRITE, algebra_command);
 pub(crate) static SMOVE: Spec = Spec::new("smove", 4, WRITE, smove_command);
 pub(crate) static SSCAN: Spec = Spec::new("sscan", -3, 0, sscan_command);
+pub(crate) static SINTERCARD: Spec = Spec::new("sintercard", -3, 0, sintercard_command);
 
 type Members = BTreeSet<Bytes>;
 
@@ -349,4 +350,53 @@ fn sscan_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
             .map(|m| (m.clone(), vec![Frame::Bulk(m.clone())]))
             .collect()
     })
+}
+
+/// `SINTERCARD numkeys key… [LIMIT limit]`: the size of the intersection, counting stopped at
+/// `limit` (0: no limit). Every key is type-checked.
+fn sintercard_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let numkeys = match int(args.next_bytes()?) {
+        Ok(n) if n >= 1 => n as u64,
+        _ => return Err(Frame::error("ERR numkeys should be greater than 0")),
+    };
+    if numkeys > args.remaining() as u64 {
+        return Err(Frame::error(
+            "ERR Number of keys can't be greater than number of args",
+        ));
+    }
+    let keys = args.take(numkeys as usize);
+    let mut limit = 0usize;
+    while let Some(opt) = args.next() {
+        if super::is(opt, "limit") && args.remaining() > 0 {
+            limit = match int(args.next_bytes()?) {
+                Ok(n) if n >= 0 => n as usize,
+                _ => return Err(Frame::error("ERR LIMIT can't be negative")),
+            };
+        } else {
+            return Err(super::SYNTAX);
+        }
+    }
+    let mut sets: Vec<Members> = Vec::with_capacity(keys.len());
+    let mut missing = false;
+    for key in keys {
+        match read(cx, key)? {
+            Some(set) => sets.push(set.clone()),
+            None => missing = true,
+        }
+    }
+    if missing {
+        return Ok(Frame::Integer(0));
+    }
+    sets.sort_by_key(Members::len);
+    let (first, others) = sets.split_first().expect("at least one key");
+    let mut count = 0usize;
+    for m in first {
+        if others.iter().all(|s| s.contains(m)) {
+            count += 1;
+            if limit > 0 && count >= limit {
+                break;
+            }
+        }
+    }
+    Ok(Frame::Integer(count as i64))
 }

@@ -35,6 +35,9 @@ pub(crate) static INCRBYFLOAT: Spec = Spec::new("incrbyfloat", 3, WRITE, incrbyf
 pub(crate) static APPEND: Spec = Spec::new("append", 3, WRITE, append_command);
 pub(crate) static STRLEN: Spec = Spec::new("strlen", 2, 0, strlen_command);
 pub(crate) static GETRANGE: Spec = Spec::new("getrange", 4, 0, getrange_command);
+/// `SUBSTR key start end`: the old name of `GETRANGE`.
+pub(crate) static SUBSTR: Spec = Spec::new("substr", 4, 0, getrange_command);
+pub(crate) static LCS: Spec = Spec::new("lcs", -3, 0, lcs_command);
 pub(crate) static SETRANGE: Spec = Spec::new("setrange", 4, WRITE, setrange_command);
 
 // ---- operations shared with the native scripts ----
@@ -513,4 +516,132 @@ fn setrange_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     }
     db.touch(key);
     Ok(Frame::Integer(len as i64))
+}
+
+/// The most cells of the table `LCS` builds (a `u32` each): past it the fake replies Redis's
+/// error for a failed allocation instead of trying, so two large strings cannot exhaust memory.
+const LCS_MAX_CELLS: u64 = 64 * 1024 * 1024;
+
+/// `LCS key1 key2 [LEN] [IDX] [MINMATCHLEN len] [WITHMATCHLEN]`: the longest common subsequence
+/// of two strings (missing keys are empty), its length, or its matching ranges, walked and
+/// emitted as Redis's `lcsCommand` does (from the end of both strings).
+fn lcs_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let (ka, kb) = (args.next_bytes()?, args.next_bytes()?);
+    let string = |cx: &mut Cx<'_>, key: &[u8]| match cx.lookup(key) {
+        None => Ok(Bytes::new()),
+        Some(e) => match &e.value {
+            Value::Str(s) => Ok(s.clone()),
+            _ => Err(Frame::error(
+                "ERR The specified keys must contain string values",
+            )),
+        },
+    };
+    let (a, b) = match (string(cx, ka), string(cx, kb)) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(e), _) | (_, Err(e)) => return Err(e),
+    };
+    let (mut getlen, mut getidx, mut withmatchlen, mut minmatchlen) = (false, false, false, 0i64);
+    while let Some(opt) = args.next() {
+        if is(opt, "idx") {
+            getidx = true;
+        } else if is(opt, "len") {
+            getlen = true;
+        } else if is(opt, "withmatchlen") {
+            withmatchlen = true;
+        } else if is(opt, "minmatchlen") && args.remaining() > 0 {
+            minmatchlen = args.next_int()?.max(0);
+        } else {
+            return Err(SYNTAX);
+        }
+    }
+    if getidx && getlen {
+        return Err(Frame::error(
+            "ERR If you want both the length and indexes, please just use IDX.",
+        ));
+    }
+    let (alen, blen) = (a.len(), b.len());
+    if (alen as u64 + 1) * (blen as u64 + 1) > LCS_MAX_CELLS {
+        return Err(Frame::error(
+            "ERR Insufficient memory, failed allocating transient memory for LCS",
+        ));
+    }
+    let width = blen + 1;
+    let mut table = vec![0u32; (alen + 1) * width];
+    for i in 1..=alen {
+        for j in 1..=blen {
+            table[i * width + j] = if a[i - 1] == b[j - 1] {
+                table[(i - 1) * width + j - 1] + 1
+            } else {
+                table[(i - 1) * width + j].max(table[i * width + j - 1])
+            };
+        }
+    }
+    let total = table[alen * width + blen];
+    if getlen {
+        return Ok(Frame::Integer(i64::from(total)));
+    }
+    let mut result = vec![0u8; total as usize];
+    let mut idx = total as usize;
+    let mut matches = Vec::new();
+    // The current range, `None` until a match starts one.
+    let mut range: Option<(usize, usize, usize, usize)> = None;
+    let (mut i, mut j) = (alen, blen);
+    while i > 0 && j > 0 {
+        let mut emit = false;
+        if a[i - 1] == b[j - 1] {
+            result[idx - 1] = a[i - 1];
+            match &mut range {
+                None => range = Some((i - 1, i - 1, j - 1, j - 1)),
+                Some((a_start, _, b_start, _)) => {
+                    if *a_start == i && *b_start == j {
+                        *a_start -= 1;
+                        *b_start -= 1;
+                    } else {
+                        emit = true;
+                    }
+                }
+            }
+            if range.is_some_and(|(a_start, _, b_start, _)| a_start == 0 || b_start == 0) {
+                emit = true;
+            }
+            idx -= 1;
+            i -= 1;
+            j -= 1;
+        } else {
+            if table[(i - 1) * width + j] > table[i * width + j - 1] {
+                i -= 1;
+            } else {
+                j -= 1;
+            }
+            if range.is_some() {
+                emit = true;
+            }
+        }
+        if emit && let Some((a_start, a_end, b_start, b_end)) = range.take() {
+            let len = a_end - a_start + 1;
+            if minmatchlen == 0 || len as i64 >= minmatchlen {
+                let pair = |x: usize, y: usize| {
+                    Frame::Array(vec![Frame::Integer(x as i64), Frame::Integer(y as i64)])
+                };
+                let mut m = vec![pair(a_start, a_end), pair(b_start, b_end)];
+                if withmatchlen {
+                    m.push(Frame::Integer(len as i64));
+                }
+                matches.push(Frame::Array(m));
+            }
+        }
+    }
+    if getidx {
+        return Ok(Frame::Map(vec![
+            (
+                Frame::Bulk(Bytes::from_static(b"matches")),
+                Frame::Array(matches),
+            ),
+            (
+                Frame::Bulk(Bytes::from_static(b"len")),
+                Frame::Integer(i64::from(total)),
+            ),
+        ]));
+    }
+    Ok(Frame::Bulk(Bytes::from(result)))
 }

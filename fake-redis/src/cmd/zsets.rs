@@ -7,7 +7,9 @@
 //! are Redis's words: `ERR min or max is not a float`, `ERR value is not a valid float`,
 //! `ERR resulting score is not a number (NaN)`. As everywhere, an emptied sorted set is deleted.
 
-use super::{Args, Cx, NOT_FLOAT, NOT_INTEGER, Reply, SYNTAX, Spec, WRITE, float, int, is};
+use super::{
+    Args, Cx, NOT_FLOAT, NOT_INTEGER, Reply, SYNTAX, Spec, WRITE, WRONGTYPE, float, int, is,
+};
 use crate::engine::db::{Value, ZSet};
 use crate::resp::Frame;
 use bytes::Bytes;
@@ -31,13 +33,27 @@ pub(crate) static ZREMRANGEBYRANK: Spec = Spec::new("zremrangebyrank", 4, WRITE,
 pub(crate) static ZPOPMIN: Spec = Spec::new("zpopmin", -2, WRITE, zpop_command);
 pub(crate) static ZPOPMAX: Spec = Spec::new("zpopmax", -2, WRITE, zpop_command);
 pub(crate) static ZSCAN: Spec = Spec::new("zscan", -3, 0, zscan_command);
+pub(crate) static ZUNIONSTORE: Spec = Spec::new("zunionstore", -4, WRITE, algebra_command);
+pub(crate) static ZINTERSTORE: Spec = Spec::new("zinterstore", -4, WRITE, algebra_command);
+pub(crate) static ZDIFFSTORE: Spec = Spec::new("zdiffstore", -4, WRITE, algebra_command);
+pub(crate) static ZUNION: Spec = Spec::new("zunion", -3, 0, algebra_command);
+pub(crate) static ZINTER: Spec = Spec::new("zinter", -3, 0, algebra_command);
+pub(crate) static ZDIFF: Spec = Spec::new("zdiff", -3, 0, algebra_command);
+pub(crate) static ZINTERCARD: Spec = Spec::new("zintercard", -3, 0, algebra_command);
+pub(crate) static ZRANGEBYLEX: Spec = Spec::new("zrangebylex", -4, 0, zrange_command);
+pub(crate) static ZREVRANGEBYLEX: Spec = Spec::new("zrevrangebylex", -4, 0, zrange_command);
+pub(crate) static ZRANGESTORE: Spec = Spec::new("zrangestore", -5, WRITE, zrange_command);
+pub(crate) static ZLEXCOUNT: Spec = Spec::new("zlexcount", 4, 0, zlexcount_command);
+pub(crate) static ZREMRANGEBYLEX: Spec = Spec::new("zremrangebylex", 4, WRITE, zremrange_command);
+pub(crate) static ZRANDMEMBER: Spec = Spec::new("zrandmember", -2, 0, zrandmember_command);
+pub(crate) static ZMPOP: Spec = Spec::new("zmpop", -4, WRITE, zmpop_command);
 
 const NOT_A_RANGE: Frame = Frame::error("ERR min or max is not a float");
 
 /// A score bound as Redis's `zslParseRange` reads it: C's `strtod` over the whole argument, NaN
 /// refused. So leading white space is skipped, hexadecimal (`0x1p3`) is read, and the empty
 /// argument is 0 (`strtod` converts nothing and stops at its end).
-fn strtod(arg: &[u8]) -> Option<f64> {
+pub(super) fn strtod(arg: &[u8]) -> Option<f64> {
     if arg.is_empty() {
         return Some(0.0);
     }
@@ -523,6 +539,8 @@ enum Range {
 /// `zrangeGenericCommand` parses them: the options, then the range, and only then is the key
 /// looked up.
 struct ZRange<'a> {
+    /// `ZRANGESTORE`'s destination.
+    store: Option<&'a Bytes>,
     key: &'a Bytes,
     range: Range,
     reverse: bool,
@@ -538,14 +556,21 @@ impl<'a> ZRange<'a> {
             b"zrangebyscore" => (RangeBy::Score, Some(false)),
             b"zrevrange" => (RangeBy::Rank, Some(true)),
             b"zrevrangebyscore" => (RangeBy::Score, Some(true)),
+            b"zrangebylex" => (RangeBy::Lex, Some(false)),
+            b"zrevrangebylex" => (RangeBy::Lex, Some(true)),
             _ => (RangeBy::Auto, None),
+        };
+        let store = if name == b"zrangestore" {
+            Some(args.next_bytes()?)
+        } else {
+            None
         };
         let key = args.next_bytes()?;
         let (start, stop) = (args.next_bytes()?, args.next_bytes()?);
         let mut withscores = false;
         let (mut offset, mut limit) = (0i64, -1i64);
         while let Some(opt) = args.next() {
-            if is(opt, "withscores") {
+            if store.is_none() && is(opt, "withscores") {
                 withscores = true;
             } else if is(opt, "limit") && args.remaining() >= 2 {
                 let (o, l) = (args.next_bytes()?, args.next_bytes()?);
@@ -590,6 +615,7 @@ impl<'a> ZRange<'a> {
             _ => Range::Rank(int(lo)?, int(hi)?),
         };
         Ok(ZRange {
+            store,
             key,
             range,
             reverse,
@@ -602,7 +628,10 @@ impl<'a> ZRange<'a> {
     fn apply(self, cx: &mut Cx<'_>) -> Reply {
         let resp3 = cx.client().protocol >= 3;
         let Some(z) = read(cx, self.key)? else {
-            return Ok(Frame::Array(Vec::new()));
+            return Ok(match self.store {
+                Some(destination) => store_result(cx, destination, ZSet::default()),
+                None => Frame::Array(Vec::new()),
+            });
         };
         let mut ordered: Vec<(f64, &Bytes)> = z.iter().collect();
         if self.reverse {
@@ -621,6 +650,13 @@ impl<'a> ZRange<'a> {
             ),
             Range::Lex(range) => lex_scan(&ordered, &range, self.reverse, offset, limit),
         };
+        if let Some(destination) = self.store {
+            let mut result = ZSet::default();
+            for (s, m) in picked {
+                result.insert(m.clone(), s);
+            }
+            return Ok(store_result(cx, destination, result));
+        }
         Ok(scored_reply(picked.into_iter(), self.withscores, resp3))
     }
 }
@@ -716,15 +752,16 @@ fn scored_reply<'a>(
     })
 }
 
-/// `ZREMRANGEBYRANK key start stop` and `ZREMRANGEBYSCORE key min max`: how many were removed.
+/// `ZREMRANGEBYRANK key start stop`, `ZREMRANGEBYSCORE key min max` and `ZREMRANGEBYLEX key
+/// min max`: how many were removed.
 fn zremrange_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
-    let by_rank = is(args.name(), "zremrangebyrank");
+    let name = args.name().to_ascii_lowercase();
     let key = args.next_bytes()?;
     let (start, stop) = (args.next_bytes()?, args.next_bytes()?);
-    let range = if by_rank {
-        Range::Rank(int(start)?, int(stop)?)
-    } else {
-        Range::Score(ScoreRange::parse(start, stop)?)
+    let range = match &name[..] {
+        b"zremrangebyrank" => Range::Rank(int(start)?, int(stop)?),
+        b"zremrangebylex" => Range::Lex(LexRange::parse(start, stop)?),
+        _ => Range::Score(ScoreRange::parse(start, stop)?),
     };
     let Some(z) = write(cx, key, false)? else {
         return Ok(Frame::Integer(0));
@@ -744,7 +781,13 @@ fn zremrange_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
             .filter(|(s, _)| range.contains(*s))
             .map(|(_, m)| m.clone())
             .collect(),
-        Range::Lex(_) => Vec::new(),
+        Range::Lex(range) => {
+            let ordered: Vec<(f64, &Bytes)> = z.iter().collect();
+            lex_scan(&ordered, &range, false, 0, -1)
+                .into_iter()
+                .map(|(_, m)| m.clone())
+                .collect()
+        }
     };
     for m in &doomed {
         z.remove(m);
@@ -775,17 +818,7 @@ fn zpop_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let popped: Vec<(f64, Bytes)> = match write(cx, key, false)? {
         None => return Ok(Frame::Array(Vec::new())),
         Some(_) if count == 0 => return Ok(Frame::Array(Vec::new())),
-        Some(z) => {
-            let mut all: Vec<(f64, Bytes)> = z.iter().map(|(s, m)| (s, m.clone())).collect();
-            if max {
-                all.reverse();
-            }
-            all.truncate(count);
-            for (_, m) in &all {
-                z.remove(m);
-            }
-            all
-        }
+        Some(z) => pop_ends(z, max, count),
     };
     done(cx, key);
     // RESP3 nests `[member, score]` pairs when a count was given, as Redis 7.0 does.
@@ -803,6 +836,24 @@ fn zpop_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     }))
 }
 
+/// Removes up to `count` members from the low end (the high end when `max`): them, in the order
+/// taken.
+fn pop_ends(z: &mut ZSet, max: bool, count: usize) -> Vec<(f64, Bytes)> {
+    let taken: Vec<(f64, Bytes)> = if max {
+        z.iter()
+            .rev()
+            .take(count)
+            .map(|(s, m)| (s, m.clone()))
+            .collect()
+    } else {
+        z.iter().take(count).map(|(s, m)| (s, m.clone())).collect()
+    };
+    for (_, m) in &taken {
+        z.remove(m);
+    }
+    taken
+}
+
 /// `ZSCAN key cursor [MATCH pattern] [COUNT count]`: members and scores (see
 /// [`scan_collection`](super::keys::scan_collection)).
 fn zscan_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
@@ -815,4 +866,312 @@ fn zscan_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
             })
             .collect()
     })
+}
+
+/// Writes a `…STORE` result at `destination` (see [`store_or_delete`](super::store_or_delete)):
+/// the reply, the result's size.
+fn store_result(cx: &mut Cx<'_>, destination: &[u8], result: ZSet) -> Frame {
+    let len = result.len();
+    let value = (!result.is_empty()).then(|| Value::ZSet(Box::new(result)));
+    super::store_or_delete(cx, destination, value);
+    Frame::Integer(len as i64)
+}
+
+/// How the sorted-set algebra combines the scores of a member found in several inputs.
+#[derive(Clone, Copy)]
+enum Aggregate {
+    Sum,
+    Min,
+    Max,
+}
+
+impl Aggregate {
+    /// Redis's `zunionInterAggregate`: `inf + -inf` is 0, not NaN.
+    fn combine(self, target: &mut f64, value: f64) {
+        match self {
+            Aggregate::Sum => {
+                *target += value;
+                if target.is_nan() {
+                    *target = 0.0;
+                }
+            }
+            Aggregate::Min => *target = target.min(value),
+            Aggregate::Max => *target = target.max(value),
+        }
+    }
+}
+
+/// One input of the algebra, as Redis reads it: a sorted set's members with their scores, a
+/// set's members at score 1, nothing for a missing key; WRONGTYPE for another type.
+fn algebra_input(cx: &mut Cx<'_>, key: &[u8]) -> Result<Vec<(f64, Bytes)>, Frame> {
+    match cx.lookup(key) {
+        None => Ok(Vec::new()),
+        Some(e) => match &e.value {
+            Value::ZSet(z) => Ok(z.iter().map(|(s, m)| (s, m.clone())).collect()),
+            Value::Set(members) => Ok(members.iter().map(|m| (1.0, m.clone())).collect()),
+            _ => Err(WRONGTYPE),
+        },
+    }
+}
+
+/// A weight of `WEIGHTS`: C's `strtod` over the whole argument (so hexadecimal is read), no
+/// leading space, no NaN, as Redis's `getDoubleFromObject`.
+fn weight(arg: &[u8]) -> Result<f64, Frame> {
+    const NOT_A_WEIGHT: Frame = Frame::error("ERR weight value is not a float");
+    if arg.is_empty() || arg[0].is_ascii_whitespace() {
+        return Err(NOT_A_WEIGHT);
+    }
+    strtod(arg).ok_or(NOT_A_WEIGHT)
+}
+
+/// `ZUNION`/`ZINTER`/`ZDIFF numkeys key… [WEIGHTS w…] [AGGREGATE SUM|MIN|MAX] [WITHSCORES]`,
+/// their `…STORE destination` forms and `ZINTERCARD numkeys key… [LIMIT n]`, as Redis's
+/// `zunionInterDiffGenericCommand`: the inputs are type-checked before the options are read, and
+/// sets count as sorted sets of score 1.
+fn algebra_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let name = args.name().to_ascii_lowercase();
+    let name = std::str::from_utf8(&name).unwrap_or_default().to_owned();
+    let (union, diff, card) = (
+        name.starts_with("zunion"),
+        name.starts_with("zdiff"),
+        name == "zintercard",
+    );
+    let destination = if name.ends_with("store") {
+        Some(args.next_bytes()?)
+    } else {
+        None
+    };
+    let numkeys = args.next_int()?;
+    if numkeys < 1 {
+        return Err(Frame::error_owned(format!(
+            "ERR at least 1 input key is needed for '{name}' command"
+        )));
+    }
+    if numkeys as u64 > args.remaining() as u64 {
+        return Err(SYNTAX);
+    }
+    let keys = args.take(numkeys as usize);
+    let mut inputs = Vec::with_capacity(keys.len());
+    for key in keys {
+        inputs.push((algebra_input(cx, key)?, 1.0f64));
+    }
+    let (mut aggregate, mut withscores, mut limit) = (Aggregate::Sum, false, 0usize);
+    while let Some(opt) = args.next() {
+        let left = args.remaining();
+        if !diff && !card && left >= inputs.len() && is(opt, "weights") {
+            for (_, w) in inputs.iter_mut() {
+                *w = weight(args.next_bytes()?)?;
+            }
+        } else if !diff && !card && left >= 1 && is(opt, "aggregate") {
+            let kind = args.next_bytes()?;
+            aggregate = if is(kind, "sum") {
+                Aggregate::Sum
+            } else if is(kind, "min") {
+                Aggregate::Min
+            } else if is(kind, "max") {
+                Aggregate::Max
+            } else {
+                return Err(SYNTAX);
+            };
+        } else if destination.is_none() && !card && is(opt, "withscores") {
+            withscores = true;
+        } else if card && left >= 1 && is(opt, "limit") {
+            limit = match int(args.next_bytes()?) {
+                Ok(n) if n >= 0 => n as usize,
+                _ => return Err(Frame::error("ERR LIMIT can't be negative")),
+            };
+        } else {
+            return Err(SYNTAX);
+        }
+    }
+    let mut result = ZSet::default();
+    if diff {
+        let mut inputs = inputs.into_iter();
+        let first = inputs
+            .next()
+            .map(|(members, _)| members)
+            .unwrap_or_default();
+        let others: Vec<Vec<(f64, Bytes)>> = inputs.map(|(members, _)| members).collect();
+        for (s, m) in first {
+            if !others.iter().any(|o| o.iter().any(|(_, n)| *n == m)) {
+                result.insert(m, s);
+            }
+        }
+    } else {
+        // Redis orders the inputs smallest first (a stable sort), which decides the order in
+        // which scores are summed.
+        inputs.sort_by_key(|(members, _)| members.len());
+        let weighted = |s: f64, w: f64| {
+            let v = s * w;
+            if v.is_nan() { 0.0 } else { v }
+        };
+        if union {
+            for (members, w) in &inputs {
+                for (s, m) in members {
+                    let v = weighted(*s, *w);
+                    match result.score(m) {
+                        None => {
+                            result.insert(m.clone(), v);
+                        }
+                        Some(mut acc) => {
+                            aggregate.combine(&mut acc, v);
+                            result.insert(m.clone(), acc);
+                        }
+                    }
+                }
+            }
+        } else {
+            let mut count = 0usize;
+            let (first, others) = inputs.split_first().expect("at least one input");
+            'members: for (s, m) in &first.0 {
+                let mut acc = weighted(*s, first.1);
+                for (members, w) in others {
+                    let Some((s, _)) = members.iter().find(|(_, n)| n == m) else {
+                        continue 'members;
+                    };
+                    aggregate.combine(&mut acc, *s * *w);
+                }
+                if card {
+                    count += 1;
+                    if limit > 0 && count >= limit {
+                        break;
+                    }
+                } else {
+                    result.insert(m.clone(), acc);
+                }
+            }
+            if card {
+                return Ok(Frame::Integer(count as i64));
+            }
+        }
+    }
+    if let Some(destination) = destination {
+        return Ok(store_result(cx, destination, result));
+    }
+    let resp3 = cx.client().protocol >= 3;
+    Ok(scored_reply(result.iter(), withscores, resp3))
+}
+
+/// `ZLEXCOUNT key min max`: how many members a `BYLEX` range walks over.
+fn zlexcount_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let key = args.next_bytes()?;
+    let range = LexRange::parse(args.next_bytes()?, args.next_bytes()?)?;
+    let Some(z) = read(cx, key)? else {
+        return Ok(Frame::Integer(0));
+    };
+    let ordered: Vec<(f64, &Bytes)> = z.iter().collect();
+    Ok(Frame::Integer(
+        lex_scan(&ordered, &range, false, 0, -1).len() as i64,
+    ))
+}
+
+/// `ZRANDMEMBER key [count [WITHSCORES]]`: one random member, or with a positive count up to
+/// `count` distinct members (the whole set, in order, when it has no more), with a negative one
+/// exactly `-count` members that may repeat. Draws come from the engine's seeded generator.
+fn zrandmember_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let key = args.next_bytes()?;
+    let Some(count) = args.next() else {
+        let Some(z) = read(cx, key)? else {
+            return Ok(Frame::Null);
+        };
+        let members: Vec<Bytes> = z.iter().map(|(_, m)| m.clone()).collect();
+        let i = (cx.random() % members.len() as u64) as usize;
+        return Ok(Frame::Bulk(members[i].clone()));
+    };
+    let (count, withscores) = random_count(count, args, "withscores")?;
+    let resp3 = cx.client().protocol >= 3;
+    let members: Vec<(f64, Bytes)> = match read(cx, key)? {
+        None => return Ok(Frame::Array(Vec::new())),
+        Some(z) => z.iter().map(|(s, m)| (s, m.clone())).collect(),
+    };
+    // The whole set comes highest score first, as Redis 7.0 walks it.
+    let picks = random_picks(cx, members.len(), count, true);
+    Ok(scored_reply(
+        picks.into_iter().map(|i| (members[i].0, &members[i].1)),
+        withscores,
+        resp3,
+    ))
+}
+
+/// The count of `ZRANDMEMBER` or `HRANDFIELD` and whether `word` (`WITHSCORES`, `WITHVALUES`)
+/// follows it, checked as Redis checks them before the key is looked up.
+pub(super) fn random_count(
+    count: &[u8],
+    args: &mut Args<'_>,
+    word: &str,
+) -> Result<(i64, bool), Frame> {
+    let count = match int(count)? {
+        i64::MIN => {
+            return Err(Frame::error(
+                "ERR value is out of range, value must between -9223372036854775807 and \
+                 9223372036854775807",
+            ));
+        }
+        n => n,
+    };
+    let with = match args.next() {
+        None => false,
+        Some(opt) if is(opt, word) && args.remaining() == 0 => {
+            if !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count) {
+                return Err(Frame::error("ERR value is out of range"));
+            }
+            true
+        }
+        Some(_) => return Err(SYNTAX),
+    };
+    Ok((count, with))
+}
+
+/// The positions a `count` of `ZRANDMEMBER` or `HRANDFIELD` picks among `len` (at least one)
+/// entries, as Redis picks them: a negative count draws `-count` with repeats (as does a count
+/// of 1), a count of the size or more takes everything in order (`reversed` for a sorted set), a
+/// smaller one draws that many distinct entries.
+pub(super) fn random_picks(cx: &mut Cx<'_>, len: usize, count: i64, reversed: bool) -> Vec<usize> {
+    if count == 0 || len == 0 {
+        return Vec::new();
+    }
+    if count < 0 || count == 1 {
+        // Bounded by the client's own count, as in Redis: its reply is that long.
+        return (0..count.unsigned_abs())
+            .map(|_| (cx.random() % len as u64) as usize)
+            .collect();
+    }
+    let count = count as u64;
+    if count >= len as u64 {
+        return if reversed {
+            (0..len).rev().collect()
+        } else {
+            (0..len).collect()
+        };
+    }
+    let mut positions: Vec<usize> = (0..len).collect();
+    for i in 0..count as usize {
+        let j = i + (cx.random() % (len - i) as u64) as usize;
+        positions.swap(i, j);
+    }
+    positions.truncate(count as usize);
+    positions
+}
+
+/// `ZMPOP numkeys key… MIN|MAX [COUNT count]`: from the first non-empty sorted set, up to
+/// `count` members and scores as `[key, [[member, score]…]]`; nil when all are empty.
+fn zmpop_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let (keys, max, count) = super::lists::mpop_arguments(args, "min", "max")?;
+    for key in keys {
+        let Some(z) = write(cx, key, false)? else {
+            continue;
+        };
+        let popped = pop_ends(z, max, count);
+        done(cx, key);
+        return Ok(Frame::Array(vec![
+            Frame::Bulk(key.clone()),
+            Frame::Array(
+                popped
+                    .into_iter()
+                    .map(|(s, m)| Frame::Array(vec![Frame::Bulk(m), Frame::Double(s)]))
+                    .collect(),
+            ),
+        ]));
+    }
+    Ok(Frame::NullArray)
 }

@@ -119,7 +119,7 @@ pub enum Compare {
     Multiset,
     /// A page of `SCAN` or `SSCAN`: the cursor exactly, the page's elements as a multiset.
     ScanPage,
-    /// A random pick (`SPOP`, `SRANDMEMBER`, `RANDOMKEY`): same shape and count, checked for
+    /// A random pick (`SPOP`, `SRANDMEMBER`, `RANDOMKEY`, `ZRANDMEMBER`, `HRANDFIELD`): same shape and count, checked for
     /// membership by the caller.
     Random,
 }
@@ -128,7 +128,7 @@ pub enum Compare {
 pub fn comparator(name: &str) -> Compare {
     match name.to_ascii_uppercase().as_str() {
         "KEYS" | "SMEMBERS" | "SUNION" | "SINTER" | "SDIFF" => Compare::Multiset,
-        "SPOP" | "SRANDMEMBER" | "RANDOMKEY" => Compare::Random,
+        "SPOP" | "SRANDMEMBER" | "RANDOMKEY" | "ZRANDMEMBER" | "HRANDFIELD" => Compare::Random,
         "SCAN" | "SSCAN" => Compare::ScanPage,
         _ => Compare::Exact,
     }
