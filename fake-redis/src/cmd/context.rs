@@ -42,6 +42,12 @@ impl<'a> Cx<'a> {
         self.engine
     }
 
+    /// Runs a command its driver queued in the transaction that the engine does not know (see
+    /// [`Engine::run_foreign_command`]).
+    pub fn run_foreign(&mut self, argv: &[Bytes]) -> Option<crate::resp::Frame> {
+        self.engine.run_foreign_command(ClientId(self.client), argv)
+    }
+
     /// The keyspace of the command's database.
     #[inline]
     pub fn keyspace(&mut self) -> &mut Db {

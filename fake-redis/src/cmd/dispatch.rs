@@ -116,7 +116,9 @@ pub(super) fn run_queued(cx: &mut Cx<'_>, queue: &[Vec<Bytes>]) -> Vec<Frame> {
         .iter()
         .map(|argv| {
             let Some(spec) = argv.first().and_then(|n| lookup(n)) else {
-                return unknown_command(argv);
+                return cx
+                    .run_foreign(argv)
+                    .unwrap_or_else(|| unknown_command(argv));
             };
             // A `SELECT` earlier in the transaction moves the commands after it.
             cx.db = cx.selected_db();

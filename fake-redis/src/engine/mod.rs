@@ -235,7 +235,15 @@ pub struct Engine {
     started_at: i64,
     /// The lock's scripts run on the Lua state like any other body, not as their native twins.
     lock_scripts_on_lua: bool,
+    /// Runs the commands a driver queued in a transaction that the engine does not know (the TCP
+    /// server's `FAKE.*`), when `EXEC` reaches them.
+    queued_foreign: Option<ForeignCommands>,
 }
+
+/// How a driver runs, at `EXEC`, the commands of its own it queued in a client's transaction: the
+/// reply, or None for a command it does not know either.
+pub(crate) type ForeignCommands =
+    Box<dyn FnMut(&mut Engine, ClientId, &[Bytes]) -> Option<Frame> + Send>;
 
 impl fmt::Debug for Engine {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -278,6 +286,7 @@ impl Engine {
             stats: Stats::default(),
             started_at: now,
             lock_scripts_on_lua: false,
+            queued_foreign: None,
         }
     }
 
@@ -294,6 +303,29 @@ impl Engine {
     /// The configuration.
     pub fn config(&self) -> &EngineConfig {
         &self.config
+    }
+
+    /// Whether a driver has said how to run its own queued commands ([`ForeignCommands`]).
+    pub(crate) fn runs_foreign_commands(&self) -> bool {
+        self.queued_foreign.is_some()
+    }
+
+    /// Says how to run the commands a driver queues in transactions itself.
+    pub(crate) fn set_foreign_commands(&mut self, run: ForeignCommands) {
+        self.queued_foreign = Some(run);
+    }
+
+    /// Runs a queued command the engine does not know through its driver's [`ForeignCommands`]:
+    /// None when there are none or they do not know it either.
+    pub(crate) fn run_foreign_command(
+        &mut self,
+        client: ClientId,
+        argv: &[Bytes],
+    ) -> Option<Frame> {
+        let mut run = self.queued_foreign.take()?;
+        let reply = run(self, client, argv);
+        self.queued_foreign = Some(run);
+        reply
     }
 
     // ---- connections ----
