@@ -1,12 +1,13 @@
 //! Connection and server commands: the handshake (`HELLO`, `AUTH`, `SELECT`), naming, `PING`,
-//! `QUIT`/`RESET`, and what a client may ask about the server (`TIME`, `INFO`, `WAIT`, `COMMAND`).
+//! `QUIT`/`RESET`, and what a client may ask about the server (`TIME`, `INFO`,
+//! `WAIT`; `COMMAND` has its own file, `command_docs.rs`).
 //!
 //! `HELLO 3` switches the connection to RESP3; the engine keeps building the same frames and the
 //! encoder (or a front door) decides the bytes. `WAIT` replies 0: the fake has no replicas, only
 //! the failover fault that models losing their lag.
 
 use super::{
-    ALL, Args, Cx, NO_AUTH, NOT_QUEUED, PUBSUB_CONTEXT, Reply, Spec, int, is, unknown_subcommand,
+    Args, Cx, NO_AUTH, NOT_QUEUED, PUBSUB_CONTEXT, Reply, Spec, int, is, unknown_subcommand,
     wrong_arity,
 };
 use crate::engine::{Client, DATABASES, REDIS_VERSION, Subscription};
@@ -35,7 +36,6 @@ pub(crate) static RESET: Spec = Spec::new(
 pub(crate) static TIME: Spec = Spec::new("time", 1, 0, time_command);
 pub(crate) static INFO: Spec = Spec::new("info", -1, 0, info_command);
 pub(crate) static WAIT: Spec = Spec::new("wait", 3, 0, wait_command);
-pub(crate) static COMMAND: Spec = Spec::new("command", -1, 0, command_command);
 
 fn ping_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     if args.remaining() > 1 {
@@ -358,35 +358,4 @@ fn wait_command(_cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         return Err(Frame::error("ERR timeout is negative"));
     }
     Ok(Frame::Integer(0))
-}
-
-/// `COMMAND`, `COMMAND COUNT`, `COMMAND LIST`.
-fn command_command(_cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
-    let Some(sub) = args.next() else {
-        // A short form of Redis's reply: name and arity of each command.
-        return Ok(Frame::Array(
-            ALL.iter()
-                .map(|s| {
-                    Frame::Array(vec![
-                        Frame::Bulk(Bytes::from_static(s.name.as_bytes())),
-                        Frame::Integer(i64::from(s.arity)),
-                    ])
-                })
-                .collect(),
-        ));
-    };
-    if is(sub, "count") {
-        if args.remaining() != 0 {
-            return Err(wrong_arity("command|count"));
-        }
-        return Ok(Frame::Integer(ALL.len() as i64));
-    }
-    if is(sub, "list") {
-        return Ok(Frame::Array(
-            ALL.iter()
-                .map(|s| Frame::Bulk(Bytes::from_static(s.name.as_bytes())))
-                .collect(),
-        ));
-    }
-    Err(unknown_subcommand("COMMAND", sub))
 }

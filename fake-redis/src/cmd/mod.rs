@@ -11,6 +11,7 @@
 //!
 //! Lookup is allocation-free: the name is hashed case-insensitively and matched in a fixed index.
 
+mod command_docs;
 mod connection;
 mod context;
 mod dispatch;
@@ -138,7 +139,7 @@ command_table! {
     b"APPEND" => strings::APPEND,
     b"AUTH" => connection::AUTH,
     b"CLIENT" => connection::CLIENT,
-    b"COMMAND" => connection::COMMAND,
+    b"COMMAND" => command_docs::COMMAND,
     b"COPY" => keys::COPY,
     b"DBSIZE" => keys::DBSIZE,
     b"DECR" => strings::DECR,
