@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
-"""Captures the tables fake-redis serves from Redis itself: `COMMAND`, `COMMAND DOCS` and
-`CONFIG GET *`, each as the RESP3 bytes a redis-server answers, into `fake-redis/data/`.
+"""Captures the tables fake-redis serves from Redis itself into `fake-redis/data/`: `COMMAND` and
+`COMMAND DOCS`, as the RESP3 bytes a redis-server answers, and `config.tsv`, one line per
+parameter of `CONFIG GET *`: its name, its default, and what `CONFIG SET` answers for a value
+that is not a number (`x-bogus`) and for one below every range (`-9223372036854775807`), which
+tells the parameter's type and range.
 
 It starts a fresh redis-server of its own (so every parameter has its default, nothing shared is
 touched) on a free port with persistence off, asks, and stops it:
@@ -71,12 +74,51 @@ def command(sock, buf, *args):
     return read_frame(sock, buf)
 
 
+def bulks(frame):
+    """The bulk strings of a RESP2 array, in order."""
+    out, rest = [], frame.split(b"\r\n", 1)[1]
+    while rest:
+        head, rest = rest.split(b"\r\n", 1)
+        n = int(head[1:])
+        out.append(rest[:n].decode())
+        rest = rest[n + 2 :]
+    return out
+
+
+def answer(frame):
+    """A status or error reply as text."""
+    return frame.decode().strip()[1:]
+
+
+def config_table(sock, buf):
+    flat = bulks(command(sock, buf, "CONFIG", "GET", "*"))
+    lines = []
+    for name, default in zip(flat[0::2], flat[1::2]):
+        probes = []
+        for value in ["x-bogus", "-9223372036854775807"]:
+            if name == "requirepass":
+                probes.append("OK")
+                continue
+            reply = answer(command(sock, buf, "CONFIG", "SET", name, value))
+            probes.append(reply)
+            if reply == "OK":
+                command(sock, buf, "CONFIG", "SET", name, default)
+        if name == "port":
+            default = "6379"  # Redis's default, not the free port this server was given
+        fields = [name, default] + probes
+        assert not any("\t" in x or "\n" in x for x in fields), fields
+        lines.append("\t".join(fields) + "\n")
+    return "".join(lines)
+
+
 def main():
     server = sys.argv[1] if len(sys.argv) > 1 else "redis-server"
     port = free_port()
     proc = subprocess.Popen(
         [server, "--port", str(port), "--save", "", "--appendonly", "no"],
         stdout=subprocess.DEVNULL,
+        # `dir` is the server's working directory: one that says nothing of this machine.
+        cwd="/",
     )
     try:
         for _ in range(100):
@@ -92,10 +134,12 @@ def main():
         for name, args in [
             ("command.resp", ["COMMAND"]),
             ("command-docs.resp", ["COMMAND", "DOCS"]),
-            ("config.resp", ["CONFIG", "GET", "*"]),
         ]:
             with open(os.path.join(DATA, name), "wb") as f:
                 f.write(command(sock, buf, *args))
+        command(sock, buf, "HELLO", "2")
+        with open(os.path.join(DATA, "config.tsv"), "w") as f:
+            f.write(config_table(sock, buf))
         sock.sendall(b"*2\r\n$8\r\nSHUTDOWN\r\n$6\r\nNOSAVE\r\n")
     finally:
         proc.wait(timeout=10)

@@ -48,6 +48,16 @@ impl<'a> Cx<'a> {
         self.engine.run_foreign_command(ClientId(self.client), argv)
     }
 
+    /// The engine's configuration, for `CONFIG SET`.
+    pub fn config_mut(&mut self) -> &mut crate::engine::EngineConfig {
+        self.engine.config_mut()
+    }
+
+    /// Forgets the statistics `INFO` reports (`CONFIG RESETSTAT`).
+    pub fn reset_stats(&mut self) {
+        self.engine.reset_stats();
+    }
+
     /// The keyspace of the command's database.
     #[inline]
     pub fn keyspace(&mut self) -> &mut Db {

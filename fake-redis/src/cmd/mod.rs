@@ -12,6 +12,7 @@
 //! Lookup is allocation-free: the name is hashed case-insensitively and matched in a fixed index.
 
 mod command_docs;
+mod config;
 mod connection;
 mod context;
 mod dispatch;
@@ -140,6 +141,7 @@ command_table! {
     b"AUTH" => connection::AUTH,
     b"CLIENT" => connection::CLIENT,
     b"COMMAND" => command_docs::COMMAND,
+    b"CONFIG" => config::CONFIG,
     b"COPY" => keys::COPY,
     b"DBSIZE" => keys::DBSIZE,
     b"DECR" => strings::DECR,

@@ -74,6 +74,12 @@ pub struct EngineConfig {
     /// Keep a journal of the writes of the last this-many ms, so a failover can roll them back.
     /// Scheduling a [`Fault::Failover`] turns it on with at least the failover's lag.
     pub journal_window_ms: Option<i64>,
+    /// `busy-reply-threshold` (alias `lua-time-limit`), ms: how long a script runs before other
+    /// clients get `BUSY`. `CONFIG SET` changes it.
+    pub busy_reply_threshold_ms: u64,
+    /// The parameters `CONFIG SET` changed from Redis's defaults, by canonical name, as
+    /// `CONFIG GET` shows them (see `cmd/config.rs`).
+    pub settings: BTreeMap<String, String>,
 }
 
 impl Default for EngineConfig {
@@ -83,6 +89,8 @@ impl Default for EngineConfig {
             requirepass: None,
             persistence: false,
             journal_window_ms: None,
+            busy_reply_threshold_ms: 5000,
+            settings: BTreeMap::new(),
         }
     }
 }
@@ -303,6 +311,16 @@ impl Engine {
     /// The configuration.
     pub fn config(&self) -> &EngineConfig {
         &self.config
+    }
+
+    /// The configuration, for `CONFIG SET`.
+    pub(crate) fn config_mut(&mut self) -> &mut EngineConfig {
+        &mut self.config
+    }
+
+    /// Forgets the statistics `INFO` reports (`CONFIG RESETSTAT`).
+    pub(crate) fn reset_stats(&mut self) {
+        self.stats = Stats::default();
     }
 
     /// Whether a driver has said how to run its own queued commands ([`ForeignCommands`]).
