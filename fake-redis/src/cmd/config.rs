@@ -451,7 +451,10 @@ fn apply(cx: &mut Cx<'_>, param: &Param, value: String) {
         }
         _ => {}
     }
-    config.settings.insert(canonical(param.name), value);
+    config.settings.insert(canonical(param.name), value.clone());
+    if param.name == "notify-keyspace-events" {
+        cx.set_keyspace_events(keyspace_events(&value).unwrap_or(0));
+    }
 }
 
 #[cfg(test)]

@@ -53,9 +53,22 @@ impl<'a> Cx<'a> {
         self.engine.config_mut()
     }
 
+    /// Sets `notify-keyspace-events` (`CONFIG SET`).
+    pub fn set_keyspace_events(&mut self, flags: u16) {
+        self.engine.set_keyspace_events(flags);
+    }
+
     /// Forgets the statistics `INFO` reports (`CONFIG RESETSTAT`).
     pub fn reset_stats(&mut self) {
         self.engine.reset_stats();
+    }
+
+    /// Publishes keyspace event `event` (of class `class`, a `Class` flag) on `key` of the
+    /// command's database, if `notify-keyspace-events` asks for it (`engine/notify.rs`).
+    #[inline]
+    pub fn notify(&mut self, class: u16, event: &str, key: &[u8]) {
+        let (db, now) = (self.db, self.now);
+        self.engine.notify(class, event, key, db, now);
     }
 
     /// The keyspace of the command's database.

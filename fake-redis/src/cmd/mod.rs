@@ -28,6 +28,7 @@ mod strings;
 mod transactions;
 mod zsets;
 
+pub(crate) use config::class;
 pub(crate) use context::Cx;
 pub(crate) use parse::Args;
 #[cfg(feature = "lua")]

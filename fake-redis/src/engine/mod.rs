@@ -38,6 +38,7 @@ pub(crate) mod db;
 pub(crate) mod expiry;
 pub(crate) mod glob;
 mod inspect;
+pub(crate) mod notify;
 mod pubsub;
 mod watches;
 
@@ -77,6 +78,8 @@ pub struct EngineConfig {
     /// `busy-reply-threshold` (alias `lua-time-limit`), ms: how long a script runs before other
     /// clients get `BUSY`. `CONFIG SET` changes it.
     pub busy_reply_threshold_ms: u64,
+    /// `notify-keyspace-events` as flags (Redis's `NOTIFY_*` bits): 0, the default, sends none.
+    pub notify_keyspace_events: u16,
     /// The parameters `CONFIG SET` changed from Redis's defaults, by canonical name, as
     /// `CONFIG GET` shows them (see `cmd/config.rs`).
     pub settings: BTreeMap<String, String>,
@@ -90,6 +93,7 @@ impl Default for EngineConfig {
             persistence: false,
             journal_window_ms: None,
             busy_reply_threshold_ms: 5000,
+            notify_keyspace_events: 0,
             settings: BTreeMap::new(),
         }
     }
@@ -323,6 +327,17 @@ impl Engine {
         self.stats = Stats::default();
     }
 
+    /// Sets `notify-keyspace-events` (flags of `cmd/config.rs`'s `class`).
+    pub(crate) fn set_keyspace_events(&mut self, flags: u16) {
+        self.config.notify_keyspace_events = flags;
+        let log_expired = notify::wants_expired(flags);
+        for db in &mut self.dbs {
+            if log_expired != db.watches.expired_log.is_some() {
+                db.watches.expired_log = log_expired.then(Vec::new);
+            }
+        }
+    }
+
     /// Whether a driver has said how to run its own queued commands ([`ForeignCommands`]).
     pub(crate) fn runs_foreign_commands(&self) -> bool {
         self.queued_foreign.is_some()
@@ -498,6 +513,7 @@ impl Engine {
             let rng = &mut self.rng;
             self.expiry
                 .catch_up(&mut self.dbs, now, &mut || xorshift(rng));
+            self.notify_expired(now);
             self.collect_dirty();
         }
         now
@@ -517,6 +533,7 @@ impl Engine {
     /// Ends a command of `client` started at `now`: its writes reach the watchers, and a `QUIT`
     /// closes the connection.
     pub(crate) fn end_command(&mut self, client: ClientId, now: i64) {
+        self.notify_expired(now);
         self.collect_dirty();
         if let Some(c) = self.clients.get_mut(&client.0) {
             c.last_command_at = now;
