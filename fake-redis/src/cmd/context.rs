@@ -53,6 +53,15 @@ impl<'a> Cx<'a> {
         self.engine.config_mut()
     }
 
+    /// Closes connection `id` (`CLIENT KILL`); the calling one closes once its reply is out.
+    pub fn kill_client(&mut self, id: u64) {
+        if id == self.client {
+            self.client().closing = true;
+        } else {
+            self.engine.disconnect(ClientId(id));
+        }
+    }
+
     /// Sets `notify-keyspace-events` (`CONFIG SET`).
     pub fn set_keyspace_events(&mut self, flags: u16) {
         self.engine.set_keyspace_events(flags);

@@ -51,6 +51,9 @@ fn dispatch(engine: &mut Engine, id: u64, argv: &[Bytes], now: i64) -> Frame {
     let spec = lookup(name);
     let requirepass = engine.config().requirepass.is_some();
     let client = engine.client_mut(id).expect("checked by start_command");
+    if let Some(spec) = spec {
+        client.last_command = spec.name;
+    }
     let Some(spec) = spec else {
         if let Some(m) = &mut client.multi {
             m.failed = true;

@@ -133,6 +133,8 @@ pub(crate) struct Client {
     node: Option<NodeId>,
     pub created_at: i64,
     pub last_command_at: i64,
+    /// The name of the last command it sent (`CLIENT LIST`'s `cmd`), `NULL` before any.
+    pub last_command: &'static str,
     /// `QUIT` ran: the connection closes once its reply is out.
     pub closing: bool,
     /// `FAKE.AUTH` accepted the admin password on this connection.
@@ -395,6 +397,7 @@ impl Engine {
                 node,
                 created_at: now,
                 last_command_at: now,
+                last_command: "NULL",
                 closing: false,
                 admin: false,
             },
