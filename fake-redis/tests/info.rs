@@ -112,3 +112,50 @@ async fn text_replies_are_verbatim_strings_in_resp3() {
         }
     }
 }
+
+#[tokio::test]
+async fn info_has_every_default_section_and_the_fields_clients_read() {
+    let server = OwnServer::start();
+    let mut real = connect_real(server.port).await;
+    let mut fake = fake_connection();
+    let (real_info, fake_info) = (info(&mut real, &[]).await, info(&mut fake, &[]).await);
+    let headers = |t: &str| -> Vec<String> {
+        t.lines()
+            .filter(|l| l.starts_with("# "))
+            .map(|l| l.trim().to_owned())
+            .collect()
+    };
+    assert_eq!(headers(&fake_info), headers(&real_info));
+    let (real_fields, fake_fields) = (fields(&real_info), fields(&fake_info));
+    for same in [
+        "role",
+        "loading",
+        "async_loading",
+        "aof_enabled",
+        "connected_slaves",
+        "maxmemory",
+        "maxmemory_policy",
+        "cluster_enabled",
+        "redis_mode",
+        "rdb_bgsave_in_progress",
+        "aof_rewrite_in_progress",
+        "master_repl_offset",
+    ] {
+        assert_eq!(fake_fields.get(same), real_fields.get(same), "{same}");
+    }
+    for present in [
+        "used_memory",
+        "used_memory_human",
+        "used_memory_peak",
+        "mem_fragmentation_ratio",
+        "run_id",
+        "tcp_port",
+        "process_id",
+        "rdb_last_save_time",
+        "used_cpu_sys",
+        "connected_clients",
+        "total_commands_processed",
+    ] {
+        assert!(fake_fields.contains_key(present), "{present} missing");
+    }
+}

@@ -242,3 +242,47 @@ fn a_busy_function_answers_its_own_busy_and_function_kill_ends_it() {
     assert_eq!(other.call(&["PING"]), Reply::Status("PONG".into()));
     assert_eq!(other.call(&["FUNCTION", "KILL"]), error(NOTBUSY));
 }
+
+#[test]
+fn config_set_busy_reply_threshold_moves_the_threshold_of_the_next_script() {
+    let fake = start(&["--busy-reply-threshold", "600000"]);
+    let mut runner = Client::connect(fake.port);
+    let mut other = Client::connect(fake.port);
+    // CONFIG GET answers an array; the test reads its two bulk strings in turn.
+    other.send(&["CONFIG", "GET", "busy-reply-threshold"]);
+    let mut header = String::new();
+    other.reader.read_line(&mut header).unwrap();
+    assert_eq!(header, "*2\r\n");
+    assert_eq!(
+        other.read(),
+        Reply::Bulk(Some("busy-reply-threshold".into()))
+    );
+    assert_eq!(other.read(), Reply::Bulk(Some("600000".into())));
+    assert_eq!(
+        other.call(&["CONFIG", "SET", "lua-time-limit", "200"]),
+        Reply::Status("OK".into())
+    );
+    // With the old threshold of ten minutes the script would never be busy within the test.
+    runner.send(&["EVAL", SPIN, "0"]);
+    until_busy(&mut other);
+    assert_eq!(other.call(&["SCRIPT", "KILL"]), Reply::Status("OK".into()));
+    killed(&runner.read(), SPIN);
+}
+
+#[test]
+fn after_a_restart_fault_a_runaway_script_still_answers_busy() {
+    let fake = start(&["--busy-reply-threshold", "200"]);
+    let mut admin = Client::connect(fake.port);
+    assert_eq!(
+        admin.call(&["FAKE.FAULT", "RESTART"]),
+        Reply::Status("OK".into())
+    );
+    // The restart closed every connection, the admin's too; the server's script watch is the
+    // restarted engine's.
+    let mut runner = Client::connect(fake.port);
+    let mut other = Client::connect(fake.port);
+    runner.send(&["EVAL", SPIN, "0"]);
+    until_busy(&mut other);
+    assert_eq!(other.call(&["SCRIPT", "KILL"]), Reply::Status("OK".into()));
+    killed(&runner.read(), SPIN);
+}

@@ -596,13 +596,13 @@ async fn fake_advance_needs_the_virtual_clock() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn admin_commands_run_at_once_inside_multi() {
+async fn admin_commands_queue_inside_multi_and_run_at_exec() {
     let server = virtual_server();
     let mut client = Client::connect(&server);
     assert_eq!(client.call(&["MULTI"]).await, ok());
     assert_eq!(
         client.call(&["FAKE.TIME"]).await,
-        Frame::Integer(DEFAULT_EPOCH_MS)
+        Frame::Simple("QUEUED".into())
     );
     assert_eq!(
         client.call(&["GET", "x"]).await,
@@ -610,7 +610,7 @@ async fn admin_commands_run_at_once_inside_multi() {
     );
     assert_eq!(
         client.call(&["EXEC"]).await,
-        Frame::Array(vec![Frame::Null])
+        Frame::Array(vec![Frame::Integer(DEFAULT_EPOCH_MS), Frame::Null])
     );
 }
 

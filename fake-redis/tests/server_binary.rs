@@ -6,7 +6,7 @@ mod support;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::Command;
-use support::binary::{BIN, PATIENCE, start, wait_for_exit};
+use support::binary::{BIN, PATIENCE, start, start_logging, wait_for_exit};
 
 #[test]
 fn the_binary_serves_the_virtual_clock_and_stops_on_sigterm() {
@@ -59,4 +59,59 @@ fn print_script_prints_the_lock_s_lua_body_exactly() {
         .output()
         .expect("the binary runs");
     assert_eq!(out.status.code(), Some(2));
+}
+
+/// Runs the binary on the virtual clock with `args`: the epoch its log names, and `FAKE.TIME`.
+fn epoch_and_time(args: &[&str]) -> (i64, i64) {
+    let mut all = vec!["--clock", "virtual"];
+    all.extend_from_slice(args);
+    let (mut child, port, log) = start_logging(&all);
+    let epoch = log
+        .iter()
+        .find_map(|line| line.split("--epoch-ms ").nth(1))
+        .and_then(|rest| rest.split(')').next())
+        .map(|e| e.trim().parse::<i64>().expect("the epoch is a number"))
+        .expect("the log names the epoch");
+    let mut conn = TcpStream::connect(("127.0.0.1", port)).expect("it listens");
+    conn.set_read_timeout(Some(PATIENCE)).unwrap();
+    conn.write_all(b"FAKE.TIME\r\n").unwrap();
+    let mut reply = Vec::new();
+    let mut byte = [0u8; 1];
+    while !reply.ends_with(b"\r\n") {
+        conn.read_exact(&mut byte).unwrap();
+        reply.push(byte[0]);
+    }
+    child.kill().expect("the server stops");
+    let _ = child.wait();
+    let time = std::str::from_utf8(&reply[1..reply.len() - 2])
+        .unwrap()
+        .parse()
+        .unwrap();
+    (epoch, time)
+}
+
+#[test]
+fn the_virtual_clock_starts_at_the_host_s_time_and_the_log_names_it() {
+    let unix_ms = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as i64
+    };
+    let before = unix_ms();
+    let (epoch, time) = epoch_and_time(&[]);
+    let after = unix_ms();
+    assert!(
+        (before..=after).contains(&epoch),
+        "{before} <= {epoch} <= {after}"
+    );
+    assert_eq!(
+        time, epoch,
+        "nothing moves the virtual clock but FAKE.ADVANCE"
+    );
+}
+
+#[test]
+fn epoch_ms_pins_the_virtual_clock_and_is_logged() {
+    assert_eq!(epoch_and_time(&["--epoch-ms", "1000"]), (1000, 1000));
 }

@@ -6,6 +6,7 @@
 
 use bytes::Bytes;
 use clap::Parser;
+use fake_redis::Clock;
 use fake_redis::server::{ClockChoice, DEFAULT_MAXCLIENTS, DEFAULT_PORT, Server, ServerConfig};
 use std::net::IpAddr;
 use std::process::ExitCode;
@@ -32,7 +33,8 @@ struct Args {
     /// The clock: the wall clock, or a virtual one moved by FAKE.ADVANCE.
     #[arg(long, value_enum, default_value_t = ClockFlag::System)]
     clock: ClockFlag,
-    /// Where the virtual clock starts, unix ms [default: 1704067200000, 2024-01-01T00:00:00Z].
+    /// Where the virtual clock starts, unix ms [default: the host's time at start]. The log
+    /// names the epoch either way, so a run can be replayed with this flag.
     #[arg(long)]
     epoch_ms: Option<i64>,
     /// Seeds active expiry sampling and the fault plan's random draws.
@@ -92,7 +94,11 @@ fn main() -> ExitCode {
         clock: match args.clock {
             ClockFlag::System => ClockChoice::System,
             ClockFlag::Virtual => ClockChoice::Virtual {
-                epoch_ms: args.epoch_ms.unwrap_or(fake_redis::DEFAULT_EPOCH_MS),
+                // The host's time, so that a client computing `now + 60 s` from its own clock
+                // (`EXPIREAT`) gets a TTL of 60 s, as from a real server.
+                epoch_ms: args
+                    .epoch_ms
+                    .unwrap_or_else(|| fake_redis::SystemClock.now_ms()),
             },
         },
         requirepass: args.requirepass.map(Bytes::from),
@@ -125,6 +131,12 @@ fn main() -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
+        if let ClockChoice::Virtual { epoch_ms } = config.clock {
+            tracing::info!(
+                epoch_ms,
+                "virtual clock starts at {epoch_ms} (replay with --epoch-ms {epoch_ms})"
+            );
+        }
         tracing::info!(
             clock = ?config.clock,
             seed = config.seed,

@@ -1,12 +1,13 @@
 //! Connection and server commands: the handshake (`HELLO`, `AUTH`, `SELECT`), naming, `PING`,
-//! `QUIT`/`RESET`, and what a client may ask about the server (`TIME`, `INFO`, `WAIT`, `COMMAND`).
+//! `QUIT`/`RESET`, and what a client may ask about the server (`TIME`, `INFO`,
+//! `WAIT`; `COMMAND` has its own file, `command_docs.rs`).
 //!
 //! `HELLO 3` switches the connection to RESP3; the engine keeps building the same frames and the
 //! encoder (or a front door) decides the bytes. `WAIT` replies 0: the fake has no replicas, only
 //! the failover fault that models losing their lag.
 
 use super::{
-    ALL, Args, Cx, NO_AUTH, NOT_QUEUED, PUBSUB_CONTEXT, Reply, Spec, int, is, unknown_subcommand,
+    Args, Cx, NO_AUTH, NOT_QUEUED, PUBSUB_CONTEXT, Reply, Spec, int, is, unknown_subcommand,
     wrong_arity,
 };
 use crate::engine::{Client, DATABASES, REDIS_VERSION, Subscription};
@@ -35,7 +36,6 @@ pub(crate) static RESET: Spec = Spec::new(
 pub(crate) static TIME: Spec = Spec::new("time", 1, 0, time_command);
 pub(crate) static INFO: Spec = Spec::new("info", -1, 0, info_command);
 pub(crate) static WAIT: Spec = Spec::new("wait", 3, 0, wait_command);
-pub(crate) static COMMAND: Spec = Spec::new("command", -1, 0, command_command);
 
 fn ping_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     if args.remaining() > 1 {
@@ -212,34 +212,59 @@ fn client_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     if is(sub, "info") {
         exact(args, 0, "client|info")?;
         let (now, id) = (cx.now, cx.client);
-        let line = client_line(now, id, cx.client());
+        let outbox = cx.engine().outbox_len(crate::engine::ClientId(id));
+        let line = client_line(now, id, cx.client(), "client|info", outbox);
         return Ok(Frame::text(line));
     }
     if is(sub, "list") {
-        let now = cx.now;
-        let text: String = cx
-            .engine()
-            .clients()
-            .map(|(id, c)| client_line(now, id, c))
-            .collect();
-        return Ok(Frame::text(text));
+        return client_list(cx, args);
+    }
+    if is(sub, "kill") {
+        return client_kill(cx, args);
+    }
+    if is(sub, "no-evict") {
+        exact(args, 1, "client|no-evict")?;
+        let on_off = args.next_bytes()?;
+        return if is(on_off, "on") || is(on_off, "off") {
+            Ok(Frame::OK)
+        } else {
+            Err(super::SYNTAX)
+        };
+    }
+    if is(sub, "getredir") {
+        exact(args, 0, "client|getredir")?;
+        return Ok(Frame::Integer(-1));
+    }
+    if is(sub, "help") {
+        exact(args, 0, "client|help")?;
+        return Ok(Frame::Array(
+            CLIENT_HELP.iter().map(|&l| Frame::simple(l)).collect(),
+        ));
     }
     Err(unknown_subcommand("CLIENT", sub))
 }
 
-/// One line of `CLIENT LIST` for connection `id`.
-fn client_line(now: i64, id: u64, c: &Client) -> String {
+/// One line of `CLIENT LIST` for connection `id`, with every field of Redis 7.0 in its order.
+/// `running` is the command the caller runs now (its own line shows it, as in Redis); `outbox`
+/// the messages waiting for the connection (`oll`). Buffers the fake does not have read 0.
+fn client_line(now: i64, id: u64, c: &Client, running: &str, outbox: usize) -> String {
     let name = c
         .name
         .as_ref()
         .map(|n| String::from_utf8_lossy(n).into_owned())
         .unwrap_or_default();
+    let flags = match (c.subscriptions() > 0, c.multi.is_some()) {
+        (true, _) => "P",
+        (false, true) => "x",
+        (false, false) => "N",
+    };
     format!(
         "id={id} addr=in-process:{id} laddr=in-process:0 fd=-1 name={name} age={} idle={} \
-         flags={} db={} sub={} psub={} ssub=0 multi={} resp={}\n",
+         flags={flags} db={} sub={} psub={} ssub=0 multi={} qbuf=0 qbuf-free=0 argv-mem=0 \
+         multi-mem=0 rbs=0 rbp=0 obl=0 oll={outbox} omem=0 tot-mem=0 events=r cmd={running} \
+         user=default redir=-1 resp={}\n",
         (now - c.created_at).max(0) / 1000,
         (now - c.last_command_at).max(0) / 1000,
-        if c.subscriptions() > 0 { "P" } else { "N" },
         c.db,
         c.subscription_count(Subscription::Channel),
         c.subscription_count(Subscription::Pattern),
@@ -247,6 +272,208 @@ fn client_line(now: i64, id: u64, c: &Client) -> String {
         c.protocol,
     )
 }
+
+/// A connection's type, as `CLIENT LIST TYPE` and `CLIENT KILL TYPE` name them: the fake has no
+/// replicas or masters, so a connection is `pubsub` while subscribed and `normal` otherwise.
+fn client_type(c: &Client) -> &'static str {
+    if c.subscriptions() > 0 {
+        "pubsub"
+    } else {
+        "normal"
+    }
+}
+
+/// A `TYPE` argument, checked: `ERR Unknown client type '<type>'` for another word.
+fn type_filter(arg: &[u8]) -> Result<&'static str, Frame> {
+    ["normal", "master", "replica", "slave", "pubsub"]
+        .into_iter()
+        .find(|t| is(arg, t))
+        .map(|t| if t == "slave" { "replica" } else { t })
+        .ok_or_else(|| {
+            super::error_echoing(&[b"ERR Unknown client type '", super::c_text(arg, 128), b"'"])
+        })
+}
+
+/// `CLIENT LIST [TYPE <type>] [ID <id> ...]`.
+fn client_list(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let mut kind = None;
+    let mut ids: Option<Vec<u64>> = None;
+    if args.eat("type") {
+        kind = Some(type_filter(args.next().ok_or(super::SYNTAX)?)?);
+    } else if args.eat("id") {
+        if args.remaining() == 0 {
+            return Err(super::SYNTAX);
+        }
+        let mut wanted = Vec::new();
+        for id in args.by_ref() {
+            match int(id) {
+                Ok(n) => wanted.push(u64::try_from(n).unwrap_or(0)),
+                Err(_) => return Err(Frame::error("ERR Invalid client ID")),
+            }
+        }
+        ids = Some(wanted);
+    }
+    args.finish()?;
+    let (now, me) = (cx.now, cx.client);
+    let engine = cx.engine();
+    let text: String = engine
+        .clients()
+        .filter(|(id, c)| {
+            kind.is_none_or(|k| client_type(c) == k)
+                && ids.as_ref().is_none_or(|ids| ids.contains(id))
+        })
+        .map(|(id, c)| {
+            let running = if id == me {
+                "client|list"
+            } else {
+                c.last_command
+            };
+            client_line(
+                now,
+                id,
+                c,
+                running,
+                engine.outbox_len(crate::engine::ClientId(id)),
+            )
+        })
+        .collect();
+    Ok(Frame::text(text))
+}
+
+/// `CLIENT KILL <addr>` (the old form: `OK`, or `ERR No such client`) and `CLIENT KILL <filter>
+/// <value> ...` (how many it closed). The caller is spared unless `SKIPME no`.
+fn client_kill(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    if args.remaining() == 0 {
+        return Err(wrong_arity("client|kill"));
+    }
+    if args.remaining() == 1 {
+        let addr = args.next_bytes()?;
+        let found = cx
+            .engine()
+            .clients()
+            .find(|(id, _)| addr[..] == *format!("in-process:{id}").as_bytes())
+            .map(|(id, _)| id);
+        return match found {
+            Some(id) => {
+                cx.kill_client(id);
+                Ok(Frame::OK)
+            }
+            None => Err(Frame::error("ERR No such client")),
+        };
+    }
+    if !args.remaining().is_multiple_of(2) {
+        return Err(super::SYNTAX);
+    }
+    let (mut id_filter, mut kind, mut addr, mut laddr, mut user) = (None, None, None, None, None);
+    let mut skip_me = true;
+    while let Some(option) = args.next() {
+        let value = args.next_bytes()?;
+        if is(option, "id") {
+            match int(value) {
+                Ok(n) if n > 0 => id_filter = Some(n as u64),
+                _ => return Err(Frame::error("ERR client-id should be greater than 0")),
+            }
+        } else if is(option, "type") {
+            kind = Some(type_filter(value)?);
+        } else if is(option, "addr") {
+            addr = Some(value.clone());
+        } else if is(option, "laddr") {
+            laddr = Some(value.clone());
+        } else if is(option, "user") {
+            // The fake has one user, `default`, as a server without ACL rules.
+            if &value[..] != b"default" {
+                return Err(super::error_echoing(&[
+                    b"ERR No such user '",
+                    super::c_text(value, 128),
+                    b"'",
+                ]));
+            }
+            user = Some(value.clone());
+        } else if is(option, "skipme") {
+            skip_me = if is(value, "yes") {
+                true
+            } else if is(value, "no") {
+                false
+            } else {
+                return Err(super::SYNTAX);
+            };
+        } else {
+            return Err(super::SYNTAX);
+        }
+    }
+    let me = cx.client;
+    let doomed: Vec<u64> = cx
+        .engine()
+        .clients()
+        .filter(|(id, c)| {
+            id_filter.is_none_or(|f| f == *id)
+                && kind.is_none_or(|k| client_type(c) == k)
+                && addr
+                    .as_ref()
+                    .is_none_or(|a| a[..] == *format!("in-process:{id}").as_bytes())
+                && laddr.as_ref().is_none_or(|a| &a[..] == b"in-process:0")
+                && user.as_ref().is_none_or(|u| &u[..] == b"default")
+                && !(skip_me && *id == me)
+        })
+        .map(|(id, _)| id)
+        .collect();
+    for &id in &doomed {
+        cx.kill_client(id);
+    }
+    Ok(Frame::Integer(doomed.len() as i64))
+}
+
+/// `CLIENT HELP`, Redis 7.0's lines.
+const CLIENT_HELP: &[&str] = &[
+    "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "CACHING (YES|NO)",
+    "    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
+    "GETREDIR",
+    "    Return the client ID we are redirecting to when tracking is enabled.",
+    "GETNAME",
+    "    Return the name of the current connection.",
+    "ID",
+    "    Return the ID of the current connection.",
+    "INFO",
+    "    Return information about the current client connection.",
+    "KILL <ip:port>",
+    "    Kill connection made from <ip:port>.",
+    "KILL <option> <value> [<option> <value> [...]]",
+    "    Kill connections. Options are:",
+    "    * ADDR (<ip:port>|<unixsocket>:0)",
+    "      Kill connections made from the specified address",
+    "    * LADDR (<ip:port>|<unixsocket>:0)",
+    "      Kill connections made to specified local address",
+    "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+    "      Kill connections by type.",
+    "    * USER <username>",
+    "      Kill connections authenticated by <username>.",
+    "    * SKIPME (YES|NO)",
+    "      Skip killing current connection (default: yes).",
+    "LIST [options ...]",
+    "    Return information about client connections. Options:",
+    "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+    "      Return clients of specified type.",
+    "UNPAUSE",
+    "    Stop the current client pause, resuming traffic.",
+    "PAUSE <timeout> [WRITE|ALL]",
+    "    Suspend all, or just write, clients for <timeout> milliseconds.",
+    "REPLY (ON|OFF|SKIP)",
+    "    Control the replies sent to the current connection.",
+    "SETNAME <name>",
+    "    Assign the name <name> to the current connection.",
+    "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+    "    Unblock the specified blocked client.",
+    "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
+    "         [OPTIN] [OPTOUT] [NOLOOP]",
+    "    Control server assisted client side caching.",
+    "TRACKINGINFO",
+    "    Report tracking status for the current connection.",
+    "NO-EVICT (ON|OFF)",
+    "    Protect current client connection from eviction.",
+    "HELP",
+    "    Prints this help.",
+];
 
 fn quit_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
     cx.client().closing = true;
@@ -298,10 +525,16 @@ fn info_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
             s,
             "redis_version:{REDIS_VERSION}\r\nredis_git_sha1:00000000\r\nredis_git_dirty:0\r\n\
              redis_mode:standalone\r\nos:fake-redis (in-process)\r\narch_bits:64\r\n\
+             redis_build_id:0\r\nmultiplexing_api:epoll\r\natomicvar_api:c11-builtin\r\n\
+             gcc_version:0.0.0\r\nprocess_id:1\r\nprocess_supervised:no\r\n\
+             run_id:{:040x}\r\ntcp_port:6379\r\n\
              server_time_usec:{}\r\nuptime_in_seconds:{uptime}\r\nuptime_in_days:{}\r\n\
-             hz:10\r\n",
+             hz:10\r\nconfigured_hz:10\r\nlru_clock:{}\r\nexecutable:\r\nconfig_file:\r\n\
+             io_threads_active:0\r\n",
+            engine.started_at(),
             now.saturating_mul(1000),
-            uptime / 86_400
+            uptime / 86_400,
+            (now / 1000) & ((1 << 24) - 1)
         );
         sections.push(s);
     }
@@ -312,6 +545,47 @@ fn info_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
             "connected_clients:{}\r\ncluster_connections:0\r\nmaxclients:10000\r\n\
              blocked_clients:0\r\ntracking_clients:0\r\n",
             engine.client_count()
+        );
+        sections.push(s);
+    }
+    if want("memory") {
+        // The fake keeps no allocator statistics: a base plus a share per key, so that a test
+        // sees memory grow with its data.
+        let keys: usize = engine.dbs().iter().map(|d| d.len()).sum();
+        let used = 1_000_000 + 64 * keys;
+        let mut s = String::from("# Memory\r\n");
+        let _ = write!(
+            s,
+            "used_memory:{used}\r\nused_memory_human:{:.2}M\r\nused_memory_rss:{used}\r\n\
+             used_memory_rss_human:{:.2}M\r\nused_memory_peak:{used}\r\n\
+             used_memory_peak_human:{:.2}M\r\nused_memory_peak_perc:100.00%\r\n\
+             used_memory_overhead:1000000\r\nused_memory_startup:1000000\r\n\
+             used_memory_dataset:{}\r\nused_memory_lua:31744\r\nused_memory_scripts:0\r\n\
+             number_of_cached_scripts:0\r\nmaxmemory:0\r\nmaxmemory_human:0B\r\n\
+             maxmemory_policy:noeviction\r\nmem_fragmentation_ratio:1.00\r\n\
+             mem_allocator:libc\r\nlazyfree_pending_objects:0\r\nlazyfreed_objects:0\r\n",
+            used as f64 / 1048576.0,
+            used as f64 / 1048576.0,
+            used as f64 / 1048576.0,
+            used - 1_000_000,
+        );
+        sections.push(s);
+    }
+    if want("persistence") {
+        let mut s = String::from("# Persistence\r\n");
+        let _ = write!(
+            s,
+            "loading:0\r\nasync_loading:0\r\ncurrent_cow_peak:0\r\ncurrent_cow_size:0\r\n\
+             current_fork_perc:0.00\r\ncurrent_save_keys_processed:0\r\n\
+             current_save_keys_total:0\r\nrdb_changes_since_last_save:0\r\n\
+             rdb_bgsave_in_progress:0\r\nrdb_last_save_time:{}\r\n\
+             rdb_last_bgsave_status:ok\r\nrdb_last_bgsave_time_sec:-1\r\n\
+             rdb_current_bgsave_time_sec:-1\r\naof_enabled:0\r\naof_rewrite_in_progress:0\r\n\
+             aof_rewrite_scheduled:0\r\naof_last_rewrite_time_sec:-1\r\n\
+             aof_current_rewrite_time_sec:-1\r\naof_last_bgrewrite_status:ok\r\n\
+             aof_rewrites:0\r\naof_last_write_status:ok\r\nmodule_fork_in_progress:0\r\n\
+             module_fork_last_cow_size:0\r\n",
+            engine.started_at() / 1000
         );
         sections.push(s);
     }
@@ -328,6 +602,30 @@ fn info_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
             engine.pattern_count()
         );
         sections.push(s);
+    }
+    if want("replication") {
+        sections.push(String::from(
+            "# Replication\r\nrole:master\r\nconnected_slaves:0\r\n\
+             master_failover_state:no-failover\r\n\
+             master_replid:0000000000000000000000000000000000000000\r\n\
+             master_replid2:0000000000000000000000000000000000000000\r\n\
+             master_repl_offset:0\r\nsecond_repl_offset:-1\r\nrepl_backlog_active:0\r\n\
+             repl_backlog_size:1048576\r\nrepl_backlog_first_byte_offset:0\r\n\
+             repl_backlog_histlen:0\r\n",
+        ));
+    }
+    if want("cpu") {
+        sections.push(String::from(
+            "# CPU\r\nused_cpu_sys:0.000000\r\nused_cpu_user:0.000000\r\n\
+             used_cpu_sys_children:0.000000\r\nused_cpu_user_children:0.000000\r\n\
+             used_cpu_sys_main_thread:0.000000\r\nused_cpu_user_main_thread:0.000000\r\n",
+        ));
+    }
+    if want("modules") {
+        sections.push(String::from("# Modules\r\n"));
+    }
+    if want("errorstats") {
+        sections.push(String::from("# Errorstats\r\n"));
     }
     if want("cluster") {
         // Client test suites (redis-py's conftest) read `cluster_enabled` before their first test
@@ -358,35 +656,4 @@ fn wait_command(_cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         return Err(Frame::error("ERR timeout is negative"));
     }
     Ok(Frame::Integer(0))
-}
-
-/// `COMMAND`, `COMMAND COUNT`, `COMMAND LIST`.
-fn command_command(_cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
-    let Some(sub) = args.next() else {
-        // A short form of Redis's reply: name and arity of each command.
-        return Ok(Frame::Array(
-            ALL.iter()
-                .map(|s| {
-                    Frame::Array(vec![
-                        Frame::Bulk(Bytes::from_static(s.name.as_bytes())),
-                        Frame::Integer(i64::from(s.arity)),
-                    ])
-                })
-                .collect(),
-        ));
-    };
-    if is(sub, "count") {
-        if args.remaining() != 0 {
-            return Err(wrong_arity("command|count"));
-        }
-        return Ok(Frame::Integer(ALL.len() as i64));
-    }
-    if is(sub, "list") {
-        return Ok(Frame::Array(
-            ALL.iter()
-                .map(|s| Frame::Bulk(Bytes::from_static(s.name.as_bytes())))
-                .collect(),
-        ));
-    }
-    Err(unknown_subcommand("COMMAND", sub))
 }

@@ -42,6 +42,49 @@ impl<'a> Cx<'a> {
         self.engine
     }
 
+    /// Runs a command its driver queued in the transaction that the engine does not know (see
+    /// [`Engine::run_foreign_command`]).
+    pub fn run_foreign(&mut self, argv: &[Bytes]) -> Option<crate::resp::Frame> {
+        self.engine.run_foreign_command(ClientId(self.client), argv)
+    }
+
+    /// What the front doors see of the running script (its busy threshold, for `CONFIG SET`).
+    pub fn script_watch(&mut self) -> std::sync::Arc<crate::inprocess::link::ScriptWatch> {
+        self.engine.script_watch()
+    }
+
+    /// The engine's configuration, for `CONFIG SET`.
+    pub fn config_mut(&mut self) -> &mut crate::engine::EngineConfig {
+        self.engine.config_mut()
+    }
+
+    /// Closes connection `id` (`CLIENT KILL`); the calling one closes once its reply is out.
+    pub fn kill_client(&mut self, id: u64) {
+        if id == self.client {
+            self.client().closing = true;
+        } else {
+            self.engine.disconnect(ClientId(id));
+        }
+    }
+
+    /// Sets `notify-keyspace-events` (`CONFIG SET`).
+    pub fn set_keyspace_events(&mut self, flags: u16) {
+        self.engine.set_keyspace_events(flags);
+    }
+
+    /// Forgets the statistics `INFO` reports (`CONFIG RESETSTAT`).
+    pub fn reset_stats(&mut self) {
+        self.engine.reset_stats();
+    }
+
+    /// Publishes keyspace event `event` (of class `class`, a `Class` flag) on `key` of the
+    /// command's database, if `notify-keyspace-events` asks for it (`engine/notify.rs`).
+    #[inline]
+    pub fn notify(&mut self, class: u16, event: &str, key: &[u8]) {
+        let (db, now) = (self.db, self.now);
+        self.engine.notify(class, event, key, db, now);
+    }
+
     /// The keyspace of the command's database.
     #[inline]
     pub fn keyspace(&mut self) -> &mut Db {

@@ -51,6 +51,9 @@ fn dispatch(engine: &mut Engine, id: u64, argv: &[Bytes], now: i64) -> Frame {
     let spec = lookup(name);
     let requirepass = engine.config().requirepass.is_some();
     let client = engine.client_mut(id).expect("checked by start_command");
+    if let Some(spec) = spec {
+        client.last_command = spec.name;
+    }
     let Some(spec) = spec else {
         if let Some(m) = &mut client.multi {
             m.failed = true;
@@ -116,7 +119,9 @@ pub(super) fn run_queued(cx: &mut Cx<'_>, queue: &[Vec<Bytes>]) -> Vec<Frame> {
         .iter()
         .map(|argv| {
             let Some(spec) = argv.first().and_then(|n| lookup(n)) else {
-                return unknown_command(argv);
+                return cx
+                    .run_foreign(argv)
+                    .unwrap_or_else(|| unknown_command(argv));
             };
             // A `SELECT` earlier in the transaction moves the commands after it.
             cx.db = cx.selected_db();

@@ -91,6 +91,7 @@ pub(crate) fn hincrby(cx: &mut Cx<'_>, key: &[u8], field: &[u8], delta: i64) -> 
         }
     };
     db.touch(key);
+    cx.notify(super::class::HASH, "hincrby", key);
     Ok(new)
 }
 
@@ -114,6 +115,7 @@ fn hset_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         }
     }
     cx.keyspace().touch(key);
+    cx.notify(super::class::HASH, "hset", key);
     Ok(if hmset {
         Frame::OK
     } else {
@@ -128,6 +130,7 @@ fn hsetnx_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     }
     write(cx, key)?.insert(field.clone(), value.clone());
     cx.keyspace().touch(key);
+    cx.notify(super::class::HASH, "hset", key);
     Ok(Frame::Integer(1))
 }
 
@@ -164,6 +167,10 @@ fn hdel_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     }
     if removed > 0 {
         db.touch(key);
+        cx.notify(super::class::HASH, "hdel", key);
+    }
+    if empty {
+        cx.notify(super::class::GENERIC, "del", key);
     }
     Ok(Frame::Integer(removed as i64))
 }
@@ -217,6 +224,7 @@ fn hincrbyfloat_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let text = Bytes::from(new.to_human());
     write(cx, key)?.insert(field.clone(), text.clone());
     cx.keyspace().touch(key);
+    cx.notify(super::class::HASH, "hincrbyfloat", key);
     Ok(Frame::Bulk(text))
 }
 

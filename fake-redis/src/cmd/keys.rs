@@ -52,6 +52,7 @@ pub(crate) fn del(cx: &mut Cx<'_>, key: &[u8]) -> bool {
     let removed = db.change_deadline_h(key, h, now, |_| DeadlineChange::Delete);
     if removed {
         db.touch(key);
+        cx.notify(super::class::GENERIC, "del", key);
     }
     removed
 }
@@ -147,6 +148,8 @@ pub(crate) fn expire_at(cx: &mut Cx<'_>, key: &[u8], when: i64, cond: ExpireCond
     });
     if set {
         db.touch(key);
+        let event = if when <= now { "del" } else { "expire" };
+        cx.notify(super::class::GENERIC, event, key);
     }
     set
 }
@@ -244,6 +247,7 @@ fn persist_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
             let db = cx.keyspace();
             db.set_deadline(key, None, now);
             db.touch(key);
+            cx.notify(super::class::GENERIC, "persist", key);
             Frame::Integer(1)
         }
         _ => Frame::Integer(0),

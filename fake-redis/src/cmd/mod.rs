@@ -13,6 +13,8 @@
 //! Lookup is allocation-free: the name is hashed case-insensitively and matched in a fixed index.
 
 mod bitmaps;
+mod command_docs;
+mod config;
 mod connection;
 mod context;
 mod dispatch;
@@ -31,6 +33,7 @@ mod strings;
 mod transactions;
 mod zsets;
 
+pub(crate) use config::class;
 pub(crate) use context::Cx;
 pub(crate) use parse::Args;
 #[cfg(feature = "lua")]
@@ -148,7 +151,8 @@ command_table! {
     b"BITOP" => bitmaps::BITOP,
     b"BITPOS" => bitmaps::BITPOS,
     b"CLIENT" => connection::CLIENT,
-    b"COMMAND" => connection::COMMAND,
+    b"COMMAND" => command_docs::COMMAND,
+    b"CONFIG" => config::CONFIG,
     b"COPY" => keys::COPY,
     b"DBSIZE" => keys::DBSIZE,
     b"DECR" => strings::DECR,

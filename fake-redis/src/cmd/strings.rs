@@ -56,6 +56,10 @@ pub(crate) fn set(cx: &mut Cx<'_>, key: &[u8], value: Bytes, deadline: Option<i6
     let db = cx.keyspace();
     db.insert_h(key, h, Value::Str(value), deadline, now);
     db.touch(key);
+    cx.notify(super::class::STRING, "set", key);
+    if deadline.is_some() {
+        cx.notify(super::class::GENERIC, "expire", key);
+    }
 }
 
 /// `SET key value PX ms`, validated as Redis validates it.
@@ -80,6 +84,7 @@ pub(crate) fn incr_by(cx: &mut Cx<'_>, key: &[u8], delta: i64) -> Result<i64, Fr
         _ => db.insert(key, Value::Str(int_bytes(new)), None, now),
     }
     db.touch(key);
+    cx.notify(super::class::STRING, "incrby", key);
     Ok(new)
 }
 
@@ -267,6 +272,10 @@ impl<'a> Set<'a> {
         let db = cx.keyspace();
         db.insert(self.key, Value::Str(self.value.clone()), deadline, now);
         db.touch(self.key);
+        cx.notify(super::class::STRING, "set", self.key);
+        if self.deadline.is_some() && !self.options.keepttl {
+            cx.notify(super::class::GENERIC, "expire", self.key);
+        }
         Ok(reply)
     }
 }
@@ -418,6 +427,7 @@ fn incrbyfloat_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         _ => db.insert(key, Value::Str(text.clone()), None, now),
     }
     db.touch(key);
+    cx.notify(super::class::STRING, "incrbyfloat", key);
     Ok(Frame::Bulk(text))
 }
 
@@ -444,6 +454,7 @@ fn append_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         }
     };
     db.touch(key);
+    cx.notify(super::class::STRING, "append", key);
     Ok(Frame::Integer(len as i64))
 }
 
@@ -515,6 +526,7 @@ fn setrange_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         _ => db.insert(key, Value::Str(Bytes::from(new)), None, now),
     }
     db.touch(key);
+    cx.notify(super::class::STRING, "setrange", key);
     Ok(Frame::Integer(len as i64))
 }
 

@@ -410,6 +410,9 @@ struct WatchMark {
 pub(crate) struct Watches {
     keys: BTreeMap<Bytes, Vec<WatchMark>>,
     pub(crate) dirty: BTreeSet<u64>,
+    /// The keys expiry removed since the engine last looked, kept only while an `expired`
+    /// keyspace notification is on (`engine/notify.rs`).
+    pub(crate) expired_log: Option<Vec<Bytes>>,
 }
 
 impl Watches {
@@ -485,6 +488,9 @@ fn expire(
     unlist(vacant.into_table(), volatile, slot.entry.volatile_ix);
     stats.expired_keys += 1;
     watches.touch(slot.key.as_bytes(), false);
+    if let Some(log) = &mut watches.expired_log {
+        log.push(Bytes::copy_from_slice(slot.key.as_bytes()));
+    }
 }
 
 /// Takes candidate `ix` out of the vector (its key was deleted or lost its TTL, and its slot no
@@ -1036,9 +1042,12 @@ impl Db {
         undone
     }
 
-    /// Forgets every watcher (a restart closes every connection).
+    /// Forgets every watcher (a restart closes every connection). The expired-key log stays on
+    /// if it was: it follows `notify-keyspace-events`, which a restart does not change.
     pub fn clear_watches(&mut self) {
+        let expired_log = self.watches.expired_log.as_ref().map(|_| Vec::new());
         self.watches = Watches::default();
+        self.watches.expired_log = expired_log;
     }
 }
 

@@ -38,6 +38,7 @@ pub(crate) mod db;
 pub(crate) mod expiry;
 pub(crate) mod glob;
 mod inspect;
+pub(crate) mod notify;
 mod pubsub;
 mod watches;
 
@@ -74,6 +75,14 @@ pub struct EngineConfig {
     /// Keep a journal of the writes of the last this-many ms, so a failover can roll them back.
     /// Scheduling a [`Fault::Failover`] turns it on with at least the failover's lag.
     pub journal_window_ms: Option<i64>,
+    /// `busy-reply-threshold` (alias `lua-time-limit`), ms: how long a script runs before other
+    /// clients get `BUSY`. `CONFIG SET` changes it.
+    pub busy_reply_threshold_ms: u64,
+    /// `notify-keyspace-events` as flags (Redis's `NOTIFY_*` bits): 0, the default, sends none.
+    pub notify_keyspace_events: u16,
+    /// The parameters `CONFIG SET` changed from Redis's defaults, by canonical name, as
+    /// `CONFIG GET` shows them (see `cmd/config.rs`).
+    pub settings: BTreeMap<String, String>,
 }
 
 impl Default for EngineConfig {
@@ -83,6 +92,9 @@ impl Default for EngineConfig {
             requirepass: None,
             persistence: false,
             journal_window_ms: None,
+            busy_reply_threshold_ms: 5000,
+            notify_keyspace_events: 0,
+            settings: BTreeMap::new(),
         }
     }
 }
@@ -121,6 +133,8 @@ pub(crate) struct Client {
     node: Option<NodeId>,
     pub created_at: i64,
     pub last_command_at: i64,
+    /// The name of the last command it sent (`CLIENT LIST`'s `cmd`), `NULL` before any.
+    pub last_command: &'static str,
     /// `QUIT` ran: the connection closes once its reply is out.
     pub closing: bool,
     /// `FAKE.AUTH` accepted the admin password on this connection.
@@ -194,6 +208,17 @@ impl ScriptCache {
             })
     }
 
+    /// A new server's cache, after a restart or a failover: every script and the Lua state go,
+    /// and the script generator starts over. The watch on the running script stays the same
+    /// object, since the front doors hold it and read its threshold.
+    pub fn start_over(&mut self) {
+        #[cfg(feature = "lua")]
+        let watch = self.lua.watch();
+        *self = ScriptCache::default();
+        #[cfg(feature = "lua")]
+        self.lua.keep_watch(watch);
+    }
+
     /// Forgets every native script (`SCRIPT FLUSH`; the Lua half is flushed beside).
     pub fn clear_native(&mut self) {
         self.loaded.clear();
@@ -239,7 +264,15 @@ pub struct Engine {
     started_at: i64,
     /// The lock's scripts run on the Lua state like any other body, not as their native twins.
     lock_scripts_on_lua: bool,
+    /// Runs the commands a driver queued in a transaction that the engine does not know (the TCP
+    /// server's `FAKE.*`), when `EXEC` reaches them.
+    queued_foreign: Option<ForeignCommands>,
 }
+
+/// How a driver runs, at `EXEC`, the commands of its own it queued in a client's transaction: the
+/// reply, or None for a command it does not know either.
+pub(crate) type ForeignCommands =
+    Box<dyn FnMut(&mut Engine, ClientId, &[Bytes]) -> Option<Frame> + Send>;
 
 impl fmt::Debug for Engine {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -284,6 +317,7 @@ impl Engine {
             stats: Stats::default(),
             started_at: now,
             lock_scripts_on_lua: false,
+            queued_foreign: None,
         }
     }
 
@@ -300,6 +334,50 @@ impl Engine {
     /// The configuration.
     pub fn config(&self) -> &EngineConfig {
         &self.config
+    }
+
+    /// The configuration, for `CONFIG SET`.
+    pub(crate) fn config_mut(&mut self) -> &mut EngineConfig {
+        &mut self.config
+    }
+
+    /// Forgets the statistics `INFO` reports (`CONFIG RESETSTAT`).
+    pub(crate) fn reset_stats(&mut self) {
+        self.stats = Stats::default();
+    }
+
+    /// Sets `notify-keyspace-events` (flags of `cmd/config.rs`'s `class`).
+    pub(crate) fn set_keyspace_events(&mut self, flags: u16) {
+        self.config.notify_keyspace_events = flags;
+        let log_expired = notify::wants_expired(flags);
+        for db in &mut self.dbs {
+            if log_expired != db.watches.expired_log.is_some() {
+                db.watches.expired_log = log_expired.then(Vec::new);
+            }
+        }
+    }
+
+    /// Whether a driver has said how to run its own queued commands ([`ForeignCommands`]).
+    pub(crate) fn runs_foreign_commands(&self) -> bool {
+        self.queued_foreign.is_some()
+    }
+
+    /// Says how to run the commands a driver queues in transactions itself.
+    pub(crate) fn set_foreign_commands(&mut self, run: ForeignCommands) {
+        self.queued_foreign = Some(run);
+    }
+
+    /// Runs a queued command the engine does not know through its driver's [`ForeignCommands`]:
+    /// None when there are none or they do not know it either.
+    pub(crate) fn run_foreign_command(
+        &mut self,
+        client: ClientId,
+        argv: &[Bytes],
+    ) -> Option<Frame> {
+        let mut run = self.queued_foreign.take()?;
+        let reply = run(self, client, argv);
+        self.queued_foreign = Some(run);
+        reply
     }
 
     // ---- connections ----
@@ -336,6 +414,7 @@ impl Engine {
                 node,
                 created_at: now,
                 last_command_at: now,
+                last_command: "NULL",
                 closing: false,
                 admin: false,
             },
@@ -454,6 +533,7 @@ impl Engine {
             let rng = &mut self.rng;
             self.expiry
                 .catch_up(&mut self.dbs, now, &mut || xorshift(rng));
+            self.notify_expired(now);
             self.collect_dirty();
         }
         now
@@ -473,6 +553,7 @@ impl Engine {
     /// Ends a command of `client` started at `now`: its writes reach the watchers, and a `QUIT`
     /// closes the connection.
     pub(crate) fn end_command(&mut self, client: ClientId, now: i64) {
+        self.notify_expired(now);
         self.collect_dirty();
         if let Some(c) = self.clients.get_mut(&client.0) {
             c.last_command_at = now;
@@ -639,7 +720,7 @@ impl Engine {
     pub fn restart(&mut self) {
         let persistence = self.config.persistence;
         self.close_all_connections();
-        self.scripts = ScriptCache::default();
+        self.scripts.start_over();
         if !persistence {
             #[cfg(feature = "lua")]
             self.functions.flush();
@@ -659,7 +740,7 @@ impl Engine {
         let since = self.now() - lag_ms;
         let undone = self.dbs.iter_mut().map(|db| db.rollback_after(since)).sum();
         self.close_all_connections();
-        self.scripts = ScriptCache::default();
+        self.scripts.start_over();
         self.record_server_fault(None, FaultEventKind::FailedOver { lag_ms, undone });
         undone
     }

@@ -107,6 +107,11 @@ impl LuaScripts {
         Arc::clone(&self.watch)
     }
 
+    /// Puts back the watch a new cache replaced (see `ScriptCache::start_over`).
+    pub fn keep_watch(&mut self, watch: Arc<ScriptWatch>) {
+        self.watch = watch;
+    }
+
     /// `SCRIPT FLUSH`: every body and the state go; the random generator stays, as in Redis.
     pub fn flush(&mut self) {
         self.vm = None;

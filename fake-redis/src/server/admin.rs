@@ -5,9 +5,18 @@
 //! These commands give it the same handles: read the clock (`FAKE.TIME`), move the virtual clock
 //! so leases run out without waiting (`FAKE.ADVANCE`), inject every fault of the engine's plan
 //! (`FAKE.FAULT`), read what the faults did (`FAKE.EVENTS`), and say which client process a
-//! connection belongs to, since faults are aimed at nodes (`FAKE.NODE`). They are served by the
-//! server, not the engine: they run at once (never queued by `MULTI`), never go through the fault
-//! plan, and need authentication like any other command.
+//! connection belongs to, since faults are aimed at nodes (`FAKE.NODE`); `FAKE.HELP` lists them.
+//! They are served by the server, not the engine: they never go through the fault plan, and need
+//! authentication like any other command.
+//!
+//! Inside `MULTI` they queue like any command (a client's pipeline is often a transaction) and run
+//! in order at `EXEC`, nothing else running between them. A transaction runs at one frozen time,
+//! so its engine commands all see the time `EXEC` started, whatever a `FAKE.ADVANCE` in it does;
+//! that `FAKE.ADVANCE` moves the clock in one step, without stopping at the times due on the way
+//! (nothing else may run inside a transaction): the expiry, the scheduled faults and the waiting
+//! connections that fell due catch up when the transaction is over, at the new time. A server
+//! fault a queued `FAKE.FAULT` makes due now (a restart, a crash) also happens then, after the
+//! reply. `FAKE.AUTH` is never queued: it runs at once.
 //!
 //! They are also a weapon: `FAKE.FAULT DROP-REPLY * CHANCE 1` silences every client, `FAKE.FAULT
 //! RESTART` wipes the data, `FAKE.ADVANCE` expires every lease. So they have a protection of their
@@ -22,6 +31,7 @@
 //!
 //! ```text
 //! FAKE.AUTH <admin-password>                 allow this connection the other FAKE.* commands
+//! FAKE.HELP                                  these lines
 //! FAKE.TIME                                  the clock, unix ms
 //! FAKE.ADVANCE <ms>                          move the virtual clock forward, stopping at every due
 //!                                            time on the way; reply the new time
@@ -53,6 +63,7 @@ use crate::fault::{CommandFault, Fault, FaultEventKind, FaultPlan, NodeId, Trigg
 use crate::inprocess::link::lock;
 use crate::resp::Frame;
 use bytes::Bytes;
+use std::sync::{Arc, Weak};
 
 /// One of the admin commands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,6 +80,8 @@ pub enum AdminCommand {
     Node,
     /// `FAKE.AUTH <admin-password>`
     Auth,
+    /// `FAKE.HELP`
+    Help,
 }
 
 /// Who may run the admin commands (see the module docs).
@@ -108,6 +121,7 @@ impl AdminCommand {
             ("events", AdminCommand::Events),
             ("node", AdminCommand::Node),
             ("auth", AdminCommand::Auth),
+            ("help", AdminCommand::Help),
         ]
         .into_iter()
         .find_map(|(n, c)| is(sub, n).then_some(c))
@@ -122,13 +136,14 @@ impl AdminCommand {
             AdminCommand::Events => "fake.events",
             AdminCommand::Node => "fake.node",
             AdminCommand::Auth => "fake.auth",
+            AdminCommand::Help => "fake.help",
         }
     }
 
     /// Whether `argc` arguments (the name included) are the right number.
     fn arity_ok(self, argc: usize) -> bool {
         match self {
-            AdminCommand::Time | AdminCommand::Events => argc == 1,
+            AdminCommand::Time | AdminCommand::Events | AdminCommand::Help => argc == 1,
             AdminCommand::Advance | AdminCommand::Auth => argc == 2,
             AdminCommand::Fault => argc >= 2,
             AdminCommand::Node => argc <= 2,
@@ -162,38 +177,137 @@ pub(crate) enum Outcome {
     AdvanceTo(i64),
 }
 
-/// Runs an admin command for `client`. Checks come in Redis's order: arity, then
-/// authentication.
+/// Runs an admin command for `client`, or queues it in the client's open transaction. Checks
+/// come in Redis's order: arity, then authentication; a command refused inside `MULTI` fails
+/// the transaction, as Redis's `rejectCommand` does.
 pub(crate) fn run(
     command: AdminCommand,
-    shared: &Shared,
+    shared: &Arc<Shared>,
     engine: &mut Engine,
     client: ClientId,
     argv: &[Bytes],
 ) -> Outcome {
-    if !command.arity_ok(argv.len()) {
-        return Outcome::Reply(wrong_arity(command.name()));
-    }
-    if !engine.is_authenticated(client) {
-        return Outcome::Reply(Frame::error("NOAUTH Authentication required."));
-    }
-    if let Err(refused) = admit(command, shared, engine, client, argv) {
+    let checked = if !command.arity_ok(argv.len()) {
+        Err(wrong_arity(command.name()))
+    } else if !engine.is_authenticated(client) {
+        Err(Frame::error("NOAUTH Authentication required."))
+    } else {
+        admit(command, shared, engine, client, argv)
+    };
+    let in_multi = engine
+        .client_mut(client.0)
+        .is_some_and(|c| c.multi.is_some());
+    if let Err(refused) = checked {
+        if let Some(multi) = engine.client_mut(client.0).and_then(|c| c.multi.as_mut()) {
+            multi.failed = true;
+        }
         return Outcome::Reply(refused);
+    }
+    if in_multi && command != AdminCommand::Auth {
+        if !engine.runs_foreign_commands() {
+            let shared = Arc::downgrade(shared);
+            engine.set_foreign_commands(Box::new(move |engine, client, argv| {
+                run_queued(&shared, engine, client, argv)
+            }));
+        }
+        if let Some(multi) = engine.client_mut(client.0).and_then(|c| c.multi.as_mut()) {
+            multi.queue.push(argv.to_vec());
+        }
+        return Outcome::Reply(Frame::simple("QUEUED"));
     }
     let mut args = Args::new(argv);
     let reply = match command {
-        AdminCommand::Time => Ok(Frame::Integer(engine.clock_now())),
         AdminCommand::Advance => match advance_target(shared, engine, &mut args) {
             Ok(target) => return Outcome::AdvanceTo(target),
             Err(e) => Err(e),
         },
-        AdminCommand::Events => Ok(events(engine)),
-        AdminCommand::Node => node(engine, client, &mut args),
-        AdminCommand::Fault => fault(engine, args).map(|()| Frame::OK),
-        AdminCommand::Auth => Ok(Frame::OK),
+        _ => run_plain(command, engine, client, args, true),
     };
     Outcome::Reply(reply.unwrap_or_else(|e| e))
 }
+
+/// The admin commands that need nothing but the engine. `apply_now` applies a server fault due
+/// now before the reply (false inside `EXEC`, which must not close its own connection midway).
+fn run_plain(
+    command: AdminCommand,
+    engine: &mut Engine,
+    client: ClientId,
+    mut args: Args<'_>,
+    apply_now: bool,
+) -> Result<Frame, Frame> {
+    match command {
+        AdminCommand::Time => Ok(Frame::Integer(engine.clock_now())),
+        AdminCommand::Events => Ok(events(engine)),
+        AdminCommand::Node => node(engine, client, &mut args),
+        AdminCommand::Fault => fault(engine, args, apply_now).map(|()| Frame::OK),
+        AdminCommand::Help => Ok(help()),
+        AdminCommand::Auth | AdminCommand::Advance => Ok(Frame::OK),
+    }
+}
+
+/// Runs an admin command that `MULTI` queued, when `EXEC` reaches it (see the module docs for
+/// the clock): None for a name that is not one, or once the server is gone.
+fn run_queued(
+    shared: &Weak<Shared>,
+    engine: &mut Engine,
+    client: ClientId,
+    argv: &[Bytes],
+) -> Option<Frame> {
+    let command = AdminCommand::lookup(argv.first()?)?;
+    let shared = shared.upgrade()?;
+    let mut args = Args::new(argv);
+    let reply = match command {
+        AdminCommand::Advance => advance_target(&shared, engine, &mut args).map(|target| {
+            if let Some(clock) = shared.clock.manual() {
+                clock.set(target.max(engine.clock_now()));
+            }
+            shared.clock.notify_advanced();
+            Frame::Integer(engine.clock_now())
+        }),
+        _ => run_plain(command, engine, client, args, false),
+    };
+    Some(reply.unwrap_or_else(|e| e))
+}
+
+/// `FAKE.HELP`: every admin command with its arguments, as Redis's `HELP` subcommands answer.
+fn help() -> Frame {
+    Frame::Array(HELP_LINES.iter().map(|&line| Frame::simple(line)).collect())
+}
+
+/// The lines of `FAKE.HELP`.
+const HELP_LINES: &[&str] = &[
+    "FAKE.<subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "AUTH <admin-password>",
+    "    Allow this connection the other FAKE.* commands (with --admin-password).",
+    "TIME",
+    "    The server's clock before clock jumps, unix ms.",
+    "ADVANCE <ms>",
+    "    Move the virtual clock forward, stopping at every due time on the way; reply the new time.",
+    "NODE [<node>]",
+    "    This connection's node (default: its CLIENT ID), or move it to <node>.",
+    "EVENTS",
+    "    The fault log: [at, node|nil, seq|nil, what] per fault applied.",
+    "FAULT CLEAR",
+    "    Forget every fault not yet fired.",
+    "FAULT DROP-REQUEST|DROP-REPLY|DROP-DELIVERY <node|*> [<which>]",
+    "    Lose the request (never applied), the reply (applied), or pub/sub messages to the node.",
+    "FAULT DELAY-REQUEST|DELAY-REPLY <node|*> <ms> [<which>]",
+    "    Apply the request <ms> later, or apply it now and answer <ms> later.",
+    "FAULT LINK-DOWN|SUBSCRIBER-DOWN|PAUSE <node> <ms> [<when>]",
+    "    Lose requests and messages, lose messages and close subscribers, or pause the node.",
+    "FAULT CRASH <node> [<when>]",
+    "    Close the node's connections, for good.",
+    "FAULT RESTART [<when>]",
+    "    Close every connection; data and scripts are lost.",
+    "FAULT FAILOVER <lag-ms> [<when>]",
+    "    A restart losing the last <lag-ms> of writes.",
+    "FAULT CLOCK-JUMP <delta-ms> [<when>]",
+    "    The server's time jumps (back when negative).",
+    "    <which> is NEXT <count> | SEQS <from> <until> | DURING <from> <until> | CHANCE <p>.",
+    "    <when> is AT <unix-ms> | IN <ms>.",
+    "HELP",
+    "    Print this help.",
+];
 
 /// Whether `client` may run `command` under the server's [`AdminAccess`]; `FAKE.AUTH` is checked
 /// (and, with the right password, remembered for the connection) here.
@@ -468,7 +582,7 @@ fn unknown_kind(kind: &[u8]) -> Frame {
 /// `FAKE.FAULT <kind> <args…>`: adds the fault to the engine's plan. A server-side fault due now
 /// (a restart, failover, crash or clock jump without `AT`/`IN`) happens before the reply, so a
 /// restart closes this connection too, once the reply is written.
-fn fault(engine: &mut Engine, mut args: Args<'_>) -> Result<(), Frame> {
+fn fault(engine: &mut Engine, mut args: Args<'_>, apply_now: bool) -> Result<(), Frame> {
     let named = args.next_bytes()?;
     let kind = FAULT_KINDS
         .into_iter()
@@ -546,7 +660,7 @@ fn fault(engine: &mut Engine, mut args: Args<'_>) -> Result<(), Frame> {
     };
     a.end()?;
     engine.add_fault(fault);
-    if fault.server_time().is_some_and(|at| at <= now) {
+    if apply_now && fault.server_time().is_some_and(|at| at <= now) {
         engine.apply_due_server_faults();
     }
     Ok(())

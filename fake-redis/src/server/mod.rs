@@ -173,6 +173,8 @@ impl Server {
         let mut engine = clock.engine(EngineConfig {
             seed: config.seed,
             requirepass: config.requirepass.clone(),
+            busy_reply_threshold_ms: u64::try_from(config.busy_reply_threshold.as_millis())
+                .unwrap_or(u64::MAX),
             ..EngineConfig::default()
         });
         let scripts = engine.script_watch();

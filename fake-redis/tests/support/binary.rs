@@ -11,6 +11,12 @@ pub const PATIENCE: Duration = Duration::from_secs(60);
 
 /// Starts the binary on a free port; returns it and the port its log names.
 pub fn start(args: &[&str]) -> (Child, u16) {
+    let (child, port, _) = start_logging(args);
+    (child, port)
+}
+
+/// [`start`], with the log lines before the one naming the port.
+pub fn start_logging(args: &[&str]) -> (Child, u16, Vec<String>) {
     let mut child = Command::new(BIN)
         .args(["--port", "0"])
         .args(args)
@@ -21,6 +27,7 @@ pub fn start(args: &[&str]) -> (Child, u16) {
         .expect("the binary starts");
     let stderr = child.stderr.take().expect("piped stderr");
     let mut lines = BufReader::new(stderr).lines();
+    let mut before = Vec::new();
     let port = loop {
         let line = lines
             .next()
@@ -30,10 +37,11 @@ pub fn start(args: &[&str]) -> (Child, u16) {
             let port = addr.trim().rsplit(':').next().unwrap_or_default();
             break port.parse().expect("a port in the log line");
         }
+        before.push(line);
     };
     // Keep draining the log so the server never blocks on a full pipe.
     std::thread::spawn(move || for _ in lines {});
-    (child, port)
+    (child, port, before)
 }
 
 /// Waits (up to [`PATIENCE`]) for the binary to exit.

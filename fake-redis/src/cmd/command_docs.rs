@@ -1,0 +1,506 @@
+//! `COMMAND` and its subcommands, answered from Redis 7.0.15's own description of its commands.
+//!
+//! Clients read `COMMAND` to learn arities, flags, key positions and documentation (redis-py's
+//! `r.command()`, cluster clients routing by key). Writing those tables by hand for every command
+//! would drift from Redis, so the fake serves what a real `redis-server` answered: the RESP3
+//! bytes of `COMMAND` and `COMMAND DOCS` are committed in `fake-redis/data/` (written by
+//! `fake-redis/scripts/capture-redis-tables.py`), parsed once at first use, and every command of
+//! the fake's table gets Redis's entry, so a command added to the table is described with no
+//! further work. A test checks that the table's arities agree with Redis's.
+//!
+//! `COMMAND GETKEYS` and `GETKEYSANDFLAGS` read the keys off a call through the entry's key
+//! specs, as Redis's `getKeysUsingKeySpecs` does; the few commands whose keys only a Redis C
+//! function can find (`SORT`, `MIGRATE`) are not served here.
+
+use super::{ALL, Args, Cx, Reply, Spec, is, lookup, unknown_subcommand, wrong_arity};
+use crate::engine::glob::glob_match;
+use crate::resp::{Frame, ReplyParser};
+use bytes::{Bytes, BytesMut};
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+pub(crate) static COMMAND: Spec = Spec::new("command", -1, 0, command_command);
+
+/// `COMMAND`'s reply from Redis 7.0.15, in RESP3.
+static COMMAND_RESP: &[u8] = include_bytes!("../../data/command.resp");
+/// `COMMAND DOCS`'s reply from Redis 7.0.15, in RESP3.
+static DOCS_RESP: &[u8] = include_bytes!("../../data/command-docs.resp");
+
+/// Redis's tables, by lowercase full name (`get`, `config|get`).
+struct Tables {
+    /// Each command's and subcommand's `COMMAND INFO` entry.
+    info: BTreeMap<Vec<u8>, Frame>,
+    /// Each top-level command's `COMMAND DOCS` entry (its subcommands' inside it).
+    docs: BTreeMap<Vec<u8>, Frame>,
+}
+
+fn parse(resp: &'static [u8]) -> Frame {
+    let mut buf = BytesMut::from(resp);
+    ReplyParser::new()
+        .parse(&mut buf)
+        .ok()
+        .flatten()
+        .expect("the committed table is one RESP3 reply")
+}
+
+fn tables() -> &'static Tables {
+    static TABLES: OnceLock<Tables> = OnceLock::new();
+    TABLES.get_or_init(|| {
+        let mut info = BTreeMap::new();
+        if let Frame::Array(entries) = parse(COMMAND_RESP) {
+            for entry in entries {
+                add_entry(&mut info, entry);
+            }
+        }
+        let mut docs = BTreeMap::new();
+        if let Frame::Map(pairs) = parse(DOCS_RESP) {
+            for (name, doc) in pairs {
+                if let Some(name) = text(&name) {
+                    docs.insert(name.to_ascii_lowercase(), doc);
+                }
+            }
+        }
+        Tables { info, docs }
+    })
+}
+
+/// Files an entry and its subcommands' under their full names.
+fn add_entry(info: &mut BTreeMap<Vec<u8>, Frame>, entry: Frame) {
+    let Frame::Array(fields) = &entry else { return };
+    let Some(name) = fields.first().and_then(text) else {
+        return;
+    };
+    if let Some(subs) = fields.get(9).and_then(items) {
+        for sub in subs {
+            add_entry(info, sub.clone());
+        }
+    }
+    info.insert(name.to_ascii_lowercase(), entry);
+}
+
+/// The elements of an array or a set (Redis sends key specs and subcommands as sets in RESP3).
+fn items(frame: &Frame) -> Option<&[Frame]> {
+    match frame {
+        Frame::Array(v) | Frame::Set(v) => Some(v),
+        _ => None,
+    }
+}
+
+/// The bytes of a bulk or simple string.
+fn text(frame: &Frame) -> Option<Vec<u8>> {
+    match frame {
+        Frame::Bulk(b) => Some(b.to_vec()),
+        Frame::Simple(s) => Some(s.as_bytes().to_vec()),
+        _ => None,
+    }
+}
+
+/// The value under `key` in a RESP3 map.
+fn field<'a>(map: &'a Frame, key: &str) -> Option<&'a Frame> {
+    let Frame::Map(pairs) = map else { return None };
+    pairs
+        .iter()
+        .find(|(k, _)| text(k).is_some_and(|k| k == key.as_bytes()))
+        .map(|(_, v)| v)
+}
+
+fn integer(frame: Option<&Frame>) -> i64 {
+    match frame {
+        Some(Frame::Integer(n)) => *n,
+        _ => 0,
+    }
+}
+
+/// Redis's `COMMAND INFO` entry for a command of the fake's table; one of the fake's own
+/// (name and arity, nothing else) for a command Redis does not have.
+fn entry_of(spec: &Spec) -> Frame {
+    match tables().info.get(spec.name.as_bytes()) {
+        Some(entry) => entry.clone(),
+        None => Frame::Array(vec![
+            Frame::Bulk(Bytes::from_static(spec.name.as_bytes())),
+            Frame::Integer(i64::from(spec.arity)),
+            Frame::Set(Vec::new()),
+            Frame::Integer(0),
+            Frame::Integer(0),
+            Frame::Integer(0),
+            Frame::Set(Vec::new()),
+            Frame::Set(Vec::new()),
+            Frame::Array(Vec::new()),
+            Frame::Array(Vec::new()),
+        ]),
+    }
+}
+
+/// The fake's command named `name` (`get`, or a subcommand's full name `config|get`) and its
+/// Redis entry: None when the fake does not have the command.
+fn find(name: &[u8]) -> Option<(&'static Spec, Frame)> {
+    let lower = name.to_ascii_lowercase();
+    let parent = lower.split(|&b| b == b'|').next().unwrap_or_default();
+    let spec = lookup(parent)?;
+    if parent.len() == lower.len() {
+        return Some((spec, entry_of(spec)));
+    }
+    tables().info.get(&lower).map(|e| (spec, e.clone()))
+}
+
+/// Every name `COMMAND LIST` gives: the fake's commands and, for containers, their subcommands.
+fn all_names() -> Vec<Bytes> {
+    let mut names = Vec::new();
+    for spec in ALL {
+        names.push(Bytes::from_static(spec.name.as_bytes()));
+        if let Some(Frame::Array(fields)) = tables().info.get(spec.name.as_bytes())
+            && let Some(subs) = fields.get(9).and_then(items)
+        {
+            names.extend(
+                subs.iter()
+                    .filter_map(|s| match s {
+                        Frame::Array(f) => f.first().and_then(text),
+                        _ => None,
+                    })
+                    .map(Bytes::from),
+            );
+        }
+    }
+    names
+}
+
+/// Checks a subcommand's arity against Redis's table: `ERR wrong number of arguments for
+/// 'config|get' command` when wrong. `argc` counts the container's name and the subcommand's.
+pub(crate) fn check_subcommand_arity(full_name: &str, argc: usize) -> Result<(), Frame> {
+    let Some(Frame::Array(fields)) = tables().info.get(full_name.as_bytes()) else {
+        return Ok(());
+    };
+    let arity = integer(fields.get(1));
+    let argc = argc as i64;
+    let ok = if arity >= 0 {
+        argc == arity
+    } else {
+        argc >= -arity
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(wrong_arity(full_name))
+    }
+}
+
+const HELP: &[&str] = &[
+    "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "(no subcommand)",
+    "    Return details about all Redis commands.",
+    "COUNT",
+    "    Return the total number of commands in this Redis server.",
+    "LIST",
+    "    Return a list of all commands in this Redis server.",
+    "INFO [<command-name> ...]",
+    "    Return details about multiple Redis commands.",
+    "    If no command names are given, documentation details for all",
+    "    commands are returned.",
+    "DOCS [<command-name> ...]",
+    "    Return documentation details about multiple Redis commands.",
+    "    If no command names are given, documentation details for all",
+    "    commands are returned.",
+    "GETKEYS <full-command>",
+    "    Return the keys from a full Redis command.",
+    "GETKEYSANDFLAGS <full-command>",
+    "    Return the keys and the access flags from a full Redis command.",
+    "HELP",
+    "    Prints this help.",
+];
+
+fn command_command(_cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let Some(sub) = args.next() else {
+        return Ok(Frame::Array(ALL.iter().map(|s| entry_of(s)).collect()));
+    };
+    let argc = args.remaining() + 2;
+    let sub_name = String::from_utf8_lossy(sub).to_ascii_lowercase();
+    let known = [
+        "count",
+        "list",
+        "info",
+        "docs",
+        "getkeys",
+        "getkeysandflags",
+        "help",
+    ];
+    if !known.contains(&sub_name.as_str()) {
+        return Err(unknown_subcommand("COMMAND", sub));
+    }
+    check_subcommand_arity(&format!("command|{sub_name}"), argc)?;
+    match sub_name.as_str() {
+        "count" => Ok(Frame::Integer(ALL.len() as i64)),
+        "help" => Ok(Frame::Array(
+            HELP.iter().map(|&l| Frame::simple(l)).collect(),
+        )),
+        "list" => list(args),
+        "info" => {
+            if args.remaining() == 0 {
+                return Ok(Frame::Array(ALL.iter().map(|s| entry_of(s)).collect()));
+            }
+            Ok(Frame::Array(
+                args.map(|name| find(name).map_or(Frame::Null, |(_, e)| e))
+                    .collect(),
+            ))
+        }
+        "docs" => Ok(docs(args)),
+        _ => get_keys(args.rest(), is(sub, "getkeysandflags")),
+    }
+}
+
+/// `COMMAND LIST [FILTERBY MODULE <name> | ACLCAT <category> | PATTERN <pattern>]`.
+fn list(args: &mut Args<'_>) -> Reply {
+    let names = all_names();
+    if args.remaining() == 0 {
+        return Ok(Frame::Array(names.into_iter().map(Frame::Bulk).collect()));
+    }
+    if args.remaining() != 3 || !args.eat("filterby") {
+        return Err(super::SYNTAX);
+    }
+    let by = args.next_bytes()?;
+    let value = args.next_bytes()?;
+    let keep: Box<dyn Fn(&Bytes) -> bool> = if is(by, "module") {
+        Box::new(|_| false)
+    } else if is(by, "aclcat") {
+        let category = [b"@", &value.to_ascii_lowercase()[..]].concat();
+        Box::new(move |name| {
+            tables()
+                .info
+                .get(&name[..])
+                .and_then(|e| match e {
+                    Frame::Array(f) => f.get(6),
+                    _ => None,
+                })
+                .and_then(items)
+                .is_some_and(|c| c.iter().any(|c| text(c).is_some_and(|c| c == category)))
+        })
+    } else if is(by, "pattern") {
+        let pattern = value.to_ascii_lowercase();
+        Box::new(move |name| glob_match(&pattern, &name.to_ascii_lowercase()))
+    } else {
+        return Err(super::SYNTAX);
+    };
+    Ok(Frame::Array(
+        names
+            .into_iter()
+            .filter(|n| keep(n))
+            .map(Frame::Bulk)
+            .collect(),
+    ))
+}
+
+/// `COMMAND DOCS [<name> ...]`: a map of name to documentation, the unknown names left out.
+fn docs(args: &mut Args<'_>) -> Frame {
+    let docs = &tables().docs;
+    let of = |name: &[u8]| {
+        let lower = name.to_ascii_lowercase();
+        lookup(&lower)?;
+        docs.get(&lower)
+            .map(|d| (Frame::Bulk(Bytes::from(lower)), d.clone()))
+    };
+    if args.remaining() == 0 {
+        return Frame::Map(ALL.iter().filter_map(|s| of(s.name.as_bytes())).collect());
+    }
+    Frame::Map(args.filter_map(|name| of(name)).collect())
+}
+
+/// `COMMAND GETKEYS <command> <args…>` (`with_flags`: `GETKEYSANDFLAGS`).
+fn get_keys(argv: &[Bytes], with_flags: bool) -> Reply {
+    let name = &argv[0];
+    let sub_name = argv.get(1).map(|s| {
+        let mut full = name.to_ascii_lowercase();
+        full.push(b'|');
+        full.extend_from_slice(&s.to_ascii_lowercase());
+        full
+    });
+    let invalid = || Frame::error("ERR Invalid command specified");
+    let (_, mut entry) = find(name).ok_or_else(invalid)?;
+    // A container's keys are its subcommand's.
+    if let Frame::Array(fields) = &entry
+        && fields
+            .get(9)
+            .and_then(items)
+            .is_some_and(|subs| !subs.is_empty())
+    {
+        let full = sub_name.ok_or_else(invalid)?;
+        entry = tables().info.get(&full).cloned().ok_or_else(invalid)?;
+    }
+    let Frame::Array(fields) = &entry else {
+        return Err(invalid());
+    };
+    let arity = integer(fields.get(1));
+    let argc = argv.len() as i64;
+    if (arity > 0 && argc != arity) || argc < -arity {
+        return Err(Frame::error(
+            "ERR Invalid number of arguments specified for command",
+        ));
+    }
+    let specs = match fields.get(8).and_then(items) {
+        Some(specs) if !specs.is_empty() => specs,
+        _ => return Err(Frame::error("ERR The command has no key arguments")),
+    };
+    let flags = |f: &Frame| {
+        items(f)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(text)
+            .collect::<Vec<_>>()
+    };
+    let mut keys = Vec::new();
+    let mut valid = true;
+    for spec in specs {
+        match keys_of_spec(spec, argv) {
+            Some(positions) => {
+                let mut key_flags = field(spec, "flags").map(flags).unwrap_or_default();
+                if key_flags.iter().any(|f| f == b"variable_flags") {
+                    key_flags = variable_key_flags(argv, key_flags);
+                }
+                keys.extend(positions.into_iter().map(|i| (i, key_flags.clone())));
+            }
+            None => valid = false,
+        }
+    }
+    if !valid || keys.is_empty() {
+        let no_mandatory = fields
+            .get(2)
+            .map(flags)
+            .is_some_and(|f| f.iter().any(|f| f == b"no_mandatory_keys"));
+        if no_mandatory {
+            return Ok(Frame::Array(Vec::new()));
+        }
+        return Err(Frame::error("ERR Invalid arguments specified for command"));
+    }
+    Ok(Frame::Array(
+        keys.into_iter()
+            .map(|(i, key_flags)| {
+                let key = Frame::Bulk(argv[i].clone());
+                if with_flags {
+                    Frame::Array(vec![
+                        key,
+                        Frame::Set(
+                            key_flags
+                                .into_iter()
+                                .map(|f| {
+                                    Frame::Simple(String::from_utf8_lossy(&f).into_owned().into())
+                                })
+                                .collect(),
+                        ),
+                    ])
+                } else {
+                    key
+                }
+            })
+            .collect(),
+    ))
+}
+
+/// The flags of a key whose spec says they depend on the call (`variable_flags`), as the
+/// command's own code in Redis decides them: `SET` without `GET` overwrites its key.
+fn variable_key_flags(argv: &[Bytes], spec_flags: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+    if is(&argv[0], "set") && !argv[3..].iter().any(|a| is(a, "get")) {
+        return vec![b"OW".to_vec(), b"update".to_vec()];
+    }
+    if is(&argv[0], "set") {
+        return vec![b"RW".to_vec(), b"access".to_vec(), b"update".to_vec()];
+    }
+    spec_flags
+}
+
+/// The positions in `argv` of the keys one key spec finds, as Redis's `getKeysUsingKeySpecs`
+/// reads them: None when the spec cannot be read off this call (its keys need Redis's own code,
+/// or a key count that is not a number).
+fn keys_of_spec(spec: &Frame, argv: &[Bytes]) -> Option<Vec<usize>> {
+    let argc = argv.len() as i64;
+    let begin = field(spec, "begin_search")?;
+    let begin_spec = field(begin, "spec")?;
+    let first = match field(begin, "type").and_then(text).as_deref() {
+        Some(b"index") => integer(field(begin_spec, "index")),
+        Some(b"keyword") => {
+            let keyword = field(begin_spec, "keyword").and_then(text)?;
+            let start = integer(field(begin_spec, "startfrom"));
+            let found = if start >= 0 {
+                (start..argc).find(|&i| argv[i as usize].eq_ignore_ascii_case(&keyword))
+            } else {
+                (1..=(argc + start).max(0))
+                    .rev()
+                    .find(|&i| argv[i as usize].eq_ignore_ascii_case(&keyword))
+            };
+            match found {
+                Some(i) => i + 1,
+                None => return Some(Vec::new()),
+            }
+        }
+        _ => return None,
+    };
+    let find = field(spec, "find_keys")?;
+    let find_spec = field(find, "spec")?;
+    let (first, last, step) = match field(find, "type").and_then(text).as_deref() {
+        Some(b"range") => {
+            let lastkey = integer(field(find_spec, "lastkey"));
+            let limit = integer(field(find_spec, "limit"));
+            let last = if lastkey >= 0 {
+                first + lastkey
+            } else if limit == 0 {
+                argc + lastkey
+            } else {
+                first + ((argc - first) / limit + lastkey)
+            };
+            (first, last, integer(field(find_spec, "keystep")))
+        }
+        Some(b"keynum") => {
+            let at = first + integer(field(find_spec, "keynumidx"));
+            let count = argv
+                .get(usize::try_from(at).ok()?)
+                .and_then(|n| super::int(n).ok())
+                .filter(|&n| n >= 0)?;
+            let first = first + integer(field(find_spec, "firstkey"));
+            (
+                first,
+                first + count - 1,
+                integer(field(find_spec, "keystep")),
+            )
+        }
+        _ => return None,
+    };
+    let mut keys = Vec::new();
+    let mut i = first;
+    while i <= last && step > 0 {
+        if i >= argc || i < 1 {
+            // More keys than arguments: Redis lets the command report the error.
+            return None;
+        }
+        keys.push(i as usize);
+        i += step;
+    }
+    Some(keys)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_command_of_the_table_has_redis_s_entry_and_arity() {
+        for spec in ALL {
+            let Some(Frame::Array(fields)) = tables().info.get(spec.name.as_bytes()) else {
+                panic!("Redis 7.0 has no command {}", spec.name);
+            };
+            assert_eq!(
+                fields.get(1),
+                Some(&Frame::Integer(i64::from(spec.arity))),
+                "the arity of {}",
+                spec.name
+            );
+        }
+    }
+
+    #[test]
+    fn docs_cover_every_command_of_the_table() {
+        for spec in ALL {
+            assert!(
+                tables().docs.contains_key(spec.name.as_bytes()),
+                "no docs for {}",
+                spec.name
+            );
+        }
+    }
+}

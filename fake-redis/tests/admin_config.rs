@@ -1,0 +1,93 @@
+//! `CONFIG` changes what the engine does: `requirepass` guards new connections, the BUSY
+//! threshold reaches the engine's configuration, `maxmemory` is refused (the fake does not evict),
+//! and `CONFIG GET *` lists every parameter of Redis 7.0.
+
+use bytes::Bytes;
+use fake_redis::{Engine, Frame, ManualClock};
+
+fn argv(line: &str) -> Vec<Bytes> {
+    line.split_whitespace()
+        .map(|w| Bytes::copy_from_slice(w.as_bytes()))
+        .collect()
+}
+
+#[test]
+fn config_set_requirepass_guards_new_connections_and_spares_open_ones() {
+    let mut engine = Engine::new(ManualClock::default());
+    let admin = engine.connect();
+    assert_eq!(
+        engine.execute(admin, &argv("CONFIG SET requirepass s3cret")),
+        Frame::OK
+    );
+    let late = engine.connect();
+    assert_eq!(
+        engine.execute(late, &argv("GET k")),
+        Frame::error("NOAUTH Authentication required.")
+    );
+    assert_eq!(engine.execute(late, &argv("AUTH s3cret")), Frame::OK);
+    assert_eq!(engine.execute(late, &argv("GET k")), Frame::Null);
+    assert_eq!(engine.execute(admin, &argv("GET k")), Frame::Null);
+    assert_eq!(
+        engine.execute(admin, &argv("CONFIG GET requirepass")),
+        Frame::Map(vec![(
+            Frame::Bulk(Bytes::from_static(b"requirepass")),
+            Frame::Bulk(Bytes::from_static(b"s3cret"))
+        )])
+    );
+}
+
+#[test]
+fn the_busy_threshold_reaches_the_engine_s_configuration() {
+    let mut engine = Engine::new(ManualClock::default());
+    let c = engine.connect();
+    assert_eq!(engine.config().busy_reply_threshold_ms, 5000);
+    assert_eq!(
+        engine.execute(c, &argv("CONFIG SET lua-time-limit 100")),
+        Frame::OK
+    );
+    assert_eq!(engine.config().busy_reply_threshold_ms, 100);
+    assert_eq!(
+        engine.execute(c, &argv("CONFIG SET busy-reply-threshold 250")),
+        Frame::OK
+    );
+    assert_eq!(engine.config().busy_reply_threshold_ms, 250);
+}
+
+#[test]
+fn maxmemory_is_refused_with_a_reason_and_zero_accepted() {
+    let mut engine = Engine::new(ManualClock::default());
+    let c = engine.connect();
+    assert_eq!(
+        engine.execute(c, &argv("CONFIG SET maxmemory 1mb")),
+        Frame::error(
+            "ERR CONFIG SET failed (possibly related to argument 'maxmemory') - fake-redis does \
+             not evict keys: maxmemory stays 0 (no limit)"
+        )
+    );
+    assert_eq!(
+        engine.execute(c, &argv("CONFIG SET maxmemory 0")),
+        Frame::OK
+    );
+}
+
+#[test]
+fn config_get_star_lists_every_parameter_of_redis_7_with_its_default() {
+    let mut engine = Engine::new(ManualClock::default());
+    let c = engine.connect();
+    let Frame::Map(pairs) = engine.execute(c, &argv("CONFIG GET *")) else {
+        panic!("CONFIG GET replies a map");
+    };
+    assert_eq!(pairs.len(), 192);
+    let value = |name: &str| {
+        pairs
+            .iter()
+            .find(|(k, _)| *k == Frame::Bulk(Bytes::copy_from_slice(name.as_bytes())))
+            .map(|(_, v)| v.clone())
+    };
+    let bulk = |v: &str| Some(Frame::Bulk(Bytes::copy_from_slice(v.as_bytes())));
+    assert_eq!(value("maxmemory"), bulk("0"));
+    assert_eq!(value("notify-keyspace-events"), bulk(""));
+    assert_eq!(value("databases"), bulk("16"));
+    assert_eq!(value("appendonly"), bulk("no"));
+    assert_eq!(value("save"), bulk(""));
+}
