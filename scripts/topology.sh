@@ -150,9 +150,17 @@ topology_stop() {
     kill -CONT "$pid" >/dev/null 2>&1 || true
     kill "$pid" >/dev/null 2>&1 || true
   done
+  # A node writes its nodes.conf and log while it shuts down: wait (up to 10 s) until every one
+  # is gone before removing their directory, or the removal races the last writes.
+  for pid in "${topology_pids[@]}"; do
+    for _ in $(seq 1 100); do
+      kill -0 "$pid" >/dev/null 2>&1 || break
+      sleep 0.1
+    done
+  done
   topology_pids=()
   if [ -n "$topology_dir" ]; then
-    rm -rf "$topology_dir"
+    rm -rf "$topology_dir" 2>/dev/null || { sleep 1; rm -rf "$topology_dir" || true; }
     topology_dir=""
   fi
 }
