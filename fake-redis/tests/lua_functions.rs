@@ -503,6 +503,9 @@ fn restore_policies_reply_as_redis_does() {
     let clash = b"#!lua name=third\nredis.register_function('one', function() return 3 end)";
     let steps: &[&[&[u8]]] = &[
         &[b"FUNCTION", b"RESTORE", &payload],
+        // With two libraries in the way Redis names the one its dict meets first, an order that
+        // changes with each server's hash seed: one collision at a time keeps the reply fixed.
+        &[b"FUNCTION", b"DELETE", b"first"],
         &[b"FUNCTION", b"RESTORE", &payload, b"APPEND"],
         &[b"FUNCTION", b"RESTORE", &payload, b"REPLACE"],
         &[b"FUNCTION", b"RESTORE", &corrupt],

@@ -164,6 +164,32 @@ fn all_names() -> Vec<Bytes> {
     names
 }
 
+/// How Redis names `argv`'s command in its errors: the container's subcommand by its full name
+/// (`config|get`), any other command by its name. `Err` with Redis's `unknown subcommand` reply
+/// when the container has no such subcommand.
+pub(crate) fn full_name(spec: &Spec, argv: &[Bytes]) -> Result<String, Frame> {
+    let Some(Frame::Array(fields)) = tables().info.get(spec.name.as_bytes()) else {
+        return Ok(spec.name.to_owned());
+    };
+    let container = fields
+        .get(9)
+        .and_then(items)
+        .is_some_and(|subs| !subs.is_empty());
+    let Some(sub) = argv.get(1).filter(|_| container) else {
+        return Ok(spec.name.to_owned());
+    };
+    let full = format!(
+        "{}|{}",
+        spec.name,
+        String::from_utf8_lossy(sub).to_ascii_lowercase()
+    );
+    if tables().info.contains_key(full.as_bytes()) {
+        Ok(full)
+    } else {
+        Err(unknown_subcommand(&spec.name.to_ascii_uppercase(), sub))
+    }
+}
+
 /// Checks a subcommand's arity against Redis's table: `ERR wrong number of arguments for
 /// 'config|get' command` when wrong. `argc` counts the container's name and the subcommand's.
 pub(crate) fn check_subcommand_arity(full_name: &str, argc: usize) -> Result<(), Frame> {

@@ -253,14 +253,14 @@ fn client_line(now: i64, id: u64, c: &Client, running: &str, outbox: usize) -> S
         .as_ref()
         .map(|n| String::from_utf8_lossy(n).into_owned())
         .unwrap_or_default();
-    let flags = match (c.subscriptions() > 0, c.multi.is_some()) {
+    let flags = match (c.is_subscriber(), c.multi.is_some()) {
         (true, _) => "P",
         (false, true) => "x",
         (false, false) => "N",
     };
     format!(
         "id={id} addr=in-process:{id} laddr=in-process:0 fd=-1 name={name} age={} idle={} \
-         flags={flags} db={} sub={} psub={} ssub=0 multi={} qbuf=0 qbuf-free=0 argv-mem=0 \
+         flags={flags} db={} sub={} psub={} ssub={} multi={} qbuf=0 qbuf-free=0 argv-mem=0 \
          multi-mem=0 rbs=0 rbp=0 obl=0 oll={outbox} omem=0 tot-mem=0 events=r cmd={running} \
          user=default redir=-1 resp={}\n",
         (now - c.created_at).max(0) / 1000,
@@ -268,6 +268,7 @@ fn client_line(now: i64, id: u64, c: &Client, running: &str, outbox: usize) -> S
         c.db,
         c.subscription_count(Subscription::Channel),
         c.subscription_count(Subscription::Pattern),
+        c.subscription_count(Subscription::Shard),
         c.multi.as_ref().map_or(-1, |m| m.queue.len() as i64),
         c.protocol,
     )
@@ -276,7 +277,7 @@ fn client_line(now: i64, id: u64, c: &Client, running: &str, outbox: usize) -> S
 /// A connection's type, as `CLIENT LIST TYPE` and `CLIENT KILL TYPE` name them: the fake has no
 /// replicas or masters, so a connection is `pubsub` while subscribed and `normal` otherwise.
 fn client_type(c: &Client) -> &'static str {
-    if c.subscriptions() > 0 {
+    if c.is_subscriber() {
         "pubsub"
     } else {
         "normal"
@@ -595,11 +596,12 @@ fn info_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         let _ = write!(
             s,
             "total_connections_received:{}\r\ntotal_commands_processed:{}\r\nexpired_keys:{expired}\r\n\
-             pubsub_channels:{}\r\npubsub_patterns:{}\r\n",
+             pubsub_channels:{}\r\npubsub_patterns:{}\r\npubsubshard_channels:{}\r\n",
             engine.stats().connections,
             engine.stats().commands,
             engine.channel_count(),
-            engine.pattern_count()
+            engine.pattern_count(),
+            engine.shard_channel_count()
         );
         sections.push(s);
     }

@@ -178,6 +178,11 @@ impl<'a> Cx<'a> {
         self.engine.unsubscribe_all(self.client);
     }
 
+    /// `SPUBLISH shardchannel message` now: how many clients received it.
+    pub fn spublish(&mut self, channel: &[u8], message: &[u8]) -> i64 {
+        self.engine.spublish(channel, message, self.now)
+    }
+
     /// `PUBLISH channel message` now: how many clients received it.
     pub fn publish(&mut self, channel: &[u8], message: &[u8]) -> i64 {
         self.engine.publish(channel, message, self.now)

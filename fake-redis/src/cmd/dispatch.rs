@@ -72,11 +72,13 @@ fn dispatch(engine: &mut Engine, id: u64, argv: &[Bytes], now: i64) -> Frame {
         );
     }
     if client.in_pubsub_context() && !spec.has(PUBSUB_CONTEXT) {
-        let error = Frame::error_owned(format!(
-            "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / \
-             RESET are allowed in this context",
-            spec.name
-        ));
+        let error = match super::command_docs::full_name(spec, argv) {
+            Ok(name) => Frame::error_owned(format!(
+                "ERR Can't execute '{name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / \
+                 QUIT / RESET are allowed in this context"
+            )),
+            Err(unknown) => unknown,
+        };
         return reject(engine, id, spec, error);
     }
     let client = engine.client_mut(id).expect("checked by start_command");
@@ -123,6 +125,11 @@ pub(super) fn run_queued(cx: &mut Cx<'_>, queue: &[Vec<Bytes>]) -> Vec<Frame> {
                     .run_foreign(argv)
                     .unwrap_or_else(|| unknown_command(argv));
             };
+            // A client inside `EXEC` expects one reply per command, and a shard subscription
+            // would send more: Redis refuses it there (`CLIENT_DENY_BLOCKING`).
+            if spec.name == "ssubscribe" {
+                return Frame::error("ERR SSUBSCRIBE isn't allowed for a DENY BLOCKING client");
+            }
             // A `SELECT` earlier in the transaction moves the commands after it.
             cx.db = cx.selected_db();
             (spec.run)(cx, &mut Args::new(argv)).unwrap_or_else(|error| error)

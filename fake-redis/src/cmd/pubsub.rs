@@ -7,6 +7,10 @@
 //! may only run the commands flagged for the pub/sub context (see the command table). The
 //! registry of who listens to what is the engine's, which keeps it equal to the clients' own
 //! subscriptions.
+//!
+//! Sharded pub/sub (`SSUBSCRIBE`, `SUNSUBSCRIBE`, `SPUBLISH`, `PUBSUB SHARDCHANNELS` and
+//! `SHARDNUMSUB`) is the same machinery over the engine's third registry: its confirmations count
+//! the shard channels alone, while the pub/sub context counts every kind, as in Redis 7.0.
 
 use super::{Args, Cx, PUBSUB_CONTEXT, Reply, Spec, is, unknown_subcommand};
 use crate::engine::Subscription;
@@ -20,7 +24,11 @@ pub(crate) static UNSUBSCRIBE: Spec =
 pub(crate) static PSUBSCRIBE: Spec = Spec::new("psubscribe", -2, PUBSUB_CONTEXT, subscribe_command);
 pub(crate) static PUNSUBSCRIBE: Spec =
     Spec::new("punsubscribe", -1, PUBSUB_CONTEXT, unsubscribe_command);
+pub(crate) static SSUBSCRIBE: Spec = Spec::new("ssubscribe", -2, PUBSUB_CONTEXT, subscribe_command);
+pub(crate) static SUNSUBSCRIBE: Spec =
+    Spec::new("sunsubscribe", -1, PUBSUB_CONTEXT, unsubscribe_command);
 pub(crate) static PUBLISH: Spec = Spec::new("publish", 3, 0, publish_command);
+pub(crate) static SPUBLISH: Spec = Spec::new("spublish", 3, 0, spublish_command);
 pub(crate) static PUBSUB: Spec = Spec::new("pubsub", -2, 0, pubsub_command);
 
 fn confirmation(kind: &'static str, name: Option<Bytes>, count: usize) -> Frame {
@@ -42,10 +50,12 @@ fn reply_with(cx: &mut Cx<'_>, mut frames: Vec<Frame>) -> Frame {
     frames.pop().unwrap_or(Frame::Null)
 }
 
-/// `SUBSCRIBE channel…` and `PSUBSCRIBE pattern…`.
+/// `SUBSCRIBE channel…`, `PSUBSCRIBE pattern…` and `SSUBSCRIBE shardchannel…`.
 fn subscribe_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let (kind, confirm) = if is(args.name(), "psubscribe") {
         (Subscription::Pattern, "psubscribe")
+    } else if is(args.name(), "ssubscribe") {
+        (Subscription::Shard, "ssubscribe")
     } else {
         (Subscription::Channel, "subscribe")
     };
@@ -57,10 +67,13 @@ fn subscribe_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     Ok(reply_with(cx, frames))
 }
 
-/// `UNSUBSCRIBE [channel…]` and `PUNSUBSCRIBE [pattern…]`: without names, from every one.
+/// `UNSUBSCRIBE [channel…]`, `PUNSUBSCRIBE [pattern…]` and `SUNSUBSCRIBE [shardchannel…]`:
+/// without names, from every one of that kind.
 fn unsubscribe_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let (kind, confirm) = if is(args.name(), "punsubscribe") {
         (Subscription::Pattern, "punsubscribe")
+    } else if is(args.name(), "sunsubscribe") {
+        (Subscription::Shard, "sunsubscribe")
     } else {
         (Subscription::Channel, "unsubscribe")
     };
@@ -70,7 +83,7 @@ fn unsubscribe_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         cx.subscriptions(kind)
     };
     if names.is_empty() {
-        let count = cx.client().subscriptions();
+        let count = cx.client().confirmed_count(kind);
         return Ok(confirmation(confirm, None, count));
     }
     let mut frames = Vec::with_capacity(names.len());
@@ -86,11 +99,18 @@ fn publish_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     Ok(Frame::Integer(cx.publish(channel, message)))
 }
 
-/// `PUBSUB CHANNELS [pattern]`, `PUBSUB NUMSUB [channel…]`, `PUBSUB NUMPAT`.
+fn spublish_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let (channel, message) = (args.next_bytes()?, args.next_bytes()?);
+    Ok(Frame::Integer(cx.spublish(channel, message)))
+}
+
+/// `PUBSUB CHANNELS [pattern]`, `NUMSUB [channel…]`, `NUMPAT`, `SHARDCHANNELS [pattern]`,
+/// `SHARDNUMSUB [shardchannel…]`.
 fn pubsub_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let sub = args.next_bytes()?;
     let engine = cx.engine();
-    if is(sub, "channels") {
+    let shard = is(sub, "shardchannels") || is(sub, "shardnumsub");
+    if is(sub, "channels") || is(sub, "shardchannels") {
         if args.remaining() > 1 {
             return Err(super::error_echoing(&[
                 b"ERR unknown subcommand or wrong number of arguments for '",
@@ -99,19 +119,28 @@ fn pubsub_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
             ]));
         }
         let pattern = args.next();
+        let names: Box<dyn Iterator<Item = &Bytes>> = if shard {
+            Box::new(engine.shard_channel_names())
+        } else {
+            Box::new(engine.channel_names())
+        };
         return Ok(Frame::Array(
-            engine
-                .channel_names()
+            names
                 .filter(|ch| pattern.is_none_or(|p| glob_match(p, ch)))
                 .map(|ch| Frame::Bulk(ch.clone()))
                 .collect(),
         ));
     }
-    if is(sub, "numsub") {
+    if is(sub, "numsub") || is(sub, "shardnumsub") {
         let mut out = Vec::new();
         for ch in args {
+            let count = if shard {
+                engine.shard_channel_subscribers(ch)
+            } else {
+                engine.channel_subscribers(ch)
+            };
             out.push(Frame::Bulk(ch.clone()));
-            out.push(Frame::Integer(engine.channel_subscribers(ch) as i64));
+            out.push(Frame::Integer(count as i64));
         }
         return Ok(Frame::Array(out));
     }
@@ -121,5 +150,28 @@ fn pubsub_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         }
         return Ok(Frame::Integer(engine.pattern_count() as i64));
     }
+    if is(sub, "help") && args.remaining() == 0 {
+        return Ok(Frame::Array(
+            PUBSUB_HELP.iter().map(|line| Frame::simple(line)).collect(),
+        ));
+    }
     Err(unknown_subcommand("PUBSUB", sub))
 }
+
+/// `PUBSUB HELP`, as Redis 7.0 words it.
+const PUBSUB_HELP: &[&str] = &[
+    "PUBSUB <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "CHANNELS [<pattern>]",
+    "    Return the currently active channels matching a <pattern> (default: '*').",
+    "NUMPAT",
+    "    Return number of subscriptions to patterns.",
+    "NUMSUB [<channel> ...]",
+    "    Return the number of subscribers for the specified channels, excluding",
+    "    pattern subscriptions(default: no channels).",
+    "SHARDCHANNELS [<pattern>]",
+    "    Return the currently active shard level channels matching a <pattern> (default: '*').",
+    "SHARDNUMSUB [<shardchannel> ...]",
+    "    Return the number of subscribers for the specified shard level channel(s)",
+    "HELP",
+    "    Prints this help.",
+];

@@ -125,6 +125,7 @@ pub(crate) struct Client {
     pub authenticated: bool,
     channels: BTreeSet<Bytes>,
     patterns: BTreeSet<Bytes>,
+    shard_channels: BTreeSet<Bytes>,
     pub multi: Option<Multi>,
     watching: Vec<(usize, Bytes)>,
     dirty_cas: bool,
@@ -142,22 +143,38 @@ pub(crate) struct Client {
 }
 
 impl Client {
-    /// How many channels and patterns it is subscribed to.
+    /// How many channels and patterns it is subscribed to: the count `SUBSCRIBE`, `PSUBSCRIBE`
+    /// and their unsubscribes confirm (shard channels are counted apart, as in Redis 7.0).
     pub fn subscriptions(&self) -> usize {
         self.channels.len() + self.patterns.len()
     }
 
-    /// How many of one kind (`CLIENT LIST`'s `sub` and `psub`).
+    /// How many of one kind (`CLIENT LIST`'s `sub`, `psub` and `ssub`).
     pub fn subscription_count(&self, kind: Subscription) -> usize {
         match kind {
             Subscription::Channel => self.channels.len(),
             Subscription::Pattern => self.patterns.len(),
+            Subscription::Shard => self.shard_channels.len(),
         }
+    }
+
+    /// The count a confirmation of `kind` carries: shard channels alone for `SSUBSCRIBE` and
+    /// `SUNSUBSCRIBE`, channels and patterns together for the others.
+    pub fn confirmed_count(&self, kind: Subscription) -> usize {
+        match kind {
+            Subscription::Shard => self.shard_channels.len(),
+            Subscription::Channel | Subscription::Pattern => self.subscriptions(),
+        }
+    }
+
+    /// Whether it has a subscription of any kind: what makes it a pub/sub connection.
+    pub fn is_subscriber(&self) -> bool {
+        self.subscriptions() + self.shard_channels.len() > 0
     }
 
     /// Whether a RESP2 connection is in the pub/sub context, where only a few commands may run.
     pub fn in_pubsub_context(&self) -> bool {
-        self.protocol == 2 && self.subscriptions() > 0
+        self.protocol == 2 && self.is_subscriber()
     }
 
     /// Queues `frame` in the outbox and wakes the driver waiting for one.
@@ -172,15 +189,19 @@ impl Client {
         match kind {
             Subscription::Channel => &mut self.channels,
             Subscription::Pattern => &mut self.patterns,
+            Subscription::Shard => &mut self.shard_channels,
         }
     }
 }
 
-/// What a subscription names: one channel (`SUBSCRIBE`) or a glob over channels (`PSUBSCRIBE`).
+/// What a subscription names: one channel (`SUBSCRIBE`), a glob over channels (`PSUBSCRIBE`), or
+/// one shard channel (`SSUBSCRIBE`, Redis 7.0's sharded pub/sub: a namespace of its own, reached
+/// only by `SPUBLISH`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Subscription {
     Channel,
     Pattern,
+    Shard,
 }
 
 /// The script cache: SHAs of bodies that have a native twin and were loaded since the last flush,
@@ -249,6 +270,7 @@ pub struct Engine {
     next_client_id: u64,
     channels: BTreeMap<Bytes, BTreeSet<u64>>,
     patterns: BTreeMap<Bytes, BTreeSet<u64>>,
+    shard_channels: BTreeMap<Bytes, BTreeSet<u64>>,
     scripts: ScriptCache,
     /// The libraries of Redis 7.0's Functions: kept by a failover, and by a restart only with
     /// persistence (`lua/functions.rs`).
@@ -308,6 +330,7 @@ impl Engine {
             next_client_id: 1,
             channels: BTreeMap::new(),
             patterns: BTreeMap::new(),
+            shard_channels: BTreeMap::new(),
             scripts: ScriptCache::default(),
             #[cfg(feature = "lua")]
             functions: Default::default(),
@@ -406,6 +429,7 @@ impl Engine {
                 authenticated: self.config.requirepass.is_none(),
                 channels: BTreeSet::new(),
                 patterns: BTreeSet::new(),
+                shard_channels: BTreeSet::new(),
                 multi: None,
                 watching: Vec::new(),
                 dirty_cas: false,
@@ -476,6 +500,14 @@ impl Engine {
             .get(&client.0)
             .map(|c| c.channels.iter().cloned().collect())
             .unwrap_or_default()
+    }
+
+    /// Whether `client` has a subscription of any kind (channel, pattern or shard channel): a
+    /// fault that takes subscribers down closes it.
+    pub fn is_subscriber(&self, client: ClientId) -> bool {
+        self.clients
+            .get(&client.0)
+            .is_some_and(Client::is_subscriber)
     }
 
     /// The number of open connections.
@@ -781,6 +813,7 @@ impl Engine {
         self.watchers = 0;
         self.channels.clear();
         self.patterns.clear();
+        self.shard_channels.clear();
     }
 }
 

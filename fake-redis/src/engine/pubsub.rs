@@ -4,6 +4,11 @@
 //! `UNSUBSCRIBE` without arguments and the RESP2 pub/sub context look at) and the registry from
 //! name to subscribers (what `PUBLISH` walks). Every change goes through here, and a disconnect
 //! or restart clears both, so a message never goes to a closed connection's outbox.
+//!
+//! Shard channels (Redis 7.0's `SSUBSCRIBE`/`SPUBLISH`) are a third registry: a name there is
+//! not the same channel as that name under `SUBSCRIBE`, no pattern reaches it, and its message
+//! is an `smessage`. On one node every shard channel is served here; a cluster client routes it to
+//! the node of its slot.
 
 use super::{Client, Engine, Subscription};
 use crate::engine::glob::glob_match;
@@ -12,7 +17,7 @@ use bytes::Bytes;
 use std::collections::{BTreeMap, BTreeSet};
 
 impl Engine {
-    /// Subscribes client `id` to `name` (once): how many subscriptions the client has then.
+    /// Subscribes client `id` to `name` (once): the count its confirmation carries then.
     pub(crate) fn subscribe(&mut self, id: u64, kind: Subscription, name: &Bytes) -> usize {
         let Some(client) = self.clients.get_mut(&id) else {
             return 0;
@@ -21,13 +26,14 @@ impl Engine {
             let registry = match kind {
                 Subscription::Channel => &mut self.channels,
                 Subscription::Pattern => &mut self.patterns,
+                Subscription::Shard => &mut self.shard_channels,
             };
             registry.entry(name.clone()).or_default().insert(id);
         }
-        client.subscriptions()
+        client.confirmed_count(kind)
     }
 
-    /// Unsubscribes client `id` from `name`: how many subscriptions the client has then.
+    /// Unsubscribes client `id` from `name`: the count its confirmation carries then.
     pub(crate) fn unsubscribe(&mut self, id: u64, kind: Subscription, name: &[u8]) -> usize {
         let Some(client) = self.clients.get_mut(&id) else {
             return 0;
@@ -36,10 +42,11 @@ impl Engine {
             let registry = match kind {
                 Subscription::Channel => &mut self.channels,
                 Subscription::Pattern => &mut self.patterns,
+                Subscription::Shard => &mut self.shard_channels,
             };
             remove_subscriber(registry, name, id);
         }
-        client.subscriptions()
+        client.confirmed_count(kind)
     }
 
     /// The names client `id` is subscribed to, of one kind, in order.
@@ -50,6 +57,7 @@ impl Engine {
         let names = match kind {
             Subscription::Channel => &client.channels,
             Subscription::Pattern => &client.patterns,
+            Subscription::Shard => &client.shard_channels,
         };
         names.iter().cloned().collect()
     }
@@ -64,6 +72,9 @@ impl Engine {
         }
         for p in std::mem::take(&mut client.patterns) {
             remove_subscriber(&mut self.patterns, &p, id);
+        }
+        for ch in std::mem::take(&mut client.shard_channels) {
+            remove_subscriber(&mut self.shard_channels, &ch, id);
         }
     }
 
@@ -92,6 +103,35 @@ impl Engine {
             receivers += deliver(&mut self.clients, ids, now, &frame);
         }
         receivers
+    }
+
+    /// `SPUBLISH shardchannel message` at `now`: queues an `smessage` in the outbox of every
+    /// subscriber of the shard channel; how many received it.
+    pub(crate) fn spublish(&mut self, channel: &[u8], message: &[u8], now: i64) -> i64 {
+        let Some(ids) = self.shard_channels.get(channel) else {
+            return 0;
+        };
+        let frame = Frame::Push(vec![
+            Frame::Bulk(Bytes::from_static(b"smessage")),
+            Frame::bulk_from(channel),
+            Frame::bulk_from(message),
+        ]);
+        deliver(&mut self.clients, ids, now, &frame)
+    }
+
+    /// Every shard channel with a subscriber, in order.
+    pub(crate) fn shard_channel_names(&self) -> impl Iterator<Item = &Bytes> {
+        self.shard_channels.keys()
+    }
+
+    /// How many shard channels have a subscriber (`INFO`'s `pubsubshard_channels`).
+    pub(crate) fn shard_channel_count(&self) -> usize {
+        self.shard_channels.len()
+    }
+
+    /// How many subscribers `channel` has as a shard channel.
+    pub(crate) fn shard_channel_subscribers(&self, channel: &[u8]) -> usize {
+        self.shard_channels.get(channel).map_or(0, BTreeSet::len)
     }
 
     /// Every channel with a subscriber, in order.

@@ -61,7 +61,9 @@ const NOT_IN_SCRIPTS: &[&str] = &[
     "quit",
     "reset",
     "script",
+    "ssubscribe",
     "subscribe",
+    "sunsubscribe",
     "unsubscribe",
     "unwatch",
     "wait",
@@ -69,7 +71,7 @@ const NOT_IN_SCRIPTS: &[&str] = &[
 ];
 
 /// Commands that are not writes yet are refused in read-only scripts (Redis's `may-replicate`).
-const MAY_REPLICATE: &[&str] = &["publish"];
+const MAY_REPLICATE: &[&str] = &["publish", "spublish"];
 
 /// The shebang flags of a script (`#!lua flags=…`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -552,7 +552,7 @@ impl Connection {
         let node = self.node(engine);
         let now = engine.clock_now();
         if engine.fault_plan().subscriber_down(node, now).is_some()
-            && !engine.subscribed_channels(self.client).is_empty()
+            && engine.is_subscriber(self.client)
         {
             let lost = FaultEventKind::SubscriberLost;
             engine.fault_plan_mut().record(now, Some(node), None, lost);
