@@ -391,8 +391,8 @@ fn eval_on(
         caller_protocol: cx.client().protocol,
         watch: vm.watch.clone(),
     };
-    let sha_text = std::str::from_utf8(&sha).unwrap_or("").to_owned();
-    let reply = vm.run(cx, &function, &sha_text, keys, args, &run);
+    let sha_text = std::str::from_utf8(&sha).unwrap_or("");
+    let reply = vm.run(cx, &function, sha_text, keys, args, &run);
     // A script's SELECT is its own: the caller's database is as it was.
     cx.client().db = run.caller_db;
     cx.db = run.caller_db;
