@@ -17,6 +17,7 @@
 //! handler and `pcall` take it out again.
 
 use super::rand48::Rand48;
+use mlua::state::{GcIncParams, GcMode};
 use mlua::{Function, Lua, LuaOptions, StdLib, Table, Value, Variadic};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -146,16 +147,50 @@ const LIBRARIES: &[&str] = &[
     "struct",
 ];
 
+/// How much a state may hold while a script's own code runs: a script may build big values, as
+/// in Redis, but not without bound.
+pub(super) const SCRIPT_MEMORY: usize = 1 << 30;
+
+/// The state's memory limit, set to a value until dropped and then put back.
+///
+/// The limit is on only while Lua code runs ([`SCRIPT_MEMORY`]), and off while the engine's own
+/// Rust code builds values in the state (`KEYS`, `ARGV`, a command's reply: bounded by the
+/// engine's data, not by the script): mlua runs every value it makes under a protected call of
+/// its own when an allocation may fail, and with the limit off none can, so those calls (and
+/// the two C closures Lua 5.1 allocates for each) are skipped.
+pub(super) struct MemoryLimit<'l> {
+    lua: &'l Lua,
+    before: usize,
+}
+
+impl<'l> MemoryLimit<'l> {
+    /// Sets `lua`'s limit to `limit` bytes (0: none) until the guard drops.
+    pub(super) fn set(lua: &'l Lua, limit: usize) -> MemoryLimit<'l> {
+        // The state is the engine's own, so it always has mlua's allocator and its limit.
+        let before = lua.set_memory_limit(limit).unwrap_or(0);
+        MemoryLimit { lua, before }
+    }
+}
+
+impl Drop for MemoryLimit<'_> {
+    fn drop(&mut self) {
+        let _ = self.lua.set_memory_limit(self.before);
+    }
+}
+
 /// A fresh state with Redis 7.0's environment. Returns the state, the real globals (where `KEYS`
 /// and `ARGV` go), the globals' proxy (every script's environment) and the real `redis` table
-/// (where a running script's `call` and `pcall` go).
+/// (where the VM puts `call` and `pcall`).
 pub(super) fn build(rand: Rand48, resp: Arc<AtomicU8>) -> mlua::Result<(Lua, Table, Table, Table)> {
     let lua = Lua::new_with(
         StdLib::TABLE | StdLib::STRING | StdLib::MATH,
         LuaOptions::default(),
     )?;
-    // A script may build big values, as in Redis, but not without bound.
-    lua.set_memory_limit(1 << 30)?;
+    // Redis steps its collector between scripts; here Lua's incremental collector runs as the state
+    // allocates, and a cycle starts once the heap is four times what the last one kept rather
+    // than Lua's default of two: what a script leaves (`KEYS`, `ARGV`, replies) is small and dies
+    // young, while every cycle marks the whole environment again.
+    lua.gc_set_mode(GcMode::Incremental(GcIncParams::default().pause(400)));
     let globals = lua.globals();
     let redis = redis_table(&lua)?;
     redis.raw_set("setresp", setresp(&lua, resp)?)?;
@@ -291,7 +326,7 @@ fn setresp(lua: &Lua, resp: Arc<AtomicU8>) -> mlua::Result<Function> {
     })
 }
 
-/// The `redis` table without `call` and `pcall` (the Lua half adds those).
+/// The `redis` table without `call` and `pcall` (the VM adds those, once per state).
 fn redis_table(lua: &Lua) -> mlua::Result<Table> {
     let redis = lua.create_table()?;
     redis.raw_set(

@@ -214,10 +214,10 @@ impl LibraryVm {
         );
         self.pending.lock().expect("not poisoned").clear();
         self.switch.call::<()>(true).map_err(lua_error)?;
-        let ran = self
-            .vm
-            .xpcall
-            .call::<(bool, Value)>((&chunk, &self.vm.handler));
+        let ran = {
+            let _limit = env::MemoryLimit::set(&self.vm.lua, env::SCRIPT_MEMORY);
+            (self.vm.xpcall).call::<(bool, Value)>((&chunk, &self.vm.handler))
+        };
         let timed_out = executed.load(Ordering::Relaxed) >= super::KILLED;
         // A budget that ran out fires at every instruction: end it before the switch runs.
         self.vm.arm_budget().map_err(lua_error)?;

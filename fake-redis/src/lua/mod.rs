@@ -31,7 +31,7 @@ use mlua::{Function, HookTriggers, Lua, Table, Value, Variadic, VmState};
 use rand48::Rand48;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU8, AtomicU64, Ordering};
 
 /// Lua instructions between two looks at the budget (Redis's count hook runs as often).
 const HOOK_EVERY: u32 = 100_000;
@@ -136,6 +136,8 @@ pub(crate) struct Vm {
     executed: Arc<AtomicU64>,
     main: mlua::Thread,
     watch: Arc<ScriptWatch>,
+    /// Where `redis.call` finds the running script.
+    slot: Arc<Slot>,
     scripts: BTreeMap<[u8; 40], Loaded>,
 }
 
@@ -155,6 +157,13 @@ impl Vm {
             HookTriggers::new().every_nth_instruction(HOOK_EVERY),
             budget_hook(executed.clone(), main.clone(), watch.clone()),
         )?;
+        let slot = Arc::new(Slot::default());
+        let call = call_function(&lua, slot.clone(), resp.clone(), true)?;
+        redis.raw_set("call", call)?;
+        redis.raw_set(
+            "pcall",
+            call_function(&lua, slot.clone(), resp.clone(), false)?,
+        )?;
         Ok(Vm {
             kind,
             bind,
@@ -168,6 +177,7 @@ impl Vm {
             executed,
             main,
             watch,
+            slot,
             scripts: BTreeMap::new(),
         })
     }
@@ -383,8 +393,8 @@ fn eval_on(
         caller_protocol: cx.client().protocol,
         watch: vm.watch.clone(),
     };
-    let sha_text = std::str::from_utf8(&sha).unwrap_or("").to_owned();
-    let reply = vm.run(cx, &function, &sha_text, keys, args, &run);
+    let sha_text = std::str::from_utf8(&sha).unwrap_or("");
+    let reply = vm.run(cx, &function, sha_text, keys, args, &run);
     // A script's SELECT is its own: the caller's database is as it was.
     cx.client().db = run.caller_db;
     cx.db = run.caller_db;
@@ -458,26 +468,98 @@ impl Vm {
                     .call::<Function>((function, strings(lua, keys)?, strings(lua, args)?))?
             }
         };
-        let resp = self.resp.clone();
-        let cx = std::cell::RefCell::new(cx);
-        lua.scope(|scope| {
-            let call = scope.create_function(|lua, argv: Variadic<Value>| {
-                let mut cx = cx.borrow_mut();
-                match redis_call(lua, &mut cx, &argv, run, resp.load(Ordering::Relaxed))? {
-                    (true, reply) => Ok(reply),
-                    (false, Value::Table(err)) => Err(mlua::Error::external(env::ErrorValue(err))),
-                    (false, other) => Ok(other),
-                }
-            })?;
-            let pcall = scope.create_function(|lua, argv: Variadic<Value>| {
-                let mut cx = cx.borrow_mut();
-                Ok(redis_call(lua, &mut cx, &argv, run, resp.load(Ordering::Relaxed))?.1)
-            })?;
-            self.redis.raw_set("call", call)?;
-            self.redis.raw_set("pcall", pcall)?;
-            self.xpcall.call::<(bool, Value)>((&body, &self.handler))
-        })
+        let mut running = Running { cx, run };
+        let _lent = self.slot.lend(&mut running);
+        let _limit = env::MemoryLimit::set(lua, env::SCRIPT_MEMORY);
+        self.xpcall.call::<(bool, Value)>((&body, &self.handler))
     }
+}
+
+/// What `redis.call` and `redis.pcall` act on: the running script's engine context and checks.
+struct Running<'r, 'e> {
+    cx: &'r mut Cx<'e>,
+    run: &'r Run,
+}
+
+/// Where `redis.call` and `redis.pcall` find the [`Running`] script.
+///
+/// The two functions are made once per state (making and dropping them for every script cost
+/// more than many scripts do), so they cannot borrow one run's context; each run lends it here
+/// instead. Why that is sound: the pointer is set only by [`Slot::lend`], whose guard keeps the
+/// `Running` mutably borrowed for as long as the pointer is set and clears it when dropped
+/// (unwinding included), so a set pointer always points to a live `Running` nothing else uses.
+/// A call takes the pointer out for its duration ([`Slot::with`]) and puts it back after, so at
+/// most one `&mut` to the `Running` exists at a time: a call made outside a run, or from inside
+/// another call (scripts may not call `EVAL` or `FCALL`, so none does today), finds the slot empty
+/// and is a Lua error, never a dangling or aliased reference.
+#[derive(Default)]
+struct Slot(AtomicPtr<()>);
+
+/// A lent [`Running`]; dropping it takes the loan back.
+struct Lent<'s>(&'s Slot);
+
+impl Drop for Lent<'_> {
+    fn drop(&mut self) {
+        self.0.0.store(std::ptr::null_mut(), Ordering::Release);
+    }
+}
+
+impl Slot {
+    /// Lends `running` to the state's calls until the guard drops.
+    fn lend<'s>(&'s self, running: &'s mut Running<'_, '_>) -> Lent<'s> {
+        let pointer: *mut Running<'_, '_> = running;
+        self.0.store(pointer.cast(), Ordering::Release);
+        Lent(self)
+    }
+
+    /// `f` on the lent `Running`, or `None` if nothing is lent now.
+    #[allow(unsafe_code)]
+    fn with<R>(&self, f: impl FnOnce(&mut Running<'_, '_>) -> R) -> Option<R> {
+        /// Puts the pointer back when the call ends, however it ends.
+        struct Back<'s>(&'s Slot, *mut ());
+        impl Drop for Back<'_> {
+            fn drop(&mut self) {
+                self.0.0.store(self.1, Ordering::Release);
+            }
+        }
+        let pointer = self.0.swap(std::ptr::null_mut(), Ordering::Acquire);
+        if pointer.is_null() {
+            return None;
+        }
+        let _back = Back(self, pointer);
+        // SAFETY: a non-null pointer was stored by `lend` from a `&mut Running` that its `Lent`
+        // still borrows (see `Slot`), and taking it out of the slot made this the only use of it
+        // until `_back` puts it back; `f` cannot keep the reference past its return.
+        let running = unsafe { &mut *pointer.cast::<Running<'_, '_>>() };
+        Some(f(running))
+    }
+}
+
+/// `redis.call` (`raises`: an error reply is raised) or `redis.pcall` (it is returned), for the
+/// runs lent through `slot`.
+fn call_function(
+    lua: &Lua,
+    slot: Arc<Slot>,
+    resp: Arc<AtomicU8>,
+    raises: bool,
+) -> mlua::Result<Function> {
+    lua.create_function(move |lua, argv: Variadic<Value>| {
+        let _limit = env::MemoryLimit::set(lua, 0);
+        let called =
+            slot.with(|r| redis_call(lua, r.cx, &argv, r.run, resp.load(Ordering::Relaxed)));
+        match called {
+            None => Err(env::raise(
+                lua,
+                "ERR redis.call and redis.pcall can only be used while a script runs",
+            )),
+            Some(result) => match result? {
+                (false, Value::Table(err)) if raises => {
+                    Err(mlua::Error::external(env::ErrorValue(err)))
+                }
+                (_, reply) => Ok(reply),
+            },
+        }
+    })
 }
 
 /// A Lua array of strings (`KEYS`, `ARGV`).
