@@ -29,12 +29,13 @@ mod pubsub;
 mod scripting;
 mod sets;
 mod sort;
+mod streams;
 mod strings;
 mod transactions;
 mod zsets;
 
 pub(crate) use config::class;
-pub(crate) use context::Cx;
+pub(crate) use context::{Caller, Cx};
 pub(crate) use parse::Args;
 #[cfg(feature = "lua")]
 pub(crate) use scripting::sha1_hex;
@@ -314,6 +315,22 @@ command_table! {
     b"ZSCORE" => zsets::ZSCORE,
     b"ZUNION" => zsets::ZUNION,
     b"ZUNIONSTORE" => zsets::ZUNIONSTORE,
+    // ---- streams ----
+    b"XACK" => streams::XACK,
+    b"XADD" => streams::XADD,
+    b"XAUTOCLAIM" => streams::XAUTOCLAIM,
+    b"XCLAIM" => streams::XCLAIM,
+    b"XDEL" => streams::XDEL,
+    b"XGROUP" => streams::XGROUP,
+    b"XINFO" => streams::XINFO,
+    b"XLEN" => streams::XLEN,
+    b"XPENDING" => streams::XPENDING,
+    b"XRANGE" => streams::XRANGE,
+    b"XREAD" => streams::XREAD,
+    b"XREADGROUP" => streams::XREADGROUP,
+    b"XREVRANGE" => streams::XREVRANGE,
+    b"XSETID" => streams::XSETID,
+    b"XTRIM" => streams::XTRIM,
 }
 
 // ---- errors, worded as Redis words them ----
