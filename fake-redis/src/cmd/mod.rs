@@ -19,6 +19,7 @@ mod connection;
 mod context;
 mod dispatch;
 mod functions;
+mod geo;
 mod hashes;
 mod hyperloglog;
 mod keys;
@@ -331,6 +332,17 @@ command_table! {
     b"XREVRANGE" => streams::XREVRANGE,
     b"XSETID" => streams::XSETID,
     b"XTRIM" => streams::XTRIM,
+    // ---- geo ----
+    b"GEOADD" => geo::GEOADD,
+    b"GEODIST" => geo::GEODIST,
+    b"GEOHASH" => geo::GEOHASH,
+    b"GEOPOS" => geo::GEOPOS,
+    b"GEORADIUS" => geo::GEORADIUS,
+    b"GEORADIUSBYMEMBER" => geo::GEORADIUSBYMEMBER,
+    b"GEORADIUSBYMEMBER_RO" => geo::GEORADIUSBYMEMBER_RO,
+    b"GEORADIUS_RO" => geo::GEORADIUS_RO,
+    b"GEOSEARCH" => geo::GEOSEARCH,
+    b"GEOSEARCHSTORE" => geo::GEOSEARCHSTORE,
 }
 
 // ---- errors, worded as Redis words them ----
