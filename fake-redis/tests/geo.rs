@@ -4,10 +4,7 @@
 
 mod support;
 
-use support::{
-    OwnServer, assert_no_mismatches, connect_real, connect_real_resp3, fake_connection, mismatches,
-    run,
-};
+use support::assert_table_matches_redis;
 
 const TABLE: &[&str] = &[
     "GEOADD Sicily 13.361389 38.115556 Palermo 15.087269 37.502669 Catania",
@@ -114,30 +111,19 @@ const TABLE: &[&str] = &[
 
 #[tokio::test]
 async fn geo_commands_reply_exactly_as_redis_7_does() {
-    let server = OwnServer::start();
-    let mut real = connect_real(server.port).await;
-    let mut fake = fake_connection();
-    assert_no_mismatches(&mismatches(&mut real, &mut fake, TABLE).await);
+    assert_table_matches_redis(TABLE, false).await;
 }
 
+/// The same table after `HELLO 3`: coordinates are doubles.
 #[tokio::test]
 async fn geo_commands_in_resp3_reply_exactly_as_redis_7_does() {
-    let server = OwnServer::start();
-    let mut real = connect_real_resp3(server.port).await;
-    let mut fake = fake_connection();
-    run(&mut fake, "HELLO 3")
-        .await
-        .expect("the fake speaks RESP3");
-    assert_no_mismatches(&mismatches(&mut real, &mut fake, TABLE).await);
+    assert_table_matches_redis(TABLE, true).await;
 }
 
 /// Many points over the globe: every search's members, order and distances as Redis's, so the
 /// cell choice, the nine-cell scan and the edge exclusions are Redis's.
 #[tokio::test]
 async fn searches_over_many_points_match_redis() {
-    let server = OwnServer::start();
-    let mut real = connect_real(server.port).await;
-    let mut fake = fake_connection();
     let mut lines = Vec::new();
     let mut x = 12345u64;
     let mut next = move || {
@@ -171,5 +157,5 @@ async fn searches_over_many_points_match_redis() {
     lines.push("GEOHASH world p1 p2 p3 p4 p5".into());
     lines.push("GEOPOS world p1 p2 p3".into());
     let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
-    assert_no_mismatches(&mismatches(&mut real, &mut fake, &lines).await);
+    assert_table_matches_redis(&lines, false).await;
 }

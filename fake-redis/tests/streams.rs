@@ -6,10 +6,7 @@
 mod support;
 
 use fake_redis::{Engine, FakeConnection, ManualClock, NodeId, shared};
-use support::{
-    OwnServer, assert_no_mismatches, connect_real, connect_real_resp3, fake_connection, mismatches,
-    run,
-};
+use support::{assert_table_matches_redis, run};
 
 const TABLE: &[&str] = &[
     // ---- XADD, IDs and trims ----
@@ -316,31 +313,19 @@ const TABLE: &[&str] = &[
 
 #[tokio::test]
 async fn stream_commands_reply_exactly_as_redis_7_does() {
-    let server = OwnServer::start();
-    let mut real = connect_real(server.port).await;
-    let mut fake = fake_connection();
-    assert_no_mismatches(&mismatches(&mut real, &mut fake, TABLE).await);
+    assert_table_matches_redis(TABLE, false).await;
 }
 
 /// The same table after `HELLO 3`: `XREAD`'s reply is a map of streams, `XINFO`'s maps.
 #[tokio::test]
 async fn stream_commands_in_resp3_reply_exactly_as_redis_7_does() {
-    let server = OwnServer::start();
-    let mut real = connect_real_resp3(server.port).await;
-    let mut fake = fake_connection();
-    run(&mut fake, "HELLO 3")
-        .await
-        .expect("the fake speaks RESP3");
-    assert_no_mismatches(&mismatches(&mut real, &mut fake, TABLE).await);
+    assert_table_matches_redis(TABLE, true).await;
 }
 
 /// A big stream goes through several listpack nodes: whole-node trims, node counts and radix
 /// tree nodes as Redis reports them.
 #[tokio::test]
 async fn big_streams_split_and_trim_by_node_as_redis_does() {
-    let server = OwnServer::start();
-    let mut real = connect_real(server.port).await;
-    let mut fake = fake_connection();
     let mut lines = Vec::new();
     for i in 1..=350 {
         // Some entries share the node's fields, some do not; some values are long, so nodes
@@ -367,7 +352,7 @@ async fn big_streams_split_and_trim_by_node_as_redis_does() {
     lines.push("XRANGE big - + COUNT 3".into());
     lines.push("XREVRANGE big + - COUNT 3".into());
     let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
-    assert_no_mismatches(&mismatches(&mut real, &mut fake, &lines).await);
+    assert_table_matches_redis(&lines, false).await;
 }
 
 /// `XADD *` takes the engine's clock, and when the clock is behind the stream's last ID it

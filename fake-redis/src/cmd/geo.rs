@@ -143,36 +143,29 @@ fn score_of(lon: f64, lat: f64) -> Option<u64> {
     encode(lon, lat, STEP_MAX).map(|c| c.bits)
 }
 
-fn move_x(cell: Cell, d: i8) -> Cell {
-    let x = cell.bits & 0xaaaa_aaaa_aaaa_aaaa;
-    let y = cell.bits & 0x5555_5555_5555_5555;
-    let zz = 0x5555_5555_5555_5555u64 >> (64 - cell.step * 2);
-    let x = if d > 0 {
-        x.wrapping_add(zz + 1)
+/// Redis's `geohash_move_x` and `geohash_move_y`: the cell `d` (±1) cells along the axis whose
+/// bits `mask` selects (the odd bits for longitude, the even for latitude).
+fn shift(cell: Cell, d: i8, mask: u64) -> Cell {
+    let moving = cell.bits & mask;
+    let kept = cell.bits & !mask;
+    let zz = !mask >> (64 - cell.step * 2);
+    let moved = if d > 0 {
+        moving.wrapping_add(zz + 1)
     } else {
-        (x | zz).wrapping_sub(zz + 1)
+        (moving | zz).wrapping_sub(zz + 1)
     };
-    let x = x & (0xaaaa_aaaa_aaaa_aaaau64 >> (64 - cell.step * 2));
     Cell {
-        bits: x | y,
+        bits: (moved & (mask >> (64 - cell.step * 2))) | kept,
         ..cell
     }
 }
 
+fn move_x(cell: Cell, d: i8) -> Cell {
+    shift(cell, d, 0xaaaa_aaaa_aaaa_aaaa)
+}
+
 fn move_y(cell: Cell, d: i8) -> Cell {
-    let x = cell.bits & 0xaaaa_aaaa_aaaa_aaaa;
-    let y = cell.bits & 0x5555_5555_5555_5555;
-    let zz = 0xaaaa_aaaa_aaaa_aaaau64 >> (64 - cell.step * 2);
-    let y = if d > 0 {
-        y.wrapping_add(zz + 1)
-    } else {
-        (y | zz).wrapping_sub(zz + 1)
-    };
-    let y = y & (0x5555_5555_5555_5555u64 >> (64 - cell.step * 2));
-    Cell {
-        bits: x | y,
-        ..cell
-    }
+    shift(cell, d, 0x5555_5555_5555_5555)
 }
 
 fn deg_rad(a: f64) -> f64 {

@@ -1095,6 +1095,60 @@ fn claimed_frame(s: &Stream, id: StreamId, justid: bool) -> Frame {
     }
 }
 
+/// The claims of one `XCLAIM` or `XAUTOCLAIM` for one consumer, created (and so announced) at
+/// its first claim, as Redis looks it up only then.
+struct Claimer<'a> {
+    consumer: &'a Bytes,
+    now: i64,
+    justid: bool,
+    looked_up: bool,
+    created: bool,
+}
+
+impl<'a> Claimer<'a> {
+    fn new(consumer: &'a Bytes, now: i64, justid: bool) -> Claimer<'a> {
+        Claimer {
+            consumer,
+            now,
+            justid,
+            looked_up: false,
+            created: false,
+        }
+    }
+
+    /// Gives pending entry `id` to the consumer, delivered at `delivery_time`; its delivery
+    /// count set to `retry_count` or, unless `JUSTID`, incremented.
+    fn claim(
+        &mut self,
+        group: &mut Group,
+        id: StreamId,
+        delivery_time: i64,
+        retry_count: Option<u64>,
+    ) {
+        if !self.looked_up {
+            self.created = touch_consumer(group, self.consumer, self.now);
+            self.looked_up = true;
+        }
+        group.reassign(id, self.consumer);
+        if let Some(p) = group.pel.get_mut(&id) {
+            p.delivery_time = delivery_time;
+            match retry_count {
+                Some(n) => p.delivery_count = n,
+                None if !self.justid => p.delivery_count += 1,
+                None => {}
+            }
+        }
+    }
+
+    /// The end of the command: `WATCH` hears of the change, and of a new consumer its event.
+    fn finish(self, cx: &mut Cx<'_>, key: &[u8]) {
+        cx.keyspace().touch(key);
+        if self.created {
+            cx.notify(class::STREAM, "xgroup-createconsumer", key);
+        }
+    }
+}
+
 fn xclaim_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let (key, name, consumer) = (args.next_bytes()?, args.next_bytes()?, args.next_bytes()?);
     let min_idle_arg = args.next_bytes()?;
@@ -1142,7 +1196,7 @@ fn xclaim_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     if delivery_time < 0 || delivery_time > now {
         delivery_time = now;
     }
-    let mut created = false;
+    let mut claimer = Claimer::new(consumer, now, justid);
     let mut out = Vec::new();
     {
         let s = group_mut(cx, key, name)?;
@@ -1151,7 +1205,6 @@ fn xclaim_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         if last_id > group.last_id {
             group.last_id = last_id;
         }
-        let mut looked_up = false;
         let mut claimed = Vec::new();
         for (&id, exists) in ids.iter().zip(exists) {
             if !exists {
@@ -1176,29 +1229,14 @@ fn xclaim_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
             if !fresh && min_idle != 0 && now - p.delivery_time < min_idle {
                 continue;
             }
-            if !looked_up {
-                created = touch_consumer(group, consumer, now);
-                looked_up = true;
-            }
-            group.reassign(id, consumer);
-            if let Some(p) = group.pel.get_mut(&id) {
-                p.delivery_time = delivery_time;
-                if retry_count >= 0 {
-                    p.delivery_count = retry_count as u64;
-                } else if !justid {
-                    p.delivery_count += 1;
-                }
-            }
+            claimer.claim(group, id, delivery_time, u64::try_from(retry_count).ok());
             claimed.push(id);
         }
         for id in claimed {
             out.push(claimed_frame(s, id, justid));
         }
     }
-    cx.keyspace().touch(key);
-    if created {
-        cx.notify(class::STREAM, "xgroup-createconsumer", key);
-    }
+    claimer.finish(cx, key);
     Ok(Frame::Array(out))
 }
 
@@ -1224,7 +1262,7 @@ fn xautoclaim_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         }
     }
     let now = cx.now;
-    let mut created = false;
+    let mut claimer = Claimer::new(consumer, now, justid);
     let reply = {
         let s = group_mut(cx, key, name)?;
         let candidates: Vec<StreamId> = s
@@ -1235,7 +1273,6 @@ fn xautoclaim_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         let mut attempts = count.saturating_mul(10);
         let mut claimed = Vec::new();
         let mut deleted = Vec::new();
-        let mut looked_up = false;
         let mut next = StreamId::MIN;
         let mut ids = candidates.into_iter().peekable();
         loop {
@@ -1259,17 +1296,7 @@ fn xautoclaim_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
             if min_idle != 0 && idle < min_idle {
                 continue;
             }
-            if !looked_up {
-                created = touch_consumer(group, consumer, now);
-                looked_up = true;
-            }
-            group.reassign(id, consumer);
-            if let Some(p) = group.pel.get_mut(&id) {
-                p.delivery_time = now;
-                if !justid {
-                    p.delivery_count += 1;
-                }
-            }
+            claimer.claim(group, id, now, None);
             claimed.push(id);
             count -= 1;
         }
@@ -1284,10 +1311,7 @@ fn xautoclaim_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
             Frame::Array(deleted.into_iter().map(id_frame).collect()),
         ])
     };
-    cx.keyspace().touch(key);
-    if created {
-        cx.notify(class::STREAM, "xgroup-createconsumer", key);
-    }
+    claimer.finish(cx, key);
     Ok(reply)
 }
 
