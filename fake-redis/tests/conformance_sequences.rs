@@ -578,6 +578,163 @@ fn plain() -> impl Strategy<Value = Vec<String>> {
                 l.extend(ks);
                 l
             }),
+        // streams: explicit IDs only, and no reply that shows an idle or delivery time
+        (
+            k(),
+            pick(&[
+                "",
+                "NOMKSTREAM",
+                "MAXLEN 2",
+                "MAXLEN ~ 1",
+                "MINID 2",
+                "MINID = 3-1"
+            ]),
+            pick(&["1-1", "2", "2-*", "3-1", "0-0", "x", "*"]),
+            v()
+        )
+            .prop_map(|(k, o, id, v)| {
+                let mut l = line(&["XADD", &k]);
+                l.extend(o.split_whitespace().map(str::to_owned));
+                // `*` takes the server's clock: only as a trimming ID after an explicit one.
+                let id = if id == "*" { "5-5".to_owned() } else { id };
+                l.extend([id, "f".to_owned(), v]);
+                l
+            }),
+        (
+            pick(&["XRANGE", "XREVRANGE"]),
+            k(),
+            pick(&[
+                "- +",
+                "+ -",
+                "(1-1 +",
+                "2 3",
+                "- (3",
+                "- + COUNT 1",
+                "- + COUNT 0",
+                "x +"
+            ])
+        )
+            .prop_map(|(c, k, r)| {
+                let mut l = vec![c, k];
+                l.extend(r.split_whitespace().map(str::to_owned));
+                l
+            }),
+        (
+            pick(&[
+                "XLEN",
+                "XDEL 1-1",
+                "XDEL 2-0 3-1",
+                "XTRIM MAXLEN 1",
+                "XTRIM MINID ~ 3",
+                "XTRIM MAXLEN = 0",
+                "XSETID 9-9",
+                "XSETID 1-0",
+                "XINFO STREAM",
+                "XINFO GROUPS",
+                "XGROUP CREATE g 0",
+                "XGROUP CREATE g $ MKSTREAM",
+                "XGROUP SETID g 1-1",
+                "XGROUP DESTROY g",
+                "XGROUP CREATECONSUMER g c",
+                "XGROUP DELCONSUMER g c",
+                "XPENDING g",
+                "XACK g 1-1 2-0",
+                "XCLAIM g d 0 1-1 2-0 JUSTID",
+                "XAUTOCLAIM g d 0 0 COUNT 1 JUSTID"
+            ]),
+            k()
+        )
+            .prop_map(|(c, k)| {
+                let mut words = c.split_whitespace().map(str::to_owned);
+                let mut l: Vec<String> = words
+                    .by_ref()
+                    .take(
+                        if c.starts_with("XLEN")
+                            || c.starts_with("XDEL")
+                            || c.starts_with("XTRIM")
+                            || c.starts_with("XSETID")
+                            || c.starts_with("XPENDING")
+                            || c.starts_with("XACK")
+                            || c.starts_with("XCLAIM")
+                            || c.starts_with("XAUTOCLAIM")
+                        {
+                            1
+                        } else {
+                            2
+                        },
+                    )
+                    .collect();
+                l.push(k);
+                l.extend(words);
+                l
+            }),
+        (
+            pick(&[
+                "XREAD STREAMS",
+                "XREAD COUNT 1 STREAMS",
+                "XREADGROUP GROUP g c STREAMS",
+                "XREADGROUP GROUP g c NOACK COUNT 1 STREAMS"
+            ]),
+            k(),
+            pick(&["0", "1-1", "$", ">"])
+        )
+            .prop_map(|(c, k, id)| {
+                let mut l: Vec<String> = c.split_whitespace().map(str::to_owned).collect();
+                l.extend([k, id]);
+                l
+            }),
+        // geo
+        (
+            k(),
+            pick(&["", "NX", "XX CH"]),
+            pick(&[
+                "13.361389 38.115556",
+                "15.087269 37.502669",
+                "200 10",
+                "x 1"
+            ]),
+            pick(&["p", "q"])
+        )
+            .prop_map(|(k, o, xy, m)| {
+                let mut l = line(&["GEOADD", &k]);
+                l.extend(o.split_whitespace().map(str::to_owned));
+                l.extend(xy.split_whitespace().map(str::to_owned));
+                l.push(m);
+                l
+            }),
+        (
+            pick(&[
+                "GEODIST p q km",
+                "GEOPOS p q",
+                "GEOHASH p q",
+                "GEORADIUS 15 37 200 km WITHDIST",
+                "GEORADIUSBYMEMBER p 300 km WITHCOORD",
+                "GEOSEARCH FROMMEMBER q BYBOX 400 400 km ASC WITHHASH",
+                "GEOSEARCH FROMLONLAT 14 38 BYRADIUS 100 mi COUNT 1"
+            ]),
+            k()
+        )
+            .prop_map(|(c, k)| {
+                let mut words = c.split_whitespace().map(str::to_owned);
+                let mut l: Vec<String> = words.by_ref().take(1).collect();
+                l.push(k);
+                l.extend(words);
+                l
+            }),
+        (k(), k()).prop_map(|(d, k)| {
+            line(&[
+                "GEOSEARCHSTORE",
+                &d,
+                &k,
+                "FROMLONLAT",
+                "15",
+                "37",
+                "BYRADIUS",
+                "300",
+                "km",
+                "STOREDIST",
+            ])
+        }),
         // errors: arity, unknown commands
         Just(line(&["LPUSH", "k1"])),
         Just(line(&["NOSUCHCMD", "k1"])),

@@ -152,7 +152,9 @@ fn as_reference(value: Value) -> RefValue {
         Value::Str(s) => RefValue::Str(s),
         Value::Hash(h) => RefValue::Hash(h.iter().cloned().collect()),
         Value::List(l) => RefValue::List(l.into_iter().collect()),
-        Value::Set(_) | Value::ZSet(_) => unreachable!("these cases never place a set"),
+        Value::Set(_) | Value::ZSet(_) | Value::Stream(_) => {
+            unreachable!("these cases never place a set")
+        }
     }
 }
 

@@ -23,6 +23,19 @@ pub(crate) struct Cx<'a> {
     pub now: i64,
     /// The hashes of the running script's keys, computed once for all its calls.
     hashes: KeyHashes,
+    /// Who runs the command: a client directly, a transaction or a script (which never block).
+    pub caller: Caller,
+}
+
+/// Who runs a command, which decides whether a blocking command may wait.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Caller {
+    /// A client's own command.
+    Client,
+    /// A command of an `EXEC`.
+    Transaction,
+    /// A script's `redis.call`.
+    Script,
 }
 
 impl<'a> Cx<'a> {
@@ -34,7 +47,19 @@ impl<'a> Cx<'a> {
             db,
             now,
             hashes: KeyHashes::default(),
+            caller: Caller::Client,
         }
+    }
+
+    /// Whether a blocking command may wait: only a client's own command, as in Redis, where
+    /// `MULTI` and scripts deny blocking.
+    pub fn may_block(&self) -> bool {
+        self.caller == Caller::Client
+    }
+
+    /// Whether a script runs the command.
+    pub fn in_script(&self) -> bool {
+        self.caller == Caller::Script
     }
 
     /// The engine, to read what the whole server reports (`INFO`, `CLIENT LIST`, `PUBSUB`).

@@ -1,7 +1,8 @@
 //! The command table and what every command shares: name lookup, arity, flags, error texts.
 //!
 //! Each family lives in its own file (`keys`, `strings`, `hashes`, `lists`, `sets`, `zsets`, `sort`,
-//! `bitmaps`, `hyperloglog`, `pubsub`, `scripting`, `functions`, `transactions`, `connection`),
+//! `bitmaps`, `hyperloglog`, `streams`, `geo`, `pubsub`, `scripting`, `functions`, `transactions`,
+//! `connection`),
 //! mini-redis style: a handler reads its arguments
 //! through one cursor ([`Args`](parse::Args), in `parse.rs`), a command with options parses them
 //! into a small struct first (`Set::parse`, `Expire::parse`) and then applies it; a simple one is a
@@ -19,6 +20,7 @@ mod connection;
 mod context;
 mod dispatch;
 mod functions;
+mod geo;
 mod hashes;
 mod hyperloglog;
 mod keys;
@@ -29,12 +31,13 @@ mod pubsub;
 mod scripting;
 mod sets;
 mod sort;
+mod streams;
 mod strings;
 mod transactions;
 mod zsets;
 
 pub(crate) use config::class;
-pub(crate) use context::Cx;
+pub(crate) use context::{Caller, Cx};
 pub(crate) use parse::Args;
 #[cfg(feature = "lua")]
 pub(crate) use scripting::sha1_hex;
@@ -317,6 +320,33 @@ command_table! {
     b"ZSCORE" => zsets::ZSCORE,
     b"ZUNION" => zsets::ZUNION,
     b"ZUNIONSTORE" => zsets::ZUNIONSTORE,
+    // ---- streams ----
+    b"XACK" => streams::XACK,
+    b"XADD" => streams::XADD,
+    b"XAUTOCLAIM" => streams::XAUTOCLAIM,
+    b"XCLAIM" => streams::XCLAIM,
+    b"XDEL" => streams::XDEL,
+    b"XGROUP" => streams::XGROUP,
+    b"XINFO" => streams::XINFO,
+    b"XLEN" => streams::XLEN,
+    b"XPENDING" => streams::XPENDING,
+    b"XRANGE" => streams::XRANGE,
+    b"XREAD" => streams::XREAD,
+    b"XREADGROUP" => streams::XREADGROUP,
+    b"XREVRANGE" => streams::XREVRANGE,
+    b"XSETID" => streams::XSETID,
+    b"XTRIM" => streams::XTRIM,
+    // ---- geo ----
+    b"GEOADD" => geo::GEOADD,
+    b"GEODIST" => geo::GEODIST,
+    b"GEOHASH" => geo::GEOHASH,
+    b"GEOPOS" => geo::GEOPOS,
+    b"GEORADIUS" => geo::GEORADIUS,
+    b"GEORADIUSBYMEMBER" => geo::GEORADIUSBYMEMBER,
+    b"GEORADIUSBYMEMBER_RO" => geo::GEORADIUSBYMEMBER_RO,
+    b"GEORADIUS_RO" => geo::GEORADIUS_RO,
+    b"GEOSEARCH" => geo::GEOSEARCH,
+    b"GEOSEARCHSTORE" => geo::GEOSEARCHSTORE,
 }
 
 // ---- errors, worded as Redis words them ----

@@ -85,6 +85,9 @@ pub enum Value {
     /// A sorted set (boxed: it is the largest value and the rarest, and every slot is as big as
     /// the biggest value).
     ZSet(Box<ZSet>),
+    /// A stream (boxed, as a sorted set is: its counters and groups would make every slot
+    /// bigger).
+    Stream(Box<super::stream::Stream>),
 }
 
 impl Value {
@@ -96,6 +99,7 @@ impl Value {
             Value::List(_) => "list",
             Value::Set(_) => "set",
             Value::ZSet(_) => "zset",
+            Value::Stream(_) => "stream",
         }
     }
 }

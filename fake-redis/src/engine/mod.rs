@@ -40,6 +40,7 @@ pub(crate) mod glob;
 mod inspect;
 pub(crate) mod notify;
 mod pubsub;
+pub(crate) mod stream;
 mod watches;
 
 pub use crate::engine::expiry::{

@@ -656,7 +656,9 @@ fn run_command(
     caller_protocol: u8,
 ) -> Frame {
     cx.client().protocol = resp;
+    let caller = std::mem::replace(&mut cx.caller, crate::cmd::Caller::Script);
     let reply = (spec.run)(cx, &mut Args::new(argv)).unwrap_or_else(|error| error);
+    cx.caller = caller;
     cx.client().protocol = caller_protocol;
     reply
 }

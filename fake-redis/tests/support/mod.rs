@@ -207,3 +207,21 @@ pub fn assert_no_mismatches(mismatches: &[String]) {
         mismatches.join("\n")
     );
 }
+
+/// Runs `table` on a redis-server of the test's own and on a fresh fake, in RESP2 or (`resp3`,
+/// after `HELLO 3` on both) RESP3, and fails listing every line whose replies differ.
+pub async fn assert_table_matches_redis(table: &[&str], resp3: bool) {
+    let server = OwnServer::start();
+    let mut real = if resp3 {
+        connect_real_resp3(server.port).await
+    } else {
+        connect_real(server.port).await
+    };
+    let mut fake = fake_connection();
+    if resp3 {
+        run(&mut fake, "HELLO 3")
+            .await
+            .expect("the fake speaks RESP3");
+    }
+    assert_no_mismatches(&mismatches(&mut real, &mut fake, table).await);
+}

@@ -1,0 +1,1504 @@
+//! Stream commands: `XADD` and its trims, ranges, `XREAD`, consumer groups and their pending
+//! entries, `XINFO`.
+//!
+//! The value lives in `engine/stream.rs`; this file parses and replies as Redis 7.0's
+//! `t_stream.c` does, in its order of checks, so a bad call sees Redis's error. IDs that `XADD *`
+//! makes come from the command's frozen time, and, as in Redis, from the stream's last ID when
+//! the clock is behind it (its sequence is incremented). Idle and delivery times are measured on
+//! the same frozen time, so on the virtual clock they are exact.
+//!
+//! `BLOCK` answers at once when there is data, and inside `MULTI` and scripts never waits, as in
+//! Redis; a call that would have to wait goes through [`wait_for_data`], the one place a
+//! blocking mechanism takes over.
+
+use super::{Args, Cx, Reply, Spec, WRITE, WRONGTYPE, class, int, is, unknown_subcommand};
+use crate::engine::db::Value;
+use crate::engine::stream::{ENTRIES_READ_UNKNOWN, Group, Pending, Stream, StreamId, Trim};
+use crate::resp::Frame;
+use bytes::Bytes;
+
+pub(crate) static XADD: Spec = Spec::new("xadd", -5, WRITE, xadd_command);
+pub(crate) static XTRIM: Spec = Spec::new("xtrim", -4, WRITE, xtrim_command);
+pub(crate) static XDEL: Spec = Spec::new("xdel", -3, WRITE, xdel_command);
+pub(crate) static XLEN: Spec = Spec::new("xlen", 2, 0, xlen_command);
+pub(crate) static XRANGE: Spec = Spec::new("xrange", -4, 0, xrange_command);
+pub(crate) static XREVRANGE: Spec = Spec::new("xrevrange", -4, 0, xrange_command);
+pub(crate) static XREAD: Spec = Spec::new("xread", -4, 0, xread_command);
+pub(crate) static XREADGROUP: Spec = Spec::new("xreadgroup", -7, WRITE, xread_command);
+pub(crate) static XSETID: Spec = Spec::new("xsetid", -3, WRITE, xsetid_command);
+pub(crate) static XGROUP: Spec = Spec::new("xgroup", -2, WRITE, xgroup_command);
+pub(crate) static XACK: Spec = Spec::new("xack", -4, WRITE, xack_command);
+pub(crate) static XPENDING: Spec = Spec::new("xpending", -3, 0, xpending_command);
+pub(crate) static XCLAIM: Spec = Spec::new("xclaim", -6, WRITE, xclaim_command);
+pub(crate) static XAUTOCLAIM: Spec = Spec::new("xautoclaim", -6, WRITE, xautoclaim_command);
+pub(crate) static XINFO: Spec = Spec::new("xinfo", -2, 0, xinfo_command);
+
+const INVALID_ID: Frame =
+    Frame::error("ERR Invalid stream ID specified as stream command argument");
+const NO_SUCH_KEY: Frame = Frame::error("ERR no such key");
+
+// ---- IDs ----
+
+/// C's `strtoull` on a whole argument: leading spaces and a sign allowed (a `-` negates, as C
+/// does), overflow refused.
+fn strtoull(text: &[u8]) -> Option<u64> {
+    let text = match text.iter().position(|b| !b" \t\n\x0b\x0c\r".contains(b)) {
+        Some(at) => &text[at..],
+        None => return None,
+    };
+    let (negative, digits) = match text {
+        [b'-', rest @ ..] => (true, rest),
+        [b'+', rest @ ..] => (false, rest),
+        _ => (false, text),
+    };
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &d in digits {
+        v = v.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
+    }
+    Some(if negative { v.wrapping_neg() } else { v })
+}
+
+/// Redis's `string2ull`: a non-negative `string2ll`, else `strtoull`.
+fn string2ull(text: &[u8]) -> Option<u64> {
+    if let Some(v) = lock_core::script::parse_i64(text) {
+        return u64::try_from(v).ok();
+    }
+    strtoull(text)
+}
+
+/// An ID as a command gives it (Redis's `streamGenericParseIDOrReply`): `ms-seq`, `ms` (the
+/// sequence is `missing_seq`), `-` and `+` unless `strict`. With `seq_star`, `ms-*` is taken
+/// too and the second value says whether the sequence was given.
+fn parse_id_full(
+    arg: &[u8],
+    missing_seq: u64,
+    strict: bool,
+    seq_star: bool,
+) -> Result<(StreamId, bool), Frame> {
+    if arg.len() > 127 {
+        return Err(INVALID_ID);
+    }
+    // C reads the argument up to its first NUL.
+    let arg = super::c_text(arg, 127);
+    match arg {
+        b"-" | b"+" if strict => return Err(INVALID_ID),
+        b"-" => return Ok((StreamId::MIN, true)),
+        b"+" => return Ok((StreamId::MAX, true)),
+        _ => {}
+    }
+    let (ms, seq) = match arg.iter().position(|&b| b == b'-') {
+        Some(dash) => (&arg[..dash], Some(&arg[dash + 1..])),
+        None => (arg, None),
+    };
+    let ms = string2ull(ms).ok_or(INVALID_ID)?;
+    match seq {
+        None => Ok((
+            StreamId {
+                ms,
+                seq: missing_seq,
+            },
+            true,
+        )),
+        Some(b"*") if seq_star => Ok((StreamId { ms, seq: 0 }, false)),
+        Some(seq) => {
+            let seq = string2ull(seq).ok_or(INVALID_ID)?;
+            Ok((StreamId { ms, seq }, true))
+        }
+    }
+}
+
+/// An ID, `-` and `+` refused (Redis's `streamParseStrictIDOrReply`).
+fn strict_id(arg: &[u8]) -> Result<StreamId, Frame> {
+    parse_id_full(arg, 0, true, false).map(|(id, _)| id)
+}
+
+/// A range bound (Redis's `streamParseIntervalIDOrReply`): `(` makes it exclusive, which moves
+/// it one ID inwards.
+fn interval_id(arg: &[u8], missing_seq: u64, start: bool) -> Result<StreamId, Frame> {
+    if arg.len() > 1 && arg[0] == b'(' {
+        let id = parse_id_full(&arg[1..], missing_seq, true, false)?.0;
+        let moved = if start { id.next() } else { id.prev() };
+        moved.ok_or(if start {
+            Frame::error("ERR invalid start ID for the interval")
+        } else {
+            Frame::error("ERR invalid end ID for the interval")
+        })
+    } else {
+        Ok(parse_id_full(arg, missing_seq, false, false)?.0)
+    }
+}
+
+fn id_frame(id: StreamId) -> Frame {
+    Frame::Bulk(Bytes::from(id.to_string()))
+}
+
+fn entry_frame(id: StreamId, fields: &[Bytes]) -> Frame {
+    Frame::Array(vec![
+        id_frame(id),
+        Frame::Array(fields.iter().cloned().map(Frame::Bulk).collect()),
+    ])
+}
+
+fn entries_frame(entries: &[(StreamId, &[Bytes])]) -> Frame {
+    Frame::Array(entries.iter().map(|(id, f)| entry_frame(*id, f)).collect())
+}
+
+// ---- the value ----
+
+/// The stream at `key` (None when missing), WRONGTYPE for another type.
+fn read<'a>(cx: &'a mut Cx<'_>, key: &[u8]) -> Result<Option<&'a Stream>, Frame> {
+    match cx.lookup(key) {
+        None => Ok(None),
+        Some(e) => match &e.value {
+            Value::Stream(s) => Ok(Some(s)),
+            _ => Err(WRONGTYPE),
+        },
+    }
+}
+
+/// The stream at `key` for writing (None when missing), WRONGTYPE for another type.
+fn write<'a>(cx: &'a mut Cx<'_>, key: &[u8]) -> Result<Option<&'a mut Stream>, Frame> {
+    read(cx, key)?;
+    let now = cx.now;
+    match cx.keyspace().write(key, now).map(|e| &mut e.value) {
+        None => Ok(None),
+        Some(Value::Stream(s)) => Ok(Some(s)),
+        Some(_) => Err(WRONGTYPE),
+    }
+}
+
+/// The stream at `key` for writing, created empty when missing.
+fn write_or_create<'a>(cx: &'a mut Cx<'_>, key: &[u8]) -> Result<&'a mut Stream, Frame> {
+    if read(cx, key)?.is_none() {
+        let now = cx.now;
+        cx.keyspace()
+            .insert(key, Value::Stream(Box::default()), None, now);
+    }
+    write(cx, key)?.ok_or(WRONGTYPE)
+}
+
+/// A write that changed `key`: `WATCH` hears of it, and the keyspace event goes out.
+fn changed(cx: &mut Cx<'_>, key: &[u8], event: &str) {
+    cx.keyspace().touch(key);
+    cx.notify(class::STREAM, event, key);
+}
+
+fn nogroup_for_key(key: &[u8], group: &[u8]) -> Frame {
+    super::error_echoing(&[
+        b"NOGROUP No such key '",
+        key,
+        b"' or consumer group '",
+        group,
+        b"'",
+    ])
+}
+
+// ---- XADD, XTRIM ----
+
+/// `MAXLEN`/`MINID` with `=`/`~` and `LIMIT`, as `XADD` and `XTRIM` share them.
+#[derive(Default)]
+struct TrimArgs {
+    trim: Option<Trim>,
+    approx: bool,
+    limit: u64,
+    no_mkstream: bool,
+    /// `XADD`'s ID: None for `*`; with whether its sequence was given.
+    id: Option<(StreamId, bool)>,
+}
+
+impl TrimArgs {
+    /// Redis's `streamParseAddOrTrimArgsOrReply`. For `XADD` it stops at the ID (taken).
+    fn parse(args: &mut Args<'_>, xadd: bool) -> Result<TrimArgs, Frame> {
+        let mut t = TrimArgs::default();
+        let mut limit_given = false;
+        while let Some(opt) = args.next() {
+            let more = args.remaining();
+            if xadd && &opt[..] == b"*" {
+                break;
+            } else if (is(opt, "maxlen") || is(opt, "minid")) && more > 0 {
+                if t.trim.is_some() {
+                    return Err(Frame::error(
+                        "ERR syntax error, MAXLEN and MINID options at the same time are not compatible",
+                    ));
+                }
+                t.approx = false;
+                if more >= 2 {
+                    match args.peek().map(|a| &a[..]) {
+                        Some(b"~") => {
+                            t.approx = true;
+                            args.next();
+                        }
+                        Some(b"=") => {
+                            args.next();
+                        }
+                        _ => {}
+                    }
+                }
+                let arg = args.next_bytes()?;
+                t.trim = Some(if is(opt, "maxlen") {
+                    let max = int(arg)?;
+                    if max < 0 {
+                        return Err(Frame::error("ERR The MAXLEN argument must be >= 0."));
+                    }
+                    Trim::MaxLen(max as u64)
+                } else {
+                    Trim::MinId(strict_id(arg)?)
+                });
+            } else if is(opt, "limit") && more > 0 {
+                let limit = int(args.next_bytes()?)?;
+                if limit < 0 {
+                    return Err(Frame::error("ERR The LIMIT argument must be >= 0."));
+                }
+                t.limit = limit as u64;
+                limit_given = true;
+            } else if xadd && is(opt, "nomkstream") {
+                t.no_mkstream = true;
+            } else if xadd {
+                t.id = Some(parse_id_full(opt, 0, true, true)?);
+                break;
+            } else {
+                return Err(super::SYNTAX);
+            }
+        }
+        if t.limit != 0 && t.trim.is_none() {
+            return Err(Frame::error(
+                "ERR syntax error, LIMIT cannot be used without specifying a trimming strategy",
+            ));
+        }
+        if !xadd && t.trim.is_none() {
+            return Err(Frame::error(
+                "ERR syntax error, XTRIM must be called with a trimming strategy",
+            ));
+        }
+        if limit_given {
+            if !t.approx {
+                return Err(Frame::error(
+                    "ERR syntax error, LIMIT cannot be used without the special ~ option",
+                ));
+            }
+        } else if t.approx {
+            // 100 times `stream-node-max-entries`, Redis's default work bound.
+            t.limit = 10_000;
+        } else {
+            t.limit = 0;
+        }
+        Ok(t)
+    }
+}
+
+/// The ID `XADD` gives a new entry (Redis's `streamAppendItem`), or its error.
+fn next_id(s: &Stream, given: Option<(StreamId, bool)>, now: i64) -> Result<StreamId, Frame> {
+    const SMALLER: Frame = Frame::error(
+        "ERR The ID specified in XADD is equal or smaller than the target stream top item",
+    );
+    let last = s.last_id;
+    let id = match given {
+        Some((id, true)) => id,
+        Some((id, false)) if id.ms == last.ms => {
+            if last.seq == u64::MAX {
+                return Err(SMALLER);
+            }
+            StreamId {
+                ms: last.ms,
+                seq: last.seq + 1,
+            }
+        }
+        Some((id, false)) => id,
+        None => {
+            let ms = u64::try_from(now).unwrap_or(0);
+            if ms > last.ms {
+                StreamId { ms, seq: 0 }
+            } else {
+                last.next().unwrap_or(StreamId::MAX)
+            }
+        }
+    };
+    if id <= last {
+        return Err(SMALLER);
+    }
+    Ok(id)
+}
+
+fn xadd_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let key = args.next_bytes()?;
+    let t = TrimArgs::parse(args, true)?;
+    let pairs = args.rest();
+    if pairs.len() < 2 || !pairs.len().is_multiple_of(2) {
+        return Err(super::wrong_arity("xadd"));
+    }
+    if let Some((id, true)) = t.id
+        && id.is_zero()
+    {
+        return Err(Frame::error(
+            "ERR The ID specified in XADD must be greater than 0-0",
+        ));
+    }
+    if t.no_mkstream && read(cx, key)?.is_none() {
+        return Ok(Frame::Null);
+    }
+    let now = cx.now;
+    let s = write_or_create(cx, key)?;
+    if s.last_id == StreamId::MAX {
+        return Err(Frame::error(
+            "ERR The stream has exhausted the last possible ID, unable to add more items",
+        ));
+    }
+    let id = next_id(s, t.id, now)?;
+    s.append(id, pairs);
+    let trimmed = t
+        .trim
+        .is_some_and(|trim| s.trim(trim, t.approx, t.limit) > 0);
+    changed(cx, key, "xadd");
+    if trimmed {
+        cx.notify(class::STREAM, "xtrim", key);
+    }
+    Ok(id_frame(id))
+}
+
+fn xtrim_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let key = args.next_bytes()?;
+    let t = TrimArgs::parse(args, false)?;
+    let Some(s) = write(cx, key)? else {
+        return Ok(Frame::Integer(0));
+    };
+    let Some(trim) = t.trim else {
+        return Ok(Frame::Integer(0));
+    };
+    let deleted = s.trim(trim, t.approx, t.limit);
+    if deleted > 0 {
+        changed(cx, key, "xtrim");
+    }
+    Ok(Frame::Integer(deleted as i64))
+}
+
+// ---- XDEL, XLEN, XRANGE, XSETID ----
+
+fn xdel_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let key = args.next_bytes()?;
+    if read(cx, key)?.is_none() {
+        return Ok(Frame::Integer(0));
+    }
+    let ids = args.map(|a| strict_id(a)).collect::<Result<Vec<_>, _>>()?;
+    let s = write(cx, key)?.ok_or(WRONGTYPE)?;
+    let mut deleted = 0;
+    for id in ids {
+        if s.delete(id) {
+            s.max_deleted_id = s.max_deleted_id.max(id);
+            deleted += 1;
+        }
+    }
+    if deleted > 0 {
+        changed(cx, key, "xdel");
+    }
+    Ok(Frame::Integer(deleted))
+}
+
+fn xlen_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let s = read(cx, args.next_bytes()?)?;
+    Ok(Frame::Integer(s.map_or(0, |s| s.len() as i64)))
+}
+
+/// `XRANGE key start end [COUNT n]` and `XREVRANGE key end start [COUNT n]`.
+fn xrange_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let rev = is(args.name(), "xrevrange");
+    let key = args.next_bytes()?;
+    let (a, b) = (args.next_bytes()?, args.next_bytes()?);
+    let (start_arg, end_arg) = if rev { (b, a) } else { (a, b) };
+    let start = interval_id(start_arg, 0, true)?;
+    let end = interval_id(end_arg, u64::MAX, false)?;
+    let mut count = -1;
+    while let Some(opt) = args.next() {
+        if is(opt, "count") && args.remaining() > 0 {
+            count = args.next_int()?.max(0);
+        } else {
+            return Err(super::SYNTAX);
+        }
+    }
+    let Some(s) = read(cx, key)? else {
+        return Ok(Frame::Array(Vec::new()));
+    };
+    if count == 0 {
+        return Ok(Frame::NullArray);
+    }
+    let count = usize::try_from(count).unwrap_or(0);
+    Ok(entries_frame(&s.range(start, end, rev, count)))
+}
+
+fn xsetid_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let key = args.next_bytes()?;
+    let id = strict_id(args.next_bytes()?)?;
+    let mut entries_added = -1;
+    let mut max_deleted = StreamId::MIN;
+    while let Some(opt) = args.next() {
+        let more = args.remaining() > 0;
+        if is(opt, "entriesadded") && more {
+            entries_added = args.next_int()?;
+            if entries_added < 0 {
+                return Err(Frame::error("ERR entries_added must be positive"));
+            }
+        } else if is(opt, "maxdeletedid") && more {
+            max_deleted = strict_id(args.next_bytes()?)?;
+            if id < max_deleted {
+                return Err(Frame::error(
+                    "ERR The ID specified in XSETID is smaller than the provided max_deleted_entry_id",
+                ));
+            }
+        } else {
+            return Err(super::SYNTAX);
+        }
+    }
+    let s = write(cx, key)?.ok_or(NO_SUCH_KEY)?;
+    if !s.is_empty() {
+        if id < s.last_entry_id() {
+            return Err(Frame::error(
+                "ERR The ID specified in XSETID is smaller than the target stream top item",
+            ));
+        }
+        if entries_added != -1 && s.len() > entries_added as u64 {
+            return Err(Frame::error(
+                "ERR The entries_added specified in XSETID is smaller than the target stream length",
+            ));
+        }
+    }
+    if id < s.max_deleted_id {
+        return Err(Frame::error(
+            "ERR The ID specified in XSETID is smaller than current max_deleted_entry_id",
+        ));
+    }
+    s.last_id = id;
+    if entries_added != -1 {
+        s.entries_added = entries_added as u64;
+    }
+    if !max_deleted.is_zero() {
+        s.max_deleted_id = max_deleted;
+    }
+    changed(cx, key, "xsetid");
+    Ok(Frame::OK)
+}
+
+// ---- XREAD, XREADGROUP ----
+
+/// What `XREAD` or `XREADGROUP` asks for one stream.
+#[derive(Clone, Copy)]
+enum ReadFrom {
+    /// Entries after this ID.
+    After(StreamId),
+    /// `>`: entries never delivered to the group.
+    New,
+}
+
+/// The reply of an `XREAD … BLOCK` that found nothing, when it may wait: the one place a
+/// blocking mechanism replaces. Until then it says that it would have to wait.
+fn wait_for_data(_cx: &mut Cx<'_>, _timeout_ms: i64) -> Reply {
+    Err(Frame::error(
+        "ERR XREAD BLOCK with no data to read is not supported yet",
+    ))
+}
+
+/// `BLOCK`'s timeout (Redis's `getTimeoutFromObjectOrReply` in milliseconds).
+fn block_timeout(arg: &[u8]) -> Result<i64, Frame> {
+    let t = int(arg).map_err(|_| Frame::error("ERR timeout is not an integer or out of range"))?;
+    if t < 0 {
+        return Err(Frame::error("ERR timeout is negative"));
+    }
+    Ok(t)
+}
+
+/// `XREAD [COUNT n] [BLOCK ms] STREAMS key… id…` and `XREADGROUP GROUP g c [COUNT n] [BLOCK ms]
+/// [NOACK] STREAMS key… id…`.
+fn xread_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let group_read = is(args.name(), "xreadgroup");
+    let mut timeout = None;
+    let mut count = 0usize;
+    let mut noack = false;
+    let mut group: Option<(&Bytes, &Bytes)> = None;
+    let mut streams: Option<&[Bytes]> = None;
+    while let Some(opt) = args.next() {
+        let more = args.remaining();
+        if is(opt, "block") && more > 0 {
+            if cx.in_script() {
+                return Err(Frame::error_owned(format!(
+                    "ERR {} command is not allowed with BLOCK option from scripts",
+                    String::from_utf8_lossy(args.name())
+                )));
+            }
+            timeout = Some(block_timeout(args.next_bytes()?)?);
+        } else if is(opt, "count") && more > 0 {
+            count = usize::try_from(args.next_int()?.max(0)).unwrap_or(0);
+        } else if is(opt, "streams") && more > 0 {
+            let rest = args.rest();
+            if !rest.len().is_multiple_of(2) {
+                return Err(Frame::error(
+                    "ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified.",
+                ));
+            }
+            streams = Some(rest);
+            break;
+        } else if is(opt, "group") && more >= 2 {
+            if !group_read {
+                return Err(Frame::error(
+                    "ERR The GROUP option is only supported by XREADGROUP. You called XREAD instead.",
+                ));
+            }
+            group = Some((args.next_bytes()?, args.next_bytes()?));
+        } else if is(opt, "noack") {
+            if !group_read {
+                return Err(Frame::error(
+                    "ERR The NOACK option is only supported by XREADGROUP. You called XREAD instead.",
+                ));
+            }
+            noack = true;
+        } else {
+            return Err(super::SYNTAX);
+        }
+    }
+    let Some(streams) = streams else {
+        return Err(super::SYNTAX);
+    };
+    if group_read && group.is_none() {
+        return Err(Frame::error("ERR Missing GROUP option for XREADGROUP"));
+    }
+    let (keys, ids) = streams.split_at(streams.len() / 2);
+    let mut from = Vec::with_capacity(keys.len());
+    for (key, id) in keys.iter().zip(ids) {
+        let s = read(cx, key)?;
+        if let Some((name, _)) = group
+            && s.is_none_or(|s| !s.groups.contains_key(&name[..]))
+        {
+            return Err(super::error_echoing(&[
+                b"NOGROUP No such key '",
+                key,
+                b"' or consumer group '",
+                name,
+                b"' in XREADGROUP with GROUP option",
+            ]));
+        }
+        from.push(match &id[..] {
+            b"$" if group_read => {
+                return Err(Frame::error(
+                    "ERR The $ ID is meaningless in the context of XREADGROUP: you want to read the history of this consumer by specifying a proper ID, or use the > ID to get new messages. The $ ID would just return an empty result set.",
+                ));
+            }
+            b"$" => ReadFrom::After(s.map_or(StreamId::MIN, |s| s.last_id)),
+            b">" if !group_read => {
+                return Err(Frame::error(
+                    "ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option.",
+                ));
+            }
+            b">" => ReadFrom::New,
+            _ => ReadFrom::After(strict_id(id)?),
+        });
+    }
+    let mut served = Vec::new();
+    for (key, from) in keys.iter().zip(from) {
+        let reply = match group {
+            None => read_plain(cx, key, from, count)?,
+            Some((name, consumer)) => read_group(cx, key, name, consumer, from, count, noack),
+        };
+        if let Some(reply) = reply {
+            served.push((Frame::Bulk(key.clone()), reply));
+        }
+    }
+    if !served.is_empty() {
+        return Ok(if cx.client().protocol >= 3 {
+            Frame::Map(served)
+        } else {
+            Frame::Array(
+                served
+                    .into_iter()
+                    .map(|(k, v)| Frame::Array(vec![k, v]))
+                    .collect(),
+            )
+        });
+    }
+    match timeout {
+        Some(ms) if cx.may_block() => wait_for_data(cx, ms),
+        _ => Ok(Frame::NullArray),
+    }
+}
+
+/// `XREAD` of one stream: its entries after `from`, if there are any.
+fn read_plain(
+    cx: &mut Cx<'_>,
+    key: &[u8],
+    from: ReadFrom,
+    count: usize,
+) -> Result<Option<Frame>, Frame> {
+    let ReadFrom::After(after) = from else {
+        return Ok(None);
+    };
+    let Some(s) = read(cx, key)? else {
+        return Ok(None);
+    };
+    if s.is_empty() || s.last_entry_id() <= after {
+        return Ok(None);
+    }
+    let Some(start) = after.next() else {
+        return Ok(None);
+    };
+    Ok(Some(entries_frame(&s.range(
+        start,
+        StreamId::MAX,
+        false,
+        count,
+    ))))
+}
+
+/// `XREADGROUP` of one stream whose group exists: new entries (delivered and made pending
+/// unless `noack`), or the consumer's own pending history after an ID.
+fn read_group(
+    cx: &mut Cx<'_>,
+    key: &[u8],
+    name: &Bytes,
+    consumer: &Bytes,
+    from: ReadFrom,
+    count: usize,
+    noack: bool,
+) -> Option<Frame> {
+    let now = cx.now;
+    let created;
+    let reply = {
+        let s = write(cx, key).ok()??;
+        let group = s.groups.get(&name[..])?;
+        let start = match from {
+            ReadFrom::After(id) => id.next().unwrap_or(StreamId::MAX),
+            ReadFrom::New => {
+                if s.is_empty() || s.last_entry_id() <= group.last_id {
+                    return None;
+                }
+                group.last_id.next().unwrap_or(StreamId::MAX)
+            }
+        };
+        let group = s.groups.get_mut(&name[..])?;
+        created = touch_consumer(group, consumer, now);
+        match from {
+            ReadFrom::After(_) => Some(history(s, name, consumer, start, count, now)),
+            ReadFrom::New => Some(deliver(s, name, consumer, start, count, noack, now)),
+        }
+    };
+    cx.keyspace().touch(key);
+    if created {
+        cx.notify(class::STREAM, "xgroup-createconsumer", key);
+    }
+    reply
+}
+
+/// Looks up `consumer` in `group`, creating it, and marks it seen now: whether it was created.
+fn touch_consumer(group: &mut Group, consumer: &Bytes, now: i64) -> bool {
+    match group.consumers.get_mut(&consumer[..]) {
+        Some(c) => {
+            c.seen_time = now;
+            false
+        }
+        None => {
+            group.consumers.insert(
+                consumer.clone(),
+                crate::engine::stream::Consumer {
+                    seen_time: now,
+                    pel: Default::default(),
+                },
+            );
+            true
+        }
+    }
+}
+
+/// New entries from `start` for `consumer`: the group's last ID moves, and each becomes
+/// pending (re-assigned if another consumer had it).
+fn deliver(
+    s: &mut Stream,
+    name: &Bytes,
+    consumer: &Bytes,
+    start: StreamId,
+    count: usize,
+    noack: bool,
+    now: i64,
+) -> Frame {
+    let entries: Vec<(StreamId, Vec<Bytes>)> = s
+        .range(start, StreamId::MAX, false, count)
+        .into_iter()
+        .map(|(id, f)| (id, f.to_vec()))
+        .collect();
+    for (id, _) in &entries {
+        s.advance_group(name, *id);
+        if noack {
+            continue;
+        }
+        let Some(group) = s.groups.get_mut(&name[..]) else {
+            continue;
+        };
+        let pending = Pending {
+            consumer: consumer.clone(),
+            delivery_time: now,
+            delivery_count: 1,
+        };
+        if let Some(old) = group.pel.insert(*id, pending)
+            && let Some(c) = group.consumers.get_mut(&old.consumer)
+        {
+            c.pel.remove(id);
+        }
+        if let Some(c) = group.consumers.get_mut(&consumer[..]) {
+            c.pel.insert(*id);
+        }
+    }
+    Frame::Array(entries.iter().map(|(id, f)| entry_frame(*id, f)).collect())
+}
+
+/// The consumer's pending entries from `start`: each delivered once more; one the stream no
+/// longer has comes with a null for its fields.
+fn history(
+    s: &mut Stream,
+    name: &Bytes,
+    consumer: &Bytes,
+    start: StreamId,
+    count: usize,
+    now: i64,
+) -> Frame {
+    let Some(group) = s.groups.get(&name[..]) else {
+        return Frame::Array(Vec::new());
+    };
+    let ids: Vec<StreamId> = group
+        .consumers
+        .get(&consumer[..])
+        .map(|c| {
+            c.pel
+                .range(start..)
+                .take(if count == 0 { usize::MAX } else { count })
+                .copied()
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut out = Vec::with_capacity(ids.len());
+    let mut delivered = Vec::new();
+    for id in ids {
+        match s.get(id) {
+            Some(fields) => {
+                out.push(entry_frame(id, fields));
+                delivered.push(id);
+            }
+            None => out.push(Frame::Array(vec![id_frame(id), Frame::NullArray])),
+        }
+    }
+    if let Some(group) = s.groups.get_mut(&name[..]) {
+        for id in delivered {
+            if let Some(p) = group.pel.get_mut(&id) {
+                p.delivery_time = now;
+                p.delivery_count += 1;
+            }
+        }
+    }
+    Frame::Array(out)
+}
+
+// ---- XGROUP ----
+
+const XGROUP_HELP: &[&str] = &[
+    "XGROUP <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "CREATE <key> <groupname> <id|$> [option]",
+    "    Create a new consumer group. Options are:",
+    "    * MKSTREAM",
+    "      Create the empty stream if it does not exist.",
+    "    * ENTRIESREAD entries_read",
+    "      Set the group's entries_read counter (internal use).",
+    "CREATECONSUMER <key> <groupname> <consumer>",
+    "    Create a new consumer in the specified group.",
+    "DELCONSUMER <key> <groupname> <consumer>",
+    "    Remove the specified consumer.",
+    "DESTROY <key> <groupname>",
+    "    Remove the specified group.",
+    "SETID <key> <groupname> <id|$> [ENTRIESREAD entries_read]",
+    "    Set the current group ID and entries_read counter.",
+    "HELP",
+    "    Prints this help.",
+];
+
+fn help(lines: &[&'static str]) -> Frame {
+    Frame::Array(lines.iter().map(|&l| Frame::simple(l)).collect())
+}
+
+/// `ERR unknown subcommand or wrong number of arguments for 'CREATE'. Try XGROUP HELP.`
+fn subcommand_syntax(container: &str, sub: &[u8]) -> Frame {
+    super::error_echoing(&[
+        b"ERR unknown subcommand or wrong number of arguments for '",
+        super::c_text(sub, 128),
+        b"'. Try ",
+        container.as_bytes(),
+        b" HELP.",
+    ])
+}
+
+/// A subcommand's name checked against the container's list and its arity: the lowercase name.
+fn subcommand(container: &str, subs: &[&str], args: &mut Args<'_>) -> Result<String, Frame> {
+    let sub = args.next_bytes()?;
+    let name = String::from_utf8_lossy(sub).to_ascii_lowercase();
+    if !subs.contains(&name.as_str()) {
+        return Err(unknown_subcommand(container, sub));
+    }
+    let full = format!("{}|{name}", container.to_ascii_lowercase());
+    super::command_docs::check_subcommand_arity(&full, args.remaining() + 2)?;
+    Ok(name)
+}
+
+fn xgroup_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let sub_arg = args.peek().cloned().unwrap_or_default();
+    let sub = subcommand(
+        "XGROUP",
+        &[
+            "create",
+            "setid",
+            "destroy",
+            "createconsumer",
+            "delconsumer",
+            "help",
+        ],
+        args,
+    )?;
+    if sub == "help" {
+        return Ok(help(XGROUP_HELP));
+    }
+    let key = args.next_bytes()?;
+    let name = args.next_bytes()?;
+    let id_arg = if sub == "create" || sub == "setid" {
+        args.next()
+    } else {
+        None
+    };
+    let mut mkstream = false;
+    let mut entries_read = ENTRIES_READ_UNKNOWN;
+    if sub == "create" || sub == "setid" {
+        while let Some(opt) = args.next() {
+            if sub == "create" && is(opt, "mkstream") {
+                mkstream = true;
+            } else if is(opt, "entriesread") && args.remaining() > 0 {
+                entries_read = args.next_int()?;
+                if entries_read < 0 && entries_read != ENTRIES_READ_UNKNOWN {
+                    return Err(Frame::error(
+                        "ERR value for ENTRIESREAD must be positive or -1",
+                    ));
+                }
+            } else {
+                return Err(subcommand_syntax("XGROUP", &sub_arg));
+            }
+        }
+    }
+    let exists = read(cx, key)?.is_some();
+    if !exists && !mkstream {
+        return Err(Frame::error(
+            "ERR The XGROUP subcommand requires the key to exist. Note that for CREATE you may want to use the MKSTREAM option to create an empty stream automatically.",
+        ));
+    }
+    let has_group = read(cx, key)?.is_some_and(|s| s.groups.contains_key(&name[..]));
+    if !has_group && matches!(sub.as_str(), "setid" | "createconsumer" | "delconsumer") {
+        return Err(super::error_echoing(&[
+            b"NOGROUP No such consumer group '",
+            name,
+            b"' for key name '",
+            key,
+            b"'",
+        ]));
+    }
+    let now = cx.now;
+    match sub.as_str() {
+        "create" => {
+            let id_arg = id_arg.ok_or(super::SYNTAX)?;
+            let last = read(cx, key)?.map_or(StreamId::MIN, |s| s.last_id);
+            let id = if &id_arg[..] == b"$" {
+                last
+            } else {
+                strict_id(id_arg)?
+            };
+            if !exists {
+                cx.keyspace()
+                    .insert(key, Value::Stream(Box::default()), None, now);
+                cx.keyspace().touch(key);
+            }
+            let s = write_or_create(cx, key)?;
+            if s.groups.contains_key(&name[..]) {
+                return Err(Frame::error("BUSYGROUP Consumer Group name already exists"));
+            }
+            s.groups.insert(name.clone(), Group::new(id, entries_read));
+            changed(cx, key, "xgroup-create");
+            Ok(Frame::OK)
+        }
+        "setid" => {
+            let id_arg = id_arg.ok_or(super::SYNTAX)?;
+            let s = write(cx, key)?.ok_or(WRONGTYPE)?;
+            let id = if &id_arg[..] == b"$" {
+                s.last_id
+            } else {
+                parse_id_full(id_arg, 0, false, false)?.0
+            };
+            if let Some(g) = s.groups.get_mut(&name[..]) {
+                g.last_id = id;
+                g.entries_read = entries_read;
+            }
+            changed(cx, key, "xgroup-setid");
+            Ok(Frame::OK)
+        }
+        "destroy" => {
+            let s = write(cx, key)?.ok_or(WRONGTYPE)?;
+            if s.groups.remove(&name[..]).is_none() {
+                return Ok(Frame::Integer(0));
+            }
+            changed(cx, key, "xgroup-destroy");
+            Ok(Frame::Integer(1))
+        }
+        "createconsumer" => {
+            let consumer = args.next_bytes()?;
+            let s = write(cx, key)?.ok_or(WRONGTYPE)?;
+            let group = s.groups.get_mut(&name[..]).ok_or(WRONGTYPE)?;
+            if group.consumers.contains_key(&consumer[..]) {
+                return Ok(Frame::Integer(0));
+            }
+            touch_consumer(group, consumer, now);
+            changed(cx, key, "xgroup-createconsumer");
+            Ok(Frame::Integer(1))
+        }
+        _ => {
+            let consumer = args.next_bytes()?;
+            let s = write(cx, key)?.ok_or(WRONGTYPE)?;
+            let group = s.groups.get_mut(&name[..]).ok_or(WRONGTYPE)?;
+            let Some(c) = group.consumers.remove(&consumer[..]) else {
+                return Ok(Frame::Integer(0));
+            };
+            for id in &c.pel {
+                group.pel.remove(id);
+            }
+            changed(cx, key, "xgroup-delconsumer");
+            Ok(Frame::Integer(c.pel.len() as i64))
+        }
+    }
+}
+
+// ---- XACK, XPENDING, XCLAIM, XAUTOCLAIM ----
+
+fn xack_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let (key, name) = (args.next_bytes()?, args.next_bytes()?);
+    let has_group = read(cx, key)?.is_some_and(|s| s.groups.contains_key(&name[..]));
+    if !has_group {
+        return Ok(Frame::Integer(0));
+    }
+    let ids = args.map(|a| strict_id(a)).collect::<Result<Vec<_>, _>>()?;
+    let s = write(cx, key)?.ok_or(WRONGTYPE)?;
+    let group = s.groups.get_mut(&name[..]).ok_or(WRONGTYPE)?;
+    let acked = ids.into_iter().filter(|&id| group.ack(id)).count();
+    if acked > 0 {
+        cx.keyspace().touch(key);
+    }
+    Ok(Frame::Integer(acked as i64))
+}
+
+fn xpending_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let (key, name) = (args.next_bytes()?, args.next_bytes()?);
+    let argc = args.remaining() + 3;
+    if argc != 3 && !(6..=9).contains(&argc) {
+        return Err(super::SYNTAX);
+    }
+    let mut extended = None;
+    if argc >= 6 {
+        let mut min_idle = 0;
+        if args.eat("idle") {
+            min_idle = args.next_int()?;
+            if argc < 8 {
+                return Err(super::SYNTAX);
+            }
+        }
+        let rest = args.rest();
+        let count = int(&rest[2])?.max(0) as usize;
+        let start = interval_id(&rest[0], 0, true)?;
+        let end = interval_id(&rest[1], u64::MAX, false)?;
+        extended = Some((min_idle, start, end, count, rest.get(3)));
+    }
+    let now = cx.now;
+    let group = read(cx, key)?.and_then(|s| s.groups.get(&name[..]));
+    let Some(group) = group else {
+        return Err(nogroup_for_key(key, name));
+    };
+    let Some((min_idle, start, end, count, consumer)) = extended else {
+        if group.pel.is_empty() {
+            return Ok(Frame::Array(vec![
+                Frame::Integer(0),
+                Frame::Null,
+                Frame::Null,
+                Frame::NullArray,
+            ]));
+        }
+        let first = *group.pel.keys().next().expect("not empty");
+        let last = *group.pel.keys().next_back().expect("not empty");
+        let consumers = group
+            .consumers
+            .iter()
+            .filter(|(_, c)| !c.pel.is_empty())
+            .map(|(n, c)| {
+                Frame::Array(vec![
+                    Frame::Bulk(n.clone()),
+                    Frame::Bulk(Bytes::from(c.pel.len().to_string())),
+                ])
+            })
+            .collect();
+        return Ok(Frame::Array(vec![
+            Frame::Integer(group.pel.len() as i64),
+            id_frame(first),
+            id_frame(last),
+            Frame::Array(consumers),
+        ]));
+    };
+    let ids: Vec<StreamId> = match consumer {
+        Some(c) => match group.consumers.get(&c[..]) {
+            None => return Ok(Frame::Array(Vec::new())),
+            Some(c) => c.pel.iter().copied().collect(),
+        },
+        None => group.pel.keys().copied().collect(),
+    };
+    let mut out = Vec::new();
+    for id in ids.into_iter().filter(|&id| id >= start && id <= end) {
+        if out.len() >= count {
+            break;
+        }
+        let Some(p) = group.pel.get(&id) else {
+            continue;
+        };
+        let idle = now - p.delivery_time;
+        if min_idle != 0 && idle < min_idle {
+            continue;
+        }
+        out.push(Frame::Array(vec![
+            id_frame(id),
+            Frame::Bulk(p.consumer.clone()),
+            Frame::Integer(idle.max(0)),
+            Frame::Integer(p.delivery_count as i64),
+        ]));
+    }
+    Ok(Frame::Array(out))
+}
+
+/// The stream at `key` with group `name` for writing, or Redis's `NOGROUP` error.
+fn group_mut<'a>(cx: &'a mut Cx<'_>, key: &[u8], name: &[u8]) -> Result<&'a mut Stream, Frame> {
+    let found = read(cx, key)?.is_some_and(|s| s.groups.contains_key(name));
+    if !found {
+        return Err(nogroup_for_key(key, name));
+    }
+    write(cx, key)?.ok_or(WRONGTYPE)
+}
+
+/// A claimed entry in a reply: its ID alone, or the entry (a null array if it is gone).
+fn claimed_frame(s: &Stream, id: StreamId, justid: bool) -> Frame {
+    if justid {
+        return id_frame(id);
+    }
+    match s.get(id) {
+        Some(fields) => entry_frame(id, fields),
+        None => Frame::NullArray,
+    }
+}
+
+/// The claims of one `XCLAIM` or `XAUTOCLAIM` for one consumer, created (and so announced) at
+/// its first claim, as Redis looks it up only then.
+struct Claimer<'a> {
+    consumer: &'a Bytes,
+    now: i64,
+    justid: bool,
+    looked_up: bool,
+    created: bool,
+}
+
+impl<'a> Claimer<'a> {
+    fn new(consumer: &'a Bytes, now: i64, justid: bool) -> Claimer<'a> {
+        Claimer {
+            consumer,
+            now,
+            justid,
+            looked_up: false,
+            created: false,
+        }
+    }
+
+    /// Gives pending entry `id` to the consumer, delivered at `delivery_time`; its delivery
+    /// count set to `retry_count` or, unless `JUSTID`, incremented.
+    fn claim(
+        &mut self,
+        group: &mut Group,
+        id: StreamId,
+        delivery_time: i64,
+        retry_count: Option<u64>,
+    ) {
+        if !self.looked_up {
+            self.created = touch_consumer(group, self.consumer, self.now);
+            self.looked_up = true;
+        }
+        group.reassign(id, self.consumer);
+        if let Some(p) = group.pel.get_mut(&id) {
+            p.delivery_time = delivery_time;
+            match retry_count {
+                Some(n) => p.delivery_count = n,
+                None if !self.justid => p.delivery_count += 1,
+                None => {}
+            }
+        }
+    }
+
+    /// The end of the command: `WATCH` hears of the change, and of a new consumer its event.
+    fn finish(self, cx: &mut Cx<'_>, key: &[u8]) {
+        cx.keyspace().touch(key);
+        if self.created {
+            cx.notify(class::STREAM, "xgroup-createconsumer", key);
+        }
+    }
+}
+
+fn xclaim_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let (key, name, consumer) = (args.next_bytes()?, args.next_bytes()?, args.next_bytes()?);
+    let min_idle_arg = args.next_bytes()?;
+    group_mut(cx, key, name)?;
+    let min_idle = int(min_idle_arg)
+        .map_err(|_| Frame::error("ERR Invalid min-idle-time argument for XCLAIM"))?
+        .max(0);
+    let mut ids = Vec::new();
+    while let Some(arg) = args.peek() {
+        let Ok(id) = strict_id(arg) else { break };
+        ids.push(id);
+        args.next();
+    }
+    let now = cx.now;
+    let (mut force, mut justid) = (false, false);
+    let (mut retry_count, mut delivery_time) = (-1i64, -1i64);
+    let mut last_id = StreamId::MIN;
+    while let Some(opt) = args.next() {
+        let more = args.remaining() > 0;
+        let option_int = |args: &mut Args<'_>, what: &str| {
+            int(args.next_bytes()?).map_err(|_| {
+                Frame::error_owned(format!("ERR Invalid {what} option argument for XCLAIM"))
+            })
+        };
+        if is(opt, "force") {
+            force = true;
+        } else if is(opt, "justid") {
+            justid = true;
+        } else if is(opt, "idle") && more {
+            delivery_time = now - option_int(args, "IDLE")?;
+        } else if is(opt, "time") && more {
+            delivery_time = option_int(args, "TIME")?;
+        } else if is(opt, "retrycount") && more {
+            retry_count = option_int(args, "RETRYCOUNT")?;
+        } else if is(opt, "lastid") && more {
+            last_id = strict_id(args.next_bytes()?)?;
+        } else {
+            return Err(super::error_echoing(&[
+                b"ERR Unrecognized XCLAIM option '",
+                opt,
+                b"'",
+            ]));
+        }
+    }
+    if delivery_time < 0 || delivery_time > now {
+        delivery_time = now;
+    }
+    let mut claimer = Claimer::new(consumer, now, justid);
+    let mut out = Vec::new();
+    {
+        let s = group_mut(cx, key, name)?;
+        let exists: Vec<bool> = ids.iter().map(|&id| s.get(id).is_some()).collect();
+        let group = s.groups.get_mut(&name[..]).ok_or(WRONGTYPE)?;
+        if last_id > group.last_id {
+            group.last_id = last_id;
+        }
+        let mut claimed = Vec::new();
+        for (&id, exists) in ids.iter().zip(exists) {
+            if !exists {
+                group.ack(id);
+                continue;
+            }
+            let mut fresh = false;
+            if force && !group.pel.contains_key(&id) {
+                group.pel.insert(
+                    id,
+                    Pending {
+                        consumer: Bytes::new(),
+                        delivery_time: now,
+                        delivery_count: 1,
+                    },
+                );
+                fresh = true;
+            }
+            let Some(p) = group.pel.get(&id) else {
+                continue;
+            };
+            if !fresh && min_idle != 0 && now - p.delivery_time < min_idle {
+                continue;
+            }
+            claimer.claim(group, id, delivery_time, u64::try_from(retry_count).ok());
+            claimed.push(id);
+        }
+        for id in claimed {
+            out.push(claimed_frame(s, id, justid));
+        }
+    }
+    claimer.finish(cx, key);
+    Ok(Frame::Array(out))
+}
+
+fn xautoclaim_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let (key, name, consumer) = (args.next_bytes()?, args.next_bytes()?, args.next_bytes()?);
+    let min_idle = int(args.next_bytes()?)
+        .map_err(|_| Frame::error("ERR Invalid min-idle-time argument for XAUTOCLAIM"))?
+        .max(0);
+    let start = interval_id(args.next_bytes()?, 0, true)?;
+    let mut count = 100i64;
+    let mut justid = false;
+    while let Some(opt) = args.next() {
+        if is(opt, "count") && args.remaining() > 0 {
+            let max = i64::MAX / 16;
+            count = match int(args.next_bytes()?) {
+                Ok(c) if (1..=max).contains(&c) => c,
+                _ => return Err(Frame::error("ERR COUNT must be > 0")),
+            };
+        } else if is(opt, "justid") {
+            justid = true;
+        } else {
+            return Err(super::SYNTAX);
+        }
+    }
+    let now = cx.now;
+    let mut claimer = Claimer::new(consumer, now, justid);
+    let reply = {
+        let s = group_mut(cx, key, name)?;
+        let candidates: Vec<StreamId> = s
+            .groups
+            .get(&name[..])
+            .map(|g| g.pel.range(start..).map(|(id, _)| *id).collect())
+            .unwrap_or_default();
+        let mut attempts = count.saturating_mul(10);
+        let mut claimed = Vec::new();
+        let mut deleted = Vec::new();
+        let mut next = StreamId::MIN;
+        let mut ids = candidates.into_iter().peekable();
+        loop {
+            if attempts == 0 || count == 0 {
+                next = ids.next().unwrap_or(StreamId::MIN);
+                break;
+            }
+            attempts -= 1;
+            let Some(id) = ids.next() else {
+                break;
+            };
+            let exists = s.get(id).is_some();
+            let group = s.groups.get_mut(&name[..]).ok_or(WRONGTYPE)?;
+            if !exists {
+                group.ack(id);
+                deleted.push(id);
+                count -= 1;
+                continue;
+            }
+            let idle = group.pel.get(&id).map_or(0, |p| now - p.delivery_time);
+            if min_idle != 0 && idle < min_idle {
+                continue;
+            }
+            claimer.claim(group, id, now, None);
+            claimed.push(id);
+            count -= 1;
+        }
+        Frame::Array(vec![
+            id_frame(next),
+            Frame::Array(
+                claimed
+                    .into_iter()
+                    .map(|id| claimed_frame(s, id, justid))
+                    .collect(),
+            ),
+            Frame::Array(deleted.into_iter().map(id_frame).collect()),
+        ])
+    };
+    claimer.finish(cx, key);
+    Ok(reply)
+}
+
+// ---- XINFO ----
+
+const XINFO_HELP: &[&str] = &[
+    "XINFO <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "CONSUMERS <key> <groupname>",
+    "    Show consumers of <groupname>.",
+    "GROUPS <key>",
+    "    Show the stream consumer groups.",
+    "STREAM <key> [FULL [COUNT <count>]",
+    "    Show information about the stream.",
+    "HELP",
+    "    Prints this help.",
+];
+
+fn text(s: &'static str) -> Frame {
+    Frame::Bulk(Bytes::from_static(s.as_bytes()))
+}
+
+fn entries_read_frame(group: &Group) -> Frame {
+    if group.entries_read == ENTRIES_READ_UNKNOWN {
+        Frame::Null
+    } else {
+        Frame::Integer(group.entries_read)
+    }
+}
+
+fn lag_frame(s: &Stream, group: &Group) -> Frame {
+    s.lag(group).map_or(Frame::Null, Frame::Integer)
+}
+
+fn xinfo_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let sub_arg = args.peek().cloned().unwrap_or_default();
+    let sub = subcommand("XINFO", &["consumers", "groups", "stream", "help"], args)?;
+    if sub == "help" {
+        return Ok(help(XINFO_HELP));
+    }
+    let key = args.next_bytes()?;
+    let now = cx.now;
+    let s = read(cx, key)?.ok_or(NO_SUCH_KEY)?;
+    match sub.as_str() {
+        "consumers" => {
+            let name = args.next_bytes()?;
+            let group = s.groups.get(&name[..]).ok_or_else(|| {
+                super::error_echoing(&[
+                    b"NOGROUP No such consumer group '",
+                    name,
+                    b"' for key name '",
+                    key,
+                    b"'",
+                ])
+            })?;
+            Ok(Frame::Array(
+                group
+                    .consumers
+                    .iter()
+                    .map(|(n, c)| {
+                        Frame::Map(vec![
+                            (text("name"), Frame::Bulk(n.clone())),
+                            (text("pending"), Frame::Integer(c.pel.len() as i64)),
+                            (text("idle"), Frame::Integer((now - c.seen_time).max(0))),
+                        ])
+                    })
+                    .collect(),
+            ))
+        }
+        "groups" => Ok(Frame::Array(
+            s.groups
+                .iter()
+                .map(|(n, g)| {
+                    Frame::Map(vec![
+                        (text("name"), Frame::Bulk(n.clone())),
+                        (text("consumers"), Frame::Integer(g.consumers.len() as i64)),
+                        (text("pending"), Frame::Integer(g.pel.len() as i64)),
+                        (text("last-delivered-id"), id_frame(g.last_id)),
+                        (text("entries-read"), entries_read_frame(g)),
+                        (text("lag"), lag_frame(s, g)),
+                    ])
+                })
+                .collect(),
+        )),
+        _ => {
+            let full = match args.remaining() {
+                0 => None,
+                1 if args.eat("full") => Some(10),
+                3 if args.eat("full") && args.eat("count") => {
+                    let count = args.next_int()?;
+                    Some(if count < 0 { 10 } else { count as usize })
+                }
+                _ => return Err(subcommand_syntax("XINFO", &sub_arg)),
+            };
+            Ok(stream_info(s, full))
+        }
+    }
+}
+
+/// `XINFO STREAM key`, or with `FULL` (`Some(count)`, 0 for everything) its entries and groups.
+fn stream_info(s: &Stream, full: Option<usize>) -> Frame {
+    let mut fields = vec![
+        (text("length"), Frame::Integer(s.len() as i64)),
+        (
+            text("radix-tree-keys"),
+            Frame::Integer(s.node_count() as i64),
+        ),
+        (
+            text("radix-tree-nodes"),
+            Frame::Integer(s.radix_tree_nodes() as i64),
+        ),
+        (text("last-generated-id"), id_frame(s.last_id)),
+        (text("max-deleted-entry-id"), id_frame(s.max_deleted_id)),
+        (
+            text("entries-added"),
+            Frame::Integer(s.entries_added as i64),
+        ),
+        (text("recorded-first-entry-id"), id_frame(s.first_id())),
+    ];
+    let Some(count) = full else {
+        let edge = |rev| {
+            s.range(StreamId::MIN, StreamId::MAX, rev, 1)
+                .first()
+                .map_or(Frame::Null, |(id, f)| entry_frame(*id, f))
+        };
+        fields.push((text("groups"), Frame::Integer(s.groups.len() as i64)));
+        fields.push((text("first-entry"), edge(false)));
+        fields.push((text("last-entry"), edge(true)));
+        return Frame::Map(fields);
+    };
+    let take = if count == 0 { usize::MAX } else { count };
+    fields.push((
+        text("entries"),
+        entries_frame(&s.range(StreamId::MIN, StreamId::MAX, false, count)),
+    ));
+    let groups = s
+        .groups
+        .iter()
+        .map(|(n, g)| {
+            let pel = g
+                .pel
+                .iter()
+                .take(take)
+                .map(|(id, p)| {
+                    Frame::Array(vec![
+                        id_frame(*id),
+                        Frame::Bulk(p.consumer.clone()),
+                        Frame::Integer(p.delivery_time),
+                        Frame::Integer(p.delivery_count as i64),
+                    ])
+                })
+                .collect();
+            let consumers = g
+                .consumers
+                .iter()
+                .map(|(cn, c)| {
+                    let pending = c
+                        .pel
+                        .iter()
+                        .take(take)
+                        .filter_map(|id| g.pel.get(id).map(|p| (id, p)))
+                        .map(|(id, p)| {
+                            Frame::Array(vec![
+                                id_frame(*id),
+                                Frame::Integer(p.delivery_time),
+                                Frame::Integer(p.delivery_count as i64),
+                            ])
+                        })
+                        .collect();
+                    Frame::Map(vec![
+                        (text("name"), Frame::Bulk(cn.clone())),
+                        (text("seen-time"), Frame::Integer(c.seen_time)),
+                        (text("pel-count"), Frame::Integer(c.pel.len() as i64)),
+                        (text("pending"), Frame::Array(pending)),
+                    ])
+                })
+                .collect();
+            Frame::Map(vec![
+                (text("name"), Frame::Bulk(n.clone())),
+                (text("last-delivered-id"), id_frame(g.last_id)),
+                (text("entries-read"), entries_read_frame(g)),
+                (text("lag"), lag_frame(s, g)),
+                (text("pel-count"), Frame::Integer(g.pel.len() as i64)),
+                (text("pending"), Frame::Array(pel)),
+                (text("consumers"), Frame::Array(consumers)),
+            ])
+        })
+        .collect();
+    fields.push((text("groups"), Frame::Array(groups)));
+    Frame::Map(fields)
+}
