@@ -214,10 +214,11 @@ fn a_foreign_lock_is_lost_under_the_pause_that_the_watchdog_outlives() {
 fn with_fencing_the_paused_holders_stale_write_is_rejected() {
     let (_, t) = run("gc-pause-fenced");
     let b_write = t.first("b", EventKind::WriteAccepted).unwrap();
-    assert!(b_write.detail.contains("token=2"), "{t}");
+    // A token is the server's clock in microseconds at its grant: a's at 1 ms, b's at 40.003 s.
+    assert!(b_write.detail.contains("token=1700000040003000"), "{t}");
     let rejected = t.first("a", EventKind::WriteRejected).unwrap();
     assert_eq!(rejected.at_ms, 55_000);
-    assert!(rejected.detail.contains("token=1"), "{t}");
+    assert!(rejected.detail.contains("token=1700000000001000"), "{t}");
     assert!(b_write.at_ms < rejected.at_ms);
 }
 
@@ -318,7 +319,7 @@ fn the_lost_unlock_reply_picture_shows_the_call_the_lost_reply_the_retry_and_the
 }
 
 #[test]
-fn the_fenced_picture_shows_tokens_1_and_2_and_the_rejected_write() {
+fn the_fenced_picture_shows_both_tokens_and_the_rejected_write() {
     let (_, t) = run("gc-pause-fenced");
     let counter: Vec<&str> = t
         .bars
@@ -326,16 +327,25 @@ fn the_fenced_picture_shows_tokens_1_and_2_and_the_rejected_write() {
         .filter(|b| b.actor == "counter L0")
         .map(|b| b.label.as_str())
         .collect();
-    assert_eq!(counter, vec!["counter = 1 (a)", "counter = 2 (b)"]);
+    assert_eq!(
+        counter,
+        vec![
+            "counter = 1700000000001000 (a)",
+            "counter = 1700000040003000 (b)"
+        ]
+    );
     let notes: Vec<&str> = t
         .notes
         .iter()
         .filter(|n| n.lane == "resource L0")
         .map(|n| n.text.as_str())
         .collect();
-    assert!(notes.contains(&"b's token 2: accepted"), "{notes:?}");
     assert!(
-        notes.contains(&"a's token 1: rejected, 2 seen"),
+        notes.contains(&"b's token 1700000040003000: accepted"),
+        "{notes:?}"
+    );
+    assert!(
+        notes.contains(&"a's token 1700000000001000: rejected, 1700000040003000 seen"),
         "{notes:?}"
     );
     let rejected = t
@@ -350,13 +360,13 @@ fn the_fenced_picture_shows_tokens_1_and_2_and_the_rejected_write() {
     assert!(
         t.bars
             .iter()
-            .any(|b| b.actor == "resource L0" && b.label == "highest seen: 2")
+            .any(|b| b.actor == "resource L0" && b.label == "highest seen: 1700000040003000")
     );
     let svg = t.to_svg();
     for words in [
-        "counter = 1 (a)",
-        "counter = 2 (b)",
-        "a's token 1: rejected, 2 seen",
+        "counter = 1700000000001000 (a)",
+        "counter = 1700000040003000 (b)",
+        "a's token 1700000000001000: rejected, 1700000040003000 seen",
     ] {
         assert!(svg.contains(words), "{words} is drawn");
     }

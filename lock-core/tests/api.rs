@@ -17,7 +17,7 @@ async fn the_builder_takes_a_fenced_lock_with_a_fixed_lease_that_nothing_renews(
     let world = World::new();
     let (a, ai) = world.client();
     let guard = a.acquire("orders").lease(secs(5)).fenced().await.unwrap();
-    assert_eq!(guard.token(), Some(1));
+    assert_eq!(guard.token(), Some(world.token_floor()));
     assert_eq!(
         guard.mode(),
         HoldMode::Lease(Lease::from_millis(5000).unwrap())
@@ -28,8 +28,8 @@ async fn the_builder_takes_a_fenced_lock_with_a_fixed_lease_that_nothing_renews(
     assert!(world.renewals(ai).is_empty());
     // The shorthand is the same chain.
     let (again, token) = a.lock_fenced_with_lease("orders", secs(5)).await.unwrap();
-    assert_eq!(token, 2);
-    assert_eq!(again.token(), Some(2));
+    assert_eq!(token, world.token_floor());
+    assert_eq!(again.token(), Some(token));
     assert_eq!(world.pttl("orders"), 5000);
 }
 
@@ -39,13 +39,14 @@ async fn an_owner_re_enters_through_the_builder_and_its_own_try_lock_fenced() {
     let (a, _) = world.client();
     let owner = a.new_owner().await.unwrap();
     let outer = a.acquire("orders").owner(&owner).fenced().await.unwrap();
+    assert_eq!(outer.token(), Some(world.token_floor()));
     assert_eq!(outer.owner().id(), owner.id());
     let (inner, token) = owner
         .try_lock_fenced("orders", secs(1), None)
         .await
         .unwrap()
         .expect("a reentry does not wait");
-    assert_eq!(token, 2);
+    assert_eq!(token, world.token_floor() + 1);
     assert_eq!(owner.hold_count("orders").await.unwrap(), 2);
     assert_eq!(inner.unlock().await.unwrap(), UnlockOutcome::StillHeld);
     assert_eq!(outer.unlock().await.unwrap(), UnlockOutcome::Released);
@@ -75,6 +76,7 @@ async fn run_gives_the_works_output_after_unlocking() {
     let world = World::new();
     let (a, _) = world.client();
     let guard = a.acquire("orders").fenced().await.unwrap();
+    let first = world.token_floor();
     let work = async |guard: &lock_core::LockGuard| {
         // Past the first lease: the watchdog keeps it.
         tokio::time::sleep(secs(55)).await;
@@ -82,7 +84,7 @@ async fn run_gives_the_works_output_after_unlocking() {
     };
     // Spawned, to show the scoped future can move to another task.
     let token = tokio::spawn(guard.run(work)).await.unwrap().unwrap();
-    assert_eq!(token, Some(1));
+    assert_eq!(token, Some(first));
     assert_eq!(world.elapsed(), secs(55));
     assert!(!world.exists("orders"), "unlocked before run returned");
 }

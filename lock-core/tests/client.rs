@@ -410,10 +410,11 @@ async fn fenced_locks_return_the_owners_newest_token() {
     let world = World::new();
     let (a, _) = world.client();
     let (guard, token) = a.lock_fenced("orders").await.unwrap();
-    assert_eq!(token, 1);
+    let floor = world.token_floor();
+    assert_eq!(token, floor);
     let (inner, token2) = guard.owner().lock_fenced("orders").await.unwrap();
-    assert_eq!(token2, 2);
-    assert_eq!(guard.token(), Some(2));
+    assert_eq!(token2, floor + 1);
+    assert_eq!(guard.token(), Some(floor + 1));
     drop(inner);
     drop(guard);
     let (b, _) = world.client();
@@ -423,7 +424,9 @@ async fn fenced_locks_return_the_owners_newest_token() {
         .await
         .unwrap()
         .expect("free");
-    assert_eq!(token3, 3);
+    // A second later the clock's floor is above the counter.
+    assert_eq!(token3, world.token_floor());
+    assert!(token3 > floor + 1);
 }
 
 #[tokio::test(start_paused = true)]

@@ -427,16 +427,52 @@ fn ttl_close(reference: i64, server: i64, elapsed_ms: i64) -> bool {
     server <= reference && server >= reference - elapsed_ms
 }
 
-fn outcome_matches(op: &Op, reference: &Outcome, server: &Outcome, elapsed_ms: i64) -> bool {
+/// Equal, but a fencing token drawn in the sequence (at least the clock's microseconds when it
+/// began, `start_us`) may be higher on the server by the microseconds elapsed: both sides raise
+/// the counter to their clock, and the reference's stands still (at the start's millisecond, so
+/// the server's may be up to 1 ms further on).
+fn token_close(reference: i64, server: i64, start_us: i64, elapsed_ms: i64) -> bool {
+    if reference < start_us {
+        return reference == server;
+    }
+    server >= reference && server <= reference + (elapsed_ms + 1) * 1000
+}
+
+/// [`token_close`] for a key's final state: a string holding a token (the counter, a latch).
+fn token_state_close(reference: &Reply, server: &Reply, start_us: i64, elapsed_ms: i64) -> bool {
+    let int = |r: &Reply| match r {
+        Reply::Array(v) => match v.as_slice() {
+            [Reply::Status(t), Reply::Bulk(b)] if t == "string" => {
+                std::str::from_utf8(b).ok()?.parse::<i64>().ok()
+            }
+            _ => None,
+        },
+        _ => None,
+    };
+    matches!((int(reference), int(server)), (Some(r), Some(s)) if token_close(r, s, start_us, elapsed_ms))
+}
+
+fn outcome_matches(
+    op: &Op,
+    reference: &Outcome,
+    server: &Outcome,
+    start_us: i64,
+    elapsed_ms: i64,
+) -> bool {
     if !replies_ttl(op) {
         return reference == server;
     }
     match (reference, server) {
         (Ok(Reply::Int(r)), Ok(Reply::Int(s))) => ttl_close(*r, *s, elapsed_ms),
         (Ok(Reply::Array(r)), Ok(Reply::Array(s))) if r.len() == 2 && s.len() == 2 => {
-            // acquire_fenced: [pttl, -1] when held.
+            // acquire_fenced: [pttl, -1] when held, [-1, token] when granted.
             matches!((&r[0], &s[0]), (Reply::Int(a), Reply::Int(b)) if ttl_close(*a, *b, elapsed_ms))
-                && r[1] == s[1]
+                && match (&r[1], &s[1]) {
+                    (Reply::Int(a), Reply::Int(b)) if *a >= 1 => {
+                        token_close(*a, *b, start_us, elapsed_ms)
+                    }
+                    (a, b) => a == b,
+                }
         }
         _ => reference == server,
     }
@@ -450,13 +486,14 @@ async fn check_sequence<B: Backend>(backend: &B, prefix: &str, ops: &[Op]) -> Re
         .unwrap()
         .as_millis() as i64;
     let mut store = ReferenceStore::new(now_ms);
+    let start_us = now_ms * 1000;
     let started = Instant::now();
     let result = async {
         for (i, op) in ops.iter().enumerate() {
             let reference = run_reference(&names, &mut store, op);
             let server = run_backend(&names, backend, op).await;
             let elapsed = started.elapsed().as_millis() as i64 + 1;
-            if !outcome_matches(op, &reference, &server, elapsed) {
+            if !outcome_matches(op, &reference, &server, start_us, elapsed) {
                 return Err(format!(
                     "step {i} {op:?}: reference replied {reference:?}, server replied {server:?}"
                 ));
@@ -467,7 +504,10 @@ async fn check_sequence<B: Backend>(backend: &B, prefix: &str, ops: &[Op]) -> Re
         let elapsed = started.elapsed().as_millis() as i64 + 1;
         let same = reference.len() == server.len()
             && reference.iter().zip(&server).all(|(r, s)| {
-                r.key == s.key && r.value == s.value && ttl_close(r.pttl, s.pttl, elapsed)
+                r.key == s.key
+                    && (r.value == s.value
+                        || token_state_close(&r.value, &s.value, start_us, elapsed))
+                    && ttl_close(r.pttl, s.pttl, elapsed)
             });
         if !same {
             return Err(format!(

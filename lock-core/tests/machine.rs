@@ -609,9 +609,14 @@ fn fenced_acquires_return_rising_tokens_and_a_replay_gets_the_same_token() {
     let op = rig.request(0, fenced(None));
     rig.advance(300);
     let a = rig.acquired(0, op);
-    assert_eq!(a.token, Some(1));
+    // Granted at 0 ms: the server's clock in microseconds; the replay returns the same token.
+    assert_eq!(a.token, Some(machine_rig::EPOCH_MS as u64 * 1000));
     let op2 = rig.request(0, fenced(Some(a.owner)));
-    assert_eq!(rig.acquired(0, op2).token, Some(2));
+    // The reentry at 300 ms: the clock has passed the counter.
+    assert_eq!(
+        rig.acquired(0, op2).token,
+        Some((machine_rig::EPOCH_MS as u64 + 300) * 1000)
+    );
 }
 
 #[test]

@@ -244,9 +244,21 @@ fn renew_of_a_key_whose_owner_is_gone_replies_0_and_leaves_it_untouched() {
 fn fenced_tokens_strictly_increase_reentry_included_and_a_replay_returns_the_same_token() {
     let mut w = world();
     let (a, b) = (w.a.clone(), w.b.clone());
-    assert_eq!(w.fenced(&a, 1, 30_000), FencedReply::Acquired { token: 1 });
-    assert_eq!(w.fenced(&a, 2, 30_000), FencedReply::Acquired { token: 2 });
-    assert_eq!(w.fenced(&a, 2, 30_000), FencedReply::Acquired { token: 2 });
+    // The first token is the store's clock in microseconds (the counter's floor); at one frozen
+    // time the next ones count up from it.
+    let floor = w.store.now() as u64 * 1000;
+    assert_eq!(
+        w.fenced(&a, 1, 30_000),
+        FencedReply::Acquired { token: floor }
+    );
+    assert_eq!(
+        w.fenced(&a, 2, 30_000),
+        FencedReply::Acquired { token: floor + 1 }
+    );
+    assert_eq!(
+        w.fenced(&a, 2, 30_000),
+        FencedReply::Acquired { token: floor + 1 }
+    );
     assert_eq!(w.count(&a), 2);
     assert_eq!(
         w.fenced(&b, 3, 30_000),
@@ -254,7 +266,10 @@ fn fenced_tokens_strictly_increase_reentry_included_and_a_replay_returns_the_sam
     );
     w.release(&a, 4, 30_000);
     w.release(&a, 5, 30_000);
-    assert_eq!(w.fenced(&b, 3, 30_000), FencedReply::Acquired { token: 3 });
+    assert_eq!(
+        w.fenced(&b, 3, 30_000),
+        FencedReply::Acquired { token: floor + 2 }
+    );
 }
 
 #[test]

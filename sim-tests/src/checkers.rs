@@ -3,8 +3,9 @@
 //! - (a) server-side exclusivity: per lock, the server's grant intervals of different owners never
 //!   overlap; an overlap after the server lost data (a restart without persistence, a failover)
 //!   is named as the documented limit of a single Redis. In [`check`], over the [`History`].
-//! - (b) fencing: tokens strictly increase per grant, and the fenced resource accepts no write
-//!   whose token is below the highest it has accepted. In [`check`].
+//! - (b) fencing: tokens strictly increase per grant, across restarts and failovers too, and the
+//!   fenced resource accepts no write whose token is below the highest it has accepted, nor that
+//!   token from a second client. In [`check`].
 //! - (c) client-side exclusivity: the intervals [grant, min(`valid_until`, unlock send)] of
 //!   different clients never overlap. In [`check`].
 //! - (d) no renewal of a hold is sent after its unlock was sent, even if the unlock's reply was
@@ -145,20 +146,36 @@ pub fn check(history: &History) -> Vec<Violation> {
             highest = Some(highest.map_or(*token, |m| m.max(*token)));
         }
     }
-    let mut highest: BTreeMap<u32, u64> = BTreeMap::new();
+    // Per lock, the highest token the resource accepted and whose it was: a token is one grant's,
+    // so another client writing with the same one means the counter repeated itself.
+    let mut highest: BTreeMap<u32, (u64, &str)> = BTreeMap::new();
     for (at, lock, client, token, accepted) in &history.fenced_writes {
-        let max = highest.entry(*lock).or_default();
-        if *accepted && *token < *max {
-            out.push(Violation {
-                checker: Checker::Fencing,
-                at: *at,
-                message: format!(
-                    "L{lock}: the fenced resource accepted {client}'s token {token} after {max}"
-                ),
-            });
+        if !*accepted {
+            continue;
         }
-        if *accepted {
-            *max = (*max).max(*token);
+        if let Some(&(max, holder)) = highest.get(lock) {
+            let message = if *token < max {
+                Some(format!(
+                    "L{lock}: the fenced resource accepted {client}'s token {token} after {max}"
+                ))
+            } else if *token == max && holder != client.as_str() {
+                Some(format!(
+                    "L{lock}: the fenced resource accepted {client}'s token {token}, {holder}'s too"
+                ))
+            } else {
+                None
+            };
+            if let Some(message) = message {
+                out.push(Violation {
+                    checker: Checker::Fencing,
+                    at: *at,
+                    message,
+                });
+            }
+        }
+        let best = highest.entry(*lock).or_insert((*token, client));
+        if *token > best.0 {
+            *best = (*token, client);
         }
     }
     for (a, b) in overlapping(&history.client_intervals) {
@@ -403,6 +420,22 @@ mod tests {
             2,
             "{v:#?}"
         );
+    }
+
+    #[test]
+    fn a_token_written_by_a_second_client_is_a_fencing_violation() {
+        let h = History {
+            fenced_writes: vec![
+                (1, 0, "a".into(), 5, true),
+                (2, 0, "a".into(), 5, true),
+                (3, 0, "b".into(), 5, true),
+            ],
+            ..History::default()
+        };
+        let v = check(&h);
+        assert_eq!(v.len(), 1, "{v:#?}");
+        assert_eq!(v[0].checker, Checker::Fencing);
+        assert_eq!(v[0].at, 3);
     }
 
     #[test]

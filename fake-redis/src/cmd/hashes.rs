@@ -234,18 +234,21 @@ fn hstrlen_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     Ok(Frame::Integer(value.map_or(0, |v| v.len() as i64)))
 }
 
-/// `HSCAN key cursor [MATCH pattern] [COUNT count]`: fields and values (see
-/// [`scan_collection`](super::keys::scan_collection)).
+/// `HSCAN key cursor [MATCH pattern] [COUNT count]`: fields and values, a page at a time once the
+/// hash is a hash table ([`Hash::scan`]; see [`scan_collection`](super::keys::scan_collection)).
 fn hscan_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
-    super::keys::scan_collection(cx, args, read, |h| {
-        h.iter()
+    super::keys::scan_collection(cx, args, read, |h, cursor, count| {
+        let (next, fields) = h.scan(cursor, count);
+        let items = fields
+            .iter()
             .map(|(f, v)| {
                 (
                     f.clone(),
                     vec![Frame::Bulk(f.clone()), Frame::Bulk(v.clone())],
                 )
             })
-            .collect()
+            .collect();
+        (next, items)
     })
 }
 
@@ -260,19 +263,20 @@ fn hrandfield_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         };
         let len = h.len() as u64;
         let i = (cx.random() % len) as usize;
-        let field = read(cx, key)?
-            .and_then(|h| h.iter().nth(i))
-            .map(|(f, _)| f.clone());
+        let field = read(cx, key)?.and_then(|h| h.at(i)).map(|(f, _)| f.clone());
         return Ok(field.map_or(Frame::Null, Frame::Bulk));
     };
     let (count, withvalues) = super::zsets::random_count(count, args, "withvalues")?;
     let resp3 = cx.client().protocol >= 3;
-    let pairs: Vec<(Bytes, Bytes)> = match read(cx, key)? {
+    let len = match read(cx, key)? {
         None => return Ok(Frame::Array(Vec::new())),
-        Some(h) => h.iter().cloned().collect(),
+        Some(h) => h.len(),
     };
-    let picks = super::zsets::random_picks(cx, pairs.len(), count, false);
-    let picked = picks.into_iter().map(|i| &pairs[i]);
+    let picks = super::zsets::random_picks(cx, len, count, false);
+    let Some(h) = read(cx, key)? else {
+        return Ok(Frame::Array(Vec::new()));
+    };
+    let picked = picks.into_iter().filter_map(|i| h.at(i));
     Ok(Frame::Array(if !withvalues {
         picked.map(|(f, _)| Frame::Bulk(f.clone())).collect()
     } else if resp3 {

@@ -357,37 +357,36 @@ pub(crate) fn parse_cursor(arg: &[u8]) -> Result<u64, Frame> {
 }
 
 /// `HSCAN`/`SSCAN`/`ZSCAN key cursor [MATCH pattern] [COUNT count]` over the collection `read`
-/// finds at the key (WRONGTYPE for another type): every element whose name matches, with cursor
-/// 0. Redis does exactly that for a small (listpack or intset) collection; for a big one it would
-/// page, which SCAN's contract allows either way (see the README, "Where the fake differs from
-/// Redis"). As in Redis, the cursor is checked first and a missing key replies an empty scan
-/// before the options are. `items` pairs each element's name (what MATCH sees) with the frames it
-/// replies.
+/// finds at the key (WRONGTYPE for another type). `page` takes the collection, the cursor and
+/// `COUNT`, and gives the cursor to resume at (0 when done) and the elements of this step, each
+/// element's name (what MATCH sees) with the frames it replies; MATCH filters a step after it is
+/// taken, as in Redis, so a step may reply fewer than `COUNT`, or none. As in Redis, the cursor
+/// is checked first and a missing key replies an empty scan before the options are.
 pub(crate) fn scan_collection<V: ?Sized>(
     cx: &mut Cx<'_>,
     args: &mut Args<'_>,
     read: for<'a, 'b> fn(&'a mut Cx<'b>, &[u8]) -> Result<Option<&'a V>, Frame>,
-    items: impl FnOnce(&V) -> Vec<(Bytes, Vec<Frame>)>,
+    page: impl FnOnce(&V, u64, usize) -> (u64, Vec<(Bytes, Vec<Frame>)>),
 ) -> Reply {
     let key = args.next_bytes()?;
-    parse_cursor(args.next_bytes()?)?;
-    let last_page = |found| {
+    let cursor = parse_cursor(args.next_bytes()?)?;
+    let reply = |next: u64, found| {
         Frame::Array(vec![
-            Frame::Bulk(Bytes::from_static(b"0")),
+            Frame::Bulk(Bytes::from(next.to_string())),
             Frame::Array(found),
         ])
     };
-    let items = match read(cx, key)? {
-        None => return Ok(last_page(Vec::new())),
-        Some(value) => items(value),
+    let Some(value) = read(cx, key)? else {
+        return Ok(reply(0, Vec::new()));
     };
-    let scan = Scan::parse_options(0, args, false)?;
+    let scan = Scan::parse_options(cursor, args, false)?;
+    let (next, items) = page(value, cursor, scan.count);
     let found = items
         .into_iter()
         .filter(|(name, _)| scan.pattern.is_none_or(|p| glob_match(p, name)))
         .flat_map(|(_, frames)| frames)
         .collect();
-    Ok(last_page(found))
+    Ok(reply(next, found))
 }
 
 fn scan_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {

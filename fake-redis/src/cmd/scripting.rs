@@ -232,8 +232,15 @@ impl Store for ScriptStore<'_, '_> {
         super::strings::get(self.cx, key).map_err(err)
     }
 
-    fn incr(&mut self, key: &[u8]) -> Result<i64, CommandError> {
+    fn incrby(&mut self, key: &[u8], delta: i64) -> Result<i64, CommandError> {
         self.writable()?;
-        super::strings::incr_by(self.cx, key, 1).map_err(err)
+        super::strings::incr_by(self.cx, key, delta).map_err(err)
+    }
+
+    fn time(&mut self) -> (i64, i64) {
+        (
+            self.cx.now.div_euclid(1000),
+            self.cx.now.rem_euclid(1000) * 1000,
+        )
     }
 }

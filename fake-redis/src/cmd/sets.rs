@@ -342,13 +342,15 @@ fn smove_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     Ok(Frame::Integer(1))
 }
 
-/// `SSCAN key cursor [MATCH pattern] [COUNT count]` (see
+/// `SSCAN key cursor [MATCH pattern] [COUNT count]`: every member in one step with cursor 0 (see
 /// [`scan_collection`](super::keys::scan_collection)).
 fn sscan_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
-    super::keys::scan_collection(cx, args, read, |set| {
-        set.iter()
+    super::keys::scan_collection(cx, args, read, |set, _, _| {
+        let items = set
+            .iter()
             .map(|m| (m.clone(), vec![Frame::Bulk(m.clone())]))
-            .collect()
+            .collect();
+        (0, items)
     })
 }
 

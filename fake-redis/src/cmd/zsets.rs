@@ -13,6 +13,7 @@ use super::{
 use crate::engine::db::{Value, ZSet};
 use crate::resp::Frame;
 use bytes::Bytes;
+use std::collections::BTreeMap;
 
 pub(crate) static ZADD: Spec = Spec::new("zadd", -4, WRITE, zadd_command);
 pub(crate) static ZINCRBY: Spec = Spec::new("zincrby", 4, WRITE, zincrby_command);
@@ -854,17 +855,19 @@ fn pop_ends(z: &mut ZSet, max: bool, count: usize) -> Vec<(f64, Bytes)> {
     taken
 }
 
-/// `ZSCAN key cursor [MATCH pattern] [COUNT count]`: members and scores (see
-/// [`scan_collection`](super::keys::scan_collection)).
+/// `ZSCAN key cursor [MATCH pattern] [COUNT count]`: members and scores, every one in one step
+/// with cursor 0 (see [`scan_collection`](super::keys::scan_collection)).
 fn zscan_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
-    super::keys::scan_collection(cx, args, read, |z| {
-        z.iter()
+    super::keys::scan_collection(cx, args, read, |z, _, _| {
+        let items = z
+            .iter()
             .map(|(s, m)| {
                 // Bulk strings even in RESP3: Redis's scan reply formats the score as text.
                 let score = Frame::Bulk(Bytes::from(crate::resp::format_double(s)));
                 (m.clone(), vec![Frame::Bulk(m.clone()), score])
             })
-            .collect()
+            .collect();
+        (0, items)
     })
 }
 
@@ -1144,12 +1147,18 @@ pub(super) fn random_picks(cx: &mut Cx<'_>, len: usize, count: i64, reversed: bo
             (0..len).collect()
         };
     }
-    let mut positions: Vec<usize> = (0..len).collect();
+    // A Fisher-Yates shuffle of the first `count` positions, with only the swapped positions
+    // kept (`moved[p]` is what position `p` holds once swapped): the same draws as shuffling the
+    // whole range, in O(count).
+    let mut moved: BTreeMap<usize, usize> = BTreeMap::new();
+    let mut positions = Vec::with_capacity(count as usize);
     for i in 0..count as usize {
         let j = i + (cx.random() % (len - i) as u64) as usize;
-        positions.swap(i, j);
+        let at_j = moved.get(&j).copied().unwrap_or(j);
+        let at_i = moved.get(&i).copied().unwrap_or(i);
+        moved.insert(j, at_i);
+        positions.push(at_j);
     }
-    positions.truncate(count as usize);
     positions
 }
 

@@ -182,6 +182,34 @@ impl Hash {
         }
     }
 
+    /// The field and value at `position` of the iteration order (`position < len`): a random
+    /// draw's O(1) pick.
+    pub fn at(&self, position: usize) -> Option<&(Bytes, Bytes)> {
+        self.fields.get(position)
+    }
+
+    /// One step of `HSCAN` from `cursor`: the fields of the next `count` positions and the cursor
+    /// to resume at (0 once done). A listpack hash comes whole with cursor 0, as Redis sends it.
+    ///
+    /// A hash-table hash is walked from its last position down, and the cursor is the position
+    /// below which nothing was returned yet. A removal moves only the last field into the hole
+    /// (an unreturned field stays below the cursor, a returned one may come twice), and an insert
+    /// appends, so every field present for the whole scan is returned, as SCAN's contract asks,
+    /// and a call costs in proportion to `count`.
+    pub fn scan(&self, cursor: u64, count: usize) -> (u64, &[(Bytes, Bytes)]) {
+        let len = self.fields.len();
+        if self.index.is_none() {
+            return (0, &self.fields);
+        }
+        let top = match usize::try_from(cursor) {
+            Ok(0) => len,
+            Ok(c) => c.min(len),
+            Err(_) => len,
+        };
+        let from = top.saturating_sub(count);
+        (from as u64, &self.fields[from..top])
+    }
+
     /// The value of `field`.
     pub fn get(&self, field: &[u8]) -> Option<&Bytes> {
         self.position(field).map(|i| &self.fields[i].1)
@@ -1347,5 +1375,47 @@ mod tests {
             Some(Value::Str(b("1")))
         );
         assert!(db.lookup(b"b", 400).is_none());
+    }
+}
+
+#[cfg(test)]
+mod hash_scan_tests {
+    use super::*;
+
+    fn field(i: usize) -> Bytes {
+        Bytes::from(format!("f{i}"))
+    }
+
+    #[test]
+    fn a_listpack_hash_comes_whole_with_cursor_0() {
+        let h = Hash::from_pairs((0..10).map(|i| (field(i), field(i))));
+        let (next, page) = h.scan(0, 3);
+        assert_eq!((next, page.len()), (0, 10));
+    }
+
+    #[test]
+    fn a_hash_table_pages_by_count_and_returns_every_field_present_throughout() {
+        let mut h = Hash::from_pairs((0..300).map(|i| (field(i), field(i))));
+        assert!(h.is_hashtable());
+        let mut seen = BTreeSet::new();
+        let (mut cursor, mut steps, mut added) = (0, 0, 300);
+        loop {
+            let (next, page) = h.scan(cursor, 7);
+            assert!(page.len() <= 7);
+            seen.extend(page.iter().map(|(f, _)| f.clone()));
+            steps += 1;
+            // Between steps, fields below 100 leave (in turn) and new ones arrive.
+            h.remove(&field(steps));
+            h.insert(field(added), field(added));
+            added += 1;
+            if next == 0 {
+                break;
+            }
+            cursor = next;
+        }
+        assert!(steps > 10, "{steps} steps");
+        for i in 100..300 {
+            assert!(seen.contains(&field(i)), "f{i} was never returned");
+        }
     }
 }

@@ -5,10 +5,29 @@
 //! arguments before the first write hold here too. Every grant, reentry included, increments the
 //! counter, and the latch stores the token, so a replayed request gets the same token back. The
 //! counter is the first write: a hash field that is not a count fails the `HINCRBY` after it, and
-//! leaves only the counter one ahead, which a fencing token may always be. Replies `[-1, token]` on
+//! leaves only the counter ahead, which a fencing token may always be. Replies `[-1, token]` on
 //! success and `[pttl, -1]` otherwise: success is told by the token (≥ 1), since `pttl` can be -1
 //! too. A resource that rejects writes with a token below the highest it has seen turns a lock that
 //! expired under a paused holder from a correctness bug into a refused write.
+//!
+//! **Tokens survive data loss.** A restart without persistence forgets the counter, and a failover
+//! to a lagging replica turns it back, so `INCR` alone would hand out again a token a resource has
+//! seen. The token is therefore never below the server's clock in microseconds: when the
+//! incremented counter is below `TIME`, the script raises it to that floor with `INCRBY` (Redis 7
+//! replicates a script's effects, not the script, so a script may read the time; the native twin
+//! reads the command's frozen time). The key and its meaning stay Redisson's: a Java
+//! `RFencedLock` on the same lock `INCR`s the same counter and gets a token above every one issued
+//! before.
+//!
+//! The bound that makes this safe: the last token issued before a loss must be below the clock of
+//! the server that answers after it. A token is above the floor only by the grants of a burst that
+//! outran the clock (more than one grant per microsecond since the counter last met the floor),
+//! and the clock gains one per microsecond, so the rule holds while the time the loss takes (the
+//! restart, the promotion) exceeds (a) the burst's excess, in microseconds, plus (b) how far the
+//! clock of the server after the loss is behind the clock at that last grant (a clock stepped back
+//! by NTP, a promoted replica whose clock lags). A step back larger than the loss takes breaks it
+//! by that step. Nothing covers a Java client that draws first from a forgotten counter: its
+//! `INCR` starts at 1.
 
 use super::acquire::{HolderTtl, counts};
 use super::{
@@ -33,6 +52,11 @@ end
 redis.call('pexpire', KEYS[3], ARGV[1])
 redis.call('set', KEYS[3], 1, 'px', ARGV[3], 'xx')
 local token = redis.call('incr', KEYS[2])
+local now = redis.call('time')
+local floor = now[1] * 1000000 + now[2]
+if token < floor then
+  token = redis.call('incrby', KEYS[2], floor - token)
+end
 if count == false or ARGV[4] == nil or count == ARGV[4] then
   redis.call('hincrby', KEYS[1], ARGV[2], 1)
 end
@@ -60,12 +84,18 @@ fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, Script
     }
     cx.at(8, store.pexpire(latch, cx.arg(1, 8)?))?;
     cx.at(9, check_set_px(store, latch, cx.arg(3, 9)?))?;
-    let token = cx.at(10, store.incr(cx.key(2, 10)?))?;
-    if counts(count.as_deref(), cx.opt_arg(4)) {
-        cx.at(12, store.hincrby(lock, cx.arg(2, 12)?, 1))?;
+    let counter = cx.key(2, 10)?;
+    let mut token = cx.at(10, store.incr(counter))?;
+    let (secs, micros) = store.time();
+    let floor = secs.saturating_mul(1_000_000).saturating_add(micros);
+    if token < floor {
+        token = cx.at(14, store.incrby(counter, floor - token))?;
     }
-    cx.at(14, store.pexpire(lock, cx.arg(1, 14)?))?;
-    cx.at(15, store.set_px(latch, &int_arg(token), cx.arg(3, 15)?))?;
+    if counts(count.as_deref(), cx.opt_arg(4)) {
+        cx.at(17, store.hincrby(lock, cx.arg(2, 17)?, 1))?;
+    }
+    cx.at(19, store.pexpire(lock, cx.arg(1, 19)?))?;
+    cx.at(20, store.set_px(latch, &int_arg(token), cx.arg(3, 20)?))?;
     Ok(Reply::Array(vec![Reply::Int(-1), Reply::Int(token)]))
 }
 

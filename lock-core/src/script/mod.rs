@@ -66,7 +66,13 @@ pub trait Store {
     /// `GET key`.
     fn get(&mut self, key: &[u8]) -> Result<Option<Bytes>, CommandError>;
     /// `INCR key`: the new value.
-    fn incr(&mut self, key: &[u8]) -> Result<i64, CommandError>;
+    fn incr(&mut self, key: &[u8]) -> Result<i64, CommandError> {
+        self.incrby(key, 1)
+    }
+    /// `INCRBY key delta`: the new value.
+    fn incrby(&mut self, key: &[u8], delta: i64) -> Result<i64, CommandError>;
+    /// `TIME`: the store's frozen time as unix seconds and the microseconds within that second.
+    fn time(&mut self) -> (i64, i64);
 }
 
 /// A server-side script: its name, Lua body, and the SHA1 Redis knows it by.

@@ -243,18 +243,18 @@ impl Store for ReferenceStore {
         }
     }
 
-    fn incr(&mut self, key: &[u8]) -> Result<i64, CommandError> {
+    fn incrby(&mut self, key: &[u8], delta: i64) -> Result<i64, CommandError> {
         match self.live_mut(key) {
             None => {
-                self.put(key, Value::Str(Bytes::from_static(b"1")), None);
-                Ok(1)
+                self.put(key, Value::Str(Bytes::from(delta.to_string())), None);
+                Ok(delta)
             }
             Some(Entry {
                 value: Value::Str(s),
                 ..
             }) => {
                 let old = parse_i64(s).ok_or_else(CommandError::not_an_integer)?;
-                let new = old.checked_add(1).ok_or_else(|| {
+                let new = old.checked_add(delta).ok_or_else(|| {
                     CommandError("ERR increment or decrement would overflow".into())
                 })?;
                 *s = Bytes::from(new.to_string());
@@ -262,5 +262,9 @@ impl Store for ReferenceStore {
             }
             Some(_) => Err(CommandError::wrong_type()),
         }
+    }
+
+    fn time(&mut self) -> (i64, i64) {
+        (self.now.div_euclid(1000), self.now.rem_euclid(1000) * 1000)
     }
 }

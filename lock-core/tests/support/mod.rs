@@ -141,6 +141,11 @@ impl World {
         self.engine.lock().unwrap().clock_now()
     }
 
+    /// The lowest fencing token a grant now can draw: the engine's clock in microseconds.
+    pub fn token_floor(&self) -> u64 {
+        self.now_ms() as u64 * 1000
+    }
+
     fn add(&self, fault: Fault) {
         self.engine.lock().unwrap().add_fault(fault);
     }
