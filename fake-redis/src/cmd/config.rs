@@ -461,6 +461,7 @@ fn apply(cx: &mut Cx<'_>, param: &Param, value: String) {
         }
         _ => {}
     }
+    super::server::config_changed(cx, &canonical(param.name), &value);
     let config = cx.config_mut();
     config.settings.insert(canonical(param.name), value.clone());
     if param.name == "notify-keyspace-events" {

@@ -27,6 +27,7 @@ mod long_double;
 mod parse;
 mod pubsub;
 mod scripting;
+mod server;
 mod sets;
 mod sort;
 mod strings;
@@ -38,6 +39,7 @@ pub(crate) use context::Cx;
 pub(crate) use parse::Args;
 #[cfg(feature = "lua")]
 pub(crate) use scripting::sha1_hex;
+pub(crate) use server::ServerState;
 
 use crate::engine::db::Value;
 use crate::resp::Frame;
@@ -220,6 +222,7 @@ command_table! {
     b"MSET" => strings::MSET,
     b"MSETNX" => strings::MSETNX,
     b"MULTI" => transactions::MULTI,
+    b"OBJECT" => server::OBJECT,
     b"PERSIST" => keys::PERSIST,
     b"PEXPIRE" => keys::PEXPIRE,
     b"PEXPIREAT" => keys::PEXPIREAT,
@@ -385,7 +388,10 @@ pub(crate) fn finish_aggregate_if<T: Aggregate>(cx: &mut Cx<'_>, key: &[u8], cha
         .is_some_and(T::is_empty)
     {
         db.remove(key, now);
+    } else if changed {
+        server::note_size(cx, key);
     }
+    let db = cx.keyspace();
     if changed {
         db.touch(key);
     }
@@ -401,11 +407,12 @@ pub(crate) fn store_or_delete(cx: &mut Cx<'_>, destination: &[u8], value: Option
         None => db.remove(destination, now).is_some(),
         Some(value) => {
             db.insert(destination, value, None, now);
+            server::note_size(cx, destination);
             true
         }
     };
     if changed {
-        db.touch(destination);
+        cx.keyspace().touch(destination);
     }
 }
 

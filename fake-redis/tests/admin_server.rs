@@ -1,0 +1,173 @@
+//! The server commands against a real redis-server 7.0, byte for byte, in RESP2 and RESP3:
+//! `OBJECT`'s encodings and their thresholds (changed by `CONFIG SET`, and the one-way
+//! conversions), and the replies of the other server commands that do not depend on time or on
+//! the machine; then what only the fake can show, on its manual clock (`OBJECT IDLETIME`).
+
+mod support;
+
+use fake_redis::{Engine, Frame, ManualClock};
+use support::{argv, raw};
+
+/// What the test's redis-server forgets before each case.
+const RESET: &[&[&[u8]]] = &[
+    &[b"FLUSHALL"],
+    &[b"CONFIG", b"SET", b"maxmemory-policy", b"noeviction"],
+    &[b"CONFIG", b"SET", b"hash-max-listpack-entries", b"512"],
+    &[b"CONFIG", b"SET", b"hash-max-listpack-value", b"64"],
+    &[b"CONFIG", b"SET", b"zset-max-listpack-entries", b"128"],
+    &[b"CONFIG", b"SET", b"zset-max-listpack-value", b"64"],
+    &[b"CONFIG", b"SET", b"set-max-intset-entries", b"512"],
+];
+
+/// A script that fills a key: `n` fields, members or elements, by the command in ARGV[1].
+const FILL: &str = "for i = 1, tonumber(ARGV[2]) do \
+    if ARGV[1] == 'hset' then redis.call('hset', KEYS[1], 'f' .. i, 'v') \
+    elseif ARGV[1] == 'zadd' then redis.call('zadd', KEYS[1], i, 'm' .. i) \
+    else redis.call(ARGV[1], KEYS[1], i) end end return redis.call('object', 'encoding', KEYS[1])";
+
+const OBJECT_CASES: &[raw::Case] = &[
+    &[
+        &["SET", "s", "abc"],
+        &["OBJECT", "ENCODING", "s"],
+        &["SET", "s", "123"],
+        &["OBJECT", "ENCODING", "s"],
+        &["OBJECT", "REFCOUNT", "s"],
+        &["SET", "s", "10000"],
+        &["OBJECT", "REFCOUNT", "s"],
+        &["SET", "s", "-1"],
+        &["OBJECT", "ENCODING", "s"],
+        &["SET", "s", "01"],
+        &["OBJECT", "ENCODING", "s"],
+        &["SET", "s", "12345678901234567890"],
+        &["OBJECT", "ENCODING", "s"],
+        &["SET", "s", "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"],
+        &["OBJECT", "ENCODING", "s"],
+        &["SET", "s", "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"],
+        &["OBJECT", "ENCODING", "s"],
+        &["OBJECT", "REFCOUNT", "s"],
+    ],
+    &[
+        &["SET", "s", "ab"],
+        &["APPEND", "s", "c"],
+        &["OBJECT", "ENCODING", "s"],
+        &["SETRANGE", "t", "0", "x"],
+        &["OBJECT", "ENCODING", "t"],
+        &["PFADD", "hll", "a", "b"],
+        &["OBJECT", "ENCODING", "hll"],
+        &["INCRBYFLOAT", "f", "1.5"],
+        &["OBJECT", "ENCODING", "f"],
+        &["INCR", "n"],
+        &["OBJECT", "ENCODING", "n"],
+    ],
+    &[
+        &["RPUSH", "l", "a", "b"],
+        &["OBJECT", "ENCODING", "l"],
+        &["SADD", "s", "1", "2", "3"],
+        &["OBJECT", "ENCODING", "s"],
+        &["SADD", "s", "a"],
+        &["OBJECT", "ENCODING", "s"],
+        &["SREM", "s", "a"],
+        &["OBJECT", "ENCODING", "s"],
+        &["HSET", "h", "f", "v"],
+        &["OBJECT", "ENCODING", "h"],
+        &[
+            "HSET",
+            "h",
+            "g",
+            "vvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvv",
+        ],
+        &["OBJECT", "ENCODING", "h"],
+        &["ZADD", "z", "1", "a"],
+        &["OBJECT", "ENCODING", "z"],
+        &[
+            "ZADD",
+            "z",
+            "2",
+            "mmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmm",
+        ],
+        &["OBJECT", "ENCODING", "z"],
+    ],
+    // The default thresholds, and the one-way conversion of a collection that grew past them.
+    &[
+        &["EVAL", FILL, "1", "h", "hset", "512"],
+        &["EVAL", FILL, "1", "h", "hset", "513"],
+        &["HDEL", "h", "f1", "f2", "f3"],
+        &["OBJECT", "ENCODING", "h"],
+        &["EVAL", FILL, "1", "z", "zadd", "128"],
+        &["EVAL", FILL, "1", "z", "zadd", "129"],
+        &["ZREM", "z", "m1", "m2"],
+        &["OBJECT", "ENCODING", "z"],
+        &["EVAL", FILL, "1", "s", "sadd", "512"],
+        &["EVAL", FILL, "1", "s", "sadd", "513"],
+        &["SREM", "s", "1", "2"],
+        &["OBJECT", "ENCODING", "s"],
+        &["EVAL", FILL, "1", "l", "rpush", "1000"],
+    ],
+    // Thresholds changed by CONFIG SET, under their old names too.
+    &[
+        &["CONFIG", "SET", "hash-max-ziplist-entries", "2"],
+        &["CONFIG", "SET", "zset-max-listpack-entries", "2"],
+        &["CONFIG", "SET", "set-max-intset-entries", "2"],
+        &["EVAL", FILL, "1", "h", "hset", "2"],
+        &["EVAL", FILL, "1", "h2", "hset", "3"],
+        &["EVAL", FILL, "1", "z", "zadd", "2"],
+        &["EVAL", FILL, "1", "z2", "zadd", "3"],
+        &["EVAL", FILL, "1", "s", "sadd", "2"],
+        &["EVAL", FILL, "1", "s2", "sadd", "3"],
+        &["CONFIG", "SET", "hash-max-listpack-value", "1"],
+        &["HSET", "h3", "f", "vv"],
+        &["OBJECT", "ENCODING", "h3"],
+    ],
+    // Errors and the missing key.
+    &[
+        &["OBJECT", "ENCODING", "missing"],
+        &["OBJECT", "REFCOUNT", "missing"],
+        &["OBJECT", "IDLETIME", "missing"],
+        &["OBJECT", "FREQ", "missing"],
+        &["SET", "k", "v"],
+        &["OBJECT", "FREQ", "k"],
+        &["OBJECT", "IDLETIME", "k"],
+        &["OBJECT", "ENCODING"],
+        &["OBJECT", "ENCODING", "k", "extra"],
+        &["OBJECT", "HELP", "extra"],
+        &["OBJECT", "BOGUS", "k"],
+        &["OBJECT", "HELP"],
+        &["CONFIG", "SET", "maxmemory-policy", "allkeys-lfu"],
+        &["OBJECT", "IDLETIME", "k"],
+    ],
+];
+
+#[test]
+fn object_replies_as_redis_in_resp2() {
+    let mismatches = raw::compare(OBJECT_CASES, RESET, 2);
+    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+}
+
+#[test]
+fn object_replies_as_redis_in_resp3() {
+    let mismatches = raw::compare(OBJECT_CASES, RESET, 3);
+    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+}
+
+#[test]
+fn object_idletime_counts_seconds_since_the_last_access_on_the_engine_s_clock() {
+    let clock = ManualClock::default();
+    let mut engine = Engine::new(clock.clone());
+    let c = engine.connect();
+    engine.execute(c, &argv("SET k v"));
+    clock.advance(7_500);
+    assert_eq!(
+        engine.execute(c, &argv("OBJECT IDLETIME k")),
+        Frame::Integer(7)
+    );
+    // OBJECT does not touch the key; GET does.
+    assert_eq!(
+        engine.execute(c, &argv("OBJECT IDLETIME k")),
+        Frame::Integer(7)
+    );
+    engine.execute(c, &argv("GET k"));
+    assert_eq!(
+        engine.execute(c, &argv("OBJECT IDLETIME k")),
+        Frame::Integer(0)
+    );
+}
