@@ -137,6 +137,108 @@ const OBJECT_CASES: &[raw::Case] = &[
     ],
 ];
 
+/// The other server commands whose replies depend on neither time nor the machine.
+const SERVER_CASES: &[raw::Case] = &[
+    &[
+        &["SET", "k", "v"],
+        &["MEMORY", "USAGE", "k"],
+        &["SET", "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk", "v"],
+        &[
+            "MEMORY",
+            "USAGE",
+            "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk",
+        ],
+        &["SET", "i", "5"],
+        &["MEMORY", "USAGE", "i"],
+        &[
+            "SET",
+            "r",
+            "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+        ],
+        &["MEMORY", "USAGE", "r"],
+        &["HSET", "h", "a", "b"],
+        &["MEMORY", "USAGE", "h"],
+        &[
+            "HSET",
+            "h2",
+            "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+            "1",
+        ],
+        &["MEMORY", "USAGE", "h2"],
+        &["RPUSH", "l", "1", "2", "3", "hello"],
+        &["MEMORY", "USAGE", "l"],
+        &["SADD", "s", "1", "70000"],
+        &["MEMORY", "USAGE", "s"],
+        &["SADD", "s2", "a"],
+        &["MEMORY", "USAGE", "s2"],
+        &["ZADD", "z", "1.5", "a", "2", "b"],
+        &["MEMORY", "USAGE", "z"],
+        &["MEMORY", "USAGE", "k", "SAMPLES", "0"],
+        &["MEMORY", "USAGE", "missing"],
+        &["MEMORY", "USAGE", "k", "SAMPLES"],
+        &["MEMORY", "USAGE", "k", "SAMPLES", "x"],
+        &["MEMORY", "USAGE", "k", "SAMPLES", "-1"],
+        &["MEMORY", "USAGE", "k", "bogus", "1"],
+        &["MEMORY", "HELP"],
+        &["MEMORY", "PURGE"],
+        &["MEMORY", "BOGUS"],
+        &["MEMORY"],
+    ],
+    &[
+        &["SLOWLOG", "GET"],
+        &["SLOWLOG", "GET", "-1"],
+        &["SLOWLOG", "GET", "-2"],
+        &["SLOWLOG", "GET", "x"],
+        &["SLOWLOG", "LEN"],
+        &["SLOWLOG", "RESET"],
+        &["SLOWLOG", "HELP"],
+        &["SLOWLOG", "BOGUS"],
+        &["LATENCY", "LATEST"],
+        &["LATENCY", "HISTORY", "command"],
+        &["LATENCY", "RESET"],
+        &["LATENCY", "DOCTOR"],
+        &["LATENCY", "HELP"],
+        &["LATENCY", "GRAPH", "command"],
+        &["LATENCY", "BOGUS"],
+        &["ROLE"],
+        &["ROLE", "x"],
+        &["LASTSAVE", "x"],
+        &["BGSAVE", "x"],
+    ],
+];
+
+#[test]
+fn server_commands_reply_as_redis_in_resp2() {
+    let mismatches = raw::compare(SERVER_CASES, RESET, 2);
+    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+}
+
+#[test]
+fn server_commands_reply_as_redis_in_resp3() {
+    let mismatches = raw::compare(SERVER_CASES, RESET, 3);
+    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+}
+
+#[test]
+fn lastsave_is_the_start_until_a_save_moves_it() {
+    let clock = ManualClock::new(1_700_000_000_000);
+    let mut engine = Engine::new(clock.clone());
+    let c = engine.connect();
+    assert_eq!(
+        engine.execute(c, &argv("LASTSAVE")),
+        Frame::Integer(1_700_000_000)
+    );
+    clock.advance(5_000);
+    assert_eq!(
+        engine.execute(c, &argv("BGSAVE")),
+        Frame::simple("Background saving started")
+    );
+    assert_eq!(
+        engine.execute(c, &argv("LASTSAVE")),
+        Frame::Integer(1_700_000_005)
+    );
+}
+
 #[test]
 fn object_replies_as_redis_in_resp2() {
     let mismatches = raw::compare(OBJECT_CASES, RESET, 2);

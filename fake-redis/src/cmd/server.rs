@@ -16,6 +16,14 @@ use crate::resp::Frame;
 use bytes::Bytes;
 
 pub(crate) static OBJECT: Spec = Spec::new("object", -2, 0, object_command);
+pub(crate) static MEMORY: Spec = Spec::new("memory", -2, 0, memory_command);
+pub(crate) static SLOWLOG: Spec = Spec::new("slowlog", -2, 0, slowlog_command);
+pub(crate) static LATENCY: Spec = Spec::new("latency", -2, 0, latency_command);
+pub(crate) static LASTSAVE: Spec = Spec::new("lastsave", 1, 0, lastsave_command);
+pub(crate) static SAVE: Spec = Spec::new("save", 1, 0, save_command);
+pub(crate) static BGSAVE: Spec = Spec::new("bgsave", -1, 0, bgsave_command);
+pub(crate) static BGREWRITEAOF: Spec = Spec::new("bgrewriteaof", 1, 0, bgrewriteaof_command);
+pub(crate) static ROLE: Spec = Spec::new("role", 1, 0, role_command);
 
 /// The bits of [`Entry::encoding_marks`].
 pub(crate) mod marks {
@@ -58,6 +66,8 @@ impl Default for Encodings {
 pub(crate) struct ServerState {
     /// The encoding thresholds.
     pub encodings: Encodings,
+    /// When `SAVE` or `BGSAVE` last ran (unix seconds); None: since the server started.
+    pub last_save: Option<i64>,
 }
 
 /// Follows a `CONFIG SET` of a parameter this file reads (by canonical name).
@@ -281,6 +291,451 @@ fn object_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
             Ok(Frame::Integer(5))
         }
     }
+}
+
+// ---- MEMORY ----
+
+/// The size jemalloc (Redis's allocator) gives a request of `n` bytes: its size classes are
+/// 8, then multiples of 16 up to 128, then four classes per doubling.
+fn jemalloc(n: usize) -> usize {
+    if n <= 8 {
+        return 8;
+    }
+    if n <= 128 {
+        return n.div_ceil(16) * 16;
+    }
+    let lg = usize::BITS - (n - 1).leading_zeros() - 1;
+    let delta = 1usize << (lg - 2);
+    n.div_ceil(delta) * delta
+}
+
+/// The allocation of an sds string of `len` bytes: its header (by Redis's `sdsReqType`), the
+/// bytes and the NUL.
+fn sds(len: usize) -> usize {
+    let header = match len {
+        0..32 => 1,
+        32..256 => 3,
+        256..65_536 => 5,
+        _ => 9,
+    };
+    jemalloc(header + len + 1)
+}
+
+/// `sizeof(robj)`.
+const ROBJ: usize = 16;
+/// `sizeof(dictEntry)`.
+const DICT_ENTRY: usize = 24;
+/// `sizeof(dict)`.
+const DICT: usize = 56;
+
+/// The bytes one element takes in a listpack: its encoding, its data and its back length.
+fn listpack_entry(e: &[u8]) -> usize {
+    let body = match as_int(e) {
+        Some(n) if (0..=127).contains(&n) => 1,
+        Some(n) if (-4096..4096).contains(&n) => 2,
+        Some(n) if i16::try_from(n).is_ok() => 3,
+        Some(n) if (-(1 << 23)..(1 << 23)).contains(&n) => 4,
+        Some(n) if i32::try_from(n).is_ok() => 5,
+        Some(_) => 9,
+        None if e.len() < 64 => 1 + e.len(),
+        None if e.len() < 4096 => 2 + e.len(),
+        None => 5 + e.len(),
+    };
+    let back = match body {
+        0..128 => 1,
+        128..16_384 => 2,
+        16_384..2_097_152 => 3,
+        2_097_152..268_435_456 => 4,
+        _ => 5,
+    };
+    body + back
+}
+
+/// A listpack of these elements: its header, entries and end byte.
+fn listpack<'a>(elements: impl Iterator<Item = &'a [u8]>) -> usize {
+    jemalloc(6 + elements.map(listpack_entry).sum::<usize>() + 1)
+}
+
+/// The slots of a dict of `n` entries (a power of two, at least 4).
+fn dict_slots(n: usize) -> usize {
+    n.next_power_of_two().max(4)
+}
+
+/// A score as a listpack holds it: Redis's `d2string` (an integer when it is one).
+fn score_text(score: f64) -> Vec<u8> {
+    if score.fract() == 0.0 && score.abs() < 1e17 {
+        format!("{}", score as i64).into_bytes()
+    } else {
+        // `%.17g`: Rust's shortest round-trip text is at most as long, close enough for a size.
+        format!("{score}").into_bytes()
+    }
+}
+
+/// Redis's sampled average: the first `samples` elements' sizes (all of them when 0), times
+/// the count.
+fn sampled(sizes: impl Iterator<Item = usize>, len: usize, samples: usize) -> usize {
+    let take = if samples == 0 { len } else { samples.min(len) };
+    let total: usize = sizes.take(take).sum();
+    total.checked_div(take).map_or(0, |each| each * len)
+}
+
+/// Redis's `objectComputeSize` for `value`, encoded as `OBJECT ENCODING` says.
+fn value_size(entry: &Entry, e: &Encodings, samples: usize) -> usize {
+    let encoding = encoding(entry, e);
+    match &entry.value {
+        Value::Str(s) => match encoding {
+            "int" => ROBJ,
+            "embstr" => jemalloc(ROBJ + 3 + s.len() + 1),
+            _ => ROBJ + sds(s.len()),
+        },
+        Value::List(l) => {
+            // One quicklist node per 8 kB of listpack (`list-max-listpack-size -2`).
+            let bytes: usize = l.iter().map(|x| listpack_entry(x)).sum();
+            let nodes = bytes.div_ceil(8192).max(1);
+            ROBJ + 40 + nodes * (40 + jemalloc(6 + bytes / nodes + 1))
+        }
+        Value::Hash(h) => {
+            if encoding == "listpack" {
+                ROBJ + listpack(h.iter().flat_map(|(f, v)| [&f[..], &v[..]]))
+            } else {
+                let each = h
+                    .iter()
+                    .map(|(f, v)| DICT_ENTRY + sds(f.len()) + sds(v.len()));
+                ROBJ + DICT + 8 * dict_slots(h.len()) + sampled(each, h.len(), samples)
+            }
+        }
+        Value::Set(set) => {
+            if encoding == "intset" {
+                let width = set
+                    .iter()
+                    .filter_map(|m| as_int(m))
+                    .map(|n| {
+                        if i16::try_from(n).is_ok() {
+                            2
+                        } else if i32::try_from(n).is_ok() {
+                            4
+                        } else {
+                            8
+                        }
+                    })
+                    .max()
+                    .unwrap_or(2);
+                ROBJ + jemalloc(8 + width * set.len())
+            } else {
+                let each = set.iter().map(|m| DICT_ENTRY + sds(m.len()));
+                ROBJ + DICT + 8 * dict_slots(set.len()) + sampled(each, set.len(), samples)
+            }
+        }
+        Value::ZSet(z) => {
+            if encoding == "listpack" {
+                let texts: Vec<(Vec<u8>, &[u8])> =
+                    z.iter().map(|(s, m)| (score_text(s), &m[..])).collect();
+                ROBJ + listpack(texts.iter().flat_map(|(s, m)| [*m, &s[..]]))
+            } else {
+                // The zset, its skiplist and dict, the skiplist's 32-level header, and per
+                // member its sds and a node of one level (the most likely).
+                let each = z.iter().map(|(_, m)| sds(m.len()) + jemalloc(24 + 16));
+                ROBJ + 16
+                    + 32
+                    + DICT
+                    + 8 * dict_slots(z.len())
+                    + jemalloc(24 + 32 * 16)
+                    + sampled(each, z.len(), samples)
+            }
+        }
+    }
+}
+
+const MEMORY_HELP: &[&str] = &[
+    "MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "DOCTOR",
+    "    Return memory problems reports.",
+    "MALLOC-STATS",
+    "    Return internal statistics report from the memory allocator.",
+    "PURGE",
+    "    Attempt to purge dirty pages for reclamation by the allocator.",
+    "STATS",
+    "    Return information about the memory usage of the server.",
+    "USAGE <key> [SAMPLES <count>]",
+    "    Return memory in bytes used by <key> and its value. Nested values are",
+    "    sampled up to <count> times (default: 5, 0 means sample all).",
+    "HELP",
+    "    Prints this help.",
+];
+
+/// `MEMORY USAGE|STATS|DOCTOR|MALLOC-STATS|PURGE|HELP`. USAGE is Redis's own sum (the value as
+/// Redis would encode it, its key's sds, its dict entry) over jemalloc's size classes: exact for
+/// small values, close for large ones (a skiplist's levels are random in Redis, one here).
+fn memory_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let sub = args.next_bytes()?;
+    let name = subcommand(
+        "MEMORY",
+        &["usage", "stats", "doctor", "malloc-stats", "purge", "help"],
+        args,
+        sub,
+    )?;
+    match name {
+        "help" => Ok(help_reply(MEMORY_HELP)),
+        "usage" => {
+            let key = args.next_bytes()?;
+            let mut samples = 5;
+            while let Some(option) = args.next() {
+                if is(option, "samples") && args.remaining() > 0 {
+                    let n = args.next_int()?;
+                    if n < 0 {
+                        return Err(super::SYNTAX);
+                    }
+                    samples = if n == 0 { 0 } else { n as usize };
+                } else {
+                    return Err(super::SYNTAX);
+                }
+            }
+            let (now, e) = (cx.now, cx.server_state().encodings.clone());
+            let Some(entry) = cx.keyspace().peek(key, now) else {
+                return Ok(Frame::Null);
+            };
+            let size = value_size(entry, &e, samples) + sds(key.len()) + DICT_ENTRY;
+            Ok(Frame::Integer(size as i64))
+        }
+        "doctor" => Ok(Frame::text(
+            "Hi Sam, this instance is empty or is using very little memory, my issues detector \
+             can't be used in these conditions. Please, leave for your mission on Earth and \
+             fill it with some data. The new Sam and I will be back to our programming as soon \
+             as I finished rebooting.",
+        )),
+        "malloc-stats" => Ok(Frame::text("Stats not supported for the current allocator")),
+        "purge" => Ok(Frame::OK),
+        _ => Ok(memory_stats(cx)),
+    }
+}
+
+/// `MEMORY STATS`: Redis 7.0's fields, from the fake's key counts; the allocator's figures are
+/// those of a server that has allocated nothing past its start.
+fn memory_stats(cx: &mut Cx<'_>) -> Frame {
+    const STARTUP: i64 = 876_096;
+    let now = cx.now;
+    let e = cx.server_state().encodings.clone();
+    let field = |k: &'static str| Frame::Bulk(Bytes::from_static(k.as_bytes()));
+    let mut dataset = 0i64;
+    let mut keys = 0i64;
+    let mut per_db = Vec::new();
+    for (i, db) in cx.keyspaces().iter().enumerate() {
+        if db.len() == 0 {
+            continue;
+        }
+        keys += db.len() as i64;
+        for (key, entry) in db.live_entries(now) {
+            dataset += (value_size(&entry, &e, 5) + sds(key.len()) + DICT_ENTRY) as i64;
+        }
+        per_db.push((
+            Frame::Bulk(Bytes::from(format!("db.{i}"))),
+            Frame::Map(vec![
+                (
+                    field("overhead.hashtable.main"),
+                    Frame::Integer((8 * dict_slots(db.len()) + DICT) as i64),
+                ),
+                (
+                    field("overhead.hashtable.expires"),
+                    Frame::Integer(if db.volatile_len() > 0 {
+                        (8 * dict_slots(db.volatile_len()) + DICT) as i64
+                    } else {
+                        0
+                    }),
+                ),
+                (field("overhead.hashtable.slot-to-keys"), Frame::Integer(0)),
+            ]),
+        ));
+    }
+    let total = STARTUP + dataset;
+    let percent = |a: i64, b: i64| {
+        if b == 0 {
+            0.0
+        } else {
+            a as f64 * 100.0 / b as f64
+        }
+    };
+    let mut fields = vec![
+        (field("peak.allocated"), Frame::Integer(total)),
+        (field("total.allocated"), Frame::Integer(total)),
+        (field("startup.allocated"), Frame::Integer(STARTUP)),
+        (field("replication.backlog"), Frame::Integer(0)),
+        (field("clients.slaves"), Frame::Integer(0)),
+        (field("clients.normal"), Frame::Integer(0)),
+        (field("cluster.links"), Frame::Integer(0)),
+        (field("aof.buffer"), Frame::Integer(0)),
+        (field("lua.caches"), Frame::Integer(0)),
+        (field("functions.caches"), Frame::Integer(200)),
+    ];
+    fields.extend(per_db);
+    fields.extend([
+        (field("overhead.total"), Frame::Integer(STARTUP)),
+        (field("keys.count"), Frame::Integer(keys)),
+        (
+            field("keys.bytes-per-key"),
+            Frame::Integer(if keys == 0 { 0 } else { dataset / keys }),
+        ),
+        (field("dataset.bytes"), Frame::Integer(dataset)),
+        (
+            field("dataset.percentage"),
+            Frame::Double(percent(dataset, total - STARTUP)),
+        ),
+        (field("peak.percentage"), Frame::Double(100.0)),
+        (field("allocator.allocated"), Frame::Integer(total)),
+        (field("allocator.active"), Frame::Integer(total)),
+        (field("allocator.resident"), Frame::Integer(total)),
+        (field("allocator-fragmentation.ratio"), Frame::Double(1.0)),
+        (field("allocator-fragmentation.bytes"), Frame::Integer(0)),
+        (field("allocator-rss.ratio"), Frame::Double(1.0)),
+        (field("allocator-rss.bytes"), Frame::Integer(0)),
+        (field("rss-overhead.ratio"), Frame::Double(1.0)),
+        (field("rss-overhead.bytes"), Frame::Integer(0)),
+        (field("fragmentation"), Frame::Double(1.0)),
+        (field("fragmentation.bytes"), Frame::Integer(0)),
+    ]);
+    Frame::Map(fields)
+}
+
+// ---- SLOWLOG, LATENCY, persistence, ROLE ----
+
+const SLOWLOG_HELP: &[&str] = &[
+    "SLOWLOG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "GET [<count>]",
+    "    Return top <count> entries from the slowlog (default: 10, -1 mean all).",
+    "    Entries are made of:",
+    "    id, timestamp, time in microseconds, arguments array, client IP and port,",
+    "    client name",
+    "LEN",
+    "    Return the length of the slowlog.",
+    "RESET",
+    "    Reset the slowlog.",
+    "HELP",
+    "    Prints this help.",
+];
+
+/// `SLOWLOG GET|LEN|RESET|HELP`. A command's duration is measured on the engine's clock, which
+/// stands still while a command runs: no command is ever slower than the threshold, so the log
+/// stays empty (as Redis's does for a fast server).
+fn slowlog_command(_cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let sub = args.next_bytes()?;
+    let name = subcommand("SLOWLOG", &["get", "len", "reset", "help"], args, sub)?;
+    match name {
+        "get" => {
+            if let Some(count) = args.next() {
+                match int(count) {
+                    Ok(n) if n >= -1 => {}
+                    _ => {
+                        return Err(Frame::error(
+                            "ERR count should be greater than or equal to -1",
+                        ));
+                    }
+                }
+            }
+            Ok(Frame::Array(Vec::new()))
+        }
+        "len" => Ok(Frame::Integer(0)),
+        "reset" => Ok(Frame::OK),
+        _ => Ok(help_reply(SLOWLOG_HELP)),
+    }
+}
+
+const LATENCY_HELP: &[&str] = &[
+    "LATENCY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "DOCTOR",
+    "    Return a human readable latency analysis report.",
+    "GRAPH <event>",
+    "    Return an ASCII latency graph for the <event> class.",
+    "HISTORY <event>",
+    "    Return time-latency samples for the <event> class.",
+    "LATEST",
+    "    Return the latest latency samples for all events.",
+    "RESET [<event> ...]",
+    "    Reset latency data of one or more <event> classes.",
+    "    (default: reset all data for all event classes)",
+    "HISTOGRAM [COMMAND ...]",
+    "    Return a cumulative distribution of latencies in the format of a histogram for the \
+     specified command names.",
+    "    If no commands are specified then all histograms are replied.",
+    "HELP",
+    "    Prints this help.",
+];
+
+/// `LATENCY`: the answers of a server whose latency monitor is off (its default), which has
+/// no samples; `HISTOGRAM` has none either (the fake keeps no per-command timings).
+fn latency_command(_cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let sub = args.next_bytes()?;
+    let name = subcommand(
+        "LATENCY",
+        &[
+            "doctor",
+            "graph",
+            "history",
+            "latest",
+            "reset",
+            "histogram",
+            "help",
+        ],
+        args,
+        sub,
+    )?;
+    match name {
+        "doctor" => Ok(Frame::text(
+            "I'm sorry, Dave, I can't do that. Latency monitoring is disabled in this Redis \
+             instance. You may use \"CONFIG SET latency-monitor-threshold <milliseconds>.\" in \
+             order to enable it. If we weren't in a deep space mission I'd suggest to take a \
+             look at https://redis.io/topics/latency-monitor.\n",
+        )),
+        "graph" => Err(super::error_echoing(&[
+            b"ERR No samples available for event '",
+            super::c_text(args.next_bytes()?, 128),
+            b"'",
+        ])),
+        "history" | "latest" => Ok(Frame::Array(Vec::new())),
+        "reset" => Ok(Frame::Integer(0)),
+        "histogram" => Ok(Frame::Map(Vec::new())),
+        _ => Ok(help_reply(LATENCY_HELP)),
+    }
+}
+
+/// The unix second of the last save: the server's start until `SAVE` or `BGSAVE` runs.
+fn lastsave_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
+    let started = cx.engine().started_at().div_euclid(1000);
+    Ok(Frame::Integer(
+        cx.server_state().last_save.unwrap_or(started),
+    ))
+}
+
+/// `SAVE`: the fake writes no file (its persistence is a fault-plan switch); it answers as a
+/// server whose save succeeded, and `LASTSAVE` moves.
+fn save_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
+    let now = cx.now.div_euclid(1000);
+    cx.server_state().last_save = Some(now);
+    Ok(Frame::OK)
+}
+
+/// `BGSAVE [SCHEDULE]`: as `SAVE`, with Redis's reply for a background save.
+fn bgsave_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    match args.next() {
+        None => {}
+        Some(a) if is(a, "schedule") && args.remaining() == 0 => {}
+        Some(_) => return Err(super::SYNTAX),
+    }
+    save_command(cx, args)?;
+    Ok(Frame::simple("Background saving started"))
+}
+
+fn bgrewriteaof_command(_cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
+    Ok(Frame::simple(
+        "Background append only file rewriting started",
+    ))
+}
+
+/// `ROLE`: a master at replication offset 0 with no replicas.
+fn role_command(_cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
+    Ok(Frame::Array(vec![
+        Frame::Bulk(Bytes::from_static(b"master")),
+        Frame::Integer(0),
+        Frame::Array(Vec::new()),
+    ]))
 }
 
 #[cfg(test)]
