@@ -11,6 +11,7 @@ use support::{argv, raw};
 /// What the test's redis-server forgets before each case.
 const RESET: &[&[&[u8]]] = &[
     &[b"FLUSHALL"],
+    &[b"CONFIG", b"SET", b"requirepass", b""],
     &[b"CONFIG", b"SET", b"maxmemory-policy", b"noeviction"],
     &[b"CONFIG", b"SET", b"hash-max-listpack-entries", b"512"],
     &[b"CONFIG", b"SET", b"hash-max-listpack-value", b"64"],
@@ -205,6 +206,58 @@ const SERVER_CASES: &[raw::Case] = &[
         &["LASTSAVE", "x"],
         &["BGSAVE", "x"],
     ],
+    &[
+        &["SET", "k", "v"],
+        &["SET", "t", "v", "EX", "100"],
+        &["MOVE", "k", "x"],
+        &["MOVE", "k", "99"],
+        &["MOVE", "k", "0"],
+        &["MOVE", "missing", "1"],
+        &["MOVE", "k", "1"],
+        &["MOVE", "t", "1"],
+        &["EXISTS", "k", "t"],
+        &["SELECT", "1"],
+        &["GET", "k"],
+        &["TTL", "t"],
+        &["SET", "k", "other"],
+        &["SELECT", "0"],
+        &["SET", "k", "again"],
+        &["MOVE", "k", "1"],
+        &["GET", "k"],
+        &["DEBUG", "SLEEP", "0"],
+        &["DEBUG", "JMAP"],
+        &["DEBUG"],
+    ],
+    &[
+        &["ACL", "WHOAMI"],
+        &["ACL", "USERS"],
+        &["ACL", "LIST"],
+        &["ACL", "GETUSER", "default"],
+        &["ACL", "GETUSER", "nobody"],
+        &["ACL", "CAT"],
+        &["ACL", "CAT", "bogus"],
+        &["ACL", "GENPASS", "0"],
+        &["ACL", "GENPASS", "4097"],
+        &["ACL", "GENPASS", "x"],
+        &["ACL", "LOG"],
+        &["ACL", "LOG", "x"],
+        &["ACL", "LOG", "RESET"],
+        &["ACL", "DRYRUN", "default", "GET", "k"],
+        &["ACL", "DRYRUN", "default", "bogus"],
+        &["ACL", "DRYRUN", "nobody", "GET", "k"],
+        &["ACL", "DRYRUN", "default", "GET"],
+        &["ACL", "SAVE"],
+        &["ACL", "LOAD"],
+        &["ACL", "HELP"],
+        &["ACL", "WHOAMI", "x"],
+        &["ACL", "BOGUS"],
+        &["ACL"],
+        &["CONFIG", "SET", "requirepass", "s3cret"],
+        &["ACL", "LIST"],
+        &["ACL", "GETUSER", "default"],
+        &["AUTH", "default", "s3cret"],
+        &["ACL", "WHOAMI"],
+    ],
 ];
 
 #[test]
@@ -217,6 +270,74 @@ fn server_commands_reply_as_redis_in_resp2() {
 fn server_commands_reply_as_redis_in_resp3() {
     let mismatches = raw::compare(SERVER_CASES, RESET, 3);
     assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+}
+
+/// A request for `name` with as many arguments as its arity asks, so that it reaches the
+/// authentication check (Redis checks the arity first, and a container command's subcommand:
+/// those get `HELP`).
+fn request_for(name: &[u8], arity: i64, container: bool) -> Vec<Vec<u8>> {
+    let argc = arity.unsigned_abs().max(1) as usize;
+    let mut argv = vec![name.to_vec()];
+    if container {
+        argv.push(b"help".to_vec());
+    }
+    argv.resize(argc.max(argv.len()), b"x".to_vec());
+    argv
+}
+
+#[test]
+fn with_requirepass_every_command_answers_an_unauthenticated_client_as_redis_does() {
+    let server = support::OwnServer::start_with(&["--requirepass".into(), "pw".into()]);
+    let mut engine = Engine::new(ManualClock::default());
+    let admin = engine.connect();
+    assert_eq!(
+        engine.execute(admin, &argv("CONFIG SET requirepass pw")),
+        Frame::OK
+    );
+    let Frame::Array(commands) = engine.execute(admin, &argv("COMMAND")) else {
+        panic!("COMMAND replies an array");
+    };
+    let mut mismatches = Vec::new();
+    let mut allowed = Vec::new();
+    for entry in &commands {
+        let Frame::Array(fields) = entry else {
+            panic!("a COMMAND entry is an array");
+        };
+        let (Some(Frame::Bulk(name)), Some(Frame::Integer(arity))) =
+            (fields.first(), fields.get(1))
+        else {
+            panic!("a COMMAND entry starts with its name and arity");
+        };
+        if &name[..] == b"quit" {
+            // It closes the connection; it needs no authentication on either server.
+            continue;
+        }
+        let container = matches!(fields.get(9), Some(Frame::Array(subs)) if !subs.is_empty());
+        let request = request_for(name, *arity, container);
+        let raw: Vec<&[u8]> = request.iter().map(|a| &a[..]).collect();
+        let want = raw::Real::connect(server.port).call(&raw);
+        let client = engine.connect();
+        let request: Vec<bytes::Bytes> = request.into_iter().map(bytes::Bytes::from).collect();
+        let mut got = bytes::BytesMut::new();
+        fake_redis::resp::encode(&engine.execute(client, &request), 2, &mut got);
+        if !want.starts_with(b"-NOAUTH") {
+            allowed.push(String::from_utf8_lossy(name).into_owned());
+        }
+        if got[..] != want[..] {
+            mismatches.push(format!(
+                "{}: redis {:?}, fake {:?}",
+                String::from_utf8_lossy(name),
+                String::from_utf8_lossy(&want),
+                String::from_utf8_lossy(&got)
+            ));
+        }
+    }
+    assert!(commands.len() > 150, "COMMAND lists the fake's commands");
+    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+    allowed.sort();
+    // Besides AUTH and RESET: DEBUG's refusal and EXEC's EXECABORT come before the check,
+    // and HELLO's own NOAUTH text starts with NOAUTH.
+    assert_eq!(allowed, ["auth", "debug", "exec", "reset"]);
 }
 
 #[test]

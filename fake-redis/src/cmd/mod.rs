@@ -12,6 +12,7 @@
 //!
 //! Lookup is allocation-free: the name is hashed case-insensitively and matched in a fixed index.
 
+mod acl;
 mod bitmaps;
 mod command_docs;
 mod config;
@@ -145,6 +146,7 @@ pub(crate) fn lookup(name: &[u8]) -> Option<&'static Spec> {
 }
 
 command_table! {
+    b"ACL" => acl::ACL,
     b"APPEND" => strings::APPEND,
     b"AUTH" => connection::AUTH,
     b"BITCOUNT" => bitmaps::BITCOUNT,
@@ -223,6 +225,8 @@ command_table! {
     b"MSETNX" => strings::MSETNX,
     b"MULTI" => transactions::MULTI,
     b"OBJECT" => server::OBJECT,
+    b"MOVE" => server::MOVE,
+    b"DEBUG" => server::DEBUG,
     b"MEMORY" => server::MEMORY,
     b"SLOWLOG" => server::SLOWLOG,
     b"LATENCY" => server::LATENCY,

@@ -23,6 +23,9 @@ pub(crate) static LASTSAVE: Spec = Spec::new("lastsave", 1, 0, lastsave_command)
 pub(crate) static SAVE: Spec = Spec::new("save", 1, 0, save_command);
 pub(crate) static BGSAVE: Spec = Spec::new("bgsave", -1, 0, bgsave_command);
 pub(crate) static BGREWRITEAOF: Spec = Spec::new("bgrewriteaof", 1, 0, bgrewriteaof_command);
+pub(crate) static MOVE: Spec = Spec::new("move", 3, super::WRITE, move_command);
+// Redis refuses it before it checks authentication; running it unauthenticated only refuses.
+pub(crate) static DEBUG: Spec = Spec::new("debug", -2, super::NO_AUTH, debug_command);
 pub(crate) static ROLE: Spec = Spec::new("role", 1, 0, role_command);
 
 /// The bits of [`Entry::encoding_marks`].
@@ -736,6 +739,49 @@ fn role_command(_cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
         Frame::Integer(0),
         Frame::Array(Vec::new()),
     ]))
+}
+
+/// `MOVE key db`: the key, its value and TTL, to database `db`; 0 when it is missing or `db`
+/// has the key already.
+fn move_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let key = args.next_bytes()?;
+    let db = args.next_int()?;
+    if !(0..crate::engine::DATABASES as i64).contains(&db) {
+        return Err(Frame::error("ERR DB index is out of range"));
+    }
+    let target = db as usize;
+    if target == cx.db {
+        return Err(Frame::error(
+            "ERR source and destination objects are the same",
+        ));
+    }
+    let now = cx.now;
+    if cx.lookup(key).is_none() || cx.keyspace_at(target).lookup(key, now).is_some() {
+        return Ok(Frame::Integer(0));
+    }
+    let Some(entry) = cx.keyspace().remove(key, now) else {
+        return Ok(Frame::Integer(0));
+    };
+    let deadline = entry.deadline();
+    cx.keyspace_at(target)
+        .insert(key, entry.value, deadline, now);
+    cx.keyspace().touch(key);
+    cx.keyspace_at(target).touch(key);
+    cx.notify(super::class::GENERIC, "move_from", key);
+    let source = std::mem::replace(&mut cx.db, target);
+    cx.notify(super::class::GENERIC, "move_to", key);
+    cx.db = source;
+    Ok(Frame::Integer(1))
+}
+
+/// `DEBUG`: refused, as Redis 7.0 refuses it by default (`enable-debug-command no`, which only
+/// a configuration file can change).
+fn debug_command(_cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
+    Err(Frame::error(
+        "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", \
+         you can run it from a local connection, otherwise you need to set this option in the \
+         configuration file, and then restart the server.",
+    ))
 }
 
 #[cfg(test)]
