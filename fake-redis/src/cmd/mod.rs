@@ -1,7 +1,8 @@
 //! The command table and what every command shares: name lookup, arity, flags, error texts.
 //!
 //! Each family lives in its own file (`keys`, `strings`, `hashes`, `lists`, `sets`, `zsets`, `sort`,
-//! `bitmaps`, `hyperloglog`, `pubsub`, `scripting`, `functions`, `transactions`, `connection`),
+//! `bitmaps`, `hyperloglog`, `pubsub`, `scripting`, `functions`, `transactions`, `connection`,
+//! `server` for `OBJECT`, `MEMORY` and the other server commands, `acl`),
 //! mini-redis style: a handler reads its arguments
 //! through one cursor ([`Args`](parse::Args), in `parse.rs`), a command with options parses them
 //! into a small struct first (`Set::parse`, `Expire::parse`) and then applies it; a simple one is a
