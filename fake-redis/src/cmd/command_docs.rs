@@ -274,7 +274,7 @@ fn command_command(_cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 }
 
 /// `COMMAND LIST [FILTERBY MODULE <name> | ACLCAT <category> | PATTERN <pattern>]`.
-fn list(args: &mut Args<'_>) -> Reply {
+pub(super) fn list(args: &mut Args<'_>) -> Reply {
     let names = all_names();
     if args.remaining() == 0 {
         return Ok(Frame::Array(names.into_iter().map(Frame::Bulk).collect()));

@@ -11,10 +11,10 @@
 //! What a parameter does in the fake: `requirepass` is the password new connections must `AUTH`
 //! with; `busy-reply-threshold` (alias `lua-time-limit`) is the engine's
 //! [`busy_reply_threshold_ms`](crate::engine::EngineConfig::busy_reply_threshold_ms);
-//! `notify-keyspace-events` turns keyspace notifications on. `maxmemory` stays 0: the fake does
-//! not evict, so a limit is refused with an error that says so. The others (persistence,
-//! replication, encodings, `hz`, `timeout`) are kept and shown but change nothing; the README
-//! lists them among the differences.
+//! `notify-keyspace-events` turns keyspace notifications on; the encoding thresholds decide
+//! `OBJECT ENCODING` (`server.rs`). `maxmemory` stays 0: the fake does not evict, so a limit is
+//! refused with an error that says so. The others (persistence, replication, `hz`, `timeout`)
+//! are kept and shown but change nothing; the README lists them among the differences.
 
 use super::{Args, Cx, Reply, Spec, unknown_subcommand};
 use crate::engine::glob::glob_match;
@@ -461,6 +461,7 @@ fn apply(cx: &mut Cx<'_>, param: &Param, value: String) {
         }
         _ => {}
     }
+    super::server::config_changed(cx, &canonical(param.name), &value);
     let config = cx.config_mut();
     config.settings.insert(canonical(param.name), value.clone());
     if param.name == "notify-keyspace-events" {

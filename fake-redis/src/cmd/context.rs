@@ -92,6 +92,11 @@ impl<'a> Cx<'a> {
         }
     }
 
+    /// What the server commands keep beside the keyspace (`cmd/server.rs`).
+    pub fn server_state(&mut self) -> &mut super::ServerState {
+        self.engine.server_state()
+    }
+
     /// Sets `notify-keyspace-events` (`CONFIG SET`).
     pub fn set_keyspace_events(&mut self, flags: u16) {
         self.engine.set_keyspace_events(flags);

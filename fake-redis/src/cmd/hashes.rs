@@ -156,6 +156,8 @@ fn hdel_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         return Ok(Frame::Integer(0));
     }
     let now = cx.now;
+    // A hash past its threshold stays a hash table when it shrinks.
+    super::server::note_shrink(cx, key);
     let Ok(hash) = write(cx, key) else {
         return Err(super::WRONGTYPE);
     };

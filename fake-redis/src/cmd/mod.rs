@@ -2,7 +2,7 @@
 //!
 //! Each family lives in its own file (`keys`, `strings`, `hashes`, `lists`, `sets`, `zsets`, `sort`,
 //! `bitmaps`, `hyperloglog`, `streams`, `geo`, `pubsub`, `scripting`, `functions`, `transactions`,
-//! `connection`),
+//! `connection`, `server` for `OBJECT`, `MEMORY` and the other server commands, `acl`),
 //! mini-redis style: a handler reads its arguments
 //! through one cursor ([`Args`](parse::Args), in `parse.rs`), a command with options parses them
 //! into a small struct first (`Set::parse`, `Expire::parse`) and then applies it; a simple one is a
@@ -13,6 +13,7 @@
 //!
 //! Lookup is allocation-free: the name is hashed case-insensitively and matched in a fixed index.
 
+mod acl;
 mod bitmaps;
 mod command_docs;
 mod config;
@@ -29,6 +30,7 @@ mod long_double;
 mod parse;
 mod pubsub;
 mod scripting;
+mod server;
 mod sets;
 mod sort;
 mod streams;
@@ -41,6 +43,7 @@ pub(crate) use context::{Caller, Cx};
 pub(crate) use parse::Args;
 #[cfg(feature = "lua")]
 pub(crate) use scripting::sha1_hex;
+pub(crate) use server::ServerState;
 
 use crate::engine::db::Value;
 use crate::resp::Frame;
@@ -146,6 +149,7 @@ pub(crate) fn lookup(name: &[u8]) -> Option<&'static Spec> {
 }
 
 command_table! {
+    b"ACL" => acl::ACL,
     b"APPEND" => strings::APPEND,
     b"AUTH" => connection::AUTH,
     b"BITCOUNT" => bitmaps::BITCOUNT,
@@ -223,6 +227,17 @@ command_table! {
     b"MSET" => strings::MSET,
     b"MSETNX" => strings::MSETNX,
     b"MULTI" => transactions::MULTI,
+    b"OBJECT" => server::OBJECT,
+    b"MOVE" => server::MOVE,
+    b"DEBUG" => server::DEBUG,
+    b"MEMORY" => server::MEMORY,
+    b"SLOWLOG" => server::SLOWLOG,
+    b"LATENCY" => server::LATENCY,
+    b"LASTSAVE" => server::LASTSAVE,
+    b"SAVE" => server::SAVE,
+    b"BGSAVE" => server::BGSAVE,
+    b"BGREWRITEAOF" => server::BGREWRITEAOF,
+    b"ROLE" => server::ROLE,
     b"PERSIST" => keys::PERSIST,
     b"PEXPIRE" => keys::PEXPIRE,
     b"PEXPIREAT" => keys::PEXPIREAT,
@@ -418,7 +433,10 @@ pub(crate) fn finish_aggregate_if<T: Aggregate>(cx: &mut Cx<'_>, key: &[u8], cha
         .is_some_and(T::is_empty)
     {
         db.remove(key, now);
+    } else if changed {
+        server::note_size(cx, key);
     }
+    let db = cx.keyspace();
     if changed {
         db.touch(key);
     }
@@ -434,11 +452,12 @@ pub(crate) fn store_or_delete(cx: &mut Cx<'_>, destination: &[u8], value: Option
         None => db.remove(destination, now).is_some(),
         Some(value) => {
             db.insert(destination, value, None, now);
+            server::note_size(cx, destination);
             true
         }
     };
     if changed {
-        db.touch(destination);
+        cx.keyspace().touch(destination);
     }
 }
 

@@ -100,6 +100,8 @@ fn sadd_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 
 fn srem_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let key = args.next_bytes()?;
+    // A set that went past the intset's limits stays a hash table when it shrinks.
+    super::server::note_shrink(cx, key);
     let Some(set) = write(cx, key, false)? else {
         return Ok(Frame::Integer(0));
     };

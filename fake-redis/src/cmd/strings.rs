@@ -454,6 +454,7 @@ fn append_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         }
     };
     db.touch(key);
+    super::server::note_raw(cx, key);
     cx.notify(super::class::STRING, "append", key);
     Ok(Frame::Integer(len as i64))
 }
@@ -526,6 +527,7 @@ fn setrange_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         _ => db.insert(key, Value::Str(Bytes::from(new)), None, now),
     }
     db.touch(key);
+    super::server::note_raw(cx, key);
     cx.notify(super::class::STRING, "setrange", key);
     Ok(Frame::Integer(len as i64))
 }

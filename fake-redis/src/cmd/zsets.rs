@@ -466,6 +466,8 @@ fn zincrby_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 
 fn zrem_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let key = args.next_bytes()?;
+    // A sorted set past the listpack's limits stays a skiplist when it shrinks.
+    super::server::note_shrink(cx, key);
     let Some(z) = write(cx, key, false)? else {
         return Ok(Frame::Integer(0));
     };

@@ -369,9 +369,22 @@ pub struct Entry {
     pub value: Value,
     deadline: Option<i64>,
     volatile_ix: u32,
+    /// Redis's `lru:24` and a byte of encoding history, in what would otherwise be the entry's
+    /// padding: the low 24 bits are the second of the last access ([`lru_clock`]), the high 8
+    /// the [`Entry::encoding_marks`] (`OBJECT ENCODING`, in `cmd/server.rs`).
+    meta: u32,
 }
 
 const NOT_VOLATILE: u32 = u32::MAX;
+
+/// Redis's `LRU_CLOCK_MAX`: the access clock counts seconds in 24 bits and wraps.
+pub(crate) const LRU_CLOCK_MAX: u32 = (1 << 24) - 1;
+
+/// Redis's LRU clock at `now` (unix ms): seconds, wrapped to 24 bits.
+#[inline]
+pub(crate) fn lru_clock(now: i64) -> u32 {
+    (now.div_euclid(1000) as u32) & LRU_CLOCK_MAX
+}
 
 impl Entry {
     /// The deadline, unix ms: the key exists through this millisecond and is gone after it.
@@ -382,6 +395,38 @@ impl Entry {
     /// Redis's `keyIsExpired`: strictly past the deadline.
     pub fn expired(&self, now: i64) -> bool {
         self.deadline.is_some_and(|d| now > d)
+    }
+
+    /// The LRU clock of the last access ([`lru_clock`]).
+    pub(crate) fn accessed(&self) -> u32 {
+        self.meta & LRU_CLOCK_MAX
+    }
+
+    /// Marks the entry accessed at `now`.
+    #[inline]
+    fn access(&mut self, now: i64) {
+        self.meta = (self.meta & !LRU_CLOCK_MAX) | lru_clock(now);
+    }
+
+    /// The value's encoding history (bits chosen by `cmd/server.rs`): Redis converts a value to
+    /// a larger encoding and never back, so what it went through decides `OBJECT ENCODING`.
+    pub(crate) fn encoding_marks(&self) -> u8 {
+        (self.meta >> 24) as u8
+    }
+
+    /// Adds `marks` to [`Entry::encoding_marks`].
+    pub(crate) fn mark_encoding(&mut self, marks: u8) {
+        self.meta |= u32::from(marks) << 24;
+    }
+
+    /// A fresh entry, accessed at `now`.
+    fn new(value: Value, deadline: Option<i64>, now: i64) -> Entry {
+        Entry {
+            value,
+            deadline,
+            volatile_ix: NOT_VOLATILE,
+            meta: lru_clock(now),
+        }
     }
 }
 
@@ -588,7 +633,11 @@ impl Db {
                 expire(occupied, volatile, watches, stats);
                 None
             }
-            Ok(occupied) => Some(&mut occupied.into_mut().entry),
+            Ok(occupied) => {
+                let entry = &mut occupied.into_mut().entry;
+                entry.access(now);
+                Some(entry)
+            }
         }
     }
 
@@ -623,11 +672,7 @@ impl Db {
     /// [`Db::insert`] with the key's hash already computed.
     pub fn insert_h(&mut self, key: &[u8], h: u64, value: Value, deadline: Option<i64>, now: i64) {
         self.journal_before(key, now);
-        let entry = Entry {
-            value,
-            deadline,
-            volatile_ix: NOT_VOLATILE,
-        };
+        let entry = Entry::new(value, deadline, now);
         let Db {
             table,
             volatile,
@@ -742,11 +787,7 @@ impl Db {
         if self.journal.is_some() {
             return self.insert_h(key, h, value, None, now);
         }
-        let entry = Entry {
-            value,
-            deadline: None,
-            volatile_ix: NOT_VOLATILE,
-        };
+        let entry = Entry::new(value, None, now);
         note_layout(&self.table, &mut self.layout_epoch);
         self.table.insert_unique(
             h,

@@ -290,6 +290,8 @@ pub struct Engine {
     /// Runs the commands a driver queued in a transaction that the engine does not know (the TCP
     /// server's `FAKE.*`), when `EXEC` reaches them.
     queued_foreign: Option<ForeignCommands>,
+    /// What the server commands keep beside the keyspace (`cmd/server.rs`).
+    server: crate::cmd::ServerState,
 }
 
 /// How a driver runs, at `EXEC`, the commands of its own it queued in a client's transaction: the
@@ -342,6 +344,7 @@ impl Engine {
             started_at: now,
             lock_scripts_on_lua: false,
             queued_foreign: None,
+            server: crate::cmd::ServerState::default(),
         }
     }
 
@@ -363,6 +366,11 @@ impl Engine {
     /// The configuration, for `CONFIG SET`.
     pub(crate) fn config_mut(&mut self) -> &mut EngineConfig {
         &mut self.config
+    }
+
+    /// What the server commands keep beside the keyspace (`cmd/server.rs`).
+    pub(crate) fn server_state(&mut self) -> &mut crate::cmd::ServerState {
+        &mut self.server
     }
 
     /// Forgets the statistics `INFO` reports (`CONFIG RESETSTAT`).

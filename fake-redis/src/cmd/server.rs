@@ -1,0 +1,797 @@
+//! The server commands a test suite calls around its data: `OBJECT`, and the state they read
+//! that no keyspace holds (the encoding thresholds `CONFIG SET` changes).
+//!
+//! `OBJECT ENCODING` answers what Redis 7.0 would have chosen for the value, not what the fake
+//! stores: the fake keeps every collection in one Rust structure, and Redis picks a compact
+//! encoding (`listpack`, `intset`, `embstr`, `int`) while a value is small and converts it, once
+//! and for good, when it grows past a threshold. So the answer is worked out from the value's
+//! contents, the thresholds in force, and what the value went through: an entry keeps a byte of
+//! encoding history ([`Entry::encoding_marks`]) that the writes which can shrink a value set
+//! before it shrinks. `OBJECT IDLETIME` reads the entry's 24-bit access clock, Redis's own
+//! `lru` field, counted on the engine's clock.
+
+use super::{Args, Cx, Reply, Spec, int, is, unknown_subcommand};
+use crate::engine::db::{Entry, LRU_CLOCK_MAX, Value, lru_clock};
+use crate::resp::Frame;
+use bytes::Bytes;
+
+pub(crate) static OBJECT: Spec = Spec::new("object", -2, 0, object_command);
+pub(crate) static MEMORY: Spec = Spec::new("memory", -2, 0, memory_command);
+pub(crate) static SLOWLOG: Spec = Spec::new("slowlog", -2, 0, slowlog_command);
+pub(crate) static LATENCY: Spec = Spec::new("latency", -2, 0, latency_command);
+pub(crate) static LASTSAVE: Spec = Spec::new("lastsave", 1, 0, lastsave_command);
+pub(crate) static SAVE: Spec = Spec::new("save", 1, 0, save_command);
+pub(crate) static BGSAVE: Spec = Spec::new("bgsave", -1, 0, bgsave_command);
+pub(crate) static BGREWRITEAOF: Spec = Spec::new("bgrewriteaof", 1, 0, bgrewriteaof_command);
+pub(crate) static MOVE: Spec = Spec::new("move", 3, super::WRITE, move_command);
+// Redis refuses it before it checks authentication; running it unauthenticated only refuses.
+pub(crate) static DEBUG: Spec = Spec::new("debug", -2, super::NO_AUTH, debug_command);
+pub(crate) static ROLE: Spec = Spec::new("role", 1, 0, role_command);
+
+/// The bits of [`Entry::encoding_marks`].
+pub(crate) mod marks {
+    /// A collection converted to its large encoding (`hashtable`, `skiplist`).
+    pub const CONVERTED: u8 = 1;
+    /// A string built in place (`APPEND`, `SETRANGE`): Redis keeps it `raw` whatever its size.
+    pub const RAW: u8 = 2;
+}
+
+/// The encoding thresholds of Redis 7.0 (`CONFIG SET` changes them): past them a value converts.
+#[derive(Clone, Debug)]
+pub(crate) struct Encodings {
+    /// `hash-max-listpack-entries`.
+    pub hash_entries: usize,
+    /// `hash-max-listpack-value`.
+    pub hash_value: usize,
+    /// `zset-max-listpack-entries`.
+    pub zset_entries: usize,
+    /// `zset-max-listpack-value`.
+    pub zset_value: usize,
+    /// `set-max-intset-entries`.
+    pub set_intset_entries: usize,
+}
+
+impl Default for Encodings {
+    fn default() -> Encodings {
+        // Redis 7.0.15's defaults, as `CONFIG GET` shows them.
+        Encodings {
+            hash_entries: 512,
+            hash_value: 64,
+            zset_entries: 128,
+            zset_value: 64,
+            set_intset_entries: 512,
+        }
+    }
+}
+
+/// What the server commands keep beside the keyspace.
+#[derive(Debug, Default)]
+pub(crate) struct ServerState {
+    /// The encoding thresholds.
+    pub encodings: Encodings,
+    /// When `SAVE` or `BGSAVE` last ran (unix seconds); None: since the server started.
+    pub last_save: Option<i64>,
+}
+
+/// Follows a `CONFIG SET` of a parameter this file reads (by canonical name).
+pub(crate) fn config_changed(cx: &mut Cx<'_>, name: &str, value: &str) {
+    let Ok(n) = value.parse::<usize>() else {
+        return;
+    };
+    let e = &mut cx.server_state().encodings;
+    match name {
+        "hash-max-listpack-entries" => e.hash_entries = n,
+        "hash-max-listpack-value" => e.hash_value = n,
+        "zset-max-listpack-entries" => e.zset_entries = n,
+        "zset-max-listpack-value" => e.zset_value = n,
+        "set-max-intset-entries" => e.set_intset_entries = n,
+        _ => {}
+    }
+}
+
+/// After a write that may have grown the collection at `key`: marks it converted when its size
+/// is past its threshold, so it stays converted after it shrinks. Only the count is checked
+/// here (constant time on every write); the sizes and kinds of members are read when `OBJECT`
+/// asks.
+pub(crate) fn note_size(cx: &mut Cx<'_>, entry_key: &[u8]) {
+    let e = cx.server_state().encodings.clone();
+    let Some(entry) = cx.lookup(entry_key) else {
+        return;
+    };
+    let over = match &entry.value {
+        Value::Hash(h) => h.len() > e.hash_entries,
+        Value::Set(s) => s.len() > e.set_intset_entries,
+        Value::ZSet(z) => z.len() > e.zset_entries,
+        Value::Str(_) | Value::List(_) => false,
+    };
+    if over {
+        entry.mark_encoding(marks::CONVERTED);
+    }
+}
+
+/// Before a removal from the collection at `key`: marks it converted when it is past any of its
+/// thresholds (count, member sizes, a set's non-integer member), so it keeps the large encoding
+/// after the removal, as Redis's does. Reads every member: only removals (`HDEL`, `SREM`,
+/// `ZREM`) pay for it.
+pub(crate) fn note_shrink(cx: &mut Cx<'_>, key: &[u8]) {
+    let e = cx.server_state().encodings.clone();
+    let Some(entry) = cx.lookup(key) else {
+        return;
+    };
+    if matches!(encoding(entry, &e), "hashtable" | "skiplist") {
+        entry.mark_encoding(marks::CONVERTED);
+    }
+}
+
+/// Marks the string at `key` as built in place (`raw` from now on).
+pub(crate) fn note_raw(cx: &mut Cx<'_>, key: &[u8]) {
+    if let Some(entry) = cx.lookup(key) {
+        entry.mark_encoding(marks::RAW);
+    }
+}
+
+/// Redis's `OBJ_ENCODING_EMBSTR_SIZE_LIMIT`.
+const EMBSTR_SIZE_LIMIT: usize = 44;
+/// Redis's `OBJ_SHARED_INTEGERS`: integers below it are one shared object.
+const SHARED_INTEGERS: i64 = 10_000;
+/// Redis's `OBJ_SHARED_REFCOUNT`.
+const SHARED_REFCOUNT: i64 = i32::MAX as i64;
+
+/// A string's value as Redis's `tryObjectEncoding` reads it: an integer when it is one (at most
+/// 20 bytes, canonical).
+fn as_int(s: &[u8]) -> Option<i64> {
+    if s.len() > 20 {
+        return None;
+    }
+    int(s).ok()
+}
+
+/// The name `OBJECT ENCODING` gives the value of `entry`.
+fn encoding(entry: &Entry, e: &Encodings) -> &'static str {
+    let converted = entry.encoding_marks() & marks::CONVERTED != 0;
+    match &entry.value {
+        Value::Str(s) => {
+            // HyperLogLogs are made as raw strings and edited in place.
+            if entry.encoding_marks() & marks::RAW != 0 || s.starts_with(b"HYLL") {
+                "raw"
+            } else if as_int(s).is_some() {
+                "int"
+            } else if s.len() <= EMBSTR_SIZE_LIMIT {
+                "embstr"
+            } else {
+                "raw"
+            }
+        }
+        Value::List(_) => "quicklist",
+        Value::Hash(h) => {
+            let big = converted
+                || h.len() > e.hash_entries
+                || h.iter()
+                    .any(|(f, v)| f.len() > e.hash_value || v.len() > e.hash_value);
+            if big { "hashtable" } else { "listpack" }
+        }
+        Value::Set(s) => {
+            let big = converted
+                || s.len() > e.set_intset_entries
+                || s.iter().any(|m| as_int(m).is_none());
+            if big { "hashtable" } else { "intset" }
+        }
+        Value::ZSet(z) => {
+            let big = converted
+                || z.len() > e.zset_entries
+                || z.iter().any(|(_, m)| m.len() > e.zset_value);
+            if big { "skiplist" } else { "listpack" }
+        }
+    }
+}
+
+/// Whether `maxmemory-policy` is one of the LFU policies (then Redis tracks frequency, not idle
+/// time, in the same 24 bits).
+fn lfu_policy(cx: &Cx<'_>) -> bool {
+    cx.engine()
+        .config()
+        .settings
+        .get("maxmemory-policy")
+        .is_some_and(|p| p.ends_with("-lfu"))
+}
+
+const OBJECT_HELP: &[&str] = &[
+    "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "ENCODING <key>",
+    "    Return the kind of internal representation used in order to store the value",
+    "    associated with a <key>.",
+    "FREQ <key>",
+    "    Return the access frequency index of the <key>. The returned integer is",
+    "    proportional to the logarithm of the recent access frequency of the key.",
+    "IDLETIME <key>",
+    "    Return the idle time of the <key>, that is the approximated number of",
+    "    seconds elapsed since the last access to the key.",
+    "REFCOUNT <key>",
+    "    Return the number of references of the value associated with the specified",
+    "    <key>.",
+    "HELP",
+    "    Prints this help.",
+];
+
+/// A help reply: one status line each.
+pub(crate) fn help_reply(lines: &[&'static str]) -> Frame {
+    Frame::Array(lines.iter().map(|&l| Frame::simple(l)).collect())
+}
+
+/// The subcommand of a container command (`OBJECT`, `MEMORY`, ...), lowercased, after checking
+/// it is one of `known` and has its arity: Redis's unknown-subcommand error first, then the
+/// subcommand's arity error.
+pub(crate) fn subcommand(
+    container: &str,
+    known: &[&'static str],
+    args: &Args<'_>,
+    sub: &[u8],
+) -> Result<&'static str, Frame> {
+    let Some(name) = known.iter().copied().find(|k| is(sub, k)) else {
+        return Err(unknown_subcommand(container, sub));
+    };
+    let full = format!("{}|{name}", container.to_ascii_lowercase());
+    super::command_docs::check_subcommand_arity(&full, args.remaining() + 2)?;
+    Ok(name)
+}
+
+/// `OBJECT ENCODING|FREQ|IDLETIME|REFCOUNT <key>` and `OBJECT HELP`.
+fn object_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let sub = args.next_bytes()?;
+    let name = subcommand(
+        "OBJECT",
+        &["encoding", "freq", "idletime", "refcount", "help"],
+        args,
+        sub,
+    )?;
+    if name == "help" {
+        return Ok(help_reply(OBJECT_HELP));
+    }
+    let key = args.next_bytes()?;
+    let now = cx.now;
+    let lfu = lfu_policy(cx);
+    let encodings = cx.server_state().encodings.clone();
+    // Redis looks the key up without touching its access time.
+    let Some(entry) = cx.keyspace().peek(key, now) else {
+        return Ok(Frame::Null);
+    };
+    match name {
+        "encoding" => Ok(Frame::Bulk(Bytes::from_static(
+            encoding(entry, &encodings).as_bytes(),
+        ))),
+        "refcount" => {
+            let shared = matches!(&entry.value, Value::Str(s)
+                if encoding(entry, &encodings) == "int"
+                    && as_int(s).is_some_and(|n| (0..SHARED_INTEGERS).contains(&n)));
+            Ok(Frame::Integer(if shared { SHARED_REFCOUNT } else { 1 }))
+        }
+        "idletime" => {
+            if lfu {
+                return Err(Frame::error(
+                    "ERR An LFU maxmemory policy is selected, idle time not tracked. Please \
+                     note that when switching between policies at runtime LRU and LFU data \
+                     will take some time to adjust.",
+                ));
+            }
+            // Redis's `estimateObjectIdleTime`, in seconds: the clock wraps at 24 bits.
+            let (clock, at) = (lru_clock(now), entry.accessed());
+            let idle = if clock >= at {
+                clock - at
+            } else {
+                clock + (LRU_CLOCK_MAX - at)
+            };
+            Ok(Frame::Integer(i64::from(idle)))
+        }
+        _ => {
+            if !lfu {
+                return Err(Frame::error(
+                    "ERR An LFU maxmemory policy is not selected, access frequency not \
+                     tracked. Please note that when switching between policies at runtime LRU \
+                     and LFU data will take some time to adjust.",
+                ));
+            }
+            // The fake counts no frequency: every key reads as a new one does (`LFU_INIT_VAL`).
+            Ok(Frame::Integer(5))
+        }
+    }
+}
+
+// ---- MEMORY ----
+
+/// The size jemalloc (Redis's allocator) gives a request of `n` bytes: its size classes are
+/// 8, then multiples of 16 up to 128, then four classes per doubling.
+fn jemalloc(n: usize) -> usize {
+    if n <= 8 {
+        return 8;
+    }
+    if n <= 128 {
+        return n.div_ceil(16) * 16;
+    }
+    let lg = usize::BITS - (n - 1).leading_zeros() - 1;
+    let delta = 1usize << (lg - 2);
+    n.div_ceil(delta) * delta
+}
+
+/// The allocation of an sds string of `len` bytes: its header (by Redis's `sdsReqType`), the
+/// bytes and the NUL.
+fn sds(len: usize) -> usize {
+    let header = match len {
+        0..32 => 1,
+        32..256 => 3,
+        256..65_536 => 5,
+        _ => 9,
+    };
+    jemalloc(header + len + 1)
+}
+
+/// `sizeof(robj)`.
+const ROBJ: usize = 16;
+/// `sizeof(dictEntry)`.
+const DICT_ENTRY: usize = 24;
+/// `sizeof(dict)`.
+const DICT: usize = 56;
+
+/// The bytes one element takes in a listpack: its encoding, its data and its back length.
+fn listpack_entry(e: &[u8]) -> usize {
+    let body = match as_int(e) {
+        Some(n) if (0..=127).contains(&n) => 1,
+        Some(n) if (-4096..4096).contains(&n) => 2,
+        Some(n) if i16::try_from(n).is_ok() => 3,
+        Some(n) if (-(1 << 23)..(1 << 23)).contains(&n) => 4,
+        Some(n) if i32::try_from(n).is_ok() => 5,
+        Some(_) => 9,
+        None if e.len() < 64 => 1 + e.len(),
+        None if e.len() < 4096 => 2 + e.len(),
+        None => 5 + e.len(),
+    };
+    let back = match body {
+        0..128 => 1,
+        128..16_384 => 2,
+        16_384..2_097_152 => 3,
+        2_097_152..268_435_456 => 4,
+        _ => 5,
+    };
+    body + back
+}
+
+/// A listpack of these elements: its header, entries and end byte.
+fn listpack<'a>(elements: impl Iterator<Item = &'a [u8]>) -> usize {
+    jemalloc(6 + elements.map(listpack_entry).sum::<usize>() + 1)
+}
+
+/// The slots of a dict of `n` entries (a power of two, at least 4).
+fn dict_slots(n: usize) -> usize {
+    n.next_power_of_two().max(4)
+}
+
+/// A score as a listpack holds it: Redis's `d2string` (an integer when it is one).
+fn score_text(score: f64) -> Vec<u8> {
+    if score.fract() == 0.0 && score.abs() < 1e17 {
+        format!("{}", score as i64).into_bytes()
+    } else {
+        // `%.17g`: Rust's shortest round-trip text is at most as long, close enough for a size.
+        format!("{score}").into_bytes()
+    }
+}
+
+/// Redis's sampled average: the first `samples` elements' sizes (all of them when 0), times
+/// the count.
+fn sampled(sizes: impl Iterator<Item = usize>, len: usize, samples: usize) -> usize {
+    let take = if samples == 0 { len } else { samples.min(len) };
+    let total: usize = sizes.take(take).sum();
+    total.checked_div(take).map_or(0, |each| each * len)
+}
+
+/// Redis's `objectComputeSize` for `value`, encoded as `OBJECT ENCODING` says.
+fn value_size(entry: &Entry, e: &Encodings, samples: usize) -> usize {
+    let encoding = encoding(entry, e);
+    match &entry.value {
+        Value::Str(s) => match encoding {
+            "int" => ROBJ,
+            "embstr" => jemalloc(ROBJ + 3 + s.len() + 1),
+            _ => ROBJ + sds(s.len()),
+        },
+        Value::List(l) => {
+            // One quicklist node per 8 kB of listpack (`list-max-listpack-size -2`).
+            let bytes: usize = l.iter().map(|x| listpack_entry(x)).sum();
+            let nodes = bytes.div_ceil(8192).max(1);
+            ROBJ + 40 + nodes * (40 + jemalloc(6 + bytes / nodes + 1))
+        }
+        Value::Hash(h) => {
+            if encoding == "listpack" {
+                ROBJ + listpack(h.iter().flat_map(|(f, v)| [&f[..], &v[..]]))
+            } else {
+                let each = h
+                    .iter()
+                    .map(|(f, v)| DICT_ENTRY + sds(f.len()) + sds(v.len()));
+                ROBJ + DICT + 8 * dict_slots(h.len()) + sampled(each, h.len(), samples)
+            }
+        }
+        Value::Set(set) => {
+            if encoding == "intset" {
+                let width = set
+                    .iter()
+                    .filter_map(|m| as_int(m))
+                    .map(|n| {
+                        if i16::try_from(n).is_ok() {
+                            2
+                        } else if i32::try_from(n).is_ok() {
+                            4
+                        } else {
+                            8
+                        }
+                    })
+                    .max()
+                    .unwrap_or(2);
+                ROBJ + jemalloc(8 + width * set.len())
+            } else {
+                let each = set.iter().map(|m| DICT_ENTRY + sds(m.len()));
+                ROBJ + DICT + 8 * dict_slots(set.len()) + sampled(each, set.len(), samples)
+            }
+        }
+        Value::ZSet(z) => {
+            if encoding == "listpack" {
+                let texts: Vec<(Vec<u8>, &[u8])> =
+                    z.iter().map(|(s, m)| (score_text(s), &m[..])).collect();
+                ROBJ + listpack(texts.iter().flat_map(|(s, m)| [*m, &s[..]]))
+            } else {
+                // The zset, its skiplist and dict, the skiplist's 32-level header, and per
+                // member its sds and a node of one level (the most likely).
+                let each = z.iter().map(|(_, m)| sds(m.len()) + jemalloc(24 + 16));
+                ROBJ + 16
+                    + 32
+                    + DICT
+                    + 8 * dict_slots(z.len())
+                    + jemalloc(24 + 32 * 16)
+                    + sampled(each, z.len(), samples)
+            }
+        }
+    }
+}
+
+const MEMORY_HELP: &[&str] = &[
+    "MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "DOCTOR",
+    "    Return memory problems reports.",
+    "MALLOC-STATS",
+    "    Return internal statistics report from the memory allocator.",
+    "PURGE",
+    "    Attempt to purge dirty pages for reclamation by the allocator.",
+    "STATS",
+    "    Return information about the memory usage of the server.",
+    "USAGE <key> [SAMPLES <count>]",
+    "    Return memory in bytes used by <key> and its value. Nested values are",
+    "    sampled up to <count> times (default: 5, 0 means sample all).",
+    "HELP",
+    "    Prints this help.",
+];
+
+/// `MEMORY USAGE|STATS|DOCTOR|MALLOC-STATS|PURGE|HELP`. USAGE is Redis's own sum (the value as
+/// Redis would encode it, its key's sds, its dict entry) over jemalloc's size classes: exact for
+/// small values, close for large ones (a skiplist's levels are random in Redis, one here).
+fn memory_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let sub = args.next_bytes()?;
+    let name = subcommand(
+        "MEMORY",
+        &["usage", "stats", "doctor", "malloc-stats", "purge", "help"],
+        args,
+        sub,
+    )?;
+    match name {
+        "help" => Ok(help_reply(MEMORY_HELP)),
+        "usage" => {
+            let key = args.next_bytes()?;
+            let mut samples = 5;
+            while let Some(option) = args.next() {
+                if is(option, "samples") && args.remaining() > 0 {
+                    let n = args.next_int()?;
+                    if n < 0 {
+                        return Err(super::SYNTAX);
+                    }
+                    samples = if n == 0 { 0 } else { n as usize };
+                } else {
+                    return Err(super::SYNTAX);
+                }
+            }
+            let (now, e) = (cx.now, cx.server_state().encodings.clone());
+            let Some(entry) = cx.keyspace().peek(key, now) else {
+                return Ok(Frame::Null);
+            };
+            let size = value_size(entry, &e, samples) + sds(key.len()) + DICT_ENTRY;
+            Ok(Frame::Integer(size as i64))
+        }
+        "doctor" => Ok(Frame::text(
+            "Hi Sam, this instance is empty or is using very little memory, my issues detector \
+             can't be used in these conditions. Please, leave for your mission on Earth and \
+             fill it with some data. The new Sam and I will be back to our programming as soon \
+             as I finished rebooting.",
+        )),
+        "malloc-stats" => Ok(Frame::text("Stats not supported for the current allocator")),
+        "purge" => Ok(Frame::OK),
+        _ => Ok(memory_stats(cx)),
+    }
+}
+
+/// `MEMORY STATS`: Redis 7.0's fields, from the fake's key counts; the allocator's figures are
+/// those of a server that has allocated nothing past its start.
+fn memory_stats(cx: &mut Cx<'_>) -> Frame {
+    const STARTUP: i64 = 876_096;
+    let now = cx.now;
+    let e = cx.server_state().encodings.clone();
+    let field = |k: &'static str| Frame::Bulk(Bytes::from_static(k.as_bytes()));
+    let mut dataset = 0i64;
+    let mut keys = 0i64;
+    let mut per_db = Vec::new();
+    for (i, db) in cx.keyspaces().iter().enumerate() {
+        if db.len() == 0 {
+            continue;
+        }
+        keys += db.len() as i64;
+        for (key, entry) in db.live_entries(now) {
+            dataset += (value_size(&entry, &e, 5) + sds(key.len()) + DICT_ENTRY) as i64;
+        }
+        per_db.push((
+            Frame::Bulk(Bytes::from(format!("db.{i}"))),
+            Frame::Map(vec![
+                (
+                    field("overhead.hashtable.main"),
+                    Frame::Integer((8 * dict_slots(db.len()) + DICT) as i64),
+                ),
+                (
+                    field("overhead.hashtable.expires"),
+                    Frame::Integer(if db.volatile_len() > 0 {
+                        (8 * dict_slots(db.volatile_len()) + DICT) as i64
+                    } else {
+                        0
+                    }),
+                ),
+                (field("overhead.hashtable.slot-to-keys"), Frame::Integer(0)),
+            ]),
+        ));
+    }
+    let total = STARTUP + dataset;
+    let percent = |a: i64, b: i64| {
+        if b == 0 {
+            0.0
+        } else {
+            a as f64 * 100.0 / b as f64
+        }
+    };
+    let mut fields = vec![
+        (field("peak.allocated"), Frame::Integer(total)),
+        (field("total.allocated"), Frame::Integer(total)),
+        (field("startup.allocated"), Frame::Integer(STARTUP)),
+        (field("replication.backlog"), Frame::Integer(0)),
+        (field("clients.slaves"), Frame::Integer(0)),
+        (field("clients.normal"), Frame::Integer(0)),
+        (field("cluster.links"), Frame::Integer(0)),
+        (field("aof.buffer"), Frame::Integer(0)),
+        (field("lua.caches"), Frame::Integer(0)),
+        (field("functions.caches"), Frame::Integer(200)),
+    ];
+    fields.extend(per_db);
+    fields.extend([
+        (field("overhead.total"), Frame::Integer(STARTUP)),
+        (field("keys.count"), Frame::Integer(keys)),
+        (
+            field("keys.bytes-per-key"),
+            Frame::Integer(if keys == 0 { 0 } else { dataset / keys }),
+        ),
+        (field("dataset.bytes"), Frame::Integer(dataset)),
+        (
+            field("dataset.percentage"),
+            Frame::Double(percent(dataset, total - STARTUP)),
+        ),
+        (field("peak.percentage"), Frame::Double(100.0)),
+        (field("allocator.allocated"), Frame::Integer(total)),
+        (field("allocator.active"), Frame::Integer(total)),
+        (field("allocator.resident"), Frame::Integer(total)),
+        (field("allocator-fragmentation.ratio"), Frame::Double(1.0)),
+        (field("allocator-fragmentation.bytes"), Frame::Integer(0)),
+        (field("allocator-rss.ratio"), Frame::Double(1.0)),
+        (field("allocator-rss.bytes"), Frame::Integer(0)),
+        (field("rss-overhead.ratio"), Frame::Double(1.0)),
+        (field("rss-overhead.bytes"), Frame::Integer(0)),
+        (field("fragmentation"), Frame::Double(1.0)),
+        (field("fragmentation.bytes"), Frame::Integer(0)),
+    ]);
+    Frame::Map(fields)
+}
+
+// ---- SLOWLOG, LATENCY, persistence, ROLE ----
+
+const SLOWLOG_HELP: &[&str] = &[
+    "SLOWLOG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "GET [<count>]",
+    "    Return top <count> entries from the slowlog (default: 10, -1 mean all).",
+    "    Entries are made of:",
+    "    id, timestamp, time in microseconds, arguments array, client IP and port,",
+    "    client name",
+    "LEN",
+    "    Return the length of the slowlog.",
+    "RESET",
+    "    Reset the slowlog.",
+    "HELP",
+    "    Prints this help.",
+];
+
+/// `SLOWLOG GET|LEN|RESET|HELP`. A command's duration is measured on the engine's clock, which
+/// stands still while a command runs: no command is ever slower than the threshold, so the log
+/// stays empty (as Redis's does for a fast server).
+fn slowlog_command(_cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let sub = args.next_bytes()?;
+    let name = subcommand("SLOWLOG", &["get", "len", "reset", "help"], args, sub)?;
+    match name {
+        "get" => {
+            if let Some(count) = args.next() {
+                match int(count) {
+                    Ok(n) if n >= -1 => {}
+                    _ => {
+                        return Err(Frame::error(
+                            "ERR count should be greater than or equal to -1",
+                        ));
+                    }
+                }
+            }
+            Ok(Frame::Array(Vec::new()))
+        }
+        "len" => Ok(Frame::Integer(0)),
+        "reset" => Ok(Frame::OK),
+        _ => Ok(help_reply(SLOWLOG_HELP)),
+    }
+}
+
+const LATENCY_HELP: &[&str] = &[
+    "LATENCY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "DOCTOR",
+    "    Return a human readable latency analysis report.",
+    "GRAPH <event>",
+    "    Return an ASCII latency graph for the <event> class.",
+    "HISTORY <event>",
+    "    Return time-latency samples for the <event> class.",
+    "LATEST",
+    "    Return the latest latency samples for all events.",
+    "RESET [<event> ...]",
+    "    Reset latency data of one or more <event> classes.",
+    "    (default: reset all data for all event classes)",
+    "HISTOGRAM [COMMAND ...]",
+    "    Return a cumulative distribution of latencies in the format of a histogram for the \
+     specified command names.",
+    "    If no commands are specified then all histograms are replied.",
+    "HELP",
+    "    Prints this help.",
+];
+
+/// `LATENCY`: the answers of a server whose latency monitor is off (its default), which has
+/// no samples; `HISTOGRAM` has none either (the fake keeps no per-command timings).
+fn latency_command(_cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let sub = args.next_bytes()?;
+    let name = subcommand(
+        "LATENCY",
+        &[
+            "doctor",
+            "graph",
+            "history",
+            "latest",
+            "reset",
+            "histogram",
+            "help",
+        ],
+        args,
+        sub,
+    )?;
+    match name {
+        "doctor" => Ok(Frame::text(
+            "I'm sorry, Dave, I can't do that. Latency monitoring is disabled in this Redis \
+             instance. You may use \"CONFIG SET latency-monitor-threshold <milliseconds>.\" in \
+             order to enable it. If we weren't in a deep space mission I'd suggest to take a \
+             look at https://redis.io/topics/latency-monitor.\n",
+        )),
+        "graph" => Err(super::error_echoing(&[
+            b"ERR No samples available for event '",
+            super::c_text(args.next_bytes()?, 128),
+            b"'",
+        ])),
+        "history" | "latest" => Ok(Frame::Array(Vec::new())),
+        "reset" => Ok(Frame::Integer(0)),
+        "histogram" => Ok(Frame::Map(Vec::new())),
+        _ => Ok(help_reply(LATENCY_HELP)),
+    }
+}
+
+/// The unix second of the last save: the server's start until `SAVE` or `BGSAVE` runs.
+fn lastsave_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
+    let started = cx.engine().started_at().div_euclid(1000);
+    Ok(Frame::Integer(
+        cx.server_state().last_save.unwrap_or(started),
+    ))
+}
+
+/// `SAVE`: the fake writes no file (its persistence is a fault-plan switch); it answers as a
+/// server whose save succeeded, and `LASTSAVE` moves.
+fn save_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
+    let now = cx.now.div_euclid(1000);
+    cx.server_state().last_save = Some(now);
+    Ok(Frame::OK)
+}
+
+/// `BGSAVE [SCHEDULE]`: as `SAVE`, with Redis's reply for a background save.
+fn bgsave_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    match args.next() {
+        None => {}
+        Some(a) if is(a, "schedule") && args.remaining() == 0 => {}
+        Some(_) => return Err(super::SYNTAX),
+    }
+    save_command(cx, args)?;
+    Ok(Frame::simple("Background saving started"))
+}
+
+fn bgrewriteaof_command(_cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
+    Ok(Frame::simple(
+        "Background append only file rewriting started",
+    ))
+}
+
+/// `ROLE`: a master at replication offset 0 with no replicas.
+fn role_command(_cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
+    Ok(Frame::Array(vec![
+        Frame::Bulk(Bytes::from_static(b"master")),
+        Frame::Integer(0),
+        Frame::Array(Vec::new()),
+    ]))
+}
+
+/// `MOVE key db`: the key, its value and TTL, to database `db`; 0 when it is missing or `db`
+/// has the key already.
+fn move_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let key = args.next_bytes()?;
+    let db = args.next_int()?;
+    if !(0..crate::engine::DATABASES as i64).contains(&db) {
+        return Err(Frame::error("ERR DB index is out of range"));
+    }
+    let target = db as usize;
+    if target == cx.db {
+        return Err(Frame::error(
+            "ERR source and destination objects are the same",
+        ));
+    }
+    let now = cx.now;
+    if cx.lookup(key).is_none() || cx.keyspace_at(target).lookup(key, now).is_some() {
+        return Ok(Frame::Integer(0));
+    }
+    let Some(entry) = cx.keyspace().remove(key, now) else {
+        return Ok(Frame::Integer(0));
+    };
+    let deadline = entry.deadline();
+    cx.keyspace_at(target)
+        .insert(key, entry.value, deadline, now);
+    cx.keyspace().touch(key);
+    cx.keyspace_at(target).touch(key);
+    cx.notify(super::class::GENERIC, "move_from", key);
+    let source = std::mem::replace(&mut cx.db, target);
+    cx.notify(super::class::GENERIC, "move_to", key);
+    cx.db = source;
+    Ok(Frame::Integer(1))
+}
+
+/// `DEBUG`: refused, as Redis 7.0 refuses it by default (`enable-debug-command no`, which only
+/// a configuration file can change).
+fn debug_command(_cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
+    Err(Frame::error(
+        "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", \
+         you can run it from a local connection, otherwise you need to set this option in the \
+         configuration file, and then restart the server.",
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_access_clock_fits_in_the_entry_s_padding() {
+        // The entry was 64 bytes before it kept an access time; it must stay so, as every key
+        // of the keyspace pays for it.
+        assert_eq!(std::mem::size_of::<Entry>(), 64);
+    }
+}
