@@ -12,6 +12,7 @@
 
 use super::{Args, Cx, Reply, Spec, int, is, unknown_subcommand};
 use crate::engine::db::{Entry, LRU_CLOCK_MAX, Value, lru_clock};
+use crate::engine::stream::StreamId;
 use crate::resp::Frame;
 use bytes::Bytes;
 
@@ -102,7 +103,7 @@ pub(crate) fn note_size(cx: &mut Cx<'_>, entry_key: &[u8]) {
         Value::Hash(h) => h.len() > e.hash_entries,
         Value::Set(s) => s.len() > e.set_intset_entries,
         Value::ZSet(z) => z.len() > e.zset_entries,
-        Value::Str(_) | Value::List(_) => false,
+        Value::Str(_) | Value::List(_) | Value::Stream(_) => false,
     };
     if over {
         entry.mark_encoding(marks::CONVERTED);
@@ -182,6 +183,7 @@ fn encoding(entry: &Entry, e: &Encodings) -> &'static str {
                 || z.iter().any(|(_, m)| m.len() > e.zset_value);
             if big { "skiplist" } else { "listpack" }
         }
+        Value::Stream(_) => "stream",
     }
 }
 
@@ -445,6 +447,17 @@ fn value_size(entry: &Entry, e: &Encodings, samples: usize) -> usize {
                     + jemalloc(24 + 32 * 16)
                     + sampled(each, z.len(), samples)
             }
+        }
+        Value::Stream(stream) => {
+            // An estimate, not Redis's sum: the stream's struct, its radix tree's nodes and one
+            // listpack per node holding every entry's fields.
+            let entries = stream.range(StreamId::MIN, StreamId::MAX, false, 0);
+            let bytes: usize = entries
+                .iter()
+                .map(|(_, fields)| 3 + fields.iter().map(|f| listpack_entry(f)).sum::<usize>())
+                .sum();
+            let nodes = stream.node_count().max(1);
+            ROBJ + 64 + stream.radix_tree_nodes() * 48 + nodes * jemalloc(6 + bytes / nodes + 1)
         }
     }
 }
