@@ -18,7 +18,7 @@
 //! when the owner's count is still the one sent (the repeat of a first grant finds 1, not 0, and
 //! confirms the hold without counting); a repeat of a join finds the owner queued.
 
-use super::fair_queue::{PURGE_LINES, purge_stale, purge_stale_lua};
+use super::fair_queue::{PURGE_LINES, lock_and_queue, purge_stale, purge_stale_lua};
 use super::{DecodeError, Script, ScriptCall, ScriptCtx, ScriptFailure, Store, float_to_reply};
 use super::{int_arg, lua_number_arg};
 use crate::keys::{FairKeys, Owner};
@@ -143,11 +143,7 @@ pub fn call(
     args.extend(held.map(|held| int_arg(i64::from(held))));
     ScriptCall {
         script: &SCRIPT,
-        keys: vec![
-            keys.lock.lock.clone(),
-            keys.queue.clone(),
-            keys.timeouts.clone(),
-        ],
+        keys: lock_and_queue(keys),
         args,
     }
 }

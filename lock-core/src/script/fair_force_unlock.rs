@@ -5,7 +5,9 @@
 //! `RedissonFairLock.forceUnlockAsync`: the stale-waiter purge, then the delete, which publishes
 //! to the head waiter's own channel. Replies 1 when a lock was deleted, 0 when there was none.
 
-use super::fair_queue::{PURGE_LINES, publish_to_waiter, purge_stale, purge_stale_lua};
+use super::fair_queue::{
+    PURGE_LINES, lock_and_queue, publish_to_waiter, purge_stale, purge_stale_lua,
+};
 use super::release::UNLOCK_MESSAGE;
 use super::{DecodeError, Script, ScriptCall, ScriptCtx, ScriptFailure, Store, int_arg};
 use crate::keys::FairKeys;
@@ -44,12 +46,7 @@ fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, Script
 pub fn call(keys: &FairKeys, now_ms: i64) -> ScriptCall {
     ScriptCall {
         script: &SCRIPT,
-        keys: vec![
-            keys.lock.lock.clone(),
-            keys.queue.clone(),
-            keys.timeouts.clone(),
-            keys.lock.channel.clone(),
-        ],
+        keys: [lock_and_queue(keys), vec![keys.lock.channel.clone()]].concat(),
         args: vec![Bytes::from_static(UNLOCK_MESSAGE), int_arg(now_ms)],
     }
 }

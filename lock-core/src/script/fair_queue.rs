@@ -8,6 +8,17 @@
 //! is looked at, as in Redisson: a stale waiter behind a live one waits its turn to be dropped.
 
 use super::{ScriptCtx, ScriptFailure, Store, lua_tonumber};
+use crate::keys::FairKeys;
+use bytes::Bytes;
+
+/// `KEYS[1..3]` of the fair scripts that see the lock: the lock, its queue, its timeouts.
+pub(crate) fn lock_and_queue(keys: &FairKeys) -> Vec<Bytes> {
+    vec![
+        keys.lock.lock.clone(),
+        keys.queue.clone(),
+        keys.timeouts.clone(),
+    ]
+}
 
 /// The purge loop of the Lua bodies, its `now` in `ARGV[$now]`; `KEYS[2]` is the queue and
 /// `KEYS[3]` the timeouts. Thirteen lines, so the bodies' later lines number from 14.

@@ -14,7 +14,9 @@
 //! remain, 1 otherwise; a repeat of the same request replies what the first did. `ARGV[6]` has
 //! the plain release's rule: a copy whose count is stale releases nothing and replies 0.
 
-use super::fair_queue::{PURGE_LINES, publish_to_waiter, purge_stale, purge_stale_lua};
+use super::fair_queue::{
+    PURGE_LINES, lock_and_queue, publish_to_waiter, purge_stale, purge_stale_lua,
+};
 use super::release::UNLOCK_MESSAGE;
 use super::{DecodeError, Script, ScriptCall, ScriptCtx, ScriptFailure, Store, int_arg};
 use super::{lua_tonumber_reply, release::ReleaseReply};
@@ -127,13 +129,11 @@ pub fn call(
     args.extend(held.map(|held| int_arg(i64::from(held))));
     ScriptCall {
         script: &SCRIPT,
-        keys: vec![
-            keys.lock.lock.clone(),
-            keys.queue.clone(),
-            keys.timeouts.clone(),
-            keys.lock.channel.clone(),
-            keys.lock.unlock_latch(request),
-        ],
+        keys: [
+            lock_and_queue(keys),
+            vec![keys.lock.channel.clone(), keys.lock.unlock_latch(request)],
+        ]
+        .concat(),
         args,
     }
 }
