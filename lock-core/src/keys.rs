@@ -33,15 +33,29 @@ impl KeyLayout {
         &self.prefix
     }
 
+    /// A helper key or channel of the lock `name`: `<prefix>_<kind>:{name}`, or `…:name` when
+    /// the name holds its own hash tag.
+    fn tagged(&self, kind: &str, name: &str) -> String {
+        if name.contains('{') {
+            format!("{}_{kind}:{name}", self.prefix)
+        } else {
+            format!("{}_{kind}:{{{name}}}", self.prefix)
+        }
+    }
+
+    /// The keys of the fair lock named `name`: the lock's own, its waiters' queue and their
+    /// timeouts (Redisson's `RFairLock`).
+    pub fn fair_lock(&self, name: &str) -> FairKeys {
+        FairKeys {
+            lock: self.lock(name),
+            queue: Bytes::from(self.tagged("lock_queue", name)),
+            timeouts: Bytes::from(self.tagged("lock_timeout", name)),
+        }
+    }
+
     /// The keys of the lock named `name`.
     pub fn lock(&self, name: &str) -> LockKeys {
-        let tagged = |kind: &str| -> String {
-            if name.contains('{') {
-                format!("{}_{kind}:{name}", self.prefix)
-            } else {
-                format!("{}_{kind}:{{{name}}}", self.prefix)
-            }
-        };
+        let tagged = |kind: &str| self.tagged(kind, name);
         LockKeys {
             lock: Bytes::copy_from_slice(name.as_bytes()),
             channel: Bytes::from(tagged("lock__channel")),
@@ -79,6 +93,30 @@ impl LockKeys {
     /// The lock's name as text (lossy for non-UTF-8 names, which [`KeyLayout::lock`] cannot make).
     pub fn name(&self) -> String {
         String::from_utf8_lossy(&self.lock).into_owned()
+    }
+}
+
+/// Every key and channel of one fair lock: a lock's, and the queue that orders its waiters.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FairKeys {
+    /// The lock's own keys: its hash, channel and latches are a plain lock's.
+    pub lock: LockKeys,
+    /// The waiters in arrival order: a list of owners.
+    pub queue: Bytes,
+    /// Each waiter's deadline to ask again before it is dropped: a sorted set of owners, scored
+    /// in unix milliseconds.
+    pub timeouts: Bytes,
+}
+
+impl FairKeys {
+    /// The channel a release wakes `owner` on when it is the queue's head:
+    /// `<lock's channel>:<owner>`.
+    pub fn waiter_channel(&self, owner: &Owner) -> Bytes {
+        let mut channel = Vec::with_capacity(self.lock.channel.len() + 1 + owner.0.len());
+        channel.extend_from_slice(&self.lock.channel);
+        channel.push(b':');
+        channel.extend_from_slice(&owner.0);
+        Bytes::from(channel)
     }
 }
 
@@ -136,6 +174,20 @@ mod tests {
             &keys.acquire_latch(&id)[..],
             b"redisson_acquire_latch:{orders}:000000000000000000000000000000ab"
         );
+    }
+
+    #[test]
+    fn fair_names_are_redisson_compatible() {
+        let keys = KeyLayout::default().fair_lock("orders");
+        assert_eq!(&keys.lock.lock[..], b"orders");
+        assert_eq!(&keys.queue[..], b"redisson_lock_queue:{orders}");
+        assert_eq!(&keys.timeouts[..], b"redisson_lock_timeout:{orders}");
+        assert_eq!(
+            &keys.waiter_channel(&Owner::new("c0ffee", 7))[..],
+            b"redisson_lock__channel:{orders}:c0ffee:7"
+        );
+        let tagged = KeyLayout::default().fair_lock("{user1}:cart");
+        assert_eq!(&tagged.queue[..], b"redisson_lock_queue:{user1}:cart");
     }
 
     #[test]

@@ -42,8 +42,8 @@
 //! ```
 //!
 //! How it is built:
-//! - [`script`]: the lock's behaviour on the server, five Lua scripts, each with a native Rust twin
-//!   that a differential test holds equal to it;
+//! - [`script`]: the lock's behaviour on the server, nine Lua scripts (five for the lock, four for
+//!   the fair lock), each with a native Rust twin that a differential test holds equal to it;
 //! - [`machine`]: the client as a sans-IO state machine (every rule of the lock: leases, the
 //!   watchdog, waiting, unknown outcomes, `valid_until`, a hold's [`HoldState`]), driven by time
 //!   as an input;
@@ -77,7 +77,7 @@ pub use client::{Acquire, ClientError, HoldStatus, LockClient, LockGuard, LockOw
 #[cfg(feature = "cluster")]
 pub use cluster_backend::ClusterBackend;
 pub use config::{ConfigError, LockConfig};
-pub use keys::{KeyLayout, LockKeys, Owner, RequestId};
+pub use keys::{FairKeys, KeyLayout, LockKeys, Owner, RequestId};
 pub use machine::{
     BackendError, HoldId, HoldMode, HoldState, LockError, Operation, OwnerId, PubSubEvent,
     RemainingLease, UnlockOutcome,

@@ -1,7 +1,7 @@
 //! The Lua scripts and their native twins do the same thing, proven against a real Redis; and the
 //! fake Redis that runs the twins behaves as that Redis does, through both of its front doors.
 //!
-//! Random sequences of the five scripts, the lock queries (HGET, PTTL, EXISTS) and plain writes that
+//! Random sequences of the nine scripts, the lock queries (HGET, PTTL, EXISTS) and plain writes that
 //! put a string or a list on a lock's key, token counter or latch (so scripts meet wrong-typed keys)
 //! run twice: on a server through a [`Backend`], and on the native twins over the reference store.
 //! Replies must be identical, errors included, and so must the final keys, their values and TTLs.
@@ -13,9 +13,15 @@
 //! `RedisBackend<FakeConnection, FakeSubscriber>` (the same `redis`-crate code as against the real
 //! one) and through `FakeBackend`. The fake runs the native twins, so there the test holds the
 //! engine (its commands, replies, error texts, expiry and script cache) to the reference.
-//! A third leg runs the five Lua bodies on the fake's embedded Lua instead
+//! A third leg runs the nine Lua bodies on the fake's embedded Lua instead
 //! (`Engine::run_lock_scripts_on_lua`): held to the same reference, Lua on real Redis, the native
 //! twins and Lua on the fake agree.
+//!
+//! The fair lock's four scripts run in the same sequences, on locks of their own, with the plain
+//! renewal on their holds and plain writes on their queue and timeouts. Their deadlines are the
+//! client's clock plus whole seconds, and a server's scores may be lower than the reference's by
+//! the real time elapsed, as its TTLs may: every lease, wait and clock step is whole seconds, so
+//! the stale-waiter purge decides alike on both sides while that slack stays under a second.
 //!
 //! `DIFF_CASES` sets the number of sequences per server (default 2,000).
 
@@ -27,11 +33,12 @@ use fake_redis::{
 };
 use lock_core::script::reference::{ReferenceStore, Value};
 use lock_core::script::{
-    ScriptCall, Store, acquire, acquire_fenced, force_unlock, release, renew_batch,
+    ScriptCall, Store, acquire, acquire_fenced, fair_acquire, fair_force_unlock, fair_give_up,
+    fair_release, force_unlock, release, renew_batch,
 };
 use lock_core::{
-    Backend, BackendError, KeyLayout, Lease, LockKeys, Millis, Owner, RedisBackend, Reply,
-    RequestId,
+    Backend, BackendError, FairKeys, KeyLayout, Lease, LockKeys, Millis, Owner, RedisBackend,
+    Reply, RequestId,
 };
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
@@ -48,6 +55,10 @@ enum Target {
     Token,
     AcquireLatch(u128),
     UnlockLatch(u128),
+    FairLock,
+    FairQueue,
+    FairTimeouts,
+    FairUnlockLatch(u128),
 }
 
 #[derive(Clone, Debug)]
@@ -102,6 +113,72 @@ enum Op {
         lock: usize,
         target: Target,
     },
+    /// The fair ops' times are whole seconds; `later` moves the client's clock past the
+    /// sequence's start.
+    FairAcquire {
+        lock: usize,
+        owner: u64,
+        lease: u64,
+        wait: u64,
+        later: u64,
+        held: Option<u32>,
+    },
+    FairRelease {
+        lock: usize,
+        owner: u64,
+        req: u128,
+        lease: u64,
+        later: u64,
+        held: Option<u32>,
+    },
+    FairForceUnlock {
+        lock: usize,
+        later: u64,
+    },
+    FairGiveUp {
+        lock: usize,
+        owner: u64,
+        wait: u64,
+    },
+    FairRenew {
+        holds: Vec<(usize, u64)>,
+        lease: u64,
+    },
+}
+
+/// The plain ops and the fair ones, mixed in one sequence.
+fn any_op() -> impl Strategy<Value = Op> {
+    prop_oneof![1 => op(), 1 => fair_op()]
+}
+
+fn fair_op() -> impl Strategy<Value = Op> {
+    // Mostly one lock, so that queues grow behind its holder.
+    let lock = prop_oneof![4 => Just(0), 1 => 0..LOCKS];
+    let owner = 0..OWNERS;
+    let req = 0..REQUESTS;
+    let lease = 5u64..=30;
+    let wait = 1u64..=10;
+    let later = 0u64..=40;
+    let held = prop::option::of(0u32..3);
+    let target = prop_oneof![
+        Just(Target::FairLock),
+        Just(Target::FairQueue),
+        Just(Target::FairTimeouts),
+        (0..REQUESTS).prop_map(Target::FairUnlockLatch),
+    ];
+    prop_oneof![
+        6 => (lock.clone(), owner.clone(), lease.clone(), wait.clone(), later.clone(), held.clone())
+            .prop_map(|(lock, owner, lease, wait, later, held)| Op::FairAcquire { lock, owner, lease, wait, later, held }),
+        3 => (lock.clone(), owner.clone(), req, lease.clone(), later.clone(), held)
+            .prop_map(|(lock, owner, req, lease, later, held)| Op::FairRelease { lock, owner, req, lease, later, held }),
+        1 => (lock.clone(), later).prop_map(|(lock, later)| Op::FairForceUnlock { lock, later }),
+        2 => (lock.clone(), owner.clone(), wait).prop_map(|(lock, owner, wait)| Op::FairGiveUp { lock, owner, wait }),
+        1 => (prop::collection::vec((lock.clone(), owner), 0..4), lease)
+            .prop_map(|(holds, lease)| Op::FairRenew { holds, lease }),
+        1 => (lock.clone(), target.clone(), prop_oneof![Just("x"), Just("7")])
+            .prop_map(|(lock, target, value)| Op::WriteString { lock, target, value }),
+        1 => (lock, target).prop_map(|(lock, target)| Op::WriteList { lock, target }),
+    ]
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -138,16 +215,28 @@ fn op() -> impl Strategy<Value = Op> {
 /// One sequence's names: its own prefix, so sequences never see each other's keys.
 struct Names {
     locks: Vec<LockKeys>,
+    fair: Vec<FairKeys>,
+    /// The sequence's start, unix ms: the reference's frozen clock, and the fair clients' clock
+    /// before their `later`.
+    start_ms: i64,
 }
 
 impl Names {
-    fn new(prefix: &str) -> Names {
+    fn new(prefix: &str, start_ms: i64) -> Names {
         let layout = KeyLayout::new(prefix);
         Names {
             locks: (0..LOCKS)
                 .map(|i| layout.lock(&format!("{prefix}:L{i}")))
                 .collect(),
+            fair: (0..LOCKS)
+                .map(|i| layout.fair_lock(&format!("{prefix}:F{i}")))
+                .collect(),
+            start_ms,
         }
+    }
+
+    fn clock(&self, later_s: u64) -> i64 {
+        self.start_ms + later_s as i64 * 1000
     }
 
     fn owner(&self, i: u64) -> Owner {
@@ -161,6 +250,10 @@ impl Names {
             Target::Token => keys.token.clone(),
             Target::AcquireLatch(r) => keys.acquire_latch(&RequestId(r)),
             Target::UnlockLatch(r) => keys.unlock_latch(&RequestId(r)),
+            Target::FairLock => self.fair[lock].lock.lock.clone(),
+            Target::FairQueue => self.fair[lock].queue.clone(),
+            Target::FairTimeouts => self.fair[lock].timeouts.clone(),
+            Target::FairUnlockLatch(r) => self.fair[lock].lock.unlock_latch(&RequestId(r)),
         }
     }
 
@@ -173,7 +266,11 @@ impl Names {
             for r in 0..REQUESTS {
                 out.push(self.key(lock, Target::AcquireLatch(r)));
                 out.push(self.key(lock, Target::UnlockLatch(r)));
+                out.push(self.key(lock, Target::FairUnlockLatch(r)));
             }
+            out.push(self.key(lock, Target::FairLock));
+            out.push(self.key(lock, Target::FairQueue));
+            out.push(self.key(lock, Target::FairTimeouts));
         }
         out
     }
@@ -181,7 +278,58 @@ impl Names {
     fn script(&self, op: &Op) -> Option<ScriptCall> {
         let lease = |ms: u64| Lease::from_millis(ms).unwrap();
         let latch = Millis(20_000);
+        let secs = |s: u64| Lease::from_millis(s * 1000).unwrap();
         Some(match *op {
+            Op::FairAcquire {
+                lock,
+                owner,
+                lease: l,
+                wait,
+                later,
+                held,
+            } => fair_acquire::call(
+                &self.fair[lock],
+                secs(l),
+                &self.owner(owner),
+                Millis(wait * 1000),
+                self.clock(later),
+                held,
+            ),
+            Op::FairRelease {
+                lock,
+                owner,
+                req,
+                lease: l,
+                later,
+                held,
+            } => fair_release::call(
+                &self.fair[lock],
+                &RequestId(req),
+                secs(l),
+                &self.owner(owner),
+                self.clock(later),
+                latch,
+                held,
+            ),
+            Op::FairForceUnlock { lock, later } => {
+                fair_force_unlock::call(&self.fair[lock], self.clock(later))
+            }
+            Op::FairGiveUp { lock, owner, wait } => {
+                fair_give_up::call(&self.fair[lock], &self.owner(owner), Millis(wait * 1000))
+            }
+            Op::FairRenew {
+                ref holds,
+                lease: l,
+            } => {
+                let owners: Vec<Owner> = holds.iter().map(|&(_, o)| self.owner(o)).collect();
+                renew_batch::call(
+                    secs(l),
+                    holds
+                        .iter()
+                        .zip(&owners)
+                        .map(|(&(lock, _), o)| (&self.fair[lock].lock.lock, o)),
+                )
+            }
             Op::Acquire {
                 lock,
                 owner,
@@ -303,7 +451,7 @@ type Outcome = Result<Reply, String>;
 fn replies_ttl(op: &Op) -> bool {
     matches!(
         op,
-        Op::Pttl { .. } | Op::Acquire { .. } | Op::AcquireFenced { .. }
+        Op::Pttl { .. } | Op::Acquire { .. } | Op::AcquireFenced { .. } | Op::FairAcquire { .. }
     )
 }
 
@@ -361,12 +509,21 @@ async fn run_backend<B: Backend>(names: &Names, backend: &B, op: &Op) -> Outcome
     last
 }
 
-/// A key's final state: its type and contents, and its PTTL.
+/// A key's final state: its type and contents (a sorted set's members and scores beside), and
+/// its PTTL.
 #[derive(Debug, PartialEq)]
 struct KeyState {
     key: Bytes,
     value: Reply,
+    /// A sorted set's members with their scores, by member: a server's scores may be lower than
+    /// the reference's, and so order otherwise.
+    scores: Vec<(Bytes, f64)>,
     pttl: i64,
+}
+
+fn by_member(mut scores: Vec<(Bytes, f64)>) -> Vec<(Bytes, f64)> {
+    scores.sort_by(|a, b| a.0.cmp(&b.0));
+    scores
 }
 
 fn reference_state(names: &Names, store: &mut ReferenceStore) -> Vec<KeyState> {
@@ -390,8 +547,23 @@ fn reference_state(names: &Names, store: &mut ReferenceStore) -> Vec<KeyState> {
                 Reply::Status("list".into()),
                 Reply::Array(l.iter().cloned().map(Reply::Bulk).collect()),
             ]),
+            Some(Value::ZSet(z)) => {
+                let scores = z.iter().map(|(m, s)| (m.clone(), s.0)).collect();
+                out.push(KeyState {
+                    key,
+                    value: Reply::Status("zset".into()),
+                    scores: by_member(scores),
+                    pttl,
+                });
+                continue;
+            }
         };
-        out.push(KeyState { key, value, pttl });
+        out.push(KeyState {
+            key,
+            value,
+            scores: Vec::new(),
+            pttl,
+        });
     }
     out
 }
@@ -406,17 +578,49 @@ async fn backend_state<B: Backend>(names: &Names, backend: &B) -> Vec<KeyState> 
             Reply::Status(t) if t == "string" => vec![b("GET"), key.clone()],
             Reply::Status(t) if t == "hash" => vec![b("HGETALL"), key.clone()],
             Reply::Status(t) if t == "list" => vec![b("LRANGE"), key.clone(), b("0"), b("-1")],
+            Reply::Status(t) if t == "zset" => {
+                vec![b("ZRANGE"), key.clone(), b("0"), b("-1"), b("WITHSCORES")]
+            }
             other => panic!("unexpected type {other}"),
         };
         let contents = backend.command(&read).await.unwrap();
         let pttl = backend.command(&[b("PTTL"), key.clone()]).await.unwrap();
+        let pttl = pttl.as_int().unwrap();
+        if ty == Reply::Status("zset".into()) {
+            let Reply::Array(items) = contents else {
+                panic!("ZRANGE replied {contents}");
+            };
+            let scores = items
+                .chunks(2)
+                .map(|pair| match pair {
+                    [Reply::Bulk(m), Reply::Bulk(s)] => {
+                        (m.clone(), std::str::from_utf8(s).unwrap().parse().unwrap())
+                    }
+                    other => panic!("ZRANGE WITHSCORES replied {other:?}"),
+                })
+                .collect();
+            out.push(KeyState {
+                key,
+                value: ty,
+                scores: by_member(scores),
+                pttl,
+            });
+            continue;
+        }
         out.push(KeyState {
             key,
             value: Reply::Array(vec![ty, contents]),
-            pttl: pttl.as_int().unwrap(),
+            scores: Vec::new(),
+            pttl,
         });
     }
     out
+}
+
+/// Equal, but a score (a deadline the script drew from a TTL) may be lower on the server by the
+/// time elapsed since the sequence began.
+fn score_close(reference: f64, server: f64, elapsed_ms: i64) -> bool {
+    server <= reference && server >= reference - elapsed_ms as f64
 }
 
 /// Equal, but a TTL may be lower on the server by the time elapsed since the sequence began.
@@ -463,6 +667,10 @@ fn outcome_matches(
         return reference == server;
     }
     match (reference, server) {
+        // What a fair waiter waits for is a TTL or a deadline's distance, either of any sign.
+        (Ok(Reply::Int(r)), Ok(Reply::Int(s))) if matches!(op, Op::FairAcquire { .. }) => {
+            score_close(*r as f64, *s as f64, elapsed_ms)
+        }
         (Ok(Reply::Int(r)), Ok(Reply::Int(s))) => ttl_close(*r, *s, elapsed_ms),
         (Ok(Reply::Array(r)), Ok(Reply::Array(s))) if r.len() == 2 && s.len() == 2 => {
             // acquire_fenced: [pttl, -1] when held, [-1, token] when granted.
@@ -480,11 +688,11 @@ fn outcome_matches(
 
 /// Runs one sequence on both sides and reports the first difference.
 async fn check_sequence<B: Backend>(backend: &B, prefix: &str, ops: &[Op]) -> Result<(), String> {
-    let names = Names::new(prefix);
     let now_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_millis() as i64;
+    let names = Names::new(prefix, now_ms);
     let mut store = ReferenceStore::new(now_ms);
     let start_us = now_ms * 1000;
     let started = Instant::now();
@@ -508,6 +716,11 @@ async fn check_sequence<B: Backend>(backend: &B, prefix: &str, ops: &[Op]) -> Re
                     && (r.value == s.value
                         || token_state_close(&r.value, &s.value, start_us, elapsed))
                     && ttl_close(r.pttl, s.pttl, elapsed)
+                    && r.scores.len() == s.scores.len()
+                    && r.scores
+                        .iter()
+                        .zip(&s.scores)
+                        .all(|(r, s)| r.0 == s.0 && score_close(r.1, s.1, elapsed))
             });
         if !same {
             return Err(format!(
@@ -540,7 +753,7 @@ pub fn differential<B: Backend>(rt: &tokio::runtime::Runtime, backend: &B, label
     });
     let base = common::unique_prefix(label);
     let counter = std::cell::Cell::new(0u64);
-    let result = runner.run(&prop::collection::vec(op(), 1..24), |ops| {
+    let result = runner.run(&prop::collection::vec(any_op(), 1..24), |ops| {
         counter.set(counter.get() + 1);
         let prefix = format!("{base}-{}", counter.get());
         rt.block_on(check_sequence(backend, &prefix, &ops))
@@ -595,7 +808,7 @@ fn the_fake_agrees_with_the_reference_through_fake_backend() {
     differential(&rt, &backend, "diff-fake-backend");
 }
 
-/// The third leg: the same five Lua bodies on the fake's embedded Lua instead of its native twins.
+/// The third leg: the same nine Lua bodies on the fake's embedded Lua instead of its native twins.
 /// Each leg is held to the same reference (the native twins), so the Lua on real Redis, the native
 /// twins and the Lua on the fake's VM all agree, replies and final keys alike.
 #[test]

@@ -72,6 +72,8 @@ on_both_servers!(
     our_multi_lock_and_redissons_exclude_each_other,
     our_multi_lock_breaks_a_cycle_with_a_redisson_holder_by_its_rounds,
     redissons_own_scripts_leave_the_same_state_on_either_server,
+    a_redisson_fair_holder_blocks_our_fair_waiter_and_its_unlock_wakes_it,
+    a_mixed_fair_queue_java_rust_java_is_served_in_arrival_order,
 );
 
 /// The server a case runs on, for both sides: its URL, and a name for what the case prints.
@@ -942,4 +944,146 @@ async fn redissons_own_scripts_leave_the_same_state_on_either_server(server: &Si
         .await
         .unwrap();
     assert_eq!(exists, 0, "the last read unlock deleted the lock");
+}
+
+/// The fair lock's queue, as both sides leave it.
+async fn fair_queue(conn: &mut redis::aio::MultiplexedConnection, name: &str) -> Vec<String> {
+    redis::cmd("LRANGE")
+        .arg(format!("redisson_lock_queue:{{{name}}}"))
+        .arg(0)
+        .arg(-1)
+        .query_async(conn)
+        .await
+        .unwrap()
+}
+
+/// Our fair waiter with `budget`, spawned as `owner`: its guard and when it was granted.
+fn our_fair_waiter(
+    owner: lock_core::LockOwner,
+    name: &str,
+    budget: Duration,
+) -> tokio::task::JoinHandle<(Option<lock_core::LockGuard>, Instant)> {
+    let name = name.to_owned();
+    tokio::spawn(async move {
+        let guard = owner.acquire(&name).fair().wait(budget).await.unwrap();
+        (guard, Instant::now())
+    })
+}
+
+/// A Redisson `RFairLock` holder blocks our fair acquire, which gives up its place when its
+/// budget runs out; our next fair waiter joins Redisson's queue under our owner, and Redisson's
+/// unlock wakes it on its own channel.
+async fn a_redisson_fair_holder_blocks_our_fair_waiter_and_its_unlock_wakes_it(server: &Site) {
+    let name = unique("fair-blocks");
+    let java = Redisson::start(server, WATCHDOG_MS);
+    let ours = client(server, WATCHDOG_MS).await;
+    let mut conn = raw(server).await;
+
+    java.ok("a", &format!("fair lock {name}")).await;
+    let blocked = ours
+        .acquire(&name)
+        .fair()
+        .wait(Duration::from_millis(300))
+        .await
+        .unwrap();
+    assert!(
+        blocked.is_none(),
+        "our fair acquire took Redisson's fair lock"
+    );
+    // The give-up follows the answer: the place goes a round trip later.
+    await_state(&mut conn, "our waiter giving up its place", async |conn| {
+        fair_queue(conn, &name).await.is_empty()
+    })
+    .await;
+
+    let owner = ours.new_owner().await.unwrap();
+    let our_field = format!("{}:{}", ours.client_id(), owner.id());
+    let waiter = our_fair_waiter(owner, &name, LONG_LEASE);
+    await_state(&mut conn, "our fair waiter queued", async |conn| {
+        fair_queue(conn, &name).await == [our_field.clone()]
+    })
+    .await;
+    await_subscriber(&mut conn, &format!("{}:{our_field}", channel(&name))).await;
+    let released_at = Instant::now();
+    java.ok("a", &format!("fair unlock {name}")).await;
+    let (guard, granted_at) = tokio::time::timeout(REPLY_BOUND, waiter)
+        .await
+        .expect("our fair waiter was woken")
+        .unwrap();
+    let latency = granted_at - released_at;
+    println!(
+        "{}: Redisson's fair unlock woke our fair waiter in {latency:?}",
+        server.name
+    );
+    assert!(
+        latency < WAKE_BOUND,
+        "{latency:?}: not woken by the message"
+    );
+    let guard = guard.expect("granted in its turn");
+    assert_eq!(hash_fields(&mut conn, &name).await, vec![our_field]);
+    assert_eq!(
+        java.ok("b", &format!("fair trylock {name} 0")).await,
+        "false"
+    );
+    assert_eq!(guard.unlock().await.unwrap(), UnlockOutcome::Released);
+    assert_eq!(
+        java.ok("b", &format!("fair trylock {name} 0")).await,
+        "true"
+    );
+    java.ok("b", &format!("fair unlock {name}")).await;
+}
+
+/// Java, Rust, Java join one fair lock's queue behind a holder, and are served in that order:
+/// each unlock, on either side, wakes exactly the next in line.
+async fn a_mixed_fair_queue_java_rust_java_is_served_in_arrival_order(server: &Site) {
+    let name = unique("fair-mixed");
+    let java = Redisson::start(server, WATCHDOG_MS);
+    let ours = client(server, WATCHDOG_MS).await;
+    let mut conn = raw(server).await;
+
+    let holder = ours.acquire(&name).fair().await.unwrap();
+    let (first, last) = (java.owner("first").await, java.owner("last").await);
+    let first_served = java.send("first", &format!("fair trylock {name} 60000"));
+    await_state(&mut conn, "Redisson's first waiter queued", async |conn| {
+        fair_queue(conn, &name).await.len() == 1
+    })
+    .await;
+    let owner = ours.new_owner().await.unwrap();
+    let our_field = format!("{}:{}", ours.client_id(), owner.id());
+    let mut ours_served = our_fair_waiter(owner, &name, LONG_LEASE);
+    await_state(&mut conn, "our waiter queued", async |conn| {
+        fair_queue(conn, &name).await.len() == 2
+    })
+    .await;
+    let last_served = java.send("last", &format!("fair trylock {name} 60000"));
+    await_state(&mut conn, "Redisson's last waiter queued", async |conn| {
+        fair_queue(conn, &name).await.len() == 3
+    })
+    .await;
+    assert_eq!(
+        fair_queue(&mut conn, &name).await,
+        vec![first.clone(), our_field.clone(), last.clone()]
+    );
+
+    assert_eq!(holder.unlock().await.unwrap(), UnlockOutcome::Released);
+    assert_eq!(first_served.await.ok(), "true");
+    assert_eq!(hash_fields(&mut conn, &name).await, vec![first]);
+    assert!(
+        tokio::time::timeout(Duration::from_millis(300), &mut ours_served)
+            .await
+            .is_err(),
+        "our waiter passed Redisson's first"
+    );
+    java.ok("first", &format!("fair unlock {name}")).await;
+    let (guard, _) = tokio::time::timeout(REPLY_BOUND, ours_served)
+        .await
+        .expect("our waiter was served second")
+        .unwrap();
+    let guard = guard.expect("granted in its turn");
+    assert_eq!(hash_fields(&mut conn, &name).await, vec![our_field]);
+    assert_eq!(guard.unlock().await.unwrap(), UnlockOutcome::Released);
+    assert_eq!(last_served.await.ok(), "true");
+    assert_eq!(hash_fields(&mut conn, &name).await, vec![last]);
+    java.ok("last", &format!("fair unlock {name}")).await;
+    assert!(fair_queue(&mut conn, &name).await.is_empty());
 }

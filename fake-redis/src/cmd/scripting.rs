@@ -8,7 +8,7 @@
 //! with no Lua at all. Any other body runs on the engine's Lua state (`lua/`, the `lua` feature);
 //! without that feature it is refused with an error naming its SHA, never run wrongly.
 
-use super::{Args, Cx, Reply, Spec, WRITE, is, unknown_subcommand, wrong_arity};
+use super::{Args, Cx, Reply, Spec, WRITE, is, lookup, unknown_subcommand, wrong_arity};
 use crate::engine::ScriptCache;
 use crate::resp::Frame;
 use bytes::Bytes;
@@ -171,11 +171,70 @@ struct ScriptStore<'a, 'b> {
     read_only: bool,
 }
 
+fn unexpected(command: &[u8], reply: &Frame) -> CommandError {
+    CommandError(format!(
+        "ERR fake-redis: unexpected reply to {} inside a script: {reply:?}",
+        String::from_utf8_lossy(command)
+    ))
+}
+
 fn err(frame: Frame) -> CommandError {
     CommandError(frame.error_text().unwrap_or("ERR").to_owned())
 }
 
 impl ScriptStore<'_, '_> {
+    /// Runs one of the fair lock's list and sorted-set commands through the command table, as a
+    /// script's `redis.call` would; an error reply comes back as the call's error.
+    fn command(&mut self, argv: &[&[u8]]) -> Result<Frame, CommandError> {
+        let spec = lookup(argv[0]).expect("the scripts call commands the fake has");
+        if spec.has(WRITE) {
+            self.writable()?;
+        }
+        let argv: Vec<Bytes> = argv.iter().map(|a| Bytes::copy_from_slice(a)).collect();
+        match (spec.run)(self.cx, &mut Args::new(&argv)).unwrap_or_else(|e| e) {
+            Frame::Error(e) => Err(CommandError(e.into_owned())),
+            frame => Ok(frame),
+        }
+    }
+
+    fn int_command(&mut self, argv: &[&[u8]]) -> Result<i64, CommandError> {
+        match self.command(argv)? {
+            Frame::Integer(n) => Ok(n),
+            other => Err(unexpected(argv[0], &other)),
+        }
+    }
+
+    fn bulk_command(&mut self, argv: &[&[u8]]) -> Result<Option<Bytes>, CommandError> {
+        match self.command(argv)? {
+            Frame::Bulk(b) => Ok(Some(b)),
+            Frame::Null | Frame::NullArray => Ok(None),
+            Frame::Array(items) if items.is_empty() => Ok(None),
+            other => Err(unexpected(argv[0], &other)),
+        }
+    }
+
+    fn score_command(&mut self, argv: &[&[u8]]) -> Result<Option<f64>, CommandError> {
+        match self.command(argv)? {
+            Frame::Double(d) => Ok(Some(d)),
+            Frame::Bulk(b) => Ok(lock_core::script::lua_tonumber(&b)),
+            Frame::Null => Ok(None),
+            other => Err(unexpected(argv[0], &other)),
+        }
+    }
+
+    fn array_command(&mut self, argv: &[&[u8]]) -> Result<Vec<Bytes>, CommandError> {
+        match self.command(argv)? {
+            Frame::Array(items) => Ok(items
+                .into_iter()
+                .filter_map(|f| match f {
+                    Frame::Bulk(b) => Some(b),
+                    _ => None,
+                })
+                .collect()),
+            other => Err(unexpected(argv[0], &other)),
+        }
+    }
+
     fn writable(&self) -> Result<(), CommandError> {
         if self.read_only {
             Err(CommandError(
@@ -242,5 +301,55 @@ impl Store for ScriptStore<'_, '_> {
             self.cx.now.div_euclid(1000),
             self.cx.now.rem_euclid(1000) * 1000,
         )
+    }
+
+    fn hset(&mut self, key: &[u8], field: &[u8], value: &[u8]) -> Result<i64, CommandError> {
+        self.int_command(&[b"hset", key, field, value])
+    }
+
+    fn lindex(&mut self, key: &[u8], index: i64) -> Result<Option<Bytes>, CommandError> {
+        self.bulk_command(&[b"lindex", key, index.to_string().as_bytes()])
+    }
+
+    fn lpop(&mut self, key: &[u8]) -> Result<Option<Bytes>, CommandError> {
+        self.bulk_command(&[b"lpop", key])
+    }
+
+    fn rpush(&mut self, key: &[u8], element: &[u8]) -> Result<i64, CommandError> {
+        self.int_command(&[b"rpush", key, element])
+    }
+
+    fn lrange_all(&mut self, key: &[u8]) -> Result<Vec<Bytes>, CommandError> {
+        self.array_command(&[b"lrange", key, b"0", b"-1"])
+    }
+
+    fn lrem_all(&mut self, key: &[u8], element: &[u8]) -> Result<i64, CommandError> {
+        self.int_command(&[b"lrem", key, b"0", element])
+    }
+
+    fn zscore(&mut self, key: &[u8], member: &[u8]) -> Result<Option<f64>, CommandError> {
+        self.score_command(&[b"zscore", key, member])
+    }
+
+    fn zadd(&mut self, key: &[u8], score: &[u8], member: &[u8]) -> Result<bool, CommandError> {
+        Ok(self.int_command(&[b"zadd", key, score, member])? == 1)
+    }
+
+    fn zincrby(
+        &mut self,
+        key: &[u8],
+        increment: &[u8],
+        member: &[u8],
+    ) -> Result<f64, CommandError> {
+        let score = self.score_command(&[b"zincrby", key, increment, member])?;
+        score.ok_or_else(|| unexpected(b"zincrby", &Frame::Null))
+    }
+
+    fn zrem(&mut self, key: &[u8], member: &[u8]) -> Result<bool, CommandError> {
+        Ok(self.int_command(&[b"zrem", key, member])? == 1)
+    }
+
+    fn zrange_all(&mut self, key: &[u8]) -> Result<Vec<Bytes>, CommandError> {
+        self.array_command(&[b"zrange", key, b"0", b"-1"])
     }
 }

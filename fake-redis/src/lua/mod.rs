@@ -27,6 +27,7 @@ use crate::cmd::{Args, Cx, Spec, lookup};
 use crate::inprocess::link::{ScriptKind, ScriptWatch};
 use crate::resp::Frame;
 use bytes::Bytes;
+use lock_core::script::format_g17;
 use mlua::{Function, HookTriggers, Lua, Table, Value, Variadic, VmState};
 use rand48::Rand48;
 use std::collections::BTreeMap;
@@ -661,36 +662,6 @@ fn run_command(
     cx.caller = caller;
     cx.client().protocol = caller_protocol;
     reply
-}
-
-/// A number as Redis passes it to a command (`%.17g`): integers plainly, others with 17
-/// significant digits, trailing zeros trimmed.
-fn format_g17(n: f64) -> String {
-    if n.is_nan() {
-        return if n.is_sign_negative() { "-nan" } else { "nan" }.to_owned();
-    }
-    if n.is_infinite() {
-        return if n < 0.0 { "-inf" } else { "inf" }.to_owned();
-    }
-    if n == 0.0 {
-        return if n.is_sign_negative() { "-0" } else { "0" }.to_owned();
-    }
-    let sci = format!("{n:.16e}");
-    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let trim = |s: &str| -> String {
-        if s.contains('.') {
-            s.trim_end_matches('0').trim_end_matches('.').to_owned()
-        } else {
-            s.to_owned()
-        }
-    };
-    if (-4..17).contains(&exp) {
-        trim(&format!("{n:.*}", (16 - exp) as usize))
-    } else {
-        let sign = if exp < 0 { '-' } else { '+' };
-        format!("{}e{sign}{:02}", trim(mantissa), exp.abs())
-    }
 }
 
 #[cfg(test)]

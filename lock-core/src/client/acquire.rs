@@ -2,7 +2,7 @@
 //!
 //! It maps one to one onto the machine's [`AcquireRequest`]: the lock's name, a fixed lease or the
 //! watchdog, a wait budget, whether to draw a fencing token, and who acquires (a new owner, or an
-//! existing one re-entering its hold). The wait is part of its type, because it decides what
+//! existing one re-entering its hold); [`Acquire::fair`] makes it the machine's fair acquire. The wait is part of its type, because it decides what
 //! awaiting gives: an acquire that waits as long as it takes ([`UntilAcquired`]) gives a guard; one
 //! with a budget ([`WithinBudget`]) gives `Option<LockGuard>`, `None` when the budget ran out
 //! while someone else held the lock, which is not an error. The request goes to the driver when
@@ -52,6 +52,7 @@ pub struct Acquire<'a, W = UntilAcquired> {
     lease: Option<Duration>,
     wait: Wait,
     fenced: bool,
+    fair: bool,
     shape: PhantomData<fn() -> W>,
 }
 
@@ -64,6 +65,7 @@ impl<'a> Acquire<'a> {
             lease: None,
             wait: Wait::Forever,
             fenced: false,
+            fair: false,
             shape: PhantomData,
         }
     }
@@ -87,6 +89,17 @@ impl<'a, W> Acquire<'a, W> {
         self
     }
 
+    /// Takes the lock as Redisson's fair lock (`RFairLock`, the same keys): waiters are served in
+    /// the order they arrived, each woken on its own channel when its turn comes. A waiter keeps
+    /// its place while it keeps asking within its wait budget (5 s when it waits forever), and a
+    /// waiter that gives up leaves the queue. Its guard unlocks and renews as any other; unlock
+    /// wakes the next in line. A fair lock draws no fencing token ([`fenced`](Self::fenced) is
+    /// ignored). Use it on every acquire of that name, as Redisson's fair lock must be.
+    pub fn fair(mut self) -> Self {
+        self.fair = true;
+        self
+    }
+
     /// Acquires as `owner`: re-enters its hold if it has one. An owner belongs to the client that
     /// made it, so the acquire runs on that client.
     pub fn owner(self, owner: &'a LockOwner) -> Self {
@@ -107,6 +120,7 @@ impl<'a, W> Acquire<'a, W> {
             lease: self.lease,
             wait: Wait::Budget(Millis::from_duration(budget)),
             fenced: self.fenced,
+            fair: self.fair,
             shape: PhantomData,
         }
     }
@@ -128,12 +142,23 @@ impl<'a, W> Acquire<'a, W> {
             .lease
             .map(|lease| Lease::new(Millis::from_duration(lease)))
             .transpose();
-        let request = lease.map_err(LockError::from).map(|lease| AcquireRequest {
-            name: self.name,
-            owner: self.owner,
-            lease,
-            wait: self.wait,
-            fenced: self.fenced,
+        let fair = self.fair;
+        let request = lease.map_err(LockError::from).map(|lease| {
+            let acquire = AcquireRequest {
+                name: self.name,
+                owner: self.owner,
+                lease,
+                wait: self.wait,
+                fenced: self.fenced,
+            };
+            if fair {
+                Request::FairAcquire {
+                    acquire,
+                    wall_ms: super::unix_ms(),
+                }
+            } else {
+                Request::Acquire(acquire)
+            }
         });
         AcquireFuture {
             client: self.client,
@@ -152,6 +177,7 @@ impl<W> fmt::Debug for Acquire<'_, W> {
             .field("lease", &self.lease)
             .field("wait", &self.wait)
             .field("fenced", &self.fenced)
+            .field("fair", &self.fair)
             .finish()
     }
 }
@@ -184,7 +210,7 @@ pub struct AcquireFuture<'a, W> {
 
 enum Stage<'a> {
     /// Not polled yet: the request to send, or why it cannot be.
-    Unsent(Result<AcquireRequest, LockError>),
+    Unsent(Result<Request, LockError>),
     Sent(Exchange<'a>),
     Finished,
 }
@@ -195,7 +221,7 @@ impl<W> AcquireFuture<'_, W> {
         loop {
             match std::mem::replace(&mut self.stage, Stage::Finished) {
                 Stage::Unsent(request) => {
-                    self.stage = Stage::Sent(self.client.send(Request::Acquire(request?))?);
+                    self.stage = Stage::Sent(self.client.send(request?)?);
                 }
                 Stage::Sent(mut exchange) => match Pin::new(&mut exchange).poll(cx) {
                     Poll::Pending => {

@@ -247,6 +247,19 @@ impl LockClient {
         }
     }
 
+    /// [`force_unlock`](Self::force_unlock) of a fair lock (see [`Acquire::fair`]): also drops
+    /// the queue's stale waiters, and wakes the waiter whose turn it is.
+    pub async fn force_unlock_fair(&self, name: &str) -> Result<bool, LockError> {
+        let request = Request::FairForceUnlock {
+            name: name.into(),
+            wall_ms: unix_ms(),
+        };
+        match self.ask(request).await? {
+            Done::ForceUnlocked(deleted) => Ok(deleted),
+            other => Err(unexpected(other)),
+        }
+    }
+
     /// Whether anyone holds the lock.
     pub async fn is_locked(&self, name: &str) -> Result<bool, LockError> {
         match self.ask(Request::IsLocked { name: name.into() }).await? {
@@ -351,4 +364,12 @@ fn unexpected(done: Done) -> LockError {
         "the lock machine answered an operation with another's result"
     );
     LockError::ClientStopped
+}
+
+/// The wall clock in unix ms, which the fair lock's queue deadlines are reckoned in (the machine
+/// reads no clock; it anchors its own to the first reading it is given).
+fn unix_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
 }

@@ -16,6 +16,7 @@
 //! then lives out its lease.
 
 use super::attempts::{Attempts, RetryWindow};
+use super::fair::FairWait;
 use super::hold::Hold;
 use super::release::ReleaseOp;
 use super::{
@@ -26,6 +27,7 @@ use crate::keys::{LockKeys, Owner};
 use crate::reply::Reply;
 use crate::script::acquire::{self, AcquireReply, HolderTtl};
 use crate::script::acquire_fenced::{self, FencedReply};
+use crate::script::fair_acquire;
 use crate::time::{Millis, MonoTime};
 use bytes::Bytes;
 
@@ -51,6 +53,8 @@ pub(crate) struct AcquireOp {
     /// The owner's count as the last attempt carried it: a grant of that attempt took the
     /// server's count one above it.
     pub held_at_send: u32,
+    /// A fair acquire's queue (`fair.rs`); `None` for a plain lock.
+    pub fair: Option<FairWait>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,6 +76,16 @@ enum Outcome {
 
 impl LockMachine {
     pub(crate) fn start_acquire(&mut self, op: OpId, req: AcquireRequest) {
+        self.start_acquire_as(op, req, None);
+    }
+
+    /// An acquire, of a fair lock when `fair` is given.
+    pub(crate) fn start_acquire_as(
+        &mut self,
+        op: OpId,
+        req: AcquireRequest,
+        fair: Option<FairWait>,
+    ) {
         let owner_id = req.owner.unwrap_or_else(|| self.new_owner());
         let mode = req.lease.map_or(HoldMode::Watchdog, HoldMode::Lease);
         let key: HoldKey = (req.name.clone(), owner_id);
@@ -100,6 +114,9 @@ impl LockMachine {
         // cancellation finds the hold, whatever order the replies come back in.
         if let Some(hold) = self.holds.get_mut(&key) {
             hold.pending += 1;
+            if let Some(fair) = &fair {
+                hold.fair = Some(fair.keys.clone());
+            }
         }
         if mode == HoldMode::Watchdog {
             self.ensure_watchdog();
@@ -115,7 +132,7 @@ impl LockMachine {
             keys,
             owner,
             mode,
-            fenced: req.fenced,
+            fenced: req.fenced && fair.is_none(),
             deadline,
             attempts: Attempts::new(request),
             stage: Stage::Calling,
@@ -125,6 +142,7 @@ impl LockMachine {
             abandoned: false,
             last_ttl: None,
             held_at_send: 0,
+            fair,
         };
         let key = self.insert_op(Some(op), OpKind::Acquire(acquire));
         self.send_acquire_attempt(key);
@@ -140,6 +158,7 @@ impl LockMachine {
     pub(crate) fn send_acquire_attempt(&mut self, op: u64) {
         let latch_ttl = self.config.latch_ttl();
         let now = self.now;
+        let clock = self.fair_clock();
         let Some(mode) = self.acquire_op(op).map(|a| a.mode) else {
             return;
         };
@@ -156,7 +175,10 @@ impl LockMachine {
         let held = holds.get(&a.key).map_or(0, |h| h.count);
         a.held_at_send = held;
         let request = a.attempts.request;
-        let script = if a.fenced {
+        let script = if let Some(fair) = &a.fair {
+            let wait = fair.thread_wait;
+            fair_acquire::call(&fair.keys, lease, &a.owner, wait, clock, Some(held))
+        } else if a.fenced {
             acquire_fenced::call_from(&a.keys, &request, lease, &a.owner, latch_ttl, held)
         } else {
             acquire::call_from(&a.keys, &request, lease, &a.owner, latch_ttl, held)
@@ -203,7 +225,12 @@ impl LockMachine {
                 return;
             }
         };
-        let outcome = if a.fenced {
+        let outcome = if let Some(fair) = &mut a.fair {
+            fair_acquire::decode(&reply).map(|r| match fair.holder_ttl(r) {
+                Some(ttl) => Outcome::Held(ttl),
+                None => Outcome::Granted { token: None },
+            })
+        } else if a.fenced {
             acquire_fenced::decode(&reply).map(|r| match r {
                 FencedReply::Acquired { token } => Outcome::Granted { token: Some(token) },
                 FencedReply::Held(ttl) => Outcome::Held(ttl),
@@ -243,8 +270,9 @@ impl LockMachine {
             tracing::debug!(lock = %a.keys.name(), owner = %a.owner, "releasing the grant of a cancelled acquire");
             self.drop_hold_if_idle(&a.key);
             let request = self.new_request_id();
-            let release =
+            let mut release =
                 ReleaseOp::undo(a.key, a.keys, a.owner, lease, request, a.held_at_send + 1);
+            release.fair = a.fair.map(|f| f.keys);
             let key = self.insert_op(None, OpKind::Release(release));
             self.send_release_attempt(key);
             return;
@@ -324,7 +352,10 @@ impl LockMachine {
             return;
         }
         if a.waiting_on.is_none() {
-            let channel = a.keys.channel.clone();
+            let channel = match &a.fair {
+                Some(fair) => fair.keys.waiter_channel(&a.owner),
+                None => a.keys.channel.clone(),
+            };
             a.waiting_on = Some(channel.clone());
             let deadline = a.deadline;
             if self.join_waiters(op, channel) {
@@ -484,11 +515,15 @@ impl LockMachine {
             let held = a.held_at_send + 1;
             (a.key.clone(), a.keys.clone(), a.owner.clone(), lease, held)
         });
+        if let Some(fair) = &a.fair {
+            self.give_up_place(fair, &a.owner);
+        }
         self.drop_hold_if_idle(&a.key);
         self.done(reply_to, result);
         if let Some((key, keys, owner, lease, held)) = undo {
             let request = self.new_request_id();
-            let release = ReleaseOp::undo(key, keys, owner, lease, request, held);
+            let mut release = ReleaseOp::undo(key, keys, owner, lease, request, held);
+            release.fair = a.fair.map(|f| f.keys);
             let op = self.insert_op(None, OpKind::Release(release));
             self.send_release_attempt(op);
         }

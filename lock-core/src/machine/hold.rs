@@ -17,7 +17,7 @@
 
 use super::timers::{TimerKey, TimerKind};
 use super::{HoldId, HoldKey, HoldMode, HoldRef, HoldState, LockEvent, LockMachine};
-use crate::keys::{LockKeys, Owner};
+use crate::keys::{FairKeys, LockKeys, Owner};
 use crate::time::MonoTime;
 
 #[derive(Debug)]
@@ -25,6 +25,8 @@ pub(crate) struct Hold {
     /// Changes at every grant from a count of zero: a new hold.
     pub id: HoldId,
     pub keys: LockKeys,
+    /// A fair lock's keys: its releases are the fair lock's.
+    pub fair: Option<FairKeys>,
     pub owner: Owner,
     pub mode: HoldMode,
     /// The count the client believes the server has. Raised when an acquire is confirmed,
@@ -51,6 +53,7 @@ impl Hold {
         Hold {
             id,
             keys,
+            fair: None,
             owner,
             mode,
             count: 0,

@@ -119,6 +119,22 @@ pub enum Request {
     },
     /// A fresh owner id, for an owner handle made before its first acquire.
     NewOwner,
+    /// Acquire (or re-enter) a fair lock: waiters are served in arrival order, as Redisson's
+    /// `RFairLock`. Its hold is released and renewed as any other.
+    FairAcquire {
+        /// The acquire; `fenced` is not supported on a fair lock and is ignored.
+        acquire: AcquireRequest,
+        /// The client's clock, unix ms, that the fair lock's queue deadlines are reckoned in
+        /// (the machine reads no clock; the first fair request's reading anchors its own).
+        wall_ms: i64,
+    },
+    /// Delete the fair lock whoever holds it, and wake the waiter at the head of its queue.
+    FairForceUnlock {
+        /// The lock's name.
+        name: String,
+        /// The client's clock, unix ms (see [`Request::FairAcquire`]).
+        wall_ms: i64,
+    },
 }
 
 /// Everything that can happen to the machine.

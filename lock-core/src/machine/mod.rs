@@ -16,6 +16,7 @@
 //!
 //! Where to find each rule:
 //! - `acquire.rs`: an acquire call, its attempts under one request id, and the wait loop;
+//! - `fair.rs`: the fair lock's acquire, its queue and its clock;
 //! - `release.rs`: unlock (and the release that undoes an abandoned acquire);
 //! - `watchdog.rs`: the renewal passes, `max_hold`;
 //! - `waiters.rs`: unlock-channel subscriptions and who a message wakes;
@@ -26,6 +27,7 @@
 mod acquire;
 mod attempts;
 mod error;
+mod fair;
 mod hold;
 mod ids;
 mod input;
@@ -37,6 +39,7 @@ mod waiters;
 mod watchdog;
 
 pub use error::{LockError, Operation};
+pub use fair::FAIR_THREAD_WAIT;
 pub use ids::{IdSource, SeededIds};
 pub use input::{AcquireRequest, BackendError, Input, PubSubEvent, Request, Wait};
 pub use output::{
@@ -190,6 +193,8 @@ pub struct LockMachine {
     timers: Timers,
     out: VecDeque<Queued>,
     broken: Option<BrokenRule>,
+    /// The fair lock's clock: a reading of unix ms and the machine's time when it was taken.
+    wall_anchor: Option<(i64, MonoTime)>,
 }
 
 /// A rule the machine can be told to break, so that a test can prove its checkers notice.
@@ -241,6 +246,7 @@ impl LockMachine {
             timers: Timers::default(),
             out: VecDeque::new(),
             broken: None,
+            wall_anchor: None,
         })
     }
 
@@ -326,6 +332,10 @@ impl LockMachine {
             Request::IsLocked { name } => Some((name.as_str(), Operation::IsLocked)),
             Request::HoldCount { name, .. } => Some((name.as_str(), Operation::HoldCount)),
             Request::RemainingLease { name } => Some((name.as_str(), Operation::RemainingLease)),
+            Request::FairAcquire { acquire, .. } => {
+                Some((acquire.name.as_str(), Operation::Acquire))
+            }
+            Request::FairForceUnlock { name, .. } => Some((name.as_str(), Operation::ForceUnlock)),
             // No hold has an empty name, so its unlock is answered "not locked".
             Request::Release { .. } | Request::NewOwner => None,
         };
@@ -346,6 +356,12 @@ impl LockMachine {
                 self.start_query(op, Query::HoldCount(owner), name)
             }
             Request::RemainingLease { name } => self.start_query(op, Query::RemainingLease, name),
+            Request::FairAcquire { acquire, wall_ms } => {
+                self.start_fair_acquire(op, acquire, wall_ms)
+            }
+            Request::FairForceUnlock { name, wall_ms } => {
+                self.start_fair_force_unlock(op, name, wall_ms)
+            }
         }
     }
 

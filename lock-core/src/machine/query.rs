@@ -8,7 +8,7 @@ use super::{
     OwnerId, RemainingLease,
 };
 use crate::reply::Reply;
-use crate::script::{force_unlock, parse_i64};
+use crate::script::{ScriptCall, force_unlock, parse_i64};
 use crate::time::Millis;
 use bytes::Bytes;
 
@@ -30,15 +30,27 @@ impl Query {
     }
 }
 
-/// A force unlock or a query: its one call is in flight.
+/// A force unlock or a query (or a fair waiter's give-up): its one call is in flight.
 #[derive(Debug)]
 pub(crate) struct SingleOp {
     operation: Operation,
     name: String,
 }
 
+impl SingleOp {
+    pub(crate) fn new(operation: Operation, name: String) -> SingleOp {
+        SingleOp { operation, name }
+    }
+}
+
 impl LockMachine {
     pub(crate) fn start_force_unlock(&mut self, op: OpId, name: String) {
+        let call = force_unlock::call(&self.keys(&name));
+        self.start_force_unlock_with(op, name, call);
+    }
+
+    /// A force unlock of `name` by `call` (a plain lock's or a fair lock's script).
+    pub(crate) fn start_force_unlock_with(&mut self, op: OpId, name: String, call: ScriptCall) {
         // As Redisson does, this client's own holds of the lock stop renewing first.
         let own: Vec<_> = self
             .holds
@@ -49,7 +61,6 @@ impl LockMachine {
         for key in own {
             self.mark_lost(&key);
         }
-        let call = force_unlock::call(&self.keys(&name));
         let op = self.insert_op(
             Some(op),
             OpKind::Single(SingleOp {
@@ -115,6 +126,8 @@ impl LockMachine {
                         error,
                     }),
                 (Operation::IsLocked, Reply::Int(n)) => Ok(Done::Locked(*n > 0)),
+                // A fair waiter's give-up, which nobody waits for.
+                (Operation::Acquire, Reply::Nil) => Ok(Done::NotAcquired),
                 (Operation::HoldCount, Reply::Nil) => Ok(Done::HoldCount(0)),
                 (Operation::HoldCount, Reply::Bulk(b)) => parse_i64(b)
                     .and_then(|n| u64::try_from(n).ok())

@@ -14,8 +14,9 @@ use super::{
     BackendError, Call, CallPurpose, Done, HoldId, HoldKey, HoldState, LockError, LockEvent,
     LockMachine, OpId, OpKind, Operation, OwnerId, UnlockOutcome,
 };
-use crate::keys::{LockKeys, Owner, RequestId};
+use crate::keys::{FairKeys, LockKeys, Owner, RequestId};
 use crate::reply::Reply;
+use crate::script::fair_release;
 use crate::script::release::{self, ReleaseReply};
 use crate::time::{Lease, MonoTime};
 
@@ -25,6 +26,8 @@ pub(crate) struct ReleaseOp {
     /// The hold whose count this gives back; `None` when it undoes an uncounted grant.
     pub hold: Option<HoldId>,
     pub keys: LockKeys,
+    /// A fair lock's keys: the release is the fair lock's, which wakes the queue's head.
+    pub fair: Option<FairKeys>,
     pub owner: Owner,
     pub lease: Lease,
     /// Whether this was the hold's last count.
@@ -48,6 +51,7 @@ impl ReleaseOp {
             key,
             hold: None,
             keys,
+            fair: None,
             owner,
             lease,
             last: false,
@@ -90,6 +94,7 @@ impl LockMachine {
         hold.count -= 1;
         let last = hold.count == 0;
         let (keys, owner_name, mode) = (hold.keys.clone(), hold.owner.clone(), hold.mode);
+        let fair = hold.fair.clone();
         if last {
             // Off the watchdog now, before the release is sent (fixes Redisson #7272, #2515).
             let timer = hold.validity_timer.take();
@@ -112,6 +117,7 @@ impl LockMachine {
             key,
             hold: Some(hold_id),
             keys,
+            fair,
             owner: owner_name,
             lease,
             last,
@@ -132,17 +138,18 @@ impl LockMachine {
     pub(crate) fn send_release_attempt(&mut self, op: u64) {
         let latch_ttl = self.config.latch_ttl();
         let now = self.now;
+        let clock = self.fair_clock();
         let Some(r) = self.release_op(op) else {
             return;
         };
-        let call = release::call_from(
-            &r.keys,
-            &r.attempts.request,
-            r.lease,
-            &r.owner,
-            latch_ttl,
-            r.held,
-        );
+        let request = &r.attempts.request;
+        let call = match &r.fair {
+            Some(fair) => {
+                let held = Some(r.held);
+                fair_release::call(fair, request, r.lease, &r.owner, clock, latch_ttl, held)
+            }
+            None => release::call_from(&r.keys, request, r.lease, &r.owner, latch_ttl, r.held),
+        };
         let reentrant = (!r.last).then_some(r.hold).flatten();
         let (key, lease) = (r.key.clone(), r.lease);
         self.cancel_op_timer(op);

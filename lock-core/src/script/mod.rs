@@ -12,6 +12,11 @@
 
 pub mod acquire;
 pub mod acquire_fenced;
+pub mod fair_acquire;
+pub mod fair_force_unlock;
+pub mod fair_give_up;
+mod fair_queue;
+pub mod fair_release;
 pub mod force_unlock;
 pub mod reference;
 pub mod release;
@@ -73,6 +78,29 @@ pub trait Store {
     fn incrby(&mut self, key: &[u8], delta: i64) -> Result<i64, CommandError>;
     /// `TIME`: the store's frozen time as unix seconds and the microseconds within that second.
     fn time(&mut self) -> (i64, i64);
+    /// `HSET key field value` for one field: how many fields were added.
+    fn hset(&mut self, key: &[u8], field: &[u8], value: &[u8]) -> Result<i64, CommandError>;
+    /// `LINDEX key index`.
+    fn lindex(&mut self, key: &[u8], index: i64) -> Result<Option<Bytes>, CommandError>;
+    /// `LPOP key` (one element).
+    fn lpop(&mut self, key: &[u8]) -> Result<Option<Bytes>, CommandError>;
+    /// `RPUSH key element` for one element: the list's new length.
+    fn rpush(&mut self, key: &[u8], element: &[u8]) -> Result<i64, CommandError>;
+    /// `LRANGE key 0 -1`: the whole list.
+    fn lrange_all(&mut self, key: &[u8]) -> Result<Vec<Bytes>, CommandError>;
+    /// `LREM key 0 element`: how many were removed.
+    fn lrem_all(&mut self, key: &[u8], element: &[u8]) -> Result<i64, CommandError>;
+    /// `ZSCORE key member`, the score as the number Redis's reply spells.
+    fn zscore(&mut self, key: &[u8], member: &[u8]) -> Result<Option<f64>, CommandError>;
+    /// `ZADD key score member` for one member: whether it was added (not only updated).
+    fn zadd(&mut self, key: &[u8], score: &[u8], member: &[u8]) -> Result<bool, CommandError>;
+    /// `ZINCRBY key increment member`: the new score.
+    fn zincrby(&mut self, key: &[u8], increment: &[u8], member: &[u8])
+    -> Result<f64, CommandError>;
+    /// `ZREM key member` for one member: whether it was removed.
+    fn zrem(&mut self, key: &[u8], member: &[u8]) -> Result<bool, CommandError>;
+    /// `ZRANGE key 0 -1`: every member, lowest score first.
+    fn zrange_all(&mut self, key: &[u8]) -> Result<Vec<Bytes>, CommandError>;
 }
 
 /// A server-side script: its name, Lua body, and the SHA1 Redis knows it by.
@@ -131,13 +159,17 @@ impl Script {
 }
 
 /// Every script the lock uses, for lookup by SHA (the fake's script cache) and for loading.
-pub fn all() -> [&'static Script; 5] {
+pub fn all() -> [&'static Script; 9] {
     [
         &acquire::SCRIPT,
         &acquire_fenced::SCRIPT,
         &release::SCRIPT,
         &renew_batch::SCRIPT,
         &force_unlock::SCRIPT,
+        &fair_acquire::SCRIPT,
+        &fair_release::SCRIPT,
+        &fair_force_unlock::SCRIPT,
+        &fair_give_up::SCRIPT,
     ]
 }
 
@@ -241,6 +273,23 @@ impl<'a> ScriptCtx<'a> {
     pub fn key_count(&self) -> usize {
         self.keys.len()
     }
+
+    /// The error Lua raises on line `line` itself (arithmetic or a comparison on `nil`), worded
+    /// as Redis words a script's runtime error.
+    pub fn lua_error(&self, line: u32, message: &str) -> ScriptFailure {
+        self.fail(
+            line,
+            CommandError(format!("ERR user_script:{line}: {message}")),
+        )
+    }
+
+    /// `tonumber(ARGV[i])` where the script does arithmetic on it at `line`: a `nil` (missing or
+    /// not a number) raises Lua's error there.
+    pub fn number_arg(&self, i: usize, line: u32) -> Result<f64, ScriptFailure> {
+        self.opt_arg(i)
+            .and_then(lua_tonumber)
+            .ok_or_else(|| self.lua_error(line, "attempt to perform arithmetic on a nil value"))
+    }
 }
 
 /// `SET key 1 PX ms XX` on a key the script has just found missing: it writes nothing, and fails
@@ -268,6 +317,11 @@ fn nil_argument() -> CommandError {
 ///
 /// A number becomes an integer reply truncated toward zero, as Redis converts Lua numbers.
 pub fn lua_tonumber_reply(s: &[u8]) -> Option<i64> {
+    lua_tonumber(s).map(float_to_reply)
+}
+
+/// Lua 5.1's `tonumber` on a string (see [`lua_tonumber_reply`]), as the Lua number itself.
+pub fn lua_tonumber(s: &[u8]) -> Option<f64> {
     let text = std::str::from_utf8(s).ok()?;
     let t = text.trim_matches(|c: char| c.is_ascii_whitespace());
     if t.is_empty() {
@@ -279,7 +333,7 @@ pub fn lua_tonumber_reply(s: &[u8]) -> Option<i64> {
     };
     if let Some(hex) = body.strip_prefix("0x").or_else(|| body.strip_prefix("0X")) {
         let v = u64::from_str_radix(hex, 16).ok()? as f64;
-        return Some(float_to_reply(if neg { -v } else { v }));
+        return Some(if neg { -v } else { v });
     }
     if !body
         .bytes()
@@ -287,11 +341,11 @@ pub fn lua_tonumber_reply(s: &[u8]) -> Option<i64> {
     {
         return None;
     }
-    let v: f64 = t.parse().ok()?;
-    Some(float_to_reply(v))
+    t.parse().ok()
 }
 
-fn float_to_reply(v: f64) -> i64 {
+/// A Lua number as a script's reply: Redis's integer reply, truncated toward zero.
+pub fn float_to_reply(v: f64) -> i64 {
     // Redis converts a Lua number with a C cast to long long; Rust's `as` truncates and saturates.
     v as i64
 }
@@ -330,6 +384,41 @@ pub fn parse_i64(s: &[u8]) -> Option<i64> {
 /// Bytes of an integer argument, as a Lua number becomes a string for `redis.call`.
 pub(crate) fn int_arg(n: i64) -> Bytes {
     Bytes::from(n.to_string())
+}
+
+/// A Lua number as Redis 7.0 hands it to a command inside a script (`%.17g`): an integral
+/// number plainly, any other with 17 significant digits, trailing zeros dropped.
+pub fn lua_number_arg(n: f64) -> Bytes {
+    Bytes::from(format_g17(n))
+}
+
+/// C's `%.17g`, which Redis 7.0's Lua bridge and its double replies both use.
+pub fn format_g17(n: f64) -> String {
+    if n.is_nan() {
+        return if n.is_sign_negative() { "-nan" } else { "nan" }.to_owned();
+    }
+    if n.is_infinite() {
+        return if n < 0.0 { "-inf" } else { "inf" }.to_owned();
+    }
+    if n == 0.0 {
+        return if n.is_sign_negative() { "-0" } else { "0" }.to_owned();
+    }
+    let sci = format!("{n:.16e}");
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let trim = |s: &str| -> String {
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_owned()
+        } else {
+            s.to_owned()
+        }
+    };
+    if !(-4..17).contains(&exp) {
+        let sign = if exp < 0 { '-' } else { '+' };
+        return format!("{}e{sign}{:02}", trim(mantissa), exp.abs());
+    }
+    let decimals = (16 - exp).max(0) as usize;
+    trim(&format!("{n:.decimals$}"))
 }
 
 /// An error decoding a script's reply: the server answered something the lock does not expect.
@@ -395,6 +484,16 @@ mod tests {
         }
         // 21 bytes is too long even when the value would fit.
         assert_eq!(parse_i64(b"-00000000000000000001"), None);
+    }
+
+    #[test]
+    fn lua_numbers_reach_commands_as_redis_prints_them() {
+        assert_eq!(format_g17(1_700_000_015_000.0), "1700000015000");
+        assert_eq!(format_g17(-5000.0), "-5000");
+        assert_eq!(format_g17(0.1), "0.10000000000000001");
+        assert_eq!(format_g17(1e20), "1e+20");
+        assert_eq!(format_g17(-1e20), "-1e+20");
+        assert_eq!(format_g17(1.5), "1.5");
     }
 
     #[test]

@@ -1,9 +1,9 @@
 //! A reference [`Store`]: the scripts' commands over a `BTreeMap`, with a clock you set by hand.
 //!
 //! It exists so the native twins can be tested with no server at all, and so the differential test
-//! has an oracle that is small enough to read. It knows strings, hashes and lists (lists only so that
-//! a script can meet a key of the wrong type), Redis's strict expiry rule (`now > deadline`), and
-//! Redis's error texts for the commands the scripts use.
+//! has an oracle that is small enough to read. It knows strings, hashes, lists and sorted sets (the
+//! fair lock's queue and timeouts), Redis's strict expiry rule (`now > deadline`), and Redis's error
+//! texts for the commands the scripts use.
 
 use super::{CommandError, Store, parse_i64};
 use bytes::Bytes;
@@ -18,7 +18,15 @@ pub enum Value {
     Hash(Vec<(Bytes, Bytes)>),
     /// A list.
     List(Vec<Bytes>),
+    /// A sorted set, lowest score first, ties by member.
+    ZSet(Vec<(Bytes, Score)>),
 }
+
+/// A sorted set's score. A score is never NaN (Redis refuses one), so it is totally ordered.
+#[derive(Clone, Copy, Debug, PartialEq, PartialOrd)]
+pub struct Score(pub f64);
+
+impl Eq for Score {}
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Entry {
@@ -116,6 +124,58 @@ impl ReferenceStore {
         self.keys.get_mut(key)
     }
 
+    fn list_mut(&mut self, key: &[u8]) -> Result<Option<&mut Vec<Bytes>>, CommandError> {
+        match self.live_mut(key) {
+            None => Ok(None),
+            Some(Entry {
+                value: Value::List(l),
+                ..
+            }) => Ok(Some(l)),
+            Some(_) => Err(CommandError::wrong_type()),
+        }
+    }
+
+    fn zset_mut(&mut self, key: &[u8]) -> Result<Option<&mut Vec<(Bytes, Score)>>, CommandError> {
+        match self.live_mut(key) {
+            None => Ok(None),
+            Some(Entry {
+                value: Value::ZSet(z),
+                ..
+            }) => Ok(Some(z)),
+            Some(_) => Err(CommandError::wrong_type()),
+        }
+    }
+
+    /// Deletes `key` if its list or sorted set is empty, as Redis deletes an emptied collection.
+    fn drop_if_empty(&mut self, key: &[u8]) {
+        let empty = match self.keys.get(key).map(|e| &e.value) {
+            Some(Value::List(l)) => l.is_empty(),
+            Some(Value::ZSet(z)) => z.is_empty(),
+            _ => false,
+        };
+        if empty {
+            self.keys.remove(key);
+        }
+    }
+
+    /// Puts `member` at `score` in the sorted set at `key` (created if missing): whether it is new.
+    fn zset_put(&mut self, key: &[u8], member: &[u8], score: f64) -> Result<bool, CommandError> {
+        if self.zset_mut(key)?.is_none() {
+            self.put(key, Value::ZSet(Vec::new()), None);
+        }
+        let z = self.zset_mut(key)?.expect("created above");
+        let old = z.iter().position(|(m, _)| m == member);
+        if let Some(i) = old {
+            z.remove(i);
+        }
+        let at = z
+            .iter()
+            .position(|(m, s)| (s.0, &m[..]) > (score, member))
+            .unwrap_or(z.len());
+        z.insert(at, (Bytes::copy_from_slice(member), Score(score)));
+        Ok(old.is_none())
+    }
+
     fn hash_mut(&mut self, key: &[u8]) -> Result<Option<&mut Vec<(Bytes, Bytes)>>, CommandError> {
         match self.live_mut(key) {
             None => Ok(None),
@@ -126,6 +186,19 @@ impl ReferenceStore {
             Some(_) => Err(CommandError::wrong_type()),
         }
     }
+}
+
+fn not_a_float() -> CommandError {
+    CommandError("ERR value is not a valid float".into())
+}
+
+/// A score argument, as the scripts send them (a Lua number printed with `%.17g`).
+fn parse_score(arg: &[u8]) -> Result<f64, CommandError> {
+    std::str::from_utf8(arg)
+        .ok()
+        .and_then(|s| s.parse::<f64>().ok())
+        .filter(|v| !v.is_nan())
+        .ok_or_else(not_a_float)
 }
 
 fn invalid_expire(cmd: &str) -> CommandError {
@@ -266,5 +339,118 @@ impl Store for ReferenceStore {
 
     fn time(&mut self) -> (i64, i64) {
         (self.now.div_euclid(1000), self.now.rem_euclid(1000) * 1000)
+    }
+
+    fn hset(&mut self, key: &[u8], field: &[u8], value: &[u8]) -> Result<i64, CommandError> {
+        let value = Bytes::copy_from_slice(value);
+        let Some(hash) = self.hash_mut(key)? else {
+            let fields = vec![(Bytes::copy_from_slice(field), value)];
+            self.put(key, Value::Hash(fields), None);
+            return Ok(1);
+        };
+        match hash.iter_mut().find(|(f, _)| f == field) {
+            Some((_, v)) => {
+                *v = value;
+                Ok(0)
+            }
+            None => {
+                hash.push((Bytes::copy_from_slice(field), value));
+                Ok(1)
+            }
+        }
+    }
+
+    fn lindex(&mut self, key: &[u8], index: i64) -> Result<Option<Bytes>, CommandError> {
+        let Some(list) = self.list_mut(key)? else {
+            return Ok(None);
+        };
+        let len = list.len() as i64;
+        let i = if index < 0 { len + index } else { index };
+        Ok((0..len).contains(&i).then(|| list[i as usize].clone()))
+    }
+
+    fn lpop(&mut self, key: &[u8]) -> Result<Option<Bytes>, CommandError> {
+        let Some(list) = self.list_mut(key)? else {
+            return Ok(None);
+        };
+        let first = (!list.is_empty()).then(|| list.remove(0));
+        self.drop_if_empty(key);
+        Ok(first)
+    }
+
+    fn rpush(&mut self, key: &[u8], element: &[u8]) -> Result<i64, CommandError> {
+        let element = Bytes::copy_from_slice(element);
+        match self.list_mut(key)? {
+            Some(list) => {
+                list.push(element);
+                Ok(list.len() as i64)
+            }
+            None => {
+                self.put(key, Value::List(vec![element]), None);
+                Ok(1)
+            }
+        }
+    }
+
+    fn lrange_all(&mut self, key: &[u8]) -> Result<Vec<Bytes>, CommandError> {
+        Ok(self.list_mut(key)?.map(|l| l.clone()).unwrap_or_default())
+    }
+
+    fn lrem_all(&mut self, key: &[u8], element: &[u8]) -> Result<i64, CommandError> {
+        let Some(list) = self.list_mut(key)? else {
+            return Ok(0);
+        };
+        let before = list.len();
+        list.retain(|e| e != element);
+        let removed = (before - list.len()) as i64;
+        self.drop_if_empty(key);
+        Ok(removed)
+    }
+
+    fn zscore(&mut self, key: &[u8], member: &[u8]) -> Result<Option<f64>, CommandError> {
+        Ok(self
+            .zset_mut(key)?
+            .and_then(|z| z.iter().find(|(m, _)| m == member).map(|(_, s)| s.0)))
+    }
+
+    fn zadd(&mut self, key: &[u8], score: &[u8], member: &[u8]) -> Result<bool, CommandError> {
+        let score = parse_score(score)?;
+        self.zset_put(key, member, score)
+    }
+
+    fn zincrby(
+        &mut self,
+        key: &[u8],
+        increment: &[u8],
+        member: &[u8],
+    ) -> Result<f64, CommandError> {
+        let increment = parse_score(increment)?;
+        let score = self.zscore(key, member)?.unwrap_or(0.0) + increment;
+        if score.is_nan() {
+            return Err(CommandError(
+                "ERR resulting score is not a number (NaN)".into(),
+            ));
+        }
+        self.zset_put(key, member, score)?;
+        Ok(score)
+    }
+
+    fn zrem(&mut self, key: &[u8], member: &[u8]) -> Result<bool, CommandError> {
+        let Some(z) = self.zset_mut(key)? else {
+            return Ok(false);
+        };
+        let found = z.iter().position(|(m, _)| m == member);
+        if let Some(i) = found {
+            z.remove(i);
+        }
+        self.drop_if_empty(key);
+        Ok(found.is_some())
+    }
+
+    fn zrange_all(&mut self, key: &[u8]) -> Result<Vec<Bytes>, CommandError> {
+        Ok(self
+            .zset_mut(key)?
+            .map(|z| z.iter().map(|(m, _)| m.clone()).collect())
+            .unwrap_or_default())
     }
 }

@@ -1,0 +1,105 @@
+//! The fair lock: Redisson's `RFairLock`, its waiters served in arrival order.
+//!
+//! A fair acquire is an acquire (`acquire.rs`: its attempts, its wait loop, its cancellation)
+//! whose attempt is the `fair_acquire` script: a waiter joins the lock's queue and keeps its place
+//! while it keeps asking within its thread-wait time (the acquire's wait budget, or 5 s when it
+//! waits forever, as Redisson's default). It waits on its own channel, `<channel>:<owner>`, on
+//! which a release wakes only the queue's head, and retries on that message or when the reply's
+//! wait runs out. A fair acquire that ends without the lock (its budget spent, or cancelled) after
+//! it joined the queue sends `fair_give_up`, so the waiters behind it move up at once instead of
+//! waiting out its thread-wait time. A fair hold is released by `fair_release` and renewed by the
+//! plain watchdog's `renew_batch`, since the lock's hash is a plain lock's.
+//!
+//! The scripts take the client's clock in unix ms, which the machine never reads: each fair
+//! request carries a reading, the first anchors the machine's monotonic clock to it, and every
+//! fair call after that uses the anchored clock, so that a run on virtual time stays
+//! deterministic and a client's deadlines move by one clock only.
+
+use super::query::SingleOp;
+use super::{AcquireRequest, Call, CallPurpose, LockMachine, OpId, OpKind, Operation, Wait};
+use crate::keys::{FairKeys, Owner};
+use crate::script::acquire::HolderTtl;
+use crate::script::fair_acquire::FairAcquireReply;
+use crate::script::{fair_force_unlock, fair_give_up};
+use crate::time::{Millis, MonoTime};
+
+/// How long a waiter that waits forever may stay silent before it loses its place: Redisson's
+/// fair-lock thread-wait time, as its documentation states it.
+pub const FAIR_THREAD_WAIT: Millis = Millis(5_000);
+
+/// A fair acquire's part of an [`AcquireOp`](super::acquire::AcquireOp).
+#[derive(Debug)]
+pub(crate) struct FairWait {
+    pub keys: FairKeys,
+    /// The thread-wait time the attempts carry.
+    pub thread_wait: Millis,
+    /// Whether an attempt was answered "queued": if the acquire ends without the lock, it gives
+    /// up its place.
+    pub queued: bool,
+}
+
+impl FairWait {
+    /// What the wait loop makes of a "queued" reply: a positive wait as the holder's TTL, `-1`
+    /// as a lock without TTL; `0` or `-2` (the lock is free and it is another waiter's turn) a
+    /// tenth of the thread-wait time, so that a waiter behind a head that went silent polls for
+    /// the head's removal without spinning, while a release's message wakes it sooner.
+    pub fn holder_ttl(&mut self, reply: FairAcquireReply) -> Option<HolderTtl> {
+        let FairAcquireReply::Queued(wait) = reply else {
+            return None;
+        };
+        self.queued = true;
+        Some(match wait {
+            -1 => HolderTtl::NoTtl,
+            n if n > 0 => HolderTtl::Remaining(Millis(n as u64)),
+            _ => HolderTtl::Remaining(Millis((self.thread_wait.as_u64() / 10).max(1))),
+        })
+    }
+}
+
+impl LockMachine {
+    /// The fair clock: the first fair request's reading of unix ms, moved on by the machine's
+    /// own clock.
+    pub(crate) fn fair_clock(&self) -> i64 {
+        let (wall, at) = self.wall_anchor.unwrap_or((0, MonoTime::ZERO));
+        wall.saturating_add(self.now.since(at).as_u64() as i64)
+    }
+
+    fn anchor_fair_clock(&mut self, wall_ms: i64) {
+        if self.wall_anchor.is_none() {
+            self.wall_anchor = Some((wall_ms, self.now));
+        }
+    }
+
+    pub(crate) fn start_fair_acquire(&mut self, op: OpId, req: AcquireRequest, wall_ms: i64) {
+        self.anchor_fair_clock(wall_ms);
+        let thread_wait = match req.wait {
+            Wait::Budget(budget) if budget.as_u64() > 0 => budget,
+            _ => FAIR_THREAD_WAIT,
+        };
+        let fair = FairWait {
+            keys: self.config.key_layout.fair_lock(&req.name),
+            thread_wait,
+            queued: false,
+        };
+        self.start_acquire_as(op, req, Some(fair));
+    }
+
+    pub(crate) fn start_fair_force_unlock(&mut self, op: OpId, name: String, wall_ms: i64) {
+        self.anchor_fair_clock(wall_ms);
+        let call =
+            fair_force_unlock::call(&self.config.key_layout.fair_lock(&name), self.fair_clock());
+        self.start_force_unlock_with(op, name, call);
+    }
+
+    /// Takes `owner` out of the queue of a fair acquire that ends without the lock. Nobody waits
+    /// for the answer; a give-up that fails leaves the place to expire by its thread-wait time.
+    pub(crate) fn give_up_place(&mut self, fair: &FairWait, owner: &Owner) {
+        if !fair.queued {
+            return;
+        }
+        let call = fair_give_up::call(&fair.keys, owner, fair.thread_wait);
+        let single = SingleOp::new(Operation::Acquire, fair.keys.lock.name());
+        let op = self.insert_op(None, OpKind::Single(single));
+        self.send_call(Call::Script(call), CallPurpose::Single { op });
+    }
+}
