@@ -23,6 +23,9 @@ pub(crate) struct Cx<'a> {
     pub now: i64,
     /// The hashes of the running script's keys, computed once for all its calls.
     hashes: KeyHashes,
+    /// Whether a blocking command may block the client: only at the top of a request from a
+    /// driver that waits for blocked replies, never inside `EXEC` or a script.
+    pub may_block: bool,
 }
 
 impl<'a> Cx<'a> {
@@ -34,7 +37,18 @@ impl<'a> Cx<'a> {
             db,
             now,
             hashes: KeyHashes::default(),
+            may_block: false,
         }
+    }
+
+    /// Blocks the calling client as `blocked` says (`engine/blocking.rs`).
+    pub fn block(&mut self, blocked: crate::engine::blocking::Blocked) {
+        self.engine.block(self.client, blocked);
+    }
+
+    /// Ends the block of client `id` with `reply`: false if it was not blocked.
+    pub fn unblock(&mut self, id: u64, reply: crate::resp::Frame) -> bool {
+        self.engine.unblock(id, reply)
     }
 
     /// The engine, to read what the whole server reports (`INFO`, `CLIENT LIST`, `PUBSUB`).

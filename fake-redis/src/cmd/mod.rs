@@ -1,7 +1,8 @@
 //! The command table and what every command shares: name lookup, arity, flags, error texts.
 //!
 //! Each family lives in its own file (`keys`, `strings`, `hashes`, `lists`, `sets`, `zsets`, `sort`,
-//! `bitmaps`, `hyperloglog`, `pubsub`, `scripting`, `functions`, `transactions`, `connection`),
+//! `bitmaps`, `hyperloglog`, `blocking`, `pubsub`, `scripting`, `functions`, `transactions`,
+//! `connection`),
 //! mini-redis style: a handler reads its arguments
 //! through one cursor ([`Args`](parse::Args), in `parse.rs`), a command with options parses them
 //! into a small struct first (`Set::parse`, `Expire::parse`) and then applies it; a simple one is a
@@ -13,6 +14,7 @@
 //! Lookup is allocation-free: the name is hashed case-insensitively and matched in a fixed index.
 
 mod bitmaps;
+mod blocking;
 mod command_docs;
 mod config;
 mod connection;
@@ -33,6 +35,7 @@ mod strings;
 mod transactions;
 mod zsets;
 
+pub(crate) use blocking::serve_blocked;
 pub(crate) use config::class;
 pub(crate) use context::Cx;
 pub(crate) use parse::Args;
@@ -150,6 +153,14 @@ command_table! {
     b"BITFIELD_RO" => bitmaps::BITFIELD_RO,
     b"BITOP" => bitmaps::BITOP,
     b"BITPOS" => bitmaps::BITPOS,
+    b"BLMOVE" => blocking::BLMOVE,
+    b"BLMPOP" => blocking::BLMPOP,
+    b"BLPOP" => blocking::BLPOP,
+    b"BRPOP" => blocking::BRPOP,
+    b"BRPOPLPUSH" => blocking::BRPOPLPUSH,
+    b"BZMPOP" => blocking::BZMPOP,
+    b"BZPOPMAX" => blocking::BZPOPMAX,
+    b"BZPOPMIN" => blocking::BZPOPMIN,
     b"CLIENT" => connection::CLIENT,
     b"COMMAND" => command_docs::COMMAND,
     b"CONFIG" => config::CONFIG,
