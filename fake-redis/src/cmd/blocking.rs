@@ -171,10 +171,12 @@ fn blmove(
     )
 }
 
-/// `BLMPOP timeout numkeys key… LEFT|RIGHT [COUNT count]`.
+/// `BLMPOP timeout numkeys key… LEFT|RIGHT [COUNT count]`: the timeout is read after the rest,
+/// as in Redis.
 fn blmpop_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
-    let deadline = deadline(cx, args.next_bytes()?)?;
+    let timeout = args.next_bytes()?;
     let (keys, right, count) = lists::mpop_arguments(args, "left", "right")?;
+    let deadline = deadline(cx, timeout)?;
     for key in keys {
         if let Some(popped) = lists::pop_elements(cx, key, !right, count)? {
             return Ok(key_and_elements(key, popped));
@@ -202,10 +204,11 @@ fn bzpop_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     block_or(cx, keys, deadline, waiter, Frame::NullArray)
 }
 
-/// `BZMPOP timeout numkeys key… MIN|MAX [COUNT count]`.
+/// `BZMPOP timeout numkeys key… MIN|MAX [COUNT count]`: the timeout is read after the rest.
 fn bzmpop_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
-    let deadline = deadline(cx, args.next_bytes()?)?;
+    let timeout = args.next_bytes()?;
     let (keys, max, count) = lists::mpop_arguments(args, "min", "max")?;
+    let deadline = deadline(cx, timeout)?;
     for key in keys {
         if let Some(popped) = zsets::pop_members(cx, key, max, count)? {
             return Ok(key_and_members(key, popped));
@@ -219,10 +222,18 @@ fn bzmpop_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 }
 
 /// `CLIENT UNBLOCK id [TIMEOUT|ERROR]`: 1 when it ended a block, 0 when `id` was not blocked.
-/// The reason is checked before the id, as in Redis.
-pub(super) fn client_unblock(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
-    if !(1..=2).contains(&args.remaining()) {
+/// The reason is checked before the id, as in Redis; `sub` is the subcommand as the client
+/// wrote it, which Redis's error for too many arguments echoes.
+pub(super) fn client_unblock(cx: &mut Cx<'_>, sub: &[u8], args: &mut Args<'_>) -> Reply {
+    if args.remaining() == 0 {
         return Err(super::wrong_arity("client|unblock"));
+    }
+    if args.remaining() > 2 {
+        return Err(super::error_echoing(&[
+            b"ERR unknown subcommand or wrong number of arguments for '",
+            super::c_text(sub, 128),
+            b"'. Try CLIENT HELP.",
+        ]));
     }
     let id = args.next_bytes()?;
     let as_error = match args.next() {

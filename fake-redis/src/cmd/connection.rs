@@ -232,7 +232,7 @@ fn client_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         };
     }
     if is(sub, "unblock") {
-        return super::blocking::client_unblock(cx, args);
+        return super::blocking::client_unblock(cx, sub, args);
     }
     if is(sub, "getredir") {
         exact(args, 0, "client|getredir")?;
