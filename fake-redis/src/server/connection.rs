@@ -262,56 +262,30 @@ impl Connection {
                 Flow::Blocked(deadline) => {
                     let shared = Arc::clone(&self.shared);
                     let now = || lock(&shared.engine).clock_now();
-                    let reached = async {
+                    let signal = Arc::clone(&self.signal);
+                    let ended = async {
                         match deadline {
-                            Some(until) => shared.clock.wait_until(until, now).await,
-                            None => std::future::pending().await,
+                            Some(until) => tokio::select! {
+                                () = signal.0.notified() => {}
+                                () = shared.clock.wait_until(until, now) => {
+                                    // The engine times the client out when it looks at its clock.
+                                    lock(&shared.engine).catch_up();
+                                }
+                            },
+                            None => signal.0.notified().await,
                         }
                     };
-                    tokio::pin!(reached);
-                    loop {
-                        // Read on as a wait for the clock does (to notice a client that left);
-                        // what it sends runs once the block has ended.
-                        let room = self.input.len() < WAIT_READ_LIMIT;
-                        if room {
-                            self.input.reserve(READ_CHUNK);
-                        }
-                        tokio::select! {
-                            () = self.signal.0.notified() => break,
-                            () = &mut reached => {
-                                // The engine times the client out when it looks at its clock.
-                                lock(&shared.engine).catch_up();
-                                break;
-                            }
-                            () = stopped(&mut shutdown) => return,
-                            read = io.read_buf(&mut self.input), if room => match read {
-                                Ok(0) | Err(_) => return,
-                                Ok(_) => {}
-                            },
-                        }
+                    // What the client sends meanwhile runs once the block has ended.
+                    if !read_while_waiting(&mut self.input, io, &mut shutdown, ended).await {
+                        return;
                     }
                 }
                 Flow::WaitUntil(until) => {
                     let shared = Arc::clone(&self.shared);
                     let now = || lock(&shared.engine).clock_now();
                     let reached = shared.clock.wait_until(until, now);
-                    tokio::pin!(reached);
-                    loop {
-                        // Reading on while waiting (nothing read runs before the wait ends)
-                        // notices a client that went away: its connection does not linger
-                        // until a virtual clock that may never get there.
-                        let room = self.input.len() < WAIT_READ_LIMIT;
-                        if room {
-                            self.input.reserve(READ_CHUNK);
-                        }
-                        tokio::select! {
-                            () = &mut reached => break,
-                            () = stopped(&mut shutdown) => return,
-                            read = io.read_buf(&mut self.input), if room => match read {
-                                Ok(0) | Err(_) => return,
-                                Ok(_) => {}
-                            },
-                        }
+                    if !read_while_waiting(&mut self.input, io, &mut shutdown, reached).await {
+                        return;
                     }
                 }
                 Flow::Read => {
@@ -820,6 +794,36 @@ fn while_busy(kind: ScriptKind, argv: &[Bytes], watch: &ScriptWatch) -> Busy {
     match crate::cmd::lookup(name) {
         Some(spec) if spec.arity_ok(argv.len()) => Busy::Reply(kind.busy_error()),
         _ => Busy::AfterScript,
+    }
+}
+
+/// Waits for `done`, reading on meanwhile (nothing read runs before the wait ends) up to
+/// [`WAIT_READ_LIMIT`]: that notices a client that went away, so its connection does not linger
+/// until a virtual clock that may never get there. False when the client left or the server
+/// stops.
+async fn read_while_waiting<IO>(
+    input: &mut BytesMut,
+    io: &mut IO,
+    shutdown: &mut tokio::sync::watch::Receiver<bool>,
+    done: impl std::future::Future<Output = ()>,
+) -> bool
+where
+    IO: AsyncRead + Unpin,
+{
+    tokio::pin!(done);
+    loop {
+        let room = input.len() < WAIT_READ_LIMIT;
+        if room {
+            input.reserve(READ_CHUNK);
+        }
+        tokio::select! {
+            () = &mut done => return true,
+            () = stopped(shutdown) => return false,
+            read = io.read_buf(input), if room => match read {
+                Ok(0) | Err(_) => return false,
+                Ok(_) => {}
+            },
+        }
     }
 }
 
