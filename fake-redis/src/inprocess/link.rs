@@ -430,6 +430,8 @@ impl Logged {
 
 struct LinkState {
     client: Option<ClientId>,
+    /// How long the last blocked command waited on the server, for its call's timeout.
+    blocked_for: Duration,
     db: usize,
     protocol: u8,
     latency: Duration,
@@ -494,6 +496,7 @@ impl Link {
             node,
             state: Mutex::new(LinkState {
                 client: None,
+                blocked_for: Duration::ZERO,
                 db: 0,
                 protocol: 2,
                 latency: Duration::ZERO,
@@ -594,6 +597,11 @@ impl Link {
         };
         // Blocked: a caller that stops waiting takes the block back, as a client that closes a
         // blocked connection would.
+        let blocked_at = Instant::now();
+        let _note = NoteBlocked {
+            link: self,
+            since: blocked_at,
+        };
         let mut cancel = CancelBlock {
             engine: &self.engine,
             client: Some(client),
@@ -631,6 +639,11 @@ impl Link {
         state.db = engine.selected_db(client);
         state.protocol = engine.protocol(client);
         blocked
+    }
+
+    /// How long the call just landed waited blocked on the server (zero if it did not block).
+    fn take_blocked_time(&self) -> Duration {
+        std::mem::take(&mut self.state().blocked_for)
     }
 
     fn timed_out(&self) -> LinkError {
@@ -699,13 +712,12 @@ impl Link {
             CommandFate::DelayReply(ms) => (latency, latency + Duration::from_millis(ms)),
             CommandFate::Deliver | CommandFate::DropReply => (latency, latency),
         };
-        let sent = Instant::now();
         let landed = self
             .transmit(commands, request_delay, logged, give_up)
             .await?;
         // The time a blocking command spent blocked on the server is the command's own: the
         // response timeout counts without it (a client sets its timeout to cover its `BLPOP`).
-        let give_up = give_up + Instant::now().saturating_duration_since(sent);
+        let give_up = give_up + self.take_blocked_time();
         let Some(replies) = landed else {
             // Lost with its connection (a restart meanwhile): the caller still waits it out.
             return self.time_out(give_up).await;
@@ -792,6 +804,18 @@ impl std::task::Wake for Unblocked {
 
     fn wake_by_ref(self: &Arc<Self>) {
         self.0.notify_one();
+    }
+}
+
+/// Notes how long a call waited blocked on the server, however the wait ends.
+struct NoteBlocked<'a> {
+    link: &'a Link,
+    since: Instant,
+}
+
+impl Drop for NoteBlocked<'_> {
+    fn drop(&mut self) {
+        self.link.state().blocked_for = Instant::now().saturating_duration_since(self.since);
     }
 }
 
