@@ -231,6 +231,9 @@ fn client_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
             Err(super::SYNTAX)
         };
     }
+    if is(sub, "unblock") {
+        return super::blocking::client_unblock(cx, sub, args);
+    }
     if is(sub, "getredir") {
         exact(args, 0, "client|getredir")?;
         return Ok(Frame::Integer(-1));
@@ -253,10 +256,12 @@ fn client_line(now: i64, id: u64, c: &Client, running: &str, outbox: usize) -> S
         .as_ref()
         .map(|n| String::from_utf8_lossy(n).into_owned())
         .unwrap_or_default();
-    let flags = match (c.is_subscriber(), c.multi.is_some()) {
-        (true, _) => "P",
-        (false, true) => "x",
-        (false, false) => "N",
+    let flags = match (c.is_subscriber(), c.multi.is_some(), c.is_blocked()) {
+        (true, _, false) => "P",
+        (true, _, true) => "Pb",
+        (false, true, _) => "x",
+        (false, false, true) => "b",
+        (false, false, false) => "N",
     };
     format!(
         "id={id} addr=in-process:{id} laddr=in-process:0 fd=-1 name={name} age={} idle={} \
@@ -544,8 +549,9 @@ fn info_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         let _ = write!(
             s,
             "connected_clients:{}\r\ncluster_connections:0\r\nmaxclients:10000\r\n\
-             blocked_clients:0\r\ntracking_clients:0\r\n",
-            engine.client_count()
+             blocked_clients:{}\r\ntracking_clients:0\r\n",
+            engine.client_count(),
+            engine.blocked_clients()
         );
         sections.push(s);
     }

@@ -25,6 +25,9 @@ pub(crate) struct Cx<'a> {
     hashes: KeyHashes,
     /// Who runs the command: a client directly, a transaction or a script (which never block).
     pub caller: Caller,
+    /// Whether a blocking command may block the client: only at the top of a request from a
+    /// driver that waits for blocked replies, never inside `EXEC` or a script.
+    pub may_block: bool,
 }
 
 /// Who runs a command, which decides whether a blocking command may wait.
@@ -48,18 +51,23 @@ impl<'a> Cx<'a> {
             now,
             hashes: KeyHashes::default(),
             caller: Caller::Client,
+            may_block: false,
         }
-    }
-
-    /// Whether a blocking command may wait: only a client's own command, as in Redis, where
-    /// `MULTI` and scripts deny blocking.
-    pub fn may_block(&self) -> bool {
-        self.caller == Caller::Client
     }
 
     /// Whether a script runs the command.
     pub fn in_script(&self) -> bool {
         self.caller == Caller::Script
+    }
+
+    /// Blocks the calling client as `blocked` says (`engine/blocking.rs`).
+    pub fn block(&mut self, blocked: crate::engine::blocking::Blocked) {
+        self.engine.block(self.client, blocked);
+    }
+
+    /// Ends the block of client `id` with `reply`: false if it was not blocked.
+    pub fn unblock(&mut self, id: u64, reply: crate::resp::Frame) -> bool {
+        self.engine.unblock(id, reply)
     }
 
     /// The engine, to read what the whole server reports (`INFO`, `CLIENT LIST`, `PUBSUB`).

@@ -19,13 +19,38 @@ impl Engine {
     /// any case. See the [engine's docs](crate::engine) for the outbox contract. A closed
     /// connection (after `QUIT`, a restart, a failover or a crash) gets `ERR the connection is
     /// closed`; its driver should [`connect`](Engine::connect) again.
+    ///
+    /// A blocking command (`BLPOP` and its kin) does not block here: it answers at once, as
+    /// inside `MULTI` (nil when there is nothing to take). A driver that can wait for a blocked
+    /// reply calls [`execute_or_block`](Engine::execute_or_block) instead.
     pub fn execute(&mut self, client: ClientId, argv: &[Bytes]) -> Frame {
         let Some(now) = self.start_command(client) else {
             return Frame::error("ERR the connection is closed");
         };
-        let reply = dispatch(self, client.0, argv, now);
+        let reply = dispatch(self, client.0, argv, now, false);
         self.end_command(client, now);
         reply
+    }
+
+    /// [`execute`](Engine::execute), except that a blocking command with nothing to take blocks
+    /// the client (`engine/blocking.rs`): then there is no reply yet (None). The driver sends
+    /// the client nothing more until [`take_unblocked_reply`](Engine::take_unblocked_reply)
+    /// gives the reply; it is woken ([`register_waker`](Engine::register_waker)) when the block
+    /// ends, and sleeps until [`block_deadline`](Engine::block_deadline) on its clock, then calls
+    /// [`catch_up`](Engine::catch_up), for the timeout.
+    pub fn execute_or_block(&mut self, client: ClientId, argv: &[Bytes]) -> Option<Frame> {
+        let Some(now) = self.start_command(client) else {
+            return Some(Frame::error("ERR the connection is closed"));
+        };
+        let reply = dispatch(self, client.0, argv, now, true);
+        let blocked = self.is_blocked(client);
+        self.end_command(client, now);
+        if blocked {
+            // Still blocked after the serving at the end of its own command (a command that
+            // blocks makes no key ready, so it always is): no reply yet.
+            return self.take_unblocked_reply(client);
+        }
+        Some(reply)
     }
 
     /// Runs one of the lock's script calls natively in database `db`, as `EVALSHA` would, whether
@@ -44,7 +69,7 @@ impl Engine {
 /// or runs it.
 // One caller, on every command's path: inlined, `execute` is one call frame.
 #[inline(always)]
-fn dispatch(engine: &mut Engine, id: u64, argv: &[Bytes], now: i64) -> Frame {
+fn dispatch(engine: &mut Engine, id: u64, argv: &[Bytes], now: i64, may_block: bool) -> Frame {
     let Some(name) = argv.first() else {
         return Frame::error("ERR empty command");
     };
@@ -90,6 +115,7 @@ fn dispatch(engine: &mut Engine, id: u64, argv: &[Bytes], now: i64) -> Frame {
     }
     let db = client.db;
     let cx = &mut Cx::new(engine, id, db, now);
+    cx.may_block = may_block;
     (spec.run)(cx, &mut Args::new(argv)).unwrap_or_else(|error| error)
 }
 
@@ -118,6 +144,8 @@ fn reject(engine: &mut Engine, id: u64, spec: &Spec, error: Frame) -> Frame {
 /// checked when it was queued): one reply each.
 pub(super) fn run_queued(cx: &mut Cx<'_>, queue: &[Vec<Bytes>]) -> Vec<Frame> {
     cx.caller = super::context::Caller::Transaction;
+    // Nothing inside a transaction blocks.
+    cx.may_block = false;
     queue
         .iter()
         .map(|argv| {

@@ -522,3 +522,34 @@ fn lmpop_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     }
     Ok(Frame::NullArray)
 }
+
+/// For the blocking pops (`cmd/blocking.rs`): up to `count` elements popped from the head (the
+/// tail unless `left`) of the list at `key`; None when it is missing, WRONGTYPE for another type.
+pub(crate) fn pop_elements(
+    cx: &mut Cx<'_>,
+    key: &[u8],
+    left: bool,
+    count: usize,
+) -> Result<Option<Vec<Bytes>>, Frame> {
+    let end = if left { End::Left } else { End::Right };
+    let Some(list) = write(cx, key, false)? else {
+        return Ok(None);
+    };
+    let n = count.min(list.len());
+    let popped = (0..n).filter_map(|_| pop(list, end)).collect();
+    done(cx, key);
+    Ok(Some(popped))
+}
+
+/// For the blocking moves (`cmd/blocking.rs`): `LMOVE source destination` from the head (the
+/// tail unless `from_left`) to the head (the tail unless `to_left`).
+pub(crate) fn move_element(
+    cx: &mut Cx<'_>,
+    source: &[u8],
+    destination: &[u8],
+    from_left: bool,
+    to_left: bool,
+) -> Reply {
+    let end = |left| if left { End::Left } else { End::Right };
+    lmove(cx, source, destination, end(from_left), end(to_left))
+}

@@ -92,6 +92,47 @@ impl LongDouble {
         from_parts(negative, &digits, exp2, exp10).map(Parsed::Finite)
     }
 
+    /// `(long long)ceill(value * 1000.0)` in C's `long double` on x86-64, as Redis turns a
+    /// timeout in seconds into milliseconds: the product rounded once to the 64-bit mantissa
+    /// (nearest-even), rounded up to an integer, and `i64::MIN` (the conversion's "integer
+    /// indefinite") when that does not fit.
+    pub(crate) fn thousandfold_ceiling(self) -> i64 {
+        let mut m = u128::from(self.mantissa) * 1000;
+        let mut e = self.exponent;
+        let bits = 128 - i64::from(m.leading_zeros());
+        if bits > i64::from(MANTISSA_BITS) {
+            let shift = (bits - i64::from(MANTISSA_BITS)) as u32;
+            let rest = m & ((1u128 << shift) - 1);
+            let half = 1u128 << (shift - 1);
+            m >>= shift;
+            e += i64::from(shift);
+            if rest > half || (rest == half && m & 1 == 1) {
+                m += 1;
+            }
+        }
+        let magnitude = if m == 0 {
+            0
+        } else if e >= 0 {
+            if e >= 64 || m.leading_zeros() < e as u32 + 64 {
+                return i64::MIN;
+            }
+            m << e
+        } else if e <= -128 {
+            // Below one: up to 1, or down to -0.
+            u128::from(!self.negative)
+        } else {
+            let shift = (-e) as u32;
+            let fraction = m & ((1u128 << shift) - 1) != 0;
+            (m >> shift) + u128::from(fraction && !self.negative)
+        };
+        match i64::try_from(magnitude) {
+            Ok(v) if self.negative => -v,
+            Ok(v) => v,
+            // Out of range either way (and -2^63 is i64::MIN itself).
+            Err(_) => i64::MIN,
+        }
+    }
+
     /// The value of an `i64` (exact: it fits the 64-bit mantissa).
     #[cfg(test)]
     pub(crate) fn from_i64(n: i64) -> LongDouble {

@@ -1,8 +1,9 @@
 //! The command table and what every command shares: name lookup, arity, flags, error texts.
 //!
 //! Each family lives in its own file (`keys`, `strings`, `hashes`, `lists`, `sets`, `zsets`, `sort`,
-//! `bitmaps`, `hyperloglog`, `streams`, `geo`, `pubsub`, `scripting`, `functions`, `transactions`,
-//! `connection`, `server` for `OBJECT`, `MEMORY` and the other server commands, `acl`),
+//! `bitmaps`, `hyperloglog`, `streams`, `geo`, `blocking`, `pubsub`, `scripting`, `functions`,
+//! `transactions`, `connection`, `server` for `OBJECT`, `MEMORY` and the other server commands,
+//! `acl`),
 //! mini-redis style: a handler reads its arguments
 //! through one cursor ([`Args`](parse::Args), in `parse.rs`), a command with options parses them
 //! into a small struct first (`Set::parse`, `Expire::parse`) and then applies it; a simple one is a
@@ -15,6 +16,7 @@
 
 mod acl;
 mod bitmaps;
+mod blocking;
 mod command_docs;
 mod config;
 mod connection;
@@ -38,6 +40,7 @@ mod strings;
 mod transactions;
 mod zsets;
 
+pub(crate) use blocking::serve_blocked;
 pub(crate) use config::class;
 pub(crate) use context::{Caller, Cx};
 pub(crate) use parse::Args;
@@ -157,6 +160,14 @@ command_table! {
     b"BITFIELD_RO" => bitmaps::BITFIELD_RO,
     b"BITOP" => bitmaps::BITOP,
     b"BITPOS" => bitmaps::BITPOS,
+    b"BLMOVE" => blocking::BLMOVE,
+    b"BLMPOP" => blocking::BLMPOP,
+    b"BLPOP" => blocking::BLPOP,
+    b"BRPOP" => blocking::BRPOP,
+    b"BRPOPLPUSH" => blocking::BRPOPLPUSH,
+    b"BZMPOP" => blocking::BZMPOP,
+    b"BZPOPMAX" => blocking::BZPOPMAX,
+    b"BZPOPMIN" => blocking::BZPOPMIN,
     b"CLIENT" => connection::CLIENT,
     b"COMMAND" => command_docs::COMMAND,
     b"CONFIG" => config::CONFIG,

@@ -615,7 +615,7 @@ fn xread_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         });
     }
     match timeout {
-        Some(ms) if cx.may_block() => wait_for_data(cx, ms),
+        Some(ms) if cx.caller == super::Caller::Client => wait_for_data(cx, ms),
         _ => Ok(Frame::NullArray),
     }
 }

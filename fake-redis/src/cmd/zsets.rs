@@ -1186,3 +1186,20 @@ fn zmpop_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     }
     Ok(Frame::NullArray)
 }
+
+/// For the blocking pops (`cmd/blocking.rs`): up to `count` members with their scores popped
+/// from the low end (the high end when `max`) of the sorted set at `key`; None when it is
+/// missing, WRONGTYPE for another type.
+pub(crate) fn pop_members(
+    cx: &mut Cx<'_>,
+    key: &[u8],
+    max: bool,
+    count: usize,
+) -> Result<Option<Vec<(f64, Bytes)>>, Frame> {
+    let Some(z) = write(cx, key, false)? else {
+        return Ok(None);
+    };
+    let popped = pop_ends(z, max, count);
+    done(cx, key);
+    Ok(Some(popped))
+}

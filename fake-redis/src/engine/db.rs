@@ -529,6 +529,8 @@ pub(crate) struct Db {
     /// The keys with a TTL, for the active expiry cycle to sample (see the module docs).
     volatile: Vec<Candidate>,
     pub(crate) watches: Watches,
+    /// The clients blocked on its keys, and the keys that became ready (`engine/blocking.rs`).
+    pub(crate) waiters: crate::engine::blocking::KeyWaiters,
     journal: Option<Journal>,
     pub(crate) stats: DbStats,
     /// Changes whenever keys may have moved in the table (it grew or rehashed, or was cleared):
@@ -677,6 +679,7 @@ impl Db {
             table,
             volatile,
             layout_epoch,
+            waiters,
             ..
         } = self;
         let candidate = |entry: &mut Entry, volatile: &mut Vec<Candidate>| {
@@ -701,6 +704,7 @@ impl Db {
                 }
             }
             Err(absent) => {
+                waiters.signal(key);
                 let mut entry = entry;
                 candidate(&mut entry, volatile);
                 let table = absent.into_table();
@@ -787,6 +791,7 @@ impl Db {
         if self.journal.is_some() {
             return self.insert_h(key, h, value, None, now);
         }
+        self.waiters.signal(key);
         let entry = Entry::new(value, None, now);
         note_layout(&self.table, &mut self.layout_epoch);
         self.table.insert_unique(

@@ -14,7 +14,9 @@
 //! Nothing here sleeps, spawns, or reads a clock except through [`Clock`]: time is read once per
 //! command and frozen for its whole run, scripts and `EXEC` included (Redis 7.2's rule), and the
 //! active expiry cycle (`expiry.rs`) catches up lazily, with bounded work, whenever a command sees
-//! that time moved past its next 100 ms tick.
+//! that time moved past its next 100 ms tick. Clients blocked on keys (`BLPOP` and its kin) wait
+//! in a registry here too, timed on the same clock and served after the command that made their
+//! keys ready (`blocking.rs`).
 //!
 //! # The outbox contract
 //!
@@ -34,6 +36,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt;
 use std::task::Waker;
 
+pub(crate) mod blocking;
 pub(crate) mod db;
 pub(crate) mod expiry;
 pub(crate) mod glob;
@@ -141,6 +144,10 @@ pub(crate) struct Client {
     pub closing: bool,
     /// `FAKE.AUTH` accepted the admin password on this connection.
     pub admin: bool,
+    /// What it waits for while a blocking command holds it (`engine/blocking.rs`).
+    blocked: Option<Box<blocking::Blocked>>,
+    /// The reply of its blocking command once the block ended, until its driver takes it.
+    unblocked: Option<Frame>,
 }
 
 impl Client {
@@ -171,6 +178,11 @@ impl Client {
     /// Whether it has a subscription of any kind: what makes it a pub/sub connection.
     pub fn is_subscriber(&self) -> bool {
         self.subscriptions() + self.shard_channels.len() > 0
+    }
+
+    /// Whether a blocking command holds it (`CLIENT LIST`'s `b` flag).
+    pub fn is_blocked(&self) -> bool {
+        self.blocked.is_some()
     }
 
     /// Whether a RESP2 connection is in the pub/sub context, where only a few commands may run.
@@ -284,6 +296,10 @@ pub struct Engine {
     faults: FaultPlan,
     pending_server_faults: Vec<(i64, usize, Fault)>,
     stats: Stats,
+    /// How many clients are blocked: while none are, no command pays for serving them.
+    blocked_clients: usize,
+    /// The blocked clients' deadlines (engine time, client id), earliest first.
+    block_deadlines: BTreeSet<(i64, u64)>,
     started_at: i64,
     /// The lock's scripts run on the Lua state like any other body, not as their native twins.
     lock_scripts_on_lua: bool,
@@ -341,6 +357,8 @@ impl Engine {
             expiry: ActiveExpiry::new(now),
             pending_server_faults: Vec::new(),
             stats: Stats::default(),
+            blocked_clients: 0,
+            block_deadlines: BTreeSet::new(),
             started_at: now,
             lock_scripts_on_lua: false,
             queued_foreign: None,
@@ -450,6 +468,8 @@ impl Engine {
                 last_command: "NULL",
                 closing: false,
                 admin: false,
+                blocked: None,
+                unblocked: None,
             },
         );
         ClientId(id)
@@ -463,6 +483,7 @@ impl Engine {
     /// Closes a connection: its subscriptions, transaction and watches are gone; its driver is
     /// woken so it notices.
     pub fn disconnect(&mut self, client: ClientId) {
+        self.forget_block(client.0);
         self.unsubscribe_all(client.0);
         self.unwatch(client.0);
         let Some(mut c) = self.clients.remove(&client.0) else {
@@ -544,11 +565,13 @@ impl Engine {
         self.clients.get(&client.0).map_or(0, |c| c.outbox.len())
     }
 
-    /// Asks to be woken (once) when a frame is queued for `client` or it is disconnected. Wakes at
-    /// once if either already happened.
+    /// Asks to be woken (once) when a frame is queued for `client`, its block ends, or it is
+    /// disconnected. Wakes at once if any already happened.
     pub fn register_waker(&mut self, client: ClientId, waker: &Waker) {
         match self.clients.get_mut(&client.0) {
-            Some(c) if c.outbox.is_empty() => c.waker = Some(waker.clone()),
+            Some(c) if c.outbox.is_empty() && c.unblocked.is_none() => {
+                c.waker = Some(waker.clone());
+            }
             _ => waker.wake_by_ref(),
         }
     }
@@ -556,15 +579,16 @@ impl Engine {
     // ---- a command's frame ----
 
     /// Does now what the next command would do first: applies the scheduled server-side faults
-    /// that are due and catches up on active expiry. Returns the engine's time. For drivers that
+    /// that are due, catches up on active expiry and times out the blocked clients whose
+    /// deadline passed. Returns the engine's time. For drivers that
     /// move a clock by hand (the TCP server's `FAKE.ADVANCE`) and want the work that fell due
     /// done at once rather than at the next command.
     pub fn catch_up(&mut self) -> i64 {
         self.tick()
     }
 
-    /// Reads the clock, applies the server-side faults that are due and catches up on active
-    /// expiry: the frozen time of the command about to run.
+    /// Reads the clock, applies the server-side faults that are due, catches up on active
+    /// expiry and times out blocked clients: the frozen time of the command about to run.
     pub(crate) fn tick(&mut self) -> i64 {
         if !self.pending_server_faults.is_empty() {
             self.apply_due_server_faults();
@@ -576,6 +600,13 @@ impl Engine {
                 .catch_up(&mut self.dbs, now, &mut || xorshift(rng));
             self.notify_expired(now);
             self.collect_dirty();
+        }
+        if self
+            .block_deadlines
+            .first()
+            .is_some_and(|&(at, _)| at <= now)
+        {
+            self.time_out_blocked(now);
         }
         now
     }
@@ -594,6 +625,9 @@ impl Engine {
     /// Ends a command of `client` started at `now`: its writes reach the watchers, and a `QUIT`
     /// closes the connection.
     pub(crate) fn end_command(&mut self, client: ClientId, now: i64) {
+        if self.blocked_clients > 0 {
+            crate::cmd::serve_blocked(self, now);
+        }
         self.notify_expired(now);
         self.collect_dirty();
         if let Some(c) = self.clients.get_mut(&client.0) {

@@ -43,14 +43,16 @@ pub(crate) fn lock(engine: &SharedEngine) -> MutexGuard<'_, Engine> {
 }
 
 /// Locks the engine unless a script is running in it (then `None`: the lock would wait for the
-/// script). While no script runs this costs one atomic load more than [`lock`]; while the lock
-/// is taken by an ordinary command, it yields until it is free, looking at the watch in between,
-/// so a script that starts meanwhile is noticed instead of waited for.
+/// script). While no script runs this costs one atomic load more than [`lock`]. While an
+/// ordinary command holds the lock, it tries again a few times, looking at the watch in between
+/// (a script that starts meanwhile is noticed instead of waited for), then waits on the mutex
+/// itself: a long command (or a busy multi-worker runtime) parks the thread instead of
+/// spinning it.
 pub(crate) fn lock_unless_busy<'a>(
     engine: &'a SharedEngine,
     watch: &ScriptWatch,
 ) -> Option<MutexGuard<'a, Engine>> {
-    loop {
+    for _ in 0..TRIES_BEFORE_WAITING {
         if watch.running() {
             return None;
         }
@@ -60,7 +62,15 @@ pub(crate) fn lock_unless_busy<'a>(
             Err(std::sync::TryLockError::WouldBlock) => std::thread::yield_now(),
         }
     }
+    if watch.running() {
+        return None;
+    }
+    Some(lock(engine))
 }
+
+/// How often [`lock_unless_busy`] finds the lock taken before it waits on the mutex: an ordinary
+/// command holds it for microseconds, a few yields.
+const TRIES_BEFORE_WAITING: usize = 8;
 
 /// What runs a script: `EVAL` and its kin, or a function (`FCALL`). Redis's `BUSY` texts and
 /// which `KILL` may end it differ.
@@ -420,6 +430,8 @@ impl Logged {
 
 struct LinkState {
     client: Option<ClientId>,
+    /// How long the last blocked command waited on the server, for its call's timeout.
+    blocked_for: Duration,
     db: usize,
     protocol: u8,
     latency: Duration,
@@ -484,6 +496,7 @@ impl Link {
             node,
             state: Mutex::new(LinkState {
                 client: None,
+                blocked_for: Duration::ZERO,
                 db: 0,
                 protocol: 2,
                 latency: Duration::ZERO,
@@ -554,33 +567,83 @@ impl Link {
         c
     }
 
-    /// Runs `commands` back to back on the engine, now. `on` pins the connection a delayed request
-    /// was sent on: if it closed meanwhile, the request is lost (`None`).
-    fn apply(
+    /// Runs `commands` back to back on the engine, now, and then, if one blocked the connection
+    /// (`BLPOP` and its kin), the rest once its block ends. `on` pins the connection a delayed
+    /// request was sent on: if it closed meanwhile, or while blocked, the request is lost
+    /// (`None`).
+    async fn apply(
         &self,
         commands: &[Vec<Bytes>],
         on: Option<ClientId>,
         logged: Option<&Logged>,
     ) -> Option<Vec<Frame>> {
-        let mut engine = lock(&self.engine);
-        // A restart due now closes connections before this request picks one.
-        engine.apply_due_server_faults();
-        let client = match on {
-            Some(c) if !engine.is_connected(c) => return None,
-            Some(c) => c,
-            None => self.connection(&mut engine),
+        let mut replies = Vec::with_capacity(commands.len());
+        let client = {
+            let mut engine = lock(&self.engine);
+            // A restart due now closes connections before this request picks one.
+            engine.apply_due_server_faults();
+            let client = match on {
+                Some(c) if !engine.is_connected(c) => return None,
+                Some(c) => c,
+                None => self.connection(&mut engine),
+            };
+            if let Some(logged) = logged {
+                logged.log.mark_applied(logged.index);
+            }
+            if !self.run_until_blocked(&mut engine, client, commands, &mut replies) {
+                return Some(replies);
+            }
+            client
         };
-        let replies = commands
-            .iter()
-            .map(|argv| engine.execute(client, argv))
-            .collect();
-        if let Some(logged) = logged {
-            logged.log.mark_applied(logged.index);
+        // Blocked: a caller that stops waiting takes the block back, as a client that closes a
+        // blocked connection would.
+        let blocked_at = Instant::now();
+        let _note = NoteBlocked {
+            link: self,
+            since: blocked_at,
+        };
+        let mut cancel = CancelBlock {
+            engine: &self.engine,
+            client: Some(client),
+        };
+        loop {
+            replies.push(wait_unblocked(&self.engine, client).await?);
+            let mut engine = lock(&self.engine);
+            if !self.run_until_blocked(&mut engine, client, commands, &mut replies) {
+                cancel.client = None;
+                return Some(replies);
+            }
+        }
+    }
+
+    /// Runs the commands after those already answered in `replies`, until one blocks (true) or
+    /// all have run (false); the connection's database and protocol are noted.
+    fn run_until_blocked(
+        &self,
+        engine: &mut Engine,
+        client: ClientId,
+        commands: &[Vec<Bytes>],
+        replies: &mut Vec<Frame>,
+    ) -> bool {
+        let mut blocked = false;
+        while let Some(argv) = commands.get(replies.len()) {
+            match engine.execute_or_block(client, argv) {
+                Some(reply) => replies.push(reply),
+                None => {
+                    blocked = true;
+                    break;
+                }
+            }
         }
         let mut state = self.state();
         state.db = engine.selected_db(client);
         state.protocol = engine.protocol(client);
-        Some(replies)
+        blocked
+    }
+
+    /// How long the call just landed waited blocked on the server (zero if it did not block).
+    fn take_blocked_time(&self) -> Duration {
+        std::mem::take(&mut self.state().blocked_for)
     }
 
     fn timed_out(&self) -> LinkError {
@@ -652,6 +715,9 @@ impl Link {
         let landed = self
             .transmit(commands, request_delay, logged, give_up)
             .await?;
+        // The time a blocking command spent blocked on the server is the command's own: the
+        // response timeout counts without it (a client sets its timeout to cover its `BLPOP`).
+        let give_up = give_up + self.take_blocked_time();
         let Some(replies) = landed else {
             // Lost with its connection (a restart meanwhile): the caller still waits it out.
             return self.time_out(give_up).await;
@@ -676,7 +742,7 @@ impl Link {
         give_up: Instant,
     ) -> Result<Option<Vec<Frame>>, LinkError> {
         if delay.is_zero() {
-            return Ok(self.apply(&commands, None, logged.as_ref()));
+            return Ok(self.apply(&commands, None, logged.as_ref()).await);
         }
         let sent_on = {
             let mut e = lock(&self.engine);
@@ -686,13 +752,84 @@ impl Link {
         let link = Arc::clone(self);
         tokio::spawn(async move {
             tokio::time::sleep(delay).await;
-            if let Some(replies) = link.apply(&commands, Some(sent_on), logged.as_ref()) {
+            if let Some(replies) = link.apply(&commands, Some(sent_on), logged.as_ref()).await {
                 let _ = tx.send(replies);
             }
         });
         match tokio::time::timeout_at(give_up, rx).await {
             Ok(landed) => Ok(landed.ok()),
             Err(_) => Err(self.timed_out()),
+        }
+    }
+}
+
+/// Waits until the block of `client` ends, and takes its reply: None when the connection closed
+/// (a disconnect, a restart, a crash). Its timeout is the engine's: this sleeps until the
+/// deadline on tokio's clock, then lets the engine catch up, which answers it.
+async fn wait_unblocked(engine: &SharedEngine, client: ClientId) -> Option<Frame> {
+    let signal = Arc::new(Unblocked(tokio::sync::Notify::new()));
+    let waker = std::task::Waker::from(Arc::clone(&signal));
+    loop {
+        let deadline = {
+            let mut engine = lock(engine);
+            if let Some(reply) = engine.take_unblocked_reply(client) {
+                return Some(reply);
+            }
+            if !engine.is_blocked(client) {
+                return None;
+            }
+            engine.wake_when_unblocked(client, &waker);
+            engine.block_deadline(client)
+        };
+        match deadline {
+            Some(at) => tokio::select! {
+                () = signal.0.notified() => {}
+                () = sleep_until_clock(engine, at) => {
+                    lock(engine).catch_up();
+                }
+            },
+            None => signal.0.notified().await,
+        }
+    }
+}
+
+/// Wakes a link waiting for a block to end (a `Notify` keeps the wake-up if it comes before the
+/// wait).
+struct Unblocked(tokio::sync::Notify);
+
+impl std::task::Wake for Unblocked {
+    fn wake(self: Arc<Self>) {
+        self.0.notify_one();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.notify_one();
+    }
+}
+
+/// Notes how long a call waited blocked on the server, however the wait ends.
+struct NoteBlocked<'a> {
+    link: &'a Link,
+    since: Instant,
+}
+
+impl Drop for NoteBlocked<'_> {
+    fn drop(&mut self) {
+        self.link.state().blocked_for = Instant::now().saturating_duration_since(self.since);
+    }
+}
+
+/// Takes back the block of a call whose caller stopped waiting (dropped the future): the engine
+/// forgets it, as it forgets a blocked client that closed its connection.
+struct CancelBlock<'a> {
+    engine: &'a SharedEngine,
+    client: Option<ClientId>,
+}
+
+impl Drop for CancelBlock<'_> {
+    fn drop(&mut self) {
+        if let Some(client) = self.client.take() {
+            lock(self.engine).cancel_block(client);
         }
     }
 }

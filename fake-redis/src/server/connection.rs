@@ -23,6 +23,13 @@
 //! timeout); a delay or a pause holds the connection, later requests and replies behind it, until
 //! the server's clock reaches the end (with the virtual clock: until `FAKE.ADVANCE` gets there).
 //!
+//! A blocking command (`BLPOP` and its kin) that blocks its client in the engine leaves the
+//! connection waiting without the lock and without polling: the engine wakes it when the block
+//! ends (served by another client's push, `CLIENT UNBLOCK`, a disconnect), and the clock's wait
+//! (a timer on the virtual clock, which `FAKE.ADVANCE` stops at) brings it back at the block's
+//! deadline, where the engine's catch-up answers the timeout. Requests read meanwhile run after
+//! the reply, as Redis runs a blocked client's pipeline; pushes for it wait until then too.
+//!
 //! While a script runs in the engine (its connection holds the lock), a connection does not lock:
 //! it looks at the engine's script watch first (see the [server docs](super)). Until the script
 //! passes the busy threshold it waits for it, as Redis's clients do; past it, it answers from the
@@ -134,6 +141,9 @@ enum Flow {
     Close,
     /// Write, then wait for the running script to pass the busy threshold or end.
     AwaitScript,
+    /// Write, then wait for the engine to end the client's block (it wakes the connection), or
+    /// for the clock to reach the block's deadline (before jumps), if it has one.
+    Blocked(Option<i64>),
 }
 
 /// What a connection waits for the clock to do something with.
@@ -148,6 +158,9 @@ enum Waiting {
     Push(Frame),
     /// A request read while a script was busy that runs once the script has ended.
     Held(Vec<Bytes>),
+    /// A blocking command whose client the engine holds: its reply comes when the block ends,
+    /// then waits for `reply_due` if the plan delays it.
+    Blocked { reply_due: Option<i64> },
 }
 
 /// How far a request has gone through the fault plan.
@@ -246,27 +259,33 @@ impl Connection {
                         return;
                     }
                 }
+                Flow::Blocked(deadline) => {
+                    let shared = Arc::clone(&self.shared);
+                    let now = || lock(&shared.engine).clock_now();
+                    let signal = Arc::clone(&self.signal);
+                    let ended = async {
+                        match deadline {
+                            Some(until) => tokio::select! {
+                                () = signal.0.notified() => {}
+                                () = shared.clock.wait_until(until, now) => {
+                                    // The engine times the client out when it looks at its clock.
+                                    lock(&shared.engine).catch_up();
+                                }
+                            },
+                            None => signal.0.notified().await,
+                        }
+                    };
+                    // What the client sends meanwhile runs once the block has ended.
+                    if !read_while_waiting(&mut self.input, io, &mut shutdown, ended).await {
+                        return;
+                    }
+                }
                 Flow::WaitUntil(until) => {
                     let shared = Arc::clone(&self.shared);
                     let now = || lock(&shared.engine).clock_now();
                     let reached = shared.clock.wait_until(until, now);
-                    tokio::pin!(reached);
-                    loop {
-                        // Reading on while waiting (nothing read runs before the wait ends)
-                        // notices a client that went away: its connection does not linger
-                        // until a virtual clock that may never get there.
-                        let room = self.input.len() < WAIT_READ_LIMIT;
-                        if room {
-                            self.input.reserve(READ_CHUNK);
-                        }
-                        tokio::select! {
-                            () = &mut reached => break,
-                            () = stopped(&mut shutdown) => return,
-                            read = io.read_buf(&mut self.input), if room => match read {
-                                Ok(0) | Err(_) => return,
-                                Ok(_) => {}
-                            },
-                        }
+                    if !read_while_waiting(&mut self.input, io, &mut shutdown, reached).await {
+                        return;
                     }
                 }
                 Flow::Read => {
@@ -316,13 +335,18 @@ impl Connection {
             shared.clock.remove_timer(due, self.client);
         }
         let flow = self.step_locked(&mut engine);
-        if let Flow::WaitUntil(due) = flow {
+        if let Flow::WaitUntil(due) | Flow::Blocked(Some(due)) = flow {
             shared.clock.register_timer(due, self.client);
             self.timer = Some(due);
         }
         drop(batch);
-        // Wake on the next push (at once if one is already queued).
-        engine.register_waker(self.client, &self.waker);
+        if let Flow::Blocked(_) = flow {
+            // Pushes wait until the block ends: only its end (or a disconnect) wakes it.
+            engine.wake_when_unblocked(self.client, &self.waker);
+        } else {
+            // Wake on the next push (at once if one is already queued).
+            engine.register_waker(self.client, &self.waker);
+        }
         flow
     }
 
@@ -379,6 +403,22 @@ impl Connection {
             Some(Waiting::Delayed(argv)) if engine.is_connected(self.client) => {
                 if let Some(flow) = self.request(engine, argv, Stage::Delivered) {
                     return flow;
+                }
+            }
+            Some(Waiting::Blocked { reply_due }) => {
+                match engine.take_unblocked_reply(self.client) {
+                    Some(reply) => {
+                        let protocol = engine.protocol(self.client);
+                        if let Some(flow) = self.reply(&reply, protocol, reply_due) {
+                            return flow;
+                        }
+                    }
+                    None if engine.is_blocked(self.client) => {
+                        self.waiting = Some(Waiting::Blocked { reply_due });
+                        return Flow::Blocked(engine.block_deadline(self.client));
+                    }
+                    // Closed while blocked: noticed below.
+                    None => {}
                 }
             }
             _ => {}
@@ -493,14 +533,27 @@ impl Connection {
             self.authenticated = engine.is_authenticated(self.client);
             self.parser.set_authenticated(self.authenticated);
         }
+        if connected && engine.is_blocked(self.client) {
+            self.waiting = Some(Waiting::Blocked { reply_due });
+            return Some(Flow::Blocked(engine.block_deadline(self.client)));
+        }
+        if let Some(flow) = self.reply(&reply, protocol, reply_due) {
+            return Some(flow);
+        }
+        (!connected).then_some(Flow::Close)
+    }
+
+    /// Puts `reply` in the output, or holds it until `reply_due` when the plan delays it (then
+    /// the step waits).
+    fn reply(&mut self, reply: &Frame, protocol: u8, reply_due: Option<i64>) -> Option<Flow> {
         if let Some(due) = reply_due {
             let mut delayed = BytesMut::new();
-            resp::encode(&reply, protocol, &mut delayed);
+            resp::encode(reply, protocol, &mut delayed);
             self.waiting = Some(Waiting::Reply(delayed));
             return Some(Flow::WaitUntil(due));
         }
-        resp::encode(&reply, protocol, &mut self.output);
-        (!connected).then_some(Flow::Close)
+        resp::encode(reply, protocol, &mut self.output);
+        None
     }
 
     /// Runs a request in the engine (or an admin command in the server). A panic in command code
@@ -508,7 +561,13 @@ impl Connection {
     fn execute(&self, engine: &mut Engine, admin: Option<AdminCommand>, argv: &[Bytes]) -> Outcome {
         let run = AssertUnwindSafe(|| match admin {
             Some(command) => admin::run(command, &self.shared, engine, self.client, argv),
-            None => Outcome::Reply(engine.execute(self.client, argv)),
+            // A blocking command that blocks has no reply yet: the caller sees the client
+            // blocked and waits for it.
+            None => Outcome::Reply(
+                engine
+                    .execute_or_block(self.client, argv)
+                    .unwrap_or(Frame::NullArray),
+            ),
         });
         std::panic::catch_unwind(run).unwrap_or_else(|panic| {
             let what = panic
@@ -735,6 +794,36 @@ fn while_busy(kind: ScriptKind, argv: &[Bytes], watch: &ScriptWatch) -> Busy {
     match crate::cmd::lookup(name) {
         Some(spec) if spec.arity_ok(argv.len()) => Busy::Reply(kind.busy_error()),
         _ => Busy::AfterScript,
+    }
+}
+
+/// Waits for `done`, reading on meanwhile (nothing read runs before the wait ends) up to
+/// [`WAIT_READ_LIMIT`]: that notices a client that went away, so its connection does not linger
+/// until a virtual clock that may never get there. False when the client left or the server
+/// stops.
+async fn read_while_waiting<IO>(
+    input: &mut BytesMut,
+    io: &mut IO,
+    shutdown: &mut tokio::sync::watch::Receiver<bool>,
+    done: impl std::future::Future<Output = ()>,
+) -> bool
+where
+    IO: AsyncRead + Unpin,
+{
+    tokio::pin!(done);
+    loop {
+        let room = input.len() < WAIT_READ_LIMIT;
+        if room {
+            input.reserve(READ_CHUNK);
+        }
+        tokio::select! {
+            () = &mut done => return true,
+            () = stopped(shutdown) => return false,
+            read = io.read_buf(input), if room => match read {
+                Ok(0) | Err(_) => return false,
+                Ok(_) => {}
+            },
+        }
     }
 }
 

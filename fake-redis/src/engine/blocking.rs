@@ -1,0 +1,255 @@
+//! Clients blocked on keys (`BLPOP` and its kin), on the engine's clock and without I/O.
+//!
+//! A blocking command that finds nothing to take leaves its client here: registered on each of
+//! its keys, first come first served per key, with a deadline on the engine's clock (none for a
+//! timeout of 0). Nothing here waits. The engine only keeps the registry, and a front door asks
+//! it three things: whether its client is blocked, when its deadline falls (to sleep until then,
+//! on whatever clock the door runs), and the reply once the block ended.
+//!
+//! A key becomes *ready* when it is created while a client waits on it (Redis's
+//! `signalKeyAsReady`, called from `dbAdd`): the keyspace notes it (`Db::insert`), in the order it
+//! happened. After the whole command, transaction or script that made keys ready, the engine
+//! serves the waiters, as Redis's `handleClientsBlockedOnKeys` does: keys in the order they became
+//! ready, each key's clients in the order they blocked, each served client's pop possibly emptying
+//! the key for the next, and a served move making its destination ready in turn
+//! (`cmd/blocking.rs` does the serving). A client whose deadline the clock passes is answered
+//! nil when the engine next looks at its clock: the catch-up at every command, or
+//! [`Engine::catch_up`] from a driver that woke at [`Engine::next_block_deadline`].
+//!
+//! The registry is generic over what a waiter wants. A [`Waiter`] says which type of value at a
+//! ready key can serve it; `cmd/blocking.rs` says how it is served. A stream reader
+//! (`XREAD BLOCK`) plugs in as one more variant: it wants a stream, a key is ready for it when
+//! `XADD` signals it (a stream that grows is ready too, so `XADD` calls the same signal on an
+//! existing key), and serving it reads the entries after its ids without emptying anything, so
+//! every reader blocked on the key is served in turn.
+//!
+//! A disconnect, a restart, a failover or a crash forgets a blocked client with its connection;
+//! `CLIENT UNBLOCK` ends a block early, as a timeout or with an error.
+
+use crate::engine::db::Value;
+use crate::engine::{ClientId, Engine};
+use crate::resp::Frame;
+use bytes::Bytes;
+use std::collections::{BTreeMap, VecDeque};
+
+/// What a blocked client waits for, and so what serves it (see the [module docs](self)).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Waiter {
+    /// `BLPOP`/`BRPOP` (`count` None: one element, answered `[key, element]`) and `BLMPOP`
+    /// (`count` elements, answered `[key, [element…]]`), from the head when `left`.
+    ListPop { left: bool, count: Option<usize> },
+    /// `BLMOVE`/`BRPOPLPUSH`: one element moved to `destination`, answered as the element.
+    ListMove {
+        left: bool,
+        destination: Bytes,
+        to_left: bool,
+    },
+    /// `BZPOPMIN`/`BZPOPMAX` (`count` None: answered `[key, member, score]`) and `BZMPOP`
+    /// (answered `[key, [[member, score]…]]`), the highest scores when `max`.
+    ZSetPop { max: bool, count: Option<usize> },
+}
+
+impl Waiter {
+    /// Whether a ready key holding `value` can serve this waiter (Redis serves a list waiter only
+    /// from a list, a sorted-set waiter only from a sorted set; any other type leaves it blocked).
+    pub fn served_by(&self, value: &Value) -> bool {
+        match self {
+            Waiter::ListPop { .. } | Waiter::ListMove { .. } => matches!(value, Value::List(_)),
+            Waiter::ZSetPop { .. } => matches!(value, Value::ZSet(_)),
+        }
+    }
+
+    /// The reply when the block ends without being served (a timeout, `CLIENT UNBLOCK`): a null
+    /// array for every blocking command in Redis 7.0, moves included.
+    pub fn timed_out(&self) -> Frame {
+        Frame::NullArray
+    }
+}
+
+/// One blocked client's wait.
+#[derive(Debug)]
+pub(crate) struct Blocked {
+    /// The database of its keys (the one it had selected when it blocked).
+    pub db: usize,
+    /// The keys it waits on, in the order it named them.
+    pub keys: Vec<Bytes>,
+    /// When it times out, on the engine's clock (clock jumps included); None waits forever.
+    pub deadline: Option<i64>,
+    /// What serves it.
+    pub waiter: Waiter,
+}
+
+/// The clients waiting on the keys of one database, and the keys that became ready since the
+/// engine last served them.
+#[derive(Default)]
+pub(crate) struct KeyWaiters {
+    by_key: BTreeMap<Bytes, VecDeque<u64>>,
+    ready: Vec<Bytes>,
+}
+
+impl KeyWaiters {
+    /// Redis's `signalKeyAsReady`: `key` was created; if a client waits on it, it is ready.
+    #[inline]
+    pub fn signal(&mut self, key: &[u8]) {
+        if self.by_key.is_empty() {
+            return;
+        }
+        if self.by_key.contains_key(key) && !self.ready.iter().any(|k| k.as_ref() == key) {
+            self.ready.push(Bytes::copy_from_slice(key));
+        }
+    }
+
+    /// The clients waiting on `key`, in the order they blocked.
+    pub fn waiting_on(&self, key: &[u8]) -> Vec<u64> {
+        self.by_key
+            .get(key)
+            .map(|q| q.iter().copied().collect())
+            .unwrap_or_default()
+    }
+
+    /// The keys that became ready, in order; the list starts over.
+    pub fn take_ready(&mut self) -> Vec<Bytes> {
+        std::mem::take(&mut self.ready)
+    }
+
+    fn add(&mut self, key: &Bytes, client: u64) {
+        let queue = self.by_key.entry(key.clone()).or_default();
+        if !queue.contains(&client) {
+            queue.push_back(client);
+        }
+    }
+
+    fn remove(&mut self, key: &[u8], client: u64) {
+        if let Some(queue) = self.by_key.get_mut(key) {
+            queue.retain(|&c| c != client);
+            if queue.is_empty() {
+                self.by_key.remove(key);
+            }
+        }
+    }
+}
+
+impl Engine {
+    /// Blocks client `id` as `blocked` says (see the [module docs](self)). The command that
+    /// blocks it has no reply yet.
+    pub(crate) fn block(&mut self, id: u64, blocked: Blocked) {
+        let Some(client) = self.clients.get_mut(&id) else {
+            return;
+        };
+        let db = &mut self.dbs[blocked.db];
+        for key in &blocked.keys {
+            db.waiters.add(key, id);
+        }
+        if let Some(at) = blocked.deadline {
+            self.block_deadlines.insert((at, id));
+        }
+        client.unblocked = None;
+        client.blocked = Some(Box::new(blocked));
+        self.blocked_clients += 1;
+    }
+
+    /// Ends the block of client `id` with `reply`, which its driver then takes
+    /// ([`Engine::take_unblocked_reply`]); its driver is woken. False if it was not blocked.
+    pub(crate) fn unblock(&mut self, id: u64, reply: Frame) -> bool {
+        if !self.forget_block(id) {
+            return false;
+        }
+        let client = self
+            .clients
+            .get_mut(&id)
+            .expect("a blocked client is connected");
+        client.unblocked = Some(reply);
+        if let Some(w) = client.waker.take() {
+            w.wake();
+        }
+        true
+    }
+
+    /// Takes client `id` out of the registry, replying nothing (a disconnect). False if it was
+    /// not blocked.
+    pub(crate) fn forget_block(&mut self, id: u64) -> bool {
+        let Some(blocked) = self.clients.get_mut(&id).and_then(|c| c.blocked.take()) else {
+            return false;
+        };
+        let db = &mut self.dbs[blocked.db];
+        for key in &blocked.keys {
+            db.waiters.remove(key, id);
+        }
+        if let Some(at) = blocked.deadline {
+            self.block_deadlines.remove(&(at, id));
+        }
+        self.blocked_clients -= 1;
+        true
+    }
+
+    /// Answers nil to every blocked client whose deadline is at or before `now`, earliest first.
+    pub(crate) fn time_out_blocked(&mut self, now: i64) {
+        while let Some(&(at, id)) = self.block_deadlines.first() {
+            if at > now {
+                break;
+            }
+            let reply = self.clients[&id]
+                .blocked
+                .as_ref()
+                .expect("a deadline belongs to a blocked client")
+                .waiter
+                .timed_out();
+            self.unblock(id, reply);
+        }
+    }
+
+    /// What client `id` waits for, if it is blocked.
+    pub(crate) fn blocked(&self, id: u64) -> Option<&Blocked> {
+        self.clients.get(&id)?.blocked.as_deref()
+    }
+
+    /// How many clients are blocked (`INFO`'s `blocked_clients`).
+    pub(crate) fn blocked_clients(&self) -> usize {
+        self.blocked_clients
+    }
+
+    /// Whether `client` is blocked: its command has no reply yet.
+    pub fn is_blocked(&self, client: ClientId) -> bool {
+        self.clients
+            .get(&client.0)
+            .is_some_and(|c| c.blocked.is_some())
+    }
+
+    /// The reply of `client`'s blocking command once its block ended (served, timed out or
+    /// unblocked), once.
+    pub fn take_unblocked_reply(&mut self, client: ClientId) -> Option<Frame> {
+        self.clients.get_mut(&client.0)?.unblocked.take()
+    }
+
+    /// Ends `client`'s block without a reply, as if it had not sent the command (its driver gave
+    /// up on it). Nothing was taken from the keys for it.
+    pub fn cancel_block(&mut self, client: ClientId) {
+        self.forget_block(client.0);
+        if let Some(c) = self.clients.get_mut(&client.0) {
+            c.unblocked = None;
+        }
+    }
+
+    /// When `client`'s block times out, in the clock's time before jumps (the time drivers
+    /// sleep on): None when it is not blocked or waits forever.
+    pub fn block_deadline(&self, client: ClientId) -> Option<i64> {
+        let at = self.blocked(client.0)?.deadline?;
+        Some(at.saturating_sub(self.clock_offset))
+    }
+
+    /// The earliest deadline of any blocked client, in the clock's time before jumps: a driver
+    /// that moves the clock stops there and calls [`Engine::catch_up`], which answers it.
+    pub fn next_block_deadline(&self) -> Option<i64> {
+        let &(at, _) = self.block_deadlines.first()?;
+        Some(at.saturating_sub(self.clock_offset))
+    }
+
+    /// Asks to be woken (once) when `client`'s block ends or it is disconnected; at once if either
+    /// already happened. Unlike [`Engine::register_waker`], frames in its outbox do not wake it.
+    pub fn wake_when_unblocked(&mut self, client: ClientId, waker: &std::task::Waker) {
+        match self.clients.get_mut(&client.0) {
+            Some(c) if c.blocked.is_some() => c.waker = Some(waker.clone()),
+            _ => waker.wake_by_ref(),
+        }
+    }
+}
