@@ -24,9 +24,21 @@ struct Raw {
 }
 
 impl Raw {
+    /// Connects to `addr`, waiting for a server that was just started to listen (up to 10 s).
     async fn connect(addr: SocketAddr) -> Raw {
+        let mut tries = 0;
+        let stream = loop {
+            match TcpStream::connect(addr).await {
+                Ok(stream) => break stream,
+                Err(_) if tries < 400 => {
+                    tries += 1;
+                    tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+                }
+                Err(e) => panic!("cannot connect to {addr}: {e}"),
+            }
+        };
         Raw {
-            stream: TcpStream::connect(addr).await.expect("connects"),
+            stream,
             received: BytesMut::new(),
             parser: ReplyParser::new(),
         }
