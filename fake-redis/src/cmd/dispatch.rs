@@ -154,11 +154,6 @@ pub(super) fn run_queued(cx: &mut Cx<'_>, queue: &[Vec<Bytes>]) -> Vec<Frame> {
                     .run_foreign(argv)
                     .unwrap_or_else(|| unknown_command(argv));
             };
-            // A client inside `EXEC` expects one reply per command, and a shard subscription
-            // would send more: Redis refuses it there (`CLIENT_DENY_BLOCKING`).
-            if spec.name == "ssubscribe" {
-                return Frame::error("ERR SSUBSCRIBE isn't allowed for a DENY BLOCKING client");
-            }
             // A `SELECT` earlier in the transaction moves the commands after it.
             cx.db = cx.selected_db();
             (spec.run)(cx, &mut Args::new(argv)).unwrap_or_else(|error| error)

@@ -12,7 +12,7 @@
 //! `SHARDNUMSUB`) is the same machinery over the engine's third registry: its confirmations count
 //! the shard channels alone, while the pub/sub context counts every kind, as in Redis 7.0.
 
-use super::{Args, Cx, PUBSUB_CONTEXT, Reply, Spec, is, unknown_subcommand};
+use super::{Args, Caller, Cx, PUBSUB_CONTEXT, Reply, Spec, is, unknown_subcommand};
 use crate::engine::Subscription;
 use crate::engine::glob::glob_match;
 use crate::resp::Frame;
@@ -55,6 +55,14 @@ fn subscribe_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let (kind, confirm) = if is(args.name(), "psubscribe") {
         (Subscription::Pattern, "psubscribe")
     } else if is(args.name(), "ssubscribe") {
+        // A transaction expects one reply per command, and confirmations would send more: Redis
+        // refuses a shard subscription where blocking is denied (`CLIENT_DENY_BLOCKING`), while
+        // SUBSCRIBE and PSUBSCRIBE still run there.
+        if cx.caller == Caller::Transaction {
+            return Err(Frame::error(
+                "ERR SSUBSCRIBE isn't allowed for a DENY BLOCKING client",
+            ));
+        }
         (Subscription::Shard, "ssubscribe")
     } else {
         (Subscription::Channel, "subscribe")
