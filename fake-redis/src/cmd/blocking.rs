@@ -15,7 +15,7 @@
 //! overflow to a negative timeout).
 
 use super::long_double::{LongDouble, Parsed};
-use super::{Args, Cx, Reply, Spec, WRITE, int, is, lists, zsets};
+use super::{Args, Caller, Cx, Reply, Spec, WRITE, int, is, lists, zsets};
 use crate::engine::blocking::{Blocked, Waiter};
 use crate::engine::{DATABASES, Engine};
 use crate::resp::Frame;
@@ -56,8 +56,9 @@ fn block_or(
     waiter: Waiter,
     denied: Frame,
 ) -> Reply {
-    // A script's commands run on the caller's context: the running script says where we are.
-    if !cx.may_block || cx.script_watch().running() {
+    // Blocking needs a door that waits for the reply, and a client's own command: a
+    // transaction's or a script's never blocks.
+    if !cx.may_block || cx.caller != Caller::Client {
         return Ok(denied);
     }
     let db = cx.db;

@@ -25,8 +25,8 @@ pub(crate) struct Cx<'a> {
     hashes: KeyHashes,
     /// Who runs the command: a client directly, a transaction or a script (which never block).
     pub caller: Caller,
-    /// Whether a blocking command may block the client: only at the top of a request from a
-    /// driver that waits for blocked replies, never inside `EXEC` or a script.
+    /// Whether the door that sent the command waits for a blocked reply (`execute_or_block`);
+    /// a blocking command blocks only then, and only as the client's own command (`caller`).
     pub may_block: bool,
 }
 

@@ -143,9 +143,8 @@ fn reject(engine: &mut Engine, id: u64, spec: &Spec, error: Frame) -> Frame {
 /// Runs the commands of an `EXEC`, back to back at the transaction's frozen time (each was
 /// checked when it was queued): one reply each.
 pub(super) fn run_queued(cx: &mut Cx<'_>, queue: &[Vec<Bytes>]) -> Vec<Frame> {
+    // Nothing inside a transaction blocks or subscribes to a shard channel.
     cx.caller = super::context::Caller::Transaction;
-    // Nothing inside a transaction blocks.
-    cx.may_block = false;
     queue
         .iter()
         .map(|argv| {
