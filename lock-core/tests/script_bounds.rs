@@ -206,3 +206,51 @@ async fn a_failed_call_leaves_no_key_behind_and_no_lock_is_left_without_a_ttl() 
     }
     assert!(failures > 100, "the boundaries must make calls fail");
 }
+
+/// A fenced acquire over a counter at its edges replies, and leaves the counter and the latch, as
+/// Redis does: the token and the floor are Lua numbers there, so a counter far below the floor
+/// gives a difference `INCRBY` refuses (`%.17g` writes it with an exponent), and a counter past
+/// 2^53 comes back rounded. The native twin once panicked on the first of these.
+#[tokio::test]
+async fn a_fenced_acquire_over_a_counter_at_its_edges_replies_as_redis_does() {
+    let url = common::redis_url();
+    let backend = RedisBackend::connect(&url, Duration::from_secs(5))
+        .await
+        .expect("connect to REDIS_URL");
+    let prefix = common::unique_prefix("fenced-edges");
+    let keys = KeyLayout::new(prefix.clone()).lock(&format!("{prefix}:lock"));
+    let owner = Owner::new("us", 1);
+    let lease = Lease::from_millis(30_000).unwrap();
+    let call = acquire_fenced::call_from(&keys, &RequestId(7), lease, &owner, Millis(10_000), 0);
+    let latch = keys.acquire_latch(&RequestId(7));
+    let counters = [
+        "-9223372036854775807",
+        "-100000000000000000",
+        "9007199254740992",
+        "9223372036854775807",
+        "abc",
+    ];
+    for counter in counters {
+        for key in [&keys.lock, &keys.token, &latch] {
+            run(&backend, &[b"DEL", key]).await;
+        }
+        run(&backend, &[b"SET", &keys.token, counter.as_bytes()]).await;
+        let mut reference = ReferenceStore::new(1_800_000_000_000);
+        reference.set_string(&keys.token, counter.as_bytes());
+        let reply = eval(&backend, &call).await;
+        let native = call.run_native(&mut reference);
+        assert_eq!(native, reply, "counter {counter}: the reply");
+        for key in [&keys.token, &latch] {
+            let on_redis = run(&backend, &[b"GET", key]).await;
+            let on_twin = match reference.value(key) {
+                Some(lock_core::script::reference::Value::Str(v)) => Reply::Bulk(v.clone()),
+                None => Reply::Nil,
+                Some(other) => panic!("counter {counter}: {key:?} holds {other:?}"),
+            };
+            assert_eq!(on_twin, on_redis, "counter {counter}: {key:?} after");
+        }
+    }
+    for key in [&keys.lock, &keys.token, &latch] {
+        run(&backend, &[b"DEL", key]).await;
+    }
+}

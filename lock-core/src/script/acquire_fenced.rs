@@ -31,8 +31,8 @@
 
 use super::acquire::{HolderTtl, counts};
 use super::{
-    DecodeError, Script, ScriptCall, ScriptCtx, ScriptFailure, Store, check_set_px, int_arg,
-    lua_tonumber_reply,
+    CommandError, DecodeError, Script, ScriptCall, ScriptCtx, ScriptFailure, Store, check_set_px,
+    float_to_reply, int_arg, lua_number_arg, lua_tonumber_reply, parse_i64,
 };
 use crate::keys::{LockKeys, Owner, RequestId};
 use crate::reply::Reply;
@@ -85,18 +85,29 @@ fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, Script
     cx.at(8, store.pexpire(latch, cx.arg(1, 8)?))?;
     cx.at(9, check_set_px(store, latch, cx.arg(3, 9)?))?;
     let counter = cx.key(2, 10)?;
-    let mut token = cx.at(10, store.incr(counter))?;
+    // The token and the floor are Lua numbers (doubles), and the difference reaches `INCRBY` as
+    // `%.17g` text: a counter set far below the floor gives a difference `INCRBY` refuses, as on
+    // Redis, and a counter beyond 2^53 is rounded as Lua rounds it.
+    let mut token = cx.at(10, store.incr(counter))? as f64;
     let (secs, micros) = store.time();
-    let floor = secs.saturating_mul(1_000_000).saturating_add(micros);
+    let floor = secs as f64 * 1_000_000.0 + micros as f64;
     if token < floor {
-        token = cx.at(14, store.incrby(counter, floor - token))?;
+        let delta = parse_i64(&lua_number_arg(floor - token))
+            .ok_or_else(|| cx.fail(14, CommandError::not_an_integer()))?;
+        token = cx.at(14, store.incrby(counter, delta))? as f64;
     }
     if counts(count.as_deref(), cx.opt_arg(4)) {
         cx.at(17, store.hincrby(lock, cx.arg(2, 17)?, 1))?;
     }
     cx.at(19, store.pexpire(lock, cx.arg(1, 19)?))?;
-    cx.at(20, store.set_px(latch, &int_arg(token), cx.arg(3, 20)?))?;
-    Ok(Reply::Array(vec![Reply::Int(-1), Reply::Int(token)]))
+    cx.at(
+        20,
+        store.set_px(latch, &lua_number_arg(token), cx.arg(3, 20)?),
+    )?;
+    Ok(Reply::Array(vec![
+        Reply::Int(-1),
+        Reply::Int(float_to_reply(token)),
+    ]))
 }
 
 /// The call that acquires `keys` for `owner` with `lease` and draws a token, idempotent under
