@@ -1229,3 +1229,30 @@ async fn curated_edge_cases_in_resp3_reply_exactly_as_redis_7_does() {
         .expect("the fake speaks RESP3");
     assert_no_mismatches(&mismatches(&mut real, &mut fake, TABLE).await);
 }
+
+/// A hash of 129 to 512 fields is still a listpack on Redis 7.0.15 (`hash-max-listpack-entries`
+/// 512): it keeps insertion order across removals, and HSCAN sends it whole with cursor 0. Past
+/// 512 it converts for good.
+#[tokio::test]
+async fn a_hash_below_the_listpack_limit_keeps_its_order_and_comes_whole_as_on_redis() {
+    let fields =
+        |range: std::ops::Range<usize>| range.map(|i| format!(" f{i} v{i}")).collect::<String>();
+    let lines = [
+        format!("HSET mid{}", fields(0..300)),
+        "HDEL mid f3 f100 f250 f299".to_owned(),
+        "HSET mid f3 back".to_owned(),
+        "HGETALL mid".to_owned(),
+        "HKEYS mid".to_owned(),
+        "HSCAN mid 0 COUNT 10".to_owned(),
+        "OBJECT ENCODING mid".to_owned(),
+        format!("HSET edge{}", fields(0..512)),
+        "OBJECT ENCODING edge".to_owned(),
+        "HSCAN edge 0 COUNT 5".to_owned(),
+        "HSET edge one more".to_owned(),
+        "OBJECT ENCODING edge".to_owned(),
+        "HLEN edge".to_owned(),
+    ];
+    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+    support::assert_table_matches_redis(&lines, false).await;
+    support::assert_table_matches_redis(&lines, true).await;
+}

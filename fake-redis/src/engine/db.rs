@@ -105,8 +105,10 @@ impl Value {
 }
 
 /// Past this many fields, or a field or value longer than [`HASH_MAX_LISTPACK_VALUE`], Redis
-/// converts a hash from its compact listpack encoding to a hash table.
-pub const HASH_MAX_LISTPACK_ENTRIES: usize = 128;
+/// converts a hash from its compact listpack encoding to a hash table (Redis 7.0.15's
+/// `hash-max-listpack-entries`, as `CONFIG GET` shows it). Below it, a field is found by a linear
+/// scan, as in Redis's listpack.
+pub const HASH_MAX_LISTPACK_ENTRIES: usize = 512;
 /// See [`HASH_MAX_LISTPACK_ENTRIES`].
 pub const HASH_MAX_LISTPACK_VALUE: usize = 64;
 
@@ -260,13 +262,24 @@ impl Hash {
         let Some(i) = self.position(field) else {
             return false;
         };
-        if self.index.is_none() {
+        let Hash { fields, index } = self;
+        let Some(index) = index else {
             // Listpack: keep insertion order.
-            self.fields.remove(i);
-        } else {
-            // Hash table: order is unspecified, so removal is O(1).
-            self.fields.swap_remove(i);
-            self.rebuild_index();
+            fields.remove(i);
+            return true;
+        };
+        // Hash table: order is unspecified, so the last field moves into the hole, and only the
+        // two index entries concerned change (the scan's cursor relies on this move).
+        if let Ok(entry) = index.find_entry(hash_key(field), |&j| j == i) {
+            entry.remove();
+        }
+        let last = fields.len() - 1;
+        fields.swap_remove(i);
+        if i < last {
+            let moved = hash_key(&fields[i].0);
+            if let Some(slot) = index.find_mut(moved, |&j| j == last) {
+                *slot = i;
+            }
         }
         true
     }
@@ -1174,17 +1187,25 @@ mod tests {
         h.remove(b"a");
         let order: Vec<&[u8]> = h.iter().map(|(f, _)| &f[..]).collect();
         assert_eq!(order, [b"z", b"m"]);
-        for i in 0..200 {
+        for i in 0..600 {
             h.insert(Bytes::from(format!("f{i}")), b("v"));
         }
         assert!(h.is_hashtable());
-        assert_eq!(h.len(), 202);
-        for i in 0..200 {
+        assert_eq!(h.len(), 602);
+        for i in 0..600 {
             assert_eq!(h.get(format!("f{i}").as_bytes()), Some(&b("v")));
         }
         assert!(h.remove(b"f7"));
         assert!(h.get(b"f7").is_none());
-        assert_eq!(h.get(b"f199"), Some(&b("v")));
+        assert_eq!(h.get(b"f599"), Some(&b("v")));
+        // Every field is still found through the index after removals anywhere.
+        for i in (0..600).step_by(3) {
+            assert!(h.remove(format!("f{i}").as_bytes()) || i == 7);
+        }
+        for i in 0..600 {
+            let there = i % 3 != 0 && i != 7;
+            assert_eq!(h.get(format!("f{i}").as_bytes()).is_some(), there, "f{i}");
+        }
     }
 
     #[test]
@@ -1441,10 +1462,10 @@ mod hash_scan_tests {
 
     #[test]
     fn a_hash_table_pages_by_count_and_returns_every_field_present_throughout() {
-        let mut h = Hash::from_pairs((0..300).map(|i| (field(i), field(i))));
+        let mut h = Hash::from_pairs((0..600).map(|i| (field(i), field(i))));
         assert!(h.is_hashtable());
         let mut seen = BTreeSet::new();
-        let (mut cursor, mut steps, mut added) = (0, 0, 300);
+        let (mut cursor, mut steps, mut added) = (0, 0, 600);
         loop {
             let (next, page) = h.scan(cursor, 7);
             assert!(page.len() <= 7);
@@ -1460,7 +1481,7 @@ mod hash_scan_tests {
             cursor = next;
         }
         assert!(steps > 10, "{steps} steps");
-        for i in 100..300 {
+        for i in 100..600 {
             assert!(seen.contains(&field(i)), "f{i} was never returned");
         }
     }
