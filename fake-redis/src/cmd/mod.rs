@@ -3,7 +3,7 @@
 //! Each family lives in its own file (`keys`, `strings`, `hashes`, `lists`, `sets`, `zsets`, `sort`,
 //! `bitmaps`, `hyperloglog`, `streams`, `geo`, `blocking`, `pubsub`, `scripting`, `functions`,
 //! `transactions`, `connection`, `server` for `OBJECT`, `MEMORY` and the other server commands,
-//! `acl`, `cluster` for the cluster, module and debugging commands a standalone server refuses),
+//! `acl`, `dump` for `DUMP` and `RESTORE`, `cluster` for the cluster, module and debugging commands a standalone server refuses),
 //! mini-redis style: a handler reads its arguments
 //! through one cursor ([`Args`](parse::Args), in `parse.rs`), a command with options parses them
 //! into a small struct first (`Set::parse`, `Expire::parse`) and then applies it; a simple one is a
@@ -23,6 +23,7 @@ mod config;
 mod connection;
 mod context;
 mod dispatch;
+mod dump;
 mod functions;
 mod geo;
 mod hashes;
@@ -180,6 +181,7 @@ command_table! {
     b"DECRBY" => strings::DECRBY,
     b"DEL" => keys::DEL,
     b"DISCARD" => transactions::DISCARD,
+    b"DUMP" => dump::DUMP,
     b"ECHO" => connection::ECHO,
     b"EVAL" => scripting::EVAL,
     b"EVALSHA" => scripting::EVALSHA,
@@ -277,6 +279,8 @@ command_table! {
     b"RENAME" => keys::RENAME,
     b"RENAMENX" => keys::RENAMENX,
     b"RESET" => connection::RESET,
+    b"RESTORE" => dump::RESTORE,
+    b"RESTORE-ASKING" => dump::RESTORE_ASKING,
     b"RPOP" => lists::RPOP,
     b"RPOPLPUSH" => lists::RPOPLPUSH,
     b"RPUSH" => lists::RPUSH,
