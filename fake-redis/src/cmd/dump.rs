@@ -29,12 +29,7 @@ fn dump_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         "listpack" | "intset" => Compact::Yes,
         _ => Compact::No,
     };
-    match rdb::dump(&entry.value, compact) {
-        Some(payload) => Ok(Frame::Bulk(Bytes::from(payload))),
-        None => Err(Frame::error(
-            "ERR DUMP of a stream is not supported by the fake",
-        )),
-    }
+    Ok(Frame::Bulk(Bytes::from(rdb::dump(&entry.value, compact))))
 }
 
 /// `RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]`.

@@ -10,12 +10,16 @@
 //! encoding when it is a short canonical integer, LZF (liblzf's `lzf_compress`, byte for byte)
 //! when it is over 20 bytes and shrinks by at least 4, its bytes otherwise.
 //!
+//! A stream is its listpack nodes as Redis lays them out, its counters and its consumer groups
+//! (`engine/stream/rdb.rs`, beside the stream it reads).
+//!
 //! Reading accepts every type Redis 7.0 writes, and the older list and sorted-set types. The
 //! payload comes from the network: every length is checked against the bytes that are left
 //! before anything is allocated, a decompressed string may not outgrow the length it claims,
 //! and anything malformed is an error, never a panic.
 
 use super::db::{Hash, Value, ZSet};
+use super::stream::Stream;
 use bytes::Bytes;
 use std::collections::{BTreeSet, VecDeque};
 
@@ -32,6 +36,7 @@ const TYPE_SET_INTSET: u8 = 11;
 const TYPE_HASH_LISTPACK: u8 = 16;
 const TYPE_ZSET_LISTPACK: u8 = 17;
 const TYPE_LIST_QUICKLIST_2: u8 = 18;
+const TYPE_STREAM_LISTPACKS_2: u8 = 19;
 
 const ENC_INT8: u8 = 0;
 const ENC_INT16: u8 = 1;
@@ -258,7 +263,7 @@ pub fn lzf_decompress(input: &[u8], len: usize) -> Option<Vec<u8>> {
 // ---- writing ----
 
 /// Redis's `rdbSaveLen`.
-fn put_len(out: &mut Vec<u8>, len: u64) {
+pub(crate) fn put_len(out: &mut Vec<u8>, len: u64) {
     if len < 1 << 6 {
         out.push(len as u8);
     } else if len < 1 << 14 {
@@ -278,7 +283,7 @@ fn canonical_int(s: &[u8]) -> Option<i64> {
 }
 
 /// Redis's `rdbSaveRawString`: an integer encoding, LZF, or the bytes.
-fn put_string(out: &mut Vec<u8>, s: &[u8]) {
+pub(crate) fn put_string(out: &mut Vec<u8>, s: &[u8]) {
     if s.len() <= 11
         && let Some(v) = canonical_int(s)
     {
@@ -311,13 +316,13 @@ fn put_string(out: &mut Vec<u8>, s: &[u8]) {
 }
 
 /// A listpack being built, as Redis's `lpAppend` builds one.
-struct Listpack {
+pub(crate) struct Listpack {
     bytes: Vec<u8>,
     count: usize,
 }
 
 impl Listpack {
-    fn new() -> Listpack {
+    pub(crate) fn new() -> Listpack {
         let mut bytes = Vec::with_capacity(64);
         bytes.extend_from_slice(&[0; LP_HEADER]);
         Listpack { bytes, count: 0 }
@@ -325,7 +330,7 @@ impl Listpack {
 
     /// Appends an element: an integer encoding when it is a canonical integer, else its
     /// length and bytes; then its back length.
-    fn push(&mut self, e: &[u8]) {
+    pub(crate) fn push(&mut self, e: &[u8]) {
         let start = self.bytes.len();
         let out = &mut self.bytes;
         match canonical_int(e) {
@@ -367,7 +372,7 @@ impl Listpack {
         self.count += 1;
     }
 
-    fn finish(mut self) -> Vec<u8> {
+    pub(crate) fn finish(mut self) -> Vec<u8> {
         self.bytes.push(LP_EOF);
         let total = self.bytes.len() as u32;
         self.bytes[..4].copy_from_slice(&total.to_le_bytes());
@@ -414,8 +419,8 @@ fn score_text(score: f64) -> Vec<u8> {
 }
 
 /// The `DUMP` payload of `value`, `compact` saying whether Redis would hold it in its small
-/// encoding; None for a stream, which the fake does not serialize yet.
-pub fn dump(value: &Value, compact: Compact) -> Option<Vec<u8>> {
+/// encoding.
+pub fn dump(value: &Value, compact: Compact) -> Vec<u8> {
     let mut out = Vec::new();
     match value {
         Value::Str(s) => {
@@ -485,12 +490,15 @@ pub fn dump(value: &Value, compact: Compact) -> Option<Vec<u8>> {
                 }
             }
         }
-        Value::Stream(_) => return None,
+        Value::Stream(stream) => {
+            out.push(TYPE_STREAM_LISTPACKS_2);
+            stream.put_rdb(&mut out);
+        }
     }
     out.extend_from_slice(&RDB_VERSION.to_le_bytes());
     let crc = crc64(&out);
     out.extend_from_slice(&crc.to_le_bytes());
-    Some(out)
+    out
 }
 
 /// A list's quicklist nodes, cut as Redis cuts a list pushed element by element at its tail:
@@ -544,13 +552,13 @@ pub(crate) struct Reader<'a> {
 }
 
 /// A string as RDB stores it.
-enum Loaded<'a> {
+pub(crate) enum Loaded<'a> {
     Borrowed(&'a [u8]),
     Owned(Vec<u8>),
 }
 
 impl Loaded<'_> {
-    fn as_slice(&self) -> &[u8] {
+    pub(crate) fn as_slice(&self) -> &[u8] {
         match self {
             Loaded::Borrowed(b) => b,
             Loaded::Owned(v) => v,
@@ -613,7 +621,7 @@ impl<'a> Reader<'a> {
         Ok(n as usize)
     }
 
-    fn string(&mut self) -> Result<Loaded<'a>, BadData> {
+    pub(crate) fn string(&mut self) -> Result<Loaded<'a>, BadData> {
         match self.len_or_encoding()? {
             Ok(len) => {
                 let len = usize::try_from(len).map_err(|_| BadData)?;
@@ -873,6 +881,7 @@ pub fn load(payload: &[u8]) -> Result<Value, BadData> {
             }
             Value::ZSet(Box::new(zset))
         }
+        TYPE_STREAM_LISTPACKS_2 => Value::Stream(Box::new(Stream::load_rdb(&mut r)?)),
         _ => return Err(BadData),
     };
     let empty = match &value {
