@@ -455,13 +455,12 @@ pub fn dump(value: &Value, compact: Compact) -> Vec<u8> {
         }
         Value::Hash(hash) => {
             if compact == Compact::Yes {
-                out.push(TYPE_HASH_LISTPACK);
-                let mut lp = Listpack::new();
-                for (f, v) in hash.iter() {
-                    lp.push(f);
-                    lp.push(v);
-                }
-                put_string(&mut out, &lp.finish());
+                put_listpack(&mut out, TYPE_HASH_LISTPACK, |lp| {
+                    for (f, v) in hash.iter() {
+                        lp.push(f);
+                        lp.push(v);
+                    }
+                });
             } else {
                 out.push(TYPE_HASH);
                 put_len(&mut out, hash.len() as u64);
@@ -473,13 +472,12 @@ pub fn dump(value: &Value, compact: Compact) -> Vec<u8> {
         }
         Value::ZSet(zset) => {
             if compact == Compact::Yes {
-                out.push(TYPE_ZSET_LISTPACK);
-                let mut lp = Listpack::new();
-                for (score, member) in zset.iter() {
-                    lp.push(member);
-                    lp.push(&score_text(score));
-                }
-                put_string(&mut out, &lp.finish());
+                put_listpack(&mut out, TYPE_ZSET_LISTPACK, |lp| {
+                    for (score, member) in zset.iter() {
+                        lp.push(member);
+                        lp.push(&score_text(score));
+                    }
+                });
             } else {
                 // A skiplist is written from its tail: the highest score first.
                 out.push(TYPE_ZSET_2);
@@ -499,6 +497,14 @@ pub fn dump(value: &Value, compact: Compact) -> Vec<u8> {
     let crc = crc64(&out);
     out.extend_from_slice(&crc.to_le_bytes());
     out
+}
+
+/// A value of type `kind` held as one listpack, which `fill` writes.
+fn put_listpack(out: &mut Vec<u8>, kind: u8, fill: impl FnOnce(&mut Listpack)) {
+    out.push(kind);
+    let mut lp = Listpack::new();
+    fill(&mut lp);
+    put_string(out, &lp.finish());
 }
 
 /// A list's quicklist nodes, cut as Redis cuts a list pushed element by element at its tail:
