@@ -33,7 +33,7 @@ const SPARSE_VAL_MAX_VALUE: u8 = 32;
 const SPARSE_VAL_MAX_LEN: usize = 4;
 const SPARSE_ZERO_MAX_LEN: usize = 64;
 
-const INVALID_HLL: Frame = Frame::error("INVALIDOBJ Corrupted HLL object detected");
+pub(super) const INVALID_HLL: Frame = Frame::error("INVALIDOBJ Corrupted HLL object detected");
 const NOT_AN_HLL: Frame = Frame::error("WRONGTYPE Key is not a valid HyperLogLog string value.");
 
 /// Austin Appleby's MurmurHash64A, as Redis's copy computes it on a little-endian machine.
@@ -110,7 +110,7 @@ fn sparse_runs(payload: &[u8]) -> impl Iterator<Item = (usize, u8)> + '_ {
 
 /// The registers of a valid HyperLogLog value, None when its sparse runs do not cover exactly
 /// every register.
-fn registers(hll: &[u8]) -> Option<Vec<u8>> {
+pub(super) fn registers(hll: &[u8]) -> Option<Vec<u8>> {
     let payload = &hll[HEADER..];
     if hll[4] == DENSE {
         return Some((0..REGISTERS).map(|i| dense_get(payload, i)).collect());
@@ -126,7 +126,7 @@ fn registers(hll: &[u8]) -> Option<Vec<u8>> {
 }
 
 /// The value at `key` checked as a HyperLogLog (Redis's `isHLLObjectOrReply`); None when missing.
-fn read(cx: &mut Cx<'_>, key: &[u8]) -> Result<Option<Bytes>, Frame> {
+pub(super) fn read(cx: &mut Cx<'_>, key: &[u8]) -> Result<Option<Bytes>, Frame> {
     let Some(entry) = cx.lookup(key) else {
         return Ok(None);
     };
@@ -160,7 +160,7 @@ fn invalidate_cache(hll: &mut [u8]) {
 }
 
 /// Rewrites a sparse value dense (Redis's `hllSparseToDense`); false when it is corrupt.
-fn to_dense(hll: &mut Vec<u8>) -> bool {
+pub(super) fn to_dense(hll: &mut Vec<u8>) -> bool {
     if hll[4] == DENSE {
         return true;
     }
@@ -368,7 +368,7 @@ fn tau(mut x: f64) -> f64 {
 }
 
 /// Writes `hll` at `key`, keeping its TTL (a new key gets none), and signals `WATCH`.
-fn store(cx: &mut Cx<'_>, key: &[u8], hll: Vec<u8>) {
+pub(super) fn store(cx: &mut Cx<'_>, key: &[u8], hll: Vec<u8>) {
     let now = cx.now;
     let db = cx.keyspace();
     match db.write(key, now) {

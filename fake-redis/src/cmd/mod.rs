@@ -3,7 +3,7 @@
 //! Each family lives in its own file (`keys`, `strings`, `hashes`, `lists`, `sets`, `zsets`, `sort`,
 //! `bitmaps`, `hyperloglog`, `streams`, `geo`, `blocking`, `pubsub`, `scripting`, `functions`,
 //! `transactions`, `connection`, `server` for `OBJECT`, `MEMORY` and the other server commands,
-//! `acl`),
+//! `acl`, `dump` for `DUMP` and `RESTORE`, `cluster` for the cluster, module and debugging commands a standalone server refuses),
 //! mini-redis style: a handler reads its arguments
 //! through one cursor ([`Args`](parse::Args), in `parse.rs`), a command with options parses them
 //! into a small struct first (`Set::parse`, `Expire::parse`) and then applies it; a simple one is a
@@ -17,11 +17,13 @@
 mod acl;
 mod bitmaps;
 mod blocking;
+mod cluster;
 mod command_docs;
 mod config;
 mod connection;
 mod context;
 mod dispatch;
+mod dump;
 mod functions;
 mod geo;
 mod hashes;
@@ -154,6 +156,7 @@ pub(crate) fn lookup(name: &[u8]) -> Option<&'static Spec> {
 command_table! {
     b"ACL" => acl::ACL,
     b"APPEND" => strings::APPEND,
+    b"ASKING" => cluster::ASKING,
     b"AUTH" => connection::AUTH,
     b"BITCOUNT" => bitmaps::BITCOUNT,
     b"BITFIELD" => bitmaps::BITFIELD,
@@ -169,6 +172,7 @@ command_table! {
     b"BZPOPMAX" => blocking::BZPOPMAX,
     b"BZPOPMIN" => blocking::BZPOPMIN,
     b"CLIENT" => connection::CLIENT,
+    b"CLUSTER" => cluster::CLUSTER,
     b"COMMAND" => command_docs::COMMAND,
     b"CONFIG" => config::CONFIG,
     b"COPY" => keys::COPY,
@@ -177,6 +181,7 @@ command_table! {
     b"DECRBY" => strings::DECRBY,
     b"DEL" => keys::DEL,
     b"DISCARD" => transactions::DISCARD,
+    b"DUMP" => dump::DUMP,
     b"ECHO" => connection::ECHO,
     b"EVAL" => scripting::EVAL,
     b"EVALSHA" => scripting::EVALSHA,
@@ -234,7 +239,9 @@ command_table! {
     b"LREM" => lists::LREM,
     b"LSET" => lists::LSET,
     b"LTRIM" => lists::LTRIM,
+    b"LOLWUT" => cluster::LOLWUT,
     b"MGET" => strings::MGET,
+    b"MODULE" => cluster::MODULE,
     b"MSET" => strings::MSET,
     b"MSETNX" => strings::MSETNX,
     b"MULTI" => transactions::MULTI,
@@ -255,7 +262,9 @@ command_table! {
     b"PEXPIRETIME" => keys::PEXPIRETIME,
     b"PFADD" => hyperloglog::PFADD,
     b"PFCOUNT" => hyperloglog::PFCOUNT,
+    b"PFDEBUG" => cluster::PFDEBUG,
     b"PFMERGE" => hyperloglog::PFMERGE,
+    b"PFSELFTEST" => cluster::PFSELFTEST,
     b"PING" => connection::PING,
     b"PSETEX" => strings::PSETEX,
     b"PSUBSCRIBE" => pubsub::PSUBSCRIBE,
@@ -265,9 +274,13 @@ command_table! {
     b"PUNSUBSCRIBE" => pubsub::PUNSUBSCRIBE,
     b"QUIT" => connection::QUIT,
     b"RANDOMKEY" => keys::RANDOMKEY,
+    b"READONLY" => cluster::READONLY,
+    b"READWRITE" => cluster::READWRITE,
     b"RENAME" => keys::RENAME,
     b"RENAMENX" => keys::RENAMENX,
     b"RESET" => connection::RESET,
+    b"RESTORE" => dump::RESTORE,
+    b"RESTORE-ASKING" => dump::RESTORE_ASKING,
     b"RPOP" => lists::RPOP,
     b"RPOPLPUSH" => lists::RPOPLPUSH,
     b"RPUSH" => lists::RPUSH,

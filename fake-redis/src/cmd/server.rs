@@ -148,7 +148,7 @@ fn as_int(s: &[u8]) -> Option<i64> {
 }
 
 /// The name `OBJECT ENCODING` gives the value of `entry`.
-fn encoding(entry: &Entry, e: &Encodings) -> &'static str {
+pub(crate) fn encoding(entry: &Entry, e: &Encodings) -> &'static str {
     let converted = entry.encoding_marks() & marks::CONVERTED != 0;
     match &entry.value {
         Value::Str(s) => {
@@ -189,7 +189,7 @@ fn encoding(entry: &Entry, e: &Encodings) -> &'static str {
 
 /// Whether `maxmemory-policy` is one of the LFU policies (then Redis tracks frequency, not idle
 /// time, in the same 24 bits).
-fn lfu_policy(cx: &Cx<'_>) -> bool {
+pub(crate) fn lfu_policy(cx: &Cx<'_>) -> bool {
     cx.engine()
         .config()
         .settings

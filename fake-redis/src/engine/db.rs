@@ -415,6 +415,11 @@ impl Entry {
         self.meta & LRU_CLOCK_MAX
     }
 
+    /// Sets the LRU clock of the last access (`RESTORE … IDLETIME`).
+    pub(crate) fn set_accessed(&mut self, clock: u32) {
+        self.meta = (self.meta & !LRU_CLOCK_MAX) | (clock & LRU_CLOCK_MAX);
+    }
+
     /// Marks the entry accessed at `now`.
     #[inline]
     fn access(&mut self, now: i64) {

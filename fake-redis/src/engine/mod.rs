@@ -43,6 +43,7 @@ pub(crate) mod glob;
 mod inspect;
 pub(crate) mod notify;
 mod pubsub;
+pub(crate) mod rdb;
 pub(crate) mod stream;
 mod watches;
 

@@ -14,6 +14,8 @@ use bytes::Bytes;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
+mod rdb;
+
 /// A stream entry ID, `<ms>-<seq>`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct StreamId {

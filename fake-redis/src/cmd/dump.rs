@@ -1,0 +1,116 @@
+//! `DUMP`, `RESTORE` and `RESTORE-ASKING`: a key's value as Redis 7.0's serialized payload, and
+//! back.
+//!
+//! The payload itself (RDB encoding, version, CRC64) is `engine/rdb.rs`; this file decides what
+//! Redis would have held the value as (`OBJECT ENCODING`'s answer, from `server.rs`) and runs
+//! `RESTORE` in Redis's order: options, then `BUSYKEY`, then the TTL, then the payload's footer
+//! and body, each with Redis's error. A restore whose TTL is already past creates nothing and
+//! answers `OK` (deleting the old key under `REPLACE`), as Redis's `restoreCommand` does.
+
+use super::server::{encoding, lfu_policy, note_size};
+use super::{Args, Cx, NOT_INTEGER, Reply, SYNTAX, Spec, WRITE, class, int, is};
+use crate::engine::db::{LRU_CLOCK_MAX, lru_clock};
+use crate::engine::rdb::{self, Compact};
+use crate::resp::Frame;
+use bytes::Bytes;
+
+pub(crate) static DUMP: Spec = Spec::new("dump", 2, 0, dump_command);
+pub(crate) static RESTORE: Spec = Spec::new("restore", -4, WRITE, restore_command);
+pub(crate) static RESTORE_ASKING: Spec = Spec::new("restore-asking", -4, WRITE, restore_command);
+
+/// `DUMP key`: the payload, or nil for a missing key.
+fn dump_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let key = args.next_bytes()?;
+    let encodings = cx.server_state().encodings.clone();
+    let Some(entry) = cx.lookup(key) else {
+        return Ok(Frame::Null);
+    };
+    let compact = match encoding(entry, &encodings) {
+        "listpack" | "intset" => Compact::Yes,
+        _ => Compact::No,
+    };
+    Ok(Frame::Bulk(Bytes::from(rdb::dump(&entry.value, compact))))
+}
+
+/// `RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]`.
+fn restore_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let (key, ttl, payload) = (args.next_bytes()?, args.next_bytes()?, args.next_bytes()?);
+    let (mut replace, mut absttl) = (false, false);
+    let (mut idle, mut freq) = (None, None);
+    while let Some(opt) = args.next() {
+        let has_value = args.remaining() >= 1;
+        if is(opt, "replace") {
+            replace = true;
+        } else if is(opt, "absttl") {
+            absttl = true;
+        } else if is(opt, "idletime") && has_value && freq.is_none() {
+            let seconds = args.next_int()?;
+            if seconds < 0 {
+                return Err(Frame::error("ERR Invalid IDLETIME value, must be >= 0"));
+            }
+            idle = Some(seconds);
+        } else if is(opt, "freq") && has_value && idle.is_none() {
+            let f = args.next_int()?;
+            if !(0..=255).contains(&f) {
+                return Err(Frame::error(
+                    "ERR Invalid FREQ value, must be >= 0 and <= 255",
+                ));
+            }
+            freq = Some(f);
+        } else {
+            return Err(SYNTAX);
+        }
+    }
+    if !replace && cx.lookup(key).is_some() {
+        return Err(Frame::error("BUSYKEY Target key name already exists."));
+    }
+    let ttl = int(ttl).map_err(|_| NOT_INTEGER)?;
+    if ttl < 0 {
+        return Err(Frame::error("ERR Invalid TTL value, must be >= 0"));
+    }
+    if !rdb::verify(payload) {
+        return Err(Frame::error(
+            "ERR DUMP payload version or checksum are wrong",
+        ));
+    }
+    let Ok(value) = rdb::load(payload) else {
+        return Err(Frame::error("ERR Bad data format"));
+    };
+    let now = cx.now;
+    let deleted = replace && cx.keyspace().remove(key, now).is_some();
+    // Redis adds the TTL to the clock in C's wrapping arithmetic.
+    let deadline = match ttl {
+        0 => None,
+        _ if absttl => Some(ttl),
+        _ => Some(ttl.wrapping_add(now)),
+    };
+    if let Some(deadline) = deadline
+        && deadline <= now
+    {
+        if deleted {
+            cx.keyspace().touch(key);
+            cx.notify(class::GENERIC, "del", key);
+        }
+        return Ok(Frame::OK);
+    }
+    cx.keyspace().insert(key, value, deadline, now);
+    note_size(cx, key);
+    cx.keyspace().touch(key);
+    cx.notify(class::GENERIC, "restore", key);
+    if let Some(seconds) = idle
+        && !lfu_policy(cx)
+        && let Some(entry) = cx.keyspace().write(key, now)
+    {
+        // Redis's `objectSetLRUOrLFU`: an idle time past the wrapping clock's start lands half
+        // its period ahead, to be evicted last.
+        let clock = i64::from(lru_clock(now));
+        let mut at = clock - seconds;
+        if at < 0 {
+            at = (clock + i64::from(LRU_CLOCK_MAX / 2)) % i64::from(LRU_CLOCK_MAX);
+        }
+        entry.set_accessed(at as u32);
+    }
+    // The fake counts no access frequency, so `FREQ` is checked and not kept.
+    let _ = freq;
+    Ok(Frame::OK)
+}
