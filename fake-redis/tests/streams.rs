@@ -401,3 +401,39 @@ async fn stream_ids_follow_the_virtual_clock() {
             .contains("XREAD BLOCK with no data to read is not supported yet")
     );
 }
+
+/// Counters a client sets near the ends of the 64-bit range wrap as Redis's C arithmetic wraps
+/// them, so the replies are Redis's numbers instead of a panic halfway through a command.
+#[tokio::test]
+async fn client_given_counters_wrap_as_redis_does() {
+    assert_table_matches_redis(
+        &[
+            "XADD q 2-1 a 1",
+            "XGROUP CREATE q g 0",
+            "XREADGROUP GROUP g c STREAMS q >",
+            "XCLAIM q g c 0 2-1 IDLE -9223372036854775000 JUSTID",
+            "XCLAIM q g c 0 2-1 IDLE 9223372036854775807 JUSTID",
+            "XPENDING q g",
+            "XADD ov 1-1 a 1",
+            "XGROUP CREATE ov g 0 ENTRIESREAD 9223372036854775807",
+            "XREADGROUP GROUP g c STREAMS ov >",
+            "XINFO GROUPS ov",
+            "XGROUP SETID ov g 0 ENTRIESREAD 9223372036854775807",
+            "XINFO GROUPS ov",
+            "XADD s 1-1 a 1",
+            "XGROUP CREATE s g 0 ENTRIESREAD 5",
+            "XSETID s 1-1 ENTRIESADDED 9223372036854775807",
+            "XADD s 2-1 a 1",
+            "XINFO GROUPS s",
+            "XGROUP CREATE s g2 0",
+            "XGROUP CREATE s g3 1-1",
+            "XGROUP CREATE s g4 2-1",
+            "XINFO GROUPS s",
+            "XREADGROUP GROUP g2 c STREAMS s >",
+            "XINFO GROUPS s",
+            "XINFO STREAM s",
+        ],
+        false,
+    )
+    .await;
+}

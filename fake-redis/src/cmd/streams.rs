@@ -1178,7 +1178,9 @@ fn xclaim_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         } else if is(opt, "justid") {
             justid = true;
         } else if is(opt, "idle") && more {
-            delivery_time = now - option_int(args, "IDLE")?;
+            // Any integer is taken, so this wraps as Redis's C does; a time out of range
+            // becomes now below.
+            delivery_time = now.wrapping_sub(option_int(args, "IDLE")?);
         } else if is(opt, "time") && more {
             delivery_time = option_int(args, "TIME")?;
         } else if is(opt, "retrycount") && more {
