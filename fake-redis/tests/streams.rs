@@ -437,3 +437,26 @@ async fn client_given_counters_wrap_as_redis_does() {
     )
     .await;
 }
+
+/// The largest ID, given to `XREADGROUP` explicitly, is `>`: it is `>`'s value inside Redis, so
+/// it delivers new entries and makes them pending.
+#[tokio::test]
+async fn xreadgroup_of_the_largest_id_reads_new_entries() {
+    assert_table_matches_redis(
+        &[
+            "XADD m 1-1 a 1",
+            "XADD m 2-1 b 2",
+            "XGROUP CREATE m g 0",
+            "XREADGROUP GROUP g c COUNT 1 STREAMS m 18446744073709551615-18446744073709551615",
+            "XPENDING m g",
+            "XREADGROUP GROUP g c STREAMS m 18446744073709551615-18446744073709551615",
+            "XREADGROUP GROUP g c STREAMS m 18446744073709551615-18446744073709551615",
+            "XPENDING m g",
+            "XREADGROUP GROUP g c STREAMS m 18446744073709551614-18446744073709551615",
+            "XREAD STREAMS m 18446744073709551615-18446744073709551615",
+            "XINFO GROUPS m",
+        ],
+        false,
+    )
+    .await;
+}

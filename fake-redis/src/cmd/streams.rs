@@ -589,7 +589,12 @@ fn xread_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
                 ));
             }
             b">" => ReadFrom::New,
-            _ => ReadFrom::After(strict_id(id)?),
+            // `>` is the largest ID inside Redis, so that ID given explicitly reads new entries
+            // too.
+            _ => match strict_id(id)? {
+                StreamId::MAX if group_read => ReadFrom::New,
+                id => ReadFrom::After(id),
+            },
         });
     }
     let mut served = Vec::new();
