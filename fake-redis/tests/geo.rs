@@ -159,3 +159,27 @@ async fn searches_over_many_points_match_redis() {
     let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
     assert_table_matches_redis(&lines, false).await;
 }
+
+/// A search scans each cell's score range from its start: members below and above every cell,
+/// negative scores and scores past the geohash range among them, are never met.
+#[tokio::test]
+async fn searches_scan_only_their_cells_score_ranges() {
+    assert_table_matches_redis(
+        &[
+            "ZADD mixed -1e300 low -5 neg 0 zero 1e20 huge 4503599627370495 top",
+            "GEOADD mixed 13.361389 38.115556 Palermo 15.087269 37.502669 Catania",
+            "GEOADD mixed -179.99 -84.9 southwest 179.99 84.9 northeast",
+            "GEOSEARCH mixed FROMLONLAT 15 37 BYRADIUS 200 km ASC",
+            "GEOSEARCH mixed FROMLONLAT -180 -85 BYBOX 100 100 km",
+            "GEOSEARCH mixed FROMLONLAT 180 85 BYRADIUS 100 km",
+            "GEORADIUS mixed 0 0 100 km",
+            "GEORADIUSBYMEMBER mixed Palermo 300 km DESC WITHDIST",
+            "GEOSEARCHSTORE out mixed FROMMEMBER Catania BYRADIUS 200 km",
+            "ZRANGE out 0 -1 WITHSCORES",
+            "GEOSEARCHSTORE out mixed FROMLONLAT 0 0 BYRADIUS 1 km",
+            "EXISTS out",
+        ],
+        false,
+    )
+    .await;
+}
