@@ -233,11 +233,25 @@ fn nothing_blocks_inside_multi_or_for_a_door_that_does_not_wait() {
 fn nothing_blocks_inside_a_script() {
     let mut b = Bench::new();
     let a = b.engine.connect();
-    let reply = b.block(
+    // BLMPOP and BZMPOP may run in a script, and answer at once.
+    for body in [
+        "return redis.call('blmpop', 0, 1, KEYS[1], 'LEFT')",
+        "return redis.call('bzmpop', 0, 1, KEYS[1], 'MIN')",
+    ] {
+        assert_eq!(b.block(a, &["EVAL", body, "1", "q"]), Some(Frame::Null));
+        assert!(!b.engine.is_blocked(a));
+    }
+    // The older blocking commands are refused there, as Redis 7.0 flags them `noscript`.
+    let Some(Frame::Error(text)) = b.block(
         a,
         &["EVAL", "return redis.call('blpop', KEYS[1], 0)", "1", "q"],
+    ) else {
+        panic!("BLPOP from a script is an error");
+    };
+    assert!(
+        text.starts_with("ERR This Redis command is not allowed from script script: "),
+        "{text}"
     );
-    assert_eq!(reply, Some(Frame::Null));
     assert!(!b.engine.is_blocked(a));
 }
 
@@ -375,6 +389,46 @@ async fn blpop_through_fake_connection_returns_what_another_connection_pushes() 
     let ((got, elapsed), ()) = tokio::join!(pop, push);
     assert_eq!(got, Some(("q".to_owned(), "job".to_owned())));
     assert_eq!(elapsed, Duration::from_secs(12));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_clone_s_command_waits_behind_a_blocked_one_as_on_one_connection() {
+    let engine = shared(Engine::new(TokioClock::new()));
+    let mut conn = FakeConnection::new(engine.clone(), NodeId(1));
+    let mut clone = conn.clone();
+    let mut pusher = FakeConnection::new(engine.clone(), NodeId(2));
+    let start = tokio::time::Instant::now();
+    let pop = async {
+        let got: Option<(String, String)> = conn.blpop("q", 0.0).await.unwrap();
+        (got, start.elapsed())
+    };
+    let after = async {
+        // Sent once the BLPOP is blocked: it runs only when the BLPOP has its reply.
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let got: Option<String> = clone.get("x").await.unwrap();
+        (got, start.elapsed())
+    };
+    // Within the GET's response timeout (3 s), which counts from when it was sent, as on a
+    // multiplexed connection to Redis.
+    let push = async {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let _: i64 = pusher.rpush("q", "job").await.unwrap();
+    };
+    let ((popped, popped_at), (got, got_at), ()) = tokio::join!(pop, after, push);
+    assert_eq!(popped, Some(("q".to_owned(), "job".to_owned())));
+    assert_eq!(got, None, "GET x has its own reply, not the BLPOP's");
+    assert_eq!(popped_at, Duration::from_secs(2));
+    assert_eq!(got_at, Duration::from_secs(2));
+    assert_eq!(
+        redis::cmd("INFO")
+            .arg("clients")
+            .query_async::<String>(&mut pusher)
+            .await
+            .unwrap()
+            .lines()
+            .find(|l| l.starts_with("blocked_clients:")),
+        Some("blocked_clients:0")
+    );
 }
 
 #[tokio::test(start_paused = true)]

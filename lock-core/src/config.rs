@@ -43,6 +43,10 @@ pub struct LockConfig {
     /// warning, so a stuck holder cannot keep a lock forever. `None`: no limit (Redisson's
     /// behaviour).
     pub max_hold: Option<Millis>,
+    /// How long a fair lock's waiter that waits without a budget may stay silent before it loses
+    /// its place in the queue (Redisson's `fairLockWaitTimeout`, 5 minutes). A waiter with a
+    /// budget uses its budget.
+    pub fair_lock_wait_timeout: Millis,
     /// The naming of helper keys and channels (Redisson-compatible by default).
     pub key_layout: KeyLayout,
 }
@@ -58,6 +62,7 @@ impl Default for LockConfig {
             latch_ttl: None,
             wait_round_cap: None,
             max_hold: None,
+            fair_lock_wait_timeout: Millis::from_secs(300),
             key_layout: KeyLayout::default(),
         }
     }
@@ -180,6 +185,7 @@ impl LockConfig {
         positive("latch_ttl", self.latch_ttl)?;
         positive("wait_round_cap", self.wait_round_cap)?;
         positive("max_hold", self.max_hold)?;
+        positive("fair_lock_wait_timeout", Some(self.fair_lock_wait_timeout))?;
         let within_ttl = |setting: &'static str, value: Millis| {
             if value > MAX_SERVER_TTL {
                 Err(ConfigError::TtlTooLong {
@@ -193,6 +199,7 @@ impl LockConfig {
         };
         within_ttl("watchdog_timeout", self.watchdog_timeout)?;
         within_ttl("latch_ttl", self.latch_ttl())?;
+        within_ttl("fair_lock_wait_timeout", self.fair_lock_wait_timeout)?;
         if self.batch_size == 0 {
             return Err(ConfigError::ZeroBatchSize);
         }
@@ -240,6 +247,7 @@ mod tests {
         assert_eq!(c.latch_ttl(), Millis(12_000));
         assert_eq!(c.wait_round_cap(), Millis(10_000));
         assert_eq!(c.drift_margin(c.watchdog_lease()), Millis(302));
+        assert_eq!(c.fair_lock_wait_timeout, Millis(300_000));
         let short = LockConfig {
             watchdog_timeout: Millis(3000),
             ..LockConfig::default()

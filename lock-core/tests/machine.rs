@@ -787,3 +787,53 @@ fn an_acquire_that_ends_with_its_outcome_unknown_gives_its_grant_back() {
     assert_eq!(rig.pttl("orders"), -2);
     assert!(rig.renewals_of("orders").is_empty());
 }
+
+/// A fair acquire of "orders" by a new owner of `client`, waiting at most `budget_ms`.
+fn fair_try(rig: &mut Rig, client: usize, budget_ms: u64) -> lock_core::machine::OpId {
+    rig.request(
+        client,
+        Request::FairAcquire {
+            acquire: AcquireRequest {
+                name: "orders".into(),
+                owner: None,
+                lease: Some(Lease::from_millis(30_000).unwrap()),
+                wait: Wait::Budget(Millis(budget_ms)),
+                fenced: false,
+            },
+            wall_ms: 1_800_000_000_000,
+        },
+    )
+}
+
+#[test]
+fn a_fair_waiter_whose_join_replies_were_all_lost_still_gives_up_its_place() {
+    let mut rig = Rig::new(config());
+    let waiter = rig.add_client(config());
+    let holder = fair_try(&mut rig, 0, 0);
+    rig.settle();
+    assert!(matches!(rig.result(0, holder), Some(Ok(_))));
+    // The waiter's attempts all run on the server (it joins the queue), but no reply comes back.
+    rig.fate = Box::new(|s| {
+        if s.script() == "fair_acquire" {
+            Fate::DropReply
+        } else {
+            Fate::Reply
+        }
+    });
+    let op = fair_try(&mut rig, waiter, 5_000);
+    rig.advance_to(t(60_000));
+    assert!(
+        matches!(
+            rig.result(waiter, op),
+            Some(Err(LockError::OutcomeUnknown { .. }))
+        ),
+        "{:?}",
+        rig.result(waiter, op)
+    );
+    // It never heard "queued", yet it may have joined: its give-up leaves the queue empty
+    // instead of holding everyone behind it up for its thread-wait time.
+    assert_eq!(rig.calls_named("fair_give_up").len(), 1);
+    let keys = LockConfig::default().key_layout.fair_lock("orders");
+    assert_eq!(rig.store.value(&keys.queue), None, "the queue is empty");
+    assert_eq!(rig.store.value(&keys.timeouts), None, "no deadline is left");
+}

@@ -133,6 +133,9 @@ impl Engine {
     /// Blocks client `id` as `blocked` says (see the [module docs](self)). The command that
     /// blocks it has no reply yet.
     pub(crate) fn block(&mut self, id: u64, blocked: Blocked) {
+        // A driver that breaks the contract and runs a command on a blocked client replaces the
+        // block: the old one must leave no key entry or deadline behind.
+        self.forget_block(id);
         let Some(client) = self.clients.get_mut(&id) else {
             return;
         };
@@ -188,12 +191,12 @@ impl Engine {
             if at > now {
                 break;
             }
-            let reply = self.clients[&id]
-                .blocked
-                .as_ref()
-                .expect("a deadline belongs to a blocked client")
-                .waiter
-                .timed_out();
+            let Some(blocked) = self.clients.get(&id).and_then(|c| c.blocked.as_ref()) else {
+                // Every path that ends a block removes its deadline; never loop on one left.
+                self.block_deadlines.remove(&(at, id));
+                continue;
+            };
+            let reply = blocked.waiter.timed_out();
             self.unblock(id, reply);
         }
     }

@@ -443,6 +443,10 @@ pub(crate) struct Link {
     pub node: NodeId,
     state: Mutex<LinkState>,
     pub response_timeout: Duration,
+    /// Held while a request runs on the engine, so that a request from a clone waits behind one
+    /// that blocked, as on a real connection, where a blocked command holds back the ones sent
+    /// after it (the engine takes no command from a blocked client).
+    turn: tokio::sync::Mutex<()>,
 }
 
 /// Sleeps until the engine's clock (before jumps) reads `until`, assuming it moves with tokio's
@@ -503,6 +507,7 @@ impl Link {
                 requests: None,
             }),
             response_timeout,
+            turn: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -577,6 +582,7 @@ impl Link {
         on: Option<ClientId>,
         logged: Option<&Logged>,
     ) -> Option<Vec<Frame>> {
+        let _turn = self.turn.lock().await;
         let mut replies = Vec::with_capacity(commands.len());
         let client = {
             let mut engine = lock(&self.engine);

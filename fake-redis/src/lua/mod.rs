@@ -45,6 +45,14 @@ const KILLED: u64 = u64::MAX / 2;
 /// Commands a script may not call (Redis's `noscript` flag), by their table names.
 const NOT_IN_SCRIPTS: &[&str] = &[
     "auth",
+    // Redis 7.0 flags these blocking commands `noscript`; BLMPOP and BZMPOP it does not, and in
+    // a script they answer at once as their non-blocking forms.
+    "blmove",
+    "blpop",
+    "brpop",
+    "brpoplpush",
+    "bzpopmax",
+    "bzpopmin",
     "client",
     "discard",
     "eval",

@@ -367,9 +367,18 @@ fn unexpected(done: Done) -> LockError {
 }
 
 /// The wall clock in unix ms, which the fair lock's queue deadlines are reckoned in (the machine
-/// reads no clock; it anchors its own to the first reading it is given).
+/// reads no clock; it anchors its own to the first reading it is given). It is read once per
+/// process and moved on by tokio's clock, so every client of the process reckons in one clock,
+/// and on tokio's paused time that clock moves with the virtual time the queue's waits are
+/// measured in.
 fn unix_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
+    static ANCHOR: std::sync::OnceLock<(i64, tokio::time::Instant)> = std::sync::OnceLock::new();
+    let (wall, at) = *ANCHOR.get_or_init(|| {
+        let wall = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64);
+        (wall, tokio::time::Instant::now())
+    });
+    let moved = tokio::time::Instant::now().saturating_duration_since(at);
+    wall.saturating_add(moved.as_millis() as i64)
 }

@@ -516,7 +516,7 @@ impl LockMachine {
             (a.key.clone(), a.keys.clone(), a.owner.clone(), lease, held)
         });
         if let Some(fair) = &a.fair {
-            self.give_up_place(fair, &a.owner);
+            self.give_up_place(fair, &a.owner, a.attempts.window_unknown);
         }
         self.drop_hold_if_idle(&a.key);
         self.done(reply_to, result);

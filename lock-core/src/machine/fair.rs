@@ -1,12 +1,13 @@
 //! The fair lock: Redisson's `RFairLock`, its waiters served in arrival order.
 //!
 //! A fair acquire is an acquire (`acquire.rs`: its attempts, its wait loop, its cancellation)
-//! whose attempt is the `fair_acquire` script: a waiter joins the lock's queue and keeps its place
-//! while it keeps asking within its thread-wait time (the acquire's wait budget, or 5 s when it
-//! waits forever, as Redisson's default). It waits on its own channel, `<channel>:<owner>`, on
+//! whose attempt is the `fair_acquire` script: a waiter joins the lock's queue with a thread-wait
+//! time (the acquire's wait budget, or `fair_lock_wait_timeout` when it has none, Redisson's
+//! 5 minutes), the time its place is kept beyond the wait of the one before it. It waits on its own channel, `<channel>:<owner>`, on
 //! which a release wakes only the queue's head, and retries on that message or when the reply's
 //! wait runs out. A fair acquire that ends without the lock (its budget spent, or cancelled) after
-//! it joined the queue sends `fair_give_up`, so the waiters behind it move up at once instead of
+//! it may have joined the queue (an attempt answered "queued", or one whose outcome is unknown)
+//! sends `fair_give_up`, so the waiters behind it move up at once instead of
 //! waiting out its thread-wait time. A fair hold is released by `fair_release` and renewed by the
 //! plain watchdog's `renew_batch`, since the lock's hash is a plain lock's.
 //!
@@ -22,10 +23,6 @@ use crate::script::acquire::HolderTtl;
 use crate::script::fair_acquire::FairAcquireReply;
 use crate::script::{fair_force_unlock, fair_give_up};
 use crate::time::{Millis, MonoTime};
-
-/// How long a waiter that waits forever may stay silent before it loses its place: Redisson's
-/// fair-lock thread-wait time, as its documentation states it.
-pub const FAIR_THREAD_WAIT: Millis = Millis(5_000);
 
 /// A fair acquire's part of an [`AcquireOp`](super::acquire::AcquireOp).
 #[derive(Debug)]
@@ -74,7 +71,7 @@ impl LockMachine {
         self.anchor_fair_clock(wall_ms);
         let thread_wait = match req.wait {
             Wait::Budget(budget) if budget.as_u64() > 0 => budget,
-            _ => FAIR_THREAD_WAIT,
+            _ => self.config.fair_lock_wait_timeout,
         };
         let fair = FairWait {
             keys: self.config.key_layout.fair_lock(&req.name),
@@ -91,10 +88,13 @@ impl LockMachine {
         self.start_force_unlock_with(op, name, call);
     }
 
-    /// Takes `owner` out of the queue of a fair acquire that ends without the lock. Nobody waits
-    /// for the answer; a give-up that fails leaves the place to expire by its thread-wait time.
-    pub(crate) fn give_up_place(&mut self, fair: &FairWait, owner: &Owner) {
-        if !fair.queued {
+    /// Takes `owner` out of the queue of a fair acquire that ends without the lock, if it may be
+    /// there: an attempt was answered "queued", or `maybe_applied` (the last attempts' outcome is
+    /// unknown: one may have joined the queue while its reply was lost). A give-up of an owner
+    /// that is not queued changes nothing. Nobody waits for the answer; a give-up that fails
+    /// leaves the place to expire by its thread-wait time.
+    pub(crate) fn give_up_place(&mut self, fair: &FairWait, owner: &Owner, maybe_applied: bool) {
+        if !fair.queued && !maybe_applied {
             return;
         }
         let call = fair_give_up::call(&fair.keys, owner, fair.thread_wait);

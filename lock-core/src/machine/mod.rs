@@ -39,7 +39,6 @@ mod waiters;
 mod watchdog;
 
 pub use error::{LockError, Operation};
-pub use fair::FAIR_THREAD_WAIT;
 pub use ids::{IdSource, SeededIds};
 pub use input::{AcquireRequest, BackendError, Input, PubSubEvent, Request, Wait};
 pub use output::{
