@@ -460,3 +460,95 @@ async fn xreadgroup_of_the_largest_id_reads_new_entries() {
     )
     .await;
 }
+
+/// `XPENDING`'s extended form walks only its range of the pending list and stops at `COUNT`;
+/// the idle times are on the virtual clock, so the rows are exact.
+#[tokio::test]
+async fn xpending_ranges_stop_at_their_bounds_and_count() {
+    let clock = ManualClock::new(1_000);
+    let engine = shared(Engine::new(clock.clone()));
+    let mut fake = FakeConnection::new(engine, NodeId(1));
+    for i in 1..=6 {
+        run(&mut fake, &format!("XADD p {i}-0 a {i}"))
+            .await
+            .unwrap();
+    }
+    run(&mut fake, "XGROUP CREATE p g 0").await.unwrap();
+    run(&mut fake, "XREADGROUP GROUP g alice COUNT 3 STREAMS p >")
+        .await
+        .unwrap();
+    clock.advance(100);
+    run(&mut fake, "XREADGROUP GROUP g bob STREAMS p >")
+        .await
+        .unwrap();
+    clock.advance(50);
+    let rows = |v: redis::Value| -> Vec<String> {
+        let redis::Value::Array(rows) = v else {
+            panic!("an array, not {v:?}")
+        };
+        rows.into_iter()
+            .map(|row| match row {
+                redis::Value::Array(f) => match &f[..] {
+                    [
+                        redis::Value::BulkString(id),
+                        redis::Value::BulkString(c),
+                        redis::Value::Int(idle),
+                        redis::Value::Int(n),
+                    ] => format!(
+                        "{} {} {idle} {n}",
+                        String::from_utf8_lossy(id),
+                        String::from_utf8_lossy(c)
+                    ),
+                    other => panic!("a pending row, not {other:?}"),
+                },
+                other => panic!("a pending row, not {other:?}"),
+            })
+            .collect()
+    };
+    let mut xpending = async |line: &str| rows(run(&mut fake, line).await.unwrap());
+    assert_eq!(
+        xpending("XPENDING p g - + 2").await,
+        ["1-0 alice 150 1", "2-0 alice 150 1"]
+    );
+    assert_eq!(
+        xpending("XPENDING p g (2 5 10").await,
+        ["3-0 alice 150 1", "4-0 bob 50 1", "5-0 bob 50 1"]
+    );
+    assert_eq!(
+        xpending("XPENDING p g 2 + 2 bob").await,
+        ["4-0 bob 50 1", "5-0 bob 50 1"]
+    );
+    assert_eq!(
+        xpending("XPENDING p g IDLE 100 3 + 5").await,
+        ["3-0 alice 150 1"]
+    );
+    assert_eq!(
+        xpending("XPENDING p g IDLE 10 - + 5 carol").await,
+        Vec::<String>::new()
+    );
+    assert_eq!(xpending("XPENDING p g 5 2 10").await, Vec::<String>::new());
+    assert_eq!(xpending("XPENDING p g - + 0").await, Vec::<String>::new());
+}
+
+/// `XAUTOCLAIM` looks at `COUNT` times ten pending entries at most and answers the next one as
+/// its cursor.
+#[tokio::test]
+async fn xautoclaim_cursors_step_through_the_pending_list() {
+    let mut lines = Vec::new();
+    for i in 1..=30 {
+        lines.push(format!("XADD ac {i}-0 a {i}"));
+    }
+    lines.push("XGROUP CREATE ac g 0".into());
+    lines.push("XREADGROUP GROUP g c1 STREAMS ac >".into());
+    lines.push("XDEL ac 3-0 4-0 5-0".into());
+    for start in ["0", "6", "(28", "30", "31"] {
+        lines.push(format!("XAUTOCLAIM ac g c2 0 {start} COUNT 2 JUSTID"));
+        lines.push(format!(
+            "XAUTOCLAIM ac g c3 99999999 {start} COUNT 1 JUSTID"
+        ));
+    }
+    lines.push("XAUTOCLAIM ac g c2 0 0 COUNT 1".into());
+    lines.push("XPENDING ac g".into());
+    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+    assert_table_matches_redis(&lines, false).await;
+}

@@ -1051,33 +1051,47 @@ fn xpending_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
             Frame::Array(consumers),
         ]));
     };
-    let ids: Vec<StreamId> = match consumer {
-        Some(c) => match group.consumers.get(&c[..]) {
-            None => return Ok(Frame::Array(Vec::new())),
-            Some(c) => c.pel.iter().copied().collect(),
-        },
-        None => group.pel.keys().copied().collect(),
-    };
-    let mut out = Vec::new();
-    for id in ids.into_iter().filter(|&id| id >= start && id <= end) {
-        if out.len() >= count {
-            break;
-        }
-        let Some(p) = group.pel.get(&id) else {
-            continue;
-        };
-        let idle = now - p.delivery_time;
-        if min_idle != 0 && idle < min_idle {
-            continue;
-        }
-        out.push(Frame::Array(vec![
-            id_frame(id),
-            Frame::Bulk(p.consumer.clone()),
-            Frame::Integer(idle.max(0)),
-            Frame::Integer(p.delivery_count as i64),
-        ]));
+    if start > end {
+        return Ok(Frame::Array(Vec::new()));
     }
-    Ok(Frame::Array(out))
+    let rows = match consumer {
+        Some(c) => match group.consumers.get(&c[..]) {
+            None => Vec::new(),
+            Some(c) => pending_rows(
+                c.pel
+                    .range(start..=end)
+                    .filter_map(|id| group.pel.get_key_value(id)),
+                now,
+                min_idle,
+                count,
+            ),
+        },
+        None => pending_rows(group.pel.range(start..=end), now, min_idle, count),
+    };
+    Ok(Frame::Array(rows))
+}
+
+/// `XPENDING`'s extended rows of `pending` (a range of a PEL, in ID order): those idle at least
+/// `min_idle` (0 for all), at most `count`, so the walk stops there.
+fn pending_rows<'a>(
+    pending: impl Iterator<Item = (&'a StreamId, &'a Pending)>,
+    now: i64,
+    min_idle: i64,
+    count: usize,
+) -> Vec<Frame> {
+    pending
+        .map(|(id, p)| (id, p, now - p.delivery_time))
+        .filter(|&(_, _, idle)| min_idle == 0 || idle >= min_idle)
+        .take(count)
+        .map(|(id, p, idle)| {
+            Frame::Array(vec![
+                id_frame(*id),
+                Frame::Bulk(p.consumer.clone()),
+                Frame::Integer(idle.max(0)),
+                Frame::Integer(p.delivery_count as i64),
+            ])
+        })
+        .collect()
 }
 
 /// The stream at `key` with group `name` for writing, or Redis's `NOGROUP` error.
@@ -1272,25 +1286,27 @@ fn xautoclaim_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let mut claimer = Claimer::new(consumer, now, justid);
     let reply = {
         let s = group_mut(cx, key, name)?;
-        let candidates: Vec<StreamId> = s
-            .groups
-            .get(&name[..])
-            .map(|g| g.pel.range(start..).map(|(id, _)| *id).collect())
-            .unwrap_or_default();
         let mut attempts = count.saturating_mul(10);
         let mut claimed = Vec::new();
         let mut deleted = Vec::new();
         let mut next = StreamId::MIN;
-        let mut ids = candidates.into_iter().peekable();
+        // The walk seeks from the ID after the last one looked at, as Redis's iterator does
+        // after a removal, so it looks at `attempts` entries and the cursor, never the rest.
+        let mut cursor = Some(start);
         loop {
+            let id = cursor.and_then(|from| {
+                let group = s.groups.get(&name[..])?;
+                group.pel.range(from..).next().map(|(id, _)| *id)
+            });
             if attempts == 0 || count == 0 {
-                next = ids.next().unwrap_or(StreamId::MIN);
+                next = id.unwrap_or(StreamId::MIN);
                 break;
             }
             attempts -= 1;
-            let Some(id) = ids.next() else {
+            let Some(id) = id else {
                 break;
             };
+            cursor = id.next();
             let exists = s.get(id).is_some();
             let group = s.groups.get_mut(&name[..]).ok_or(WRONGTYPE)?;
             if !exists {
