@@ -183,3 +183,29 @@ async fn searches_scan_only_their_cells_score_ranges() {
     )
     .await;
 }
+
+/// Coordinates, radii and box sides that `strtod` cannot hold (underflowing to zero or
+/// overflowing to infinity) are refused with each argument's own error, as sorted-set scores are.
+#[tokio::test]
+async fn out_of_range_floats_are_refused_with_each_argument_s_error() {
+    assert_table_matches_redis(
+        &[
+            "GEOADD under 1e-400 10 bad",
+            "GEOADD under 10 -1e-400 bad",
+            "GEOADD under 1e-310 10 tiny 0.0e-400 0 zero",
+            "GEOADD under 1e400 10 bad",
+            "GEOSEARCH under FROMLONLAT 0 0 BYRADIUS 1e-400 km",
+            "GEOSEARCH under FROMLONLAT 0 0 BYRADIUS 1e400 km",
+            "GEOSEARCH under FROMLONLAT 1e-400 0 BYRADIUS 1 km",
+            "GEOSEARCH under FROMLONLAT 0 0 BYBOX 1e-400 1 km",
+            "GEOSEARCH under FROMLONLAT 0 0 BYBOX 1 1e-400 km",
+            "GEORADIUS under 0 1e-400 10 km",
+            "GEORADIUS under 0 0 1e-400 km",
+            "GEORADIUSBYMEMBER under tiny 1e-400 km",
+            "ZADD under 1e-400 z",
+            "ZRANGE under 0 -1 WITHSCORES",
+        ],
+        false,
+    )
+    .await;
+}

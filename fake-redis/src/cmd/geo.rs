@@ -215,13 +215,9 @@ fn distance_frame(d: f64) -> Frame {
 
 // ---- arguments ----
 
-/// A float argument as `getDoubleFromObject` reads it (`strtod`: an overflow is refused).
+/// A float argument as `getDoubleFromObject` reads it, or the caller's error.
 fn double(arg: &[u8], error: &'static str) -> Result<f64, Frame> {
-    let v = super::float(arg).ok_or(Frame::error(error))?;
-    if v.is_infinite() && !arg.to_ascii_lowercase().windows(3).any(|w| w == b"inf") {
-        return Err(Frame::error(error));
-    }
-    Ok(v)
+    super::strict_double(arg).ok_or(Frame::error(error))
 }
 
 fn lon_lat(lon: &[u8], lat: &[u8]) -> Result<(f64, f64), Frame> {
