@@ -11,7 +11,7 @@
 //! Redis; a call that would have to wait goes through [`wait_for_data`], the one place a
 //! blocking mechanism takes over.
 
-use super::{Args, Cx, Reply, Spec, WRITE, WRONGTYPE, class, int, is, unknown_subcommand};
+use super::{Args, Cx, Reply, Spec, WRITE, class, int, is, unknown_subcommand};
 use crate::engine::db::Value;
 use crate::engine::stream::{ENTRIES_READ_UNKNOWN, Group, Pending, Stream, StreamId, Trim};
 use crate::resp::Frame;
@@ -148,36 +148,50 @@ fn entries_frame(entries: &[(StreamId, &[Bytes])]) -> Frame {
 
 // ---- the value ----
 
+/// A stream is read and written as the collections are, but an empty one stays: nothing here
+/// finishes a write with [`super::finish_aggregate`], and it would keep the key anyway.
+impl super::Aggregate for Stream {
+    fn of(value: &Value) -> Option<&Stream> {
+        match value {
+            Value::Stream(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    fn of_mut(value: &mut Value) -> Option<&mut Stream> {
+        match value {
+            Value::Stream(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    fn wrap(self) -> Value {
+        Value::Stream(Box::new(self))
+    }
+
+    fn is_empty(&self) -> bool {
+        false
+    }
+}
+
 /// The stream at `key` (None when missing), WRONGTYPE for another type.
 fn read<'a>(cx: &'a mut Cx<'_>, key: &[u8]) -> Result<Option<&'a Stream>, Frame> {
-    match cx.lookup(key) {
-        None => Ok(None),
-        Some(e) => match &e.value {
-            Value::Stream(s) => Ok(Some(s)),
-            _ => Err(WRONGTYPE),
-        },
-    }
+    super::read_aggregate(cx, key)
 }
 
 /// The stream at `key` for writing (None when missing), WRONGTYPE for another type.
 fn write<'a>(cx: &'a mut Cx<'_>, key: &[u8]) -> Result<Option<&'a mut Stream>, Frame> {
-    read(cx, key)?;
-    let now = cx.now;
-    match cx.keyspace().write(key, now).map(|e| &mut e.value) {
-        None => Ok(None),
-        Some(Value::Stream(s)) => Ok(Some(s)),
-        Some(_) => Err(WRONGTYPE),
-    }
+    super::write_aggregate(cx, key, false)
 }
 
 /// The stream at `key` for writing, created empty when missing.
 fn write_or_create<'a>(cx: &'a mut Cx<'_>, key: &[u8]) -> Result<&'a mut Stream, Frame> {
-    if read(cx, key)?.is_none() {
-        let now = cx.now;
-        cx.keyspace()
-            .insert(key, Value::Stream(Box::default()), None, now);
-    }
-    write(cx, key)?.ok_or(WRONGTYPE)
+    Ok(super::write_aggregate(cx, key, true)?.expect("created when missing"))
+}
+
+/// The stream at `key`, which the command has seen exists, for writing.
+fn write_existing<'a>(cx: &'a mut Cx<'_>, key: &[u8]) -> Result<&'a mut Stream, Frame> {
+    Ok(write(cx, key)?.expect("the command checked that the stream exists"))
 }
 
 /// A write that changed `key`: `WATCH` hears of it, and the keyspace event goes out.
@@ -364,9 +378,7 @@ fn xtrim_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let Some(s) = write(cx, key)? else {
         return Ok(Frame::Integer(0));
     };
-    let Some(trim) = t.trim else {
-        return Ok(Frame::Integer(0));
-    };
+    let trim = t.trim.expect("XTRIM's arguments always have a strategy");
     let deleted = s.trim(trim, t.approx, t.limit);
     if deleted > 0 {
         changed(cx, key, "xtrim");
@@ -382,7 +394,7 @@ fn xdel_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         return Ok(Frame::Integer(0));
     }
     let ids = args.map(|a| strict_id(a)).collect::<Result<Vec<_>, _>>()?;
-    let s = write(cx, key)?.ok_or(WRONGTYPE)?;
+    let s = write_existing(cx, key)?;
     let mut deleted = 0;
     for id in ids {
         if s.delete(id) {
@@ -866,10 +878,11 @@ fn xgroup_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     }
     let key = args.next_bytes()?;
     let name = args.next_bytes()?;
-    let id_arg = if sub == "create" || sub == "setid" {
-        args.next()
+    // The arity check gave `CREATE` and `SETID` their ID.
+    let id_arg: &[u8] = if sub == "create" || sub == "setid" {
+        args.next_bytes()?
     } else {
-        None
+        b""
     };
     let mut mkstream = false;
     let mut entries_read = ENTRIES_READ_UNKNOWN;
@@ -908,18 +921,12 @@ fn xgroup_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let now = cx.now;
     match sub.as_str() {
         "create" => {
-            let id_arg = id_arg.ok_or(super::SYNTAX)?;
             let last = read(cx, key)?.map_or(StreamId::MIN, |s| s.last_id);
-            let id = if &id_arg[..] == b"$" {
+            let id = if id_arg == b"$" {
                 last
             } else {
                 strict_id(id_arg)?
             };
-            if !exists {
-                cx.keyspace()
-                    .insert(key, Value::Stream(Box::default()), None, now);
-                cx.keyspace().touch(key);
-            }
             let s = write_or_create(cx, key)?;
             if s.groups.contains_key(&name[..]) {
                 return Err(Frame::error("BUSYGROUP Consumer Group name already exists"));
@@ -929,9 +936,8 @@ fn xgroup_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
             Ok(Frame::OK)
         }
         "setid" => {
-            let id_arg = id_arg.ok_or(super::SYNTAX)?;
-            let s = write(cx, key)?.ok_or(WRONGTYPE)?;
-            let id = if &id_arg[..] == b"$" {
+            let s = write_existing(cx, key)?;
+            let id = if id_arg == b"$" {
                 s.last_id
             } else {
                 parse_id_full(id_arg, 0, false, false)?.0
@@ -944,7 +950,7 @@ fn xgroup_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
             Ok(Frame::OK)
         }
         "destroy" => {
-            let s = write(cx, key)?.ok_or(WRONGTYPE)?;
+            let s = write_existing(cx, key)?;
             if s.groups.remove(&name[..]).is_none() {
                 return Ok(Frame::Integer(0));
             }
@@ -953,8 +959,11 @@ fn xgroup_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         }
         "createconsumer" => {
             let consumer = args.next_bytes()?;
-            let s = write(cx, key)?.ok_or(WRONGTYPE)?;
-            let group = s.groups.get_mut(&name[..]).ok_or(WRONGTYPE)?;
+            let s = write_existing(cx, key)?;
+            let group = s
+                .groups
+                .get_mut(&name[..])
+                .expect("the command checked that the group exists");
             if group.consumers.contains_key(&consumer[..]) {
                 return Ok(Frame::Integer(0));
             }
@@ -964,8 +973,11 @@ fn xgroup_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         }
         _ => {
             let consumer = args.next_bytes()?;
-            let s = write(cx, key)?.ok_or(WRONGTYPE)?;
-            let group = s.groups.get_mut(&name[..]).ok_or(WRONGTYPE)?;
+            let s = write_existing(cx, key)?;
+            let group = s
+                .groups
+                .get_mut(&name[..])
+                .expect("the command checked that the group exists");
             let Some(c) = group.consumers.remove(&consumer[..]) else {
                 return Ok(Frame::Integer(0));
             };
@@ -987,8 +999,11 @@ fn xack_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         return Ok(Frame::Integer(0));
     }
     let ids = args.map(|a| strict_id(a)).collect::<Result<Vec<_>, _>>()?;
-    let s = write(cx, key)?.ok_or(WRONGTYPE)?;
-    let group = s.groups.get_mut(&name[..]).ok_or(WRONGTYPE)?;
+    let s = write_existing(cx, key)?;
+    let group = s
+        .groups
+        .get_mut(&name[..])
+        .expect("the command checked that the group exists");
     let acked = ids.into_iter().filter(|&id| group.ack(id)).count();
     if acked > 0 {
         cx.keyspace().touch(key);
@@ -1100,7 +1115,7 @@ fn group_mut<'a>(cx: &'a mut Cx<'_>, key: &[u8], name: &[u8]) -> Result<&'a mut 
     if !found {
         return Err(nogroup_for_key(key, name));
     }
-    write(cx, key)?.ok_or(WRONGTYPE)
+    write_existing(cx, key)
 }
 
 /// A claimed entry in a reply: its ID alone, or the entry (a null array if it is gone).
@@ -1222,7 +1237,10 @@ fn xclaim_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     {
         let s = group_mut(cx, key, name)?;
         let exists: Vec<bool> = ids.iter().map(|&id| s.get(id).is_some()).collect();
-        let group = s.groups.get_mut(&name[..]).ok_or(WRONGTYPE)?;
+        let group = s
+            .groups
+            .get_mut(&name[..])
+            .expect("the command checked that the group exists");
         if last_id > group.last_id {
             group.last_id = last_id;
         }
@@ -1308,7 +1326,10 @@ fn xautoclaim_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
             };
             cursor = id.next();
             let exists = s.get(id).is_some();
-            let group = s.groups.get_mut(&name[..]).ok_or(WRONGTYPE)?;
+            let group = s
+                .groups
+                .get_mut(&name[..])
+                .expect("the command checked that the group exists");
             if !exists {
                 group.ack(id);
                 deleted.push(id);
