@@ -361,7 +361,7 @@ async fn big_streams_split_and_trim_by_node_as_redis_does() {
 async fn stream_ids_follow_the_virtual_clock() {
     let clock = ManualClock::new(1_000);
     let engine = shared(Engine::new(clock.clone()));
-    let mut fake = FakeConnection::new(engine, NodeId(1));
+    let mut fake = FakeConnection::new(engine.clone(), NodeId(1));
     let id = |v: redis::Value| match v {
         redis::Value::BulkString(b) => String::from_utf8(b).unwrap(),
         other => panic!("an ID, not {other:?}"),
@@ -393,12 +393,26 @@ async fn stream_ids_follow_the_virtual_clock() {
             ])])
         )
     );
-    let blocked = run(&mut fake, "XREAD BLOCK 0 STREAMS s $").await;
-    assert!(
-        blocked
-            .unwrap_err()
-            .to_string()
-            .contains("XREAD BLOCK with no data to read is not supported yet")
+    // A read that blocks on `$` is served by another connection's `XADD *`, on the same clock.
+    let mut writer = FakeConnection::new(engine, NodeId(2));
+    let (blocked, added) = tokio::join!(
+        run(&mut fake, "XREAD BLOCK 0 STREAMS s $"),
+        run(&mut writer, "XADD s * a 2")
+    );
+    assert_eq!(id(added.unwrap()), "10250-0");
+    let b = |s: &str| redis::Value::BulkString(s.as_bytes().to_vec());
+    assert_eq!(
+        format!("{:?}", blocked.unwrap()),
+        format!(
+            "{:?}",
+            redis::Value::Array(vec![redis::Value::Array(vec![
+                b("s"),
+                redis::Value::Array(vec![redis::Value::Array(vec![
+                    b("10250-0"),
+                    redis::Value::Array(vec![b("a"), b("2")]),
+                ])]),
+            ])])
+        )
     );
 }
 

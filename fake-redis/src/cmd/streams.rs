@@ -7,11 +7,13 @@
 //! the clock is behind it (its sequence is incremented). Idle and delivery times are measured on
 //! the same frozen time, so on the virtual clock they are exact.
 //!
-//! `BLOCK` answers at once when there is data, and inside `MULTI` and scripts never waits, as in
-//! Redis; a call that would have to wait goes through [`wait_for_data`], the one place a
-//! blocking mechanism takes over.
+//! `BLOCK` answers at once when there is data, and inside `MULTI` never waits (a script may not
+//! use it), as in Redis. A call that has to wait blocks its client in the engine's registry
+//! (`engine/blocking.rs`), `$` resolved then; `cmd/blocking.rs` serves it with
+//! [`serve_reader`] after the command that added to one of its streams.
 
 use super::{Args, Cx, Reply, Spec, WRITE, class, int, is, unknown_subcommand};
+use crate::engine::blocking::{GroupRead, Waiter};
 use crate::engine::db::Value;
 use crate::engine::stream::{ENTRIES_READ_UNKNOWN, Group, Pending, Stream, StreamId, Trim};
 use crate::resp::Frame;
@@ -36,6 +38,9 @@ pub(crate) static XINFO: Spec = Spec::new("xinfo", -2, 0, xinfo_command);
 const INVALID_ID: Frame =
     Frame::error("ERR Invalid stream ID specified as stream command argument");
 const NO_SUCH_KEY: Frame = Frame::error("ERR no such key");
+/// A blocked `XREADGROUP`'s answer when its group is gone.
+const LOST_GROUP: Frame =
+    Frame::error("NOGROUP the consumer group this client was blocked on no longer exists");
 
 // ---- IDs ----
 
@@ -366,6 +371,9 @@ fn xadd_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         .trim
         .is_some_and(|trim| s.trim(trim, t.approx, t.limit) > 0);
     changed(cx, key, "xadd");
+    // A stream that grows serves its blocked readers, as a new one does (Redis's
+    // `signalKeyAsReady` at every XADD).
+    cx.keyspace().waiters.signal(key);
     if trimmed {
         cx.notify(class::STREAM, "xtrim", key);
     }
@@ -502,21 +510,29 @@ enum ReadFrom {
     New,
 }
 
-/// The reply of an `XREAD … BLOCK` that found nothing, when it may wait: the one place a
-/// blocking mechanism replaces. Until then it says that it would have to wait.
-fn wait_for_data(_cx: &mut Cx<'_>, _timeout_ms: i64) -> Reply {
-    Err(Frame::error(
-        "ERR XREAD BLOCK with no data to read is not supported yet",
-    ))
-}
-
-/// `BLOCK`'s timeout (Redis's `getTimeoutFromObjectOrReply` in milliseconds).
-fn block_timeout(arg: &[u8]) -> Result<i64, Frame> {
+/// `BLOCK`'s timeout (Redis's `getTimeoutFromObjectOrReply` in milliseconds): the deadline on
+/// the engine's clock, None for 0 (forever).
+fn block_deadline(cx: &Cx<'_>, arg: &[u8]) -> Result<Option<i64>, Frame> {
     let t = int(arg).map_err(|_| Frame::error("ERR timeout is not an integer or out of range"))?;
     if t < 0 {
         return Err(Frame::error("ERR timeout is negative"));
     }
-    Ok(t)
+    Ok((t > 0).then(|| cx.now.saturating_add(t)))
+}
+
+/// `XREAD`'s reply: each served stream with its entries, an array of pairs in RESP2, a map in
+/// RESP3.
+fn streams_reply(cx: &mut Cx<'_>, served: Vec<(Frame, Frame)>) -> Frame {
+    if cx.client().protocol >= 3 {
+        Frame::Map(served)
+    } else {
+        Frame::Array(
+            served
+                .into_iter()
+                .map(|(k, v)| Frame::Array(vec![k, v]))
+                .collect(),
+        )
+    }
 }
 
 /// `XREAD [COUNT n] [BLOCK ms] STREAMS key… id…` and `XREADGROUP GROUP g c [COUNT n] [BLOCK ms]
@@ -537,7 +553,7 @@ fn xread_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
                     String::from_utf8_lossy(args.name())
                 )));
             }
-            timeout = Some(block_timeout(args.next_bytes()?)?);
+            timeout = Some(block_deadline(cx, args.next_bytes()?)?);
         } else if is(opt, "count") && more > 0 {
             count = usize::try_from(args.next_int()?.max(0)).unwrap_or(0);
         } else if is(opt, "streams") && more > 0 {
@@ -610,7 +626,7 @@ fn xread_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         });
     }
     let mut served = Vec::new();
-    for (key, from) in keys.iter().zip(from) {
+    for (key, from) in keys.iter().zip(from.iter().copied()) {
         let reply = match group {
             None => read_plain(cx, key, from, count)?,
             Some((name, consumer)) => read_group(cx, key, name, consumer, from, count, noack),
@@ -620,20 +636,115 @@ fn xread_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         }
     }
     if !served.is_empty() {
-        return Ok(if cx.client().protocol >= 3 {
-            Frame::Map(served)
-        } else {
-            Frame::Array(
-                served
-                    .into_iter()
-                    .map(|(k, v)| Frame::Array(vec![k, v]))
-                    .collect(),
-            )
-        });
+        return Ok(streams_reply(cx, served));
     }
-    match timeout {
-        Some(ms) if cx.caller == super::Caller::Client => wait_for_data(cx, ms),
-        _ => Ok(Frame::NullArray),
+    let Some(deadline) = timeout else {
+        return Ok(Frame::NullArray);
+    };
+    // Blocking: every ID is `>` for a group (another ID answers its history at once), and an
+    // ID, `$` resolved, for a plain read.
+    let after = from
+        .iter()
+        .map(|f| match f {
+            ReadFrom::After(id) => *id,
+            ReadFrom::New => StreamId::MIN,
+        })
+        .collect();
+    let waiter = Waiter::StreamRead {
+        after,
+        group: group.map(|(group, consumer)| {
+            Box::new(GroupRead {
+                group: group.clone(),
+                consumer: consumer.clone(),
+                noack,
+            })
+        }),
+        count,
+    };
+    super::blocking::block_or(cx, keys, deadline, waiter, Frame::NullArray)
+}
+
+/// The reply of a reader blocked on stream `key` (see `engine/blocking.rs`), if the stream has
+/// something for it, as Redis's `serveClientsBlockedOnStreamKey`: a plain reader wants entries
+/// after `after`, a group reader those after the group's last delivered ID as it is now, which
+/// it takes as `XREADGROUP >` does. The stream's last ID decides, so an entry added and deleted
+/// since answers the stream with no entries, as in Redis.
+pub(super) fn serve_reader(
+    cx: &mut Cx<'_>,
+    key: &Bytes,
+    after: StreamId,
+    group: Option<&GroupRead>,
+    count: usize,
+) -> Option<Frame> {
+    let s = read(cx, key).ok()??;
+    let entries = match group {
+        None => {
+            if s.last_id <= after {
+                return None;
+            }
+            entries_frame(&s.range(after.next()?, StreamId::MAX, false, count))
+        }
+        Some(read) => {
+            let Some(g) = s.groups.get(&read.group[..]) else {
+                return Some(LOST_GROUP);
+            };
+            if s.last_id <= g.last_id {
+                return None;
+            }
+            let start = g.last_id.next()?;
+            let now = cx.now;
+            let s = write(cx, key).ok()??;
+            let g = s.groups.get_mut(&read.group[..])?;
+            let created = touch_consumer(g, &read.consumer, now);
+            let entries = deliver(
+                s,
+                &read.group,
+                &read.consumer,
+                start,
+                count,
+                read.noack,
+                now,
+            );
+            cx.keyspace().touch(key);
+            if created {
+                cx.notify(class::STREAM, "xgroup-createconsumer", key);
+            }
+            entries
+        }
+    };
+    Some(streams_reply(cx, vec![(Frame::Bulk(key.clone()), entries)]))
+}
+
+/// Answers each blocked `XREADGROUP` whose key is no longer a stream (deleted, expired, or of
+/// another type now) or no longer has its group, with Redis 7.0's error for it; run after each
+/// command while a client is blocked.
+pub(super) fn answer_lost_group_readers(engine: &mut crate::engine::Engine, now: i64) {
+    for db in 0..crate::engine::DATABASES {
+        if !engine.db_mut(db).waiters.has_group_readers() {
+            continue;
+        }
+        for id in engine.db_mut(db).waiters.group_readers() {
+            let Some(blocked) = engine.blocked(id) else {
+                continue;
+            };
+            let Waiter::StreamRead {
+                group: Some(read), ..
+            } = &blocked.waiter
+            else {
+                continue;
+            };
+            let keyspace = &engine.dbs()[db];
+            let lost = blocked.keys.iter().find_map(|key| {
+                match keyspace.peek(key, now).map(|e| &e.value) {
+                    Some(Value::Stream(s)) if s.groups.contains_key(&read.group[..]) => None,
+                    Some(Value::Stream(_)) => Some(LOST_GROUP),
+                    _ => Some(Frame::error("UNBLOCKED the stream key no longer exists")),
+                }
+            });
+            if let Some(reply) = lost {
+                engine.unblock(id, reply);
+            }
+        }
     }
 }
 
