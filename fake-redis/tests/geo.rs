@@ -159,3 +159,53 @@ async fn searches_over_many_points_match_redis() {
     let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
     assert_table_matches_redis(&lines, false).await;
 }
+
+/// A search scans each cell's score range from its start: members below and above every cell,
+/// negative scores and scores past the geohash range among them, are never met.
+#[tokio::test]
+async fn searches_scan_only_their_cells_score_ranges() {
+    assert_table_matches_redis(
+        &[
+            "ZADD mixed -1e300 low -5 neg 0 zero 1e20 huge 4503599627370495 top",
+            "GEOADD mixed 13.361389 38.115556 Palermo 15.087269 37.502669 Catania",
+            "GEOADD mixed -179.99 -84.9 southwest 179.99 84.9 northeast",
+            "GEOSEARCH mixed FROMLONLAT 15 37 BYRADIUS 200 km ASC",
+            "GEOSEARCH mixed FROMLONLAT -180 -85 BYBOX 100 100 km",
+            "GEOSEARCH mixed FROMLONLAT 180 85 BYRADIUS 100 km",
+            "GEORADIUS mixed 0 0 100 km",
+            "GEORADIUSBYMEMBER mixed Palermo 300 km DESC WITHDIST",
+            "GEOSEARCHSTORE out mixed FROMMEMBER Catania BYRADIUS 200 km",
+            "ZRANGE out 0 -1 WITHSCORES",
+            "GEOSEARCHSTORE out mixed FROMLONLAT 0 0 BYRADIUS 1 km",
+            "EXISTS out",
+        ],
+        false,
+    )
+    .await;
+}
+
+/// Coordinates, radii and box sides that `strtod` cannot hold (underflowing to zero or
+/// overflowing to infinity) are refused with each argument's own error, as sorted-set scores are.
+#[tokio::test]
+async fn out_of_range_floats_are_refused_with_each_argument_s_error() {
+    assert_table_matches_redis(
+        &[
+            "GEOADD under 1e-400 10 bad",
+            "GEOADD under 10 -1e-400 bad",
+            "GEOADD under 1e-310 10 tiny 0.0e-400 0 zero",
+            "GEOADD under 1e400 10 bad",
+            "GEOSEARCH under FROMLONLAT 0 0 BYRADIUS 1e-400 km",
+            "GEOSEARCH under FROMLONLAT 0 0 BYRADIUS 1e400 km",
+            "GEOSEARCH under FROMLONLAT 1e-400 0 BYRADIUS 1 km",
+            "GEOSEARCH under FROMLONLAT 0 0 BYBOX 1e-400 1 km",
+            "GEOSEARCH under FROMLONLAT 0 0 BYBOX 1 1e-400 km",
+            "GEORADIUS under 0 1e-400 10 km",
+            "GEORADIUS under 0 0 1e-400 km",
+            "GEORADIUSBYMEMBER under tiny 1e-400 km",
+            "ZADD under 1e-400 z",
+            "ZRANGE under 0 -1 WITHSCORES",
+        ],
+        false,
+    )
+    .await;
+}

@@ -361,7 +361,7 @@ async fn big_streams_split_and_trim_by_node_as_redis_does() {
 async fn stream_ids_follow_the_virtual_clock() {
     let clock = ManualClock::new(1_000);
     let engine = shared(Engine::new(clock.clone()));
-    let mut fake = FakeConnection::new(engine, NodeId(1));
+    let mut fake = FakeConnection::new(engine.clone(), NodeId(1));
     let id = |v: redis::Value| match v {
         redis::Value::BulkString(b) => String::from_utf8(b).unwrap(),
         other => panic!("an ID, not {other:?}"),
@@ -393,11 +393,176 @@ async fn stream_ids_follow_the_virtual_clock() {
             ])])
         )
     );
-    let blocked = run(&mut fake, "XREAD BLOCK 0 STREAMS s $").await;
-    assert!(
-        blocked
-            .unwrap_err()
-            .to_string()
-            .contains("XREAD BLOCK with no data to read is not supported yet")
+    // A read that blocks on `$` is served by another connection's `XADD *`, on the same clock.
+    let mut writer = FakeConnection::new(engine, NodeId(2));
+    let (blocked, added) = tokio::join!(
+        run(&mut fake, "XREAD BLOCK 0 STREAMS s $"),
+        run(&mut writer, "XADD s * a 2")
     );
+    assert_eq!(id(added.unwrap()), "10250-0");
+    let b = |s: &str| redis::Value::BulkString(s.as_bytes().to_vec());
+    assert_eq!(
+        format!("{:?}", blocked.unwrap()),
+        format!(
+            "{:?}",
+            redis::Value::Array(vec![redis::Value::Array(vec![
+                b("s"),
+                redis::Value::Array(vec![redis::Value::Array(vec![
+                    b("10250-0"),
+                    redis::Value::Array(vec![b("a"), b("2")]),
+                ])]),
+            ])])
+        )
+    );
+}
+
+/// Counters a client sets near the ends of the 64-bit range wrap as Redis's C arithmetic wraps
+/// them, so the replies are Redis's numbers instead of a panic halfway through a command.
+#[tokio::test]
+async fn client_given_counters_wrap_as_redis_does() {
+    assert_table_matches_redis(
+        &[
+            "XADD q 2-1 a 1",
+            "XGROUP CREATE q g 0",
+            "XREADGROUP GROUP g c STREAMS q >",
+            "XCLAIM q g c 0 2-1 IDLE -9223372036854775000 JUSTID",
+            "XCLAIM q g c 0 2-1 IDLE 9223372036854775807 JUSTID",
+            "XPENDING q g",
+            "XADD ov 1-1 a 1",
+            "XGROUP CREATE ov g 0 ENTRIESREAD 9223372036854775807",
+            "XREADGROUP GROUP g c STREAMS ov >",
+            "XINFO GROUPS ov",
+            "XGROUP SETID ov g 0 ENTRIESREAD 9223372036854775807",
+            "XINFO GROUPS ov",
+            "XADD s 1-1 a 1",
+            "XGROUP CREATE s g 0 ENTRIESREAD 5",
+            "XSETID s 1-1 ENTRIESADDED 9223372036854775807",
+            "XADD s 2-1 a 1",
+            "XINFO GROUPS s",
+            "XGROUP CREATE s g2 0",
+            "XGROUP CREATE s g3 1-1",
+            "XGROUP CREATE s g4 2-1",
+            "XINFO GROUPS s",
+            "XREADGROUP GROUP g2 c STREAMS s >",
+            "XINFO GROUPS s",
+            "XINFO STREAM s",
+        ],
+        false,
+    )
+    .await;
+}
+
+/// The largest ID, given to `XREADGROUP` explicitly, is `>`: it is `>`'s value inside Redis, so
+/// it delivers new entries and makes them pending.
+#[tokio::test]
+async fn xreadgroup_of_the_largest_id_reads_new_entries() {
+    assert_table_matches_redis(
+        &[
+            "XADD m 1-1 a 1",
+            "XADD m 2-1 b 2",
+            "XGROUP CREATE m g 0",
+            "XREADGROUP GROUP g c COUNT 1 STREAMS m 18446744073709551615-18446744073709551615",
+            "XPENDING m g",
+            "XREADGROUP GROUP g c STREAMS m 18446744073709551615-18446744073709551615",
+            "XREADGROUP GROUP g c STREAMS m 18446744073709551615-18446744073709551615",
+            "XPENDING m g",
+            "XREADGROUP GROUP g c STREAMS m 18446744073709551614-18446744073709551615",
+            "XREAD STREAMS m 18446744073709551615-18446744073709551615",
+            "XINFO GROUPS m",
+        ],
+        false,
+    )
+    .await;
+}
+
+/// `XPENDING`'s extended form walks only its range of the pending list and stops at `COUNT`;
+/// the idle times are on the virtual clock, so the rows are exact.
+#[tokio::test]
+async fn xpending_ranges_stop_at_their_bounds_and_count() {
+    let clock = ManualClock::new(1_000);
+    let engine = shared(Engine::new(clock.clone()));
+    let mut fake = FakeConnection::new(engine, NodeId(1));
+    for i in 1..=6 {
+        run(&mut fake, &format!("XADD p {i}-0 a {i}"))
+            .await
+            .unwrap();
+    }
+    run(&mut fake, "XGROUP CREATE p g 0").await.unwrap();
+    run(&mut fake, "XREADGROUP GROUP g alice COUNT 3 STREAMS p >")
+        .await
+        .unwrap();
+    clock.advance(100);
+    run(&mut fake, "XREADGROUP GROUP g bob STREAMS p >")
+        .await
+        .unwrap();
+    clock.advance(50);
+    let rows = |v: redis::Value| -> Vec<String> {
+        let redis::Value::Array(rows) = v else {
+            panic!("an array, not {v:?}")
+        };
+        rows.into_iter()
+            .map(|row| match row {
+                redis::Value::Array(f) => match &f[..] {
+                    [
+                        redis::Value::BulkString(id),
+                        redis::Value::BulkString(c),
+                        redis::Value::Int(idle),
+                        redis::Value::Int(n),
+                    ] => format!(
+                        "{} {} {idle} {n}",
+                        String::from_utf8_lossy(id),
+                        String::from_utf8_lossy(c)
+                    ),
+                    other => panic!("a pending row, not {other:?}"),
+                },
+                other => panic!("a pending row, not {other:?}"),
+            })
+            .collect()
+    };
+    let mut xpending = async |line: &str| rows(run(&mut fake, line).await.unwrap());
+    assert_eq!(
+        xpending("XPENDING p g - + 2").await,
+        ["1-0 alice 150 1", "2-0 alice 150 1"]
+    );
+    assert_eq!(
+        xpending("XPENDING p g (2 5 10").await,
+        ["3-0 alice 150 1", "4-0 bob 50 1", "5-0 bob 50 1"]
+    );
+    assert_eq!(
+        xpending("XPENDING p g 2 + 2 bob").await,
+        ["4-0 bob 50 1", "5-0 bob 50 1"]
+    );
+    assert_eq!(
+        xpending("XPENDING p g IDLE 100 3 + 5").await,
+        ["3-0 alice 150 1"]
+    );
+    assert_eq!(
+        xpending("XPENDING p g IDLE 10 - + 5 carol").await,
+        Vec::<String>::new()
+    );
+    assert_eq!(xpending("XPENDING p g 5 2 10").await, Vec::<String>::new());
+    assert_eq!(xpending("XPENDING p g - + 0").await, Vec::<String>::new());
+}
+
+/// `XAUTOCLAIM` looks at `COUNT` times ten pending entries at most and answers the next one as
+/// its cursor.
+#[tokio::test]
+async fn xautoclaim_cursors_step_through_the_pending_list() {
+    let mut lines = Vec::new();
+    for i in 1..=30 {
+        lines.push(format!("XADD ac {i}-0 a {i}"));
+    }
+    lines.push("XGROUP CREATE ac g 0".into());
+    lines.push("XREADGROUP GROUP g c1 STREAMS ac >".into());
+    lines.push("XDEL ac 3-0 4-0 5-0".into());
+    for start in ["0", "6", "(28", "30", "31"] {
+        lines.push(format!("XAUTOCLAIM ac g c2 0 {start} COUNT 2 JUSTID"));
+        lines.push(format!(
+            "XAUTOCLAIM ac g c3 99999999 {start} COUNT 1 JUSTID"
+        ));
+    }
+    lines.push("XAUTOCLAIM ac g c2 0 0 COUNT 1".into());
+    lines.push("XPENDING ac g".into());
+    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+    assert_table_matches_redis(&lines, false).await;
 }

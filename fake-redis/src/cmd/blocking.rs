@@ -1,5 +1,6 @@
 //! The blocking commands (`BLPOP`, `BRPOP`, `BRPOPLPUSH`, `BLMOVE`, `BLMPOP`, `BZPOPMIN`,
-//! `BZPOPMAX`, `BZMPOP`), `CLIENT UNBLOCK`, and the serving of blocked clients.
+//! `BZPOPMAX`, `BZMPOP`), `CLIENT UNBLOCK`, and the serving of blocked clients, stream readers
+//! (`XREAD … BLOCK`, which `streams.rs` blocks and reads) included.
 //!
 //! Each command first does what its non-blocking form does, through the pop helpers of
 //! `lists.rs` and `zsets.rs`: with something to take it answers at once, exactly as Redis 7.0
@@ -15,7 +16,7 @@
 //! overflow to a negative timeout).
 
 use super::long_double::{LongDouble, Parsed};
-use super::{Args, Caller, Cx, Reply, Spec, WRITE, int, is, lists, zsets};
+use super::{Args, Caller, Cx, Reply, Spec, WRITE, int, is, lists, streams, zsets};
 use crate::engine::blocking::{Blocked, Waiter};
 use crate::engine::{DATABASES, Engine};
 use crate::resp::Frame;
@@ -49,7 +50,7 @@ fn deadline(cx: &Cx<'_>, arg: &[u8]) -> Result<Option<i64>, Frame> {
 
 /// Blocks the calling client on `keys` for `waiter`, or answers `denied` at once where Redis does
 /// not block (see the [module docs](self)).
-fn block_or(
+pub(super) fn block_or(
     cx: &mut Cx<'_>,
     keys: &[Bytes],
     deadline: Option<i64>,
@@ -263,8 +264,10 @@ pub(super) fn client_unblock(cx: &mut Cx<'_>, sub: &[u8], args: &mut Args<'_>) -
 /// Serves the clients blocked on the keys that became ready, as Redis's
 /// `handleClientsBlockedOnKeys`: keys in the order they became ready (a served move's
 /// destination joins the end), each key's clients in the order they blocked, until the key is
-/// gone. A client whose waiter the key's type cannot serve stays blocked.
+/// gone. A client whose waiter the key's type cannot serve stays blocked. First, a blocked
+/// `XREADGROUP` whose key or group went away is answered its error.
 pub(crate) fn serve_blocked(engine: &mut Engine, now: i64) {
+    streams::answer_lost_group_readers(engine, now);
     loop {
         let mut served_any_key = false;
         for db in 0..DATABASES {
@@ -283,7 +286,10 @@ pub(crate) fn serve_blocked(engine: &mut Engine, now: i64) {
 fn serve_key(engine: &mut Engine, db: usize, key: &Bytes, now: i64) {
     for id in engine.db_mut(db).waiters.waiting_on(key) {
         // Unblocked meanwhile (a served `BLMOVE` whose destination it also waited on).
-        let Some(waiter) = engine.blocked(id).map(|b| b.waiter.clone()) else {
+        let Some((waiter, key_index)) = engine.blocked(id).map(|b| {
+            let key_index = b.keys.iter().position(|k| k == key).unwrap_or(0);
+            (b.waiter.clone(), key_index)
+        }) else {
             continue;
         };
         let Some(entry) = engine.db_mut(db).lookup(key, now) else {
@@ -292,13 +298,16 @@ fn serve_key(engine: &mut Engine, db: usize, key: &Bytes, now: i64) {
         if !waiter.served_by(&entry.value) {
             continue;
         }
-        let reply = serve(&mut Cx::new(engine, id, db, now), key, &waiter);
-        engine.unblock(id, reply);
+        if let Some(reply) = serve(&mut Cx::new(engine, id, db, now), key, key_index, &waiter) {
+            engine.unblock(id, reply);
+        }
     }
 }
 
-/// The reply of a client served by `key`, which holds a value of the type its waiter wants.
-fn serve(cx: &mut Cx<'_>, key: &Bytes, waiter: &Waiter) -> Frame {
+/// The reply of a client served by `key` (its `key_index`-th key), which holds a value of the
+/// type its waiter wants; None when it has nothing for it (a stream with nothing new), so the
+/// client stays blocked.
+fn serve(cx: &mut Cx<'_>, key: &Bytes, key_index: usize, waiter: &Waiter) -> Option<Frame> {
     let reply = match waiter {
         Waiter::ListPop { left, count } => lists::pop_elements(cx, key, *left, count.unwrap_or(1))
             .map(|popped| {
@@ -326,6 +335,14 @@ fn serve(cx: &mut Cx<'_>, key: &Bytes, waiter: &Waiter) -> Frame {
                         .map_or(Frame::NullArray, |m| key_member_score(key, m)),
                 }
             }),
+        Waiter::StreamRead {
+            after,
+            group,
+            count,
+        } => {
+            let after = after.get(key_index).copied().unwrap_or_default();
+            return streams::serve_reader(cx, key, after, group.as_deref(), *count);
+        }
     };
-    reply.unwrap_or_else(|error| error)
+    Some(reply.unwrap_or_else(|error| error))
 }

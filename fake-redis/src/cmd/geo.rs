@@ -215,13 +215,9 @@ fn distance_frame(d: f64) -> Frame {
 
 // ---- arguments ----
 
-/// A float argument as `getDoubleFromObject` reads it (`strtod`: an overflow is refused).
+/// A float argument as `getDoubleFromObject` reads it, or the caller's error.
 fn double(arg: &[u8], error: &'static str) -> Result<f64, Frame> {
-    let v = super::float(arg).ok_or(Frame::error(error))?;
-    if v.is_infinite() && !arg.to_ascii_lowercase().windows(3).any(|w| w == b"inf") {
-        return Err(Frame::error(error));
-    }
-    Ok(v)
+    super::strict_double(arg).ok_or(Frame::error(error))
 }
 
 fn lon_lat(lon: &[u8], lat: &[u8]) -> Result<(f64, f64), Frame> {
@@ -525,10 +521,7 @@ impl Search {
             let shift = 52 - cell.step * 2;
             let min = (cell.bits << shift) as f64;
             let max = ((cell.bits + 1) << shift) as f64;
-            for (score, member) in z.iter() {
-                if score < min {
-                    continue;
-                }
+            for (score, member) in z.iter_from(min) {
                 if score >= max {
                     break;
                 }
@@ -684,27 +677,21 @@ fn georadius_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     if any && count == 0 {
         return Err(Frame::error("ERR the ANY argument requires COUNT argument"));
     }
-    let (Some(z), Some((lon, lat)), Some((shape, conversion))) =
-        (read(cx, key)?.cloned(), centre, shape)
-    else {
-        return Ok(match store {
-            Some(dest) => {
-                delete_destination(cx, dest);
-                Frame::Integer(0)
-            }
-            None => Frame::Array(Vec::new()),
-        });
+    let (Some((lon, lat)), Some((shape, conversion))) = (centre, shape) else {
+        return Ok(nothing_found(cx, store));
     };
-    if count != 0 && sort.is_none() && !any {
-        sort = Some(true);
-    }
     let query = Search {
         lon,
         lat,
         shape,
         conversion,
     };
-    let mut found = query.run(&z, if any { count } else { 0 });
+    let Some(mut found) = read(cx, key)?.map(|z| query.run(z, if any { count } else { 0 })) else {
+        return Ok(nothing_found(cx, store));
+    };
+    if count != 0 && sort.is_none() && !any {
+        sort = Some(true);
+    }
     if let Some(asc) = sort {
         found.sort_by(|a, b| {
             let order = a.dist.total_cmp(&b.dist);
@@ -760,6 +747,18 @@ fn georadius_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         out.push(Frame::Array(item));
     }
     Ok(Frame::Array(out))
+}
+
+/// The reply of a search of a missing key or one without a centre: no members, and a store
+/// deletes its destination.
+fn nothing_found(cx: &mut Cx<'_>, store: Option<&Bytes>) -> Frame {
+    match store {
+        Some(dest) => {
+            delete_destination(cx, dest);
+            Frame::Integer(0)
+        }
+        None => Frame::Array(Vec::new()),
+    }
 }
 
 /// A store with nothing to store deletes its destination (a `del` event if it was there).

@@ -576,6 +576,22 @@ pub(crate) fn float(arg: &[u8]) -> Option<f64> {
     Some(v)
 }
 
+/// A command argument as a double, as Redis's `getDoubleFromObject` reads it: [`float`]'s text,
+/// and a value out of range refused, as `strtod`'s `ERANGE` is, whether it overflows to
+/// infinity or underflows to zero (`1e-400`). Callers answer their own error.
+pub(crate) fn strict_double(arg: &[u8]) -> Option<f64> {
+    let v = float(arg)?;
+    let text = arg.to_ascii_lowercase();
+    let unsigned = text
+        .strip_prefix(b"-")
+        .or(text.strip_prefix(b"+"))
+        .unwrap_or(&text);
+    let mantissa = unsigned.split(|&b| b == b'e').next().unwrap_or_default();
+    let overflow = v.is_infinite() && !unsigned.starts_with(b"inf");
+    let underflow = v == 0.0 && mantissa.iter().any(|b| (b'1'..=b'9').contains(b));
+    (!overflow && !underflow).then_some(v)
+}
+
 /// Whether `arg` equals `word`, ignoring ASCII case.
 pub(crate) fn is(arg: &[u8], word: &str) -> bool {
     arg.eq_ignore_ascii_case(word.as_bytes())

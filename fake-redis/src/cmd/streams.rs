@@ -7,11 +7,13 @@
 //! the clock is behind it (its sequence is incremented). Idle and delivery times are measured on
 //! the same frozen time, so on the virtual clock they are exact.
 //!
-//! `BLOCK` answers at once when there is data, and inside `MULTI` and scripts never waits, as in
-//! Redis; a call that would have to wait goes through [`wait_for_data`], the one place a
-//! blocking mechanism takes over.
+//! `BLOCK` answers at once when there is data, and inside `MULTI` never waits (a script may not
+//! use it), as in Redis. A call that has to wait blocks its client in the engine's registry
+//! (`engine/blocking.rs`), `$` resolved then; `cmd/blocking.rs` serves it with
+//! [`serve_reader`] after the command that added to one of its streams.
 
-use super::{Args, Cx, Reply, Spec, WRITE, WRONGTYPE, class, int, is, unknown_subcommand};
+use super::{Args, Cx, Reply, Spec, WRITE, class, int, is, unknown_subcommand};
+use crate::engine::blocking::{GroupRead, Waiter};
 use crate::engine::db::Value;
 use crate::engine::stream::{ENTRIES_READ_UNKNOWN, Group, Pending, Stream, StreamId, Trim};
 use crate::resp::Frame;
@@ -36,6 +38,9 @@ pub(crate) static XINFO: Spec = Spec::new("xinfo", -2, 0, xinfo_command);
 const INVALID_ID: Frame =
     Frame::error("ERR Invalid stream ID specified as stream command argument");
 const NO_SUCH_KEY: Frame = Frame::error("ERR no such key");
+/// A blocked `XREADGROUP`'s answer when its group is gone.
+const LOST_GROUP: Frame =
+    Frame::error("NOGROUP the consumer group this client was blocked on no longer exists");
 
 // ---- IDs ----
 
@@ -148,36 +153,50 @@ fn entries_frame(entries: &[(StreamId, &[Bytes])]) -> Frame {
 
 // ---- the value ----
 
+/// A stream is read and written as the collections are, but an empty one stays: nothing here
+/// finishes a write with [`super::finish_aggregate`], and it would keep the key anyway.
+impl super::Aggregate for Stream {
+    fn of(value: &Value) -> Option<&Stream> {
+        match value {
+            Value::Stream(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    fn of_mut(value: &mut Value) -> Option<&mut Stream> {
+        match value {
+            Value::Stream(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    fn wrap(self) -> Value {
+        Value::Stream(Box::new(self))
+    }
+
+    fn is_empty(&self) -> bool {
+        false
+    }
+}
+
 /// The stream at `key` (None when missing), WRONGTYPE for another type.
 fn read<'a>(cx: &'a mut Cx<'_>, key: &[u8]) -> Result<Option<&'a Stream>, Frame> {
-    match cx.lookup(key) {
-        None => Ok(None),
-        Some(e) => match &e.value {
-            Value::Stream(s) => Ok(Some(s)),
-            _ => Err(WRONGTYPE),
-        },
-    }
+    super::read_aggregate(cx, key)
 }
 
 /// The stream at `key` for writing (None when missing), WRONGTYPE for another type.
 fn write<'a>(cx: &'a mut Cx<'_>, key: &[u8]) -> Result<Option<&'a mut Stream>, Frame> {
-    read(cx, key)?;
-    let now = cx.now;
-    match cx.keyspace().write(key, now).map(|e| &mut e.value) {
-        None => Ok(None),
-        Some(Value::Stream(s)) => Ok(Some(s)),
-        Some(_) => Err(WRONGTYPE),
-    }
+    super::write_aggregate(cx, key, false)
 }
 
 /// The stream at `key` for writing, created empty when missing.
 fn write_or_create<'a>(cx: &'a mut Cx<'_>, key: &[u8]) -> Result<&'a mut Stream, Frame> {
-    if read(cx, key)?.is_none() {
-        let now = cx.now;
-        cx.keyspace()
-            .insert(key, Value::Stream(Box::default()), None, now);
-    }
-    write(cx, key)?.ok_or(WRONGTYPE)
+    Ok(super::write_aggregate(cx, key, true)?.expect("created when missing"))
+}
+
+/// The stream at `key`, which the command has seen exists, for writing.
+fn write_existing<'a>(cx: &'a mut Cx<'_>, key: &[u8]) -> Result<&'a mut Stream, Frame> {
+    Ok(write(cx, key)?.expect("the command checked that the stream exists"))
 }
 
 /// A write that changed `key`: `WATCH` hears of it, and the keyspace event goes out.
@@ -352,6 +371,9 @@ fn xadd_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         .trim
         .is_some_and(|trim| s.trim(trim, t.approx, t.limit) > 0);
     changed(cx, key, "xadd");
+    // A stream that grows serves its blocked readers, as a new one does (Redis's
+    // `signalKeyAsReady` at every XADD).
+    cx.keyspace().waiters.signal(key);
     if trimmed {
         cx.notify(class::STREAM, "xtrim", key);
     }
@@ -364,9 +386,7 @@ fn xtrim_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let Some(s) = write(cx, key)? else {
         return Ok(Frame::Integer(0));
     };
-    let Some(trim) = t.trim else {
-        return Ok(Frame::Integer(0));
-    };
+    let trim = t.trim.expect("XTRIM's arguments always have a strategy");
     let deleted = s.trim(trim, t.approx, t.limit);
     if deleted > 0 {
         changed(cx, key, "xtrim");
@@ -382,7 +402,7 @@ fn xdel_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         return Ok(Frame::Integer(0));
     }
     let ids = args.map(|a| strict_id(a)).collect::<Result<Vec<_>, _>>()?;
-    let s = write(cx, key)?.ok_or(WRONGTYPE)?;
+    let s = write_existing(cx, key)?;
     let mut deleted = 0;
     for id in ids {
         if s.delete(id) {
@@ -490,21 +510,29 @@ enum ReadFrom {
     New,
 }
 
-/// The reply of an `XREAD … BLOCK` that found nothing, when it may wait: the one place a
-/// blocking mechanism replaces. Until then it says that it would have to wait.
-fn wait_for_data(_cx: &mut Cx<'_>, _timeout_ms: i64) -> Reply {
-    Err(Frame::error(
-        "ERR XREAD BLOCK with no data to read is not supported yet",
-    ))
-}
-
-/// `BLOCK`'s timeout (Redis's `getTimeoutFromObjectOrReply` in milliseconds).
-fn block_timeout(arg: &[u8]) -> Result<i64, Frame> {
+/// `BLOCK`'s timeout (Redis's `getTimeoutFromObjectOrReply` in milliseconds): the deadline on
+/// the engine's clock, None for 0 (forever).
+fn block_deadline(cx: &Cx<'_>, arg: &[u8]) -> Result<Option<i64>, Frame> {
     let t = int(arg).map_err(|_| Frame::error("ERR timeout is not an integer or out of range"))?;
     if t < 0 {
         return Err(Frame::error("ERR timeout is negative"));
     }
-    Ok(t)
+    Ok((t > 0).then(|| cx.now.saturating_add(t)))
+}
+
+/// `XREAD`'s reply: each served stream with its entries, an array of pairs in RESP2, a map in
+/// RESP3.
+fn streams_reply(cx: &mut Cx<'_>, served: Vec<(Frame, Frame)>) -> Frame {
+    if cx.client().protocol >= 3 {
+        Frame::Map(served)
+    } else {
+        Frame::Array(
+            served
+                .into_iter()
+                .map(|(k, v)| Frame::Array(vec![k, v]))
+                .collect(),
+        )
+    }
 }
 
 /// `XREAD [COUNT n] [BLOCK ms] STREAMS key… id…` and `XREADGROUP GROUP g c [COUNT n] [BLOCK ms]
@@ -525,7 +553,7 @@ fn xread_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
                     String::from_utf8_lossy(args.name())
                 )));
             }
-            timeout = Some(block_timeout(args.next_bytes()?)?);
+            timeout = Some(block_deadline(cx, args.next_bytes()?)?);
         } else if is(opt, "count") && more > 0 {
             count = usize::try_from(args.next_int()?.max(0)).unwrap_or(0);
         } else if is(opt, "streams") && more > 0 {
@@ -589,11 +617,16 @@ fn xread_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
                 ));
             }
             b">" => ReadFrom::New,
-            _ => ReadFrom::After(strict_id(id)?),
+            // `>` is the largest ID inside Redis, so that ID given explicitly reads new entries
+            // too.
+            _ => match strict_id(id)? {
+                StreamId::MAX if group_read => ReadFrom::New,
+                id => ReadFrom::After(id),
+            },
         });
     }
     let mut served = Vec::new();
-    for (key, from) in keys.iter().zip(from) {
+    for (key, from) in keys.iter().zip(from.iter().copied()) {
         let reply = match group {
             None => read_plain(cx, key, from, count)?,
             Some((name, consumer)) => read_group(cx, key, name, consumer, from, count, noack),
@@ -603,20 +636,115 @@ fn xread_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         }
     }
     if !served.is_empty() {
-        return Ok(if cx.client().protocol >= 3 {
-            Frame::Map(served)
-        } else {
-            Frame::Array(
-                served
-                    .into_iter()
-                    .map(|(k, v)| Frame::Array(vec![k, v]))
-                    .collect(),
-            )
-        });
+        return Ok(streams_reply(cx, served));
     }
-    match timeout {
-        Some(ms) if cx.caller == super::Caller::Client => wait_for_data(cx, ms),
-        _ => Ok(Frame::NullArray),
+    let Some(deadline) = timeout else {
+        return Ok(Frame::NullArray);
+    };
+    // Blocking: every ID is `>` for a group (another ID answers its history at once), and an
+    // ID, `$` resolved, for a plain read.
+    let after = from
+        .iter()
+        .map(|f| match f {
+            ReadFrom::After(id) => *id,
+            ReadFrom::New => StreamId::MIN,
+        })
+        .collect();
+    let waiter = Waiter::StreamRead {
+        after,
+        group: group.map(|(group, consumer)| {
+            Box::new(GroupRead {
+                group: group.clone(),
+                consumer: consumer.clone(),
+                noack,
+            })
+        }),
+        count,
+    };
+    super::blocking::block_or(cx, keys, deadline, waiter, Frame::NullArray)
+}
+
+/// The reply of a reader blocked on stream `key` (see `engine/blocking.rs`), if the stream has
+/// something for it, as Redis's `serveClientsBlockedOnStreamKey`: a plain reader wants entries
+/// after `after`, a group reader those after the group's last delivered ID as it is now, which
+/// it takes as `XREADGROUP >` does. The stream's last ID decides, so an entry added and deleted
+/// since answers the stream with no entries, as in Redis.
+pub(super) fn serve_reader(
+    cx: &mut Cx<'_>,
+    key: &Bytes,
+    after: StreamId,
+    group: Option<&GroupRead>,
+    count: usize,
+) -> Option<Frame> {
+    let s = read(cx, key).ok()??;
+    let entries = match group {
+        None => {
+            if s.last_id <= after {
+                return None;
+            }
+            entries_frame(&s.range(after.next()?, StreamId::MAX, false, count))
+        }
+        Some(read) => {
+            let Some(g) = s.groups.get(&read.group[..]) else {
+                return Some(LOST_GROUP);
+            };
+            if s.last_id <= g.last_id {
+                return None;
+            }
+            let start = g.last_id.next()?;
+            let now = cx.now;
+            let s = write(cx, key).ok()??;
+            let g = s.groups.get_mut(&read.group[..])?;
+            let created = touch_consumer(g, &read.consumer, now);
+            let entries = deliver(
+                s,
+                &read.group,
+                &read.consumer,
+                start,
+                count,
+                read.noack,
+                now,
+            );
+            cx.keyspace().touch(key);
+            if created {
+                cx.notify(class::STREAM, "xgroup-createconsumer", key);
+            }
+            entries
+        }
+    };
+    Some(streams_reply(cx, vec![(Frame::Bulk(key.clone()), entries)]))
+}
+
+/// Answers each blocked `XREADGROUP` whose key is no longer a stream (deleted, expired, or of
+/// another type now) or no longer has its group, with Redis 7.0's error for it; run after each
+/// command while a client is blocked.
+pub(super) fn answer_lost_group_readers(engine: &mut crate::engine::Engine, now: i64) {
+    for db in 0..crate::engine::DATABASES {
+        if !engine.db_mut(db).waiters.has_group_readers() {
+            continue;
+        }
+        for id in engine.db_mut(db).waiters.group_readers() {
+            let Some(blocked) = engine.blocked(id) else {
+                continue;
+            };
+            let Waiter::StreamRead {
+                group: Some(read), ..
+            } = &blocked.waiter
+            else {
+                continue;
+            };
+            let keyspace = &engine.dbs()[db];
+            let lost = blocked.keys.iter().find_map(|key| {
+                match keyspace.peek(key, now).map(|e| &e.value) {
+                    Some(Value::Stream(s)) if s.groups.contains_key(&read.group[..]) => None,
+                    Some(Value::Stream(_)) => Some(LOST_GROUP),
+                    _ => Some(Frame::error("UNBLOCKED the stream key no longer exists")),
+                }
+            });
+            if let Some(reply) = lost {
+                engine.unblock(id, reply);
+            }
+        }
     }
 }
 
@@ -861,10 +989,11 @@ fn xgroup_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     }
     let key = args.next_bytes()?;
     let name = args.next_bytes()?;
-    let id_arg = if sub == "create" || sub == "setid" {
-        args.next()
+    // The arity check gave `CREATE` and `SETID` their ID.
+    let id_arg: &[u8] = if sub == "create" || sub == "setid" {
+        args.next_bytes()?
     } else {
-        None
+        b""
     };
     let mut mkstream = false;
     let mut entries_read = ENTRIES_READ_UNKNOWN;
@@ -903,18 +1032,12 @@ fn xgroup_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let now = cx.now;
     match sub.as_str() {
         "create" => {
-            let id_arg = id_arg.ok_or(super::SYNTAX)?;
             let last = read(cx, key)?.map_or(StreamId::MIN, |s| s.last_id);
-            let id = if &id_arg[..] == b"$" {
+            let id = if id_arg == b"$" {
                 last
             } else {
                 strict_id(id_arg)?
             };
-            if !exists {
-                cx.keyspace()
-                    .insert(key, Value::Stream(Box::default()), None, now);
-                cx.keyspace().touch(key);
-            }
             let s = write_or_create(cx, key)?;
             if s.groups.contains_key(&name[..]) {
                 return Err(Frame::error("BUSYGROUP Consumer Group name already exists"));
@@ -924,9 +1047,8 @@ fn xgroup_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
             Ok(Frame::OK)
         }
         "setid" => {
-            let id_arg = id_arg.ok_or(super::SYNTAX)?;
-            let s = write(cx, key)?.ok_or(WRONGTYPE)?;
-            let id = if &id_arg[..] == b"$" {
+            let s = write_existing(cx, key)?;
+            let id = if id_arg == b"$" {
                 s.last_id
             } else {
                 parse_id_full(id_arg, 0, false, false)?.0
@@ -939,7 +1061,7 @@ fn xgroup_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
             Ok(Frame::OK)
         }
         "destroy" => {
-            let s = write(cx, key)?.ok_or(WRONGTYPE)?;
+            let s = write_existing(cx, key)?;
             if s.groups.remove(&name[..]).is_none() {
                 return Ok(Frame::Integer(0));
             }
@@ -948,8 +1070,11 @@ fn xgroup_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         }
         "createconsumer" => {
             let consumer = args.next_bytes()?;
-            let s = write(cx, key)?.ok_or(WRONGTYPE)?;
-            let group = s.groups.get_mut(&name[..]).ok_or(WRONGTYPE)?;
+            let s = write_existing(cx, key)?;
+            let group = s
+                .groups
+                .get_mut(&name[..])
+                .expect("the command checked that the group exists");
             if group.consumers.contains_key(&consumer[..]) {
                 return Ok(Frame::Integer(0));
             }
@@ -959,8 +1084,11 @@ fn xgroup_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         }
         _ => {
             let consumer = args.next_bytes()?;
-            let s = write(cx, key)?.ok_or(WRONGTYPE)?;
-            let group = s.groups.get_mut(&name[..]).ok_or(WRONGTYPE)?;
+            let s = write_existing(cx, key)?;
+            let group = s
+                .groups
+                .get_mut(&name[..])
+                .expect("the command checked that the group exists");
             let Some(c) = group.consumers.remove(&consumer[..]) else {
                 return Ok(Frame::Integer(0));
             };
@@ -982,8 +1110,11 @@ fn xack_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         return Ok(Frame::Integer(0));
     }
     let ids = args.map(|a| strict_id(a)).collect::<Result<Vec<_>, _>>()?;
-    let s = write(cx, key)?.ok_or(WRONGTYPE)?;
-    let group = s.groups.get_mut(&name[..]).ok_or(WRONGTYPE)?;
+    let s = write_existing(cx, key)?;
+    let group = s
+        .groups
+        .get_mut(&name[..])
+        .expect("the command checked that the group exists");
     let acked = ids.into_iter().filter(|&id| group.ack(id)).count();
     if acked > 0 {
         cx.keyspace().touch(key);
@@ -1046,33 +1177,47 @@ fn xpending_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
             Frame::Array(consumers),
         ]));
     };
-    let ids: Vec<StreamId> = match consumer {
-        Some(c) => match group.consumers.get(&c[..]) {
-            None => return Ok(Frame::Array(Vec::new())),
-            Some(c) => c.pel.iter().copied().collect(),
-        },
-        None => group.pel.keys().copied().collect(),
-    };
-    let mut out = Vec::new();
-    for id in ids.into_iter().filter(|&id| id >= start && id <= end) {
-        if out.len() >= count {
-            break;
-        }
-        let Some(p) = group.pel.get(&id) else {
-            continue;
-        };
-        let idle = now - p.delivery_time;
-        if min_idle != 0 && idle < min_idle {
-            continue;
-        }
-        out.push(Frame::Array(vec![
-            id_frame(id),
-            Frame::Bulk(p.consumer.clone()),
-            Frame::Integer(idle.max(0)),
-            Frame::Integer(p.delivery_count as i64),
-        ]));
+    if start > end {
+        return Ok(Frame::Array(Vec::new()));
     }
-    Ok(Frame::Array(out))
+    let rows = match consumer {
+        Some(c) => match group.consumers.get(&c[..]) {
+            None => Vec::new(),
+            Some(c) => pending_rows(
+                c.pel
+                    .range(start..=end)
+                    .filter_map(|id| group.pel.get_key_value(id)),
+                now,
+                min_idle,
+                count,
+            ),
+        },
+        None => pending_rows(group.pel.range(start..=end), now, min_idle, count),
+    };
+    Ok(Frame::Array(rows))
+}
+
+/// `XPENDING`'s extended rows of `pending` (a range of a PEL, in ID order): those idle at least
+/// `min_idle` (0 for all), at most `count`, so the walk stops there.
+fn pending_rows<'a>(
+    pending: impl Iterator<Item = (&'a StreamId, &'a Pending)>,
+    now: i64,
+    min_idle: i64,
+    count: usize,
+) -> Vec<Frame> {
+    pending
+        .map(|(id, p)| (id, p, now - p.delivery_time))
+        .filter(|&(_, _, idle)| min_idle == 0 || idle >= min_idle)
+        .take(count)
+        .map(|(id, p, idle)| {
+            Frame::Array(vec![
+                id_frame(*id),
+                Frame::Bulk(p.consumer.clone()),
+                Frame::Integer(idle.max(0)),
+                Frame::Integer(p.delivery_count as i64),
+            ])
+        })
+        .collect()
 }
 
 /// The stream at `key` with group `name` for writing, or Redis's `NOGROUP` error.
@@ -1081,7 +1226,7 @@ fn group_mut<'a>(cx: &'a mut Cx<'_>, key: &[u8], name: &[u8]) -> Result<&'a mut 
     if !found {
         return Err(nogroup_for_key(key, name));
     }
-    write(cx, key)?.ok_or(WRONGTYPE)
+    write_existing(cx, key)
 }
 
 /// A claimed entry in a reply: its ID alone, or the entry (a null array if it is gone).
@@ -1178,7 +1323,9 @@ fn xclaim_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         } else if is(opt, "justid") {
             justid = true;
         } else if is(opt, "idle") && more {
-            delivery_time = now - option_int(args, "IDLE")?;
+            // Any integer is taken, so this wraps as Redis's C does; a time out of range
+            // becomes now below.
+            delivery_time = now.wrapping_sub(option_int(args, "IDLE")?);
         } else if is(opt, "time") && more {
             delivery_time = option_int(args, "TIME")?;
         } else if is(opt, "retrycount") && more {
@@ -1201,7 +1348,10 @@ fn xclaim_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     {
         let s = group_mut(cx, key, name)?;
         let exists: Vec<bool> = ids.iter().map(|&id| s.get(id).is_some()).collect();
-        let group = s.groups.get_mut(&name[..]).ok_or(WRONGTYPE)?;
+        let group = s
+            .groups
+            .get_mut(&name[..])
+            .expect("the command checked that the group exists");
         if last_id > group.last_id {
             group.last_id = last_id;
         }
@@ -1265,27 +1415,32 @@ fn xautoclaim_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let mut claimer = Claimer::new(consumer, now, justid);
     let reply = {
         let s = group_mut(cx, key, name)?;
-        let candidates: Vec<StreamId> = s
-            .groups
-            .get(&name[..])
-            .map(|g| g.pel.range(start..).map(|(id, _)| *id).collect())
-            .unwrap_or_default();
         let mut attempts = count.saturating_mul(10);
         let mut claimed = Vec::new();
         let mut deleted = Vec::new();
         let mut next = StreamId::MIN;
-        let mut ids = candidates.into_iter().peekable();
+        // The walk seeks from the ID after the last one looked at, as Redis's iterator does
+        // after a removal, so it looks at `attempts` entries and the cursor, never the rest.
+        let mut cursor = Some(start);
         loop {
+            let id = cursor.and_then(|from| {
+                let group = s.groups.get(&name[..])?;
+                group.pel.range(from..).next().map(|(id, _)| *id)
+            });
             if attempts == 0 || count == 0 {
-                next = ids.next().unwrap_or(StreamId::MIN);
+                next = id.unwrap_or(StreamId::MIN);
                 break;
             }
             attempts -= 1;
-            let Some(id) = ids.next() else {
+            let Some(id) = id else {
                 break;
             };
+            cursor = id.next();
             let exists = s.get(id).is_some();
-            let group = s.groups.get_mut(&name[..]).ok_or(WRONGTYPE)?;
+            let group = s
+                .groups
+                .get_mut(&name[..])
+                .expect("the command checked that the group exists");
             if !exists {
                 group.ack(id);
                 deleted.push(id);

@@ -7,9 +7,7 @@
 //! are Redis's words: `ERR min or max is not a float`, `ERR value is not a valid float`,
 //! `ERR resulting score is not a number (NaN)`. As everywhere, an emptied sorted set is deleted.
 
-use super::{
-    Args, Cx, NOT_FLOAT, NOT_INTEGER, Reply, SYNTAX, Spec, WRITE, WRONGTYPE, float, int, is,
-};
+use super::{Args, Cx, NOT_FLOAT, NOT_INTEGER, Reply, SYNTAX, Spec, WRITE, WRONGTYPE, int, is};
 use crate::engine::db::{Value, ZSet};
 use crate::resp::Frame;
 use bytes::Bytes;
@@ -159,19 +157,7 @@ fn done_if(cx: &mut Cx<'_>, key: &[u8], changed: bool) {
 /// literal that overflows to infinity or underflows to zero (`strtod`'s `ERANGE`), though it
 /// takes `inf` itself; range bounds (`ScoreRange`) have no such check, as in Redis.
 fn score(arg: &[u8]) -> Result<f64, Frame> {
-    let v = float(arg).ok_or(NOT_FLOAT)?;
-    let text = arg.to_ascii_lowercase();
-    let unsigned = text
-        .strip_prefix(b"-")
-        .or(text.strip_prefix(b"+"))
-        .unwrap_or(&text);
-    let mantissa = unsigned.split(|&b| b == b'e').next().unwrap_or_default();
-    let overflow = v.is_infinite() && !unsigned.starts_with(b"inf");
-    let underflow = v == 0.0 && mantissa.iter().any(|b| (b'1'..=b'9').contains(b));
-    if overflow || underflow {
-        return Err(NOT_FLOAT);
-    }
-    Ok(v)
+    super::strict_double(arg).ok_or(NOT_FLOAT)
 }
 
 /// One bound of a score range: `(` makes it exclusive.

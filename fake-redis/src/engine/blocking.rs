@@ -18,19 +18,22 @@
 //!
 //! The registry is generic over what a waiter wants. A [`Waiter`] says which type of value at a
 //! ready key can serve it; `cmd/blocking.rs` says how it is served. A stream reader
-//! (`XREAD BLOCK`) plugs in as one more variant: it wants a stream, a key is ready for it when
-//! `XADD` signals it (a stream that grows is ready too, so `XADD` calls the same signal on an
-//! existing key), and serving it reads the entries after its ids without emptying anything, so
-//! every reader blocked on the key is served in turn.
+//! (`XREAD`/`XREADGROUP … BLOCK`) wants a stream; `XADD` signals its key (an existing stream
+//! that grows is ready too), and so does `XGROUP DESTROY`. Serving it reads the entries after
+//! its ID (for a group, the group's last delivered ID as it is then) without emptying anything,
+//! so every plain reader blocked on the key is served in turn, and a reader the stream has
+//! nothing new for stays blocked. A group reader whose key is no longer a stream with its group
+//! is answered an error after the command that changed it, as Redis 7.0 does.
 //!
 //! A disconnect, a restart, a failover or a crash forgets a blocked client with its connection;
 //! `CLIENT UNBLOCK` ends a block early, as a timeout or with an error.
 
 use crate::engine::db::Value;
+use crate::engine::stream::StreamId;
 use crate::engine::{ClientId, Engine};
 use crate::resp::Frame;
 use bytes::Bytes;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// What a blocked client waits for, and so what serves it (see the [module docs](self)).
 #[derive(Clone, Debug, PartialEq)]
@@ -47,6 +50,25 @@ pub(crate) enum Waiter {
     /// `BZPOPMIN`/`BZPOPMAX` (`count` None: answered `[key, member, score]`) and `BZMPOP`
     /// (answered `[key, [[member, score]…]]`), the highest scores when `max`.
     ZSetPop { max: bool, count: Option<usize> },
+    /// `XREAD … BLOCK` (`group` None: the entries after `after[i]` of the i-th key, `$` resolved
+    /// when it blocked) and `XREADGROUP … BLOCK … >` (the entries new to the group when served),
+    /// at most `count` (0 for all), answered as `XREAD` answers one stream.
+    StreamRead {
+        after: Vec<StreamId>,
+        group: Option<Box<GroupRead>>,
+        count: usize,
+    },
+}
+
+/// Who an `XREADGROUP` reads as.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct GroupRead {
+    /// The group's name.
+    pub group: Bytes,
+    /// The consumer's name, created when it is served if it is missing.
+    pub consumer: Bytes,
+    /// `NOACK`: delivered entries do not become pending.
+    pub noack: bool,
 }
 
 impl Waiter {
@@ -56,6 +78,7 @@ impl Waiter {
         match self {
             Waiter::ListPop { .. } | Waiter::ListMove { .. } => matches!(value, Value::List(_)),
             Waiter::ZSetPop { .. } => matches!(value, Value::ZSet(_)),
+            Waiter::StreamRead { .. } => matches!(value, Value::Stream(_)),
         }
     }
 
@@ -85,6 +108,8 @@ pub(crate) struct Blocked {
 pub(crate) struct KeyWaiters {
     by_key: BTreeMap<Bytes, VecDeque<u64>>,
     ready: Vec<Bytes>,
+    /// The blocked `XREADGROUP` clients, which a deleted key or group answers.
+    group_readers: BTreeSet<u64>,
 }
 
 impl KeyWaiters {
@@ -110,6 +135,16 @@ impl KeyWaiters {
     /// The keys that became ready, in order; the list starts over.
     pub fn take_ready(&mut self) -> Vec<Bytes> {
         std::mem::take(&mut self.ready)
+    }
+
+    /// The blocked `XREADGROUP` clients of this database, in the order of their ids.
+    pub fn group_readers(&self) -> Vec<u64> {
+        self.group_readers.iter().copied().collect()
+    }
+
+    /// Whether a blocked `XREADGROUP` client waits on a key of this database.
+    pub fn has_group_readers(&self) -> bool {
+        !self.group_readers.is_empty()
     }
 
     fn add(&mut self, key: &Bytes, client: u64) {
@@ -142,6 +177,9 @@ impl Engine {
         let db = &mut self.dbs[blocked.db];
         for key in &blocked.keys {
             db.waiters.add(key, id);
+        }
+        if let Waiter::StreamRead { group: Some(_), .. } = blocked.waiter {
+            db.waiters.group_readers.insert(id);
         }
         if let Some(at) = blocked.deadline {
             self.block_deadlines.insert((at, id));
@@ -178,6 +216,7 @@ impl Engine {
         for key in &blocked.keys {
             db.waiters.remove(key, id);
         }
+        db.waiters.group_readers.remove(&id);
         if let Some(at) = blocked.deadline {
             self.block_deadlines.remove(&(at, id));
         }

@@ -362,6 +362,14 @@ impl ZSet {
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = (f64, &Bytes)> {
         self.order.iter().map(|(s, m)| (s.0, m))
     }
+
+    /// Scores and members from the first whose score is at least `min`, lowest first: a
+    /// score range is found in the order index, not by a scan from the lowest score.
+    pub fn iter_from(&self, min: f64) -> impl DoubleEndedIterator<Item = (f64, &Bytes)> {
+        self.order
+            .range((Score(min), Bytes::new())..)
+            .map(|(s, m)| (s.0, m))
+    }
 }
 
 /// What [`Db::change_deadline_h`] does to a live key.
@@ -1170,6 +1178,24 @@ mod tests {
                 assert_eq!((c.hash, Some(c.deadline)), (slot.hash, slot.entry.deadline));
             }
         }
+    }
+
+    #[test]
+    fn a_score_range_starts_at_its_first_member_ties_included() {
+        let mut z = ZSet::default();
+        for (m, score) in [("a", -5.0), ("b", 2.0), ("c", 2.0), ("d", 3.5), ("e", 9.0)] {
+            z.insert(b(m), score);
+        }
+        let from = |min: f64| -> Vec<(f64, Bytes)> {
+            z.iter_from(min).map(|(s, m)| (s, m.clone())).collect()
+        };
+        assert_eq!(
+            from(2.0),
+            [(2.0, b("b")), (2.0, b("c")), (3.5, b("d")), (9.0, b("e"))]
+        );
+        assert_eq!(from(2.5), [(3.5, b("d")), (9.0, b("e"))]);
+        assert_eq!(from(-1e300).len(), 5);
+        assert!(from(10.0).is_empty());
     }
 
     #[test]

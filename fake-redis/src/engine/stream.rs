@@ -355,7 +355,7 @@ impl Stream {
             });
         }
         self.length += 1;
-        self.entries_added += 1;
+        self.entries_added = self.entries_added.wrapping_add(1);
         self.last_id = id;
     }
 
@@ -486,6 +486,8 @@ impl Stream {
 
     /// Redis's `streamEstimateDistanceFromFirstEverEntry`: the read counter of `id`, if it can
     /// be known.
+    /// `XSETID` may set the counter near the top of the range, so the arithmetic wraps as C's
+    /// does, and the numbers are Redis's.
     pub fn estimate_entries_read(&self, id: StreamId) -> i64 {
         if self.entries_added == 0 {
             return 0;
@@ -502,9 +504,9 @@ impl Stream {
         let first = self.first_id();
         if self.max_deleted_id.is_zero() || self.max_deleted_id < first {
             if id < first {
-                return added - self.length as i64;
+                return added.wrapping_sub(self.length as i64);
             } else if id == first {
-                return added - self.length as i64 + 1;
+                return added.wrapping_sub(self.length as i64).wrapping_add(1);
             }
         }
         ENTRIES_READ_UNKNOWN
@@ -521,7 +523,8 @@ impl Stream {
         start <= self.max_deleted_id
     }
 
-    /// A group's lag (`XINFO GROUPS`), None when it cannot be known.
+    /// A group's lag (`XINFO GROUPS`), None when it cannot be known; wrapping, as Redis's is,
+    /// for counters a client set near the ends of the range.
     pub fn lag(&self, group: &Group) -> Option<i64> {
         let added = self.entries_added as i64;
         if self.entries_added == 0 {
@@ -529,10 +532,10 @@ impl Stream {
         } else if group.entries_read != ENTRIES_READ_UNKNOWN
             && !self.has_tombstones_from(group.last_id)
         {
-            Some(added - group.entries_read)
+            Some(added.wrapping_sub(group.entries_read))
         } else {
             let read = self.estimate_entries_read(group.last_id);
-            (read != ENTRIES_READ_UNKNOWN).then_some(added - read)
+            (read != ENTRIES_READ_UNKNOWN).then_some(added.wrapping_sub(read))
         }
     }
 
@@ -547,7 +550,8 @@ impl Stream {
         };
         if id > group.last_id {
             if group.entries_read != ENTRIES_READ_UNKNOWN && !tombstones {
-                group.entries_read += 1;
+                // `ENTRIESREAD` may have set it to the largest value: it wraps, as in Redis.
+                group.entries_read = group.entries_read.wrapping_add(1);
             } else if added != 0 {
                 group.entries_read = estimate;
             }
