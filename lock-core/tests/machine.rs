@@ -837,3 +837,96 @@ fn a_fair_waiter_whose_join_replies_were_all_lost_still_gives_up_its_place() {
     assert_eq!(rig.store.value(&keys.queue), None, "the queue is empty");
     assert_eq!(rig.store.value(&keys.timeouts), None, "no deadline is left");
 }
+
+/// A fair waiter that queued behind a holder and whose budget ran out, with every request of
+/// its give-up lost `lost` times before one gets through.
+fn fair_waiter_gives_up_through(lost: usize) -> Rig {
+    let mut rig = Rig::new(config());
+    let waiter = rig.add_client(config());
+    let holder = fair_try(&mut rig, 0, 0);
+    rig.settle();
+    assert!(matches!(rig.result(0, holder), Some(Ok(_))));
+    let mut left = lost;
+    rig.fate = Box::new(move |s| {
+        if s.script() == "fair_give_up" && left > 0 {
+            left -= 1;
+            Fate::DropRequest
+        } else {
+            Fate::Reply
+        }
+    });
+    let op = fair_try(&mut rig, waiter, 5_000);
+    rig.advance_to(t(60_000));
+    assert_eq!(rig.result(waiter, op), Some(&Ok(Done::NotAcquired)));
+    rig
+}
+
+#[test]
+fn a_fair_give_up_whose_requests_are_lost_is_sent_again_until_answered() {
+    // Three lost, the fourth answered; attempts spaced as a release's are.
+    let mut rig = fair_waiter_gives_up_through(3);
+    let sent: Vec<MonoTime> = rig
+        .calls_named("fair_give_up")
+        .iter()
+        .map(|s| s.at)
+        .collect();
+    assert_eq!(sent.len(), 4, "{sent:?}");
+    let spacing = Millis(config().response_timeout().as_u64() / 10);
+    for pair in sent.windows(2) {
+        assert!(pair[1].since(pair[0]) >= spacing, "{sent:?}");
+    }
+    let keys = config().key_layout.fair_lock("orders");
+    assert_eq!(rig.store.value(&keys.queue), None, "the queue is empty");
+    assert_eq!(rig.store.value(&keys.timeouts), None, "no deadline is left");
+    assert_eq!(rig.machine(1).ops_in_progress(), 0);
+}
+
+#[test]
+fn a_fair_give_up_stops_when_its_window_closes_and_leaves_the_place_to_the_purge() {
+    let mut rig = fair_waiter_gives_up_through(usize::MAX);
+    let sent: Vec<MonoTime> = rig
+        .calls_named("fair_give_up")
+        .iter()
+        .map(|s| s.at)
+        .collect();
+    assert!(sent.len() > 1, "{sent:?}");
+    // Every attempt went out within the window a release gets (its latch TTL).
+    let (first, last) = (sent[0], sent[sent.len() - 1]);
+    assert!(last.since(first) < config().latch_ttl(), "{sent:?}");
+    // Nothing more is sent for it, and the machine has nothing left to do for it.
+    rig.advance_to(t(120_000));
+    assert_eq!(rig.calls_named("fair_give_up").len(), sent.len());
+    assert_eq!(rig.machine(1).ops_in_progress(), 0);
+    let keys = config().key_layout.fair_lock("orders");
+    assert!(
+        rig.store.value(&keys.queue).is_some(),
+        "the place is still queued"
+    );
+}
+
+#[test]
+fn a_fenced_fair_acquire_is_refused_before_anything_is_sent() {
+    let mut rig = Rig::new(config());
+    let op = rig.request(
+        0,
+        Request::FairAcquire {
+            acquire: AcquireRequest {
+                name: "orders".into(),
+                owner: None,
+                lease: None,
+                wait: Wait::Forever,
+                fenced: true,
+            },
+            wall_ms: 1_800_000_000_000,
+        },
+    );
+    rig.settle();
+    assert_eq!(
+        rig.result(0, op),
+        Some(&Err(LockError::FencedFairLock {
+            name: "orders".into()
+        }))
+    );
+    assert!(rig.sent.is_empty(), "nothing was sent");
+    assert_eq!(rig.machine(0).ops_in_progress(), 0);
+}

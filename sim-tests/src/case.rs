@@ -6,6 +6,10 @@
 //!
 //! The text is one item per line (or per `;`): a `case` line with the global settings, a `client`
 //! line per client, a `fault` line per fault, each a list of `key=value` words.
+//!
+//! A lock is plain or fair for the whole case (`fair=0,1` on the case line lists the fair ones):
+//! Redisson's fair lock shares its keys with the plain lock, so one name is never taken both ways,
+//! and every client of a fair lock acquires it fairly.
 
 use std::fmt;
 use std::str::FromStr;
@@ -35,7 +39,8 @@ pub struct ClientSpec {
     pub lock: u32,
     /// How it acquires.
     pub acquire: AcquireKind,
-    /// Whether it draws fencing tokens and writes to the fenced resource with them.
+    /// Whether it draws fencing tokens and writes to the fenced resource with them (never on a
+    /// fair lock, which draws no token).
     pub fenced: bool,
     /// When it starts, ms.
     pub start: u64,
@@ -222,6 +227,8 @@ pub struct Case {
     pub clients: Vec<ClientSpec>,
     /// The faults.
     pub faults: Vec<Fault>,
+    /// The locks taken as Redisson's fair lock, in ascending order.
+    pub fair: Vec<u32>,
 }
 
 impl Case {
@@ -236,7 +243,13 @@ impl Case {
             loss: (0, 0),
             clients: Vec::new(),
             faults: Vec::new(),
+            fair: Vec::new(),
         }
+    }
+
+    /// Whether lock `lock` is a fair lock in this case.
+    pub fn is_fair(&self, lock: u32) -> bool {
+        self.fair.contains(&lock)
     }
 
     /// The text on one line (items separated by `; `), for a command line.
@@ -255,7 +268,7 @@ fn range(r: (u64, u64)) -> String {
 
 impl fmt::Display for Case {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(
+        write!(
             f,
             "case seed={} horizon={} watchdog={} margin_ppm={} latency={} loss={}/{}",
             self.seed,
@@ -266,6 +279,11 @@ impl fmt::Display for Case {
             self.loss.0,
             self.loss.1
         )?;
+        if !self.fair.is_empty() {
+            let locks: Vec<String> = self.fair.iter().map(u32::to_string).collect();
+            write!(f, " fair={}", locks.join(","))?;
+        }
+        writeln!(f)?;
         for c in &self.clients {
             let acquire = match c.acquire {
                 AcquireKind::Watchdog => "watchdog".to_owned(),
@@ -411,6 +429,22 @@ impl<'a> Words<'a> {
         Ok((a, b))
     }
 
+    /// A list of lock numbers, `key=0,1` (none when the key is absent), sorted and without
+    /// repeats.
+    fn locks(&self, key: &str) -> Result<Vec<u32>, ParseError> {
+        let Some(v) = self.get(key) else {
+            return Ok(Vec::new());
+        };
+        let mut locks = v
+            .split(',')
+            .map(|n| n.parse())
+            .collect::<Result<Vec<u32>, _>>()
+            .map_err(|_| self.err(format!("{key}={v} is not a list of locks like 0,1")))?;
+        locks.sort_unstable();
+        locks.dedup();
+        Ok(locks)
+    }
+
     /// A per-mille rate per direction: `key=UP/DOWN`, or `key=N` for both.
     fn up_down(&self, key: &str, default: (u32, u32)) -> Result<(u32, u32), ParseError> {
         let Some(v) = self.get(key) else {
@@ -451,6 +485,7 @@ impl FromStr for Case {
                     c.margin_ppm = w.num_or("margin_ppm", c.margin_ppm)?;
                     c.latency = w.range("latency", c.latency)?;
                     c.loss = w.up_down("loss", c.loss)?;
+                    c.fair = w.locks("fair")?;
                     case = Some(c);
                 }
                 "client" => {
@@ -614,6 +649,7 @@ mod tests {
             },
         ];
         case.loss = (3, 7);
+        case.fair = vec![0, 2];
         case
     }
 
@@ -668,6 +704,17 @@ mod tests {
         ];
         assert_eq!(case.to_string().parse::<Case>(), Ok(case.clone()));
         assert_eq!(case.one_line().parse::<Case>(), Ok(case));
+    }
+
+    #[test]
+    fn a_case_without_fair_locks_prints_no_fair_word() {
+        let mut case = sample();
+        case.fair.clear();
+        assert!(!case.to_string().contains("fair="), "{case}");
+        let err = "case seed=1 horizon=5 fair=0,x"
+            .parse::<Case>()
+            .unwrap_err();
+        assert!(err.message.contains("fair=0,x"), "{}", err.message);
     }
 
     #[test]

@@ -20,6 +20,10 @@
 //!   and [`hold_counts`], run online at the moments the workload settles (a write, a definite
 //!   unlock), since they read the server's state at that moment.
 //!
+//! - (g) fair grant order: on a fair lock, no owner is granted while a live waiter that arrived
+//!   before it still waits: [`fair_grant`], run online at each grant, since it reads the queue
+//!   and which clients still wait at that moment. The exact rule is in [`fair_grant`]'s doc.
+//!
 //! [`check`] also reports every write to the unfenced resource inside another client's critical
 //! section ([`Checker::UnfencedOverlap`]): not a rule of the lock but the symptom the suites
 //! require outside the safe envelope, where only fencing protects the resource.
@@ -48,6 +52,8 @@ pub enum Checker {
     Liveness,
     /// (f) hold counts agree.
     HoldCounts,
+    /// (g) a fair lock is granted in arrival order among live waiters.
+    FairOrder,
     /// The unfenced resource saw overlapping critical sections (expected outside the envelope).
     UnfencedOverlap,
 }
@@ -61,6 +67,7 @@ impl fmt::Display for Checker {
             Checker::NoRenewAfterUnlock => "(d) no renewal after unlock",
             Checker::Liveness => "(e) liveness",
             Checker::HoldCounts => "(f) hold counts agree",
+            Checker::FairOrder => "(g) fair grant order",
             Checker::UnfencedOverlap => "unfenced resource overlap",
         })
     }
@@ -266,6 +273,61 @@ pub fn hold_counts(
     })
 }
 
+/// A place in a fair lock's queue as checker (g) sees it just before a grant.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FairPlace {
+    /// The waiting owner (`<client_id>:<owner_id>`).
+    pub owner: String,
+    /// When the server applied the acquire that put it in the queue, simulation ms.
+    pub arrived: u64,
+    /// Its arrival's rank: places that arrived at one millisecond keep the order they were
+    /// applied in.
+    pub rank: u64,
+    /// Its deadline in the timeouts set (unix ms, Redisson's score), if it has one.
+    pub deadline: Option<i64>,
+    /// Whether its client still waits on the acquire that owns the place: not given up, not
+    /// timed out, not ended by an error, not crashed.
+    pub waiting: bool,
+}
+
+/// Checker (g) for one grant of fair lock `lock` to `granted` at `at`, by an acquire that carried
+/// the client's clock `clock` (unix ms), given the queue's places just before it was applied (in
+/// queue order) and the grantee's own rank if it had a place.
+///
+/// The rule: a waiter is *ahead* of the grantee if its place arrived earlier (a grantee without a
+/// place arrived last). A waiter ahead is *live* if its client still waits on the acquire that
+/// made the place, and its place was not stale by Redisson's rule: a place whose deadline is at
+/// or before the granting call's clock is purged by that call (it went `thread_wait` without a
+/// poll: a paused client's, or one whose polls were lost), so its waiter is excused. A waiter
+/// that gave up, ran out of budget, ended with an error or crashed is excused too, whether or not
+/// its place is still in the queue (a crashed client's and a lost give-up's places stay until
+/// they go stale). Every live waiter ahead of the grantee is a violation. A waiter that lost its
+/// place some other way is not seen by this rule: it is gone from the queue the rule reads. A
+/// server that lost its data loses its queue too, and the places that follow arrive anew.
+pub fn fair_grant(
+    at: u64,
+    lock: u32,
+    granted: &str,
+    granted_rank: Option<u64>,
+    clock: i64,
+    places: &[FairPlace],
+) -> Option<Violation> {
+    let skipped: Vec<String> = places
+        .iter()
+        .filter(|p| p.owner != granted && granted_rank.is_none_or(|rank| p.rank < rank))
+        .filter(|p| p.waiting && p.deadline.is_none_or(|d| d > clock))
+        .map(|p| format!("{} (queued at {} ms)", p.owner, p.arrived))
+        .collect();
+    (!skipped.is_empty()).then(|| Violation {
+        checker: Checker::FairOrder,
+        at,
+        message: format!(
+            "L{lock}: {granted} was granted the fair lock while {} still waited ahead of it",
+            skipped.join(", ")
+        ),
+    })
+}
+
 /// Checker (e) over a finished run of `case` (a traced one: it reads the run's marks), by time.
 ///
 /// It applies only where nothing but crashes goes wrong: with random loss, a fault on the server
@@ -447,6 +509,41 @@ mod tests {
         assert_eq!(hold_counts(5, "a", "L0", 1, 1), None);
         let v = hold_counts(5, "a", "L0", 2, 1).expect("the counts differ");
         assert_eq!(v.checker, Checker::HoldCounts);
+    }
+
+    fn place(owner: &str, rank: u64, deadline: i64, waiting: bool) -> FairPlace {
+        FairPlace {
+            owner: owner.into(),
+            arrived: rank * 10,
+            rank,
+            deadline: Some(deadline),
+            waiting,
+        }
+    }
+
+    #[test]
+    fn a_fair_grant_may_pass_over_only_waiters_that_left_or_went_stale() {
+        let queue = [place("a", 1, 500, true), place("b", 2, 900, true)];
+        // The head is served, or a newcomer once every place ahead of it is excused.
+        assert_eq!(fair_grant(7, 0, "a", Some(1), 100, &queue), None);
+        let gone = [place("a", 1, 500, false), place("b", 2, 90, true)];
+        assert_eq!(fair_grant(7, 0, "c", None, 100, &gone), None);
+        // b jumps a live a; a newcomer jumps both.
+        let v = fair_grant(7, 0, "b", Some(2), 100, &queue).expect("b passed over a");
+        assert_eq!((v.checker, v.at), (Checker::FairOrder, 7));
+        assert!(
+            v.message.contains('a') && !v.message.contains("b (queued"),
+            "{v}"
+        );
+        let v = fair_grant(7, 0, "c", None, 100, &queue).expect("c passed over a and b");
+        assert!(
+            v.message
+                .contains("a (queued at 10 ms), b (queued at 20 ms)"),
+            "{v}"
+        );
+        // a's place went stale at 500: purged by a call whose clock reads 500 or later.
+        assert_eq!(fair_grant(7, 0, "b", Some(2), 500, &queue), None);
+        assert!(fair_grant(7, 0, "b", Some(2), 499, &queue).is_some());
     }
 
     /// Client a holds L0 on the server from 0 to 40 s and crashes at 10 s; b waits from 0.5 s.

@@ -17,6 +17,8 @@ pub struct EngineServer {
     /// Whether a call since the last `take_messages` may have published (a release, a force
     /// unlock, a PUBLISH): only then are the subscribers' outboxes worth reading.
     may_have_published: bool,
+    /// The planted break of the fair lock: see [`EngineServer::unfair`].
+    unfair: bool,
 }
 
 impl EngineServer {
@@ -34,7 +36,38 @@ impl EngineServer {
             clock,
             subscribers: BTreeSet::new(),
             may_have_published: false,
+            unfair: false,
         }
+    }
+
+    /// A server whose fair lock grants the lock to any waiter that asks while it is free, not only
+    /// to the queue's head: before each `fair_acquire` that finds the lock free, its owner is moved
+    /// to the head of the queue. A planted break, for proving that checker (g) notices; never
+    /// used by a suite that expects a clean run.
+    #[doc(hidden)]
+    pub fn unfair(mut self) -> EngineServer {
+        self.unfair = true;
+        self
+    }
+
+    /// The planted break's step before `call`: the caller of a `fair_acquire` on a free lock
+    /// goes to the head of the queue.
+    fn jump_the_queue(&mut self, conn: ConnId, call: &Call) {
+        let Call::Script(s) = call else { return };
+        let (Some(lock), Some(queue), Some(owner)) = (s.keys.first(), s.keys.get(1), s.args.get(1))
+        else {
+            return;
+        };
+        if s.script.name != "fair_acquire" || self.engine.value(0, lock).is_some() {
+            return;
+        }
+        let word = Bytes::from_static;
+        let (queue, owner) = (queue.clone(), owner.clone());
+        self.exec(
+            conn,
+            &[word(b"LREM"), queue.clone(), word(b"0"), owner.clone()],
+        );
+        self.exec(conn, &[word(b"LPUSH"), queue, owner]);
     }
 
     fn exec(&mut self, conn: ConnId, argv: &[Bytes]) -> Frame {
@@ -62,7 +95,13 @@ impl SimServer for EngineServer {
                 reply(self.exec(conn, argv))
             }
             Call::Script(s) => {
-                self.may_have_published |= matches!(s.script.name, "release" | "force_unlock");
+                self.may_have_published |= matches!(
+                    s.script.name,
+                    "release" | "force_unlock" | "fair_release" | "fair_force_unlock"
+                );
+                if self.unfair {
+                    self.jump_the_queue(conn, call);
+                }
                 let argv = s.evalsha_argv();
                 let first = self.exec(conn, &argv);
                 if first
@@ -130,6 +169,31 @@ impl SimServer for EngineServer {
             })
             .collect();
         Some(LockState { owners, deadline })
+    }
+
+    fn fair_queue(
+        &mut self,
+        queue: &Bytes,
+        timeouts: &Bytes,
+        now_ms: i64,
+    ) -> Vec<(Bytes, Option<i64>)> {
+        self.clock.set(now_ms);
+        let scores = match self.engine.value(0, timeouts) {
+            Some((Value::ZSet(set), _)) => set
+                .iter()
+                .map(|(score, owner)| (owner.clone(), score as i64))
+                .collect(),
+            _ => Vec::new(),
+        };
+        let Some((Value::List(list), _)) = self.engine.value(0, queue) else {
+            return Vec::new();
+        };
+        list.iter()
+            .map(|owner| {
+                let score = scores.iter().find(|(o, _)| o == owner).map(|(_, s)| *s);
+                (owner.clone(), score)
+            })
+            .collect()
     }
 
     /// By the engine's own fault actions, at once, rather than scheduled with

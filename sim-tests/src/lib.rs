@@ -32,6 +32,12 @@ pub fn run_broken(case: &Case, rule: lock_core::machine::BrokenRule) -> Run {
         .run()
 }
 
+/// Plays `case` on a server whose fair lock grants the lock to any waiter that asks while it is
+/// free (a planted break, for proving that checker (g) notices).
+pub fn run_unfair(case: &Case) -> Run {
+    World::new(case, EngineServer::new(case.seed).unfair()).run()
+}
+
 /// The report of a failing case: its seed, its text, its violations, its timeline, and the one
 /// command that replays it exactly.
 pub fn explain(case: &Case, run: &Run, violations: &[&Violation]) -> String {

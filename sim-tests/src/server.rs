@@ -35,6 +35,14 @@ pub trait SimServer {
     fn take_messages(&mut self) -> Vec<(ConnId, Bytes, Bytes)>;
     /// The lock key's live state at `now_ms`, read without changing what commands see.
     fn lock_state(&mut self, key: &Bytes, now_ms: i64) -> Option<LockState>;
+    /// A fair lock's queue at `now_ms`, in order, each waiter with its score in the `timeouts`
+    /// sorted set (its deadline, unix ms), read without changing what commands see.
+    fn fair_queue(
+        &mut self,
+        queue: &Bytes,
+        timeouts: &Bytes,
+        now_ms: i64,
+    ) -> Vec<(Bytes, Option<i64>)>;
     /// Carries out a server-side fault (one with a [`Fault::server_time`]: a crash, a restart
     /// without persistence, a failover, a clock jump) now, at server time `now_ms`, whatever time
     /// the fault names.

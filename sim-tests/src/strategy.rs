@@ -28,6 +28,9 @@ pub struct Envelope {
     pub max_drift_ppm: i64,
     /// Faults per case.
     pub faults: std::ops::RangeInclusive<usize>,
+    /// Whether locks may be fair: each lock is drawn fair with a chance of three in four, and
+    /// every client of a fair lock acquires it fairly, without fencing.
+    pub fair: bool,
 }
 
 impl Envelope {
@@ -43,6 +46,16 @@ impl Envelope {
             max_loss: 20,
             max_drift_ppm: 0,
             faults: 0..=4,
+            fair: false,
+        }
+    }
+
+    /// The safe envelope with fair locks: more clients per lock, so that waiters queue.
+    pub fn safe_fair() -> Envelope {
+        Envelope {
+            clients: 2..=5,
+            fair: true,
+            ..Envelope::safe()
         }
     }
 }
@@ -138,8 +151,31 @@ fn fix_client(mut f: Fault, n: usize) -> Fault {
     f
 }
 
-/// Cases within `env`.
-pub fn cases(env: Envelope) -> impl Strategy<Value = Case> {
+/// Cases within `env`. A case without fair locks draws exactly what it drew before fair locks
+/// existed, so stored seeds and shrinks of the other suites are unchanged.
+pub fn cases(env: Envelope) -> BoxedStrategy<Case> {
+    let plain = plain_cases(env.clone());
+    if !env.fair {
+        return plain.boxed();
+    }
+    let fair = prop::collection::vec(prop::bool::weighted(0.75), env.locks as usize);
+    (plain, fair)
+        .prop_map(|(mut case, fair)| {
+            case.fair = (0..)
+                .zip(fair)
+                .filter(|(_, f)| *f)
+                .map(|(l, _)| l)
+                .collect();
+            let fair_locks = case.fair.clone();
+            for c in &mut case.clients {
+                c.fenced &= !fair_locks.contains(&c.lock);
+            }
+            case
+        })
+        .boxed()
+}
+
+fn plain_cases(env: Envelope) -> impl Strategy<Value = Case> {
     let clients = prop::collection::vec(client(env.locks, env.max_drift_ppm), env.clients.clone());
     let faults = prop::collection::vec(fault(env.clone()), env.faults.clone());
     let loss = (0..=env.max_loss, 0..=env.max_loss);

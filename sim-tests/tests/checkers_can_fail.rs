@@ -1,12 +1,13 @@
 //! The checkers can fail: a machine told to break one rule is caught, and shrunk to a short case.
 //!
 //! The switch is a hidden method of the machine (`break_rule`), off by default, not a cargo feature
-//! (which would leak into every crate's build).
+//! (which would leak into every crate's build). The fair lock's order is the server's to keep, so
+//! its planted break is the simulator's server's (`EngineServer::unfair`, behind `run_unfair`).
 
 use lock_core::machine::BrokenRule;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
 use sim_tests::strategy::{Envelope, cases};
-use sim_tests::{Checker, run_broken};
+use sim_tests::{Checker, run_broken, run_unfair};
 
 #[test]
 fn renewing_after_unlock_is_caught_by_checker_d_and_shrunk() {
@@ -50,4 +51,34 @@ fn renewing_after_unlock_is_caught_by_checker_d_and_shrunk() {
             .of(Checker::NoRenewAfterUnlock)
             .is_empty()
     );
+}
+
+#[test]
+fn a_fair_lock_granted_out_of_turn_is_caught_by_checker_g_and_shrunk() {
+    let mut runner = TestRunner::new_with_rng(
+        Config {
+            cases: 500,
+            failure_persistence: None,
+            ..Config::default()
+        },
+        TestRng::deterministic_rng(RngAlgorithm::ChaCha),
+    );
+    let result = runner.run(&cases(Envelope::safe_fair()), |case| {
+        if run_unfair(&case).of(Checker::FairOrder).is_empty() {
+            Ok(())
+        } else {
+            Err(TestCaseError::fail("granted out of turn"))
+        }
+    });
+    let Err(TestError::Fail(_, minimal)) = result else {
+        panic!("checker (g) never noticed a fair lock that grants any waiter: {result:?}");
+    };
+    let run = run_unfair(&minimal);
+    let caught = run.of(Checker::FairOrder);
+    println!("shrunk to:\n{minimal}\n{}", caught[0]);
+    assert!(!minimal.fair.is_empty(), "not shrunk: {minimal}");
+    // It takes a waiter ahead and one that jumps it: three clients at most with the holder.
+    assert!(minimal.clients.len() <= 3, "not shrunk: {minimal}");
+    // The same case on a fair server is clean.
+    assert!(sim_tests::run(&minimal).of(Checker::FairOrder).is_empty());
 }

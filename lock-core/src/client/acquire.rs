@@ -93,8 +93,8 @@ impl<'a, W> Acquire<'a, W> {
     /// the order they arrived, each woken on its own channel when its turn comes. A waiter's place
     /// is kept for its wait budget beyond the wait of the one before it (`fair_lock_wait_timeout`,
     /// 5 minutes, when it waits forever), and a waiter that gives up leaves the queue. Its guard unlocks and renews as any other; unlock
-    /// wakes the next in line. A fair lock draws no fencing token ([`fenced`](Self::fenced) is
-    /// ignored). Use it on every acquire of that name, as Redisson's fair lock must be.
+    /// wakes the next in line. A fair lock draws no fencing token: with [`fenced`](Self::fenced)
+    /// too, awaiting fails with [`LockError::FencedFairLock`] and sends nothing. Use it on every acquire of that name, as Redisson's fair lock must be.
     pub fn fair(mut self) -> Self {
         self.fair = true;
         self

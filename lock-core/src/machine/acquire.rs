@@ -516,7 +516,12 @@ impl LockMachine {
             (a.key.clone(), a.keys.clone(), a.owner.clone(), lease, held)
         });
         if let Some(fair) = &a.fair {
-            self.give_up_place(fair, &a.owner, a.attempts.window_unknown);
+            self.give_up_place(
+                fair,
+                &a.owner,
+                a.attempts.request,
+                a.attempts.window_unknown,
+            );
         }
         self.drop_hold_if_idle(&a.key);
         self.done(reply_to, result);

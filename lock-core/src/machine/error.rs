@@ -142,6 +142,16 @@ pub enum LockError {
         /// The operation refused.
         operation: Operation,
     },
+    /// A fair acquire asked for a fencing token: Redisson has no fenced fair lock, and the fair
+    /// lock's scripts draw no token.
+    #[error(
+        "lock {name:?}: a fair acquire cannot be fenced (Redisson has no fenced fair lock, so no \
+         token would be drawn); acquire the fair lock without fenced(), or fence a plain lock"
+    )]
+    FencedFairLock {
+        /// The lock.
+        name: String,
+    },
     /// A lease of zero, or beyond what Redis accepts, was given.
     #[error(transparent)]
     InvalidLease(#[from] crate::time::InvalidLease),

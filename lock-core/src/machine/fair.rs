@@ -8,7 +8,12 @@
 //! wait runs out. A fair acquire that ends without the lock (its budget spent, or cancelled) after
 //! it may have joined the queue (an attempt answered "queued", or one whose outcome is unknown)
 //! sends `fair_give_up`, so the waiters behind it move up at once instead of
-//! waiting out its thread-wait time. A fair hold is released by `fair_release` and renewed by the
+//! waiting out its thread-wait time. The give-up is repeated as a release is (`attempts.rs`), under
+//! the acquire's request id, until it is answered or its window closes: a lost request or reply
+//! would otherwise leave the place in the queue, holding everyone behind it up until the
+//! stale-waiter purge. A repeat is harmless, since an owner no longer queued changes nothing. A fair
+//! acquire asking for a fencing token is refused: Redisson has no fenced fair lock, and its
+//! scripts draw none. A fair hold is released by `fair_release` and renewed by the
 //! plain watchdog's `renew_batch`, since the lock's hash is a plain lock's.
 //!
 //! The scripts take the client's clock in unix ms, which the machine never reads: each fair
@@ -16,12 +21,16 @@
 //! fair call after that uses the anchored clock, so that a run on virtual time stays
 //! deterministic and a client's deadlines move by one clock only.
 
-use super::query::SingleOp;
-use super::{AcquireRequest, Call, CallPurpose, LockMachine, OpId, OpKind, Operation, Wait};
-use crate::keys::{FairKeys, Owner};
+use super::attempts::{Attempts, RetryWindow};
+use super::{
+    AcquireRequest, BackendError, Call, CallPurpose, Done, LockError, LockMachine, OpId, OpKind,
+    Operation, Wait,
+};
+use crate::keys::{FairKeys, Owner, RequestId};
+use crate::reply::Reply;
 use crate::script::acquire::HolderTtl;
 use crate::script::fair_acquire::FairAcquireReply;
-use crate::script::{fair_force_unlock, fair_give_up};
+use crate::script::{ScriptCall, fair_force_unlock, fair_give_up};
 use crate::time::{Millis, MonoTime};
 
 /// A fair acquire's part of an [`AcquireOp`](super::acquire::AcquireOp).
@@ -53,6 +62,15 @@ impl FairWait {
     }
 }
 
+/// A fair waiter's give-up, which nobody waits for: its one call, sent again under the retry rule
+/// until the server answers it.
+#[derive(Debug)]
+pub(crate) struct GiveUpOp {
+    name: String,
+    call: ScriptCall,
+    attempts: Attempts,
+}
+
 impl LockMachine {
     /// The fair clock: the first fair request's reading of unix ms, moved on by the machine's
     /// own clock.
@@ -68,6 +86,10 @@ impl LockMachine {
     }
 
     pub(crate) fn start_fair_acquire(&mut self, op: OpId, req: AcquireRequest, wall_ms: i64) {
+        if req.fenced {
+            self.done(Some(op), Err(LockError::FencedFairLock { name: req.name }));
+            return;
+        }
         self.anchor_fair_clock(wall_ms);
         let thread_wait = match req.wait {
             Wait::Budget(budget) if budget.as_u64() > 0 => budget,
@@ -91,15 +113,86 @@ impl LockMachine {
     /// Takes `owner` out of the queue of a fair acquire that ends without the lock, if it may be
     /// there: an attempt was answered "queued", or `maybe_applied` (the last attempts' outcome is
     /// unknown: one may have joined the queue while its reply was lost). A give-up of an owner
-    /// that is not queued changes nothing. Nobody waits for the answer; a give-up that fails
-    /// leaves the place to expire by its thread-wait time.
-    pub(crate) fn give_up_place(&mut self, fair: &FairWait, owner: &Owner, maybe_applied: bool) {
+    /// that is not queued changes nothing. Nobody waits for the answer; a give-up whose every
+    /// attempt fails leaves the place to the stale-waiter purge.
+    pub(crate) fn give_up_place(
+        &mut self,
+        fair: &FairWait,
+        owner: &Owner,
+        request: RequestId,
+        maybe_applied: bool,
+    ) {
         if !fair.queued && !maybe_applied {
             return;
         }
-        let call = fair_give_up::call(&fair.keys, owner, fair.thread_wait);
-        let single = SingleOp::new(Operation::Acquire, fair.keys.lock.name());
-        let op = self.insert_op(None, OpKind::Single(single));
-        self.send_call(Call::Script(call), CallPurpose::Single { op });
+        let give_up = GiveUpOp {
+            name: fair.keys.lock.name(),
+            call: fair_give_up::call(&fair.keys, owner, fair.thread_wait),
+            attempts: Attempts::new(request),
+        };
+        let op = self.insert_op(None, OpKind::GiveUp(give_up));
+        self.send_give_up_attempt(op);
+    }
+
+    fn give_up_op(&mut self, op: u64) -> Option<&mut GiveUpOp> {
+        match self.ops.get_mut(&op).map(|o| &mut o.kind) {
+            Some(OpKind::GiveUp(g)) => Some(g),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn send_give_up_attempt(&mut self, op: u64) {
+        let now = self.now;
+        let Some(g) = self.give_up_op(op) else {
+            return;
+        };
+        let call = Call::Script(g.call.clone());
+        self.cancel_op_timer(op);
+        let id = self.send_call(call, CallPurpose::Attempt { op, sent: now });
+        if let Some(g) = self.give_up_op(op) {
+            g.attempts.in_flight = Some(id);
+        }
+    }
+
+    pub(crate) fn on_give_up_result(
+        &mut self,
+        op: u64,
+        sent: MonoTime,
+        result: Result<Reply, BackendError>,
+    ) {
+        let now = self.now;
+        let window = RetryWindow::of(&self.config);
+        let Some(g) = self.give_up_op(op) else {
+            return;
+        };
+        g.attempts.in_flight = None;
+        let name = g.name.clone();
+        let result = match result {
+            Ok(Reply::Nil) => Ok(Done::NotAcquired),
+            Ok(reply) => Err(LockError::UnexpectedReply {
+                name,
+                operation: Operation::Acquire,
+                error: crate::script::DecodeError {
+                    script: fair_give_up::SCRIPT.name,
+                    reply: reply.to_string(),
+                },
+            }),
+            Err(error) => {
+                match g
+                    .attempts
+                    .on_failure(sent, error, now, window, name, Operation::Acquire)
+                {
+                    Ok(at) => {
+                        self.arm_op_timer(op, at);
+                        return;
+                    }
+                    Err(err) => Err(err),
+                }
+            }
+        };
+        if let Err(error) = &result {
+            tracing::warn!(%error, "a fair waiter's give-up failed; its place stays in the queue until the stale-waiter purge");
+        }
+        self.finish_op(op, result);
     }
 }

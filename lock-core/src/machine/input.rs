@@ -122,7 +122,8 @@ pub enum Request {
     /// Acquire (or re-enter) a fair lock: waiters are served in arrival order, as Redisson's
     /// `RFairLock`. Its hold is released and renewed as any other.
     FairAcquire {
-        /// The acquire; `fenced` is not supported on a fair lock and is ignored.
+        /// The acquire; a fair lock draws no fencing token, so `fenced` is refused with
+        /// [`LockError::FencedFairLock`](super::LockError::FencedFairLock).
         acquire: AcquireRequest,
         /// The client's clock, unix ms, that the fair lock's queue deadlines are reckoned in
         /// (the machine reads no clock; the first fair request's reading anchors its own).

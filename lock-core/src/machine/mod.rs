@@ -169,6 +169,7 @@ enum OpKind {
     Acquire(AcquireOp),
     Release(ReleaseOp),
     Single(SingleOp),
+    GiveUp(fair::GiveUpOp),
 }
 
 /// The lock client's state machine. See the [module docs](self).
@@ -387,6 +388,7 @@ impl LockMachine {
             CallPurpose::Attempt { op, sent } => match self.ops.get(&op).map(|o| &o.kind) {
                 Some(OpKind::Acquire(_)) => self.on_acquire_result(op, sent, result),
                 Some(OpKind::Release(_)) => self.on_release_result(op, sent, result),
+                Some(OpKind::GiveUp(_)) => self.on_give_up_result(op, sent, result),
                 _ => {}
             },
             CallPurpose::Renew { holds, sent } => self.on_renew_result(id, holds, sent, result),
@@ -422,6 +424,7 @@ impl LockMachine {
             OpKind::Acquire(_) => self.on_acquire_timer(op),
             OpKind::Release(_) => self.send_release_attempt(op),
             OpKind::Single(_) => {}
+            OpKind::GiveUp(_) => self.send_give_up_attempt(op),
         }
     }
 

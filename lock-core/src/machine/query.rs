@@ -30,17 +30,11 @@ impl Query {
     }
 }
 
-/// A force unlock or a query (or a fair waiter's give-up): its one call is in flight.
+/// A force unlock or a query: its one call is in flight.
 #[derive(Debug)]
 pub(crate) struct SingleOp {
     operation: Operation,
     name: String,
-}
-
-impl SingleOp {
-    pub(crate) fn new(operation: Operation, name: String) -> SingleOp {
-        SingleOp { operation, name }
-    }
 }
 
 impl LockMachine {
@@ -126,8 +120,6 @@ impl LockMachine {
                         error,
                     }),
                 (Operation::IsLocked, Reply::Int(n)) => Ok(Done::Locked(*n > 0)),
-                // A fair waiter's give-up, which nobody waits for.
-                (Operation::Acquire, Reply::Nil) => Ok(Done::NotAcquired),
                 (Operation::HoldCount, Reply::Nil) => Ok(Done::HoldCount(0)),
                 (Operation::HoldCount, Reply::Bulk(b)) => parse_i64(b)
                     .and_then(|n| u64::try_from(n).ok())

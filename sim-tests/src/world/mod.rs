@@ -11,9 +11,11 @@
 //! This file is the event loop: the queue, the clients' clocks, and the driver that feeds each
 //! machine its inputs and carries out its outputs. The rest of the world is split by concern:
 //! `network` decides what happens to every message and carries out the scheduled faults,
-//! `workload` is what each client does with its lock, `observe` records what the checkers
-//! read and writes the trace, and `foreign` drives another library's lock beside ours.
+//! `workload` is what each client does with its lock, `fair` what differs on a fair lock,
+//! `observe` records what the checkers read and writes the trace, and `foreign` drives another
+//! library's lock beside ours.
 
+mod fair;
 mod foreign;
 mod network;
 mod observe;
@@ -32,7 +34,9 @@ use bytes::Bytes;
 use fake_redis::NodeId;
 use lock_core::machine::{Call, CallId, Input, LockMachine, Output, SeededIds};
 use lock_core::seed::Seed;
-use lock_core::{BackendError, KeyLayout, LockConfig, Millis, MonoTime, PubSubEvent, Reply};
+use lock_core::{
+    BackendError, FairKeys, KeyLayout, LockConfig, Millis, MonoTime, PubSubEvent, Reply,
+};
 use network::Network;
 use observe::OpenGrant;
 use std::cmp::Reverse;
@@ -180,6 +184,8 @@ struct SimClient {
     unlocked: UnlockedHolds,
     /// The unlock channels the machine asked to be subscribed to.
     channels: BTreeSet<Bytes>,
+    /// On a fair lock, the owner whose place the current acquire waits for, until it ends.
+    waiting_as: Option<Bytes>,
 }
 
 /// A world running one case.
@@ -213,6 +219,12 @@ pub struct World<S: SimServer> {
     tracing: bool,
     /// The foreign clients, if any.
     foreign: foreign::Foreign,
+    /// The fair locks' keys, by lock number.
+    fair_keys: BTreeMap<u32, FairKeys>,
+    /// The fair locks' queues as last read, for checker (g).
+    fair_queues: BTreeMap<u32, fair::FairQueue>,
+    /// How many places have joined any fair lock's queue: each new one's rank.
+    fair_arrivals: u64,
 }
 
 impl<S: SimServer> World<S> {
@@ -247,7 +259,23 @@ impl<S: SimServer> World<S> {
                 work_seq: 0,
                 unlocked: UnlockedHolds::default(),
                 channels: BTreeSet::new(),
+                waiting_as: None,
             });
+        }
+        let fair_keys: BTreeMap<u32, FairKeys> = case
+            .fair
+            .iter()
+            .map(|&lock| (lock, config.key_layout.fair_lock(&lock_name(lock))))
+            .collect();
+        let mut lock_index: BTreeMap<Bytes, u32> = case
+            .clients
+            .iter()
+            .map(|c| (Bytes::from(lock_name(c.lock)), c.lock))
+            .collect();
+        // A fair lock's give-up names only its queue and timeouts: they stand for the lock too.
+        for (&lock, keys) in &fair_keys {
+            lock_index.insert(keys.queue.clone(), lock);
+            lock_index.insert(keys.timeouts.clone(), lock);
         }
         let mut world = World {
             case: case.clone(),
@@ -269,14 +297,13 @@ impl<S: SimServer> World<S> {
             deliveries: Vec::new(),
             events: 0,
             layout: config.key_layout.clone(),
-            lock_index: case
-                .clients
-                .iter()
-                .map(|c| (Bytes::from(lock_name(c.lock)), c.lock))
-                .collect(),
+            lock_index,
             tracing: true,
             granted_tokens: BTreeMap::new(),
             foreign: foreign::Foreign::default(),
+            fair_keys,
+            fair_queues: BTreeMap::new(),
+            fair_arrivals: 0,
         };
         world.note("sim", || {
             format!(

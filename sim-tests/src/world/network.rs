@@ -291,6 +291,7 @@ impl<S: SimServer> World<S> {
             &mut self.history.online,
         );
         self.clients[client].inflight.insert(id);
+        self.fair_call_sent(client, &call);
         let arrives = self.network.send(client, Leg::Request, self.now);
         self.message_sent(client, id, &call, arrives.is_none());
         match arrives {
@@ -314,7 +315,11 @@ impl<S: SimServer> World<S> {
         }
         let conn = self.clients[client].conn;
         let now = self.server_clock();
+        let fair = self.fair_attempt(&call);
         let result = self.server.call(conn, &call, now);
+        if let Some(attempt) = fair {
+            self.check_fair_grant(attempt, matches!(result, Ok(lock_core::Reply::Nil)));
+        }
         self.observe_call(client, &call, &result);
         let name = self.name(client);
         let reply_after = self.network.send(client, Leg::Reply, self.now);

@@ -288,6 +288,7 @@ impl<S: SimServer> World<S> {
             let key = Bytes::from(lock_name(lock));
             let state = self.server.lock_state(&key, now).unwrap_or_default();
             self.observe_lock(lock, state);
+            self.observe_queue(lock);
         }
     }
 

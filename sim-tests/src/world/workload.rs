@@ -80,7 +80,8 @@ impl<S: SimServer> World<S> {
             } else {
                 wait
             },
-            fenced: spec.fenced,
+            // A fair lock draws no token.
+            fenced: spec.fenced && !self.case.is_fair(spec.lock),
         }
     }
 
@@ -93,7 +94,8 @@ impl<S: SimServer> World<S> {
                 let request = self.acquire_request(client, None);
                 let name = self.name(client);
                 self.mark(&name, "wait", || request.name.clone());
-                self.start_op(client, Phase::Acquiring, Request::Acquire(request));
+                let request = self.acquire_on_its_lock(client, request);
+                self.start_op(client, Phase::Acquiring, request);
             }
             Phase::Working { writes } => {
                 self.write(client);
@@ -211,6 +213,9 @@ impl<S: SimServer> World<S> {
         let name = self.name(client);
         let lock = lock_name(self.case.clients[client].lock);
         let phase = self.clients[client].phase;
+        if phase == Phase::Acquiring(op) {
+            self.clients[client].waiting_as = None;
+        }
         match (phase, result) {
             (Phase::Acquiring(p), Ok(Done::Acquired(a))) if p == op => self.begin_hold(client, a),
             (Phase::Reentering(p), result) if p == op => {
@@ -295,7 +300,8 @@ impl<S: SimServer> World<S> {
         self.write(client);
         if reentry > 0 {
             let request = self.acquire_request(client, Some(a.owner));
-            self.start_op(client, Phase::Reentering, Request::Acquire(request));
+            let request = self.acquire_on_its_lock(client, request);
+            self.start_op(client, Phase::Reentering, request);
         } else {
             self.work_half(client, 1);
         }
