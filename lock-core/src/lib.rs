@@ -77,7 +77,7 @@ pub use client::{Acquire, ClientError, HoldStatus, LockClient, LockGuard, LockOw
 #[cfg(feature = "cluster")]
 pub use cluster_backend::ClusterBackend;
 pub use config::{ConfigError, LockConfig};
-pub use keys::{FairKeys, KeyLayout, LockKeys, Owner, RequestId};
+pub use keys::{FairKeys, KeyLayout, LockKeys, Owner, ReadWriteKeys, RequestId};
 pub use machine::{
     BackendError, HoldId, HoldMode, HoldState, LockError, Operation, OwnerId, PubSubEvent,
     RemainingLease, UnlockOutcome,
