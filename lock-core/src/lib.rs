@@ -73,14 +73,16 @@ pub mod sentinel_backend;
 pub mod time;
 
 pub use backend::Backend;
-pub use client::{Acquire, ClientError, HoldStatus, LockClient, LockGuard, LockOwner};
+pub use client::{
+    Acquire, ClientError, HoldStatus, LockClient, LockGuard, LockOwner, ReadWriteLock,
+};
 #[cfg(feature = "cluster")]
 pub use cluster_backend::ClusterBackend;
 pub use config::{ConfigError, LockConfig};
 pub use keys::{FairKeys, KeyLayout, LockKeys, Owner, ReadWriteKeys, RequestId};
 pub use machine::{
     BackendError, HoldId, HoldMode, HoldState, LockError, Operation, OwnerId, PubSubEvent,
-    RemainingLease, UnlockOutcome,
+    RemainingLease, RwSide, UnlockOutcome,
 };
 pub use multi_lock::{MultiLock, MultiLockGuard};
 #[cfg(feature = "redis")]

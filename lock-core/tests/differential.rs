@@ -204,9 +204,9 @@ fn rw_op() -> impl Strategy<Value = Op> {
         (0..REQUESTS).prop_map(Target::RwUnlockLatch),
     ];
     prop_oneof![
-        6 => (write.clone(), lock.clone(), owner.clone(), req.clone(), lease.clone(), held.clone())
+        6 => (write, lock.clone(), owner.clone(), req.clone(), lease.clone(), held.clone())
             .prop_map(|(write, lock, owner, req, lease, held)| Op::RwAcquire { write, lock, owner, req, lease, held }),
-        4 => (write.clone(), lock.clone(), owner.clone(), req, lease.clone(), held)
+        4 => (write, lock.clone(), owner.clone(), req, lease.clone(), held)
             .prop_map(|(write, lock, owner, req, lease, held)| Op::RwRelease { write, lock, owner, req, lease, held }),
         1 => (prop::collection::vec((lock.clone(), owner.clone()), 0..4), lease.clone())
             .prop_map(|(holds, lease)| Op::RwRenew { holds, lease }),
