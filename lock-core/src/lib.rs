@@ -42,8 +42,9 @@
 //! ```
 //!
 //! How it is built:
-//! - [`script`]: the lock's behaviour on the server, nine Lua scripts (five for the lock, four for
-//!   the fair lock), each with a native Rust twin that a differential test holds equal to it;
+//! - [`script`]: the lock's behaviour on the server, fifteen Lua scripts (five for the lock, four
+//!   for the fair lock, six for the read-write lock), each with a native Rust twin that a
+//!   differential test holds equal to it;
 //! - [`machine`]: the client as a sans-IO state machine (every rule of the lock: leases, the
 //!   watchdog, waiting, unknown outcomes, `valid_until`, a hold's [`HoldState`]), driven by time
 //!   as an input;
