@@ -53,6 +53,23 @@ impl KeyLayout {
         }
     }
 
+    /// The keys of the read-write lock named `name` (Redisson's `RReadWriteLock`): the lock's
+    /// own hash, the channel its releases publish on, and the prefix of its read holds' timeout
+    /// keys.
+    pub fn read_write(&self, name: &str) -> ReadWriteKeys {
+        // Redisson's `suffixName`: the name in a hash tag of its own, unless it holds one.
+        let key_prefix = if name.contains('{') {
+            name.to_owned()
+        } else {
+            format!("{{{name}}}")
+        };
+        ReadWriteKeys {
+            lock: self.lock(name),
+            channel: Bytes::from(self.tagged("rwlock", name)),
+            key_prefix: Bytes::from(key_prefix),
+        }
+    }
+
     /// The keys of the lock named `name`.
     pub fn lock(&self, name: &str) -> LockKeys {
         let tagged = |kind: &str| self.tagged(kind, name);
@@ -120,6 +137,35 @@ impl FairKeys {
     }
 }
 
+/// Every key and channel of one read-write lock.
+///
+/// Its hash holds the field `mode` (`read` or `write`), a field per read owner (`<owner>`) and per
+/// write owner (`<owner>:write`) with that owner's count. Each read count `n` of an owner also has
+/// a key of its own, `<key prefix>:<owner>:rwlock_timeout:<n>`, whose TTL is that count's lease,
+/// so that the hash lives as long as the longest read hold.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReadWriteKeys {
+    /// The lock's own keys: its hash and latches are a plain lock's (its `channel` is unused).
+    pub lock: LockKeys,
+    /// The channel every release of the lock publishes on: `<prefix>_rwlock:{name}`.
+    pub channel: Bytes,
+    /// `{name}` (or the name itself when it holds a hash tag): the start of the timeout keys.
+    pub key_prefix: Bytes,
+}
+
+impl ReadWriteKeys {
+    /// The prefix of `owner`'s read-hold timeout keys: `<key prefix>:<owner>:rwlock_timeout`
+    /// (the count follows, after a `:`).
+    pub fn timeout_prefix(&self, owner: &Owner) -> Bytes {
+        let mut key = Vec::with_capacity(self.key_prefix.len() + owner.0.len() + 16);
+        key.extend_from_slice(&self.key_prefix);
+        key.push(b':');
+        key.extend_from_slice(&owner.0);
+        key.extend_from_slice(b":rwlock_timeout");
+        Bytes::from(key)
+    }
+}
+
 /// The id of one application-level lock or unlock call, shared by every attempt it makes.
 ///
 /// 128 bits in lowercase hex, as Redisson's request ids. The caller draws the bits (from a seeded
@@ -146,6 +192,15 @@ impl Owner {
     /// The hash field.
     pub fn as_bytes(&self) -> &Bytes {
         &self.0
+    }
+
+    /// The same holder as a read-write lock's writer: `<owner>:write`, the field of its write
+    /// count (its read counts are under the owner itself).
+    pub fn writer(&self) -> Owner {
+        let mut field = Vec::with_capacity(self.0.len() + 6);
+        field.extend_from_slice(&self.0);
+        field.extend_from_slice(b":write");
+        Owner(Bytes::from(field))
     }
 }
 
@@ -188,6 +243,25 @@ mod tests {
         );
         let tagged = KeyLayout::default().fair_lock("{user1}:cart");
         assert_eq!(&tagged.queue[..], b"redisson_lock_queue:{user1}:cart");
+    }
+
+    #[test]
+    fn read_write_names_are_redisson_compatible() {
+        let keys = KeyLayout::default().read_write("orders");
+        assert_eq!(&keys.lock.lock[..], b"orders");
+        assert_eq!(&keys.channel[..], b"redisson_rwlock:{orders}");
+        let owner = Owner::new("c0ffee", 7);
+        assert_eq!(
+            &keys.timeout_prefix(&owner)[..],
+            b"{orders}:c0ffee:7:rwlock_timeout"
+        );
+        assert_eq!(owner.writer().to_string(), "c0ffee:7:write");
+        let tagged = KeyLayout::default().read_write("{user1}:cart");
+        assert_eq!(&tagged.channel[..], b"redisson_rwlock:{user1}:cart");
+        assert_eq!(
+            &tagged.timeout_prefix(&owner)[..],
+            b"{user1}:cart:c0ffee:7:rwlock_timeout"
+        );
     }
 
     #[test]

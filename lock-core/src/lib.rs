@@ -42,8 +42,9 @@
 //! ```
 //!
 //! How it is built:
-//! - [`script`]: the lock's behaviour on the server, nine Lua scripts (five for the lock, four for
-//!   the fair lock), each with a native Rust twin that a differential test holds equal to it;
+//! - [`script`]: the lock's behaviour on the server, fifteen Lua scripts (five for the lock, four
+//!   for the fair lock, six for the read-write lock), each with a native Rust twin that a
+//!   differential test holds equal to it;
 //! - [`machine`]: the client as a sans-IO state machine (every rule of the lock: leases, the
 //!   watchdog, waiting, unknown outcomes, `valid_until`, a hold's [`HoldState`]), driven by time
 //!   as an input;
@@ -73,14 +74,16 @@ pub mod sentinel_backend;
 pub mod time;
 
 pub use backend::Backend;
-pub use client::{Acquire, ClientError, HoldStatus, LockClient, LockGuard, LockOwner};
+pub use client::{
+    Acquire, ClientError, HoldStatus, LockClient, LockGuard, LockOwner, ReadWriteLock,
+};
 #[cfg(feature = "cluster")]
 pub use cluster_backend::ClusterBackend;
 pub use config::{ConfigError, LockConfig};
-pub use keys::{FairKeys, KeyLayout, LockKeys, Owner, RequestId};
+pub use keys::{FairKeys, KeyLayout, LockKeys, Owner, ReadWriteKeys, RequestId};
 pub use machine::{
     BackendError, HoldId, HoldMode, HoldState, LockError, Operation, OwnerId, PubSubEvent,
-    RemainingLease, UnlockOutcome,
+    RemainingLease, RwSide, UnlockOutcome,
 };
 pub use multi_lock::{MultiLock, MultiLockGuard};
 #[cfg(feature = "redis")]

@@ -1,7 +1,7 @@
 //! The Lua scripts and their native twins do the same thing, proven against a real Redis; and the
 //! fake Redis that runs the twins behaves as that Redis does, through both of its front doors.
 //!
-//! Random sequences of the nine scripts, the lock queries (HGET, PTTL, EXISTS) and plain writes that
+//! Random sequences of the fifteen scripts, the lock queries (HGET, PTTL, EXISTS) and plain writes that
 //! put a string or a list on a lock's key, token counter or latch (so scripts meet wrong-typed keys)
 //! run twice: on a server through a [`Backend`], and on the native twins over the reference store.
 //! Replies must be identical, errors included, and so must the final keys, their values and TTLs.
@@ -13,7 +13,7 @@
 //! `RedisBackend<FakeConnection, FakeSubscriber>` (the same `redis`-crate code as against the real
 //! one) and through `FakeBackend`. The fake runs the native twins, so there the test holds the
 //! engine (its commands, replies, error texts, expiry and script cache) to the reference.
-//! A third leg runs the nine Lua bodies on the fake's embedded Lua instead
+//! A third leg runs the fifteen Lua bodies on the fake's embedded Lua instead
 //! (`Engine::run_lock_scripts_on_lua`): held to the same reference, Lua on real Redis, the native
 //! twins and Lua on the fake agree.
 //!
@@ -22,6 +22,11 @@
 //! client's clock plus whole seconds, and a server's scores may be lower than the reference's by
 //! the real time elapsed, as its TTLs may: every lease, wait and clock step is whole seconds, so
 //! the stale-waiter purge decides alike on both sides while that slack stays under a second.
+//!
+//! The read-write lock's six scripts run in the same sequences too, on locks of their own, with
+//! plain writes on their hash and latches. The keys compared at the end are the ones a sequence
+//! can name, and every key the reference holds besides (the read holds' timeout keys, one per
+//! count).
 //!
 //! `DIFF_CASES` sets the number of sequences per server (default 2,000).
 
@@ -34,11 +39,12 @@ use fake_redis::{
 use lock_core::script::reference::{ReferenceStore, Value};
 use lock_core::script::{
     ScriptCall, Store, acquire, acquire_fenced, fair_acquire, fair_force_unlock, fair_give_up,
-    fair_release, force_unlock, release, renew_batch,
+    fair_release, force_unlock, release, renew_batch, rw_force_unlock, rw_read_acquire,
+    rw_read_release, rw_renew, rw_write_acquire, rw_write_release,
 };
 use lock_core::{
-    Backend, BackendError, FairKeys, KeyLayout, Lease, LockKeys, Millis, Owner, RedisBackend,
-    Reply, RequestId,
+    Backend, BackendError, FairKeys, KeyLayout, Lease, LockKeys, Millis, Owner, ReadWriteKeys,
+    RedisBackend, Reply, RequestId,
 };
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
@@ -59,6 +65,9 @@ enum Target {
     FairQueue,
     FairTimeouts,
     FairUnlockLatch(u128),
+    RwLock,
+    RwAcquireLatch(u128),
+    RwUnlockLatch(u128),
 }
 
 #[derive(Clone, Debug)]
@@ -144,11 +153,70 @@ enum Op {
         holds: Vec<(usize, u64)>,
         lease: u64,
     },
+    /// The read-write ops; `held` is the count the call carries, if any.
+    RwAcquire {
+        write: bool,
+        lock: usize,
+        owner: u64,
+        req: u128,
+        lease: u64,
+        held: Option<u32>,
+    },
+    RwRelease {
+        write: bool,
+        lock: usize,
+        owner: u64,
+        req: u128,
+        lease: u64,
+        held: Option<u32>,
+    },
+    RwRenew {
+        holds: Vec<(usize, u64)>,
+        lease: u64,
+    },
+    RwForceUnlock {
+        write: bool,
+        lock: usize,
+    },
+    /// Renews a read-write lock's writers with the plain `renew_batch`, as the watchdog does.
+    RwWriterRenew {
+        holds: Vec<(usize, u64)>,
+        lease: u64,
+    },
 }
 
-/// The plain ops and the fair ones, mixed in one sequence.
+/// The plain ops, the fair ones and the read-write ones, mixed in one sequence.
 fn any_op() -> impl Strategy<Value = Op> {
-    prop_oneof![1 => op(), 1 => fair_op()]
+    prop_oneof![1 => op(), 1 => fair_op(), 1 => rw_op()]
+}
+
+fn rw_op() -> impl Strategy<Value = Op> {
+    // Mostly one lock, so that readers and writers meet.
+    let lock = prop_oneof![4 => Just(0), 1 => 0..LOCKS];
+    let owner = 0..OWNERS;
+    let req = 0..REQUESTS;
+    let lease = 5_000u64..=60_000;
+    let held = prop::option::of(0u32..3);
+    let write = any::<bool>();
+    let target = prop_oneof![
+        Just(Target::RwLock),
+        (0..REQUESTS).prop_map(Target::RwAcquireLatch),
+        (0..REQUESTS).prop_map(Target::RwUnlockLatch),
+    ];
+    prop_oneof![
+        6 => (write, lock.clone(), owner.clone(), req.clone(), lease.clone(), held.clone())
+            .prop_map(|(write, lock, owner, req, lease, held)| Op::RwAcquire { write, lock, owner, req, lease, held }),
+        4 => (write, lock.clone(), owner.clone(), req, lease.clone(), held)
+            .prop_map(|(write, lock, owner, req, lease, held)| Op::RwRelease { write, lock, owner, req, lease, held }),
+        1 => (prop::collection::vec((lock.clone(), owner.clone()), 0..4), lease.clone())
+            .prop_map(|(holds, lease)| Op::RwRenew { holds, lease }),
+        1 => (prop::collection::vec((lock.clone(), owner), 0..4), lease)
+            .prop_map(|(holds, lease)| Op::RwWriterRenew { holds, lease }),
+        1 => (write, lock.clone()).prop_map(|(write, lock)| Op::RwForceUnlock { write, lock }),
+        1 => (lock.clone(), target.clone(), prop_oneof![Just("x"), Just("7")])
+            .prop_map(|(lock, target, value)| Op::WriteString { lock, target, value }),
+        1 => (lock, target).prop_map(|(lock, target)| Op::WriteList { lock, target }),
+    ]
 }
 
 fn fair_op() -> impl Strategy<Value = Op> {
@@ -216,6 +284,7 @@ fn op() -> impl Strategy<Value = Op> {
 struct Names {
     locks: Vec<LockKeys>,
     fair: Vec<FairKeys>,
+    rw: Vec<ReadWriteKeys>,
     /// The sequence's start, unix ms: the reference's frozen clock, and the fair clients' clock
     /// before their `later`.
     start_ms: i64,
@@ -230,6 +299,9 @@ impl Names {
                 .collect(),
             fair: (0..LOCKS)
                 .map(|i| layout.fair_lock(&format!("{prefix}:F{i}")))
+                .collect(),
+            rw: (0..LOCKS)
+                .map(|i| layout.read_write(&format!("{prefix}:R{i}")))
                 .collect(),
             start_ms,
         }
@@ -254,6 +326,9 @@ impl Names {
             Target::FairQueue => self.fair[lock].queue.clone(),
             Target::FairTimeouts => self.fair[lock].timeouts.clone(),
             Target::FairUnlockLatch(r) => self.fair[lock].lock.unlock_latch(&RequestId(r)),
+            Target::RwLock => self.rw[lock].lock.lock.clone(),
+            Target::RwAcquireLatch(r) => self.rw[lock].lock.acquire_latch(&RequestId(r)),
+            Target::RwUnlockLatch(r) => self.rw[lock].lock.unlock_latch(&RequestId(r)),
         }
     }
 
@@ -267,6 +342,15 @@ impl Names {
                 out.push(self.key(lock, Target::AcquireLatch(r)));
                 out.push(self.key(lock, Target::UnlockLatch(r)));
                 out.push(self.key(lock, Target::FairUnlockLatch(r)));
+                out.push(self.key(lock, Target::RwAcquireLatch(r)));
+                out.push(self.key(lock, Target::RwUnlockLatch(r)));
+            }
+            out.push(self.key(lock, Target::RwLock));
+            for owner in 0..OWNERS {
+                for count in 1..=3 {
+                    let owner = self.owner(owner);
+                    out.push(rw_read_acquire::timeout_key(&self.rw[lock], &owner, count));
+                }
             }
             out.push(self.key(lock, Target::FairLock));
             out.push(self.key(lock, Target::FairQueue));
@@ -280,6 +364,85 @@ impl Names {
         let latch = Millis(20_000);
         let secs = |s: u64| Lease::from_millis(s * 1000).unwrap();
         Some(match *op {
+            Op::RwAcquire {
+                write,
+                lock,
+                owner,
+                req,
+                lease: l,
+                held,
+            } => {
+                let acquire = if write {
+                    rw_write_acquire::call
+                } else {
+                    rw_read_acquire::call
+                };
+                let owner = self.owner(owner);
+                acquire(
+                    &self.rw[lock],
+                    &RequestId(req),
+                    lease(l),
+                    &owner,
+                    latch,
+                    held,
+                )
+            }
+            Op::RwRelease {
+                write: true,
+                lock,
+                owner,
+                req,
+                lease: l,
+                held,
+            } => rw_write_release::call(
+                &self.rw[lock],
+                &RequestId(req),
+                lease(l),
+                &self.owner(owner),
+                latch,
+                held,
+            ),
+            Op::RwRelease {
+                write: false,
+                lock,
+                owner,
+                req,
+                held,
+                ..
+            } => rw_read_release::call(
+                &self.rw[lock],
+                &RequestId(req),
+                &self.owner(owner),
+                latch,
+                held,
+            ),
+            Op::RwRenew {
+                ref holds,
+                lease: l,
+            } => {
+                let owners: Vec<Owner> = holds.iter().map(|&(_, o)| self.owner(o)).collect();
+                rw_renew::call(
+                    lease(l),
+                    holds.iter().zip(&owners).map(|(&(lock, _), o)| {
+                        (&self.rw[lock].lock.lock, &self.rw[lock].key_prefix, o)
+                    }),
+                )
+            }
+            Op::RwWriterRenew {
+                ref holds,
+                lease: l,
+            } => {
+                let owners: Vec<Owner> =
+                    holds.iter().map(|&(_, o)| self.owner(o).writer()).collect();
+                renew_batch::call(
+                    lease(l),
+                    holds
+                        .iter()
+                        .zip(&owners)
+                        .map(|(&(lock, _), o)| (&self.rw[lock].lock.lock, o)),
+                )
+            }
+            Op::RwForceUnlock { write, lock } => rw_force_unlock::call(&self.rw[lock], write),
             Op::FairAcquire {
                 lock,
                 owner,
@@ -451,7 +614,11 @@ type Outcome = Result<Reply, String>;
 fn replies_ttl(op: &Op) -> bool {
     matches!(
         op,
-        Op::Pttl { .. } | Op::Acquire { .. } | Op::AcquireFenced { .. } | Op::FairAcquire { .. }
+        Op::Pttl { .. }
+            | Op::Acquire { .. }
+            | Op::AcquireFenced { .. }
+            | Op::FairAcquire { .. }
+            | Op::RwAcquire { .. }
     )
 }
 
@@ -526,9 +693,20 @@ fn by_member(mut scores: Vec<(Bytes, f64)>) -> Vec<(Bytes, f64)> {
     scores
 }
 
-fn reference_state(names: &Names, store: &mut ReferenceStore) -> Vec<KeyState> {
+/// The keys to compare: every key a sequence can name, and every other key the reference holds.
+fn keys_to_compare(names: &Names, store: &ReferenceStore) -> Vec<Bytes> {
+    let mut keys = names.all_keys();
+    for (key, _, _) in store.snapshot() {
+        if !keys.contains(&key) {
+            keys.push(key);
+        }
+    }
+    keys
+}
+
+fn reference_state(keys: &[Bytes], store: &mut ReferenceStore) -> Vec<KeyState> {
     let mut out = Vec::new();
-    for key in names.all_keys() {
+    for key in keys.iter().cloned() {
         let pttl = store.pttl(&key).unwrap();
         let value = match store.value(&key) {
             None => continue,
@@ -568,10 +746,10 @@ fn reference_state(names: &Names, store: &mut ReferenceStore) -> Vec<KeyState> {
     out
 }
 
-async fn backend_state<B: Backend>(names: &Names, backend: &B) -> Vec<KeyState> {
+async fn backend_state<B: Backend>(keys: &[Bytes], backend: &B) -> Vec<KeyState> {
     let b = |s: &str| Bytes::copy_from_slice(s.as_bytes());
     let mut out = Vec::new();
-    for key in names.all_keys() {
+    for key in keys.iter().cloned() {
         let ty = backend.command(&[b("TYPE"), key.clone()]).await.unwrap();
         let read = match &ty {
             Reply::Status(t) if t == "none" => continue,
@@ -701,6 +879,7 @@ async fn check_sequence<B: Backend>(backend: &B, prefix: &str, ops: &[Op]) -> Re
     let mut store = ReferenceStore::new(now_ms);
     let start_us = now_ms * 1000;
     let started = Instant::now();
+    let mut keys = names.all_keys();
     let result = async {
         for (i, op) in ops.iter().enumerate() {
             let reference = run_reference(&names, &mut store, op);
@@ -712,8 +891,9 @@ async fn check_sequence<B: Backend>(backend: &B, prefix: &str, ops: &[Op]) -> Re
                 ));
             }
         }
-        let reference = reference_state(&names, &mut store);
-        let server = backend_state(&names, backend).await;
+        keys = keys_to_compare(&names, &store);
+        let reference = reference_state(&keys, &mut store);
+        let server = backend_state(&keys, backend).await;
         let elapsed = started.elapsed().as_millis() as i64 + 1;
         let same = reference.len() == server.len()
             && reference.iter().zip(&server).all(|(r, s)| {
@@ -737,7 +917,7 @@ async fn check_sequence<B: Backend>(backend: &B, prefix: &str, ops: &[Op]) -> Re
     .await;
     // Leave nothing behind on the shared server.
     let mut del = vec![Bytes::from_static(b"DEL")];
-    del.extend(names.all_keys());
+    del.extend(keys);
     backend.command(&del).await.unwrap();
     result
 }
@@ -813,7 +993,7 @@ fn the_fake_agrees_with_the_reference_through_fake_backend() {
     differential(&rt, &backend, "diff-fake-backend");
 }
 
-/// The third leg: the same nine Lua bodies on the fake's embedded Lua instead of its native twins.
+/// The third leg: the same fifteen Lua bodies on the fake's embedded Lua instead of its native twins.
 /// Each leg is held to the same reference (the native twins), so the Lua on real Redis, the native
 /// twins and the Lua on the fake's VM all agree, replies and final keys alike.
 #[test]

@@ -22,6 +22,7 @@ use lock_core::{
     KeyLayout, LockClient, LockConfig, LockError, Millis, RedisBackend, UnlockOutcome,
 };
 use std::collections::HashMap;
+use std::future::IntoFuture;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -74,6 +75,10 @@ on_both_servers!(
     redissons_own_scripts_leave_the_same_state_on_either_server,
     a_redisson_fair_holder_blocks_our_fair_waiter_and_its_unlock_wakes_it,
     a_mixed_fair_queue_java_rust_java_is_served_in_arrival_order,
+    readers_share_across_languages_and_a_writer_on_either_side_excludes_the_other,
+    a_read_unlock_wakes_a_writer_and_a_write_unlock_a_reader_across_languages,
+    a_downgrade_on_one_side_is_seen_by_the_other,
+    read_renewals_from_either_side_keep_read_holds_alive,
 );
 
 /// The server a case runs on, for both sides: its URL, and a name for what the case prints.
@@ -1086,4 +1091,256 @@ async fn a_mixed_fair_queue_java_rust_java_is_served_in_arrival_order(server: &S
     assert_eq!(hash_fields(&mut conn, &name).await, vec![last]);
     java.ok("last", &format!("fair unlock {name}")).await;
     assert!(fair_queue(&mut conn, &name).await.is_empty());
+}
+
+/// The read-write lock's channel, on which both sides' releases publish.
+fn rw_channel(name: &str) -> String {
+    format!("redisson_rwlock:{{{name}}}")
+}
+
+/// The read-write lock's `mode`, if it is held.
+async fn rw_mode(conn: &mut redis::aio::MultiplexedConnection, name: &str) -> Option<String> {
+    redis::cmd("HGET")
+        .arg(name)
+        .arg("mode")
+        .query_async(conn)
+        .await
+        .unwrap()
+}
+
+async fn pttl(conn: &mut redis::aio::MultiplexedConnection, key: &str) -> i64 {
+    redis::cmd("PTTL").arg(key).query_async(conn).await.unwrap()
+}
+
+/// A Redisson reader and ours share the lock under their own fields; a writer on either side is
+/// refused while they read, and a writer on either side keeps the other side's readers out.
+async fn readers_share_across_languages_and_a_writer_on_either_side_excludes_the_other(
+    server: &Site,
+) {
+    let name = unique("rw-share");
+    let java = Redisson::start(server, WATCHDOG_MS);
+    let ours = client(server, WATCHDOG_MS).await;
+    let mut conn = raw(server).await;
+    let lock = ours.read_write(&name);
+
+    java.ok("a", &format!("read lock {name}")).await;
+    let reading = lock.read().wait(Duration::ZERO).await.unwrap();
+    let reading = reading.expect("our reader shares Redisson's read hold");
+    let java_owner = java.owner("a").await;
+    let our_owner = format!("{}:{}", ours.client_id(), reading.owner().id());
+    let mut fields = vec![java_owner, our_owner, "mode".to_owned()];
+    fields.sort();
+    assert_eq!(hash_fields(&mut conn, &name).await, fields);
+    assert_eq!(rw_mode(&mut conn, &name).await.as_deref(), Some("read"));
+    assert!(refused(lock.write().wait(Duration::from_millis(300)).into_future()).await);
+    assert_eq!(
+        java.ok("c", &format!("write trylock {name} 300")).await,
+        "false"
+    );
+    java.ok("a", &format!("read unlock {name}")).await;
+    assert_eq!(reading.unlock().await.unwrap(), UnlockOutcome::Released);
+    assert_eq!(rw_mode(&mut conn, &name).await, None);
+
+    // Our writer keeps Redisson's readers and writers out, and the reverse.
+    let writing = lock.write().wait(Duration::ZERO).await.unwrap();
+    let writing = writing.expect("the lock is free");
+    assert_eq!(rw_mode(&mut conn, &name).await.as_deref(), Some("write"));
+    assert_eq!(
+        java.ok("a", &format!("read trylock {name} 300")).await,
+        "false"
+    );
+    assert_eq!(
+        java.ok("c", &format!("write trylock {name} 0")).await,
+        "false"
+    );
+    assert_eq!(writing.unlock().await.unwrap(), UnlockOutcome::Released);
+    assert_eq!(
+        java.ok("c", &format!("write trylock {name} 0")).await,
+        "true"
+    );
+    assert!(refused(lock.read().wait(Duration::from_millis(300)).into_future()).await);
+    assert!(refused(lock.write().wait(Duration::ZERO).into_future()).await);
+    java.ok("c", &format!("write unlock {name}")).await;
+    assert_eq!(rw_mode(&mut conn, &name).await, None);
+}
+
+/// A read unlock on one side wakes a writer waiting on the other (Redisson's `0`, one waiter a
+/// client), and a write unlock wakes a reader (its `1`, every waiter), by the shared channel.
+async fn a_read_unlock_wakes_a_writer_and_a_write_unlock_a_reader_across_languages(server: &Site) {
+    let name = unique("rw-wake");
+    let java = Redisson::start(server, WATCHDOG_MS);
+    let ours = client(server, WATCHDOG_MS).await;
+    let mut conn = raw(server).await;
+
+    // Redisson reads for a minute; our writer would wait out the lease without the message.
+    java.ok("a", &format!("read lock {name} {}", LONG_LEASE.as_millis()))
+        .await;
+    let (client, waiter_name) = (ours.clone(), name.clone());
+    let writer = tokio::spawn(async move {
+        let guard = client.read_write(&waiter_name).write().await;
+        (guard, Instant::now())
+    });
+    await_subscriber(&mut conn, &rw_channel(&name)).await;
+    let released_at = Instant::now();
+    java.ok("a", &format!("read unlock {name}")).await;
+    let (writing, granted_at) = tokio::time::timeout(REPLY_BOUND, writer)
+        .await
+        .expect("our writer was woken")
+        .unwrap();
+    let latency = granted_at - released_at;
+    println!(
+        "{}: Redisson's read unlock woke our writer in {latency:?}",
+        server.name
+    );
+    assert!(
+        latency < WAKE_BOUND,
+        "{latency:?}: not woken by the message"
+    );
+    let writing = writing.unwrap();
+
+    // Redisson's reader waits for our write; our write unlock wakes it.
+    let reader = java.send("b", &format!("read lock {name}"));
+    await_subscriber(&mut conn, &rw_channel(&name)).await;
+    let released_at = Instant::now();
+    assert_eq!(writing.unlock().await.unwrap(), UnlockOutcome::Released);
+    reader.await.ok();
+    let latency = released_at.elapsed();
+    println!(
+        "{}: our write unlock woke Redisson's reader in {latency:?}",
+        server.name
+    );
+    assert!(
+        latency < WAKE_BOUND,
+        "{latency:?}: not woken by the message"
+    );
+    assert_eq!(rw_mode(&mut conn, &name).await.as_deref(), Some("read"));
+
+    // And the other way round: our reader's unlock wakes Redisson's writer.
+    let reading = ours
+        .read_write(&name)
+        .read()
+        .lease(LONG_LEASE)
+        .await
+        .unwrap();
+    java.ok("b", &format!("read unlock {name}")).await;
+    let writer = java.send("c", &format!("write lock {name}"));
+    await_subscriber(&mut conn, &rw_channel(&name)).await;
+    let released_at = Instant::now();
+    assert_eq!(reading.unlock().await.unwrap(), UnlockOutcome::Released);
+    writer.await.ok();
+    let latency = released_at.elapsed();
+    println!(
+        "{}: our read unlock woke Redisson's writer in {latency:?}",
+        server.name
+    );
+    assert!(
+        latency < WAKE_BOUND,
+        "{latency:?}: not woken by the message"
+    );
+    assert_eq!(rw_mode(&mut conn, &name).await.as_deref(), Some("write"));
+    java.ok("c", &format!("write unlock {name}")).await;
+    assert_eq!(rw_mode(&mut conn, &name).await, None);
+}
+
+/// A writer that also reads and then gives up its write leaves the lock in read mode, on either
+/// side: the other side's reader comes in, its writer stays out.
+async fn a_downgrade_on_one_side_is_seen_by_the_other(server: &Site) {
+    let name = unique("rw-downgrade");
+    let java = Redisson::start(server, WATCHDOG_MS);
+    let ours = client(server, WATCHDOG_MS).await;
+    let mut conn = raw(server).await;
+    let lock = ours.read_write(&name);
+
+    java.ok("c", &format!("write lock {name}")).await;
+    java.ok("c", &format!("read lock {name}")).await;
+    assert!(refused(lock.read().wait(Duration::ZERO).into_future()).await);
+    java.ok("c", &format!("write unlock {name}")).await;
+    assert_eq!(rw_mode(&mut conn, &name).await.as_deref(), Some("read"));
+    let reading = lock.read().wait(Duration::ZERO).await.unwrap();
+    let reading = reading.expect("Redisson's downgrade lets our reader in");
+    assert!(refused(lock.write().wait(Duration::ZERO).into_future()).await);
+    java.ok("c", &format!("read unlock {name}")).await;
+    assert_eq!(reading.unlock().await.unwrap(), UnlockOutcome::Released);
+    assert_eq!(rw_mode(&mut conn, &name).await, None);
+
+    let writing = lock.write().await.unwrap();
+    let owner = writing.owner();
+    let our_reading = lock.read().owner(&owner).await.unwrap();
+    assert_eq!(
+        java.ok("a", &format!("read trylock {name} 0")).await,
+        "false"
+    );
+    assert_eq!(writing.unlock().await.unwrap(), UnlockOutcome::Released);
+    assert_eq!(rw_mode(&mut conn, &name).await.as_deref(), Some("read"));
+    assert_eq!(
+        java.ok("a", &format!("read trylock {name} 0")).await,
+        "true"
+    );
+    assert_eq!(
+        java.ok("b", &format!("write trylock {name} 0")).await,
+        "false"
+    );
+    java.ok("a", &format!("read unlock {name}")).await;
+    assert_eq!(our_reading.unlock().await.unwrap(), UnlockOutcome::Released);
+    assert_eq!(rw_mode(&mut conn, &name).await, None);
+}
+
+/// With a 3 s watchdog on both sides, read holds live on for ten seconds: each side's renewals
+/// keep its readers' timeout keys and the lock alive, alone or on one lock together.
+async fn read_renewals_from_either_side_keep_read_holds_alive(server: &Site) {
+    let (java_held, rust_held, both) = (
+        unique("rw-renew-java"),
+        unique("rw-renew-rust"),
+        unique("rw-renew-both"),
+    );
+    let java = Redisson::start(server, WATCHDOG_MS);
+    let ours = client(server, WATCHDOG_MS).await;
+    let mut conn = raw(server).await;
+
+    java.ok("a", &format!("read lock {java_held}")).await;
+    java.ok("a", &format!("read lock {both}")).await;
+    let java_owner = java.owner("a").await;
+    let rust_reading = ours.read_write(&rust_held).read().await.unwrap();
+    let both_reading = ours.read_write(&both).read().await.unwrap();
+    let our_owner = format!("{}:{}", ours.client_id(), both_reading.owner().id());
+    let rust_owner = format!("{}:{}", ours.client_id(), rust_reading.owner().id());
+    let timeout = |name: &str, owner: &str| format!("{{{name}}}:{owner}:rwlock_timeout:1");
+    let watched = [
+        java_held.clone(),
+        timeout(&java_held, &java_owner),
+        rust_held.clone(),
+        timeout(&rust_held, &rust_owner),
+        both.clone(),
+        timeout(&both, &java_owner),
+        timeout(&both, &our_owner),
+    ];
+    let until = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(1000)).await;
+        for key in &watched {
+            let ttl = pttl(&mut conn, key).await;
+            assert!(ttl > 0 && ttl <= WATCHDOG_MS as i64, "{key}: PTTL {ttl}");
+        }
+        let ours_on_java = ours.read_write(&java_held).write().wait(Duration::ZERO);
+        assert!(refused(ours_on_java.into_future()).await);
+        assert_eq!(
+            java.ok("b", &format!("write trylock {rust_held} 0")).await,
+            "false"
+        );
+    }
+    assert!(rust_reading.is_valid() && both_reading.is_valid());
+    java.ok("a", &format!("read unlock {java_held}")).await;
+    java.ok("a", &format!("read unlock {both}")).await;
+    assert_eq!(rw_mode(&mut conn, &both).await.as_deref(), Some("read"));
+    assert_eq!(
+        both_reading.unlock().await.unwrap(),
+        UnlockOutcome::Released
+    );
+    assert_eq!(
+        rust_reading.unlock().await.unwrap(),
+        UnlockOutcome::Released
+    );
+    for name in [&java_held, &rust_held, &both] {
+        assert_eq!(rw_mode(&mut conn, name).await, None);
+    }
 }

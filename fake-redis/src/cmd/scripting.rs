@@ -307,6 +307,18 @@ impl Store for ScriptStore<'_, '_> {
         self.int_command(&[b"hset", key, field, value])
     }
 
+    fn hdel(&mut self, key: &[u8], field: &[u8]) -> Result<bool, CommandError> {
+        Ok(self.int_command(&[b"hdel", key, field])? == 1)
+    }
+
+    fn hlen(&mut self, key: &[u8]) -> Result<i64, CommandError> {
+        self.int_command(&[b"hlen", key])
+    }
+
+    fn hkeys(&mut self, key: &[u8]) -> Result<Vec<Bytes>, CommandError> {
+        self.array_command(&[b"hkeys", key])
+    }
+
     fn lindex(&mut self, key: &[u8], index: i64) -> Result<Option<Bytes>, CommandError> {
         self.bulk_command(&[b"lindex", key, index.to_string().as_bytes()])
     }

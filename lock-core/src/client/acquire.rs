@@ -10,7 +10,7 @@
 //! that is given straight back.
 
 use super::{Answer, Exchange, LockClient, LockGuard, LockOwner};
-use crate::machine::{AcquireRequest, Done, LockError, OwnerId, Request, Wait};
+use crate::machine::{AcquireRequest, Done, LockError, OwnerId, Request, RwSide, Wait};
 use crate::time::{Lease, Millis};
 use std::fmt;
 use std::future::{Future, IntoFuture};
@@ -53,6 +53,8 @@ pub struct Acquire<'a, W = UntilAcquired> {
     wait: Wait,
     fenced: bool,
     fair: bool,
+    /// A read-write lock's side ([`ReadWriteLock`](super::ReadWriteLock)).
+    rw: Option<RwSide>,
     shape: PhantomData<fn() -> W>,
 }
 
@@ -66,6 +68,7 @@ impl<'a> Acquire<'a> {
             wait: Wait::Forever,
             fenced: false,
             fair: false,
+            rw: None,
             shape: PhantomData,
         }
     }
@@ -121,8 +124,15 @@ impl<'a, W> Acquire<'a, W> {
             wait: Wait::Budget(Millis::from_duration(budget)),
             fenced: self.fenced,
             fair: self.fair,
+            rw: self.rw,
             shape: PhantomData,
         }
+    }
+
+    /// Makes it an acquire of `side` of the read-write lock of this name.
+    pub(super) fn read_write(mut self, side: RwSide) -> Self {
+        self.rw = Some(side);
+        self
     }
 
     /// [`lease`](Self::lease) when there is one, else the watchdog.
@@ -142,7 +152,7 @@ impl<'a, W> Acquire<'a, W> {
             .lease
             .map(|lease| Lease::new(Millis::from_duration(lease)))
             .transpose();
-        let fair = self.fair;
+        let (fair, rw) = (self.fair, self.rw);
         let request = lease.map_err(LockError::from).map(|lease| {
             let acquire = AcquireRequest {
                 name: self.name,
@@ -151,7 +161,9 @@ impl<'a, W> Acquire<'a, W> {
                 wait: self.wait,
                 fenced: self.fenced,
             };
-            if fair {
+            if let Some(side) = rw {
+                Request::ReadWriteAcquire { acquire, side }
+            } else if fair {
                 Request::FairAcquire {
                     acquire,
                     wall_ms: super::unix_ms(),
@@ -163,6 +175,7 @@ impl<'a, W> Acquire<'a, W> {
         AcquireFuture {
             client: self.client,
             stage: Stage::Unsent(request),
+            rw,
             shape: PhantomData,
         }
     }
@@ -178,6 +191,7 @@ impl<W> fmt::Debug for Acquire<'_, W> {
             .field("wait", &self.wait)
             .field("fenced", &self.fenced)
             .field("fair", &self.fair)
+            .field("read_write", &self.rw)
             .finish()
     }
 }
@@ -205,6 +219,7 @@ impl<'a> IntoFuture for Acquire<'a, WithinBudget> {
 pub struct AcquireFuture<'a, W> {
     client: &'a LockClient,
     stage: Stage<'a>,
+    rw: Option<RwSide>,
     shape: PhantomData<fn() -> W>,
 }
 
@@ -228,7 +243,9 @@ impl<W> AcquireFuture<'_, W> {
                         self.stage = Stage::Sent(exchange);
                         return Poll::Pending;
                     }
-                    Poll::Ready(answer) => return Poll::Ready(self.client.guard_of(answer?)),
+                    Poll::Ready(answer) => {
+                        return Poll::Ready(self.client.guard_of(answer?, self.rw));
+                    }
                 },
                 Stage::Finished => panic!("an AcquireFuture was polled after it completed"),
             }
@@ -271,18 +288,14 @@ impl<W> fmt::Debug for AcquireFuture<'_, W> {
 
 impl LockClient {
     /// The guard an acquire's answer gives: `None` when its wait budget ran out.
-    fn guard_of(&self, answer: Answer) -> Result<Option<LockGuard>, LockError> {
+    fn guard_of(&self, answer: Answer, rw: Option<RwSide>) -> Result<Option<LockGuard>, LockError> {
         match answer.result? {
             Done::Acquired(acquired) => {
                 let (Some(status), Some(ticket)) = (answer.status, answer.ticket) else {
                     return Err(LockError::ClientStopped);
                 };
-                Ok(Some(LockGuard::new(
-                    self.clone(),
-                    ticket,
-                    status,
-                    &acquired,
-                )))
+                let guard = LockGuard::new(self.clone(), ticket, status, &acquired);
+                Ok(Some(guard.on_side(rw)))
             }
             Done::NotAcquired => Ok(None),
             other => Err(super::unexpected(other)),

@@ -9,7 +9,7 @@
 
 use super::{Command, LockClient, LockOwner};
 use crate::machine::{
-    Acquired, Done, HoldId, HoldMode, HoldState, LockError, OwnerId, Request, UnlockOutcome,
+    Acquired, Done, HoldId, HoldMode, HoldState, LockError, OwnerId, Request, RwSide, UnlockOutcome,
 };
 use std::fmt;
 use std::time::Duration;
@@ -114,6 +114,8 @@ pub struct LockGuard {
     status: watch::Receiver<HoldStatus>,
     token: Option<u64>,
     mode: HoldMode,
+    /// The side of a read-write lock's hold; `None` for any other lock.
+    side: Option<RwSide>,
 }
 
 impl fmt::Debug for LockGuard {
@@ -140,7 +142,19 @@ impl LockGuard {
             status,
             token: acquired.token,
             mode: acquired.mode,
+            side: None,
         }
+    }
+
+    /// The guard as a hold of `side` of a read-write lock (or of another lock, for `None`).
+    pub(super) fn on_side(mut self, side: Option<RwSide>) -> LockGuard {
+        self.side = side;
+        self
+    }
+
+    /// Which hold of a read-write lock this is a count of; `None` for any other lock.
+    pub fn read_write_side(&self) -> Option<RwSide> {
+        self.side
     }
 
     /// The lock's name.
@@ -254,7 +268,10 @@ impl LockGuard {
     /// Re-enters the lock as the same owner with the same kind of lease (the watchdog, or
     /// `lease` for a fixed-lease hold: `None` keeps the watchdog).
     pub async fn reenter(&self, lease: Option<Duration>) -> Result<LockGuard, LockError> {
-        let acquire = self.client.acquire(self.name()).owner_id(self.ticket.owner);
+        let mut acquire = self.client.acquire(self.name()).owner_id(self.ticket.owner);
+        if let Some(side) = self.side {
+            acquire = acquire.read_write(side);
+        }
         acquire.lease_or_watchdog(lease).await
     }
 

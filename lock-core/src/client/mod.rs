@@ -19,7 +19,7 @@
 //! #6662, #3580, #6878).
 //!
 //! Where each part lives: `acquire.rs` the builder and its future, `guard.rs` the guard and its
-//! status, `owner.rs` the owner handle, `driver.rs` the task that owns the machine, `os_seed.rs`
+//! status, `owner.rs` the owner handle, `read_write.rs` the read-write lock's handle, `driver.rs` the task that owns the machine, `os_seed.rs`
 //! the ids of production clients.
 
 /// The `lock*` shorthands, the same on [`LockClient`] (a new owner each time) and [`LockOwner`]
@@ -89,10 +89,12 @@ mod driver;
 mod guard;
 mod os_seed;
 mod owner;
+mod read_write;
 
 pub use acquire::{Acquire, AcquireFuture, UntilAcquired, WithinBudget};
 pub use guard::{HoldStatus, LockGuard};
 pub use owner::LockOwner;
+pub use read_write::ReadWriteLock;
 
 use crate::backend::Backend;
 use crate::config::{ConfigError, LockConfig};
@@ -227,6 +229,12 @@ impl LockClient {
     }
 
     acquire_shorthands!();
+
+    /// The read-write lock `name` (Redisson's `RReadWriteLock`, the same keys): many readers
+    /// or one writer.
+    pub fn read_write<'a>(&'a self, name: &'a str) -> ReadWriteLock<'a> {
+        ReadWriteLock::new(self, name)
+    }
 
     /// Takes the lock (as [`lock`](Self::lock) does), runs `work` under it and unlocks; the
     /// scoped form of [`LockGuard::run`], which says what happens when the lease is lost.

@@ -18,12 +18,13 @@
 use super::attempts::{Attempts, RetryWindow};
 use super::fair::FairWait;
 use super::hold::Hold;
+use super::read_write::{self, RwSide};
 use super::release::ReleaseOp;
 use super::{
     AcquireRequest, Acquired, BackendError, Call, CallPurpose, Done, HoldKey, HoldMode, LockError,
     LockEvent, LockMachine, OpId, OpKind, Operation, Wait,
 };
-use crate::keys::{LockKeys, Owner};
+use crate::keys::{LockKeys, Owner, ReadWriteKeys};
 use crate::reply::Reply;
 use crate::script::acquire::{self, AcquireReply, HolderTtl};
 use crate::script::acquire_fenced::{self, FencedReply};
@@ -55,6 +56,8 @@ pub(crate) struct AcquireOp {
     pub held_at_send: u32,
     /// A fair acquire's queue (`fair.rs`); `None` for a plain lock.
     pub fair: Option<FairWait>,
+    /// A read-write lock's keys (`read_write.rs`); the side is the hold key's.
+    pub rw: Option<ReadWriteKeys>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,9 +89,22 @@ impl LockMachine {
         req: AcquireRequest,
         fair: Option<FairWait>,
     ) {
+        self.start_acquire_kind(op, req, fair, None);
+    }
+
+    /// An acquire, of a fair lock when `fair` is given, of one side of a read-write lock when
+    /// `rw` is.
+    pub(crate) fn start_acquire_kind(
+        &mut self,
+        op: OpId,
+        req: AcquireRequest,
+        fair: Option<FairWait>,
+        rw: Option<(ReadWriteKeys, RwSide)>,
+    ) {
         let owner_id = req.owner.unwrap_or_else(|| self.new_owner());
         let mode = req.lease.map_or(HoldMode::Watchdog, HoldMode::Lease);
-        let key: HoldKey = (req.name.clone(), owner_id);
+        let (rw, side) = rw.map_or((None, None), |(keys, side)| (Some(keys), Some(side)));
+        let key: HoldKey = (req.name.clone(), owner_id, side);
         let owner = self.owner(owner_id);
         if let Some(hold) = self.holds.get(&key) {
             let mismatch = matches!(
@@ -117,6 +133,9 @@ impl LockMachine {
             if let Some(fair) = &fair {
                 hold.fair = Some(fair.keys.clone());
             }
+            if rw.is_some() {
+                hold.rw.clone_from(&rw);
+            }
         }
         if mode == HoldMode::Watchdog {
             self.ensure_watchdog();
@@ -132,7 +151,7 @@ impl LockMachine {
             keys,
             owner,
             mode,
-            fenced: req.fenced && fair.is_none(),
+            fenced: req.fenced && fair.is_none() && rw.is_none(),
             deadline,
             attempts: Attempts::new(request),
             stage: Stage::Calling,
@@ -143,6 +162,7 @@ impl LockMachine {
             last_ttl: None,
             held_at_send: 0,
             fair,
+            rw,
         };
         let key = self.insert_op(Some(op), OpKind::Acquire(acquire));
         self.send_acquire_attempt(key);
@@ -178,6 +198,8 @@ impl LockMachine {
         let script = if let Some(fair) = &a.fair {
             let wait = fair.thread_wait;
             fair_acquire::call(&fair.keys, lease, &a.owner, wait, clock, Some(held))
+        } else if let (Some(rw), Some(side)) = (&a.rw, a.key.2) {
+            read_write::acquire_call(rw, side, &request, lease, &a.owner, latch_ttl, held)
         } else if a.fenced {
             acquire_fenced::call_from(&a.keys, &request, lease, &a.owner, latch_ttl, held)
         } else {
@@ -230,6 +252,11 @@ impl LockMachine {
                 Some(ttl) => Outcome::Held(ttl),
                 None => Outcome::Granted { token: None },
             })
+        } else if let (Some(_), Some(side)) = (&a.rw, a.key.2) {
+            read_write::decode_acquire(side, &reply).map(|r| match r {
+                AcquireReply::Acquired => Outcome::Granted { token: None },
+                AcquireReply::Held(ttl) => Outcome::Held(ttl),
+            })
         } else if a.fenced {
             acquire_fenced::decode(&reply).map(|r| match r {
                 FencedReply::Acquired { token } => Outcome::Granted { token: Some(token) },
@@ -273,6 +300,7 @@ impl LockMachine {
             let mut release =
                 ReleaseOp::undo(a.key, a.keys, a.owner, lease, request, a.held_at_send + 1);
             release.fair = a.fair.map(|f| f.keys);
+            release.rw = a.rw;
             let key = self.insert_op(None, OpKind::Release(release));
             self.send_release_attempt(key);
             return;
@@ -294,6 +322,13 @@ impl LockMachine {
         let Some(hold) = self.holds.get_mut(&a.key) else {
             return;
         };
+        if a.rw.is_some() {
+            hold.rw.clone_from(&a.rw);
+        }
+        // A read reentry's count expires by its own key, after the counts before it: it
+        // promises no more than they do (`read_write.rs`).
+        let earlier_reads =
+            (a.key.2 == Some(RwSide::Read) && new_id.is_none()).then_some(hold.valid_until);
         if let Some(id) = new_id {
             hold.id = id;
             hold.granted_at = now;
@@ -311,6 +346,7 @@ impl LockMachine {
         // Granted by a server that may have lost its data since: promise nothing past the loss,
         // and let a renewal tell whether the hold survived.
         let valid_until = self.promise_after_doubt(anchor, valid_until);
+        let valid_until = earlier_reads.map_or(valid_until, |v| v.min(valid_until));
         let doubted = self.sent_before_doubt(anchor);
         if let Some(hold) = self.set_valid_until(&a.key, id, valid_until) {
             self.event(LockEvent::Acquired {
@@ -352,9 +388,10 @@ impl LockMachine {
             return;
         }
         if a.waiting_on.is_none() {
-            let channel = match &a.fair {
-                Some(fair) => fair.keys.waiter_channel(&a.owner),
-                None => a.keys.channel.clone(),
+            let channel = match (&a.fair, &a.rw) {
+                (Some(fair), _) => fair.keys.waiter_channel(&a.owner),
+                (None, Some(rw)) => rw.channel.clone(),
+                (None, None) => a.keys.channel.clone(),
             };
             a.waiting_on = Some(channel.clone());
             let deadline = a.deadline;
@@ -529,6 +566,7 @@ impl LockMachine {
             let request = self.new_request_id();
             let mut release = ReleaseOp::undo(key, keys, owner, lease, request, held);
             release.fair = a.fair.map(|f| f.keys);
+            release.rw = a.rw;
             let op = self.insert_op(None, OpKind::Release(release));
             self.send_release_attempt(op);
         }

@@ -17,7 +17,7 @@
 
 use super::timers::{TimerKey, TimerKind};
 use super::{HoldId, HoldKey, HoldMode, HoldRef, HoldState, LockEvent, LockMachine};
-use crate::keys::{FairKeys, LockKeys, Owner};
+use crate::keys::{FairKeys, LockKeys, Owner, ReadWriteKeys};
 use crate::time::MonoTime;
 
 #[derive(Debug)]
@@ -27,6 +27,8 @@ pub(crate) struct Hold {
     pub keys: LockKeys,
     /// A fair lock's keys: its releases are the fair lock's.
     pub fair: Option<FairKeys>,
+    /// A read-write lock's keys: its releases and renewals are the read-write lock's.
+    pub rw: Option<ReadWriteKeys>,
     pub owner: Owner,
     pub mode: HoldMode,
     /// The count the client believes the server has. Raised when an acquire is confirmed,
@@ -54,6 +56,7 @@ impl Hold {
             id,
             keys,
             fair: None,
+            rw: None,
             owner,
             mode,
             count: 0,
@@ -195,6 +198,7 @@ impl LockMachine {
             let mut fresh = Hold::new(id, hold.keys, hold.owner, hold.mode);
             fresh.pending = hold.pending;
             fresh.token = hold.token;
+            fresh.rw = hold.rw;
             self.holds.insert(key.clone(), fresh);
         }
     }

@@ -6,7 +6,7 @@
 //! [`Backend`](crate::Backend) trait, which re-exports them, so a backend hands its results to
 //! the machine unchanged.
 
-use super::{CallId, HoldId, OpId, OwnerId};
+use super::{CallId, HoldId, OpId, OwnerId, RwSide};
 use crate::reply::Reply;
 use crate::time::{Lease, Millis};
 use bytes::Bytes;
@@ -135,6 +135,22 @@ pub enum Request {
         name: String,
         /// The client's clock, unix ms (see [`Request::FairAcquire`]).
         wall_ms: i64,
+    },
+    /// Take (or re-enter) a read or the write hold of a read-write lock, as Redisson's
+    /// `RReadWriteLock`. Its hold is released by [`Request::Release`] as any other.
+    ReadWriteAcquire {
+        /// The acquire; `fenced` is not supported on a read-write lock and is ignored.
+        acquire: AcquireRequest,
+        /// Which hold.
+        side: RwSide,
+    },
+    /// Delete the read-write lock whoever holds it, if it is held on `side` (in read or in write
+    /// mode), and wake its waiters.
+    ReadWriteForceUnlock {
+        /// The lock's name.
+        name: String,
+        /// The mode the lock must be in to be deleted.
+        side: RwSide,
     },
 }
 

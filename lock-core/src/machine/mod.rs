@@ -17,6 +17,7 @@
 //! Where to find each rule:
 //! - `acquire.rs`: an acquire call, its attempts under one request id, and the wait loop;
 //! - `fair.rs`: the fair lock's acquire, its queue and its clock;
+//! - `read_write.rs`: the read-write lock's scripts for acquires, releases and renewals;
 //! - `release.rs`: unlock (and the release that undoes an abandoned acquire);
 //! - `watchdog.rs`: the renewal passes, `max_hold`;
 //! - `waiters.rs`: unlock-channel subscriptions and who a message wakes;
@@ -33,6 +34,7 @@ mod ids;
 mod input;
 mod output;
 mod query;
+mod read_write;
 mod release;
 mod timers;
 mod waiters;
@@ -44,6 +46,7 @@ pub use input::{AcquireRequest, BackendError, Input, PubSubEvent, Request, Wait}
 pub use output::{
     Acquired, Call, Done, HoldRef, HoldState, LockEvent, Output, RemainingLease, UnlockOutcome,
 };
+pub use read_write::RwSide;
 
 use crate::config::{ConfigError, LockConfig};
 use crate::keys::{LockKeys, Owner, RequestId};
@@ -88,8 +91,8 @@ impl fmt::Display for OwnerId {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct HoldId(pub u64);
 
-/// A lock name and owner: the identity of a hold record.
-pub(crate) type HoldKey = (String, OwnerId);
+/// A lock name, owner and, for a read-write lock, the side held: the identity of a hold record.
+pub(crate) type HoldKey = (String, OwnerId, Option<RwSide>);
 
 /// How a hold keeps its lease.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -274,8 +277,22 @@ impl LockMachine {
     /// What the client knows about `owner`'s hold of `name`, if it has one (held or being
     /// acquired).
     pub fn hold(&self, name: &str, owner: OwnerId) -> Option<HoldSnapshot> {
+        self.hold_of(name, owner, None)
+    }
+
+    /// What the client knows about `owner`'s read or write hold of the read-write lock `name`.
+    pub fn read_write_hold(
+        &self,
+        name: &str,
+        owner: OwnerId,
+        side: RwSide,
+    ) -> Option<HoldSnapshot> {
+        self.hold_of(name, owner, Some(side))
+    }
+
+    fn hold_of(&self, name: &str, owner: OwnerId, side: Option<RwSide>) -> Option<HoldSnapshot> {
         self.holds
-            .get(&(name.to_owned(), owner))
+            .get(&(name.to_owned(), owner, side))
             .map(|h| HoldSnapshot {
                 id: h.id,
                 mode: h.mode,
@@ -336,6 +353,12 @@ impl LockMachine {
                 Some((acquire.name.as_str(), Operation::Acquire))
             }
             Request::FairForceUnlock { name, .. } => Some((name.as_str(), Operation::ForceUnlock)),
+            Request::ReadWriteAcquire { acquire, .. } => {
+                Some((acquire.name.as_str(), Operation::Acquire))
+            }
+            Request::ReadWriteForceUnlock { name, .. } => {
+                Some((name.as_str(), Operation::ForceUnlock))
+            }
             // No hold has an empty name, so its unlock is answered "not locked".
             Request::Release { .. } | Request::NewOwner => None,
         };
@@ -361,6 +384,10 @@ impl LockMachine {
             }
             Request::FairForceUnlock { name, wall_ms } => {
                 self.start_fair_force_unlock(op, name, wall_ms)
+            }
+            Request::ReadWriteAcquire { acquire, side } => self.start_rw_acquire(op, acquire, side),
+            Request::ReadWriteForceUnlock { name, side } => {
+                self.start_rw_force_unlock(op, name, side == RwSide::Write)
             }
         }
     }

@@ -49,7 +49,7 @@ impl LockMachine {
         let own: Vec<_> = self
             .holds
             .keys()
-            .filter(|(n, _)| *n == name)
+            .filter(|(n, _, _)| *n == name)
             .cloned()
             .collect();
         for key in own {

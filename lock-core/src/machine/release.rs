@@ -10,11 +10,12 @@
 //! The same operation, with no caller, undoes the grant of a cancelled acquire.
 
 use super::attempts::{Attempts, RetryWindow};
+use super::read_write::{self, RwSide};
 use super::{
     BackendError, Call, CallPurpose, Done, HoldId, HoldKey, HoldState, LockError, LockEvent,
     LockMachine, OpId, OpKind, Operation, OwnerId, UnlockOutcome,
 };
-use crate::keys::{FairKeys, LockKeys, Owner, RequestId};
+use crate::keys::{FairKeys, LockKeys, Owner, ReadWriteKeys, RequestId};
 use crate::reply::Reply;
 use crate::script::fair_release;
 use crate::script::release::{self, ReleaseReply};
@@ -28,6 +29,8 @@ pub(crate) struct ReleaseOp {
     pub keys: LockKeys,
     /// A fair lock's keys: the release is the fair lock's, which wakes the queue's head.
     pub fair: Option<FairKeys>,
+    /// A read-write lock's keys: the release is the read or write release of the key's side.
+    pub rw: Option<ReadWriteKeys>,
     pub owner: Owner,
     pub lease: Lease,
     /// Whether this was the hold's last count.
@@ -52,6 +55,7 @@ impl ReleaseOp {
             hold: None,
             keys,
             fair: None,
+            rw: None,
             owner,
             lease,
             last: false,
@@ -69,7 +73,17 @@ impl LockMachine {
         name: String,
         owner: OwnerId,
     ) {
-        let key: HoldKey = (name, owner);
+        let mut key: HoldKey = (name, owner, None);
+        if self.holds.get(&key).is_none_or(|h| h.id != hold_id) {
+            // Not a plain hold: the id may be a read-write lock's, keyed by its side.
+            for side in [RwSide::Read, RwSide::Write] {
+                key.2 = Some(side);
+                if self.holds.get(&key).is_some_and(|h| h.id == hold_id) {
+                    break;
+                }
+                key.2 = None;
+            }
+        }
         let held = self
             .holds
             .get(&key)
@@ -95,6 +109,7 @@ impl LockMachine {
         let last = hold.count == 0;
         let (keys, owner_name, mode) = (hold.keys.clone(), hold.owner.clone(), hold.mode);
         let fair = hold.fair.clone();
+        let rw = hold.rw.clone();
         if last {
             // Off the watchdog now, before the release is sent (fixes Redisson #7272, #2515).
             let timer = hold.validity_timer.take();
@@ -118,6 +133,7 @@ impl LockMachine {
             hold: Some(hold_id),
             keys,
             fair,
+            rw,
             owner: owner_name,
             lease,
             last,
@@ -143,14 +159,17 @@ impl LockMachine {
             return;
         };
         let request = &r.attempts.request;
-        let call = match &r.fair {
-            Some(fair) => {
+        let call = match (&r.fair, &r.rw, r.key.2) {
+            (Some(fair), _, _) => {
                 let held = Some(r.held);
                 fair_release::call(fair, request, r.lease, &r.owner, clock, latch_ttl, held)
             }
-            None => release::call_from(&r.keys, request, r.lease, &r.owner, latch_ttl, r.held),
+            (None, Some(rw), Some(side)) => read_write::release_call(rw, side, r, latch_ttl),
+            _ => release::call_from(&r.keys, request, r.lease, &r.owner, latch_ttl, r.held),
         };
-        let reentrant = (!r.last).then_some(r.hold).flatten();
+        // A read release re-applies no lease: it neither lowers nor raises the promise.
+        let reapplies = r.key.2 != Some(RwSide::Read);
+        let reentrant = (!r.last && reapplies).then_some(r.hold).flatten();
         let (key, lease) = (r.key.clone(), r.lease);
         self.cancel_op_timer(op);
         let id = self.send_call(Call::Script(call), CallPurpose::Attempt { op, sent: now });
@@ -190,6 +209,10 @@ impl LockMachine {
         };
         let anchor = r.attempts.anchor(sent);
         let (key, hold, last, lease) = (r.key.clone(), r.hold, r.last, r.lease);
+        let decoded = match (&r.rw, key.2) {
+            (Some(_), Some(side)) => read_write::decode_release(side, &reply),
+            _ => release::decode(&reply),
+        };
         // The hold this reply can still say something about: a reentrant release of a live hold.
         let live = hold.filter(|id| {
             !last
@@ -198,9 +221,9 @@ impl LockMachine {
                     .get(&key)
                     .is_some_and(|h| h.id == *id && h.count > 0)
         });
-        let result = match release::decode(&reply) {
+        let result = match decoded {
             Ok(ReleaseReply::StillHeld) => {
-                if let Some(id) = live {
+                if let Some(id) = live.filter(|_| key.2 != Some(RwSide::Read)) {
                     let valid_until = self.valid_until_after(anchor, lease);
                     let valid_until = self.promise_after_doubt(anchor, valid_until);
                     if let Some(hold) = self.set_valid_until(&key, id, valid_until) {

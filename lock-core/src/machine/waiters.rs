@@ -1,12 +1,14 @@
 //! Unlock-channel subscriptions, and whom an unlock message wakes.
 //!
 //! One subscription per channel per client, made when the first waiter needs it and dropped with
-//! the last. An unlock message wakes one local waiter, as Redisson's semaphore does; if none is
+//! the last. An unlock message (`0`) wakes one local waiter, as Redisson's semaphore does; the
+//! read-write lock's write release publishes `1`, which wakes every waiter. If none is
 //! asleep right now (all mid-attempt), the wake is kept as a permit for the next one to sleep. A
 //! waiter that was woken and then stopped waiting passes its wake on. A lost subscription may have
 //! missed messages, so when it is restored every waiter retries at once.
 
 use super::{BackendError, LockMachine, Output, PubSubEvent};
+use crate::script::rw_write_release::READ_UNLOCK_MESSAGE;
 use bytes::Bytes;
 use std::collections::VecDeque;
 
@@ -101,6 +103,20 @@ impl LockMachine {
         }
     }
 
+    /// Wakes every waiter on `channel`; one mid-attempt retries as soon as its attempt comes back
+    /// held.
+    fn wake_all(&mut self, channel: &Bytes) {
+        let Some(entry) = self.channels.get(channel) else {
+            return;
+        };
+        let waiting: Vec<u64> = entry.waiters.iter().copied().collect();
+        for op in waiting {
+            if !self.wake_acquire(op, false) {
+                self.set_wake_pending(op);
+            }
+        }
+    }
+
     pub(crate) fn on_subscribed(&mut self, channel: Bytes, result: Result<(), BackendError>) {
         let Some(entry) = self.channels.get_mut(&channel) else {
             return;
@@ -127,6 +143,9 @@ impl LockMachine {
 
     pub(crate) fn on_pubsub(&mut self, event: PubSubEvent) {
         match event {
+            PubSubEvent::Message { channel, payload } if &payload[..] == READ_UNLOCK_MESSAGE => {
+                self.wake_all(&channel)
+            }
             PubSubEvent::Message { channel, .. } => self.wake_one(&channel),
             PubSubEvent::SubscriptionLost => {
                 tracing::debug!("unlock subscriptions lost; waiters rely on their rounds");

@@ -9,6 +9,9 @@
 //! and an error or timeout is unknown: the hold stays, the next pass tries again, and
 //! `valid_until` does not move. A hold past `max_hold` is no longer renewed and its holder warned.
 //!
+//! A read-write lock's read holds are renewed in batches of their own by `rw_renew`, which also
+//! renews each reader's timeout keys; its write holds go with the plain holds.
+//!
 //! Batches are built when the driver polls them, not when the pass starts: a hold unlocked in
 //! between is left out, so no renewal of an unlocked hold is ever sent.
 //!
@@ -24,12 +27,13 @@
 //! confirmation, and when the subscription is back a pass starts at once, whose confirmation makes
 //! the hold `Valid` again (or whose 0 tells the holder it is lost).
 
+use super::read_write::{self, RwSide};
 use super::timers::{TimerKey, TimerKind};
 use super::{
     BackendError, CallId, CallPurpose, HoldRefKey, LockEvent, LockMachine, Output, Queued,
 };
 use crate::reply::Reply;
-use crate::script::renew_batch;
+use crate::script::{renew_batch, rw_renew};
 use crate::time::{Millis, MonoTime};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -83,7 +87,12 @@ impl LockMachine {
         for warning in warnings {
             self.event(warning);
         }
-        for chunk in renew.chunks(self.config.batch_size) {
+        // Read holds need their own script: they go in batches of their own, after the others.
+        let (reads, plain): (Vec<_>, Vec<_>) = renew
+            .into_iter()
+            .partition(|((_, _, side), _)| *side == Some(RwSide::Read));
+        let batches = plain.chunks(self.config.batch_size);
+        for chunk in batches.chain(reads.chunks(self.config.batch_size)) {
             let id = self.new_call_id();
             self.watchdog.outstanding.insert(id);
             self.out.push_back(Queued::RenewBatch {
@@ -125,15 +134,34 @@ impl LockMachine {
             self.batch_answered(id);
             return None;
         }
-        let targets: Vec<_> = holds
-            .iter()
-            .filter_map(|(key, _)| self.holds.get(key))
-            .map(|h| (h.keys.lock.clone(), h.owner.clone()))
-            .collect();
-        let call = renew_batch::call(
-            self.config.watchdog_lease(),
-            targets.iter().map(|(k, o)| (k, o)),
-        );
+        let call = if is_read_batch(&holds) {
+            let targets: Vec<_> = holds
+                .iter()
+                .filter_map(|(key, _)| self.holds.get(key))
+                .filter_map(|h| {
+                    let rw = h.rw.as_ref()?;
+                    Some((rw.lock.lock.clone(), rw.key_prefix.clone(), h.owner.clone()))
+                })
+                .collect();
+            read_write::renew_call(self.config.watchdog_lease(), &targets)
+        } else {
+            let targets: Vec<_> = holds
+                .iter()
+                .filter_map(|(key, _)| self.holds.get(key).map(|h| (key, h)))
+                .map(|((_, _, side), h)| {
+                    // A writer's field is `<owner>:write`.
+                    let owner = match side {
+                        Some(RwSide::Write) => h.owner.writer(),
+                        _ => h.owner.clone(),
+                    };
+                    (h.keys.lock.clone(), owner)
+                })
+                .collect();
+            renew_batch::call(
+                self.config.watchdog_lease(),
+                targets.iter().map(|(k, o)| (k, o)),
+            )
+        };
         self.calls.insert(
             id,
             CallPurpose::Renew {
@@ -171,9 +199,15 @@ impl LockMachine {
             Err(BackendError::Unknown(_)) => self.now.since(sent) < self.config.response_timeout(),
             _ => false,
         };
-        let decoded = result
+        let read_batch = is_read_batch(&holds);
+        let decoded = result.map_err(|e| e.to_string()).and_then(|reply| {
+            if read_batch {
+                rw_renew::decode(&reply, holds.len())
+            } else {
+                renew_batch::decode(&reply, holds.len())
+            }
             .map_err(|e| e.to_string())
-            .and_then(|reply| renew_batch::decode(&reply, holds.len()).map_err(|e| e.to_string()));
+        });
         // A renewal sent before the server may have lost its data confirms nothing: it may have
         // been applied by the server that forgot it.
         let doubted = self.sent_before_doubt(sent);
@@ -277,4 +311,11 @@ impl LockMachine {
         self.timers.cancel(timer);
         self.start_pass();
     }
+}
+
+/// Whether a batch renews read holds (`rw_renew`): its holds are all of one kind.
+fn is_read_batch(holds: &[HoldRefKey]) -> bool {
+    holds
+        .first()
+        .is_some_and(|((_, _, side), _)| *side == Some(RwSide::Read))
 }

@@ -21,6 +21,12 @@ pub mod force_unlock;
 pub mod reference;
 pub mod release;
 pub mod renew_batch;
+pub mod rw_force_unlock;
+pub mod rw_read_acquire;
+pub mod rw_read_release;
+pub mod rw_renew;
+pub mod rw_write_acquire;
+pub mod rw_write_release;
 
 use crate::reply::Reply;
 use bytes::Bytes;
@@ -80,6 +86,13 @@ pub trait Store {
     fn time(&mut self) -> (i64, i64);
     /// `HSET key field value` for one field: how many fields were added.
     fn hset(&mut self, key: &[u8], field: &[u8], value: &[u8]) -> Result<i64, CommandError>;
+    /// `HDEL key field` for one field: whether it was removed (the last field's removal deletes
+    /// the key).
+    fn hdel(&mut self, key: &[u8], field: &[u8]) -> Result<bool, CommandError>;
+    /// `HLEN key`.
+    fn hlen(&mut self, key: &[u8]) -> Result<i64, CommandError>;
+    /// `HKEYS key`: every field, in the hash's order.
+    fn hkeys(&mut self, key: &[u8]) -> Result<Vec<Bytes>, CommandError>;
     /// `LINDEX key index`.
     fn lindex(&mut self, key: &[u8], index: i64) -> Result<Option<Bytes>, CommandError>;
     /// `LPOP key` (one element).
@@ -159,7 +172,7 @@ impl Script {
 }
 
 /// Every script the lock uses, for lookup by SHA (the fake's script cache) and for loading.
-pub fn all() -> [&'static Script; 9] {
+pub fn all() -> [&'static Script; 15] {
     [
         &acquire::SCRIPT,
         &acquire_fenced::SCRIPT,
@@ -170,6 +183,12 @@ pub fn all() -> [&'static Script; 9] {
         &fair_release::SCRIPT,
         &fair_force_unlock::SCRIPT,
         &fair_give_up::SCRIPT,
+        &rw_read_acquire::SCRIPT,
+        &rw_read_release::SCRIPT,
+        &rw_write_acquire::SCRIPT,
+        &rw_write_release::SCRIPT,
+        &rw_renew::SCRIPT,
+        &rw_force_unlock::SCRIPT,
     ]
 }
 
@@ -394,6 +413,17 @@ pub fn lua_number_arg(n: f64) -> Bytes {
 
 /// C's `%.17g`, which Redis 7.0's Lua bridge and its double replies both use.
 pub fn format_g17(n: f64) -> String {
+    format_g(n, 17)
+}
+
+/// A Lua number as Lua 5.1 writes it into a string it concatenates (`%.14g`), as the read-write
+/// lock's scripts build the names of read holds' timeout keys.
+pub fn lua_concat_number(n: f64) -> String {
+    format_g(n, 14)
+}
+
+/// C's `%.<digits>g`.
+fn format_g(n: f64, digits: i32) -> String {
     if n.is_nan() {
         return if n.is_sign_negative() { "-nan" } else { "nan" }.to_owned();
     }
@@ -403,7 +433,7 @@ pub fn format_g17(n: f64) -> String {
     if n == 0.0 {
         return if n.is_sign_negative() { "-0" } else { "0" }.to_owned();
     }
-    let sci = format!("{n:.16e}");
+    let sci = format!("{n:.prec$e}", prec = (digits - 1) as usize);
     let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
     let exp: i32 = exp.parse().unwrap_or(0);
     let trim = |s: &str| -> String {
@@ -413,11 +443,11 @@ pub fn format_g17(n: f64) -> String {
             s.to_owned()
         }
     };
-    if !(-4..17).contains(&exp) {
+    if !(-4..digits).contains(&exp) {
         let sign = if exp < 0 { '-' } else { '+' };
         return format!("{}e{sign}{:02}", trim(mantissa), exp.abs());
     }
-    let decimals = (16 - exp).max(0) as usize;
+    let decimals = (digits - 1 - exp).max(0) as usize;
     trim(&format!("{n:.decimals$}"))
 }
 
@@ -494,6 +524,13 @@ mod tests {
         assert_eq!(format_g17(1e20), "1e+20");
         assert_eq!(format_g17(-1e20), "-1e+20");
         assert_eq!(format_g17(1.5), "1.5");
+        assert_eq!(lua_concat_number(3.0), "3");
+        assert_eq!(lua_concat_number(2.5), "2.5");
+        assert_eq!(lua_concat_number(1e15), "1e+15");
+        assert_eq!(
+            lua_concat_number(9_223_372_036_854_775_807.0),
+            "9.2233720368548e+18"
+        );
     }
 
     #[test]

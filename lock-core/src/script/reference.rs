@@ -360,6 +360,31 @@ impl Store for ReferenceStore {
         }
     }
 
+    fn hdel(&mut self, key: &[u8], field: &[u8]) -> Result<bool, CommandError> {
+        let Some(hash) = self.hash_mut(key)? else {
+            return Ok(false);
+        };
+        let Some(at) = hash.iter().position(|(f, _)| f == field) else {
+            return Ok(false);
+        };
+        hash.remove(at);
+        if hash.is_empty() {
+            self.keys.remove(key);
+        }
+        Ok(true)
+    }
+
+    fn hlen(&mut self, key: &[u8]) -> Result<i64, CommandError> {
+        Ok(self.hash_mut(key)?.map_or(0, |h| h.len() as i64))
+    }
+
+    fn hkeys(&mut self, key: &[u8]) -> Result<Vec<Bytes>, CommandError> {
+        Ok(self
+            .hash_mut(key)?
+            .map(|h| h.iter().map(|(f, _)| f.clone()).collect())
+            .unwrap_or_default())
+    }
+
     fn lindex(&mut self, key: &[u8], index: i64) -> Result<Option<Bytes>, CommandError> {
         let Some(list) = self.list_mut(key)? else {
             return Ok(None);

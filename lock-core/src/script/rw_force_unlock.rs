@@ -1,0 +1,61 @@
+//! `rw_force_unlock`: delete a read-write lock held in one mode, whoever holds it, and wake its
+//! waiters.
+//!
+//! `KEYS[1]` the lock, `KEYS[2]` its channel; `ARGV[1]` the mode to delete (`read` or `write`),
+//! `ARGV[2]` the message to publish. Redisson's read lock and write lock each force-unlock only
+//! the lock in their own mode, publishing `0` (read) or `1` (write); this script is both, by its
+//! arguments. Replies 1 when the lock was deleted, 0 when it was not in that mode. Read holds'
+//! timeout keys are left to expire, as Redisson leaves them.
+
+use super::release::UNLOCK_MESSAGE;
+use super::rw_write_release::READ_UNLOCK_MESSAGE;
+use super::{DecodeError, Script, ScriptCall, ScriptCtx, ScriptFailure, Store};
+use crate::keys::ReadWriteKeys;
+use crate::reply::Reply;
+use bytes::Bytes;
+
+/// The script.
+pub static SCRIPT: Script = Script::new("rw_force_unlock", BODY, native);
+
+const BODY: &str = "\
+if redis.call('hget', KEYS[1], 'mode') == ARGV[1] then
+  redis.call('del', KEYS[1])
+  redis.call('publish', KEYS[2], ARGV[2])
+  return 1
+end
+return 0
+";
+
+fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, ScriptFailure> {
+    let lock = cx.key(1, 1)?;
+    let mode = cx.at(1, store.hget(lock, b"mode"))?;
+    if mode.is_some_and(|mode| cx.opt_arg(1) == Some(&mode[..])) {
+        cx.at(2, store.del(lock))?;
+        cx.at(3, store.publish(cx.key(2, 3)?, cx.arg(2, 3)?))?;
+        return Ok(Reply::Int(1));
+    }
+    Ok(Reply::Int(0))
+}
+
+/// The call that deletes `keys`' lock if it is held for writing (`write`) or for reading.
+pub fn call(keys: &ReadWriteKeys, write: bool) -> ScriptCall {
+    let (mode, message) = if write {
+        (&b"write"[..], READ_UNLOCK_MESSAGE)
+    } else {
+        (&b"read"[..], UNLOCK_MESSAGE)
+    };
+    ScriptCall {
+        script: &SCRIPT,
+        keys: vec![keys.lock.lock.clone(), keys.channel.clone()],
+        args: vec![Bytes::from_static(mode), Bytes::from_static(message)],
+    }
+}
+
+/// Decodes the reply: whether the lock was deleted.
+pub fn decode(reply: &Reply) -> Result<bool, DecodeError> {
+    match reply {
+        Reply::Int(1) => Ok(true),
+        Reply::Int(0) => Ok(false),
+        _ => Err(DecodeError::new(SCRIPT.name, reply)),
+    }
+}

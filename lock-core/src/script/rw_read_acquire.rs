@@ -1,0 +1,159 @@
+//! `rw_read_acquire`: take a read hold of a read-write lock, or one more, once per request id.
+//!
+//! `KEYS[1]` the lock, `KEYS[2]` the owner's timeout-key prefix
+//! (`<key prefix>:<owner>:rwlock_timeout`), `KEYS[3]` the acquire latch of this request; `ARGV[1]`
+//! the lease in ms, `ARGV[2]` the owner (its read field), `ARGV[3]` the same owner as a writer
+//! (`<owner>:write`), `ARGV[4]` the latch's TTL in ms, and optionally `ARGV[5]` the owner's read
+//! count as the client knows it.
+//!
+//! Redisson's `RedissonReadLock.tryLockInnerAsync` plus the plain acquire's latch and count. A
+//! read hold is granted when the lock is free (its `mode` becomes `read`), when it is in read
+//! mode, or when it is in write mode and this owner holds the write (a writer may read: the
+//! downgrade, since its read holds outlive its write release). Each count `n` gets a key of its
+//! own, `KEYS[2]:n`, with the lease as TTL, and the lock's TTL is raised to the lease if lower,
+//! never lowered: other readers' holds may last longer. Replies nil when the owner holds a read
+//! hold now, otherwise the lock's `PTTL`. A hash that is not a read-write lock (no `mode`) is
+//! someone else's plain lock, and held.
+//!
+//! With `ARGV[5]`, a copy of an attempt delivered after its latch expired finds the count moved
+//! and only confirms the hold. The lease and the latch TTL are tried on the missing latch before
+//! the first write.
+
+use super::acquire::{AcquireReply, HolderTtl, counts};
+use super::{
+    DecodeError, Script, ScriptCall, ScriptCtx, ScriptFailure, Store, check_set_px, int_arg,
+    lua_concat_number,
+};
+use crate::keys::{Owner, ReadWriteKeys, RequestId};
+use crate::reply::Reply;
+use crate::time::{Lease, Millis};
+use bytes::Bytes;
+
+/// The script.
+pub static SCRIPT: Script = Script::new("rw_read_acquire", BODY, native);
+
+const BODY: &str = "\
+if redis.call('exists', KEYS[3]) == 1 then
+  return nil
+end
+local mode = redis.call('hget', KEYS[1], 'mode')
+if mode == false then
+  if redis.call('exists', KEYS[1]) == 1 then
+    return redis.call('pttl', KEYS[1])
+  end
+elseif mode ~= 'read' and (mode ~= 'write' or redis.call('hexists', KEYS[1], ARGV[3]) == 0) then
+  return redis.call('pttl', KEYS[1])
+end
+redis.call('set', KEYS[3], 1, 'px', ARGV[1], 'xx')
+redis.call('set', KEYS[3], 1, 'px', ARGV[4], 'xx')
+local count = redis.call('hget', KEYS[1], ARGV[2])
+if count == false or ARGV[5] == nil or count == ARGV[5] then
+  if mode == false then
+    redis.call('hset', KEYS[1], 'mode', 'read')
+  end
+  local n = redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  redis.call('set', KEYS[2] .. ':' .. n, 1, 'px', ARGV[1])
+end
+if redis.call('pttl', KEYS[1]) < tonumber(ARGV[1]) then
+  redis.call('pexpire', KEYS[1], ARGV[1])
+end
+redis.call('set', KEYS[3], 1, 'px', ARGV[4])
+return nil
+";
+
+fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, ScriptFailure> {
+    let latch = cx.key(3, 1)?;
+    if cx.at(1, store.exists(latch))? {
+        return Ok(Reply::Nil);
+    }
+    let lock = cx.key(1, 4)?;
+    let mode = cx.at(4, store.hget(lock, b"mode"))?;
+    let held_by_another = match mode.as_deref() {
+        None => cx.at(6, store.exists(lock))?,
+        Some(b"read") => false,
+        Some(b"write") => !cx.at(9, store.hexists(lock, cx.arg(3, 9)?))?,
+        Some(_) => true,
+    };
+    if held_by_another {
+        let line = if mode.is_none() { 7 } else { 10 };
+        return Ok(Reply::Int(cx.at(line, store.pttl(lock))?));
+    }
+    cx.at(12, check_set_px(store, latch, cx.arg(1, 12)?))?;
+    cx.at(13, check_set_px(store, latch, cx.arg(4, 13)?))?;
+    let owner = cx.arg(2, 14)?;
+    let count = cx.at(14, store.hget(lock, owner))?;
+    if counts(count.as_deref(), cx.opt_arg(5)) {
+        if mode.is_none() {
+            cx.at(17, store.hset(lock, b"mode", b"read"))?;
+        }
+        let n = cx.at(19, store.hincrby(lock, owner, 1))?;
+        let key = count_key(cx.key(2, 20)?, n as f64);
+        cx.at(20, store.set_px(&key, b"1", cx.arg(1, 20)?))?;
+    }
+    if (cx.at(22, store.pttl(lock))? as f64) < cx.number_arg(1, 22)? {
+        cx.at(23, store.pexpire(lock, cx.arg(1, 23)?))?;
+    }
+    cx.at(25, store.set_px(latch, b"1", cx.arg(4, 25)?))?;
+    Ok(Reply::Nil)
+}
+
+/// `prefix .. ':' .. n`: the timeout key of read count `n`, the count written as Lua writes a
+/// number it concatenates.
+pub(crate) fn count_key(prefix: &[u8], n: f64) -> Vec<u8> {
+    let n = lua_concat_number(n);
+    let mut key = Vec::with_capacity(prefix.len() + 1 + n.len());
+    key.extend_from_slice(prefix);
+    key.push(b':');
+    key.extend_from_slice(n.as_bytes());
+    key
+}
+
+/// The call by which `owner` takes a read hold of `keys` with `lease`, idempotent under
+/// `request`; `held` is the owner's read count as the client knows it, `None` to count every
+/// delivery as Redisson does.
+pub fn call(
+    keys: &ReadWriteKeys,
+    request: &RequestId,
+    lease: Lease,
+    owner: &Owner,
+    latch_ttl: Millis,
+    held: Option<u32>,
+) -> ScriptCall {
+    let mut args = vec![
+        int_arg(lease.millis().as_u64() as i64),
+        owner.as_bytes().clone(),
+        owner.writer().as_bytes().clone(),
+        int_arg(latch_ttl.as_u64().max(1) as i64),
+    ];
+    args.extend(held.map(|held| int_arg(i64::from(held))));
+    ScriptCall {
+        script: &SCRIPT,
+        keys: vec![
+            keys.lock.lock.clone(),
+            keys.timeout_prefix(owner),
+            keys.lock.acquire_latch(request),
+        ],
+        args,
+    }
+}
+
+/// Decodes the script's reply: held by this owner now, or the lock's `PTTL`.
+pub fn decode(reply: &Reply) -> Result<AcquireReply, DecodeError> {
+    decode_as(SCRIPT.name, reply)
+}
+
+/// A read-write acquire's reply, nil or the holder's `PTTL`, decoded for the script `name`.
+pub(crate) fn decode_as(name: &'static str, reply: &Reply) -> Result<AcquireReply, DecodeError> {
+    match reply {
+        Reply::Nil => Ok(AcquireReply::Acquired),
+        Reply::Int(n) => HolderTtl::from_pttl(*n)
+            .map(AcquireReply::Held)
+            .ok_or_else(|| DecodeError::new(name, reply)),
+        _ => Err(DecodeError::new(name, reply)),
+    }
+}
+
+/// The bytes of `count` as a read count's suffix, for tests that name a timeout key.
+pub fn timeout_key(keys: &ReadWriteKeys, owner: &Owner, count: u32) -> Bytes {
+    Bytes::from(count_key(&keys.timeout_prefix(owner), f64::from(count)))
+}

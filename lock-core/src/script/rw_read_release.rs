@@ -1,0 +1,189 @@
+//! `rw_read_release`: drop one read count of an owner, and the lock with the last hold of anyone,
+//! once per request id.
+//!
+//! `KEYS[1]` the lock, `KEYS[2]` its channel, `KEYS[3]` the owner's timeout-key prefix,
+//! `KEYS[4]` the lock's key prefix (`{name}`), `KEYS[5]` the unlock latch of this request;
+//! `ARGV[1]` the unlock message (`0`), `ARGV[2]` the owner, `ARGV[3]` the latch's TTL in ms, and
+//! optionally `ARGV[4]` the owner's read count before this release as the client knows it.
+//!
+//! Redisson's `RedissonReadLock.unlockInnerAsync`: the count goes down and its timeout key goes.
+//! While other holds remain, the lock's TTL becomes the longest TTL of any reader's remaining
+//! timeout keys (in write mode the writer's lease keeps it as it is); otherwise the lock is
+//! deleted and `0` published, which wakes one waiter per client (a writer, since readers do not
+//! wait for readers). A release that finds no lock at all publishes too, as Redisson's does, so
+//! that no waiter stalls behind a lock that expired.
+//!
+//! Replies nil when the owner has no read hold, 0 when it keeps read counts, 1 when its last one
+//! went (the lock may still be held by others; Redisson replies 0 then). A repeat of the same
+//! request replies what the first did. With `ARGV[4]`, a copy whose count is stale releases
+//! nothing and replies 0. The latch TTL is tried on the missing latch before the first write.
+
+use super::release::{ReleaseReply, UNLOCK_MESSAGE};
+use super::rw_read_acquire::count_key;
+use super::{
+    DecodeError, Script, ScriptCall, ScriptCtx, ScriptFailure, Store, check_set_px, int_arg,
+    lua_number_arg, lua_tonumber, lua_tonumber_reply,
+};
+use crate::keys::{Owner, ReadWriteKeys, RequestId};
+use crate::reply::Reply;
+use crate::time::Millis;
+use bytes::Bytes;
+
+/// The script.
+pub static SCRIPT: Script = Script::new("rw_read_release", BODY, native);
+
+const BODY: &str = "\
+local val = redis.call('get', KEYS[5])
+if val ~= false then
+  return tonumber(val)
+end
+local mode = redis.call('hget', KEYS[1], 'mode')
+if mode == false then
+  redis.call('publish', KEYS[2], ARGV[1])
+  return nil
+end
+local count = redis.call('hget', KEYS[1], ARGV[2])
+if count == false then
+  return nil
+end
+redis.call('set', KEYS[5], 1, 'px', ARGV[3], 'xx')
+if ARGV[4] ~= nil and count ~= ARGV[4] then
+  return 0
+end
+local left = redis.call('hincrby', KEYS[1], ARGV[2], -1)
+if left == 0 then
+  redis.call('hdel', KEYS[1], ARGV[2])
+end
+redis.call('del', KEYS[3] .. ':' .. (left + 1))
+local released = 0
+if left == 0 then
+  released = 1
+end
+if redis.call('hlen', KEYS[1]) > 1 then
+  local remain = -3
+  for _, field in ipairs(redis.call('hkeys', KEYS[1])) do
+    local n = tonumber(redis.call('hget', KEYS[1], field))
+    if type(n) == 'number' then
+      for i = n, 1, -1 do
+        remain = math.max(remain, redis.call('pttl', KEYS[4] .. ':' .. field .. ':rwlock_timeout:' .. i))
+      end
+    end
+  end
+  if remain > 0 then
+    redis.call('pexpire', KEYS[1], remain)
+  end
+  if remain > 0 or mode == 'write' then
+    redis.call('set', KEYS[5], released, 'px', ARGV[3])
+    return released
+  end
+end
+redis.call('del', KEYS[1])
+redis.call('publish', KEYS[2], ARGV[1])
+redis.call('set', KEYS[5], 1, 'px', ARGV[3])
+return 1
+";
+
+fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, ScriptFailure> {
+    let latch = cx.key(5, 1)?;
+    if let Some(val) = cx.at(1, store.get(latch))? {
+        return Ok(lua_tonumber_reply(&val).map_or(Reply::Nil, Reply::Int));
+    }
+    let lock = cx.key(1, 5)?;
+    let Some(mode) = cx.at(5, store.hget(lock, b"mode"))? else {
+        cx.at(7, store.publish(cx.key(2, 7)?, cx.arg(1, 7)?))?;
+        return Ok(Reply::Nil);
+    };
+    let owner = cx.arg(2, 10)?;
+    let Some(count) = cx.at(10, store.hget(lock, owner))? else {
+        return Ok(Reply::Nil);
+    };
+    cx.at(14, check_set_px(store, latch, cx.arg(3, 14)?))?;
+    if cx.opt_arg(4).is_some_and(|expected| expected != &count[..]) {
+        return Ok(Reply::Int(0));
+    }
+    let left = cx.at(18, store.hincrby(lock, owner, -1))?;
+    if left == 0 {
+        cx.at(20, store.hdel(lock, owner))?;
+    }
+    let gone = count_key(cx.key(3, 22)?, left as f64 + 1.0);
+    cx.at(22, store.del(&gone))?;
+    let released = i64::from(left == 0);
+    if cx.at(27, store.hlen(lock))? > 1 {
+        let mut remain: i64 = -3;
+        let prefix = cx.key(4, 33)?;
+        for field in cx.at(29, store.hkeys(lock))? {
+            let Some(n) = cx
+                .at(30, store.hget(lock, &field))?
+                .and_then(|v| lua_tonumber(&v))
+            else {
+                continue;
+            };
+            let mut timeouts = Vec::with_capacity(prefix.len() + field.len() + 16);
+            timeouts.extend_from_slice(prefix);
+            timeouts.push(b':');
+            timeouts.extend_from_slice(&field);
+            timeouts.extend_from_slice(b":rwlock_timeout");
+            let mut i = n;
+            while i >= 1.0 {
+                remain = remain.max(cx.at(33, store.pttl(&count_key(&timeouts, i)))?);
+                i -= 1.0;
+            }
+        }
+        if remain > 0 {
+            cx.at(38, store.pexpire(lock, &lua_number_arg(remain as f64)))?;
+        }
+        if remain > 0 || &mode[..] == b"write" {
+            cx.at(41, store.set_px(latch, &int_arg(released), cx.arg(3, 41)?))?;
+            return Ok(Reply::Int(released));
+        }
+    }
+    cx.at(45, store.del(lock))?;
+    cx.at(46, store.publish(cx.key(2, 46)?, cx.arg(1, 46)?))?;
+    cx.at(47, store.set_px(latch, b"1", cx.arg(3, 47)?))?;
+    Ok(Reply::Int(1))
+}
+
+/// The call that releases one read count of `owner` on `keys`, idempotent under `request`;
+/// `held` is the owner's read count before this release as the client knows it, `None` to count
+/// every delivery as Redisson does.
+pub fn call(
+    keys: &ReadWriteKeys,
+    request: &RequestId,
+    owner: &Owner,
+    latch_ttl: Millis,
+    held: Option<u32>,
+) -> ScriptCall {
+    let mut args = vec![
+        Bytes::from_static(UNLOCK_MESSAGE),
+        owner.as_bytes().clone(),
+        int_arg(latch_ttl.as_u64().max(1) as i64),
+    ];
+    args.extend(held.map(|held| int_arg(i64::from(held))));
+    ScriptCall {
+        script: &SCRIPT,
+        keys: vec![
+            keys.lock.lock.clone(),
+            keys.channel.clone(),
+            keys.timeout_prefix(owner),
+            keys.key_prefix.clone(),
+            keys.lock.unlock_latch(request),
+        ],
+        args,
+    }
+}
+
+/// Decodes the script's reply: [`ReleaseReply::Released`] when the owner's last read count went,
+/// whether or not others still hold the lock.
+pub fn decode(reply: &Reply) -> Result<ReleaseReply, DecodeError> {
+    decode_as(SCRIPT.name, reply)
+}
+
+/// A read-write release's reply (nil, 0 or 1) decoded for the script `name`.
+pub(crate) fn decode_as(name: &'static str, reply: &Reply) -> Result<ReleaseReply, DecodeError> {
+    match reply {
+        Reply::Nil => Ok(ReleaseReply::NotHeld),
+        Reply::Int(0) => Ok(ReleaseReply::StillHeld),
+        Reply::Int(1) => Ok(ReleaseReply::Released),
+        _ => Err(DecodeError::new(name, reply)),
+    }
+}

@@ -1,0 +1,99 @@
+//! `rw_renew`: extend many read holds in one round trip, the watchdog's call for read holds.
+//!
+//! `KEYS[2i-1]` a read-write lock and `KEYS[2i]` its key prefix (`{name}`); `ARGV[1]` the lease
+//! in ms, `ARGV[i+1]` the reader whose hold of lock `i` to renew. For each reader that still has a
+//! read count, re-applies the lease to every one of its timeout keys
+//! (`<key prefix>:<owner>:rwlock_timeout:<n>`, `n` from its count down to 1) and to the lock,
+//! and answers 1; for one that has none (its holds expired, or the lock was force-unlocked),
+//! answers 0 and touches nothing. Redisson's `ReadLockTask` renews the same keys, all owners of
+//! one client per lock at once; this script names one owner per lock, as the plain
+//! `renew_batch` does, so that the watchdog learns of each hold. Every lock is looked at before
+//! any is renewed, so a lock key of the wrong type fails the call before it writes; after that
+//! only the lease can fail, at the first renewal, before anything was written.
+
+use super::rw_read_acquire::count_key;
+use super::{DecodeError, Script, ScriptCall, ScriptCtx, ScriptFailure, Store, int_arg};
+use super::{lua_tonumber, renew_batch};
+use crate::keys::Owner;
+use crate::reply::Reply;
+use crate::time::Lease;
+use bytes::Bytes;
+
+/// The script.
+pub static SCRIPT: Script = Script::new("rw_renew", BODY, native);
+
+const BODY: &str = "\
+local result = {}
+for i = 1, #KEYS, 2 do
+  result[(i + 1) / 2] = redis.call('hget', KEYS[i], ARGV[(i + 1) / 2 + 1])
+end
+for i = 1, #KEYS, 2 do
+  local count = result[(i + 1) / 2]
+  if count ~= false then
+    for c = tonumber(count) or 0, 1, -1 do
+      redis.call('pexpire', KEYS[i + 1] .. ':' .. ARGV[(i + 1) / 2 + 1] .. ':rwlock_timeout:' .. c, ARGV[1])
+    end
+    redis.call('pexpire', KEYS[i], ARGV[1])
+    result[(i + 1) / 2] = 1
+  else
+    result[(i + 1) / 2] = 0
+  end
+end
+return result
+";
+
+fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, ScriptFailure> {
+    let locks = cx.key_count().div_ceil(2);
+    let mut counts = Vec::with_capacity(locks);
+    for at in 1..=locks {
+        let lock = cx.key(2 * at - 1, 3)?;
+        counts.push(cx.at(3, store.hget(lock, cx.arg(at + 1, 3)?))?);
+    }
+    let mut result = Vec::with_capacity(locks);
+    for (at, count) in (1..=locks).zip(counts) {
+        let Some(count) = count else {
+            result.push(Reply::Int(0));
+            continue;
+        };
+        let lease = cx.arg(1, 9)?;
+        let mut timeouts = cx.key(2 * at, 9)?.to_vec();
+        timeouts.push(b':');
+        timeouts.extend_from_slice(cx.arg(at + 1, 9)?);
+        timeouts.extend_from_slice(b":rwlock_timeout");
+        let mut c = lua_tonumber(&count).unwrap_or(0.0);
+        while c >= 1.0 {
+            cx.at(9, store.pexpire(&count_key(&timeouts, c), lease))?;
+            c -= 1.0;
+        }
+        cx.at(11, store.pexpire(cx.key(2 * at - 1, 11)?, cx.arg(1, 11)?))?;
+        result.push(Reply::Int(1));
+    }
+    Ok(Reply::Array(result))
+}
+
+/// The call that renews each read hold `(lock key, key prefix, owner)` with `lease`.
+pub fn call<'a>(
+    lease: Lease,
+    holds: impl IntoIterator<Item = (&'a Bytes, &'a Bytes, &'a Owner)>,
+) -> ScriptCall {
+    let mut keys = Vec::new();
+    let mut args = vec![int_arg(lease.millis().as_u64() as i64)];
+    for (lock, key_prefix, owner) in holds {
+        keys.push(lock.clone());
+        keys.push(key_prefix.clone());
+        args.push(owner.as_bytes().clone());
+    }
+    ScriptCall {
+        script: &SCRIPT,
+        keys,
+        args,
+    }
+}
+
+/// Decodes the reply: for each hold in call order, whether it is still held and was renewed.
+pub fn decode(reply: &Reply, expected: usize) -> Result<Vec<bool>, DecodeError> {
+    renew_batch::decode(reply, expected).map_err(|e| DecodeError {
+        script: SCRIPT.name,
+        reply: e.reply,
+    })
+}
