@@ -129,6 +129,7 @@ async fn a_dead_waiter_s_place_is_dropped_after_its_thread_wait<B: Backend>(
     clients: &[LockClient],
     raw: &B,
     keys: &FairKeys,
+    thread_wait: Duration,
 ) {
     let name = keys.lock.name();
     let holder = clients[0].acquire(&name).fair().await.unwrap();
@@ -150,8 +151,9 @@ async fn a_dead_waiter_s_place_is_dropped_after_its_thread_wait<B: Backend>(
     let unlocked = Instant::now();
     holder.unlock().await.unwrap();
     let guard = live.await.unwrap().unwrap();
-    // Not before the dead waiter's thread-wait time (5 s, as it waited forever) ran out.
-    assert!(unlocked.elapsed() >= Duration::from_millis(4_500));
+    // Not before the dead waiter's thread-wait time (`fair_lock_wait_timeout`, as it waited
+    // forever) ran out.
+    assert!(unlocked.elapsed() >= thread_wait - Duration::from_millis(500));
     assert_eq!(deadline(raw, keys, &dead_field).await, None);
     assert!(!queue(raw, keys).await.contains(&dead_field));
     assert_eq!(guard.unlock().await.unwrap(), UnlockOutcome::Released);
@@ -174,6 +176,10 @@ fn redis_url() -> String {
     })
 }
 
+/// The fair lock's wait timeout on the real Redis: short, since that test waits it out in real
+/// time (the default is Redisson's 5 minutes; the fake's tests wait it out on paused time).
+const REDIS_THREAD_WAIT: Duration = Duration::from_secs(5);
+
 /// Four clients and a raw connection on the real Redis, under a prefix of the test's own.
 async fn on_redis(test: &str) -> (Vec<LockClient>, RedisBackend, FairKeys) {
     let nanos = std::time::SystemTime::now()
@@ -184,6 +190,7 @@ async fn on_redis(test: &str) -> (Vec<LockClient>, RedisBackend, FairKeys) {
     let config = LockConfig {
         watchdog_timeout: Millis(3000),
         response_timeout: Some(Millis(800)),
+        fair_lock_wait_timeout: Millis::from_duration(REDIS_THREAD_WAIT),
         key_layout: KeyLayout::new(&prefix),
         ..LockConfig::default()
     };
@@ -214,7 +221,9 @@ async fn fake_a_waiter_that_gives_up_leaves_the_queue() {
 #[tokio::test(start_paused = true)]
 async fn fake_a_dead_waiter_s_place_is_dropped_after_its_thread_wait() {
     let (clients, raw, keys) = on_the_fake();
-    a_dead_waiter_s_place_is_dropped_after_its_thread_wait(&clients, &raw, &keys).await;
+    let thread_wait = LockConfig::default().fair_lock_wait_timeout.to_duration();
+    a_dead_waiter_s_place_is_dropped_after_its_thread_wait(&clients, &raw, &keys, thread_wait)
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -232,5 +241,11 @@ async fn redis_a_waiter_that_gives_up_leaves_the_queue() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_a_dead_waiter_s_place_is_dropped_after_its_thread_wait() {
     let (clients, raw, keys) = on_redis("dead").await;
-    a_dead_waiter_s_place_is_dropped_after_its_thread_wait(&clients, &raw, &keys).await;
+    a_dead_waiter_s_place_is_dropped_after_its_thread_wait(
+        &clients,
+        &raw,
+        &keys,
+        REDIS_THREAD_WAIT,
+    )
+    .await;
 }
