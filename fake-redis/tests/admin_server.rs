@@ -119,6 +119,46 @@ const OBJECT_CASES: &[raw::Case] = &[
         &["HSET", "h3", "f", "vv"],
         &["OBJECT", "ENCODING", "h3"],
     ],
+    // Strings: a new key's APPEND is encoded as SET's argument, INCR makes an integer object,
+    // INCRBYFLOAT a string object; RENAME, COPY and MOVE keep the value's encoding.
+    &[
+        &["APPEND", "a1", "abc"],
+        &["OBJECT", "ENCODING", "a1"],
+        &["APPEND", "a2", "123"],
+        &["OBJECT", "ENCODING", "a2"],
+        &["APPEND", "a2", "4"],
+        &["OBJECT", "ENCODING", "a2"],
+        &["INCR", "a2"],
+        &["OBJECT", "ENCODING", "a2"],
+        &["SETRANGE", "sr", "0", "12"],
+        &["INCRBY", "sr", "1"],
+        &["OBJECT", "ENCODING", "sr"],
+        &["INCRBYFLOAT", "a2", "1"],
+        &["OBJECT", "ENCODING", "a2"],
+        &["INCRBYFLOAT", "f", "2"],
+        &["OBJECT", "ENCODING", "f"],
+        &["INCR", "f"],
+        &["OBJECT", "ENCODING", "f"],
+        &["SET", "r", "ab"],
+        &["APPEND", "r", "c"],
+        &["RENAME", "r", "r2"],
+        &["OBJECT", "ENCODING", "r2"],
+        &["COPY", "r2", "r3"],
+        &["OBJECT", "ENCODING", "r3"],
+        &["COPY", "r2", "r4", "DB", "1"],
+        &["MOVE", "r2", "1"],
+        &["SADD", "s", "1", "2", "a"],
+        &["SREM", "s", "a"],
+        &["RENAMENX", "s", "s2"],
+        &["OBJECT", "ENCODING", "s2"],
+        &["COPY", "s2", "s3"],
+        &["OBJECT", "ENCODING", "s3"],
+        &["MOVE", "s2", "1"],
+        &["SELECT", "1"],
+        &["OBJECT", "ENCODING", "r2"],
+        &["OBJECT", "ENCODING", "r4"],
+        &["OBJECT", "ENCODING", "s2"],
+    ],
     // Errors and the missing key.
     &[
         &["OBJECT", "ENCODING", "missing"],
@@ -393,4 +433,39 @@ fn object_idletime_counts_seconds_since_the_last_access_on_the_engine_s_clock() 
         engine.execute(c, &argv("OBJECT IDLETIME k")),
         Frame::Integer(0)
     );
+}
+
+#[test]
+fn object_idletime_is_kept_by_the_lookups_redis_makes_without_touching() {
+    let clock = ManualClock::default();
+    let mut engine = Engine::new(clock.clone());
+    let c = engine.connect();
+    let idle = |engine: &mut Engine, key: &str| {
+        engine.execute(c, &argv(&format!("OBJECT IDLETIME {key}")))
+    };
+    engine.execute(c, &argv("SET k v"));
+    engine.execute(c, &argv("SET k2 v"));
+    engine.execute(c, &argv("SET k3 v"));
+    clock.advance(3_000);
+    for read in [
+        "EXISTS k",
+        "TYPE k",
+        "TTL k",
+        "PTTL k",
+        "EXPIRETIME k",
+        "PEXPIRETIME k",
+    ] {
+        engine.execute(c, &argv(read));
+    }
+    assert_eq!(idle(&mut engine, "k"), Frame::Integer(3));
+    // EXPIRE and PERSIST look their key up for writing, which touches it, set or not.
+    assert_eq!(
+        engine.execute(c, &argv("EXPIRE k 100 XX")),
+        Frame::Integer(0)
+    );
+    assert_eq!(idle(&mut engine, "k"), Frame::Integer(0));
+    assert_eq!(engine.execute(c, &argv("PERSIST k2")), Frame::Integer(0));
+    assert_eq!(idle(&mut engine, "k2"), Frame::Integer(0));
+    assert_eq!(engine.execute(c, &argv("TOUCH k3")), Frame::Integer(1));
+    assert_eq!(idle(&mut engine, "k3"), Frame::Integer(0));
 }

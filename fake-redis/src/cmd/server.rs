@@ -10,16 +10,16 @@
 //! before it shrinks. `OBJECT IDLETIME` reads the entry's 24-bit access clock, Redis's own
 //! `lru` field, counted on the engine's clock.
 
-use super::{Args, Cx, Reply, Spec, int, is, unknown_subcommand};
+use super::{Args, CONTAINER, Cx, Reply, Spec, int, is, unknown_subcommand};
 use crate::engine::db::{Entry, LRU_CLOCK_MAX, Value, lru_clock};
 use crate::engine::stream::StreamId;
 use crate::resp::Frame;
 use bytes::Bytes;
 
-pub(crate) static OBJECT: Spec = Spec::new("object", -2, 0, object_command);
-pub(crate) static MEMORY: Spec = Spec::new("memory", -2, 0, memory_command);
-pub(crate) static SLOWLOG: Spec = Spec::new("slowlog", -2, 0, slowlog_command);
-pub(crate) static LATENCY: Spec = Spec::new("latency", -2, 0, latency_command);
+pub(crate) static OBJECT: Spec = Spec::new("object", -2, CONTAINER, object_command);
+pub(crate) static MEMORY: Spec = Spec::new("memory", -2, CONTAINER, memory_command);
+pub(crate) static SLOWLOG: Spec = Spec::new("slowlog", -2, CONTAINER, slowlog_command);
+pub(crate) static LATENCY: Spec = Spec::new("latency", -2, CONTAINER, latency_command);
 pub(crate) static LASTSAVE: Spec = Spec::new("lastsave", 1, 0, lastsave_command);
 pub(crate) static SAVE: Spec = Spec::new("save", 1, 0, save_command);
 pub(crate) static BGSAVE: Spec = Spec::new("bgsave", -1, 0, bgsave_command);
@@ -35,6 +35,9 @@ pub(crate) mod marks {
     pub const CONVERTED: u8 = 1;
     /// A string built in place (`APPEND`, `SETRANGE`): Redis keeps it `raw` whatever its size.
     pub const RAW: u8 = 2;
+    /// A string Redis made without trying the integer encoding (`INCRBYFLOAT`'s result):
+    /// `embstr` or `raw` by its length, even when it reads as an integer.
+    pub const NOT_INT: u8 = 4;
 }
 
 /// The encoding thresholds of Redis 7.0 (`CONFIG SET` changes them): past them a value converts.
@@ -124,6 +127,16 @@ pub(crate) fn note_shrink(cx: &mut Cx<'_>, key: &[u8]) {
     }
 }
 
+/// Gives the value at `key` in database `db` the encoding history `marks`: a value moved or
+/// copied keeps its source's (Redis moves the object, or duplicates it in its encoding), a
+/// value made anew gets the marks of how Redis made it.
+pub(crate) fn set_marks(cx: &mut Cx<'_>, db: usize, key: &[u8], marks: u8) {
+    let now = cx.now;
+    if let Some(entry) = cx.keyspace_at(db).lookup(key, now) {
+        entry.set_encoding_marks(marks);
+    }
+}
+
 /// Marks the string at `key` as built in place (`raw` from now on).
 pub(crate) fn note_raw(cx: &mut Cx<'_>, key: &[u8]) {
     if let Some(entry) = cx.lookup(key) {
@@ -155,7 +168,7 @@ fn encoding(entry: &Entry, e: &Encodings) -> &'static str {
             // HyperLogLogs are made as raw strings and edited in place.
             if entry.encoding_marks() & marks::RAW != 0 || s.starts_with(b"HYLL") {
                 "raw"
-            } else if as_int(s).is_some() {
+            } else if entry.encoding_marks() & marks::NOT_INT == 0 && as_int(s).is_some() {
                 "int"
             } else if s.len() <= EMBSTR_SIZE_LIMIT {
                 "embstr"
@@ -220,21 +233,19 @@ pub(crate) fn help_reply(lines: &[&'static str]) -> Frame {
     Frame::Array(lines.iter().map(|&l| Frame::simple(l)).collect())
 }
 
-/// The subcommand of a container command (`OBJECT`, `MEMORY`, ...), lowercased, after checking
-/// it is one of `known` and has its arity: Redis's unknown-subcommand error first, then the
-/// subcommand's arity error.
+/// The subcommand of a container command (`OBJECT`, `MEMORY`, ...) as one of its handler's
+/// `known` names. Dispatch has checked it is Redis's and has its arity; a subcommand the fake
+/// does not serve gets Redis's unknown-subcommand error.
 pub(crate) fn subcommand(
     container: &str,
     known: &[&'static str],
-    args: &Args<'_>,
     sub: &[u8],
 ) -> Result<&'static str, Frame> {
-    let Some(name) = known.iter().copied().find(|k| is(sub, k)) else {
-        return Err(unknown_subcommand(container, sub));
-    };
-    let full = format!("{}|{name}", container.to_ascii_lowercase());
-    super::command_docs::check_subcommand_arity(&full, args.remaining() + 2)?;
-    Ok(name)
+    known
+        .iter()
+        .copied()
+        .find(|k| is(sub, k))
+        .ok_or_else(|| unknown_subcommand(container, sub))
 }
 
 /// `OBJECT ENCODING|FREQ|IDLETIME|REFCOUNT <key>` and `OBJECT HELP`.
@@ -243,7 +254,6 @@ fn object_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let name = subcommand(
         "OBJECT",
         &["encoding", "freq", "idletime", "refcount", "help"],
-        args,
         sub,
     )?;
     if name == "help" {
@@ -487,7 +497,6 @@ fn memory_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let name = subcommand(
         "MEMORY",
         &["usage", "stats", "doctor", "malloc-stats", "purge", "help"],
-        args,
         sub,
     )?;
     match name {
@@ -517,7 +526,7 @@ fn memory_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
             "Hi Sam, this instance is empty or is using very little memory, my issues detector \
              can't be used in these conditions. Please, leave for your mission on Earth and \
              fill it with some data. The new Sam and I will be back to our programming as soon \
-             as I finished rebooting.",
+             as I finished rebooting.\n",
         )),
         "malloc-stats" => Ok(Frame::text("Stats not supported for the current allocator")),
         "purge" => Ok(Frame::OK),
@@ -540,8 +549,8 @@ fn memory_stats(cx: &mut Cx<'_>) -> Frame {
             continue;
         }
         keys += db.len() as i64;
-        for (key, entry) in db.live_entries(now) {
-            dataset += (value_size(&entry, &e, 5) + sds(key.len()) + DICT_ENTRY) as i64;
+        for (key, entry) in db.live_iter(now) {
+            dataset += (value_size(entry, &e, 5) + sds(key.len()) + DICT_ENTRY) as i64;
         }
         per_db.push((
             Frame::Bulk(Bytes::from(format!("db.{i}"))),
@@ -633,9 +642,12 @@ const SLOWLOG_HELP: &[&str] = &[
 /// stays empty (as Redis's does for a fast server).
 fn slowlog_command(_cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let sub = args.next_bytes()?;
-    let name = subcommand("SLOWLOG", &["get", "len", "reset", "help"], args, sub)?;
+    let name = subcommand("SLOWLOG", &["get", "len", "reset", "help"], sub)?;
     match name {
         "get" => {
+            if args.remaining() > 1 {
+                return Err(super::subcommand_syntax("SLOWLOG", sub));
+            }
             if let Some(count) = args.next() {
                 match int(count) {
                     Ok(n) if n >= -1 => {}
@@ -690,7 +702,6 @@ fn latency_command(_cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
             "histogram",
             "help",
         ],
-        args,
         sub,
     )?;
     match name {
@@ -775,9 +786,10 @@ fn move_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let Some(entry) = cx.keyspace().remove(key, now) else {
         return Ok(Frame::Integer(0));
     };
-    let deadline = entry.deadline();
+    let (deadline, marks) = (entry.deadline(), entry.encoding_marks());
     cx.keyspace_at(target)
         .insert(key, entry.value, deadline, now);
+    set_marks(cx, target, key, marks);
     cx.keyspace().touch(key);
     cx.keyspace_at(target).touch(key);
     cx.notify(super::class::GENERIC, "move_from", key);

@@ -414,6 +414,12 @@ impl Entry {
         (self.meta >> 24) as u8
     }
 
+    /// Replaces [`Entry::encoding_marks`] (a value Redis makes anew, or one moved with its
+    /// history).
+    pub(crate) fn set_encoding_marks(&mut self, marks: u8) {
+        self.meta = (self.meta & LRU_CLOCK_MAX) | (u32::from(marks) << 24);
+    }
+
     /// Adds `marks` to [`Entry::encoding_marks`].
     pub(crate) fn mark_encoding(&mut self, marks: u8) {
         self.meta |= u32::from(marks) << 24;
@@ -621,7 +627,16 @@ impl Db {
     }
 
     /// [`Db::lookup`] with the key's hash already computed ([`hash_key`]).
+    #[inline]
     pub fn lookup_h(&mut self, key: &[u8], h: u64, now: i64) -> Option<&mut Entry> {
+        let entry = self.lookup_untouched_h(key, h, now)?;
+        entry.access(now);
+        Some(entry)
+    }
+
+    /// [`Db::lookup_h`] without marking the key accessed: Redis's lookups with `LOOKUP_NOTOUCH`
+    /// (`EXISTS`, `TYPE`, `TTL`), which expire a dead key but leave a live one's idle time.
+    pub fn lookup_untouched_h(&mut self, key: &[u8], h: u64, now: i64) -> Option<&mut Entry> {
         let Db {
             table,
             volatile,
@@ -635,11 +650,7 @@ impl Db {
                 expire(occupied, volatile, watches, stats);
                 None
             }
-            Ok(occupied) => {
-                let entry = &mut occupied.into_mut().entry;
-                entry.access(now);
-                Some(entry)
-            }
+            Ok(occupied) => Some(&mut occupied.into_mut().entry),
         }
     }
 
@@ -725,6 +736,7 @@ impl Db {
     /// Changes the deadline of the live key at `key` (hash `h`) as `decide` says, given its
     /// current deadline, with one probe of the table: whether the key was live. A logically
     /// expired key is deleted (lazy expiry) and counts as missing; `decide` is not called then.
+    /// A live key is marked accessed, whatever `decide` says.
     pub fn change_deadline_h(
         &mut self,
         key: &[u8],
@@ -760,6 +772,8 @@ impl Db {
                 false
             }
             Ok(mut occupied) => {
+                // A lookup for writing, as `EXPIRE`'s in Redis: it touches the key.
+                occupied.get_mut().entry.access(now);
                 match decide(occupied.get().entry.deadline) {
                     DeadlineChange::Keep => {}
                     DeadlineChange::Delete => {
@@ -956,6 +970,15 @@ impl Db {
             .collect();
         keys.sort_unstable();
         keys
+    }
+
+    /// Every live key with its entry, by reference, in the table's order (for sums, whose
+    /// result does not depend on it).
+    pub fn live_iter(&self, now: i64) -> impl Iterator<Item = (&[u8], &Entry)> {
+        self.table
+            .iter()
+            .filter(move |s| !s.entry.expired(now))
+            .map(|s| (s.key.as_bytes(), &s.entry))
     }
 
     /// Every live key with its entry, sorted by key.
