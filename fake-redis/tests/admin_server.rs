@@ -469,3 +469,93 @@ fn object_idletime_is_kept_by_the_lookups_redis_makes_without_touching() {
     assert_eq!(engine.execute(c, &argv("TOUCH k3")), Frame::Integer(1));
     assert_eq!(idle(&mut engine, "k3"), Frame::Integer(0));
 }
+
+/// `SWAPDB`'s errors and swap, and the watches it breaks, as Redis's.
+const SWAPDB_CASES: &[raw::Case] = &[
+    &[
+        &["SWAPDB", "0"],
+        &["SWAPDB", "0", "1", "2"],
+        &["SWAPDB", "a", "1"],
+        &["SWAPDB", "0", "b"],
+        &["SWAPDB", "a", "99"],
+        &["SWAPDB", "0", "99"],
+        &["SWAPDB", "-1", "0"],
+        &["SWAPDB", "0", "0"],
+        &["SET", "k", "v"],
+        &["SET", "t", "v", "EX", "100"],
+        &["SELECT", "1"],
+        &["SET", "j", "w"],
+        &["SWAPDB", "1", "0"],
+        &["GET", "j"],
+        &["GET", "k"],
+        &["TTL", "t"],
+        &["DBSIZE"],
+        &["SELECT", "0"],
+        &["GET", "j"],
+        &["DBSIZE"],
+    ],
+    &[
+        &["SET", "k", "v"],
+        &["WATCH", "k"],
+        &["SWAPDB", "0", "1"],
+        &["MULTI"],
+        &["PING"],
+        &["EXEC"],
+        &["SELECT", "2"],
+        &["SET", "w", "v"],
+        &["SELECT", "0"],
+        &["WATCH", "w"],
+        &["SWAPDB", "0", "2"],
+        &["MULTI"],
+        &["PING"],
+        &["EXEC"],
+        &["WATCH", "nowhere"],
+        &["SWAPDB", "0", "2"],
+        &["MULTI"],
+        &["PING"],
+        &["EXEC"],
+    ],
+];
+
+#[test]
+fn swapdb_replies_as_redis_in_resp2() {
+    let mismatches = raw::compare(SWAPDB_CASES, RESET, 2);
+    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+}
+
+#[test]
+fn swapdb_replies_as_redis_in_resp3() {
+    let mismatches = raw::compare(SWAPDB_CASES, RESET, 3);
+    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+}
+
+/// A client blocked on a key of database 1 is served when `SWAPDB` brings that key in.
+#[test]
+fn swapdb_serves_a_client_blocked_on_a_key_it_brings_in() {
+    let mut engine = Engine::new(ManualClock::default());
+    let (blocked, other) = (engine.connect(), engine.connect());
+    assert_eq!(engine.execute(blocked, &argv("SELECT 1")), Frame::OK);
+    assert_eq!(engine.execute_or_block(blocked, &argv("BLPOP l 0")), None);
+    assert_eq!(
+        engine.execute(other, &argv("RPUSH l a b")),
+        Frame::Integer(2)
+    );
+    assert_eq!(engine.take_unblocked_reply(blocked), None);
+    assert_eq!(engine.execute(other, &argv("SWAPDB 0 1")), Frame::OK);
+    assert_eq!(
+        engine.take_unblocked_reply(blocked),
+        Some(Frame::Array(vec![
+            Frame::bulk_from(b"l"),
+            Frame::bulk_from(b"a")
+        ]))
+    );
+    assert_eq!(
+        engine.execute(other, &argv("LRANGE l 0 -1")),
+        Frame::Array(vec![])
+    );
+    assert_eq!(engine.execute(other, &argv("SELECT 1")), Frame::OK);
+    assert_eq!(
+        engine.execute(other, &argv("LRANGE l 0 -1")),
+        Frame::Array(vec![Frame::bulk_from(b"b")])
+    );
+}

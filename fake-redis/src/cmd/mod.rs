@@ -315,6 +315,7 @@ command_table! {
     b"SUNION" => sets::SUNION,
     b"SUNIONSTORE" => sets::SUNIONSTORE,
     b"SUNSUBSCRIBE" => pubsub::SUNSUBSCRIBE,
+    b"SWAPDB" => server::SWAPDB,
     b"TIME" => connection::TIME,
     b"TOUCH" => keys::TOUCH,
     b"TTL" => keys::TTL,

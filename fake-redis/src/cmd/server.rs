@@ -28,6 +28,7 @@ pub(crate) static MOVE: Spec = Spec::new("move", 3, super::WRITE, move_command);
 // Redis refuses it before it checks authentication; running it unauthenticated only refuses.
 pub(crate) static DEBUG: Spec = Spec::new("debug", -2, super::NO_AUTH, debug_command);
 pub(crate) static ROLE: Spec = Spec::new("role", 1, 0, role_command);
+pub(crate) static SWAPDB: Spec = Spec::new("swapdb", 3, super::WRITE, swapdb_command);
 
 /// The bits of [`Entry::encoding_marks`].
 pub(crate) mod marks {
@@ -797,6 +798,26 @@ fn move_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     cx.notify(super::class::GENERIC, "move_to", key);
     cx.db = source;
     Ok(Frame::Integer(1))
+}
+
+/// `SWAPDB index1 index2`: the two databases trade their keys (`Db::swap` says what stays).
+fn swapdb_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let index = |arg: &[u8], which: &str| {
+        int(arg).map_err(|_| Frame::error_owned(format!("ERR invalid {which} DB index")))
+    };
+    let first = index(args.next_bytes()?, "first")?;
+    let second = index(args.next_bytes()?, "second")?;
+    let databases = 0..crate::engine::DATABASES as i64;
+    if !databases.contains(&first) || !databases.contains(&second) {
+        return Err(Frame::error("ERR DB index is out of range"));
+    }
+    let (low, high) = (first.min(second) as usize, first.max(second) as usize);
+    if low != high {
+        let now = cx.now;
+        let (below, above) = cx.keyspaces().split_at_mut(high);
+        crate::engine::db::Db::swap(&mut below[low], &mut above[0], now);
+    }
+    Ok(Frame::OK)
 }
 
 /// `DEBUG`: refused, as Redis 7.0 refuses it by default (`enable-debug-command no`, which only

@@ -881,6 +881,56 @@ impl Db {
         self.watches.touch(key, present);
     }
 
+    /// Swaps the keys of two databases (`SWAPDB`): keys and TTLs move, while watches and
+    /// blocked clients stay with their database, as Redis's do. First, as Redis's
+    /// `touchAllWatchedKeysInDb`, every watcher of a key present in either database is touched;
+    /// after, a key a client waits on that its database now holds is ready.
+    pub fn swap(a: &mut Db, b: &mut Db, now: i64) {
+        a.before_swap(b, now);
+        b.before_swap(a, now);
+        std::mem::swap(&mut a.table, &mut b.table);
+        std::mem::swap(&mut a.volatile, &mut b.volatile);
+        // A SCAN cursor of either database starts over in both.
+        let epoch = a.layout_epoch.max(b.layout_epoch) + 1;
+        (a.layout_epoch, b.layout_epoch) = (epoch, epoch);
+        for db in [a, b] {
+            let table = &db.table;
+            db.waiters.signal_present(|k| {
+                find(table, hash_key(k), k).is_some_and(|s| !s.entry.expired(now))
+            });
+        }
+    }
+
+    /// One side of [`Db::swap`] before the keys move: journals the keys that go and come,
+    /// touches the watchers of keys present in either database.
+    fn before_swap(&mut self, other: &Db, now: i64) {
+        if self.journal.is_some() {
+            // Its own keys go, the other's come: a rollback restores the one, removes the other.
+            let keys: Vec<Bytes> = self
+                .table
+                .iter()
+                .chain(other.table.iter())
+                .map(|s| s.key.to_bytes())
+                .collect();
+            for k in keys {
+                self.journal_before(&k, now);
+            }
+        }
+        let touched: Vec<Bytes> = self
+            .watches
+            .keys
+            .keys()
+            .filter(|k| {
+                let h = hash_key(k);
+                find(&self.table, h, k).is_some() || find(&other.table, h, k).is_some()
+            })
+            .cloned()
+            .collect();
+        for k in touched {
+            self.watches.touch(&k, true);
+        }
+    }
+
     /// Empties the database (`FLUSHDB`): every watcher of a present key is touched.
     pub fn flush(&mut self, now: i64) {
         if self.journal.is_some() {
