@@ -119,6 +119,46 @@ const OBJECT_CASES: &[raw::Case] = &[
         &["HSET", "h3", "f", "vv"],
         &["OBJECT", "ENCODING", "h3"],
     ],
+    // Strings: a new key's APPEND is encoded as SET's argument, INCR makes an integer object,
+    // INCRBYFLOAT a string object; RENAME, COPY and MOVE keep the value's encoding.
+    &[
+        &["APPEND", "a1", "abc"],
+        &["OBJECT", "ENCODING", "a1"],
+        &["APPEND", "a2", "123"],
+        &["OBJECT", "ENCODING", "a2"],
+        &["APPEND", "a2", "4"],
+        &["OBJECT", "ENCODING", "a2"],
+        &["INCR", "a2"],
+        &["OBJECT", "ENCODING", "a2"],
+        &["SETRANGE", "sr", "0", "12"],
+        &["INCRBY", "sr", "1"],
+        &["OBJECT", "ENCODING", "sr"],
+        &["INCRBYFLOAT", "a2", "1"],
+        &["OBJECT", "ENCODING", "a2"],
+        &["INCRBYFLOAT", "f", "2"],
+        &["OBJECT", "ENCODING", "f"],
+        &["INCR", "f"],
+        &["OBJECT", "ENCODING", "f"],
+        &["SET", "r", "ab"],
+        &["APPEND", "r", "c"],
+        &["RENAME", "r", "r2"],
+        &["OBJECT", "ENCODING", "r2"],
+        &["COPY", "r2", "r3"],
+        &["OBJECT", "ENCODING", "r3"],
+        &["COPY", "r2", "r4", "DB", "1"],
+        &["MOVE", "r2", "1"],
+        &["SADD", "s", "1", "2", "a"],
+        &["SREM", "s", "a"],
+        &["RENAMENX", "s", "s2"],
+        &["OBJECT", "ENCODING", "s2"],
+        &["COPY", "s2", "s3"],
+        &["OBJECT", "ENCODING", "s3"],
+        &["MOVE", "s2", "1"],
+        &["SELECT", "1"],
+        &["OBJECT", "ENCODING", "r2"],
+        &["OBJECT", "ENCODING", "r4"],
+        &["OBJECT", "ENCODING", "s2"],
+    ],
     // Errors and the missing key.
     &[
         &["OBJECT", "ENCODING", "missing"],
@@ -392,5 +432,130 @@ fn object_idletime_counts_seconds_since_the_last_access_on_the_engine_s_clock() 
     assert_eq!(
         engine.execute(c, &argv("OBJECT IDLETIME k")),
         Frame::Integer(0)
+    );
+}
+
+#[test]
+fn object_idletime_is_kept_by_the_lookups_redis_makes_without_touching() {
+    let clock = ManualClock::default();
+    let mut engine = Engine::new(clock.clone());
+    let c = engine.connect();
+    let idle = |engine: &mut Engine, key: &str| {
+        engine.execute(c, &argv(&format!("OBJECT IDLETIME {key}")))
+    };
+    engine.execute(c, &argv("SET k v"));
+    engine.execute(c, &argv("SET k2 v"));
+    engine.execute(c, &argv("SET k3 v"));
+    clock.advance(3_000);
+    for read in [
+        "EXISTS k",
+        "TYPE k",
+        "TTL k",
+        "PTTL k",
+        "EXPIRETIME k",
+        "PEXPIRETIME k",
+    ] {
+        engine.execute(c, &argv(read));
+    }
+    assert_eq!(idle(&mut engine, "k"), Frame::Integer(3));
+    // EXPIRE and PERSIST look their key up for writing, which touches it, set or not.
+    assert_eq!(
+        engine.execute(c, &argv("EXPIRE k 100 XX")),
+        Frame::Integer(0)
+    );
+    assert_eq!(idle(&mut engine, "k"), Frame::Integer(0));
+    assert_eq!(engine.execute(c, &argv("PERSIST k2")), Frame::Integer(0));
+    assert_eq!(idle(&mut engine, "k2"), Frame::Integer(0));
+    assert_eq!(engine.execute(c, &argv("TOUCH k3")), Frame::Integer(1));
+    assert_eq!(idle(&mut engine, "k3"), Frame::Integer(0));
+}
+
+/// `SWAPDB`'s errors and swap, and the watches it breaks, as Redis's.
+const SWAPDB_CASES: &[raw::Case] = &[
+    &[
+        &["SWAPDB", "0"],
+        &["SWAPDB", "0", "1", "2"],
+        &["SWAPDB", "a", "1"],
+        &["SWAPDB", "0", "b"],
+        &["SWAPDB", "a", "99"],
+        &["SWAPDB", "0", "99"],
+        &["SWAPDB", "-1", "0"],
+        &["SWAPDB", "0", "0"],
+        &["SET", "k", "v"],
+        &["SET", "t", "v", "EX", "100"],
+        &["SELECT", "1"],
+        &["SET", "j", "w"],
+        &["SWAPDB", "1", "0"],
+        &["GET", "j"],
+        &["GET", "k"],
+        &["TTL", "t"],
+        &["DBSIZE"],
+        &["SELECT", "0"],
+        &["GET", "j"],
+        &["DBSIZE"],
+    ],
+    &[
+        &["SET", "k", "v"],
+        &["WATCH", "k"],
+        &["SWAPDB", "0", "1"],
+        &["MULTI"],
+        &["PING"],
+        &["EXEC"],
+        &["SELECT", "2"],
+        &["SET", "w", "v"],
+        &["SELECT", "0"],
+        &["WATCH", "w"],
+        &["SWAPDB", "0", "2"],
+        &["MULTI"],
+        &["PING"],
+        &["EXEC"],
+        &["WATCH", "nowhere"],
+        &["SWAPDB", "0", "2"],
+        &["MULTI"],
+        &["PING"],
+        &["EXEC"],
+    ],
+];
+
+#[test]
+fn swapdb_replies_as_redis_in_resp2() {
+    let mismatches = raw::compare(SWAPDB_CASES, RESET, 2);
+    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+}
+
+#[test]
+fn swapdb_replies_as_redis_in_resp3() {
+    let mismatches = raw::compare(SWAPDB_CASES, RESET, 3);
+    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+}
+
+/// A client blocked on a key of database 1 is served when `SWAPDB` brings that key in.
+#[test]
+fn swapdb_serves_a_client_blocked_on_a_key_it_brings_in() {
+    let mut engine = Engine::new(ManualClock::default());
+    let (blocked, other) = (engine.connect(), engine.connect());
+    assert_eq!(engine.execute(blocked, &argv("SELECT 1")), Frame::OK);
+    assert_eq!(engine.execute_or_block(blocked, &argv("BLPOP l 0")), None);
+    assert_eq!(
+        engine.execute(other, &argv("RPUSH l a b")),
+        Frame::Integer(2)
+    );
+    assert_eq!(engine.take_unblocked_reply(blocked), None);
+    assert_eq!(engine.execute(other, &argv("SWAPDB 0 1")), Frame::OK);
+    assert_eq!(
+        engine.take_unblocked_reply(blocked),
+        Some(Frame::Array(vec![
+            Frame::bulk_from(b"l"),
+            Frame::bulk_from(b"a")
+        ]))
+    );
+    assert_eq!(
+        engine.execute(other, &argv("LRANGE l 0 -1")),
+        Frame::Array(vec![])
+    );
+    assert_eq!(engine.execute(other, &argv("SELECT 1")), Frame::OK);
+    assert_eq!(
+        engine.execute(other, &argv("LRANGE l 0 -1")),
+        Frame::Array(vec![Frame::bulk_from(b"b")])
     );
 }

@@ -15,88 +15,21 @@
 mod support;
 
 use bytes::{Bytes, BytesMut};
-use fake_redis::resp::{Frame, ReplyParser, encode};
+use fake_redis::resp::{Frame, encode};
 use fake_redis::{ClientId, Engine, ManualClock};
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use support::OwnServer;
+use support::raw::Real;
 
-/// A connection to the real server that reads until a marker's `PING` reply.
-struct Conn {
-    stream: TcpStream,
-    buf: BytesMut,
-}
-
-impl Conn {
-    fn connect(port: u16) -> Conn {
-        for _ in 0..200 {
-            if let Ok(stream) = TcpStream::connect(("127.0.0.1", port)) {
-                stream
-                    .set_read_timeout(Some(std::time::Duration::from_secs(30)))
-                    .unwrap();
-                return Conn {
-                    stream,
-                    buf: BytesMut::new(),
-                };
-            }
-            std::thread::sleep(std::time::Duration::from_millis(25));
-        }
-        panic!("redis-server did not start on port {port}");
+/// Runs `argv` on a connection to the real server, then `PING marker`: every byte received
+/// before the marker's reply (inside `MULTI`, the command's one reply).
+fn real_step(conn: &mut Real, argv: &[&str], marker: &str, protocol: u8, after: After) -> Vec<u8> {
+    let raw: Vec<&[u8]> = argv.iter().map(|a| a.as_bytes()).collect();
+    conn.send(&raw);
+    if after == InMulti {
+        return conn.reply();
     }
-
-    fn send(&mut self, argv: &[&str]) {
-        let mut req = format!("*{}\r\n", argv.len()).into_bytes();
-        for a in argv {
-            req.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
-        }
-        self.stream.write_all(&req).unwrap();
-    }
-
-    /// Runs `argv`, then `PING marker`: every byte received before the marker's reply.
-    fn step(&mut self, argv: &[&str], marker: &str, protocol: u8, after: After) -> Vec<u8> {
-        self.send(argv);
-        if after == InMulti {
-            return self.one_reply();
-        }
-        self.send(&["PING", marker]);
-        let end = ping_reply(marker, protocol, after);
-        loop {
-            if let Some(at) = find(&self.buf, &end) {
-                let out = self.buf.split_to(at + end.len());
-                return out[..at].to_vec();
-            }
-            let mut chunk = [0u8; 4096];
-            let n = self.stream.read(&mut chunk).unwrap_or_else(|e| {
-                panic!(
-                    "no reply to {argv:?} and its marker ({e}); received {:?}",
-                    String::from_utf8_lossy(&self.buf)
-                )
-            });
-            assert!(n > 0, "redis-server closed the connection");
-            self.buf.extend_from_slice(&chunk[..n]);
-        }
-    }
-}
-
-impl Conn {
-    /// The next reply, as the server wrote it.
-    fn one_reply(&mut self) -> Vec<u8> {
-        let mut parser = ReplyParser::new();
-        loop {
-            let before = self.buf.clone();
-            if parser.parse(&mut self.buf).unwrap().is_some() {
-                return before[..before.len() - self.buf.len()].to_vec();
-            }
-            let mut chunk = [0u8; 4096];
-            let n = self.stream.read(&mut chunk).expect("a reply");
-            assert!(n > 0, "redis-server closed the connection");
-            self.buf.extend_from_slice(&chunk[..n]);
-        }
-    }
-}
-
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).position(|w| w == needle)
+    conn.send(&[b"PING", marker.as_bytes()]);
+    conn.read_until(&ping_reply(marker, protocol, after))
 }
 
 /// The state a step leaves its connection in, which decides how `PING marker` answers.
@@ -210,19 +143,19 @@ const STEPS: &[Step] = &[
 
 fn compare(protocol: u8) -> Vec<String> {
     let server = OwnServer::start();
-    let mut real: Vec<Conn> = (0..3).map(|_| Conn::connect(server.port)).collect();
+    let mut real: Vec<Real> = (0..3).map(|_| Real::connect(server.port)).collect();
     let mut engine = Engine::new(ManualClock::default());
     let fake: Vec<ClientId> = (0..3).map(|_| engine.connect()).collect();
     if protocol == 3 {
         for (r, f) in real.iter_mut().zip(&fake) {
-            r.step(&["HELLO", "3"], "hello", 3, Plain);
+            real_step(r, &["HELLO", "3"], "hello", 3, Plain);
             fake_step(&mut engine, *f, &["HELLO", "3"]);
         }
     }
     let mut mismatches = Vec::new();
     for (n, (conn, argv, after)) in STEPS.iter().enumerate() {
         let marker = format!("step-{n}");
-        let want = real[*conn].step(argv, &marker, protocol, *after);
+        let want = real_step(&mut real[*conn], argv, &marker, protocol, *after);
         let got = fake_step(&mut engine, fake[*conn], argv);
         if *after != InMulti {
             let ping = fake_step(&mut engine, fake[*conn], &["PING", &marker]);

@@ -231,11 +231,7 @@ pub(super) fn client_unblock(cx: &mut Cx<'_>, sub: &[u8], args: &mut Args<'_>) -
         return Err(super::wrong_arity("client|unblock"));
     }
     if args.remaining() > 2 {
-        return Err(super::error_echoing(&[
-            b"ERR unknown subcommand or wrong number of arguments for '",
-            super::c_text(sub, 128),
-            b"'. Try CLIENT HELP.",
-        ]));
+        return Err(super::subcommand_syntax("CLIENT", sub));
     }
     let id = args.next_bytes()?;
     let as_error = match args.next() {

@@ -15,16 +15,16 @@
 
 use super::hyperloglog;
 use super::server::{help_reply, subcommand};
-use super::{Args, Cx, Reply, Spec, WRITE, int};
+use super::{Args, CONTAINER, Cx, Reply, Spec, WRITE, int};
 use crate::engine::REDIS_VERSION;
 use crate::resp::Frame;
 use bytes::Bytes;
 
-pub(crate) static CLUSTER: Spec = Spec::new("cluster", -2, 0, cluster_command);
+pub(crate) static CLUSTER: Spec = Spec::new("cluster", -2, CONTAINER, cluster_command);
 pub(crate) static READONLY: Spec = Spec::new("readonly", 1, 0, cluster_disabled);
 pub(crate) static READWRITE: Spec = Spec::new("readwrite", 1, 0, cluster_disabled);
 pub(crate) static ASKING: Spec = Spec::new("asking", 1, 0, cluster_disabled);
-pub(crate) static MODULE: Spec = Spec::new("module", -2, 0, module_command);
+pub(crate) static MODULE: Spec = Spec::new("module", -2, CONTAINER, module_command);
 pub(crate) static PFDEBUG: Spec = Spec::new("pfdebug", 3, WRITE, pfdebug_command);
 pub(crate) static PFSELFTEST: Spec = Spec::new("pfselftest", 1, 0, pfselftest_command);
 pub(crate) static LOLWUT: Spec = Spec::new("lolwut", -1, 0, lolwut_command);
@@ -66,7 +66,7 @@ const CLUSTER_SUBCOMMANDS: &[&str] = &[
 /// when `cluster-enabled` is `no`.
 fn cluster_command(_cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let sub = args.next_bytes()?;
-    subcommand("CLUSTER", CLUSTER_SUBCOMMANDS, args, sub)?;
+    subcommand("CLUSTER", CLUSTER_SUBCOMMANDS, sub)?;
     Err(CLUSTER_DISABLED)
 }
 
@@ -93,12 +93,7 @@ const MODULE_HELP: &[&str] = &[
 /// Redis refuses while `enable-module-command` is `no`, its default.
 fn module_command(_cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let sub = args.next_bytes()?;
-    match subcommand(
-        "MODULE",
-        &["list", "help", "load", "loadex", "unload"],
-        args,
-        sub,
-    )? {
+    match subcommand("MODULE", &["list", "help", "load", "loadex", "unload"], sub)? {
         "list" => Ok(Frame::Array(Vec::new())),
         "help" => Ok(help_reply(MODULE_HELP)),
         _ => Err(Frame::error(

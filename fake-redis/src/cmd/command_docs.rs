@@ -12,14 +12,14 @@
 //! specs, as Redis's `getKeysUsingKeySpecs` does; the few commands whose keys only a Redis C
 //! function can find (`SORT`, `MIGRATE`) are not served here.
 
-use super::{ALL, Args, Cx, Reply, Spec, is, lookup, unknown_subcommand, wrong_arity};
+use super::{ALL, Args, CONTAINER, Cx, Reply, Spec, is, lookup, unknown_subcommand, wrong_arity};
 use crate::engine::glob::glob_match;
 use crate::resp::{Frame, ReplyParser};
 use bytes::{Bytes, BytesMut};
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
-pub(crate) static COMMAND: Spec = Spec::new("command", -1, 0, command_command);
+pub(crate) static COMMAND: Spec = Spec::new("command", -1, CONTAINER, command_command);
 
 /// `COMMAND`'s reply from Redis 7.0.15, in RESP3.
 static COMMAND_RESP: &[u8] = include_bytes!("../../data/command.resp");
@@ -32,6 +32,76 @@ struct Tables {
     info: BTreeMap<Vec<u8>, Frame>,
     /// Each top-level command's `COMMAND DOCS` entry (its subcommands' inside it).
     docs: BTreeMap<Vec<u8>, Frame>,
+    /// Each subcommand's name and arity, for the check every call of a container passes.
+    subcommands: BTreeMap<Vec<u8>, Subcommand>,
+}
+
+/// A subcommand of a container command (`CONFIG GET`), as Redis's table describes it.
+pub(crate) struct Subcommand {
+    /// Its full name, as Redis's errors and `CLIENT LIST`'s `cmd` name it: `config|get`.
+    pub full_name: String,
+    /// Redis's arity, counting the container's name and the subcommand's.
+    arity: i32,
+}
+
+impl Subcommand {
+    fn arity_ok(&self, argc: usize) -> bool {
+        super::arity_allows(self.arity, argc)
+    }
+}
+
+/// Why a call of a container command is refused before its handler runs.
+pub(crate) enum Refusal {
+    /// The container has no such subcommand.
+    Unknown,
+    /// The subcommand (named in full) has the wrong number of arguments.
+    Arity(&'static str),
+}
+
+impl Refusal {
+    /// The error a client's call gets (`ERR unknown subcommand 'FOO'. Try CLIENT HELP.`).
+    pub(crate) fn error(&self, spec: &Spec, argv: &[Bytes]) -> Frame {
+        match self {
+            Refusal::Unknown => unknown_subcommand(&spec.name.to_ascii_uppercase(), &argv[1]),
+            Refusal::Arity(name) => wrong_arity(name),
+        }
+    }
+}
+
+/// The name Redis gives `argv`'s command once it has looked its subcommand up
+/// (`lookupCommand`) and checked that subcommand's arity (`commandCheckArity`): the
+/// subcommand's full name (`config|get`) for a container ([`CONTAINER`]) called with one, the
+/// command's name otherwise. The command's own arity is the caller's to check first.
+#[inline]
+pub(crate) fn command_name(spec: &'static Spec, argv: &[Bytes]) -> Result<&'static str, Refusal> {
+    match argv.get(1) {
+        Some(sub) if spec.has(CONTAINER) => {
+            let sub = subcommand(spec, sub).ok_or(Refusal::Unknown)?;
+            if sub.arity_ok(argv.len()) {
+                Ok(&sub.full_name)
+            } else {
+                Err(Refusal::Arity(&sub.full_name))
+            }
+        }
+        _ => Ok(spec.name),
+    }
+}
+
+/// The container's subcommand named `sub` (any case), looked up without allocating.
+fn subcommand(container: &Spec, sub: &[u8]) -> Option<&'static Subcommand> {
+    // Longer than any of Redis's full names: a longer call names no subcommand.
+    let mut key = [0u8; 64];
+    let parent = container.name.as_bytes();
+    let len = parent.len() + 1 + sub.len();
+    if len > key.len() {
+        return None;
+    }
+    key[..parent.len()].copy_from_slice(parent);
+    key[parent.len()] = b'|';
+    for (k, b) in key[parent.len() + 1..len].iter_mut().zip(sub) {
+        *k = b.to_ascii_lowercase();
+    }
+    tables().subcommands.get(&key[..len])
 }
 
 fn parse(resp: &'static [u8]) -> Frame {
@@ -52,6 +122,18 @@ fn tables() -> &'static Tables {
                 add_entry(&mut info, entry);
             }
         }
+        let subcommands = info
+            .iter()
+            .filter(|(name, _)| name.contains(&b'|'))
+            .map(|(name, entry)| {
+                let arity = match entry {
+                    Frame::Array(fields) => integer(fields.get(1)) as i32,
+                    _ => 0,
+                };
+                let full_name = String::from_utf8_lossy(name).into_owned();
+                (name.clone(), Subcommand { full_name, arity })
+            })
+            .collect();
         let mut docs = BTreeMap::new();
         if let Frame::Map(pairs) = parse(DOCS_RESP) {
             for (name, doc) in pairs {
@@ -60,7 +142,11 @@ fn tables() -> &'static Tables {
                 }
             }
         }
-        Tables { info, docs }
+        Tables {
+            info,
+            docs,
+            subcommands,
+        }
     })
 }
 
@@ -164,49 +250,12 @@ fn all_names() -> Vec<Bytes> {
     names
 }
 
-/// How Redis names `argv`'s command in its errors: the container's subcommand by its full name
-/// (`config|get`), any other command by its name. `Err` with Redis's `unknown subcommand` reply
-/// when the container has no such subcommand.
-pub(crate) fn full_name(spec: &Spec, argv: &[Bytes]) -> Result<String, Frame> {
-    let Some(Frame::Array(fields)) = tables().info.get(spec.name.as_bytes()) else {
-        return Ok(spec.name.to_owned());
-    };
-    let container = fields
-        .get(9)
-        .and_then(items)
-        .is_some_and(|subs| !subs.is_empty());
-    let Some(sub) = argv.get(1).filter(|_| container) else {
-        return Ok(spec.name.to_owned());
-    };
-    let full = format!(
-        "{}|{}",
-        spec.name,
-        String::from_utf8_lossy(sub).to_ascii_lowercase()
-    );
-    if tables().info.contains_key(full.as_bytes()) {
-        Ok(full)
-    } else {
-        Err(unknown_subcommand(&spec.name.to_ascii_uppercase(), sub))
-    }
-}
-
 /// Checks a subcommand's arity against Redis's table: `ERR wrong number of arguments for
 /// 'config|get' command` when wrong. `argc` counts the container's name and the subcommand's.
 pub(crate) fn check_subcommand_arity(full_name: &str, argc: usize) -> Result<(), Frame> {
-    let Some(Frame::Array(fields)) = tables().info.get(full_name.as_bytes()) else {
-        return Ok(());
-    };
-    let arity = integer(fields.get(1));
-    let argc = argc as i64;
-    let ok = if arity >= 0 {
-        argc == arity
-    } else {
-        argc >= -arity
-    };
-    if ok {
-        Ok(())
-    } else {
-        Err(wrong_arity(full_name))
+    match tables().subcommands.get(full_name.as_bytes()) {
+        Some(sub) if !sub.arity_ok(argc) => Err(wrong_arity(full_name)),
+        _ => Ok(()),
     }
 }
 
@@ -235,41 +284,32 @@ const HELP: &[&str] = &[
 ];
 
 fn command_command(_cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    // Dispatch has checked the subcommand and its arity.
     let Some(sub) = args.next() else {
         return Ok(Frame::Array(ALL.iter().map(|s| entry_of(s)).collect()));
     };
-    let argc = args.remaining() + 2;
-    let sub_name = String::from_utf8_lossy(sub).to_ascii_lowercase();
-    let known = [
-        "count",
-        "list",
-        "info",
-        "docs",
-        "getkeys",
-        "getkeysandflags",
-        "help",
-    ];
-    if !known.contains(&sub_name.as_str()) {
-        return Err(unknown_subcommand("COMMAND", sub));
-    }
-    check_subcommand_arity(&format!("command|{sub_name}"), argc)?;
-    match sub_name.as_str() {
-        "count" => Ok(Frame::Integer(ALL.len() as i64)),
-        "help" => Ok(Frame::Array(
+    if is(sub, "count") {
+        Ok(Frame::Integer(ALL.len() as i64))
+    } else if is(sub, "help") {
+        Ok(Frame::Array(
             HELP.iter().map(|&l| Frame::simple(l)).collect(),
-        )),
-        "list" => list(args),
-        "info" => {
-            if args.remaining() == 0 {
-                return Ok(Frame::Array(ALL.iter().map(|s| entry_of(s)).collect()));
-            }
-            Ok(Frame::Array(
-                args.map(|name| find(name).map_or(Frame::Null, |(_, e)| e))
-                    .collect(),
-            ))
+        ))
+    } else if is(sub, "list") {
+        list(args)
+    } else if is(sub, "info") {
+        if args.remaining() == 0 {
+            return Ok(Frame::Array(ALL.iter().map(|s| entry_of(s)).collect()));
         }
-        "docs" => Ok(docs(args)),
-        _ => get_keys(args.rest(), is(sub, "getkeysandflags")),
+        Ok(Frame::Array(
+            args.map(|name| find(name).map_or(Frame::Null, |(_, e)| e))
+                .collect(),
+        ))
+    } else if is(sub, "docs") {
+        Ok(docs(args))
+    } else if is(sub, "getkeys") || is(sub, "getkeysandflags") {
+        get_keys(args.rest(), is(sub, "getkeysandflags"))
+    } else {
+        Err(unknown_subcommand("COMMAND", sub))
     }
 }
 
@@ -514,6 +554,22 @@ mod tests {
                 fields.get(1),
                 Some(&Frame::Integer(i64::from(spec.arity))),
                 "the arity of {}",
+                spec.name
+            );
+        }
+    }
+
+    #[test]
+    fn exactly_the_commands_redis_gives_subcommands_are_containers() {
+        for spec in ALL {
+            let subs = match tables().info.get(spec.name.as_bytes()) {
+                Some(Frame::Array(fields)) => fields.get(9).and_then(items).map_or(0, <[_]>::len),
+                _ => 0,
+            };
+            assert_eq!(
+                spec.has(CONTAINER),
+                subs > 0,
+                "the CONTAINER flag of {}",
                 spec.name
             );
         }

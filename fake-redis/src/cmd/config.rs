@@ -16,13 +16,13 @@
 //! refused with an error that says so. The others (persistence, replication, `hz`, `timeout`)
 //! are kept and shown but change nothing; the README lists them among the differences.
 
-use super::{Args, Cx, Reply, Spec, unknown_subcommand};
+use super::{Args, CONTAINER, Cx, Reply, Spec};
 use crate::engine::glob::glob_match;
 use crate::resp::Frame;
 use bytes::Bytes;
 use std::sync::OnceLock;
 
-pub(crate) static CONFIG: Spec = Spec::new("config", -2, 0, config_command);
+pub(crate) static CONFIG: Spec = Spec::new("config", -2, CONTAINER, config_command);
 
 /// One line per parameter: name, default, `CONFIG SET`'s answer to `x-bogus` and to
 /// `-9223372036854775807`.
@@ -161,12 +161,12 @@ const HELP: &[&str] = &[
 
 fn config_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let sub = args.next_bytes()?;
-    let name = String::from_utf8_lossy(sub).to_ascii_lowercase();
-    if !["get", "set", "resetstat", "rewrite", "help"].contains(&name.as_str()) {
-        return Err(unknown_subcommand("CONFIG", sub));
-    }
-    super::command_docs::check_subcommand_arity(&format!("config|{name}"), args.remaining() + 2)?;
-    match name.as_str() {
+    let name = super::server::subcommand(
+        "CONFIG",
+        &["get", "set", "resetstat", "rewrite", "help"],
+        sub,
+    )?;
+    match name {
         "get" => Ok(get(cx, args)),
         "set" => set(cx, args),
         "resetstat" => {

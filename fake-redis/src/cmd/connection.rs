@@ -7,8 +7,8 @@
 //! the failover fault that models losing their lag.
 
 use super::{
-    Args, Cx, NO_AUTH, NOT_QUEUED, PUBSUB_CONTEXT, Reply, Spec, int, is, unknown_subcommand,
-    wrong_arity,
+    Args, CONTAINER, Cx, NO_AUTH, NOT_QUEUED, PUBSUB_CONTEXT, Reply, Spec, int, is,
+    unknown_subcommand, wrong_arity,
 };
 use crate::engine::{Client, DATABASES, REDIS_VERSION, Subscription};
 use crate::resp::Frame;
@@ -20,7 +20,7 @@ pub(crate) static ECHO: Spec = Spec::new("echo", 2, 0, echo_command);
 pub(crate) static HELLO: Spec = Spec::new("hello", -1, NO_AUTH, hello_command);
 pub(crate) static AUTH: Spec = Spec::new("auth", -2, NO_AUTH, auth_command);
 pub(crate) static SELECT: Spec = Spec::new("select", 2, 0, select_command);
-pub(crate) static CLIENT: Spec = Spec::new("client", -2, 0, client_command);
+pub(crate) static CLIENT: Spec = Spec::new("client", -2, CONTAINER, client_command);
 pub(crate) static QUIT: Spec = Spec::new(
     "quit",
     -1,
@@ -183,34 +183,23 @@ fn select_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     Ok(Frame::OK)
 }
 
-/// `CLIENT ID`, `GETNAME`, `SETNAME name`, `INFO`, `LIST`.
+/// `CLIENT ID`, `GETNAME`, `SETNAME name`, `INFO`, `LIST`, `KILL`, `NO-EVICT`, `UNBLOCK`,
+/// `GETREDIR`, `HELP` (dispatch has checked the subcommand's arity).
 fn client_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let sub = args.next_bytes()?;
-    // The subcommand's arity: exactly `n` arguments after it.
-    let exact = |args: &Args<'_>, n: usize, name: &str| {
-        if args.remaining() == n {
-            Ok(())
-        } else {
-            Err(wrong_arity(name))
-        }
-    };
     if is(sub, "id") {
-        exact(args, 0, "client|id")?;
         return Ok(Frame::Integer(cx.client as i64));
     }
     if is(sub, "getname") {
-        exact(args, 0, "client|getname")?;
         return Ok(cx.client().name.clone().map_or(Frame::Null, Frame::Bulk));
     }
     if is(sub, "setname") {
-        exact(args, 1, "client|setname")?;
         let name = args.next_bytes()?;
         valid_client_name(name)?;
         cx.client().name = (!name.is_empty()).then(|| name.clone());
         return Ok(Frame::OK);
     }
     if is(sub, "info") {
-        exact(args, 0, "client|info")?;
         let (now, id) = (cx.now, cx.client);
         let outbox = cx.engine().outbox_len(crate::engine::ClientId(id));
         let line = client_line(now, id, cx.client(), "client|info", outbox);
@@ -223,7 +212,6 @@ fn client_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         return client_kill(cx, args);
     }
     if is(sub, "no-evict") {
-        exact(args, 1, "client|no-evict")?;
         let on_off = args.next_bytes()?;
         return if is(on_off, "on") || is(on_off, "off") {
             Ok(Frame::OK)
@@ -235,11 +223,9 @@ fn client_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         return super::blocking::client_unblock(cx, sub, args);
     }
     if is(sub, "getredir") {
-        exact(args, 0, "client|getredir")?;
         return Ok(Frame::Integer(-1));
     }
     if is(sub, "help") {
-        exact(args, 0, "client|help")?;
         return Ok(Frame::Array(
             CLIENT_HELP.iter().map(|&l| Frame::simple(l)).collect(),
         ));

@@ -164,6 +164,12 @@ impl<'a> Cx<'a> {
         self.engine.db_mut(self.db).lookup_h(key, h, now)
     }
 
+    /// [`Cx::lookup`] without marking the key accessed (Redis's `LOOKUP_NOTOUCH`).
+    pub fn lookup_untouched(&mut self, key: &[u8]) -> Option<&mut Entry> {
+        let (now, h) = (self.now, self.hash(key));
+        self.engine.db_mut(self.db).lookup_untouched_h(key, h, now)
+    }
+
     /// Runs `f` with the hashes of a script's `keys` remembered, so its calls hash each key
     /// once; the hashes are forgotten before the keys can be freed.
     #[inline]

@@ -1,15 +1,18 @@
 //! Running a command: the checks every command passes in Redis's order, then its handler.
 //!
-//! Redis's `processCommand` looks the name up, checks the arity, then authentication, then the
-//! pub/sub context, then queues the command if a transaction is open; only a command that passes
-//! all of that runs. The same order is kept here, once, for every way a command reaches the
+//! Redis's `processCommand` looks the name up (a container's subcommand too), checks the arity
+//! (the subcommand's too), then authentication, then the pub/sub context, then queues the
+//! command if a transaction is open; only a command that passes all of that runs. The same order is kept here, once, for every way a command reaches the
 //! engine: [`Engine::execute`] (a client's request), the commands an `EXEC` runs back to back
 //! (checked when they were queued), and [`Engine::run_script`] (a lock script without the
 //! protocol, for simulators). The engine's own part, the frozen time and the bookkeeping around
 //! a command, is in `engine/mod.rs`; the handlers are in the family files beside this one.
 
 use super::parse::Args;
-use super::{Cx, NO_AUTH, NOT_QUEUED, PUBSUB_CONTEXT, Spec, lookup, unknown_command, wrong_arity};
+use super::{
+    Cx, NO_AUTH, NOT_QUEUED, PUBSUB_CONTEXT, Refusal, Spec, command_name, lookup, unknown_command,
+    wrong_arity,
+};
 use crate::engine::{ClientId, Engine};
 use crate::resp::Frame;
 use bytes::Bytes;
@@ -76,18 +79,29 @@ fn dispatch(engine: &mut Engine, id: u64, argv: &[Bytes], now: i64, may_block: b
     let spec = lookup(name);
     let requirepass = engine.config().requirepass.is_some();
     let client = engine.client_mut(id).expect("checked by start_command");
-    if let Some(spec) = spec {
-        client.last_command = spec.name;
-    }
     let Some(spec) = spec else {
+        client.last_command = "NULL";
         if let Some(m) = &mut client.multi {
             m.failed = true;
         }
         return unknown_command(argv);
     };
     if !spec.arity_ok(argv.len()) {
+        client.last_command = spec.name;
         return reject(engine, id, spec, wrong_arity(spec.name));
     }
+    // A container's subcommand is looked up, and its arity checked, before authentication.
+    let name = match command_name(spec, argv) {
+        Ok(name) => name,
+        Err(refusal) => {
+            client.last_command = match refusal {
+                Refusal::Unknown => "NULL",
+                Refusal::Arity(name) => name,
+            };
+            return reject(engine, id, spec, refusal.error(spec, argv));
+        }
+    };
+    client.last_command = name;
     if requirepass && !client.authenticated && !spec.has(NO_AUTH) {
         return reject(
             engine,
@@ -97,13 +111,10 @@ fn dispatch(engine: &mut Engine, id: u64, argv: &[Bytes], now: i64, may_block: b
         );
     }
     if client.in_pubsub_context() && !spec.has(PUBSUB_CONTEXT) {
-        let error = match super::command_docs::full_name(spec, argv) {
-            Ok(name) => Frame::error_owned(format!(
-                "ERR Can't execute '{name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / \
-                 QUIT / RESET are allowed in this context"
-            )),
-            Err(unknown) => unknown,
-        };
+        let error = Frame::error_owned(format!(
+            "ERR Can't execute '{name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / \
+             QUIT / RESET are allowed in this context"
+        ));
         return reject(engine, id, spec, error);
     }
     let client = engine.client_mut(id).expect("checked by start_command");

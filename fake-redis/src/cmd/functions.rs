@@ -5,7 +5,7 @@
 //! library on: `FUNCTION LOAD` and `FUNCTION RESTORE` are refused with an error saying so, and the
 //! fake has no libraries to list, call or dump.
 
-use super::{Args, Cx, Reply, Spec, WRITE, is, unknown_subcommand, wrong_arity};
+use super::{Args, CONTAINER, Cx, Reply, Spec, WRITE, is, unknown_subcommand, wrong_arity};
 #[cfg(feature = "lua")]
 use crate::lua::functions::{self as lib, RestorePolicy};
 use crate::resp::Frame;
@@ -13,7 +13,7 @@ use bytes::Bytes;
 
 pub(crate) static FCALL: Spec = Spec::new("fcall", -3, WRITE, fcall_command);
 pub(crate) static FCALL_RO: Spec = Spec::new("fcall_ro", -3, 0, fcall_command);
-pub(crate) static FUNCTION: Spec = Spec::new("function", -2, 0, function_command);
+pub(crate) static FUNCTION: Spec = Spec::new("function", -2, CONTAINER, function_command);
 
 /// `FUNCTION HELP`'s lines, as Redis 7.0 prints them.
 const HELP: &[&str] = &[

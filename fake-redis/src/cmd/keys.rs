@@ -15,9 +15,8 @@ use bytes::Bytes;
 pub(crate) static DEL: Spec = Spec::new("del", -2, WRITE, del_command);
 pub(crate) static UNLINK: Spec = Spec::new("unlink", -2, WRITE, del_command);
 pub(crate) static EXISTS: Spec = Spec::new("exists", -2, 0, exists_command);
-/// `TOUCH key…`: how many of the keys exist, as `EXISTS` counts them (the fake keeps no access
-/// times to update).
-pub(crate) static TOUCH: Spec = Spec::new("touch", -2, 0, exists_command);
+/// `TOUCH key…`: how many of the keys exist, as `EXISTS` counts them, each marked accessed.
+pub(crate) static TOUCH: Spec = Spec::new("touch", -2, 0, touch_command);
 pub(crate) static TYPE: Spec = Spec::new("type", 2, 0, type_command);
 pub(crate) static EXPIRE: Spec = Spec::new("expire", -3, WRITE, expire_command);
 pub(crate) static PEXPIRE: Spec = Spec::new("pexpire", -3, WRITE, expire_command);
@@ -40,9 +39,9 @@ pub(crate) static FLUSHALL: Spec = Spec::new("flushall", -1, WRITE, flush_comman
 
 // ---- operations shared with the native scripts ----
 
-/// `EXISTS` of one key.
+/// `EXISTS` of one key (which leaves its idle time, as Redis's does).
 pub(crate) fn exists(cx: &mut Cx<'_>, key: &[u8]) -> bool {
-    cx.lookup(key).is_some()
+    cx.lookup_untouched(key).is_some()
 }
 
 /// `DEL` of one key: whether a live key was removed (an expired one is expired first, uncounted).
@@ -60,7 +59,7 @@ pub(crate) fn del(cx: &mut Cx<'_>, key: &[u8]) -> bool {
 /// `PTTL`: -2 missing, -1 no TTL, else the milliseconds left (0 in the deadline millisecond).
 pub(crate) fn pttl(cx: &mut Cx<'_>, key: &[u8]) -> i64 {
     let now = cx.now;
-    match cx.lookup(key).map(|e| e.deadline()) {
+    match cx.lookup_untouched(key).map(|e| e.deadline()) {
         None => -2,
         Some(None) => -1,
         Some(Some(d)) => (d - now).max(0),
@@ -176,10 +175,16 @@ fn exists_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     Ok(Frame::Integer(found as i64))
 }
 
+fn touch_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let found = args.filter(|k| cx.lookup(k).is_some()).count();
+    Ok(Frame::Integer(found as i64))
+}
+
 fn type_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let key = args.next_bytes()?;
     Ok(Frame::simple(
-        cx.lookup(key).map_or("none", |e| e.value.type_name()),
+        cx.lookup_untouched(key)
+            .map_or("none", |e| e.value.type_name()),
     ))
 }
 
@@ -227,7 +232,7 @@ fn ttl_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let name = args.name();
     let ms = is(name, "pttl") || is(name, "pexpiretime");
     let absolute = is(name, "expiretime") || is(name, "pexpiretime");
-    let deadline = match cx.lookup(args.next_bytes()?) {
+    let deadline = match cx.lookup_untouched(args.next_bytes()?) {
         None => return Ok(Frame::Integer(-2)),
         Some(e) => e.deadline(),
     };
@@ -411,10 +416,12 @@ fn rename_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let Some(entry) = db.remove(src, now) else {
         return Err(Frame::error("ERR no such key"));
     };
-    let deadline = entry.deadline();
+    let (deadline, marks) = (entry.deadline(), entry.encoding_marks());
     db.insert(dst, entry.value, deadline, now);
     db.touch(src);
     db.touch(dst);
+    let here = cx.db;
+    super::server::set_marks(cx, here, dst, marks);
     Ok(if nx { Frame::Integer(1) } else { Frame::OK })
 }
 
@@ -447,6 +454,7 @@ fn copy_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         return Ok(Frame::Integer(0));
     };
     let (value, deadline) = (entry.value.clone(), entry.deadline());
+    let marks = entry.encoding_marks();
     let db = cx.keyspace_at(target);
     if db.lookup(dst, now).is_some() {
         if !replace {
@@ -456,6 +464,7 @@ fn copy_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     }
     db.insert(dst, value, deadline, now);
     db.touch(dst);
+    super::server::set_marks(cx, target, dst, marks);
     Ok(Frame::Integer(1))
 }
 

@@ -43,6 +43,7 @@ mod transactions;
 mod zsets;
 
 pub(crate) use blocking::serve_blocked;
+pub(crate) use command_docs::{Refusal, command_name};
 pub(crate) use config::class;
 pub(crate) use context::{Caller, Cx};
 pub(crate) use parse::Args;
@@ -69,6 +70,9 @@ pub(crate) const PUBSUB_CONTEXT: u8 = 2;
 pub(crate) const NOT_QUEUED: u8 = 4;
 /// Writes to the keyspace.
 pub(crate) const WRITE: u8 = 8;
+/// Has subcommands (`CONFIG GET`): dispatch looks the subcommand up and checks its arity, as
+/// Redis's `lookupCommand` and `commandCheckArity` do, before anything else about the call.
+pub(crate) const CONTAINER: u8 = 16;
 
 /// One command: its canonical (lowercase) name, Redis's arity (exact when positive, a minimum when
 /// negative, counting the name), flags, and handler.
@@ -90,16 +94,22 @@ impl Spec {
     }
 
     pub fn arity_ok(&self, argc: usize) -> bool {
-        let argc = argc as i32;
-        if self.arity >= 0 {
-            argc == self.arity
-        } else {
-            argc >= -self.arity
-        }
+        arity_allows(self.arity, argc)
     }
 
     pub fn has(&self, flag: u8) -> bool {
         self.flags & flag != 0
+    }
+}
+
+/// Whether Redis's `arity` (exact when positive, a minimum when negative) allows `argc`
+/// arguments, the name counted.
+pub(crate) fn arity_allows(arity: i32, argc: usize) -> bool {
+    let argc = i32::try_from(argc).unwrap_or(i32::MAX);
+    if arity >= 0 {
+        argc == arity
+    } else {
+        argc >= -arity
     }
 }
 
@@ -318,6 +328,7 @@ command_table! {
     b"SUNION" => sets::SUNION,
     b"SUNIONSTORE" => sets::SUNIONSTORE,
     b"SUNSUBSCRIBE" => pubsub::SUNSUBSCRIBE,
+    b"SWAPDB" => server::SWAPDB,
     b"TIME" => connection::TIME,
     b"TOUCH" => keys::TOUCH,
     b"TTL" => keys::TTL,
@@ -544,6 +555,18 @@ pub(crate) fn wrong_arity(name: &str) -> Frame {
 pub(crate) fn unknown_subcommand(container: &str, sub: &[u8]) -> Frame {
     error_echoing(&[
         b"ERR unknown subcommand '",
+        c_text(sub, 128),
+        b"'. Try ",
+        container.as_bytes(),
+        b" HELP.",
+    ])
+}
+
+/// `ERR unknown subcommand or wrong number of arguments for 'CAT'. Try ACL HELP.` (Redis's
+/// `addReplySubcommandSyntaxError`): a subcommand whose arguments its handler counts itself.
+pub(crate) fn subcommand_syntax(container: &str, sub: &[u8]) -> Frame {
+    error_echoing(&[
+        b"ERR unknown subcommand or wrong number of arguments for '",
         c_text(sub, 128),
         b"'. Try ",
         container.as_bytes(),

@@ -12,7 +12,7 @@
 //! `SHARDNUMSUB`) is the same machinery over the engine's third registry: its confirmations count
 //! the shard channels alone, while the pub/sub context counts every kind, as in Redis 7.0.
 
-use super::{Args, Caller, Cx, PUBSUB_CONTEXT, Reply, Spec, is, unknown_subcommand};
+use super::{Args, CONTAINER, Caller, Cx, PUBSUB_CONTEXT, Reply, Spec, is, unknown_subcommand};
 use crate::engine::Subscription;
 use crate::engine::glob::glob_match;
 use crate::resp::Frame;
@@ -29,7 +29,7 @@ pub(crate) static SUNSUBSCRIBE: Spec =
     Spec::new("sunsubscribe", -1, PUBSUB_CONTEXT, unsubscribe_command);
 pub(crate) static PUBLISH: Spec = Spec::new("publish", 3, 0, publish_command);
 pub(crate) static SPUBLISH: Spec = Spec::new("spublish", 3, 0, spublish_command);
-pub(crate) static PUBSUB: Spec = Spec::new("pubsub", -2, 0, pubsub_command);
+pub(crate) static PUBSUB: Spec = Spec::new("pubsub", -2, CONTAINER, pubsub_command);
 
 fn confirmation(kind: &'static str, name: Option<Bytes>, count: usize) -> Frame {
     Frame::Push(vec![

@@ -8,7 +8,7 @@
 //! with no Lua at all. Any other body runs on the engine's Lua state (`lua/`, the `lua` feature);
 //! without that feature it is refused with an error naming its SHA, never run wrongly.
 
-use super::{Args, Cx, Reply, Spec, WRITE, is, lookup, unknown_subcommand, wrong_arity};
+use super::{Args, CONTAINER, Cx, Reply, Spec, WRITE, is, lookup, unknown_subcommand, wrong_arity};
 use crate::engine::ScriptCache;
 use crate::resp::Frame;
 use bytes::Bytes;
@@ -18,7 +18,7 @@ pub(crate) static EVAL: Spec = Spec::new("eval", -3, WRITE, eval_command);
 pub(crate) static EVALSHA: Spec = Spec::new("evalsha", -3, WRITE, eval_command);
 pub(crate) static EVAL_RO: Spec = Spec::new("eval_ro", -3, 0, eval_command);
 pub(crate) static EVALSHA_RO: Spec = Spec::new("evalsha_ro", -3, 0, eval_command);
-pub(crate) static SCRIPT: Spec = Spec::new("script", -2, 0, script_command);
+pub(crate) static SCRIPT: Spec = Spec::new("script", -2, CONTAINER, script_command);
 
 const NOSCRIPT: Frame = Frame::error("NOSCRIPT No matching script. Please use EVAL.");
 

@@ -10,16 +10,16 @@
 //! before it shrinks. `OBJECT IDLETIME` reads the entry's 24-bit access clock, Redis's own
 //! `lru` field, counted on the engine's clock.
 
-use super::{Args, Cx, Reply, Spec, int, is, unknown_subcommand};
+use super::{Args, CONTAINER, Cx, Reply, Spec, int, is, unknown_subcommand};
 use crate::engine::db::{Entry, LRU_CLOCK_MAX, Value, lru_clock};
 use crate::engine::stream::StreamId;
 use crate::resp::Frame;
 use bytes::Bytes;
 
-pub(crate) static OBJECT: Spec = Spec::new("object", -2, 0, object_command);
-pub(crate) static MEMORY: Spec = Spec::new("memory", -2, 0, memory_command);
-pub(crate) static SLOWLOG: Spec = Spec::new("slowlog", -2, 0, slowlog_command);
-pub(crate) static LATENCY: Spec = Spec::new("latency", -2, 0, latency_command);
+pub(crate) static OBJECT: Spec = Spec::new("object", -2, CONTAINER, object_command);
+pub(crate) static MEMORY: Spec = Spec::new("memory", -2, CONTAINER, memory_command);
+pub(crate) static SLOWLOG: Spec = Spec::new("slowlog", -2, CONTAINER, slowlog_command);
+pub(crate) static LATENCY: Spec = Spec::new("latency", -2, CONTAINER, latency_command);
 pub(crate) static LASTSAVE: Spec = Spec::new("lastsave", 1, 0, lastsave_command);
 pub(crate) static SAVE: Spec = Spec::new("save", 1, 0, save_command);
 pub(crate) static BGSAVE: Spec = Spec::new("bgsave", -1, 0, bgsave_command);
@@ -28,6 +28,7 @@ pub(crate) static MOVE: Spec = Spec::new("move", 3, super::WRITE, move_command);
 // Redis refuses it before it checks authentication; running it unauthenticated only refuses.
 pub(crate) static DEBUG: Spec = Spec::new("debug", -2, super::NO_AUTH, debug_command);
 pub(crate) static ROLE: Spec = Spec::new("role", 1, 0, role_command);
+pub(crate) static SWAPDB: Spec = Spec::new("swapdb", 3, super::WRITE, swapdb_command);
 
 /// The bits of [`Entry::encoding_marks`].
 pub(crate) mod marks {
@@ -35,6 +36,9 @@ pub(crate) mod marks {
     pub const CONVERTED: u8 = 1;
     /// A string built in place (`APPEND`, `SETRANGE`): Redis keeps it `raw` whatever its size.
     pub const RAW: u8 = 2;
+    /// A string Redis made without trying the integer encoding (`INCRBYFLOAT`'s result):
+    /// `embstr` or `raw` by its length, even when it reads as an integer.
+    pub const NOT_INT: u8 = 4;
 }
 
 /// The encoding thresholds of Redis 7.0 (`CONFIG SET` changes them): past them a value converts.
@@ -124,6 +128,16 @@ pub(crate) fn note_shrink(cx: &mut Cx<'_>, key: &[u8]) {
     }
 }
 
+/// Gives the value at `key` in database `db` the encoding history `marks`: a value moved or
+/// copied keeps its source's (Redis moves the object, or duplicates it in its encoding), a
+/// value made anew gets the marks of how Redis made it.
+pub(crate) fn set_marks(cx: &mut Cx<'_>, db: usize, key: &[u8], marks: u8) {
+    let now = cx.now;
+    if let Some(entry) = cx.keyspace_at(db).lookup(key, now) {
+        entry.set_encoding_marks(marks);
+    }
+}
+
 /// Marks the string at `key` as built in place (`raw` from now on).
 pub(crate) fn note_raw(cx: &mut Cx<'_>, key: &[u8]) {
     if let Some(entry) = cx.lookup(key) {
@@ -155,7 +169,7 @@ pub(crate) fn encoding(entry: &Entry, e: &Encodings) -> &'static str {
             // HyperLogLogs are made as raw strings and edited in place.
             if entry.encoding_marks() & marks::RAW != 0 || s.starts_with(b"HYLL") {
                 "raw"
-            } else if as_int(s).is_some() {
+            } else if entry.encoding_marks() & marks::NOT_INT == 0 && as_int(s).is_some() {
                 "int"
             } else if s.len() <= EMBSTR_SIZE_LIMIT {
                 "embstr"
@@ -220,21 +234,19 @@ pub(crate) fn help_reply(lines: &[&'static str]) -> Frame {
     Frame::Array(lines.iter().map(|&l| Frame::simple(l)).collect())
 }
 
-/// The subcommand of a container command (`OBJECT`, `MEMORY`, ...), lowercased, after checking
-/// it is one of `known` and has its arity: Redis's unknown-subcommand error first, then the
-/// subcommand's arity error.
+/// The subcommand of a container command (`OBJECT`, `MEMORY`, ...) as one of its handler's
+/// `known` names. Dispatch has checked it is Redis's and has its arity; a subcommand the fake
+/// does not serve gets Redis's unknown-subcommand error.
 pub(crate) fn subcommand(
     container: &str,
     known: &[&'static str],
-    args: &Args<'_>,
     sub: &[u8],
 ) -> Result<&'static str, Frame> {
-    let Some(name) = known.iter().copied().find(|k| is(sub, k)) else {
-        return Err(unknown_subcommand(container, sub));
-    };
-    let full = format!("{}|{name}", container.to_ascii_lowercase());
-    super::command_docs::check_subcommand_arity(&full, args.remaining() + 2)?;
-    Ok(name)
+    known
+        .iter()
+        .copied()
+        .find(|k| is(sub, k))
+        .ok_or_else(|| unknown_subcommand(container, sub))
 }
 
 /// `OBJECT ENCODING|FREQ|IDLETIME|REFCOUNT <key>` and `OBJECT HELP`.
@@ -243,7 +255,6 @@ fn object_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let name = subcommand(
         "OBJECT",
         &["encoding", "freq", "idletime", "refcount", "help"],
-        args,
         sub,
     )?;
     if name == "help" {
@@ -487,7 +498,6 @@ fn memory_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let name = subcommand(
         "MEMORY",
         &["usage", "stats", "doctor", "malloc-stats", "purge", "help"],
-        args,
         sub,
     )?;
     match name {
@@ -517,7 +527,7 @@ fn memory_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
             "Hi Sam, this instance is empty or is using very little memory, my issues detector \
              can't be used in these conditions. Please, leave for your mission on Earth and \
              fill it with some data. The new Sam and I will be back to our programming as soon \
-             as I finished rebooting.",
+             as I finished rebooting.\n",
         )),
         "malloc-stats" => Ok(Frame::text("Stats not supported for the current allocator")),
         "purge" => Ok(Frame::OK),
@@ -540,8 +550,8 @@ fn memory_stats(cx: &mut Cx<'_>) -> Frame {
             continue;
         }
         keys += db.len() as i64;
-        for (key, entry) in db.live_entries(now) {
-            dataset += (value_size(&entry, &e, 5) + sds(key.len()) + DICT_ENTRY) as i64;
+        for (key, entry) in db.live_iter(now) {
+            dataset += (value_size(entry, &e, 5) + sds(key.len()) + DICT_ENTRY) as i64;
         }
         per_db.push((
             Frame::Bulk(Bytes::from(format!("db.{i}"))),
@@ -633,9 +643,12 @@ const SLOWLOG_HELP: &[&str] = &[
 /// stays empty (as Redis's does for a fast server).
 fn slowlog_command(_cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let sub = args.next_bytes()?;
-    let name = subcommand("SLOWLOG", &["get", "len", "reset", "help"], args, sub)?;
+    let name = subcommand("SLOWLOG", &["get", "len", "reset", "help"], sub)?;
     match name {
         "get" => {
+            if args.remaining() > 1 {
+                return Err(super::subcommand_syntax("SLOWLOG", sub));
+            }
             if let Some(count) = args.next() {
                 match int(count) {
                     Ok(n) if n >= -1 => {}
@@ -690,7 +703,6 @@ fn latency_command(_cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
             "histogram",
             "help",
         ],
-        args,
         sub,
     )?;
     match name {
@@ -775,9 +787,10 @@ fn move_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let Some(entry) = cx.keyspace().remove(key, now) else {
         return Ok(Frame::Integer(0));
     };
-    let deadline = entry.deadline();
+    let (deadline, marks) = (entry.deadline(), entry.encoding_marks());
     cx.keyspace_at(target)
         .insert(key, entry.value, deadline, now);
+    set_marks(cx, target, key, marks);
     cx.keyspace().touch(key);
     cx.keyspace_at(target).touch(key);
     cx.notify(super::class::GENERIC, "move_from", key);
@@ -785,6 +798,26 @@ fn move_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     cx.notify(super::class::GENERIC, "move_to", key);
     cx.db = source;
     Ok(Frame::Integer(1))
+}
+
+/// `SWAPDB index1 index2`: the two databases trade their keys (`Db::swap` says what stays).
+fn swapdb_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let index = |arg: &[u8], which: &str| {
+        int(arg).map_err(|_| Frame::error_owned(format!("ERR invalid {which} DB index")))
+    };
+    let first = index(args.next_bytes()?, "first")?;
+    let second = index(args.next_bytes()?, "second")?;
+    let databases = 0..crate::engine::DATABASES as i64;
+    if !databases.contains(&first) || !databases.contains(&second) {
+        return Err(Frame::error("ERR DB index is out of range"));
+    }
+    let (low, high) = (first.min(second) as usize, first.max(second) as usize);
+    if low != high {
+        let now = cx.now;
+        let (below, above) = cx.keyspaces().split_at_mut(high);
+        crate::engine::db::Db::swap(&mut below[low], &mut above[0], now);
+    }
+    Ok(Frame::OK)
 }
 
 /// `DEBUG`: refused, as Redis 7.0 refuses it by default (`enable-debug-command no`, which only

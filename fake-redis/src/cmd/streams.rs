@@ -12,7 +12,10 @@
 //! (`engine/blocking.rs`), `$` resolved then; `cmd/blocking.rs` serves it with
 //! [`serve_reader`] after the command that added to one of its streams.
 
-use super::{Args, Cx, Reply, Spec, WRITE, class, int, is, unknown_subcommand};
+use super::{
+    Args, CONTAINER, Cx, Reply, Spec, WRITE, class, int, is, subcommand_syntax,
+    unknown_subcommand,
+};
 use crate::engine::blocking::{GroupRead, Waiter};
 use crate::engine::db::Value;
 use crate::engine::stream::{ENTRIES_READ_UNKNOWN, Group, Pending, Stream, StreamId, Trim};
@@ -28,12 +31,12 @@ pub(crate) static XREVRANGE: Spec = Spec::new("xrevrange", -4, 0, xrange_command
 pub(crate) static XREAD: Spec = Spec::new("xread", -4, 0, xread_command);
 pub(crate) static XREADGROUP: Spec = Spec::new("xreadgroup", -7, WRITE, xread_command);
 pub(crate) static XSETID: Spec = Spec::new("xsetid", -3, WRITE, xsetid_command);
-pub(crate) static XGROUP: Spec = Spec::new("xgroup", -2, WRITE, xgroup_command);
+pub(crate) static XGROUP: Spec = Spec::new("xgroup", -2, WRITE | CONTAINER, xgroup_command);
 pub(crate) static XACK: Spec = Spec::new("xack", -4, WRITE, xack_command);
 pub(crate) static XPENDING: Spec = Spec::new("xpending", -3, 0, xpending_command);
 pub(crate) static XCLAIM: Spec = Spec::new("xclaim", -6, WRITE, xclaim_command);
 pub(crate) static XAUTOCLAIM: Spec = Spec::new("xautoclaim", -6, WRITE, xautoclaim_command);
-pub(crate) static XINFO: Spec = Spec::new("xinfo", -2, 0, xinfo_command);
+pub(crate) static XINFO: Spec = Spec::new("xinfo", -2, CONTAINER, xinfo_command);
 
 const INVALID_ID: Frame =
     Frame::error("ERR Invalid stream ID specified as stream command argument");
@@ -945,17 +948,6 @@ const XGROUP_HELP: &[&str] = &[
 
 fn help(lines: &[&'static str]) -> Frame {
     Frame::Array(lines.iter().map(|&l| Frame::simple(l)).collect())
-}
-
-/// `ERR unknown subcommand or wrong number of arguments for 'CREATE'. Try XGROUP HELP.`
-fn subcommand_syntax(container: &str, sub: &[u8]) -> Frame {
-    super::error_echoing(&[
-        b"ERR unknown subcommand or wrong number of arguments for '",
-        super::c_text(sub, 128),
-        b"'. Try ",
-        container.as_bytes(),
-        b" HELP.",
-    ])
 }
 
 /// A subcommand's name checked against the container's list and its arity: the lowercase name.

@@ -80,7 +80,11 @@ pub(crate) fn incr_by(cx: &mut Cx<'_>, key: &[u8], delta: i64) -> Result<i64, Fr
     let new = old.unwrap_or(0).checked_add(delta).ok_or(OVERFLOW)?;
     let db = cx.keyspace();
     match (old, db.write(key, now)) {
-        (Some(_), Some(entry)) => entry.value = Value::Str(int_bytes(new)),
+        (Some(_), Some(entry)) => {
+            entry.value = Value::Str(int_bytes(new));
+            // Redis's result is an integer object whatever the old value was built as.
+            entry.set_encoding_marks(0);
+        }
         _ => db.insert(key, Value::Str(int_bytes(new)), None, now),
     }
     db.touch(key);
@@ -427,6 +431,9 @@ fn incrbyfloat_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         _ => db.insert(key, Value::Str(text.clone()), None, now),
     }
     db.touch(key);
+    // Redis makes the result with `createStringObject`, which never tries the integer encoding.
+    let here = cx.db;
+    super::server::set_marks(cx, here, key, super::server::marks::NOT_INT);
     cx.notify(super::class::STRING, "incrbyfloat", key);
     Ok(Frame::Bulk(text))
 }
@@ -439,6 +446,7 @@ fn append_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         check_length(old.len() as i64 + tail.len() as i64)?;
     }
     let db = cx.keyspace();
+    let existed = old.is_some();
     let len = match (old, db.write(key, now)) {
         (Some(old), Some(entry)) => {
             let mut joined = Vec::with_capacity(old.len() + tail.len());
@@ -454,7 +462,10 @@ fn append_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         }
     };
     db.touch(key);
-    super::server::note_raw(cx, key);
+    // Appending edits the string in place; a new key is the argument, encoded as `SET`'s is.
+    if existed {
+        super::server::note_raw(cx, key);
+    }
     cx.notify(super::class::STRING, "append", key);
     Ok(Frame::Integer(len as i64))
 }

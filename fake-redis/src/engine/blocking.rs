@@ -124,6 +124,15 @@ impl KeyWaiters {
         }
     }
 
+    /// Signals every waited-on key that `present` says the database now holds (Redis's
+    /// `scanDatabaseForReadyKeys`, after `SWAPDB` brought in other keys).
+    pub fn signal_present(&mut self, present: impl Fn(&[u8]) -> bool) {
+        let keys: Vec<Bytes> = self.by_key.keys().filter(|k| present(k)).cloned().collect();
+        for key in keys {
+            self.signal(&key);
+        }
+    }
+
     /// The clients waiting on `key`, in the order they blocked.
     pub fn waiting_on(&self, key: &[u8]) -> Vec<u64> {
         self.by_key

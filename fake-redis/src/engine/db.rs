@@ -440,6 +440,12 @@ impl Entry {
         (self.meta >> 24) as u8
     }
 
+    /// Replaces [`Entry::encoding_marks`] (a value Redis makes anew, or one moved with its
+    /// history).
+    pub(crate) fn set_encoding_marks(&mut self, marks: u8) {
+        self.meta = (self.meta & LRU_CLOCK_MAX) | (u32::from(marks) << 24);
+    }
+
     /// Adds `marks` to [`Entry::encoding_marks`].
     pub(crate) fn mark_encoding(&mut self, marks: u8) {
         self.meta |= u32::from(marks) << 24;
@@ -647,7 +653,16 @@ impl Db {
     }
 
     /// [`Db::lookup`] with the key's hash already computed ([`hash_key`]).
+    #[inline]
     pub fn lookup_h(&mut self, key: &[u8], h: u64, now: i64) -> Option<&mut Entry> {
+        let entry = self.lookup_untouched_h(key, h, now)?;
+        entry.access(now);
+        Some(entry)
+    }
+
+    /// [`Db::lookup_h`] without marking the key accessed: Redis's lookups with `LOOKUP_NOTOUCH`
+    /// (`EXISTS`, `TYPE`, `TTL`), which expire a dead key but leave a live one's idle time.
+    pub fn lookup_untouched_h(&mut self, key: &[u8], h: u64, now: i64) -> Option<&mut Entry> {
         let Db {
             table,
             volatile,
@@ -661,11 +676,7 @@ impl Db {
                 expire(occupied, volatile, watches, stats);
                 None
             }
-            Ok(occupied) => {
-                let entry = &mut occupied.into_mut().entry;
-                entry.access(now);
-                Some(entry)
-            }
+            Ok(occupied) => Some(&mut occupied.into_mut().entry),
         }
     }
 
@@ -751,6 +762,7 @@ impl Db {
     /// Changes the deadline of the live key at `key` (hash `h`) as `decide` says, given its
     /// current deadline, with one probe of the table: whether the key was live. A logically
     /// expired key is deleted (lazy expiry) and counts as missing; `decide` is not called then.
+    /// A live key is marked accessed, whatever `decide` says.
     pub fn change_deadline_h(
         &mut self,
         key: &[u8],
@@ -786,6 +798,8 @@ impl Db {
                 false
             }
             Ok(mut occupied) => {
+                // A lookup for writing, as `EXPIRE`'s in Redis: it touches the key.
+                occupied.get_mut().entry.access(now);
                 match decide(occupied.get().entry.deadline) {
                     DeadlineChange::Keep => {}
                     DeadlineChange::Delete => {
@@ -893,6 +907,56 @@ impl Db {
         self.watches.touch(key, present);
     }
 
+    /// Swaps the keys of two databases (`SWAPDB`): keys and TTLs move, while watches and
+    /// blocked clients stay with their database, as Redis's do. First, as Redis's
+    /// `touchAllWatchedKeysInDb`, every watcher of a key present in either database is touched;
+    /// after, a key a client waits on that its database now holds is ready.
+    pub fn swap(a: &mut Db, b: &mut Db, now: i64) {
+        a.before_swap(b, now);
+        b.before_swap(a, now);
+        std::mem::swap(&mut a.table, &mut b.table);
+        std::mem::swap(&mut a.volatile, &mut b.volatile);
+        // A SCAN cursor of either database starts over in both.
+        let epoch = a.layout_epoch.max(b.layout_epoch) + 1;
+        (a.layout_epoch, b.layout_epoch) = (epoch, epoch);
+        for db in [a, b] {
+            let table = &db.table;
+            db.waiters.signal_present(|k| {
+                find(table, hash_key(k), k).is_some_and(|s| !s.entry.expired(now))
+            });
+        }
+    }
+
+    /// One side of [`Db::swap`] before the keys move: journals the keys that go and come,
+    /// touches the watchers of keys present in either database.
+    fn before_swap(&mut self, other: &Db, now: i64) {
+        if self.journal.is_some() {
+            // Its own keys go, the other's come: a rollback restores the one, removes the other.
+            let keys: Vec<Bytes> = self
+                .table
+                .iter()
+                .chain(other.table.iter())
+                .map(|s| s.key.to_bytes())
+                .collect();
+            for k in keys {
+                self.journal_before(&k, now);
+            }
+        }
+        let touched: Vec<Bytes> = self
+            .watches
+            .keys
+            .keys()
+            .filter(|k| {
+                let h = hash_key(k);
+                find(&self.table, h, k).is_some() || find(&other.table, h, k).is_some()
+            })
+            .cloned()
+            .collect();
+        for k in touched {
+            self.watches.touch(&k, true);
+        }
+    }
+
     /// Empties the database (`FLUSHDB`): every watcher of a present key is touched.
     pub fn flush(&mut self, now: i64) {
         if self.journal.is_some() {
@@ -982,6 +1046,15 @@ impl Db {
             .collect();
         keys.sort_unstable();
         keys
+    }
+
+    /// Every live key with its entry, by reference, in the table's order (for sums, whose
+    /// result does not depend on it).
+    pub fn live_iter(&self, now: i64) -> impl Iterator<Item = (&[u8], &Entry)> {
+        self.table
+            .iter()
+            .filter(move |s| !s.entry.expired(now))
+            .map(|s| (s.key.as_bytes(), &s.entry))
     }
 
     /// Every live key with its entry, sorted by key.

@@ -22,15 +22,15 @@ impl Engine {
         let Some(client) = self.clients.get_mut(&id) else {
             return 0;
         };
-        if client.subscribed(kind).insert(name.clone()) {
-            let registry = match kind {
-                Subscription::Channel => &mut self.channels,
-                Subscription::Pattern => &mut self.patterns,
-                Subscription::Shard => &mut self.shard_channels,
-            };
-            registry.entry(name.clone()).or_default().insert(id);
+        let added = client.subscribed(kind).insert(name.clone());
+        let count = client.confirmed_count(kind);
+        if added {
+            self.registry_mut(kind)
+                .entry(name.clone())
+                .or_default()
+                .insert(id);
         }
-        client.confirmed_count(kind)
+        count
     }
 
     /// Unsubscribes client `id` from `name`: the count its confirmation carries then.
@@ -38,15 +38,21 @@ impl Engine {
         let Some(client) = self.clients.get_mut(&id) else {
             return 0;
         };
-        if client.subscribed(kind).remove(name) {
-            let registry = match kind {
-                Subscription::Channel => &mut self.channels,
-                Subscription::Pattern => &mut self.patterns,
-                Subscription::Shard => &mut self.shard_channels,
-            };
-            remove_subscriber(registry, name, id);
+        let removed = client.subscribed(kind).remove(name);
+        let count = client.confirmed_count(kind);
+        if removed {
+            remove_subscriber(self.registry_mut(kind), name, id);
         }
-        client.confirmed_count(kind)
+        count
+    }
+
+    /// The registry of one kind of subscription: name to subscribers.
+    fn registry_mut(&mut self, kind: Subscription) -> &mut BTreeMap<Bytes, BTreeSet<u64>> {
+        match kind {
+            Subscription::Channel => &mut self.channels,
+            Subscription::Pattern => &mut self.patterns,
+            Subscription::Shard => &mut self.shard_channels,
+        }
     }
 
     /// The names client `id` is subscribed to, of one kind, in order.

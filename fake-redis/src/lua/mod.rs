@@ -639,8 +639,17 @@ fn redis_call(
     let Some(spec) = lookup(&command[0]) else {
         return fail("ERR Unknown Redis command called from script");
     };
-    if !spec.arity_ok(command.len()) {
-        return fail("ERR Wrong number of args calling Redis command from script");
+    match crate::cmd::command_name(spec, &command) {
+        _ if !spec.arity_ok(command.len()) => {
+            return fail("ERR Wrong number of args calling Redis command from script");
+        }
+        Err(crate::cmd::Refusal::Unknown) => {
+            return fail("ERR Unknown Redis command called from script");
+        }
+        Err(crate::cmd::Refusal::Arity(_)) => {
+            return fail("ERR Wrong number of args calling Redis command from script");
+        }
+        Ok(_) => {}
     }
     if NOT_IN_SCRIPTS.contains(&spec.name) {
         return fail("ERR This Redis command is not allowed from script");

@@ -23,6 +23,10 @@ impl Real {
     pub fn connect(port: u16) -> Real {
         for _ in 0..200 {
             if let Ok(stream) = TcpStream::connect(("127.0.0.1", port)) {
+                // A reply that never comes fails the test instead of hanging it.
+                stream
+                    .set_read_timeout(Some(std::time::Duration::from_secs(30)))
+                    .unwrap();
                 return Real {
                     stream,
                     buf: BytesMut::new(),
@@ -36,6 +40,12 @@ impl Real {
 
     /// Sends `argv` and returns the reply's bytes, exactly as the server wrote them.
     pub fn call(&mut self, argv: &[&[u8]]) -> Vec<u8> {
+        self.send(argv);
+        self.reply()
+    }
+
+    /// Sends `argv` without waiting for its reply.
+    pub fn send(&mut self, argv: &[&[u8]]) {
         let mut req = format!("*{}\r\n", argv.len()).into_bytes();
         for a in argv {
             req.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
@@ -43,16 +53,40 @@ impl Real {
             req.extend_from_slice(b"\r\n");
         }
         self.stream.write_all(&req).unwrap();
+    }
+
+    /// The next reply's bytes, exactly as the server wrote them.
+    pub fn reply(&mut self) -> Vec<u8> {
         loop {
             let before = self.buf.clone();
             if self.parser.parse(&mut self.buf).unwrap().is_some() {
                 return before[..before.len() - self.buf.len()].to_vec();
             }
-            let mut chunk = [0u8; 4096];
-            let n = self.stream.read(&mut chunk).unwrap();
-            assert!(n > 0, "redis-server closed the connection");
-            self.buf.extend_from_slice(&chunk[..n]);
+            self.read_more();
         }
+    }
+
+    /// Every byte the server writes before `end`, which is read too (a marker's reply).
+    pub fn read_until(&mut self, end: &[u8]) -> Vec<u8> {
+        loop {
+            if let Some(at) = self.buf.windows(end.len()).position(|w| w == end) {
+                let out = self.buf.split_to(at + end.len());
+                return out[..at].to_vec();
+            }
+            self.read_more();
+        }
+    }
+
+    fn read_more(&mut self) {
+        let mut chunk = [0u8; 4096];
+        let n = self.stream.read(&mut chunk).unwrap_or_else(|e| {
+            panic!(
+                "no reply from redis-server ({e}); received {:?}",
+                String::from_utf8_lossy(&self.buf)
+            )
+        });
+        assert!(n > 0, "redis-server closed the connection");
+        self.buf.extend_from_slice(&chunk[..n]);
     }
 }
 
