@@ -326,6 +326,8 @@ fn serve(cx: &mut Cx<'_>, key: &Bytes, waiter: &Waiter) -> Frame {
                         .map_or(Frame::NullArray, |m| key_member_score(key, m)),
                 }
             }),
+        // No key serves a `WAIT` (`served_by` says so): never reached.
+        Waiter::Replicas { acked } => Ok(Frame::Integer(*acked)),
     };
     reply.unwrap_or_else(|error| error)
 }

@@ -31,6 +31,7 @@ mod lists;
 mod long_double;
 mod parse;
 mod pubsub;
+mod replication;
 mod scripting;
 mod server;
 mod sets;
@@ -267,6 +268,7 @@ command_table! {
     b"RANDOMKEY" => keys::RANDOMKEY,
     b"RENAME" => keys::RENAME,
     b"RENAMENX" => keys::RENAMENX,
+    b"REPLICAOF" => replication::REPLICAOF,
     b"RESET" => connection::RESET,
     b"RPOP" => lists::RPOP,
     b"RPOPLPUSH" => lists::RPOPLPUSH,
@@ -285,6 +287,7 @@ command_table! {
     b"SETNX" => strings::SETNX,
     b"SETRANGE" => strings::SETRANGE,
     b"SINTER" => sets::SINTER,
+    b"SLAVEOF" => replication::SLAVEOF,
     b"SINTERCARD" => sets::SINTERCARD,
     b"SINTERSTORE" => sets::SINTERSTORE,
     b"SISMEMBER" => sets::SISMEMBER,
@@ -312,7 +315,7 @@ command_table! {
     b"UNLINK" => keys::UNLINK,
     b"UNSUBSCRIBE" => pubsub::UNSUBSCRIBE,
     b"UNWATCH" => transactions::UNWATCH,
-    b"WAIT" => connection::WAIT,
+    b"WAIT" => replication::WAIT,
     b"WATCH" => transactions::WATCH,
     b"ZADD" => zsets::ZADD,
     b"ZCARD" => zsets::ZCARD,

@@ -47,6 +47,9 @@ pub(crate) enum Waiter {
     /// `BZPOPMIN`/`BZPOPMAX` (`count` None: answered `[key, member, score]`) and `BZMPOP`
     /// (answered `[key, [[member, score]…]]`), the highest scores when `max`.
     ZSetPop { max: bool, count: Option<usize> },
+    /// `WAIT`: no key serves it; the replication tick ends it (`engine/replication.rs`), and an
+    /// early end answers how many replicas had acknowledged when it last looked (`acked`).
+    Replicas { acked: i64 },
 }
 
 impl Waiter {
@@ -56,13 +59,17 @@ impl Waiter {
         match self {
             Waiter::ListPop { .. } | Waiter::ListMove { .. } => matches!(value, Value::List(_)),
             Waiter::ZSetPop { .. } => matches!(value, Value::ZSet(_)),
+            Waiter::Replicas { .. } => false,
         }
     }
 
     /// The reply when the block ends without being served (a timeout, `CLIENT UNBLOCK`): a null
     /// array for every blocking command in Redis 7.0, moves included.
     pub fn timed_out(&self) -> Frame {
-        Frame::NullArray
+        match self {
+            Waiter::Replicas { acked } => Frame::Integer(*acked),
+            _ => Frame::NullArray,
+        }
     }
 }
 
