@@ -205,6 +205,17 @@ pub enum Fault {
         /// By how much.
         delta_ms: i64,
     },
+    /// Replica `replica` of the primary the fault is added to stalls: the batches of the write
+    /// stream that would reach it in `[from, until)` all reach it at `until`, so it neither
+    /// applies nor acknowledges them before (`engine/replication.rs`).
+    ReplicaStall {
+        /// The replica's index among the primary's replicas (`ServerNode::replica`).
+        replica: u16,
+        /// The first stalled millisecond.
+        from: i64,
+        /// The millisecond it applies again.
+        until: i64,
+    },
 }
 
 impl Fault {

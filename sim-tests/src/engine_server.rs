@@ -210,6 +210,8 @@ impl SimServer for EngineServer {
                 self.engine.failover(lag_ms);
             }
             Fault::ClockJump { delta_ms, .. } => self.engine.jump_clock(delta_ms),
+            // The simulated server is one node: no replica to stall.
+            Fault::ReplicaStall { .. } => {}
             // A front door's faults, not the server's: the simulator's network judges messages.
             Fault::Command { .. }
             | Fault::LinkDown { .. }

@@ -339,6 +339,8 @@ fn serve(cx: &mut Cx<'_>, key: &Bytes, key_index: usize, waiter: &Waiter) -> Opt
             let after = after.get(key_index).copied().unwrap_or_default();
             return streams::serve_reader(cx, key, after, group.as_deref(), *count);
         }
+        // No key serves a `WAIT` (`served_by` says so): never reached.
+        Waiter::Replicas { acked } => Ok(Frame::Integer(*acked)),
     };
     Some(reply.unwrap_or_else(|error| error))
 }

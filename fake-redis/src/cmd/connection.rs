@@ -1,10 +1,9 @@
 //! Connection and server commands: the handshake (`HELLO`, `AUTH`, `SELECT`), naming, `PING`,
-//! `QUIT`/`RESET`, and what a client may ask about the server (`TIME`, `INFO`,
-//! `WAIT`; `COMMAND` has its own file, `command_docs.rs`).
+//! `QUIT`/`RESET`, and what a client may ask about the server (`TIME`, `INFO`; `COMMAND` has its
+//! own file, `command_docs.rs`, and `WAIT` is with the replication commands, `replication.rs`).
 //!
 //! `HELLO 3` switches the connection to RESP3; the engine keeps building the same frames and the
-//! encoder (or a front door) decides the bytes. `WAIT` replies 0: the fake has no replicas, only
-//! the failover fault that models losing their lag.
+//! encoder (or a front door) decides the bytes.
 
 use super::{
     Args, CONTAINER, Cx, NO_AUTH, NOT_QUEUED, PUBSUB_CONTEXT, Reply, Spec, int, is,
@@ -35,7 +34,6 @@ pub(crate) static RESET: Spec = Spec::new(
 );
 pub(crate) static TIME: Spec = Spec::new("time", 1, 0, time_command);
 pub(crate) static INFO: Spec = Spec::new("info", -1, 0, info_command);
-pub(crate) static WAIT: Spec = Spec::new("wait", 3, 0, wait_command);
 
 fn ping_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     if args.remaining() > 1 {
@@ -161,6 +159,10 @@ fn hello_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         client.protocol = p;
     }
     let proto = client.protocol;
+    let role = match cx.engine().is_read_only_replica() {
+        true => "replica",
+        false => "master",
+    };
     let field = |k: &'static str| Frame::Bulk(Bytes::from_static(k.as_bytes()));
     Ok(Frame::Map(vec![
         (field("server"), field("redis")),
@@ -168,7 +170,7 @@ fn hello_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         (field("proto"), Frame::Integer(i64::from(proto))),
         (field("id"), Frame::Integer(id as i64)),
         (field("mode"), field("standalone")),
-        (field("role"), field("master")),
+        (field("role"), field(role)),
         (field("modules"), Frame::Array(Vec::new())),
     ]))
 }
@@ -598,15 +600,7 @@ fn info_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         sections.push(s);
     }
     if want("replication") {
-        sections.push(String::from(
-            "# Replication\r\nrole:master\r\nconnected_slaves:0\r\n\
-             master_failover_state:no-failover\r\n\
-             master_replid:0000000000000000000000000000000000000000\r\n\
-             master_replid2:0000000000000000000000000000000000000000\r\n\
-             master_repl_offset:0\r\nsecond_repl_offset:-1\r\nrepl_backlog_active:0\r\n\
-             repl_backlog_size:1048576\r\nrepl_backlog_first_byte_offset:0\r\n\
-             repl_backlog_histlen:0\r\n",
-        ));
+        sections.push(engine.replication_info());
     }
     if want("cpu") {
         sections.push(String::from(
@@ -641,13 +635,4 @@ fn info_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         sections.push(s);
     }
     Ok(Frame::text(sections.join("\r\n")))
-}
-
-/// `WAIT numreplicas timeout`: 0, the fake has no replicas.
-fn wait_command(_cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
-    args.next_int()?;
-    if args.next_int()? < 0 {
-        return Err(Frame::error("ERR timeout is negative"));
-    }
-    Ok(Frame::Integer(0))
 }

@@ -75,6 +75,12 @@ impl<'a> Cx<'a> {
         self.engine
     }
 
+    /// The node the command runs on, for the replication commands, which change the node's
+    /// role and block on its replicas (`engine/replication.rs`).
+    pub fn node(&mut self) -> &mut Engine {
+        self.engine
+    }
+
     /// Runs a command its driver queued in the transaction that the engine does not know (see
     /// [`Engine::run_foreign_command`]).
     pub fn run_foreign(&mut self, argv: &[Bytes]) -> Option<crate::resp::Frame> {

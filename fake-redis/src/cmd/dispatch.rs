@@ -10,8 +10,8 @@
 
 use super::parse::Args;
 use super::{
-    Cx, NO_AUTH, NOT_QUEUED, PUBSUB_CONTEXT, Refusal, Spec, command_name, lookup, unknown_command,
-    wrong_arity,
+    Cx, NO_AUTH, NOT_QUEUED, PUBSUB_CONTEXT, Refusal, Spec, WRITE, command_name, lookup,
+    unknown_command, wrong_arity,
 };
 use crate::engine::{ClientId, Engine};
 use crate::resp::Frame;
@@ -64,6 +64,7 @@ impl Engine {
         let cx = &mut Cx::new(self, 0, db, now);
         let reply = super::scripting::run(cx, call.script, &call.keys, &call.args, false);
         self.collect_dirty();
+        self.propagate(None, now);
         reply
     }
 }
@@ -110,6 +111,10 @@ fn dispatch(engine: &mut Engine, id: u64, argv: &[Bytes], now: i64, may_block: b
             Frame::error("NOAUTH Authentication required."),
         );
     }
+    if spec.has(WRITE) && engine.is_read_only_replica() && !runs_unflagged_script(spec) {
+        return reject(engine, id, spec, crate::engine::replication::READONLY);
+    }
+    let client = engine.client_mut(id).expect("checked by start_command");
     if client.in_pubsub_context() && !spec.has(PUBSUB_CONTEXT) {
         let error = Frame::error_owned(format!(
             "ERR Can't execute '{name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / \
@@ -128,6 +133,13 @@ fn dispatch(engine: &mut Engine, id: u64, argv: &[Bytes], now: i64, may_block: b
     let cx = &mut Cx::new(engine, id, db, now);
     cx.may_block = may_block;
     (spec.run)(cx, &mut Args::new(argv)).unwrap_or_else(|error| error)
+}
+
+/// Whether `spec` is `EVAL` or `EVALSHA`, whose script (without a shebang's flags) Redis does not
+/// count as a write: on a replica it runs, and its write calls fail instead (`lua/mod.rs`).
+#[cold]
+fn runs_unflagged_script(spec: &Spec) -> bool {
+    std::ptr::eq(spec, &super::scripting::EVAL) || std::ptr::eq(spec, &super::scripting::EVALSHA)
 }
 
 /// Redis's `rejectCommand`: a command refused before it runs fails the client's open

@@ -33,6 +33,7 @@ mod lists;
 mod long_double;
 mod parse;
 mod pubsub;
+mod replication;
 mod scripting;
 mod server;
 mod sets;
@@ -288,6 +289,7 @@ command_table! {
     b"READWRITE" => cluster::READWRITE,
     b"RENAME" => keys::RENAME,
     b"RENAMENX" => keys::RENAMENX,
+    b"REPLICAOF" => replication::REPLICAOF,
     b"RESET" => connection::RESET,
     b"RESTORE" => dump::RESTORE,
     b"RESTORE-ASKING" => dump::RESTORE_ASKING,
@@ -308,6 +310,7 @@ command_table! {
     b"SETNX" => strings::SETNX,
     b"SETRANGE" => strings::SETRANGE,
     b"SINTER" => sets::SINTER,
+    b"SLAVEOF" => replication::SLAVEOF,
     b"SINTERCARD" => sets::SINTERCARD,
     b"SINTERSTORE" => sets::SINTERSTORE,
     b"SISMEMBER" => sets::SISMEMBER,
@@ -336,7 +339,7 @@ command_table! {
     b"UNLINK" => keys::UNLINK,
     b"UNSUBSCRIBE" => pubsub::UNSUBSCRIBE,
     b"UNWATCH" => transactions::UNWATCH,
-    b"WAIT" => connection::WAIT,
+    b"WAIT" => replication::WAIT,
     b"WATCH" => transactions::WATCH,
     b"ZADD" => zsets::ZADD,
     b"ZCARD" => zsets::ZCARD,

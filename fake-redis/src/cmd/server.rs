@@ -757,13 +757,9 @@ fn bgrewriteaof_command(_cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
     ))
 }
 
-/// `ROLE`: a master at replication offset 0 with no replicas.
-fn role_command(_cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
-    Ok(Frame::Array(vec![
-        Frame::Bulk(Bytes::from_static(b"master")),
-        Frame::Integer(0),
-        Frame::Array(Vec::new()),
-    ]))
+/// `ROLE`: the node's place in its topology (`cmd/replication.rs`).
+fn role_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
+    Ok(super::replication::role(cx))
 }
 
 /// `MOVE key db`: the key, its value and TTL, to database `db`; 0 when it is missing or `db`

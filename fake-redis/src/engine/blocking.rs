@@ -58,6 +58,9 @@ pub(crate) enum Waiter {
         group: Option<Box<GroupRead>>,
         count: usize,
     },
+    /// `WAIT`: no key serves it; the replication tick ends it (`engine/replication.rs`), and an
+    /// early end answers how many replicas had acknowledged when it last looked (`acked`).
+    Replicas { acked: i64 },
 }
 
 /// Who an `XREADGROUP` reads as.
@@ -79,13 +82,17 @@ impl Waiter {
             Waiter::ListPop { .. } | Waiter::ListMove { .. } => matches!(value, Value::List(_)),
             Waiter::ZSetPop { .. } => matches!(value, Value::ZSet(_)),
             Waiter::StreamRead { .. } => matches!(value, Value::Stream(_)),
+            Waiter::Replicas { .. } => false,
         }
     }
 
     /// The reply when the block ends without being served (a timeout, `CLIENT UNBLOCK`): a null
     /// array for every blocking command in Redis 7.0, moves included.
     pub fn timed_out(&self) -> Frame {
-        Frame::NullArray
+        match self {
+            Waiter::Replicas { acked } => Frame::Integer(*acked),
+            _ => Frame::NullArray,
+        }
     }
 }
 

@@ -522,6 +522,9 @@ pub(crate) struct Watches {
     /// The keys expiry removed since the engine last looked, kept only while an `expired`
     /// keyspace notification is on (`engine/notify.rs`).
     pub(crate) expired_log: Option<Vec<Bytes>>,
+    /// Every key written or expired since the engine last looked, kept only while the node has
+    /// replicas: what the next batch of the write stream carries (`engine/replication.rs`).
+    pub(crate) replicated_log: Option<Vec<Bytes>>,
 }
 
 impl Watches {
@@ -568,6 +571,9 @@ pub(crate) struct Db {
     /// Changes whenever keys may have moved in the table (it grew or rehashed, or was cleared):
     /// the stamp on a `SCAN` cursor (see [`Db::scan`]).
     layout_epoch: u64,
+    /// A replica's rule: a logically expired key is hidden from reads but stays until the
+    /// primary's deletion arrives (`engine/replication.rs`).
+    keep_expired: bool,
 }
 
 /// Bits of a `SCAN` cursor that hold the bucket to resume at; the bits above hold the layout
@@ -599,6 +605,9 @@ fn expire(
     unlist(vacant.into_table(), volatile, slot.entry.volatile_ix);
     stats.expired_keys += 1;
     watches.touch(slot.key.as_bytes(), false);
+    if let Some(log) = &mut watches.replicated_log {
+        log.push(Bytes::copy_from_slice(slot.key.as_bytes()));
+    }
     if let Some(log) = &mut watches.expired_log {
         log.push(Bytes::copy_from_slice(slot.key.as_bytes()));
     }
@@ -668,12 +677,15 @@ impl Db {
             volatile,
             watches,
             stats,
+            keep_expired,
             ..
         } = self;
         match table.find_entry(h, |s| s.hash == h && s.key.as_bytes() == key) {
             Err(_) => None,
             Ok(occupied) if occupied.get().entry.expired(now) => {
-                expire(occupied, volatile, watches, stats);
+                if !*keep_expired {
+                    expire(occupied, volatile, watches, stats);
+                }
                 None
             }
             Ok(occupied) => Some(&mut occupied.into_mut().entry),
@@ -694,7 +706,7 @@ impl Db {
 
     /// [`Db::write`] with the key's hash already computed.
     pub fn write_h(&mut self, key: &[u8], h: u64, now: i64) -> Option<&mut Entry> {
-        if self.journal.is_none() {
+        if !self.logs_writes() {
             return self.lookup_h(key, h, now);
         }
         self.lookup_h(key, h, now)?;
@@ -770,7 +782,7 @@ impl Db {
         now: i64,
         decide: impl FnOnce(Option<i64>) -> DeadlineChange,
     ) -> bool {
-        if self.journal.is_some() {
+        if self.logs_writes() {
             // The journal needs the previous entry first: the plain two-probe path.
             let Some(entry) = self.lookup_h(key, h, now) else {
                 return false;
@@ -828,7 +840,7 @@ impl Db {
     /// Puts a new key known to be absent (a lookup just missed), skipping the search for an old
     /// entry.
     pub fn insert_absent_h(&mut self, key: &[u8], h: u64, value: Value, now: i64) {
-        if self.journal.is_some() {
+        if self.logs_writes() {
             return self.insert_h(key, h, value, None, now);
         }
         self.waiters.signal(key);
@@ -959,7 +971,7 @@ impl Db {
 
     /// Empties the database (`FLUSHDB`): every watcher of a present key is touched.
     pub fn flush(&mut self, now: i64) {
-        if self.journal.is_some() {
+        if self.logs_writes() {
             let keys: Vec<Bytes> = self.table.iter().map(|s| s.key.to_bytes()).collect();
             for k in keys {
                 self.journal_before(&k, now);
@@ -1156,7 +1168,16 @@ impl Db {
         });
     }
 
+    /// Whether a write must pass [`Db::journal_before`]: the journal or the replicas' log is on.
+    #[inline]
+    fn logs_writes(&self) -> bool {
+        self.journal.is_some() || self.watches.replicated_log.is_some()
+    }
+
     fn journal_before(&mut self, key: &[u8], now: i64) {
+        if let Some(log) = &mut self.watches.replicated_log {
+            log.push(Bytes::copy_from_slice(key));
+        }
         let Some(journal) = &mut self.journal else {
             return;
         };
@@ -1223,8 +1244,69 @@ impl Db {
     /// if it was: it follows `notify-keyspace-events`, which a restart does not change.
     pub fn clear_watches(&mut self) {
         let expired_log = self.watches.expired_log.as_ref().map(|_| Vec::new());
+        let replicated_log = self.watches.replicated_log.take();
         self.watches = Watches::default();
         self.watches.expired_log = expired_log;
+        self.watches.replicated_log = replicated_log;
+    }
+
+    // ---- replication (`engine/replication.rs`) ----
+
+    /// Starts (or stops) logging the keys every write and expiry touches, for the write stream.
+    pub(crate) fn log_replicated(&mut self, on: bool) {
+        if on != self.watches.replicated_log.is_some() {
+            self.watches.replicated_log = on.then(Vec::new);
+        }
+    }
+
+    /// The keys logged since the last call, each once, in byte order.
+    pub(crate) fn take_replicated(&mut self) -> Vec<Bytes> {
+        let Some(log) = &mut self.watches.replicated_log else {
+            return Vec::new();
+        };
+        let mut keys = std::mem::take(log);
+        keys.sort_unstable();
+        keys.dedup();
+        keys
+    }
+
+    /// Whether a write or expiry was logged since the last [`Db::take_replicated`].
+    pub(crate) fn has_replicated(&self) -> bool {
+        self.watches
+            .replicated_log
+            .as_ref()
+            .is_some_and(|log| !log.is_empty())
+    }
+
+    /// The entry at `key` as stored, live or not (what a batch carries).
+    pub(crate) fn stored(&self, key: &[u8]) -> Option<&Entry> {
+        find(&self.table, hash_key(key), key).map(|s| &s.entry)
+    }
+
+    /// Puts `entry` at `key` as the primary sent it, or deletes the key (`None`), and tells
+    /// the key's watchers and waiters, as a replicated command does on a Redis replica.
+    pub(crate) fn apply_replicated(&mut self, key: &[u8], entry: Option<Entry>, now: i64) {
+        match entry {
+            Some(entry) => {
+                let marks = entry.encoding_marks();
+                self.insert(key, entry.value, entry.deadline, now);
+                if let Some(e) = self
+                    .table
+                    .find_mut(hash_key(key), |s| s.key.as_bytes() == key)
+                {
+                    e.entry.mark_encoding(marks);
+                }
+            }
+            None => {
+                self.remove(key, now);
+            }
+        }
+        self.touch(key);
+    }
+
+    /// Sets the replica's expiry rule ([`Db`]'s `keep_expired`).
+    pub(crate) fn keep_expired(&mut self, on: bool) {
+        self.keep_expired = on;
     }
 }
 

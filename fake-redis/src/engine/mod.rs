@@ -44,6 +44,7 @@ mod inspect;
 pub(crate) mod notify;
 mod pubsub;
 pub(crate) mod rdb;
+pub mod replication;
 pub(crate) mod stream;
 mod watches;
 
@@ -147,6 +148,9 @@ pub(crate) struct Client {
     pub admin: bool,
     /// What it waits for while a blocking command holds it (`engine/blocking.rs`).
     blocked: Option<Box<blocking::Blocked>>,
+    /// The replication offset right after its last command that wrote (Redis's `woff`), which
+    /// its `WAIT` waits for (`engine/replication.rs`).
+    repl_offset: i64,
     /// The reply of its blocking command once the block ended, until its driver takes it.
     unblocked: Option<Frame>,
 }
@@ -276,7 +280,8 @@ pub(crate) struct Stats {
 
 /// The fake Redis server's state. See the [module docs](self).
 pub struct Engine {
-    clock: Box<dyn Clock>,
+    /// Shared with the node's replicas, which read the same time (`engine/replication.rs`).
+    clock: std::sync::Arc<dyn Clock>,
     clock_offset: i64,
     config: EngineConfig,
     dbs: Vec<Db>,
@@ -309,6 +314,9 @@ pub struct Engine {
     queued_foreign: Option<ForeignCommands>,
     /// What the server commands keep beside the keyspace (`cmd/server.rs`).
     server: crate::cmd::ServerState,
+    /// The node's place in its topology: a primary and its replicas' streams, or a replica and
+    /// the stream it applies (`engine/replication.rs`).
+    replication: replication::Replication,
 }
 
 /// How a driver runs, at `EXEC`, the commands of its own it queued in a client's transaction: the
@@ -340,7 +348,7 @@ impl Engine {
             db.set_journal(config.journal_window_ms);
         }
         Engine {
-            clock: Box::new(clock),
+            clock: std::sync::Arc::new(clock),
             clock_offset: 0,
             rng: config.seed ^ 0x9e37_79b9_7f4a_7c15,
             faults: FaultPlan::new(config.seed),
@@ -364,6 +372,7 @@ impl Engine {
             lock_scripts_on_lua: false,
             queued_foreign: None,
             server: crate::cmd::ServerState::default(),
+            replication: replication::Replication::default(),
         }
     }
 
@@ -471,6 +480,7 @@ impl Engine {
                 admin: false,
                 blocked: None,
                 unblocked: None,
+                repl_offset: 0,
             },
         );
         ClientId(id)
@@ -595,12 +605,16 @@ impl Engine {
             self.apply_due_server_faults();
         }
         let now = self.now();
-        if self.expiry.is_due(now) {
+        if self.replication.is_active() {
+            self.replication_tick(now);
+        }
+        if self.expiry.is_due(now) && !self.replication.is_replica() {
             let rng = &mut self.rng;
             self.expiry
                 .catch_up(&mut self.dbs, now, &mut || xorshift(rng));
             self.notify_expired(now);
             self.collect_dirty();
+            self.propagate(None, now);
         }
         if self
             .block_deadlines
@@ -631,6 +645,7 @@ impl Engine {
         }
         self.notify_expired(now);
         self.collect_dirty();
+        self.propagate(Some(client.0), now);
         if let Some(c) = self.clients.get_mut(&client.0) {
             c.last_command_at = now;
             if c.closing {
@@ -744,6 +759,14 @@ impl Engine {
     /// on.
     pub fn add_fault(&mut self, fault: Fault) {
         let fault = self.faults.resolve(fault);
+        if let Fault::ReplicaStall {
+            replica,
+            from,
+            until,
+        } = fault
+        {
+            self.replication.stall(replica, from, until);
+        }
         if let Fault::Failover { lag_ms, .. } = fault {
             let window = self.config.journal_window_ms.unwrap_or(0).max(lag_ms + 1);
             self.config.journal_window_ms = Some(window);

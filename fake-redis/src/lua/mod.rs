@@ -68,8 +68,10 @@ const NOT_IN_SCRIPTS: &[&str] = &[
     "psubscribe",
     "punsubscribe",
     "quit",
+    "replicaof",
     "reset",
     "script",
+    "slaveof",
     "ssubscribe",
     "subscribe",
     "sunsubscribe",
@@ -656,6 +658,9 @@ fn redis_call(
     }
     if run.read_only && (spec.has(crate::cmd::WRITE) || MAY_REPLICATE.contains(&spec.name)) {
         return fail("ERR Write commands are not allowed from read-only scripts.");
+    }
+    if spec.has(crate::cmd::WRITE) && cx.engine().is_read_only_replica() {
+        return fail("READONLY You can't write against a read only replica.");
     }
     if spec.has(crate::cmd::WRITE) {
         run.watch.wrote();
