@@ -49,7 +49,7 @@ pub(crate) use config::class;
 pub(crate) use context::{Caller, Cx};
 pub(crate) use parse::Args;
 #[cfg(feature = "lua")]
-pub(crate) use scripting::sha1_hex;
+pub(crate) use scripting::{call_from_script, sha1_hex};
 pub(crate) use server::ServerState;
 
 use crate::engine::db::Value;

@@ -92,6 +92,19 @@ fn eval_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     }
 }
 
+/// Runs one command a script calls, as the script's client: the engine sees a script's command
+/// (`Caller::Script`) in the script's protocol, `resp` (2 unless the script said
+/// `redis.setresp(3)`), and the reply comes in that protocol's shapes. The native twins' commands
+/// and Lua's `redis.call` both run here, after their own checks of what a script may call.
+pub(crate) fn call_from_script(cx: &mut Cx<'_>, spec: &Spec, argv: &[Bytes], resp: u8) -> Frame {
+    let protocol = std::mem::replace(&mut cx.client().protocol, resp);
+    let caller = std::mem::replace(&mut cx.caller, super::Caller::Script);
+    let reply = (spec.run)(cx, &mut Args::new(argv)).unwrap_or_else(|error| error);
+    cx.caller = caller;
+    cx.client().protocol = protocol;
+    if resp == 2 { reply.to_resp2() } else { reply }
+}
+
 /// Whether a script with this SHA is in the cache, native or on the Lua state.
 fn is_loaded(scripts: &ScriptCache, sha: &[u8]) -> bool {
     #[cfg(feature = "lua")]
@@ -183,15 +196,16 @@ fn err(frame: Frame) -> CommandError {
 }
 
 impl ScriptStore<'_, '_> {
-    /// Runs one of the fair lock's list and sorted-set commands through the command table, as a
-    /// script's `redis.call` would; an error reply comes back as the call's error.
+    /// Runs one of the fair lock's list and sorted-set commands through the command table as a
+    /// script's `redis.call` does (in RESP2, as the Lua body's calls are); an error reply comes
+    /// back as the call's error.
     fn command(&mut self, argv: &[&[u8]]) -> Result<Frame, CommandError> {
         let spec = lookup(argv[0]).expect("the scripts call commands the fake has");
         if spec.has(WRITE) {
             self.writable()?;
         }
         let argv: Vec<Bytes> = argv.iter().map(|a| Bytes::copy_from_slice(a)).collect();
-        match (spec.run)(self.cx, &mut Args::new(&argv)).unwrap_or_else(|e| e) {
+        match call_from_script(self.cx, spec, &argv, 2) {
             Frame::Error(e) => Err(CommandError(e.into_owned())),
             frame => Ok(frame),
         }
@@ -215,7 +229,6 @@ impl ScriptStore<'_, '_> {
 
     fn score_command(&mut self, argv: &[&[u8]]) -> Result<Option<f64>, CommandError> {
         match self.command(argv)? {
-            Frame::Double(d) => Ok(Some(d)),
             Frame::Bulk(b) => Ok(lock_core::script::lua_tonumber(&b)),
             Frame::Null => Ok(None),
             other => Err(unexpected(argv[0], &other)),

@@ -17,14 +17,15 @@ use std::borrow::Cow;
 /// stack runs out; a table that contains itself must end somewhere).
 const MAX_DEPTH: usize = 200;
 
-/// A command's reply as `redis.call` returns it to a script speaking `resp` (2 or 3). An error
-/// reply is the `{err=}` table.
+/// A command's reply, already in the shapes of `resp` (2 or 3), as `redis.call` returns it to a
+/// script speaking `resp`. An error reply is the `{err=}` table.
 pub(super) fn reply_to_lua(lua: &Lua, frame: Frame, resp: u8) -> mlua::Result<Value> {
-    if resp == 2 {
-        frame_to_lua(lua, frame.to_resp2(), Value::Boolean(false))
+    let null = if resp == 2 {
+        Value::Boolean(false)
     } else {
-        frame_to_lua(lua, frame, Value::Nil)
-    }
+        Value::Nil
+    };
+    frame_to_lua(lua, frame, null)
 }
 
 /// `frame` as a Lua value, `null` standing for its nulls.

@@ -215,7 +215,7 @@ impl LibraryVm {
         self.pending.lock().expect("not poisoned").clear();
         self.switch.call::<()>(true).map_err(lua_error)?;
         let ran = {
-            let _limit = env::MemoryLimit::set(&self.vm.lua, env::SCRIPT_MEMORY);
+            let _limit = env::MemoryLimit::set(&self.vm.lua, self.vm.memory_limit);
             (self.vm.xpcall).call::<(bool, Value)>((&chunk, &self.vm.handler))
         };
         let timed_out = executed.load(Ordering::Relaxed) >= super::KILLED;
@@ -480,13 +480,12 @@ pub(crate) fn fcall(
     if read_only_command && flags & NO_WRITES == 0 {
         return Frame::error("ERR Can not execute a script with write flag using *_ro command.");
     }
-    let Some(mut lvm) = cx.functions().vm.take() else {
+    let Some(lvm) = cx.functions().vm.take() else {
         return Frame::error("ERR Function not found");
     };
     let run = Run {
         read_only: read_only_command || flags & NO_WRITES != 0,
         caller_db: cx.db,
-        caller_protocol: cx.client().protocol,
         watch: lvm.vm.watch.clone(),
     };
     lvm.vm.watch.begin(ScriptKind::Function);

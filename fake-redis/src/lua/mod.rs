@@ -23,7 +23,7 @@ pub(crate) mod functions;
 pub(crate) mod libs;
 mod rand48;
 
-use crate::cmd::{Args, Cx, Spec, lookup};
+use crate::cmd::{Cx, lookup};
 use crate::inprocess::link::{ScriptKind, ScriptWatch};
 use crate::resp::Frame;
 use bytes::Bytes;
@@ -42,47 +42,54 @@ const INSTRUCTION_BUDGET: u64 = 500_000_000;
 /// The count once the budget has ended a script: the hook then fires at every instruction.
 const KILLED: u64 = u64::MAX / 2;
 
-/// Commands a script may not call (Redis's `noscript` flag), by their table names.
-const NOT_IN_SCRIPTS: &[&str] = &[
-    "auth",
-    // Redis 7.0 flags these blocking commands `noscript`; BLMPOP and BZMPOP it does not, and in
-    // a script they answer at once as their non-blocking forms.
-    "blmove",
-    "blpop",
-    "brpop",
-    "brpoplpush",
-    "bzpopmax",
-    "bzpopmin",
-    "client",
-    "discard",
-    "eval",
-    "eval_ro",
-    "evalsha",
-    "evalsha_ro",
-    "exec",
-    "fcall",
-    "fcall_ro",
-    "function",
-    "hello",
-    "multi",
-    "psubscribe",
-    "punsubscribe",
-    "quit",
-    "replicaof",
-    "reset",
-    "script",
-    "slaveof",
-    "ssubscribe",
-    "subscribe",
-    "sunsubscribe",
-    "unsubscribe",
-    "unwatch",
-    "wait",
-    "watch",
-];
+/// Whether a script may not call the command named `name` (Redis's `noscript` flag, by the
+/// command table's names), or may not in a read-only script though it is no write
+/// (`may-replicate`). A match, not a list: it is asked at every `redis.call`.
+fn not_in_scripts(name: &str) -> bool {
+    matches!(
+        name,
+        "auth"
+        // Redis 7.0 flags these blocking commands `noscript`; BLMPOP and BZMPOP it does not, and
+        // in a script they answer at once as their non-blocking forms.
+            | "blmove"
+            | "blpop"
+            | "brpop"
+            | "brpoplpush"
+            | "bzpopmax"
+            | "bzpopmin"
+            | "client"
+            | "discard"
+            | "eval"
+            | "eval_ro"
+            | "evalsha"
+            | "evalsha_ro"
+            | "exec"
+            | "fcall"
+            | "fcall_ro"
+            | "function"
+            | "hello"
+            | "multi"
+            | "psubscribe"
+            | "punsubscribe"
+            | "quit"
+            | "replicaof"
+            | "reset"
+            | "script"
+            | "slaveof"
+            | "ssubscribe"
+            | "subscribe"
+            | "sunsubscribe"
+            | "unsubscribe"
+            | "unwatch"
+            | "wait"
+            | "watch"
+    )
+}
 
 /// Commands that are not writes yet are refused in read-only scripts (Redis's `may-replicate`).
-const MAY_REPLICATE: &[&str] = &["publish", "spublish"];
+fn may_replicate(name: &str) -> bool {
+    matches!(name, "publish" | "spublish")
+}
 
 /// The shebang flags of a script (`#!lua flags=…`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -138,7 +145,6 @@ pub(crate) struct Vm {
     /// `xpcall` passes no arguments.
     bind: Function,
     lua: Lua,
-    globals: Table,
     env: Table,
     redis: Table,
     handler: Function,
@@ -149,7 +155,13 @@ pub(crate) struct Vm {
     watch: Arc<ScriptWatch>,
     /// Where `redis.call` finds the running script.
     slot: Arc<Slot>,
+    /// The `KEYS` and `ARGV` of `EVAL` scripts: two tables made once per state, emptied and
+    /// filled again for every run (see [`Vm::fill`]).
+    keys: Table,
+    argv: Table,
     scripts: BTreeMap<[u8; 40], Loaded>,
+    /// How many bytes the state may hold while a script's own code runs.
+    memory_limit: usize,
 }
 
 impl Vm {
@@ -169,6 +181,12 @@ impl Vm {
             budget_hook(executed.clone(), main.clone(), watch.clone()),
         )?;
         let slot = Arc::new(Slot::default());
+        let (keys, argv) = (lua.create_table()?, lua.create_table()?);
+        // A function gets its keys and arguments as parameters: no `KEYS` or `ARGV` global.
+        if matches!(kind, ScriptKind::Eval) {
+            globals.raw_set("KEYS", &keys)?;
+            globals.raw_set("ARGV", &argv)?;
+        }
         let call = call_function(&lua, slot.clone(), resp.clone(), true)?;
         redis.raw_set("call", call)?;
         redis.raw_set(
@@ -179,7 +197,6 @@ impl Vm {
             kind,
             bind,
             lua,
-            globals,
             env,
             redis,
             handler,
@@ -189,14 +206,15 @@ impl Vm {
             main,
             watch,
             slot,
+            keys,
+            argv,
             scripts: BTreeMap::new(),
+            memory_limit: env::SCRIPT_MEMORY,
         })
     }
 
     fn get(&self, sha: &[u8]) -> Option<&Loaded> {
-        let key: [u8; 40] = sha.try_into().ok()?;
-        let key = key.map(|b| b.to_ascii_lowercase());
-        self.scripts.get(&key)
+        self.scripts.get(&cache_key(sha)?)
     }
 
     /// Compiles `body` (once) and returns its SHA, or the error `EVAL` and `SCRIPT LOAD` reply.
@@ -235,6 +253,12 @@ impl Vm {
                 Frame::error_owned(format!("ERR {what}: {text}"))
             })
     }
+}
+
+/// The key of a SHA in a state's scripts: its lowercase hex, if it is 40 bytes long.
+fn cache_key(sha: &[u8]) -> Option<[u8; 40]> {
+    let key: [u8; 40] = sha.try_into().ok()?;
+    Some(key.map(|b| b.to_ascii_lowercase()))
 }
 
 /// The hook that ends a script past its instruction budget, or (on the wall clock) killed
@@ -377,11 +401,8 @@ fn eval_on(
             Ok(sha) => sha,
             Err(e) => return e,
         },
-        Source::Sha(sha) => match vm.get(sha) {
-            Some(_) => sha
-                .try_into()
-                .map(|s: [u8; 40]| s.map(|b| b.to_ascii_lowercase()))
-                .unwrap_or([0; 40]),
+        Source::Sha(sha) => match cache_key(sha).filter(|key| vm.scripts.contains_key(key)) {
+            Some(key) => key,
             None => {
                 let native = lock_core::script::by_sha(&sha.to_ascii_lowercase())
                     .filter(|_| cx.scripts().get(sha).is_some());
@@ -392,20 +413,19 @@ fn eval_on(
             }
         },
     };
-    let loaded = vm.get(&sha).expect("loaded above");
+    let vm: &Vm = vm;
+    let loaded = vm.scripts.get(&sha).expect("loaded above");
     let flags = loaded.flags;
-    let function = loaded.function.clone();
     if read_only_command && flags.shebang && !flags.no_writes {
         return Frame::error("ERR Can not execute a script with write flag using *_ro command.");
     }
     let run = Run {
         read_only: read_only_command || flags.no_writes,
         caller_db: cx.db,
-        caller_protocol: cx.client().protocol,
         watch: vm.watch.clone(),
     };
     let sha_text = std::str::from_utf8(&sha).unwrap_or("");
-    let reply = vm.run(cx, &function, sha_text, keys, args, &run);
+    let reply = vm.run(cx, &loaded.function, sha_text, keys, args, &run);
     // A script's SELECT is its own: the caller's database is as it was.
     cx.client().db = run.caller_db;
     cx.db = run.caller_db;
@@ -416,7 +436,6 @@ fn eval_on(
 struct Run {
     read_only: bool,
     caller_db: usize,
-    caller_protocol: u8,
     /// Told when the script writes (it can no longer be killed).
     watch: Arc<ScriptWatch>,
 }
@@ -425,7 +444,7 @@ impl Vm {
     /// Runs `function` as the script `sha` with `keys` and `args`: its reply, or its error with
     /// Redis's ` script: <sha>, on <source>:<line>.` suffix.
     fn run(
-        &mut self,
+        &self,
         cx: &mut Cx<'_>,
         function: &Function,
         sha: &str,
@@ -435,13 +454,13 @@ impl Vm {
     ) -> Frame {
         self.resp.store(2, Ordering::Relaxed);
         if let Err(e) = self.arm_budget() {
-            return Frame::error_owned(format!("ERR Error running script {sha}, {e}"));
+            return running_error(sha, &e.to_string());
         }
         let result = self.call(cx, function, keys, args, run);
         let reply = match result {
             Ok((true, value)) => convert::lua_to_reply(&value, self.resp.load(Ordering::Relaxed)),
-            Ok((false, err)) => script_error(&err, sha),
-            Err(e) => Frame::error_owned(format!("ERR Error running script {sha}, {e}")),
+            Ok((false, err)) => self.script_error(&err, sha),
+            Err(e) => running_error(sha, &e.to_string()),
         };
         // Lua's incremental collector keeps the state small as it allocates; a step forced after
         // every script on top of it redid the marking of the whole environment each time.
@@ -460,7 +479,7 @@ impl Vm {
     }
 
     fn call(
-        &mut self,
+        &self,
         cx: &mut Cx<'_>,
         function: &Function,
         keys: &[Bytes],
@@ -468,21 +487,27 @@ impl Vm {
         run: &Run,
     ) -> mlua::Result<(bool, Value)> {
         let lua = &self.lua;
+        let bound;
         let body = match self.kind {
             ScriptKind::Eval => {
-                self.globals.raw_set("KEYS", strings(lua, keys)?)?;
-                self.globals.raw_set("ARGV", strings(lua, args)?)?;
-                function.clone()
+                fill(lua, &self.keys, keys)?;
+                fill(lua, &self.argv, args)?;
+                function
             }
             ScriptKind::Function => {
-                self.bind
-                    .call::<Function>((function, strings(lua, keys)?, strings(lua, args)?))?
+                bound = self.bind.call::<Function>((
+                    function,
+                    strings(lua, keys)?,
+                    strings(lua, args)?,
+                ))?;
+                &bound
             }
         };
         let mut running = Running { cx, run };
-        let _lent = self.slot.lend(&mut running);
-        let _limit = env::MemoryLimit::set(lua, env::SCRIPT_MEMORY);
-        self.xpcall.call::<(bool, Value)>((&body, &self.handler))
+        self.slot.lend(&mut running, || {
+            let _limit = env::MemoryLimit::set(lua, self.memory_limit);
+            self.xpcall.call::<(bool, Value)>((body, &self.handler))
+        })
     }
 }
 
@@ -496,31 +521,27 @@ struct Running<'r, 'e> {
 ///
 /// The two functions are made once per state (making and dropping them for every script cost
 /// more than many scripts do), so they cannot borrow one run's context; each run lends it here
-/// instead. Why that is sound: the pointer is set only by [`Slot::lend`], whose guard keeps the
-/// `Running` mutably borrowed for as long as the pointer is set and clears it when dropped
-/// (unwinding included), so a set pointer always points to a live `Running` nothing else uses.
-/// A call takes the pointer out for its duration ([`Slot::with`]) and puts it back after, so at
-/// most one `&mut` to the `Running` exists at a time: a call made outside a run, or from inside
-/// another call (scripts may not call `EVAL` or `FCALL`, so none does today), finds the slot empty
-/// and is a Lua error, never a dangling or aliased reference.
+/// instead, for the duration of a closure ([`Slot::lend`]). The safety argument is at the one
+/// `unsafe` block, in [`Slot::with`].
 #[derive(Default)]
 struct Slot(AtomicPtr<()>);
 
-/// A lent [`Running`]; dropping it takes the loan back.
-struct Lent<'s>(&'s Slot);
-
-impl Drop for Lent<'_> {
-    fn drop(&mut self) {
-        self.0.0.store(std::ptr::null_mut(), Ordering::Release);
-    }
-}
-
 impl Slot {
-    /// Lends `running` to the state's calls until the guard drops.
-    fn lend<'s>(&'s self, running: &'s mut Running<'_, '_>) -> Lent<'s> {
+    /// Runs `f` with `running` lent to the state's calls; the loan ends when `f` returns or
+    /// unwinds, before `running`'s borrow does.
+    fn lend<R>(&self, running: &mut Running<'_, '_>, f: impl FnOnce() -> R) -> R {
+        /// Empties the slot however `f` ends. It is this function's own local, so no caller can
+        /// forget it and leave the pointer behind.
+        struct Clear<'s>(&'s Slot);
+        impl Drop for Clear<'_> {
+            fn drop(&mut self) {
+                self.0.0.store(std::ptr::null_mut(), Ordering::Release);
+            }
+        }
         let pointer: *mut Running<'_, '_> = running;
         self.0.store(pointer.cast(), Ordering::Release);
-        Lent(self)
+        let _clear = Clear(self);
+        f()
     }
 
     /// `f` on the lent `Running`, or `None` if nothing is lent now.
@@ -538,9 +559,14 @@ impl Slot {
             return None;
         }
         let _back = Back(self, pointer);
-        // SAFETY: a non-null pointer was stored by `lend` from a `&mut Running` that its `Lent`
-        // still borrows (see `Slot`), and taking it out of the slot made this the only use of it
-        // until `_back` puts it back; `f` cannot keep the reference past its return.
+        // SAFETY: the slot holds a non-null pointer only inside `lend`, which stored it from a
+        // `&mut Running` it borrows for its whole call and empties the slot before it returns
+        // or unwinds (a guard local to `lend`, which no caller can forget); so the pointer is to
+        // a live `Running` that nothing else uses while `lend`'s closure runs. Taking it out of
+        // the slot makes this the only use of it until `_back` puts it back: a call made outside
+        // a run, or from inside another call (scripts may not call `EVAL` or `FCALL`, so none
+        // does today), finds the slot empty and is a Lua error, never a dangling or aliased
+        // reference. `f` cannot keep the reference past its return.
         let running = unsafe { &mut *pointer.cast::<Running<'_, '_>>() };
         Some(f(running))
     }
@@ -554,10 +580,18 @@ fn call_function(
     resp: Arc<AtomicU8>,
     raises: bool,
 ) -> mlua::Result<Function> {
+    // The command's arguments, kept from call to call so that a call allocates only its
+    // arguments' bytes. Calls never nest (a script cannot call `EVAL`), and one that did would
+    // find the slot empty before it borrowed this.
+    let command = std::cell::RefCell::new(Vec::new());
     lua.create_function(move |lua, argv: Variadic<Value>| {
         let _limit = env::MemoryLimit::set(lua, 0);
-        let called =
-            slot.with(|r| redis_call(lua, r.cx, &argv, r.run, resp.load(Ordering::Relaxed)));
+        let called = slot.with(|r| {
+            let mut command = command.borrow_mut();
+            let called = redis_call(lua, r, &argv, &mut command, resp.load(Ordering::Relaxed));
+            command.clear();
+            called
+        });
         match called {
             None => Err(env::raise(
                 lua,
@@ -573,6 +607,20 @@ fn call_function(
     })
 }
 
+/// Empties `table` (whatever the last script put in it, its metatable too) and fills it with
+/// `items`, so that a script finds a `KEYS` or `ARGV` as fresh as the new table Redis makes for
+/// every run, without a table's two allocations (and their collection) per run.
+fn fill(lua: &Lua, table: &Table, items: &[Bytes]) -> mlua::Result<()> {
+    table.clear()?;
+    if table.metatable().is_some() {
+        table.set_metatable(None)?;
+    }
+    for (i, item) in items.iter().enumerate() {
+        table.raw_set(i + 1, lua.create_string(item)?)?;
+    }
+    Ok(())
+}
+
 /// A Lua array of strings (`KEYS`, `ARGV`).
 fn strings(lua: &Lua, items: &[Bytes]) -> mlua::Result<Table> {
     let t = lua.create_table_with_capacity(items.len(), 0)?;
@@ -582,26 +630,58 @@ fn strings(lua: &Lua, items: &[Bytes]) -> mlua::Result<Table> {
     Ok(t)
 }
 
-/// The reply of a script that raised `err` (an error table, as the handler made it).
-fn script_error(err: &Value, sha: &str) -> Frame {
-    let Value::Table(t) = err else {
-        return Frame::error_owned(format!("ERR Error running script {sha}, execution failure"));
-    };
-    let text = |name: &str| -> Option<String> {
-        match t.raw_get::<Value>(name).ok()? {
-            Value::String(s) => Some(s.to_string_lossy()),
-            Value::Integer(n) => Some(n.to_string()),
-            Value::Number(n) => Some(lua_number_text(n)),
-            _ => None,
+impl Vm {
+    /// The reply of a script that raised `err`: an error table, as the handler made it, with
+    /// Redis's ` script: <sha>, on <source>:<line>.` suffix; or, for the errors Lua raises
+    /// without calling the handler (running out of memory), Redis's reply for an error that is
+    /// not a table.
+    fn script_error(&self, err: &Value, sha: &str) -> Frame {
+        let Value::Table(t) = err else {
+            let text = match err {
+                Value::String(s) if s.as_bytes().as_ref() == LUA_MEMORY_ERROR => format!(
+                    "{}: the script's Lua state may hold at most {} MiB",
+                    String::from_utf8_lossy(LUA_MEMORY_ERROR),
+                    self.memory_limit >> 20
+                ),
+                Value::String(s) => s.to_string_lossy(),
+                Value::Integer(n) => n.to_string(),
+                Value::Number(n) => lua_number_text(*n),
+                _ => "execution failure".to_owned(),
+            };
+            return running_error(sha, &text);
+        };
+        let text = |name: &str| -> Option<String> {
+            match t.raw_get::<Value>(name).ok()? {
+                Value::String(s) => Some(s.to_string_lossy()),
+                Value::Integer(n) => Some(n.to_string()),
+                Value::Number(n) => Some(lua_number_text(n)),
+                _ => None,
+            }
+        };
+        let msg = text("err").unwrap_or_default();
+        match (text("source"), text("line")) {
+            (Some(source), Some(line)) => {
+                Frame::error_owned(format!("{msg} script: {sha}, on {source}:{line}."))
+            }
+            _ => Frame::error_owned(msg),
         }
-    };
-    let msg = text("err").unwrap_or_default();
-    match (text("source"), text("line")) {
-        (Some(source), Some(line)) => {
-            Frame::error_owned(format!("{msg} script: {sha}, on {source}:{line}."))
-        }
-        _ => Frame::error_owned(msg),
     }
+}
+
+/// The message Lua 5.1 gives a protected call that ran out of memory.
+const LUA_MEMORY_ERROR: &[u8] = b"not enough memory";
+
+/// Redis's reply for a script that failed without an error table: `ERR Error running script
+/// <sha>, <text>`, the text cut at 100 bytes and kept on one line.
+fn running_error(sha: &str, text: &str) -> Frame {
+    let mut cut = text.len().min(100);
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let text = text[..cut]
+        .trim_end_matches(['\r', '\n'])
+        .replace(['\r', '\n'], " ");
+    Frame::error_owned(format!("ERR Error running script {sha}, {text}"))
 }
 
 /// A number as Lua's `tostring` prints it (`%.14g`), for the integral numbers error tables hold.
@@ -613,14 +693,16 @@ fn lua_number_text(n: f64) -> String {
     }
 }
 
-/// `redis.call(...)` and `redis.pcall(...)`: `(true, reply)` or `(false, error table)`.
+/// `redis.call(...)` and `redis.pcall(...)` with `argv`, made into `command` (empty):
+/// `(true, reply)` or `(false, error table)`.
 fn redis_call(
     lua: &Lua,
-    cx: &mut Cx<'_>,
+    running: &mut Running<'_, '_>,
     argv: &[Value],
-    run: &Run,
+    command: &mut Vec<Bytes>,
     resp: u8,
 ) -> mlua::Result<(bool, Value)> {
+    let run = running.run;
     let fail = |text: &str| -> mlua::Result<(bool, Value)> {
         let t = env::error_table(lua, text)?;
         t.raw_set("ignore_error_stats_update", true)?;
@@ -629,7 +711,6 @@ fn redis_call(
     if argv.is_empty() {
         return fail("ERR Please specify at least one argument for this redis lib call");
     }
-    let mut command = Vec::with_capacity(argv.len());
     for v in argv {
         match v {
             Value::Integer(n) => command.push(Bytes::from(format_g17(*n as f64))),
@@ -653,37 +734,21 @@ fn redis_call(
         }
         Ok(_) => {}
     }
-    if NOT_IN_SCRIPTS.contains(&spec.name) {
+    if not_in_scripts(spec.name) {
         return fail("ERR This Redis command is not allowed from script");
     }
-    if run.read_only && (spec.has(crate::cmd::WRITE) || MAY_REPLICATE.contains(&spec.name)) {
+    if run.read_only && (spec.has(crate::cmd::WRITE) || may_replicate(spec.name)) {
         return fail("ERR Write commands are not allowed from read-only scripts.");
     }
-    if spec.has(crate::cmd::WRITE) && cx.engine().is_read_only_replica() {
+    if spec.has(crate::cmd::WRITE) && running.cx.engine().is_read_only_replica() {
         return fail("READONLY You can't write against a read only replica.");
     }
     if spec.has(crate::cmd::WRITE) {
         run.watch.wrote();
     }
-    let reply = run_command(cx, spec, &command, resp, run.caller_protocol);
+    let reply = crate::cmd::call_from_script(running.cx, spec, command, resp);
     let is_error = matches!(reply, Frame::Error(_));
     Ok((!is_error, convert::reply_to_lua(lua, reply, resp)?))
-}
-
-/// Runs one command of a script as the script's client, which speaks the script's protocol.
-fn run_command(
-    cx: &mut Cx<'_>,
-    spec: &Spec,
-    argv: &[Bytes],
-    resp: u8,
-    caller_protocol: u8,
-) -> Frame {
-    cx.client().protocol = resp;
-    let caller = std::mem::replace(&mut cx.caller, crate::cmd::Caller::Script);
-    let reply = (spec.run)(cx, &mut Args::new(argv)).unwrap_or_else(|error| error);
-    cx.caller = caller;
-    cx.client().protocol = caller_protocol;
-    reply
 }
 
 #[cfg(test)]
@@ -699,6 +764,61 @@ mod tests {
         assert_eq!(format_g17(1.5), "1.5");
         assert_eq!(format_g17(0.0001), "0.0001");
         assert_eq!(format_g17(0.00001), "1.0000000000000001e-05");
+    }
+
+    #[test]
+    fn a_loan_ends_however_its_closure_ends() {
+        let clock = crate::ManualClock::new(crate::DEFAULT_EPOCH_MS);
+        let mut engine = crate::Engine::new(clock);
+        let client = engine.connect();
+        let mut cx = Cx::new(&mut engine, client.0, 0, 0);
+        let run = Run {
+            read_only: false,
+            caller_db: 0,
+            watch: Arc::new(ScriptWatch::default()),
+        };
+        let mut running = Running {
+            cx: &mut cx,
+            run: &run,
+        };
+        let slot = Slot::default();
+        assert_eq!(slot.lend(&mut running, || slot.with(|r| r.cx.db)), Some(0));
+        assert_eq!(
+            slot.with(|_| ()),
+            None,
+            "the loan ends when the closure returns"
+        );
+        let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            slot.lend(&mut running, || slot.with(|_| panic!("a call panics")))
+        }));
+        assert!(unwound.is_err());
+        assert_eq!(
+            slot.with(|_| ()),
+            None,
+            "the loan ends when the closure unwinds"
+        );
+    }
+
+    #[test]
+    fn a_script_past_the_memory_limit_is_told_so() {
+        let clock = crate::ManualClock::new(crate::DEFAULT_EPOCH_MS);
+        let mut engine = crate::Engine::new(clock);
+        let client = engine.connect();
+        let mut cx = Cx::new(&mut engine, client.0, 0, 0);
+        let watch = Arc::new(ScriptWatch::default());
+        let mut vm = Vm::new(Rand48::default(), watch, ScriptKind::Eval).unwrap();
+        vm.memory_limit = 4 << 20;
+        let body = b"local t = {} for i = 1, 1e7 do t[i] = i end return #t";
+        let sha = crate::cmd::sha1_hex(body);
+        assert_eq!(
+            eval_on(&mut cx, &mut vm, Source::Body(body), &[], &[], false),
+            Frame::error_owned(format!(
+                "ERR Error running script {sha}, not enough memory: the script's Lua state may \
+                 hold at most 4 MiB"
+            ))
+        );
+        let small = eval_on(&mut cx, &mut vm, Source::Body(b"return 7"), &[], &[], false);
+        assert_eq!(small, Frame::Integer(7), "the state runs the next script");
     }
 
     #[test]
