@@ -13,8 +13,7 @@
 //! [`serve_reader`] after the command that added to one of its streams.
 
 use super::{
-    Args, CONTAINER, Cx, Reply, Spec, WRITE, class, int, is, subcommand_syntax,
-    unknown_subcommand,
+    Args, CONTAINER, Cx, Reply, Spec, WRITE, class, int, is, subcommand_syntax, unknown_subcommand,
 };
 use crate::engine::blocking::{GroupRead, Waiter};
 use crate::engine::db::Value;

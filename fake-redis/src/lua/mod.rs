@@ -722,7 +722,7 @@ fn redis_call(
     let Some(spec) = lookup(&command[0]) else {
         return fail("ERR Unknown Redis command called from script");
     };
-    match crate::cmd::command_name(spec, &command) {
+    match crate::cmd::command_name(spec, command) {
         _ if !spec.arity_ok(command.len()) => {
             return fail("ERR Wrong number of args calling Redis command from script");
         }
