@@ -31,29 +31,88 @@ impl OwnServer {
         OwnServer::start_with(&[])
     }
 
-    /// A server started with these extra arguments (`--requirepass pw`).
+    /// A server started with these extra arguments (`--requirepass pw`), once it answers on its
+    /// port as itself.
+    ///
+    /// The port is one the kernel found free a moment before, so a test running beside this one
+    /// can be handed the same port; then one of the two servers cannot bind it and exits, and
+    /// both tests would talk to the other. So the server must answer with its own process id, or
+    /// it is started again on another port.
     pub fn start_with(extra: &[String]) -> OwnServer {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free loopback port")
-            .port();
-        let child = Command::new("redis-server")
-            .args([
-                "--port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ])
-            .args(extra)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("redis-server must be installed (Debian's redis-server 7.0) for this test");
-        OwnServer { child, port }
+        for _ in 0..20 {
+            let port = std::net::TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .expect("a free loopback port")
+                .port();
+            let child = Command::new("redis-server")
+                .args([
+                    "--port",
+                    &port.to_string(),
+                    "--bind",
+                    "127.0.0.1",
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "no",
+                ])
+                .args(extra)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("redis-server must be installed (Debian's redis-server 7.0) for this test");
+            let mut server = OwnServer { child, port };
+            if server.answers_as_itself() {
+                return server;
+            }
+        }
+        panic!("no redis-server of this test's own came up on a free port in 20 tries");
+    }
+
+    /// Waits (up to 10 s) until the server answers `INFO server` with its own process id; false
+    /// if it exited first (its port was taken) or another process answers there.
+    fn answers_as_itself(&mut self) -> bool {
+        use std::io::{Read, Write};
+        let own = format!("process_id:{}\r\n", self.child.id());
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while std::time::Instant::now() < deadline {
+            if matches!(self.child.try_wait(), Ok(Some(_))) {
+                return false;
+            }
+            if let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", self.port)) {
+                let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+                // An inline command; with a password it is refused with NOAUTH (handled below).
+                if stream.write_all(b"INFO server\r\n").is_ok() {
+                    let mut seen = Vec::new();
+                    let mut chunk = [0u8; 4096];
+                    while let Ok(n) = stream.read(&mut chunk) {
+                        if n == 0 {
+                            break;
+                        }
+                        seen.extend_from_slice(&chunk[..n]);
+                        let text = String::from_utf8_lossy(&seen);
+                        if text.contains(&own) {
+                            return true;
+                        }
+                        if (text.contains("process_id:") && text.ends_with("\r\n\r\n"))
+                            || text.starts_with('-')
+                        {
+                            break;
+                        }
+                    }
+                    let text = String::from_utf8_lossy(&seen);
+                    if text.starts_with("-NOAUTH") {
+                        // Started with a password: the bind succeeded if it is still running.
+                        std::thread::sleep(Duration::from_millis(100));
+                        return matches!(self.child.try_wait(), Ok(None));
+                    }
+                    if text.contains("process_id:") {
+                        return false;
+                    }
+                }
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        false
     }
 }
 
