@@ -451,6 +451,20 @@ const CASES: &[raw::Case] = &[
             "b3bbf1bb2e0c9ee05c0b5ba1cd5a6d7e3d54e3a8",
         ],
     ],
+    // An error reply that echoes non-UTF-8 bytes: `redis.call` raises it (the script stops
+    // there) and `redis.pcall` returns it, the bytes as they came.
+    &[&[
+        "EVAL",
+        "redis.call('expire', KEYS[1], 10, 'x\\255') return 'after'",
+        "1",
+        "k",
+    ]],
+    &[&[
+        "EVAL",
+        "local e = redis.pcall('expire', KEYS[1], 10, 'x\\255') return {e.err, 'after'}",
+        "1",
+        "k",
+    ]],
     // A redis-py style lock release.
     &[
         &["SET", "lock", "token"],

@@ -38,14 +38,13 @@ fn frame_to_lua(lua: &Lua, frame: Frame, null: Value) -> mlua::Result<Value> {
             Value::Table(t)
         }
         Frame::Error(e) => {
-            let t = super::env::error_table(lua, &super::env::error_text_of(&e))?;
+            let t = super::env::error_table(lua, super::env::error_text_of(&e))?;
             t.raw_set("ignore_error_stats_update", true)?;
             Value::Table(t)
         }
-        // An error echoing a client's non-UTF-8 bytes; the script sees its text.
+        // An error echoing a client's non-UTF-8 bytes: the script sees them as they came.
         Frame::ErrorBytes(e) => {
-            let text = String::from_utf8_lossy(&e);
-            let t = super::env::error_table(lua, &super::env::error_text_of(&text))?;
+            let t = super::env::error_table(lua, super::env::error_bytes_of(&e))?;
             t.raw_set("ignore_error_stats_update", true)?;
             Value::Table(t)
         }

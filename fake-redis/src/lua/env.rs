@@ -491,17 +491,29 @@ fn redis_table(lua: &Lua) -> mlua::Result<Table> {
 /// An error text with a code: `CODE msg` stays, a bare message gets `ERR` (Redis's
 /// `luaPushErrorBuff`), trailing line breaks trimmed.
 pub(super) fn error_text_of(text: &str) -> String {
-    let text = text.trim_end_matches(['\r', '\n']);
-    match text.split_once(' ') {
-        Some((code, msg)) => format!("{code} {}", msg.trim_matches(['\r', '\n'])),
-        None => format!("ERR {text}"),
+    String::from_utf8(error_bytes_of(text.as_bytes()))
+        .expect("trimming ASCII line breaks and adding ASCII keeps UTF-8")
+}
+
+/// [`error_text_of`] on bytes, for a reply that echoes a client's non-UTF-8 bytes: a script sees
+/// them as they came.
+pub(super) fn error_bytes_of(text: &[u8]) -> Vec<u8> {
+    let line_break = |b: &&u8| matches!(**b, b'\r' | b'\n');
+    let text = &text[..text.len() - text.iter().rev().take_while(line_break).count()];
+    match text.iter().position(|&b| b == b' ') {
+        Some(space) => {
+            let msg = &text[space + 1..];
+            let msg = &msg[msg.iter().take_while(line_break).count()..];
+            [&text[..=space], msg].concat()
+        }
+        None => [b"ERR ".as_slice(), text].concat(),
     }
 }
 
 /// `{err = text}`.
-pub(super) fn error_table(lua: &Lua, text: &str) -> mlua::Result<Table> {
+pub(super) fn error_table(lua: &Lua, text: impl AsRef<[u8]>) -> mlua::Result<Table> {
     let t = lua.create_table()?;
-    t.raw_set("err", text)?;
+    t.raw_set("err", lua.create_string(text.as_ref())?)?;
     Ok(t)
 }
 
@@ -534,7 +546,7 @@ fn error_handler(lua: &Lua) -> mlua::Result<Function> {
             Value::Table(t) => t,
             Value::Error(e) => match find_error_value(&e) {
                 Some(t) => t,
-                None => error_table(lua, &format!("ERR {}", error_message(&e)))?,
+                None => error_table(lua, format!("ERR {}", error_message(&e)))?,
             },
             other => {
                 let text = lua
@@ -546,7 +558,7 @@ fn error_handler(lua: &Lua) -> mlua::Result<Function> {
                 } else {
                     text
                 };
-                error_table(lua, &format!("ERR {text}"))?
+                error_table(lua, format!("ERR {text}"))?
             }
         };
         for level in 1..8 {

@@ -650,21 +650,24 @@ impl Vm {
             };
             return running_error(sha, &text);
         };
-        let text = |name: &str| -> Option<String> {
+        // Bytes, not text: an error can echo a client's non-UTF-8 bytes, and Redis sends them on.
+        let text = |name: &str| -> Option<Vec<u8>> {
             match t.raw_get::<Value>(name).ok()? {
-                Value::String(s) => Some(s.to_string_lossy()),
-                Value::Integer(n) => Some(n.to_string()),
-                Value::Number(n) => Some(lua_number_text(n)),
+                Value::String(s) => Some(s.as_bytes().to_vec()),
+                Value::Integer(n) => Some(n.to_string().into_bytes()),
+                Value::Number(n) => Some(lua_number_text(n).into_bytes()),
                 _ => None,
             }
         };
-        let msg = text("err").unwrap_or_default();
-        match (text("source"), text("line")) {
-            (Some(source), Some(line)) => {
-                Frame::error_owned(format!("{msg} script: {sha}, on {source}:{line}."))
-            }
-            _ => Frame::error_owned(msg),
+        let mut msg = text("err").unwrap_or_default();
+        if let (Some(source), Some(line)) = (text("source"), text("line")) {
+            msg.extend_from_slice(format!(" script: {sha}, on ").as_bytes());
+            msg.extend_from_slice(&source);
+            msg.push(b':');
+            msg.extend_from_slice(&line);
+            msg.push(b'.');
         }
+        Frame::error_from_bytes(msg)
     }
 }
 
@@ -747,7 +750,7 @@ fn redis_call(
         run.watch.wrote();
     }
     let reply = crate::cmd::call_from_script(running.cx, spec, command, resp);
-    let is_error = matches!(reply, Frame::Error(_));
+    let is_error = reply.is_error();
     Ok((!is_error, convert::reply_to_lua(lua, reply, resp)?))
 }
 
