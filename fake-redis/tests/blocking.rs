@@ -2,67 +2,15 @@
 //! clock (as the simulator drives it), and `FakeConnection`'s pending future on tokio's paused
 //! time.
 
-use bytes::Bytes;
-use fake_redis::{
-    ClientId, Engine, FakeConnection, Frame, ManualClock, NodeId, TokioClock, shared,
-};
+mod support;
+
+use fake_redis::{Engine, FakeConnection, Frame, NodeId, TokioClock, shared};
 use redis::{AsyncCommands, Value};
 use std::time::Duration;
-
-fn argv(words: &[&str]) -> Vec<Bytes> {
-    words
-        .iter()
-        .map(|w| Bytes::copy_from_slice(w.as_bytes()))
-        .collect()
-}
-
-fn bulk(s: &str) -> Frame {
-    Frame::Bulk(Bytes::copy_from_slice(s.as_bytes()))
-}
+use support::bench::{Bench, bulk};
 
 fn array(items: &[&str]) -> Frame {
     Frame::Array(items.iter().map(|s| bulk(s)).collect())
-}
-
-/// An engine on a manual clock, and a way to run one command.
-struct Bench {
-    engine: Engine,
-    clock: ManualClock,
-}
-
-impl Bench {
-    fn new() -> Bench {
-        let clock = ManualClock::new(1_700_000_000_000);
-        Bench {
-            engine: Engine::new(clock.clone()),
-            clock,
-        }
-    }
-
-    fn run(&mut self, client: ClientId, words: &[&str]) -> Frame {
-        self.engine.execute(client, &argv(words))
-    }
-
-    /// Runs a command that may block: None while it is blocked.
-    fn block(&mut self, client: ClientId, words: &[&str]) -> Option<Frame> {
-        self.engine.execute_or_block(client, &argv(words))
-    }
-
-    fn advance(&mut self, ms: i64) {
-        self.clock.advance(ms);
-        self.engine.catch_up();
-    }
-
-    fn info_blocked(&mut self, client: ClientId) -> String {
-        let Frame::Verbatim { text: info, .. } = self.run(client, &["INFO", "clients"]) else {
-            panic!("INFO is text");
-        };
-        let info = String::from_utf8_lossy(&info).into_owned();
-        info.lines()
-            .find(|l| l.starts_with("blocked_clients:"))
-            .unwrap()
-            .to_owned()
-    }
 }
 
 #[test]
@@ -73,18 +21,15 @@ fn a_timeout_fires_when_the_clock_passes_it() {
     assert!(b.engine.is_blocked(a));
     assert_eq!(b.engine.block_deadline(a), Some(1_700_000_000_000 + 30_000));
     assert_eq!(b.engine.next_block_deadline(), b.engine.block_deadline(a));
-    assert_eq!(b.info_blocked(other), "blocked_clients:1");
-    let Frame::Verbatim { text: list, .. } = b.run(other, &["CLIENT", "LIST"]) else {
-        panic!("CLIENT LIST is text");
-    };
-    let list = String::from_utf8_lossy(&list).into_owned();
+    assert_eq!(b.blocked_clients(other), "blocked_clients:1");
+    let list = b.text(other, &["CLIENT", "LIST"]);
     assert!(list.lines().next().unwrap().contains(" flags=b "), "{list}");
     b.advance(29_999);
     assert_eq!(b.engine.take_unblocked_reply(a), None);
     b.advance(1);
     assert_eq!(b.engine.take_unblocked_reply(a), Some(Frame::NullArray));
     assert!(!b.engine.is_blocked(a));
-    assert_eq!(b.info_blocked(other), "blocked_clients:0");
+    assert_eq!(b.blocked_clients(other), "blocked_clients:0");
     // A timeout of 0 waits forever.
     assert_eq!(b.block(a, &["BRPOP", "q", "0"]), None);
     assert_eq!(b.engine.block_deadline(a), None);
@@ -291,7 +236,7 @@ fn a_disconnect_or_a_restart_while_blocked_leaves_nothing_behind() {
     let (a, pusher) = (b.engine.connect(), b.engine.connect());
     assert_eq!(b.block(a, &["BLPOP", "q", "5"]), None);
     b.engine.disconnect(a);
-    assert_eq!(b.info_blocked(pusher), "blocked_clients:0");
+    assert_eq!(b.blocked_clients(pusher), "blocked_clients:0");
     assert_eq!(b.engine.next_block_deadline(), None);
     b.run(pusher, &["RPUSH", "q", "x"]);
     assert_eq!(b.run(pusher, &["LLEN", "q"]), Frame::Integer(1));
@@ -301,7 +246,7 @@ fn a_disconnect_or_a_restart_while_blocked_leaves_nothing_behind() {
     assert!(!b.engine.is_connected(c));
     assert_eq!(b.engine.next_block_deadline(), None);
     let d = b.engine.connect();
-    assert_eq!(b.info_blocked(d), "blocked_clients:0");
+    assert_eq!(b.blocked_clients(d), "blocked_clients:0");
 }
 
 #[test]

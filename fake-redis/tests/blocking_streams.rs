@@ -4,23 +4,12 @@
 //! tokio's paused time. The replies' bytes are compared with Redis's in
 //! `blocking_streams_vs_redis.rs`.
 
-use bytes::Bytes;
-use fake_redis::{
-    ClientId, Engine, FakeConnection, Frame, ManualClock, NodeId, TokioClock, shared,
-};
+mod support;
+
+use fake_redis::{Engine, FakeConnection, Frame, NodeId, TokioClock, shared};
 use redis::Value;
 use std::time::Duration;
-
-fn argv(words: &[&str]) -> Vec<Bytes> {
-    words
-        .iter()
-        .map(|w| Bytes::copy_from_slice(w.as_bytes()))
-        .collect()
-}
-
-fn bulk(s: &str) -> Frame {
-    Frame::Bulk(Bytes::copy_from_slice(s.as_bytes()))
-}
+use support::bench::{Bench, bulk};
 
 /// `[[key, [[id, [field, value]]…]]]`, RESP2's reply of one stream.
 fn one_stream(key: &str, entries: &[(&str, &str, &str)]) -> Frame {
@@ -29,47 +18,6 @@ fn one_stream(key: &str, entries: &[(&str, &str, &str)]) -> Frame {
         .map(|(id, f, v)| Frame::Array(vec![bulk(id), Frame::Array(vec![bulk(f), bulk(v)])]))
         .collect();
     Frame::Array(vec![Frame::Array(vec![bulk(key), Frame::Array(entries)])])
-}
-
-/// An engine on a manual clock, and a way to run one command.
-struct Bench {
-    engine: Engine,
-    clock: ManualClock,
-}
-
-impl Bench {
-    fn new() -> Bench {
-        let clock = ManualClock::new(1_700_000_000_000);
-        Bench {
-            engine: Engine::new(clock.clone()),
-            clock,
-        }
-    }
-
-    fn run(&mut self, client: ClientId, words: &[&str]) -> Frame {
-        self.engine.execute(client, &argv(words))
-    }
-
-    /// Runs a command that may block: None while it is blocked.
-    fn block(&mut self, client: ClientId, words: &[&str]) -> Option<Frame> {
-        self.engine.execute_or_block(client, &argv(words))
-    }
-
-    fn advance(&mut self, ms: i64) {
-        self.clock.advance(ms);
-        self.engine.catch_up();
-    }
-
-    fn blocked_clients(&mut self, client: ClientId) -> String {
-        let Frame::Verbatim { text: info, .. } = self.run(client, &["INFO", "clients"]) else {
-            panic!("INFO is text");
-        };
-        let info = String::from_utf8_lossy(&info).into_owned();
-        info.lines()
-            .find(|l| l.starts_with("blocked_clients:"))
-            .unwrap()
-            .to_owned()
-    }
 }
 
 #[test]
@@ -82,10 +30,7 @@ fn block_times_out_on_the_engine_s_clock_and_zero_waits_forever() {
     );
     assert_eq!(b.engine.block_deadline(a), Some(1_700_000_001_500));
     assert_eq!(b.blocked_clients(other), "blocked_clients:1");
-    let Frame::Verbatim { text: list, .. } = b.run(other, &["CLIENT", "LIST"]) else {
-        panic!("CLIENT LIST is text");
-    };
-    let list = String::from_utf8_lossy(&list).into_owned();
+    let list = b.text(other, &["CLIENT", "LIST"]);
     assert!(list.contains("flags=b "), "{list}");
     assert!(list.contains("cmd=xread "), "{list}");
     b.advance(1499);
