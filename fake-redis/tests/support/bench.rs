@@ -4,6 +4,7 @@
 
 use bytes::Bytes;
 use fake_redis::{ClientId, Engine, Frame, ManualClock};
+use std::array;
 
 /// An engine on a manual clock, and a way to run one command.
 pub struct Bench {
@@ -22,6 +23,17 @@ impl Bench {
 
     pub fn run(&mut self, client: ClientId, words: &[&str]) -> Frame {
         self.engine.execute(client, &argv(words))
+    }
+
+    /// `N` clients connected in turn.
+    pub fn clients<const N: usize>(&mut self) -> [ClientId; N] {
+        array::from_fn(|_| self.engine.connect())
+    }
+
+    /// Runs a command that must block.
+    #[track_caller]
+    pub fn assert_blocks(&mut self, client: ClientId, words: &[&str]) {
+        assert_eq!(self.block(client, words), None, "{words:?} blocks");
     }
 
     /// Runs a command that may block: None while it is blocked.
