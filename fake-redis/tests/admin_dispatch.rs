@@ -69,14 +69,12 @@ const CASES: &[raw::Case] = &[
 
 #[test]
 fn container_calls_are_checked_as_redis_checks_them_in_resp2() {
-    let mismatches = raw::compare(CASES, RESET, 2);
-    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+    raw::assert_same(CASES, RESET, 2);
 }
 
 #[test]
 fn container_calls_are_checked_as_redis_checks_them_in_resp3() {
-    let mismatches = raw::compare(CASES, RESET, 3);
-    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+    raw::assert_same(CASES, RESET, 3);
 }
 
 /// A subscribed RESP2 client: a subcommand's errors come before the context's refusal.
@@ -90,8 +88,7 @@ fn in_the_pub_sub_context_subcommand_errors_come_first() {
         &["CLIENT", "FOO", "x"],
         &["GET"],
     ]];
-    let mismatches = raw::compare(cases, RESET, 2);
-    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+    raw::assert_same(cases, RESET, 2);
 }
 
 #[test]

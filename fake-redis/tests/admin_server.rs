@@ -302,14 +302,12 @@ const SERVER_CASES: &[raw::Case] = &[
 
 #[test]
 fn server_commands_reply_as_redis_in_resp2() {
-    let mismatches = raw::compare(SERVER_CASES, RESET, 2);
-    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+    raw::assert_same(SERVER_CASES, RESET, 2);
 }
 
 #[test]
 fn server_commands_reply_as_redis_in_resp3() {
-    let mismatches = raw::compare(SERVER_CASES, RESET, 3);
-    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+    raw::assert_same(SERVER_CASES, RESET, 3);
 }
 
 /// A request for `name` with as many arguments as its arity asks, so that it reaches the
@@ -402,14 +400,12 @@ fn lastsave_is_the_start_until_a_save_moves_it() {
 
 #[test]
 fn object_replies_as_redis_in_resp2() {
-    let mismatches = raw::compare(OBJECT_CASES, RESET, 2);
-    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+    raw::assert_same(OBJECT_CASES, RESET, 2);
 }
 
 #[test]
 fn object_replies_as_redis_in_resp3() {
-    let mismatches = raw::compare(OBJECT_CASES, RESET, 3);
-    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+    raw::assert_same(OBJECT_CASES, RESET, 3);
 }
 
 #[test]
@@ -519,14 +515,12 @@ const SWAPDB_CASES: &[raw::Case] = &[
 
 #[test]
 fn swapdb_replies_as_redis_in_resp2() {
-    let mismatches = raw::compare(SWAPDB_CASES, RESET, 2);
-    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+    raw::assert_same(SWAPDB_CASES, RESET, 2);
 }
 
 #[test]
 fn swapdb_replies_as_redis_in_resp3() {
-    let mismatches = raw::compare(SWAPDB_CASES, RESET, 3);
-    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+    raw::assert_same(SWAPDB_CASES, RESET, 3);
 }
 
 /// A client blocked on a key of database 1 is served when `SWAPDB` brings that key in.

@@ -2,91 +2,36 @@
 //! clock (as the simulator drives it), and `FakeConnection`'s pending future on tokio's paused
 //! time.
 
-use bytes::Bytes;
-use fake_redis::{
-    ClientId, Engine, FakeConnection, Frame, ManualClock, NodeId, TokioClock, shared,
-};
+mod support;
+
+use fake_redis::{Engine, FakeConnection, Frame, NodeId, TokioClock, shared};
 use redis::{AsyncCommands, Value};
 use std::time::Duration;
-
-fn argv(words: &[&str]) -> Vec<Bytes> {
-    words
-        .iter()
-        .map(|w| Bytes::copy_from_slice(w.as_bytes()))
-        .collect()
-}
-
-fn bulk(s: &str) -> Frame {
-    Frame::Bulk(Bytes::copy_from_slice(s.as_bytes()))
-}
+use support::bench::{Bench, bulk};
 
 fn array(items: &[&str]) -> Frame {
     Frame::Array(items.iter().map(|s| bulk(s)).collect())
 }
 
-/// An engine on a manual clock, and a way to run one command.
-struct Bench {
-    engine: Engine,
-    clock: ManualClock,
-}
-
-impl Bench {
-    fn new() -> Bench {
-        let clock = ManualClock::new(1_700_000_000_000);
-        Bench {
-            engine: Engine::new(clock.clone()),
-            clock,
-        }
-    }
-
-    fn run(&mut self, client: ClientId, words: &[&str]) -> Frame {
-        self.engine.execute(client, &argv(words))
-    }
-
-    /// Runs a command that may block: None while it is blocked.
-    fn block(&mut self, client: ClientId, words: &[&str]) -> Option<Frame> {
-        self.engine.execute_or_block(client, &argv(words))
-    }
-
-    fn advance(&mut self, ms: i64) {
-        self.clock.advance(ms);
-        self.engine.catch_up();
-    }
-
-    fn info_blocked(&mut self, client: ClientId) -> String {
-        let Frame::Verbatim { text: info, .. } = self.run(client, &["INFO", "clients"]) else {
-            panic!("INFO is text");
-        };
-        let info = String::from_utf8_lossy(&info).into_owned();
-        info.lines()
-            .find(|l| l.starts_with("blocked_clients:"))
-            .unwrap()
-            .to_owned()
-    }
-}
-
 #[test]
 fn a_timeout_fires_when_the_clock_passes_it() {
     let mut b = Bench::new();
-    let (a, other) = (b.engine.connect(), b.engine.connect());
-    assert_eq!(b.block(a, &["BLPOP", "q", "30"]), None);
+    let [a, other] = b.clients();
+    b.assert_blocks(a, &["BLPOP", "q", "30"]);
     assert!(b.engine.is_blocked(a));
     assert_eq!(b.engine.block_deadline(a), Some(1_700_000_000_000 + 30_000));
     assert_eq!(b.engine.next_block_deadline(), b.engine.block_deadline(a));
-    assert_eq!(b.info_blocked(other), "blocked_clients:1");
-    let Frame::Verbatim { text: list, .. } = b.run(other, &["CLIENT", "LIST"]) else {
-        panic!("CLIENT LIST is text");
-    };
-    let list = String::from_utf8_lossy(&list).into_owned();
+    assert_eq!(b.blocked_clients(other), "blocked_clients:1");
+    let list = b.text(other, &["CLIENT", "LIST"]);
     assert!(list.lines().next().unwrap().contains(" flags=b "), "{list}");
     b.advance(29_999);
     assert_eq!(b.engine.take_unblocked_reply(a), None);
     b.advance(1);
     assert_eq!(b.engine.take_unblocked_reply(a), Some(Frame::NullArray));
     assert!(!b.engine.is_blocked(a));
-    assert_eq!(b.info_blocked(other), "blocked_clients:0");
+    assert_eq!(b.blocked_clients(other), "blocked_clients:0");
     // A timeout of 0 waits forever.
-    assert_eq!(b.block(a, &["BRPOP", "q", "0"]), None);
+    b.assert_blocks(a, &["BRPOP", "q", "0"]);
     assert_eq!(b.engine.block_deadline(a), None);
     b.advance(86_400_000);
     assert!(b.engine.is_blocked(a));
@@ -95,14 +40,14 @@ fn a_timeout_fires_when_the_clock_passes_it() {
 #[test]
 fn a_push_serves_the_first_blocked_client_first() {
     let mut b = Bench::new();
-    let (a, c, pusher) = (b.engine.connect(), b.engine.connect(), b.engine.connect());
-    assert_eq!(b.block(a, &["BLPOP", "q", "0"]), None);
-    assert_eq!(b.block(c, &["BLPOP", "q", "0"]), None);
+    let [a, c, pusher] = b.clients();
+    b.assert_blocks(a, &["BLPOP", "q", "0"]);
+    b.assert_blocks(c, &["BLPOP", "q", "0"]);
     assert_eq!(b.run(pusher, &["RPUSH", "q", "1"]), Frame::Integer(1));
     assert_eq!(b.engine.take_unblocked_reply(a), Some(array(&["q", "1"])));
     assert!(b.engine.is_blocked(c));
     // `a` blocks again, behind `c`; a push of two serves `c` first, and the key is gone.
-    assert_eq!(b.block(a, &["BLPOP", "q", "0"]), None);
+    b.assert_blocks(a, &["BLPOP", "q", "0"]);
     assert_eq!(b.run(pusher, &["RPUSH", "q", "2", "3"]), Frame::Integer(2));
     assert_eq!(b.engine.take_unblocked_reply(c), Some(array(&["q", "2"])));
     assert_eq!(b.engine.take_unblocked_reply(a), Some(array(&["q", "3"])));
@@ -112,8 +57,8 @@ fn a_push_serves_the_first_blocked_client_first() {
 #[test]
 fn clients_are_served_after_the_whole_transaction() {
     let mut b = Bench::new();
-    let (a, pusher) = (b.engine.connect(), b.engine.connect());
-    assert_eq!(b.block(a, &["BLPOP", "q", "0"]), None);
+    let [a, pusher] = b.clients();
+    b.assert_blocks(a, &["BLPOP", "q", "0"]);
     for words in [&["MULTI"][..], &["RPUSH", "q", "x"], &["LPOP", "q"]] {
         b.run(pusher, words);
     }
@@ -134,9 +79,9 @@ fn clients_are_served_after_the_whole_transaction() {
 #[test]
 fn a_served_move_makes_its_destination_ready() {
     let mut b = Bench::new();
-    let (a, c, pusher) = (b.engine.connect(), b.engine.connect(), b.engine.connect());
-    assert_eq!(b.block(a, &["BLMOVE", "q", "d", "LEFT", "LEFT", "0"]), None);
-    assert_eq!(b.block(c, &["BLPOP", "d", "0"]), None);
+    let [a, c, pusher] = b.clients();
+    b.assert_blocks(a, &["BLMOVE", "q", "d", "LEFT", "LEFT", "0"]);
+    b.assert_blocks(c, &["BLPOP", "d", "0"]);
     b.run(pusher, &["RPUSH", "q", "x"]);
     assert_eq!(b.engine.take_unblocked_reply(a), Some(bulk("x")));
     assert_eq!(b.engine.take_unblocked_reply(c), Some(array(&["d", "x"])));
@@ -145,8 +90,8 @@ fn a_served_move_makes_its_destination_ready() {
 #[test]
 fn a_destination_of_another_type_answers_wrongtype_and_moves_nothing() {
     let mut b = Bench::new();
-    let (a, pusher) = (b.engine.connect(), b.engine.connect());
-    assert_eq!(b.block(a, &["BRPOPLPUSH", "q", "d", "0"]), None);
+    let [a, pusher] = b.clients();
+    b.assert_blocks(a, &["BRPOPLPUSH", "q", "d", "0"]);
     b.run(pusher, &["SET", "d", "s"]);
     b.run(pusher, &["RPUSH", "q", "x"]);
     assert_eq!(
@@ -161,8 +106,8 @@ fn a_destination_of_another_type_answers_wrongtype_and_moves_nothing() {
 #[test]
 fn a_key_of_another_type_leaves_the_client_blocked() {
     let mut b = Bench::new();
-    let (a, pusher) = (b.engine.connect(), b.engine.connect());
-    assert_eq!(b.block(a, &["BLPOP", "q", "0"]), None);
+    let [a, pusher] = b.clients();
+    b.assert_blocks(a, &["BLPOP", "q", "0"]);
     b.run(pusher, &["SET", "q", "s"]);
     b.run(pusher, &["DEL", "q"]);
     b.run(pusher, &["ZADD", "q", "1", "m"]);
@@ -175,12 +120,9 @@ fn a_key_of_another_type_leaves_the_client_blocked() {
 #[test]
 fn sorted_sets_serve_their_pops() {
     let mut b = Bench::new();
-    let (a, c, pusher) = (b.engine.connect(), b.engine.connect(), b.engine.connect());
-    assert_eq!(b.block(a, &["BZPOPMIN", "z", "0"]), None);
-    assert_eq!(
-        b.block(c, &["BZMPOP", "0", "1", "z", "MAX", "COUNT", "2"]),
-        None
-    );
+    let [a, c, pusher] = b.clients();
+    b.assert_blocks(a, &["BZPOPMIN", "z", "0"]);
+    b.assert_blocks(c, &["BZMPOP", "0", "1", "z", "MAX", "COUNT", "2"]);
     b.run(pusher, &["ZADD", "z", "1", "a", "2", "b", "3", "c"]);
     assert_eq!(
         b.engine.take_unblocked_reply(a),
@@ -258,13 +200,13 @@ fn nothing_blocks_inside_a_script() {
 #[test]
 fn client_unblock_ends_a_block_as_a_timeout_or_an_error() {
     let mut b = Bench::new();
-    let (a, other) = (b.engine.connect(), b.engine.connect());
+    let [a, other] = b.clients();
     let id = a.0.to_string();
-    assert_eq!(b.block(a, &["BLPOP", "q", "0"]), None);
+    b.assert_blocks(a, &["BLPOP", "q", "0"]);
     assert_eq!(b.run(other, &["CLIENT", "UNBLOCK", &id]), Frame::Integer(1));
     assert_eq!(b.engine.take_unblocked_reply(a), Some(Frame::NullArray));
     assert_eq!(b.run(other, &["CLIENT", "UNBLOCK", &id]), Frame::Integer(0));
-    assert_eq!(b.block(a, &["BLPOP", "q", "0"]), None);
+    b.assert_blocks(a, &["BLPOP", "q", "0"]);
     assert_eq!(
         b.run(other, &["CLIENT", "UNBLOCK", &id, "foo"]),
         Frame::error("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")
@@ -288,20 +230,20 @@ fn client_unblock_ends_a_block_as_a_timeout_or_an_error() {
 #[test]
 fn a_disconnect_or_a_restart_while_blocked_leaves_nothing_behind() {
     let mut b = Bench::new();
-    let (a, pusher) = (b.engine.connect(), b.engine.connect());
-    assert_eq!(b.block(a, &["BLPOP", "q", "5"]), None);
+    let [a, pusher] = b.clients();
+    b.assert_blocks(a, &["BLPOP", "q", "5"]);
     b.engine.disconnect(a);
-    assert_eq!(b.info_blocked(pusher), "blocked_clients:0");
+    assert_eq!(b.blocked_clients(pusher), "blocked_clients:0");
     assert_eq!(b.engine.next_block_deadline(), None);
     b.run(pusher, &["RPUSH", "q", "x"]);
     assert_eq!(b.run(pusher, &["LLEN", "q"]), Frame::Integer(1));
     let c = b.engine.connect();
-    assert_eq!(b.block(c, &["BLPOP", "other", "5"]), None);
+    b.assert_blocks(c, &["BLPOP", "other", "5"]);
     b.engine.restart();
     assert!(!b.engine.is_connected(c));
     assert_eq!(b.engine.next_block_deadline(), None);
     let d = b.engine.connect();
-    assert_eq!(b.info_blocked(d), "blocked_clients:0");
+    assert_eq!(b.blocked_clients(d), "blocked_clients:0");
 }
 
 #[test]

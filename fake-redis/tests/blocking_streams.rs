@@ -4,23 +4,12 @@
 //! tokio's paused time. The replies' bytes are compared with Redis's in
 //! `blocking_streams_vs_redis.rs`.
 
-use bytes::Bytes;
-use fake_redis::{
-    ClientId, Engine, FakeConnection, Frame, ManualClock, NodeId, TokioClock, shared,
-};
+mod support;
+
+use fake_redis::{Engine, FakeConnection, Frame, NodeId, TokioClock, shared};
 use redis::Value;
 use std::time::Duration;
-
-fn argv(words: &[&str]) -> Vec<Bytes> {
-    words
-        .iter()
-        .map(|w| Bytes::copy_from_slice(w.as_bytes()))
-        .collect()
-}
-
-fn bulk(s: &str) -> Frame {
-    Frame::Bulk(Bytes::copy_from_slice(s.as_bytes()))
-}
+use support::bench::{Bench, bulk};
 
 /// `[[key, [[id, [field, value]]…]]]`, RESP2's reply of one stream.
 fn one_stream(key: &str, entries: &[(&str, &str, &str)]) -> Frame {
@@ -31,61 +20,14 @@ fn one_stream(key: &str, entries: &[(&str, &str, &str)]) -> Frame {
     Frame::Array(vec![Frame::Array(vec![bulk(key), Frame::Array(entries)])])
 }
 
-/// An engine on a manual clock, and a way to run one command.
-struct Bench {
-    engine: Engine,
-    clock: ManualClock,
-}
-
-impl Bench {
-    fn new() -> Bench {
-        let clock = ManualClock::new(1_700_000_000_000);
-        Bench {
-            engine: Engine::new(clock.clone()),
-            clock,
-        }
-    }
-
-    fn run(&mut self, client: ClientId, words: &[&str]) -> Frame {
-        self.engine.execute(client, &argv(words))
-    }
-
-    /// Runs a command that may block: None while it is blocked.
-    fn block(&mut self, client: ClientId, words: &[&str]) -> Option<Frame> {
-        self.engine.execute_or_block(client, &argv(words))
-    }
-
-    fn advance(&mut self, ms: i64) {
-        self.clock.advance(ms);
-        self.engine.catch_up();
-    }
-
-    fn blocked_clients(&mut self, client: ClientId) -> String {
-        let Frame::Verbatim { text: info, .. } = self.run(client, &["INFO", "clients"]) else {
-            panic!("INFO is text");
-        };
-        let info = String::from_utf8_lossy(&info).into_owned();
-        info.lines()
-            .find(|l| l.starts_with("blocked_clients:"))
-            .unwrap()
-            .to_owned()
-    }
-}
-
 #[test]
 fn block_times_out_on_the_engine_s_clock_and_zero_waits_forever() {
     let mut b = Bench::new();
-    let (a, other) = (b.engine.connect(), b.engine.connect());
-    assert_eq!(
-        b.block(a, &["XREAD", "BLOCK", "1500", "STREAMS", "s", "$"]),
-        None
-    );
+    let [a, other] = b.clients();
+    b.assert_blocks(a, &["XREAD", "BLOCK", "1500", "STREAMS", "s", "$"]);
     assert_eq!(b.engine.block_deadline(a), Some(1_700_000_001_500));
     assert_eq!(b.blocked_clients(other), "blocked_clients:1");
-    let Frame::Verbatim { text: list, .. } = b.run(other, &["CLIENT", "LIST"]) else {
-        panic!("CLIENT LIST is text");
-    };
-    let list = String::from_utf8_lossy(&list).into_owned();
+    let list = b.text(other, &["CLIENT", "LIST"]);
     assert!(list.contains("flags=b "), "{list}");
     assert!(list.contains("cmd=xread "), "{list}");
     b.advance(1499);
@@ -94,10 +36,7 @@ fn block_times_out_on_the_engine_s_clock_and_zero_waits_forever() {
     assert_eq!(b.engine.take_unblocked_reply(a), Some(Frame::NullArray));
     assert_eq!(b.blocked_clients(other), "blocked_clients:0");
 
-    assert_eq!(
-        b.block(a, &["XREAD", "BLOCK", "0", "STREAMS", "s", "$"]),
-        None
-    );
+    b.assert_blocks(a, &["XREAD", "BLOCK", "0", "STREAMS", "s", "$"]);
     assert_eq!(b.engine.block_deadline(a), None);
     b.advance(86_400_000);
     assert!(b.engine.is_blocked(a));
@@ -111,18 +50,10 @@ fn block_times_out_on_the_engine_s_clock_and_zero_waits_forever() {
 #[test]
 fn an_xadd_serves_every_plain_reader_after_its_transaction() {
     let mut b = Bench::new();
-    let (r1, r2, r3, w) = (
-        b.engine.connect(),
-        b.engine.connect(),
-        b.engine.connect(),
-        b.engine.connect(),
-    );
+    let [r1, r2, r3, w] = b.clients();
     b.run(w, &["XADD", "s", "5-0", "old", "1"]);
     // `$` is the last ID when the reader blocks; an explicit ID keeps its own place.
-    assert_eq!(
-        b.block(r1, &["XREAD", "BLOCK", "0", "STREAMS", "s", "$"]),
-        None
-    );
+    b.assert_blocks(r1, &["XREAD", "BLOCK", "0", "STREAMS", "s", "$"]);
     assert_eq!(
         b.block(
             r2,
@@ -132,10 +63,7 @@ fn an_xadd_serves_every_plain_reader_after_its_transaction() {
         ),
         None
     );
-    assert_eq!(
-        b.block(r3, &["XREAD", "BLOCK", "0", "STREAMS", "s", "9-0"]),
-        None
-    );
+    b.assert_blocks(r3, &["XREAD", "BLOCK", "0", "STREAMS", "s", "9-0"]);
     b.run(w, &["MULTI"]);
     b.run(w, &["XADD", "s", "6-0", "a", "1"]);
     b.run(w, &["XADD", "s", "7-0", "b", "2"]);
@@ -161,12 +89,7 @@ fn an_xadd_serves_every_plain_reader_after_its_transaction() {
 #[test]
 fn xreadgroup_serves_consumers_in_turn_and_makes_the_entries_pending() {
     let mut b = Bench::new();
-    let (c1, c2, c3, w) = (
-        b.engine.connect(),
-        b.engine.connect(),
-        b.engine.connect(),
-        b.engine.connect(),
-    );
+    let [c1, c2, c3, w] = b.clients();
     b.run(w, &["XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"]);
     let read = |consumer: &'static str, noack: bool| {
         let mut words = vec!["XREADGROUP", "GROUP", "g", consumer, "BLOCK", "0"];
@@ -176,9 +99,9 @@ fn xreadgroup_serves_consumers_in_turn_and_makes_the_entries_pending() {
         words.extend(["STREAMS", "s", ">"]);
         words
     };
-    assert_eq!(b.block(c1, &read("alice", false)), None);
-    assert_eq!(b.block(c2, &read("bob", false)), None);
-    assert_eq!(b.block(c3, &read("carol", true)), None);
+    b.assert_blocks(c1, &read("alice", false));
+    b.assert_blocks(c2, &read("bob", false));
+    b.assert_blocks(c3, &read("carol", true));
     // The first blocked takes the entry; the others have nothing new and wait on.
     b.run(w, &["XADD", "s", "1-0", "a", "1"]);
     assert_eq!(
@@ -214,12 +137,7 @@ fn xreadgroup_serves_consumers_in_turn_and_makes_the_entries_pending() {
 #[test]
 fn a_group_reader_is_told_when_its_key_or_group_goes_and_a_plain_reader_waits_on() {
     let mut b = Bench::new();
-    let (g1, g2, plain, w) = (
-        b.engine.connect(),
-        b.engine.connect(),
-        b.engine.connect(),
-        b.engine.connect(),
-    );
+    let [g1, g2, plain, w] = b.clients();
     let group_read = [
         "XREADGROUP",
         "GROUP",
@@ -232,11 +150,8 @@ fn a_group_reader_is_told_when_its_key_or_group_goes_and_a_plain_reader_waits_on
         ">",
     ];
     b.run(w, &["XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"]);
-    assert_eq!(b.block(g1, &group_read), None);
-    assert_eq!(
-        b.block(plain, &["XREAD", "BLOCK", "0", "STREAMS", "s", "$"]),
-        None
-    );
+    b.assert_blocks(g1, &group_read);
+    b.assert_blocks(plain, &["XREAD", "BLOCK", "0", "STREAMS", "s", "$"]);
     b.run(w, &["XGROUP", "DESTROY", "s", "g"]);
     assert_eq!(
         b.engine.take_unblocked_reply(g1),
@@ -245,7 +160,7 @@ fn a_group_reader_is_told_when_its_key_or_group_goes_and_a_plain_reader_waits_on
         ))
     );
     b.run(w, &["XGROUP", "CREATE", "s", "g", "$"]);
-    assert_eq!(b.block(g2, &group_read), None);
+    b.assert_blocks(g2, &group_read);
     b.run(w, &["DEL", "s"]);
     assert_eq!(
         b.engine.take_unblocked_reply(g2),
@@ -262,7 +177,7 @@ fn a_group_reader_is_told_when_its_key_or_group_goes_and_a_plain_reader_waits_on
     );
     // Deleted and made again with the group in one transaction: the entry serves it.
     b.run(w, &["XGROUP", "CREATE", "s", "g", "$"]);
-    assert_eq!(b.block(g1, &group_read), None);
+    b.assert_blocks(g1, &group_read);
     for words in [
         &["MULTI"][..],
         &["DEL", "s"],
@@ -281,7 +196,7 @@ fn a_group_reader_is_told_when_its_key_or_group_goes_and_a_plain_reader_waits_on
 #[test]
 fn block_does_not_wait_inside_multi_and_client_unblock_ends_it() {
     let mut b = Bench::new();
-    let (a, other) = (b.engine.connect(), b.engine.connect());
+    let [a, other] = b.clients();
     b.run(a, &["MULTI"]);
     b.run(a, &["XREAD", "BLOCK", "0", "STREAMS", "s", "$"]);
     assert_eq!(
@@ -289,10 +204,7 @@ fn block_does_not_wait_inside_multi_and_client_unblock_ends_it() {
         Some(Frame::Array(vec![Frame::NullArray]))
     );
     let id = a.0.to_string();
-    assert_eq!(
-        b.block(a, &["XREAD", "BLOCK", "0", "STREAMS", "s", "$"]),
-        None
-    );
+    b.assert_blocks(a, &["XREAD", "BLOCK", "0", "STREAMS", "s", "$"]);
     assert_eq!(b.run(other, &["CLIENT", "UNBLOCK", &id]), Frame::Integer(1));
     assert_eq!(b.engine.take_unblocked_reply(a), Some(Frame::NullArray));
     b.run(other, &["XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"]);
@@ -307,7 +219,7 @@ fn block_does_not_wait_inside_multi_and_client_unblock_ends_it() {
         "s",
         ">",
     ];
-    assert_eq!(b.block(a, &group_read), None);
+    b.assert_blocks(a, &group_read);
     assert_eq!(
         b.run(other, &["CLIENT", "UNBLOCK", &id, "ERROR"]),
         Frame::Integer(1)
@@ -319,7 +231,7 @@ fn block_does_not_wait_inside_multi_and_client_unblock_ends_it() {
         ))
     );
     // A disconnect and a restart leave no reader behind.
-    assert_eq!(b.block(a, &group_read), None);
+    b.assert_blocks(a, &group_read);
     b.engine.disconnect(a);
     assert_eq!(b.blocked_clients(other), "blocked_clients:0");
     b.run(other, &["XADD", "s", "1-0", "f", "v"]);
@@ -328,10 +240,7 @@ fn block_does_not_wait_inside_multi_and_client_unblock_ends_it() {
         Frame::Array(vec![])
     );
     let c = b.engine.connect();
-    assert_eq!(
-        b.block(c, &["XREAD", "BLOCK", "5", "STREAMS", "s", "$"]),
-        None
-    );
+    b.assert_blocks(c, &["XREAD", "BLOCK", "5", "STREAMS", "s", "$"]);
     b.engine.restart();
     assert_eq!(b.engine.next_block_deadline(), None);
     let d = b.engine.connect();

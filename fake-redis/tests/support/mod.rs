@@ -2,14 +2,18 @@
 //! one harness: a redis-server of their own on a free loopback port, a connection to it, the fake
 //! side, and replies rendered as comparable text (errors by kind, code and detail). Tests that
 //! call the fake directly get `argv`, a command from one line of words, and, in `backend`, what
-//! the tests of `FakeBackend` on paused time share. `drive` checks one connection to the server
-//! on any bytes; `binary` runs the server binary; `raw` compares replies byte for byte (the
+//! the tests of `FakeBackend` on paused time share. `bench` is an engine on a manual clock for the
+//! tests of the blocking commands. `drive` checks one connection to the server
+//! on any bytes; `binary` runs the server binary; `blocked` plays a blocked command against a
+//! second connection's writes; `raw` compares replies byte for byte (the
 //! script and function tables).
 
 #![allow(dead_code)]
 
 pub mod backend;
+pub mod bench;
 pub mod binary;
+pub mod blocked;
 pub mod drive;
 pub mod raw;
 

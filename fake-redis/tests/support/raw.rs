@@ -129,3 +129,10 @@ pub fn compare(cases: &[Case], reset: &[&[&[u8]]], protocol: u8) -> Vec<String> 
     }
     mismatches
 }
+
+/// Runs every case as `compare` does and fails with each reply whose bytes differ.
+#[track_caller]
+pub fn assert_same(cases: &[Case], reset: &[&[&[u8]]], protocol: u8) {
+    let mismatches = compare(cases, reset, protocol);
+    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+}
