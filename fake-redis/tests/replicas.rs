@@ -113,6 +113,17 @@ fn a_write_reaches_the_replica_exactly_after_the_lag() {
 }
 
 #[test]
+fn a_swapdb_on_the_primary_reaches_the_replica() {
+    let rig = Rig::new(1, ReplicaLag::fixed(10));
+    assert_eq!(rig.primary("SET zero 0"), Frame::OK);
+    assert_eq!(rig.primary("SWAPDB 0 1"), Frame::OK);
+    rig.at(10);
+    assert_eq!(rig.replica("EXISTS zero"), Frame::Integer(0));
+    assert_eq!(rig.replica("SELECT 1"), Frame::OK);
+    assert_eq!(rig.replica("GET zero"), bulk("0"));
+}
+
+#[test]
 fn a_replica_refuses_writes_with_readonly_and_serves_reads() {
     let rig = Rig::new(1, ReplicaLag::fixed(0));
     let readonly = Frame::error("READONLY You can't write against a read only replica.");
