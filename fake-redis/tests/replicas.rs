@@ -113,6 +113,17 @@ fn a_write_reaches_the_replica_exactly_after_the_lag() {
 }
 
 #[test]
+fn a_swapdb_on_the_primary_reaches_the_replica() {
+    let rig = Rig::new(1, ReplicaLag::fixed(10));
+    assert_eq!(rig.primary("SET zero 0"), Frame::OK);
+    assert_eq!(rig.primary("SWAPDB 0 1"), Frame::OK);
+    rig.at(10);
+    assert_eq!(rig.replica("EXISTS zero"), Frame::Integer(0));
+    assert_eq!(rig.replica("SELECT 1"), Frame::OK);
+    assert_eq!(rig.replica("GET zero"), bulk("0"));
+}
+
+#[test]
 fn a_replica_refuses_writes_with_readonly_and_serves_reads() {
     let rig = Rig::new(1, ReplicaLag::fixed(0));
     let readonly = Frame::error("READONLY You can't write against a read only replica.");
@@ -182,31 +193,27 @@ fn wait_blocks_until_the_acknowledgement_or_its_timeout_on_the_engine_clock() {
     let client = rig.client(PRIMARY);
     let engine = rig.topology.primary().clone();
     let mut e = engine.lock().unwrap();
+    // The reply the blocked client has once the clock reads `ms` and the engine caught up.
+    let reply_at = |e: &mut Engine, ms: i64| {
+        rig.at(ms);
+        e.catch_up();
+        e.take_unblocked_reply(client)
+    };
     assert_eq!(e.execute(client, &argv("SET a 1")), Frame::OK);
     // One replica acknowledges at 50: a WAIT for one is answered then.
     assert_eq!(e.execute_or_block(client, &argv("WAIT 1 0")), None);
     assert_eq!(e.block_deadline(client), Some(T0 + 50));
-    rig.at(49);
-    e.catch_up();
-    assert_eq!(e.take_unblocked_reply(client), None);
-    rig.at(50);
-    e.catch_up();
-    assert_eq!(e.take_unblocked_reply(client), Some(Frame::Integer(1)));
+    assert_eq!(reply_at(&mut e, 49), None);
+    assert_eq!(reply_at(&mut e, 50), Some(Frame::Integer(1)));
     // The stalled one cannot: a WAIT for two times out on the engine's clock with the count.
     assert_eq!(e.execute_or_block(client, &argv("WAIT 2 100")), None);
     assert_eq!(e.block_deadline(client), Some(T0 + 150));
-    rig.at(149);
-    e.catch_up();
-    assert_eq!(e.take_unblocked_reply(client), None);
-    rig.at(150);
-    e.catch_up();
-    assert_eq!(e.take_unblocked_reply(client), Some(Frame::Integer(1)));
+    assert_eq!(reply_at(&mut e, 149), None);
+    assert_eq!(reply_at(&mut e, 150), Some(Frame::Integer(1)));
     // WAIT with timeout 0 waits for ever: here until the stall ends.
     assert_eq!(e.execute_or_block(client, &argv("WAIT 2 0")), None);
     assert_eq!(e.block_deadline(client), Some(T0 + 10_000));
-    rig.at(10_000);
-    e.catch_up();
-    assert_eq!(e.take_unblocked_reply(client), Some(Frame::Integer(2)));
+    assert_eq!(reply_at(&mut e, 10_000), Some(Frame::Integer(2)));
 }
 
 #[test]

@@ -55,10 +55,7 @@ fn replicaof_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         Ok(p) if (0..=65535).contains(&p) => p,
         _ => return Err(Frame::error("ERR Invalid master port")),
     };
-    let following = match cx.engine().role_reply() {
-        Frame::Array(role) if role.len() == 5 => role[2] == Frame::Integer(port),
-        _ => false,
-    };
+    let following = cx.engine().followed_primary_port() == Some(port);
     if following && host.as_ref() == b"127.0.0.1" {
         return Ok(Frame::simple("OK Already connected to specified master"));
     }

@@ -939,11 +939,12 @@ impl Db {
         }
     }
 
-    /// One side of [`Db::swap`] before the keys move: journals the keys that go and come,
-    /// touches the watchers of keys present in either database.
+    /// One side of [`Db::swap`] before the keys move: journals (and logs for the replicas) the
+    /// keys that go and come, touches the watchers of keys present in either database.
     fn before_swap(&mut self, other: &Db, now: i64) {
-        if self.journal.is_some() {
-            // Its own keys go, the other's come: a rollback restores the one, removes the other.
+        if self.logs_writes() {
+            // Its own keys go, the other's come: a rollback restores the one, removes the other,
+            // and a replica is sent both as this database now has them.
             let keys: Vec<Bytes> = self
                 .table
                 .iter()

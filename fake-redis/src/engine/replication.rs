@@ -684,6 +684,12 @@ impl Engine {
         true
     }
 
+    /// The port of the primary a replica follows; None on a primary.
+    pub(crate) fn followed_primary_port(&self) -> Option<i64> {
+        let up = self.replication.upstream.as_ref()?;
+        Some(i64::from(up.primary_port))
+    }
+
     /// `ROLE`'s reply.
     pub(crate) fn role_reply(&self) -> Frame {
         let r = &self.replication;
