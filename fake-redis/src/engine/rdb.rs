@@ -591,6 +591,11 @@ impl<'a> Reader<'a> {
         Ok(taken)
     }
 
+    /// Whether every byte has been read.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.at == self.bytes.len()
+    }
+
     pub(crate) fn byte(&mut self) -> Result<u8, BadData> {
         Ok(self.take(1)?[0])
     }

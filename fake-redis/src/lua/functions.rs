@@ -613,8 +613,10 @@ pub(crate) fn restore(cx: &mut Cx<'_>, payload: &[u8], policy: RestorePolicy) ->
     }
 }
 
-/// `FUNCTION DUMP`'s payload: Redis's RDB function records, version and checksum.
+/// `FUNCTION DUMP`'s payload: Redis's RDB function records, then the footer a key's `DUMP`
+/// payload has, read and written by the same RDB code.
 mod payload {
+    use crate::engine::rdb::{self, BadData, RDB_VERSION, Reader};
     use crate::resp::Frame;
     use bytes::Bytes;
 
@@ -622,10 +624,6 @@ mod payload {
     const FUNCTION: u8 = 245;
     /// `RDB_OPCODE_FUNCTION_PRE_GA`: the format of Redis's release candidates.
     const FUNCTION_PRE_GA: u8 = 246;
-    /// The RDB version Redis 7.0 writes.
-    const RDB_VERSION: u16 = 10;
-    /// The longest code the fake takes from a payload, far past any real library.
-    const MAX_CODE: usize = 512 << 20;
 
     const BAD_PAYLOAD: Frame = Frame::error("ERR DUMP payload version or checksum are wrong");
     const BAD_DATA: Frame = Frame::error("ERR payload data is not valid");
@@ -635,32 +633,25 @@ mod payload {
         let mut out = Vec::new();
         for code in codes {
             out.push(FUNCTION);
-            write_length(&mut out, code.len() as u64);
+            rdb::put_len(&mut out, code.len() as u64);
             out.extend_from_slice(code);
         }
         out.extend_from_slice(&RDB_VERSION.to_le_bytes());
-        let crc = crc64(&out);
+        let crc = rdb::crc64(&out);
         out.extend_from_slice(&crc.to_le_bytes());
         out
     }
 
     /// The libraries' codes in a payload, or the error Redis gives for it.
     pub fn decode(payload: &[u8]) -> Result<Vec<Bytes>, Frame> {
-        if payload.len() < 10 {
+        if !rdb::verify(payload) {
             return Err(BAD_PAYLOAD);
         }
-        let (body, footer) = payload.split_at(payload.len() - 8);
-        let version = u16::from_le_bytes([body[body.len() - 2], body[body.len() - 1]]);
-        let crc = u64::from_le_bytes(footer.try_into().expect("eight bytes"));
-        if version > RDB_VERSION || crc64(body) != crc {
-            return Err(BAD_PAYLOAD);
-        }
-        let mut rest = &body[..body.len() - 2];
+        let mut records = Reader::new(&payload[..payload.len() - 10]);
         let mut codes = Vec::new();
-        while let Some((&opcode, after)) = rest.split_first() {
-            rest = after;
-            match opcode {
-                FUNCTION => codes.push(Bytes::from(read_string(&mut rest).ok_or(BAD_DATA)?)),
+        while !records.is_empty() {
+            match records.byte().map_err(|BadData| BAD_DATA)? {
+                FUNCTION => codes.push(records.bytes().map_err(|BadData| BAD_DATA)?),
                 FUNCTION_PRE_GA => {
                     return Err(Frame::error("ERR Pre-GA function format not supported"));
                 }
@@ -670,135 +661,9 @@ mod payload {
         Ok(codes)
     }
 
-    fn write_length(out: &mut Vec<u8>, n: u64) {
-        if n < 1 << 6 {
-            out.push(n as u8);
-        } else if n < 1 << 14 {
-            out.extend_from_slice(&[0x40 | (n >> 8) as u8, n as u8]);
-        } else if n <= u64::from(u32::MAX) {
-            out.push(0x80);
-            out.extend_from_slice(&(n as u32).to_be_bytes());
-        } else {
-            out.push(0x81);
-            out.extend_from_slice(&n.to_be_bytes());
-        }
-    }
-
-    fn take<'a>(rest: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
-        if rest.len() < n {
-            return None;
-        }
-        let (head, tail) = rest.split_at(n);
-        *rest = tail;
-        Some(head)
-    }
-
-    /// An RDB length, or the encoding of a special string (`Err(kind)`).
-    fn read_length(rest: &mut &[u8]) -> Option<Result<u64, u8>> {
-        let first = *take(rest, 1)?.first()?;
-        Some(match first >> 6 {
-            0 => Ok(u64::from(first & 0x3f)),
-            1 => Ok(u64::from(first & 0x3f) << 8 | u64::from(*take(rest, 1)?.first()?)),
-            2 if first == 0x80 => Ok(u64::from(u32::from_be_bytes(
-                take(rest, 4)?.try_into().ok()?,
-            ))),
-            2 if first == 0x81 => Ok(u64::from_be_bytes(take(rest, 8)?.try_into().ok()?)),
-            2 => return None,
-            _ => Err(first & 0x3f),
-        })
-    }
-
-    /// An RDB string: plain, an encoded integer, or LZF-compressed.
-    fn read_string(rest: &mut &[u8]) -> Option<Vec<u8>> {
-        match read_length(rest)? {
-            Ok(n) => {
-                Some(take(rest, usize::try_from(n).ok().filter(|&n| n <= MAX_CODE)?)?.to_vec())
-            }
-            Err(0) => Some((take(rest, 1)?[0] as i8).to_string().into_bytes()),
-            Err(1) => Some(
-                i16::from_le_bytes(take(rest, 2)?.try_into().ok()?)
-                    .to_string()
-                    .into_bytes(),
-            ),
-            Err(2) => Some(
-                i32::from_le_bytes(take(rest, 4)?.try_into().ok()?)
-                    .to_string()
-                    .into_bytes(),
-            ),
-            Err(3) => {
-                let compressed = read_length(rest)?.ok()?;
-                let len = read_length(rest)?.ok()?;
-                let len = usize::try_from(len).ok().filter(|&n| n <= MAX_CODE)?;
-                lzf_decompress(take(rest, usize::try_from(compressed).ok()?)?, len)
-            }
-            Err(_) => None,
-        }
-    }
-
-    /// LZF's decompressor, as Redis's `lzf_d.c`: exactly `len` bytes out, or None.
-    fn lzf_decompress(mut input: &[u8], len: usize) -> Option<Vec<u8>> {
-        // Grown as it fills: a payload can claim any length for a few bytes.
-        let mut out = Vec::new();
-        while let Some((&ctrl, after)) = input.split_first() {
-            input = after;
-            let ctrl = usize::from(ctrl);
-            if ctrl < 32 {
-                let literal = take(&mut input, ctrl + 1)?;
-                if out.len() + literal.len() > len {
-                    return None;
-                }
-                out.extend_from_slice(literal);
-            } else {
-                let mut n = ctrl >> 5;
-                if n == 7 {
-                    n += usize::from(*take(&mut input, 1)?.first()?);
-                }
-                let back = ((ctrl & 0x1f) << 8) + usize::from(*take(&mut input, 1)?.first()?) + 1;
-                if back > out.len() || out.len() + n + 2 > len {
-                    return None;
-                }
-                let from = out.len() - back;
-                for i in 0..n + 2 {
-                    out.push(out[from + i]);
-                }
-            }
-        }
-        (out.len() == len).then_some(out)
-    }
-
-    /// Redis's CRC-64 (Jones polynomial, reflected, no final xor).
-    fn crc64(bytes: &[u8]) -> u64 {
-        const POLY: u64 = 0x95ac_9329_ac4b_c9b5;
-        static TABLE: std::sync::OnceLock<[u64; 256]> = std::sync::OnceLock::new();
-        let table = TABLE.get_or_init(|| {
-            let mut table = [0u64; 256];
-            for (i, slot) in table.iter_mut().enumerate() {
-                let mut crc = i as u64;
-                for _ in 0..8 {
-                    crc = if crc & 1 == 1 {
-                        crc >> 1 ^ POLY
-                    } else {
-                        crc >> 1
-                    };
-                }
-                *slot = crc;
-            }
-            table
-        });
-        bytes
-            .iter()
-            .fold(0, |crc, &b| table[usize::from((crc as u8) ^ b)] ^ crc >> 8)
-    }
-
     #[cfg(test)]
     mod tests {
         use super::*;
-
-        #[test]
-        fn the_checksum_is_redis_s() {
-            // Redis's own check value for its CRC-64.
-            assert_eq!(crc64(b"123456789"), 0xe9c6_d914_c4b8_d9ca);
-        }
 
         #[test]
         fn a_payload_round_trips() {
