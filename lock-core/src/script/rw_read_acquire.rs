@@ -90,10 +90,27 @@ fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, Script
         let key = count_key(cx.key(2, 20)?, n as f64);
         cx.at(20, store.set_px(&key, b"1", cx.arg(1, 20)?))?;
     }
-    if (cx.at(22, store.pttl(lock))? as f64) < cx.number_arg(1, 22)? {
-        cx.at(23, store.pexpire(lock, cx.arg(1, 23)?))?;
+    lengthen_and_latch(cx, store, lock, latch, 4, 22)
+}
+
+/// The close both read-write acquires share, from Lua line `line` on: the lock's TTL grows to the
+/// lease `ARGV[1]` when it is shorter (never shrinks, since other holds may need more), and the
+/// request's latch is set for `ARGV[latch_ttl]` ms.
+pub(crate) fn lengthen_and_latch(
+    cx: &mut ScriptCtx<'_>,
+    store: &mut dyn Store,
+    lock: &[u8],
+    latch: &[u8],
+    latch_ttl: usize,
+    line: u32,
+) -> Result<Reply, ScriptFailure> {
+    if (cx.at(line, store.pttl(lock))? as f64) < cx.number_arg(1, line)? {
+        cx.at(line + 1, store.pexpire(lock, cx.arg(1, line + 1)?))?;
     }
-    cx.at(25, store.set_px(latch, b"1", cx.arg(4, 25)?))?;
+    cx.at(
+        line + 3,
+        store.set_px(latch, b"1", cx.arg(latch_ttl, line + 3)?),
+    )?;
     Ok(Reply::Nil)
 }
 

@@ -28,6 +28,7 @@ use crate::keys::{Owner, ReadWriteKeys, RequestId};
 use crate::reply::Reply;
 use crate::time::Millis;
 use bytes::Bytes;
+use std::ops::ControlFlow;
 
 /// The script.
 pub static SCRIPT: Script = Script::new("rw_read_release", BODY, native);
@@ -85,13 +86,10 @@ return 1
 
 fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, ScriptFailure> {
     let latch = cx.key(5, 1)?;
-    if let Some(val) = cx.at(1, store.get(latch))? {
-        return Ok(lua_tonumber_reply(&val).map_or(Reply::Nil, Reply::Int));
-    }
     let lock = cx.key(1, 5)?;
-    let Some(mode) = cx.at(5, store.hget(lock, b"mode"))? else {
-        cx.at(7, store.publish(cx.key(2, 7)?, cx.arg(1, 7)?))?;
-        return Ok(Reply::Nil);
+    let mode = match replay_or_mode(cx, store, latch, lock)? {
+        ControlFlow::Continue(mode) => mode,
+        ControlFlow::Break(reply) => return Ok(reply),
     };
     let owner = cx.arg(2, 10)?;
     let Some(count) = cx.at(10, store.hget(lock, owner))? else {
@@ -141,6 +139,29 @@ fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, Script
     cx.at(46, store.publish(cx.key(2, 46)?, cx.arg(1, 46)?))?;
     cx.at(47, store.set_px(latch, b"1", cx.arg(3, 47)?))?;
     Ok(Reply::Int(1))
+}
+
+/// The opening both read-write releases share: a repeat of the request replies what its latch
+/// holds, and a lock that is gone publishes `ARGV[1]` (so that no waiter stalls behind a lock that
+/// expired) and replies nil; otherwise the release goes on with the lock's mode.
+pub(crate) fn replay_or_mode(
+    cx: &mut ScriptCtx<'_>,
+    store: &mut dyn Store,
+    latch: &[u8],
+    lock: &[u8],
+) -> Result<ControlFlow<Reply, Bytes>, ScriptFailure> {
+    if let Some(val) = cx.at(1, store.get(latch))? {
+        return Ok(ControlFlow::Break(
+            lua_tonumber_reply(&val).map_or(Reply::Nil, Reply::Int),
+        ));
+    }
+    match cx.at(5, store.hget(lock, b"mode"))? {
+        Some(mode) => Ok(ControlFlow::Continue(mode)),
+        None => {
+            cx.at(7, store.publish(cx.key(2, 7)?, cx.arg(1, 7)?))?;
+            Ok(ControlFlow::Break(Reply::Nil))
+        }
+    }
 }
 
 /// The call that releases one read count of `owner` on `keys`, idempotent under `request`;

@@ -14,7 +14,7 @@
 //! the lock's `PTTL`.
 
 use super::acquire::{AcquireReply, counts};
-use super::rw_read_acquire::decode_as;
+use super::rw_read_acquire::{decode_as, lengthen_and_latch};
 use super::{
     DecodeError, Script, ScriptCall, ScriptCtx, ScriptFailure, Store, check_set_px, int_arg,
 };
@@ -75,11 +75,7 @@ fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, Script
     if counts(count.as_deref(), cx.opt_arg(4)) {
         cx.at(16, store.hincrby(lock, owner, 1))?;
     }
-    if (cx.at(18, store.pttl(lock))? as f64) < cx.number_arg(1, 18)? {
-        cx.at(19, store.pexpire(lock, cx.arg(1, 19)?))?;
-    }
-    cx.at(21, store.set_px(latch, b"1", cx.arg(3, 21)?))?;
-    Ok(Reply::Nil)
+    lengthen_and_latch(cx, store, lock, latch, 3, 18)
 }
 
 /// The call by which `owner` takes the write hold of `keys` with `lease`, idempotent under

@@ -20,15 +20,15 @@
 //! tried on the missing latch before the first write.
 
 use super::release::ReleaseReply;
-use super::rw_read_release::decode_as;
+use super::rw_read_release::{decode_as, replay_or_mode};
 use super::{
     DecodeError, Script, ScriptCall, ScriptCtx, ScriptFailure, Store, check_set_px, int_arg,
-    lua_tonumber_reply,
 };
 use crate::keys::{Owner, ReadWriteKeys, RequestId};
 use crate::reply::Reply;
 use crate::time::{Lease, Millis};
 use bytes::Bytes;
+use std::ops::ControlFlow;
 
 /// The script.
 pub static SCRIPT: Script = Script::new("rw_write_release", BODY, native);
@@ -74,13 +74,10 @@ return 1
 
 fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, ScriptFailure> {
     let latch = cx.key(3, 1)?;
-    if let Some(val) = cx.at(1, store.get(latch))? {
-        return Ok(lua_tonumber_reply(&val).map_or(Reply::Nil, Reply::Int));
-    }
     let lock = cx.key(1, 5)?;
-    let Some(mode) = cx.at(5, store.hget(lock, b"mode"))? else {
-        cx.at(7, store.publish(cx.key(2, 7)?, cx.arg(1, 7)?))?;
-        return Ok(Reply::Nil);
+    let mode = match replay_or_mode(cx, store, latch, lock)? {
+        ControlFlow::Continue(mode) => mode,
+        ControlFlow::Break(reply) => return Ok(reply),
     };
     let owner = cx.arg(3, 10)?;
     let count = cx.at(10, store.hget(lock, owner))?;
