@@ -12,7 +12,7 @@ use super::{
     Args, Cx, NOT_FLOAT, NOT_INTEGER, OVERFLOW, Reply, SYNTAX, Spec, WRITE, int, int_bytes,
     invalid_expire, is,
 };
-use crate::engine::db::Value;
+use crate::engine::db::{MAX_STRING, Value};
 use crate::resp::Frame;
 use bytes::Bytes;
 
@@ -496,13 +496,10 @@ fn getrange_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     })
 }
 
-/// Redis's `proto-max-bulk-len` default: no string may grow past 512 MB.
-const MAX_STRING: i64 = 512 * 1024 * 1024;
-
 /// Redis's `checkStringLength`: a command that grows a string to `len` bytes fails first if
 /// that is past [`MAX_STRING`].
 fn check_length(len: i64) -> Result<(), Frame> {
-    if len > MAX_STRING {
+    if len > MAX_STRING as i64 {
         return Err(Frame::error(
             "ERR string exceeds maximum allowed size (proto-max-bulk-len)",
         ));

@@ -104,6 +104,9 @@ impl Value {
     }
 }
 
+/// Redis's `proto-max-bulk-len` default: no string may grow past 512 MB.
+pub(crate) const MAX_STRING: usize = 512 * 1024 * 1024;
+
 /// Past this many fields, or a field or value longer than [`HASH_MAX_LISTPACK_VALUE`], Redis
 /// converts a hash from its compact listpack encoding to a hash table (Redis 7.0.15's
 /// `hash-max-listpack-entries`, as `CONFIG GET` shows it). Below it, a field is found by a linear

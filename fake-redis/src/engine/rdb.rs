@@ -18,7 +18,7 @@
 //! before anything is allocated, a decompressed string may not outgrow the length it claims,
 //! and anything malformed is an error, never a panic.
 
-use super::db::{Hash, Value, ZSet};
+use super::db::{Hash, MAX_STRING, Value, ZSet};
 use super::stream::Stream;
 use bytes::Bytes;
 use std::collections::{BTreeSet, VecDeque};
@@ -221,8 +221,10 @@ pub fn lzf_compress(input: &[u8], out_len: usize) -> Option<Vec<u8>> {
 /// liblzf's `lzf_decompress` into exactly `len` bytes: None when the input is corrupt or does
 /// not make exactly `len` bytes. The output grows only as the input produces it.
 pub fn lzf_decompress(input: &[u8], len: usize) -> Option<Vec<u8>> {
-    // A back reference of 3 input bytes makes at most 264 output bytes.
-    if len > input.len().saturating_mul(LZF_MAX_REF / 3 + 1) {
+    // A back reference of 3 input bytes makes at most 264 output bytes; and no string of Redis
+    // is longer than 512 MiB (`proto-max-bulk-len`), so a payload cannot claim more memory than
+    // one such string, however it repeats itself.
+    if len > input.len().saturating_mul(LZF_MAX_REF / 3 + 1) || len > MAX_STRING {
         return None;
     }
     let mut out: Vec<u8> = Vec::with_capacity(len.min(input.len() * 4));
@@ -928,6 +930,16 @@ mod tests {
             Some(&input[..])
         );
         assert_eq!(lzf_decompress(&packed, input.len() + 1), None);
+        // A valid stream that makes one byte more than Redis's largest string: a literal zero,
+        // then back references of the longest run (264 bytes, 3 input bytes each). It is
+        // refused before anything is made, however little input claims it.
+        let mut bomb = vec![0, 0];
+        let (full, rest) = (MAX_STRING / 264, MAX_STRING % 264);
+        for _ in 0..full {
+            bomb.extend_from_slice(&[0xe0, (264 - 9) as u8, 0]);
+        }
+        bomb.extend_from_slice(&[0xe0, (rest - 9) as u8, 0]);
+        assert_eq!(lzf_decompress(&bomb, MAX_STRING + 1), None);
     }
 
     #[test]
