@@ -155,6 +155,27 @@ fn a_replica_refuses_writes_with_readonly_and_serves_reads() {
         .unwrap()
         .execute(client, &eval);
     assert_eq!(reply, script);
+    // A script whose shebang does not say `no-writes` is refused before it runs, even one that
+    // writes nothing, and before the `_RO` rule; one that says it runs (as redis-server 7.0.15
+    // answers on a replica).
+    let eval = |body: &str, command: &'static str| {
+        let argv = [
+            Bytes::from_static(command.as_bytes()),
+            Bytes::copy_from_slice(body.as_bytes()),
+            Bytes::from_static(b"0"),
+        ];
+        rig.engine(ServerNode::replica(0))
+            .lock()
+            .unwrap()
+            .execute(client, &argv)
+    };
+    assert_eq!(eval("#!lua\nreturn 1", "EVAL"), readonly);
+    assert_eq!(eval("#!lua\nreturn 1", "EVAL_RO"), readonly);
+    assert_eq!(
+        eval("#!lua flags=no-writes\nreturn 1", "EVAL"),
+        Frame::Integer(1)
+    );
+    assert_eq!(eval("return 1", "EVAL"), Frame::Integer(1));
     assert_eq!(rig.primary("SET a 1"), Frame::OK);
     assert_eq!(rig.replica("GET a"), bulk("1"));
 }

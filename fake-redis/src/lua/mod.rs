@@ -416,6 +416,11 @@ fn eval_on(
     let vm: &Vm = vm;
     let loaded = vm.scripts.get(&sha).expect("loaded above");
     let flags = loaded.flags;
+    // Redis's `scriptPrepareForRun`: a script that may write (a shebang without `no-writes`) is
+    // refused on a replica before it runs, and before the `_RO` rule.
+    if flags.shebang && !flags.no_writes && cx.engine().is_read_only_replica() {
+        return crate::engine::replication::READONLY;
+    }
     if read_only_command && flags.shebang && !flags.no_writes {
         return Frame::error("ERR Can not execute a script with write flag using *_ro command.");
     }
