@@ -735,6 +735,28 @@ fn plain() -> impl Strategy<Value = Vec<String>> {
                 "STOREDIST",
             ])
         }),
+        // sharded pub/sub, with nobody subscribed; server introspection that does not vary
+        (
+            pick(&[
+                "SPUBLISH ch m",
+                "PUBSUB SHARDNUMSUB ch k1",
+                "PUBSUB SHARDCHANNELS",
+                "PUBSUB SHARDCHANNELS c*",
+                "CONFIG GET maxmemory",
+                "CONFIG GET list-max-listpack-size",
+                "COMMAND INFO GET ZADD",
+                "COMMAND GETKEYS LMOVE k1 k2 LEFT LEFT",
+                "OBJECT ENCODING"
+            ]),
+            k()
+        )
+            .prop_map(|(c, k)| {
+                let mut l: Vec<String> = c.split_whitespace().map(str::to_owned).collect();
+                if c == "OBJECT ENCODING" {
+                    l.push(k);
+                }
+                l
+            }),
         // errors: arity, unknown commands
         Just(line(&["LPUSH", "k1"])),
         Just(line(&["NOSUCHCMD", "k1"])),
@@ -786,10 +808,31 @@ fn script_line(call: &ScriptCall, by_sha: bool) -> Vec<String> {
     l
 }
 
-/// One step: a plain command, a script call, a transaction, or `SELECT`.
+/// The marker of a `DUMP` and `RESTORE` step (see [`dump_restore`]).
+const DUMP_RESTORE: &str = "(dump and restore)";
+
+/// One step: a plain command, a script call, a transaction, `SELECT`, or a `DUMP` of one key
+/// restored under another.
 fn step() -> impl Strategy<Value = Vec<Vec<String>>> {
     prop_oneof![
         12 => plain().prop_map(|c| vec![c]),
+        1 => (
+            pick(KEYS),
+            pick(KEYS),
+            pick(&["redis", "fake", "corrupt"]),
+            pick(&["0", "5000", "-1"]),
+            pick(&["", "REPLACE", "ABSTTL", "REPLACE IDLETIME 5", "FREQ 7", "FREQ 300"])
+        )
+            .prop_map(|(src, dst, whose, ttl, options)| {
+                let ttl = if options.contains("ABSTTL") && ttl == "5000" {
+                    "4102444800000".to_owned()
+                } else {
+                    ttl
+                };
+                let mut l = line(&[DUMP_RESTORE, &src, &dst, &whose, &ttl]);
+                l.extend(options.split_whitespace().map(str::to_owned));
+                vec![l]
+            }),
         2 => (0u8..4, pick(&["k1", "k2"]), 0u8..2, any::<bool>())
             .prop_map(|(w, k, o, sha)| vec![script_line(&script_call(w, &k, o), sha)]),
         1 => (prop::collection::vec(deterministic(), 1..4), any::<bool>()).prop_map(|(cmds, discard)| {
@@ -842,6 +885,12 @@ async fn diverges(
     let started = Instant::now();
     let mut in_multi = false;
     for (i, words) in seq.iter().enumerate() {
+        if words[0] == DUMP_RESTORE {
+            if let Err(d) = dump_restore(real, fake, words).await {
+                return Some(format!("step {i}: {words:?}\n  {d}"));
+            }
+            continue;
+        }
         let name = words[0].to_ascii_uppercase();
         let compare = if in_multi {
             Compare::Exact
@@ -943,6 +992,65 @@ async fn diverges(
         }
     }
     None
+}
+
+/// `DUMP src` on each side, then `RESTORE dst ttl <payload> [options]` on both with one side's
+/// payload (Redis's, the fake's, or Redis's with its checksum broken): each server reads the
+/// other's bytes, and the two keyspaces stay equal for the steps after. The payloads themselves
+/// must be equal for the encodings whose bytes do not depend on a value's history or on a hash
+/// table's order (README: strings, listpack hashes and sorted sets, small lists).
+async fn dump_restore(
+    real: &mut redis::aio::MultiplexedConnection,
+    fake: &mut FakeConnection,
+    words: &[String],
+) -> Result<(), String> {
+    let [_, src, dst, whose, ttl, options @ ..] = words else {
+        unreachable!("a dump step has its five words")
+    };
+    let dump = line(&["DUMP", src]);
+    let (dumped_real, dumped_fake) = (query(real, &dump).await, query(fake, &dump).await);
+    let payload = |v: &redis::RedisResult<Value>| match v {
+        Ok(Value::BulkString(b)) => Some(b.clone()),
+        _ => None,
+    };
+    let (from_real, from_fake) = (payload(&dumped_real), payload(&dumped_fake));
+    let same = match (&from_real, &from_fake) {
+        (Some(r), Some(f)) => r == f || !matches!(r.first(), Some(0 | 16 | 17 | 18)),
+        (None, None) => describe(&dumped_real) == describe(&dumped_fake),
+        _ => false,
+    };
+    if !same {
+        return Err(format!(
+            "DUMP {src}\n  redis: {}\n  fake:  {}",
+            describe(&dumped_real),
+            describe(&dumped_fake)
+        ));
+    }
+    let payload = match whose.as_str() {
+        "redis" => from_real,
+        "fake" => from_fake,
+        _ => from_real.map(|mut p| {
+            let last = p.len() - 1;
+            p[last] ^= 1;
+            p
+        }),
+    }
+    .unwrap_or_default();
+    let mut restore = redis::cmd("RESTORE");
+    restore.arg(dst).arg(ttl).arg(&payload[..]);
+    for o in options {
+        restore.arg(o);
+    }
+    let want = restore.query_async::<Value>(real).await;
+    let got = restore.query_async::<Value>(fake).await;
+    if describe(&want) != describe(&got) {
+        return Err(format!(
+            "RESTORE {dst} {ttl} <{whose}'s payload> {options:?}\n  redis: {}\n  fake:  {}",
+            describe(&want),
+            describe(&got)
+        ));
+    }
+    Ok(())
 }
 
 /// Whether this script call replies a lock's remaining TTL (the acquire script, when the lock is
