@@ -294,7 +294,12 @@ impl<S: SimServer> World<S> {
             (Phase::ReleasingInner(p), result) if p == op => {
                 match &result {
                     Ok(Done::Unlocked(outcome @ UnlockOutcome::StillHeld)) => {
-                        self.mark(&name, "released", || released(&lock, outcome));
+                        self.mark(&name, "released", || released(&lock, outcome, None));
+                    }
+                    Ok(Done::Unlocked(UnlockOutcome::Released)) if self.downgrades(client) => {
+                        self.mark(&name, "released", || {
+                            format!("{lock}: its write hold is given back, its read hold kept")
+                        });
                     }
                     Ok(other) => self.note(&name, || format!("inner release: {other:?}")),
                     Err(e) => self.mark(&name, "unlock-failed", || e.to_string()),
@@ -314,7 +319,8 @@ impl<S: SimServer> World<S> {
             (Phase::Releasing(p), result) if p == op => {
                 match &result {
                     Ok(Done::Unlocked(outcome)) => {
-                        self.mark(&name, "released", || released(&lock, outcome));
+                        let side = self.clients[client].holding.as_ref().and_then(|h| h.side);
+                        self.mark(&name, "released", || released(&lock, outcome, side));
                         // A definite outcome: the owner's count is settled on both sides.
                         self.check_quiescent_counts(client);
                     }
@@ -385,10 +391,20 @@ impl<S: SimServer> World<S> {
     }
 }
 
-/// What an unlock of `lock` did, as the `released` mark says it.
-fn released(lock: &str, outcome: &UnlockOutcome) -> String {
-    match outcome {
-        UnlockOutcome::Released => format!("{lock}: the key is deleted and waiters are told"),
-        UnlockOutcome::StillHeld => format!("{lock}: one hold given back, still held"),
+/// What an unlock of `lock` did, as the `released` mark says it. On a read-write lock (`side`
+/// is the hold's) the last count of a hold says nothing of the key, which other readers may
+/// still hold.
+fn released(lock: &str, outcome: &UnlockOutcome, side: Option<RwSide>) -> String {
+    match (outcome, side) {
+        (UnlockOutcome::Released, None) => {
+            format!("{lock}: the key is deleted and waiters are told")
+        }
+        (UnlockOutcome::Released, Some(RwSide::Read)) => {
+            format!("{lock}: its read hold is given back")
+        }
+        (UnlockOutcome::Released, Some(RwSide::Write)) => {
+            format!("{lock}: its write hold is given back")
+        }
+        (UnlockOutcome::StillHeld, _) => format!("{lock}: one hold given back, still held"),
     }
 }
