@@ -37,9 +37,10 @@ fn read_write_locks_keep_a_writer_alone_under_faults() {
         ..Config::default()
     });
     // Not vacuous: some runs have readers sharing, and some a writer that downgrades.
-    let (shared, downgraded) = (Cell::new(0u32), Cell::new(0u32));
+    let (runs, shared, downgraded) = (Cell::new(0u32), Cell::new(0u32), Cell::new(0u32));
     let result = runner.run(&cases(Envelope::safe_read_write()), |case| {
         let run = run(&case);
+        runs.set(runs.get() + 1);
         let bad: Vec<_> = run
             .violations
             .iter()
@@ -68,6 +69,12 @@ fn read_write_locks_keep_a_writer_alone_under_faults() {
     if let Err(e) = result {
         panic!("{e}");
     }
+    println!(
+        "{} runs, 0 violations; readers shared a lock in {}, a writer downgraded in {}",
+        runs.get(),
+        shared.get(),
+        downgraded.get()
+    );
     assert!(shared.get() > 0, "no run had two readers sharing a lock");
     assert!(downgraded.get() > 0, "no run had a writer downgrade");
 }
