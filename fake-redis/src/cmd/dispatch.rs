@@ -10,7 +10,7 @@
 
 use super::parse::Args;
 use super::{
-    Cx, NO_AUTH, NOT_QUEUED, PUBSUB_CONTEXT, Refusal, Spec, WRITE, command_name, lookup,
+    Cx, NO_AUTH, NOT_QUEUED, PUBSUB_CONTEXT, Refusal, Spec, WRITE, acl, command_name, lookup,
     unknown_command, wrong_arity,
 };
 use crate::engine::{ClientId, Engine};
@@ -78,7 +78,6 @@ fn dispatch(engine: &mut Engine, id: u64, argv: &[Bytes], now: i64, may_block: b
         return Frame::error("ERR empty command");
     };
     let spec = lookup(name);
-    let requirepass = engine.config().requirepass.is_some();
     let client = engine.client_mut(id).expect("checked by start_command");
     let Some(spec) = spec else {
         client.last_command = "NULL";
@@ -103,13 +102,23 @@ fn dispatch(engine: &mut Engine, id: u64, argv: &[Bytes], now: i64, may_block: b
         }
     };
     client.last_command = name;
-    if requirepass && !client.authenticated && !spec.has(NO_AUTH) {
+    let in_multi = client.multi.is_some();
+    if !client.authenticated && !spec.has(NO_AUTH) && engine.acl().users.auth_required() {
         return reject(
             engine,
             id,
             spec,
             Frame::error("NOAUTH Authentication required."),
         );
+    }
+    if !engine.acl().users.is_open() {
+        let context = match in_multi {
+            true => acl::Context::Multi,
+            false => acl::Context::TopLevel,
+        };
+        if let Err(denied) = acl::check_call(engine, id, name, name, argv, context, now) {
+            return reject(engine, id, spec, denied.error(name));
+        }
     }
     if spec.has(WRITE) && engine.is_read_only_replica() && !runs_unflagged_script(spec) {
         return reject(engine, id, spec, crate::engine::replication::READONLY);
@@ -176,9 +185,25 @@ pub(super) fn run_queued(cx: &mut Cx<'_>, queue: &[Vec<Bytes>]) -> Vec<Frame> {
                     .run_foreign(argv)
                     .unwrap_or_else(|| unknown_command(argv));
             };
+            // ACL rules may have changed since the command was queued: Redis checks it again.
+            if !cx.engine().acl().users.is_open()
+                && let Err(denied) = check_queued(cx, spec, argv)
+            {
+                return denied.exec_error();
+            }
             // A `SELECT` earlier in the transaction moves the commands after it.
             cx.db = cx.selected_db();
             (spec.run)(cx, &mut Args::new(argv)).unwrap_or_else(|error| error)
         })
         .collect()
+}
+
+/// The ACL check `EXEC` makes of a queued command before it runs it (`acl/`).
+#[cold]
+fn check_queued(cx: &mut Cx<'_>, spec: &'static Spec, argv: &[Bytes]) -> Result<(), acl::Denied> {
+    let Ok(name) = command_name(spec, argv) else {
+        return Ok(());
+    };
+    let (id, now) = (cx.client, cx.now);
+    acl::check_call(cx.node(), id, name, name, argv, acl::Context::Multi, now)
 }
