@@ -856,3 +856,71 @@ fn requirepass_set_by_config_is_the_default_user_s_password_for_new_connections(
         Frame::error("NOAUTH Authentication required.")
     );
 }
+
+/// A request for `name` with as many arguments as its arity asks, so that it reaches the
+/// authentication check (a container gets `HELP`, whose arity Redis checks first).
+fn request_for(name: &[u8], arity: i64, container: bool) -> Vec<Bytes> {
+    let argc = arity.unsigned_abs().max(1) as usize;
+    let mut argv = vec![Bytes::copy_from_slice(name)];
+    if container {
+        argv.push(Bytes::from_static(b"help"));
+    }
+    argv.resize(argc.max(argv.len()), Bytes::from_static(b"x"));
+    argv
+}
+
+#[test]
+fn a_default_user_with_a_password_or_off_lets_no_command_run_unauthenticated() {
+    // Not `requirepass` (admin_server.rs sends the same with it) but the user's own rules.
+    for rules in [&["resetpass", ">pw"][..], &["off"]] {
+        let server = support::OwnServer::start();
+        let mut admin = Real::connect(server.port);
+        let mut engine = Engine::new(ManualClock::new(1_700_000_000_000));
+        let fake_admin = engine.connect();
+        let mut setuser = argv("ACL SETUSER default");
+        setuser.extend(rules.iter().map(|r| Bytes::copy_from_slice(r.as_bytes())));
+        assert_eq!(admin.call(&setuser), Some(b"+OK\r\n".to_vec()));
+        assert_eq!(engine.execute(fake_admin, &setuser), Frame::OK);
+        let Frame::Array(commands) = engine.execute(fake_admin, &argv("COMMAND")) else {
+            panic!("COMMAND replies an array");
+        };
+        let mut mismatches = Vec::new();
+        let mut allowed = Vec::new();
+        for entry in &commands {
+            let Frame::Array(fields) = entry else {
+                panic!("a COMMAND entry is an array");
+            };
+            let (Some(Frame::Bulk(name)), Some(Frame::Integer(arity))) =
+                (fields.first(), fields.get(1))
+            else {
+                panic!("a COMMAND entry starts with its name and arity");
+            };
+            if &name[..] == b"quit" {
+                continue;
+            }
+            let container = matches!(fields.get(9), Some(Frame::Array(subs)) if !subs.is_empty());
+            let request = request_for(name, *arity, container);
+            let want = Real::connect(server.port)
+                .call(&request)
+                .unwrap_or_default();
+            let client = engine.connect();
+            let mut got = BytesMut::new();
+            encode(&engine.execute(client, &request), 2, &mut got);
+            if !want.starts_with(b"-NOAUTH") {
+                allowed.push(String::from_utf8_lossy(name).into_owned());
+            }
+            if got[..] != want[..] {
+                mismatches.push(format!(
+                    "{rules:?} {}: redis {:?}, fake {:?}",
+                    String::from_utf8_lossy(name),
+                    String::from_utf8_lossy(&want),
+                    String::from_utf8_lossy(&got)
+                ));
+            }
+        }
+        assert!(commands.len() > 150, "COMMAND lists the fake's commands");
+        assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+        allowed.sort();
+        assert_eq!(allowed, ["auth", "debug", "exec", "reset"], "{rules:?}");
+    }
+}

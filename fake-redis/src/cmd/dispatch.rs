@@ -1,7 +1,8 @@
 //! Running a command: the checks every command passes in Redis's order, then its handler.
 //!
 //! Redis's `processCommand` looks the name up (a container's subcommand too), checks the arity
-//! (the subcommand's too), then authentication, then the pub/sub context, then queues the
+//! (the subcommand's too), then authentication, then the user's ACL permissions (`acl/`, which
+//! `EXEC` checks again for each queued command), then the pub/sub context, then queues the
 //! command if a transaction is open; only a command that passes all of that runs. The same order is kept here, once, for every way a command reaches the
 //! engine: [`Engine::execute`] (a client's request), the commands an `EXEC` runs back to back
 //! (checked when they were queued), and [`Engine::run_script`] (a lock script without the
