@@ -27,6 +27,7 @@ const RESET: &[&[&[u8]]] = &[
         b"ACL", b"DELUSER", b"alice", b"bob", b"carol", b"dave", b"e1", b"sel",
     ],
     &[b"FLUSHALL"],
+    &[b"CONFIG", b"SET", b"acl-pubsub-default", b"resetchannels"],
 ];
 
 const RULE_CASES: &[raw::Case] = &[
@@ -201,6 +202,19 @@ const RULE_CASES: &[raw::Case] = &[
         &["ACL", "SETUSER", "sel", "(~x", "bogus)"],
         &["ACL", "SETUSER", "sel", "clearselectors"],
         &["ACL", "GETUSER", "sel"],
+    ],
+    // `acl-pubsub-default allchannels`: new users, `reset` and new selectors get every channel.
+    &[
+        &["CONFIG", "SET", "acl-pubsub-default", "allchannels"],
+        &["ACL", "SETUSER", "alice"],
+        &["ACL", "SETUSER", "bob", "on", "(~x +get)", "&foo"],
+        &["ACL", "SETUSER", "carol", "on", "&a", "reset"],
+        &["ACL", "SETUSER", "dave", "on", "(~x +get)"],
+        &["ACL", "LIST"],
+        &["CONFIG", "SET", "acl-pubsub-default", "resetchannels"],
+        &["ACL", "SETUSER", "e1", "(+get)"],
+        &["ACL", "SETUSER", "alice", "reset"],
+        &["ACL", "LIST"],
     ],
 ];
 

@@ -396,10 +396,16 @@ fn set_user(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         ));
     }
     let rules = merge_selectors(args.rest())?;
+    let all_channels = cx
+        .engine()
+        .config()
+        .settings
+        .get("acl-pubsub-default")
+        .is_some_and(|v| v.eq_ignore_ascii_case("allchannels"));
     let original = cx.engine().acl().users.get(&name).cloned();
-    let mut user = original.clone().unwrap_or_else(User::new);
+    let mut user = original.clone().unwrap_or_else(|| User::new(all_channels));
     for rule in &rules {
-        user.apply(rule).map_err(|e| {
+        user.apply(rule, all_channels).map_err(|e| {
             error_echoing(&[
                 b"ERR Error in ACL SETUSER modifier '",
                 c_text(rule, usize::MAX),

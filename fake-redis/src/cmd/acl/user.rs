@@ -100,15 +100,16 @@ pub(crate) struct Selector {
 }
 
 impl Selector {
-    /// A selector that allows nothing (Redis 7.0's `acl-pubsub-default` is `resetchannels`).
-    pub fn new() -> Selector {
+    /// A selector that allows nothing, or every channel only when `acl-pubsub-default` is
+    /// `allchannels` (`all_channels`; Redis 7.0's default is `resetchannels`).
+    pub fn new(all_channels: bool) -> Selector {
         Selector {
             allowed: Bits::none(),
             all_commands: false,
             first_args: BTreeMap::new(),
             all_keys: false,
             keys: Vec::new(),
-            all_channels: false,
+            all_channels,
             channels: Vec::new(),
         }
     }
@@ -119,8 +120,7 @@ impl Selector {
             allowed: Bits::all(),
             all_commands: true,
             all_keys: true,
-            all_channels: true,
-            ..Selector::new()
+            ..Selector::new(true)
         }
     }
 
@@ -285,7 +285,7 @@ impl Selector {
         let t = table();
         let additive = !self.allowed.get(t.future_bit());
         let mut rules = String::from(if additive { "-@all " } else { "+@all " });
-        let mut fake = Selector::new();
+        let mut fake = Selector::new(false);
         if !additive {
             fake.allowed = Bits::all();
         }
@@ -433,14 +433,15 @@ pub(crate) struct User {
 }
 
 impl User {
-    /// A user as `ACL SETUSER` creates it: off, no password, no permission.
-    pub fn new() -> User {
+    /// A user as `ACL SETUSER` creates it: off, no password, no permission (but every channel
+    /// when `all_channels`, `acl-pubsub-default allchannels`).
+    pub fn new(all_channels: bool) -> User {
         User {
             enabled: false,
             nopass: false,
             sanitize: None,
             passwords: Vec::new(),
-            selectors: vec![Selector::new()],
+            selectors: vec![Selector::new(all_channels)],
         }
     }
 
@@ -449,7 +450,7 @@ impl User {
         let mut user = User {
             enabled: true,
             selectors: vec![Selector::everything()],
-            ..User::new()
+            ..User::new(false)
         };
         user.set_password(password);
         user
@@ -498,8 +499,9 @@ impl User {
         flags
     }
 
-    /// Redis's `ACLSetUser`: one rule.
-    pub fn apply(&mut self, op: &[u8]) -> Result<(), RuleError> {
+    /// Redis's `ACLSetUser`: one rule. `all_channels` is `acl-pubsub-default allchannels`, which
+    /// `reset` and a new selector start from.
+    pub fn apply(&mut self, op: &[u8], all_channels: bool) -> Result<(), RuleError> {
         if op.is_empty() {
             return Ok(());
         }
@@ -518,16 +520,21 @@ impl User {
             self.nopass = false;
             self.passwords.clear();
         } else if is(op, "reset") {
+            let channels: &[u8] = match all_channels {
+                true => b"allchannels",
+                false => b"resetchannels",
+            };
             for rule in [
                 &b"resetpass"[..],
                 b"resetkeys",
                 b"resetchannels",
+                channels,
                 b"off",
                 b"sanitize-payload",
                 b"clearselectors",
                 b"-@all",
             ] {
-                self.apply(rule)?;
+                self.apply(rule, all_channels)?;
             }
         } else if op[0] == b'>' || op[0] == b'#' {
             let hash = if op[0] == b'>' {
@@ -552,7 +559,7 @@ impl User {
                 .ok_or(RuleError::NoSuchPassword)?;
             self.passwords.remove(at);
         } else if op[0] == b'(' && op[op.len() - 1] == b')' {
-            let mut selector = Selector::new();
+            let mut selector = Selector::new(all_channels);
             for rule in split_args(&op[1..op.len() - 1]) {
                 selector.apply(&rule)?;
             }
