@@ -43,6 +43,28 @@ pub(crate) struct Entry {
     pub client_info: Bytes,
 }
 
+impl Entry {
+    /// A new entry (counted once) for a refusal at `at`; its client's line is filled in when it
+    /// is logged.
+    pub fn new(
+        reason: &'static str,
+        context: Context,
+        object: Bytes,
+        username: Bytes,
+        at: i64,
+    ) -> Entry {
+        Entry {
+            count: 1,
+            reason,
+            context,
+            object,
+            username,
+            at,
+            client_info: Bytes::new(),
+        }
+    }
+}
+
 /// How far apart two refusals may be and still share an entry (Redis's
 /// `ACL_LOG_GROUPING_MAX_TIME_DELTA`).
 const GROUPING_MS: i64 = 60_000;

@@ -115,16 +115,14 @@ pub(crate) fn check_call(
     };
     let denied = check::check(user, name, argv).err();
     if let Some(denied) = denied {
-        add_log_entry(
-            engine,
-            id,
-            running,
+        let entry = log::Entry::new(
             denied.reason(),
             context,
             denied.object(name, argv),
             username,
             now,
         );
+        add_log_entry(engine, id, running, entry);
         return Err(denied);
     }
     Ok(())
@@ -156,38 +154,19 @@ pub(crate) fn check_script_call(
     check_call(cx.node(), id, name, running, argv, Context::Lua, now).map_err(Denied::script_error)
 }
 
-/// Adds an `ACL LOG` entry for client `id`, whose `CLIENT LIST` line (running `running`) it
-/// keeps.
-#[allow(clippy::too_many_arguments)]
-fn add_log_entry(
-    engine: &mut Engine,
-    id: u64,
-    running: &str,
-    reason: &'static str,
-    context: Context,
-    object: Bytes,
-    username: Bytes,
-    now: i64,
-) {
-    let client_info = engine.client(id).map_or_else(String::new, |c| {
+/// Adds `entry` to the `ACL LOG`, with the `CLIENT LIST` line of client `id` running `running`.
+fn add_log_entry(engine: &mut Engine, id: u64, running: &str, mut entry: log::Entry) {
+    let line = engine.client(id).map_or_else(String::new, |c| {
         let outbox = engine.outbox_len(crate::engine::ClientId(id));
-        super::connection::client_line(now, id, c, running, outbox)
+        super::connection::client_line(entry.at, id, c, running, outbox)
     });
+    entry.client_info = Bytes::from(line.trim_end_matches('\n').to_owned());
     let max_len = engine
         .config()
         .settings
         .get("acllog-max-len")
         .and_then(|v| v.parse().ok())
         .unwrap_or(128);
-    let entry = log::Entry {
-        count: 1,
-        reason,
-        context,
-        object,
-        username,
-        at: now,
-        client_info: Bytes::from(client_info.trim_end_matches('\n').to_owned()),
-    };
     engine.acl_mut().log.add(entry, max_len);
 }
 
@@ -217,16 +196,8 @@ pub(crate) fn authenticate(
     };
     let (id, now) = (cx.client, cx.now);
     let running = cx.client().last_command;
-    add_log_entry(
-        cx.node(),
-        id,
-        running,
-        "auth",
-        context,
-        command.clone(),
-        name.clone(),
-        now,
-    );
+    let entry = log::Entry::new("auth", context, command.clone(), name.clone(), now);
+    add_log_entry(cx.node(), id, running, entry);
     Err(Frame::error(
         "WRONGPASS invalid username-password pair or user is disabled.",
     ))
