@@ -7,7 +7,8 @@
 //! fields and values come from tiny alphabets so that types collide (WRONGTYPE), keys go missing,
 //! TTLs (5 s and more, or 0 and less) and NX/XX/GT/LT meet each other, integers and floats
 //! overflow, lock-core's scripts run by `EVAL` and `EVALSHA` on the same keys, transactions queue
-//! errors, and `SELECT` moves between databases. A failure shrinks to the shortest diverging
+//! errors, `SELECT` moves between databases, and ACL rules given to two users are tried with
+//! `ACL DRYRUN`. A failure shrinks to the shortest diverging
 //! sequence.
 //!
 //! `CONFORMANCE_CASES` sets the number of sequences (default 5,000).
@@ -811,10 +812,91 @@ fn script_line(call: &ScriptCall, by_sha: bool) -> Vec<String> {
 /// The marker of a `DUMP` and `RESTORE` step (see [`dump_restore`]).
 const DUMP_RESTORE: &str = "(dump and restore)";
 
-/// One step: a plain command, a script call, a transaction, `SELECT`, or a `DUMP` of one key
-/// restored under another.
+/// Rules `ACL SETUSER` gives the two users of the sequences, valid and not.
+const ACL_RULES: &[&str] = &[
+    "on",
+    "off",
+    ">pw",
+    "<pw",
+    "nopass",
+    "resetpass",
+    "~k1",
+    "%R~k2",
+    "%W~k*",
+    "allkeys",
+    "resetkeys",
+    "&ch1",
+    "&c*",
+    "allchannels",
+    "resetchannels",
+    "+get",
+    "-get",
+    "+@string",
+    "-@string",
+    "+@read",
+    "-@write",
+    "+@all",
+    "-@all",
+    "+config|get",
+    "-config",
+    "+select|0",
+    "reset",
+    "(~k3 +set)",
+    "(%R~k* +@list",
+    "-lmove)",
+    "clearselectors",
+    "bogus",
+    "+nosuch",
+    "#abc",
+];
+
+/// Calls `ACL DRYRUN` asks about.
+const ACL_CALLS: &[&str] = &[
+    "get k1",
+    "get k2",
+    "set k2 v",
+    "set k1 v GET",
+    "incr k1",
+    "mset k1 a k3 b",
+    "lmove k1 k3 LEFT RIGHT",
+    "lpush k3 a",
+    "config get hz",
+    "config set hz 10",
+    "select 0",
+    "select 1",
+    "publish ch1 m",
+    "subscribe c2 ch1",
+    "psubscribe c*",
+    "nosuch",
+    "get",
+];
+
+/// An ACL step: a user's rules changed, a call tried against them, or a user removed. Its
+/// replies do not depend on the order in which Redis describes rules (`ACL GETUSER` is in the
+/// curated table instead).
+fn acl() -> impl Strategy<Value = Vec<String>> {
+    let user = || pick(&["u1", "u2"]);
+    prop_oneof![
+        3 => (user(), prop::collection::vec(pick(ACL_RULES), 0..4)).prop_map(|(u, rules)| {
+            let mut l = line(&["ACL", "SETUSER", &u]);
+            l.extend(rules);
+            l
+        }),
+        4 => (pick(&["u1", "u2", "nobody"]), pick(ACL_CALLS)).prop_map(|(u, call)| {
+            let mut l = line(&["ACL", "DRYRUN", &u]);
+            l.extend(call.split_whitespace().map(str::to_owned));
+            l
+        }),
+        1 => user().prop_map(|u| line(&["ACL", "DELUSER", &u])),
+        1 => Just(line(&["ACL", "USERS"])),
+    ]
+}
+
+/// One step: a plain command, a script call, a transaction, `SELECT`, an ACL step, or a `DUMP` of
+/// one key restored under another.
 fn step() -> impl Strategy<Value = Vec<Vec<String>>> {
     prop_oneof![
+        1 => acl().prop_map(|c| vec![c]),
         12 => plain().prop_map(|c| vec![c]),
         1 => (
             pick(KEYS),
@@ -1075,6 +1157,7 @@ async fn reset(side: &mut impl ConnectionLike) {
         line(&["SELECT", "0"]),
         line(&["FLUSHALL"]),
         line(&["SCRIPT", "FLUSH"]),
+        line(&["ACL", "DELUSER", "u1", "u2"]),
     ] {
         query(side, &words).await.expect("resetting a side");
     }

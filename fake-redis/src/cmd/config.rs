@@ -448,6 +448,10 @@ fn apply(cx: &mut Cx<'_>, param: &Param, value: String) {
     match param.name {
         "requirepass" => {
             config.requirepass = (!value.is_empty()).then(|| Bytes::from(value.clone()));
+            // The `default` user's password, as Redis's `ACLUpdateDefaultUserPassword` sets it.
+            cx.acl_mut()
+                .users
+                .set_default_password(Some(value.as_bytes()));
         }
         "busy-reply-threshold" | "lua-time-limit" => {
             config.busy_reply_threshold_ms = value.parse().unwrap_or(0);
