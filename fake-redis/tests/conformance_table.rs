@@ -772,7 +772,10 @@ const TABLE: &[&str] = &[
     "SORT ssetw BY nosort STORE sodst",
     "LRANGE sodst 0 -1",
     "ZADD zso 3 a 1 b 2 c",
+    "OBJECT ENCODING zso",
     "SORT zso ALPHA",
+    // Sorting converts a sorted set to its skiplist, for good.
+    "OBJECT ENCODING zso",
     "SORT zso BY nosort",
     "SORT zso BY nosort DESC",
     "SORT zso BY nosort LIMIT 1 5",
