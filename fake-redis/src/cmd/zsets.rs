@@ -1135,13 +1135,23 @@ pub(super) fn random_picks(cx: &mut Cx<'_>, len: usize, count: i64, reversed: bo
             (0..len).collect()
         };
     }
-    // A Fisher-Yates shuffle of the first `count` positions, with only the swapped positions
-    // kept (`moved[p]` is what position `p` holds once swapped): the same draws as shuffling the
-    // whole range, in O(count).
+    distinct_positions(cx, len, count as usize)
+}
+
+/// `count` distinct positions of `0..len` (`count < len`), drawn from the engine's seeded
+/// generator: a Fisher-Yates shuffle of the first `count` positions, with only the swapped
+/// positions kept (`moved[p]` is what position `p` holds once swapped), so the same draws as
+/// shuffling the whole range, in O(count).
+pub(super) fn distinct_positions(cx: &mut Cx<'_>, len: usize, count: usize) -> Vec<usize> {
+    sparse_shuffle(len, count, || cx.random())
+}
+
+/// [`distinct_positions`] with the draws from `next_random`.
+fn sparse_shuffle(len: usize, count: usize, mut next_random: impl FnMut() -> u64) -> Vec<usize> {
     let mut moved: BTreeMap<usize, usize> = BTreeMap::new();
-    let mut positions = Vec::with_capacity(count as usize);
-    for i in 0..count as usize {
-        let j = i + (cx.random() % (len - i) as u64) as usize;
+    let mut positions = Vec::with_capacity(count.min(len));
+    for i in 0..count.min(len) {
+        let j = i + (next_random() % (len - i) as u64) as usize;
         let at_j = moved.get(&j).copied().unwrap_or(j);
         let at_i = moved.get(&i).copied().unwrap_or(i);
         moved.insert(j, at_i);
@@ -1188,4 +1198,40 @@ pub(crate) fn pop_members(
     let popped = pop_ends(z, max, count);
     done(cx, key);
     Ok(Some(popped))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sparse_shuffle;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The positions drawn are distinct, within the collection, as many as asked (at most
+        /// all), and the same as a full Fisher-Yates shuffle's first positions with the same
+        /// draws: the sparse form only saves the work.
+        #[test]
+        fn drawn_positions_are_distinct_in_range_and_a_shuffles_prefix(
+            len in 1usize..300,
+            count in 0usize..320,
+            seed in any::<u64>(),
+        ) {
+            let mut x = seed;
+            let mut draw = move || {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                x >> 11
+            };
+            let mut replay = draw;
+            let picks = sparse_shuffle(len, count, &mut draw);
+            prop_assert_eq!(picks.len(), count.min(len));
+            let distinct: std::collections::BTreeSet<usize> = picks.iter().copied().collect();
+            prop_assert_eq!(distinct.len(), picks.len());
+            prop_assert!(picks.iter().all(|&p| p < len));
+            let mut dense: Vec<usize> = (0..len).collect();
+            for i in 0..count.min(len) {
+                let j = i + (replay() % (len - i) as u64) as usize;
+                dense.swap(i, j);
+            }
+            prop_assert_eq!(&picks[..], &dense[..count.min(len)]);
+        }
+    }
 }

@@ -70,8 +70,8 @@ pub(crate) fn hash_key(key: &[u8]) -> u64 {
 
 /// A value in the keyspace.
 ///
-/// Sets are ordered (`BTreeSet`) so that iteration, and the seeded random draws over it, are
-/// deterministic.
+/// Every collection iterates in an order fixed by its history, so that iteration, and the seeded
+/// random draws over it, are deterministic.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
     /// A string (integers are strings holding decimal text, as `INCR` sees them).
@@ -81,7 +81,7 @@ pub enum Value {
     /// A list.
     List(VecDeque<Bytes>),
     /// A set.
-    Set(BTreeSet<Bytes>),
+    Set(super::set::Set),
     /// A sorted set (boxed: it is the largest value and the rarest, and every slot is as big as
     /// the biggest value).
     ZSet(Box<ZSet>),

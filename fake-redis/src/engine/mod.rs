@@ -45,6 +45,7 @@ pub(crate) mod notify;
 mod pubsub;
 pub(crate) mod rdb;
 pub mod replication;
+pub(crate) mod set;
 pub(crate) mod stream;
 mod watches;
 
