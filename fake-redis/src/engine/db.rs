@@ -297,83 +297,7 @@ impl Hash {
     }
 }
 
-/// A sorted set: members by score, ties broken by member bytes, as Redis orders them. Scores are
-/// never NaN, and `-0` is stored as `0`.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct ZSet {
-    scores: BTreeMap<Bytes, f64>,
-    order: BTreeSet<(Score, Bytes)>,
-}
-
-/// A score with a total order (no NaN is ever stored).
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct Score(f64);
-
-impl Eq for Score {}
-
-impl PartialOrd for Score {
-    fn partial_cmp(&self, other: &Score) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Score {
-    fn cmp(&self, other: &Score) -> std::cmp::Ordering {
-        self.0.total_cmp(&other.0)
-    }
-}
-
-impl ZSet {
-    /// The number of members.
-    pub fn len(&self) -> usize {
-        self.scores.len()
-    }
-
-    /// Whether it has no member (Redis deletes such a key).
-    pub fn is_empty(&self) -> bool {
-        self.scores.is_empty()
-    }
-
-    /// The score of `member`.
-    pub fn score(&self, member: &[u8]) -> Option<f64> {
-        self.scores.get(member).copied()
-    }
-
-    /// Sets `member`'s score: whether the member is new.
-    pub fn insert(&mut self, member: Bytes, score: f64) -> bool {
-        let score = score + 0.0; // -0 becomes 0
-        let old = self.scores.insert(member.clone(), score);
-        if let Some(old) = old {
-            self.order.remove(&(Score(old), member.clone()));
-        }
-        self.order.insert((Score(score), member));
-        old.is_none()
-    }
-
-    /// Removes `member`: whether it was there.
-    pub fn remove(&mut self, member: &[u8]) -> bool {
-        match self.scores.remove_entry(member) {
-            Some((m, s)) => {
-                self.order.remove(&(Score(s), m));
-                true
-            }
-            None => false,
-        }
-    }
-
-    /// Scores and members, lowest score first.
-    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (f64, &Bytes)> {
-        self.order.iter().map(|(s, m)| (s.0, m))
-    }
-
-    /// Scores and members from the first whose score is at least `min`, lowest first: a
-    /// score range is found in the order index, not by a scan from the lowest score.
-    pub fn iter_from(&self, min: f64) -> impl DoubleEndedIterator<Item = (f64, &Bytes)> {
-        self.order
-            .range((Score(min), Bytes::new())..)
-            .map(|(s, m)| (s.0, m))
-    }
-}
+pub use super::zset::ZSet;
 
 /// What [`Db::change_deadline_h`] does to a live key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1374,24 +1298,6 @@ mod tests {
                 assert_eq!((c.hash, Some(c.deadline)), (slot.hash, slot.entry.deadline));
             }
         }
-    }
-
-    #[test]
-    fn a_score_range_starts_at_its_first_member_ties_included() {
-        let mut z = ZSet::default();
-        for (m, score) in [("a", -5.0), ("b", 2.0), ("c", 2.0), ("d", 3.5), ("e", 9.0)] {
-            z.insert(b(m), score);
-        }
-        let from = |min: f64| -> Vec<(f64, Bytes)> {
-            z.iter_from(min).map(|(s, m)| (s, m.clone())).collect()
-        };
-        assert_eq!(
-            from(2.0),
-            [(2.0, b("b")), (2.0, b("c")), (3.5, b("d")), (9.0, b("e"))]
-        );
-        assert_eq!(from(2.5), [(3.5, b("d")), (9.0, b("e"))]);
-        assert_eq!(from(-1e300).len(), 5);
-        assert!(from(10.0).is_empty());
     }
 
     #[test]
