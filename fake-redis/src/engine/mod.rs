@@ -45,8 +45,10 @@ pub(crate) mod notify;
 mod pubsub;
 pub(crate) mod rdb;
 pub mod replication;
+pub(crate) mod set;
 pub(crate) mod stream;
 mod watches;
+pub(crate) mod zset;
 
 pub use crate::engine::expiry::{
     ACTIVE_EXPIRE_ACCEPTABLE_STALE, ACTIVE_EXPIRE_HZ, ACTIVE_EXPIRE_KEYS_PER_LOOP,
