@@ -54,8 +54,12 @@ fn read(cx: &mut Cx<'_>, key: &[u8]) -> Result<Option<Bytes>, Frame> {
 
 /// The string at `key` as bytes to modify, grown with zeros to hold bit `max_bit`: them, and
 /// whether the key was created or grew (Redis's `lookupStringForBitCommand`).
+///
+/// Redis unshares the string it finds (`dbUnshareStringValue`), so from then on it is `raw`
+/// (`OBJECT ENCODING`), even when no bit changes; one it creates is `raw` too.
 fn for_writing(cx: &mut Cx<'_>, key: &[u8], max_bit: u64) -> Result<(Vec<u8>, bool), Frame> {
     let old = read(cx, key)?;
+    super::server::note_raw(cx, key);
     let need = (max_bit >> 3) as usize + 1;
     let mut bytes = old.as_deref().map(<[u8]>::to_vec).unwrap_or_default();
     let grown = old.is_none() || bytes.len() < need;
@@ -77,6 +81,7 @@ fn store(cx: &mut Cx<'_>, key: &[u8], bytes: Vec<u8>, changed: bool) {
     if changed {
         db.touch(key);
     }
+    super::server::note_raw(cx, key);
 }
 
 fn bit_at(bytes: &[u8], offset: u64) -> bool {
@@ -309,6 +314,8 @@ fn bitop_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         .collect();
     let value = (!result.is_empty()).then(|| Value::Str(Bytes::from(result)));
     super::store_or_delete(cx, destination, value);
+    // Redis stores the result as it built it, a `raw` string.
+    super::server::note_raw(cx, destination);
     Ok(Frame::Integer(longest as i64))
 }
 
