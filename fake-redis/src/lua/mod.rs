@@ -142,7 +142,6 @@ impl LuaScripts {
 
 /// One Lua state with Redis's environment and the bodies loaded into it.
 pub(crate) struct Vm {
-    kind: ScriptKind,
     lua: Lua,
     env: Table,
     redis: Table,
@@ -152,12 +151,10 @@ pub(crate) struct Vm {
     executed: Arc<AtomicU64>,
     main: mlua::Thread,
     watch: Arc<ScriptWatch>,
-    /// What `redis.call` and `redis.pcall` share, the running script among it.
+    /// How a script runs, and what `redis.call` and `redis.pcall` share (the running script
+    /// among it). An `EVAL` script's `KEYS` and `ARGV` are two tables made once per state,
+    /// emptied and filled again for every run (see `raw::refill`).
     calls: Box<Calls>,
-    /// The `KEYS` and `ARGV` of `EVAL` scripts: two tables made once per state, emptied and
-    /// filled again for every run (see `raw::refill`).
-    keys: Table,
-    argv: Table,
     scripts: BTreeMap<[u8; 40], Loaded>,
     /// How many bytes the state may hold while a script's own code runs.
     memory_limit: usize,
@@ -175,17 +172,23 @@ impl Vm {
             HookTriggers::new().every_nth_instruction(HOOK_EVERY),
             budget_hook(executed.clone(), main.clone(), watch.clone()),
         )?;
-        let calls = Box::new(Calls::new(lua.clone(), resp.clone())?);
         let (keys, argv) = (lua.create_table()?, lua.create_table()?);
-        // A function gets its keys and arguments as parameters: no `KEYS` or `ARGV` global.
-        if matches!(kind, ScriptKind::Eval) {
-            globals.raw_set("KEYS", &keys)?;
-            globals.raw_set("ARGV", &argv)?;
-        }
+        let tables = match kind {
+            ScriptKind::Eval => {
+                globals.raw_set("KEYS", &keys)?;
+                globals.raw_set("ARGV", &argv)?;
+                Tables::Reused {
+                    keys: &keys,
+                    argv: &argv,
+                }
+            }
+            // A function gets its keys and arguments as parameters: no `KEYS` or `ARGV` global.
+            ScriptKind::Function => Tables::Arguments,
+        };
+        let calls = Box::new(Calls::new(lua.clone(), resp.clone(), &handler, tables)?);
         redis.raw_set("call", calls.function(true)?)?;
         redis.raw_set("pcall", calls.function(false)?)?;
         Ok(Vm {
-            kind,
             lua,
             env,
             redis,
@@ -196,8 +199,6 @@ impl Vm {
             main,
             watch,
             calls,
-            keys,
-            argv,
             scripts: BTreeMap::new(),
             memory_limit: env::SCRIPT_MEMORY,
         })
@@ -506,24 +507,9 @@ impl Vm {
         args: &[Bytes],
         run: &Run,
     ) -> mlua::Result<(bool, Value)> {
-        let tables = match self.kind {
-            ScriptKind::Eval => Tables::Reused {
-                keys: &self.keys,
-                argv: &self.argv,
-            },
-            // A function gets its keys and arguments as parameters: no `KEYS` or `ARGV` global.
-            ScriptKind::Function => Tables::Arguments,
-        };
         let mut running = Running { cx, run };
         self.calls.lend(&mut running, || {
-            (self.calls).run(
-                &self.handler,
-                function,
-                tables,
-                keys,
-                args,
-                self.memory_limit,
-            )
+            (self.calls).run(function, keys, args, self.memory_limit)
         })
     }
 }

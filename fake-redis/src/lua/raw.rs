@@ -63,40 +63,43 @@ pub(super) enum Tables<'t> {
     Arguments,
 }
 
-/// What [`run_entry`] is handed (as a light userdata, its first argument) besides the Lua values.
+/// What [`run_entry`] is handed (as a light userdata, its first argument) besides the body.
 struct RunInput<'a> {
     lua: &'a Lua,
     keys: &'a [Bytes],
     args: &'a [Bytes],
     memory_limit: usize,
-    /// `KEYS` and `ARGV` are refilled in place (its fourth and fifth arguments) rather than made.
-    reused: bool,
 }
 
-/// The C function a script's run is: `run_entry(input, handler, body, keys, argv)` empties and
-/// fills `keys` and `argv` (or, for a function, makes two new tables), runs `body` under
-/// `handler` as Lua's `xpcall` does, the memory limit on while it runs, and returns `ok` and the
-/// body's return value or the handler's error value.
+/// The C function a script's run is, `run_entry(input, body)`, a closure over the error handler
+/// and, for `EVAL` scripts, the `KEYS` and `ARGV` tables (nil otherwise). It empties and fills
+/// `KEYS` and `ARGV` (or, for a function, makes two new tables to pass it), runs `body` under
+/// the handler as Lua's `xpcall` does, the memory limit on while it runs, and returns `ok` and
+/// the body's return value or the handler's error value.
 ///
 /// # Safety
 /// Only [`Calls::run`] calls it (scripts never see it), with a [`RunInput`] that outlives the
-/// call as its first argument and the four values the input says.
+/// call as its first argument and the body as its second.
 unsafe extern "C-unwind" fn run_entry(state: *mut lua_State) -> c_int {
     const HANDLER: c_int = 2;
     // SAFETY: the input is `Calls::run`'s local, alive for this call, and only read. This frame
     // holds references and numbers only (rule 1); nothing here panics (rule 2); the stack holds
-    // the five arguments and at most three more values at a time of the twenty Lua guarantees
+    // the two arguments and at most six more values at a time, of the twenty Lua guarantees
     // (rule 4). Everything before `lua_pcall` runs with the memory limit off, so cannot raise;
     // `lua_pcall` returns whatever the script does.
     unsafe {
         let input = &*ffi::lua_touserdata(state, 1).cast::<RunInput<'_>>();
-        let nargs = if input.reused {
+        ffi::lua_pushvalue(state, ffi::lua_upvalueindex(1));
+        ffi::lua_insert(state, HANDLER);
+        // [input, handler, body]
+        let nargs = if ffi::lua_type(state, ffi::lua_upvalueindex(2)) == ffi::LUA_TTABLE {
+            ffi::lua_pushvalue(state, ffi::lua_upvalueindex(2));
+            ffi::lua_pushvalue(state, ffi::lua_upvalueindex(3));
             refill(state, 4, input.keys);
             refill(state, 5, input.args);
             ffi::lua_settop(state, 3);
             0
         } else {
-            ffi::lua_settop(state, 3);
             new_array(state, input.keys);
             new_array(state, input.args);
             2
@@ -203,9 +206,26 @@ enum Outcome {
 }
 
 impl Calls {
-    pub(super) fn new(lua: Lua, resp: Arc<AtomicU8>) -> mlua::Result<Calls> {
-        // SAFETY: `run_entry` keeps the rules above, and only `Calls::run` calls it.
-        let entry = unsafe { lua.create_c_function(run_entry)? };
+    /// The calls of a state whose scripts run under `handler`, with their keys and arguments
+    /// placed as `tables` says.
+    pub(super) fn new(
+        lua: Lua,
+        resp: Arc<AtomicU8>,
+        handler: &Function,
+        tables: Tables<'_>,
+    ) -> mlua::Result<Calls> {
+        let (keys, argv) = match tables {
+            Tables::Reused { keys, argv } => (Some(keys), Some(argv)),
+            Tables::Arguments => (None, None),
+        };
+        // SAFETY: `run_entry` keeps the rules above, and only `Calls::run` calls it. Making the
+        // closure only allocates, under `exec_raw`'s protection, from a closure that holds
+        // nothing to drop.
+        let entry = unsafe {
+            lua.exec_raw::<Function>((handler, keys, argv), |state| {
+                ffi::lua_pushcclosure(state, run_entry, 3);
+            })?
+        };
         Ok(Calls {
             slot: Slot::default(),
             lua,
@@ -216,33 +236,24 @@ impl Calls {
         })
     }
 
-    /// Runs `body` under `handler` (Lua's `xpcall` without its Lua wrapper) with `keys` and
-    /// `args` placed as `tables` says, the state's memory limit set to `memory_limit` while the
-    /// script runs: `(true, its return value)` or `(false, the handler's error value)`. One mlua
-    /// call: the rest is [`run_entry`]'s.
+    /// Runs `body` with `keys` and `args`, the state's memory limit set to `memory_limit`
+    /// while the script runs: `(true, its return value)` or `(false, the handler's error
+    /// value)`. One mlua call: the rest is [`run_entry`]'s.
     pub(super) fn run(
         &self,
-        handler: &Function,
         body: &Function,
-        tables: Tables<'_>,
         keys: &[Bytes],
         args: &[Bytes],
         memory_limit: usize,
     ) -> mlua::Result<(bool, Value)> {
-        let (keys_table, argv_table) = match tables {
-            Tables::Reused { keys, argv } => (Some(keys), Some(argv)),
-            Tables::Arguments => (None, None),
-        };
         let input = RunInput {
             lua: &self.lua,
             keys,
             args,
             memory_limit,
-            reused: keys_table.is_some(),
         };
         let input = LightUserData(std::ptr::from_ref(&input).cast_mut().cast());
-        self.entry
-            .call((input, handler, body, keys_table, argv_table))
+        self.entry.call((input, body))
     }
 
     /// Makes the Lua function `redis.call` (`raises`) or `redis.pcall`, bound to `self`: it must
