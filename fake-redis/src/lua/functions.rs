@@ -486,9 +486,9 @@ pub(crate) fn fcall(
     let run = Run {
         read_only: read_only_command || flags & NO_WRITES != 0,
         caller_db: cx.db,
-        watch: lvm.vm.watch.clone(),
+        watch: &lvm.vm.watch,
     };
-    let watching = Watching::begin(&run.watch, ScriptKind::Function);
+    let watching = Watching::begin(run.watch, ScriptKind::Function);
     let reply = lvm.vm.run(cx, &callback, &name, keys, args, &run);
     drop(watching);
     cx.client().db = run.caller_db;

@@ -431,7 +431,9 @@ fn eval_on(
         },
     };
     let vm: &Vm = vm;
-    let loaded = vm.scripts.get(&sha).expect("loaded above");
+    let Some(loaded) = vm.scripts.get(&sha) else {
+        return Frame::error("NOSCRIPT No matching script. Please use EVAL.");
+    };
     let flags = loaded.flags;
     // Redis's `scriptPrepareForRun`: a script that may write (a shebang without `no-writes`) is
     // refused on a replica before it runs, and before the `_RO` rule.
@@ -444,7 +446,7 @@ fn eval_on(
     let run = Run {
         read_only: read_only_command || flags.no_writes,
         caller_db: cx.db,
-        watch: vm.watch.clone(),
+        watch: &vm.watch,
     };
     let reply = vm.run(cx, &loaded.function, &loaded.sha, keys, args, &run);
     // A script's SELECT is its own: the caller's database is as it was.
@@ -454,11 +456,11 @@ fn eval_on(
 }
 
 /// What a running script's calls are checked against.
-struct Run {
+struct Run<'w> {
     read_only: bool,
     caller_db: usize,
     /// Told when the script writes (it can no longer be killed).
-    watch: Arc<ScriptWatch>,
+    watch: &'w ScriptWatch,
 }
 
 impl Vm {
@@ -471,7 +473,7 @@ impl Vm {
         sha: &str,
         keys: &[Bytes],
         args: &[Bytes],
-        run: &Run,
+        run: &Run<'_>,
     ) -> Frame {
         self.resp.store(2, Ordering::Relaxed);
         if let Err(e) = self.arm_budget() {
@@ -505,7 +507,7 @@ impl Vm {
         function: &Function,
         keys: &[Bytes],
         args: &[Bytes],
-        run: &Run,
+        run: &Run<'_>,
     ) -> mlua::Result<(bool, Value)> {
         let mut running = Running { cx, run };
         self.calls.lend(&mut running, || {
@@ -517,7 +519,7 @@ impl Vm {
 /// What `redis.call` and `redis.pcall` act on: the running script's engine context and checks.
 struct Running<'r, 'e> {
     cx: &'r mut Cx<'e>,
-    run: &'r Run,
+    run: &'r Run<'r>,
 }
 
 impl Vm {
@@ -649,10 +651,11 @@ mod tests {
         let mut engine = crate::Engine::new(clock);
         let client = engine.connect();
         let mut cx = Cx::new(&mut engine, client.0, 0, 0);
+        let watch = ScriptWatch::default();
         let run = Run {
             read_only: false,
             caller_db: 0,
-            watch: Arc::new(ScriptWatch::default()),
+            watch: &watch,
         };
         let mut running = Running {
             cx: &mut cx,

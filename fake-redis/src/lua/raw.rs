@@ -15,8 +15,9 @@
 //!    arguments, its reply) are ones that cannot raise: with the state's memory limit off, Lua's
 //!    allocations never fail (mlua's allocator aborts on a failed allocation, as Rust's does), and
 //!    allocation is the only way the calls used there can raise (no `lua_rawset` is made with a
-//!    nil or NaN key). `redis.call` turns the limit off for its own work and back on before it
-//!    returns or raises; the only `lua_error` it makes is its last act, with nothing left to drop.
+//!    nil or NaN key). `redis.call` turns the limit off while it pushes anything that allocates
+//!    and back on before it returns or raises; the only `lua_error` it makes is its last act,
+//!    with nothing left to drop.
 //! 2. **A panic must not unwind through Lua's C frames.** `redis.call` runs the command under
 //!    `catch_unwind`; a panic (a bug in a command) is kept, the script gets an error and every
 //!    later call of the run fails too, and the panic is resumed once the script has returned to
@@ -295,35 +296,43 @@ impl Calls {
     }
 
     /// The work of one call, which leaves its result on top of the stack. Nothing here raises:
-    /// the memory limit is off while it pushes (rule 1); nothing unwinds out of it (rule 2).
+    /// what it pushes either allocates nothing or is pushed with the memory limit off (rule 1);
+    /// nothing unwinds out of it (rule 2).
     ///
     /// # Safety
     /// `state` is the calling thread's, in the call of this C function.
     unsafe fn call(&self, state: *mut lua_State) -> Outcome {
-        let _limit = super::env::MemoryLimit::set(&self.lua, 0);
         // SAFETY: `state` is in the call of a C function.
         let arguments = unsafe { ffi::lua_gettop(state) };
         // SAFETY: as this function's.
         let done = catch_unwind(AssertUnwindSafe(|| unsafe { self.call_unguarded(state) }));
         done.unwrap_or_else(|panic| {
             self.panic.set(Some(panic));
-            // SAFETY: back to the arguments, the twenty slots Lua gave the call are free.
-            unsafe {
+            // SAFETY: back to the arguments, the twenty slots Lua gave the call are free; the
+            // limit is off while the table is made.
+            self.limit_lifted(|| unsafe {
                 ffi::lua_settop(state, arguments);
                 push_error_table(state, PANICKED, false);
-            }
+            });
             Outcome::Raise
         })
     }
 
-    /// [`Calls::call`] without its guards.
+    /// Runs `push` with the state's memory limit off, so that what it pushes cannot fail to be
+    /// allocated (rule 1): the engine's replies and errors are not the script's allocations.
+    fn limit_lifted(&self, push: impl FnOnce()) {
+        let _limit = super::env::MemoryLimit::set(&self.lua, 0);
+        push();
+    }
+
+    /// [`Calls::call`] without its guard against panics.
     ///
     /// # Safety
-    /// As [`Calls::call`]'s, with the memory limit off.
+    /// As [`Calls::call`]'s.
     unsafe fn call_unguarded(&self, state: *mut lua_State) -> Outcome {
         if self.panicked() {
             // SAFETY: one slot of the twenty is taken; the limit is off.
-            unsafe { push_error_table(state, PANICKED, false) };
+            self.limit_lifted(|| unsafe { push_error_table(state, PANICKED, false) });
             return Outcome::Raise;
         }
         let called = self.slot.with(|running| {
@@ -342,11 +351,20 @@ impl Calls {
             command.clear();
             called
         });
-        // SAFETY (each push): the limit is off, so no push raises; the reply's conversion
-        // checks for room at every level, and the rest take at most three of the twenty slots.
+        // SAFETY (each push): the reply's conversion checks for room at every level, and the
+        // rest take at most three of the twenty slots. A number, a boolean or a nil takes no
+        // allocation; anything else is pushed with the limit off.
         match called {
             Some(Ok((reply, resp))) => {
-                unsafe { push_reply(state, &reply, resp == 2, 0) };
+                let null_is_false = resp == 2;
+                match reply {
+                    Frame::Integer(_) | Frame::Boolean(_) | Frame::Null | Frame::NullArray => unsafe {
+                        push_reply(state, &reply, null_is_false, 0)
+                    },
+                    _ => {
+                        self.limit_lifted(|| unsafe { push_reply(state, &reply, null_is_false, 0) })
+                    }
+                }
                 if reply.is_error() {
                     Outcome::ErrorReply
                 } else {
@@ -354,12 +372,12 @@ impl Calls {
                 }
             }
             Some(Err(text)) => {
-                unsafe { push_error_table(state, text.as_bytes(), true) };
+                self.limit_lifted(|| unsafe { push_error_table(state, text.as_bytes(), true) });
                 Outcome::ErrorReply
             }
             None => {
                 let text = b"ERR redis.call and redis.pcall can only be used while a script runs";
-                unsafe { push_error_table(state, text, false) };
+                self.limit_lifted(|| unsafe { push_error_table(state, text, false) });
                 Outcome::Raise
             }
         }
