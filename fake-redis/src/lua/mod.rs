@@ -6,8 +6,10 @@
 //! The state has Redis 7.0's environment (`env.rs`), and a script's calls go through the same
 //! command table as a client's, at the `EVAL`'s frozen time, with Redis's checks for scripts
 //! first: unknown commands, arity, commands a script may not call, writes in read-only scripts.
-//! Conversions in and out are `convert.rs`; `math.random` is `rand48.rs`. Redis 7.0's Functions
-//! run on a second state of the same kind (`functions.rs`).
+//! A run and `redis.call` themselves, the paths every script takes, are written against Lua's C
+//! API (`raw.rs`, the crate's only unsafe code, which pushes a command's reply onto the Lua
+//! stack); a script's return value becomes the reply in `convert.rs`; `math.random` is
+//! `rand48.rs`. Redis 7.0's Functions run on a second state of the same kind (`functions.rs`).
 //!
 //! A script never reads the wall clock: time is the command's, and the only randomness is the
 //! generator Redis gives every script. A runaway script cannot hang the engine: past a budget of
