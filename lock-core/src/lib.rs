@@ -79,7 +79,7 @@ pub use client::{
 };
 #[cfg(feature = "cluster")]
 pub use cluster_backend::ClusterBackend;
-pub use config::{ConfigError, LockConfig};
+pub use config::{ConfigError, LockConfig, SyncReplicas};
 pub use keys::{FairKeys, KeyLayout, LockKeys, Owner, ReadWriteKeys, RequestId};
 pub use machine::{
     BackendError, HoldId, HoldMode, HoldState, LockError, Operation, OwnerId, PubSubEvent,

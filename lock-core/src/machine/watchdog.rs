@@ -21,6 +21,9 @@
 //! sending it twice is harmless, and a stale connection costs one retry instead of a whole period.
 //! A call that timed out is left to the next pass, as before.
 //!
+//! A batch whose `WAIT` (the replica check, `replicas.rs`) came back short confirms nothing: its 1s
+//! leave `valid_until` where it was, as an unknown outcome does; its 0s still end their holds.
+//!
 //! Loss is noticed at once. A lost subscriber connection is the client's sign that the server may
 //! have restarted or failed over and forgotten its data: every hold becomes `MayBeLost` on the
 //! spot (`valid_until` drops to the present), no renewal sent before that moment counts as a
@@ -28,6 +31,7 @@
 //! the hold `Valid` again (or whose 0 tells the holder it is lost).
 
 use super::read_write::{self, RwSide};
+use super::replicas::Shortfall;
 use super::timers::{TimerKey, TimerKind};
 use super::{
     BackendError, CallId, CallPurpose, HoldRefKey, LockEvent, LockMachine, Output, Queued,
@@ -162,6 +166,10 @@ impl LockMachine {
                 targets.iter().map(|(k, o)| (k, o)),
             )
         };
+        let call = crate::script::ScriptCall {
+            sync: self.replica_wait(),
+            ..call
+        };
         self.calls.insert(
             id,
             CallPurpose::Renew {
@@ -190,6 +198,7 @@ impl LockMachine {
         holds: Vec<HoldRefKey>,
         sent: MonoTime,
         result: Result<Reply, BackendError>,
+        shortfall: Option<Shortfall>,
     ) {
         // A call that failed on its connection (refused, or broken well before the response
         // timeout) is worth sending again now; one that ran out of time met a slow or lossy
@@ -213,6 +222,14 @@ impl LockMachine {
         let doubted = self.sent_before_doubt(sent);
         match decoded {
             Ok(confirmed) => {
+                if let Some(Shortfall { acked, required }) = shortfall {
+                    tracing::warn!(
+                        locks = holds.len(),
+                        acked,
+                        required,
+                        "renewal acknowledged by too few replicas; valid_until does not move"
+                    );
+                }
                 let valid_until = self.valid_until_after(sent, self.config.watchdog_lease());
                 for ((key, hold_id), renewed) in holds.into_iter().zip(confirmed) {
                     let live = self
@@ -222,7 +239,9 @@ impl LockMachine {
                     if !live {
                         continue;
                     }
-                    if renewed && doubted {
+                    // Renewed on the primary only: a failover now could lose the new TTL, so it
+                    // confirms nothing (its 0 still says the hold is gone).
+                    if renewed && (doubted || shortfall.is_some()) {
                         continue;
                     }
                     if renewed {

@@ -46,6 +46,7 @@ fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, Script
 pub fn call(keys: &FairKeys, now_ms: i64) -> ScriptCall {
     ScriptCall {
         script: &SCRIPT,
+        sync: None,
         keys: [lock_and_queue(keys), vec![keys.lock.channel.clone()]].concat(),
         args: vec![Bytes::from_static(UNLOCK_MESSAGE), int_arg(now_ms)],
     }

@@ -32,6 +32,7 @@ fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, Script
 pub fn call(keys: &LockKeys) -> ScriptCall {
     ScriptCall {
         script: &SCRIPT,
+        sync: None,
         keys: vec![keys.lock.clone(), keys.channel.clone()],
         args: vec![Bytes::from_static(UNLOCK_MESSAGE)],
     }

@@ -204,15 +204,51 @@ pub fn by_body(body: &[u8]) -> Option<&'static Script> {
     all().into_iter().find(|s| s.body.as_bytes() == body)
 }
 
-/// A script call ready to send: which script, its `KEYS` and its `ARGV`.
+/// A script call ready to send: which script, its `KEYS` and its `ARGV`, and whether to wait for
+/// replicas behind it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ScriptCall {
     /// The script.
     pub script: &'static Script,
+    /// `WAIT` to send in the same round trip, right behind the script, when the lock's replica
+    /// check is on (see [`SyncReplicas`](crate::config::SyncReplicas)); the backend reports the
+    /// count through [`Backend::eval_synced`](crate::Backend::eval_synced).
+    pub sync: Option<ReplicaWait>,
     /// `KEYS[1..]`.
     pub keys: Vec<Bytes>,
     /// `ARGV[1..]`.
     pub args: Vec<Bytes>,
+}
+
+/// `WAIT <replicas> <timeout>`: block until that many replicas acknowledge the connection's writes
+/// so far, or the timeout passes, and reply how many did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReplicaWait {
+    /// How many replicas to wait for.
+    pub replicas: u32,
+    /// How long the server waits at most.
+    pub timeout: crate::time::Millis,
+}
+
+impl ReplicaWait {
+    /// The command: `WAIT replicas timeout`.
+    pub fn argv(&self) -> Vec<Bytes> {
+        vec![
+            Bytes::from_static(b"WAIT"),
+            Bytes::from(self.replicas.to_string()),
+            Bytes::from(self.timeout.as_u64().to_string()),
+        ]
+    }
+}
+
+/// How many replicas had a synced call's writes when its `WAIT` returned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReplicaAcks {
+    /// The replicas that acknowledged (`WAIT`'s reply).
+    pub acked: u32,
+    /// The replicas the backend knows the primary has connected; 0 means no `WAIT` was sent,
+    /// since there is nothing to wait for.
+    pub connected: u32,
 }
 
 impl PartialEq for Script {

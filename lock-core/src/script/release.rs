@@ -100,6 +100,7 @@ pub fn call(
 ) -> ScriptCall {
     ScriptCall {
         script: &SCRIPT,
+        sync: None,
         keys: vec![
             keys.lock.clone(),
             keys.channel.clone(),

@@ -46,6 +46,7 @@ pub fn call(keys: &ReadWriteKeys, write: bool) -> ScriptCall {
     };
     ScriptCall {
         script: &SCRIPT,
+        sync: None,
         keys: vec![keys.lock.lock.clone(), keys.channel.clone()],
         args: vec![Bytes::from_static(mode), Bytes::from_static(message)],
     }

@@ -85,6 +85,7 @@ pub fn call<'a>(
     }
     ScriptCall {
         script: &SCRIPT,
+        sync: None,
         keys,
         args,
     }
