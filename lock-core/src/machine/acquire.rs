@@ -386,6 +386,14 @@ impl LockMachine {
         );
         let name = a.keys.name();
         let reply_to = self.ops.get_mut(&op).and_then(|o| o.reply_to.take());
+        // Not granted: a wake it was given passes on to the next waiter. The release goes out
+        // before the caller hears of the refusal.
+        if let Some((_, a)) = self.take_acquire(op, false) {
+            if let Some(hold) = self.holds.get_mut(&a.key) {
+                hold.pending = hold.pending.saturating_sub(1);
+            }
+            self.give_back_grant(a);
+        }
         if let Some(reply_to) = reply_to {
             self.op_index.remove(&reply_to);
             let err = LockError::ReplicasNotSynced {
@@ -395,13 +403,6 @@ impl LockMachine {
                 required: shortfall.required,
             };
             self.done(Some(reply_to), Err(err));
-        }
-        // Not granted: a wake it was given passes on to the next waiter.
-        if let Some((_, a)) = self.take_acquire(op, false) {
-            if let Some(hold) = self.holds.get_mut(&a.key) {
-                hold.pending = hold.pending.saturating_sub(1);
-            }
-            self.give_back_grant(a);
         }
     }
 
