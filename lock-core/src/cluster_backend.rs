@@ -12,6 +12,15 @@
 //! single server. A batch is as certain as its least certain part: if any part's outcome is
 //! unknown, the whole is unknown (every part is idempotent, so the machine's retry is safe).
 //!
+//! A call under the replica check ([`Backend::eval_synced`]) goes to its slot's primary as a
+//! pipeline of the script and its `WAIT`, one round trip, and a split renewal batch sends one such
+//! pipeline per slot; the batch is as synced as its least synced part. Which primaries have
+//! replicas comes from `CLUSTER NODES` (a linked replica not marked failing counts), read at the
+//! first such call, after a redirection and every few seconds. The cluster client does not follow
+//! a redirection inside a pipeline, so a `MOVED` or `ASK` there is followed by a plain read of the
+//! key (which the client does follow, learning the slot's new owner) and the part counts as not
+//! applied, for the lock to send again.
+//!
 //! Unlock messages go out with plain `PUBLISH`, which a cluster delivers to subscribers on every
 //! node; the subscriber listens on any node that answers and moves to the next when its node goes.
 
