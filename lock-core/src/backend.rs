@@ -29,7 +29,7 @@
 //!    has; a backend that cannot wait reports no count, and the lock then skips its replica check.
 
 use crate::reply::Reply;
-use crate::script::{ReplicaAcks, ScriptCall};
+use crate::script::{PublishCommand, ReplicaAcks, ScriptCall};
 use bytes::Bytes;
 use std::future::Future;
 
@@ -49,6 +49,13 @@ pub trait Backend: Send + Sync + 'static {
         call: &ScriptCall,
     ) -> impl Future<Output = Result<(Reply, Option<ReplicaAcks>), BackendError>> + Send {
         async move { self.eval(call).await.map(|reply| (reply, None)) }
+    }
+
+    /// The command the lock's scripts publish unlock messages with on this backend, and so the
+    /// kind of subscription [`subscribe`](Backend::subscribe) makes: `PUBLISH` by default,
+    /// `SPUBLISH` where the backend subscribes with `SSUBSCRIBE` (a cluster with sharded pub/sub).
+    fn publish_command(&self) -> PublishCommand {
+        PublishCommand::Publish
     }
 
     /// Runs one plain command, `argv[0]` being its name.

@@ -21,15 +21,19 @@
 //! key (which the client does follow, learning the slot's new owner) and the part counts as not
 //! applied, for the lock to send again.
 //!
-//! Unlock messages go out with plain `PUBLISH`, which a cluster delivers to subscribers on every
-//! node; the subscriber listens on any node that answers and moves to the next when its node goes.
+//! Unlock messages go out with `SPUBLISH` on a cluster that has sharded pub/sub (Redis 7.0+, as
+//! Redisson 3.22+ decides; [`ShardedPubSub`]), to subscribers on the channel's own shard
+//! ([`ShardedSubscriber`], which follows slot moves and failovers). Otherwise they go out with
+//! plain `PUBLISH`, which a cluster delivers to subscribers on every node; that subscriber listens
+//! on any node that answers and moves to the next when its node goes.
 
-use crate::backend::{Backend, BackendError, PubSubEvent};
+use crate::backend::{Backend, BackendError, PubSubEvent, Subscriber};
 use crate::redis_backend::{
     ClientSource, ConnectError, REPLICA_COUNT_TTL, RedisBackend, RedisSubscriber,
 };
 use crate::reply::Reply;
-use crate::script::{ReplicaAcks, ReplicaWait, ScriptCall, renew_batch};
+use crate::script::{PublishCommand, ReplicaAcks, ReplicaWait, ScriptCall, renew_batch};
+use crate::sharded_subscriber::ShardedSubscriber;
 use bytes::Bytes;
 use redis::cluster::ClusterClientBuilder;
 use redis::cluster_async::ClusterConnection;
@@ -38,7 +42,7 @@ use std::time::Duration;
 
 /// A [`Backend`] on a Redis Cluster. Made by [`ClusterBackend::connect`].
 pub struct ClusterBackend {
-    inner: RedisBackend<ClusterConnection, RedisSubscriber>,
+    inner: RedisBackend<ClusterConnection, ClusterSubscriber>,
     /// Each slot's primary's connected replicas, from `CLUSTER NODES`, and when it was read:
     /// the replica check waits for none where a shard has none.
     replicas: std::sync::Mutex<Option<(tokio::time::Instant, ReplicaMap)>>,
@@ -54,10 +58,23 @@ impl std::fmt::Debug for ClusterBackend {
 
 impl ClusterBackend {
     /// Connects to the cluster that `urls` belong to (some or all of its nodes, each a `redis://`
-    /// URL), with the cluster client for commands and a subscriber on the first node that answers.
+    /// URL), with the cluster client for commands, and unlock messages on sharded pub/sub when
+    /// the cluster has it ([`ShardedPubSub::Auto`]).
     pub async fn connect<S: AsRef<str>>(
         urls: &[S],
         response_timeout: Duration,
+    ) -> Result<ClusterBackend, ConnectError> {
+        ClusterBackend::connect_with(urls, response_timeout, ShardedPubSub::Auto).await
+    }
+
+    /// [`connect`](Self::connect), choosing how unlock messages travel: on shard channels
+    /// (`SPUBLISH`, one subscriber connection per shard, following slot moves and failovers) or
+    /// on plain channels (`PUBLISH`, which the cluster relays to every node, and one subscriber on
+    /// the first node that answers).
+    pub async fn connect_with<S: AsRef<str>>(
+        urls: &[S],
+        response_timeout: Duration,
+        pubsub: ShardedPubSub,
     ) -> Result<ClusterBackend, ConnectError> {
         let joined = || urls.iter().map(AsRef::as_ref).collect::<Vec<_>>().join(",");
         let invalid = |source| ConnectError::InvalidUrl {
@@ -81,9 +98,24 @@ impl ClusterBackend {
             .build()
             .map_err(invalid)?;
         let conn = client.get_async_connection().await.map_err(unreachable)?;
-        let subscriber = RedisSubscriber::connect_to(ClientSource::Fixed(nodes))
-            .await
-            .map_err(unreachable)?;
+        let sharded = match pubsub {
+            ShardedPubSub::On => true,
+            ShardedPubSub::Off => false,
+            ShardedPubSub::Auto => has_sharded_pubsub(&conn).await.map_err(unreachable)?,
+        };
+        let subscriber = if sharded {
+            ClusterSubscriber::Sharded(
+                ShardedSubscriber::connect(urls, response_timeout)
+                    .await
+                    .map_err(unreachable)?,
+            )
+        } else {
+            ClusterSubscriber::Plain(
+                RedisSubscriber::connect_to(ClientSource::Fixed(nodes))
+                    .await
+                    .map_err(unreachable)?,
+            )
+        };
         Ok(ClusterBackend {
             inner: RedisBackend::new(conn, subscriber, response_timeout),
             replicas: std::sync::Mutex::new(None),
@@ -290,6 +322,63 @@ impl ReplicaMap {
     }
 }
 
+/// How a cluster carries unlock messages.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ShardedPubSub {
+    /// Shard channels when the servers have them (Redis 7.0 and later: `COMMAND INFO SPUBLISH`
+    /// knows the command), as Redisson 3.22+ decides; plain channels otherwise.
+    #[default]
+    Auto,
+    /// Always shard channels (`SPUBLISH`, `SSUBSCRIBE`).
+    On,
+    /// Always plain channels (`PUBLISH`, `SUBSCRIBE`), as Redisson before 3.22: every node relays
+    /// every message.
+    Off,
+}
+
+/// Whether the cluster knows `SPUBLISH`.
+async fn has_sharded_pubsub(conn: &ClusterConnection) -> Result<bool, redis::RedisError> {
+    let info: redis::Value = redis::cmd("COMMAND")
+        .arg("INFO")
+        .arg("SPUBLISH")
+        .query_async(&mut conn.clone())
+        .await?;
+    Ok(
+        matches!(info, redis::Value::Array(items) if items.first().is_some_and(|i| *i != redis::Value::Nil)),
+    )
+}
+
+/// The subscriber a cluster backend listens with.
+pub enum ClusterSubscriber {
+    /// Plain channels, on any node.
+    Plain(RedisSubscriber),
+    /// Shard channels, on each channel's shard.
+    Sharded(ShardedSubscriber),
+}
+
+impl Subscriber for ClusterSubscriber {
+    async fn subscribe(&self, channel: &Bytes) -> Result<(), BackendError> {
+        match self {
+            ClusterSubscriber::Plain(s) => s.subscribe(channel).await,
+            ClusterSubscriber::Sharded(s) => s.subscribe(channel).await,
+        }
+    }
+
+    async fn unsubscribe(&self, channel: &Bytes) -> Result<(), BackendError> {
+        match self {
+            ClusterSubscriber::Plain(s) => s.unsubscribe(channel).await,
+            ClusterSubscriber::Sharded(s) => s.unsubscribe(channel).await,
+        }
+    }
+
+    async fn next_event(&self) -> PubSubEvent {
+        match self {
+            ClusterSubscriber::Plain(s) => s.next_event().await,
+            ClusterSubscriber::Sharded(s) => s.next_event().await,
+        }
+    }
+}
+
 /// The positions of a batch's holds, grouped by their lock key's cluster slot (in slot order).
 fn group_by_slot(call: &ScriptCall) -> BTreeMap<u16, Vec<usize>> {
     let mut groups: BTreeMap<u16, Vec<usize>> = BTreeMap::new();
@@ -314,6 +403,13 @@ fn less_certain(a: Option<BackendError>, b: BackendError) -> BackendError {
 }
 
 impl Backend for ClusterBackend {
+    fn publish_command(&self) -> PublishCommand {
+        match self.inner.subscriber() {
+            ClusterSubscriber::Sharded(_) => PublishCommand::SPublish,
+            ClusterSubscriber::Plain(_) => PublishCommand::Publish,
+        }
+    }
+
     async fn eval_synced(
         &self,
         call: &ScriptCall,

@@ -71,6 +71,8 @@ pub mod script;
 pub mod seed;
 #[cfg(feature = "sentinel")]
 pub mod sentinel_backend;
+#[cfg(feature = "cluster")]
+pub mod sharded_subscriber;
 pub mod time;
 
 pub use backend::Backend;
@@ -78,7 +80,7 @@ pub use client::{
     Acquire, ClientError, HoldStatus, LockClient, LockGuard, LockOwner, ReadWriteLock,
 };
 #[cfg(feature = "cluster")]
-pub use cluster_backend::ClusterBackend;
+pub use cluster_backend::{ClusterBackend, ShardedPubSub};
 pub use config::{ConfigError, LockConfig, SyncReplicas};
 pub use keys::{FairKeys, KeyLayout, LockKeys, Owner, ReadWriteKeys, RequestId};
 pub use machine::{

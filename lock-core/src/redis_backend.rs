@@ -122,6 +122,11 @@ impl<C, S> RedisBackend<C, S> {
     pub fn response_timeout(&self) -> Duration {
         self.response_timeout
     }
+
+    /// The subscriber.
+    pub fn subscriber(&self) -> &S {
+        &self.subscriber
+    }
 }
 
 impl<C, S> RedisBackend<C, S>

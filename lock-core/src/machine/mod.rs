@@ -53,6 +53,7 @@ pub use read_write::RwSide;
 use crate::config::{ConfigError, LockConfig};
 use crate::keys::{LockKeys, Owner, RequestId};
 use crate::reply::Reply;
+use crate::script::PublishCommand;
 use crate::time::{Lease, MonoTime};
 use bytes::Bytes;
 use std::collections::{BTreeMap, VecDeque};
@@ -200,6 +201,8 @@ pub struct LockMachine {
     broken: Option<BrokenRule>,
     /// The fair lock's clock: a reading of unix ms and the machine's time when it was taken.
     wall_anchor: Option<(i64, MonoTime)>,
+    /// The command the scripts publish unlock messages with (the backend's choice).
+    publish: PublishCommand,
 }
 
 /// A rule the machine can be told to break, so that a test can prove its checkers notice.
@@ -252,6 +255,7 @@ impl LockMachine {
             out: VecDeque::new(),
             broken: None,
             wall_anchor: None,
+            publish: PublishCommand::Publish,
         })
     }
 
@@ -259,6 +263,14 @@ impl LockMachine {
     #[doc(hidden)]
     pub fn break_rule(&mut self, rule: BrokenRule) {
         self.broken = Some(rule);
+    }
+
+    /// Makes every script that publishes an unlock message publish with `command`: `SPUBLISH`
+    /// when the backend subscribes to shard channels (a cluster with sharded pub/sub), as Redisson
+    /// 3.22+ does; `PUBLISH` (the default) otherwise. The async client sets it from
+    /// [`Backend::publish_command`](crate::Backend::publish_command).
+    pub fn set_publish_command(&mut self, command: PublishCommand) {
+        self.publish = command;
     }
 
     /// This client's id, the first part of every owner it writes.
@@ -547,8 +559,11 @@ impl LockMachine {
     }
 
     fn send_call(&mut self, mut call: Call, purpose: CallPurpose) -> CallId {
-        if let (Call::Script(script), CallPurpose::Attempt { .. }) = (&mut call, &purpose) {
-            script.sync = self.replica_wait();
+        if let Call::Script(script) = &mut call {
+            if let CallPurpose::Attempt { .. } = &purpose {
+                script.sync = self.replica_wait();
+            }
+            *script = script.clone().with_publish(self.publish);
         }
         let id = self.new_call_id();
         self.calls.insert(id, purpose);
