@@ -9,6 +9,11 @@
 //! and an error or timeout is unknown: the hold stays, the next pass tries again, and
 //! `valid_until` does not move. A hold past `max_hold` is no longer renewed and its holder warned.
 //!
+//! A pass takes its holds in cluster-slot order before it cuts them into batches, so that on a
+//! cluster (where a batch is sent as one call per slot) a pass costs as few calls as the slots
+//! allow: with 10,000 holds of distinct names, 7,557 calls of at most `batch_size` holds each,
+//! against 9,983 in name order (the slots number 7,532; `tests/renewal_slots.rs`).
+//!
 //! A read-write lock's read holds are renewed in batches of their own by `rw_renew`, which also
 //! renews each reader's timeout keys; its write holds go with the plain holds.
 //!
@@ -36,6 +41,7 @@ use super::timers::{TimerKey, TimerKind};
 use super::{
     BackendError, CallId, CallPurpose, HoldRefKey, LockEvent, LockMachine, Output, Queued,
 };
+use crate::keys::key_slot;
 use crate::reply::Reply;
 use crate::script::{renew_batch, rw_renew};
 use crate::time::{Millis, MonoTime};
@@ -92,9 +98,16 @@ impl LockMachine {
             self.event(warning);
         }
         // Read holds need their own script: they go in batches of their own, after the others.
-        let (reads, plain): (Vec<_>, Vec<_>) = renew
+        let (reads, mut plain): (Vec<_>, Vec<_>) = renew
             .into_iter()
             .partition(|((_, _, side), _)| *side == Some(RwSide::Read));
+        // In slot order, so that a batch's locks share as few cluster slots as they can: a
+        // cluster backend sends one call per slot of a batch (a script's keys must share one),
+        // and a single server does not mind the order.
+        plain.sort_by_cached_key(|(key, _)| {
+            let lock = self.holds.get(key).map(|h| h.keys.lock.clone());
+            (lock.as_deref().map_or(0, key_slot), key.clone())
+        });
         let batches = plain.chunks(self.config.batch_size);
         for chunk in batches.chain(reads.chunks(self.config.batch_size)) {
             let id = self.new_call_id();
