@@ -8,8 +8,9 @@
 //! channel's primary.
 //!
 //! Subscriptions follow the cluster. A node that drops its connection, or that stops serving a
-//! slot (a failover, a migration: Redis then sends `sunsubscribe` for the slot's channels), is a
-//! lost subscription: the lock hears [`PubSubEvent::SubscriptionLost`] (messages may have been
+//! slot (a failover, a migration: Redis then sends `sunsubscribe` for the slot's channels, and the
+//! subscriber also reads the cluster's shape every second, as Redisson's `scanInterval` does, to
+//! see a channel's slot change hands even when no `sunsubscribe` comes), is a lost subscription: the lock hears [`PubSubEvent::SubscriptionLost`] (messages may have been
 //! missed), and the subscriber subscribes every channel again where it lives now, reading a key of
 //! the channel's slot first when a node answers with a redirection so that the connection learns
 //! the slot's new owner, until all are back: [`PubSubEvent::SubscriptionRestored`], after which
@@ -21,7 +22,7 @@ use bytes::Bytes;
 use redis::cluster::ClusterClientBuilder;
 use redis::cluster_async::ClusterConnection;
 use redis::{PushInfo, PushKind, RedisError, Value};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 use tokio::sync::{Mutex, mpsc, oneshot};
 
@@ -112,6 +113,10 @@ async fn run(
     // While lost: when to try restoring next, and the delay after that.
     let mut lost: Option<tokio::time::Instant> = None;
     let mut backoff = Duration::from_millis(50);
+    // Each channel's primary at the last look at the cluster's shape.
+    let mut owners: BTreeMap<Bytes, String> = BTreeMap::new();
+    let mut scan = tokio::time::interval(SCAN_INTERVAL);
+    scan.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         let wake = lost;
         let retry = async move {
@@ -166,9 +171,28 @@ async fn run(
                     _ => {}
                 }
             }
+            _ = scan.tick(), if !channels.is_empty() && lost.is_none() => {
+                let Ok(shape) = primaries(&mut conn).await else { continue };
+                let mut moved = false;
+                for channel in &channels {
+                    let owner = shape.owner_of(crate::keys::key_slot(channel));
+                    if let Some(owner) = owner {
+                        let before = owners.insert(channel.clone(), owner.to_owned());
+                        moved |= before.is_some_and(|b| b != owner);
+                    }
+                }
+                owners.retain(|c, _| channels.contains(c));
+                if moved {
+                    lose(&mut lost, &mut backoff, &events, "a channel's slot changed hands");
+                }
+            }
             () = retry => {
                 let mut restored = true;
                 for channel in &channels {
+                    // A read of the channel's slot, which the connection routes by its slot map
+                    // and follows if redirected: it learns the slot's owner before subscribing.
+                    let _: Result<Value, _> =
+                        redis::cmd("EXISTS").arg(&channel[..]).query_async(&mut conn).await;
                     if let Err(e) = subscribe_where_it_lives(&mut conn, channel).await {
                         tracing::debug!(error = %e, "shard channel not subscribed yet; retrying");
                         restored = false;
@@ -186,6 +210,44 @@ async fn run(
             }
         }
     }
+}
+
+/// How often the subscriber reads the cluster's shape (Redisson's `scanInterval`, 1 s).
+const SCAN_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Which primary serves which slots, from `CLUSTER NODES`.
+struct Shape {
+    /// Slot ranges (first, last, inclusive) and their primary's address.
+    ranges: Vec<(u16, u16, String)>,
+}
+
+impl Shape {
+    fn owner_of(&self, slot: u16) -> Option<&str> {
+        self.ranges
+            .iter()
+            .find(|(first, last, _)| (*first..=*last).contains(&slot))
+            .map(|(_, _, addr)| addr.as_str())
+    }
+}
+
+/// The cluster's shape as the node the connection asks sees it.
+async fn primaries(conn: &mut ClusterConnection) -> Result<Shape, RedisError> {
+    let text: String = redis::cmd("CLUSTER").arg("NODES").query_async(conn).await?;
+    let mut ranges = Vec::new();
+    for line in text.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() < 8 || !f[2].split(',').any(|flag| flag == "master") {
+            continue;
+        }
+        let addr = f[1].split('@').next().unwrap_or(f[1]);
+        for slot in &f[8..] {
+            let (first, last) = slot.split_once('-').unwrap_or((slot, slot));
+            if let (Ok(first), Ok(last)) = (first.parse(), last.parse()) {
+                ranges.push((first, last, addr.to_owned()));
+            }
+        }
+    }
+    Ok(Shape { ranges })
 }
 
 /// Reports the loss once, and schedules the restore.

@@ -10,7 +10,7 @@ mod common;
 use common::cluster::{self as topology, cluster_urls};
 use common::{redis_url, short_watchdog, unique_prefix};
 use lock_core::cluster_backend::key_slot;
-use lock_core::{LockClient, RedisBackend};
+use lock_core::{LockClient, LockConfig, RedisBackend};
 use redis::AsyncCommands;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -44,15 +44,29 @@ enum Server {
     Standalone,
 }
 
+/// The clients' settings: the replica check as by default, or off with
+/// `CONTENTION_SYNC_REPLICAS=off` (to measure what it costs).
+fn config(prefix: &str) -> LockConfig {
+    let off = std::env::var("CONTENTION_SYNC_REPLICAS").is_ok_and(|v| v == "off");
+    LockConfig {
+        sync_replicas: if off {
+            None
+        } else {
+            short_watchdog(prefix).sync_replicas
+        },
+        ..short_watchdog(prefix)
+    }
+}
+
 impl Server {
     async fn client(self, prefix: &str) -> LockClient {
         match self {
-            Server::Cluster => topology::client(short_watchdog(prefix)).await,
+            Server::Cluster => topology::client(config(prefix)).await,
             Server::Standalone => {
                 let backend = RedisBackend::connect(&redis_url(), Duration::from_millis(800))
                     .await
                     .unwrap();
-                LockClient::new(backend, short_watchdog(prefix)).unwrap()
+                LockClient::new(backend, config(prefix)).unwrap()
             }
         }
     }
