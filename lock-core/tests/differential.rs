@@ -887,7 +887,7 @@ async fn check_sequence<B: Backend>(backend: &B, prefix: &str, ops: &[Op]) -> Re
         .unwrap()
         .as_millis() as i64;
     // Half the sequences publish with SPUBLISH, as a cluster with sharded pub/sub has them do.
-    let publish = if ops.len() % 2 == 0 {
+    let publish = if ops.len().is_multiple_of(2) {
         PublishCommand::SPublish
     } else {
         PublishCommand::Publish
