@@ -24,9 +24,12 @@
 //!    missed) and when it is back, every channel subscribed again
 //!    ([`PubSubEvent::SubscriptionRestored`]). `next_event` is cancel-safe: dropping its future loses
 //!    no event.
+//! 5. **Replica counts are the server's.** [`Backend::eval_synced`] sends the call's `WAIT` in the
+//!    same round trip and reports `WAIT`'s reply with the number of replicas it knows the primary
+//!    has; a backend that cannot wait reports no count, and the lock then skips its replica check.
 
 use crate::reply::Reply;
-use crate::script::ScriptCall;
+use crate::script::{PublishCommand, ReplicaAcks, ScriptCall};
 use bytes::Bytes;
 use std::future::Future;
 
@@ -37,6 +40,23 @@ pub use crate::machine::{BackendError, PubSubEvent};
 pub trait Backend: Send + Sync + 'static {
     /// Runs a script call (`EVALSHA`, loading the script on `NOSCRIPT`).
     fn eval(&self, call: &ScriptCall) -> impl Future<Output = Result<Reply, BackendError>> + Send;
+
+    /// Runs a script call whose [`sync`](ScriptCall::sync) asks for `WAIT`, with the `WAIT` in the
+    /// same round trip, and reports how many replicas acknowledged. The default runs the call
+    /// alone and reports no count: the lock skips its replica check for it.
+    fn eval_synced(
+        &self,
+        call: &ScriptCall,
+    ) -> impl Future<Output = Result<(Reply, Option<ReplicaAcks>), BackendError>> + Send {
+        async move { self.eval(call).await.map(|reply| (reply, None)) }
+    }
+
+    /// The command the lock's scripts publish unlock messages with on this backend, and so the
+    /// kind of subscription [`subscribe`](Backend::subscribe) makes: `PUBLISH` by default,
+    /// `SPUBLISH` where the backend subscribes with `SSUBSCRIBE` (a cluster with sharded pub/sub).
+    fn publish_command(&self) -> PublishCommand {
+        PublishCommand::Publish
+    }
 
     /// Runs one plain command, `argv[0]` being its name.
     fn command(&self, argv: &[Bytes]) -> impl Future<Output = Result<Reply, BackendError>> + Send;

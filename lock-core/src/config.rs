@@ -49,6 +49,57 @@ pub struct LockConfig {
     pub fair_lock_wait_timeout: Millis,
     /// The naming of helper keys and channels (Redisson-compatible by default).
     pub key_layout: KeyLayout,
+    /// Whether every acquire, renewal and release waits, in the same round trip, until enough
+    /// replicas have its writes (`WAIT`), and what it does when they do not: Redisson's
+    /// `checkLockSyncedSlaves` (default on) and `slavesSyncTimeout`. `None` turns the check off.
+    /// See [`SyncReplicas`].
+    pub sync_replicas: Option<SyncReplicas>,
+}
+
+/// The replica check after each lock write (Redisson's `checkLockSyncedSlaves`).
+///
+/// A call the lock makes to take, renew or give back a hold goes out with `WAIT <min_replicas>
+/// <timeout>` behind it, in one round trip, and its reply carries how many replicas acknowledged
+/// the write. When the primary has replicas connected (the backend learns how many from the server:
+/// `INFO replication` on a single primary, `CLUSTER NODES` on a cluster, again after a broken
+/// connection and every few seconds) and fewer than `min_replicas` acknowledge within `timeout`:
+///
+/// - an acquire is **not granted**: it ends with
+///   [`LockError::ReplicasNotSynced`](crate::LockError::ReplicasNotSynced), and the grant the
+///   primary made is given back at once by a release carrying its count (as the grant of an
+///   acquire whose outcome is unknown is), so the lock is free for the next try and a failover
+///   cannot hand the lost grant's key to anyone;
+/// - a renewal counts as **not confirmed**: `valid_until` does not move (a 0 still says the hold is
+///   lost), so the hold becomes may-be-lost if no later renewal is acknowledged in time;
+/// - an unlock's outcome is **unknown**: it ends with `ReplicasNotSynced` (its
+///   [`outcome_unknown`](crate::LockError::outcome_unknown) is true); a failover now may bring the
+///   lock back until its lease runs out.
+///
+/// A primary with no replica connected is not checked (Redisson's rule: a single server has
+/// nothing to wait for), and neither is a call whose backend runs no `WAIT` (the fake's in-process
+/// backend and the simulator report no replica count).
+///
+/// What it cannot promise: `WAIT` makes a write more likely to survive a failover, not certain
+/// (a replica may acknowledge and then be lost with the primary, and Redis's failover does not
+/// pick the most advanced replica by this check). Fencing tokens are what keep a resource safe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SyncReplicas {
+    /// How many replicas must acknowledge each write (default 1). Above the number the primary
+    /// has, every checked write is refused.
+    pub min_replicas: u32,
+    /// How long the server waits for them (`slavesSyncTimeout`). `None`: 1 s, or half the response
+    /// timeout if that is shorter, so a call that waits the whole of it is still answered. An
+    /// explicit value must stay below the response timeout.
+    pub timeout: Option<Millis>,
+}
+
+impl Default for SyncReplicas {
+    fn default() -> Self {
+        SyncReplicas {
+            min_replicas: 1,
+            timeout: None,
+        }
+    }
 }
 
 impl Default for LockConfig {
@@ -64,6 +115,7 @@ impl Default for LockConfig {
             max_hold: None,
             fair_lock_wait_timeout: Millis::from_secs(300),
             key_layout: KeyLayout::default(),
+            sync_replicas: Some(SyncReplicas::default()),
         }
     }
 }
@@ -131,6 +183,24 @@ pub enum ConfigError {
         /// The resolved response timeout.
         response_timeout: Millis,
     },
+    /// `sync_replicas` asks for no replica at all.
+    #[error(
+        "sync_replicas.min_replicas is 0; it must be at least 1 (set sync_replicas to None to turn \
+         the replica check off)"
+    )]
+    ZeroSyncReplicas,
+    /// The replica check's timeout is not below the response timeout: a call that waited for it
+    /// would count as unknown.
+    #[error(
+        "sync_replicas.timeout is {timeout}, not below the response timeout {response_timeout}; a \
+         call waiting that long for its replicas would time out: lower it or raise response_timeout"
+    )]
+    SyncTimeoutTooLong {
+        /// The value given.
+        timeout: Millis,
+        /// The resolved response timeout.
+        response_timeout: Millis,
+    },
 }
 
 impl LockConfig {
@@ -165,6 +235,15 @@ impl LockConfig {
     pub fn wait_round_cap(&self) -> Millis {
         self.wait_round_cap
             .unwrap_or_else(|| self.watchdog_period().max(Millis(1)))
+    }
+
+    /// The replica check's resolved settings, `None` when it is off: how many replicas, how long.
+    pub fn replica_wait(&self) -> Option<(u32, Millis)> {
+        let sync = self.sync_replicas?;
+        let timeout = sync
+            .timeout
+            .unwrap_or_else(|| Millis(1000.min(self.response_timeout().as_u64() / 2).max(1)));
+        Some((sync.min_replicas, timeout))
     }
 
     /// The margin `valid_until` keeps below the server's expiry for a call with `lease`:
@@ -230,6 +309,20 @@ impl LockConfig {
                 response_timeout: self.response_timeout(),
             });
         }
+        if let Some(sync) = self.sync_replicas {
+            if sync.min_replicas == 0 {
+                return Err(ConfigError::ZeroSyncReplicas);
+            }
+            positive("sync_replicas.timeout", sync.timeout)?;
+            if let Some(timeout) = sync.timeout
+                && timeout >= self.response_timeout()
+            {
+                return Err(ConfigError::SyncTimeoutTooLong {
+                    timeout,
+                    response_timeout: self.response_timeout(),
+                });
+            }
+        }
         Ok(())
     }
 }
@@ -248,11 +341,48 @@ mod tests {
         assert_eq!(c.wait_round_cap(), Millis(10_000));
         assert_eq!(c.drift_margin(c.watchdog_lease()), Millis(302));
         assert_eq!(c.fair_lock_wait_timeout, Millis(300_000));
+        // Redisson's checkLockSyncedSlaves (on) and slavesSyncTimeout (1 s).
+        assert_eq!(c.replica_wait(), Some((1, Millis(1000))));
         let short = LockConfig {
             watchdog_timeout: Millis(3000),
             ..LockConfig::default()
         };
         assert_eq!(short.response_timeout(), Millis(500));
+        // A short response timeout shortens the default wait, so that a call waiting the whole
+        // of it is still answered.
+        assert_eq!(short.replica_wait(), Some((1, Millis(250))));
+    }
+
+    #[test]
+    fn the_replica_check_is_refused_when_it_could_never_pass_or_be_answered() {
+        let none = LockConfig {
+            sync_replicas: Some(SyncReplicas {
+                min_replicas: 0,
+                timeout: None,
+            }),
+            ..LockConfig::default()
+        };
+        assert_eq!(none.validate(), Err(ConfigError::ZeroSyncReplicas));
+        let slow = LockConfig {
+            sync_replicas: Some(SyncReplicas {
+                min_replicas: 1,
+                timeout: Some(Millis(3000)),
+            }),
+            ..LockConfig::default()
+        };
+        assert_eq!(
+            slow.validate(),
+            Err(ConfigError::SyncTimeoutTooLong {
+                timeout: Millis(3000),
+                response_timeout: Millis(3000),
+            })
+        );
+        let off = LockConfig {
+            sync_replicas: None,
+            ..LockConfig::default()
+        };
+        off.validate().unwrap();
+        assert_eq!(off.replica_wait(), None);
     }
 
     #[test]

@@ -210,6 +210,34 @@ impl fmt::Display for Owner {
     }
 }
 
+/// The cluster slot of `key`, as Redis computes it: CRC16 (XMODEM) of the key's hash tag (the bytes
+/// between its first `{` and the next `}`, if there are any) or of the whole key, modulo 16,384.
+pub fn key_slot(key: &[u8]) -> u16 {
+    let hashed = match key.iter().position(|&b| b == b'{') {
+        Some(open) => match key[open + 1..].iter().position(|&b| b == b'}') {
+            Some(len) if len > 0 => &key[open + 1..open + 1 + len],
+            _ => key,
+        },
+        None => key,
+    };
+    crc16_xmodem(hashed) % 16384
+}
+
+pub(crate) fn crc16_xmodem(bytes: &[u8]) -> u16 {
+    let mut crc: u16 = 0;
+    for &b in bytes {
+        crc ^= u16::from(b) << 8;
+        for _ in 0..8 {
+            crc = if crc & 0x8000 != 0 {
+                (crc << 1) ^ 0x1021
+            } else {
+                crc << 1
+            };
+        }
+    }
+    crc
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -71,6 +71,8 @@ pub mod script;
 pub mod seed;
 #[cfg(feature = "sentinel")]
 pub mod sentinel_backend;
+#[cfg(feature = "cluster")]
+pub mod sharded_subscriber;
 pub mod time;
 
 pub use backend::Backend;
@@ -78,8 +80,8 @@ pub use client::{
     Acquire, ClientError, HoldStatus, LockClient, LockGuard, LockOwner, ReadWriteLock,
 };
 #[cfg(feature = "cluster")]
-pub use cluster_backend::ClusterBackend;
-pub use config::{ConfigError, LockConfig};
+pub use cluster_backend::{ClusterBackend, ShardedPubSub};
+pub use config::{ConfigError, LockConfig, SyncReplicas};
 pub use keys::{FairKeys, KeyLayout, LockKeys, Owner, ReadWriteKeys, RequestId};
 pub use machine::{
     BackendError, HoldId, HoldMode, HoldState, LockError, Operation, OwnerId, PubSubEvent,

@@ -12,10 +12,15 @@
 //! broken connection (the connection manager reconnects behind it): a fresh server costs no
 //! `NOSCRIPT` round trip. A `NOSCRIPT` reply all the same (a `SCRIPT FLUSH`) loads the body and
 //! tries again.
+//!
+//! A call that asks for the replica check goes out as a pipeline of the `EVALSHA` and its `WAIT`,
+//! one round trip, when the primary has replicas: `INFO replication`'s `connected_slaves`, asked
+//! at the first such call, again after a broken connection (perhaps to a new primary) and once the
+//! answer is [`REPLICA_COUNT_TTL`] old. With none connected, the script goes alone.
 
 use crate::backend::{Backend, BackendError, PubSubEvent, Subscriber};
 use crate::reply::Reply;
-use crate::script::ScriptCall;
+use crate::script::{ReplicaAcks, ReplicaWait, ScriptCall};
 use bytes::Bytes;
 use futures_util::StreamExt;
 use redis::aio::{ConnectionLike, ConnectionManager, PubSubSink, PubSubStream};
@@ -33,7 +38,14 @@ pub struct RedisBackend<C = ConnectionManager, S = RedisSubscriber> {
     /// Whether the server is believed to hold the lock's scripts: cleared by a call that met a
     /// broken connection, set again by the load that goes out with the next script call.
     scripts_loaded: AtomicBool,
+    /// How many replicas the primary had connected when last asked (`INFO replication`), and
+    /// when: the replica check waits for none where there are none. Forgotten with the scripts.
+    replicas: std::sync::Mutex<Option<(tokio::time::Instant, u32)>>,
 }
+
+/// How long a primary's replica count is trusted before it is asked again: a replica that attaches
+/// later is waited for from then on.
+pub(crate) const REPLICA_COUNT_TTL: Duration = Duration::from_secs(5);
 
 /// Why [`RedisBackend::connect`] could not make a backend.
 #[derive(Debug, thiserror::Error)]
@@ -102,6 +114,7 @@ impl<C, S> RedisBackend<C, S> {
             subscriber,
             response_timeout,
             scripts_loaded: AtomicBool::new(false),
+            replicas: std::sync::Mutex::new(None),
         }
     }
 
@@ -109,18 +122,23 @@ impl<C, S> RedisBackend<C, S> {
     pub fn response_timeout(&self) -> Duration {
         self.response_timeout
     }
+
+    /// The subscriber.
+    pub fn subscriber(&self) -> &S {
+        &self.subscriber
+    }
 }
 
 impl<C, S> RedisBackend<C, S>
 where
     C: ConnectionLike + Clone + Send + Sync + 'static,
 {
-    async fn bounded(
+    async fn bounded<T>(
         &self,
-        work: impl Future<Output = Result<Value, RedisError>>,
-    ) -> Result<Reply, BackendError> {
+        work: impl Future<Output = Result<T, RedisError>>,
+    ) -> Result<T, BackendError> {
         let result = match tokio::time::timeout(self.response_timeout, work).await {
-            Ok(Ok(value)) => Ok(to_reply(value)),
+            Ok(Ok(value)) => Ok(value),
             Ok(Err(err)) => Err(classify(&err)),
             Err(_) => Err(BackendError::Unknown(format!(
                 "no reply within the response timeout of {} ms",
@@ -131,10 +149,87 @@ where
             result,
             Err(BackendError::NotApplied(_) | BackendError::Unknown(_))
         ) {
-            // The connection may be replaced, perhaps by one to a server that lost its scripts.
+            // The connection may be replaced, perhaps by one to a server that lost its scripts,
+            // or by one to another primary (a failover) with other replicas.
             self.scripts_loaded.store(false, Ordering::Relaxed);
+            *lock_ignoring_poison(&self.replicas) = None;
         }
         result
+    }
+
+    /// `EVALSHA` of `call`, loading the script on `NOSCRIPT`.
+    pub(crate) async fn eval_script(&self, call: &ScriptCall) -> Result<Reply, BackendError> {
+        self.bounded(async {
+            match self.evalsha(call).await {
+                Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
+                    tracing::debug!(script = call.script.name, "NOSCRIPT: loading the script");
+                    query(&self.conn, &call.script.load_argv()).await?;
+                    query(&self.conn, &call.evalsha_argv()).await
+                }
+                other => other,
+            }
+        })
+        .await
+        .map(to_reply)
+    }
+
+    /// `EVALSHA` of `call` with `WAIT` behind it in one round trip, when the primary has
+    /// `connected` replicas (none: the script alone, nothing to wait for). A `NOSCRIPT` loads the
+    /// script and sends both again.
+    pub(crate) async fn eval_with_wait(
+        &self,
+        call: &ScriptCall,
+        wait: ReplicaWait,
+        connected: u32,
+    ) -> Result<(Reply, ReplicaAcks), BackendError> {
+        if connected == 0 {
+            let reply = self.eval_script(call).await?;
+            return Ok((
+                reply,
+                ReplicaAcks {
+                    acked: 0,
+                    connected,
+                },
+            ));
+        }
+        self.bounded(async {
+            if !self.scripts_loaded.load(Ordering::Relaxed) {
+                self.load_scripts().await?;
+            }
+            match pipeline_with_wait(&self.conn, call, wait).await {
+                Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
+                    tracing::debug!(script = call.script.name, "NOSCRIPT: loading the script");
+                    query(&self.conn, &call.script.load_argv()).await?;
+                    pipeline_with_wait(&self.conn, call, wait).await
+                }
+                other => other,
+            }
+        })
+        .await
+        .map(|(value, acked)| (to_reply(value), ReplicaAcks { acked, connected }))
+    }
+
+    /// How many replicas the primary has connected, from `INFO replication` when the last answer
+    /// is older than [`REPLICA_COUNT_TTL`] or the connection broke since.
+    async fn connected_replicas(&self) -> Result<u32, BackendError> {
+        if let Some((at, count)) = *lock_ignoring_poison(&self.replicas)
+            && at.elapsed() < REPLICA_COUNT_TTL
+        {
+            return Ok(count);
+        }
+        let argv = [
+            Bytes::from_static(b"INFO"),
+            Bytes::from_static(b"replication"),
+        ];
+        let info = self.bounded(query(&self.conn, &argv)).await?;
+        let count = match &info {
+            Value::BulkString(text) => connected_replicas_in_info(text),
+            Value::VerbatimString { text, .. } => connected_replicas_in_info(text.as_bytes()),
+            _ => None,
+        }
+        .unwrap_or(0);
+        *lock_ignoring_poison(&self.replicas) = Some((tokio::time::Instant::now(), count));
+        Ok(count)
     }
 
     /// `EVALSHA` of `call`, preceded by `SCRIPT LOAD` of every lock script (one round trip for
@@ -160,6 +255,55 @@ where
     }
 }
 
+/// The script call and its `WAIT` in one round trip: the script's reply and `WAIT`'s count.
+pub(crate) async fn pipeline_with_wait<C: ConnectionLike + Clone>(
+    conn: &C,
+    call: &ScriptCall,
+    wait: ReplicaWait,
+) -> Result<(Value, u32), RedisError> {
+    let mut pipe = redis::pipe();
+    pipe.add_command(cmd_of(&call.evalsha_argv()))
+        .add_command(cmd_of(&wait.argv()))
+        .ignore_errors();
+    let replies: Vec<Value> = pipe.query_async(&mut conn.clone()).await?;
+    let mut replies = replies.into_iter();
+    let (Some(script), Some(acked)) = (replies.next(), replies.next()) else {
+        return Err(RedisError::from((
+            ErrorKind::Parse,
+            "a pipeline of two commands answered fewer than two replies",
+        )));
+    };
+    if let Value::ServerError(e) = script {
+        return Err(e.into());
+    }
+    let acked = match acked {
+        Value::Int(n) => u32::try_from(n).unwrap_or(0),
+        Value::ServerError(e) => return Err(e.into()),
+        other => {
+            return Err(RedisError::from((
+                ErrorKind::Parse,
+                "WAIT answered something other than an integer",
+                format!("{other:?}"),
+            )));
+        }
+    };
+    Ok((script, acked))
+}
+
+/// `connected_slaves:<n>` of an `INFO replication` reply.
+fn connected_replicas_in_info(text: &[u8]) -> Option<u32> {
+    std::str::from_utf8(text)
+        .ok()?
+        .lines()
+        .find_map(|line| line.trim_end().strip_prefix("connected_slaves:"))
+        .and_then(|n| n.parse().ok())
+}
+
+/// The guarded value is plain data that no panic can leave half-written.
+fn lock_ignoring_poison<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// `argv` as a `redis` crate command, byte for byte (`argv[0]` is the command's name).
 pub fn cmd_of(argv: &[Bytes]) -> redis::Cmd {
     let mut cmd = redis::Cmd::new();
@@ -178,25 +322,27 @@ where
     C: ConnectionLike + Clone + Send + Sync + 'static,
     S: Subscriber,
 {
+    async fn eval_synced(
+        &self,
+        call: &ScriptCall,
+    ) -> Result<(Reply, Option<ReplicaAcks>), BackendError> {
+        let Some(wait) = call.sync else {
+            return self.eval(call).await.map(|reply| (reply, None));
+        };
+        let connected = self.connected_replicas().await?;
+        let (reply, acks) = self.eval_with_wait(call, wait, connected).await?;
+        Ok((reply, Some(acks)))
+    }
+
     async fn eval(&self, call: &ScriptCall) -> Result<Reply, BackendError> {
-        self.bounded(async {
-            match self.evalsha(call).await {
-                Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
-                    tracing::debug!(script = call.script.name, "NOSCRIPT: loading the script");
-                    query(&self.conn, &call.script.load_argv()).await?;
-                    query(&self.conn, &call.evalsha_argv()).await
-                }
-                other => other,
-            }
-        })
-        .await
+        self.eval_script(call).await
     }
 
     async fn command(&self, argv: &[Bytes]) -> Result<Reply, BackendError> {
         if argv.is_empty() {
             return Err(BackendError::NotApplied("an empty command".into()));
         }
-        self.bounded(query(&self.conn, argv)).await
+        self.bounded(query(&self.conn, argv)).await.map(to_reply)
     }
 
     fn subscribe(&self, channel: &Bytes) -> impl Future<Output = Result<(), BackendError>> + Send {

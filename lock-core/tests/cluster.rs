@@ -2,15 +2,18 @@
 //!
 //! The cluster comes from `REDIS_CLUSTER_URLS` (comma-separated node URLs; `scripts/test` starts
 //! one and exports it); without it these tests fail, never skip. Each test uses lock names of its
-//! own, placed on every shard, and never flushes, fails over or reshards the shared cluster.
+//! own, placed on every shard, and never flushes, fails over or reshards the shared cluster. Unlock
+//! messages travel on shard channels (Redis 7.0's sharded pub/sub) unless a test turns them off.
 //! Timings are generous, as in `redis.rs`.
 
 mod common;
 
-use common::cluster::{client, cluster_urls};
+use common::cluster::{self as topology, client, cluster_urls};
 use common::{checks, short_watchdog as config, unique_prefix};
 use lock_core::cluster_backend::key_slot;
-use lock_core::{KeyLayout, LockConfig, Millis, UnlockOutcome};
+use lock_core::{
+    ClusterBackend, KeyLayout, LockClient, LockConfig, Millis, ShardedPubSub, UnlockOutcome,
+};
 use proptest::prelude::*;
 use redis::AsyncCommands;
 use std::time::Duration;
@@ -180,4 +183,93 @@ async fn a_lock_writes_only_its_own_slot() {
     guard.unlock().await.unwrap();
     let gone: bool = conn.exists(&name).await.unwrap();
     assert!(!gone);
+}
+
+/// How many subscribers `channel` has on the server at `addr`: as a shard channel
+/// (`PUBSUB SHARDNUMSUB`) and as a plain one (`PUBSUB NUMSUB`).
+async fn subscribers(addr: &str, channel: &[u8]) -> (i64, i64) {
+    let client = redis::Client::open(format!("redis://{addr}/")).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let count = |kind: &str| {
+        let mut cmd = redis::cmd("PUBSUB");
+        cmd.arg(kind).arg(channel);
+        cmd
+    };
+    let (_, sharded): (Vec<u8>, i64) = count("SHARDNUMSUB").query_async(&mut conn).await.unwrap();
+    let (_, plain): (Vec<u8>, i64) = count("NUMSUB").query_async(&mut conn).await.unwrap();
+    (sharded, plain)
+}
+
+/// A waiter of `name` on `b`, granted (then unlocked) once `a`'s guard unlocks; checks where it
+/// listened meanwhile with `listening(sharded, plain)` on the lock's primary.
+async fn wait_behind(
+    a: &LockClient,
+    b: std::sync::Arc<LockClient>,
+    prefix: &str,
+    name: &str,
+    listening: (i64, i64),
+) {
+    let guard = a.lock(name).await.unwrap();
+    let waiter = {
+        let (b, name) = (std::sync::Arc::clone(&b), name.to_owned());
+        tokio::spawn(async move { b.try_lock(&name, Duration::from_secs(30), None).await })
+    };
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let channel = lock_core::KeyLayout::new(prefix).lock(name).channel;
+    let (primary, _) = topology::shard_of(key_slot(name.as_bytes())).await;
+    assert_eq!(subscribers(&primary.addr, &channel).await, listening);
+    guard.unlock().await.unwrap();
+    let granted = tokio::time::timeout(Duration::from_secs(10), waiter)
+        .await
+        .expect("the unlock message woke the waiter")
+        .unwrap()
+        .unwrap()
+        .expect("granted");
+    granted.unlock().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_listens_on_its_lock_s_shard_channel_where_the_lock_lives() {
+    let prefix = unique_prefix("cluster-sharded");
+    let a = client(config(&prefix)).await;
+    let b = std::sync::Arc::new(
+        client(LockConfig {
+            wait_round_cap: Some(Millis(60_000)),
+            ..config(&prefix)
+        })
+        .await,
+    );
+    for name in names_on_every_shard(&prefix).await {
+        // Redis 7.0 has sharded pub/sub: the waiter's SSUBSCRIBE is on the lock's primary, and
+        // the release's SPUBLISH wakes it there.
+        wait_behind(&a, std::sync::Arc::clone(&b), &prefix, &name, (1, 0)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_sharded_pub_sub_off_unlock_messages_travel_on_plain_channels() {
+    let prefix = unique_prefix("cluster-plain");
+    let off = |config| async move {
+        let backend = ClusterBackend::connect_with(
+            &cluster_urls(),
+            Duration::from_millis(800),
+            ShardedPubSub::Off,
+        )
+        .await
+        .unwrap();
+        LockClient::new(backend, config).unwrap()
+    };
+    let a = off(config(&prefix)).await;
+    let b = std::sync::Arc::new(
+        off(LockConfig {
+            wait_round_cap: Some(Millis(60_000)),
+            ..config(&prefix)
+        })
+        .await,
+    );
+    let name = names_on_every_shard(&prefix).await.remove(0);
+    // No shard channel subscriber; the plain one is on whichever node the subscriber chose.
+    let (primary, _) = topology::shard_of(key_slot(name.as_bytes())).await;
+    let subscribed_here = cluster_urls()[0].contains(&primary.addr);
+    wait_behind(&a, b, &prefix, &name, (0, i64::from(subscribed_here))).await;
 }

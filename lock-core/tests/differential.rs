@@ -28,6 +28,9 @@
 //! can name, and every key the reference holds besides (the read holds' timeout keys, one per
 //! count).
 //!
+//! The scripts that publish take the publish command as an argument, as Redisson's do: half the
+//! sequences (those of even length) hand them `spublish`, the others `publish`.
+//!
 //! `DIFF_CASES` sets the number of sequences per server (default 2,000).
 
 mod common;
@@ -38,9 +41,9 @@ use fake_redis::{
 };
 use lock_core::script::reference::{ReferenceStore, Value};
 use lock_core::script::{
-    ScriptCall, Store, acquire, acquire_fenced, fair_acquire, fair_force_unlock, fair_give_up,
-    fair_release, force_unlock, release, renew_batch, rw_force_unlock, rw_read_acquire,
-    rw_read_release, rw_renew, rw_write_acquire, rw_write_release,
+    PublishCommand, ScriptCall, Store, acquire, acquire_fenced, fair_acquire, fair_force_unlock,
+    fair_give_up, fair_release, force_unlock, release, renew_batch, rw_force_unlock,
+    rw_read_acquire, rw_read_release, rw_renew, rw_write_acquire, rw_write_release,
 };
 use lock_core::{
     Backend, BackendError, FairKeys, KeyLayout, Lease, LockKeys, Millis, Owner, ReadWriteKeys,
@@ -288,10 +291,12 @@ struct Names {
     /// The sequence's start, unix ms: the reference's frozen clock, and the fair clients' clock
     /// before their `later`.
     start_ms: i64,
+    /// The command the sequence's scripts publish with.
+    publish: PublishCommand,
 }
 
 impl Names {
-    fn new(prefix: &str, start_ms: i64) -> Names {
+    fn new(prefix: &str, start_ms: i64, publish: PublishCommand) -> Names {
         let layout = KeyLayout::new(prefix);
         Names {
             locks: (0..LOCKS)
@@ -304,6 +309,7 @@ impl Names {
                 .map(|i| layout.read_write(&format!("{prefix}:R{i}")))
                 .collect(),
             start_ms,
+            publish,
         }
     }
 
@@ -360,6 +366,11 @@ impl Names {
     }
 
     fn script(&self, op: &Op) -> Option<ScriptCall> {
+        self.script_call(op)
+            .map(|call| call.with_publish(self.publish))
+    }
+
+    fn script_call(&self, op: &Op) -> Option<ScriptCall> {
         let lease = |ms: u64| Lease::from_millis(ms).unwrap();
         let latch = Millis(20_000);
         let secs = |s: u64| Lease::from_millis(s * 1000).unwrap();
@@ -875,7 +886,13 @@ async fn check_sequence<B: Backend>(backend: &B, prefix: &str, ops: &[Op]) -> Re
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_millis() as i64;
-    let names = Names::new(prefix, now_ms);
+    // Half the sequences publish with SPUBLISH, as a cluster with sharded pub/sub has them do.
+    let publish = if ops.len().is_multiple_of(2) {
+        PublishCommand::SPublish
+    } else {
+        PublishCommand::Publish
+    };
+    let names = Names::new(prefix, now_ms, publish);
     let mut store = ReferenceStore::new(now_ms);
     let start_us = now_ms * 1000;
     let started = Instant::now();

@@ -15,6 +15,16 @@
 //! and the lock is granted again. A machine told to ignore the loss is caught by (c), and a
 //! counter that restarts at 1 (a server clock set back across the loss, past the bound the fenced
 //! acquire documents) is caught by (b).
+//!
+//! The replica check (`LockConfig::sync_replicas`, `WAIT` after each lock write, on by default)
+//! covers one of these fault kinds and not the other. A `Failover` to a replica that lags: a grant,
+//! renewal or release the replica had not acknowledged is refused, left unconfirmed or reported
+//! unknown before the failover, so the lag cannot hand the lock to a second owner while the first
+//! believes it holds it. A `Restart` without persistence, or a failover that loses both copies
+//! (the primary and every replica that acknowledged): nothing the client waited for survives, and
+//! only fencing keeps the resource safe. The simulator's server runs no `WAIT` (its driver reports
+//! no replica count, so the check is skipped), so these cases are the unchecked lock's limit;
+//! `lock-core/tests/own_cluster.rs` and `own_sentinel.rs` hold the check to real failovers.
 
 use lock_core::machine::BrokenRule;
 use proptest::prelude::*;

@@ -6,12 +6,18 @@
 //! Through Sentinel, name the sentinels and the master they watch:
 //! `--sentinel redis://10.0.0.1:26379/,redis://10.0.0.2:26379/ --master mymaster`.
 //!
+//! Every acquire, renewal and release waits for `--sync-replicas` replicas (default 1, `0` turns
+//! the check off) for at most `--sync-timeout` ms, as Redisson's `checkLockSyncedSlaves` does; a
+//! primary with no replica connected is not checked.
+//!
 //! Takes the lock with the watchdog, works past the lease while the log shows the renewals (run
 //! with `RUST_LOG=lock_core=debug` to see each one), stops early if the lease may be lost, and
 //! unlocks. When the server cannot be reached it says so and exits with an error, without a panic.
 
 use clap::Parser;
-use lock_core::{ClusterBackend, LockClient, LockConfig, Millis, RedisBackend, SentinelBackend};
+use lock_core::{
+    ClusterBackend, LockClient, LockConfig, Millis, RedisBackend, SentinelBackend, SyncReplicas,
+};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -37,6 +43,12 @@ struct Args {
     /// The watchdog timeout (the lease, renewed every third of it), ms.
     #[arg(long, default_value_t = 3_000)]
     watchdog_timeout: u64,
+    /// How many replicas must acknowledge each lock write (`WAIT`); 0 turns the check off.
+    #[arg(long, default_value_t = 1)]
+    sync_replicas: u32,
+    /// How long the server waits for them, ms (default: 1 s, or half the response timeout).
+    #[arg(long)]
+    sync_timeout: Option<u64>,
     /// How long to work while holding the lock, ms (longer than the lease, to show the renewals).
     #[arg(long, default_value_t = 7_000)]
     work: u64,
@@ -62,8 +74,13 @@ async fn main() -> ExitCode {
 }
 
 async fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
+    let sync_replicas = (args.sync_replicas > 0).then(|| SyncReplicas {
+        min_replicas: args.sync_replicas,
+        timeout: args.sync_timeout.map(Millis),
+    });
     let config = LockConfig {
         watchdog_timeout: Millis(args.watchdog_timeout),
+        sync_replicas,
         ..LockConfig::default()
     };
     let timeout = config.response_timeout().to_duration();

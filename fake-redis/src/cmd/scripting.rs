@@ -298,6 +298,10 @@ impl Store for ScriptStore<'_, '_> {
         Ok(self.cx.publish(channel, message))
     }
 
+    fn spublish(&mut self, channel: &[u8], message: &[u8]) -> Result<i64, CommandError> {
+        Ok(self.cx.spublish(channel, message))
+    }
+
     fn set_px(&mut self, key: &[u8], value: &[u8], ms: &[u8]) -> Result<(), CommandError> {
         self.writable()?;
         super::strings::set_px(self.cx, key, super::value_bytes(value), ms).map_err(err)

@@ -1,97 +1,22 @@
 //! The conversions at a script's edges, both ways, as Redis 7.0 makes them.
 //!
-//! A command's reply becomes a Lua value for `redis.call` ([`reply_to_lua`]): in RESP2 (the
-//! default) a nil bulk or array is `false`, a status is `{ok=}`, an error `{err=}`; after
-//! `redis.setresp(3)` a null is `nil` and maps, sets, doubles, booleans, big numbers and verbatim
-//! strings keep their own shapes. A script's return value becomes the reply ([`lua_to_reply`]):
-//! numbers are truncated to integers, a table is an array cut at its first nil unless it is one of
-//! the single-field tables (`err`, `ok`, `double`, `big_number`, `verbatim_string`, `map`, `set`),
-//! and booleans follow the script's protocol.
+//! A command's reply becomes a Lua value for `redis.call`: in RESP2 (the default) a nil bulk or
+//! array is `false`, a status is `{ok=}`, an error `{err=}`; after `redis.setresp(3)` a null is
+//! `nil` and maps, sets, doubles, booleans, big numbers and verbatim strings keep their own
+//! shapes. That direction runs for every command a script calls, so it pushes the reply straight
+//! onto the Lua stack, beside `redis.call` itself (`raw.rs`). A script's return value becomes the
+//! reply here ([`lua_to_reply`]): numbers are truncated to integers, a table is an array cut at
+//! its first nil unless it is one of the single-field tables (`err`, `ok`, `double`,
+//! `big_number`, `verbatim_string`, `map`, `set`), and booleans follow the script's protocol.
 
 use crate::resp::Frame;
 use bytes::Bytes;
-use mlua::{Lua, Table, Value};
+use mlua::{Table, Value};
 use std::borrow::Cow;
 
 /// How deep a returned table may nest before the reply says so instead (Redis stops where Lua's
 /// stack runs out; a table that contains itself must end somewhere).
 const MAX_DEPTH: usize = 200;
-
-/// A command's reply, already in the shapes of `resp` (2 or 3), as `redis.call` returns it to a
-/// script speaking `resp`. An error reply is the `{err=}` table.
-pub(super) fn reply_to_lua(lua: &Lua, frame: Frame, resp: u8) -> mlua::Result<Value> {
-    let null = if resp == 2 {
-        Value::Boolean(false)
-    } else {
-        Value::Nil
-    };
-    frame_to_lua(lua, frame, null)
-}
-
-/// `frame` as a Lua value, `null` standing for its nulls.
-fn frame_to_lua(lua: &Lua, frame: Frame, null: Value) -> mlua::Result<Value> {
-    let convert = |f: Frame| frame_to_lua(lua, f, null.clone());
-    Ok(match frame {
-        Frame::Simple(s) => {
-            let t = lua.create_table()?;
-            t.raw_set("ok", s.as_ref())?;
-            Value::Table(t)
-        }
-        Frame::Error(e) => {
-            let t = super::env::error_table(lua, super::env::error_text_of(&e))?;
-            t.raw_set("ignore_error_stats_update", true)?;
-            Value::Table(t)
-        }
-        // An error echoing a client's non-UTF-8 bytes: the script sees them as they came.
-        Frame::ErrorBytes(e) => {
-            let t = super::env::error_table(lua, super::env::error_bytes_of(&e))?;
-            t.raw_set("ignore_error_stats_update", true)?;
-            Value::Table(t)
-        }
-        Frame::Integer(n) => Value::Number(n as f64),
-        Frame::Bulk(b) => Value::String(lua.create_string(&b)?),
-        Frame::Null | Frame::NullArray => null,
-        Frame::Array(items) | Frame::Push(items) => {
-            let t = lua.create_table_with_capacity(items.len(), 0)?;
-            for (i, item) in items.into_iter().enumerate() {
-                t.raw_set(i + 1, convert(item)?)?;
-            }
-            Value::Table(t)
-        }
-        Frame::Map(pairs) => {
-            let inner = lua.create_table()?;
-            for (k, v) in pairs {
-                inner.raw_set(convert(k)?, convert(v)?)?;
-            }
-            single(lua, "map", inner)?
-        }
-        Frame::Set(items) => {
-            let inner = lua.create_table()?;
-            for item in items {
-                inner.raw_set(convert(item)?, true)?;
-            }
-            single(lua, "set", inner)?
-        }
-        Frame::Double(d) => single(lua, "double", d)?,
-        // Redis's script client reads the text back with `strtod`.
-        Frame::DoubleText(text) => single(lua, "double", text.parse::<f64>().unwrap_or(f64::NAN))?,
-        Frame::Boolean(b) => Value::Boolean(b),
-        Frame::BigNumber(n) => single(lua, "big_number", n.as_ref())?,
-        Frame::Verbatim { format, text } => {
-            let inner = lua.create_table()?;
-            inner.raw_set("format", lua.create_string(format)?)?;
-            inner.raw_set("string", lua.create_string(&text)?)?;
-            single(lua, "verbatim_string", inner)?
-        }
-    })
-}
-
-/// `{name = value}`.
-fn single(lua: &Lua, name: &str, value: impl mlua::IntoLua) -> mlua::Result<Value> {
-    let t = lua.create_table()?;
-    t.raw_set(name, value)?;
-    Ok(Value::Table(t))
-}
 
 /// A script's return value as the reply, for a script that last spoke `resp`.
 pub(super) fn lua_to_reply(value: &Value, resp: u8) -> Frame {

@@ -23,7 +23,7 @@
 //! other's payload.
 
 use super::env::{self, ENV_SOURCE};
-use super::{Run, ScriptKind, Vm};
+use super::{Run, ScriptKind, Vm, Watching};
 use crate::cmd::Cx;
 use crate::resp::Frame;
 use bytes::Bytes;
@@ -486,11 +486,11 @@ pub(crate) fn fcall(
     let run = Run {
         read_only: read_only_command || flags & NO_WRITES != 0,
         caller_db: cx.db,
-        watch: lvm.vm.watch.clone(),
+        watch: &lvm.vm.watch,
     };
-    lvm.vm.watch.begin(ScriptKind::Function);
+    let watching = Watching::begin(run.watch, ScriptKind::Function);
     let reply = lvm.vm.run(cx, &callback, &name, keys, args, &run);
-    lvm.vm.watch.end();
+    drop(watching);
     cx.client().db = run.caller_db;
     cx.db = run.caller_db;
     cx.functions().vm = Some(lvm);

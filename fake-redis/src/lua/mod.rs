@@ -6,8 +6,10 @@
 //! The state has Redis 7.0's environment (`env.rs`), and a script's calls go through the same
 //! command table as a client's, at the `EVAL`'s frozen time, with Redis's checks for scripts
 //! first: unknown commands, arity, commands a script may not call, writes in read-only scripts.
-//! Conversions in and out are `convert.rs`; `math.random` is `rand48.rs`. Redis 7.0's Functions
-//! run on a second state of the same kind (`functions.rs`).
+//! A run and `redis.call` themselves, the paths every script takes, are written against Lua's C
+//! API (`raw.rs`, the crate's only unsafe code, which pushes a command's reply onto the Lua
+//! stack); a script's return value becomes the reply in `convert.rs`; `math.random` is
+//! `rand48.rs`. Redis 7.0's Functions run on a second state of the same kind (`functions.rs`).
 //!
 //! A script never reads the wall clock: time is the command's, and the only randomness is the
 //! generator Redis gives every script. A runaway script cannot hang the engine: past a budget of
@@ -22,17 +24,18 @@ mod env;
 pub(crate) mod functions;
 pub(crate) mod libs;
 mod rand48;
+mod raw;
 
 use crate::cmd::{Cx, lookup};
 use crate::inprocess::link::{ScriptKind, ScriptWatch};
 use crate::resp::Frame;
 use bytes::Bytes;
-use lock_core::script::format_g17;
-use mlua::{Function, HookTriggers, Lua, Table, Value, Variadic, VmState};
+use mlua::{Function, HookTriggers, Lua, Table, Value, VmState};
 use rand48::Rand48;
+use raw::{Calls, Tables};
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicPtr, AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 
 /// Lua instructions between two looks at the budget (Redis's count hook runs as often).
 const HOOK_EVERY: u32 = 100_000;
@@ -100,10 +103,11 @@ pub(crate) struct Flags {
     pub no_writes: bool,
 }
 
-/// A loaded body: its compiled function and flags.
+/// A loaded body: its compiled function, flags and SHA (as text, for its errors).
 struct Loaded {
     function: Function,
     flags: Flags,
+    sha: String,
 }
 
 /// The scripting half of the script cache: the Lua state (built on first use) and what survives
@@ -140,10 +144,6 @@ impl LuaScripts {
 
 /// One Lua state with Redis's environment and the bodies loaded into it.
 pub(crate) struct Vm {
-    kind: ScriptKind,
-    /// `function(f, keys, args)` returning a closure that calls `f(keys, args)`: Lua 5.1's
-    /// `xpcall` passes no arguments.
-    bind: Function,
     lua: Lua,
     env: Table,
     redis: Table,
@@ -153,12 +153,10 @@ pub(crate) struct Vm {
     executed: Arc<AtomicU64>,
     main: mlua::Thread,
     watch: Arc<ScriptWatch>,
-    /// Where `redis.call` finds the running script.
-    slot: Arc<Slot>,
-    /// The `KEYS` and `ARGV` of `EVAL` scripts: two tables made once per state, emptied and
-    /// filled again for every run (see [`Vm::fill`]).
-    keys: Table,
-    argv: Table,
+    /// How a script runs, and what `redis.call` and `redis.pcall` share (the running script
+    /// among it). An `EVAL` script's `KEYS` and `ARGV` are two tables made once per state,
+    /// emptied and filled again for every run (see `raw::refill`).
+    calls: Box<Calls>,
     scripts: BTreeMap<[u8; 40], Loaded>,
     /// How many bytes the state may hold while a script's own code runs.
     memory_limit: usize,
@@ -172,30 +170,27 @@ impl Vm {
         let xpcall: Function = lua.named_registry_value(env::RAW_XPCALL)?;
         let executed = Arc::new(AtomicU64::new(0));
         let main = lua.current_thread();
-        let bind = lua
-            .load("local f, k, a = ... return function() return f(k, a) end")
-            .set_name(env::ENV_SOURCE)
-            .into_function()?;
         lua.set_global_hook(
             HookTriggers::new().every_nth_instruction(HOOK_EVERY),
             budget_hook(executed.clone(), main.clone(), watch.clone()),
         )?;
-        let slot = Arc::new(Slot::default());
         let (keys, argv) = (lua.create_table()?, lua.create_table()?);
-        // A function gets its keys and arguments as parameters: no `KEYS` or `ARGV` global.
-        if matches!(kind, ScriptKind::Eval) {
-            globals.raw_set("KEYS", &keys)?;
-            globals.raw_set("ARGV", &argv)?;
-        }
-        let call = call_function(&lua, slot.clone(), resp.clone(), true)?;
-        redis.raw_set("call", call)?;
-        redis.raw_set(
-            "pcall",
-            call_function(&lua, slot.clone(), resp.clone(), false)?,
-        )?;
+        let tables = match kind {
+            ScriptKind::Eval => {
+                globals.raw_set("KEYS", &keys)?;
+                globals.raw_set("ARGV", &argv)?;
+                Tables::Reused {
+                    keys: &keys,
+                    argv: &argv,
+                }
+            }
+            // A function gets its keys and arguments as parameters: no `KEYS` or `ARGV` global.
+            ScriptKind::Function => Tables::Arguments,
+        };
+        let calls = Box::new(Calls::new(lua.clone(), resp.clone(), &handler, tables)?);
+        redis.raw_set("call", calls.function(true)?)?;
+        redis.raw_set("pcall", calls.function(false)?)?;
         Ok(Vm {
-            kind,
-            bind,
             lua,
             env,
             redis,
@@ -205,9 +200,7 @@ impl Vm {
             executed,
             main,
             watch,
-            slot,
-            keys,
-            argv,
+            calls,
             scripts: BTreeMap::new(),
             memory_limit: env::SCRIPT_MEMORY,
         })
@@ -232,7 +225,14 @@ impl Vm {
             &self.env,
             "Error compiling script (new function)",
         )?;
-        self.scripts.insert(key, Loaded { function, flags });
+        self.scripts.insert(
+            key,
+            Loaded {
+                function,
+                flags,
+                sha,
+            },
+        );
         Ok(key)
     }
 
@@ -381,11 +381,30 @@ pub(crate) fn eval(
         Ok(vm) => vm,
         Err(e) => return e,
     };
-    vm.watch.begin(ScriptKind::Eval);
+    let watch = Arc::clone(&vm.watch);
+    let watching = Watching::begin(&watch, ScriptKind::Eval);
     let reply = eval_on(cx, &mut vm, source, keys, args, read_only_command);
-    vm.watch.end();
+    drop(watching);
     cx.scripts().lua.vm = Some(vm);
     reply
+}
+
+/// A script's run as the engine's [`ScriptWatch`] sees it: begun, and ended however the run ends,
+/// so that a panic in a command the script called (resumed once the script has returned) does
+/// not leave the other connections waiting for a script that no longer runs.
+pub(crate) struct Watching<'w>(&'w ScriptWatch);
+
+impl<'w> Watching<'w> {
+    pub(crate) fn begin(watch: &'w ScriptWatch, kind: ScriptKind) -> Watching<'w> {
+        watch.begin(kind);
+        Watching(watch)
+    }
+}
+
+impl Drop for Watching<'_> {
+    fn drop(&mut self) {
+        self.0.end();
+    }
 }
 
 fn eval_on(
@@ -414,7 +433,9 @@ fn eval_on(
         },
     };
     let vm: &Vm = vm;
-    let loaded = vm.scripts.get(&sha).expect("loaded above");
+    let Some(loaded) = vm.scripts.get(&sha) else {
+        return Frame::error("NOSCRIPT No matching script. Please use EVAL.");
+    };
     let flags = loaded.flags;
     // Redis's `scriptPrepareForRun`: a script that may write (a shebang without `no-writes`) is
     // refused on a replica before it runs, and before the `_RO` rule.
@@ -427,10 +448,9 @@ fn eval_on(
     let run = Run {
         read_only: read_only_command || flags.no_writes,
         caller_db: cx.db,
-        watch: vm.watch.clone(),
+        watch: &vm.watch,
     };
-    let sha_text = std::str::from_utf8(&sha).unwrap_or("");
-    let reply = vm.run(cx, &loaded.function, sha_text, keys, args, &run);
+    let reply = vm.run(cx, &loaded.function, &loaded.sha, keys, args, &run);
     // A script's SELECT is its own: the caller's database is as it was.
     cx.client().db = run.caller_db;
     cx.db = run.caller_db;
@@ -438,11 +458,11 @@ fn eval_on(
 }
 
 /// What a running script's calls are checked against.
-struct Run {
+struct Run<'w> {
     read_only: bool,
     caller_db: usize,
     /// Told when the script writes (it can no longer be killed).
-    watch: Arc<ScriptWatch>,
+    watch: &'w ScriptWatch,
 }
 
 impl Vm {
@@ -455,7 +475,7 @@ impl Vm {
         sha: &str,
         keys: &[Bytes],
         args: &[Bytes],
-        run: &Run,
+        run: &Run<'_>,
     ) -> Frame {
         self.resp.store(2, Ordering::Relaxed);
         if let Err(e) = self.arm_budget() {
@@ -489,29 +509,11 @@ impl Vm {
         function: &Function,
         keys: &[Bytes],
         args: &[Bytes],
-        run: &Run,
+        run: &Run<'_>,
     ) -> mlua::Result<(bool, Value)> {
-        let lua = &self.lua;
-        let bound;
-        let body = match self.kind {
-            ScriptKind::Eval => {
-                fill(lua, &self.keys, keys)?;
-                fill(lua, &self.argv, args)?;
-                function
-            }
-            ScriptKind::Function => {
-                bound = self.bind.call::<Function>((
-                    function,
-                    strings(lua, keys)?,
-                    strings(lua, args)?,
-                ))?;
-                &bound
-            }
-        };
         let mut running = Running { cx, run };
-        self.slot.lend(&mut running, || {
-            let _limit = env::MemoryLimit::set(lua, self.memory_limit);
-            self.xpcall.call::<(bool, Value)>((body, &self.handler))
+        self.calls.lend(&mut running, || {
+            (self.calls).run(function, keys, args, self.memory_limit)
         })
     }
 }
@@ -519,120 +521,7 @@ impl Vm {
 /// What `redis.call` and `redis.pcall` act on: the running script's engine context and checks.
 struct Running<'r, 'e> {
     cx: &'r mut Cx<'e>,
-    run: &'r Run,
-}
-
-/// Where `redis.call` and `redis.pcall` find the [`Running`] script.
-///
-/// The two functions are made once per state (making and dropping them for every script cost
-/// more than many scripts do), so they cannot borrow one run's context; each run lends it here
-/// instead, for the duration of a closure ([`Slot::lend`]). The safety argument is at the one
-/// `unsafe` block, in [`Slot::with`].
-#[derive(Default)]
-struct Slot(AtomicPtr<()>);
-
-impl Slot {
-    /// Runs `f` with `running` lent to the state's calls; the loan ends when `f` returns or
-    /// unwinds, before `running`'s borrow does.
-    fn lend<R>(&self, running: &mut Running<'_, '_>, f: impl FnOnce() -> R) -> R {
-        /// Empties the slot however `f` ends. It is this function's own local, so no caller can
-        /// forget it and leave the pointer behind.
-        struct Clear<'s>(&'s Slot);
-        impl Drop for Clear<'_> {
-            fn drop(&mut self) {
-                self.0.0.store(std::ptr::null_mut(), Ordering::Release);
-            }
-        }
-        let pointer: *mut Running<'_, '_> = running;
-        self.0.store(pointer.cast(), Ordering::Release);
-        let _clear = Clear(self);
-        f()
-    }
-
-    /// `f` on the lent `Running`, or `None` if nothing is lent now.
-    #[allow(unsafe_code)]
-    fn with<R>(&self, f: impl FnOnce(&mut Running<'_, '_>) -> R) -> Option<R> {
-        /// Puts the pointer back when the call ends, however it ends.
-        struct Back<'s>(&'s Slot, *mut ());
-        impl Drop for Back<'_> {
-            fn drop(&mut self) {
-                self.0.0.store(self.1, Ordering::Release);
-            }
-        }
-        let pointer = self.0.swap(std::ptr::null_mut(), Ordering::Acquire);
-        if pointer.is_null() {
-            return None;
-        }
-        let _back = Back(self, pointer);
-        // SAFETY: the slot holds a non-null pointer only inside `lend`, which stored it from a
-        // `&mut Running` it borrows for its whole call and empties the slot before it returns
-        // or unwinds (a guard local to `lend`, which no caller can forget); so the pointer is to
-        // a live `Running` that nothing else uses while `lend`'s closure runs. Taking it out of
-        // the slot makes this the only use of it until `_back` puts it back: a call made outside
-        // a run, or from inside another call (scripts may not call `EVAL` or `FCALL`, so none
-        // does today), finds the slot empty and is a Lua error, never a dangling or aliased
-        // reference. `f` cannot keep the reference past its return.
-        let running = unsafe { &mut *pointer.cast::<Running<'_, '_>>() };
-        Some(f(running))
-    }
-}
-
-/// `redis.call` (`raises`: an error reply is raised) or `redis.pcall` (it is returned), for the
-/// runs lent through `slot`.
-fn call_function(
-    lua: &Lua,
-    slot: Arc<Slot>,
-    resp: Arc<AtomicU8>,
-    raises: bool,
-) -> mlua::Result<Function> {
-    // The command's arguments, kept from call to call so that a call allocates only its
-    // arguments' bytes. Calls never nest (a script cannot call `EVAL`), and one that did would
-    // find the slot empty before it borrowed this.
-    let command = std::cell::RefCell::new(Vec::new());
-    lua.create_function(move |lua, argv: Variadic<Value>| {
-        let _limit = env::MemoryLimit::set(lua, 0);
-        let called = slot.with(|r| {
-            let mut command = command.borrow_mut();
-            let called = redis_call(lua, r, &argv, &mut command, resp.load(Ordering::Relaxed));
-            command.clear();
-            called
-        });
-        match called {
-            None => Err(env::raise(
-                lua,
-                "ERR redis.call and redis.pcall can only be used while a script runs",
-            )),
-            Some(result) => match result? {
-                (false, Value::Table(err)) if raises => {
-                    Err(mlua::Error::external(env::ErrorValue(err)))
-                }
-                (_, reply) => Ok(reply),
-            },
-        }
-    })
-}
-
-/// Empties `table` (whatever the last script put in it, its metatable too) and fills it with
-/// `items`, so that a script finds a `KEYS` or `ARGV` as fresh as the new table Redis makes for
-/// every run, without a table's two allocations (and their collection) per run.
-fn fill(lua: &Lua, table: &Table, items: &[Bytes]) -> mlua::Result<()> {
-    table.clear()?;
-    if table.metatable().is_some() {
-        table.set_metatable(None)?;
-    }
-    for (i, item) in items.iter().enumerate() {
-        table.raw_set(i + 1, lua.create_string(item)?)?;
-    }
-    Ok(())
-}
-
-/// A Lua array of strings (`KEYS`, `ARGV`).
-fn strings(lua: &Lua, items: &[Bytes]) -> mlua::Result<Table> {
-    let t = lua.create_table_with_capacity(items.len(), 0)?;
-    for (i, item) in items.iter().enumerate() {
-        t.raw_set(i + 1, lua.create_string(item)?)?;
-    }
-    Ok(t)
+    run: &'r Run<'r>,
 }
 
 impl Vm {
@@ -701,70 +590,54 @@ fn lua_number_text(n: f64) -> String {
     }
 }
 
-/// `redis.call(...)` and `redis.pcall(...)` with `argv`, made into `command` (empty):
-/// `(true, reply)` or `(false, error table)`.
-fn redis_call(
-    lua: &Lua,
+/// The command a script's `redis.call` or `redis.pcall` made of its arguments, checked as Redis
+/// checks a script's commands and run: its reply (an error reply among them), or the error the
+/// call gets instead when a check refuses it.
+fn run_command(
     running: &mut Running<'_, '_>,
-    argv: &[Value],
-    command: &mut Vec<Bytes>,
+    command: &[Bytes],
     resp: u8,
-) -> mlua::Result<(bool, Value)> {
+) -> Result<Frame, &'static str> {
     let run = running.run;
-    let fail = |text: &str| -> mlua::Result<(bool, Value)> {
-        let t = env::error_table(lua, text)?;
-        t.raw_set("ignore_error_stats_update", true)?;
-        Ok((false, Value::Table(t)))
-    };
-    if argv.is_empty() {
-        return fail("ERR Please specify at least one argument for this redis lib call");
-    }
-    for v in argv {
-        match v {
-            Value::Integer(n) => command.push(Bytes::from(format_g17(*n as f64))),
-            Value::Number(n) => command.push(Bytes::from(format_g17(*n))),
-            Value::String(s) => command.push(Bytes::copy_from_slice(&s.as_bytes())),
-            _ => return fail("ERR Lua redis lib command arguments must be strings or integers"),
-        }
-    }
     let Some(spec) = lookup(&command[0]) else {
-        return fail("ERR Unknown Redis command called from script");
+        return Err("ERR Unknown Redis command called from script");
     };
     let name = match crate::cmd::command_name(spec, command) {
         _ if !spec.arity_ok(command.len()) => {
-            return fail("ERR Wrong number of args calling Redis command from script");
+            return Err("ERR Wrong number of args calling Redis command from script");
         }
         Err(crate::cmd::Refusal::Unknown) => {
-            return fail("ERR Unknown Redis command called from script");
+            return Err("ERR Unknown Redis command called from script");
         }
         Err(crate::cmd::Refusal::Arity(_)) => {
-            return fail("ERR Wrong number of args calling Redis command from script");
+            return Err("ERR Wrong number of args calling Redis command from script");
         }
         Ok(name) => name,
     };
     if not_in_scripts(spec.name) {
-        return fail("ERR This Redis command is not allowed from script");
+        return Err("ERR This Redis command is not allowed from script");
     }
     if let Err(denied) = crate::cmd::acl_check_script_call(running.cx, name, command) {
         return fail(denied);
     }
     if run.read_only && (spec.has(crate::cmd::WRITE) || may_replicate(spec.name)) {
-        return fail("ERR Write commands are not allowed from read-only scripts.");
+        return Err("ERR Write commands are not allowed from read-only scripts.");
     }
     if spec.has(crate::cmd::WRITE) && running.cx.engine().is_read_only_replica() {
-        return fail("READONLY You can't write against a read only replica.");
+        return Err("READONLY You can't write against a read only replica.");
     }
     if spec.has(crate::cmd::WRITE) {
         run.watch.wrote();
     }
-    let reply = crate::cmd::call_from_script(running.cx, spec, command, resp);
-    let is_error = reply.is_error();
-    Ok((!is_error, convert::reply_to_lua(lua, reply, resp)?))
+    Ok(crate::cmd::call_from_script(
+        running.cx, spec, command, resp,
+    ))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use lock_core::script::format_g17;
 
     #[test]
     fn numbers_reach_commands_as_redis_prints_them() {
@@ -783,16 +656,17 @@ mod tests {
         let mut engine = crate::Engine::new(clock);
         let client = engine.connect();
         let mut cx = Cx::new(&mut engine, client.0, 0, 0);
+        let watch = ScriptWatch::default();
         let run = Run {
             read_only: false,
             caller_db: 0,
-            watch: Arc::new(ScriptWatch::default()),
+            watch: &watch,
         };
         let mut running = Running {
             cx: &mut cx,
             run: &run,
         };
-        let slot = Slot::default();
+        let slot = raw::Slot::default();
         assert_eq!(slot.lend(&mut running, || slot.with(|r| r.cx.db)), Some(0));
         assert_eq!(
             slot.with(|_| ()),

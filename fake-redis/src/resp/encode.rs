@@ -98,12 +98,29 @@ fn len_i64(len: usize) -> i64 {
     i64::try_from(len).unwrap_or(i64::MAX)
 }
 
-/// `<prefix><n>\r\n`.
+/// `<prefix><n>\r\n`. Every bulk string, aggregate and integer reply starts with one, so the
+/// digits are made here rather than through `fmt`.
 fn put_header(out: &mut BytesMut, prefix: u8, n: i64) {
-    out.put_u8(prefix);
-    // Writing to a BytesMut cannot fail.
-    let _ = write!(out, "{n}");
-    out.put_slice(b"\r\n");
+    // The prefix, a sign, 19 digits and the line end.
+    let mut line = [0u8; 23];
+    let mut start = line.len() - 2;
+    line[start..].copy_from_slice(b"\r\n");
+    let mut rest = n.unsigned_abs();
+    loop {
+        start -= 1;
+        line[start] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    if n < 0 {
+        start -= 1;
+        line[start] = b'-';
+    }
+    start -= 1;
+    line[start] = prefix;
+    out.put_slice(&line[start..]);
 }
 
 /// `<prefix><text>\r\n`, with `\r` and `\n` in `text` written as spaces so
@@ -219,6 +236,17 @@ mod tests {
             (Frame::simple("a\r\nb"), b"+a  b\r\n", b"+a  b\r\n"),
             (Frame::error("ERR x"), b"-ERR x\r\n", b"-ERR x\r\n"),
             (Frame::Integer(-12345), b":-12345\r\n", b":-12345\r\n"),
+            (Frame::Integer(0), b":0\r\n", b":0\r\n"),
+            (
+                Frame::Integer(i64::MIN),
+                b":-9223372036854775808\r\n",
+                b":-9223372036854775808\r\n",
+            ),
+            (
+                Frame::Integer(i64::MAX),
+                b":9223372036854775807\r\n",
+                b":9223372036854775807\r\n",
+            ),
             (
                 Frame::bulk(&b"Hello World"[..]),
                 b"$11\r\nHello World\r\n",

@@ -289,48 +289,74 @@ impl RequestParser {
     }
 
     /// The `$<len>\r\n<payload>\r\n` arguments (the loop of
-    /// `processMultibulkBuffer`).
+    /// `processMultibulkBuffer`). What it has read leaves `buf` in one advance, whether or not
+    /// the request is complete.
     fn read_bulks(&mut self, buf: &mut BytesMut) -> Result<Option<Vec<Bytes>>, ProtocolError> {
+        let mut read = 0;
+        let result = self.read_bulks_at(buf, &mut read);
+        buf.advance(read);
+        result
+    }
+
+    /// [`RequestParser::read_bulks`] from `buf[*read..]`, moving `*read` past what it uses.
+    ///
+    /// An argument of up to [`COPY_ARGUMENT_UP_TO`] bytes is copied out of the buffer into an
+    /// allocation of its own, so that a value the engine keeps does not pin a whole read buffer
+    /// (Redis copies every argument into its own object for the same reason); a longer one is
+    /// split off the buffer without a copy.
+    fn read_bulks_at(
+        &mut self,
+        buf: &mut BytesMut,
+        read: &mut usize,
+    ) -> Result<Option<Vec<Bytes>>, ProtocolError> {
         while self.multibulk_remaining > 0 {
             let len = match self.bulk_len {
                 Some(len) => len,
                 None => {
-                    let Some(cr) = c_strchr(buf, b'\r') else {
-                        if buf.len() > PROTO_INLINE_MAX_SIZE {
+                    let rest = &buf[*read..];
+                    let Some(cr) = c_strchr(rest, b'\r') else {
+                        if rest.len() > PROTO_INLINE_MAX_SIZE {
                             return Err(ProtocolError::TooBigBulkCount);
                         }
                         return Ok(None);
                     };
-                    if cr + 2 > buf.len() {
+                    if cr + 2 > rest.len() {
                         return Ok(None);
                     }
-                    if buf[0] != b'$' {
+                    if rest[0] != b'$' {
                         // addReplyErrorFormat turns '\r' and '\n' into spaces.
-                        let got = match buf[0] {
+                        let got = match rest[0] {
                             b'\r' | b'\n' => b' ',
                             other => other,
                         };
                         return Err(ProtocolError::ExpectedDollar(got));
                     }
-                    let len = match parse_i64(&buf[1..cr]) {
+                    let len = match parse_i64(&rest[1..cr]) {
                         Some(n) if n >= 0 && n <= self.max_bulk_len => n,
                         _ => return Err(ProtocolError::InvalidBulkLength),
                     };
                     if len > UNAUTHENTICATED_MAX_BULK_LEN && !self.authenticated {
                         return Err(ProtocolError::UnauthenticatedBulkLength);
                     }
-                    buf.advance(cr + 2);
+                    *read += cr + 2;
                     let len = usize::try_from(len).map_err(|_| ProtocolError::InvalidBulkLength)?;
                     self.bulk_len = Some(len);
                     len
                 }
             };
             // The payload plus two bytes Redis skips without looking at them.
-            if buf.len() < len.saturating_add(2) {
+            if buf.len() - *read < len.saturating_add(2) {
                 return Ok(None);
             }
-            let arg = buf.split_to(len).freeze();
-            buf.advance(2);
+            let arg = if len <= COPY_ARGUMENT_UP_TO {
+                let arg = Bytes::copy_from_slice(&buf[*read..*read + len]);
+                *read += len + 2;
+                arg
+            } else {
+                buf.advance(*read);
+                *read = 2;
+                buf.split_to(len).freeze()
+            };
             self.argv.push(arg);
             self.bulk_len = None;
             self.multibulk_remaining -= 1;
@@ -338,6 +364,10 @@ impl RequestParser {
         Ok(Some(std::mem::take(&mut self.argv)))
     }
 }
+
+/// The longest argument copied out of the input buffer rather than split off it (see
+/// [`RequestParser::read_bulks_at`]).
+const COPY_ARGUMENT_UP_TO: usize = 64 * 1024;
 
 /// What reading a `*` header did.
 enum Header {

@@ -301,3 +301,27 @@ proptest! {
         check_reply_parser(&input, &chunks);
     }
 }
+
+/// Arguments past the copy limit are split off the input rather than copied; either way a
+/// request reads the same whole or in chunks, and the bytes after it stay for the next.
+#[test]
+fn long_and_short_arguments_read_the_same_whole_or_in_chunks() {
+    let long = vec![b'x'; 70 * 1024];
+    let mut input = b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n".to_vec();
+    input.extend_from_slice(format!("${}\r\n", long.len()).as_bytes());
+    input.extend_from_slice(&long);
+    input.extend_from_slice(b"\r\n*2\r\n$3\r\nGET\r\n$1\r\nk\r\n");
+    let expected = vec![
+        vec![
+            Bytes::from_static(b"SET"),
+            Bytes::from_static(b"k"),
+            Bytes::from(long.clone()),
+        ],
+        vec![Bytes::from_static(b"GET"), Bytes::from_static(b"k")],
+    ];
+    assert_eq!(parse_whole(&input), (expected.clone(), None));
+    for chunks in [&[1000][..], &[7, 65536, 3], &[1]] {
+        let chunked = parse_chunked(&mut RequestParser::new(), &input, chunks);
+        assert_eq!(chunked, (expected.clone(), None), "chunks {chunks:?}");
+    }
+}

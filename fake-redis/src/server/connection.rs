@@ -72,11 +72,6 @@ const SHRINK_ABOVE: usize = 1024 * 1024;
 /// Unwritten output (pushes included) past which a client that keeps receiving pushes is closed.
 pub(crate) const PUSH_OUTPUT_LIMIT: usize = 32 * 1024 * 1024;
 
-/// A request whose arguments add up to at most this many bytes is copied out of the input buffer
-/// into an allocation of its own, so that a value the engine keeps does not pin a whole read
-/// buffer (Redis copies every argument into its own object for the same reason).
-const COPY_ARGS_UP_TO: usize = 64 * 1024;
-
 /// What Redis writes to a connection over `maxclients` before closing it.
 pub(crate) const MAX_CLIENTS_REPLY: &[u8] = b"-ERR max number of clients reached\r\n";
 
@@ -448,7 +443,9 @@ impl Connection {
             return Err(Flow::Write);
         }
         match self.parser.parse(&mut self.input) {
-            Ok(Some(argv)) => Ok(own_arguments(argv)),
+            // The parser has copied small arguments out of the input (`resp/request.rs`), so
+            // that a value the engine keeps does not pin a read buffer.
+            Ok(Some(argv)) => Ok(argv),
             Ok(None) => Err(Flow::Read),
             Err(e) => {
                 tracing::debug!(client = %self.client, error = %e, "protocol error");
@@ -830,22 +827,4 @@ where
 /// `now + ms`, saturating.
 fn after(now: i64, ms: u64) -> i64 {
     now.saturating_add(i64::try_from(ms).unwrap_or(i64::MAX))
-}
-
-/// The request's arguments in one allocation of their own (see [`COPY_ARGS_UP_TO`]).
-fn own_arguments(mut argv: Vec<Bytes>) -> Vec<Bytes> {
-    let total: usize = argv.iter().map(Bytes::len).sum();
-    if total > COPY_ARGS_UP_TO {
-        return argv;
-    }
-    let mut block = BytesMut::with_capacity(total);
-    for arg in &argv {
-        block.extend_from_slice(arg);
-    }
-    let mut block = block.freeze();
-    for arg in &mut argv {
-        let len = arg.len();
-        *arg = block.split_to(len);
-    }
-    argv
 }

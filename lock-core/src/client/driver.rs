@@ -15,6 +15,7 @@ use crate::machine::{
     OpId, Output, PubSubEvent,
 };
 use crate::reply::Reply;
+use crate::script::ReplicaAcks;
 use crate::time::{Millis, MonoTime};
 use bytes::Bytes;
 use std::collections::HashMap;
@@ -23,6 +24,9 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
+
+/// A call's reply, with the replica count of its `WAIT` if it carried one.
+type CallOutcome = Result<(Reply, Option<ReplicaAcks>), BackendError>;
 
 /// The task's state: the machine, who waits for which operation, and each hold's status channel.
 pub(super) struct Driver<B> {
@@ -72,8 +76,7 @@ impl<B: Backend> Driver<B> {
     }
 
     pub(super) async fn run(mut self, mut commands: mpsc::UnboundedReceiver<Command>) {
-        let (result_tx, mut results) =
-            mpsc::unbounded_channel::<(CallId, Result<Reply, BackendError>)>();
+        let (result_tx, mut results) = mpsc::unbounded_channel::<(CallId, CallOutcome)>();
         let (sub_tx, sub_rx) = mpsc::unbounded_channel::<SubCommand>();
         let (subscribed_tx, mut subscribed) =
             mpsc::unbounded_channel::<(Bytes, Result<(), BackendError>)>();
@@ -122,7 +125,10 @@ impl<B: Backend> Driver<B> {
                         None
                     }
                 },
-                Some((id, result)) = results.recv() => Some(Input::CallResult { id, result }),
+                Some((id, result)) = results.recv() => Some(match result {
+                    Ok((reply, Some(replicas))) => Input::SyncedCallResult { id, reply, replicas },
+                    other => Input::CallResult { id, result: other.map(|(reply, _)| reply) },
+                }),
                 Some((channel, result)) = subscribed.recv() => Some(Input::Subscribed { channel, result }),
                 Some(event) = events.recv() => Some(Input::PubSub(event)),
                 () = sleep_until(deadline) => Some(Input::Timeout),
@@ -138,7 +144,7 @@ impl<B: Backend> Driver<B> {
         &mut self,
         output: Output,
         tasks: &mut JoinSet<()>,
-        results: &mpsc::UnboundedSender<(CallId, Result<Reply, BackendError>)>,
+        results: &mpsc::UnboundedSender<(CallId, CallOutcome)>,
         subscriptions: &mpsc::UnboundedSender<SubCommand>,
     ) {
         match output {
@@ -149,8 +155,11 @@ impl<B: Backend> Driver<B> {
                 tasks.spawn(async move {
                     let work = async {
                         match &call {
-                            Call::Script(script) => backend.eval(script).await,
-                            Call::Command(argv) => backend.command(argv).await,
+                            Call::Script(script) if script.sync.is_some() => {
+                                backend.eval_synced(script).await
+                            }
+                            Call::Script(script) => backend.eval(script).await.map(|r| (r, None)),
+                            Call::Command(argv) => backend.command(argv).await.map(|r| (r, None)),
                         }
                     };
                     let result = tokio::time::timeout(timeout, work)

@@ -182,7 +182,8 @@ impl LockClient {
         ids: impl IdSource,
     ) -> Result<LockClient, ClientError> {
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| ClientError::NoRuntime)?;
-        let machine = LockMachine::new(config.clone(), ids)?;
+        let mut machine = LockMachine::new(config.clone(), ids)?;
+        machine.set_publish_command(backend.publish_command());
         let client_id = machine.client_id().to_owned();
         let (commands, command_rx) = mpsc::unbounded_channel();
         let driver = Driver::new(backend, machine, commands.downgrade());

@@ -14,12 +14,16 @@
 //! would have made, so it undoes a grant that was applied and touches nothing otherwise. An
 //! attempt still in the network when that release lands can still be applied after it; the grant
 //! then lives out its lease.
+//!
+//! A grant that too few replicas acknowledged (the replica check, `replicas.rs`) is not a grant:
+//! the caller gets `LockError::ReplicasNotSynced`, and the grant is given back by the same release.
 
 use super::attempts::{Attempts, RetryWindow};
 use super::fair::FairWait;
 use super::hold::Hold;
 use super::read_write::{self, RwSide};
 use super::release::ReleaseOp;
+use super::replicas::Shortfall;
 use super::{
     AcquireRequest, Acquired, BackendError, Call, CallPurpose, Done, HoldKey, HoldMode, LockError,
     LockEvent, LockMachine, OpId, OpKind, Operation, Wait,
@@ -223,6 +227,7 @@ impl LockMachine {
         op: u64,
         sent: MonoTime,
         result: Result<Reply, BackendError>,
+        shortfall: Option<Shortfall>,
     ) {
         let now = self.now;
         let window = RetryWindow::of(&self.config);
@@ -269,7 +274,10 @@ impl LockMachine {
             })
         };
         match outcome {
-            Ok(Outcome::Granted { token }) => self.grant(op, sent, token),
+            Ok(Outcome::Granted { token }) => match shortfall {
+                None => self.grant(op, sent, token),
+                Some(shortfall) => self.refuse_unsynced_grant(op, shortfall),
+            },
             Ok(Outcome::Held(ttl)) => self.on_held(op, ttl),
             Err(error) => {
                 let err = LockError::UnexpectedReply {
@@ -292,17 +300,7 @@ impl LockMachine {
             hold.pending = hold.pending.saturating_sub(1);
         }
         if a.abandoned {
-            // Nobody waits for this grant: give it back, and never count it, so the watchdog
-            // never renews it.
-            tracing::debug!(lock = %a.keys.name(), owner = %a.owner, "releasing the grant of a cancelled acquire");
-            self.drop_hold_if_idle(&a.key);
-            let request = self.new_request_id();
-            let mut release =
-                ReleaseOp::undo(a.key, a.keys, a.owner, lease, request, a.held_at_send + 1);
-            release.fair = a.fair.map(|f| f.keys);
-            release.rw = a.rw;
-            let key = self.insert_op(None, OpKind::Release(release));
-            self.send_release_attempt(key);
+            self.give_back_grant(a);
             return;
         }
         let now = self.now;
@@ -369,6 +367,58 @@ impl LockMachine {
             mode: a.mode,
         };
         self.done(reply_to, Ok(Done::Acquired(acquired)));
+    }
+
+    /// The primary granted the acquire, but too few replicas have the grant: a failover now could
+    /// hand the lock to another owner while this one believes it holds it. The caller is told it
+    /// was not granted, and the grant is given back as a cancelled acquire's is (a release
+    /// carrying the count it made), so the lock is free again rather than held to its lease.
+    fn refuse_unsynced_grant(&mut self, op: u64, shortfall: Shortfall) {
+        let Some(a) = self.acquire_op(op) else {
+            return;
+        };
+        tracing::warn!(
+            lock = %a.keys.name(),
+            owner = %a.owner,
+            acked = shortfall.acked,
+            required = shortfall.required,
+            "grant acknowledged by too few replicas; giving it back"
+        );
+        let name = a.keys.name();
+        let reply_to = self.ops.get_mut(&op).and_then(|o| o.reply_to.take());
+        // Not granted: a wake it was given passes on to the next waiter. The release goes out
+        // before the caller hears of the refusal.
+        if let Some((_, a)) = self.take_acquire(op, false) {
+            if let Some(hold) = self.holds.get_mut(&a.key) {
+                hold.pending = hold.pending.saturating_sub(1);
+            }
+            self.give_back_grant(a);
+        }
+        if let Some(reply_to) = reply_to {
+            self.op_index.remove(&reply_to);
+            let err = LockError::ReplicasNotSynced {
+                name,
+                operation: Operation::Acquire,
+                acked: shortfall.acked,
+                required: shortfall.required,
+            };
+            self.done(Some(reply_to), Err(err));
+        }
+    }
+
+    /// Gives back a grant nobody takes (a cancelled acquire's, or one too few replicas have),
+    /// without ever counting it, so the watchdog never renews it.
+    fn give_back_grant(&mut self, a: AcquireOp) {
+        let lease = self.lease_of(a.mode);
+        tracing::debug!(lock = %a.keys.name(), owner = %a.owner, "giving back a grant nobody takes");
+        self.drop_hold_if_idle(&a.key);
+        let request = self.new_request_id();
+        let mut release =
+            ReleaseOp::undo(a.key, a.keys, a.owner, lease, request, a.held_at_send + 1);
+        release.fair = a.fair.map(|f| f.keys);
+        release.rw = a.rw;
+        let key = self.insert_op(None, OpKind::Release(release));
+        self.send_release_attempt(key);
     }
 
     fn on_held(&mut self, op: u64, ttl: HolderTtl) {

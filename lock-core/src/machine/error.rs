@@ -47,6 +47,18 @@ impl fmt::Display for Operation {
     }
 }
 
+impl LockError {
+    /// Whether the operation may have taken effect on the server although it failed: an unknown
+    /// outcome, or an unlock whose replicas did not acknowledge it.
+    pub fn outcome_unknown(&self) -> bool {
+        match self {
+            LockError::OutcomeUnknown { .. } => true,
+            LockError::ReplicasNotSynced { operation, .. } => *operation == Operation::Unlock,
+            _ => false,
+        }
+    }
+}
+
 /// Why a lock operation failed. "Not acquired" after a spent wait budget is not an error (it is
 /// [`Done::NotAcquired`](super::Done::NotAcquired)).
 #[non_exhaustive]
@@ -97,6 +109,34 @@ pub enum LockError {
         /// What the last attempt reported (the error's source).
         #[source]
         last_error: BackendError,
+    },
+    /// The primary applied the call, but fewer replicas than `sync_replicas.min_replicas`
+    /// acknowledged it within the replica check's timeout, so a failover now could lose it
+    /// ([`SyncReplicas`](crate::config::SyncReplicas), Redisson's `NoSyncedSlavesException`).
+    ///
+    /// For an acquire, the lock was **not granted**: the primary's grant has been given back (a
+    /// release carrying its count). For an unlock, the outcome is **unknown**
+    /// ([`outcome_unknown`](LockError::outcome_unknown)): the primary released it, but a failover
+    /// may bring the hold back until its lease runs out.
+    #[error(
+        "{operation} on lock {name:?} was acknowledged by {acked} of the {required} replicas \
+         required within the replica check's timeout{}; check the replicas' health and lag, or \
+         raise sync_replicas.timeout",
+        match operation {
+            Operation::Acquire => ", so it was not granted (the grant was given back)",
+            Operation::Unlock => ": the primary applied it, but a failover could undo it",
+            _ => "",
+        }
+    )]
+    ReplicasNotSynced {
+        /// The lock.
+        name: String,
+        /// The operation: an acquire or an unlock.
+        operation: Operation,
+        /// How many replicas acknowledged.
+        acked: u32,
+        /// How many were required.
+        required: u32,
     },
     /// The server refused the call, or it could not be sent.
     #[error("{operation} on lock {name:?} failed: {error}")]

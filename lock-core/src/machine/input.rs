@@ -8,6 +8,7 @@
 
 use super::{CallId, HoldId, OpId, OwnerId, RwSide};
 use crate::reply::Reply;
+use crate::script::ReplicaAcks;
 use crate::time::{Lease, Millis};
 use bytes::Bytes;
 
@@ -177,6 +178,17 @@ pub enum Input {
         id: CallId,
         /// Its reply or error.
         result: Result<Reply, BackendError>,
+    },
+    /// A call's reply with the replica count of its `WAIT`, for a script call that asked for
+    /// one ([`ScriptCall::sync`](crate::script::ScriptCall::sync)); a driver that ran it without
+    /// `WAIT` reports [`Input::CallResult`] instead, and the call is not checked.
+    SyncedCallResult {
+        /// The call.
+        id: CallId,
+        /// Its reply.
+        reply: Reply,
+        /// How many replicas had its writes.
+        replicas: ReplicaAcks,
     },
     /// The result of an [`Output::Subscribe`](super::Output::Subscribe).
     Subscribed {

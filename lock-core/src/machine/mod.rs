@@ -23,6 +23,7 @@
 //! - `waiters.rs`: unlock-channel subscriptions and who a message wakes;
 //! - `hold.rs`: what the client knows about each hold, and `valid_until`;
 //! - `attempts.rs`: the retry rule for calls whose outcome is unknown;
+//! - `replicas.rs`: the replica check after each write (`WAIT`), and what falls short;
 //! - `input.rs` and `output.rs`: the types of the exchange, [`HoldState`] among them.
 
 mod acquire;
@@ -36,6 +37,7 @@ mod output;
 mod query;
 mod read_write;
 mod release;
+mod replicas;
 mod timers;
 mod waiters;
 mod watchdog;
@@ -51,6 +53,7 @@ pub use read_write::RwSide;
 use crate::config::{ConfigError, LockConfig};
 use crate::keys::{LockKeys, Owner, RequestId};
 use crate::reply::Reply;
+use crate::script::PublishCommand;
 use crate::time::{Lease, MonoTime};
 use bytes::Bytes;
 use std::collections::{BTreeMap, VecDeque};
@@ -198,6 +201,8 @@ pub struct LockMachine {
     broken: Option<BrokenRule>,
     /// The fair lock's clock: a reading of unix ms and the machine's time when it was taken.
     wall_anchor: Option<(i64, MonoTime)>,
+    /// The command the scripts publish unlock messages with (the backend's choice).
+    publish: PublishCommand,
 }
 
 /// A rule the machine can be told to break, so that a test can prove its checkers notice.
@@ -250,6 +255,7 @@ impl LockMachine {
             out: VecDeque::new(),
             broken: None,
             wall_anchor: None,
+            publish: PublishCommand::Publish,
         })
     }
 
@@ -257,6 +263,14 @@ impl LockMachine {
     #[doc(hidden)]
     pub fn break_rule(&mut self, rule: BrokenRule) {
         self.broken = Some(rule);
+    }
+
+    /// Makes every script that publishes an unlock message publish with `command`: `SPUBLISH`
+    /// when the backend subscribes to shard channels (a cluster with sharded pub/sub), as Redisson
+    /// 3.22+ does; `PUBLISH` (the default) otherwise. The async client sets it from
+    /// [`Backend::publish_command`](crate::Backend::publish_command).
+    pub fn set_publish_command(&mut self, command: PublishCommand) {
+        self.publish = command;
     }
 
     /// This client's id, the first part of every owner it writes.
@@ -316,7 +330,15 @@ impl LockMachine {
         match input {
             Input::Request { op, request } => self.on_request(op, request),
             Input::Cancel { op } => self.on_cancel(op),
-            Input::CallResult { id, result } => self.on_call_result(id, result),
+            Input::CallResult { id, result } => self.on_call_result(id, result, None),
+            Input::SyncedCallResult {
+                id,
+                reply,
+                replicas,
+            } => {
+                let shortfall = self.shortfall(replicas);
+                self.on_call_result(id, Ok(reply), shortfall);
+            }
             Input::Subscribed { channel, result } => self.on_subscribed(channel, result),
             Input::PubSub(event) => self.on_pubsub(event),
             Input::Timeout => self.on_timeout(),
@@ -407,18 +429,27 @@ impl LockMachine {
         // waiting for the answer (a guard's unlock must happen even if its caller walked away).
     }
 
-    fn on_call_result(&mut self, id: CallId, result: Result<Reply, BackendError>) {
+    fn on_call_result(
+        &mut self,
+        id: CallId,
+        result: Result<Reply, BackendError>,
+        shortfall: Option<replicas::Shortfall>,
+    ) {
         let Some(purpose) = self.calls.remove(&id) else {
             return;
         };
         match purpose {
             CallPurpose::Attempt { op, sent } => match self.ops.get(&op).map(|o| &o.kind) {
-                Some(OpKind::Acquire(_)) => self.on_acquire_result(op, sent, result),
-                Some(OpKind::Release(_)) => self.on_release_result(op, sent, result),
+                Some(OpKind::Acquire(_)) => self.on_acquire_result(op, sent, result, shortfall),
+                Some(OpKind::Release(_)) => self.on_release_result(op, sent, result, shortfall),
+                // A fair waiter leaving its queue: nothing a failover could undo harms anyone
+                // (the queue's timeouts purge a place that comes back).
                 Some(OpKind::GiveUp(_)) => self.on_give_up_result(op, sent, result),
                 _ => {}
             },
-            CallPurpose::Renew { holds, sent } => self.on_renew_result(id, holds, sent, result),
+            CallPurpose::Renew { holds, sent } => {
+                self.on_renew_result(id, holds, sent, result, shortfall)
+            }
             CallPurpose::Single { op } => self.on_single_result(op, result),
         }
     }
@@ -527,7 +558,13 @@ impl LockMachine {
         self.out.push_back(Queued::Ready(output));
     }
 
-    fn send_call(&mut self, call: Call, purpose: CallPurpose) -> CallId {
+    fn send_call(&mut self, mut call: Call, purpose: CallPurpose) -> CallId {
+        if let Call::Script(script) = &mut call {
+            if let CallPurpose::Attempt { .. } = &purpose {
+                script.sync = self.replica_wait();
+            }
+            *script = script.clone().with_publish(self.publish);
+        }
         let id = self.new_call_id();
         self.calls.insert(id, purpose);
         self.push(Output::Call { id, call });

@@ -8,9 +8,13 @@
 //! (Redisson #4871, #6651).
 //!
 //! The same operation, with no caller, undoes the grant of a cancelled acquire.
+//!
+//! An unlock that too few replicas acknowledged (the replica check, `replicas.rs`) answers
+//! `LockError::ReplicasNotSynced`, whose outcome is unknown: a failover could bring the hold back.
 
 use super::attempts::{Attempts, RetryWindow};
 use super::read_write::{self, RwSide};
+use super::replicas::Shortfall;
 use super::{
     BackendError, Call, CallPurpose, Done, HoldId, HoldKey, HoldState, LockError, LockEvent,
     LockMachine, OpId, OpKind, Operation, OwnerId, UnlockOutcome,
@@ -186,6 +190,7 @@ impl LockMachine {
         op: u64,
         sent: MonoTime,
         result: Result<Reply, BackendError>,
+        shortfall: Option<Shortfall>,
     ) {
         let now = self.now;
         let window = RetryWindow::of(&self.config);
@@ -221,8 +226,26 @@ impl LockMachine {
                     .get(&key)
                     .is_some_and(|h| h.id == *id && h.count > 0)
         });
-        let result = match decoded {
-            Ok(ReleaseReply::StillHeld) => {
+        let unsynced = |shortfall: Shortfall| LockError::ReplicasNotSynced {
+            name: key.0.clone(),
+            operation: Operation::Unlock,
+            acked: shortfall.acked,
+            required: shortfall.required,
+        };
+        let result = match (decoded, shortfall) {
+            // Applied on the primary only: a failover could bring the count back, so the unlock's
+            // outcome is unknown and a reentrant release confirms no lease.
+            (Ok(ReleaseReply::StillHeld | ReleaseReply::Released), Some(shortfall)) => {
+                tracing::warn!(
+                    lock = %name,
+                    owner = %key.1,
+                    acked = shortfall.acked,
+                    required = shortfall.required,
+                    "unlock acknowledged by too few replicas; its outcome is unknown"
+                );
+                Err(unsynced(shortfall))
+            }
+            (Ok(ReleaseReply::StillHeld), None) => {
                 if let Some(id) = live.filter(|_| key.2 != Some(RwSide::Read)) {
                     let valid_until = self.valid_until_after(anchor, lease);
                     let valid_until = self.promise_after_doubt(anchor, valid_until);
@@ -238,20 +261,20 @@ impl LockMachine {
                 }
                 Ok(Done::Unlocked(UnlockOutcome::StillHeld))
             }
-            Ok(ReleaseReply::Released) => {
+            (Ok(ReleaseReply::Released), None) => {
                 if live.is_some() {
                     // The server had fewer counts than the client: the hold is gone.
                     self.mark_lost(&key);
                 }
                 Ok(Done::Unlocked(UnlockOutcome::Released))
             }
-            Ok(ReleaseReply::NotHeld) => {
+            (Ok(ReleaseReply::NotHeld), _) => {
                 if live.is_some() {
                     self.mark_lost(&key);
                 }
                 Err(self.not_locked(&key))
             }
-            Err(error) => Err(LockError::UnexpectedReply {
+            (Err(error), _) => Err(LockError::UnexpectedReply {
                 name,
                 operation: Operation::Unlock,
                 error,

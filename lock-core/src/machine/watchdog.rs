@@ -9,6 +9,11 @@
 //! and an error or timeout is unknown: the hold stays, the next pass tries again, and
 //! `valid_until` does not move. A hold past `max_hold` is no longer renewed and its holder warned.
 //!
+//! A pass takes its holds in cluster-slot order before it cuts them into batches, so that on a
+//! cluster (where a batch is sent as one call per slot) a pass costs as few calls as the slots
+//! allow: with 10,000 holds of distinct names, 7,557 calls of at most `batch_size` holds each,
+//! against 9,983 in name order (the slots number 7,532; `tests/renewal_slots.rs`).
+//!
 //! A read-write lock's read holds are renewed in batches of their own by `rw_renew`, which also
 //! renews each reader's timeout keys; its write holds go with the plain holds.
 //!
@@ -21,6 +26,9 @@
 //! sending it twice is harmless, and a stale connection costs one retry instead of a whole period.
 //! A call that timed out is left to the next pass, as before.
 //!
+//! A batch whose `WAIT` (the replica check, `replicas.rs`) came back short confirms nothing: its 1s
+//! leave `valid_until` where it was, as an unknown outcome does; its 0s still end their holds.
+//!
 //! Loss is noticed at once. A lost subscriber connection is the client's sign that the server may
 //! have restarted or failed over and forgotten its data: every hold becomes `MayBeLost` on the
 //! spot (`valid_until` drops to the present), no renewal sent before that moment counts as a
@@ -28,10 +36,12 @@
 //! the hold `Valid` again (or whose 0 tells the holder it is lost).
 
 use super::read_write::{self, RwSide};
+use super::replicas::Shortfall;
 use super::timers::{TimerKey, TimerKind};
 use super::{
     BackendError, CallId, CallPurpose, HoldRefKey, LockEvent, LockMachine, Output, Queued,
 };
+use crate::keys::key_slot;
 use crate::reply::Reply;
 use crate::script::{renew_batch, rw_renew};
 use crate::time::{Millis, MonoTime};
@@ -88,9 +98,16 @@ impl LockMachine {
             self.event(warning);
         }
         // Read holds need their own script: they go in batches of their own, after the others.
-        let (reads, plain): (Vec<_>, Vec<_>) = renew
+        let (reads, mut plain): (Vec<_>, Vec<_>) = renew
             .into_iter()
             .partition(|((_, _, side), _)| *side == Some(RwSide::Read));
+        // In slot order, so that a batch's locks share as few cluster slots as they can: a
+        // cluster backend sends one call per slot of a batch (a script's keys must share one),
+        // and a single server does not mind the order.
+        plain.sort_by_cached_key(|(key, _)| {
+            let lock = self.holds.get(key).map(|h| h.keys.lock.clone());
+            (lock.as_deref().map_or(0, key_slot), key.clone())
+        });
         let batches = plain.chunks(self.config.batch_size);
         for chunk in batches.chain(reads.chunks(self.config.batch_size)) {
             let id = self.new_call_id();
@@ -162,6 +179,10 @@ impl LockMachine {
                 targets.iter().map(|(k, o)| (k, o)),
             )
         };
+        let call = crate::script::ScriptCall {
+            sync: self.replica_wait(),
+            ..call
+        };
         self.calls.insert(
             id,
             CallPurpose::Renew {
@@ -190,6 +211,7 @@ impl LockMachine {
         holds: Vec<HoldRefKey>,
         sent: MonoTime,
         result: Result<Reply, BackendError>,
+        shortfall: Option<Shortfall>,
     ) {
         // A call that failed on its connection (refused, or broken well before the response
         // timeout) is worth sending again now; one that ran out of time met a slow or lossy
@@ -213,6 +235,14 @@ impl LockMachine {
         let doubted = self.sent_before_doubt(sent);
         match decoded {
             Ok(confirmed) => {
+                if let Some(Shortfall { acked, required }) = shortfall {
+                    tracing::warn!(
+                        locks = holds.len(),
+                        acked,
+                        required,
+                        "renewal acknowledged by too few replicas; valid_until does not move"
+                    );
+                }
                 let valid_until = self.valid_until_after(sent, self.config.watchdog_lease());
                 for ((key, hold_id), renewed) in holds.into_iter().zip(confirmed) {
                     let live = self
@@ -222,7 +252,9 @@ impl LockMachine {
                     if !live {
                         continue;
                     }
-                    if renewed && doubted {
+                    // Renewed on the primary only: a failover now could lose the new TTL, so it
+                    // confirms nothing (its 0 still says the hold is gone).
+                    if renewed && (doubted || shortfall.is_some()) {
                         continue;
                     }
                     if renewed {

@@ -87,6 +87,7 @@ pub fn call(
 ) -> ScriptCall {
     ScriptCall {
         script: &SCRIPT,
+        sync: None,
         keys: vec![keys.lock.clone(), keys.acquire_latch(request)],
         args: vec![
             int_arg(lease.millis().as_u64() as i64),

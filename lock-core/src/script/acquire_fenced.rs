@@ -121,6 +121,7 @@ pub fn call(
 ) -> ScriptCall {
     ScriptCall {
         script: &SCRIPT,
+        sync: None,
         keys: vec![
             keys.lock.clone(),
             keys.token.clone(),

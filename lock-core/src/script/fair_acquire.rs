@@ -143,6 +143,7 @@ pub fn call(
     args.extend(held.map(|held| int_arg(i64::from(held))));
     ScriptCall {
         script: &SCRIPT,
+        sync: None,
         keys: lock_and_queue(keys),
         args,
     }

@@ -1,7 +1,8 @@
 //! `fair_force_unlock`: delete the fair lock whoever holds it, and wake the queue's head.
 //!
 //! `KEYS[1]` the lock, `KEYS[2]` its queue, `KEYS[3]` its timeouts, `KEYS[4]` its channel;
-//! `ARGV[1]` the unlock message, `ARGV[2]` the client's clock in unix ms. Redisson's
+//! `ARGV[1]` the unlock message, `ARGV[2]` the client's clock in unix ms, `ARGV[3]` the publish
+//! command (`publish` or `spublish`). Redisson's
 //! `RedissonFairLock.forceUnlockAsync`: the stale-waiter purge, then the delete, which publishes
 //! to the head waiter's own channel. Replies 1 when a lock was deleted, 0 when there was none.
 
@@ -9,20 +10,22 @@ use super::fair_queue::{
     PURGE_LINES, lock_and_queue, publish_to_waiter, purge_stale, purge_stale_lua,
 };
 use super::release::UNLOCK_MESSAGE;
-use super::{DecodeError, Script, ScriptCall, ScriptCtx, ScriptFailure, Store, int_arg};
+use super::{
+    DecodeError, PublishCommand, Script, ScriptCall, ScriptCtx, ScriptFailure, Store, int_arg,
+};
 use crate::keys::FairKeys;
 use crate::reply::Reply;
 use bytes::Bytes;
 
 /// The script.
-pub static SCRIPT: Script = Script::new("fair_force_unlock", BODY, native);
+pub static SCRIPT: Script = Script::publishing("fair_force_unlock", BODY, native, 2);
 
 const BODY: &str = concat!(
     purge_stale_lua!(2),
     "if redis.call('del', KEYS[1]) == 1 then
   local nextOwner = redis.call('lindex', KEYS[2], 0)
   if nextOwner ~= false then
-    redis.call('publish', KEYS[4] .. ':' .. nextOwner, ARGV[1])
+    redis.call(ARGV[3], KEYS[4] .. ':' .. nextOwner, ARGV[1])
   end
   return 1
 end
@@ -37,7 +40,7 @@ fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, Script
         return Ok(Reply::Int(0));
     }
     if let Some(next) = cx.at(at(2), store.lindex(cx.key(2, at(2))?, 0))? {
-        publish_to_waiter(cx, store, at(4), &next, 1)?;
+        publish_to_waiter(cx, store, at(4), &next, 1, 3)?;
     }
     Ok(Reply::Int(1))
 }
@@ -46,8 +49,13 @@ fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, Script
 pub fn call(keys: &FairKeys, now_ms: i64) -> ScriptCall {
     ScriptCall {
         script: &SCRIPT,
+        sync: None,
         keys: [lock_and_queue(keys), vec![keys.lock.channel.clone()]].concat(),
-        args: vec![Bytes::from_static(UNLOCK_MESSAGE), int_arg(now_ms)],
+        args: vec![
+            Bytes::from_static(UNLOCK_MESSAGE),
+            int_arg(now_ms),
+            PublishCommand::Publish.as_arg(),
+        ],
     }
 }
 

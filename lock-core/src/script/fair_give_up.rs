@@ -56,6 +56,7 @@ fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, Script
 pub fn call(keys: &FairKeys, owner: &Owner, thread_wait: Millis) -> ScriptCall {
     ScriptCall {
         script: &SCRIPT,
+        sync: None,
         keys: vec![keys.queue.clone(), keys.timeouts.clone()],
         args: vec![
             owner.as_bytes().clone(),

@@ -77,20 +77,26 @@ pub(crate) fn purge_stale(
     }
 }
 
-/// `redis.call('publish', KEYS[4] .. ':' .. owner, message)`: the unlock message to one waiter's
-/// own channel, `<lock's channel>:<owner>`.
+/// `redis.call(ARGV[command], KEYS[4] .. ':' .. owner, ARGV[message])`: the unlock message to one
+/// waiter's own channel, `<lock's channel>:<owner>`, with the publish command the script was
+/// handed.
 pub(crate) fn publish_to_waiter(
     cx: &ScriptCtx<'_>,
     store: &mut dyn Store,
     line: u32,
     owner: &[u8],
     message: usize,
+    command: usize,
 ) -> Result<(), ScriptFailure> {
     let base = cx.key(4, line)?;
     let mut channel = Vec::with_capacity(base.len() + 1 + owner.len());
     channel.extend_from_slice(base);
     channel.push(b':');
     channel.extend_from_slice(owner);
-    cx.at(line, store.publish(&channel, cx.arg(message, line)?))?;
+    let command = cx.arg(command, line)?;
+    cx.at(
+        line,
+        super::publish_with(store, command, &channel, cx.arg(message, line)?),
+    )?;
     Ok(())
 }

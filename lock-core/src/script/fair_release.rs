@@ -3,22 +3,25 @@
 //! `KEYS[1]` the lock, `KEYS[2]` its queue, `KEYS[3]` its timeouts, `KEYS[4]` its channel (each
 //! waiter listens on `<channel>:<owner>`), `KEYS[5]` the unlock latch of this request; `ARGV[1]`
 //! the unlock message (`0`), `ARGV[2]` the lease to re-apply on a reentrant release, `ARGV[3]` the
-//! owner, `ARGV[4]` the client's clock in unix ms, `ARGV[5]` the latch's TTL in ms, and optionally
-//! `ARGV[6]` the hold count the client believes the owner has before this release.
+//! owner, `ARGV[4]` the client's clock in unix ms, `ARGV[5]` the latch's TTL in ms, `ARGV[6]` the
+//! publish command (`publish` or `spublish`), and optionally `ARGV[7]` the hold count the client
+//! believes the owner has before this release.
 //!
 //! Redisson's `RedissonFairLock.unlockInnerAsync`: the latch, the stale-waiter purge, then a plain
 //! release whose last hold publishes only to the head waiter's own channel, so exactly the next in
 //! line wakes. As in Redisson, a release that finds the lock gone (it expired, or was
 //! force-unlocked) still wakes the head and replies 1: the queue must not stall behind a lock
 //! nobody holds. Replies nil when another owner holds it and this one has no hold, 0 when holds
-//! remain, 1 otherwise; a repeat of the same request replies what the first did. `ARGV[6]` has
+//! remain, 1 otherwise; a repeat of the same request replies what the first did. `ARGV[7]` has
 //! the plain release's rule: a copy whose count is stale releases nothing and replies 0.
 
 use super::fair_queue::{
     PURGE_LINES, lock_and_queue, publish_to_waiter, purge_stale, purge_stale_lua,
 };
 use super::release::UNLOCK_MESSAGE;
-use super::{DecodeError, Script, ScriptCall, ScriptCtx, ScriptFailure, Store, int_arg};
+use super::{
+    DecodeError, PublishCommand, Script, ScriptCall, ScriptCtx, ScriptFailure, Store, int_arg,
+};
 use super::{lua_tonumber_reply, release::ReleaseReply};
 use crate::keys::{FairKeys, Owner, RequestId};
 use crate::reply::Reply;
@@ -26,7 +29,7 @@ use crate::time::{Lease, Millis};
 use bytes::Bytes;
 
 /// The script.
-pub static SCRIPT: Script = Script::new("fair_release", BODY, native);
+pub static SCRIPT: Script = Script::publishing("fair_release", BODY, native, 5);
 
 const BODY: &str = concat!(
     "local val = redis.call('get', KEYS[5])
@@ -38,7 +41,7 @@ end
     "if redis.call('exists', KEYS[1]) == 0 then
   local nextOwner = redis.call('lindex', KEYS[2], 0)
   if nextOwner ~= false then
-    redis.call('publish', KEYS[4] .. ':' .. nextOwner, ARGV[1])
+    redis.call(ARGV[6], KEYS[4] .. ':' .. nextOwner, ARGV[1])
   end
   redis.call('set', KEYS[5], 1, 'px', ARGV[5])
   return 1
@@ -47,7 +50,7 @@ local count = redis.call('hget', KEYS[1], ARGV[3])
 if count == false then
   return nil
 end
-if ARGV[6] ~= nil and count ~= ARGV[6] then
+if ARGV[7] ~= nil and count ~= ARGV[7] then
   redis.call('pexpire', KEYS[1], ARGV[2])
   return 0
 end
@@ -60,7 +63,7 @@ redis.call('del', KEYS[1])
 redis.call('set', KEYS[5], 1, 'px', ARGV[5])
 local nextOwner = redis.call('lindex', KEYS[2], 0)
 if nextOwner ~= false then
-  redis.call('publish', KEYS[4] .. ':' .. nextOwner, ARGV[1])
+  redis.call(ARGV[6], KEYS[4] .. ':' .. nextOwner, ARGV[1])
 end
 return 1
 "
@@ -80,7 +83,7 @@ fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, Script
     let queue = cx.key(2, at(2))?;
     if !cx.at(at(1), store.exists(lock))? {
         if let Some(next) = cx.at(at(2), store.lindex(queue, 0))? {
-            publish_to_waiter(cx, store, at(4), &next, 1)?;
+            publish_to_waiter(cx, store, at(4), &next, 1, 6)?;
         }
         cx.at(at(6), store.set_px(latch, b"1", cx.arg(5, at(6))?))?;
         return Ok(Reply::Int(1));
@@ -89,7 +92,7 @@ fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, Script
     let Some(count) = cx.at(at(9), store.hget(lock, owner))? else {
         return Ok(Reply::Nil);
     };
-    if cx.opt_arg(6).is_some_and(|expected| expected != &count[..]) {
+    if cx.opt_arg(7).is_some_and(|expected| expected != &count[..]) {
         cx.at(at(14), store.pexpire(lock, cx.arg(2, at(14))?))?;
         return Ok(Reply::Int(0));
     }
@@ -101,7 +104,7 @@ fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, Script
     cx.at(at(22), store.del(lock))?;
     cx.at(at(23), store.set_px(latch, b"1", cx.arg(5, at(23))?))?;
     if let Some(next) = cx.at(at(24), store.lindex(queue, 0))? {
-        publish_to_waiter(cx, store, at(26), &next, 1)?;
+        publish_to_waiter(cx, store, at(26), &next, 1, 6)?;
     }
     Ok(Reply::Int(1))
 }
@@ -125,10 +128,12 @@ pub fn call(
         owner.as_bytes().clone(),
         int_arg(now_ms),
         int_arg(latch_ttl.as_u64().max(1) as i64),
+        PublishCommand::Publish.as_arg(),
     ];
     args.extend(held.map(|held| int_arg(i64::from(held))));
     ScriptCall {
         script: &SCRIPT,
+        sync: None,
         keys: [
             lock_and_queue(keys),
             vec![keys.lock.channel.clone(), keys.lock.unlock_latch(request)],

@@ -1,20 +1,23 @@
 //! `force_unlock`: delete the lock whoever holds it, and wake the waiters.
 //!
-//! `KEYS[1]` the lock, `KEYS[2]` its unlock channel; `ARGV[1]` the unlock message. Replies 1 when a
+//! `KEYS[1]` the lock, `KEYS[2]` its unlock channel; `ARGV[1]` the unlock message, `ARGV[2]` the
+//! publish command (`publish` or `spublish`). Replies 1 when a
 //! lock was deleted, 0 when there was none. The holder learns it lost the lock at its next renewal.
 
 use super::release::UNLOCK_MESSAGE;
-use super::{DecodeError, Script, ScriptCall, ScriptCtx, ScriptFailure, Store};
+use super::{
+    DecodeError, PublishCommand, Script, ScriptCall, ScriptCtx, ScriptFailure, Store, publish_with,
+};
 use crate::keys::LockKeys;
 use crate::reply::Reply;
 use bytes::Bytes;
 
 /// The script.
-pub static SCRIPT: Script = Script::new("force_unlock", BODY, native);
+pub static SCRIPT: Script = Script::publishing("force_unlock", BODY, native, 1);
 
 const BODY: &str = "\
 if redis.call('del', KEYS[1]) == 1 then
-  redis.call('publish', KEYS[2], ARGV[1])
+  redis.call(ARGV[2], KEYS[2], ARGV[1])
   return 1
 end
 return 0
@@ -22,7 +25,10 @@ return 0
 
 fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, ScriptFailure> {
     if cx.at(1, store.del(cx.key(1, 1)?))? {
-        cx.at(2, store.publish(cx.key(2, 2)?, cx.arg(1, 2)?))?;
+        cx.at(
+            2,
+            publish_with(store, cx.arg(2, 2)?, cx.key(2, 2)?, cx.arg(1, 2)?),
+        )?;
         return Ok(Reply::Int(1));
     }
     Ok(Reply::Int(0))
@@ -32,8 +38,12 @@ fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, Script
 pub fn call(keys: &LockKeys) -> ScriptCall {
     ScriptCall {
         script: &SCRIPT,
+        sync: None,
         keys: vec![keys.lock.clone(), keys.channel.clone()],
-        args: vec![Bytes::from_static(UNLOCK_MESSAGE)],
+        args: vec![
+            Bytes::from_static(UNLOCK_MESSAGE),
+            PublishCommand::Publish.as_arg(),
+        ],
     }
 }
 

@@ -72,6 +72,9 @@ pub trait Store {
     fn del(&mut self, key: &[u8]) -> Result<bool, CommandError>;
     /// `PUBLISH channel message`: how many clients received it.
     fn publish(&mut self, channel: &[u8], message: &[u8]) -> Result<i64, CommandError>;
+    /// `SPUBLISH shardchannel message` (Redis 7.0's sharded pub/sub): how many clients received
+    /// it.
+    fn spublish(&mut self, channel: &[u8], message: &[u8]) -> Result<i64, CommandError>;
     /// `SET key value PX ms`.
     fn set_px(&mut self, key: &[u8], value: &[u8], ms: &[u8]) -> Result<(), CommandError>;
     /// `GET key`.
@@ -125,6 +128,8 @@ pub struct Script {
     pub body: &'static str,
     native: NativeFn,
     sha: OnceLock<String>,
+    /// The index in `ARGV` (0-based) of the publish command, for a script that publishes.
+    publish_arg: Option<usize>,
 }
 
 /// A native twin: runs over `keys` and `args` as `EVALSHA` would hand them to the Lua body.
@@ -137,6 +142,23 @@ impl Script {
             body,
             native,
             sha: OnceLock::new(),
+            publish_arg: None,
+        }
+    }
+
+    /// A script that publishes with the command at `ARGV[publish_arg + 1]`.
+    const fn publishing(
+        name: &'static str,
+        body: &'static str,
+        native: NativeFn,
+        publish_arg: usize,
+    ) -> Script {
+        Script {
+            name,
+            body,
+            native,
+            sha: OnceLock::new(),
+            publish_arg: Some(publish_arg),
         }
     }
 
@@ -204,15 +226,93 @@ pub fn by_body(body: &[u8]) -> Option<&'static Script> {
     all().into_iter().find(|s| s.body.as_bytes() == body)
 }
 
-/// A script call ready to send: which script, its `KEYS` and its `ARGV`.
+/// The command a script publishes its unlock messages with. Scripts take it as an argument, as
+/// Redisson's do (`PublishSubscribeService.getPublishCommand`): `PUBLISH`, or on a cluster that has
+/// it `SPUBLISH`, whose message stays within the channel's shard instead of crossing every node.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum PublishCommand {
+    /// `PUBLISH`: every subscriber of the channel on any node (a cluster relays it to all).
+    #[default]
+    Publish,
+    /// `SPUBLISH`: the subscribers of the shard channel, on the shard that serves its slot.
+    SPublish,
+}
+
+impl PublishCommand {
+    /// The command's name as a script argument (`publish`, `spublish`).
+    pub fn as_arg(self) -> Bytes {
+        Bytes::from_static(match self {
+            PublishCommand::Publish => b"publish",
+            PublishCommand::SPublish => b"spublish",
+        })
+    }
+}
+
+/// `redis.call(command, channel, message)` where `command` is the argument a script was handed:
+/// `PUBLISH` or `SPUBLISH` in any case. Any other name is refused as Redis refuses a command it
+/// does not know; a twin does not run other commands (the lock never hands it one).
+pub fn publish_with(
+    store: &mut dyn Store,
+    command: &[u8],
+    channel: &[u8],
+    message: &[u8],
+) -> Result<i64, CommandError> {
+    if command.eq_ignore_ascii_case(b"publish") {
+        store.publish(channel, message)
+    } else if command.eq_ignore_ascii_case(b"spublish") {
+        store.spublish(channel, message)
+    } else {
+        Err(CommandError(
+            "ERR Unknown Redis command called from script".into(),
+        ))
+    }
+}
+
+/// A script call ready to send: which script, its `KEYS` and its `ARGV`, and whether to wait for
+/// replicas behind it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ScriptCall {
     /// The script.
     pub script: &'static Script,
+    /// `WAIT` to send in the same round trip, right behind the script, when the lock's replica
+    /// check is on (see [`SyncReplicas`](crate::config::SyncReplicas)); the backend reports the
+    /// count through [`Backend::eval_synced`](crate::Backend::eval_synced).
+    pub sync: Option<ReplicaWait>,
     /// `KEYS[1..]`.
     pub keys: Vec<Bytes>,
     /// `ARGV[1..]`.
     pub args: Vec<Bytes>,
+}
+
+/// `WAIT <replicas> <timeout>`: block until that many replicas acknowledge the connection's writes
+/// so far, or the timeout passes, and reply how many did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReplicaWait {
+    /// How many replicas to wait for.
+    pub replicas: u32,
+    /// How long the server waits at most.
+    pub timeout: crate::time::Millis,
+}
+
+impl ReplicaWait {
+    /// The command: `WAIT replicas timeout`.
+    pub fn argv(&self) -> Vec<Bytes> {
+        vec![
+            Bytes::from_static(b"WAIT"),
+            Bytes::from(self.replicas.to_string()),
+            Bytes::from(self.timeout.as_u64().to_string()),
+        ]
+    }
+}
+
+/// How many replicas had a synced call's writes when its `WAIT` returned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReplicaAcks {
+    /// The replicas that acknowledged (`WAIT`'s reply).
+    pub acked: u32,
+    /// The replicas the backend knows the primary has connected; 0 means no `WAIT` was sent,
+    /// since there is nothing to wait for.
+    pub connected: u32,
 }
 
 impl PartialEq for Script {
@@ -223,6 +323,15 @@ impl PartialEq for Script {
 impl Eq for Script {}
 
 impl ScriptCall {
+    /// The call publishing with `command` instead, if its script publishes (builders hand
+    /// `PUBLISH`); any other call is returned as it is.
+    pub fn with_publish(mut self, command: PublishCommand) -> ScriptCall {
+        if let Some(slot) = self.script.publish_arg.and_then(|at| self.args.get_mut(at)) {
+            *slot = command.as_arg();
+        }
+        self
+    }
+
     /// Runs the call's native twin over `store`.
     pub fn run_native(&self, store: &mut dyn Store) -> Reply {
         self.script.run_native(store, &self.keys, &self.args)

@@ -289,6 +289,11 @@ impl Store for ReferenceStore {
         Ok(0)
     }
 
+    fn spublish(&mut self, channel: &[u8], message: &[u8]) -> Result<i64, CommandError> {
+        // One server: a shard channel's subscribers are those of the channel's name.
+        self.publish(channel, message)
+    }
+
     fn set_px(&mut self, key: &[u8], value: &[u8], ms: &[u8]) -> Result<(), CommandError> {
         let ms = parse_i64(ms).ok_or_else(CommandError::not_an_integer)?;
         if ms <= 0 {

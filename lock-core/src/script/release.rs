@@ -2,8 +2,9 @@
 //!
 //! `KEYS[1]` the lock, `KEYS[2]` its unlock channel, `KEYS[3]` the unlock latch of this request;
 //! `ARGV[1]` the unlock message (`0`), `ARGV[2]` the lease to re-apply on a reentrant release,
-//! `ARGV[3]` the owner, `ARGV[4]` the latch's TTL in ms, and optionally `ARGV[5]` the hold count
-//! the client believes the owner has before this release.
+//! `ARGV[3]` the owner, `ARGV[4]` the latch's TTL in ms, `ARGV[5]` the publish command (`publish`,
+//! or `spublish` on a cluster: Redisson hands it to its scripts the same way), and optionally
+//! `ARGV[6]` the hold count the client believes the owner has before this release.
 //!
 //! Redisson's `unlockInnerAsync` (its latch fixed issue #4871: an unlock whose reply was lost, sent
 //! again, used to fail with "not locked by current thread"). Replies nil when the owner holds no
@@ -19,8 +20,8 @@
 //! tried on the missing latch before the first write, so a refused argument leaves no trace.
 
 use super::{
-    DecodeError, Script, ScriptCall, ScriptCtx, ScriptFailure, Store, check_set_px, int_arg,
-    lua_tonumber_reply,
+    DecodeError, PublishCommand, Script, ScriptCall, ScriptCtx, ScriptFailure, Store, check_set_px,
+    int_arg, lua_tonumber_reply, publish_with,
 };
 use crate::keys::{LockKeys, Owner, RequestId};
 use crate::reply::Reply;
@@ -28,7 +29,7 @@ use crate::time::{Lease, Millis};
 use bytes::Bytes;
 
 /// The script.
-pub static SCRIPT: Script = Script::new("release", BODY, native);
+pub static SCRIPT: Script = Script::publishing("release", BODY, native, 4);
 
 /// The message an unlock publishes (Redisson's `UNLOCK_MESSAGE`).
 pub const UNLOCK_MESSAGE: &[u8] = b"0";
@@ -43,7 +44,7 @@ if count == false then
 end
 redis.call('pexpire', KEYS[3], ARGV[2])
 redis.call('set', KEYS[3], 1, 'px', ARGV[4], 'xx')
-if ARGV[5] ~= nil and count ~= ARGV[5] then
+if ARGV[6] ~= nil and count ~= ARGV[6] then
   redis.call('pexpire', KEYS[1], ARGV[2])
   return 0
 end
@@ -53,7 +54,7 @@ if redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then
   return 0
 end
 redis.call('del', KEYS[1])
-redis.call('publish', KEYS[2], ARGV[1])
+redis.call(ARGV[5], KEYS[2], ARGV[1])
 redis.call('set', KEYS[3], 1, 'px', ARGV[4])
 return 1
 ";
@@ -73,7 +74,7 @@ fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, Script
     };
     cx.at(8, store.pexpire(latch, cx.arg(2, 8)?))?;
     cx.at(9, check_set_px(store, latch, cx.arg(4, 9)?))?;
-    if cx.opt_arg(5).is_some_and(|expected| expected != &count[..]) {
+    if cx.opt_arg(6).is_some_and(|expected| expected != &count[..]) {
         cx.at(11, store.pexpire(lock, cx.arg(2, 11)?))?;
         return Ok(Reply::Int(0));
     }
@@ -83,7 +84,10 @@ fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, Script
         return Ok(Reply::Int(0));
     }
     cx.at(19, store.del(lock))?;
-    cx.at(20, store.publish(cx.key(2, 20)?, cx.arg(1, 20)?))?;
+    cx.at(
+        20,
+        publish_with(store, cx.arg(5, 20)?, cx.key(2, 20)?, cx.arg(1, 20)?),
+    )?;
     cx.at(21, store.set_px(latch, b"1", cx.arg(4, 21)?))?;
     Ok(Reply::Int(1))
 }
@@ -100,6 +104,7 @@ pub fn call(
 ) -> ScriptCall {
     ScriptCall {
         script: &SCRIPT,
+        sync: None,
         keys: vec![
             keys.lock.clone(),
             keys.channel.clone(),
@@ -110,6 +115,7 @@ pub fn call(
             int_arg(lease.millis().as_u64() as i64),
             owner.as_bytes().clone(),
             int_arg(latch_ttl.as_u64().max(1) as i64),
+            PublishCommand::Publish.as_arg(),
         ],
     }
 }

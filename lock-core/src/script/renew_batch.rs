@@ -56,6 +56,7 @@ pub fn call<'a>(
     }
     ScriptCall {
         script: &SCRIPT,
+        sync: None,
         keys,
         args,
     }
@@ -69,6 +70,7 @@ pub fn subset(call: &ScriptCall, positions: &[usize]) -> ScriptCall {
     args.extend(positions.iter().map(|&at| call.args[at + 1].clone()));
     ScriptCall {
         script: &SCRIPT,
+        sync: call.sync,
         keys: positions.iter().map(|&at| call.keys[at].clone()).collect(),
         args,
     }

@@ -2,25 +2,28 @@
 //! waiters.
 //!
 //! `KEYS[1]` the lock, `KEYS[2]` its channel; `ARGV[1]` the mode to delete (`read` or `write`),
-//! `ARGV[2]` the message to publish. Redisson's read lock and write lock each force-unlock only
+//! `ARGV[2]` the message to publish, `ARGV[3]` the publish command (`publish` or `spublish`).
+//! Redisson's read lock and write lock each force-unlock only
 //! the lock in their own mode, publishing `0` (read) or `1` (write); this script is both, by its
 //! arguments. Replies 1 when the lock was deleted, 0 when it was not in that mode. Read holds'
 //! timeout keys are left to expire, as Redisson leaves them.
 
 use super::release::UNLOCK_MESSAGE;
 use super::rw_write_release::READ_UNLOCK_MESSAGE;
-use super::{DecodeError, Script, ScriptCall, ScriptCtx, ScriptFailure, Store};
+use super::{
+    DecodeError, PublishCommand, Script, ScriptCall, ScriptCtx, ScriptFailure, Store, publish_with,
+};
 use crate::keys::ReadWriteKeys;
 use crate::reply::Reply;
 use bytes::Bytes;
 
 /// The script.
-pub static SCRIPT: Script = Script::new("rw_force_unlock", BODY, native);
+pub static SCRIPT: Script = Script::publishing("rw_force_unlock", BODY, native, 2);
 
 const BODY: &str = "\
 if redis.call('hget', KEYS[1], 'mode') == ARGV[1] then
   redis.call('del', KEYS[1])
-  redis.call('publish', KEYS[2], ARGV[2])
+  redis.call(ARGV[3], KEYS[2], ARGV[2])
   return 1
 end
 return 0
@@ -31,7 +34,10 @@ fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, Script
     let mode = cx.at(1, store.hget(lock, b"mode"))?;
     if mode.is_some_and(|mode| cx.opt_arg(1) == Some(&mode[..])) {
         cx.at(2, store.del(lock))?;
-        cx.at(3, store.publish(cx.key(2, 3)?, cx.arg(2, 3)?))?;
+        cx.at(
+            3,
+            publish_with(store, cx.arg(3, 3)?, cx.key(2, 3)?, cx.arg(2, 3)?),
+        )?;
         return Ok(Reply::Int(1));
     }
     Ok(Reply::Int(0))
@@ -46,8 +52,13 @@ pub fn call(keys: &ReadWriteKeys, write: bool) -> ScriptCall {
     };
     ScriptCall {
         script: &SCRIPT,
+        sync: None,
         keys: vec![keys.lock.lock.clone(), keys.channel.clone()],
-        args: vec![Bytes::from_static(mode), Bytes::from_static(message)],
+        args: vec![
+            Bytes::from_static(mode),
+            Bytes::from_static(message),
+            PublishCommand::Publish.as_arg(),
+        ],
     }
 }
 

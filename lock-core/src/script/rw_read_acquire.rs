@@ -145,6 +145,7 @@ pub fn call(
     args.extend(held.map(|held| int_arg(i64::from(held))));
     ScriptCall {
         script: &SCRIPT,
+        sync: None,
         keys: vec![
             keys.lock.lock.clone(),
             keys.timeout_prefix(owner),

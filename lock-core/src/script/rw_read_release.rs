@@ -3,8 +3,9 @@
 //!
 //! `KEYS[1]` the lock, `KEYS[2]` its channel, `KEYS[3]` the owner's timeout-key prefix,
 //! `KEYS[4]` the lock's key prefix (`{name}`), `KEYS[5]` the unlock latch of this request;
-//! `ARGV[1]` the unlock message (`0`), `ARGV[2]` the owner, `ARGV[3]` the latch's TTL in ms, and
-//! optionally `ARGV[4]` the owner's read count before this release as the client knows it.
+//! `ARGV[1]` the unlock message (`0`), `ARGV[2]` the owner, `ARGV[3]` the latch's TTL in ms,
+//! `ARGV[4]` the publish command (`publish` or `spublish`), and optionally `ARGV[5]` the owner's
+//! read count before this release as the client knows it.
 //!
 //! Redisson's `RedissonReadLock.unlockInnerAsync`: the count goes down and its timeout key goes.
 //! While other holds remain, the lock's TTL becomes the longest TTL of any reader's remaining
@@ -15,14 +16,14 @@
 //!
 //! Replies nil when the owner has no read hold, 0 when it keeps read counts, 1 when its last one
 //! went (the lock may still be held by others; Redisson replies 0 then). A repeat of the same
-//! request replies what the first did. With `ARGV[4]`, a copy whose count is stale releases
+//! request replies what the first did. With `ARGV[5]`, a copy whose count is stale releases
 //! nothing and replies 0. The latch TTL is tried on the missing latch before the first write.
 
 use super::release::{ReleaseReply, UNLOCK_MESSAGE};
 use super::rw_read_acquire::count_key;
 use super::{
-    DecodeError, Script, ScriptCall, ScriptCtx, ScriptFailure, Store, check_set_px, int_arg,
-    lua_number_arg, lua_tonumber, lua_tonumber_reply,
+    DecodeError, PublishCommand, Script, ScriptCall, ScriptCtx, ScriptFailure, Store, check_set_px,
+    int_arg, lua_number_arg, lua_tonumber, lua_tonumber_reply, publish_with,
 };
 use crate::keys::{Owner, ReadWriteKeys, RequestId};
 use crate::reply::Reply;
@@ -31,7 +32,7 @@ use bytes::Bytes;
 use std::ops::ControlFlow;
 
 /// The script.
-pub static SCRIPT: Script = Script::new("rw_read_release", BODY, native);
+pub static SCRIPT: Script = Script::publishing("rw_read_release", BODY, native, 3);
 
 const BODY: &str = "\
 local val = redis.call('get', KEYS[5])
@@ -40,7 +41,7 @@ if val ~= false then
 end
 local mode = redis.call('hget', KEYS[1], 'mode')
 if mode == false then
-  redis.call('publish', KEYS[2], ARGV[1])
+  redis.call(ARGV[4], KEYS[2], ARGV[1])
   return nil
 end
 local count = redis.call('hget', KEYS[1], ARGV[2])
@@ -48,7 +49,7 @@ if count == false then
   return nil
 end
 redis.call('set', KEYS[5], 1, 'px', ARGV[3], 'xx')
-if ARGV[4] ~= nil and count ~= ARGV[4] then
+if ARGV[5] ~= nil and count ~= ARGV[5] then
   return 0
 end
 local left = redis.call('hincrby', KEYS[1], ARGV[2], -1)
@@ -79,7 +80,7 @@ if redis.call('hlen', KEYS[1]) > 1 then
   end
 end
 redis.call('del', KEYS[1])
-redis.call('publish', KEYS[2], ARGV[1])
+redis.call(ARGV[4], KEYS[2], ARGV[1])
 redis.call('set', KEYS[5], 1, 'px', ARGV[3])
 return 1
 ";
@@ -87,7 +88,7 @@ return 1
 fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, ScriptFailure> {
     let latch = cx.key(5, 1)?;
     let lock = cx.key(1, 5)?;
-    let mode = match replay_or_mode(cx, store, latch, lock)? {
+    let mode = match replay_or_mode(cx, store, latch, lock, 4)? {
         ControlFlow::Continue(mode) => mode,
         ControlFlow::Break(reply) => return Ok(reply),
     };
@@ -96,7 +97,7 @@ fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, Script
         return Ok(Reply::Nil);
     };
     cx.at(14, check_set_px(store, latch, cx.arg(3, 14)?))?;
-    if cx.opt_arg(4).is_some_and(|expected| expected != &count[..]) {
+    if cx.opt_arg(5).is_some_and(|expected| expected != &count[..]) {
         return Ok(Reply::Int(0));
     }
     let left = cx.at(18, store.hincrby(lock, owner, -1))?;
@@ -136,19 +137,24 @@ fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, Script
         }
     }
     cx.at(45, store.del(lock))?;
-    cx.at(46, store.publish(cx.key(2, 46)?, cx.arg(1, 46)?))?;
+    cx.at(
+        46,
+        publish_with(store, cx.arg(4, 46)?, cx.key(2, 46)?, cx.arg(1, 46)?),
+    )?;
     cx.at(47, store.set_px(latch, b"1", cx.arg(3, 47)?))?;
     Ok(Reply::Int(1))
 }
 
 /// The opening both read-write releases share: a repeat of the request replies what its latch
-/// holds, and a lock that is gone publishes `ARGV[1]` (so that no waiter stalls behind a lock that
+/// holds, and a lock that is gone publishes `ARGV[1]` with the publish command at `ARGV[command]`
+/// (so that no waiter stalls behind a lock that
 /// expired) and replies nil; otherwise the release goes on with the lock's mode.
 pub(crate) fn replay_or_mode(
     cx: &mut ScriptCtx<'_>,
     store: &mut dyn Store,
     latch: &[u8],
     lock: &[u8],
+    command: usize,
 ) -> Result<ControlFlow<Reply, Bytes>, ScriptFailure> {
     if let Some(val) = cx.at(1, store.get(latch))? {
         return Ok(ControlFlow::Break(
@@ -158,7 +164,11 @@ pub(crate) fn replay_or_mode(
     match cx.at(5, store.hget(lock, b"mode"))? {
         Some(mode) => Ok(ControlFlow::Continue(mode)),
         None => {
-            cx.at(7, store.publish(cx.key(2, 7)?, cx.arg(1, 7)?))?;
+            let command = cx.arg(command, 7)?;
+            cx.at(
+                7,
+                publish_with(store, command, cx.key(2, 7)?, cx.arg(1, 7)?),
+            )?;
             Ok(ControlFlow::Break(Reply::Nil))
         }
     }
@@ -178,10 +188,12 @@ pub fn call(
         Bytes::from_static(UNLOCK_MESSAGE),
         owner.as_bytes().clone(),
         int_arg(latch_ttl.as_u64().max(1) as i64),
+        PublishCommand::Publish.as_arg(),
     ];
     args.extend(held.map(|held| int_arg(i64::from(held))));
     ScriptCall {
         script: &SCRIPT,
+        sync: None,
         keys: vec![
             keys.lock.lock.clone(),
             keys.channel.clone(),

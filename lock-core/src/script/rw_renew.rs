@@ -104,6 +104,7 @@ pub fn call<'a>(
     }
     ScriptCall {
         script: &SCRIPT,
+        sync: None,
         keys,
         args,
     }

@@ -97,6 +97,7 @@ pub fn call(
     args.extend(held.map(|held| int_arg(i64::from(held))));
     ScriptCall {
         script: &SCRIPT,
+        sync: None,
         keys: vec![keys.lock.lock.clone(), keys.lock.acquire_latch(request)],
         args,
     }

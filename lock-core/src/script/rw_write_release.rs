@@ -4,7 +4,8 @@
 //! `KEYS[1]` the lock, `KEYS[2]` its channel, `KEYS[3]` the unlock latch of this request;
 //! `ARGV[1]` the read-unlock message (`1`), `ARGV[2]` the lease to re-apply on a reentrant
 //! release, `ARGV[3]` the owner as a writer (`<owner>:write`), `ARGV[4]` the latch's TTL in ms,
-//! and optionally `ARGV[5]` the owner's write count before this release as the client knows it.
+//! `ARGV[5]` the publish command (`publish` or `spublish`), and optionally `ARGV[6]` the owner's
+//! write count before this release as the client knows it.
 //!
 //! Redisson's `RedissonWriteLock.unlockInnerAsync`. A reentrant release re-applies the lease. The
 //! last one removes the write field: if nothing else is left the lock is deleted; if the writer
@@ -15,14 +16,15 @@
 //! does.
 //!
 //! Replies nil when the owner holds no write, 0 when write counts remain, 1 when the last went; a
-//! repeat of the same request replies what the first did. With `ARGV[5]`, a copy whose count is
+//! repeat of the same request replies what the first did. With `ARGV[6]`, a copy whose count is
 //! stale releases nothing, re-applies the lease and replies 0. The lease and the latch TTL are
 //! tried on the missing latch before the first write.
 
 use super::release::ReleaseReply;
 use super::rw_read_release::{decode_as, replay_or_mode};
 use super::{
-    DecodeError, Script, ScriptCall, ScriptCtx, ScriptFailure, Store, check_set_px, int_arg,
+    DecodeError, PublishCommand, Script, ScriptCall, ScriptCtx, ScriptFailure, Store, check_set_px,
+    int_arg, publish_with,
 };
 use crate::keys::{Owner, ReadWriteKeys, RequestId};
 use crate::reply::Reply;
@@ -31,7 +33,7 @@ use bytes::Bytes;
 use std::ops::ControlFlow;
 
 /// The script.
-pub static SCRIPT: Script = Script::new("rw_write_release", BODY, native);
+pub static SCRIPT: Script = Script::publishing("rw_write_release", BODY, native, 4);
 
 /// The message a write release publishes (Redisson's `READ_UNLOCK_MESSAGE`): every waiter wakes.
 pub const READ_UNLOCK_MESSAGE: &[u8] = b"1";
@@ -43,7 +45,7 @@ if val ~= false then
 end
 local mode = redis.call('hget', KEYS[1], 'mode')
 if mode == false then
-  redis.call('publish', KEYS[2], ARGV[1])
+  redis.call(ARGV[5], KEYS[2], ARGV[1])
   return nil
 end
 local count = redis.call('hget', KEYS[1], ARGV[3])
@@ -52,7 +54,7 @@ if mode ~= 'write' or count == false then
 end
 redis.call('set', KEYS[3], 1, 'px', ARGV[2], 'xx')
 redis.call('set', KEYS[3], 1, 'px', ARGV[4], 'xx')
-if ARGV[5] ~= nil and count ~= ARGV[5] then
+if ARGV[6] ~= nil and count ~= ARGV[6] then
   redis.call('pexpire', KEYS[1], ARGV[2])
   return 0
 end
@@ -67,7 +69,7 @@ if redis.call('hlen', KEYS[1]) == 1 then
 else
   redis.call('hset', KEYS[1], 'mode', 'read')
 end
-redis.call('publish', KEYS[2], ARGV[1])
+redis.call(ARGV[5], KEYS[2], ARGV[1])
 redis.call('set', KEYS[3], 1, 'px', ARGV[4])
 return 1
 ";
@@ -75,7 +77,7 @@ return 1
 fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, ScriptFailure> {
     let latch = cx.key(3, 1)?;
     let lock = cx.key(1, 5)?;
-    let mode = match replay_or_mode(cx, store, latch, lock)? {
+    let mode = match replay_or_mode(cx, store, latch, lock, 5)? {
         ControlFlow::Continue(mode) => mode,
         ControlFlow::Break(reply) => return Ok(reply),
     };
@@ -86,7 +88,7 @@ fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, Script
     };
     cx.at(14, check_set_px(store, latch, cx.arg(2, 14)?))?;
     cx.at(15, check_set_px(store, latch, cx.arg(4, 15)?))?;
-    if cx.opt_arg(5).is_some_and(|expected| expected != &count[..]) {
+    if cx.opt_arg(6).is_some_and(|expected| expected != &count[..]) {
         cx.at(17, store.pexpire(lock, cx.arg(2, 17)?))?;
         return Ok(Reply::Int(0));
     }
@@ -101,7 +103,10 @@ fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, Script
     } else {
         cx.at(29, store.hset(lock, b"mode", b"read"))?;
     }
-    cx.at(31, store.publish(cx.key(2, 31)?, cx.arg(1, 31)?))?;
+    cx.at(
+        31,
+        publish_with(store, cx.arg(5, 31)?, cx.key(2, 31)?, cx.arg(1, 31)?),
+    )?;
     cx.at(32, store.set_px(latch, b"1", cx.arg(4, 32)?))?;
     Ok(Reply::Int(1))
 }
@@ -122,10 +127,12 @@ pub fn call(
         int_arg(lease.millis().as_u64() as i64),
         owner.writer().as_bytes().clone(),
         int_arg(latch_ttl.as_u64().max(1) as i64),
+        PublishCommand::Publish.as_arg(),
     ];
     args.extend(held.map(|held| int_arg(i64::from(held))));
     ScriptCall {
         script: &SCRIPT,
+        sync: None,
         keys: vec![
             keys.lock.lock.clone(),
             keys.channel.clone(),

@@ -37,8 +37,8 @@ use lock_core::machine::{
     AcquireRequest, Call, CallId, Done, Input, LockEvent, LockMachine, OpId, Output, Request,
     SeededIds, Wait,
 };
-use lock_core::script::Store;
 use lock_core::script::reference::ReferenceStore;
+use lock_core::script::{ReplicaAcks, Store};
 use lock_core::{BackendError, Lease, LockConfig, LockError, Millis, MonoTime, PubSubEvent, Reply};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -87,6 +87,14 @@ pub enum Fate {
     Refused,
     /// Left in flight; the test answers it later.
     Hold,
+    /// Applied and answered, with the replica count of its `WAIT` (a call that asked for none
+    /// is answered plainly).
+    ReplyWithReplicas {
+        /// Replicas that acknowledged.
+        acked: u32,
+        /// Replicas the primary has.
+        connected: u32,
+    },
 }
 
 /// A call the machine sent.
@@ -323,6 +331,23 @@ impl Rig {
             Fate::DropRequest => Err(BackendError::Unknown("request dropped".into())),
             Fate::Refused => Err(BackendError::NotApplied("connection refused".into())),
             Fate::Hold => unreachable!(),
+            Fate::ReplyWithReplicas { acked, connected } => {
+                let synced = matches!(&sent.call, Call::Script(s) if s.sync.is_some());
+                match execute(&mut self.store, &sent.call) {
+                    Ok(reply) if synced => {
+                        let replicas = ReplicaAcks { acked, connected };
+                        let input = Input::SyncedCallResult {
+                            id: sent.id,
+                            reply,
+                            replicas,
+                        };
+                        let now = self.now;
+                        self.clients[sent.client].machine.handle(input, now);
+                        return;
+                    }
+                    other => other,
+                }
+            }
         };
         let now = self.now;
         self.clients[sent.client].machine.handle(
