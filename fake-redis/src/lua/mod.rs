@@ -617,9 +617,7 @@ fn run_command(
     if not_in_scripts(spec.name) {
         return Err("ERR This Redis command is not allowed from script");
     }
-    if let Err(denied) = crate::cmd::acl_check_script_call(running.cx, name, command) {
-        return fail(denied);
-    }
+    crate::cmd::acl_check_script_call(running.cx, name, command)?;
     if run.read_only && (spec.has(crate::cmd::WRITE) || may_replicate(spec.name)) {
         return Err("ERR Write commands are not allowed from read-only scripts.");
     }
