@@ -18,6 +18,7 @@
 mod acl;
 mod bitmaps;
 mod blocking;
+mod client;
 mod cluster;
 mod command_docs;
 mod config;
@@ -45,6 +46,7 @@ mod transactions;
 mod zsets;
 
 pub(crate) use blocking::serve_blocked;
+pub(crate) use client::resume_postponed;
 pub(crate) use command_docs::{Refusal, command_name};
 pub(crate) use config::class;
 pub(crate) use context::{Caller, Cx};
@@ -260,6 +262,7 @@ command_table! {
     b"MEMORY" => server::MEMORY,
     b"MGET" => strings::MGET,
     b"MODULE" => cluster::MODULE,
+    b"MONITOR" => client::MONITOR,
     b"MOVE" => server::MOVE,
     b"MSET" => strings::MSET,
     b"MSETNX" => strings::MSETNX,
@@ -309,6 +312,7 @@ command_table! {
     b"SETEX" => strings::SETEX,
     b"SETNX" => strings::SETNX,
     b"SETRANGE" => strings::SETRANGE,
+    b"SHUTDOWN" => server::SHUTDOWN,
     b"SINTER" => sets::SINTER,
     b"SINTERCARD" => sets::SINTERCARD,
     b"SINTERSTORE" => sets::SINTERSTORE,
