@@ -373,6 +373,32 @@ fn an_all_pause_holds_even_unpause_and_ends_on_the_clock() {
 }
 
 #[test]
+fn a_client_pause_fault_holds_commands_as_client_pause_does() {
+    let fake = Fake::start(&["--clock", "virtual", "--epoch-ms", "1000000"]);
+    let (mut admin, mut writer, mut reader) = (
+        Wire::connect(fake.port),
+        Wire::connect(fake.port),
+        Wire::connect(fake.port),
+    );
+    admin.call("FAKE.FAULT CLIENT-PAUSE 500 WRITE IN 100", b"+OK\r\n");
+    writer.call("SET before pause", b"+OK\r\n");
+    admin.call("FAKE.ADVANCE 100", b":1000100\r\n");
+    writer.send("SET during pause");
+    assert_eq!(writer.within(QUIET), b"", "held from the fault's time");
+    reader.call("GET before", b"$5\r\npause\r\n");
+    admin.call("FAKE.ADVANCE 499", b":1000599\r\n");
+    assert_eq!(writer.within(QUIET), b"");
+    admin.call("FAKE.ADVANCE 1", b":1000600\r\n");
+    writer.expect(b"+OK\r\n");
+    admin.send("FAKE.EVENTS");
+    let events = String::from_utf8_lossy(&admin.within(QUIET)).into_owned();
+    assert!(
+        events.contains("clients-paused-until 1000600 write"),
+        "{events}"
+    );
+}
+
+#[test]
 fn unpause_runs_the_held_commands_in_the_order_they_were_held() {
     let fake = Fake::start(&["--clock", "virtual"]);
     let (mut pauser, mut first, mut second) = (

@@ -62,7 +62,8 @@ pub(super) fn gate(
         return Gate::Run;
     };
     let held = match pause.mode {
-        PauseMode::All => true,
+        // Redis answers QUIT before it looks the command up: no pause holds it.
+        PauseMode::All => name != "quit",
         PauseMode::Write => may_write(engine, id, name, argv, flags),
     };
     if !held || !may_block {

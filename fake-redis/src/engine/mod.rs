@@ -860,6 +860,9 @@ impl Engine {
                 }
                 Fault::ClockJump { delta_ms, .. } => self.jump_clock(delta_ms),
                 Fault::Crash { node, .. } => self.crash(node),
+                Fault::ClientPause {
+                    until, writes_only, ..
+                } => self.pause_clients_until(until, writes_only),
                 _ => {}
             }
         }

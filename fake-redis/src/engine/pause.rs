@@ -54,6 +54,27 @@ impl Engine {
         });
     }
 
+    /// Pauses clients as `CLIENT PAUSE` does, until (before) `until` on the clock the fault plan
+    /// reads (before clock jumps), holding writes only with `writes_only`: the
+    /// [`Fault::ClientPause`](crate::Fault::ClientPause) a plan schedules, or a simulator's.
+    pub fn pause_clients_until(&mut self, until: i64, writes_only: bool) {
+        let mode = if writes_only {
+            PauseMode::Write
+        } else {
+            PauseMode::All
+        };
+        // The engine's pause lasts through its last millisecond, on its own clock.
+        let last = until.saturating_add(self.clock_offset).saturating_sub(1);
+        self.pause_clients(last, mode);
+        let at = self.clock_now();
+        self.faults.record(
+            at,
+            None,
+            None,
+            crate::fault::FaultEventKind::ClientsPaused(until, writes_only),
+        );
+    }
+
     /// The pause in force at `now`, if any (one that has run out counts as none).
     pub(crate) fn pause_at(&self, now: i64) -> Option<ClientPause> {
         self.pause.filter(|p| now <= p.until)
