@@ -2,7 +2,9 @@
 //!
 //! Each family lives in its own file (`keys`, `strings`, `hashes`, `lists`, `sets`, `zsets`, `sort`,
 //! `bitmaps`, `hyperloglog`, `streams`, `geo`, `blocking`, `pubsub`, `scripting`, `functions`,
-//! `transactions`, `connection`, `server` for `OBJECT`, `MEMORY` and the other server commands,
+//! `transactions`, `connection`, `client` for `MONITOR` and the `CLIENT` modes that act around
+//! every command (`PAUSE`, `REPLY`, `TRACKING`), `server` for `OBJECT`, `MEMORY`, `SHUTDOWN` and
+//! the other server commands,
 //! `acl`, `dump` for `DUMP` and `RESTORE`, `cluster` for the cluster, module and debugging
 //! commands a standalone server refuses, `replication` for `WAIT` and `REPLICAOF`), mini-redis
 //! style: a handler reads its arguments through one cursor ([`Args`](parse::Args), in

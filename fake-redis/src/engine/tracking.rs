@@ -84,6 +84,9 @@ pub(crate) struct TrackingTables {
     script_keys: Vec<Bytes>,
 }
 
+/// The keys a prefix collected, each with the client that changed it last.
+type Collected = Vec<(Bytes, Option<u64>)>;
+
 /// What an invalidation message says.
 enum Invalidated<'a> {
     /// These keys changed.
@@ -260,7 +263,7 @@ impl Engine {
         if !self.is_tracking() || self.tracking.prefixes.values().all(|p| p.keys.is_empty()) {
             return;
         }
-        let prefixes: Vec<(Vec<(Bytes, Option<u64>)>, Vec<u64>)> = self
+        let prefixes: Vec<(Collected, Vec<u64>)> = self
             .tracking
             .prefixes
             .values_mut()

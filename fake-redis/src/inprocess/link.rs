@@ -772,10 +772,12 @@ impl Link {
     /// sequence number, its fate and the engine's time it left at.
     async fn admit(&self) -> Result<(u64, CommandFate, i64), LinkError> {
         past_pauses(&self.engine, |engine, now, first| {
-            // A restart due now brings a stopped server back first.
-            engine.apply_due_server_faults();
             if engine.is_shut_down() {
-                return Ok(Err(LinkError::ServerDown));
+                // A restart due now brings a stopped server back first.
+                engine.apply_due_server_faults();
+                if engine.is_shut_down() {
+                    return Ok(Err(LinkError::ServerDown));
+                }
             }
             let plan = engine.fault_plan_mut();
             let admission = if first {
