@@ -205,6 +205,17 @@ pub enum Fault {
         /// By how much.
         delta_ms: i64,
     },
+    /// At `at` the server pauses its clients until `until`, as `CLIENT PAUSE` does: every
+    /// command is held, or with `writes_only` those that may write (`engine/pause.rs`; the
+    /// engine's pause is the one decision of what is held, for the command and the fault alike).
+    ClientPause {
+        /// When the pause starts.
+        at: i64,
+        /// The first millisecond the clients run again.
+        until: i64,
+        /// `CLIENT PAUSE … WRITE` rather than `ALL`.
+        writes_only: bool,
+    },
     /// Replica `replica` of the primary the fault is added to stalls: the batches of the write
     /// stream that would reach it in `[from, until)` all reach it at `until`, so it neither
     /// applies nor acknowledges them before (`engine/replication.rs`).
@@ -243,7 +254,8 @@ impl Fault {
             Fault::Crash { at, .. }
             | Fault::Restart { at }
             | Fault::Failover { at, .. }
-            | Fault::ClockJump { at, .. } => Some(at),
+            | Fault::ClockJump { at, .. }
+            | Fault::ClientPause { at, .. } => Some(at),
             _ => None,
         }
     }
@@ -313,6 +325,8 @@ pub enum FaultEventKind {
     },
     /// The server clock jumped by this many ms.
     ClockJumped(i64),
+    /// The server paused its clients until this time (`true`: writes only).
+    ClientsPaused(i64, bool),
 }
 
 /// The random streams: one per kind of decision, so draws of one kind never shift another's.

@@ -551,7 +551,7 @@ async fn admin_commands_with_wrong_arguments_get_redis_style_errors() {
         err(
             "ERR unknown fault kind 'flood'; the kinds are drop-request, drop-reply, \
              delay-request, delay-reply, drop-delivery, link-down, subscriber-down, pause, crash, \
-             restart, failover, clock-jump, clear"
+             restart, failover, clock-jump, client-pause, clear"
         )
     );
     assert_eq!(

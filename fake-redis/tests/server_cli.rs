@@ -83,7 +83,7 @@ async fn redis_cli_runs_commands_typed_one_per_line() {
             "0",
             "ERR unknown fault kind 'nope'; the kinds are drop-request, drop-reply, \
              delay-request, delay-reply, drop-delivery, link-down, subscriber-down, pause, \
-             crash, restart, failover, clock-jump, clear",
+             crash, restart, failover, clock-jump, client-pause, clear",
             // redis-cli follows an error with an empty line, against a real Redis too.
             "",
         ]

@@ -275,6 +275,9 @@ impl SimServer for EngineServer {
             Fault::ClockJump { delta_ms, .. } => self.engine.jump_clock(delta_ms),
             // The simulated server is one node: no replica to stall.
             Fault::ReplicaStall { .. } => {}
+            Fault::ClientPause {
+                until, writes_only, ..
+            } => self.engine.pause_clients_until(until, writes_only),
             // A front door's faults, not the server's: the simulator's network judges messages.
             Fault::Command { .. }
             | Fault::LinkDown { .. }

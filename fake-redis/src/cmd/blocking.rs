@@ -248,6 +248,11 @@ pub(super) fn client_unblock(cx: &mut Cx<'_>, sub: &[u8], args: &mut Args<'_>) -
     let Some(blocked) = cx.engine().blocked(id) else {
         return Ok(Frame::Integer(0));
     };
+    if let crate::engine::blocking::Waiter::Postponed { .. } = blocked.waiter {
+        // Held by `CLIENT PAUSE`, not blocked by its command: not unblocked (redis-server
+        // 7.0.15 crashes here; later versions answer 0).
+        return Ok(Frame::Integer(0));
+    }
     let reply = if as_error {
         Frame::error("UNBLOCKED client unblocked via CLIENT UNBLOCK")
     } else {
@@ -341,6 +346,8 @@ fn serve(cx: &mut Cx<'_>, key: &Bytes, key_index: usize, waiter: &Waiter) -> Opt
         }
         // No key serves a `WAIT` (`served_by` says so): never reached.
         Waiter::Replicas { acked } => Ok(Frame::Integer(*acked)),
+        // Nor a command a pause holds: it stays blocked until the pause ends.
+        Waiter::Postponed { .. } => return None,
     };
     Some(reply.unwrap_or_else(|error| error))
 }

@@ -613,6 +613,75 @@ fn keys_of_spec(spec: &Frame, argv: &[Bytes]) -> Option<Vec<usize>> {
     Some(keys)
 }
 
+/// The flags of Redis's command table that decide how the server treats a call beyond its
+/// handler: whether `MONITOR` shows it, whether a monitor may send it, whether `CLIENT PAUSE
+/// WRITE` holds it (`cmd/client.rs`).
+pub(crate) mod flag {
+    /// `admin`: never shown to monitors.
+    pub const ADMIN: u16 = 1;
+    /// `skip_monitor`: not shown after it runs (`EVAL`, `FCALL` show themselves first).
+    pub const SKIP_MONITOR: u16 = 2;
+    /// `readonly`.
+    pub const READONLY: u16 = 4;
+    /// `write`.
+    pub const WRITE: u16 = 8;
+    /// `no_multi`: refused inside a transaction (`SHUTDOWN`, `SAVE`).
+    pub const NO_MULTI: u16 = 32;
+    /// Redis's internal `may-replicate`, which `COMMAND` does not list: a command that may
+    /// produce replication traffic without being a write (`EVAL`, `FCALL`, `PUBLISH`, `PFCOUNT`).
+    pub const MAY_REPLICATE: u16 = 16;
+}
+
+/// The commands Redis 7.0's table flags `may-replicate` (`COMMAND` does not show that flag).
+const MAY_REPLICATE: &[&str] = &["eval", "evalsha", "fcall", "pfcount", "publish", "spublish"];
+
+/// The [`flag`]s of the command or subcommand named `full_name` (`get`, `client|pause`) in
+/// Redis's table; 0 for a name it does not have.
+pub(crate) fn redis_flags(full_name: &str) -> u16 {
+    static FLAGS: OnceLock<BTreeMap<Vec<u8>, u16>> = OnceLock::new();
+    let table = FLAGS.get_or_init(|| {
+        tables()
+            .info
+            .iter()
+            .map(|(name, entry)| {
+                let mut bits = 0;
+                if let Frame::Array(fields) = entry {
+                    for f in fields.get(2).and_then(items).unwrap_or_default() {
+                        bits |= match text(f).as_deref() {
+                            Some(b"admin") => flag::ADMIN,
+                            Some(b"skip_monitor") => flag::SKIP_MONITOR,
+                            Some(b"readonly") => flag::READONLY,
+                            Some(b"write") => flag::WRITE,
+                            Some(b"no_multi") => flag::NO_MULTI,
+                            _ => 0,
+                        };
+                    }
+                }
+                if MAY_REPLICATE.iter().any(|m| m.as_bytes() == &name[..]) {
+                    bits |= flag::MAY_REPLICATE;
+                }
+                (name.clone(), bits)
+            })
+            .collect()
+    });
+    table.get(full_name.as_bytes()).copied().unwrap_or(0)
+}
+
+/// The keys of a call, as `COMMAND GETKEYS` finds them (none for a call it cannot read keys
+/// from).
+pub(crate) fn keys_of(argv: &[Bytes]) -> Vec<Bytes> {
+    match get_keys(argv, false) {
+        Ok(Frame::Array(keys)) => keys
+            .into_iter()
+            .filter_map(|k| match k {
+                Frame::Bulk(k) => Some(k),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -105,7 +105,6 @@ fn hello_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         }
     };
     let mut credentials = None;
-    let mut name = None;
     while let Some(opt) = args.next() {
         let more = args.remaining();
         if is(opt, "auth") && more >= 2 {
@@ -113,7 +112,9 @@ fn hello_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         } else if is(opt, "setname") && more >= 1 {
             let new_name = args.next_bytes()?;
             valid_client_name(new_name)?;
-            name = Some(new_name.clone());
+            // Redis 7.0 names the connection as it reads the option, so the name stays even
+            // when a later option or the authentication fails.
+            cx.client().name = (!new_name.is_empty()).then(|| new_name.clone());
         } else {
             return Err(super::error_echoing(&[
                 b"ERR Syntax error in HELLO option '",
@@ -133,9 +134,6 @@ fn hello_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
              HELLO AUTH <user> <pass> option can be used to authenticate the client and select \
              the RESP protocol version at the same time",
         ));
-    }
-    if let Some(name) = name {
-        client.name = (!name.is_empty()).then_some(name);
     }
     if let Some(p) = protocol {
         client.protocol = p;
@@ -168,7 +166,8 @@ fn select_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 }
 
 /// `CLIENT ID`, `GETNAME`, `SETNAME name`, `INFO`, `LIST`, `KILL`, `NO-EVICT`, `UNBLOCK`,
-/// `GETREDIR`, `HELP` (dispatch has checked the subcommand's arity).
+/// `GETREDIR`, `HELP`; `REPLY`, `PAUSE`, `UNPAUSE` and the tracking subcommands are in
+/// `client.rs` (dispatch has checked the subcommand's arity).
 fn client_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let sub = args.next_bytes()?;
     if is(sub, "id") {
@@ -207,7 +206,25 @@ fn client_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         return super::blocking::client_unblock(cx, sub, args);
     }
     if is(sub, "getredir") {
-        return Ok(Frame::Integer(-1));
+        return super::client::client_getredir(cx, args);
+    }
+    if is(sub, "tracking") {
+        return super::client::client_tracking(cx, args);
+    }
+    if is(sub, "caching") {
+        return super::client::client_caching(cx, args);
+    }
+    if is(sub, "trackinginfo") {
+        return super::client::client_trackinginfo(cx, args);
+    }
+    if is(sub, "reply") {
+        return super::client::client_reply(cx, args);
+    }
+    if is(sub, "pause") {
+        return super::client::client_pause(cx, args);
+    }
+    if is(sub, "unpause") {
+        return super::client::client_unpause(cx, args);
     }
     if is(sub, "help") {
         return Ok(Frame::Array(
@@ -226,18 +243,12 @@ pub(super) fn client_line(now: i64, id: u64, c: &Client, running: &str, outbox: 
         .as_ref()
         .map(|n| String::from_utf8_lossy(n).into_owned())
         .unwrap_or_default();
-    let flags = match (c.is_subscriber(), c.multi.is_some(), c.is_blocked()) {
-        (true, _, false) => "P",
-        (true, _, true) => "Pb",
-        (false, true, _) => "x",
-        (false, false, true) => "b",
-        (false, false, false) => "N",
-    };
+    let flags = super::client::client_flags(c);
     format!(
         "id={id} addr=in-process:{id} laddr=in-process:0 fd=-1 name={name} age={} idle={} \
          flags={flags} db={} sub={} psub={} ssub={} multi={} qbuf=0 qbuf-free=0 argv-mem=0 \
          multi-mem=0 rbs=0 rbp=0 obl=0 oll={outbox} omem=0 tot-mem=0 events=r cmd={running} \
-         user={} redir=-1 resp={}\n",
+         user={} redir={} resp={}\n",
         (now - c.created_at).max(0) / 1000,
         (now - c.last_command_at).max(0) / 1000,
         c.db,
@@ -246,6 +257,7 @@ pub(super) fn client_line(now: i64, id: u64, c: &Client, running: &str, outbox: 
         c.subscription_count(Subscription::Shard),
         c.multi.as_ref().map_or(-1, |m| m.queue.len() as i64),
         String::from_utf8_lossy(&c.user),
+        c.tracking.as_deref().map_or(-1, |t| t.redirect as i64),
         c.protocol,
     )
 }
@@ -468,6 +480,7 @@ fn reset_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
     client.name = None;
     client.authenticated = !needs_auth;
     client.user = super::DEFAULT_USER;
+    super::client::reset(cx);
     cx.unsubscribe_all();
     cx.db = 0;
     Ok(Frame::simple("RESET"))
@@ -520,9 +533,10 @@ fn info_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         let _ = write!(
             s,
             "connected_clients:{}\r\ncluster_connections:0\r\nmaxclients:10000\r\n\
-             blocked_clients:{}\r\ntracking_clients:0\r\n",
+             blocked_clients:{}\r\ntracking_clients:{}\r\n",
             engine.client_count(),
-            engine.blocked_clients()
+            engine.blocked_clients(),
+            engine.tracking_clients()
         );
         sections.push(s);
     }

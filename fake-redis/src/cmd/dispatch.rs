@@ -9,11 +9,13 @@
 //! protocol, for simulators). The engine's own part, the frozen time and the bookkeeping around
 //! a command, is in `engine/mod.rs`; the handlers are in the family files beside this one.
 
+use super::client::{Feed, Gate};
 use super::parse::Args;
 use super::{
     Cx, NO_AUTH, NOT_QUEUED, PUBSUB_CONTEXT, Refusal, Spec, WRITE, acl, command_name, lookup,
     unknown_command, wrong_arity,
 };
+use crate::engine::monitor::Source;
 use crate::engine::{ClientId, Engine};
 use crate::resp::Frame;
 use bytes::Bytes;
@@ -32,6 +34,7 @@ impl Engine {
             return Frame::error("ERR the connection is closed");
         };
         let reply = dispatch(self, client.0, argv, now, false);
+        self.settle_reply(client, &reply);
         self.end_command(client, now);
         reply
     }
@@ -48,6 +51,7 @@ impl Engine {
         };
         let reply = dispatch(self, client.0, argv, now, true);
         let blocked = self.is_blocked(client);
+        self.settle_reply(client, &reply);
         self.end_command(client, now);
         if blocked {
             // Still blocked after the serving at the end of its own command (a command that
@@ -132,6 +136,11 @@ fn dispatch(engine: &mut Engine, id: u64, argv: &[Bytes], now: i64, may_block: b
         ));
         return reject(engine, id, spec, error);
     }
+    match super::client::gate(engine, id, name, argv, may_block, now) {
+        Gate::Run => {}
+        Gate::Refuse(error) => return reject(engine, id, spec, error),
+        Gate::Postponed => return Frame::Null,
+    }
     let client = engine.client_mut(id).expect("checked by start_command");
     if let Some(m) = &mut client.multi
         && !spec.has(NOT_QUEUED)
@@ -140,9 +149,31 @@ fn dispatch(engine: &mut Engine, id: u64, argv: &[Bytes], now: i64, may_block: b
         return Frame::simple("QUEUED");
     }
     let db = client.db;
+    let feed = engine.has_monitors().then(|| Feed::of(name));
+    if engine.is_tracking() {
+        super::client::before_call(engine, name, argv);
+    }
+    let source = Source::Client(id);
+    if let Some(feed) = &feed {
+        feed.before(engine, source, db, argv, now);
+    }
     let cx = &mut Cx::new(engine, id, db, now);
     cx.may_block = may_block;
-    (spec.run)(cx, &mut Args::new(argv)).unwrap_or_else(|error| error)
+    let reply = (spec.run)(cx, &mut Args::new(argv)).unwrap_or_else(|error| error);
+    if let Some(feed) = feed {
+        let db = engine.selected_db(ClientId(id));
+        feed.after(engine, source, db, argv, now);
+    }
+    if engine.is_tracking() {
+        super::client::track_read(engine, id, name, argv, now);
+        super::client::end_client_command(engine, id, spec);
+    }
+    reply
+}
+
+/// Runs again, from the start, a command of client `id` that a pause held (`cmd/client.rs`).
+pub(super) fn run_resumed(engine: &mut Engine, id: u64, argv: &[Bytes], now: i64) -> Frame {
+    dispatch(engine, id, argv, now, true)
 }
 
 /// Whether `spec` is `EVAL` or `EVALSHA`, whose script (without a shebang's flags) Redis does not
@@ -194,7 +225,30 @@ pub(super) fn run_queued(cx: &mut Cx<'_>, queue: &[Vec<Bytes>]) -> Vec<Frame> {
             }
             // A `SELECT` earlier in the transaction moves the commands after it.
             cx.db = cx.selected_db();
-            (spec.run)(cx, &mut Args::new(argv)).unwrap_or_else(|error| error)
+            let feed = cx.engine().has_monitors().then(|| {
+                let name = super::command_name(spec, argv).unwrap_or(spec.name);
+                Feed::of(name)
+            });
+            let source = Source::Client(cx.client);
+            if cx.engine().is_tracking() {
+                let name = super::command_name(spec, argv).unwrap_or(spec.name);
+                super::client::before_call(cx.node(), name, argv);
+            }
+            if let Some(feed) = &feed {
+                let (db, now) = (cx.db, cx.now);
+                feed.before(cx.node(), source, db, argv, now);
+            }
+            let reply = (spec.run)(cx, &mut Args::new(argv)).unwrap_or_else(|error| error);
+            if let Some(feed) = feed {
+                let (db, now) = (cx.selected_db(), cx.now);
+                feed.after(cx.node(), source, db, argv, now);
+            }
+            if cx.engine().is_tracking() {
+                let name = super::command_name(spec, argv).unwrap_or(spec.name);
+                let (id, now) = (cx.client, cx.now);
+                super::client::track_read(cx.node(), id, name, argv, now);
+            }
+            reply
         })
         .collect()
 }

@@ -2,7 +2,9 @@
 //!
 //! Each family lives in its own file (`keys`, `strings`, `hashes`, `lists`, `sets`, `zsets`, `sort`,
 //! `bitmaps`, `hyperloglog`, `streams`, `geo`, `blocking`, `pubsub`, `scripting`, `functions`,
-//! `transactions`, `connection`, `server` for `OBJECT`, `MEMORY` and the other server commands,
+//! `transactions`, `connection`, `client` for `MONITOR` and the `CLIENT` modes that act around
+//! every command (`PAUSE`, `REPLY`, `TRACKING`), `server` for `OBJECT`, `MEMORY`, `SHUTDOWN` and
+//! the other server commands,
 //! `acl`, `dump` for `DUMP` and `RESTORE`, `cluster` for the cluster, module and debugging
 //! commands a standalone server refuses, `replication` for `WAIT` and `REPLICAOF`), mini-redis
 //! style: a handler reads its arguments through one cursor ([`Args`](parse::Args), in
@@ -18,6 +20,7 @@
 mod acl;
 mod bitmaps;
 mod blocking;
+mod client;
 mod cluster;
 mod command_docs;
 mod config;
@@ -46,6 +49,7 @@ mod zsets;
 
 pub(crate) use acl::{Acl, DEFAULT_USER, check_script_call as acl_check_script_call};
 pub(crate) use blocking::serve_blocked;
+pub(crate) use client::resume_postponed;
 pub(crate) use command_docs::{Refusal, command_name};
 pub(crate) use config::class;
 pub(crate) use context::{Caller, Cx};
@@ -261,6 +265,7 @@ command_table! {
     b"MEMORY" => server::MEMORY,
     b"MGET" => strings::MGET,
     b"MODULE" => cluster::MODULE,
+    b"MONITOR" => client::MONITOR,
     b"MOVE" => server::MOVE,
     b"MSET" => strings::MSET,
     b"MSETNX" => strings::MSETNX,
@@ -310,6 +315,7 @@ command_table! {
     b"SETEX" => strings::SETEX,
     b"SETNX" => strings::SETNX,
     b"SETRANGE" => strings::SETRANGE,
+    b"SHUTDOWN" => server::SHUTDOWN,
     b"SINTER" => sets::SINTER,
     b"SINTERCARD" => sets::SINTERCARD,
     b"SINTERSTORE" => sets::SINTERSTORE,

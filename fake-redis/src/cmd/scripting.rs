@@ -105,6 +105,9 @@ pub(crate) fn call_from_script(cx: &mut Cx<'_>, spec: &Spec, argv: &[Bytes], res
     let reply = (spec.run)(cx, &mut Args::new(argv)).unwrap_or_else(|error| error);
     cx.caller = caller;
     cx.client().protocol = protocol;
+    if cx.engine().has_monitors() || cx.engine().is_tracking() {
+        super::client::after_script_call(cx, argv);
+    }
     if resp == 2 { reply.to_resp2() } else { reply }
 }
 

@@ -29,6 +29,7 @@ pub(crate) static MOVE: Spec = Spec::new("move", 3, super::WRITE, move_command);
 pub(crate) static DEBUG: Spec = Spec::new("debug", -2, super::NO_AUTH, debug_command);
 pub(crate) static ROLE: Spec = Spec::new("role", 1, 0, role_command);
 pub(crate) static SWAPDB: Spec = Spec::new("swapdb", 3, super::WRITE, swapdb_command);
+pub(crate) static SHUTDOWN: Spec = Spec::new("shutdown", -1, 0, shutdown_command);
 
 /// The bits of [`Entry::encoding_marks`].
 pub(crate) mod marks {
@@ -822,6 +823,43 @@ fn swapdb_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         let (below, above) = cx.keyspaces().split_at_mut(high);
         crate::engine::db::Db::swap(&mut below[low], &mut above[0], now);
     }
+    Ok(Frame::OK)
+}
+
+/// `SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]` (Redis's `shutdownCommand`): the server
+/// stops (`engine/shutdown.rs`) and the caller gets no reply. The fake has nothing to wait for
+/// (no lagging replica is waited on) and its saves cannot fail, so every valid form but `ABORT`
+/// stops at once, and `ABORT` finds no shutdown in progress.
+fn shutdown_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let (mut nosave, mut save, mut now, mut force, mut abort) = (false, false, false, false, false);
+    for arg in args.by_ref() {
+        if is(arg, "nosave") {
+            nosave = true;
+        } else if is(arg, "save") {
+            save = true;
+        } else if is(arg, "now") {
+            now = true;
+        } else if is(arg, "force") {
+            force = true;
+        } else if is(arg, "abort") {
+            abort = true;
+        } else {
+            return Err(super::SYNTAX);
+        }
+    }
+    if (abort && (nosave || save || now || force)) || (nosave && save) {
+        return Err(super::SYNTAX);
+    }
+    if abort {
+        return Err(Frame::error("ERR No shutdown in progress."));
+    }
+    if !now && cx.caller != super::Caller::Client {
+        return Err(Frame::error(
+            "ERR SHUTDOWN without NOW or ABORT isn't allowed for DENY BLOCKING client",
+        ));
+    }
+    let id = cx.client;
+    cx.node().shut_down(id);
     Ok(Frame::OK)
 }
 

@@ -61,6 +61,9 @@ pub(crate) enum Waiter {
     /// `WAIT`: no key serves it; the replication tick ends it (`engine/replication.rs`), and an
     /// early end answers how many replicas had acknowledged when it last looked (`acked`).
     Replicas { acked: i64 },
+    /// A command `CLIENT PAUSE` holds (`engine/pause.rs`): no key serves it, and it runs again
+    /// when the pause ends.
+    Postponed { argv: Vec<Bytes> },
 }
 
 /// Who an `XREADGROUP` reads as.
@@ -82,7 +85,7 @@ impl Waiter {
             Waiter::ListPop { .. } | Waiter::ListMove { .. } => matches!(value, Value::List(_)),
             Waiter::ZSetPop { .. } => matches!(value, Value::ZSet(_)),
             Waiter::StreamRead { .. } => matches!(value, Value::Stream(_)),
-            Waiter::Replicas { .. } => false,
+            Waiter::Replicas { .. } | Waiter::Postponed { .. } => false,
         }
     }
 
@@ -216,6 +219,7 @@ impl Engine {
             .get_mut(&id)
             .expect("a blocked client is connected");
         client.unblocked = Some(reply);
+        client.settle_unblocked_reply();
         if let Some(w) = client.waker.take() {
             w.wake();
         }
@@ -228,6 +232,9 @@ impl Engine {
         let Some(blocked) = self.clients.get_mut(&id).and_then(|c| c.blocked.take()) else {
             return false;
         };
+        if let Waiter::Postponed { .. } = blocked.waiter {
+            self.forget_postponed(id);
+        }
         let db = &mut self.dbs[blocked.db];
         for key in &blocked.keys {
             db.waiters.remove(key, id);
@@ -261,9 +268,10 @@ impl Engine {
         self.clients.get(&id)?.blocked.as_deref()
     }
 
-    /// How many clients are blocked (`INFO`'s `blocked_clients`).
+    /// How many clients are blocked (`INFO`'s `blocked_clients`): those a pause holds are not
+    /// counted, as in Redis.
     pub(crate) fn blocked_clients(&self) -> usize {
-        self.blocked_clients
+        self.blocked_clients - self.postponed_count()
     }
 
     /// Whether `client` is blocked: its command has no reply yet.
@@ -291,15 +299,24 @@ impl Engine {
     /// When `client`'s block times out, in the clock's time before jumps (the time drivers
     /// sleep on): None when it is not blocked or waits forever.
     pub fn block_deadline(&self, client: ClientId) -> Option<i64> {
-        let at = self.blocked(client.0)?.deadline?;
-        Some(at.saturating_sub(self.clock_offset))
+        let blocked = self.blocked(client.0)?;
+        if let Waiter::Postponed { .. } = blocked.waiter {
+            return self.pause_wake_time();
+        }
+        Some(blocked.deadline?.saturating_sub(self.clock_offset))
     }
 
     /// The earliest deadline of any blocked client, in the clock's time before jumps: a driver
     /// that moves the clock stops there and calls [`Engine::catch_up`], which answers it.
     pub fn next_block_deadline(&self) -> Option<i64> {
-        let &(at, _) = self.block_deadlines.first()?;
-        Some(at.saturating_sub(self.clock_offset))
+        let deadline = self
+            .block_deadlines
+            .first()
+            .map(|&(at, _)| at.saturating_sub(self.clock_offset));
+        let pause_end = (!self.postponed.is_empty())
+            .then(|| self.pause_wake_time())
+            .flatten();
+        deadline.into_iter().chain(pause_end).min()
     }
 
     /// Asks to be woken (once) when `client`'s block ends or it is disconnected; at once if either

@@ -452,6 +452,10 @@ pub(crate) struct Watches {
     /// Every key written or expired since the engine last looked, kept only while the node has
     /// replicas: what the next batch of the write stream carries (`engine/replication.rs`).
     pub(crate) replicated_log: Option<Vec<Bytes>>,
+    /// Every key modified or expired since the engine last looked, in order, and `None` for a
+    /// flush, kept only while a client tracks keys: what invalidation messages say
+    /// (`engine/tracking.rs`).
+    pub(crate) tracked_log: Option<Vec<Option<Bytes>>>,
 }
 
 impl Watches {
@@ -533,6 +537,9 @@ fn expire<'t>(
     unlist(table, volatile, slot.entry.volatile_ix);
     stats.expired_keys += 1;
     watches.touch(slot.key.as_bytes(), false);
+    if let Some(log) = &mut watches.tracked_log {
+        log.push(Some(Bytes::copy_from_slice(slot.key.as_bytes())));
+    }
     if let Some(log) = &mut watches.replicated_log {
         log.push(Bytes::copy_from_slice(slot.key.as_bytes()));
     }
@@ -861,6 +868,9 @@ impl Db {
 
     /// Redis's `signalModifiedKey`: clients watching `key` will see their `EXEC` fail.
     pub fn touch(&mut self, key: &[u8]) {
+        if let Some(log) = &mut self.watches.tracked_log {
+            log.push(Some(Bytes::copy_from_slice(key)));
+        }
         if self.watches.keys.is_empty() {
             return;
         }
@@ -938,6 +948,9 @@ impl Db {
             for k in present {
                 self.watches.touch(&k, false);
             }
+        }
+        if let Some(log) = &mut self.watches.tracked_log {
+            log.push(None);
         }
         // The tables go, not only their keys (`clear` would keep every bucket): Redis frees a
         // flushed database's dicts, and so its memory goes back to the allocator.
@@ -1213,6 +1226,23 @@ impl Db {
         self.watches = Watches::default();
         self.watches.expired_log = expired_log;
         self.watches.replicated_log = replicated_log;
+    }
+
+    // ---- client-side caching (`engine/tracking.rs`) ----
+
+    /// Starts (or stops) logging the keys every modification and expiry touches, and flushes.
+    pub(crate) fn log_tracked(&mut self, on: bool) {
+        if on != self.watches.tracked_log.is_some() {
+            self.watches.tracked_log = on.then(Vec::new);
+        }
+    }
+
+    /// The modifications logged since the last call, in order (`None`: a flush).
+    pub(crate) fn take_tracked(&mut self) -> Vec<Option<Bytes>> {
+        match &mut self.watches.tracked_log {
+            Some(log) if !log.is_empty() => std::mem::take(log),
+            _ => Vec::new(),
+        }
     }
 
     // ---- replication (`engine/replication.rs`) ----

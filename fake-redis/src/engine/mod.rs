@@ -41,12 +41,17 @@ pub(crate) mod db;
 pub(crate) mod expiry;
 pub(crate) mod glob;
 mod inspect;
+pub(crate) mod monitor;
 pub(crate) mod notify;
+pub(crate) mod pause;
 mod pubsub;
 pub(crate) mod rdb;
 pub mod replication;
 pub(crate) mod set;
+pub(crate) mod reply;
+mod shutdown;
 pub(crate) mod stream;
+pub(crate) mod tracking;
 mod watches;
 pub(crate) mod zset;
 
@@ -157,6 +162,16 @@ pub(crate) struct Client {
     repl_offset: i64,
     /// The reply of its blocking command once the block ended, until its driver takes it.
     unblocked: Option<Frame>,
+    /// It sent `MONITOR` (`engine/monitor.rs`).
+    pub monitor: bool,
+    /// `CLIENT REPLY` (`engine/reply.rs`).
+    pub reply_mode: reply::ReplyMode,
+    /// The running command answers nothing, whatever the mode (`engine/reply.rs`).
+    pub no_reply: bool,
+    /// The last reply must not be sent (`engine/reply.rs`).
+    silenced: bool,
+    /// `CLIENT TRACKING on` (`engine/tracking.rs`).
+    pub tracking: Option<Box<tracking::Tracking>>,
 }
 
 impl Client {
@@ -320,6 +335,16 @@ pub struct Engine {
     server: crate::cmd::ServerState,
     /// The users and the ACL log (`cmd/acl/`).
     acl: crate::cmd::Acl,
+    /// The clients that sent `MONITOR`, in that order (`engine/monitor.rs`).
+    monitors: Vec<u64>,
+    /// `CLIENT PAUSE` in force, and the clients it holds in the order it held them
+    /// (`engine/pause.rs`).
+    pause: Option<pause::ClientPause>,
+    postponed: Vec<u64>,
+    /// `SHUTDOWN` stopped the server (`engine/shutdown.rs`).
+    shut_down: bool,
+    /// Client-side caching (`engine/tracking.rs`).
+    tracking: tracking::TrackingTables,
     /// The node's place in its topology: a primary and its replicas' streams, or a replica and
     /// the stream it applies (`engine/replication.rs`).
     replication: replication::Replication,
@@ -380,6 +405,11 @@ impl Engine {
             queued_foreign: None,
             server: crate::cmd::ServerState::default(),
             acl,
+            monitors: Vec::new(),
+            pause: None,
+            postponed: Vec::new(),
+            shut_down: false,
+            tracking: tracking::TrackingTables::default(),
             replication: replication::Replication::default(),
         }
     }
@@ -500,6 +530,11 @@ impl Engine {
                 blocked: None,
                 unblocked: None,
                 repl_offset: 0,
+                monitor: false,
+                reply_mode: reply::ReplyMode::default(),
+                no_reply: false,
+                silenced: false,
+                tracking: None,
             },
         );
         ClientId(id)
@@ -516,6 +551,8 @@ impl Engine {
         self.forget_block(client.0);
         self.unsubscribe_all(client.0);
         self.unwatch(client.0);
+        self.remove_monitor(client.0);
+        self.disable_tracking(client.0);
         let Some(mut c) = self.clients.remove(&client.0) else {
             return;
         };
@@ -627,11 +664,18 @@ impl Engine {
         if self.replication.is_active() {
             self.replication_tick(now);
         }
-        if self.expiry.is_due(now) && !self.replication.is_replica() {
+        if self.pause.is_some() && self.pause_ended(now) {
+            crate::cmd::resume_postponed(self, now);
+        }
+        if self.expiry.is_due(now) && !self.replication.is_replica() && !self.expiry_paused(now) {
             let rng = &mut self.rng;
             self.expiry
                 .catch_up(&mut self.dbs, now, &mut || xorshift(rng));
             self.notify_expired(now);
+            if self.is_tracking() {
+                self.invalidate_logged(None, now);
+                self.broadcast_invalidations(now);
+            }
             self.collect_dirty();
             self.propagate(None, now);
         }
@@ -649,7 +693,7 @@ impl Engine {
     /// (the tick's faults may have just closed it).
     pub(crate) fn start_command(&mut self, client: ClientId) -> Option<i64> {
         let now = self.tick();
-        if !self.clients.contains_key(&client.0) {
+        if self.shut_down || !self.clients.contains_key(&client.0) {
             return None;
         }
         self.stats.commands += 1;
@@ -659,10 +703,17 @@ impl Engine {
     /// Ends a command of `client` started at `now`: its writes reach the watchers, and a `QUIT`
     /// closes the connection.
     pub(crate) fn end_command(&mut self, client: ClientId, now: i64) {
+        if self.pause.is_some() && self.pause_ended(now) {
+            crate::cmd::resume_postponed(self, now);
+        }
         if self.blocked_clients > 0 {
             crate::cmd::serve_blocked(self, now);
         }
         self.notify_expired(now);
+        if self.is_tracking() {
+            self.invalidate_logged(Some(client.0), now);
+            self.broadcast_invalidations(now);
+        }
         self.collect_dirty();
         self.propagate(Some(client.0), now);
         if let Some(c) = self.clients.get_mut(&client.0) {
@@ -833,6 +884,9 @@ impl Engine {
                 }
                 Fault::ClockJump { delta_ms, .. } => self.jump_clock(delta_ms),
                 Fault::Crash { node, .. } => self.crash(node),
+                Fault::ClientPause {
+                    until, writes_only, ..
+                } => self.pause_clients_until(until, writes_only),
                 _ => {}
             }
         }
@@ -845,6 +899,8 @@ impl Engine {
         let persistence = self.config.persistence;
         self.close_all_connections();
         self.acl = crate::cmd::Acl::new(self.config.requirepass.as_deref());
+        self.shut_down = false;
+        self.pause = None;
         self.scripts.start_over();
         if !persistence {
             #[cfg(feature = "lua")]
@@ -865,6 +921,8 @@ impl Engine {
         let since = self.now() - lag_ms;
         let undone = self.dbs.iter_mut().map(|db| db.rollback_after(since)).sum();
         self.close_all_connections();
+        self.shut_down = false;
+        self.pause = None;
         self.scripts.start_over();
         self.record_server_fault(None, FaultEventKind::FailedOver { lag_ms, undone });
         undone

@@ -87,6 +87,9 @@ impl FakeBackend {
                 "{} has crashed; nothing was sent",
                 self.link.node
             ))),
+            Err(LinkError::ServerDown) => Err(BackendError::NotApplied(
+                "connection refused: the server has shut down; nothing was sent".to_owned(),
+            )),
         }
     }
 }

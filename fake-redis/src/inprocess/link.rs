@@ -21,7 +21,7 @@
 //! instead of waiting for the lock on a tokio worker that others need.
 
 use crate::engine::{ClientId, Engine};
-use crate::fault::{Admission, CommandFate, NodeId};
+use crate::fault::{Admission, CommandFate, DeliveryFate, NodeId};
 use crate::resp::Frame;
 use bytes::Bytes;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
@@ -344,6 +344,8 @@ pub(crate) enum LinkError {
     TimedOut(String),
     /// The node has crashed: nothing was sent.
     Crashed,
+    /// `SHUTDOWN` stopped the server: the connection is refused, nothing was sent.
+    ServerDown,
 }
 
 /// One request as it left a client, in a [`RequestLog`].
@@ -432,6 +434,11 @@ struct LinkState {
     client: Option<ClientId>,
     /// How long the last blocked command waited on the server, for its call's timeout.
     blocked_for: Duration,
+    /// Pushes taken from the outbox that the fault plan holds until a time (the node's pause).
+    held_pushes: std::collections::VecDeque<(i64, Frame)>,
+    /// A reply of the call just landed was one the server does not send (`CLIENT REPLY OFF`,
+    /// `engine/reply.rs`): its caller waits for it until its response timeout, as on a socket.
+    silenced: bool,
     db: usize,
     protocol: u8,
     latency: Duration,
@@ -501,6 +508,8 @@ impl Link {
             state: Mutex::new(LinkState {
                 client: None,
                 blocked_for: Duration::ZERO,
+                silenced: false,
+                held_pushes: std::collections::VecDeque::new(),
                 db: 0,
                 protocol: 2,
                 latency: Duration::ZERO,
@@ -572,6 +581,79 @@ impl Link {
         c
     }
 
+    /// The frames the server pushed to this connection (`MONITOR` lines, RESP3 invalidations),
+    /// oldest first, through the fault plan as pub/sub deliveries go: each is delivered, lost,
+    /// or held while the node is paused. Returns what is due now, and when the next held one is.
+    pub fn take_pushes(&self) -> (Vec<Frame>, Option<i64>) {
+        let mut engine = lock(&self.engine);
+        let mut state = self.state();
+        let now = engine.clock_now();
+        if let Some(client) = state.client.filter(|&c| engine.is_connected(c)) {
+            while let Some(push) = engine.pop_outbox(client) {
+                let fate = if engine.fault_plan().is_empty() {
+                    engine.fault_plan_mut().count_delivery(self.node);
+                    DeliveryFate::Deliver
+                } else {
+                    engine.fault_plan_mut().admit_delivery(self.node, now)
+                };
+                match fate {
+                    DeliveryFate::Deliver => state.held_pushes.push_back((now, push.frame)),
+                    DeliveryFate::Drop => {}
+                    DeliveryFate::HoldUntil(t) => state.held_pushes.push_back((t, push.frame)),
+                }
+            }
+        }
+        let mut due = Vec::new();
+        // In order: a held push holds back the ones behind it, as on a connection.
+        while let Some(&(at, _)) = state.held_pushes.front() {
+            if at > now {
+                return (due, Some(at));
+            }
+            due.extend(state.held_pushes.pop_front().map(|(_, f)| f));
+        }
+        (due, None)
+    }
+
+    /// Waits for the next push (see [`Link::take_pushes`]); None when the connection is closed
+    /// and nothing is left.
+    pub async fn next_push(&self) -> Option<Frame> {
+        let signal = Arc::new(Unblocked(tokio::sync::Notify::new()));
+        let waker = std::task::Waker::from(Arc::clone(&signal));
+        let mut ready: std::collections::VecDeque<Frame> = std::collections::VecDeque::new();
+        loop {
+            let (frames, next_held) = self.take_pushes();
+            ready.extend(frames);
+            if let Some(frame) = ready.pop_front() {
+                // Later ones stay for the next call.
+                let mut state = self.state();
+                for f in ready.into_iter().rev() {
+                    state.held_pushes.push_front((i64::MIN, f));
+                }
+                return Some(frame);
+            }
+            let connected = {
+                let mut engine = lock(&self.engine);
+                match self.state().client.filter(|&c| engine.is_connected(c)) {
+                    Some(c) => {
+                        engine.register_waker(c, &waker);
+                        true
+                    }
+                    None => false,
+                }
+            };
+            if !connected && next_held.is_none() {
+                return None;
+            }
+            match next_held {
+                Some(at) => tokio::select! {
+                    () = signal.0.notified() => {}
+                    () = sleep_until_clock(&self.engine, at) => {}
+                },
+                None => signal.0.notified().await,
+            }
+        }
+    }
+
     /// Runs `commands` back to back on the engine, now, and then, if one blocked the connection
     /// (`BLPOP` and its kin), the rest once its block ends. `on` pins the connection a delayed
     /// request was sent on: if it closed meanwhile, or while blocked, the request is lost
@@ -597,7 +679,8 @@ impl Link {
                 logged.log.mark_applied(logged.index);
             }
             if !self.run_until_blocked(&mut engine, client, commands, &mut replies) {
-                return Some(replies);
+                // A `SHUTDOWN` among them closed the connection without a reply.
+                return (!engine.is_shut_down()).then_some(replies);
             }
             client
         };
@@ -615,6 +698,9 @@ impl Link {
         loop {
             replies.push(wait_unblocked(&self.engine, client).await?);
             let mut engine = lock(&self.engine);
+            if engine.reply_is_silenced(client) {
+                self.state().silenced = true;
+            }
             if !self.run_until_blocked(&mut engine, client, commands, &mut replies) {
                 cancel.client = None;
                 return Some(replies);
@@ -634,7 +720,12 @@ impl Link {
         let mut blocked = false;
         while let Some(argv) = commands.get(replies.len()) {
             match engine.execute_or_block(client, argv) {
-                Some(reply) => replies.push(reply),
+                Some(reply) => {
+                    if engine.reply_is_silenced(client) {
+                        self.state().silenced = true;
+                    }
+                    replies.push(reply);
+                }
                 None => {
                     blocked = true;
                     break;
@@ -681,6 +772,13 @@ impl Link {
     /// sequence number, its fate and the engine's time it left at.
     async fn admit(&self) -> Result<(u64, CommandFate, i64), LinkError> {
         past_pauses(&self.engine, |engine, now, first| {
+            if engine.is_shut_down() {
+                // A restart due now brings a stopped server back first.
+                engine.apply_due_server_faults();
+                if engine.is_shut_down() {
+                    return Ok(Err(LinkError::ServerDown));
+                }
+            }
             let plan = engine.fault_plan_mut();
             let admission = if first {
                 plan.admit_command(self.node, now)
@@ -725,9 +823,14 @@ impl Link {
         // response timeout counts without it (a client sets its timeout to cover its `BLPOP`).
         let give_up = give_up + self.take_blocked_time();
         let Some(replies) = landed else {
-            // Lost with its connection (a restart meanwhile): the caller still waits it out.
+            // Lost with its connection (a restart or a `SHUTDOWN` meanwhile): the caller still
+            // waits it out.
             return self.time_out(give_up).await;
         };
+        if std::mem::take(&mut self.state().silenced) {
+            // The server sends no reply for one of them: the caller waits for it in vain.
+            return self.time_out(give_up).await;
+        }
         if fate == CommandFate::DropReply || Instant::now() + reply_delay >= give_up {
             return self.time_out(give_up).await;
         }

@@ -8,8 +8,11 @@
 //! `offset..offset + count` slice returned. Server errors arrive as the crate's own error kinds
 //! (built by its parser from the error text); a reply lost to a fault arrives as an I/O error of
 //! kind `TimedOut`, as a real connection's response timeout does, and a crashed node's calls fail
-//! with `ConnectionRefused` (nothing was sent). Pub/sub has no path through this trait: use a
-//! [`FakeSubscriber`](crate::FakeSubscriber).
+//! with `ConnectionRefused` (nothing was sent), as do calls after a `SHUTDOWN` stopped the server.
+//! A reply the server does not send (`CLIENT REPLY OFF`, `SHUTDOWN`'s) leaves its call waiting
+//! until the response timeout, as on a socket. Pub/sub has no path through this trait: use a
+//! [`FakeSubscriber`](crate::FakeSubscriber); the other frames the server pushes (`MONITOR`,
+//! client-side caching's invalidations) come through [`FakeConnection::next_push`].
 
 use crate::fault::NodeId;
 use crate::inprocess::link::{DEFAULT_RESPONSE_TIMEOUT, Link, LinkError, RequestLog, SharedEngine};
@@ -63,6 +66,26 @@ impl FakeConnection {
         self.link.node
     }
 
+    /// Waits for the next frame the server sends this connection outside its replies: a line
+    /// of `MONITOR`, a RESP3 invalidation of `CLIENT TRACKING` (or its `__redis__:invalidate`
+    /// message for a redirect), through the fault plan as pub/sub messages go (a node's pause
+    /// holds it, a dropped delivery loses it). None once the connection is closed and nothing is
+    /// left. The `redis` crate's `ConnectionLike` has no path for them, hence this method.
+    pub async fn next_push(&self) -> Option<Value> {
+        let frame = self.link.next_push().await?;
+        Some(frame.to_redis_value(self.link.protocol()))
+    }
+
+    /// The pushes that have arrived (see [`FakeConnection::next_push`]), without waiting.
+    pub fn take_pushes(&self) -> Vec<Value> {
+        let protocol = self.link.protocol();
+        let (frames, _) = self.link.take_pushes();
+        frames
+            .into_iter()
+            .map(|f| f.to_redis_value(protocol))
+            .collect()
+    }
+
     async fn run(&self, commands: Vec<Vec<Bytes>>) -> Result<Vec<Value>, RedisError> {
         let frames = self.link.call(commands).await.map_err(io_error)?;
         let protocol = self.link.protocol();
@@ -79,6 +102,10 @@ fn io_error(e: LinkError) -> RedisError {
         LinkError::Crashed => std::io::Error::new(
             std::io::ErrorKind::ConnectionRefused,
             "the client process has crashed",
+        ),
+        LinkError::ServerDown => std::io::Error::new(
+            std::io::ErrorKind::ConnectionRefused,
+            "the server has shut down",
         ),
     };
     RedisError::from(err)

@@ -50,6 +50,7 @@
 //! FAKE.FAULT RESTART [<when>]                        all connections close; data, scripts lost
 //! FAKE.FAULT FAILOVER <lag-ms> [<when>]              a restart losing the last <lag-ms> of writes
 //! FAKE.FAULT CLOCK-JUMP <delta-ms> [<when>]          the server's time jumps (back when negative)
+//! FAKE.FAULT CLIENT-PAUSE <ms> [WRITE|ALL] [<when>]  the server holds commands, as CLIENT PAUSE
 //!
 //! <which> = NEXT <count> | SEQS <from> <until> | DURING <from> <until> | CHANCE <p>
 //!           (default NEXT 1, which needs a node)
@@ -152,7 +153,7 @@ impl AdminCommand {
 }
 
 /// The fault kinds `FAKE.FAULT` takes, in the order its error lists them.
-pub const FAULT_KINDS: [&str; 13] = [
+pub const FAULT_KINDS: [&str; 14] = [
     "drop-request",
     "drop-reply",
     "delay-request",
@@ -165,6 +166,7 @@ pub const FAULT_KINDS: [&str; 13] = [
     "restart",
     "failover",
     "clock-jump",
+    "client-pause",
     "clear",
 ];
 
@@ -303,6 +305,8 @@ const HELP_LINES: &[&str] = &[
     "    A restart losing the last <lag-ms> of writes.",
     "FAULT CLOCK-JUMP <delta-ms> [<when>]",
     "    The server's time jumps (back when negative).",
+    "FAULT CLIENT-PAUSE <ms> [WRITE|ALL] [<when>]",
+    "    The server holds every command, or those that may write, as CLIENT PAUSE does.",
     "    <which> is NEXT <count> | SEQS <from> <until> | DURING <from> <until> | CHANCE <p>.",
     "    <when> is AT <unix-ms> | IN <ms>.",
     "HELP",
@@ -460,6 +464,10 @@ pub fn describe(kind: &FaultEventKind) -> String {
             format!("failed-over lag {lag_ms} undone {undone}")
         }
         FaultEventKind::ClockJumped(delta) => format!("clock-jumped {delta}"),
+        FaultEventKind::ClientsPaused(until, writes_only) => format!(
+            "clients-paused-until {until} {}",
+            if *writes_only { "write" } else { "all" }
+        ),
     }
 }
 
@@ -654,6 +662,21 @@ fn fault(engine: &mut Engine, mut args: Args<'_>, apply_now: bool) -> Result<(),
             Fault::ClockJump {
                 at: a.when(now)?,
                 delta_ms,
+            }
+        }
+        "client-pause" => {
+            let ms = a.ms()?;
+            let writes_only = if a.args.eat("write") {
+                true
+            } else {
+                a.args.eat("all");
+                false
+            };
+            let at = a.when(now)?;
+            Fault::ClientPause {
+                at,
+                until: at.saturating_add(ms),
+                writes_only,
             }
         }
         _ => return Err(unknown_kind(named)),

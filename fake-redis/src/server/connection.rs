@@ -404,7 +404,8 @@ impl Connection {
                 match engine.take_unblocked_reply(self.client) {
                     Some(reply) => {
                         let protocol = engine.protocol(self.client);
-                        if let Some(flow) = self.reply(&reply, protocol, reply_due) {
+                        let silenced = engine.reply_is_silenced(self.client);
+                        if !silenced && let Some(flow) = self.reply(&reply, protocol, reply_due) {
                             return flow;
                         }
                     }
@@ -518,6 +519,13 @@ impl Connection {
             Outcome::Reply(reply) => reply,
             Outcome::AdvanceTo(target) => return Some(Flow::Advance(target)),
         };
+        if engine.is_shut_down() {
+            // `SHUTDOWN`: the server stops, and its caller gets no reply.
+            tracing::info!(client = %self.client, "SHUTDOWN: stopping");
+            self.shared.shutdown.send_replace(true);
+            return Some(Flow::Close);
+        }
+        let silenced = admin.is_none() && engine.reply_is_silenced(self.client);
         let connected = engine.is_connected(self.client);
         // HELLO 3 answers in RESP3; a connection that just closed (QUIT) answers as it spoke.
         let protocol = if connected {
@@ -534,7 +542,7 @@ impl Connection {
             self.waiting = Some(Waiting::Blocked { reply_due });
             return Some(Flow::Blocked(engine.block_deadline(self.client)));
         }
-        if let Some(flow) = self.reply(&reply, protocol, reply_due) {
+        if !silenced && let Some(flow) = self.reply(&reply, protocol, reply_due) {
             return Some(flow);
         }
         (!connected).then_some(Flow::Close)

@@ -6,7 +6,7 @@
 //! tests of the blocking commands. `drive` checks one connection to the server
 //! on any bytes; `binary` runs the server binary; `blocked` plays a blocked command against a
 //! second connection's writes; `raw` compares replies byte for byte (the
-//! script and function tables).
+//! script and function tables); `transcript` compares what several connections receive.
 
 #![allow(dead_code)]
 
@@ -16,6 +16,7 @@ pub mod binary;
 pub mod blocked;
 pub mod drive;
 pub mod raw;
+pub mod transcript;
 
 use bytes::Bytes;
 use fake_redis::{Engine, FakeConnection, NodeId, SystemClock, shared};

@@ -77,6 +77,15 @@ impl Real {
         }
     }
 
+    /// Every byte the server writes until it closes the connection.
+    pub fn read_to_close(&mut self) -> Vec<u8> {
+        let mut rest = Vec::new();
+        self.stream.read_to_end(&mut rest).unwrap();
+        let mut all = self.buf.split().to_vec();
+        all.extend_from_slice(&rest);
+        all
+    }
+
     fn read_more(&mut self) {
         let mut chunk = [0u8; 4096];
         let n = self.stream.read(&mut chunk).unwrap_or_else(|e| {
