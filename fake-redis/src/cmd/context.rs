@@ -129,6 +129,12 @@ impl<'a> Cx<'a> {
         self.engine.notify(class, event, key, db, now);
     }
 
+    /// [`Cx::notify`] for `key` of database `db` (`MOVE`'s and `COPY … DB`'s destination).
+    pub fn notify_at(&mut self, db: usize, class: u16, event: &str, key: &[u8]) {
+        let now = self.now;
+        self.engine.notify(class, event, key, db, now);
+    }
+
     /// The keyspace of the command's database.
     #[inline]
     pub fn keyspace(&mut self) -> &mut Db {

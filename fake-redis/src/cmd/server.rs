@@ -790,9 +790,7 @@ fn move_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     cx.keyspace().touch(key);
     cx.keyspace_at(target).touch(key);
     cx.notify(super::class::GENERIC, "move_from", key);
-    let source = std::mem::replace(&mut cx.db, target);
-    cx.notify(super::class::GENERIC, "move_to", key);
-    cx.db = source;
+    cx.notify_at(target, super::class::GENERIC, "move_to", key);
     Ok(Frame::Integer(1))
 }
 

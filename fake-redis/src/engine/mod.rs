@@ -347,7 +347,7 @@ impl Engine {
         for db in &mut dbs {
             db.set_journal(config.journal_window_ms);
         }
-        Engine {
+        let mut engine = Engine {
             clock: std::sync::Arc::new(clock),
             clock_offset: 0,
             rng: config.seed ^ 0x9e37_79b9_7f4a_7c15,
@@ -373,7 +373,11 @@ impl Engine {
             queued_foreign: None,
             server: crate::cmd::ServerState::default(),
             replication: replication::Replication::default(),
-        }
+        };
+        // The keyspaces log what the configured notifications need.
+        let flags = engine.config.notify_keyspace_events;
+        engine.set_keyspace_events(flags);
+        engine
     }
 
     /// The engine's current time, unix ms: its clock plus any clock jump.
@@ -404,17 +408,6 @@ impl Engine {
     /// Forgets the statistics `INFO` reports (`CONFIG RESETSTAT`).
     pub(crate) fn reset_stats(&mut self) {
         self.stats = Stats::default();
-    }
-
-    /// Sets `notify-keyspace-events` (flags of `cmd/config.rs`'s `class`).
-    pub(crate) fn set_keyspace_events(&mut self, flags: u16) {
-        self.config.notify_keyspace_events = flags;
-        let log_expired = notify::wants_expired(flags);
-        for db in &mut self.dbs {
-            if log_expired != db.watches.expired_log.is_some() {
-                db.watches.expired_log = log_expired.then(Vec::new);
-            }
-        }
     }
 
     /// Whether a driver has said how to run its own queued commands ([`ForeignCommands`]).
@@ -612,7 +605,7 @@ impl Engine {
             let rng = &mut self.rng;
             self.expiry
                 .catch_up(&mut self.dbs, now, &mut || xorshift(rng));
-            self.notify_expired(now);
+            self.publish_key_events(now);
             self.collect_dirty();
             self.propagate(None, now);
         }
@@ -643,7 +636,7 @@ impl Engine {
         if self.blocked_clients > 0 {
             crate::cmd::serve_blocked(self, now);
         }
-        self.notify_expired(now);
+        self.publish_key_events(now);
         self.collect_dirty();
         self.propagate(Some(client.0), now);
         if let Some(c) = self.clients.get_mut(&client.0) {
