@@ -215,6 +215,12 @@ impl Engine {
             .clients
             .get_mut(&id)
             .expect("a blocked client is connected");
+        let name = client.last_command;
+        self.count_unblocked(name, &reply);
+        let client = self
+            .clients
+            .get_mut(&id)
+            .expect("a blocked client is connected");
         client.unblocked = Some(reply);
         if let Some(w) = client.waker.take() {
             w.wake();

@@ -29,6 +29,7 @@
 use crate::clock::Clock;
 use crate::engine::db::Db;
 use crate::engine::expiry::ActiveExpiry;
+pub(crate) use crate::engine::stats::Stats;
 use crate::fault::{Fault, FaultEventKind, FaultPlan, NodeId};
 use crate::resp::Frame;
 use bytes::Bytes;
@@ -45,6 +46,7 @@ pub(crate) mod notify;
 mod pubsub;
 pub(crate) mod rdb;
 pub mod replication;
+mod stats;
 pub(crate) mod stream;
 mod watches;
 
@@ -271,13 +273,6 @@ impl ScriptCache {
     }
 }
 
-/// Counters `INFO` reports.
-#[derive(Default)]
-pub(crate) struct Stats {
-    pub commands: u64,
-    pub connections: u64,
-}
-
 /// The fake Redis server's state. See the [module docs](self).
 pub struct Engine {
     /// Shared with the node's replicas, which read the same time (`engine/replication.rs`).
@@ -407,7 +402,7 @@ impl Engine {
 
     /// Forgets the statistics `INFO` reports (`CONFIG RESETSTAT`).
     pub(crate) fn reset_stats(&mut self) {
-        self.stats = Stats::default();
+        self.stats.reset();
     }
 
     /// Whether a driver has said how to run its own queued commands ([`ForeignCommands`]).
@@ -626,7 +621,6 @@ impl Engine {
         if !self.clients.contains_key(&client.0) {
             return None;
         }
-        self.stats.commands += 1;
         Some(now)
     }
 
@@ -703,6 +697,11 @@ impl Engine {
     /// The counters `INFO` reports.
     pub(crate) fn stats(&self) -> &Stats {
         &self.stats
+    }
+
+    /// The counters, for `SLOWLOG` and `CONFIG SET slowlog-*`.
+    pub(crate) fn stats_mut(&mut self) -> &mut Stats {
+        &mut self.stats
     }
 
     /// When the engine started, unix ms (`INFO`'s uptime).
