@@ -51,8 +51,9 @@ pub(crate) mod stream;
 mod watches;
 
 pub use crate::engine::expiry::{
-    ACTIVE_EXPIRE_ACCEPTABLE_STALE, ACTIVE_EXPIRE_HZ, ACTIVE_EXPIRE_KEYS_PER_LOOP,
-    ACTIVE_EXPIRE_MAX_CYCLES_PER_CALL, ACTIVE_EXPIRE_MAX_LOOPS,
+    ACTIVE_EXPIRE_ACCEPTABLE_STALE, ACTIVE_EXPIRE_DELETE_NS, ACTIVE_EXPIRE_FAST_LIMIT_US,
+    ACTIVE_EXPIRE_HZ, ACTIVE_EXPIRE_KEYS_PER_LOOP, ACTIVE_EXPIRE_MAX_CYCLES_PER_CALL,
+    ACTIVE_EXPIRE_SAMPLE_NS, ACTIVE_EXPIRE_SLOW_LIMIT_US,
 };
 
 /// The number of databases, as Redis's default `databases 16`.
@@ -629,6 +630,12 @@ impl Engine {
     pub(crate) fn end_command(&mut self, client: ClientId, now: i64) {
         if self.blocked_clients > 0 {
             crate::cmd::serve_blocked(self, now);
+        }
+        // Redis's `beforeSleep`: the fast expiry cycle, when the last cycle ran out of time.
+        if self.expiry.wants_fast_cycle(now) && !self.replication.is_replica() {
+            let rng = &mut self.rng;
+            self.expiry
+                .before_sleep(&mut self.dbs, now, &mut || xorshift(rng));
         }
         self.publish_key_events(now);
         self.collect_dirty();
