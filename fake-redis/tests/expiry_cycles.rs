@@ -51,6 +51,17 @@ fn a_tick_spends_the_slow_cycle_s_time_then_the_fast_cycle_s() {
         (expected..=expected + granularity).contains(&removed),
         "removed {removed}, expected {expected} (+{granularity})"
     );
+    let info = match engine.execute(client, &argv("INFO stats")) {
+        Frame::Bulk(text) | Frame::Verbatim { text, .. } => text,
+        other => panic!("INFO replied {other:?}"),
+    };
+    let info = String::from_utf8_lossy(&info);
+    assert!(
+        info.contains("\r\nexpired_time_cap_reached_count:2\r\n"),
+        "both cycles ran out of time: {info}"
+    );
+    // Each cycle found every sample expired; the running average weighs each 5%.
+    assert!(info.contains("\r\nexpired_stale_perc:9.75\r\n"), "{info}");
 }
 
 /// Redis's `beforeSleep` runs the fast cycle after each batch of commands while the last cycle

@@ -91,6 +91,9 @@ pub(crate) struct ActiveExpiry {
     next_db: usize,
     /// Cycles that ended on their time limit (`INFO`'s `expired_time_cap_reached_count`).
     pub time_cap_reached: u64,
+    /// The share of sampled keys found expired, a running average weighting each cycle 5%
+    /// (`INFO`'s `expired_stale_perc`, as a fraction).
+    pub stale: f64,
 }
 
 impl ActiveExpiry {
@@ -102,6 +105,7 @@ impl ActiveExpiry {
             last_fast: i64::MIN,
             next_db: 0,
             time_cap_reached: 0,
+            stale: 0.0,
         }
     }
 
@@ -159,6 +163,7 @@ impl ActiveExpiry {
     fn run(&mut self, cycle: Cycle, dbs: &mut [Db], at: i64, random: &mut impl FnMut() -> u64) {
         let limit_ns = cycle.limit_us() * 1000;
         let (mut spent_ns, mut loops) = (0u64, 0u64);
+        let (mut total_sampled, mut total_expired) = (0usize, 0usize);
         self.hit_limit = false;
         let count = dbs.len();
         for _ in 0..count {
@@ -173,6 +178,8 @@ impl ActiveExpiry {
                     db.expire_sample(at, ACTIVE_EXPIRE_KEYS_PER_LOOP, &mut *random);
                 spent_ns += sampled as u64 * ACTIVE_EXPIRE_SAMPLE_NS
                     + expired as u64 * ACTIVE_EXPIRE_DELETE_NS;
+                total_sampled += sampled;
+                total_expired += expired;
                 if loops % 16 == 0 && spent_ns > limit_ns {
                     self.hit_limit = true;
                     self.time_cap_reached += 1;
@@ -183,6 +190,12 @@ impl ActiveExpiry {
                 }
             }
         }
+        let current = if total_sampled == 0 {
+            0.0
+        } else {
+            total_expired as f64 / total_sampled as f64
+        };
+        self.stale = current * 0.05 + self.stale * 0.95;
     }
 }
 

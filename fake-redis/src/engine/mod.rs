@@ -404,6 +404,8 @@ impl Engine {
     /// Forgets the statistics `INFO` reports (`CONFIG RESETSTAT`).
     pub(crate) fn reset_stats(&mut self) {
         self.stats.reset();
+        self.expiry.stale = 0.0;
+        self.expiry.time_cap_reached = 0;
     }
 
     /// Whether a driver has said how to run its own queued commands ([`ForeignCommands`]).
@@ -704,6 +706,12 @@ impl Engine {
     /// The counters `INFO` reports.
     pub(crate) fn stats(&self) -> &Stats {
         &self.stats
+    }
+
+    /// What active expiry reports (`INFO`'s `expired_stale_perc` and
+    /// `expired_time_cap_reached_count`).
+    pub(crate) fn expiry_stats(&self) -> (f64, u64) {
+        (self.expiry.stale, self.expiry.time_cap_reached)
     }
 
     /// The counters, for `SLOWLOG` and `CONFIG SET slowlog-*`.

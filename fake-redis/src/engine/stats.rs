@@ -332,10 +332,10 @@ fn redacted(argv: &[Bytes]) -> Vec<usize> {
     if name.eq_ignore_ascii_case(b"auth") {
         return (1..argv.len()).collect();
     }
-    if name.eq_ignore_ascii_case(b"hello") {
-        if let Some(at) = argv.iter().position(|a| a.eq_ignore_ascii_case(b"auth")) {
-            return vec![at + 1, at + 2];
-        }
+    if name.eq_ignore_ascii_case(b"hello")
+        && let Some(at) = argv.iter().position(|a| a.eq_ignore_ascii_case(b"auth"))
+    {
+        return vec![at + 1, at + 2];
     }
     Vec::new()
 }
