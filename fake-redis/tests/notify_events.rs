@@ -346,6 +346,16 @@ const EXPIRY: &[&str] = &[
     "GET k4",
 ];
 
+/// `new` alone: a key a script creates and deletes was still new, though no other class is on.
+const NEW_ONLY: &[&str] = &[
+    "EVAL \"redis.call('set', KEYS[1], 'v') redis.call('del', KEYS[1])\" 1 tmp",
+    "RPUSH l a",
+    "LPOP l",
+    "SET s v PX 50",
+    "SLEEP 300",
+    "SET s v",
+];
+
 /// Commands that publish nothing, whatever the flags.
 const SILENT: &[&str] = &[
     "SET k v",
@@ -395,6 +405,8 @@ const CASES: &[Case] = &[
     ("KEAn", SCRIPTS_AND_MULTI),
     ("KEAn", EXPIRY),
     ("En", KEYS),
+    ("Kn", NEW_ONLY),
+    ("KEn", SCRIPTS_AND_MULTI),
     // One class on one kind of channel: only its events.
     ("Kl", LISTS),
     ("Es", SETS),

@@ -102,11 +102,14 @@ impl Engine {
     #[inline]
     pub(crate) fn notify(&mut self, class: u16, event: &str, key: &[u8], db: usize, now: i64) {
         let flags = self.config().notify_keyspace_events;
-        if flags & class == 0 {
+        if flags == 0 {
             return;
         }
+        // What the keyspace logged happened before this event, whether or not its class is on.
         self.publish_key_events(now);
-        self.publish_event(flags, event, key, db, now);
+        if flags & class != 0 {
+            self.publish_event(flags, event, key, db, now);
+        }
     }
 
     fn publish_event(&mut self, flags: u16, event: &str, key: &[u8], db: usize, now: i64) {
