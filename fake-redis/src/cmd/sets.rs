@@ -320,14 +320,16 @@ fn algebra_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     };
     if changed {
         db.touch(destination);
-        // The command's name is its event (`sunionstore`); an empty result announces `del`.
-        let stored = (super::class::SET, String::from_utf8_lossy(&name));
-        let (class, event) = if len == 0 {
-            (super::class::GENERIC, "del".into())
+        // An empty result announces `del`; a stored one the command's name (`sunionstore`).
+        if len == 0 {
+            cx.notify(super::class::GENERIC, "del", destination);
         } else {
-            stored
-        };
-        cx.notify(class, &event, destination);
+            cx.notify(
+                super::class::SET,
+                &String::from_utf8_lossy(&name),
+                destination,
+            );
+        }
     }
     Ok(Frame::Integer(len as i64))
 }
