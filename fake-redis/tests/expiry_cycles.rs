@@ -128,7 +128,8 @@ fn no_fast_cycle_runs_while_the_slow_cycle_finishes_in_time() {
 const REDIS_LEFT_AT_500_MS: i64 = 1_293;
 
 /// That measurement on virtual time: the fake leaves as many keys as Redis within a factor of
-/// two, and every key is gone by the next tick.
+/// two; the next tick leaves at most 1% of the shrunk table (4,096 slots), and the one after
+/// none.
 #[test]
 fn mass_expiry_leaves_what_redis_leaves_within_a_factor_of_two() {
     let (mut engine, clock, client) = burst(100_000);
@@ -139,5 +140,31 @@ fn mass_expiry_leaves_what_redis_leaves_within_a_factor_of_two() {
         "{left} keys left at 500 ms, Redis {REDIS_LEFT_AT_500_MS}"
     );
     clock.set(600);
+    assert!(dbsize(&mut engine, client) <= 4_096 / 100);
+    clock.set(700);
+    assert_eq!(dbsize(&mut engine, client), 0);
+}
+
+/// Redis's cycle stops on a table less than 1% full until the cron shrinks it: 20,000 expired
+/// keys in a table of 32,768 leave 1% of that, 327 at most, to the next tick, which has the
+/// table shrunk and takes them.
+#[test]
+fn the_last_percent_of_the_table_waits_for_the_next_tick() {
+    let (mut engine, clock, client) = burst(20_000);
+    clock.set(400);
+    let left = dbsize(&mut engine, client);
+    assert!(
+        (327 - 20..=327).contains(&left),
+        "{left} keys left after the first tick"
+    );
+    for ms in 401..=420 {
+        clock.set(ms);
+        assert_eq!(
+            dbsize(&mut engine, client),
+            left,
+            "no fast cycle: the slow one had time"
+        );
+    }
+    clock.set(500);
     assert_eq!(dbsize(&mut engine, client), 0);
 }

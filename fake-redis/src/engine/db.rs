@@ -1132,6 +1132,11 @@ impl Db {
         !self.volatile.is_empty()
     }
 
+    /// How many keys have a TTL (the active expiry cycle's candidates), in constant time.
+    pub fn volatile_count(&self) -> usize {
+        self.volatile.len()
+    }
+
     // ---- WATCH ----
 
     /// Starts watching `key` for `client`.

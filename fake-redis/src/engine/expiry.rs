@@ -19,14 +19,21 @@
 //!
 //! - **Time is work.** A cycle's time is the work it did at a fixed cost per key, Redis's on a
 //!   quiet machine: [`ACTIVE_EXPIRE_SAMPLE_NS`] to sample a key and [`ACTIVE_EXPIRE_DELETE_NS`]
-//!   more to delete an expired one, 0.53 µs in all, which is what Redis 7.0.15 spent per key
-//!   when 100,000 keys written with `PX 300` were down to 1,293 half a second later (two cron
-//!   ticks and their fast cycles: 52 ms of budget for 98,707 keys). `scripts/expiry-lag` measures
+//!   more to delete an expired one, 0.53 µs in all, about what Redis 7.0.15 spends per key
+//!   when 100,000 keys written with `PX 300` are down to 1,293 half a second later (two cron
+//!   ticks and their fast cycles, 52 ms of budget, for most of the 98,707 keys). `scripts/expiry-lag` measures
 //!   both servers side by side. Redis looks at its clock every 16 loops; so does the model.
 //! - **The slow cycle runs at its tick.** The engine asks [`ActiveExpiry`] at the start of every
 //!   command whether a 100 ms tick has passed, and runs the cycles it missed then, each at its
 //!   own tick time, at most [`ACTIVE_EXPIRE_MAX_CYCLES_PER_CALL`] of them, so a clock moved by an
 //!   hour does not stall one command.
+//! - **Redis's table of keys with a TTL has a size.** Its cycle samples that hash table by bucket,
+//!   and stops on a database whose table is less than 1% full ("sampling the key space is
+//!   expensive, so stop here waiting for better times"), until the cron shrinks the table, which
+//!   it does at each tick once it is less than 10% full. So after a mass expiry the last 1% of
+//!   the table's size (1,310 of 100,000 keys) stays until the next tick. The engine keeps its
+//!   keys with a TTL in a dense vector, but keeps the size Redis's table would have (a power of
+//!   two, grown past its count, shrunk at a tick) and stops where Redis stops.
 //! - **"Before sleep" is after a command, and after a tick.** Redis's event loop sleeps after
 //!   each batch of commands it read, and wakes for each cron tick. The engine runs the fast cycle
 //!   at the end of every command and right after every slow cycle it catches up, when the rules
@@ -58,6 +65,9 @@ pub const ACTIVE_EXPIRE_SAMPLE_NS: u64 = 100;
 pub const ACTIVE_EXPIRE_DELETE_NS: u64 = 430;
 /// Active expiry: cycles one `execute` catches up at most; further missed ticks are skipped.
 pub const ACTIVE_EXPIRE_MAX_CYCLES_PER_CALL: usize = 10;
+
+/// Redis's smallest hash table (`DICT_HT_INITIAL_SIZE`).
+const SMALLEST_TABLE: usize = 4;
 
 /// The length of one tick, ms.
 const PERIOD: i64 = 1000 / ACTIVE_EXPIRE_HZ;
@@ -94,6 +104,8 @@ pub(crate) struct ActiveExpiry {
     /// The share of sampled keys found expired, a running average weighting each cycle 5%
     /// (`INFO`'s `expired_stale_perc`, as a fraction).
     pub stale: f64,
+    /// Per database, the size Redis's table of keys with a TTL would have.
+    table_sizes: Vec<usize>,
 }
 
 impl ActiveExpiry {
@@ -106,6 +118,7 @@ impl ActiveExpiry {
             next_db: 0,
             time_cap_reached: 0,
             stale: 0.0,
+            table_sizes: Vec::new(),
         }
     }
 
@@ -129,6 +142,7 @@ impl ActiveExpiry {
         while self.next_tick <= now && cycles < ACTIVE_EXPIRE_MAX_CYCLES_PER_CALL {
             let at = self.next_tick;
             self.run(Cycle::Slow, dbs, at, random);
+            self.shrink_tables(dbs);
             self.before_sleep(dbs, at, random);
             self.next_tick += PERIOD;
             cycles += 1;
@@ -166,13 +180,19 @@ impl ActiveExpiry {
         let (mut total_sampled, mut total_expired) = (0usize, 0usize);
         self.hit_limit = false;
         let count = dbs.len();
+        self.grow_tables(dbs);
         for _ in 0..count {
             if self.hit_limit {
                 break;
             }
-            let db = &mut dbs[self.next_db % count];
+            let i = self.next_db % count;
+            let (db, table) = (&mut dbs[i], self.table_sizes[i]);
             self.next_db = (self.next_db + 1) % count;
             while db.has_volatile() {
+                // Less than 1% of the table full: Redis waits for the cron to shrink it.
+                if table > SMALLEST_TABLE && db.volatile_count() * 100 / table < 1 {
+                    break;
+                }
                 loops += 1;
                 let (sampled, expired) =
                     db.expire_sample(at, ACTIVE_EXPIRE_KEYS_PER_LOOP, &mut *random);
@@ -196,6 +216,31 @@ impl ActiveExpiry {
             total_expired as f64 / total_sampled as f64
         };
         self.stale = current * 0.05 + self.stale * 0.95;
+    }
+}
+
+impl ActiveExpiry {
+    /// Each table grows as Redis's does when its keys reach its size: to the power of two past
+    /// their count.
+    fn grow_tables(&mut self, dbs: &[Db]) {
+        self.table_sizes.resize(dbs.len(), 0);
+        for (size, db) in self.table_sizes.iter_mut().zip(dbs) {
+            let used = db.volatile_count();
+            if used >= *size {
+                *size = (used + 1).next_power_of_two().max(SMALLEST_TABLE);
+            }
+        }
+    }
+
+    /// The cron's `tryResizeHashTables`: a table less than 10% full shrinks to the power of two
+    /// that holds its keys (its rehashing is taken as done by the next cycle).
+    fn shrink_tables(&mut self, dbs: &[Db]) {
+        for (size, db) in self.table_sizes.iter_mut().zip(dbs) {
+            let used = db.volatile_count();
+            if *size > SMALLEST_TABLE && used * 100 / *size < 10 {
+                *size = used.next_power_of_two().max(SMALLEST_TABLE);
+            }
+        }
     }
 }
 
