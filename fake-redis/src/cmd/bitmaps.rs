@@ -69,8 +69,8 @@ fn for_writing(cx: &mut Cx<'_>, key: &[u8], max_bit: u64) -> Result<(Vec<u8>, bo
     Ok((bytes, grown))
 }
 
-/// Writes `bytes` back at `key`, keeping its TTL (a missing key gets none); `WATCH` hears of it
-/// if it `changed` something.
+/// Writes `bytes` back at `key`, keeping its TTL (a missing key gets none); `WATCH` hears of it,
+/// and a `setbit` keyspace event announces it, if it `changed` something.
 fn store(cx: &mut Cx<'_>, key: &[u8], bytes: Vec<u8>, changed: bool) {
     let now = cx.now;
     let db = cx.keyspace();
@@ -80,6 +80,7 @@ fn store(cx: &mut Cx<'_>, key: &[u8], bytes: Vec<u8>, changed: bool) {
     }
     if changed {
         db.touch(key);
+        cx.notify(super::class::STRING, "setbit", key);
     }
     super::server::note_raw(cx, key);
 }
@@ -313,7 +314,7 @@ fn bitop_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         })
         .collect();
     let value = (!result.is_empty()).then(|| Value::Str(Bytes::from(result)));
-    super::store_or_delete(cx, destination, value);
+    super::store_or_delete(cx, destination, value, (super::class::STRING, "set"));
     // Redis stores the result as it built it, a `raw` string.
     super::server::note_raw(cx, destination);
     Ok(Frame::Integer(longest as i64))

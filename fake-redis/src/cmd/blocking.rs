@@ -60,6 +60,10 @@ pub(super) fn block_or(
     // Blocking needs a door that waits for the reply, and a client's own command: a
     // transaction's or a script's never blocks.
     if !cx.may_block || cx.caller != Caller::Client {
+        if cx.caller == Caller::Client {
+            // Redis would have blocked it, and a block that ends is not slow-logged.
+            cx.node().stats_mut().skip_slowlog = true;
+        }
         return Ok(denied);
     }
     let db = cx.db;

@@ -228,7 +228,7 @@ fn set(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     if !argv.len().is_multiple_of(2) {
         return Err(super::SYNTAX);
     }
-    let mut changes: Vec<(&'static Param, String)> = Vec::new();
+    let mut changes: Vec<(&'static Param, String, &[u8])> = Vec::new();
     for pair in argv.chunks(2) {
         let Some(param) = find(&pair[0]) else {
             return Err(super::error_echoing(&[
@@ -238,17 +238,17 @@ fn set(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
             ]));
         };
         // An alias and its parameter are not duplicates: the later one wins, as in Redis.
-        if changes.iter().any(|(p, _)| std::ptr::eq(*p, param)) {
+        if changes.iter().any(|(p, _, _)| std::ptr::eq(*p, param)) {
             return Err(failed(
                 &String::from_utf8_lossy(&pair[0]),
                 "duplicate parameter",
             ));
         }
         let value = check(param, &pair[1]).map_err(|why| failed(param.name, &why))?;
-        changes.push((param, value));
+        changes.push((param, value, &pair[1]));
     }
-    for (param, value) in changes {
-        apply(cx, param, value);
+    for (param, value, given) in changes {
+        apply(cx, param, value, given);
     }
     Ok(Frame::OK)
 }
@@ -442,8 +442,8 @@ fn keyspace_events_text(flags: u16) -> String {
     out
 }
 
-/// Applies a checked value.
-fn apply(cx: &mut Cx<'_>, param: &Param, value: String) {
+/// Applies a checked value (`given` as the client wrote it).
+fn apply(cx: &mut Cx<'_>, param: &Param, value: String, given: &[u8]) {
     let config = cx.config_mut();
     match param.name {
         "requirepass" => {
@@ -469,7 +469,10 @@ fn apply(cx: &mut Cx<'_>, param: &Param, value: String) {
     let config = cx.config_mut();
     config.settings.insert(canonical(param.name), value.clone());
     if param.name == "notify-keyspace-events" {
-        cx.set_keyspace_events(keyspace_events(&value).unwrap_or(0));
+        // From the letters given: the value shown leaves `n` out after `A`, as Redis's does,
+        // while the flag stays on.
+        let flags = keyspace_events(&String::from_utf8_lossy(given)).unwrap_or(0);
+        cx.set_keyspace_events(flags);
     }
 }
 

@@ -500,11 +500,13 @@ fn info_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let wanted: Vec<String> = args
         .map(|s| String::from_utf8_lossy(s).to_ascii_lowercase())
         .collect();
-    let all = wanted.is_empty()
-        || wanted
-            .iter()
-            .any(|w| w == "all" || w == "everything" || w == "default");
-    let want = |s: &str| all || wanted.iter().any(|w| w == s);
+    // `all` and `everything` are every section; the default leaves out the per-command ones.
+    let all = wanted.iter().any(|w| w == "all" || w == "everything");
+    let default = wanted.is_empty() || wanted.iter().any(|w| w == "default");
+    let want = |s: &str| {
+        all || (default && !matches!(s, "commandstats" | "latencystats"))
+            || wanted.iter().any(|w| w == s)
+    };
     let now = cx.now;
     let engine = cx.engine();
     let mut sections = Vec::new();
@@ -587,12 +589,18 @@ fn info_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         let _ = write!(
             s,
             "total_connections_received:{}\r\ntotal_commands_processed:{}\r\nexpired_keys:{expired}\r\n\
-             pubsub_channels:{}\r\npubsub_patterns:{}\r\npubsubshard_channels:{}\r\n",
+             expired_stale_perc:{:.2}\r\nexpired_time_cap_reached_count:{}\r\n\
+             expire_cycle_cpu_milliseconds:0\r\n\
+             pubsub_channels:{}\r\npubsub_patterns:{}\r\npubsubshard_channels:{}\r\n\
+             unexpected_error_replies:0\r\ntotal_error_replies:{}\r\n",
             engine.stats().connections,
             engine.stats().commands,
+            engine.expiry_stats().0 * 100.0,
+            engine.expiry_stats().1,
             engine.channel_count(),
             engine.pattern_count(),
-            engine.shard_channel_count()
+            engine.shard_channel_count(),
+            engine.stats().error_replies,
         );
         sections.push(s);
     }
@@ -609,8 +617,14 @@ fn info_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     if want("modules") {
         sections.push(String::from("# Modules\r\n"));
     }
+    if want("commandstats") {
+        sections.push(engine.stats().commandstats_section());
+    }
     if want("errorstats") {
-        sections.push(String::from("# Errorstats\r\n"));
+        sections.push(engine.stats().errorstats_section());
+    }
+    if want("latencystats") {
+        sections.push(super::server::latencystats_section(engine));
     }
     if want("cluster") {
         // Client test suites (redis-py's conftest) read `cluster_enabled` before their first test

@@ -134,6 +134,23 @@ impl<'a> Cx<'a> {
         self.engine.notify(class, event, key, db, now);
     }
 
+    /// Counts a call a script made, with its reply (`engine/stats.rs`).
+    pub fn count_script_call(
+        &mut self,
+        spec: &'static super::Spec,
+        argv: &[Bytes],
+        reply: &crate::resp::Frame,
+    ) {
+        let name = super::command_name(spec, argv).unwrap_or(spec.name);
+        self.engine.count_call(self.client, name, argv, reply, true);
+    }
+
+    /// [`Cx::notify`] for `key` of database `db` (`MOVE`'s and `COPY … DB`'s destination).
+    pub fn notify_at(&mut self, db: usize, class: u16, event: &str, key: &[u8]) {
+        let now = self.now;
+        self.engine.notify(class, event, key, db, now);
+    }
+
     /// The keyspace of the command's database.
     #[inline]
     pub fn keyspace(&mut self) -> &mut Db {

@@ -89,7 +89,9 @@ fn dispatch(engine: &mut Engine, id: u64, argv: &[Bytes], now: i64, may_block: b
         if let Some(m) = &mut client.multi {
             m.failed = true;
         }
-        return unknown_command(argv);
+        let error = unknown_command(argv);
+        engine.count_rejection("NULL", &error);
+        return error;
     };
     if !spec.arity_ok(argv.len()) {
         client.last_command = spec.name;
@@ -168,6 +170,10 @@ fn dispatch(engine: &mut Engine, id: u64, argv: &[Bytes], now: i64, may_block: b
         super::client::track_read(engine, id, name, argv, now);
         super::client::end_client_command(engine, id, spec);
     }
+    // A command that blocked counts when its block ends (`engine/blocking.rs`).
+    if engine.blocked_clients() == 0 || !engine.is_blocked(ClientId(id)) {
+        engine.count_call(id, name, argv, &reply, false);
+    }
     reply
 }
 
@@ -188,6 +194,14 @@ fn runs_unflagged_script(spec: &Spec) -> bool {
 /// `EXECABORT`, the reason without its `ERR` code.
 #[cold]
 fn reject(engine: &mut Engine, id: u64, spec: &Spec, error: Frame) -> Frame {
+    let error = refusal(engine, id, spec, error);
+    let name = engine.client_mut(id).map_or("NULL", |c| c.last_command);
+    engine.count_rejection(name, &error);
+    error
+}
+
+/// The reply [`reject`] gives.
+fn refusal(engine: &mut Engine, id: u64, spec: &Spec, error: Frame) -> Frame {
     let client = engine.client_mut(id).expect("checked by start_command");
     if !std::ptr::eq(spec, &super::transactions::EXEC) {
         if let Some(m) = &mut client.multi {
@@ -248,6 +262,9 @@ pub(super) fn run_queued(cx: &mut Cx<'_>, queue: &[Vec<Bytes>]) -> Vec<Frame> {
                 let (id, now) = (cx.client, cx.now);
                 super::client::track_read(cx.node(), id, name, argv, now);
             }
+            let name = command_name(spec, argv).unwrap_or(spec.name);
+            let client = cx.client;
+            cx.node().count_call(client, name, argv, &reply, false);
             reply
         })
         .collect()

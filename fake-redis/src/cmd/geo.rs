@@ -714,13 +714,13 @@ fn georadius_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         for f in &found {
             result.insert(f.member.clone(), if storedist { f.dist } else { f.score });
         }
-        super::store_or_delete(cx, dest, Some(Value::ZSet(Box::new(result))));
         let event = if search {
             "geosearchstore"
         } else {
             "georadiusstore"
         };
-        cx.notify(class::ZSET, event, dest);
+        let value = Some(Value::ZSet(Box::new(result)));
+        super::store_or_delete(cx, dest, value, (class::ZSET, event));
         return Ok(Frame::Integer(returned as i64));
     }
     let mut out = Vec::with_capacity(found.len());

@@ -395,6 +395,7 @@ fn pfadd_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     if updated {
         invalidate_cache(&mut hll);
         store(cx, key, hll);
+        cx.notify(super::class::STRING, "pfadd", key);
     }
     Ok(Frame::Integer(i64::from(updated)))
 }
@@ -461,6 +462,7 @@ fn pfmerge_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     }
     invalidate_cache(&mut hll);
     store(cx, &destination, hll);
+    cx.notify(super::class::STRING, "pfadd", &destination);
     Ok(Frame::simple("OK"))
 }
 

@@ -417,14 +417,17 @@ fn rename_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         return Err(Frame::error("ERR no such key"));
     };
     let (deadline, marks) = (entry.deadline(), entry.encoding_marks());
-    // Redis deletes the destination and adds the key anew (`dbDelete`, then `dbAdd`), so a
-    // client blocked on the destination finds it ready even when it existed before.
+    // Redis deletes a destination that exists and adds the key anew (`dbDelete`, then `dbAdd`:
+    // a `new` event either way), so a client blocked on the destination finds it ready even when
+    // it existed before.
     db.remove(dst, now);
     db.insert(dst, entry.value, deadline, now);
     db.touch(src);
     db.touch(dst);
     let here = cx.db;
     super::server::set_marks(cx, here, dst, marks);
+    cx.notify(super::class::GENERIC, "rename_from", src);
+    cx.notify(super::class::GENERIC, "rename_to", dst);
     Ok(if nx { Frame::Integer(1) } else { Frame::OK })
 }
 
@@ -468,6 +471,7 @@ fn copy_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     db.insert(dst, value, deadline, now);
     db.touch(dst);
     super::server::set_marks(cx, target, dst, marks);
+    cx.notify_at(target, super::class::GENERIC, "copy_to", dst);
     Ok(Frame::Integer(1))
 }
 

@@ -6,7 +6,7 @@
 //! is deleted, and each command parses its arguments in the order Redis does (some before the key
 //! lookup, some after), because that order decides which error a bad call sees.
 
-use super::{Args, Cx, Reply, Spec, WRITE, WRONGTYPE, int, is};
+use super::{Args, Cx, Reply, Spec, WRITE, WRONGTYPE, class, int, is};
 use crate::engine::db::Value;
 use crate::resp::Frame;
 use bytes::Bytes;
@@ -90,6 +90,24 @@ impl End {
     }
 }
 
+impl End {
+    /// The keyspace event of a push at this end.
+    fn push_event(self) -> &'static str {
+        match self {
+            End::Left => "lpush",
+            End::Right => "rpush",
+        }
+    }
+
+    /// The keyspace event of a pop at this end.
+    fn pop_event(self) -> &'static str {
+        match self {
+            End::Left => "lpop",
+            End::Right => "rpop",
+        }
+    }
+}
+
 fn push(list: &mut VecDeque<Bytes>, end: End, element: Bytes) {
     match end {
         End::Left => list.push_front(element),
@@ -129,6 +147,7 @@ fn push_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         push(list, end, element.clone());
     }
     let len = list.len();
+    cx.notify(class::LIST, end.push_event(), key);
     done(cx, key);
     Ok(Frame::Integer(len as i64))
 }
@@ -178,6 +197,7 @@ fn pop_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
             }
         },
     };
+    cx.notify(class::LIST, end.pop_event(), key);
     done(cx, key);
     Ok(reply)
 }
@@ -246,6 +266,7 @@ fn lset_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         return Err(Frame::error("ERR index out of range"));
     };
     list[i] = element.clone();
+    cx.notify(class::LIST, "lset", key);
     done(cx, key);
     Ok(Frame::OK)
 }
@@ -283,6 +304,7 @@ fn lrem_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     }
     *list = kept;
     if removed > 0 {
+        cx.notify(class::LIST, "lrem", key);
         done(cx, key);
     }
     Ok(Frame::Integer(removed as i64))
@@ -302,6 +324,7 @@ fn ltrim_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
             list.drain(..start);
         }
     }
+    cx.notify(class::LIST, "ltrim", key);
     done(cx, key);
     Ok(Frame::OK)
 }
@@ -326,6 +349,7 @@ fn linsert_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     };
     list.insert(if after { i + 1 } else { i }, element.clone());
     let len = list.len();
+    cx.notify(class::LIST, "linsert", key);
     done(cx, key);
     Ok(Frame::Integer(len as i64))
 }
@@ -457,6 +481,9 @@ fn lmove(cx: &mut Cx<'_>, source: &[u8], destination: &[u8], from: End, to: End)
         Ok(Some(list)) => push(list, to, element.clone()),
         Ok(None) | Err(_) => return Err(WRONGTYPE),
     }
+    // Redis announces the push before the pop.
+    cx.notify(class::LIST, to.push_event(), destination);
+    cx.notify(class::LIST, from.pop_event(), source);
     done(cx, source);
     done(cx, destination);
     Ok(Frame::Bulk(element))
@@ -514,6 +541,7 @@ fn lmpop_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
             .filter_map(|_| pop(list, end))
             .map(Frame::Bulk)
             .collect();
+        cx.notify(class::LIST, end.pop_event(), key);
         done(cx, key);
         return Ok(Frame::Array(vec![
             Frame::Bulk(key.clone()),
@@ -537,6 +565,7 @@ pub(crate) fn pop_elements(
     };
     let n = count.min(list.len());
     let popped = (0..n).filter_map(|_| pop(list, end)).collect();
+    cx.notify(class::LIST, end.pop_event(), key);
     done(cx, key);
     Ok(Some(popped))
 }

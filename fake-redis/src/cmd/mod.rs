@@ -461,8 +461,8 @@ pub(crate) fn write_aggregate<'a, T: Aggregate>(
     }
 }
 
-/// After a write: deletes the key if its collection is empty (as Redis does) and signals the
-/// change to `WATCH`.
+/// After a write: deletes the key if its collection is empty (as Redis does, announcing it as a
+/// `del` event after the write's own) and signals the change to `WATCH`.
 pub(crate) fn finish_aggregate<T: Aggregate>(cx: &mut Cx<'_>, key: &[u8]) {
     finish_aggregate_if::<T>(cx, key, true);
 }
@@ -479,6 +479,9 @@ pub(crate) fn finish_aggregate_if<T: Aggregate>(cx: &mut Cx<'_>, key: &[u8], cha
         .is_some_and(T::is_empty)
     {
         db.remove(key, now);
+        if changed {
+            cx.notify(class::GENERIC, "del", key);
+        }
     } else if changed {
         server::note_size(cx, key);
     }
@@ -489,21 +492,31 @@ pub(crate) fn finish_aggregate_if<T: Aggregate>(cx: &mut Cx<'_>, key: &[u8], cha
 }
 
 /// The end of a command that stores its result at `destination` (`…STORE`, `BITOP`): the
-/// value replaces whatever was there, TTL included; no value (an empty result) deletes the
-/// destination, a change `WATCH` hears of only if it was there.
-pub(crate) fn store_or_delete(cx: &mut Cx<'_>, destination: &[u8], value: Option<Value>) {
+/// value replaces whatever was there, TTL included, and is announced as the keyspace event
+/// `stored` (its class and name); no value (an empty result) deletes the destination, a change `WATCH` hears
+/// of, and a `del` event announces, only if it was there.
+pub(crate) fn store_or_delete(
+    cx: &mut Cx<'_>,
+    destination: &[u8],
+    value: Option<Value>,
+    stored: (u16, &str),
+) {
     let now = cx.now;
     let db = cx.keyspace();
-    let changed = match value {
-        None => db.remove(destination, now).is_some(),
+    let change = match value {
+        None => db
+            .remove(destination, now)
+            .is_some()
+            .then_some((class::GENERIC, "del")),
         Some(value) => {
             db.insert(destination, value, None, now);
             server::note_size(cx, destination);
-            true
+            Some(stored)
         }
     };
-    if changed {
+    if let Some((class, event)) = change {
         cx.keyspace().touch(destination);
+        cx.notify(class, event, destination);
     }
 }
 

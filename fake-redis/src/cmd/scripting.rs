@@ -99,10 +99,16 @@ fn eval_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 /// (`Caller::Script`) in the script's protocol, `resp` (2 unless the script said
 /// `redis.setresp(3)`), and the reply comes in that protocol's shapes. The native twins' commands
 /// and Lua's `redis.call` both run here, after their own checks of what a script may call.
-pub(crate) fn call_from_script(cx: &mut Cx<'_>, spec: &Spec, argv: &[Bytes], resp: u8) -> Frame {
+pub(crate) fn call_from_script(
+    cx: &mut Cx<'_>,
+    spec: &'static Spec,
+    argv: &[Bytes],
+    resp: u8,
+) -> Frame {
     let protocol = std::mem::replace(&mut cx.client().protocol, resp);
     let caller = std::mem::replace(&mut cx.caller, super::Caller::Script);
     let reply = (spec.run)(cx, &mut Args::new(argv)).unwrap_or_else(|error| error);
+    cx.count_script_call(spec, argv, &reply);
     cx.caller = caller;
     cx.client().protocol = protocol;
     if cx.engine().has_monitors() || cx.engine().is_tracking() {

@@ -81,6 +81,12 @@ pub(crate) struct ServerState {
 
 /// Follows a `CONFIG SET` of a parameter this file reads (by canonical name).
 pub(crate) fn config_changed(cx: &mut Cx<'_>, name: &str, value: &str) {
+    let slowlog = &mut cx.node().stats_mut().slowlog;
+    match (name, value.parse::<i64>()) {
+        ("slowlog-log-slower-than", Ok(us)) => slowlog.set_slower_than(us),
+        ("slowlog-max-len", Ok(len)) => slowlog.set_max_len(usize::try_from(len).unwrap_or(0)),
+        _ => {}
+    }
     let Ok(n) = value.parse::<usize>() else {
         return;
     };
@@ -648,33 +654,47 @@ const SLOWLOG_HELP: &[&str] = &[
     "    Prints this help.",
 ];
 
-/// `SLOWLOG GET|LEN|RESET|HELP`. A command's duration is measured on the engine's clock, which
-/// stands still while a command runs: no command is ever slower than the threshold, so the log
-/// stays empty (as Redis's does for a fast server).
-fn slowlog_command(_cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+/// `SLOWLOG GET|LEN|RESET|HELP`, over the log `engine/stats.rs` keeps. A command's duration is
+/// measured on the engine's clock, which stands still while a command runs: every command took
+/// 0 µs, so `slowlog-log-slower-than 0` logs each one and a larger threshold none.
+fn slowlog_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let sub = args.next_bytes()?;
     let name = subcommand("SLOWLOG", &["get", "len", "reset", "help"], sub)?;
+    let slowlog = &mut cx.node().stats_mut().slowlog;
     match name {
         "get" => {
             if args.remaining() > 1 {
                 return Err(super::subcommand_syntax("SLOWLOG", sub));
             }
-            if let Some(count) = args.next() {
-                match int(count) {
-                    Ok(n) if n >= -1 => {}
-                    _ => {
-                        return Err(Frame::error(
-                            "ERR count should be greater than or equal to -1",
-                        ));
-                    }
+            let count = match args.next().map(|c| int(c)) {
+                None => Some(10),
+                Some(Ok(-1)) => None,
+                Some(Ok(n)) if n >= 0 => Some(usize::try_from(n).unwrap_or(usize::MAX)),
+                Some(_) => {
+                    return Err(Frame::error(
+                        "ERR count should be greater than or equal to -1",
+                    ));
                 }
-            }
-            Ok(Frame::Array(Vec::new()))
+            };
+            Ok(slowlog.newest(count))
         }
-        "len" => Ok(Frame::Integer(0)),
-        "reset" => Ok(Frame::OK),
+        "len" => Ok(Frame::Integer(slowlog.len() as i64)),
+        "reset" => {
+            slowlog.reset();
+            Ok(Frame::OK)
+        }
         _ => Ok(help_reply(SLOWLOG_HELP)),
     }
+}
+
+/// `INFO latencystats`, as `latency-tracking` and `latency-tracking-info-percentiles` say.
+pub(crate) fn latencystats_section(engine: &crate::engine::Engine) -> String {
+    let settings = &engine.config().settings;
+    let tracking = settings.get("latency-tracking").is_none_or(|v| v == "yes");
+    let percentiles = settings
+        .get("latency-tracking-info-percentiles")
+        .map_or("50 99 99.9", String::as_str);
+    engine.stats().latencystats_section(tracking, percentiles)
 }
 
 const LATENCY_HELP: &[&str] = &[
@@ -699,8 +719,9 @@ const LATENCY_HELP: &[&str] = &[
 ];
 
 /// `LATENCY`: the answers of a server whose latency monitor is off (its default), which has
-/// no samples; `HISTOGRAM` has none either (the fake keeps no per-command timings).
-fn latency_command(_cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+/// no samples; `HISTOGRAM` gives each called command's calls, all in the first bucket (every
+/// command takes 0 µs on the engine's clock, `engine/stats.rs`).
+fn latency_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let sub = args.next_bytes()?;
     let name = subcommand(
         "LATENCY",
@@ -729,7 +750,13 @@ fn latency_command(_cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         ])),
         "history" | "latest" => Ok(Frame::Array(Vec::new())),
         "reset" => Ok(Frame::Integer(0)),
-        "histogram" => Ok(Frame::Map(Vec::new())),
+        "histogram" => {
+            let names: Vec<String> = args
+                .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
+                .collect();
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            Ok(cx.engine().stats().latency_histogram(&names))
+        }
         _ => Ok(help_reply(LATENCY_HELP)),
     }
 }
@@ -800,9 +827,7 @@ fn move_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     cx.keyspace().touch(key);
     cx.keyspace_at(target).touch(key);
     cx.notify(super::class::GENERIC, "move_from", key);
-    let source = std::mem::replace(&mut cx.db, target);
-    cx.notify(super::class::GENERIC, "move_to", key);
-    cx.db = source;
+    cx.notify_at(target, super::class::GENERIC, "move_to", key);
     Ok(Frame::Integer(1))
 }
 

@@ -97,6 +97,9 @@ fn sadd_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         Some(set) => args.filter(|m| set.insert((*m).clone())).count(),
         None => 0,
     };
+    if added > 0 {
+        cx.notify(super::class::SET, "sadd", key);
+    }
     done_if(cx, key, added > 0);
     Ok(Frame::Integer(added as i64))
 }
@@ -110,6 +113,7 @@ fn srem_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     };
     let removed = args.filter(|m| set.remove(&m[..])).count();
     if removed > 0 {
+        cx.notify(super::class::SET, "srem", key);
         done(cx, key);
     }
     Ok(Frame::Integer(removed as i64))
@@ -190,6 +194,7 @@ fn spop_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
             chosen
         }
     };
+    cx.notify(super::class::SET, "spop", key);
     done(cx, key);
     Ok(match count {
         None => Frame::Bulk(
@@ -311,6 +316,16 @@ fn algebra_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     };
     if changed {
         db.touch(destination);
+        // An empty result announces `del`; a stored one the command's name (`sunionstore`).
+        if len == 0 {
+            cx.notify(super::class::GENERIC, "del", destination);
+        } else {
+            cx.notify(
+                super::class::SET,
+                &String::from_utf8_lossy(&name),
+                destination,
+            );
+        }
     }
     Ok(Frame::Integer(len as i64))
 }
@@ -331,11 +346,15 @@ fn smove_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     if let Ok(Some(set)) = write(cx, source, false) {
         set.remove(&member[..]);
     }
+    cx.notify(super::class::SET, "srem", source);
     done(cx, source);
     let added = match write(cx, destination, true) {
         Ok(Some(set)) => set.insert(member.clone()),
         _ => false,
     };
+    if added {
+        cx.notify(super::class::SET, "sadd", destination);
+    }
     done_if(cx, destination, added);
     Ok(Frame::Integer(1))
 }

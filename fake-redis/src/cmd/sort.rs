@@ -146,7 +146,7 @@ impl<'a> Sort<'a> {
         let len = output.len();
         let list: VecDeque<Bytes> = output.into_iter().map(Option::unwrap_or_default).collect();
         let value = (!list.is_empty()).then_some(Value::List(list));
-        super::store_or_delete(cx, destination, value);
+        super::store_or_delete(cx, destination, value, (super::class::LIST, "sortstore"));
         Ok(Frame::Integer(len as i64))
     }
 

@@ -345,20 +345,26 @@ fn getex_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         None => None,
     };
     let db = cx.keyspace();
-    match (expiry, deadline) {
+    let event = match (expiry, deadline) {
         (Some(e), Some(d)) if e.is_absolute() && d <= now => {
             db.remove(key, now);
             db.touch(key);
+            Some("del")
         }
         (_, Some(d)) => {
             db.set_deadline(key, Some(d), now);
             db.touch(key);
+            Some("expire")
         }
         _ if options.persist && db.peek(key, now).is_some_and(|e| e.deadline().is_some()) => {
             db.set_deadline(key, None, now);
             db.touch(key);
+            Some("persist")
         }
-        _ => {}
+        _ => None,
+    };
+    if let Some(event) = event {
+        cx.notify(super::class::GENERIC, event, key);
     }
     Ok(Frame::Bulk(value))
 }

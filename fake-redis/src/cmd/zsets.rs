@@ -452,6 +452,10 @@ fn zadd<'m>(
             }
         }
     }
+    if added + updated > 0 {
+        let event = if flags.incr { "zincr" } else { "zadd" };
+        cx.notify(super::class::ZSET, event, key);
+    }
     done_if(cx, key, added + updated > 0);
     if let Some(e) = failed {
         return Err(e);
@@ -485,6 +489,7 @@ fn zrem_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     };
     let removed = args.filter(|m| z.remove(m)).count();
     if removed > 0 {
+        cx.notify(super::class::ZSET, "zrem", key);
         done(cx, key);
     }
     Ok(Frame::Integer(removed as i64))
@@ -645,7 +650,7 @@ impl<'a> ZRange<'a> {
         let resp3 = cx.client().protocol >= 3;
         let Some(z) = read(cx, self.key)? else {
             return Ok(match self.store {
-                Some(destination) => store_result(cx, destination, ZSet::default()),
+                Some(destination) => store_result(cx, destination, ZSet::default(), "zrangestore"),
                 None => Frame::Array(Vec::new()),
             });
         };
@@ -680,7 +685,7 @@ impl<'a> ZRange<'a> {
             for (s, m) in picked {
                 result.insert(m.clone(), s);
             }
-            return Ok(store_result(cx, destination, result));
+            return Ok(store_result(cx, destination, result, "zrangestore"));
         }
         Ok(scored_reply(picked.into_iter(), self.withscores, resp3))
     }
@@ -823,6 +828,7 @@ fn zremrange_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     }
     let removed = doomed.len();
     if removed > 0 {
+        cx.notify(super::class::ZSET, &String::from_utf8_lossy(&name), key);
         done(cx, key);
     }
     Ok(Frame::Integer(removed as i64))
@@ -849,6 +855,7 @@ fn zpop_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         Some(_) if count == 0 => return Ok(Frame::Array(Vec::new())),
         Some(z) => pop_ends(z, max, count),
     };
+    cx.notify(super::class::ZSET, pop_event(max), key);
     done(cx, key);
     // RESP3 nests `[member, score]` pairs when a count was given, as Redis 7.0 does.
     let nested = counted && cx.client().protocol >= 3;
@@ -863,6 +870,11 @@ fn zpop_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
             .flat_map(|(s, m)| [Frame::Bulk(m), Frame::Double(s)])
             .collect()
     }))
+}
+
+/// The keyspace event of a pop from the low end (the high end when `max`).
+fn pop_event(max: bool) -> &'static str {
+    if max { "zpopmax" } else { "zpopmin" }
 }
 
 /// Removes up to `count` members from the low end (the high end when `max`): them, in the order
@@ -909,12 +921,12 @@ fn zscan_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     })
 }
 
-/// Writes a `…STORE` result at `destination` (see [`store_or_delete`](super::store_or_delete)):
-/// the reply, the result's size.
-fn store_result(cx: &mut Cx<'_>, destination: &[u8], result: ZSet) -> Frame {
+/// Writes a `…STORE` result at `destination` (see [`store_or_delete`](super::store_or_delete)),
+/// announced as keyspace event `event`: the reply, the result's size.
+fn store_result(cx: &mut Cx<'_>, destination: &[u8], result: ZSet, event: &str) -> Frame {
     let len = result.len();
     let value = (!result.is_empty()).then(|| Value::ZSet(Box::new(result)));
-    super::store_or_delete(cx, destination, value);
+    super::store_or_delete(cx, destination, value, (super::class::ZSET, event));
     Frame::Integer(len as i64)
 }
 
@@ -1087,7 +1099,7 @@ fn algebra_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         }
     }
     if let Some(destination) = destination {
-        return Ok(store_result(cx, destination, result));
+        return Ok(store_result(cx, destination, result, &name));
     }
     let resp3 = cx.client().protocol >= 3;
     Ok(scored_reply(result.iter(), withscores, resp3))
@@ -1232,6 +1244,7 @@ fn zmpop_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
             continue;
         };
         let popped = pop_ends(z, max, count);
+        cx.notify(super::class::ZSET, pop_event(max), key);
         done(cx, key);
         return Ok(Frame::Array(vec![
             Frame::Bulk(key.clone()),
@@ -1259,6 +1272,7 @@ pub(crate) fn pop_members(
         return Ok(None);
     };
     let popped = pop_ends(z, max, count);
+    cx.notify(super::class::ZSET, pop_event(max), key);
     done(cx, key);
     Ok(Some(popped))
 }

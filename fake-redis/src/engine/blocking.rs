@@ -214,6 +214,9 @@ impl Engine {
         if !self.forget_block(id) {
             return false;
         }
+        // The blocking command counts now, with the reply it ends with (`engine/stats.rs`).
+        let name = self.clients.get(&id).map_or("NULL", |c| c.last_command);
+        self.count_unblocked(name, &reply);
         let client = self
             .clients
             .get_mut(&id)

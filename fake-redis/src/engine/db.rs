@@ -446,9 +446,9 @@ struct WatchMark {
 pub(crate) struct Watches {
     keys: BTreeMap<Bytes, Vec<WatchMark>>,
     pub(crate) dirty: BTreeSet<u64>,
-    /// The keys expiry removed since the engine last looked, kept only while an `expired`
-    /// keyspace notification is on (`engine/notify.rs`).
-    pub(crate) expired_log: Option<Vec<Bytes>>,
+    /// The keys expiry removed and the keys created since the engine last looked, in order, kept
+    /// only while an `expired` or `new` keyspace notification is on (`engine/notify.rs`).
+    pub(crate) key_events: Option<crate::engine::notify::KeyEvents>,
     /// Every key written or expired since the engine last looked, kept only while the node has
     /// replicas: what the next batch of the write stream carries (`engine/replication.rs`).
     pub(crate) replicated_log: Option<Vec<Bytes>>,
@@ -543,8 +543,8 @@ fn expire<'t>(
     if let Some(log) = &mut watches.replicated_log {
         log.push(Bytes::copy_from_slice(slot.key.as_bytes()));
     }
-    if let Some(log) = &mut watches.expired_log {
-        log.push(Bytes::copy_from_slice(slot.key.as_bytes()));
+    if let Some(log) = &mut watches.key_events {
+        log.expired(slot.key.as_bytes());
     }
     table
 }
@@ -682,6 +682,7 @@ impl Db {
             volatile,
             layout_epoch,
             waiters,
+            watches,
             ..
         } = self;
         let candidate = |entry: &mut Entry, volatile: &mut Vec<Candidate>| {
@@ -707,6 +708,9 @@ impl Db {
             }
             Err(absent) => {
                 waiters.signal(key);
+                if let Some(log) = &mut watches.key_events {
+                    log.created(key);
+                }
                 let mut entry = entry;
                 candidate(&mut entry, volatile);
                 let table = absent.into_table();
@@ -799,6 +803,9 @@ impl Db {
             return self.insert_h(key, h, value, None, now);
         }
         self.waiters.signal(key);
+        if let Some(log) = &mut self.watches.key_events {
+            log.created(key);
+        }
         let entry = Entry::new(value, None, now);
         note_layout(&self.table, &mut self.layout_epoch);
         self.table.insert_unique(
@@ -1099,6 +1106,11 @@ impl Db {
         !self.volatile.is_empty()
     }
 
+    /// How many keys have a TTL (the active expiry cycle's candidates), in constant time.
+    pub fn volatile_count(&self) -> usize {
+        self.volatile.len()
+    }
+
     // ---- WATCH ----
 
     /// Starts watching `key` for `client`.
@@ -1218,13 +1230,13 @@ impl Db {
         undone
     }
 
-    /// Forgets every watcher (a restart closes every connection). The expired-key log stays on
+    /// Forgets every watcher (a restart closes every connection). The key event log stays on
     /// if it was: it follows `notify-keyspace-events`, which a restart does not change.
     pub fn clear_watches(&mut self) {
-        let expired_log = self.watches.expired_log.as_ref().map(|_| Vec::new());
+        let key_events = self.watches.key_events.take().map(|log| log.emptied());
         let replicated_log = self.watches.replicated_log.take();
         self.watches = Watches::default();
-        self.watches.expired_log = expired_log;
+        self.watches.key_events = key_events;
         self.watches.replicated_log = replicated_log;
     }
 

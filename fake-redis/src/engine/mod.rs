@@ -29,6 +29,7 @@
 use crate::clock::Clock;
 use crate::engine::db::Db;
 use crate::engine::expiry::ActiveExpiry;
+pub(crate) use crate::engine::stats::Stats;
 use crate::fault::{Fault, FaultEventKind, FaultPlan, NodeId};
 use crate::resp::Frame;
 use bytes::Bytes;
@@ -47,17 +48,19 @@ pub(crate) mod pause;
 mod pubsub;
 pub(crate) mod rdb;
 pub mod replication;
-pub(crate) mod set;
 pub(crate) mod reply;
+pub(crate) mod set;
 mod shutdown;
+mod stats;
 pub(crate) mod stream;
 pub(crate) mod tracking;
 mod watches;
 pub(crate) mod zset;
 
 pub use crate::engine::expiry::{
-    ACTIVE_EXPIRE_ACCEPTABLE_STALE, ACTIVE_EXPIRE_HZ, ACTIVE_EXPIRE_KEYS_PER_LOOP,
-    ACTIVE_EXPIRE_MAX_CYCLES_PER_CALL, ACTIVE_EXPIRE_MAX_LOOPS,
+    ACTIVE_EXPIRE_ACCEPTABLE_STALE, ACTIVE_EXPIRE_DELETE_NS, ACTIVE_EXPIRE_FAST_LIMIT_US,
+    ACTIVE_EXPIRE_HZ, ACTIVE_EXPIRE_KEYS_PER_LOOP, ACTIVE_EXPIRE_MAX_CYCLES_PER_CALL,
+    ACTIVE_EXPIRE_SAMPLE_NS, ACTIVE_EXPIRE_SLOW_LIMIT_US,
 };
 
 /// The number of databases, as Redis's default `databases 16`.
@@ -290,13 +293,6 @@ impl ScriptCache {
     }
 }
 
-/// Counters `INFO` reports.
-#[derive(Default)]
-pub(crate) struct Stats {
-    pub commands: u64,
-    pub connections: u64,
-}
-
 /// The fake Redis server's state. See the [module docs](self).
 pub struct Engine {
     /// Shared with the node's replicas, which read the same time (`engine/replication.rs`).
@@ -379,7 +375,7 @@ impl Engine {
         for db in &mut dbs {
             db.set_journal(config.journal_window_ms);
         }
-        Engine {
+        let mut engine = Engine {
             clock: std::sync::Arc::new(clock),
             clock_offset: 0,
             rng: config.seed ^ 0x9e37_79b9_7f4a_7c15,
@@ -411,7 +407,11 @@ impl Engine {
             shut_down: false,
             tracking: tracking::TrackingTables::default(),
             replication: replication::Replication::default(),
-        }
+        };
+        // The keyspaces log what the configured notifications need.
+        let flags = engine.config.notify_keyspace_events;
+        engine.set_keyspace_events(flags);
+        engine
     }
 
     /// The engine's current time, unix ms: its clock plus any clock jump.
@@ -451,18 +451,9 @@ impl Engine {
 
     /// Forgets the statistics `INFO` reports (`CONFIG RESETSTAT`).
     pub(crate) fn reset_stats(&mut self) {
-        self.stats = Stats::default();
-    }
-
-    /// Sets `notify-keyspace-events` (flags of `cmd/config.rs`'s `class`).
-    pub(crate) fn set_keyspace_events(&mut self, flags: u16) {
-        self.config.notify_keyspace_events = flags;
-        let log_expired = notify::wants_expired(flags);
-        for db in &mut self.dbs {
-            if log_expired != db.watches.expired_log.is_some() {
-                db.watches.expired_log = log_expired.then(Vec::new);
-            }
-        }
+        self.stats.reset();
+        self.expiry.stale = 0.0;
+        self.expiry.time_cap_reached = 0;
     }
 
     /// Whether a driver has said how to run its own queued commands ([`ForeignCommands`]).
@@ -671,7 +662,7 @@ impl Engine {
             let rng = &mut self.rng;
             self.expiry
                 .catch_up(&mut self.dbs, now, &mut || xorshift(rng));
-            self.notify_expired(now);
+            self.publish_key_events(now);
             if self.is_tracking() {
                 self.invalidate_logged(None, now);
                 self.broadcast_invalidations(now);
@@ -696,7 +687,6 @@ impl Engine {
         if self.shut_down || !self.clients.contains_key(&client.0) {
             return None;
         }
-        self.stats.commands += 1;
         Some(now)
     }
 
@@ -709,7 +699,17 @@ impl Engine {
         if self.blocked_clients > 0 {
             crate::cmd::serve_blocked(self, now);
         }
-        self.notify_expired(now);
+        // Redis's `beforeSleep`: the fast expiry cycle, when the last cycle ran out of time
+        // (not while a client pause holds expiry).
+        if self.expiry.wants_fast_cycle(now)
+            && !self.replication.is_replica()
+            && !self.expiry_paused(now)
+        {
+            let rng = &mut self.rng;
+            self.expiry
+                .before_sleep(&mut self.dbs, now, &mut || xorshift(rng));
+        }
+        self.publish_key_events(now);
         if self.is_tracking() {
             self.invalidate_logged(Some(client.0), now);
             self.broadcast_invalidations(now);
@@ -785,6 +785,17 @@ impl Engine {
     /// The counters `INFO` reports.
     pub(crate) fn stats(&self) -> &Stats {
         &self.stats
+    }
+
+    /// What active expiry reports (`INFO`'s `expired_stale_perc` and
+    /// `expired_time_cap_reached_count`).
+    pub(crate) fn expiry_stats(&self) -> (f64, u64) {
+        (self.expiry.stale, self.expiry.time_cap_reached)
+    }
+
+    /// The counters, for `SLOWLOG` and `CONFIG SET slowlog-*`.
+    pub(crate) fn stats_mut(&mut self) -> &mut Stats {
+        &mut self.stats
     }
 
     /// When the engine started, unix ms (`INFO`'s uptime).

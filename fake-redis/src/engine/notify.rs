@@ -4,31 +4,112 @@
 //! A command names its event through [`Cx::notify`](crate::cmd::Cx::notify) (one line after its
 //! write, as Redis's `notifyKeyspaceEvent` calls are), and the message goes through
 //! [`Engine::publish`], so subscribers get it through the same outboxes, with the same delivery
-//! faults, as any `PUBLISH`. Expiry removes keys deep in the keyspace (lazily on a lookup, or in
-//! the active cycle), where the engine is out of reach: the keyspace keeps the names of the keys
-//! it expired while `expired` events are on, and the engine publishes them, on the time of the
-//! command or the cycle that removed them, before the command's own events, as in Redis. With
-//! notifications off (the default) a write pays one test of a flag.
+//! faults, as any `PUBLISH`. Every family calls it with Redis 7.0's event names and classes: a
+//! collection emptied by a write is deleted and announced as `del` after the write's own event
+//! (`cmd/mod.rs`'s `finish_aggregate_if`), and a `…STORE` announces its event or, for an empty
+//! result that deleted the destination, `del` (`store_or_delete`).
+//!
+//! Two events happen deep in the keyspace, where the engine is out of reach: expiry removes a key
+//! (lazily on a lookup, or in the active cycle) and a write creates one (Redis's `dbAdd`, the `n`
+//! class's `new`). The keyspace logs both, in the order they happened, while some flag asks for
+//! them ([`KeyEvents`]), and the engine publishes the log before the next event a command names,
+//! and at the end of each command and expiry cycle: so `expired` and `new` come before the
+//! command's own events, at the time of the command or the cycle that caused them, as in Redis.
+//! A key the fake created and removed again before anything was published (an empty collection
+//! a write made and then found it had nothing to add) was never there for Redis, so its `new` is
+//! dropped. With notifications off (the default) a write pays one test of a flag.
 
 use super::Engine;
 use crate::cmd::class;
+use bytes::Bytes;
 
-/// Whether `flags` ask for `expired` events on either kind of channel.
-pub(crate) fn wants_expired(flags: u16) -> bool {
-    flags & class::EXPIRED != 0 && flags & (class::KEYSPACE | class::KEYEVENT) != 0
+/// Whether `flags` ask for any message at all: a class and a kind of channel.
+fn publishes(flags: u16, class: u16) -> bool {
+    flags & class != 0 && flags & (class::KEYSPACE | class::KEYEVENT) != 0
+}
+
+/// What happened to a key in the keyspace's log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Lifecycle {
+    /// Expiry removed it (`expired`, class `x`).
+    Expired,
+    /// A write created it (`new`, class `n`).
+    Created,
+}
+
+/// The keys expiry removed and writes created since the engine last published, in order, for
+/// the classes `notify-keyspace-events` asks for.
+#[derive(Debug, Default)]
+pub(crate) struct KeyEvents {
+    expired: bool,
+    created: bool,
+    log: Vec<(Lifecycle, Bytes)>,
+}
+
+impl KeyEvents {
+    /// A log for `flags`, or None when they ask for neither event.
+    fn for_flags(flags: u16) -> Option<KeyEvents> {
+        let (expired, created) = (
+            publishes(flags, class::EXPIRED),
+            publishes(flags, class::NEW),
+        );
+        (expired || created).then(|| KeyEvents {
+            expired,
+            created,
+            log: Vec::new(),
+        })
+    }
+
+    /// Expiry removed `key`.
+    #[inline]
+    pub(crate) fn expired(&mut self, key: &[u8]) {
+        if self.expired {
+            self.log
+                .push((Lifecycle::Expired, Bytes::copy_from_slice(key)));
+        }
+    }
+
+    /// A write created `key`.
+    #[inline]
+    pub(crate) fn created(&mut self, key: &[u8]) {
+        if self.created {
+            self.log
+                .push((Lifecycle::Created, Bytes::copy_from_slice(key)));
+        }
+    }
+
+    /// The same log with nothing in it.
+    pub(crate) fn emptied(self) -> KeyEvents {
+        KeyEvents {
+            log: Vec::new(),
+            ..self
+        }
+    }
 }
 
 impl Engine {
+    /// Sets `notify-keyspace-events` (flags of `cmd/config.rs`'s `class`), and with it what the
+    /// keyspaces log.
+    pub(crate) fn set_keyspace_events(&mut self, flags: u16) {
+        self.config_mut().notify_keyspace_events = flags;
+        for db in self.dbs_mut() {
+            db.watches.key_events = KeyEvents::for_flags(flags);
+        }
+    }
+
     /// Publishes event `event` of class `class` on `key` of database `db`, if
     /// `notify-keyspace-events` asks for its class.
     #[inline]
     pub(crate) fn notify(&mut self, class: u16, event: &str, key: &[u8], db: usize, now: i64) {
         let flags = self.config().notify_keyspace_events;
-        if flags & class == 0 {
+        if flags == 0 {
             return;
         }
-        self.notify_expired(now);
-        self.publish_event(flags, event, key, db, now);
+        // What the keyspace logged happened before this event, whether or not its class is on.
+        self.publish_key_events(now);
+        if flags & class != 0 {
+            self.publish_event(flags, event, key, db, now);
+        }
     }
 
     fn publish_event(&mut self, flags: u16, event: &str, key: &[u8], db: usize, now: i64) {
@@ -42,19 +123,26 @@ impl Engine {
         }
     }
 
-    /// Publishes `expired` for every key expiry removed since the last call.
-    pub(crate) fn notify_expired(&mut self, now: i64) {
+    /// Publishes `expired` and `new` for every key expiry removed or a write created since the
+    /// last call, in order.
+    pub(crate) fn publish_key_events(&mut self, now: i64) {
         let flags = self.config().notify_keyspace_events;
-        if !wants_expired(flags) {
+        if flags & (class::EXPIRED | class::NEW) == 0 {
             return;
         }
         for db in 0..self.dbs().len() {
-            let keys = match &mut self.db_mut(db).watches.expired_log {
-                Some(log) if !log.is_empty() => std::mem::take(log),
+            let log = match &mut self.db_mut(db).watches.key_events {
+                Some(events) if !events.log.is_empty() => std::mem::take(&mut events.log),
                 _ => continue,
             };
-            for key in keys {
-                self.publish_event(flags, "expired", &key, db, now);
+            for (what, key) in log {
+                let event = match what {
+                    Lifecycle::Expired => "expired",
+                    // Created and removed again before anything was published: never there.
+                    Lifecycle::Created if self.dbs()[db].peek(&key, now).is_none() => continue,
+                    Lifecycle::Created => "new",
+                };
+                self.publish_event(flags, event, &key, db, now);
             }
         }
     }
