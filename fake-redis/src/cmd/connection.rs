@@ -536,9 +536,10 @@ fn info_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         let mut s = String::from("# Clients\r\n");
         let _ = write!(
             s,
-            "connected_clients:{}\r\ncluster_connections:0\r\nmaxclients:10000\r\n\
+            "connected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\n\
              blocked_clients:{}\r\ntracking_clients:0\r\n",
             engine.client_count(),
+            engine.client_limit().maxclients(),
             engine.blocked_clients()
         );
         sections.push(s);
@@ -589,10 +590,12 @@ fn info_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         let mut s = String::from("# Stats\r\n");
         let _ = write!(
             s,
-            "total_connections_received:{}\r\ntotal_commands_processed:{}\r\nexpired_keys:{expired}\r\n\
+            "total_connections_received:{}\r\ntotal_commands_processed:{}\r\n\
+             rejected_connections:{}\r\nexpired_keys:{expired}\r\n\
              pubsub_channels:{}\r\npubsub_patterns:{}\r\npubsubshard_channels:{}\r\n",
             engine.stats().connections,
             engine.stats().commands,
+            engine.client_limit().rejected(),
             engine.channel_count(),
             engine.pattern_count(),
             engine.shard_channel_count()

@@ -87,9 +87,10 @@ where
 {
     let open = shared.connections.fetch_add(1, Ordering::SeqCst);
     let _counted = Counted(&shared);
-    if open >= shared.maxclients {
+    if open >= shared.clients.maxclients() {
         // Redis checks before creating the client: `maxclients` connections may be open.
         tracing::debug!(open, "refused: max number of clients reached");
+        shared.clients.count_rejected();
         let _ = io.write_all(MAX_CLIENTS_REPLY).await;
         let _ = io.shutdown().await;
         return;
