@@ -543,6 +543,14 @@ impl Engine {
         self.clients.get(&client.0).and_then(|c| c.node)
     }
 
+    /// How many connected clients belong to `node`.
+    pub fn clients_of_node(&self, node: NodeId) -> usize {
+        self.clients
+            .values()
+            .filter(|c| c.node == Some(node))
+            .count()
+    }
+
     /// Moves `client` to `node`: from now on the faults of that node apply to it and a crash of
     /// that node closes it (the TCP server's `FAKE.NODE`).
     pub fn set_node(&mut self, client: ClientId, node: Option<NodeId>) {
