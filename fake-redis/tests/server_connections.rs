@@ -104,6 +104,32 @@ fn connections_past_maxclients_get_redis_s_error_and_are_closed_and_counted() {
 }
 
 #[test]
+fn config_set_maxclients_acts_on_the_next_connection() {
+    let real = OwnServer::start();
+    let (fake, fake_port) = start(&[]);
+    let _fake = Fake(fake);
+    for port in [real.port, fake_port] {
+        let mut control = Real::connect(port);
+        assert_eq!(
+            control.call(&[b"CONFIG", b"SET", b"maxclients", b"2"]),
+            b"+OK\r\n"
+        );
+        assert!(wait_for(|| info(
+            &mut control,
+            "clients",
+            "connected_clients"
+        ) == "1"));
+        let mut second = connect(port);
+        assert_eq!(ping(&mut second), b"+PONG\r\n");
+        let mut third = connect(port);
+        assert_eq!(ping(&mut third), REFUSED, "port {port}");
+        assert!(closed(&mut third));
+        assert_eq!(info(&mut control, "clients", "maxclients"), "2");
+        assert_eq!(info(&mut control, "stats", "rejected_connections"), "1");
+    }
+}
+
+#[test]
 fn out_of_descriptors_maxclients_is_lowered_and_the_clients_past_it_are_refused() {
     // Redis 7.0.15 under `ulimit -n 256`: maxclients 224 (256 less 32 of its own), logged.
     let (fake, port, log) = start_with_open_files(256, &[]);
