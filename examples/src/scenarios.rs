@@ -8,9 +8,10 @@
 use crate::timeline::{Arrow, ArrowKind, EventKind, Note, Timeline, stamp};
 use lock_core::Reply;
 use lock_core::machine::Call;
+use lock_core::machine::RwSide;
 use sim_tests::engine_server::EngineServer;
 use sim_tests::world::{EPOCH_MS, ForeignRun, ForeignSpec, RELEASE_SCRIPT, describe, lock_name};
-use sim_tests::{AcquireKind, Case, ClientSpec, Fault, Run, World};
+use sim_tests::{AcquireKind, Case, ClientSpec, Fault, Run, RwRole, World};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The knobs a scenario honours where they apply (all in milliseconds).
@@ -124,6 +125,20 @@ pub const SCENARIOS: &[Scenario] = &[
                  Our lock under the same pause keeps its key: the watchdog's 30 s lease, renewed every third of it, outlives the pause, and d enters only after c's unlock.",
         build: foreign_lock_gc_pause,
         foreign: Some(foreign_lock_clients),
+    },
+    Scenario {
+        name: "fair",
+        lesson: "Redisson's fair lock serves waiters in the order they asked: b, c and d join the queue behind a's hold at 1, 2 and 3 s, and each is granted in turn, woken on its own channel by the release before it. \
+                 Each place keeps a deadline, the one before it plus its waiter's thread-wait time: a waiter that dies is purged when its deadline passes and cannot hold the others up.",
+        build: fair,
+        foreign: None,
+    },
+    Scenario {
+        name: "read-write",
+        lesson: "Readers share: a and b read at once and the key's mode is read. The writer w waits until the last reader's release wakes it; the mode is then write, and c, asking to read while w writes, waits until w's release wakes every waiter. \
+                 Redisson's read lock does not queue a reader behind a waiting writer: one that asks while the mode is read joins the readers at once.",
+        build: read_write,
+        foreign: None,
     },
 ];
 
@@ -257,6 +272,42 @@ fn reentrant(p: &Params) -> Case {
     case
 }
 
+/// a holds a fair lock; b, c, d, … join its queue a second apart from 1 s, each working 2 s.
+fn fair(p: &Params) -> Case {
+    let work = p.work.unwrap_or(6_000);
+    let n = p.clients.unwrap_or(4).max(1);
+    let mut case = base(p, work + 2_000 * n as u64 + 2_000);
+    case.fair = vec![0];
+    case.clients.push(client("a", 0, work));
+    for i in 1..n {
+        let name = ((b'a' + i as u8) as char).to_string();
+        case.clients.push(client(&name, 1_000 * i as u64, 2_000));
+    }
+    case
+}
+
+/// Readers a and b share a read-write lock from 0; the writer w asks at 1 s; the reader c asks at
+/// 2 s after the readers are done, while w writes.
+fn read_write(p: &Params) -> Case {
+    let work = p.work.unwrap_or(6_000);
+    let mut case = base(p, work + 12_000);
+    case.rw = vec![0];
+    let with_role = |mut c: ClientSpec, role| {
+        c.role = role;
+        c
+    };
+    case.clients = vec![
+        with_role(client("a", 0, work), RwRole::Read),
+        with_role(
+            client("b", 0, work.saturating_sub(1_000).max(1)),
+            RwRole::Read,
+        ),
+        with_role(client("w", 1_000, 4_000), RwRole::Write),
+        with_role(client("c", work + 2_000, 2_000), RwRole::Read),
+    ];
+    case
+}
+
 /// When the foreign-lock scenario's pause starts, and how long it lasts: longer than the foreign
 /// lease, shorter than what is left of the watchdog's at any moment.
 const FOREIGN_PAUSE: (u64, u64) = (4_000, 12_000);
@@ -335,6 +386,7 @@ fn kind(what: &str) -> Option<EventKind> {
         "may-be-lost" => EventKind::MayBeLost,
         "not-acquired" => EventKind::NotAcquired,
         "wait" => EventKind::Wait,
+        "read" => EventKind::Read,
         "write" | "write-accepted" => EventKind::WriteAccepted,
         "write-rejected" => EventKind::WriteRejected,
         "dropped" => EventKind::Dropped,
@@ -352,6 +404,8 @@ const PAUSE: &str = "#6a1b9a";
 const LATCH: &str = "#ef6c00";
 const COUNTER: &str = "#00838f";
 const HIGHEST: &str = "#5d4037";
+const QUEUE: &str = "#ad1457";
+const MODE: &str = "#827717";
 
 /// Tells a run as a timeline: client lanes, then per lock the key on the server (its owner and
 /// hold count as bars), its unlock latches, and for fenced clients the token counter and the
@@ -374,6 +428,12 @@ pub fn to_timeline(title: &str, case: &Case, run: &Run) -> Timeline {
     let locks: BTreeSet<u32> = case.clients.iter().map(|c| c.lock).collect();
     for &lock in &locks {
         t.lane(&key_lane(lock));
+        if case.is_fair(lock) {
+            t.lane(&format!("queue L{lock}"));
+        }
+        if case.is_rw(lock) {
+            t.lane(&format!("mode L{lock}"));
+        }
         if run
             .messages
             .iter()
@@ -393,7 +453,11 @@ pub fn to_timeline(title: &str, case: &Case, run: &Run) -> Timeline {
     t.bar_meaning(LATCH, "an unlock latch: the answer kept for a retry");
     t.bar_meaning(COUNTER, "the fencing counter");
     t.bar_meaning(HIGHEST, "the highest token the resource has seen");
+    t.bar_meaning(QUEUE, "a fair lock's queue, head first");
+    t.bar_meaning(MODE, "a read-write lock's mode and who holds it");
     key_bars(&mut t, case, run);
+    queue_bars(&mut t, case, run);
+    mode_bars(&mut t, case, run);
     for f in &case.faults {
         if let Fault::Pause { client, at, for_ms } = f {
             t.bar(
@@ -407,6 +471,10 @@ pub fn to_timeline(title: &str, case: &Case, run: &Run) -> Timeline {
     }
     for i in &run.history.client_intervals {
         t.bar(&i.who, i.from, i.to, "believes it holds the lock", BELIEF);
+    }
+    for h in &run.history.rw_client_holds {
+        let (i, what) = (&h.span, verb(h.side));
+        t.bar(&i.who, i.from, i.to, format!("believes it {what}"), BELIEF);
     }
     messages(&mut t, case, run);
     foreign_lock(&mut t, foreign, case.horizon);
@@ -436,6 +504,7 @@ fn events(t: &mut Timeline, case: &Case, run: &Run) {
         let detail = match m.what.as_str() {
             "may-be-lost" => format!("{} (valid_until passed)", m.detail),
             "write" => m.detail.replace("unfenced", "unfenced resource"),
+            "read" => m.detail.replace("unfenced", "resource"),
             _ => m.detail.clone(),
         };
         let actor = if m.actor == "server" {
@@ -481,43 +550,160 @@ fn sim_ms(deadline: i64) -> u64 {
 }
 
 /// The key's life per owner, split where the owner's hold count changes: the counts are read
-/// from the server after every call that named the key.
+/// from the server after every call that named the key. On a read-write lock, per owner and side.
 fn key_bars(t: &mut Timeline, case: &Case, run: &Run) {
     for g in &run.history.server_grants {
         let who = run.client_of(&g.who).unwrap_or("?");
-        let key = lock_name(g.lock);
-        let mut counts: Vec<(u64, i64)> = Vec::new();
-        for m in &run.messages {
-            let Some(at) = m.applied.filter(|at| (g.from..g.to).contains(at)) else {
-                continue;
-            };
-            let count = m
-                .keys_after
-                .iter()
-                .filter(|(k, _)| k.as_ref() == key.as_bytes())
-                .filter_map(|(_, state)| state.as_ref())
-                .flat_map(|s| s.owners.iter())
-                .find(|(owner, _)| owner.as_ref() == g.who.as_bytes())
-                .map(|(_, n)| *n);
-            if let Some(n) = count
-                && counts.last().is_none_or(|(_, last)| *last != n)
-            {
-                counts.push((at, n));
+        let label = format!("key: {who}");
+        hold_bars(t, case, run, (g.lock, &g.who), (g.from, g.to), &label);
+    }
+    for h in &run.history.rw_server_holds {
+        let g = &h.span;
+        let who = run.client_of(&g.who).unwrap_or("?");
+        let field = match h.side {
+            RwSide::Read => g.who.clone(),
+            RwSide::Write => format!("{}:write", g.who),
+        };
+        let label = format!("key: {who} {}", verb(h.side));
+        hold_bars(t, case, run, (g.lock, &field), (g.from, g.to), &label);
+    }
+}
+
+/// What a hold of `side` lets its owner do, as the picture says it.
+fn verb(side: RwSide) -> &'static str {
+    match side {
+        RwSide::Read => "reads",
+        RwSide::Write => "writes",
+    }
+}
+
+/// The bars of one owner's field of lock `lock` over `span`, labelled `label` and its count.
+fn hold_bars(
+    t: &mut Timeline,
+    case: &Case,
+    run: &Run,
+    (lock, field): (u32, &str),
+    (from, to): (u64, u64),
+    label: &str,
+) {
+    let key = lock_name(lock);
+    let mut counts: Vec<(u64, i64)> = Vec::new();
+    for m in &run.messages {
+        let Some(at) = m.applied.filter(|at| (from..to).contains(at)) else {
+            continue;
+        };
+        let count = m
+            .keys_after
+            .iter()
+            .filter(|(k, _)| k.as_ref() == key.as_bytes())
+            .filter_map(|(_, state)| state.as_ref())
+            .flat_map(|s| s.owners.iter())
+            .find(|(owner, _)| owner.as_ref() == field.as_bytes())
+            .map(|(_, n)| *n);
+        if let Some(n) = count
+            && counts.last().is_none_or(|(_, last)| *last != n)
+        {
+            counts.push((at, n));
+        }
+    }
+    if counts.is_empty() {
+        counts.push((from, 1));
+    }
+    counts[0].0 = from;
+    for (i, (start, n)) in counts.iter().enumerate() {
+        let end = counts.get(i + 1).map_or(to, |(next, _)| *next);
+        let holds = if *n == 1 { "hold" } else { "holds" };
+        t.bar(
+            &key_lane(lock),
+            *start,
+            end.min(case.horizon),
+            format!("{label}, {n} {holds}"),
+            KEY,
+        );
+    }
+}
+
+/// A fair lock's queue each time it changed: its waiters, head first, until the next change.
+fn queue_bars(t: &mut Timeline, case: &Case, run: &Run) {
+    for (i, q) in run.queues.iter().enumerate() {
+        if q.owners.is_empty() {
+            continue;
+        }
+        let to = run.queues[i + 1..]
+            .iter()
+            .find(|next| next.lock == q.lock)
+            .map_or(case.horizon, |next| next.at);
+        let names: Vec<&str> = q
+            .owners
+            .iter()
+            .map(|o| run.client_of(o).unwrap_or("?"))
+            .collect();
+        t.bar(
+            &format!("queue L{}", q.lock),
+            q.at,
+            to,
+            format!("queue: {}", names.join(", ")),
+            QUEUE,
+        );
+    }
+}
+
+/// A read-write lock's `mode` field and the clients whose fields stand beside it, as read from
+/// the server after every call that named the key, until the key is gone.
+fn mode_bars(t: &mut Timeline, case: &Case, run: &Run) {
+    for &lock in &case.rw {
+        let key = lock_name(lock);
+        let mut seen: Vec<(u64, Option<String>)> = Vec::new();
+        let mut applied: Vec<(u64, Option<&sim_tests::server::LockState>)> = run
+            .messages
+            .iter()
+            .filter_map(|m| {
+                let at = m.applied?;
+                let (_, state) = m
+                    .keys_after
+                    .iter()
+                    .find(|(k, _)| k.as_ref() == key.as_bytes())?;
+                Some((at, state.as_ref()))
+            })
+            .collect();
+        applied.sort_by_key(|(at, _)| *at);
+        for (at, state) in applied {
+            let label = state.and_then(|s| {
+                let mode = String::from_utf8_lossy(s.mode.as_ref()?).into_owned();
+                let mut names: Vec<&str> = s
+                    .owners
+                    .iter()
+                    .map(|(field, _)| {
+                        let field = String::from_utf8_lossy(field);
+                        let owner = field.strip_suffix(":write").unwrap_or(&field);
+                        run.client_of(owner).unwrap_or("?")
+                    })
+                    .collect();
+                names.dedup();
+                Some(format!("mode: {mode} ({})", names.join(", ")))
+            });
+            if seen.last().is_none_or(|(_, last)| *last != label) {
+                seen.push((at, label));
             }
         }
-        if counts.is_empty() {
-            counts.push((g.from, 1));
-        }
-        counts[0].0 = g.from;
-        for (i, (from, n)) in counts.iter().enumerate() {
-            let to = counts.get(i + 1).map_or(g.to, |(next, _)| *next);
-            let holds = if *n == 1 { "hold" } else { "holds" };
+        // The key may also end by expiring, with no call to see it go: a bar ends with the last
+        // hold on the server that was alive when it began.
+        let holds = &run.history.rw_server_holds;
+        for (i, (from, label)) in seen.iter().enumerate() {
+            let Some(label) = label else { continue };
+            let next = seen.get(i + 1).map_or(case.horizon, |(at, _)| *at);
+            let alive = holds
+                .iter()
+                .filter(|h| h.span.lock == lock && h.span.from <= *from && *from < h.span.to)
+                .map(|h| h.span.to)
+                .max()
+                .unwrap_or(next);
             t.bar(
-                &key_lane(g.lock),
+                &format!("mode L{lock}"),
                 *from,
-                to.min(case.horizon),
-                format!("key: {who}, {n} {holds}"),
-                KEY,
+                next.min(alive).min(case.horizon),
+                label.clone(),
+                MODE,
             );
         }
     }
@@ -614,6 +800,11 @@ fn messages(t: &mut Timeline, case: &Case, run: &Run) {
                 String::new()
             }
             (Some(Ok(Reply::Array(_))), "renew_batch") => "not held: not renewed".to_owned(),
+            (Some(Ok(Reply::Nil)), "rw_read_acquire" | "rw_write_acquire") => "granted".to_owned(),
+            (Some(Ok(Reply::Int(_))), "rw_read_acquire") => "held by a writer".to_owned(),
+            (Some(Ok(Reply::Int(_))), "rw_write_acquire") => "held by another".to_owned(),
+            (Some(Ok(Reply::Nil)), "fair_acquire") => "granted".to_owned(),
+            (Some(Ok(Reply::Int(_))), "fair_acquire") => "held by another".to_owned(),
             (Some(Err(_)), _) => "error".to_owned(),
             _ => String::new(),
         };
@@ -627,7 +818,9 @@ fn messages(t: &mut Timeline, case: &Case, run: &Run) {
             });
         } else if !answer.is_empty() {
             let words = match name {
-                "acquire_fenced" => "acquire",
+                "acquire_fenced" | "fair_acquire" => "acquire",
+                "rw_read_acquire" => "read acquire",
+                "rw_write_acquire" => "write acquire",
                 "renew_batch" => "renewal",
                 other => other,
             };
@@ -637,7 +830,7 @@ fn messages(t: &mut Timeline, case: &Case, run: &Run) {
                 text: format!("{client}'s {words}: {answer}"),
                 colour: "#424242",
                 // A waiter's attempt that finds the lock taken is routine.
-                routine: answer == "held by another",
+                routine: answer == "held by another" || answer == "held by a writer",
             });
         }
         if let (Some(l), None) = (latch, &by_latch)

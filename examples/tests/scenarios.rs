@@ -252,6 +252,77 @@ fn reentry_keeps_the_lock_until_the_last_unlock() {
 }
 
 #[test]
+fn a_fair_lock_serves_b_c_and_d_in_the_order_they_asked() {
+    let (run, t) = run("fair");
+    let all: Vec<_> = run.violations.iter().collect();
+    assert!(all.is_empty(), "{all:#?}");
+    let at = |n: &str| t.first(n, EventKind::Acquire).unwrap().at_ms;
+    let released = |n: &str| t.first(n, EventKind::Released).unwrap().at_ms;
+    assert!(near(at("a"), 0, 5), "{t}");
+    // Each waiter is granted in the order it asked, within a few round trips of the release
+    // before it: woken on its own channel, not by a poll.
+    for (before, next) in [("a", "b"), ("b", "c"), ("c", "d")] {
+        assert!(
+            near(at(next), released(before), 10),
+            "{next} after {before}\n{t}"
+        );
+    }
+    // The queue lane shows all three waiting, head first, and then each leaving in turn.
+    let queue: Vec<&str> = t
+        .bars
+        .iter()
+        .filter(|b| b.actor == "queue L0")
+        .map(|b| b.label.as_str())
+        .collect();
+    assert!(queue.contains(&"queue: b, c, d"), "{queue:?}");
+    let order: Vec<usize> = ["queue: b, c, d", "queue: c, d", "queue: d"]
+        .iter()
+        .map(|l| queue.iter().position(|q| q == l).expect(l))
+        .collect();
+    assert!(order.windows(2).all(|w| w[0] < w[1]), "{queue:?}");
+}
+
+#[test]
+fn readers_share_and_the_writer_and_a_later_reader_each_wait_their_turn() {
+    let (run, t) = run("read-write");
+    let all: Vec<_> = run.violations.iter().collect();
+    assert!(all.is_empty(), "{all:#?}");
+    let at = |n: &str| t.first(n, EventKind::Acquire).unwrap().at_ms;
+    let released = |n: &str| t.first(n, EventKind::Released).unwrap().at_ms;
+    // a and b read at once; w waits for the last of them, c (asking at 8 s) for w.
+    assert!(near(at("a"), 0, 5) && near(at("b"), 0, 5), "{t}");
+    let readers_done = released("a").max(released("b"));
+    assert!(near(at("w"), readers_done, 10), "{t}");
+    assert!(at("w") > 5_000, "w waited for the readers\n{t}");
+    assert!(near(at("c"), released("w"), 10), "{t}");
+    assert!(at("c") > 8_000, "c waited for w\n{t}");
+    // The key's mode, and who holds it beside it.
+    let mode: Vec<&str> = t
+        .bars
+        .iter()
+        .filter(|b| b.actor == "mode L0")
+        .map(|b| b.label.as_str())
+        .collect();
+    for label in ["mode: read (a, b)", "mode: write (w)", "mode: read (c)"] {
+        assert!(mode.contains(&label), "{label} in {mode:?}");
+    }
+    let key: Vec<&str> = t
+        .bars
+        .iter()
+        .filter(|b| b.actor == "server L0")
+        .map(|b| b.label.as_str())
+        .collect();
+    for label in [
+        "key: a reads, 1 hold",
+        "key: b reads, 1 hold",
+        "key: w writes, 1 hold",
+    ] {
+        assert!(key.contains(&label), "{label} in {key:?}");
+    }
+    assert!(!t.times("a", EventKind::Read).is_empty(), "{t}");
+}
+
+#[test]
 fn every_scenario_draws_an_svg_with_a_view_box() {
     for s in SCENARIOS {
         let (_, _, t) = s.run(&Params::default());

@@ -68,6 +68,14 @@ const CASES: &[Case] = &[
         after: &["EXISTS bq"],
     },
     Case {
+        // A rename onto the awaited key serves the client even when the key existed (a stream
+        // that came while it waited): Redis deletes the destination and adds it anew.
+        setup: &["RPUSH bq2 a"],
+        blocking: "BLPOP bq 0",
+        writes: &["XADD bq 1-1 f v", "RENAME bq2 bq"],
+        after: &["EXISTS bq"],
+    },
+    Case {
         setup: &[],
         blocking: "BLPOP bnothing 0.05",
         writes: &[],

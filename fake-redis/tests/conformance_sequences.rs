@@ -7,7 +7,8 @@
 //! fields and values come from tiny alphabets so that types collide (WRONGTYPE), keys go missing,
 //! TTLs (5 s and more, or 0 and less) and NX/XX/GT/LT meet each other, integers and floats
 //! overflow, lock-core's scripts run by `EVAL` and `EVALSHA` on the same keys, transactions queue
-//! errors, and `SELECT` moves between databases. A failure shrinks to the shortest diverging
+//! errors, `SELECT` moves between databases, and ACL rules given to two users are tried with
+//! `ACL DRYRUN`. A failure shrinks to the shortest diverging
 //! sequence.
 //!
 //! `CONFORMANCE_CASES` sets the number of sequences (default 5,000).
@@ -735,6 +736,28 @@ fn plain() -> impl Strategy<Value = Vec<String>> {
                 "STOREDIST",
             ])
         }),
+        // sharded pub/sub, with nobody subscribed; server introspection that does not vary
+        (
+            pick(&[
+                "SPUBLISH ch m",
+                "PUBSUB SHARDNUMSUB ch k1",
+                "PUBSUB SHARDCHANNELS",
+                "PUBSUB SHARDCHANNELS c*",
+                "CONFIG GET maxmemory",
+                "CONFIG GET list-max-listpack-size",
+                "COMMAND INFO GET ZADD",
+                "COMMAND GETKEYS LMOVE k1 k2 LEFT LEFT",
+                "OBJECT ENCODING"
+            ]),
+            k()
+        )
+            .prop_map(|(c, k)| {
+                let mut l: Vec<String> = c.split_whitespace().map(str::to_owned).collect();
+                if c == "OBJECT ENCODING" {
+                    l.push(k);
+                }
+                l
+            }),
         // errors: arity, unknown commands
         Just(line(&["LPUSH", "k1"])),
         Just(line(&["NOSUCHCMD", "k1"])),
@@ -786,10 +809,112 @@ fn script_line(call: &ScriptCall, by_sha: bool) -> Vec<String> {
     l
 }
 
-/// One step: a plain command, a script call, a transaction, or `SELECT`.
+/// The marker of a `DUMP` and `RESTORE` step (see [`dump_restore`]).
+const DUMP_RESTORE: &str = "(dump and restore)";
+
+/// Rules `ACL SETUSER` gives the two users of the sequences, valid and not.
+const ACL_RULES: &[&str] = &[
+    "on",
+    "off",
+    ">pw",
+    "<pw",
+    "nopass",
+    "resetpass",
+    "~k1",
+    "%R~k2",
+    "%W~k*",
+    "allkeys",
+    "resetkeys",
+    "&ch1",
+    "&c*",
+    "allchannels",
+    "resetchannels",
+    "+get",
+    "-get",
+    "+@string",
+    "-@string",
+    "+@read",
+    "-@write",
+    "+@all",
+    "-@all",
+    "+config|get",
+    "-config",
+    "+select|0",
+    "reset",
+    "(~k3 +set)",
+    "(%R~k* +@list",
+    "-lmove)",
+    "clearselectors",
+    "bogus",
+    "+nosuch",
+    "#abc",
+];
+
+/// Calls `ACL DRYRUN` asks about.
+const ACL_CALLS: &[&str] = &[
+    "get k1",
+    "get k2",
+    "set k2 v",
+    "set k1 v GET",
+    "incr k1",
+    "mset k1 a k3 b",
+    "lmove k1 k3 LEFT RIGHT",
+    "lpush k3 a",
+    "config get hz",
+    "config set hz 10",
+    "select 0",
+    "select 1",
+    "publish ch1 m",
+    "subscribe c2 ch1",
+    "psubscribe c*",
+    "nosuch",
+    "get",
+];
+
+/// An ACL step: a user's rules changed, a call tried against them, or a user removed. Its
+/// replies do not depend on the order in which Redis describes rules (`ACL GETUSER` is in the
+/// curated table instead).
+fn acl() -> impl Strategy<Value = Vec<String>> {
+    let user = || pick(&["u1", "u2"]);
+    prop_oneof![
+        3 => (user(), prop::collection::vec(pick(ACL_RULES), 0..4)).prop_map(|(u, rules)| {
+            let mut l = line(&["ACL", "SETUSER", &u]);
+            l.extend(rules);
+            l
+        }),
+        4 => (pick(&["u1", "u2", "nobody"]), pick(ACL_CALLS)).prop_map(|(u, call)| {
+            let mut l = line(&["ACL", "DRYRUN", &u]);
+            l.extend(call.split_whitespace().map(str::to_owned));
+            l
+        }),
+        1 => user().prop_map(|u| line(&["ACL", "DELUSER", &u])),
+        1 => Just(line(&["ACL", "USERS"])),
+    ]
+}
+
+/// One step: a plain command, a script call, a transaction, `SELECT`, an ACL step, or a `DUMP` of
+/// one key restored under another.
 fn step() -> impl Strategy<Value = Vec<Vec<String>>> {
     prop_oneof![
+        1 => acl().prop_map(|c| vec![c]),
         12 => plain().prop_map(|c| vec![c]),
+        1 => (
+            pick(KEYS),
+            pick(KEYS),
+            pick(&["redis", "fake", "corrupt"]),
+            pick(&["0", "5000", "-1"]),
+            pick(&["", "REPLACE", "ABSTTL", "REPLACE IDLETIME 5", "FREQ 7", "FREQ 300"])
+        )
+            .prop_map(|(src, dst, whose, ttl, options)| {
+                let ttl = if options.contains("ABSTTL") && ttl == "5000" {
+                    "4102444800000".to_owned()
+                } else {
+                    ttl
+                };
+                let mut l = line(&[DUMP_RESTORE, &src, &dst, &whose, &ttl]);
+                l.extend(options.split_whitespace().map(str::to_owned));
+                vec![l]
+            }),
         2 => (0u8..4, pick(&["k1", "k2"]), 0u8..2, any::<bool>())
             .prop_map(|(w, k, o, sha)| vec![script_line(&script_call(w, &k, o), sha)]),
         1 => (prop::collection::vec(deterministic(), 1..4), any::<bool>()).prop_map(|(cmds, discard)| {
@@ -842,6 +967,12 @@ async fn diverges(
     let started = Instant::now();
     let mut in_multi = false;
     for (i, words) in seq.iter().enumerate() {
+        if words[0] == DUMP_RESTORE {
+            if let Err(d) = dump_restore(real, fake, words).await {
+                return Some(format!("step {i}: {words:?}\n  {d}"));
+            }
+            continue;
+        }
         let name = words[0].to_ascii_uppercase();
         let compare = if in_multi {
             Compare::Exact
@@ -945,6 +1076,65 @@ async fn diverges(
     None
 }
 
+/// `DUMP src` on each side, then `RESTORE dst ttl <payload> [options]` on both with one side's
+/// payload (Redis's, the fake's, or Redis's with its checksum broken): each server reads the
+/// other's bytes, and the two keyspaces stay equal for the steps after. The payloads themselves
+/// must be equal for the encodings whose bytes do not depend on a value's history or on a hash
+/// table's order (README: strings, listpack hashes and sorted sets, small lists).
+async fn dump_restore(
+    real: &mut redis::aio::MultiplexedConnection,
+    fake: &mut FakeConnection,
+    words: &[String],
+) -> Result<(), String> {
+    let [_, src, dst, whose, ttl, options @ ..] = words else {
+        unreachable!("a dump step has its five words")
+    };
+    let dump = line(&["DUMP", src]);
+    let (dumped_real, dumped_fake) = (query(real, &dump).await, query(fake, &dump).await);
+    let payload = |v: &redis::RedisResult<Value>| match v {
+        Ok(Value::BulkString(b)) => Some(b.clone()),
+        _ => None,
+    };
+    let (from_real, from_fake) = (payload(&dumped_real), payload(&dumped_fake));
+    let same = match (&from_real, &from_fake) {
+        (Some(r), Some(f)) => r == f || !matches!(r.first(), Some(0 | 16 | 17 | 18)),
+        (None, None) => describe(&dumped_real) == describe(&dumped_fake),
+        _ => false,
+    };
+    if !same {
+        return Err(format!(
+            "DUMP {src}\n  redis: {}\n  fake:  {}",
+            describe(&dumped_real),
+            describe(&dumped_fake)
+        ));
+    }
+    let payload = match whose.as_str() {
+        "redis" => from_real,
+        "fake" => from_fake,
+        _ => from_real.map(|mut p| {
+            let last = p.len() - 1;
+            p[last] ^= 1;
+            p
+        }),
+    }
+    .unwrap_or_default();
+    let mut restore = redis::cmd("RESTORE");
+    restore.arg(dst).arg(ttl).arg(&payload[..]);
+    for o in options {
+        restore.arg(o);
+    }
+    let want = restore.query_async::<Value>(real).await;
+    let got = restore.query_async::<Value>(fake).await;
+    if describe(&want) != describe(&got) {
+        return Err(format!(
+            "RESTORE {dst} {ttl} <{whose}'s payload> {options:?}\n  redis: {}\n  fake:  {}",
+            describe(&want),
+            describe(&got)
+        ));
+    }
+    Ok(())
+}
+
 /// Whether this script call replies a lock's remaining TTL (the acquire script, when the lock is
 /// held by someone else), which is compared like `PTTL`.
 fn returns_pttl(words: &[String]) -> bool {
@@ -967,6 +1157,7 @@ async fn reset(side: &mut impl ConnectionLike) {
         line(&["SELECT", "0"]),
         line(&["FLUSHALL"]),
         line(&["SCRIPT", "FLUSH"]),
+        line(&["ACL", "DELUSER", "u1", "u2"]),
     ] {
         query(side, &words).await.expect("resetting a side");
     }

@@ -209,3 +209,57 @@ async fn out_of_range_floats_are_refused_with_each_argument_s_error() {
     )
     .await;
 }
+
+/// Coordinates on the wire, byte for byte: Redis prints them as a long double (`%.17Lf`, trailing
+/// zeros cut), as a bulk string in RESP2 and as a double's text in RESP3, so a RESP3 client reads
+/// `,13.36138933897018433` where a double would print `,13.361389338970184`. The distances are
+/// `%.4f` bulk strings in both; a script that asks for RESP3 gets the coordinate as a number.
+const COORDINATES: &[support::raw::Case] = &[&[
+    &[
+        "GEOADD",
+        "Sicily",
+        "13.361389",
+        "38.115556",
+        "Palermo",
+        "15.087269",
+        "37.502669",
+        "Catania",
+        "0",
+        "0",
+        "origin",
+    ],
+    &["GEOPOS", "Sicily", "Palermo", "Catania", "origin", "nobody"],
+    &[
+        "GEORADIUS",
+        "Sicily",
+        "15",
+        "37",
+        "200",
+        "km",
+        "WITHCOORD",
+        "WITHDIST",
+        "ASC",
+    ],
+    &[
+        "GEOSEARCH",
+        "Sicily",
+        "FROMMEMBER",
+        "origin",
+        "BYRADIUS",
+        "10",
+        "km",
+        "WITHCOORD",
+    ],
+    &[
+        "EVAL",
+        "redis.setresp(3); return redis.call('GEOPOS', KEYS[1], 'Palermo')",
+        "1",
+        "Sicily",
+    ],
+]];
+
+#[test]
+fn coordinates_are_written_byte_for_byte_as_redis_writes_them() {
+    support::raw::assert_same(COORDINATES, &[&[b"FLUSHALL"]], 2);
+    support::raw::assert_same(COORDINATES, &[&[b"FLUSHALL"]], 3);
+}

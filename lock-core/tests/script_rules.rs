@@ -6,7 +6,10 @@ use lock_core::script::acquire::{AcquireReply, HolderTtl};
 use lock_core::script::acquire_fenced::FencedReply;
 use lock_core::script::reference::{ReferenceStore, Value};
 use lock_core::script::release::ReleaseReply;
-use lock_core::script::{Store, acquire, acquire_fenced, force_unlock, release, renew_batch};
+use lock_core::script::{
+    Store, acquire, acquire_fenced, force_unlock, release, renew_batch, rw_read_acquire,
+    rw_read_release, rw_renew,
+};
 use lock_core::{InvalidLease, KeyLayout, Lease, LockKeys, Millis, Owner, Reply, RequestId};
 
 const LATCH_TTL: Millis = Millis(10_000);
@@ -238,6 +241,49 @@ fn renew_of_a_key_whose_owner_is_gone_replies_0_and_leaves_it_untouched() {
     call.run_native(&mut w.store);
     assert_eq!(w.pttl(), 25_000, "a's failed renewal leaves b's TTL alone");
     assert_eq!(w.count(&a), 0);
+}
+
+#[test]
+fn a_read_hold_whose_timeout_key_expired_is_not_renewed_though_other_readers_kept_the_lock() {
+    let mut store = ReferenceStore::new(1_700_000_000_000);
+    let keys = KeyLayout::default().read_write("report");
+    let (a, b) = (Owner::new("client-a", 1), Owner::new("client-b", 1));
+    // a reads under a 10 s lease, b under 30 s: after 15 s a's timeout key is gone, its count is
+    // not, and b's lease keeps the lock.
+    for (owner, req, ms) in [(&a, 1, 10_000), (&b, 2, 30_000)] {
+        let call = rw_read_acquire::call(&keys, &RequestId(req), lease(ms), owner, LATCH_TTL, None);
+        assert_eq!(call.run_native(&mut store), Reply::Nil);
+    }
+    store.advance(15_000);
+    let lock = keys.lock.lock.clone();
+    assert!(
+        !store
+            .exists(&rw_read_acquire::timeout_key(&keys, &a, 1))
+            .unwrap()
+    );
+    assert!(store.hget(&lock, a.as_bytes()).unwrap().is_some());
+    let renew = |store: &mut ReferenceStore, owner: &Owner| {
+        let call = rw_renew::call(lease(30_000), [(&lock, &keys.key_prefix, owner)]);
+        rw_renew::decode(&call.run_native(store), 1).unwrap()
+    };
+    // a's count is no longer held: its renewal says so and touches nothing.
+    assert_eq!(renew(&mut store, &a), vec![false]);
+    assert_eq!(store.pttl(&lock).unwrap(), 15_000);
+    assert!(
+        !store
+            .exists(&rw_read_acquire::timeout_key(&keys, &a, 1))
+            .unwrap()
+    );
+    assert_eq!(renew(&mut store, &b), vec![true]);
+    assert_eq!(store.pttl(&lock).unwrap(), 30_000);
+    // Had it said 1, a would believe it reads for another lease; but b's release, finding no
+    // timeout key of any other reader, deletes the lock, and a writer may take it.
+    let call = rw_read_release::call(&keys, &RequestId(3), &b, LATCH_TTL, None);
+    call.run_native(&mut store);
+    assert!(
+        !store.exists(&lock).unwrap(),
+        "the last live reader's release ends the lock"
+    );
 }
 
 #[test]

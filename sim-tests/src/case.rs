@@ -7,9 +7,13 @@
 //! The text is one item per line (or per `;`): a `case` line with the global settings, a `client`
 //! line per client, a `fault` line per fault, each a list of `key=value` words.
 //!
-//! A lock is plain or fair for the whole case (`fair=0,1` on the case line lists the fair ones):
-//! Redisson's fair lock shares its keys with the plain lock, so one name is never taken both ways,
-//! and every client of a fair lock acquires it fairly.
+//! A lock is plain, fair or read-write for the whole case (`fair=0,1` on the case line lists the
+//! fair ones, `rw=0,1` the read-write ones): Redisson's fair lock and read-write lock share their
+//! lock key with the plain lock, so one name is never taken two ways, and every client of a fair
+//! lock acquires it fairly. A client of a read-write lock takes it as its `role=` says: `read`,
+//! `write`, or `downgrade` (a writer that takes a read hold and keeps it past its write release).
+//! Both words are written only when they say something (a case without them is a case of plain
+//! locks), so every case written before them reads and replays as it did.
 
 use std::fmt;
 use std::str::FromStr;
@@ -28,6 +32,31 @@ pub enum AcquireKind {
         /// The lease in ms, or the watchdog.
         lease: Option<u64>,
     },
+}
+
+/// How a client of a read-write lock takes it (on any other lock, every client is a writer: it
+/// holds the lock alone).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub enum RwRole {
+    /// The write hold; a re-entry re-enters it.
+    #[default]
+    Write,
+    /// A read hold, shared with other readers; a re-entry takes one more read count.
+    Read,
+    /// The write hold, then a read hold of the same owner (the downgrade) in place of the
+    /// re-entry; the write is given back halfway through the work and the read at its end, so the
+    /// second half of the work is done as a reader.
+    Downgrade,
+}
+
+impl RwRole {
+    fn word(self) -> &'static str {
+        match self {
+            RwRole::Write => "write",
+            RwRole::Read => "read",
+            RwRole::Downgrade => "downgrade",
+        }
+    }
 }
 
 /// One client and its workload: a loop of acquire, work, unlock.
@@ -54,6 +83,8 @@ pub struct ClientSpec {
     pub cycles: u32,
     /// How fast its clock runs against the simulation's, in parts per million (+ = fast).
     pub drift_ppm: i64,
+    /// How it takes a read-write lock (ignored on any other lock).
+    pub role: RwRole,
 }
 
 impl ClientSpec {
@@ -70,6 +101,7 @@ impl ClientSpec {
             reentry: 0,
             cycles: 1,
             drift_ppm: 0,
+            role: RwRole::Write,
         }
     }
 }
@@ -229,6 +261,8 @@ pub struct Case {
     pub faults: Vec<Fault>,
     /// The locks taken as Redisson's fair lock, in ascending order.
     pub fair: Vec<u32>,
+    /// The locks taken as Redisson's read-write lock, in ascending order.
+    pub rw: Vec<u32>,
 }
 
 impl Case {
@@ -244,12 +278,18 @@ impl Case {
             clients: Vec::new(),
             faults: Vec::new(),
             fair: Vec::new(),
+            rw: Vec::new(),
         }
     }
 
     /// Whether lock `lock` is a fair lock in this case.
     pub fn is_fair(&self, lock: u32) -> bool {
         self.fair.contains(&lock)
+    }
+
+    /// Whether lock `lock` is a read-write lock in this case.
+    pub fn is_rw(&self, lock: u32) -> bool {
+        self.rw.contains(&lock)
     }
 
     /// The text on one line (items separated by `; `), for a command line.
@@ -283,6 +323,10 @@ impl fmt::Display for Case {
             let locks: Vec<String> = self.fair.iter().map(u32::to_string).collect();
             write!(f, " fair={}", locks.join(","))?;
         }
+        if !self.rw.is_empty() {
+            let locks: Vec<String> = self.rw.iter().map(u32::to_string).collect();
+            write!(f, " rw={}", locks.join(","))?;
+        }
         writeln!(f)?;
         for c in &self.clients {
             let acquire = match c.acquire {
@@ -294,7 +338,7 @@ impl fmt::Display for Case {
                     lease: Some(l),
                 } => format!("try:{wait}:{l}"),
             };
-            writeln!(
+            write!(
                 f,
                 "client {} lock={} acquire={acquire} fenced={} start={} work={} think={} reentry={} cycles={} drift_ppm={}",
                 c.name,
@@ -307,6 +351,10 @@ impl fmt::Display for Case {
                 c.cycles,
                 c.drift_ppm
             )?;
+            if c.role != RwRole::default() {
+                write!(f, " role={}", c.role.word())?;
+            }
+            writeln!(f)?;
         }
         for fault in &self.faults {
             match *fault {
@@ -486,6 +534,7 @@ impl FromStr for Case {
                     c.latency = w.range("latency", c.latency)?;
                     c.loss = w.up_down("loss", c.loss)?;
                     c.fair = w.locks("fair")?;
+                    c.rw = w.locks("rw")?;
                     case = Some(c);
                 }
                 "client" => {
@@ -506,6 +555,16 @@ impl FromStr for Case {
                     spec.reentry = w.num_or("reentry", 0)?;
                     spec.cycles = w.num_or("cycles", 1)?;
                     spec.drift_ppm = w.num_or("drift_ppm", 0)?;
+                    spec.role = match w.get("role") {
+                        None | Some("write") => RwRole::Write,
+                        Some("read") => RwRole::Read,
+                        Some("downgrade") => RwRole::Downgrade,
+                        Some(other) => {
+                            return Err(
+                                w.err(format!("role={other}: a role is read, write or downgrade"))
+                            );
+                        }
+                    };
                     c.clients.push(spec);
                 }
                 "fault" => faults.push((item, rest)),
@@ -650,6 +709,9 @@ mod tests {
         ];
         case.loss = (3, 7);
         case.fair = vec![0, 2];
+        case.rw = vec![1];
+        case.clients[1].lock = 1;
+        case.clients[1].role = RwRole::Downgrade;
         case
     }
 
@@ -715,6 +777,31 @@ mod tests {
             .parse::<Case>()
             .unwrap_err();
         assert!(err.message.contains("fair=0,x"), "{}", err.message);
+    }
+
+    #[test]
+    fn a_case_without_read_write_locks_prints_no_rw_or_role_word() {
+        let mut case = sample();
+        case.rw.clear();
+        case.clients[1].role = RwRole::Write;
+        let text = case.to_string();
+        assert!(!text.contains("rw=") && !text.contains("role="), "{text}");
+        // A case line written before read-write locks existed reads as one of plain locks.
+        let old: Case = "case seed=1 horizon=5; client a lock=0 drift_ppm=0"
+            .parse()
+            .unwrap();
+        assert!(old.rw.is_empty());
+        assert_eq!(old.clients[0].role, RwRole::Write);
+        for role in [RwRole::Read, RwRole::Downgrade] {
+            let mut case = sample();
+            case.clients[0].role = role;
+            assert_eq!(case.one_line().parse::<Case>(), Ok(case));
+        }
+        let err = "case seed=1 horizon=5 rw=0; client a role=reader"
+            .parse::<Case>()
+            .unwrap_err();
+        assert_eq!(err.item, 2);
+        assert!(err.message.contains("role=reader"), "{}", err.message);
     }
 
     #[test]

@@ -24,16 +24,23 @@
 //!   before it still waits: [`fair_grant`], run online at each grant, since it reads the queue
 //!   and which clients still wait at that moment. The exact rule is in [`fair_grant`]'s doc.
 //!
+//! - (h) read-write exclusion: on a read-write lock, no write hold overlaps a read or write hold
+//!   of another owner, on the server (each owner's fields in the lock's hash) and by `valid_until`
+//!   (two clients that both believe they hold, one of them as writer, at one instant). In
+//!   [`check`], over the [`History`]; (a) and (c) do not look at read-write locks, whose readers
+//!   rightly share. The exact rule and its excuses are in [`read_write_overlaps`]' doc.
+//!
 //! [`check`] also reports every write to the unfenced resource inside another client's critical
 //! section ([`Checker::UnfencedOverlap`]): not a rule of the lock but the symptom the suites
 //! require outside the safe envelope, where only fencing protects the resource.
 
 use crate::case::{AcquireKind, Case, Fault};
-use crate::history::{History, Interval};
+use crate::history::{History, Interval, RwInterval};
 use crate::world::{Mark, Run};
 use bytes::Bytes;
 use lock_core::machine::Call;
-use lock_core::script::renew_batch;
+use lock_core::machine::RwSide;
+use lock_core::script::{renew_batch, rw_renew};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
@@ -54,6 +61,10 @@ pub enum Checker {
     HoldCounts,
     /// (g) a fair lock is granted in arrival order among live waiters.
     FairOrder,
+    /// (h) on the server, no write hold of a read-write lock overlaps another owner's hold.
+    ReadWriteServer,
+    /// (h) by `valid_until`, no client believes it writes while another believes it holds.
+    ReadWriteClient,
     /// The unfenced resource saw overlapping critical sections (expected outside the envelope).
     UnfencedOverlap,
 }
@@ -68,6 +79,8 @@ impl fmt::Display for Checker {
             Checker::Liveness => "(e) liveness",
             Checker::HoldCounts => "(f) hold counts agree",
             Checker::FairOrder => "(g) fair grant order",
+            Checker::ReadWriteServer => "(h) read-write exclusion on the server",
+            Checker::ReadWriteClient => "(h) read-write exclusion by valid_until",
             Checker::UnfencedOverlap => "unfenced resource overlap",
         })
     }
@@ -112,8 +125,54 @@ fn overlapping(intervals: &[Interval]) -> Vec<(&Interval, &Interval)> {
     out
 }
 
-/// Every violation of the run that (a), (b) and (c) find in `history`, with those (d) and (f)
-/// found while it ran, ordered by checker and time.
+/// Checker (h)'s pairs: the holds of one read-write lock, of different owners (or clients), that
+/// overlap while one of them is the write hold.
+///
+/// The rule: a write hold excludes every other owner's read and write holds, and read holds of
+/// different owners may overlap. One owner's read and write holds may overlap too: a writer may
+/// take read holds (the downgrade), which is why the server side names a writer by its owner,
+/// without the `:write` of its field. On the server, a hold runs from the moment its field is
+/// seen in the lock's hash until it is seen gone (at the key's deadline if it expired); on the
+/// client side, from the grant to the earlier of `valid_until` and the moment its release is sent.
+///
+/// The excuses are those of (a) and (c). The client side has none: `valid_until` holds under
+/// every fault of the envelope and under data loss too (the client notices the loss at once).
+/// On the server, an overlap that a restart without persistence or a failover to a lagging
+/// replica made (the first hold was dropped with the server's data) is reported, named as the
+/// documented limit of a single Redis. Clocks that run at different rates are outside the
+/// envelope; there `valid_until` may promise more than the server keeps, as it may for (c).
+pub fn read_write_overlaps(holds: &[RwInterval]) -> Vec<(&RwInterval, &RwInterval)> {
+    let mut by_lock: BTreeMap<u32, Vec<&RwInterval>> = BTreeMap::new();
+    for h in holds.iter().filter(|h| h.span.from < h.span.to) {
+        by_lock.entry(h.span.lock).or_default().push(h);
+    }
+    let mut out = Vec::new();
+    for list in by_lock.values_mut() {
+        list.sort_by_key(|h| (h.span.from, h.span.to));
+        for (n, a) in list.iter().enumerate() {
+            for b in &list[n + 1..] {
+                if b.span.from >= a.span.to {
+                    break;
+                }
+                let writes = a.side == RwSide::Write || b.side == RwSide::Write;
+                if writes && a.span.who != b.span.who {
+                    out.push((*a, *b));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn side_word(side: RwSide) -> &'static str {
+    match side {
+        RwSide::Read => "read",
+        RwSide::Write => "write",
+    }
+}
+
+/// Every violation of the run that (a), (b), (c) and (h) find in `history`, with those (d), (f)
+/// and (g) found while it ran, ordered by checker and time.
 pub fn check(history: &History) -> Vec<Violation> {
     let mut out = history.online.clone();
     for (a, b) in overlapping(&history.server_grants) {
@@ -195,6 +254,52 @@ pub fn check(history: &History) -> Vec<Violation> {
             ),
         });
     }
+    for (a, b) in read_write_overlaps(&history.rw_server_holds) {
+        let lost = history
+            .data_loss
+            .iter()
+            .any(|&t| t < a.span.to.max(b.span.to));
+        out.push(Violation {
+            checker: Checker::ReadWriteServer,
+            at: b.span.from,
+            message: format!(
+                "L{}: {} held the {} hold during [{}, {}) and {} was granted the {} hold at {}{}",
+                a.span.lock,
+                a.span.who,
+                side_word(a.side),
+                a.span.from,
+                a.span.to,
+                b.span.who,
+                side_word(b.side),
+                b.span.from,
+                if lost {
+                    " (the server lost data: a failover or restart without persistence \
+                     dropped the first hold, the documented limit of a single Redis)"
+                } else {
+                    ""
+                }
+            ),
+        });
+    }
+    for (a, b) in read_write_overlaps(&history.rw_client_holds) {
+        out.push(Violation {
+            checker: Checker::ReadWriteClient,
+            at: b.span.from,
+            message: format!(
+                "L{}: client {} believed it held the {} hold during [{}, {}) and client {} the {} \
+                 hold during [{}, {})",
+                a.span.lock,
+                a.span.who,
+                side_word(a.side),
+                a.span.from,
+                a.span.to,
+                b.span.who,
+                side_word(b.side),
+                b.span.from,
+                b.span.to
+            ),
+        });
+    }
     for (at, lock, writer, other) in &history.unfenced_overlaps {
         out.push(Violation {
             checker: Checker::UnfencedOverlap,
@@ -209,7 +314,9 @@ pub fn check(history: &History) -> Vec<Violation> {
 }
 
 /// Checker (d)'s memory of one client: the (lock key, owner) pairs whose last unlock was sent,
-/// which no renewal may name until the owner is granted the lock afresh.
+/// which no renewal may name until the owner is granted the lock afresh. On a read-write lock the
+/// owner is the hash field the renewal names: the owner for its read hold, `<owner>:write` for
+/// its write hold.
 #[derive(Debug, Default)]
 pub struct UnlockedHolds(BTreeSet<(Bytes, Bytes)>);
 
@@ -229,10 +336,15 @@ impl UnlockedHolds {
     /// unlock.
     pub fn check_renewal(&self, at: u64, client: &str, call: &Call, out: &mut Vec<Violation>) {
         let Call::Script(script) = call else { return };
-        if script.script.name != renew_batch::SCRIPT.name {
-            return;
-        }
-        for (key, owner) in script.keys.iter().zip(script.args.iter().skip(1)) {
+        // A read-write lock's read holds are renewed by their own batch, which names each lock
+        // beside its key prefix.
+        let step = match script.script.name {
+            name if name == renew_batch::SCRIPT.name => 1,
+            name if name == rw_renew::SCRIPT.name => 2,
+            _ => return,
+        };
+        let keys = script.keys.iter().step_by(step);
+        for (key, owner) in keys.zip(script.args.iter().skip(1)) {
             if self.0.contains(&(key.clone(), owner.clone())) {
                 out.push(Violation {
                     checker: Checker::NoRenewAfterUnlock,
@@ -511,6 +623,46 @@ mod tests {
         assert_eq!(v.checker, Checker::HoldCounts);
     }
 
+    fn rw(lock: u32, who: &str, side: RwSide, from: u64, to: u64) -> RwInterval {
+        RwInterval {
+            span: iv(lock, who, from, to),
+            side,
+        }
+    }
+
+    #[test]
+    fn a_writer_may_overlap_only_its_own_holds_and_readers_share() {
+        use RwSide::{Read, Write};
+        let h = History {
+            rw_client_holds: vec![
+                // Readers share; a writer's own read hold (the downgrade) is its own.
+                rw(0, "a", Read, 0, 10),
+                rw(0, "b", Read, 5, 20),
+                rw(0, "c", Write, 20, 30),
+                rw(0, "c", Read, 25, 40),
+                rw(0, "d", Read, 40, 50),
+                // On another lock, a writer overlapping a reader, and one touching a writer.
+                rw(1, "a", Read, 0, 10),
+                rw(1, "b", Write, 9, 12),
+                rw(1, "c", Write, 12, 13),
+            ],
+            rw_server_holds: vec![rw(0, "x", Write, 0, 10), rw(0, "y", Write, 3, 4)],
+            data_loss: vec![2],
+            ..History::default()
+        };
+        let v = check(&h);
+        assert_eq!(v.len(), 2, "{v:#?}");
+        assert_eq!((v[0].checker, v[0].at), (Checker::ReadWriteServer, 3));
+        assert!(v[0].message.contains("lost data"), "{}", v[0]);
+        assert_eq!((v[1].checker, v[1].at), (Checker::ReadWriteClient, 9));
+        assert!(v[1].message.contains("b the write hold"), "{}", v[1]);
+        // None of it is (a) or (c)'s business.
+        assert!(v.iter().all(|v| !matches!(
+            v.checker,
+            Checker::ServerExclusive | Checker::ClientExclusive
+        )));
+    }
+
     fn place(owner: &str, rank: u64, deadline: i64, waiting: bool) -> FairPlace {
         FairPlace {
             owner: owner.into(),
@@ -564,6 +716,7 @@ mod tests {
             client_ids: vec![("ca".into(), "a".into()), ("cb".into(), "b".into())],
             messages: Vec::new(),
             deliveries: Vec::new(),
+            queues: Vec::new(),
             foreign: Default::default(),
         };
         (case, run)

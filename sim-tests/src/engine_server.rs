@@ -19,6 +19,8 @@ pub struct EngineServer {
     may_have_published: bool,
     /// The planted break of the fair lock: see [`EngineServer::unfair`].
     unfair: bool,
+    /// The planted break of the read-write lock: see [`EngineServer::careless_reads`].
+    careless_reads: bool,
 }
 
 impl EngineServer {
@@ -37,6 +39,7 @@ impl EngineServer {
             subscribers: BTreeSet::new(),
             may_have_published: false,
             unfair: false,
+            careless_reads: false,
         }
     }
 
@@ -70,6 +73,47 @@ impl EngineServer {
         self.exec(conn, &[word(b"LPUSH"), queue, owner]);
     }
 
+    /// A server whose read acquire ignores the write mode: before each `rw_read_acquire` on a lock
+    /// another owner holds for writing, the lock's `mode` is set to `read`, so the script grants
+    /// the read hold, and set back to `write` after it. A planted break, for proving that checker
+    /// (h) notices; never used by a suite that expects a clean run.
+    #[doc(hidden)]
+    pub fn careless_reads(mut self) -> EngineServer {
+        self.careless_reads = true;
+        self
+    }
+
+    /// The planted break's step before `call`: whether it hid a writer's mode, to be put back
+    /// by [`EngineServer::restore_write_mode`].
+    fn hide_write_mode(&mut self, conn: ConnId, call: &Call) -> Option<Bytes> {
+        let Call::Script(s) = call else { return None };
+        let (lock, writer) = (s.keys.first()?, s.args.get(2)?);
+        if s.script.name != "rw_read_acquire" {
+            return None;
+        }
+        let Some((Value::Hash(hash), _)) = self.engine.value(0, lock) else {
+            return None;
+        };
+        let field = |name: &[u8]| hash.iter().find(|(f, _)| &f[..] == name).map(|(_, v)| v);
+        let written = field(b"mode").is_some_and(|m| &m[..] == b"write");
+        if !written || field(writer).is_some() {
+            return None;
+        }
+        let word = Bytes::from_static;
+        let lock = lock.clone();
+        self.exec(
+            conn,
+            &[word(b"HSET"), lock.clone(), word(b"mode"), word(b"read")],
+        );
+        Some(lock)
+    }
+
+    /// Puts back the `write` mode that [`EngineServer::hide_write_mode`] hid on `lock`.
+    fn restore_write_mode(&mut self, conn: ConnId, lock: Bytes) {
+        let word = Bytes::from_static;
+        self.exec(conn, &[word(b"HSET"), lock, word(b"mode"), word(b"write")]);
+    }
+
     fn exec(&mut self, conn: ConnId, argv: &[Bytes]) -> Frame {
         self.engine.execute(ClientId(conn), argv)
     }
@@ -97,22 +141,36 @@ impl SimServer for EngineServer {
             Call::Script(s) => {
                 self.may_have_published |= matches!(
                     s.script.name,
-                    "release" | "force_unlock" | "fair_release" | "fair_force_unlock"
+                    "release"
+                        | "force_unlock"
+                        | "fair_release"
+                        | "fair_force_unlock"
+                        | "rw_read_release"
+                        | "rw_write_release"
+                        | "rw_force_unlock"
                 );
                 if self.unfair {
                     self.jump_the_queue(conn, call);
                 }
+                let hidden = if self.careless_reads {
+                    self.hide_write_mode(conn, call)
+                } else {
+                    None
+                };
                 let argv = s.evalsha_argv();
-                let first = self.exec(conn, &argv);
-                if first
+                let mut result = self.exec(conn, &argv);
+                if result
                     .error_text()
                     .is_some_and(|e| e.starts_with("NOSCRIPT"))
                 {
                     // As the `redis` crate's `Script` does: load, then EVALSHA again.
                     self.exec(conn, &s.script.load_argv());
-                    return reply(self.exec(conn, &argv));
+                    result = self.exec(conn, &argv);
                 }
-                reply(first)
+                if let Some(lock) = hidden {
+                    self.restore_write_mode(conn, lock);
+                }
+                reply(result)
             }
         }
     }
@@ -157,18 +215,23 @@ impl SimServer for EngineServer {
         let (value, deadline) = self.engine.value(0, key)?;
         let Value::Hash(hash) = value else {
             return Some(LockState {
-                owners: Vec::new(),
                 deadline,
+                ..LockState::default()
             });
         };
-        let owners = hash
-            .iter()
-            .map(|(f, v)| {
-                let n = std::str::from_utf8(v).ok().and_then(|s| s.parse().ok());
-                (f.clone(), n.unwrap_or(0))
-            })
-            .collect();
-        Some(LockState { owners, deadline })
+        let mut state = LockState {
+            deadline,
+            ..LockState::default()
+        };
+        for (f, v) in hash.iter() {
+            if &f[..] == b"mode" {
+                state.mode = Some(v.clone());
+                continue;
+            }
+            let n = std::str::from_utf8(v).ok().and_then(|s| s.parse().ok());
+            state.owners.push((f.clone(), n.unwrap_or(0)));
+        }
+        Some(state)
     }
 
     fn fair_queue(

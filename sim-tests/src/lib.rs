@@ -12,7 +12,7 @@ pub mod server;
 pub mod strategy;
 pub mod world;
 
-pub use case::{AcquireKind, Case, ClientSpec, Fault};
+pub use case::{AcquireKind, Case, ClientSpec, Fault, RwRole};
 pub use checkers::{Checker, Violation};
 pub use history::History;
 pub use world::{Delivery, Mark, Message, Run, World};
@@ -36,6 +36,12 @@ pub fn run_broken(case: &Case, rule: lock_core::machine::BrokenRule) -> Run {
 /// free (a planted break, for proving that checker (g) notices).
 pub fn run_unfair(case: &Case) -> Run {
     World::new(case, EngineServer::new(case.seed).unfair()).run()
+}
+
+/// Plays `case` on a server whose read acquire ignores a read-write lock's write mode (a planted
+/// break, for proving that checker (h) notices).
+pub fn run_careless_reads(case: &Case) -> Run {
+    World::new(case, EngineServer::new(case.seed).careless_reads()).run()
 }
 
 /// The report of a failing case: its seed, its text, its violations, its timeline, and the one

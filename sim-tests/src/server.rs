@@ -14,8 +14,11 @@ pub type ConnId = u64;
 /// The lock's state on the server, for the history: each owner's hold count, and the deadline.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LockState {
-    /// Owner field → hold count, in the hash's order.
+    /// Owner field → hold count, in the hash's order. On a read-write lock a reader's field is
+    /// its owner and a writer's `<owner>:write`.
     pub owners: Vec<(Bytes, i64)>,
+    /// A read-write lock's `mode` field (`read` or `write`), which is not an owner.
+    pub mode: Option<Bytes>,
     /// The key's deadline (server unix ms), if it has one.
     pub deadline: Option<i64>,
 }

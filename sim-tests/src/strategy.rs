@@ -4,7 +4,7 @@
 //! elements and lowering numbers, so a failure ends as the shortest fault timeline that still fails.
 //! Fault targets are indices taken modulo the number of clients, so every shrink stays valid.
 
-use crate::case::{AcquireKind, Case, ClientSpec, Fault};
+use crate::case::{AcquireKind, Case, ClientSpec, Fault, RwRole};
 use proptest::prelude::*;
 
 /// What a generated case may contain.
@@ -31,6 +31,10 @@ pub struct Envelope {
     /// Whether locks may be fair: each lock is drawn fair with a chance of three in four, and
     /// every client of a fair lock acquires it fairly, without fencing.
     pub fair: bool,
+    /// Whether locks may be read-write locks: each lock is drawn one with a chance of three in
+    /// four, and each of its clients a reader, a writer or a downgrading writer (3 : 2 : 1),
+    /// without fencing. A lock drawn both fair and read-write is read-write.
+    pub read_write: bool,
 }
 
 impl Envelope {
@@ -47,6 +51,7 @@ impl Envelope {
             max_drift_ppm: 0,
             faults: 0..=4,
             fair: false,
+            read_write: false,
         }
     }
 
@@ -58,6 +63,24 @@ impl Envelope {
             ..Envelope::safe()
         }
     }
+
+    /// The safe envelope with read-write locks: more clients per lock, so that readers share and
+    /// writers wait behind them.
+    pub fn safe_read_write() -> Envelope {
+        Envelope {
+            clients: 2..=5,
+            read_write: true,
+            ..Envelope::safe()
+        }
+    }
+}
+
+fn role() -> impl Strategy<Value = RwRole> {
+    prop_oneof![
+        3 => Just(RwRole::Read),
+        2 => Just(RwRole::Write),
+        1 => Just(RwRole::Downgrade),
+    ]
 }
 
 fn acquire_kind() -> impl Strategy<Value = AcquireKind> {
@@ -69,9 +92,11 @@ fn acquire_kind() -> impl Strategy<Value = AcquireKind> {
     ]
 }
 
-/// A client; [`cases`] names it by its place in the case.
-fn client(locks: u32, max_drift: i64) -> impl Strategy<Value = ClientSpec> {
-    (
+/// A client; [`cases`] names it by its place in the case. With `read_write`, it draws a role
+/// too, with the client, so that shrinking a case keeps each client's role; without, it draws
+/// what it drew before read-write locks existed.
+fn client(locks: u32, max_drift: i64, read_write: bool) -> BoxedStrategy<ClientSpec> {
+    let plain = (
         0..locks,
         acquire_kind(),
         any::<bool>(),
@@ -94,9 +119,19 @@ fn client(locks: u32, max_drift: i64) -> impl Strategy<Value = ClientSpec> {
                     reentry,
                     cycles: 0,
                     drift_ppm,
+                    role: RwRole::Write,
                 }
             },
-        )
+        );
+    if !read_write {
+        return plain.boxed();
+    }
+    (plain, role())
+        .prop_map(|(mut c, role)| {
+            c.role = role;
+            c
+        })
+        .boxed()
 }
 
 /// A raw fault: the client index is reduced modulo the number of clients.
@@ -151,13 +186,20 @@ fn fix_client(mut f: Fault, n: usize) -> Fault {
     f
 }
 
-/// Cases within `env`. A case without fair locks draws exactly what it drew before fair locks
-/// existed, so stored seeds and shrinks of the other suites are unchanged.
+/// Cases within `env`. A case without fair or read-write locks draws exactly what it drew before
+/// they existed, so stored seeds and shrinks of the other suites are unchanged.
 pub fn cases(env: Envelope) -> BoxedStrategy<Case> {
     let plain = plain_cases(env.clone());
+    if env.read_write {
+        return read_write_cases(env, plain.boxed());
+    }
     if !env.fair {
         return plain.boxed();
     }
+    fair_cases(env, plain.boxed())
+}
+
+fn fair_cases(env: Envelope, plain: BoxedStrategy<Case>) -> BoxedStrategy<Case> {
     let fair = prop::collection::vec(prop::bool::weighted(0.75), env.locks as usize);
     (plain, fair)
         .prop_map(|(mut case, fair)| {
@@ -175,8 +217,37 @@ pub fn cases(env: Envelope) -> BoxedStrategy<Case> {
         .boxed()
 }
 
+/// Read-write locks drawn over `base` (plain, or with fair locks when `env.fair`), whose clients
+/// drew a role each; a client of any other lock keeps the writer's role, so its text names none.
+fn read_write_cases(env: Envelope, plain: BoxedStrategy<Case>) -> BoxedStrategy<Case> {
+    let base = if env.fair {
+        fair_cases(env.clone(), plain)
+    } else {
+        plain
+    };
+    let rw = prop::collection::vec(prop::bool::weighted(0.75), env.locks as usize);
+    (base, rw)
+        .prop_map(|(mut case, rw)| {
+            case.rw = (0..).zip(rw).filter(|(_, r)| *r).map(|(l, _)| l).collect();
+            let rw_locks = case.rw.clone();
+            case.fair.retain(|l| !rw_locks.contains(l));
+            for c in &mut case.clients {
+                if rw_locks.contains(&c.lock) {
+                    c.fenced = false;
+                } else {
+                    c.role = RwRole::Write;
+                }
+            }
+            case
+        })
+        .boxed()
+}
+
 fn plain_cases(env: Envelope) -> impl Strategy<Value = Case> {
-    let clients = prop::collection::vec(client(env.locks, env.max_drift_ppm), env.clients.clone());
+    let clients = prop::collection::vec(
+        client(env.locks, env.max_drift_ppm, env.read_write),
+        env.clients.clone(),
+    );
     let faults = prop::collection::vec(fault(env.clone()), env.faults.clone());
     let loss = (0..=env.max_loss, 0..=env.max_loss);
     (any::<u64>(), clients, faults, loss).prop_map(move |(seed, mut clients, faults, loss)| {

@@ -2,12 +2,14 @@
 //!
 //! The switch is a hidden method of the machine (`break_rule`), off by default, not a cargo feature
 //! (which would leak into every crate's build). The fair lock's order is the server's to keep, so
-//! its planted break is the simulator's server's (`EngineServer::unfair`, behind `run_unfair`).
+//! its planted break is the simulator's server's (`EngineServer::unfair`, behind `run_unfair`), as
+//! is the read-write lock's exclusion (`EngineServer::careless_reads`, behind
+//! `run_careless_reads`: a read acquire that ignores the write mode).
 
 use lock_core::machine::BrokenRule;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
 use sim_tests::strategy::{Envelope, cases};
-use sim_tests::{Checker, run_broken, run_unfair};
+use sim_tests::{Checker, RwRole, run_broken, run_careless_reads, run_unfair};
 
 #[test]
 fn renewing_after_unlock_is_caught_by_checker_d_and_shrunk() {
@@ -81,4 +83,46 @@ fn a_fair_lock_granted_out_of_turn_is_caught_by_checker_g_and_shrunk() {
     assert!(minimal.clients.len() <= 3, "not shrunk: {minimal}");
     // The same case on a fair server is clean.
     assert!(sim_tests::run(&minimal).of(Checker::FairOrder).is_empty());
+}
+
+#[test]
+fn a_read_granted_beside_a_writer_is_caught_by_checker_h_and_shrunk() {
+    let mut runner = TestRunner::new_with_rng(
+        Config {
+            cases: 500,
+            failure_persistence: None,
+            ..Config::default()
+        },
+        TestRng::deterministic_rng(RngAlgorithm::ChaCha),
+    );
+    let caught = |run: &sim_tests::Run| {
+        !run.of(Checker::ReadWriteServer).is_empty() && !run.of(Checker::ReadWriteClient).is_empty()
+    };
+    let result = runner.run(&cases(Envelope::safe_read_write()), |case| {
+        if caught(&run_careless_reads(&case)) {
+            Err(TestCaseError::fail("a reader beside a writer"))
+        } else {
+            Ok(())
+        }
+    });
+    let Err(TestError::Fail(_, minimal)) = result else {
+        panic!("checker (h) never noticed a read granted while another owner writes: {result:?}");
+    };
+    let run = run_careless_reads(&minimal);
+    assert!(caught(&run), "{minimal}");
+    println!(
+        "shrunk to:\n{minimal}\n{}\n{}",
+        run.of(Checker::ReadWriteServer)[0],
+        run.of(Checker::ReadWriteClient)[0]
+    );
+    assert!(!minimal.rw.is_empty(), "not shrunk: {minimal}");
+    // It takes a writer and a reader, on one lock, and nothing else.
+    assert!(minimal.clients.len() <= 2, "not shrunk: {minimal}");
+    assert!(minimal.faults.is_empty(), "not shrunk: {minimal}");
+    let roles: Vec<RwRole> = minimal.clients.iter().map(|c| c.role).collect();
+    assert!(roles.contains(&RwRole::Read), "not shrunk: {minimal}");
+    // The same case on an honest server is clean.
+    let honest = sim_tests::run(&minimal);
+    assert!(honest.of(Checker::ReadWriteServer).is_empty());
+    assert!(honest.of(Checker::ReadWriteClient).is_empty());
 }

@@ -40,6 +40,8 @@ pub enum EventKind {
     NotAcquired,
     /// The client started to wait for the lock.
     Wait,
+    /// A reader read the resource (under a read hold, beside other readers).
+    Read,
     /// A resource accepted a write.
     WriteAccepted,
     /// A resource rejected a write (a stale fencing token).
@@ -70,6 +72,7 @@ impl EventKind {
             EventKind::MayBeLost => "may be lost",
             EventKind::NotAcquired => "not acquired",
             EventKind::Wait => "wait",
+            EventKind::Read => "read",
             EventKind::WriteAccepted => "write accepted",
             EventKind::WriteRejected => "write rejected",
             EventKind::Dropped => "dropped",

@@ -124,6 +124,8 @@ fn main() -> ExitCode {
     if let Some(seed) = args.seed {
         config.seed = seed;
     }
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    memory::spawn_trimmer();
     // Multi-threaded even with one worker: a runaway script's thread hands its worker over to
     // a fresh thread, which a current-thread runtime cannot do (see `fake_redis::server`).
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -204,6 +206,66 @@ fn print_script(name: &str) -> ExitCode {
                 names.join(", ")
             );
             ExitCode::from(2)
+        }
+    }
+}
+
+/// Memory given back to the operating system after large releases (glibc's malloc only).
+///
+/// glibc returns memory to the system only from the top of each heap. What a million keys leave
+/// behind when `FLUSHALL` frees them (small blocks spread over the whole heap), or a burst of
+/// connections when it ends, stays mapped, and the server's resident set stays at its peak:
+/// Redis, on jemalloc, purges after a flush and drops back. `malloc_trim(0)` hands every whole
+/// free page back. A thread of its own reads malloc's free total twice a second and trims when
+/// it grew by [`STEP`](memory::STEP) since its low point or the last trim: nothing is paid
+/// while data stays, one trim per large release.
+///
+/// Trimming, rather than another allocator for the binary: glibc's is already linked (`libc` is
+/// already in the dependency tree), the engine's speed was tuned on it, and a library user
+/// (tests linking `fake_redis`) keeps whatever allocator they have.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod memory {
+    use std::time::Duration;
+
+    /// How much free memory malloc must have gained before a trim is worth its walk.
+    pub(crate) const STEP: usize = 32 * 1024 * 1024;
+
+    pub(crate) fn spawn_trimmer() {
+        let spawned = std::thread::Builder::new()
+            .name("malloc-trim".into())
+            .spawn(run);
+        if let Err(e) = spawned {
+            tracing::warn!("no thread to give freed memory back to the system: {e}");
+        }
+    }
+
+    // The two foreign calls of this module; each is a plain C function of glibc's with no
+    // pointer argument.
+    #[allow(unsafe_code)]
+    fn free_bytes() -> usize {
+        // SAFETY: mallinfo2 takes no argument and only reads malloc's own counters.
+        unsafe { libc::mallinfo2() }.fordblks
+    }
+
+    #[allow(unsafe_code)]
+    fn trim() {
+        // SAFETY: malloc_trim is thread-safe and only releases pages malloc holds free.
+        unsafe { libc::malloc_trim(0) };
+    }
+
+    fn run() {
+        let mut low = free_bytes();
+        loop {
+            std::thread::sleep(Duration::from_millis(500));
+            let free = free_bytes();
+            if free >= low.saturating_add(STEP) {
+                trim();
+                // The trimmed pages still count as free in malloc's total: the next trim waits
+                // for that much more.
+                low = free_bytes();
+            } else {
+                low = low.min(free);
+            }
         }
     }
 }

@@ -164,6 +164,79 @@ fn add_entry(info: &mut BTreeMap<Vec<u8>, Frame>, entry: Frame) {
     info.insert(name.to_ascii_lowercase(), entry);
 }
 
+/// Redis 7.0.15's `COMMAND INFO` entry of every command and subcommand, by lowercase full name
+/// (`get`, `config|get`), the commands the fake lacks included: what ACL rules name
+/// (`cmd/acl/`), so that a rule and its categories mean what they mean on Redis.
+pub(crate) fn redis_entries() -> &'static BTreeMap<Vec<u8>, Frame> {
+    &tables().info
+}
+
+/// The keys of the call `argv` and each key's flags (`RW`, `access`, ...), as Redis's
+/// `getKeysFromCommandWithSpecs` reads them off `entry`'s key specs for the ACL check: a spec
+/// that cannot be read off this call (a key count that is not a number, more keys than
+/// arguments) gives no keys at all, as Redis's fallback then finds none; `SORT`'s keys, which
+/// only Redis's C code finds, are found as its `sortGetKeys` finds them.
+pub(crate) fn keys_and_flags(entry: &Frame, argv: &[Bytes]) -> Vec<(usize, Vec<Vec<u8>>)> {
+    let Frame::Array(fields) = entry else {
+        return Vec::new();
+    };
+    if is(&argv[0], "sort") || is(&argv[0], "sort_ro") {
+        return sort_keys(argv);
+    }
+    let Some(specs) = fields.get(8).and_then(items) else {
+        return Vec::new();
+    };
+    let flags = |f: &Frame| {
+        items(f)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(text)
+            .collect::<Vec<_>>()
+    };
+    let mut keys = Vec::new();
+    for spec in specs {
+        let Some(positions) = keys_of_spec(spec, argv) else {
+            return Vec::new();
+        };
+        let mut key_flags = field(spec, "flags").map(flags).unwrap_or_default();
+        if key_flags.iter().any(|f| f == b"not_key") {
+            continue;
+        }
+        if key_flags.iter().any(|f| f == b"variable_flags") {
+            key_flags = variable_key_flags(argv, key_flags);
+        }
+        keys.extend(positions.into_iter().map(|i| (i, key_flags.clone())));
+    }
+    keys
+}
+
+/// `SORT`'s keys as Redis's `sortGetKeys` finds them: the sorted key, read, and the last `STORE`
+/// destination, overwritten (the `BY` and `GET` patterns are not keys to it); `SORT_RO` has only
+/// the first.
+fn sort_keys(argv: &[Bytes]) -> Vec<(usize, Vec<Vec<u8>>)> {
+    let mut keys = vec![(1, vec![b"RO".to_vec(), b"access".to_vec()])];
+    if is(&argv[0], "sort_ro") {
+        return keys;
+    }
+    let mut store = None;
+    let mut i = 2;
+    while i < argv.len() {
+        let skip = [("limit", 2), ("get", 1), ("by", 1)]
+            .iter()
+            .find(|(word, _)| is(&argv[i], word))
+            .map(|&(_, n)| n);
+        match skip {
+            Some(n) => i += n,
+            // Redis looks at the destination as an option name too.
+            None if is(&argv[i], "store") && i + 1 < argv.len() => store = Some(i + 1),
+            None => {}
+        }
+        i += 1;
+    }
+    keys.extend(store.map(|at| (at, vec![b"OW".to_vec(), b"update".to_vec()])));
+    keys
+}
+
 /// The elements of an array or a set (Redis sends key specs and subcommands as sets in RESP3).
 fn items(frame: &Frame) -> Option<&[Frame]> {
     match frame {

@@ -462,6 +462,10 @@ fn apply(cx: &mut Cx<'_>, param: &Param, value: String) {
     match param.name {
         "requirepass" => {
             config.requirepass = (!value.is_empty()).then(|| Bytes::from(value.clone()));
+            // The `default` user's password, as Redis's `ACLUpdateDefaultUserPassword` sets it.
+            cx.acl_mut()
+                .users
+                .set_default_password(Some(value.as_bytes()));
         }
         "maxclients" => {
             // Checked against the ceiling in `set`; kept where the server admits by it.

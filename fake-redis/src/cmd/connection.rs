@@ -58,39 +58,20 @@ fn echo_command(_cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     Ok(Frame::Bulk(args.next_bytes()?.clone()))
 }
 
-/// Checks credentials against the `default` user (the fake has no other): its password is
-/// `requirepass`, or any password when none is set.
-fn authenticate(cx: &mut Cx<'_>, user: &[u8], password: &[u8]) -> Result<(), Frame> {
-    let ok = user == b"default"
-        && cx
-            .engine()
-            .config()
-            .requirepass
-            .as_ref()
-            .is_none_or(|p| &p[..] == password);
-    if ok {
-        cx.client().authenticated = true;
-        Ok(())
-    } else {
-        Err(Frame::error(
-            "WRONGPASS invalid username-password pair or user is disabled.",
-        ))
-    }
-}
-
-/// `AUTH password` or `AUTH user password`.
+/// `AUTH password` (the `default` user) or `AUTH user password` (`cmd/acl/`).
 fn auth_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let command = Bytes::copy_from_slice(args.name());
     match args.rest() {
         [password] => {
-            if cx.engine().config().requirepass.is_none() {
+            if cx.engine().acl().users.default_user().nopass {
                 return Err(Frame::error(
                     "ERR AUTH <password> called without any password configured for the default \
                      user. Are you sure your configuration is correct?",
                 ));
             }
-            authenticate(cx, b"default", password)?;
+            super::acl::authenticate(cx, &super::DEFAULT_USER, password, &command)?;
         }
-        [user, password] => authenticate(cx, user, password)?,
+        [user, password] => super::acl::authenticate(cx, user, password, &command)?,
         _ => return Err(super::SYNTAX),
     }
     Ok(Frame::OK)
@@ -108,6 +89,7 @@ fn valid_client_name(name: &[u8]) -> Result<(), Frame> {
 
 /// `HELLO [protover [AUTH username password] [SETNAME clientname]]`.
 fn hello_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+    let command = Bytes::copy_from_slice(args.name());
     let protocol = match args.next() {
         None => None,
         Some(v) => {
@@ -141,7 +123,7 @@ fn hello_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         }
     }
     if let Some((user, password)) = credentials {
-        authenticate(cx, user, password)?;
+        super::acl::authenticate(cx, user, password, &command)?;
     }
     let id = cx.client;
     let client = cx.client();
@@ -238,7 +220,7 @@ fn client_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 /// One line of `CLIENT LIST` for connection `id`, with every field of Redis 7.0 in its order.
 /// `running` is the command the caller runs now (its own line shows it, as in Redis); `outbox`
 /// the messages waiting for the connection (`oll`). Buffers the fake does not have read 0.
-fn client_line(now: i64, id: u64, c: &Client, running: &str, outbox: usize) -> String {
+pub(super) fn client_line(now: i64, id: u64, c: &Client, running: &str, outbox: usize) -> String {
     let name = c
         .name
         .as_ref()
@@ -255,7 +237,7 @@ fn client_line(now: i64, id: u64, c: &Client, running: &str, outbox: usize) -> S
         "id={id} addr=in-process:{id} laddr=in-process:0 fd=-1 name={name} age={} idle={} \
          flags={flags} db={} sub={} psub={} ssub={} multi={} qbuf=0 qbuf-free=0 argv-mem=0 \
          multi-mem=0 rbs=0 rbp=0 obl=0 oll={outbox} omem=0 tot-mem=0 events=r cmd={running} \
-         user=default redir=-1 resp={}\n",
+         user={} redir=-1 resp={}\n",
         (now - c.created_at).max(0) / 1000,
         (now - c.last_command_at).max(0) / 1000,
         c.db,
@@ -263,6 +245,7 @@ fn client_line(now: i64, id: u64, c: &Client, running: &str, outbox: usize) -> S
         c.subscription_count(Subscription::Pattern),
         c.subscription_count(Subscription::Shard),
         c.multi.as_ref().map_or(-1, |m| m.queue.len() as i64),
+        String::from_utf8_lossy(&c.user),
         c.protocol,
     )
 }
@@ -374,8 +357,7 @@ fn client_kill(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         } else if is(option, "laddr") {
             laddr = Some(value.clone());
         } else if is(option, "user") {
-            // The fake has one user, `default`, as a server without ACL rules.
-            if &value[..] != b"default" {
+            if cx.engine().acl().users.get(value).is_none() {
                 return Err(super::error_echoing(&[
                     b"ERR No such user '",
                     super::c_text(value, 128),
@@ -406,7 +388,7 @@ fn client_kill(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
                     .as_ref()
                     .is_none_or(|a| a[..] == *format!("in-process:{id}").as_bytes())
                 && laddr.as_ref().is_none_or(|a| &a[..] == b"in-process:0")
-                && user.as_ref().is_none_or(|u| &u[..] == b"default")
+                && user.as_ref().is_none_or(|u| *u == c.user)
                 && !(skip_me && *id == me)
         })
         .map(|(id, _)| id)
@@ -475,16 +457,17 @@ fn quit_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
 }
 
 /// `RESET`: the connection as it was when it opened (no transaction, watches, subscriptions or
-/// name; database 0; RESP2; unauthenticated if the server needs a password).
+/// name; database 0; RESP2; the `default` user, unauthenticated if it needs a password).
 fn reset_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
     cx.unwatch();
-    let needs_auth = cx.engine().config().requirepass.is_some();
+    let needs_auth = cx.engine().acl().users.auth_required();
     let client = cx.client();
     client.multi = None;
     client.db = 0;
     client.protocol = 2;
     client.name = None;
     client.authenticated = !needs_auth;
+    client.user = super::DEFAULT_USER;
     cx.unsubscribe_all();
     cx.db = 0;
     Ok(Frame::simple("RESET"))

@@ -106,6 +106,11 @@ impl<'a> Cx<'a> {
         }
     }
 
+    /// The users and the ACL log (`cmd/acl/`).
+    pub fn acl_mut(&mut self) -> &mut super::Acl {
+        self.engine.acl_mut()
+    }
+
     /// What the server commands keep beside the keyspace (`cmd/server.rs`).
     pub fn server_state(&mut self) -> &mut super::ServerState {
         self.engine.server_state()

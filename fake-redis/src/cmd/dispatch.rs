@@ -1,7 +1,8 @@
 //! Running a command: the checks every command passes in Redis's order, then its handler.
 //!
 //! Redis's `processCommand` looks the name up (a container's subcommand too), checks the arity
-//! (the subcommand's too), then authentication, then the pub/sub context, then queues the
+//! (the subcommand's too), then authentication, then the user's ACL permissions (`acl/`, which
+//! `EXEC` checks again for each queued command), then the pub/sub context, then queues the
 //! command if a transaction is open; only a command that passes all of that runs. The same order is kept here, once, for every way a command reaches the
 //! engine: [`Engine::execute`] (a client's request), the commands an `EXEC` runs back to back
 //! (checked when they were queued), and [`Engine::run_script`] (a lock script without the
@@ -10,7 +11,7 @@
 
 use super::parse::Args;
 use super::{
-    Cx, NO_AUTH, NOT_QUEUED, PUBSUB_CONTEXT, Refusal, Spec, WRITE, command_name, lookup,
+    Cx, NO_AUTH, NOT_QUEUED, PUBSUB_CONTEXT, Refusal, Spec, WRITE, acl, command_name, lookup,
     unknown_command, wrong_arity,
 };
 use crate::engine::{ClientId, Engine};
@@ -78,7 +79,6 @@ fn dispatch(engine: &mut Engine, id: u64, argv: &[Bytes], now: i64, may_block: b
         return Frame::error("ERR empty command");
     };
     let spec = lookup(name);
-    let requirepass = engine.config().requirepass.is_some();
     let client = engine.client_mut(id).expect("checked by start_command");
     let Some(spec) = spec else {
         client.last_command = "NULL";
@@ -103,13 +103,23 @@ fn dispatch(engine: &mut Engine, id: u64, argv: &[Bytes], now: i64, may_block: b
         }
     };
     client.last_command = name;
-    if requirepass && !client.authenticated && !spec.has(NO_AUTH) {
+    let in_multi = client.multi.is_some();
+    if !client.authenticated && !spec.has(NO_AUTH) && engine.acl().users.auth_required() {
         return reject(
             engine,
             id,
             spec,
             Frame::error("NOAUTH Authentication required."),
         );
+    }
+    if !engine.acl().users.is_open() {
+        let context = match in_multi {
+            true => acl::Context::Multi,
+            false => acl::Context::TopLevel,
+        };
+        if let Err(denied) = acl::check_call(engine, id, name, name, argv, context, now) {
+            return reject(engine, id, spec, denied.error(name));
+        }
     }
     if spec.has(WRITE) && engine.is_read_only_replica() && !runs_unflagged_script(spec) {
         return reject(engine, id, spec, crate::engine::replication::READONLY);
@@ -176,9 +186,25 @@ pub(super) fn run_queued(cx: &mut Cx<'_>, queue: &[Vec<Bytes>]) -> Vec<Frame> {
                     .run_foreign(argv)
                     .unwrap_or_else(|| unknown_command(argv));
             };
+            // ACL rules may have changed since the command was queued: Redis checks it again.
+            if !cx.engine().acl().users.is_open()
+                && let Err(denied) = check_queued(cx, spec, argv)
+            {
+                return denied.exec_error();
+            }
             // A `SELECT` earlier in the transaction moves the commands after it.
             cx.db = cx.selected_db();
             (spec.run)(cx, &mut Args::new(argv)).unwrap_or_else(|error| error)
         })
         .collect()
+}
+
+/// The ACL check `EXEC` makes of a queued command before it runs it (`acl/`).
+#[cold]
+fn check_queued(cx: &mut Cx<'_>, spec: &'static Spec, argv: &[Bytes]) -> Result<(), acl::Denied> {
+    let Ok(name) = command_name(spec, argv) else {
+        return Ok(());
+    };
+    let (id, now) = (cx.client, cx.now);
+    acl::check_call(cx.node(), id, name, name, argv, acl::Context::Multi, now)
 }

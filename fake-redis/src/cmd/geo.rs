@@ -201,9 +201,7 @@ fn coordinate(cx: &mut Cx<'_>, v: f64) -> Frame {
     let text = text.trim_end_matches('0').trim_end_matches('.');
     let text = if text == "-0" { "0" } else { text };
     if cx.client().protocol >= 3 {
-        // The value of the digits Redis sends, which for small coordinates are fewer than a
-        // double's.
-        return Frame::Double(text.parse().unwrap_or(v));
+        return Frame::DoubleText(text.to_owned().into());
     }
     Frame::Bulk(Bytes::from(text.to_owned()))
 }

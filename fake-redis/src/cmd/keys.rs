@@ -417,6 +417,9 @@ fn rename_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         return Err(Frame::error("ERR no such key"));
     };
     let (deadline, marks) = (entry.deadline(), entry.encoding_marks());
+    // Redis deletes the destination and adds the key anew (`dbDelete`, then `dbAdd`), so a
+    // client blocked on the destination finds it ready even when it existed before.
+    db.remove(dst, now);
     db.insert(dst, entry.value, deadline, now);
     db.touch(src);
     db.touch(dst);

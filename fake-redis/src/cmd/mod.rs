@@ -44,6 +44,7 @@ mod strings;
 mod transactions;
 mod zsets;
 
+pub(crate) use acl::{Acl, DEFAULT_USER, check_script_call as acl_check_script_call};
 pub(crate) use blocking::serve_blocked;
 pub(crate) use command_docs::{Refusal, command_name};
 pub(crate) use config::class;

@@ -58,7 +58,10 @@ fn eval_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     if numkeys < 0 {
         return Err(Frame::error("ERR Number of keys can't be negative"));
     }
-    let on_lua = cx.engine().lock_scripts_run_on_lua();
+    // A user whose rights are limited runs the lock's scripts on their Lua bodies, so each of
+    // their calls is checked as Redis checks a script's calls.
+    let on_lua = cx.engine().lock_scripts_run_on_lua()
+        || !super::acl::may_run_everything(cx.engine(), cx.client);
     let native = if by_sha {
         cx.scripts().get(script)
     } else {

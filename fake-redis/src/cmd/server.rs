@@ -201,6 +201,15 @@ pub(crate) fn encoding(entry: &Entry, e: &Encodings) -> &'static str {
     }
 }
 
+/// Whether the collection at `key` has one of Redis's compact encodings (a listpack or an
+/// intset), which `HSCAN`, `SSCAN` and `ZSCAN` send whole. Constant time for a collection past
+/// its count threshold.
+pub(crate) fn compact_encoding(cx: &mut Cx<'_>, key: &[u8]) -> bool {
+    let e = cx.server_state().encodings.clone();
+    cx.lookup(key)
+        .is_some_and(|entry| matches!(encoding(entry, &e), "listpack" | "intset"))
+}
+
 /// Whether `maxmemory-policy` is one of the LFU policies (then Redis tracks frequency, not idle
 /// time, in the same 24 bits).
 pub(crate) fn lfu_policy(cx: &Cx<'_>) -> bool {

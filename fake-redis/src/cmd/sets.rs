@@ -1,17 +1,20 @@
 //! Set commands: membership, cardinality, random draws, the algebra (union, intersection,
-//! difference, with and without a destination), and moving a member between sets.
+//! difference, with and without a destination), moving a member between sets, and `SSCAN`.
 //!
-//! A set is a `BTreeSet`, so iteration is deterministic (sorted bytes). Redis leaves a hash-table
-//! set's order unspecified, so the differential tests compare these replies as multisets. Random
-//! draws (`SPOP`, `SRANDMEMBER`) come from the engine's seeded generator: one seed, one run. As
-//! in Redis, a set left empty is deleted, a write keeps the key's TTL, and a `…STORE` replaces
-//! its destination (of any type, dropping its TTL) or deletes it when the result is empty.
+//! A set is an [`engine::set::Set`](crate::engine::set::Set): members in a vector with a hash
+//! index, so that iteration is deterministic (the order members came in), a random draw is one
+//! position, and `SSCAN` pages from a cursor. Redis leaves a hash-table set's order unspecified, so
+//! the differential tests compare these replies as multisets. Random draws (`SPOP`,
+//! `SRANDMEMBER`) come from the engine's seeded generator, one draw per member picked: one seed,
+//! one run, at a cost in proportion to the count, not to the set. As in Redis, a set left empty
+//! is deleted, a write keeps the key's TTL, and a `…STORE` replaces its destination (of any
+//! type, dropping its TTL) or deletes it when the result is empty.
 
 use super::{Args, Cx, Reply, Spec, WRITE, WRONGTYPE, int};
 use crate::engine::db::Value;
+use crate::engine::set::Set;
 use crate::resp::Frame;
 use bytes::Bytes;
-use std::collections::BTreeSet;
 
 pub(crate) static SADD: Spec = Spec::new("sadd", -3, WRITE, sadd_command);
 pub(crate) static SREM: Spec = Spec::new("srem", -3, WRITE, srem_command);
@@ -31,7 +34,7 @@ pub(crate) static SMOVE: Spec = Spec::new("smove", 4, WRITE, smove_command);
 pub(crate) static SSCAN: Spec = Spec::new("sscan", -3, 0, sscan_command);
 pub(crate) static SINTERCARD: Spec = Spec::new("sintercard", -3, 0, sintercard_command);
 
-type Members = BTreeSet<Bytes>;
+type Members = Set;
 
 impl super::Aggregate for Members {
     fn of(value: &Value) -> Option<&Self> {
@@ -138,17 +141,6 @@ fn scard_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     Ok(Frame::Integer(set.map_or(0, |s| s.len() as i64)))
 }
 
-/// `count` distinct positions of `0..len`, drawn from the engine's seeded generator.
-fn distinct_draws(cx: &mut Cx<'_>, len: usize, count: usize) -> Vec<usize> {
-    let mut positions: Vec<usize> = (0..len).collect();
-    for i in 0..count.min(len) {
-        let j = i + (cx.random() % (len - i) as u64) as usize;
-        positions.swap(i, j);
-    }
-    positions.truncate(count.min(len));
-    positions
-}
-
 /// `SPOP key [count]`: one random member (nil for a missing key), or with a count a set of up to
 /// `count` distinct members, removed.
 fn spop_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
@@ -175,17 +167,29 @@ fn spop_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     if count == Some(0) {
         return Ok(Frame::Set(Vec::new()));
     }
-    let picks = distinct_draws(cx, len, count.unwrap_or(1));
+    // The whole set goes, in its order, with no draw (Redis's first case); otherwise each
+    // member is one draw.
+    let picks = match count {
+        Some(n) if n >= len => None,
+        _ => Some(super::zsets::distinct_positions(
+            cx,
+            len,
+            count.unwrap_or(1),
+        )),
+    };
     let Ok(Some(set)) = write(cx, key, false) else {
         return Err(WRONGTYPE);
     };
-    let chosen: Vec<Bytes> = {
-        let all: Vec<&Bytes> = set.iter().collect();
-        picks.iter().map(|&i| all[i].clone()).collect()
+    let chosen: Vec<Bytes> = match picks {
+        None => std::mem::take(set).into_iter().collect(),
+        Some(picks) => {
+            let chosen: Vec<Bytes> = picks.iter().filter_map(|&i| set.at(i).cloned()).collect();
+            for m in &chosen {
+                set.remove(m);
+            }
+            chosen
+        }
     };
-    for m in &chosen {
-        set.remove(m);
-    }
     done(cx, key);
     Ok(match count {
         None => Frame::Bulk(
@@ -217,42 +221,31 @@ fn srandmember_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
             n => Some(n),
         },
     };
-    let members: Vec<Bytes> = match read(cx, key)? {
+    let len = match read(cx, key)? {
         None => {
             return Ok(match count {
                 None => Frame::Null,
                 Some(_) => Frame::Array(Vec::new()),
             });
         }
-        Some(set) => set.iter().cloned().collect(),
+        Some(set) => set.len(),
     };
-    let len = members.len();
-    Ok(match count {
-        None => {
-            let i = (cx.random() % len as u64) as usize;
-            Frame::Bulk(members[i].clone())
-        }
-        Some(n) if n < 0 => {
-            let n = n.unsigned_abs() as usize;
-            Frame::Array(
-                (0..n)
-                    .map(|_| {
-                        let i = (cx.random() % len as u64) as usize;
-                        Frame::Bulk(members[i].clone())
-                    })
-                    .collect(),
-            )
-        }
+    let picks: Vec<usize> = match count {
+        None => vec![(cx.random() % len as u64) as usize],
+        Some(n) if n < 0 => (0..n.unsigned_abs())
+            .map(|_| (cx.random() % len as u64) as usize)
+            .collect(),
         // The whole set, as an array (not a RESP3 set), as Redis 7.0 replies it.
-        Some(n) if n as usize >= len => {
-            Frame::Array(members.iter().map(|m| Frame::Bulk(m.clone())).collect())
-        }
-        Some(n) => Frame::Array(
-            distinct_draws(cx, len, n as usize)
-                .into_iter()
-                .map(|i| Frame::Bulk(members[i].clone()))
-                .collect(),
-        ),
+        Some(n) if n as usize >= len => (0..len).collect(),
+        Some(n) => super::zsets::distinct_positions(cx, len, n as usize),
+    };
+    let Some(set) = read(cx, key)? else {
+        return Err(WRONGTYPE);
+    };
+    let mut picked = picks.into_iter().filter_map(|i| set.at(i).cloned());
+    Ok(match count {
+        None => Frame::Bulk(picked.next().expect("a stored set is never empty")),
+        Some(_) => Frame::Array(picked.map(Frame::Bulk).collect()),
     })
 }
 
@@ -286,18 +279,21 @@ fn algebra_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         Op::Union => sets.iter().flatten().flatten().cloned().collect(),
         Op::Inter => {
             if sets.iter().any(Option::is_none) {
-                Members::new()
+                Members::default()
             } else {
                 let mut sets = sets.into_iter().flatten();
                 let first = sets.next().unwrap_or_default();
-                sets.fold(first, |acc, s| acc.intersection(&s).cloned().collect())
+                sets.fold(first, |acc, s| {
+                    acc.iter().filter(|m| s.contains(m)).cloned().collect()
+                })
             }
         }
         Op::Diff => {
             let mut sets = sets.into_iter();
             let first = sets.next().flatten().unwrap_or_default();
-            sets.flatten()
-                .fold(first, |acc, s| acc.difference(&s).cloned().collect())
+            sets.flatten().fold(first, |acc, s| {
+                acc.iter().filter(|m| !s.contains(m)).cloned().collect()
+            })
         }
     };
     let Some(destination) = destination else {
@@ -344,15 +340,24 @@ fn smove_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     Ok(Frame::Integer(1))
 }
 
-/// `SSCAN key cursor [MATCH pattern] [COUNT count]`: every member in one step with cursor 0 (see
-/// [`scan_collection`](super::keys::scan_collection)).
+/// `SSCAN key cursor [MATCH pattern] [COUNT count]`: a set Redis would keep as an intset comes
+/// whole with cursor 0, as Redis sends it; a hash-table one in pages of `COUNT` members from a
+/// resuming cursor ([`Set::scan`]), so a call costs in proportion to `COUNT`.
 fn sscan_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
-    super::keys::scan_collection(cx, args, read, |set, _, _| {
-        let items = set
+    let whole = args
+        .peek()
+        .is_some_and(|key| super::server::compact_encoding(cx, key));
+    super::keys::scan_collection(cx, args, read, |set, cursor, count| {
+        let (next, page) = if whole {
+            (0, set.iter().as_slice())
+        } else {
+            set.scan(cursor, count)
+        };
+        let items = page
             .iter()
             .map(|m| (m.clone(), vec![Frame::Bulk(m.clone())]))
             .collect();
-        (0, items)
+        (next, items)
     })
 }
 

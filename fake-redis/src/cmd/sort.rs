@@ -79,12 +79,19 @@ impl<'a> Sort<'a> {
     fn apply(mut self, cx: &mut Cx<'_>) -> Reply {
         let (elements, ordered) = match cx.lookup(self.key) {
             None => (Vec::new(), true),
-            Some(e) => match &e.value {
-                Value::List(l) => (l.iter().cloned().collect(), true),
-                Value::Set(s) => (s.iter().cloned().collect::<Vec<_>>(), false),
-                Value::ZSet(z) => (z.iter().map(|(_, m)| m.clone()).collect(), true),
-                _ => return Err(WRONGTYPE),
-            },
+            Some(e) => {
+                if matches!(e.value, Value::ZSet(_)) {
+                    // Redis converts a sorted set to its skiplist to sort it, for good
+                    // (`zsetConvert` in sort.c): `OBJECT ENCODING` shows it after.
+                    e.mark_encoding(super::server::marks::CONVERTED);
+                }
+                match &e.value {
+                    Value::List(l) => (l.iter().cloned().collect(), true),
+                    Value::Set(s) => (s.iter().cloned().collect::<Vec<_>>(), false),
+                    Value::ZSet(z) => (z.iter().map(|(_, m)| m.clone()).collect(), true),
+                    _ => return Err(WRONGTYPE),
+                }
+            }
         };
         // A stored set must not depend on its hash order: Redis sorts it by bytes instead.
         if self.dont_sort && !ordered && self.store.is_some() {

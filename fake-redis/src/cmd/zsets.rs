@@ -194,18 +194,29 @@ impl ScoreRange {
         }
     }
 
-    fn contains(&self, s: f64) -> bool {
-        let above = if self.min.exclusive {
+    fn above_min(&self, s: f64) -> bool {
+        if self.min.exclusive {
             s > self.min.value
         } else {
             s >= self.min.value
-        };
-        let below = if self.max.exclusive {
+        }
+    }
+
+    fn below_max(&self, s: f64) -> bool {
+        if self.max.exclusive {
             s < self.max.value
         } else {
             s <= self.max.value
-        };
-        above && below
+        }
+    }
+
+    /// The ranks `start..end` of the members in the range, found in O(log n) (empty when
+    /// `end <= start`).
+    fn ranks(&self, z: &ZSet) -> (usize, usize) {
+        (
+            z.count_while(|s, _| !self.above_min(s)),
+            z.count_while(|s, _| self.below_max(s)),
+        )
     }
 }
 
@@ -255,6 +266,21 @@ impl LexRange {
             LexBound::Inclusive(b) => m <= &b[..],
             LexBound::Exclusive(b) => m < &b[..],
         }
+    }
+
+    /// The ranks `start..end` a walk over a set in lexicographic order covers: from the first
+    /// member at or past the start bound to the last one within the end bound (empty when
+    /// `end <= start`), found in O(log n). Exact when the members are in lexicographic order
+    /// (all scores equal, the case `BYLEX` is for); otherwise Redis's own walk gives no
+    /// meaningful answer either.
+    fn ranks(&self, z: &ZSet) -> (usize, usize) {
+        if self.is_empty() {
+            return (0, 0);
+        }
+        (
+            z.count_while(|_, m| !self.gte_min(m)),
+            z.count_while(|_, m| self.lte_max(m)),
+        )
     }
 
     /// Redis's check before any walk: min past max, or equal with either side exclusive (`-`
@@ -491,9 +517,10 @@ fn zcount_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let key = args.next_bytes()?;
     let range = ScoreRange::parse(args.next_bytes()?, args.next_bytes()?)?;
     let z = read(cx, key)?;
-    Ok(Frame::Integer(
-        z.map_or(0, |z| z.iter().filter(|(s, _)| range.contains(*s)).count()) as i64,
-    ))
+    Ok(Frame::Integer(z.map_or(0, |z| {
+        let (start, end) = range.ranks(z);
+        end.saturating_sub(start)
+    }) as i64))
 }
 
 /// `ZRANK key member` and `ZREVRANK key member`.
@@ -503,7 +530,7 @@ fn zrank_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let Some(z) = read(cx, key)? else {
         return Ok(Frame::Null);
     };
-    Ok(match z.iter().position(|(_, m)| m == member) {
+    Ok(match z.rank(member) {
         None => Frame::Null,
         Some(i) => Frame::Integer(if reverse { z.len() - 1 - i } else { i } as i64),
     })
@@ -622,22 +649,31 @@ impl<'a> ZRange<'a> {
                 None => Frame::Array(Vec::new()),
             });
         };
-        let mut ordered: Vec<(f64, &Bytes)> = z.iter().collect();
-        if self.reverse {
-            ordered.reverse();
-        }
         let (offset, limit) = (self.offset, self.limit);
         let picked: Vec<(f64, &Bytes)> = match self.range {
-            Range::Rank(start, end) => match clamp_ranks(start, end, ordered.len()) {
+            Range::Rank(start, end) => match clamp_ranks(start, end, z.len()) {
                 None => Vec::new(),
-                Some((a, b)) => ordered[a..=b].to_vec(),
+                Some((a, b)) if self.reverse => {
+                    let len = z.len();
+                    z.range(len - 1 - b, len - a).rev().collect()
+                }
+                Some((a, b)) => z.range(a, b + 1).collect(),
             },
-            Range::Score(range) => limited(
-                ordered.into_iter().filter(|(s, _)| range.contains(*s)),
-                offset,
-                limit,
-            ),
-            Range::Lex(range) => lex_scan(&ordered, &range, self.reverse, offset, limit),
+            Range::Score(range) => {
+                let (start, end) = range.ranks(z);
+                limited(z, start, end, self.reverse, offset, limit)
+            }
+            Range::Lex(range) if z.is_indexed() => {
+                let (start, end) = range.ranks(z);
+                limited(z, start, end, self.reverse, offset, limit)
+            }
+            Range::Lex(range) => {
+                let mut ordered: Vec<(f64, &Bytes)> = z.iter().collect();
+                if self.reverse {
+                    ordered.reverse();
+                }
+                lex_scan(&ordered, &range, self.reverse, offset, limit)
+            }
         };
         if let Some(destination) = self.store {
             let mut result = ZSet::default();
@@ -654,10 +690,12 @@ fn zrange_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     ZRange::parse(args)?.apply(cx)
 }
 
-/// A `BYLEX` range as Redis walks it (`zzlFirstInLexRange` and the loop after it): the members
-/// are in score order, which is lexicographic only when all scores are equal, so Redis finds the
-/// first member at or past the start bound, skips `offset` members, and stops at the first one past
-/// the end bound. `ordered` is already reversed for `REV`.
+/// A `BYLEX` range over a small set as Redis walks its listpack (`zzlFirstInLexRange` and the
+/// loop after it): the members are in score order, which is lexicographic only when all scores
+/// are equal, so Redis finds the first member at or past the start bound, skips `offset`
+/// members, and stops at the first one past the end bound. `ordered` is already reversed for
+/// `REV`. A large set's range is found by rank instead ([`LexRange::ranks`]), as Redis's skiplist
+/// finds it by descending its levels.
 fn lex_scan<'a>(
     ordered: &[(f64, &'a Bytes)],
     range: &LexRange,
@@ -704,22 +742,31 @@ fn lex_scan<'a>(
         .collect()
 }
 
-/// `LIMIT offset count` as Redis applies it: a negative offset skips everything, a negative
-/// count takes the rest.
-fn limited<'a>(
-    items: impl Iterator<Item = (f64, &'a Bytes)>,
+/// The members of ranks `start..end` under `LIMIT offset count` as Redis applies it (a negative
+/// offset skips everything, a negative count takes the rest), from the low end or, `reverse`,
+/// the high one: O(log n) to find the first, then the members returned.
+fn limited(
+    z: &ZSet,
+    start: usize,
+    end: usize,
+    reverse: bool,
     offset: i64,
     limit: i64,
-) -> Vec<(f64, &'a Bytes)> {
-    if offset < 0 {
+) -> Vec<(f64, &Bytes)> {
+    if offset < 0 || end <= start {
         return Vec::new();
     }
-    let take = if limit < 0 {
-        usize::MAX
+    let offset = usize::try_from(offset).unwrap_or(usize::MAX);
+    let take = usize::try_from(limit).unwrap_or(usize::MAX);
+    if reverse {
+        let to = end.saturating_sub(offset).max(start);
+        let from = to.saturating_sub(take).max(start);
+        z.range(from, to).rev().collect()
     } else {
-        limit as usize
-    };
-    items.skip(offset as usize).take(take).collect()
+        let from = start.saturating_add(offset).min(end);
+        let to = from.saturating_add(take).min(end);
+        z.range(from, to).collect()
+    }
 }
 
 /// Members, with their scores if asked: flat in RESP2, `[member, score]` pairs in RESP3.
@@ -755,28 +802,21 @@ fn zremrange_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let Some(z) = write(cx, key, false)? else {
         return Ok(Frame::Integer(0));
     };
+    let (start, end) = match &range {
+        Range::Rank(a, b) => clamp_ranks(*a, *b, z.len()).map_or((0, 0), |(a, b)| (a, b + 1)),
+        Range::Score(range) => range.ranks(z),
+        Range::Lex(range) if z.is_indexed() => range.ranks(z),
+        Range::Lex(_) => (0, 0),
+    };
     let doomed: Vec<Bytes> = match range {
-        Range::Rank(a, b) => match clamp_ranks(a, b, z.len()) {
-            None => Vec::new(),
-            Some((a, b)) => z
-                .iter()
-                .skip(a)
-                .take(b - a + 1)
-                .map(|(_, m)| m.clone())
-                .collect(),
-        },
-        Range::Score(range) => z
-            .iter()
-            .filter(|(s, _)| range.contains(*s))
-            .map(|(_, m)| m.clone())
-            .collect(),
-        Range::Lex(range) => {
+        Range::Lex(range) if !z.is_indexed() => {
             let ordered: Vec<(f64, &Bytes)> = z.iter().collect();
             lex_scan(&ordered, &range, false, 0, -1)
                 .into_iter()
                 .map(|(_, m)| m.clone())
                 .collect()
         }
+        _ => z.range(start, end).map(|(_, m)| m.clone()).collect(),
     };
     for m in &doomed {
         z.remove(m);
@@ -828,14 +868,14 @@ fn zpop_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 /// Removes up to `count` members from the low end (the high end when `max`): them, in the order
 /// taken.
 fn pop_ends(z: &mut ZSet, max: bool, count: usize) -> Vec<(f64, Bytes)> {
+    let len = z.len();
     let taken: Vec<(f64, Bytes)> = if max {
-        z.iter()
+        z.range(len.saturating_sub(count), len)
             .rev()
-            .take(count)
             .map(|(s, m)| (s, m.clone()))
             .collect()
     } else {
-        z.iter().take(count).map(|(s, m)| (s, m.clone())).collect()
+        z.range(0, count).map(|(s, m)| (s, m.clone())).collect()
     };
     for (_, m) in &taken {
         z.remove(m);
@@ -843,19 +883,29 @@ fn pop_ends(z: &mut ZSet, max: bool, count: usize) -> Vec<(f64, Bytes)> {
     taken
 }
 
-/// `ZSCAN key cursor [MATCH pattern] [COUNT count]`: members and scores, every one in one step
-/// with cursor 0 (see [`scan_collection`](super::keys::scan_collection)).
+/// `ZSCAN key cursor [MATCH pattern] [COUNT count]`: members and scores. A sorted set Redis
+/// would keep as a listpack comes whole with cursor 0, lowest score first, as Redis sends it; a
+/// large one in pages of about `COUNT` members from a resuming cursor ([`ZSet::scan`]), so a call
+/// costs in proportion to `COUNT`.
 fn zscan_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
-    super::keys::scan_collection(cx, args, read, |z, _, _| {
-        let items = z
-            .iter()
+    let whole = args
+        .peek()
+        .is_some_and(|key| super::server::compact_encoding(cx, key));
+    super::keys::scan_collection(cx, args, read, |z, cursor, count| {
+        let (next, page) = if whole {
+            (0, z.iter().collect())
+        } else {
+            z.scan(cursor, count)
+        };
+        let items = page
+            .into_iter()
             .map(|(s, m)| {
                 // Bulk strings even in RESP3: Redis's scan reply formats the score as text.
                 let score = Frame::Bulk(Bytes::from(crate::resp::format_double(s)));
                 (m.clone(), vec![Frame::Bulk(m.clone()), score])
             })
             .collect();
-        (0, items)
+        (next, items)
     })
 }
 
@@ -1050,6 +1100,10 @@ fn zlexcount_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let Some(z) = read(cx, key)? else {
         return Ok(Frame::Integer(0));
     };
+    if z.is_indexed() {
+        let (start, end) = range.ranks(z);
+        return Ok(Frame::Integer(end.saturating_sub(start) as i64));
+    }
     let ordered: Vec<(f64, &Bytes)> = z.iter().collect();
     Ok(Frame::Integer(
         lex_scan(&ordered, &range, false, 0, -1).len() as i64,
@@ -1065,20 +1119,29 @@ fn zrandmember_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         let Some(z) = read(cx, key)? else {
             return Ok(Frame::Null);
         };
-        let members: Vec<Bytes> = z.iter().map(|(_, m)| m.clone()).collect();
-        let i = (cx.random() % members.len() as u64) as usize;
-        return Ok(Frame::Bulk(members[i].clone()));
+        let len = z.len() as u64;
+        let i = (cx.random() % len) as usize;
+        let Some(z) = read(cx, key)? else {
+            return Ok(Frame::Null);
+        };
+        return Ok(z.at(i).map_or(Frame::Null, |(_, m)| Frame::Bulk(m.clone())));
     };
     let (count, withscores) = random_count(count, args, "withscores")?;
     let resp3 = cx.client().protocol >= 3;
-    let members: Vec<(f64, Bytes)> = match read(cx, key)? {
+    let len = match read(cx, key)? {
         None => return Ok(Frame::Array(Vec::new())),
-        Some(z) => z.iter().map(|(s, m)| (s, m.clone())).collect(),
+        Some(z) => z.len(),
     };
     // The whole set comes highest score first, as Redis 7.0 walks it.
-    let picks = random_picks(cx, members.len(), count, true);
+    let picks = random_picks(cx, len, count, true);
+    let Some(z) = read(cx, key)? else {
+        return Ok(Frame::Array(Vec::new()));
+    };
+    if picks.len() == len && count > 0 {
+        return Ok(scored_reply(z.iter().rev(), withscores, resp3));
+    }
     Ok(scored_reply(
-        picks.into_iter().map(|i| (members[i].0, &members[i].1)),
+        picks.into_iter().filter_map(|i| z.at(i)),
         withscores,
         resp3,
     ))
@@ -1135,13 +1198,23 @@ pub(super) fn random_picks(cx: &mut Cx<'_>, len: usize, count: i64, reversed: bo
             (0..len).collect()
         };
     }
-    // A Fisher-Yates shuffle of the first `count` positions, with only the swapped positions
-    // kept (`moved[p]` is what position `p` holds once swapped): the same draws as shuffling the
-    // whole range, in O(count).
+    distinct_positions(cx, len, count as usize)
+}
+
+/// `count` distinct positions of `0..len` (`count < len`), drawn from the engine's seeded
+/// generator: a Fisher-Yates shuffle of the first `count` positions, with only the swapped
+/// positions kept (`moved[p]` is what position `p` holds once swapped), so the same draws as
+/// shuffling the whole range, in O(count).
+pub(super) fn distinct_positions(cx: &mut Cx<'_>, len: usize, count: usize) -> Vec<usize> {
+    sparse_shuffle(len, count, || cx.random())
+}
+
+/// [`distinct_positions`] with the draws from `next_random`.
+fn sparse_shuffle(len: usize, count: usize, mut next_random: impl FnMut() -> u64) -> Vec<usize> {
     let mut moved: BTreeMap<usize, usize> = BTreeMap::new();
-    let mut positions = Vec::with_capacity(count as usize);
-    for i in 0..count as usize {
-        let j = i + (cx.random() % (len - i) as u64) as usize;
+    let mut positions = Vec::with_capacity(count.min(len));
+    for i in 0..count.min(len) {
+        let j = i + (next_random() % (len - i) as u64) as usize;
         let at_j = moved.get(&j).copied().unwrap_or(j);
         let at_i = moved.get(&i).copied().unwrap_or(i);
         moved.insert(j, at_i);
@@ -1188,4 +1261,40 @@ pub(crate) fn pop_members(
     let popped = pop_ends(z, max, count);
     done(cx, key);
     Ok(Some(popped))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sparse_shuffle;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The positions drawn are distinct, within the collection, as many as asked (at most
+        /// all), and the same as a full Fisher-Yates shuffle's first positions with the same
+        /// draws: the sparse form only saves the work.
+        #[test]
+        fn drawn_positions_are_distinct_in_range_and_a_shuffles_prefix(
+            len in 1usize..300,
+            count in 0usize..320,
+            seed in any::<u64>(),
+        ) {
+            let mut x = seed;
+            let mut draw = move || {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                x >> 11
+            };
+            let mut replay = draw;
+            let picks = sparse_shuffle(len, count, &mut draw);
+            prop_assert_eq!(picks.len(), count.min(len));
+            let distinct: std::collections::BTreeSet<usize> = picks.iter().copied().collect();
+            prop_assert_eq!(distinct.len(), picks.len());
+            prop_assert!(picks.iter().all(|&p| p < len));
+            let mut dense: Vec<usize> = (0..len).collect();
+            for i in 0..count.min(len) {
+                let j = i + (replay() % (len - i) as u64) as usize;
+                dense.swap(i, j);
+            }
+            prop_assert_eq!(&picks[..], &dense[..count.min(len)]);
+        }
+    }
 }

@@ -70,8 +70,8 @@ pub(crate) fn hash_key(key: &[u8]) -> u64 {
 
 /// A value in the keyspace.
 ///
-/// Sets are ordered (`BTreeSet`) so that iteration, and the seeded random draws over it, are
-/// deterministic.
+/// Every collection iterates in an order fixed by its history, so that iteration, and the seeded
+/// random draws over it, are deterministic.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
     /// A string (integers are strings holding decimal text, as `INCR` sees them).
@@ -81,7 +81,7 @@ pub enum Value {
     /// A list.
     List(VecDeque<Bytes>),
     /// A set.
-    Set(BTreeSet<Bytes>),
+    Set(super::set::Set),
     /// A sorted set (boxed: it is the largest value and the rarest, and every slot is as big as
     /// the biggest value).
     ZSet(Box<ZSet>),
@@ -297,83 +297,7 @@ impl Hash {
     }
 }
 
-/// A sorted set: members by score, ties broken by member bytes, as Redis orders them. Scores are
-/// never NaN, and `-0` is stored as `0`.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct ZSet {
-    scores: BTreeMap<Bytes, f64>,
-    order: BTreeSet<(Score, Bytes)>,
-}
-
-/// A score with a total order (no NaN is ever stored).
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct Score(f64);
-
-impl Eq for Score {}
-
-impl PartialOrd for Score {
-    fn partial_cmp(&self, other: &Score) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Score {
-    fn cmp(&self, other: &Score) -> std::cmp::Ordering {
-        self.0.total_cmp(&other.0)
-    }
-}
-
-impl ZSet {
-    /// The number of members.
-    pub fn len(&self) -> usize {
-        self.scores.len()
-    }
-
-    /// Whether it has no member (Redis deletes such a key).
-    pub fn is_empty(&self) -> bool {
-        self.scores.is_empty()
-    }
-
-    /// The score of `member`.
-    pub fn score(&self, member: &[u8]) -> Option<f64> {
-        self.scores.get(member).copied()
-    }
-
-    /// Sets `member`'s score: whether the member is new.
-    pub fn insert(&mut self, member: Bytes, score: f64) -> bool {
-        let score = score + 0.0; // -0 becomes 0
-        let old = self.scores.insert(member.clone(), score);
-        if let Some(old) = old {
-            self.order.remove(&(Score(old), member.clone()));
-        }
-        self.order.insert((Score(score), member));
-        old.is_none()
-    }
-
-    /// Removes `member`: whether it was there.
-    pub fn remove(&mut self, member: &[u8]) -> bool {
-        match self.scores.remove_entry(member) {
-            Some((m, s)) => {
-                self.order.remove(&(Score(s), m));
-                true
-            }
-            None => false,
-        }
-    }
-
-    /// Scores and members, lowest score first.
-    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (f64, &Bytes)> {
-        self.order.iter().map(|(s, m)| (s.0, m))
-    }
-
-    /// Scores and members from the first whose score is at least `min`, lowest first: a
-    /// score range is found in the order index, not by a scan from the lowest score.
-    pub fn iter_from(&self, min: f64) -> impl DoubleEndedIterator<Item = (f64, &Bytes)> {
-        self.order
-            .range((Score(min), Bytes::new())..)
-            .map(|(s, m)| (s.0, m))
-    }
-}
+pub use super::zset::ZSet;
 
 /// What [`Db::change_deadline_h`] does to a live key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -598,14 +522,15 @@ struct Candidate {
 
 /// Removes a key the clock has expired, found lazily or by the active cycle: out of the table and
 /// the sample, counted, and its watchers told (Redis's `deleteExpiredKeyAndPropagate`).
-fn expire(
-    occupied: OccupiedEntry<'_, Slot>,
+fn expire<'t>(
+    occupied: OccupiedEntry<'t, Slot>,
     volatile: &mut Vec<Candidate>,
     watches: &mut Watches,
     stats: &mut DbStats,
-) {
+) -> &'t mut HashTable<Slot> {
     let (slot, vacant) = occupied.remove();
-    unlist(vacant.into_table(), volatile, slot.entry.volatile_ix);
+    let table = vacant.into_table();
+    unlist(table, volatile, slot.entry.volatile_ix);
     stats.expired_keys += 1;
     watches.touch(slot.key.as_bytes(), false);
     if let Some(log) = &mut watches.replicated_log {
@@ -614,6 +539,7 @@ fn expire(
     if let Some(log) = &mut watches.expired_log {
         log.push(Bytes::copy_from_slice(slot.key.as_bytes()));
     }
+    table
 }
 
 /// Takes candidate `ix` out of the vector (its key was deleted or lost its TTL, and its slot no
@@ -629,6 +555,21 @@ fn unlist(table: &mut HashTable<Slot>, volatile: &mut Vec<Candidate>, ix: u32) {
         if let Some(slot) = table.find_mut(moved.hash, |s| s.entry.volatile_ix == from) {
             slot.entry.volatile_ix = ix;
         }
+    }
+}
+
+/// [`Db::shrink_if_sparse`] on the parts of a database.
+fn shrink_if_sparse(
+    table: &mut HashTable<Slot>,
+    volatile: &mut Vec<Candidate>,
+    layout_epoch: &mut u64,
+) {
+    const MIN_BUCKETS: usize = 64;
+    let buckets = table.num_buckets();
+    if buckets > MIN_BUCKETS && table.len() * 10 < buckets {
+        table.shrink_to(table.len(), |s| s.hash);
+        volatile.shrink_to(volatile.len().max(MIN_BUCKETS));
+        *layout_epoch += 1;
     }
 }
 
@@ -681,13 +622,15 @@ impl Db {
             watches,
             stats,
             keep_expired,
+            layout_epoch,
             ..
         } = self;
         match table.find_entry(h, |s| s.hash == h && s.key.as_bytes() == key) {
             Err(_) => None,
             Ok(occupied) if occupied.get().entry.expired(now) => {
                 if !*keep_expired {
-                    expire(occupied, volatile, watches, stats);
+                    let table = expire(occupied, volatile, watches, stats);
+                    shrink_if_sparse(table, volatile, layout_epoch);
                 }
                 None
             }
@@ -810,6 +753,7 @@ impl Db {
             Err(_) => false,
             Ok(occupied) if occupied.get().entry.expired(now) => {
                 expire(occupied, volatile, watches, stats);
+                self.shrink_if_sparse();
                 false
             }
             Ok(mut occupied) => {
@@ -820,6 +764,7 @@ impl Db {
                     DeadlineChange::Delete => {
                         let (slot, _) = occupied.remove();
                         unlist(table, volatile, slot.entry.volatile_ix);
+                        self.shrink_if_sparse();
                     }
                     DeadlineChange::Set(d) => {
                         let entry = &mut occupied.get_mut().entry;
@@ -907,6 +852,7 @@ impl Db {
             Ok(occupied) => {
                 let entry = occupied.remove().0.entry;
                 unlist(&mut self.table, &mut self.volatile, entry.volatile_ix);
+                self.shrink_if_sparse();
                 Some(entry)
             }
             Err(_) => None,
@@ -993,9 +939,19 @@ impl Db {
                 self.watches.touch(&k, false);
             }
         }
-        self.table.clear();
-        self.volatile.clear();
+        // The tables go, not only their keys (`clear` would keep every bucket): Redis frees a
+        // flushed database's dicts, and so its memory goes back to the allocator.
+        self.table = HashTable::new();
+        self.volatile = Vec::new();
         self.layout_epoch += 1;
+    }
+
+    /// Redis's dict resize down (`htNeedsResize`: under 10% full): a table that deletions left
+    /// sparse is rebuilt for the keys it holds, so a keyspace that shrinks gives its memory back.
+    /// Rebuilding moves keys, so a `SCAN` cursor issued before starts over (the layout epoch).
+    /// A rebuild halves the table at least, so its cost is paid for by the deletions before it.
+    fn shrink_if_sparse(&mut self) {
+        shrink_if_sparse(&mut self.table, &mut self.volatile, &mut self.layout_epoch);
     }
 
     /// One step of `SCAN` from `cursor`: the keys (live or not) of the table's next buckets, until
@@ -1112,10 +1068,15 @@ impl Db {
                 ..
             } = self;
             match table.find_entry(h, |s| s.entry.volatile_ix == ix) {
-                Ok(occupied) => expire(occupied, volatile, watches, stats),
+                Ok(occupied) => {
+                    expire(occupied, volatile, watches, stats);
+                }
                 // Unreachable while every candidate has its slot; drop it rather than loop on it.
                 Err(_) => unlist(table, volatile, ix),
             }
+        }
+        if expired > 0 {
+            self.shrink_if_sparse();
         }
         (sampled, expired)
     }
@@ -1337,24 +1298,6 @@ mod tests {
                 assert_eq!((c.hash, Some(c.deadline)), (slot.hash, slot.entry.deadline));
             }
         }
-    }
-
-    #[test]
-    fn a_score_range_starts_at_its_first_member_ties_included() {
-        let mut z = ZSet::default();
-        for (m, score) in [("a", -5.0), ("b", 2.0), ("c", 2.0), ("d", 3.5), ("e", 9.0)] {
-            z.insert(b(m), score);
-        }
-        let from = |min: f64| -> Vec<(f64, Bytes)> {
-            z.iter_from(min).map(|(s, m)| (s, m.clone())).collect()
-        };
-        assert_eq!(
-            from(2.0),
-            [(2.0, b("b")), (2.0, b("c")), (3.5, b("d")), (9.0, b("e"))]
-        );
-        assert_eq!(from(2.5), [(3.5, b("d")), (9.0, b("e"))]);
-        assert_eq!(from(-1e300).len(), 5);
-        assert!(from(10.0).is_empty());
     }
 
     #[test]
@@ -1599,6 +1542,41 @@ mod tests {
             }
         }
         assert!(calls <= 2 * db.len() / 1_000 + 10, "{calls} calls");
+    }
+
+    #[test]
+    fn a_flush_frees_the_table_and_deletions_shrink_it_as_redis_resizes_its_dicts() {
+        let mut db = Db::default();
+        for i in 0..100_000 {
+            db.insert(
+                format!("k{i}").as_bytes(),
+                Value::Str(b("v")),
+                Some(1 << 40),
+                0,
+            );
+        }
+        assert!(db.table.num_buckets() >= 100_000);
+        db.flush(0);
+        assert_eq!((db.table.capacity(), db.volatile.capacity()), (0, 0));
+
+        for i in 0..100_000 {
+            db.insert(format!("k{i}").as_bytes(), Value::Str(b("v")), None, 0);
+        }
+        let full = db.table.num_buckets();
+        for i in 0..99_000 {
+            db.remove(format!("k{i}").as_bytes(), 0);
+        }
+        // Never under 10% full: 1,000 keys in at most 10,000 buckets, not the 131,072 of the
+        // full table.
+        assert!(
+            db.table.num_buckets() <= 10 * db.len(),
+            "{}",
+            db.table.num_buckets()
+        );
+        assert!(db.table.num_buckets() < full / 8);
+        for i in 99_000..100_000 {
+            assert!(db.lookup(format!("k{i}").as_bytes(), 0).is_some(), "k{i}");
+        }
     }
 
     #[test]

@@ -46,8 +46,10 @@ pub(crate) mod notify;
 mod pubsub;
 pub(crate) mod rdb;
 pub mod replication;
+pub(crate) mod set;
 pub(crate) mod stream;
 mod watches;
+pub(crate) mod zset;
 
 pub use crate::engine::expiry::{
     ACTIVE_EXPIRE_ACCEPTABLE_STALE, ACTIVE_EXPIRE_HZ, ACTIVE_EXPIRE_KEYS_PER_LOOP,
@@ -137,6 +139,8 @@ pub(crate) struct Client {
     pub protocol: u8,
     pub name: Option<Bytes>,
     pub authenticated: bool,
+    /// The user it runs as (`AUTH`): `default` until it authenticates as another.
+    pub user: Bytes,
     channels: BTreeSet<Bytes>,
     patterns: BTreeSet<Bytes>,
     shard_channels: BTreeSet<Bytes>,
@@ -324,6 +328,8 @@ pub struct Engine {
     queued_foreign: Option<ForeignCommands>,
     /// What the server commands keep beside the keyspace (`cmd/server.rs`).
     server: crate::cmd::ServerState,
+    /// The users and the ACL log (`cmd/acl/`).
+    acl: crate::cmd::Acl,
     /// The node's place in its topology: a primary and its replicas' streams, or a replica and
     /// the stream it applies (`engine/replication.rs`).
     replication: replication::Replication,
@@ -353,6 +359,7 @@ impl Engine {
     /// An engine on `clock` set up by `config`.
     pub fn with_config(clock: impl Clock, config: EngineConfig) -> Engine {
         let now = clock.now_ms();
+        let acl = crate::cmd::Acl::new(config.requirepass.as_deref());
         let mut dbs: Vec<Db> = (0..DATABASES).map(|_| Db::default()).collect();
         for db in &mut dbs {
             db.set_journal(config.journal_window_ms);
@@ -387,6 +394,7 @@ impl Engine {
             lock_scripts_on_lua: false,
             queued_foreign: None,
             server: crate::cmd::ServerState::default(),
+            acl,
             replication: replication::Replication::default(),
         }
     }
@@ -414,6 +422,16 @@ impl Engine {
     /// What the server commands keep beside the keyspace (`cmd/server.rs`).
     pub(crate) fn server_state(&mut self) -> &mut crate::cmd::ServerState {
         &mut self.server
+    }
+
+    /// The users and the ACL log (`cmd/acl/`).
+    pub(crate) fn acl(&self) -> &crate::cmd::Acl {
+        &self.acl
+    }
+
+    /// The same, for `ACL SETUSER`, `CONFIG SET requirepass` and the log.
+    pub(crate) fn acl_mut(&mut self) -> &mut crate::cmd::Acl {
+        &mut self.acl
     }
 
     /// Forgets the statistics `INFO` reports (`CONFIG RESETSTAT`).
@@ -484,7 +502,8 @@ impl Engine {
                 db: 0,
                 protocol: 2,
                 name: None,
-                authenticated: self.config.requirepass.is_none(),
+                authenticated: !self.acl.users.auth_required(),
+                user: crate::cmd::DEFAULT_USER,
                 channels: BTreeSet::new(),
                 patterns: BTreeSet::new(),
                 shard_channels: BTreeSet::new(),
@@ -707,6 +726,11 @@ impl Engine {
         self.clients.get_mut(&id)
     }
 
+    /// The connection `id`, if it is open.
+    pub(crate) fn client(&self, id: u64) -> Option<&Client> {
+        self.clients.get(&id)
+    }
+
     /// Every open connection by id, in id order (`CLIENT LIST`).
     pub(crate) fn clients(&self) -> impl Iterator<Item = (u64, &Client)> {
         self.clients.iter().map(|(&id, c)| (id, c))
@@ -843,11 +867,13 @@ impl Engine {
         }
     }
 
-    /// Restarts the server now: every connection closes, the script cache empties, and the data and
-    /// the Functions libraries are lost unless persistence is on.
+    /// Restarts the server now: every connection closes, the script cache empties, the users
+    /// are `default` alone again (the fake has no ACL file), and the data and the Functions
+    /// libraries are lost unless persistence is on.
     pub fn restart(&mut self) {
         let persistence = self.config.persistence;
         self.close_all_connections();
+        self.acl = crate::cmd::Acl::new(self.config.requirepass.as_deref());
         self.scripts.start_over();
         if !persistence {
             #[cfg(feature = "lua")]

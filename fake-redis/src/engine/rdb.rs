@@ -21,7 +21,7 @@
 use super::db::{Hash, MAX_STRING, Value, ZSet};
 use super::stream::Stream;
 use bytes::Bytes;
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::VecDeque;
 
 /// The RDB version Redis 7.0 writes and the newest it reads.
 pub const RDB_VERSION: u16 = 10;
@@ -816,7 +816,7 @@ pub fn load(payload: &[u8]) -> Result<Value, BadData> {
         }
         TYPE_SET => {
             let n = r.count()?;
-            let mut set = BTreeSet::new();
+            let mut set = super::set::Set::default();
             for _ in 0..n {
                 if !set.insert(r.bytes()?) {
                     return Err(BadData);
@@ -826,7 +826,7 @@ pub fn load(payload: &[u8]) -> Result<Value, BadData> {
         }
         TYPE_SET_INTSET => {
             let is = r.string()?;
-            let mut set = BTreeSet::new();
+            let mut set = super::set::Set::default();
             for v in intset_members(is.as_slice())? {
                 set.insert(Bytes::from(v.to_string()));
             }

@@ -73,6 +73,8 @@ fn frame_to_lua(lua: &Lua, frame: Frame, null: Value) -> mlua::Result<Value> {
             single(lua, "set", inner)?
         }
         Frame::Double(d) => single(lua, "double", d)?,
+        // Redis's script client reads the text back with `strtod`.
+        Frame::DoubleText(text) => single(lua, "double", text.parse::<f64>().unwrap_or(f64::NAN))?,
         Frame::Boolean(b) => Value::Boolean(b),
         Frame::BigNumber(n) => single(lua, "big_number", n.as_ref())?,
         Frame::Verbatim { format, text } => {

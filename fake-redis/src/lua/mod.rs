@@ -730,7 +730,7 @@ fn redis_call(
     let Some(spec) = lookup(&command[0]) else {
         return fail("ERR Unknown Redis command called from script");
     };
-    match crate::cmd::command_name(spec, command) {
+    let name = match crate::cmd::command_name(spec, command) {
         _ if !spec.arity_ok(command.len()) => {
             return fail("ERR Wrong number of args calling Redis command from script");
         }
@@ -740,10 +740,13 @@ fn redis_call(
         Err(crate::cmd::Refusal::Arity(_)) => {
             return fail("ERR Wrong number of args calling Redis command from script");
         }
-        Ok(_) => {}
-    }
+        Ok(name) => name,
+    };
     if not_in_scripts(spec.name) {
         return fail("ERR This Redis command is not allowed from script");
+    }
+    if let Err(denied) = crate::cmd::acl_check_script_call(running.cx, name, command) {
+        return fail(denied);
     }
     if run.read_only && (spec.has(crate::cmd::WRITE) || may_replicate(spec.name)) {
         return fail("ERR Write commands are not allowed from read-only scripts.");

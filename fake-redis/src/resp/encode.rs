@@ -59,6 +59,13 @@ pub fn encode(frame: &Frame, protocol_version: u8, out: &mut BytesMut) {
                 put_bulk(out, text.as_bytes());
             }
         }
+        Frame::DoubleText(text) => {
+            if resp3 {
+                put_line(out, b',', text.as_bytes());
+            } else {
+                put_bulk(out, text.as_bytes());
+            }
+        }
         Frame::Boolean(b) => {
             if resp3 {
                 out.put_slice(if *b { b"#t\r\n" } else { b"#f\r\n" });

@@ -53,6 +53,11 @@ pub enum Frame {
     /// A double: `,<text>` in RESP3, a bulk string of the same text in RESP2, the text being
     /// [`format_double`]'s.
     Double(f64),
+    /// A double already printed, as Redis's `addReplyHumanLongDouble` prints a long double (a
+    /// geo coordinate: `%.17Lf` with its trailing zeros cut, so `13.36138933897018433`, where
+    /// [`Frame::Double`] would print `13.361389338970184`): `,<text>` in RESP3, a bulk string of
+    /// the same text in RESP2. The text must be a number a client can parse.
+    DoubleText(Cow<'static, str>),
     /// A boolean: `#t`/`#f` in RESP3, the integer 1 or 0 in RESP2.
     Boolean(bool),
     /// An out-of-band push (a pub/sub message or subscription confirmation): `>N` in RESP3, an
@@ -148,7 +153,7 @@ impl Frame {
             }
             Frame::Double(d) => Frame::Bulk(Bytes::from(format_double(d))),
             Frame::Boolean(b) => Frame::Integer(i64::from(b)),
-            Frame::BigNumber(digits) => Frame::Bulk(text_bytes(digits)),
+            Frame::BigNumber(digits) | Frame::DoubleText(digits) => Frame::Bulk(text_bytes(digits)),
             Frame::Verbatim { text, .. } => Frame::Bulk(text),
             other => other,
         }
@@ -175,7 +180,9 @@ impl Frame {
             ),
             Frame::Double(d) => Reply::Bulk(Bytes::from(format_double(*d))),
             Frame::Boolean(b) => Reply::Int(i64::from(*b)),
-            Frame::BigNumber(digits) => Reply::Bulk(text_bytes(digits.clone())),
+            Frame::BigNumber(digits) | Frame::DoubleText(digits) => {
+                Reply::Bulk(text_bytes(digits.clone()))
+            }
         }
     }
 
@@ -226,6 +233,7 @@ impl Frame {
                     .collect(),
             ),
             Frame::Double(d) => Value::Double(d),
+            Frame::DoubleText(text) => Value::Double(text.parse().unwrap_or(f64::NAN)),
             Frame::Boolean(b) => Value::Boolean(b),
             Frame::Push(items) => {
                 let mut items = items.into_iter().map(|f| f.to_redis_value(protocol));
@@ -249,7 +257,7 @@ impl Frame {
     }
 }
 
-/// A big number's text as bulk-string bytes, copied only if it was computed.
+/// A big number's or printed double's text as bulk-string bytes, copied only if it was computed.
 fn text_bytes(text: Cow<'static, str>) -> Bytes {
     match text {
         Cow::Borrowed(s) => Bytes::from_static(s.as_bytes()),
@@ -300,6 +308,7 @@ impl fmt::Display for Frame {
             }
             Frame::Null | Frame::NullArray => f.write_str("(nil)"),
             Frame::Double(d) => write!(f, "(double) {}", format_double(*d)),
+            Frame::DoubleText(text) => write!(f, "(double) {text}"),
             Frame::BigNumber(n) => write!(f, "(big number) {n}"),
             Frame::Boolean(b) => write!(f, "({b})"),
             Frame::Array(items) | Frame::Set(items) | Frame::Push(items) => {

@@ -114,6 +114,8 @@ fn normalize(frame: &Frame, version: u8) -> Frame {
         ),
         Frame::Double(d) if resp3 => Frame::Double(*d),
         Frame::Double(d) => Frame::Bulk(Bytes::from(format_double(*d))),
+        Frame::DoubleText(t) if resp3 => Frame::Double(t.parse().expect("a printed double")),
+        Frame::DoubleText(t) => Frame::Bulk(Bytes::from(t.to_string())),
         Frame::Boolean(v) if resp3 => Frame::Boolean(*v),
         Frame::Boolean(v) => Frame::Integer(i64::from(*v)),
         Frame::BigNumber(s) if resp3 => Frame::BigNumber(s.clone()),
@@ -180,7 +182,9 @@ fn frame_weight(frame: &Frame) -> usize {
     1 + match frame {
         // Characters, not bytes: a line that is not UTF-8 is decoded lossily, one U+FFFD
         // (three bytes) per bad byte, so its byte length can exceed the input's.
-        Frame::Simple(s) | Frame::Error(s) | Frame::BigNumber(s) => s.chars().count(),
+        Frame::Simple(s) | Frame::Error(s) | Frame::BigNumber(s) | Frame::DoubleText(s) => {
+            s.chars().count()
+        }
         Frame::Bulk(data) | Frame::ErrorBytes(data) | Frame::Verbatim { text: data, .. } => {
             data.len()
         }

@@ -69,7 +69,11 @@ where
         for line in case.writes {
             out.push(describe(&run(&mut writer, line).await));
         }
-        out.push(format!("{line} -> {}", describe(&reply.await.unwrap())));
+        // A client that is never answered fails the case instead of hanging the test.
+        let reply = tokio::time::timeout(Duration::from_secs(30), reply)
+            .await
+            .unwrap_or_else(|_| panic!("{line} was never answered"));
+        out.push(format!("{line} -> {}", describe(&reply.unwrap())));
         for line in case.after {
             out.push(describe(&run(&mut writer, line).await));
         }

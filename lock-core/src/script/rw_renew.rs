@@ -2,10 +2,14 @@
 //!
 //! `KEYS[2i-1]` a read-write lock and `KEYS[2i]` its key prefix (`{name}`); `ARGV[1]` the lease
 //! in ms, `ARGV[i+1]` the reader whose hold of lock `i` to renew. For each reader that still has a
-//! read count, re-applies the lease to every one of its timeout keys
-//! (`<key prefix>:<owner>:rwlock_timeout:<n>`, `n` from its count down to 1) and to the lock,
-//! and answers 1; for one that has none (its holds expired, or the lock was force-unlocked),
-//! answers 0 and touches nothing. Redisson's `ReadLockTask` renews the same keys, all owners of
+//! read count and every one of its timeout keys (`<key prefix>:<owner>:rwlock_timeout:<n>`, `n`
+//! from its count down to 1), re-applies the lease to each of them and to the lock, and answers
+//! 1; for one that has no count (the lock expired, or was force-unlocked) or has lost a timeout key
+//! (it expired while the reader was silent, a GC pause, and other readers kept the lock alive),
+//! answers 0 and touches nothing. A count whose timeout key is gone is no longer held: the next
+//! read release, whoever sends it, sets the lock's TTL from the timeout keys that remain and
+//! deletes the lock when none does, which lets a writer in; renewing the field would promise the
+//! reader a hold a writer may already have. Redisson's `ReadLockTask` renews the same keys, all owners of
 //! one client per lock at once; this script names one owner per lock, as the plain
 //! `renew_batch` does, so that the watchdog learns of each hold. Every lock is looked at before
 //! any is renewed, so a lock key of the wrong type fails the call before it writes; after that
@@ -29,14 +33,20 @@ for i = 1, #KEYS, 2 do
 end
 for i = 1, #KEYS, 2 do
   local count = result[(i + 1) / 2]
+  result[(i + 1) / 2] = 0
   if count ~= false then
+    local prefix = KEYS[i + 1] .. ':' .. ARGV[(i + 1) / 2 + 1] .. ':rwlock_timeout:'
+    local alive = true
     for c = tonumber(count) or 0, 1, -1 do
-      redis.call('pexpire', KEYS[i + 1] .. ':' .. ARGV[(i + 1) / 2 + 1] .. ':rwlock_timeout:' .. c, ARGV[1])
+      alive = alive and redis.call('exists', prefix .. c) == 1
     end
-    redis.call('pexpire', KEYS[i], ARGV[1])
-    result[(i + 1) / 2] = 1
-  else
-    result[(i + 1) / 2] = 0
+    if alive then
+      for c = tonumber(count) or 0, 1, -1 do
+        redis.call('pexpire', prefix .. c, ARGV[1])
+      end
+      redis.call('pexpire', KEYS[i], ARGV[1])
+      result[(i + 1) / 2] = 1
+    end
   end
 end
 return result
@@ -55,17 +65,26 @@ fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, Script
             result.push(Reply::Int(0));
             continue;
         };
-        let lease = cx.arg(1, 9)?;
         let mut timeouts = cx.key(2 * at, 9)?.to_vec();
         timeouts.push(b':');
         timeouts.extend_from_slice(cx.arg(at + 1, 9)?);
         timeouts.extend_from_slice(b":rwlock_timeout");
-        let mut c = lua_tonumber(&count).unwrap_or(0.0);
-        while c >= 1.0 {
-            cx.at(9, store.pexpire(&count_key(&timeouts, c), lease))?;
-            c -= 1.0;
+        let count = lua_tonumber(&count).unwrap_or(0.0);
+        let counts =
+            std::iter::successors(Some(count), |c| Some(c - 1.0)).take_while(|c| *c >= 1.0);
+        let mut alive = true;
+        for c in counts.clone() {
+            alive = alive && cx.at(12, store.exists(&count_key(&timeouts, c)))?;
         }
-        cx.at(11, store.pexpire(cx.key(2 * at - 1, 11)?, cx.arg(1, 11)?))?;
+        if !alive {
+            result.push(Reply::Int(0));
+            continue;
+        }
+        let lease = cx.arg(1, 16)?;
+        for c in counts {
+            cx.at(16, store.pexpire(&count_key(&timeouts, c), lease))?;
+        }
+        cx.at(18, store.pexpire(cx.key(2 * at - 1, 18)?, cx.arg(1, 18)?))?;
         result.push(Reply::Int(1));
     }
     Ok(Reply::Array(result))

@@ -8,7 +8,7 @@
 //! with the places as they were just before the granting call, and with which clients still wait
 //! on the acquire that owns each place, which only the world knows.
 
-use super::{EPOCH_MS, World};
+use super::{EPOCH_MS, QueueSnapshot, World};
 use crate::checkers::{self, FairPlace};
 use crate::server::SimServer;
 use bytes::Bytes;
@@ -40,9 +40,14 @@ pub(super) struct FairAttempt {
 }
 
 impl<S: SimServer> World<S> {
-    /// The request for `acquire` by `client`: a fair acquire on a fair lock, else a plain one.
+    /// The request for `acquire` by `client`: a fair acquire on a fair lock, a read or write
+    /// acquire on a read-write lock, else a plain one.
     pub(super) fn acquire_on_its_lock(&self, client: usize, acquire: AcquireRequest) -> Request {
-        if !self.case.is_fair(self.case.clients[client].lock) {
+        let lock = self.case.clients[client].lock;
+        if self.case.is_rw(lock) {
+            return self.read_write_request(client, acquire);
+        }
+        if !self.case.is_fair(lock) {
             return Request::Acquire(acquire);
         }
         let clock = self.client_time(client, self.now).0;
@@ -160,6 +165,21 @@ impl<S: SimServer> World<S> {
                 }
             };
             places.push(place);
+        }
+        if self.tracing {
+            let owners: Vec<String> = places
+                .iter()
+                .map(|p| String::from_utf8_lossy(&p.owner).into_owned())
+                .collect();
+            let last = self.queues.iter().rev().find(|q| q.lock == lock);
+            let changed = last.map_or(!owners.is_empty(), |q| q.owners != owners);
+            if changed {
+                self.queues.push(QueueSnapshot {
+                    at: self.now,
+                    lock,
+                    owners,
+                });
+            }
         }
         self.fair_queues.insert(lock, FairQueue { places });
     }

@@ -12,19 +12,20 @@
 //! machine its inputs and carries out its outputs. The rest of the world is split by concern:
 //! `network` decides what happens to every message and carries out the scheduled faults,
 //! `workload` is what each client does with its lock, `fair` what differs on a fair lock,
-//! `observe` records what the checkers read and writes the trace, and `foreign` drives another
+//! `read_write` what differs on a read-write lock, `observe` records what the checkers read and writes the trace, and `foreign` drives another
 //! library's lock beside ours.
 
 mod fair;
 mod foreign;
 mod network;
 mod observe;
+mod read_write;
 mod workload;
 
 pub use foreign::{
     EXTEND_SCRIPT, ForeignMessage, ForeignRun, ForeignSpec, RELEASE_SCRIPT, RELEASE_SHA,
 };
-pub use observe::{Delivery, Mark, Message, Run, describe};
+pub use observe::{Delivery, Mark, Message, QueueSnapshot, Run, describe};
 
 use crate::case::Case;
 use crate::checkers::UnlockedHolds;
@@ -209,6 +210,8 @@ pub struct World<S: SimServer> {
     /// (client, call) → its entry in `messages`.
     message_of: BTreeMap<(usize, CallId), usize>,
     deliveries: Vec<Delivery>,
+    /// The fair locks' queues each time they changed (not written by a world `without_trace`).
+    queues: Vec<observe::QueueSnapshot>,
     events: u64,
     layout: KeyLayout,
     /// (lock, token) → the owner it was granted to, to tell a replayed grant from a new one.
@@ -295,6 +298,7 @@ impl<S: SimServer> World<S> {
             messages: Vec::new(),
             message_of: BTreeMap::new(),
             deliveries: Vec::new(),
+            queues: Vec::new(),
             events: 0,
             layout: config.key_layout.clone(),
             lock_index,

@@ -10,12 +10,13 @@
 //! tests and the examples look for; the messages record each call's journey and each unlock
 //! message's, for drawing them; none of these is written by a world built `without_trace`.
 
+use super::read_write::Which;
 use super::{EPOCH_MS, ForeignRun, World, lock_name};
 use crate::checkers::{self, Checker, Violation};
-use crate::history::{History, Interval};
+use crate::history::History;
 use crate::server::{LockState, SimServer};
 use bytes::Bytes;
-use lock_core::machine::{Call, CallId, HoldState, LockEvent};
+use lock_core::machine::{Call, CallId, HoldState, LockEvent, RwSide};
 use lock_core::{BackendError, MonoTime, Reply};
 use std::collections::BTreeSet;
 
@@ -47,8 +48,21 @@ pub struct Run {
     pub messages: Vec<Message>,
     /// Every unlock message that reached a subscriber, in the order they arrived.
     pub deliveries: Vec<Delivery>,
+    /// Each fair lock's queue every time it was seen changed, in time order.
+    pub queues: Vec<QueueSnapshot>,
     /// What the foreign clients did, if the world had any.
     pub foreign: ForeignRun,
+}
+
+/// A fair lock's queue as the world read it after a call: its waiting owners, head first.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QueueSnapshot {
+    /// Simulation ms.
+    pub at: u64,
+    /// The lock.
+    pub lock: u32,
+    /// The owners in the queue (`<client_id>:<owner_id>`), head first.
+    pub owners: Vec<String>,
 }
 
 /// One call's journey between a client and the server: when it left, when the server applied it
@@ -300,7 +314,7 @@ impl<S: SimServer> World<S> {
         let deadline = state
             .deadline
             .map(|d| (d - EPOCH_MS - offset + 1).max(0) as u64);
-        let mut closed = Vec::new();
+        let mut closed: Vec<(Bytes, u64, u64)> = Vec::new();
         let mut expired = Vec::new();
         open.retain(|g| {
             if state.owners.iter().any(|(o, _)| *o == g.owner) {
@@ -316,12 +330,7 @@ impl<S: SimServer> World<S> {
             if !data_lost_now && g.deadline.is_some_and(|d| d <= now) {
                 expired.push((to, String::from_utf8_lossy(&g.owner).into_owned()));
             }
-            closed.push(Interval {
-                lock,
-                who: String::from_utf8_lossy(&g.owner).into_owned(),
-                from: g.from,
-                to,
-            });
+            closed.push((g.owner.clone(), g.from, to));
             false
         });
         for (owner, _) in &state.owners {
@@ -334,7 +343,9 @@ impl<S: SimServer> World<S> {
                 }),
             }
         }
-        self.history.server_grants.extend(closed);
+        for (field, from, to) in closed {
+            self.record_grant(lock, &field, from, to);
+        }
         for (at, owner) in expired {
             self.note("server", || {
                 format!("{} of {owner} expired at {}", lock_name(lock), stamp(at))
@@ -354,6 +365,21 @@ impl<S: SimServer> World<S> {
     pub(super) fn lock_event(&mut self, client: usize, event: LockEvent) {
         let name = self.name(client);
         let until = |w: &Self, v: MonoTime| w.sim_time(client, v);
+        let rw = self.rw_role(client).is_some();
+        let hold_id = match &event {
+            LockEvent::Acquired { hold, .. }
+            | LockEvent::Renewed { hold, .. }
+            | LockEvent::ValidUntilChanged { hold, .. }
+            | LockEvent::StateChanged { hold, .. }
+            | LockEvent::MaxHoldReached { hold, .. } => hold.id,
+        };
+        let which = self.which(client, hold_id);
+        // On a read-write lock, the hold's side follows its name in the marks.
+        let side = match self.side_of(client, hold_id) {
+            Some(RwSide::Read) if rw => " (read)",
+            Some(RwSide::Write) if rw => " (write)",
+            _ => "",
+        };
         match &event {
             LockEvent::Acquired {
                 hold,
@@ -361,52 +387,60 @@ impl<S: SimServer> World<S> {
                 valid_until,
             } => {
                 // A new grant to this owner may be renewed again, whatever happened to an earlier
-                // hold of the same owner.
+                // hold of the same owner (on a read-write lock, either of its holds).
                 let key = Bytes::from(hold.name.clone());
-                self.clients[client]
-                    .unlocked
-                    .granted(key, hold.owner.as_bytes().clone());
+                let unlocked = &mut self.clients[client].unlocked;
+                unlocked.granted(key.clone(), hold.owner.as_bytes().clone());
+                if rw {
+                    unlocked.granted(key, hold.owner.writer().as_bytes().clone());
+                }
                 let v = until(self, *valid_until);
                 self.mark(&name, "acquire", || {
-                    format!("{} count={count} valid_until={}", hold.name, stamp(v))
+                    format!("{}{side} count={count} valid_until={}", hold.name, stamp(v))
                 });
-                self.extend_belief(client, v);
+                self.extend(client, which, v);
             }
             LockEvent::Renewed { hold, valid_until } => {
                 let v = until(self, *valid_until);
                 let ttl = self.case.watchdog;
                 self.mark(&name, "renew", || {
-                    format!("{} ttl={ttl} valid_until={}", hold.name, stamp(v))
+                    format!("{}{side} ttl={ttl} valid_until={}", hold.name, stamp(v))
                 });
-                self.extend_belief(client, v);
+                self.extend(client, which, v);
             }
             LockEvent::ValidUntilChanged { hold, valid_until } => {
                 let v = until(self, *valid_until);
                 self.note(&name, || {
-                    format!("valid_until {} -> {}", hold.name, stamp(v))
+                    format!("valid_until {}{side} -> {}", hold.name, stamp(v))
                 });
-                self.extend_belief(client, v);
+                self.extend(client, which, v);
             }
             LockEvent::StateChanged {
                 hold,
                 state: HoldState::MayBeLost,
                 ..
             } => {
-                self.mark(&name, "may-be-lost", || hold.name.clone());
+                self.mark(&name, "may-be-lost", || format!("{}{side}", hold.name));
                 // The lease may have run out on the server and been granted afresh (to this owner
                 // too, by a re-entry): the counts may differ from here on, so (f) stops applying.
-                self.doubt_hold(client);
+                if which != Which::Neither {
+                    self.doubt_hold(client);
+                }
             }
             LockEvent::StateChanged {
                 hold,
                 state: HoldState::Lost,
                 ..
             } => {
-                self.mark(&name, "lost", || hold.name.clone());
-                self.close_belief(client);
+                self.mark(&name, "lost", || format!("{}{side}", hold.name));
+                match which {
+                    Which::Current => self.close_belief(client),
+                    Which::Downgrade => self.close_downgrade(client),
+                    Which::Neither => {}
+                }
             }
             LockEvent::MaxHoldReached { hold, .. } => {
-                self.mark(&name, "max-hold", || hold.name.clone());
+                self.mark(&name, "max-hold", || format!("{}{side}", hold.name));
             }
             LockEvent::StateChanged {
                 hold,
@@ -414,12 +448,27 @@ impl<S: SimServer> World<S> {
                 ..
             } => {
                 // The last count was given back: the client no longer believes it holds the lock.
-                self.note(&name, || format!("released {}", hold.name));
-                self.close_belief(client);
-                self.close_section(client);
+                self.note(&name, || format!("released {}{side}", hold.name));
+                match which {
+                    Which::Current => {
+                        self.close_belief(client);
+                        self.close_section(client);
+                    }
+                    Which::Downgrade => self.close_downgrade(client),
+                    Which::Neither => {}
+                }
             }
             // Valid again after a confirmed renewal: the doubt about the counts stays.
             LockEvent::StateChanged { .. } => {}
+        }
+    }
+
+    /// The belief `which` is confirmed until `valid_until` (simulation ms).
+    fn extend(&mut self, client: usize, which: Which, valid_until: u64) {
+        match which {
+            Which::Current => self.extend_belief(client, valid_until),
+            Which::Downgrade => self.extend_downgrade(client, valid_until),
+            Which::Neither => {}
         }
     }
 
@@ -440,15 +489,10 @@ impl<S: SimServer> World<S> {
         };
         if now >= h.believed_until {
             // The belief had lapsed: what was believed is one interval, and a new one starts.
-            let closed = Interval {
-                lock,
-                who,
-                from: h.believed_from,
-                to: h.believed_until,
-            };
+            let (side, from, to) = (h.side, h.believed_from, h.believed_until);
             h.believed_from = now;
             h.believed_until = valid_until;
-            self.history.client_intervals.push(closed);
+            self.record_belief(lock, who, side, from, to);
         } else {
             h.believed_until = valid_until;
         }
@@ -459,15 +503,10 @@ impl<S: SimServer> World<S> {
         let lock = self.case.clients[client].lock;
         let who = self.name(client);
         if let Some(h) = self.clients[client].holding.as_mut() {
-            let to = h.believed_until.min(now);
-            self.history.client_intervals.push(Interval {
-                lock,
-                who,
-                from: h.believed_from,
-                to,
-            });
+            let (side, from, to) = (h.side, h.believed_from, h.believed_until.min(now));
             h.believed_from = now;
             h.believed_until = now;
+            self.record_belief(lock, who, side, from, to);
         }
     }
 
@@ -482,11 +521,12 @@ impl<S: SimServer> World<S> {
         }
         let lock = self.case.clients[client].lock;
         let name = lock_name(lock);
-        let owner = c.machine.owner(h.owner);
-        let client_count = c
-            .machine
-            .hold(&name, h.owner)
-            .map_or(0, |s| i64::from(s.count));
+        let snapshot = match h.side {
+            None => c.machine.hold(&name, h.owner),
+            Some(side) => c.machine.read_write_hold(&name, h.owner, side),
+        };
+        let client_count = snapshot.map_or(0, |s| i64::from(s.count));
+        let owner = self.hold_field(client, c.machine.owner(h.owner));
         let server_now = self.server_clock();
         let server_count = self
             .server
@@ -511,12 +551,8 @@ impl<S: SimServer> World<S> {
         let foreign = std::mem::take(&mut self.foreign).finish(horizon);
         for (lock, open) in std::mem::take(&mut self.grants) {
             for g in open {
-                self.history.server_grants.push(Interval {
-                    lock,
-                    who: String::from_utf8_lossy(&g.owner).into_owned(),
-                    from: g.from,
-                    to: g.deadline.unwrap_or(horizon).min(horizon),
-                });
+                let to = g.deadline.unwrap_or(horizon).min(horizon);
+                self.record_grant(lock, &g.owner, g.from, to);
             }
         }
         let violations = checkers::check(&self.history);
@@ -544,6 +580,7 @@ impl<S: SimServer> World<S> {
             marks: self.marks,
             messages: self.messages,
             deliveries: self.deliveries,
+            queues: self.queues,
             foreign,
         }
     }

@@ -5,13 +5,16 @@
 //! half, write, unlock; then think and start again, until the spec's cycles are done. Each write
 //! goes to two resources per lock: an unfenced one, which accepts anything and only records
 //! critical sections that overlap, and a fenced one, which refuses a token below the highest it
-//! has accepted. The work time of each cycle is drawn from (seed, stream, client, cycle).
+//! has accepted. The work time of each cycle is drawn from (seed, stream, client, cycle). On a
+//! read-write lock a reader's accesses are reads: they overlap only a writer's section, and a
+//! downgrading writer's cycle is the one `read_write` describes.
 
+use super::read_write::Belief;
 use super::{Ev, World, lock_name, stream};
 use crate::case::AcquireKind;
 use crate::server::SimServer;
 use lock_core::machine::{
-    AcquireRequest, Acquired, Done, HoldId, Input, LockError, OpId, OwnerId, Request,
+    AcquireRequest, Acquired, Done, HoldId, Input, LockError, OpId, OwnerId, Request, RwSide,
     UnlockOutcome, Wait,
 };
 use lock_core::seed::Seed;
@@ -49,6 +52,11 @@ pub(super) struct Holding {
     /// The client-side interval being built: start and believed end (simulation ms).
     pub(super) believed_from: u64,
     pub(super) believed_until: u64,
+    /// On a read-write lock, which hold `hold` is.
+    pub(super) side: Option<RwSide>,
+    /// A downgrading writer's read hold while it still holds the write, with what it believes
+    /// of it.
+    pub(super) downgrade: Option<Belief>,
 }
 
 impl<S: SimServer> World<S> {
@@ -80,8 +88,8 @@ impl<S: SimServer> World<S> {
             } else {
                 wait
             },
-            // A fair lock draws no token.
-            fenced: spec.fenced && !self.case.is_fair(spec.lock),
+            // A fair lock and a read-write lock draw no token.
+            fenced: spec.fenced && !self.case.is_fair(spec.lock) && !self.case.is_rw(spec.lock),
         }
     }
 
@@ -128,6 +136,10 @@ impl<S: SimServer> World<S> {
     }
 
     fn release_inner(&mut self, client: usize) {
+        if self.downgrades(client) {
+            self.downgrade(client);
+            return;
+        }
         let Some(h) = self.clients[client].holding.as_ref() else {
             return;
         };
@@ -135,6 +147,40 @@ impl<S: SimServer> World<S> {
         let name = lock_name(self.case.clients[client].lock);
         let who = self.name(client);
         self.mark(&who, "unlock", || format!("{name} (the inner hold)"));
+        self.start_op(
+            client,
+            Phase::ReleasingInner,
+            Request::Release { hold, name, owner },
+        );
+    }
+
+    /// A downgrading writer gives back its write and works on under the read hold it took: what
+    /// it believed of the write ends now, and its read hold becomes the cycle's.
+    fn downgrade(&mut self, client: usize) {
+        let Some(h) = self.clients[client].holding.as_ref() else {
+            return;
+        };
+        let (hold, owner) = (h.hold, h.owner);
+        let name = lock_name(self.case.clients[client].lock);
+        let field = self.hold_field(client, self.clients[client].machine.owner(owner));
+        let key = self.layout.lock(&name).lock;
+        self.clients[client]
+            .unlocked
+            .unlock_sent(key, field.as_bytes().clone());
+        self.close_belief(client);
+        if let Some(h) = self.clients[client].holding.as_mut()
+            && let Some(read) = h.downgrade.take()
+        {
+            h.hold = read.hold;
+            h.side = Some(RwSide::Read);
+            h.reentered = None;
+            h.believed_from = read.from;
+            h.believed_until = read.until;
+        }
+        let who = self.name(client);
+        self.mark(&who, "unlock", || {
+            format!("{name} (the write hold: downgraded to its read hold)")
+        });
         self.start_op(
             client,
             Phase::ReleasingInner,
@@ -151,9 +197,10 @@ impl<S: SimServer> World<S> {
         let name = lock_name(lock);
         let keys = self.layout.lock(&name);
         let owner_name = self.clients[client].machine.owner(owner);
+        let field = self.hold_field(client, owner_name);
         self.clients[client]
             .unlocked
-            .unlock_sent(keys.lock.clone(), owner_name.as_bytes().clone());
+            .unlock_sent(keys.lock.clone(), field.as_bytes().clone());
         self.close_belief(client);
         self.close_section(client);
         let who = self.name(client);
@@ -177,10 +224,17 @@ impl<S: SimServer> World<S> {
         let lock = spec.lock;
         let fenced = spec.fenced;
         let name = self.name(client);
+        // A reader's access conflicts only with a writer's section.
+        let writes = self.is_writer(client);
         let others: Vec<usize> = self
             .sections
             .get(&lock)
-            .map(|s| s.iter().copied().filter(|&c| c != client).collect())
+            .map(|s| {
+                s.iter()
+                    .copied()
+                    .filter(|&c| c != client && (writes || self.is_writer(c)))
+                    .collect()
+            })
             .unwrap_or_default();
         for other in others {
             let other = self.name(other);
@@ -188,7 +242,11 @@ impl<S: SimServer> World<S> {
                 .unfenced_overlaps
                 .push((self.now, lock, name.clone(), other));
         }
-        self.mark(&name, "write", || format!("unfenced L{lock}"));
+        if writes {
+            self.mark(&name, "write", || format!("unfenced L{lock}"));
+        } else {
+            self.mark(&name, "read", || format!("unfenced L{lock}"));
+        }
         self.check_quiescent_counts(client);
         let token = self.clients[client].holding.as_ref().and_then(|h| h.token);
         if let (true, Some(token)) = (fenced, token) {
@@ -224,6 +282,9 @@ impl<S: SimServer> World<S> {
                         h.token = a.token.or(h.token);
                         h.reentered = Some(a.hold);
                     }
+                    if self.downgrades(client) {
+                        self.begin_downgrade(client, a);
+                    }
                 } else {
                     self.note(&name, || format!("re-entry failed: {result:?}"));
                     self.doubt_hold(client);
@@ -233,7 +294,12 @@ impl<S: SimServer> World<S> {
             (Phase::ReleasingInner(p), result) if p == op => {
                 match &result {
                     Ok(Done::Unlocked(outcome @ UnlockOutcome::StillHeld)) => {
-                        self.mark(&name, "released", || released(&lock, outcome));
+                        self.mark(&name, "released", || released(&lock, outcome, None));
+                    }
+                    Ok(Done::Unlocked(UnlockOutcome::Released)) if self.downgrades(client) => {
+                        self.mark(&name, "released", || {
+                            format!("{lock}: its write hold is given back, its read hold kept")
+                        });
                     }
                     Ok(other) => self.note(&name, || format!("inner release: {other:?}")),
                     Err(e) => self.mark(&name, "unlock-failed", || e.to_string()),
@@ -253,7 +319,8 @@ impl<S: SimServer> World<S> {
             (Phase::Releasing(p), result) if p == op => {
                 match &result {
                     Ok(Done::Unlocked(outcome)) => {
-                        self.mark(&name, "released", || released(&lock, outcome));
+                        let side = self.clients[client].holding.as_ref().and_then(|h| h.side);
+                        self.mark(&name, "released", || released(&lock, outcome, side));
                         // A definite outcome: the owner's count is settled on both sides.
                         self.check_quiescent_counts(client);
                     }
@@ -292,13 +359,15 @@ impl<S: SimServer> World<S> {
             work,
             believed_from: self.now,
             believed_until: until,
+            side: self.first_side(client),
+            downgrade: None,
         });
         self.sections.entry(lock).or_default().insert(client);
         self.note(&name, || {
             format!("holds L{lock} token={:?} work={work}", a.token)
         });
         self.write(client);
-        if reentry > 0 {
+        if reentry > 0 || self.downgrades(client) {
             let request = self.acquire_request(client, Some(a.owner));
             let request = self.acquire_on_its_lock(client, request);
             self.start_op(client, Phase::Reentering, request);
@@ -322,10 +391,20 @@ impl<S: SimServer> World<S> {
     }
 }
 
-/// What an unlock of `lock` did, as the `released` mark says it.
-fn released(lock: &str, outcome: &UnlockOutcome) -> String {
-    match outcome {
-        UnlockOutcome::Released => format!("{lock}: the key is deleted and waiters are told"),
-        UnlockOutcome::StillHeld => format!("{lock}: one hold given back, still held"),
+/// What an unlock of `lock` did, as the `released` mark says it. On a read-write lock (`side`
+/// is the hold's) the last count of a hold says nothing of the key, which other readers may
+/// still hold.
+fn released(lock: &str, outcome: &UnlockOutcome, side: Option<RwSide>) -> String {
+    match (outcome, side) {
+        (UnlockOutcome::Released, None) => {
+            format!("{lock}: the key is deleted and waiters are told")
+        }
+        (UnlockOutcome::Released, Some(RwSide::Read)) => {
+            format!("{lock}: its read hold is given back")
+        }
+        (UnlockOutcome::Released, Some(RwSide::Write)) => {
+            format!("{lock}: its write hold is given back")
+        }
+        (UnlockOutcome::StillHeld, _) => format!("{lock}: one hold given back, still held"),
     }
 }
