@@ -418,6 +418,13 @@ impl FaultPlan {
         }
     }
 
+    /// Forgets `node`'s sequence numbers, once nothing will send as it again (the TCP server's
+    /// connection that was its own node has closed), so that a server that has served many
+    /// connections does not keep a counter for each.
+    pub fn forget_node(&mut self, node: NodeId) {
+        self.counters.remove(&node);
+    }
+
     /// Forgets every fault and draws from `seed` from now on; the nodes' sequence numbers and the
     /// log stay (a node's commands are numbered from its first, whatever the plan says).
     pub fn forget_faults(&mut self, seed: u64) {

@@ -7,7 +7,9 @@
 use bytes::Bytes;
 use clap::Parser;
 use fake_redis::Clock;
-use fake_redis::server::{ClockChoice, DEFAULT_MAXCLIENTS, DEFAULT_PORT, Server, ServerConfig};
+use fake_redis::server::{
+    ClockChoice, DEFAULT_MAXCLIENTS, DEFAULT_PORT, DEFAULT_TCP_BACKLOG, Server, ServerConfig,
+};
 use std::net::IpAddr;
 use std::process::ExitCode;
 
@@ -47,9 +49,17 @@ struct Args {
     /// are open on a loopback --bind and refused on any other.
     #[arg(long)]
     admin_password: Option<String>,
-    /// Refuse connections beyond this many.
-    #[arg(long, default_value_t = DEFAULT_MAXCLIENTS)]
-    maxclients: usize,
+    /// Refuse connections beyond this many (with Redis's error). Lowered at start to what the
+    /// open-file limit allows, less 32, after raising the soft limit to the hard one.
+    #[arg(
+        long,
+        default_value_t = DEFAULT_MAXCLIENTS as u64,
+        value_parser = clap::value_parser!(u64).range(1..=4_294_967_295)
+    )]
+    maxclients: u64,
+    /// The listen queue's length (Redis's tcp-backlog; Linux caps it at net.core.somaxconn).
+    #[arg(long, default_value_t = DEFAULT_TCP_BACKLOG)]
+    tcp_backlog: u32,
     /// Threads serving connections. The engine runs one command at a time whatever this is (as
     /// Redis does); 1, the default, also spares the lock and cross-thread wake-ups.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
@@ -88,6 +98,8 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
+    let open_files =
+        fake_redis::server::fit_open_files(usize::try_from(args.maxclients).unwrap_or(usize::MAX));
     let mut config = ServerConfig {
         bind: args.bind,
         port: args.port,
@@ -102,7 +114,9 @@ fn main() -> ExitCode {
             },
         },
         requirepass: args.requirepass.map(Bytes::from),
-        maxclients: args.maxclients,
+        maxclients: open_files.maxclients,
+        maxclients_ceiling: open_files.ceiling,
+        tcp_backlog: args.tcp_backlog,
         admin_password: args.admin_password.map(Bytes::from),
         busy_reply_threshold: std::time::Duration::from_millis(args.busy_reply_threshold),
         ..ServerConfig::default()

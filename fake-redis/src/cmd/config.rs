@@ -141,6 +141,7 @@ fn value_of(cx: &Cx<'_>, param: &Param) -> String {
         None if canonical(param.name) == canonical("busy-reply-threshold") => {
             cx.engine().config().busy_reply_threshold_ms.to_string()
         }
+        None if param.name == "maxclients" => cx.engine().client_limit().maxclients().to_string(),
         None => param.default.to_owned(),
     }
 }
@@ -245,6 +246,19 @@ fn set(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
             ));
         }
         let value = check(param, &pair[1]).map_err(|why| failed(param.name, &why))?;
+        if param.name == "maxclients"
+            && let Some(ceiling) = cx.engine().client_limit().ceiling()
+            && value.parse::<usize>().is_ok_and(|n| n > ceiling)
+        {
+            // Redis tries to raise the open-file limit, and refuses what it cannot serve.
+            return Err(failed(
+                param.name,
+                &format!(
+                    "The operating system is not able to handle the specified number of \
+                     clients, try with {ceiling}"
+                ),
+            ));
+        }
         changes.push((param, value, &pair[1]));
     }
     for (param, value, given) in changes {
@@ -452,6 +466,14 @@ fn apply(cx: &mut Cx<'_>, param: &Param, value: String, given: &[u8]) {
             cx.acl_mut()
                 .users
                 .set_default_password(Some(value.as_bytes()));
+        }
+        "maxclients" => {
+            // Checked against the ceiling in `set`; kept where the server admits by it.
+            let _ = cx
+                .engine()
+                .client_limit()
+                .set_maxclients(value.parse().unwrap_or(usize::MAX));
+            return;
         }
         "busy-reply-threshold" | "lua-time-limit" => {
             config.busy_reply_threshold_ms = value.parse().unwrap_or(0);

@@ -534,9 +534,10 @@ fn info_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         let mut s = String::from("# Clients\r\n");
         let _ = write!(
             s,
-            "connected_clients:{}\r\ncluster_connections:0\r\nmaxclients:10000\r\n\
+            "connected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\n\
              blocked_clients:{}\r\ntracking_clients:{}\r\n",
             engine.client_count(),
+            engine.client_limit().maxclients(),
             engine.blocked_clients(),
             engine.tracking_clients()
         );
@@ -588,13 +589,15 @@ fn info_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         let mut s = String::from("# Stats\r\n");
         let _ = write!(
             s,
-            "total_connections_received:{}\r\ntotal_commands_processed:{}\r\nexpired_keys:{expired}\r\n\
+            "total_connections_received:{}\r\ntotal_commands_processed:{}\r\n\
+             rejected_connections:{}\r\nexpired_keys:{expired}\r\n\
              expired_stale_perc:{:.2}\r\nexpired_time_cap_reached_count:{}\r\n\
              expire_cycle_cpu_milliseconds:0\r\n\
              pubsub_channels:{}\r\npubsub_patterns:{}\r\npubsubshard_channels:{}\r\n\
              unexpected_error_replies:0\r\ntotal_error_replies:{}\r\n",
             engine.stats().connections,
             engine.stats().commands,
+            engine.client_limit().rejected(),
             engine.expiry_stats().0 * 100.0,
             engine.expiry_stats().1,
             engine.channel_count(),

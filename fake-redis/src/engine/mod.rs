@@ -38,6 +38,7 @@ use std::fmt;
 use std::task::Waker;
 
 pub(crate) mod blocking;
+pub mod client_limit;
 pub(crate) mod db;
 pub(crate) mod expiry;
 pub(crate) mod glob;
@@ -99,6 +100,11 @@ pub struct EngineConfig {
     /// The parameters `CONFIG SET` changed from Redis's defaults, by canonical name, as
     /// `CONFIG GET` shows them (see `cmd/config.rs`).
     pub settings: BTreeMap<String, String>,
+    /// `maxclients`: how many clients a server admits at once (`CONFIG SET` changes it).
+    pub maxclients: usize,
+    /// The most `maxclients` may be set to: what the open-file limit allows, where a server
+    /// found it (see [`client_limit`]).
+    pub maxclients_ceiling: Option<usize>,
 }
 
 impl Default for EngineConfig {
@@ -111,6 +117,8 @@ impl Default for EngineConfig {
             busy_reply_threshold_ms: 5000,
             notify_keyspace_events: 0,
             settings: BTreeMap::new(),
+            maxclients: client_limit::DEFAULT_MAXCLIENTS,
+            maxclients_ceiling: None,
         }
     }
 }
@@ -317,6 +325,8 @@ pub struct Engine {
     faults: FaultPlan,
     pending_server_faults: Vec<(i64, usize, Fault)>,
     stats: Stats,
+    /// `maxclients` and the connections refused by it, shared with the TCP server.
+    client_limit: std::sync::Arc<client_limit::ClientLimit>,
     /// How many clients are blocked: while none are, no command pays for serving them.
     blocked_clients: usize,
     /// The blocked clients' deadlines (engine time, client id), earliest first.
@@ -375,6 +385,10 @@ impl Engine {
         for db in &mut dbs {
             db.set_journal(config.journal_window_ms);
         }
+        let client_limit = std::sync::Arc::new(client_limit::ClientLimit::new(
+            config.maxclients,
+            config.maxclients_ceiling,
+        ));
         let mut engine = Engine {
             clock: std::sync::Arc::new(clock),
             clock_offset: 0,
@@ -394,6 +408,7 @@ impl Engine {
             expiry: ActiveExpiry::new(now),
             pending_server_faults: Vec::new(),
             stats: Stats::default(),
+            client_limit,
             blocked_clients: 0,
             block_deadlines: BTreeSet::new(),
             started_at: now,
@@ -454,6 +469,12 @@ impl Engine {
         self.stats.reset();
         self.expiry.stale = 0.0;
         self.expiry.time_cap_reached = 0;
+        self.client_limit.reset_stats();
+    }
+
+    /// `maxclients` and the connections refused by it, which a server admits connections by.
+    pub fn client_limit(&self) -> &std::sync::Arc<client_limit::ClientLimit> {
+        &self.client_limit
     }
 
     /// Whether a driver has said how to run its own queued commands ([`ForeignCommands`]).
@@ -567,6 +588,14 @@ impl Engine {
     /// [`Engine::connect`] and never given one).
     pub fn node_of(&self, client: ClientId) -> Option<NodeId> {
         self.clients.get(&client.0).and_then(|c| c.node)
+    }
+
+    /// How many connected clients belong to `node`.
+    pub fn clients_of_node(&self, node: NodeId) -> usize {
+        self.clients
+            .values()
+            .filter(|c| c.node == Some(node))
+            .count()
     }
 
     /// Moves `client` to `node`: from now on the faults of that node apply to it and a crash of

@@ -62,6 +62,10 @@ const OUTPUT_HIGH_WATER: usize = 64 * 1024;
 /// Room made in the input buffer before each read.
 const READ_CHUNK: usize = 16 * 1024;
 
+/// Room made for the first read into an empty input buffer: most requests fit, and a connection
+/// waiting for its next one holds no more than this.
+const FIRST_READ: usize = 1024;
+
 /// While a request waits for the clock, input is read on (to notice a client that left) up to
 /// this much.
 const WAIT_READ_LIMIT: usize = 1024 * 1024;
@@ -82,9 +86,10 @@ where
 {
     let open = shared.connections.fetch_add(1, Ordering::SeqCst);
     let _counted = Counted(&shared);
-    if open >= shared.maxclients {
+    if open >= shared.clients.maxclients() {
         // Redis checks before creating the client: `maxclients` connections may be open.
         tracing::debug!(open, "refused: max number of clients reached");
+        shared.clients.count_rejected();
         let _ = io.write_all(MAX_CLIENTS_REPLY).await;
         let _ = io.shutdown().await;
         return;
@@ -202,8 +207,9 @@ impl Connection {
             // Given by the engine at the first step.
             client: ClientId(0),
             parser,
-            input: BytesMut::with_capacity(READ_CHUNK),
-            output: BytesMut::with_capacity(READ_CHUNK),
+            // Allocated as they fill (see `shrink_buffers`).
+            input: BytesMut::new(),
+            output: BytesMut::new(),
             overflow: BytesMut::new(),
             waiting: None,
             waker: Waker::from(Arc::clone(&signal)),
@@ -291,7 +297,13 @@ impl Connection {
                     if std::mem::take(&mut self.recheck) {
                         continue;
                     }
-                    self.input.reserve(READ_CHUNK);
+                    // A connection between requests waits on a small buffer (see `shrink_buffers`).
+                    let room = if self.input.is_empty() {
+                        FIRST_READ
+                    } else {
+                        READ_CHUNK
+                    };
+                    self.input.reserve(room);
                     tokio::select! {
                         read = io.read_buf(&mut self.input) => match read {
                             Ok(0) => return,
@@ -589,13 +601,15 @@ impl Connection {
     }
 
     /// Gives back the memory a huge request or reply took, once it is done with, as Redis
-    /// shrinks an idle client's query buffer.
+    /// shrinks an idle client's query buffer. An empty input buffer is given back whatever its
+    /// size: the next read takes a fresh one, so that a connection waiting for its next request
+    /// (thousands of them, in a burst) holds no read buffer.
     fn shrink_buffers(&mut self) {
-        if self.input.is_empty() && self.input.capacity() > SHRINK_ABOVE {
-            self.input = BytesMut::with_capacity(READ_CHUNK);
+        if self.input.is_empty() {
+            self.input = BytesMut::new();
         }
         if self.output.is_empty() && self.output.capacity() > SHRINK_ABOVE {
-            self.output = BytesMut::with_capacity(READ_CHUNK);
+            self.output = BytesMut::new();
         }
         if self.overflow.capacity() > SHRINK_ABOVE {
             self.overflow = BytesMut::new();
@@ -704,7 +718,14 @@ impl Drop for Connection {
             if let Some(due) = timer {
                 shared.clock.remove_timer(due, client);
             }
+            let own = NodeId(client.0);
+            let was_own_node = engine.node_of(client) == Some(own);
             engine.disconnect(client);
+            // Its own node's sequence numbers go with it, unless `FAKE.NODE` put another
+            // connection on the same node.
+            if was_own_node && engine.clients_of_node(own) == 0 {
+                engine.fault_plan_mut().forget_node(own);
+            }
             tracing::debug!(%client, "disconnected");
         };
         if let Some(mut engine) = lock_unless_busy(&shared.engine, &shared.scripts) {

@@ -48,11 +48,14 @@
 
 pub mod admin;
 mod connection;
+mod limits;
 mod time;
 
+pub use limits::{OpenFiles, RESERVED_FDS, fit_open_files};
 pub use time::ClockChoice;
 
 use crate::engine::EngineConfig;
+use crate::engine::client_limit::ClientLimit;
 use crate::inprocess::link::{ScriptWatch, SharedEngine, shared};
 use bytes::Bytes;
 use std::future::Future;
@@ -62,7 +65,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 use time::ServerClock;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
@@ -70,7 +73,16 @@ use tokio::task::JoinSet;
 pub const DEFAULT_PORT: u16 = 6379;
 
 /// Redis's default `maxclients`.
-pub const DEFAULT_MAXCLIENTS: usize = 10_000;
+pub const DEFAULT_MAXCLIENTS: usize = crate::engine::client_limit::DEFAULT_MAXCLIENTS;
+
+/// Redis's default `tcp-backlog`: how many connections the kernel completes and queues for the
+/// server to accept (Linux caps it at `net.core.somaxconn`). A queue too short for a burst of
+/// connections drops their handshakes, and each client retries a second later.
+pub const DEFAULT_TCP_BACKLOG: u32 = 511;
+
+/// How long the accept loop waits before trying again when `accept` fails (out of descriptors,
+/// most likely), at first and at most: it doubles while the failures go on.
+const ACCEPT_RETRY: (Duration, Duration) = (Duration::from_millis(1), Duration::from_millis(100));
 
 /// Redis's default `busy-reply-threshold` (`lua-time-limit`).
 pub const DEFAULT_BUSY_REPLY_THRESHOLD: Duration = Duration::from_secs(5);
@@ -91,8 +103,14 @@ pub struct ServerConfig {
     pub seed: u64,
     /// Clients must `AUTH` with this password first (Redis's `requirepass`).
     pub requirepass: Option<Bytes>,
-    /// Connections beyond this many are refused with `-ERR max number of clients reached`.
+    /// Connections beyond this many are refused with `-ERR max number of clients reached`
+    /// (`CONFIG SET maxclients` changes it).
     pub maxclients: usize,
+    /// The most `CONFIG SET maxclients` may raise `maxclients` to: what the open-file limit
+    /// allows ([`fit_open_files`] finds it; `None`: no bound).
+    pub maxclients_ceiling: Option<usize>,
+    /// The listen queue's length (Redis's `tcp-backlog`, which `CONFIG GET` shows).
+    pub tcp_backlog: u32,
     /// The `FAKE.*` admin commands need `FAKE.AUTH <password>` first, on each connection. Without
     /// one they are open to every client of a loopback address, and refused on any other (see
     /// [`admin`]).
@@ -112,6 +130,8 @@ impl Default for ServerConfig {
             seed: EngineConfig::default().seed,
             requirepass: None,
             maxclients: DEFAULT_MAXCLIENTS,
+            maxclients_ceiling: None,
+            tcp_backlog: DEFAULT_TCP_BACKLOG,
             admin_password: None,
             busy_reply_threshold: DEFAULT_BUSY_REPLY_THRESHOLD,
         }
@@ -141,7 +161,8 @@ pub(crate) struct Shared {
     /// The engine's running script, read without its lock.
     pub scripts: Arc<ScriptWatch>,
     pub clock: ServerClock,
-    pub maxclients: usize,
+    /// `maxclients`, shared with the engine's `CONFIG` and `INFO`.
+    pub clients: Arc<ClientLimit>,
     pub requirepass: bool,
     /// Who may run the `FAKE.*` commands.
     pub admin: admin::AdminAccess,
@@ -170,13 +191,21 @@ impl Server {
     /// A server set up by `config` (its `bind` and `port` are used by [`Server::start`]).
     pub fn new(config: &ServerConfig) -> Server {
         let clock = ServerClock::new(config.clock);
+        let mut settings = std::collections::BTreeMap::new();
+        if config.tcp_backlog != DEFAULT_TCP_BACKLOG {
+            settings.insert("tcp-backlog".to_owned(), config.tcp_backlog.to_string());
+        }
         let mut engine = clock.engine(EngineConfig {
             seed: config.seed,
             requirepass: config.requirepass.clone(),
             busy_reply_threshold_ms: u64::try_from(config.busy_reply_threshold.as_millis())
                 .unwrap_or(u64::MAX),
+            maxclients: config.maxclients,
+            maxclients_ceiling: config.maxclients_ceiling,
+            settings,
             ..EngineConfig::default()
         });
+        let clients = Arc::clone(engine.client_limit());
         let scripts = engine.script_watch();
         if config.clock == ClockChoice::System {
             scripts.measure_on_wall_clock(config.busy_reply_threshold);
@@ -187,7 +216,7 @@ impl Server {
                 engine: shared(engine),
                 scripts,
                 clock,
-                maxclients: config.maxclients,
+                clients,
                 requirepass: config.requirepass.is_some(),
                 admin: admin::AdminAccess::new(config),
                 connections: AtomicUsize::new(0),
@@ -260,6 +289,7 @@ impl Server {
         }
         let mut connections = JoinSet::new();
         let mut stopping = self.shared.shutdown.subscribe();
+        let mut failures = AcceptFailures::default();
         tokio::pin!(shutdown);
         loop {
             tokio::select! {
@@ -267,6 +297,7 @@ impl Server {
                 () = stopped(&mut stopping) => break,
                 accepted = listener.accept() => match accepted {
                     Ok((socket, peer)) => {
+                        failures.ended();
                         // Redis disables Nagle too: replies are written whole, at once.
                         let _ = socket.set_nodelay(true);
                         tracing::debug!(%peer, "accepted");
@@ -277,9 +308,9 @@ impl Server {
                         });
                     }
                     Err(e) => {
-                        // Out of file descriptors, most likely: back off instead of spinning.
-                        tracing::warn!(error = %e, "accept failed");
-                        tokio::time::sleep(Duration::from_millis(10)).await;
+                        if let Some(wait) = failures.failed(&e) {
+                            tokio::time::sleep(wait).await;
+                        }
                     }
                 },
                 Some(_) = connections.join_next(), if !connections.is_empty() => {}
@@ -303,6 +334,44 @@ impl Server {
             connections.shutdown().await;
         }
         tracing::info!("fake-redis-server stopped");
+    }
+}
+
+/// A run of failed `accept`s (out of descriptors, most likely: `maxclients` fitted to the limit
+/// with [`fit_open_files`] keeps 32 spare, as Redis does, but other processes share the system's
+/// table). Redis logs each failure and tries again on its next event-loop turn; the fake logs the
+/// run once when it starts and once when it ends, and waits between tries, twice as long each
+/// time up to a bound, so that it neither spins nor floods the log.
+#[derive(Debug, Default)]
+struct AcceptFailures {
+    count: u64,
+    wait: Duration,
+}
+
+impl AcceptFailures {
+    /// Notes a failure; how long to wait before accepting again (`None`: at once, for a client
+    /// that gave up before it was accepted).
+    fn failed(&mut self, e: &std::io::Error) -> Option<Duration> {
+        use std::io::ErrorKind::{ConnectionAborted, ConnectionReset, Interrupted};
+        if matches!(e.kind(), ConnectionAborted | ConnectionReset | Interrupted) {
+            return None;
+        }
+        if self.count == 0 {
+            tracing::warn!(error = %e, "Accepting client connection: retrying until it succeeds");
+            self.wait = ACCEPT_RETRY.0;
+        } else {
+            self.wait = (self.wait * 2).min(ACCEPT_RETRY.1);
+        }
+        self.count += 1;
+        Some(self.wait)
+    }
+
+    /// Notes an accepted connection: the run, if any, has ended.
+    fn ended(&mut self) {
+        if self.count > 0 {
+            tracing::info!(failed = self.count, "accepting client connections again");
+            self.count = 0;
+        }
     }
 }
 
@@ -333,16 +402,46 @@ pub(crate) async fn stopped(shutdown: &mut watch::Receiver<bool>) {
     let _ = shutdown.wait_for(|&stop| stop).await;
 }
 
-/// Binds the listening socket `config` asks for.
+/// Binds the listening socket `config` asks for, with its `tcp_backlog` (Redis's 511, where the
+/// standard library and tokio ask for 128).
 ///
 /// # Errors
 ///
 /// [`ServerError::Bind`] if the address cannot be bound.
 pub async fn bind(config: &ServerConfig) -> Result<TcpListener, ServerError> {
     let addr = SocketAddr::new(config.bind, config.port);
-    TcpListener::bind(addr)
-        .await
-        .map_err(|source| ServerError::Bind { addr, source })
+    let listen = || {
+        let socket = match addr {
+            SocketAddr::V4(_) => TcpSocket::new_v4()?,
+            SocketAddr::V6(_) => TcpSocket::new_v6()?,
+        };
+        // A restarted server takes its port back at once, as Redis's listeners do.
+        #[cfg(unix)]
+        socket.set_reuseaddr(true)?;
+        socket.bind(addr)?;
+        socket.listen(config.tcp_backlog)
+    };
+    let listener = listen().map_err(|source| ServerError::Bind { addr, source })?;
+    warn_if_capped(config.tcp_backlog);
+    Ok(listener)
+}
+
+/// Logs, as Redis does, when the kernel caps the listen queue below `tcp_backlog`.
+fn warn_if_capped(tcp_backlog: u32) {
+    #[cfg(target_os = "linux")]
+    {
+        let somaxconn = std::fs::read_to_string("/proc/sys/net/core/somaxconn")
+            .ok()
+            .and_then(|s| s.trim().parse::<u32>().ok());
+        if let Some(somaxconn) = somaxconn.filter(|&cap| cap < tcp_backlog) {
+            tracing::warn!(
+                "WARNING: The TCP backlog setting of {tcp_backlog} cannot be enforced because \
+                 /proc/sys/net/core/somaxconn is set to the lower value of {somaxconn}."
+            );
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = tcp_backlog;
 }
 
 /// A server serving a TCP listener in a background task (see [`Server::start`]).

@@ -17,9 +17,26 @@ pub fn start(args: &[&str]) -> (Child, u16) {
 
 /// [`start`], with the log lines before the one naming the port.
 pub fn start_logging(args: &[&str]) -> (Child, u16, Vec<String>) {
-    let mut child = Command::new(BIN)
+    let mut command = Command::new(BIN);
+    command.args(["--port", "0"]).args(args);
+    spawn_logging(command)
+}
+
+/// [`start_logging`] under an open-file limit of `files` descriptors (soft and hard, as
+/// `ulimit -n` sets them), through `sh`.
+pub fn start_with_open_files(files: u32, args: &[&str]) -> (Child, u16, Vec<String>) {
+    let mut command = Command::new("sh");
+    command
+        .arg("-c")
+        .arg(format!("ulimit -n {files} && exec \"$0\" \"$@\""))
+        .arg(BIN)
         .args(["--port", "0"])
-        .args(args)
+        .args(args);
+    spawn_logging(command)
+}
+
+fn spawn_logging(mut command: Command) -> (Child, u16, Vec<String>) {
+    let mut child = command
         .env("RUST_LOG", "info")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
