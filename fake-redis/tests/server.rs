@@ -355,6 +355,89 @@ async fn inline_and_pipelined_requests_are_answered_in_order() {
     .await;
 }
 
+/// A server-side pipe that counts the writes the server makes on it.
+struct CountingWrites {
+    io: DuplexStream,
+    writes: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl tokio::io::AsyncRead for CountingWrites {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.io).poll_read(cx, buf)
+    }
+}
+
+impl tokio::io::AsyncWrite for CountingWrites {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        let poll = std::pin::Pin::new(&mut self.io).poll_write(cx, buf);
+        if poll.is_ready() {
+            self.writes
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        poll
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+}
+
+/// A pipeline already waiting in the socket is run and answered in one round and one write,
+/// as Redis's 16 KiB reads answer it, even when it is larger than the small first read an idle
+/// connection makes (1 KiB): splitting it doubled the round trips of pipelined scripts.
+#[tokio::test(start_paused = true)]
+async fn a_waiting_pipeline_larger_than_the_first_read_is_answered_in_one_write() {
+    let server = virtual_server();
+    let (mut io, server_side) = tokio::io::duplex(1 << 16);
+    let writes = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut pipeline = Vec::new();
+    for i in 0..16 {
+        let key = format!("release:{i:012}");
+        pipeline.extend(request(&[
+            "EVAL",
+            "if redis.call('get',KEYS[1]) == ARGV[1] then return redis.call('del',KEYS[1]) else return 0 end",
+            "1",
+            &key,
+            "token",
+        ]));
+    }
+    assert!(pipeline.len() > 2 * 1024, "{} bytes", pipeline.len());
+    io.write_all(&pipeline).await.expect("the pipe is open");
+    let counted = CountingWrites {
+        io: server_side,
+        writes: std::sync::Arc::clone(&writes),
+    };
+    let task = tokio::spawn({
+        let server = server.clone();
+        async move { server.serve_connection(counted).await }
+    });
+    let expected = b":0\r\n".repeat(16);
+    let mut got = vec![0; expected.len()];
+    io.read_exact(&mut got).await.expect("sixteen replies");
+    assert_eq!(got, expected);
+    assert_eq!(writes.load(std::sync::atomic::Ordering::Relaxed), 1);
+    drop(io);
+    task.await.expect("the connection ends cleanly");
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_request_split_across_writes_is_reassembled() {
     let server = virtual_server();

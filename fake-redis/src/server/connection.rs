@@ -307,7 +307,11 @@ impl Connection {
                     tokio::select! {
                         read = io.read_buf(&mut self.input) => match read {
                             Ok(0) => return,
-                            Ok(_) => {}
+                            Ok(n) => {
+                                if n == room && room < READ_CHUNK && !self.read_more_now(io).await {
+                                    return;
+                                }
+                            }
                             Err(e) => {
                                 tracing::debug!(client = %self.client, error = %e, "read failed");
                                 return;
@@ -604,6 +608,29 @@ impl Connection {
     /// shrinks an idle client's query buffer. An empty input buffer is given back whatever its
     /// size: the next read takes a fresh one, so that a connection waiting for its next request
     /// (thousands of them, in a burst) holds no read buffer.
+    /// After a first read filled the small buffer, takes what else the socket holds already, up
+    /// to a full [`READ_CHUNK`], without waiting for more: a pipeline larger than [`FIRST_READ`]
+    /// is then run and answered in one round and one write, as Redis's 16 KiB reads answer it,
+    /// rather than in two. `false` if the connection closed or failed.
+    async fn read_more_now<IO>(&mut self, io: &mut IO) -> bool
+    where
+        IO: AsyncRead + Unpin,
+    {
+        self.input.reserve(READ_CHUNK - FIRST_READ);
+        tokio::select! {
+            biased;
+            read = io.read_buf(&mut self.input) => match read {
+                // A close seen here is seen again at the next read, after what was read runs.
+                Ok(_) => true,
+                Err(e) => {
+                    tracing::debug!(client = %self.client, error = %e, "read failed");
+                    false
+                }
+            },
+            () = std::future::ready(()) => true,
+        }
+    }
+
     fn shrink_buffers(&mut self) {
         if self.input.is_empty() {
             self.input = BytesMut::new();
