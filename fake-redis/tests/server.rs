@@ -532,6 +532,168 @@ async fn a_subscriber_that_never_reads_does_not_block_the_others() {
     );
 }
 
+/// `count` GETs of `key` and then `SET marker 1`, pipelined.
+fn gets_then_marker(key: &str, count: usize, marker: &str) -> Vec<u8> {
+    let mut pipeline = Vec::new();
+    for _ in 0..count {
+        pipeline.extend(request(&["GET", key]));
+    }
+    pipeline.extend(request(&["SET", marker, "1"]));
+    pipeline
+}
+
+/// Whether the client's connection task ends within `within` of paused time.
+async fn closed_within(client: Client, within: Duration) -> bool {
+    let Client { io, task, .. } = client;
+    let closed = tokio::time::timeout(within, task).await.is_ok();
+    drop(io);
+    closed
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_client_that_does_not_read_still_has_its_pipeline_run() {
+    let server = virtual_server();
+    let mut other = Client::connect(&server);
+    let mib = "v".repeat(1 << 20);
+    assert_eq!(other.call(&["SET", "big", &mib]).await, ok());
+    // Twenty replies of 1 MiB wait behind a pipe of 64 KiB that nobody reads, as Redis keeps
+    // them in its output buffer (no limit for normal clients by default); the SET behind them
+    // runs all the same.
+    let mut stuck = Client::connect(&server);
+    stuck.send(&gets_then_marker("big", 20, "marker")).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(other.call(&["GET", "marker"]).await, bulk("1"));
+    assert!(
+        !closed_within(stuck, Duration::from_millis(100)).await,
+        "normal clients have no output limit by default"
+    );
+    // The client left: its connection is gone, and what it ran stays.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(server.connection_count(), 1);
+    assert_eq!(other.call(&["GET", "marker"]).await, bulk("1"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn past_the_normal_hard_limit_the_client_is_closed_and_runs_no_more() {
+    let server = virtual_server();
+    let mut other = Client::connect(&server);
+    assert_eq!(
+        other
+            .call(&[
+                "CONFIG",
+                "SET",
+                "client-output-buffer-limit",
+                "normal 1mb 0 0"
+            ])
+            .await,
+        ok()
+    );
+    let mib = "v".repeat(1 << 20);
+    assert_eq!(other.call(&["SET", "big", &mib]).await, ok());
+    let mut stuck = Client::connect(&server);
+    stuck.send(&gets_then_marker("big", 4, "marker")).await;
+    assert!(closed_within(stuck, Duration::from_secs(5)).await);
+    // Redis processes nothing more for a client it closes for its limit.
+    assert_eq!(other.call(&["GET", "marker"]).await, Frame::Null);
+    assert_eq!(server.connection_count(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_subscriber_over_the_soft_limit_for_its_seconds_is_closed() {
+    let server = virtual_server();
+    let mut publisher = Client::connect(&server);
+    assert_eq!(
+        publisher
+            .call(&[
+                "CONFIG",
+                "SET",
+                "client-output-buffer-limit",
+                "pubsub 0 1mb 2"
+            ])
+            .await,
+        ok()
+    );
+    let mut stuck = Client::connect(&server);
+    stuck.exchange(b"SUBSCRIBE ch\r\n").await;
+    let payload = "x".repeat(60_000);
+    let publish_40 = async |publisher: &mut Client| {
+        for _ in 0..40 {
+            publisher.call(&["PUBLISH", "ch", &payload]).await;
+        }
+    };
+    // 2.4 MB behind: over the soft limit, whose two seconds start now.
+    publish_40(&mut publisher).await;
+    publisher.call(&["FAKE.ADVANCE", "2000"]).await;
+    publish_40(&mut publisher).await;
+    assert_eq!(
+        server.connection_count(),
+        2,
+        "two seconds are not more than two"
+    );
+    publisher.call(&["FAKE.ADVANCE", "1000"]).await;
+    publish_40(&mut publisher).await;
+    assert!(closed_within(stuck, Duration::from_secs(5)).await);
+    assert_eq!(
+        publisher.call(&["PUBLISH", "ch", "late"]).await,
+        Frame::Integer(0)
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn config_set_client_output_buffer_limit_changes_the_classes_named() {
+    let server = virtual_server();
+    let mut client = Client::connect(&server);
+    assert_eq!(
+        client
+            .call(&[
+                "CONFIG",
+                "SET",
+                "client-output-buffer-limit",
+                "replica 1kb 1 1 NORMAL 2 2 2"
+            ])
+            .await,
+        ok()
+    );
+    assert_eq!(
+        client
+            .call(&["CONFIG", "GET", "client-output-buffer-limit"])
+            .await,
+        Frame::Array(vec![
+            bulk("client-output-buffer-limit"),
+            bulk("normal 2 2 2 slave 1024 1 1 pubsub 33554432 8388608 60")
+        ])
+    );
+    let failed = |why: &str| {
+        err(&format!(
+            "ERR CONFIG SET failed (possibly related to argument \
+             'client-output-buffer-limit') - {why}"
+        ))
+    };
+    assert_eq!(
+        client
+            .call(&["CONFIG", "SET", "client-output-buffer-limit", "foo 1 1 1"])
+            .await,
+        failed("Invalid client class specified in buffer limit configuration.")
+    );
+    assert_eq!(
+        client
+            .call(&[
+                "CONFIG",
+                "SET",
+                "client-output-buffer-limit",
+                "normal 1 1 -1"
+            ])
+            .await,
+        failed("Error in hard, soft or soft_seconds setting in buffer limit configuration.")
+    );
+    assert_eq!(
+        client
+            .call(&["CONFIG", "SET", "client-output-buffer-limit", "normal 1 1"])
+            .await,
+        failed("Wrong number of arguments in buffer limit configuration.")
+    );
+}
+
 #[tokio::test(start_paused = true)]
 async fn messages_queued_behind_a_blocked_write_all_arrive_under_a_fault_plan() {
     let server = virtual_server();

@@ -18,6 +18,7 @@
 
 use super::{Args, CONTAINER, Cx, Reply, Spec};
 use crate::engine::glob::glob_match;
+use crate::engine::output_limits::OutputLimits;
 use crate::resp::Frame;
 use bytes::Bytes;
 use std::sync::OnceLock;
@@ -362,6 +363,11 @@ fn check_special(name: &str, text: &str) -> Result<String, String> {
             }
         }
         "bind" => Err("Failed to bind to specified addresses.".to_owned()),
+        // Checked here, merged into the classes it leaves alone when applied.
+        "client-output-buffer-limit" => OutputLimits::default()
+            .updated(text, memory)
+            .map(|_| text.to_owned())
+            .map_err(str::to_owned),
         _ => Ok(text.to_owned()),
     }
 }
@@ -487,6 +493,18 @@ fn apply(cx: &mut Cx<'_>, param: &Param, value: String, given: &[u8]) {
         }
         _ => {}
     }
+    let value = if param.name == "client-output-buffer-limit" {
+        // Only the classes named change; `CONFIG GET` shows all three.
+        let config = cx.config_mut();
+        let limits = config
+            .output_limits
+            .updated(&value, memory)
+            .unwrap_or(config.output_limits);
+        config.output_limits = limits;
+        limits.to_string()
+    } else {
+        value
+    };
     super::server::config_changed(cx, &canonical(param.name), &value);
     let config = cx.config_mut();
     config.settings.insert(canonical(param.name), value.clone());

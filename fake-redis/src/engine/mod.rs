@@ -45,6 +45,7 @@ pub(crate) mod glob;
 mod inspect;
 pub(crate) mod monitor;
 pub(crate) mod notify;
+pub mod output_limits;
 pub(crate) mod pause;
 mod pubsub;
 pub(crate) mod rdb;
@@ -105,6 +106,8 @@ pub struct EngineConfig {
     /// The most `maxclients` may be set to: what the open-file limit allows, where a server
     /// found it (see [`client_limit`]).
     pub maxclients_ceiling: Option<usize>,
+    /// `client-output-buffer-limit`, per class of client (`CONFIG SET` changes it).
+    pub output_limits: output_limits::OutputLimits,
 }
 
 impl Default for EngineConfig {
@@ -119,6 +122,7 @@ impl Default for EngineConfig {
             settings: BTreeMap::new(),
             maxclients: client_limit::DEFAULT_MAXCLIENTS,
             maxclients_ceiling: None,
+            output_limits: output_limits::OutputLimits::default(),
         }
     }
 }

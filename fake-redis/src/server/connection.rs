@@ -9,12 +9,17 @@
 //! more bytes, for a push (the engine wakes it), for the clock (a fault's delay or pause), or for
 //! the server to shut down.
 //!
-//! Buffers stay bounded. Input is read only once the output is written, so a client that does
-//! not read its replies is not read from either (while a request waits for the clock, input is
-//! read on up to 1 MiB, only to notice a client that left); the output is written once it holds
-//! 64 KiB (Redis's per-event write bound) even if more requests are waiting. Pushes that keep
-//! arriving while a write is blocked are collected up to 32 MiB; a subscriber that falls further
-//! behind is closed, as Redis closes one past `client-output-buffer-limit pubsub 32mb`.
+//! Output is written once it holds 64 KiB (Redis's per-event write bound) even if more requests
+//! are waiting. While a write is blocked (a client that does not read its replies), the
+//! connection reads on and runs the requests that arrive, and collects the pushes that arrive,
+//! as Redis runs them with the replies waiting in its output buffer: a command pipelined behind
+//! unread replies still runs. What bounds the waiting output is Redis's
+//! `client-output-buffer-limit` for the client's class (normal, or pub/sub while it has a
+//! subscription; `engine/output_limits.rs`), hard and soft, checked as Redis checks it each time
+//! output is added, past its 16 KiB reply buffer; a client past it is closed with nothing more
+//! written and nothing more run. Redis sets no limit for normal clients; the fake closes any
+//! client at [`OUTPUT_CEILING`] (1 GiB) all the same. While a request waits for the clock, input
+//! is read on up to 1 MiB, only to notice a client that left.
 //!
 //! Faults apply per request when the plan has any (otherwise a request costs one check and the
 //! count of its node's commands, so that `SEQS` numbers them from the first). Over TCP a request or
@@ -43,6 +48,7 @@
 
 use super::admin::{self, AdminCommand, Outcome};
 use super::{Shared, stopped};
+use crate::engine::output_limits::OutputWatch;
 use crate::engine::{ClientId, Engine};
 use crate::fault::{Admission, CommandFate, DeliveryFate, FaultEventKind, NodeId};
 use crate::inprocess::link::{ScriptKind, ScriptWatch, lock, lock_unless_busy};
@@ -73,8 +79,18 @@ const WAIT_READ_LIMIT: usize = 1024 * 1024;
 /// An idle connection's buffer larger than this is given back.
 const SHRINK_ABOVE: usize = 1024 * 1024;
 
-/// Unwritten output (pushes included) past which a client that keeps receiving pushes is closed.
-pub(crate) const PUSH_OUTPUT_LIMIT: usize = 32 * 1024 * 1024;
+/// The most unwritten output the server keeps for any client, whatever its class's limit (Redis
+/// sets none for normal clients by default): a client that reaches it is closed. The same bound
+/// Redis puts on a client's query buffer (`client-query-buffer-limit`).
+pub(crate) const OUTPUT_CEILING: u64 = 1024 * 1024 * 1024;
+
+/// Output Redis keeps in a client's fixed reply buffer (`PROTO_REPLY_CHUNK_BYTES`), which its
+/// output limits do not count: only what goes past it, into the reply list, does.
+const REPLY_BUFFER: usize = 16 * 1024;
+
+/// While a write is blocked, input is read on (and its requests run) while the input buffer
+/// holds less than this (an incomplete request is all it can hold).
+const INPUT_WHILE_BLOCKED: usize = 1024 * 1024;
 
 /// What Redis writes to a connection over `maxclients` before closing it.
 pub(crate) const MAX_CLIENTS_REPLY: &[u8] = b"-ERR max number of clients reached\r\n";
@@ -193,6 +209,11 @@ struct Connection {
     registered: bool,
     /// Whether the client may run commands (it has authenticated, or needs not).
     authenticated: bool,
+    /// Its unwritten output against `client-output-buffer-limit` over time.
+    output_watch: OutputWatch,
+    /// A write is blocked and requests run meanwhile: the output's high-water mark does not
+    /// stop them (its class's limit does).
+    write_blocked: bool,
 }
 
 impl Connection {
@@ -216,6 +237,8 @@ impl Connection {
             signal,
             recheck: false,
             timer: None,
+            output_watch: OutputWatch::default(),
+            write_blocked: false,
         }
     }
 
@@ -231,10 +254,13 @@ impl Connection {
                 // replies go out in a burst per round, as Redis writes them before it sleeps.
                 tokio::task::yield_now().await;
             }
-            if let Err(e) = self.flush(io).await {
-                tracing::debug!(client = %self.client, error = %e, "write failed");
-                return;
-            }
+            let flow = match self.flush_running(io, flow).await {
+                Ok(flow) => flow,
+                Err(e) => {
+                    tracing::debug!(client = %self.client, error = %e, "write failed");
+                    return;
+                }
+            };
             match flow {
                 Flow::Close => return,
                 Flow::Write => {}
@@ -443,6 +469,9 @@ impl Connection {
             if let Some(flow) = self.forward_pushes(engine) {
                 return flow;
             }
+            if self.past_output_limit(engine) {
+                return Flow::Close;
+            }
             let argv = match self.next_request() {
                 Ok(argv) => argv,
                 Err(flow) => return flow,
@@ -456,7 +485,7 @@ impl Connection {
     /// The next complete request in the input, or what the step does instead: write first (the
     /// output is at its high-water mark), read more, or close after a protocol error's reply.
     fn next_request(&mut self) -> Result<Vec<Bytes>, Flow> {
-        if self.output.len() >= OUTPUT_HIGH_WATER {
+        if self.output.len() >= OUTPUT_HIGH_WATER && !self.write_blocked {
             return Err(Flow::Write);
         }
         match self.parser.parse(&mut self.input) {
@@ -680,8 +709,119 @@ impl Connection {
         resp::encode(&frame, engine.protocol(self.client), &mut self.output);
     }
 
-    /// Writes the output. Pushes that arrive meanwhile are collected (up to
-    /// [`PUSH_OUTPUT_LIMIT`]) so the engine's outbox does not grow behind a slow reader.
+    /// Whether the unwritten output has passed the client's `client-output-buffer-limit` (its
+    /// class: pub/sub while it has a subscription, normal otherwise), as Redis checks it each
+    /// time it adds a reply. If so the output is dropped, as Redis writes nothing more to a
+    /// client it closes for its limit, and the connection is to close.
+    fn past_output_limit(&mut self, engine: &Engine) -> bool {
+        let pending = self.output.len() + self.overflow.len();
+        if pending <= REPLY_BUFFER {
+            // Redis's reply buffer holds it: nothing counts yet (and no time is kept).
+            self.output_watch = OutputWatch::default();
+            return false;
+        }
+        let limits = &engine.config().output_limits;
+        let subscriber = engine.is_subscriber(self.client);
+        let limit = if subscriber {
+            &limits.pubsub
+        } else {
+            &limits.normal
+        };
+        let used = u64::try_from(pending - REPLY_BUFFER).unwrap_or(u64::MAX);
+        if !self
+            .output_watch
+            .over(limit, used, engine.clock_now(), OUTPUT_CEILING)
+        {
+            return false;
+        }
+        tracing::warn!(
+            client = %self.client,
+            class = if subscriber { "pubsub" } else { "normal" },
+            "client scheduled to be closed ASAP for overcoming of output buffer limits"
+        );
+        self.output.clear();
+        self.overflow.clear();
+        true
+    }
+
+    /// Writes the output after a step that ended with `flow`, and returns what to do next. While
+    /// the write is blocked (a client that does not read), the connection reads on and runs the
+    /// requests that arrive, as Redis runs them with the replies waiting in its output buffer,
+    /// until the client's output limit closes it: a command pipelined behind replies nobody
+    /// reads still runs, and one sent before the client left is not lost. A step that ends
+    /// otherwise than for more input (a wait, a block, a close) stops that until it is written.
+    async fn flush_running<IO>(&mut self, io: &mut IO, mut flow: Flow) -> std::io::Result<Flow>
+    where
+        IO: AsyncRead + AsyncWrite + Unpin,
+    {
+        // Requests already in the input (behind the output's high-water mark) run as soon as
+        // the write blocks, as those that arrive later do.
+        let mut unrun = !self.input.is_empty();
+        loop {
+            if !matches!(flow, Flow::Read | Flow::Write) || self.output.is_empty() {
+                self.flush(io).await?;
+                return Ok(flow);
+            }
+            // A write that goes through at once is the common case: no reading meanwhile.
+            tokio::select! {
+                biased;
+                written = io.write(&self.output) => {
+                    match written? {
+                        0 => return Err(std::io::ErrorKind::WriteZero.into()),
+                        n => self.output.advance(n),
+                    }
+                    self.take_overflow();
+                    continue;
+                }
+                () = std::future::ready(()) => {}
+            }
+            if std::mem::take(&mut unrun) {
+                self.write_blocked = true;
+                flow = self.step();
+                self.write_blocked = false;
+                continue;
+            }
+            let mut ended = false;
+            {
+                let (mut reader, mut writer) = tokio::io::split(&mut *io);
+                let room = self.input.len() < INPUT_WHILE_BLOCKED;
+                if room {
+                    self.input.reserve(READ_CHUNK);
+                }
+                tokio::select! {
+                    biased;
+                    written = writer.write(&self.output) => match written? {
+                        0 => return Err(std::io::ErrorKind::WriteZero.into()),
+                        n => self.output.advance(n),
+                    },
+                    () = self.signal.0.notified() => self.collect_pushes()?,
+                    got = reader.read_buf(&mut self.input), if room => match got? {
+                        0 => ended = true,
+                        _ => unrun = true,
+                    },
+                }
+            }
+            if ended {
+                // The client left: what it sent before runs, as Redis runs it on arrival.
+                self.write_blocked = true;
+                self.step();
+                self.write_blocked = false;
+                return Err(std::io::ErrorKind::UnexpectedEof.into());
+            }
+            self.take_overflow();
+        }
+    }
+
+    /// Appends the pushes collected during a blocked write to the output.
+    fn take_overflow(&mut self) {
+        if !self.overflow.is_empty() {
+            self.output.extend_from_slice(&self.overflow);
+            self.overflow.clear();
+        }
+    }
+
+    /// Writes the output. Pushes that arrive meanwhile are collected (up to the client's output
+    /// limit) so the engine's outbox does not grow behind a slow reader.
     async fn flush<IO>(&mut self, io: &mut IO) -> std::io::Result<()>
     where
         IO: AsyncWrite + Unpin,
@@ -695,10 +835,7 @@ impl Connection {
                 },
                 () = self.signal.0.notified() => self.collect_pushes()?,
             }
-            if !self.overflow.is_empty() {
-                self.output.extend_from_slice(&self.overflow);
-                self.overflow.clear();
-            }
+            self.take_overflow();
         }
         io.flush().await
     }
@@ -722,13 +859,8 @@ impl Connection {
         while let Some(push) = engine.pop_outbox(self.client) {
             resp::encode(&push.frame, protocol, &mut self.overflow);
         }
-        if self.output.len() + self.overflow.len() > PUSH_OUTPUT_LIMIT {
-            tracing::warn!(
-                client = %self.client,
-                "closing a client that does not read its pub/sub messages \
-                 (over {PUSH_OUTPUT_LIMIT} bytes behind)"
-            );
-            return Err(std::io::Error::other("pub/sub output limit reached"));
+        if self.past_output_limit(&engine) {
+            return Err(std::io::Error::other("output buffer limit reached"));
         }
         engine.register_waker(self.client, &self.waker);
         Ok(())

@@ -7,8 +7,8 @@
 //! protocol errors, byte for byte), runs every complete request it has under one lock of the
 //! engine, encodes the replies for the client's protocol version, forwards the pub/sub pushes
 //! the engine queued in its outbox, and only then writes. A client that does not read its replies
-//! stops being read from; one that never reads its pub/sub messages is closed past a bound, as
-//! Redis closes it past `client-output-buffer-limit pubsub`. The `FAKE.*` admin commands
+//! has the requests it sends run all the same, its output waiting up to its class's
+//! `client-output-buffer-limit`, past which it is closed, as Redis closes it. The `FAKE.*` admin commands
 //! ([`admin`]) read and move the clock, inject the engine's faults and read its event log.
 //!
 //! A runaway script holds the engine's lock for as long as it runs, and Redis stays responsive
