@@ -397,3 +397,144 @@ fn shard_messages_reach_the_shard_and_publish_reaches_every_node() {
     let message = Frame::Push(vec![bulk("message"), bulk("news"), bulk("hi")]);
     assert_eq!(elsewhere.pushes(), [message]);
 }
+
+/// The skeleton of a reply: its types and the field names of its maps, without the values
+/// (ids, ports, offsets) that differ between two clusters.
+fn shape(v: &redis::Value) -> String {
+    use redis::Value;
+    const NAMES: &[&str] = &[
+        "slots",
+        "nodes",
+        "id",
+        "port",
+        "ip",
+        "endpoint",
+        "role",
+        "replication-offset",
+        "health",
+    ];
+    match v {
+        Value::Int(_) => "int".into(),
+        Value::BulkString(b) => match NAMES.iter().find(|n| n.as_bytes() == &b[..]) {
+            Some(name) => (*name).into(),
+            None => "bulk".into(),
+        },
+        Value::Array(items) => {
+            let inner: Vec<String> = items.iter().map(shape).collect();
+            format!("[{}]", inner.join(","))
+        }
+        other => format!("{other:?}"),
+    }
+}
+
+/// The distinct skeletons of a reply's elements at `depth` (1: each range or shard; 2: each of
+/// their fields).
+fn shapes_at(v: &redis::Value, depth: usize) -> std::collections::BTreeSet<String> {
+    let mut out = std::collections::BTreeSet::new();
+    match v {
+        redis::Value::Array(items) if depth > 0 => {
+            for i in items {
+                out.extend(shapes_at(i, depth - 1));
+            }
+        }
+        other => {
+            out.insert(shape(other));
+        }
+    }
+    out
+}
+
+/// The shape of a `CLUSTER NODES` line: its field count up to the link state, and its flags
+/// without `myself`.
+fn node_line_shapes(v: &redis::Value) -> std::collections::BTreeSet<String> {
+    let redis::Value::BulkString(text) = v else {
+        return Default::default();
+    };
+    String::from_utf8_lossy(text)
+        .lines()
+        .map(|l| {
+            let fields: Vec<&str> = l.split(' ').collect();
+            let address = fields[1].contains(":") && fields[1].contains("@");
+            let flags = fields[2].trim_start_matches("myself,");
+            let master = fields[3] == "-" || fields[3].len() == 40;
+            format!(
+                "{} {address} {flags} {master} {}",
+                fields.len().min(8),
+                fields[7]
+            )
+        })
+        .collect()
+}
+
+/// What `scripts/test` starts (`scripts/topology.sh`): a real Redis 7.0 cluster of 3 primaries
+/// with a replica each. Read only: nothing here writes to it.
+#[tokio::test]
+async fn topology_replies_have_the_shapes_of_a_real_cluster() {
+    let Ok(urls) = std::env::var("REDIS_CLUSTER_URLS") else {
+        eprintln!("REDIS_CLUSTER_URLS is not set: no real cluster to compare with");
+        return;
+    };
+    let url = urls.split(',').next().unwrap();
+    let client = redis::Client::open(url).unwrap();
+    let mut real = client.get_multiplexed_async_connection().await.unwrap();
+    let (_clock, cluster) = cluster(1, 1, ReplicaLag::default());
+    let fake = Conn::to(&cluster, ServerNode::shard_primary(0));
+    for sub in ["SLOTS", "SHARDS", "NODES"] {
+        let theirs: redis::Value = redis::cmd("CLUSTER")
+            .arg(sub)
+            .query_async(&mut real)
+            .await
+            .unwrap();
+        let ours = fake.run(&format!("CLUSTER {sub}")).to_redis_value(2);
+        match sub {
+            // Each range: its first and last slot, then nodes of one shape.
+            "SLOTS" => {
+                assert_eq!(shapes_at(&ours, 2), shapes_at(&theirs, 2), "{sub}");
+            }
+            // Each shard's fields, and each node's fields (a replica still syncing says
+            // `loading` where ours say `online`: the same type).
+            "SHARDS" => {
+                assert_eq!(shapes_at(&ours, 1).len(), 1);
+                for depth in [2, 4] {
+                    assert_eq!(shapes_at(&ours, depth), shapes_at(&theirs, depth), "{sub}");
+                }
+            }
+            _ => assert_eq!(node_line_shapes(&ours), node_line_shapes(&theirs), "{sub}"),
+        }
+    }
+}
+
+/// The `redis` crate in-process: a connection per node, and the crate reads the fake's
+/// redirections as Redis's.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn the_redis_crate_reads_a_nodes_redirection() {
+    use fake_redis::{FakeConnection, NodeId, TokioClock};
+    let config = EngineConfig::default();
+    let cluster = Cluster::new(TokioClock::new(), config, 3, 1, ReplicaLag::default(), BASE);
+    let mut first = FakeConnection::new(
+        cluster.node(ServerNode::shard_primary(0)).clone(),
+        NodeId(1),
+    );
+    let err = redis::cmd("GET")
+        .arg("foo")
+        .query_async::<Option<String>>(&mut first)
+        .await
+        .unwrap_err();
+    assert_eq!(err.redirect_node(), Some(("127.0.0.1:7002", 12182)));
+    let mut owner = FakeConnection::new(
+        cluster.node(ServerNode::shard_primary(2)).clone(),
+        NodeId(1),
+    );
+    let _: () = redis::cmd("SET")
+        .arg("foo")
+        .arg("bar")
+        .query_async(&mut owner)
+        .await
+        .unwrap();
+    let got: Option<String> = redis::cmd("GET")
+        .arg("foo")
+        .query_async(&mut owner)
+        .await
+        .unwrap();
+    assert_eq!(got.as_deref(), Some("bar"));
+}
