@@ -227,6 +227,34 @@ pub enum Fault {
         /// The millisecond it applies again.
         until: i64,
     },
+    /// A cluster's slot `slot` moves to shard `to_shard`, as `redis-cli --cluster reshard` moves
+    /// it: from `from` the slot is MIGRATING on its owner and IMPORTING on the target (clients
+    /// see `ASK` for the keys already moved, `TRYAGAIN` for a multi-key call split between the
+    /// two), its keys move one by one at times spread evenly up to `until`, and from then on
+    /// the target owns the slot (`MOVED`). For [`Cluster::add_fault`](crate::Cluster::add_fault)
+    /// (`engine/cluster.rs`); an engine alone ignores it.
+    SlotMigration {
+        /// The slot.
+        slot: u16,
+        /// The shard it moves to.
+        to_shard: u16,
+        /// When the migration starts.
+        from: i64,
+        /// When its last key moves and the slot changes owner.
+        until: i64,
+    },
+    /// At `at` a cluster's shard `shard` fails over: its replica `replica` is promoted with the
+    /// writes that had reached it by then (its replica lag), its primary is marked failed and
+    /// serves nothing more. For [`Cluster::add_fault`](crate::Cluster::add_fault); an engine
+    /// alone ignores it.
+    ShardFailover {
+        /// The shard.
+        shard: u16,
+        /// The index of the replica promoted.
+        replica: u16,
+        /// When.
+        at: i64,
+    },
 }
 
 impl Fault {
@@ -327,6 +355,15 @@ pub enum FaultEventKind {
     ClockJumped(i64),
     /// The server paused its clients until this time (`true`: writes only).
     ClientsPaused(i64, bool),
+    /// This node was promoted by a failover of its shard.
+    ShardFailedOver(u16),
+    /// This node handed the last keys of a migrating slot over: the shard owns it now.
+    SlotMigrated {
+        /// The slot.
+        slot: u16,
+        /// Its new shard.
+        to_shard: u16,
+    },
 }
 
 /// The random streams: one per kind of decision, so draws of one kind never shift another's.

@@ -70,6 +70,7 @@ pub mod resp;
 pub mod server;
 
 pub use clock::{Clock, DEFAULT_EPOCH_MS, ManualClock, SystemClock, TokioClock};
+pub use engine::cluster::{Cluster, key_slot};
 pub use engine::db::{Entry, Hash, Value};
 pub use engine::replication::{DEFAULT_BASE_PORT, ReplicaLag, ServerNode, Topology};
 pub use engine::{ClientId, Engine, EngineConfig, Outbound};

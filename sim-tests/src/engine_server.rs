@@ -273,8 +273,10 @@ impl SimServer for EngineServer {
                 self.engine.failover(lag_ms);
             }
             Fault::ClockJump { delta_ms, .. } => self.engine.jump_clock(delta_ms),
-            // The simulated server is one node: no replica to stall.
-            Fault::ReplicaStall { .. } => {}
+            // The simulated server is one node: no replica to stall, no cluster.
+            Fault::ReplicaStall { .. }
+            | Fault::SlotMigration { .. }
+            | Fault::ShardFailover { .. } => {}
             Fault::ClientPause {
                 until, writes_only, ..
             } => self.engine.pause_clients_until(until, writes_only),

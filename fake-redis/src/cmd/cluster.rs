@@ -2,6 +2,9 @@
 //! (`CLUSTER`, `READONLY`, `READWRITE`, `ASKING`), a module host (`MODULE`), and the debugging
 //! and self-test commands of HyperLogLog (`PFDEBUG`, `PFSELFTEST`), plus `LOLWUT`.
 //!
+//! On a node of a [`Cluster`](crate::Cluster) the cluster commands are answered instead
+//! (`cluster_mode.rs`, and the redirections in `redirect.rs`).
+//!
 //! Clients probe these at connect (cluster-aware clients send `CLUSTER INFO` or `READONLY` to
 //! learn the topology; test suites list modules), so the fake answers each with the reply, or
 //! the error, a standalone `redis-server` with its default configuration gives: cluster support
@@ -21,9 +24,9 @@ use crate::resp::Frame;
 use bytes::Bytes;
 
 pub(crate) static CLUSTER: Spec = Spec::new("cluster", -2, CONTAINER, cluster_command);
-pub(crate) static READONLY: Spec = Spec::new("readonly", 1, 0, cluster_disabled);
-pub(crate) static READWRITE: Spec = Spec::new("readwrite", 1, 0, cluster_disabled);
-pub(crate) static ASKING: Spec = Spec::new("asking", 1, 0, cluster_disabled);
+pub(crate) static READONLY: Spec = Spec::new("readonly", 1, 0, readonly_command);
+pub(crate) static READWRITE: Spec = Spec::new("readwrite", 1, 0, readwrite_command);
+pub(crate) static ASKING: Spec = Spec::new("asking", 1, 0, asking_command);
 pub(crate) static MODULE: Spec = Spec::new("module", -2, CONTAINER, module_command);
 pub(crate) static PFDEBUG: Spec = Spec::new("pfdebug", 3, WRITE, pfdebug_command);
 pub(crate) static PFSELFTEST: Spec = Spec::new("pfselftest", 1, 0, pfselftest_command);
@@ -64,15 +67,40 @@ const CLUSTER_SUBCOMMANDS: &[&str] = &[
 
 /// `CLUSTER <subcommand>`: refused, even `HELP`, as Redis's `clusterCommand` refuses everything
 /// when `cluster-enabled` is `no`.
-fn cluster_command(_cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn cluster_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let sub = args.next_bytes()?;
-    subcommand("CLUSTER", CLUSTER_SUBCOMMANDS, sub)?;
+    let sub = subcommand("CLUSTER", CLUSTER_SUBCOMMANDS, sub)?;
+    if cx.engine().is_cluster_node() {
+        return super::cluster_mode::cluster_command(cx, sub, args);
+    }
     Err(CLUSTER_DISABLED)
 }
 
-/// `READONLY`, `READWRITE`, `ASKING`: only a cluster node takes them.
-fn cluster_disabled(_cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
-    Err(CLUSTER_DISABLED)
+/// `READONLY`: on a cluster node, the client's reads may be served by a replica.
+fn readonly_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
+    set_client_flag(cx, |c| c.set_cluster_readonly(true))
+}
+
+/// `READWRITE`: back to reads redirected to the primary.
+fn readwrite_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
+    set_client_flag(cx, |c| c.set_cluster_readonly(false))
+}
+
+/// `ASKING`: the next call may be served by a slot's importing node.
+fn asking_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
+    set_client_flag(cx, |c| c.set_asking(true))
+}
+
+/// Only a cluster node takes `READONLY`, `READWRITE` and `ASKING`.
+fn set_client_flag(cx: &mut Cx<'_>, set: impl FnOnce(&mut crate::engine::Client)) -> Reply {
+    if !cx.engine().is_cluster_node() {
+        return Err(CLUSTER_DISABLED);
+    }
+    let id = cx.client;
+    if let Some(client) = cx.node().client_mut(id) {
+        set(client);
+    }
+    Ok(Frame::OK)
 }
 
 const MODULE_HELP: &[&str] = &[

@@ -210,6 +210,30 @@ pub(crate) fn keys_and_flags(entry: &Frame, argv: &[Bytes]) -> Vec<(usize, Vec<V
     keys
 }
 
+/// The positions of the keys a cluster node routes the call `argv` of the command named
+/// `full_name` (`get`, `config|get`) by, as Redis's `getNodeByQuery` reads them off its key
+/// specs: the shard channels of `SPUBLISH` and `SSUBSCRIBE` count; a spec that cannot be read
+/// off this call gives none at all.
+pub(crate) fn routing_keys(full_name: &str, argv: &[Bytes]) -> Vec<usize> {
+    if is(&argv[0], "sort") || is(&argv[0], "sort_ro") {
+        return sort_keys(argv).into_iter().map(|(at, _)| at).collect();
+    }
+    let Some(Frame::Array(fields)) = tables().info.get(full_name.as_bytes()) else {
+        return Vec::new();
+    };
+    let Some(specs) = fields.get(8).and_then(items) else {
+        return Vec::new();
+    };
+    let mut keys = Vec::new();
+    for spec in specs {
+        match keys_of_spec(spec, argv) {
+            Some(positions) => keys.extend(positions),
+            None => return Vec::new(),
+        }
+    }
+    keys
+}
+
 /// `SORT`'s keys as Redis's `sortGetKeys` finds them: the sorted key, read, and the last `STORE`
 /// destination, overwritten (the `BY` and `GET` patterns are not keys to it); `SORT_RO` has only
 /// the first.

@@ -252,11 +252,19 @@ impl<'a> Cx<'a> {
 
     /// `SPUBLISH shardchannel message` now: how many clients received it.
     pub fn spublish(&mut self, channel: &[u8], message: &[u8]) -> i64 {
+        if self.engine.is_cluster_node() {
+            // The other nodes of the shard deliver it too; the count is this node's.
+            self.engine.shard_publish(channel, message);
+        }
         self.engine.spublish(channel, message, self.now)
     }
 
     /// `PUBLISH channel message` now: how many clients received it.
     pub fn publish(&mut self, channel: &[u8], message: &[u8]) -> i64 {
+        if self.engine.is_cluster_node() {
+            // Every node of a cluster delivers it; the count is this node's.
+            self.engine.broadcast_publish(channel, message);
+        }
         self.engine.publish(channel, message, self.now)
     }
 

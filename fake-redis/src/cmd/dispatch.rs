@@ -127,6 +127,11 @@ fn dispatch(engine: &mut Engine, id: u64, argv: &[Bytes], now: i64, may_block: b
             return reject(engine, id, spec, denied.error(name));
         }
     }
+    if engine.is_cluster_node()
+        && let Err(error) = super::redirect::route(engine, id, spec, name, argv, now)
+    {
+        return redirected(engine, id, spec, error);
+    }
     if spec.has(WRITE) && engine.is_read_only_replica() && !runs_unflagged_script(spec) {
         return reject(engine, id, spec, crate::engine::replication::READONLY);
     }
@@ -197,6 +202,22 @@ fn reject(engine: &mut Engine, id: u64, spec: &Spec, error: Frame) -> Frame {
     let error = refusal(engine, id, spec, error);
     let name = engine.client_mut(id).map_or("NULL", |c| c.last_command);
     engine.count_rejection(name, &error);
+    error
+}
+
+/// A call a cluster node does not serve (`cmd/redirect.rs`): refused as [`reject`] refuses it,
+/// except that an `EXEC` answers the redirection itself, its transaction discarded, as Redis's
+/// `processCommand` does.
+#[cold]
+fn redirected(engine: &mut Engine, id: u64, spec: &Spec, error: Frame) -> Frame {
+    if !std::ptr::eq(spec, &super::transactions::EXEC) {
+        return reject(engine, id, spec, error);
+    }
+    if let Some(client) = engine.client_mut(id) {
+        client.multi = None;
+    }
+    engine.unwatch(id);
+    engine.count_rejection("exec", &error);
     error
 }
 

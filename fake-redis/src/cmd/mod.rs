@@ -6,7 +6,8 @@
 //! every command (`PAUSE`, `REPLY`, `TRACKING`), `server` for `OBJECT`, `MEMORY`, `SHUTDOWN` and
 //! the other server commands,
 //! `acl`, `dump` for `DUMP` and `RESTORE`, `cluster` for the cluster, module and debugging
-//! commands a standalone server refuses, `replication` for `WAIT` and `REPLICAOF`), mini-redis
+//! commands a standalone server refuses (`cluster_mode` answers `CLUSTER` on a cluster node,
+//! `redirect` routes its calls), `replication` for `WAIT` and `REPLICAOF`), mini-redis
 //! style: a handler reads its arguments through one cursor ([`Args`](parse::Args), in
 //! `parse.rs`), a command with options parses them into a small struct first (`Set::parse`,
 //! `Expire::parse`) and then applies it; a simple one is a
@@ -22,6 +23,7 @@ mod bitmaps;
 mod blocking;
 mod client;
 mod cluster;
+mod cluster_mode;
 mod command_docs;
 mod config;
 mod connection;
@@ -37,6 +39,7 @@ mod lists;
 mod long_double;
 mod parse;
 mod pubsub;
+mod redirect;
 mod replication;
 mod scripting;
 mod server;

@@ -39,6 +39,7 @@ use std::task::Waker;
 
 pub(crate) mod blocking;
 pub mod client_limit;
+pub mod cluster;
 pub(crate) mod db;
 pub(crate) mod expiry;
 pub(crate) mod glob;
@@ -187,6 +188,8 @@ pub(crate) struct Client {
     silenced: bool,
     /// `CLIENT TRACKING on` (`engine/tracking.rs`).
     pub tracking: Option<Box<tracking::Tracking>>,
+    /// `READONLY` and a pending `ASKING` on a cluster node (`engine/cluster.rs`).
+    cluster_flags: u8,
 }
 
 impl Client {
@@ -358,6 +361,8 @@ pub struct Engine {
     /// The node's place in its topology: a primary and its replicas' streams, or a replica and
     /// the stream it applies (`engine/replication.rs`).
     replication: replication::Replication,
+    /// The node's cluster, when it runs in cluster mode (`engine/cluster.rs`).
+    cluster: Option<Box<cluster::Member>>,
 }
 
 /// How a driver runs, at `EXEC`, the commands of its own it queued in a client's transaction: the
@@ -426,6 +431,7 @@ impl Engine {
             shut_down: false,
             tracking: tracking::TrackingTables::default(),
             replication: replication::Replication::default(),
+            cluster: None,
         };
         // The keyspaces log what the configured notifications need.
         let flags = engine.config.notify_keyspace_events;
@@ -551,6 +557,7 @@ impl Engine {
                 no_reply: false,
                 silenced: false,
                 tracking: None,
+                cluster_flags: 0,
             },
         );
         ClientId(id)
@@ -569,6 +576,9 @@ impl Engine {
         self.unwatch(client.0);
         self.remove_monitor(client.0);
         self.disable_tracking(client.0);
+        if self.cluster.is_some() {
+            self.forget_bus_waker(client.0);
+        }
         let Some(mut c) = self.clients.remove(&client.0) else {
             return;
         };
@@ -640,11 +650,17 @@ impl Engine {
 
     /// Takes the oldest frame queued for `client`.
     pub fn pop_outbox(&mut self, client: ClientId) -> Option<Outbound> {
+        if self.cluster.is_some() {
+            self.take_bus(self.now());
+        }
         self.clients.get_mut(&client.0)?.outbox.pop_front()
     }
 
     /// Takes every frame queued for `client`, oldest first.
     pub fn drain_outbox(&mut self, client: ClientId) -> Vec<Frame> {
+        if self.cluster.is_some() {
+            self.take_bus(self.now());
+        }
         self.clients
             .get_mut(&client.0)
             .map(|c| c.outbox.drain(..).map(|o| o.frame).collect())
@@ -659,6 +675,10 @@ impl Engine {
     /// Asks to be woken (once) when a frame is queued for `client`, its block ends, or it is
     /// disconnected. Wakes at once if any already happened.
     pub fn register_waker(&mut self, client: ClientId, waker: &Waker) {
+        if self.cluster.is_some() {
+            self.take_bus(self.now());
+            self.register_bus_waker(client.0, waker);
+        }
         match self.clients.get_mut(&client.0) {
             Some(c) if c.outbox.is_empty() && c.unblocked.is_none() => {
                 c.waker = Some(waker.clone());
@@ -685,6 +705,9 @@ impl Engine {
             self.apply_due_server_faults();
         }
         let now = self.now();
+        if self.cluster_due(now) {
+            self.cluster_tick(now);
+        }
         if self.replication.is_active() {
             self.replication_tick(now);
         }
@@ -749,6 +772,9 @@ impl Engine {
         }
         self.collect_dirty();
         self.propagate(Some(client.0), now);
+        if self.cluster.is_some() {
+            self.publish_cluster_offset();
+        }
         if let Some(c) = self.clients.get_mut(&client.0) {
             c.last_command_at = now;
             if c.closing {

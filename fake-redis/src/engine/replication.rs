@@ -47,8 +47,8 @@ pub const DEFAULT_BASE_PORT: u16 = 6379;
 /// leaves the others' draws as they were).
 const LAG_STREAM: u64 = 0x7265_706c_6167; // "replag"
 
-/// A node of a topology: the primary, or one of its replicas by index. (A cluster's shards will
-/// number their primaries and replicas the same way, under a shard index.)
+/// A node of a topology: the primary, or one of its replicas by index; in a
+/// [`Cluster`](crate::engine::cluster::Cluster), the same under a shard index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ServerNode {
     shard: u16,
@@ -75,6 +75,33 @@ impl ServerNode {
         self.replica
     }
 
+    /// The primary of a cluster's shard `shard` (as the cluster was created: a failover may
+    /// have promoted one of its replicas since).
+    pub fn shard_primary(shard: u16) -> ServerNode {
+        ServerNode {
+            shard,
+            replica: None,
+        }
+    }
+
+    /// Replica `index` of a cluster's shard `shard`.
+    pub fn shard_replica(shard: u16, index: u16) -> ServerNode {
+        ServerNode {
+            shard,
+            replica: Some(index),
+        }
+    }
+
+    /// The node of shard `shard`: its primary (None) or a replica.
+    pub fn in_shard(shard: u16, replica: Option<u16>) -> ServerNode {
+        ServerNode { shard, replica }
+    }
+
+    /// The node's shard (0 outside a cluster).
+    pub fn shard(self) -> u16 {
+        self.shard
+    }
+
     /// The node's position in its topology: 0 for the primary, `1 + index` for a replica.
     fn position(self) -> usize {
         self.replica.map_or(0, |i| usize::from(i) + 1)
@@ -83,6 +110,9 @@ impl ServerNode {
 
 impl fmt::Display for ServerNode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.shard != 0 {
+            write!(f, "shard({}).", self.shard)?;
+        }
         match self.replica {
             None => write!(f, "primary"),
             Some(i) => write!(f, "replica({i})"),
@@ -134,6 +164,8 @@ impl ReplicaLag {
 pub struct Topology {
     nodes: Vec<Arc<Mutex<Engine>>>,
     base_port: u16,
+    /// The shard it is in a cluster (0 alone).
+    shard: u16,
 }
 
 impl fmt::Debug for Topology {
@@ -153,6 +185,7 @@ impl Topology {
         Topology {
             nodes: vec![Arc::new(Mutex::new(primary))],
             base_port: DEFAULT_BASE_PORT,
+            shard: 0,
         }
     }
 
@@ -172,12 +205,12 @@ impl Topology {
         let port = self.port_of(index as usize + 1);
         let replica = lock(&self.nodes[0]).attach_replica(index, lag, port);
         self.nodes.push(Arc::new(Mutex::new(replica)));
-        ServerNode::replica(index)
+        ServerNode::in_shard(self.shard, Some(index))
     }
 
     /// The engine of `node`, if the topology has it.
     pub fn get(&self, node: ServerNode) -> Option<&Arc<Mutex<Engine>>> {
-        if node.shard != 0 {
+        if node.shard != self.shard {
             return None;
         }
         self.nodes.get(node.position())
@@ -196,13 +229,16 @@ impl Topology {
 
     /// Every node with its engine: the primary first, then the replicas by index.
     pub fn nodes(&self) -> impl Iterator<Item = (ServerNode, &Arc<Mutex<Engine>>)> {
-        self.nodes.iter().enumerate().map(|(i, e)| {
-            let node = match i {
-                0 => ServerNode::PRIMARY,
-                i => ServerNode::replica((i - 1) as u16),
-            };
-            (node, e)
+        let shard = self.shard;
+        self.nodes.iter().enumerate().map(move |(i, e)| {
+            let replica = i.checked_sub(1).map(|r| r as u16);
+            (ServerNode::in_shard(shard, replica), e)
         })
+    }
+
+    /// Makes it shard `shard` of a cluster: its nodes are named under that shard.
+    pub(crate) fn set_shard(&mut self, shard: u16) {
+        self.shard = shard;
     }
 
     /// Announces the nodes on consecutive ports from `port` (the primary's), as the TCP server
@@ -210,7 +246,16 @@ impl Topology {
     pub fn set_base_port(&mut self, port: u16) {
         self.base_port = port;
         let ports: Vec<u16> = (0..self.nodes.len()).map(|i| self.port_of(i)).collect();
-        for (i, engine) in self.nodes.iter().enumerate() {
+        self.set_ports(&ports);
+    }
+
+    /// Announces each node on its port in `ports` (the primary's first, then the replicas'),
+    /// which a cluster's shard needs: its nodes' ports are not consecutive.
+    pub(crate) fn set_ports(&mut self, ports: &[u16]) {
+        if let Some(&first) = ports.first() {
+            self.base_port = first;
+        }
+        for (i, engine) in self.nodes.iter().enumerate().take(ports.len()) {
             let mut engine = lock(engine);
             let r = &mut engine.replication;
             r.port = ports[i];
@@ -659,6 +704,20 @@ impl Engine {
                 }
             }
         }
+    }
+
+    /// The node's replication offset (`master_repl_offset`).
+    pub(crate) fn repl_offset(&self) -> i64 {
+        self.replication.offset
+    }
+
+    /// A cluster's failover of the replica at `at` (now or a moment ago): it applies the batches
+    /// that had reached it by then, and is promoted with them (see [`Engine::promote`]).
+    pub(crate) fn promote_at(&mut self, at: i64) -> bool {
+        if self.replication.upstream.is_some() {
+            self.receive(at);
+        }
+        self.promote()
     }
 
     /// `REPLICAOF NO ONE` on a replica: it becomes a primary with what it has applied; what is

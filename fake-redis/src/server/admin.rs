@@ -468,6 +468,10 @@ pub fn describe(kind: &FaultEventKind) -> String {
             "clients-paused-until {until} {}",
             if *writes_only { "write" } else { "all" }
         ),
+        FaultEventKind::ShardFailedOver(shard) => format!("shard-failed-over {shard}"),
+        FaultEventKind::SlotMigrated { slot, to_shard } => {
+            format!("slot-migrated {slot} to-shard {to_shard}")
+        }
     }
 }
 
