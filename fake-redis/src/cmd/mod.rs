@@ -39,6 +39,7 @@ mod parse;
 mod pubsub;
 mod replication;
 mod scripting;
+mod sentinel;
 mod server;
 mod sets;
 mod sort;
