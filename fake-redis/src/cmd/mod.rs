@@ -6,7 +6,8 @@
 //! every command (`PAUSE`, `REPLY`, `TRACKING`), `server` for `OBJECT`, `MEMORY`, `SHUTDOWN` and
 //! the other server commands,
 //! `acl`, `dump` for `DUMP` and `RESTORE`, `cluster` for the cluster, module and debugging
-//! commands a standalone server refuses, `replication` for `WAIT` and `REPLICAOF`), mini-redis
+//! commands a standalone server refuses, `replication` for `WAIT` and `REPLICAOF`, `sentinel` for
+//! the table a Sentinel's engine answers from instead of this one), mini-redis
 //! style: a handler reads its arguments through one cursor ([`Args`](parse::Args), in
 //! `parse.rs`), a command with options parses them into a small struct first (`Set::parse`,
 //! `Expire::parse`) and then applies it; a simple one is a

@@ -212,7 +212,8 @@ fn info_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     if want("sentinel") {
         sections.push(state(cx).info_section());
     }
-    Ok(Frame::text(sections.join("\r\n")))
+    // A bulk string in RESP3 too: a sentinel's `INFO` is not a verbatim string, a server's is.
+    Ok(Frame::Bulk(Bytes::from(sections.join("\r\n"))))
 }
 
 /// `PUBLISH`: a sentinel takes only other sentinels' hellos (which the fake, alone, has no use

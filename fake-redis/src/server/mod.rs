@@ -25,6 +25,10 @@
 //! go on being served. On a current-thread runtime that cannot be done, and nothing else is
 //! served until the script ends (on a virtual clock its instruction budget ends it).
 //!
+//! A [`ServerGroup`] serves several engines of one process, each on its own port, on one clock
+//! and with one shutdown: `fake-redis-server --replicas <n>` is a primary, its replicas and a
+//! Sentinel ([`ServerGroup::replicated`]), the ports bound together by [`bind_group`].
+//!
 //! [`Server`] is the server without a listener: [`Server::serve_connection`] serves any byte
 //! stream (a socket, or `tokio::io::duplex` in tests). [`Server::start`] binds a TCP listener and
 //! serves it in a task; [`Server::run`] does the same on the caller's task until a shutdown
