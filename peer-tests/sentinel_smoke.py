@@ -2,7 +2,8 @@
 through the sentinel, and find the new primary with what was written.
 
 Usage: python sentinel_smoke.py <sentinel-port> [<master-name>]
-Run by scripts/peer-tests on the fake-redis-server it tests; exits non-zero on the first failure.
+Run by scripts/peer-tests on the fake-redis-server it tests, with redis-py from the sdist it
+tests; exits non-zero on the first failure.
 """
 
 import sys

@@ -10,9 +10,9 @@
 mod support;
 
 use bytes::BytesMut;
+use fake_redis::ReplicaLag;
 use fake_redis::resp::{Frame, ReplyParser};
 use fake_redis::server::{ClockChoice, RunningGroup, ServerConfig, ServerGroup};
-use fake_redis::ReplicaLag;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use support::OwnServer;
@@ -84,7 +84,10 @@ impl RealGroup {
                     return group;
                 }
             }
-            assert!(Instant::now() < deadline, "the real sentinel never saw the replica");
+            assert!(
+                Instant::now() < deadline,
+                "the real sentinel never saw the replica"
+            );
             std::thread::sleep(Duration::from_millis(200));
         }
     }
@@ -165,7 +168,11 @@ fn text(frame: &Frame) -> String {
 /// A reply's maps (an array of maps, flat pairs in RESP2) as (field, value) lists.
 fn as_maps(reply: &Frame) -> Vec<Vec<(String, String)>> {
     match reply {
-        Frame::Array(items) if items.iter().all(|i| matches!(i, Frame::Array(_) | Frame::Map(_))) => {
+        Frame::Array(items)
+            if items
+                .iter()
+                .all(|i| matches!(i, Frame::Array(_) | Frame::Map(_))) =>
+        {
             items.iter().flat_map(as_maps).collect()
         }
         Frame::Array(flat) => vec![
@@ -204,7 +211,11 @@ fn shape(reply: &[u8]) -> Vec<Vec<(String, String)>> {
         .map(|m| {
             m.into_iter()
                 .map(|(k, v)| {
-                    let v = if VARYING.contains(&k.as_str()) { String::new() } else { v };
+                    let v = if VARYING.contains(&k.as_str()) {
+                        String::new()
+                    } else {
+                        v
+                    };
                     (k, v)
                 })
                 .collect()
@@ -305,7 +316,9 @@ fn the_fake_sentinel_answers_as_redis_sentinel_does() {
         };
         assert_eq!(addr(&mut f, fake.port(0)), addr(&mut r, real.primary.port));
         let myid = |conn: &mut Real| parse(&call(conn, &["SENTINEL", "myid"]));
-        assert!(matches!((myid(&mut f), myid(&mut r)), (Frame::Bulk(a), Frame::Bulk(b)) if a.len() == 40 && b.len() == 40));
+        assert!(
+            matches!((myid(&mut f), myid(&mut r)), (Frame::Bulk(a), Frame::Bulk(b)) if a.len() == 40 && b.len() == 40)
+        );
         let sentinel_section = |conn: &mut Real, port: u16| {
             let info = call(conn, &["INFO", "sentinel"]);
             String::from_utf8_lossy(&info).replace(&port.to_string(), "PORT")
@@ -347,7 +360,10 @@ fn a_failover_publishes_what_redis_sentinel_publishes_up_to_switch_master() {
         let mut sub = Real::connect(sentinel);
         call(&mut sub, &["PSUBSCRIBE", "*"]);
         let mut conn = Real::connect(sentinel);
-        assert_eq!(call(&mut conn, &["SENTINEL", "failover", MASTER]), b"+OK\r\n");
+        assert_eq!(
+            call(&mut conn, &["SENTINEL", "failover", MASTER]),
+            b"+OK\r\n"
+        );
         let id = text(&parse(&call(&mut conn, &["SENTINEL", "myid"])));
         let events = messages_until(&mut sub, "+switch-master");
         // The real sentinel notices the old primary's new role in its own time: those events,
@@ -364,7 +380,10 @@ fn a_failover_publishes_what_redis_sentinel_publishes_up_to_switch_master() {
             })
             .collect();
         let addr = call(&mut conn, &["SENTINEL", "get-master-addr-by-name", MASTER]);
-        (events, String::from_utf8_lossy(&addr).replace(&ports[1].to_string(), "NEW"))
+        (
+            events,
+            String::from_utf8_lossy(&addr).replace(&ports[1].to_string(), "NEW"),
+        )
     };
     let want = run(real.sentinel_port, [real.primary.port, real.replica.port]);
     let got = run(fake.sentinel_port(), [fake.port(0), fake.port(1)]);

@@ -183,8 +183,7 @@ async fn serve_replicated(
     lag: fake_redis::ReplicaLag,
     master_name: &str,
 ) -> ExitCode {
-    let listeners = match fake_redis::server::bind_group(&config, usize::from(replicas) + 2).await
-    {
+    let listeners = match fake_redis::server::bind_group(&config, usize::from(replicas) + 2).await {
         Ok(l) => l,
         Err(e) => {
             tracing::error!("{e}");

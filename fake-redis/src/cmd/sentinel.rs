@@ -44,7 +44,9 @@ static TABLE: &[(&str, &Spec)] = &[
 
 /// The command a sentinel knows by `name` (any case).
 pub(crate) fn lookup(name: &[u8]) -> Option<&'static Spec> {
-    let found = TABLE.iter().find(|(n, _)| n.as_bytes().eq_ignore_ascii_case(name));
+    let found = TABLE
+        .iter()
+        .find(|(n, _)| n.as_bytes().eq_ignore_ascii_case(name));
     found.map(|&(_, spec)| spec)
 }
 
@@ -202,10 +204,8 @@ fn info_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     if argv.len() > 1 {
         let reply = (super::connection::INFO.run)(cx, &mut Args::new(&argv))?;
         if let Frame::Bulk(text) | Frame::Verbatim { text, .. } = reply {
-            let text = String::from_utf8_lossy(&text).replace(
-                "redis_mode:standalone",
-                "redis_mode:sentinel",
-            );
+            let text = String::from_utf8_lossy(&text)
+                .replace("redis_mode:standalone", "redis_mode:sentinel");
             sections.push(text);
         }
     }

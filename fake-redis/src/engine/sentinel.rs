@@ -149,7 +149,10 @@ fn bulk(s: impl Into<String>) -> Frame {
 }
 
 fn field(name: &'static str, value: impl Into<String>) -> (Frame, Frame) {
-    (Frame::Bulk(Bytes::from_static(name.as_bytes())), bulk(value))
+    (
+        Frame::Bulk(Bytes::from_static(name.as_bytes())),
+        bulk(value),
+    )
 }
 
 impl Sentinel {
@@ -197,7 +200,10 @@ impl Sentinel {
         fields.extend(self.link_fields(now));
         fields.extend([
             field("role-reported", "master"),
-            field("role-reported-time", (now - self.role_since).max(0).to_string()),
+            field(
+                "role-reported-time",
+                (now - self.role_since).max(0).to_string(),
+            ),
             field("config-epoch", self.config_epoch.to_string()),
             field("num-slaves", (self.nodes.len() - 1).to_string()),
             field("num-other-sentinels", "0"),
@@ -211,7 +217,11 @@ impl Sentinel {
     /// One map per replica: `SENTINEL replicas`' reply, in port order.
     pub fn replica_fields(&self, now: i64) -> Frame {
         let primary_port = self.nodes[self.primary].port;
-        let replicas = self.nodes.iter().enumerate().filter(|&(i, _)| i != self.primary);
+        let replicas = self
+            .nodes
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| i != self.primary);
         let maps = replicas.map(|(_, node)| {
             let linked = node.follows == Some(primary_port);
             let mut fields = vec![
@@ -225,13 +235,23 @@ impl Sentinel {
             fields.extend([
                 field(
                     "role-reported",
-                    if node.follows.is_some() { "slave" } else { "master" },
+                    if node.follows.is_some() {
+                        "slave"
+                    } else {
+                        "master"
+                    },
                 ),
-                field("role-reported-time", (now - self.role_since).max(0).to_string()),
+                field(
+                    "role-reported-time",
+                    (now - self.role_since).max(0).to_string(),
+                ),
                 field("master-link-down-time", "0"),
                 field("master-link-status", if linked { "ok" } else { "err" }),
                 field("master-host", HOST),
-                field("master-port", node.follows.unwrap_or(primary_port).to_string()),
+                field(
+                    "master-port",
+                    node.follows.unwrap_or(primary_port).to_string(),
+                ),
                 field("slave-priority", "100"),
                 field("slave-repl-offset", node.offset.to_string()),
                 field("replica-announced", "1"),
@@ -318,12 +338,21 @@ impl Sentinel {
         let mut events = vec![
             event("+new-epoch", self.config_epoch.to_string()),
             event("+try-failover", master(old_port)),
-            event("+vote-for-leader", format!("{} {}", self.myid, self.config_epoch)),
+            event(
+                "+vote-for-leader",
+                format!("{} {}", self.myid, self.config_epoch),
+            ),
             event("+elected-leader", master(old_port)),
             event("+failover-state-select-slave", master(old_port)),
             event("+selected-slave", instance(new_port, old_port)),
-            event("+failover-state-send-slaveof-noone", instance(new_port, old_port)),
-            event("+failover-state-wait-promotion", instance(new_port, old_port)),
+            event(
+                "+failover-state-send-slaveof-noone",
+                instance(new_port, old_port),
+            ),
+            event(
+                "+failover-state-wait-promotion",
+                instance(new_port, old_port),
+            ),
             event("+promoted-slave", instance(new_port, old_port)),
             event("+failover-state-reconf-slaves", master(old_port)),
         ];
@@ -337,14 +366,20 @@ impl Sentinel {
             let (index, lag) = links
                 .iter()
                 .find(|l| l.0 == port)
-                .map_or((promoted_index, promoted_lag), |&(_, index, lag)| (index, lag));
+                .map_or((promoted_index, promoted_lag), |&(_, index, lag)| {
+                    (index, lag)
+                });
             // One engine locked at a time: the new primary's snapshot, then the follower's sync.
             let sync = lock(&self.nodes[new].engine).sync_replica(index, lag, port);
             let mut engine = lock(&self.nodes[i].engine);
             engine.catch_up();
             engine.follow(sync);
             if i != old {
-                for what in ["+slave-reconf-sent", "+slave-reconf-inprog", "+slave-reconf-done"] {
+                for what in [
+                    "+slave-reconf-sent",
+                    "+slave-reconf-inprog",
+                    "+slave-reconf-done",
+                ] {
                     events.push(event(what, instance(port, old_port)));
                 }
             }

@@ -59,8 +59,8 @@ pub use limits::{OpenFiles, RESERVED_FDS, fit_open_files};
 pub use time::ClockChoice;
 
 use crate::engine::EngineConfig;
-use crate::engine::replication::{ReplicaLag, ServerNode, Topology};
 use crate::engine::client_limit::ClientLimit;
+use crate::engine::replication::{ReplicaLag, ServerNode, Topology};
 use crate::inprocess::link::{ScriptWatch, SharedEngine, lock, shared};
 use bytes::Bytes;
 use std::future::Future;
@@ -660,7 +660,10 @@ impl ServerGroup {
 /// # Errors
 ///
 /// [`ServerError::Bind`] for the first port that cannot be bound (with port 0: after 50 tries).
-pub async fn bind_group(config: &ServerConfig, count: usize) -> Result<Vec<TcpListener>, ServerError> {
+pub async fn bind_group(
+    config: &ServerConfig,
+    count: usize,
+) -> Result<Vec<TcpListener>, ServerError> {
     let at = |port: u16| ServerConfig {
         port,
         ..config.clone()
