@@ -8,7 +8,8 @@ use bytes::Bytes;
 use clap::Parser;
 use fake_redis::Clock;
 use fake_redis::server::{
-    ClockChoice, DEFAULT_MAXCLIENTS, DEFAULT_PORT, DEFAULT_TCP_BACKLOG, Server, ServerConfig,
+    ClockChoice, DEFAULT_MAXCLIENTS, DEFAULT_PORT, DEFAULT_TCP_BACKLOG, Door, Server, ServerConfig,
+    ServerGroup,
 };
 use std::net::IpAddr;
 use std::process::ExitCode;
@@ -74,6 +75,19 @@ struct Args {
         default_value_t = 5000
     )]
     busy_reply_threshold: u64,
+    /// Serve a primary, <N> replicas and a Sentinel, in this one process on one clock and seed:
+    /// the primary on --port, replica i on --port + 1 + i, the Sentinel on --port + 1 + N (with
+    /// --port 0, a free run of N + 2 ports; the log names each). ROLE and INFO replication
+    /// announce these ports; the Sentinel answers SENTINEL get-master-addr-by-name, masters,
+    /// replicas, failover and the others clients use, and publishes +switch-master.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(0..=1000))]
+    replicas: Option<u16>,
+    /// How far behind each replica applies the primary's writes, ms (with --replicas).
+    #[arg(long, value_name = "MS", default_value_t = 0, requires = "replicas")]
+    replica_lag_ms: u32,
+    /// The master name the Sentinel watches (with --replicas).
+    #[arg(long, value_name = "NAME", default_value = fake_redis::DEFAULT_MASTER_NAME, requires = "replicas")]
+    sentinel_master_name: String,
     /// Print the Lua body of one of the lock's scripts (acquire, acquire_fenced, release,
     /// renew_batch, force_unlock) and exit: `redis-cli SCRIPT LOAD "$(fake-redis-server
     /// --print-script acquire)"`.
@@ -139,6 +153,15 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if let Some(replicas) = args.replicas {
+        let lag = fake_redis::ReplicaLag::fixed(i64::from(args.replica_lag_ms));
+        return runtime.block_on(serve_replicated(
+            config,
+            replicas,
+            lag,
+            &args.sentinel_master_name,
+        ));
+    }
     runtime.block_on(async move {
         let listener = match fake_redis::server::bind(&config).await {
             Ok(l) => l,
@@ -147,22 +170,61 @@ fn main() -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
-        if let ClockChoice::Virtual { epoch_ms } = config.clock {
-            tracing::info!(
-                epoch_ms,
-                "virtual clock starts at {epoch_ms} (replay with --epoch-ms {epoch_ms})"
-            );
-        }
-        tracing::info!(
-            clock = ?config.clock,
-            seed = config.seed,
-            auth = config.requirepass.is_some(),
-            maxclients = config.maxclients,
-            "starting"
-        );
+        log_start(&config);
         Server::new(&config).run(listener, shutdown_signal()).await;
         ExitCode::SUCCESS
     })
+}
+
+/// `--replicas <n>`: a primary, its replicas and a Sentinel on consecutive ports.
+async fn serve_replicated(
+    config: ServerConfig,
+    replicas: u16,
+    lag: fake_redis::ReplicaLag,
+    master_name: &str,
+) -> ExitCode {
+    let listeners = match fake_redis::server::bind_group(&config, usize::from(replicas) + 2).await {
+        Ok(l) => l,
+        Err(e) => {
+            tracing::error!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let ports: Vec<u16> = listeners
+        .iter()
+        .filter_map(|l| l.local_addr().ok())
+        .map(|a| a.port())
+        .collect();
+    log_start(&config);
+    for (door, port) in ServerGroup::replicated_doors(replicas).iter().zip(&ports) {
+        match door {
+            Door::Node(node) => tracing::info!(port, "{node} on port {port}"),
+            Door::Sentinel => tracing::info!(
+                port,
+                "sentinel on port {port}, watching the primary as {master_name:?}"
+            ),
+        }
+    }
+    let group = ServerGroup::replicated(&config, ports[0], replicas, lag, master_name);
+    group.run(listeners, shutdown_signal()).await;
+    ExitCode::SUCCESS
+}
+
+/// The start's log lines: the virtual clock's epoch (to replay with), then the settings.
+fn log_start(config: &ServerConfig) {
+    if let ClockChoice::Virtual { epoch_ms } = config.clock {
+        tracing::info!(
+            epoch_ms,
+            "virtual clock starts at {epoch_ms} (replay with --epoch-ms {epoch_ms})"
+        );
+    }
+    tracing::info!(
+        clock = ?config.clock,
+        seed = config.seed,
+        auth = config.requirepass.is_some(),
+        maxclients = config.maxclients,
+        "starting"
+    );
 }
 
 /// Resolves on SIGINT or SIGTERM.

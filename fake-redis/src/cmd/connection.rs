@@ -144,7 +144,7 @@ fn hello_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         false => "master",
     };
     let field = |k: &'static str| Frame::Bulk(Bytes::from_static(k.as_bytes()));
-    Ok(Frame::Map(vec![
+    let mut fields = vec![
         (field("server"), field("redis")),
         (field("version"), field(REDIS_VERSION)),
         (field("proto"), Frame::Integer(i64::from(proto))),
@@ -152,7 +152,13 @@ fn hello_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         (field("mode"), field("standalone")),
         (field("role"), field(role)),
         (field("modules"), Frame::Array(Vec::new())),
-    ]))
+    ];
+    if cx.engine().is_sentinel() {
+        // A sentinel names its mode and has no role to give.
+        fields[4].1 = field("sentinel");
+        fields.remove(5);
+    }
+    Ok(Frame::Map(fields))
 }
 
 fn select_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {

@@ -82,7 +82,10 @@ fn dispatch(engine: &mut Engine, id: u64, argv: &[Bytes], now: i64, may_block: b
     let Some(name) = argv.first() else {
         return Frame::error("ERR empty command");
     };
-    let spec = lookup(name);
+    let spec = match engine.is_sentinel() {
+        false => lookup(name),
+        true => super::sentinel::lookup(name),
+    };
     let client = engine.client_mut(id).expect("checked by start_command");
     let Some(spec) = spec else {
         client.last_command = "NULL";

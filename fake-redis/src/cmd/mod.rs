@@ -7,7 +7,8 @@
 //! the other server commands,
 //! `acl`, `dump` for `DUMP` and `RESTORE`, `cluster` for the cluster, module and debugging
 //! commands a standalone server refuses (`cluster_mode` answers `CLUSTER` on a cluster node,
-//! `redirect` routes its calls), `replication` for `WAIT` and `REPLICAOF`), mini-redis
+//! `redirect` routes its calls), `replication` for `WAIT` and `REPLICAOF`, `sentinel` for the
+//! table a Sentinel's engine answers from instead of this one), mini-redis
 //! style: a handler reads its arguments through one cursor ([`Args`](parse::Args), in
 //! `parse.rs`), a command with options parses them into a small struct first (`Set::parse`,
 //! `Expire::parse`) and then applies it; a simple one is a
@@ -42,6 +43,7 @@ mod pubsub;
 mod redirect;
 mod replication;
 mod scripting;
+mod sentinel;
 mod server;
 mod sets;
 mod sort;

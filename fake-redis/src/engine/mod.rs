@@ -52,6 +52,7 @@ mod pubsub;
 pub(crate) mod rdb;
 pub mod replication;
 pub(crate) mod reply;
+pub mod sentinel;
 pub(crate) mod set;
 mod shutdown;
 mod stats;
@@ -363,6 +364,9 @@ pub struct Engine {
     replication: replication::Replication,
     /// The node's cluster, when it runs in cluster mode (`engine/cluster.rs`).
     cluster: Option<Box<cluster::Member>>,
+    /// A Sentinel's state: the engine answers the sentinel's commands instead of Redis's
+    /// (`engine/sentinel.rs`, `cmd/sentinel.rs`).
+    pub(crate) sentinel: Option<Box<sentinel::Sentinel>>,
 }
 
 /// How a driver runs, at `EXEC`, the commands of its own it queued in a client's transaction: the
@@ -432,6 +436,7 @@ impl Engine {
             tracking: tracking::TrackingTables::default(),
             replication: replication::Replication::default(),
             cluster: None,
+            sentinel: None,
         };
         // The keyspaces log what the configured notifications need.
         let flags = engine.config.notify_keyspace_events;
@@ -447,6 +452,12 @@ impl Engine {
     /// The clock's time without clock jumps: the time fault plans are written in.
     pub fn clock_now(&self) -> i64 {
         self.clock.now_ms()
+    }
+
+    /// Whether the engine is a Sentinel ([`Topology::sentinel`](replication::Topology::sentinel)).
+    #[inline]
+    pub fn is_sentinel(&self) -> bool {
+        self.sentinel.is_some()
     }
 
     /// The configuration.

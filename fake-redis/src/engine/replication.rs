@@ -374,6 +374,19 @@ struct Upstream {
     scripts_on_lua: bool,
 }
 
+/// What a primary hands a node that starts to follow it (see [`Engine::sync_replica`]).
+pub(crate) struct FullSync {
+    /// Each database's live keys.
+    snapshot: Vec<(usize, Vec<(Bytes, Entry)>)>,
+    stream: SharedStream,
+    ids: (String, String),
+    /// The primary's offset at the sync.
+    offset: i64,
+    primary_port: u16,
+    /// The port the replica announces.
+    port: u16,
+}
+
 /// A client waiting in `WAIT`.
 #[derive(Clone, Copy)]
 struct Wait {
@@ -463,7 +476,6 @@ impl Engine {
 
     /// Makes a replica of this primary (see [`Topology::add_replica`]).
     fn attach_replica(&mut self, index: u16, lag: ReplicaLag, port: u16) -> Engine {
-        let now = self.now();
         let seed = self.config.seed;
         let config = EngineConfig {
             seed: lock_core::seed::Seed(seed).draw(LAG_STREAM ^ 2, u64::from(index), 0),
@@ -471,14 +483,19 @@ impl Engine {
         };
         let clock: Arc<dyn Clock> = self.clock.clone();
         let mut replica = Engine::with_config(clock, config);
-        for (i, db) in self.dbs.iter().enumerate() {
-            for (key, entry) in db.live_entries(now) {
-                replica.dbs[i].apply_replicated(&key, Some(entry), now);
-            }
-        }
-        for db in &mut replica.dbs {
-            db.keep_expired(true);
-        }
+        replica.follow(self.sync_replica(index, lag, port));
+        replica
+    }
+
+    /// The primary's half of a full sync: a copy of its live keys and a new stream to the replica
+    /// at `port`, which it feeds from now on. The replica's half is [`Engine::follow`], under its
+    /// own lock: no engine lock is ever taken inside another.
+    pub(crate) fn sync_replica(&mut self, index: u16, lag: ReplicaLag, port: u16) -> FullSync {
+        let now = self.now();
+        let seed = self.config.seed;
+        let snapshot = (self.dbs.iter().enumerate())
+            .map(|(i, db)| (i, db.live_entries(now)))
+            .collect();
         let ids = self
             .replication
             .replid
@@ -493,32 +510,66 @@ impl Engine {
                 .collect(),
             ..Stream::default()
         }));
-        let scripts_on_lua = replica.lock_scripts_on_lua;
-        // A script's write call on a replica fails as Redis words it; the Lua body says it.
-        replica.run_lock_scripts_on_lua(true);
-        replica.replication = Replication {
-            offset: self.replication.offset,
-            upstream: Some(Upstream {
-                stream: stream.clone(),
-                primary_port: self.replication.port,
-                last_io: now,
-                synced_at: self.replication.offset,
-                scripts_on_lua,
-            }),
-            replid: Some(ids),
-            port,
-            ..Replication::default()
-        };
         self.replication.replicas.push(Link {
             index,
-            stream,
+            stream: stream.clone(),
             lag,
             port,
         });
         for db in &mut self.dbs {
             db.log_replicated(true);
         }
-        replica
+        FullSync {
+            snapshot,
+            stream,
+            ids,
+            offset: self.replication.offset,
+            primary_port: self.replication.port,
+            port,
+        }
+    }
+
+    /// The replica's half of a full sync ([`Engine::sync_replica`]): the node drops its own
+    /// replicas (their streams are cut) and the primary it followed, if any, replaces its keys
+    /// with the primary's, and follows the new stream. This is how a Sentinel's failover turns
+    /// the old primary, and the other replicas, into replicas of the promoted one, as Redis's
+    /// `REPLICAOF host port` does with a full resync.
+    pub(crate) fn follow(&mut self, sync: FullSync) {
+        let now = self.now();
+        if let Some(up) = self.replication.upstream.take() {
+            let mut s = stream(&up.stream);
+            s.cut = true;
+            s.batches.clear();
+        }
+        for link in self.replication.replicas.drain(..) {
+            let mut s = stream(&link.stream);
+            s.cut = true;
+            s.batches.clear();
+        }
+        for (i, entries) in sync.snapshot {
+            let db = &mut self.dbs[i];
+            db.log_replicated(false);
+            db.flush(now);
+            for (key, entry) in entries {
+                db.apply_replicated(&key, Some(entry), now);
+            }
+            db.keep_expired(true);
+        }
+        let scripts_on_lua = self.lock_scripts_on_lua;
+        // A script's write call on a replica fails as Redis words it; the Lua body says it.
+        self.run_lock_scripts_on_lua(true);
+        let r = &mut self.replication;
+        r.offset = sync.offset;
+        r.upstream = Some(Upstream {
+            stream: sync.stream,
+            primary_port: sync.primary_port,
+            last_io: now,
+            synced_at: sync.offset,
+            scripts_on_lua,
+        });
+        r.replid = Some(sync.ids);
+        r.second_offset = None;
+        r.port = sync.port;
     }
 
     /// Ends a command (or an expiry pass) on a primary: what it changed goes to the replicas as
@@ -747,6 +798,18 @@ impl Engine {
     pub(crate) fn followed_primary_port(&self) -> Option<i64> {
         let up = self.replication.upstream.as_ref()?;
         Some(i64::from(up.primary_port))
+    }
+
+    /// The port the node announces (`ROLE`, `INFO replication`, a Sentinel's replies).
+    pub(crate) fn announced_port(&self) -> u16 {
+        self.replication.port
+    }
+
+    /// As a primary: each live replica's port, index and lag.
+    pub(crate) fn replica_links(&self) -> Vec<(u16, u16, ReplicaLag)> {
+        (self.live_links())
+            .map(|(l, _)| (l.port, l.index, l.lag))
+            .collect()
     }
 
     /// `ROLE`'s reply.

@@ -61,7 +61,7 @@ use super::Shared;
 use crate::cmd::{Args, SYNTAX, int, is, wrong_arity};
 use crate::engine::{ClientId, Engine};
 use crate::fault::{CommandFault, Fault, FaultEventKind, FaultPlan, NodeId, Trigger};
-use crate::inprocess::link::lock;
+use crate::inprocess::link::{lock, lock_unless_busy};
 use crate::resp::Frame;
 use bytes::Bytes;
 use std::sync::{Arc, Weak};
@@ -399,6 +399,14 @@ pub(crate) async fn advance_to(shared: &Shared, target: i64) -> i64 {
             engine.catch_up();
             due.map(|_| to)
         };
+        // The group's other engines read the same clock: their due work runs at this time too
+        // (a replica applies what has arrived), one lock at a time; one running a script catches
+        // up after it.
+        for (peer, scripts) in &shared.peers {
+            if let Some(mut peer) = lock_unless_busy(peer, scripts) {
+                peer.catch_up();
+            }
+        }
         shared.clock.notify_advanced();
         match stop {
             // A connection that does not run (never, while the server is healthy) must not

@@ -25,6 +25,10 @@
 //! go on being served. On a current-thread runtime that cannot be done, and nothing else is
 //! served until the script ends (on a virtual clock its instruction budget ends it).
 //!
+//! A [`ServerGroup`] serves several engines of one process, each on its own port, on one clock
+//! and with one shutdown: `fake-redis-server --replicas <n>` is a primary, its replicas and a
+//! Sentinel ([`ServerGroup::replicated`]), the ports bound together by [`bind_group`].
+//!
 //! [`Server`] is the server without a listener: [`Server::serve_connection`] serves any byte
 //! stream (a socket, or `tokio::io::duplex` in tests). [`Server::start`] binds a TCP listener and
 //! serves it in a task; [`Server::run`] does the same on the caller's task until a shutdown
@@ -56,7 +60,8 @@ pub use time::ClockChoice;
 
 use crate::engine::EngineConfig;
 use crate::engine::client_limit::ClientLimit;
-use crate::inprocess::link::{ScriptWatch, SharedEngine, shared};
+use crate::engine::replication::{ReplicaLag, ServerNode, Topology};
+use crate::inprocess::link::{ScriptWatch, SharedEngine, lock, shared};
 use bytes::Bytes;
 use std::future::Future;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -160,7 +165,11 @@ pub(crate) struct Shared {
     pub engine: SharedEngine,
     /// The engine's running script, read without its lock.
     pub scripts: Arc<ScriptWatch>,
-    pub clock: ServerClock,
+    /// The process's one clock, shared by every server of a [`ServerGroup`].
+    pub clock: Arc<ServerClock>,
+    /// The other engines of the process (a group's other nodes), which `FAKE.ADVANCE` catches up
+    /// as it moves the clock, each with its script watch.
+    pub peers: Vec<(SharedEngine, Arc<ScriptWatch>)>,
     /// `maxclients`, shared with the engine's `CONFIG` and `INFO`.
     pub clients: Arc<ClientLimit>,
     pub requirepass: bool,
@@ -168,8 +177,8 @@ pub(crate) struct Shared {
     pub admin: admin::AdminAccess,
     /// Open connections, for `maxclients`.
     pub connections: AtomicUsize,
-    /// Turns `true` once when the server shuts down.
-    pub shutdown: watch::Sender<bool>,
+    /// Turns `true` once when the server shuts down (every server of a group at once).
+    pub shutdown: Arc<watch::Sender<bool>>,
 }
 
 /// A fake Redis server without a listener: an engine on the chosen clock, and the code that
@@ -187,44 +196,84 @@ impl std::fmt::Debug for Server {
     }
 }
 
-impl Server {
-    /// A server set up by `config` (its `bind` and `port` are used by [`Server::start`]).
-    pub fn new(config: &ServerConfig) -> Server {
-        let clock = ServerClock::new(config.clock);
-        let mut settings = std::collections::BTreeMap::new();
-        if config.tcp_backlog != DEFAULT_TCP_BACKLOG {
-            settings.insert("tcp-backlog".to_owned(), config.tcp_backlog.to_string());
+/// The engine settings a server's config asks for.
+fn engine_config(config: &ServerConfig) -> EngineConfig {
+    let mut settings = std::collections::BTreeMap::new();
+    if config.tcp_backlog != DEFAULT_TCP_BACKLOG {
+        settings.insert("tcp-backlog".to_owned(), config.tcp_backlog.to_string());
+    }
+    EngineConfig {
+        seed: config.seed,
+        requirepass: config.requirepass.clone(),
+        busy_reply_threshold_ms: u64::try_from(config.busy_reply_threshold.as_millis())
+            .unwrap_or(u64::MAX),
+        maxclients: config.maxclients,
+        maxclients_ceiling: config.maxclients_ceiling,
+        settings,
+        ..EngineConfig::default()
+    }
+}
+
+/// The engines one process serves, on one clock, with one shutdown: what [`Server::new`] builds
+/// for one engine and [`ServerGroup`] for a topology.
+struct Process {
+    clock: Arc<ServerClock>,
+    shutdown: Arc<watch::Sender<bool>>,
+    engines: Vec<(SharedEngine, Arc<ScriptWatch>)>,
+}
+
+impl Process {
+    fn new(clock: Arc<ServerClock>, engines: Vec<SharedEngine>) -> Process {
+        let engines = engines
+            .into_iter()
+            .map(|engine| {
+                let scripts = lock(&engine).script_watch();
+                (engine, scripts)
+            })
+            .collect();
+        Process {
+            clock,
+            shutdown: Arc::new(watch::Sender::new(false)),
+            engines,
         }
-        let mut engine = clock.engine(EngineConfig {
-            seed: config.seed,
-            requirepass: config.requirepass.clone(),
-            busy_reply_threshold_ms: u64::try_from(config.busy_reply_threshold.as_millis())
-                .unwrap_or(u64::MAX),
-            maxclients: config.maxclients,
-            maxclients_ceiling: config.maxclients_ceiling,
-            settings,
-            ..EngineConfig::default()
-        });
-        let clients = Arc::clone(engine.client_limit());
-        let scripts = engine.script_watch();
+    }
+
+    /// The server of engine `i`, set up by `config`.
+    fn server(&self, config: &ServerConfig, i: usize) -> Server {
+        let (engine, scripts) = self.engines[i].clone();
+        let clients = Arc::clone(lock(&engine).client_limit());
         if config.clock == ClockChoice::System {
             scripts.measure_on_wall_clock(config.busy_reply_threshold);
         }
         scripts.set_detach(Box::new(hand_over_worker));
+        let peers = (self.engines.iter().enumerate())
+            .filter(|&(j, _)| j != i)
+            .map(|(_, peer)| peer.clone())
+            .collect();
         Server {
             shared: Arc::new(Shared {
-                engine: shared(engine),
+                engine,
                 scripts,
-                clock,
+                clock: Arc::clone(&self.clock),
+                peers,
                 clients,
                 requirepass: config.requirepass.is_some(),
                 admin: admin::AdminAccess::new(config),
                 connections: AtomicUsize::new(0),
-                shutdown: watch::Sender::new(false),
+                shutdown: Arc::clone(&self.shutdown),
             }),
         }
     }
+}
 
+impl Server {
+    /// A server set up by `config` (its `bind` and `port` are used by [`Server::start`]).
+    pub fn new(config: &ServerConfig) -> Server {
+        let clock = Arc::new(ServerClock::new(config.clock));
+        let engine = shared(clock.engine(engine_config(config)));
+        let process = Process::new(clock, vec![engine]);
+        process.server(config, 0)
+    }
     /// The engine behind the server, for tests that look at (or set up) its state directly.
     pub fn engine(&self) -> &SharedEngine {
         &self.shared.engine
@@ -478,6 +527,207 @@ impl Drop for RunningServer {
         // Dropped without `stop`: stop accepting and close the connections in the background.
         if self.stop.is_some() {
             self.server.shutdown();
+        }
+    }
+}
+
+/// The servers of one process, each serving one engine on a port of its own, on one clock and
+/// one seed, with one shutdown (a `SHUTDOWN` on any of them, or the group's, stops them all).
+///
+/// [`ServerGroup::replicated`] is `fake-redis-server --replicas <n>`: a primary, its replicas
+/// and a Sentinel watching them, on consecutive ports. The group itself knows nothing of roles:
+/// it is a list of (engine, listener) pairs, served alike.
+#[derive(Clone, Debug)]
+pub struct ServerGroup {
+    servers: Vec<Server>,
+}
+
+/// What a [`ServerGroup::replicated`] serves on each port, from the first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Door {
+    /// A node of the topology (the primary, then the replicas by index).
+    Node(ServerNode),
+    /// The Sentinel watching them.
+    Sentinel,
+}
+
+impl ServerGroup {
+    /// A server for each engine, in order, set up by `config` and sharing `clock`.
+    fn serving(config: &ServerConfig, clock: Arc<ServerClock>, engines: Vec<SharedEngine>) -> Self {
+        let process = Process::new(clock, engines);
+        let servers = (0..process.engines.len())
+            .map(|i| process.server(config, i))
+            .collect();
+        ServerGroup { servers }
+    }
+
+    /// A primary with `replicas` replicas lagging by `lag`, and a Sentinel watching the primary
+    /// as `master_name`, to serve on consecutive ports from `base_port` (the primary's; what
+    /// `ROLE`, `INFO replication` and the Sentinel announce): the ports of
+    /// [`ServerGroup::replicated_doors`]. `config`'s port is not read: bind with [`bind_group`].
+    pub fn replicated(
+        config: &ServerConfig,
+        base_port: u16,
+        replicas: u16,
+        lag: ReplicaLag,
+        master_name: &str,
+    ) -> ServerGroup {
+        let clock = Arc::new(ServerClock::new(config.clock));
+        let primary = clock.engine(engine_config(config));
+        let mut topology = Topology::with_replicas(primary, replicas, lag);
+        topology.set_base_port(base_port);
+        let sentinel = topology.sentinel(master_name);
+        let mut engines: Vec<SharedEngine> = topology.nodes().map(|(_, e)| e.clone()).collect();
+        engines.push(shared(sentinel));
+        ServerGroup::serving(config, clock, engines)
+    }
+
+    /// What [`ServerGroup::replicated`] serves on each of its ports, in order.
+    pub fn replicated_doors(replicas: u16) -> Vec<Door> {
+        let mut doors = vec![Door::Node(ServerNode::PRIMARY)];
+        doors.extend((0..replicas).map(|i| Door::Node(ServerNode::replica(i))));
+        doors.push(Door::Sentinel);
+        doors
+    }
+
+    /// The servers, in port order.
+    pub fn servers(&self) -> &[Server] {
+        &self.servers
+    }
+
+    /// Serves each server on its listener (`listeners` in the servers' order) until `shutdown`
+    /// resolves or a server shuts down; then every server stops as [`Server::run`] does.
+    pub async fn run(&self, listeners: Vec<TcpListener>, shutdown: impl Future<Output = ()>) {
+        let mut running = JoinSet::new();
+        for (server, listener) in self.servers.iter().zip(listeners) {
+            let server = server.clone();
+            running.spawn(async move { server.run(listener, std::future::pending()).await });
+        }
+        let Some(first) = self.servers.first() else {
+            return;
+        };
+        let mut stopping = first.shared.shutdown.subscribe();
+        tokio::select! {
+            () = shutdown => {}
+            () = stopped(&mut stopping) => {}
+        }
+        first.shutdown();
+        while running.join_next().await.is_some() {}
+    }
+
+    /// [`ServerGroup::replicated`] on ports bound by [`bind_group`], served in a background task
+    /// until [`RunningGroup::stop`].
+    ///
+    /// # Errors
+    ///
+    /// [`ServerError::Bind`] if the ports cannot be bound.
+    pub async fn start_replicated(
+        config: ServerConfig,
+        replicas: u16,
+        lag: ReplicaLag,
+        master_name: &str,
+    ) -> Result<RunningGroup, ServerError> {
+        let count = usize::from(replicas) + 2;
+        let listeners = bind_group(&config, count).await?;
+        let addrs = (listeners.iter())
+            .map(|l| l.local_addr().map_err(ServerError::LocalAddr))
+            .collect::<Result<Vec<_>, _>>()?;
+        let group = ServerGroup::replicated(&config, addrs[0].port(), replicas, lag, master_name);
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn({
+            let group = group.clone();
+            async move {
+                group
+                    .run(listeners, async {
+                        let _ = stopped.await;
+                    })
+                    .await;
+            }
+        });
+        Ok(RunningGroup {
+            addrs,
+            group,
+            stop: Some(stop),
+            task,
+        })
+    }
+}
+
+/// Binds `count` consecutive ports from `config.port`, with its `tcp_backlog`. With port 0 it
+/// looks for a free run of `count` ports (the first picked by the system, the others after it),
+/// trying again elsewhere when one of them is taken.
+///
+/// # Errors
+///
+/// [`ServerError::Bind`] for the first port that cannot be bound (with port 0: after 50 tries).
+pub async fn bind_group(
+    config: &ServerConfig,
+    count: usize,
+) -> Result<Vec<TcpListener>, ServerError> {
+    let at = |port: u16| ServerConfig {
+        port,
+        ..config.clone()
+    };
+    let run_from = |first: TcpListener| async move {
+        let base = first.local_addr().map_err(ServerError::LocalAddr)?.port();
+        let mut listeners = vec![first];
+        for i in 1..count {
+            let port = u16::try_from(usize::from(base) + i).map_err(|_| ServerError::Bind {
+                addr: SocketAddr::new(config.bind, base),
+                source: std::io::Error::other("the ports after it run past 65535"),
+            })?;
+            listeners.push(bind(&at(port)).await?);
+        }
+        Ok::<_, ServerError>(listeners)
+    };
+    if config.port != 0 {
+        return run_from(bind(config).await?).await;
+    }
+    let mut last = None;
+    for _ in 0..50 {
+        match run_from(bind(config).await?).await {
+            Ok(listeners) => return Ok(listeners),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.expect("tried at least once"))
+}
+
+/// A [`ServerGroup`] serving in a background task (see [`ServerGroup::start_replicated`]).
+#[derive(Debug)]
+pub struct RunningGroup {
+    addrs: Vec<SocketAddr>,
+    group: ServerGroup,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl RunningGroup {
+    /// The addresses the servers listen on, in order.
+    pub fn addrs(&self) -> &[SocketAddr] {
+        &self.addrs
+    }
+
+    /// The group, for its servers' engines.
+    pub fn group(&self) -> &ServerGroup {
+        &self.group
+    }
+
+    /// Shuts every server down gracefully and waits until they have.
+    pub async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let _ = (&mut self.task).await;
+    }
+}
+
+impl Drop for RunningGroup {
+    fn drop(&mut self) {
+        if self.stop.is_some()
+            && let Some(first) = self.group.servers.first()
+        {
+            first.shutdown();
         }
     }
 }
