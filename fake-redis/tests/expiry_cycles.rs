@@ -168,3 +168,43 @@ fn the_last_percent_of_the_table_waits_for_the_next_tick() {
     clock.set(500);
     assert_eq!(dbsize(&mut engine, client), 0);
 }
+
+/// `CONFIG SET hz` shortens the tick and its slow cycle's budget, and `active-expire-effort`
+/// widens the budgets, as Redis rescales them: at `hz 100` the first tick after the deadline comes
+/// 10 ms later, not 100, with a 2.5 ms slow cycle; effort 10 makes that 4.3 ms and the fast cycle
+/// 3.25 ms.
+#[test]
+fn hz_and_active_expire_effort_retune_the_cycles() {
+    let (mut engine, clock, client) = burst(100_000);
+    assert_eq!(
+        engine.execute(client, &argv("CONFIG SET hz 100")),
+        Frame::OK
+    );
+    clock.set(305);
+    assert_eq!(dbsize(&mut engine, client), 100_000, "no tick since 300 ms");
+    clock.set(310);
+    let removed = 100_000 - dbsize(&mut engine, client);
+    let granularity = 2 * 16 * 20;
+    let expected = per_cycle(2_500) + per_cycle(ACTIVE_EXPIRE_FAST_LIMIT_US);
+    assert!(
+        (expected..=expected + granularity).contains(&removed),
+        "hz 100: removed {removed}, expected {expected} (+{granularity})"
+    );
+
+    let (mut engine, clock, client) = burst(100_000);
+    for set in ["CONFIG SET hz 100", "CONFIG SET active-expire-effort 10"] {
+        assert_eq!(engine.execute(client, &argv(set)), Frame::OK);
+    }
+    // A command at 305 catches the ticks up (at most ten a command), none yet past 300.
+    clock.set(305);
+    assert_eq!(dbsize(&mut engine, client), 100_000);
+    clock.set(310);
+    let removed = 100_000 - dbsize(&mut engine, client);
+    // Effort 10 samples 65 keys a loop: the granularity grows with it.
+    let granularity = 2 * 16 * 65;
+    let expected = per_cycle(4_300) + per_cycle(3_250);
+    assert!(
+        (expected..=expected + granularity).contains(&removed),
+        "hz 100, effort 10: removed {removed}, expected {expected} (+{granularity})"
+    );
+}

@@ -694,6 +694,28 @@ async fn config_set_client_output_buffer_limit_changes_the_classes_named() {
     );
 }
 
+/// `timeout`: an idle client is closed once its last request is more than that many whole
+/// seconds behind the server's clock, as Redis's clients cron closes it; a subscriber is spared.
+#[tokio::test(start_paused = true)]
+async fn config_timeout_closes_idle_clients_on_the_server_clock() {
+    let server = virtual_server();
+    let mut admin = Client::connect(&server);
+    assert_eq!(admin.call(&["CONFIG", "SET", "timeout", "1"]).await, ok());
+    let mut idle = Client::connect(&server);
+    assert_eq!(idle.call(&["PING"]).await, Frame::Simple("PONG".into()));
+    let mut subscriber = Client::connect(&server);
+    subscriber.exchange(b"SUBSCRIBE ch\r\n").await;
+    admin.call(&["FAKE.ADVANCE", "999"]).await;
+    assert_eq!(idle.call(&["PING"]).await, Frame::Simple("PONG".into()));
+    // Idle from here: within 2 s of the server's clock it is closed.
+    admin.call(&["FAKE.ADVANCE", "2000"]).await;
+    assert!(closed_within(idle, Duration::from_secs(1)).await);
+    // The admin client keeps talking, and the subscriber is never idle-closed.
+    admin.call(&["FAKE.ADVANCE", "5000"]).await;
+    assert_eq!(admin.call(&["PUBLISH", "ch", "m"]).await, Frame::Integer(1));
+    assert!(!closed_within(subscriber, Duration::from_millis(100)).await);
+}
+
 #[tokio::test(start_paused = true)]
 async fn messages_queued_behind_a_blocked_write_all_arrive_under_a_fault_plan() {
     let server = virtual_server();

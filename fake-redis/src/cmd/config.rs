@@ -11,9 +11,12 @@
 //! What a parameter does in the fake: `requirepass` is the password new connections must `AUTH`
 //! with; `busy-reply-threshold` (alias `lua-time-limit`) is the engine's
 //! [`busy_reply_threshold_ms`](crate::engine::EngineConfig::busy_reply_threshold_ms);
-//! `notify-keyspace-events` turns keyspace notifications on; the encoding thresholds decide
+//! `notify-keyspace-events` turns keyspace notifications on; `timeout` closes idle clients (the
+//! TCP server's connections, `server/connection.rs`); `hz` and `active-expire-effort` tune the
+//! active expiry cycle (`engine/expiry.rs`); `client-output-buffer-limit` bounds what a client
+//! that does not read may have waiting; the encoding thresholds decide
 //! `OBJECT ENCODING` (`server.rs`). `maxmemory` stays 0: the fake does not evict, so a limit is
-//! refused with an error that says so. The others (persistence, replication, `hz`, `timeout`)
+//! refused with an error that says so. The others (persistence, replication)
 //! are kept and shown but change nothing; the README lists them among the differences.
 
 use super::{Args, CONTAINER, Cx, Reply, Spec};
@@ -473,6 +476,7 @@ fn apply(cx: &mut Cx<'_>, param: &Param, value: String, given: &[u8]) {
                 .users
                 .set_default_password(Some(value.as_bytes()));
         }
+        "timeout" => config.idle_timeout_s = value.parse().unwrap_or(0),
         "maxclients" => {
             // Checked against the ceiling in `set`; kept where the server admits by it.
             let _ = cx

@@ -87,6 +87,19 @@ pub(crate) fn config_changed(cx: &mut Cx<'_>, name: &str, value: &str) {
         ("slowlog-max-len", Ok(len)) => slowlog.set_max_len(usize::try_from(len).unwrap_or(0)),
         _ => {}
     }
+    if matches!(name, "hz" | "active-expire-effort") {
+        let read = |cx: &Cx<'_>, param: &str, default: u32| {
+            let settings = &cx.engine().config().settings;
+            let given = if param == name {
+                Some(value)
+            } else {
+                settings.get(param).map(String::as_str)
+            };
+            given.and_then(|v| v.parse().ok()).unwrap_or(default)
+        };
+        let (hz, effort) = (read(cx, "hz", 10), read(cx, "active-expire-effort", 1));
+        cx.node().tune_active_expiry(hz, effort);
+    }
     let Ok(n) = value.parse::<usize>() else {
         return;
     };

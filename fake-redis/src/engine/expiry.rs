@@ -14,6 +14,9 @@
 //!   its time limit (Redis also lets it run when its estimate of stale keys is above 10%, but it
 //!   compares a fraction with a percentage, so that never decides).
 //!
+//! Those are the figures at Redis's defaults; `CONFIG SET hz` and `active-expire-effort` change
+//! them as Redis does (the tick's length, keys a loop, the stale share, both budgets: `Tuning`).
+//!
 //! The fake has no background thread and no event loop (a simulated run must not depend on
 //! either), and it must not measure CPU time (a run must replay). So:
 //!
@@ -69,11 +72,6 @@ pub const ACTIVE_EXPIRE_MAX_CYCLES_PER_CALL: usize = 10;
 /// Redis's smallest hash table (`DICT_HT_INITIAL_SIZE`).
 const SMALLEST_TABLE: usize = 4;
 
-/// The length of one tick, ms.
-const PERIOD: i64 = 1000 / ACTIVE_EXPIRE_HZ;
-/// The fast cycle's spacing, ms.
-const FAST_SPACING_MS: i64 = (2 * ACTIVE_EXPIRE_FAST_LIMIT_US / 1000) as i64;
-
 /// Which cycle runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Cycle {
@@ -81,17 +79,56 @@ enum Cycle {
     Fast,
 }
 
-impl Cycle {
-    fn limit_us(self) -> u64 {
-        match self {
-            Cycle::Slow => ACTIVE_EXPIRE_SLOW_LIMIT_US,
-            Cycle::Fast => ACTIVE_EXPIRE_FAST_LIMIT_US,
+/// The cycle's figures under `hz` and `active-expire-effort`, rescaled as Redis 7.0's
+/// `activeExpireCycle` rescales its constants: with effort `e` from 0 to 9 (the parameter minus
+/// one), `20 + 20/4·e` keys a loop, `10 - e` percent acceptable stale, a slow cycle of
+/// `(25 + 2e)%` of a tick and a fast one of `1000 + 1000/4·e` µs; a tick is `1000 / hz` ms. At
+/// the defaults (`hz 10`, effort 1) these are the `ACTIVE_EXPIRE_*` constants above.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Tuning {
+    /// The length of one tick, ms.
+    period: i64,
+    keys_per_loop: usize,
+    acceptable_stale: usize,
+    slow_limit_us: u64,
+    fast_limit_us: u64,
+}
+
+impl Tuning {
+    fn new(hz: u32, effort: u32) -> Tuning {
+        // Redis keeps `hz` within 1..=500 and `active-expire-effort` within 1..=10.
+        let hz = u64::from(hz.clamp(1, 500));
+        let e = u64::from(effort.clamp(1, 10) - 1);
+        let e_usize = usize::try_from(e).unwrap_or(0);
+        Tuning {
+            period: i64::try_from(1000 / hz).unwrap_or(1),
+            keys_per_loop: ACTIVE_EXPIRE_KEYS_PER_LOOP + ACTIVE_EXPIRE_KEYS_PER_LOOP / 4 * e_usize,
+            acceptable_stale: ACTIVE_EXPIRE_ACCEPTABLE_STALE - e_usize,
+            slow_limit_us: ((25 + 2 * e) * 1_000_000 / hz / 100).max(1),
+            fast_limit_us: ACTIVE_EXPIRE_FAST_LIMIT_US + ACTIVE_EXPIRE_FAST_LIMIT_US / 4 * e,
         }
+    }
+
+    fn limit_us(&self, cycle: Cycle) -> u64 {
+        match cycle {
+            Cycle::Slow => self.slow_limit_us,
+            Cycle::Fast => self.fast_limit_us,
+        }
+    }
+
+    /// A fast cycle starts at most once per twice its duration, ms.
+    fn fast_spacing_ms(&self) -> i64 {
+        i64::try_from(2 * self.fast_limit_us / 1000).unwrap_or(i64::MAX)
+    }
+
+    fn next_tick_after(&self, now: i64) -> i64 {
+        now - now.rem_euclid(self.period) + self.period
     }
 }
 
 /// When the next cycle is due, and what the last one left for the fast cycle to decide on.
 pub(crate) struct ActiveExpiry {
+    tuning: Tuning,
     next_tick: i64,
     /// The last cycle ended on its time limit (Redis's `timelimit_exit`).
     hit_limit: bool,
@@ -111,8 +148,10 @@ pub(crate) struct ActiveExpiry {
 impl ActiveExpiry {
     /// Ticks counted from `now`.
     pub fn new(now: i64) -> ActiveExpiry {
+        let tuning = Tuning::new(10, 1);
         ActiveExpiry {
-            next_tick: next_tick_after(now),
+            tuning,
+            next_tick: tuning.next_tick_after(now),
             hit_limit: false,
             last_fast: i64::MIN,
             next_db: 0,
@@ -126,15 +165,26 @@ impl ActiveExpiry {
     /// went back past the last one. Every command asks, so this is two comparisons.
     #[inline]
     pub fn is_due(&self, now: i64) -> bool {
-        now >= self.next_tick || now < self.next_tick - PERIOD
+        now >= self.next_tick || now < self.next_tick - self.tuning.period
+    }
+
+    /// `CONFIG SET hz` or `active-expire-effort`: the next cycles run with the new figures, the
+    /// ticks counted again from `now` when their length changed.
+    pub fn tune(&mut self, hz: u32, effort: u32, now: i64) {
+        let tuning = Tuning::new(hz, effort);
+        if tuning.period != self.tuning.period {
+            self.next_tick = tuning.next_tick_after(now);
+        }
+        self.tuning = tuning;
     }
 
     /// Runs the slow cycles of the ticks up to `now` over `dbs`, each followed by the fast
     /// cycle its wake-up allows, drawing samples from `random`.
     pub fn catch_up(&mut self, dbs: &mut [Db], now: i64, random: &mut impl FnMut() -> u64) {
-        if now < self.next_tick - PERIOD {
+        let period = self.tuning.period;
+        if now < self.next_tick - period {
             // The clock went back (a jump): start counting ticks from here.
-            self.next_tick = next_tick_after(now);
+            self.next_tick = self.tuning.next_tick_after(now);
             self.last_fast = i64::MIN;
             return;
         }
@@ -144,12 +194,12 @@ impl ActiveExpiry {
             self.run(Cycle::Slow, dbs, at, random);
             self.shrink_tables(dbs);
             self.before_sleep(dbs, at, random);
-            self.next_tick += PERIOD;
+            self.next_tick += period;
             cycles += 1;
         }
         if self.next_tick <= now {
             // Too far behind: the missed ticks are skipped, as a stalled server would skip them.
-            self.next_tick = next_tick_after(now);
+            self.next_tick = self.tuning.next_tick_after(now);
         }
     }
 
@@ -157,7 +207,7 @@ impl ActiveExpiry {
     /// the last 2 ms. After every command, so two comparisons.
     #[inline]
     pub fn wants_fast_cycle(&self, now: i64) -> bool {
-        self.hit_limit && now >= self.last_fast.saturating_add(FAST_SPACING_MS)
+        self.hit_limit && now >= self.last_fast.saturating_add(self.tuning.fast_spacing_ms())
     }
 
     /// Redis's `beforeSleep`: the fast cycle at `now`, if [`wants_fast_cycle`] allows one.
@@ -175,7 +225,8 @@ impl ActiveExpiry {
     /// sample had expired, until the modelled time passes the cycle's limit (looked at every 16
     /// loops, as Redis looks at its clock).
     fn run(&mut self, cycle: Cycle, dbs: &mut [Db], at: i64, random: &mut impl FnMut() -> u64) {
-        let limit_ns = cycle.limit_us() * 1000;
+        let tuning = self.tuning;
+        let limit_ns = tuning.limit_us(cycle) * 1000;
         let (mut spent_ns, mut loops) = (0u64, 0u64);
         let (mut total_sampled, mut total_expired) = (0usize, 0usize);
         self.hit_limit = false;
@@ -194,8 +245,7 @@ impl ActiveExpiry {
                     break;
                 }
                 loops += 1;
-                let (sampled, expired) =
-                    db.expire_sample(at, ACTIVE_EXPIRE_KEYS_PER_LOOP, &mut *random);
+                let (sampled, expired) = db.expire_sample(at, tuning.keys_per_loop, &mut *random);
                 spent_ns += sampled as u64 * ACTIVE_EXPIRE_SAMPLE_NS
                     + expired as u64 * ACTIVE_EXPIRE_DELETE_NS;
                 total_sampled += sampled;
@@ -205,7 +255,7 @@ impl ActiveExpiry {
                     self.time_cap_reached += 1;
                     break;
                 }
-                if sampled == 0 || expired * 100 / sampled <= ACTIVE_EXPIRE_ACCEPTABLE_STALE {
+                if sampled == 0 || expired * 100 / sampled <= tuning.acceptable_stale {
                     break;
                 }
             }
@@ -244,6 +294,23 @@ impl ActiveExpiry {
     }
 }
 
-fn next_tick_after(now: i64) -> i64 {
-    now - now.rem_euclid(PERIOD) + PERIOD
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_defaults_are_redis_constants_and_effort_rescales_them() {
+        let d = Tuning::new(10, 1);
+        assert_eq!(d.period, 1000 / ACTIVE_EXPIRE_HZ);
+        assert_eq!(d.keys_per_loop, ACTIVE_EXPIRE_KEYS_PER_LOOP);
+        assert_eq!(d.acceptable_stale, ACTIVE_EXPIRE_ACCEPTABLE_STALE);
+        assert_eq!(d.slow_limit_us, ACTIVE_EXPIRE_SLOW_LIMIT_US);
+        assert_eq!(d.fast_limit_us, ACTIVE_EXPIRE_FAST_LIMIT_US);
+        // Effort 10 and hz 100, as `activeExpireCycle` computes them.
+        let t = Tuning::new(100, 10);
+        assert_eq!((t.period, t.keys_per_loop, t.acceptable_stale), (10, 65, 1));
+        assert_eq!((t.slow_limit_us, t.fast_limit_us), (4_300, 3_250));
+        assert_eq!(t.fast_spacing_ms(), 6);
+        assert_eq!(Tuning::new(500, 1).period, 2);
+    }
 }

@@ -110,6 +110,8 @@ pub struct EngineConfig {
     pub maxclients_ceiling: Option<usize>,
     /// `client-output-buffer-limit`, per class of client (`CONFIG SET` changes it).
     pub output_limits: output_limits::OutputLimits,
+    /// `timeout`: seconds after which the server closes an idle client; 0, the default, never.
+    pub idle_timeout_s: u64,
 }
 
 impl Default for EngineConfig {
@@ -125,6 +127,7 @@ impl Default for EngineConfig {
             maxclients: client_limit::DEFAULT_MAXCLIENTS,
             maxclients_ceiling: None,
             output_limits: output_limits::OutputLimits::default(),
+            idle_timeout_s: 0,
         }
     }
 }
@@ -458,6 +461,13 @@ impl Engine {
     #[inline]
     pub fn is_sentinel(&self) -> bool {
         self.sentinel.is_some()
+    }
+
+    /// `CONFIG SET hz` or `active-expire-effort`: the active expiry cycle's figures from now on
+    /// (`expiry.rs`).
+    pub(crate) fn tune_active_expiry(&mut self, hz: u32, effort: u32) {
+        let now = self.clock_now();
+        self.expiry.tune(hz, effort, now);
     }
 
     /// The configuration.

@@ -214,6 +214,13 @@ struct Connection {
     /// A write is blocked and requests run meanwhile: the output's high-water mark does not
     /// stop them (its class's limit does).
     write_blocked: bool,
+    /// The server's time of the client's last request (ms), for `timeout`.
+    last_active: i64,
+    /// Input arrived since the last step: the step notes the time.
+    active: bool,
+    /// When the client, waiting for its next request, is closed as idle (`timeout`): None when
+    /// `timeout` is 0 or the client is subscribed, as Redis spares subscribers.
+    idle_deadline: Option<i64>,
 }
 
 impl Connection {
@@ -239,6 +246,9 @@ impl Connection {
             timer: None,
             output_watch: OutputWatch::default(),
             write_blocked: false,
+            last_active: 0,
+            active: true,
+            idle_deadline: None,
         }
     }
 
@@ -250,6 +260,8 @@ impl Connection {
         loop {
             let flow = self.step();
             if !self.output.is_empty() {
+                // A reply is an interaction too (Redis notes it when it writes).
+                self.active = true;
                 // Let the other connections with input run their requests first, then write:
                 // replies go out in a burst per round, as Redis writes them before it sleeps.
                 tokio::task::yield_now().await;
@@ -274,6 +286,8 @@ impl Connection {
                 Flow::Advance(target) => {
                     let shared = Arc::clone(&self.shared);
                     let now = admin::advance_to(&shared, target).await;
+                    // Its reply, at the new time, is its last interaction.
+                    self.active = true;
                     let connected = {
                         let engine = lock(&shared.engine);
                         let protocol = engine.protocol(self.client);
@@ -330,10 +344,22 @@ impl Connection {
                         READ_CHUNK
                     };
                     self.input.reserve(room);
+                    let shared = Arc::clone(&self.shared);
+                    let idle_due = self.idle_deadline;
+                    let idle = async {
+                        match idle_due {
+                            Some(due) => {
+                                let now = || lock(&shared.engine).clock_now();
+                                shared.clock.wait_until(due, now).await;
+                            }
+                            None => std::future::pending().await,
+                        }
+                    };
                     tokio::select! {
                         read = io.read_buf(&mut self.input) => match read {
                             Ok(0) => return,
                             Ok(n) => {
+                                self.active = true;
                                 if n == room && room < READ_CHUNK && !self.read_more_now(io).await {
                                     return;
                                 }
@@ -345,6 +371,16 @@ impl Connection {
                         },
                         () = self.signal.0.notified() => {}
                         () = stopped(&mut shutdown) => return,
+                        () = idle => {
+                            // Still idle by the `timeout` in force now (a CONFIG SET may have
+                            // changed it): closed as Redis closes it, without a word.
+                            let engine = lock(&shared.engine);
+                            let due = idle_deadline(&engine, self.client, self.last_active);
+                            if due.is_some_and(|due| engine.clock_now() >= due) {
+                                tracing::debug!(client = %self.client, "Closing idle client");
+                                return;
+                            }
+                        }
                     }
                 }
             }
@@ -371,7 +407,11 @@ impl Connection {
         if let Some(due) = self.timer.take() {
             shared.clock.remove_timer(due, self.client);
         }
+        if std::mem::take(&mut self.active) {
+            self.last_active = engine.clock_now();
+        }
         let flow = self.step_locked(&mut engine);
+        self.idle_deadline = idle_deadline(&engine, self.client, self.last_active);
         if let Flow::WaitUntil(due) | Flow::Blocked(Some(due)) = flow {
             shared.clock.register_timer(due, self.client);
             self.timer = Some(due);
@@ -1010,6 +1050,21 @@ where
             },
         }
     }
+}
+
+/// When a client last active at `last_active` (ms) is closed as idle: Redis's clients cron
+/// closes one whose last interaction, in whole seconds, is more than `timeout` seconds ago, and
+/// never a subscriber (nor a blocked client, which waits on its own timeout, or a replica).
+fn idle_deadline(engine: &Engine, client: ClientId, last_active: i64) -> Option<i64> {
+    let timeout = i64::try_from(engine.config().idle_timeout_s).ok()?;
+    if timeout == 0 || engine.is_subscriber(client) {
+        return None;
+    }
+    let second = last_active
+        .div_euclid(1000)
+        .saturating_add(timeout)
+        .saturating_add(1);
+    Some(second.saturating_mul(1000))
 }
 
 /// `now + ms`, saturating.
