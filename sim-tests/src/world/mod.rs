@@ -97,14 +97,9 @@ enum Ev {
         result: Result<Reply, BackendError>,
         acks: Option<ReplicaAcks>,
     },
-    /// The server looks again at a call's blocked `WAIT` (its script already ran).
-    WaitPoll {
-        client: usize,
-        id: CallId,
-        call: Call,
-        ticket: u64,
-        reply: Reply,
-    },
+    /// The server looks again at a call's blocked `WAIT` (its script already ran), if it still
+    /// blocks (`World::waits`).
+    WaitPoll { ticket: u64 },
     /// The driver's response timeout for a call.
     CallTimeout { client: usize, id: CallId },
     /// A subscribe or unsubscribe reaches the server.
@@ -245,6 +240,8 @@ pub struct World<S: SimServer> {
     confirmed: Vec<(u32, Bytes, u64)>,
     /// Each server grant's start, (lock, owner, time), for a case with replicas.
     grant_starts: Vec<(u32, Bytes, u64)>,
+    /// The synced calls whose `WAIT` blocks, by ticket: (client, call id, call, script reply).
+    waits: BTreeMap<u64, (usize, CallId, Call, Reply)>,
 }
 
 impl<S: SimServer> World<S> {
@@ -331,6 +328,7 @@ impl<S: SimServer> World<S> {
             lost_grants: Vec::new(),
             confirmed: Vec::new(),
             grant_starts: Vec::new(),
+            waits: BTreeMap::new(),
         };
         world.note("sim", || {
             format!(
@@ -455,13 +453,7 @@ impl<S: SimServer> World<S> {
                     self.feed(client, input);
                 }
             }
-            Ev::WaitPoll {
-                client,
-                id,
-                call,
-                ticket,
-                reply,
-            } => self.wait_poll(client, id, call, ticket, reply),
+            Ev::WaitPoll { ticket } => self.wait_poll(ticket),
             Ev::CallTimeout { client, id } => {
                 if self.clients[client].inflight.remove(&id) {
                     let name = self.name(client);

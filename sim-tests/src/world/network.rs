@@ -360,16 +360,8 @@ impl<S: SimServer> World<S> {
                     )
                 });
                 let at = self.wake_time(wake);
-                self.schedule(
-                    at,
-                    Ev::WaitPoll {
-                        client,
-                        id,
-                        call,
-                        ticket,
-                        reply,
-                    },
-                );
+                self.waits.insert(ticket, (client, id, call, reply));
+                self.schedule(at, Ev::WaitPoll { ticket });
             }
         }
         self.deliver_messages();
@@ -382,31 +374,25 @@ impl<S: SimServer> World<S> {
             .max(self.now)
     }
 
-    /// The server looks again at a synced call's blocked `WAIT`.
-    pub(super) fn wait_poll(
-        &mut self,
-        client: usize,
-        id: CallId,
-        call: Call,
-        ticket: u64,
-        reply: lock_core::Reply,
-    ) {
+    /// The server looks again at a synced call's blocked `WAIT`, if it still blocks.
+    pub(super) fn wait_poll(&mut self, ticket: u64) {
+        if !self.waits.contains_key(&ticket) {
+            return;
+        }
         match self.server.poll_wait(ticket, self.server_clock()) {
             Err(wake) => {
                 let at = self.wake_time(wake).max(self.now + 1);
-                self.schedule(
-                    at,
-                    Ev::WaitPoll {
-                        client,
-                        id,
-                        call,
-                        ticket,
-                        reply,
-                    },
-                );
+                self.schedule(at, Ev::WaitPoll { ticket });
             }
-            Ok(Ok(acks)) => self.answer(client, id, &call, Ok(reply), Some(acks)),
-            Ok(Err(e)) => self.answer(client, id, &call, Err(e), None),
+            Ok(done) => {
+                let Some((client, id, call, reply)) = self.waits.remove(&ticket) else {
+                    return;
+                };
+                match done {
+                    Ok(acks) => self.answer(client, id, &call, Ok(reply), Some(acks)),
+                    Err(e) => self.answer(client, id, &call, Err(e), None),
+                }
+            }
         }
     }
 
@@ -561,6 +547,11 @@ impl<S: SimServer> World<S> {
                 }
                 self.network.promoted_at = Some(self.now);
                 self.server_fault(index);
+                // The old primary's connections close: the WAITs blocked there end now.
+                let tickets: Vec<u64> = self.waits.keys().copied().collect();
+                for ticket in tickets {
+                    self.wait_poll(ticket);
+                }
                 self.data_lost("failover", || {
                     format!("(replica {replica} promoted with what it received)")
                 });
