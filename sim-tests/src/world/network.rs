@@ -74,6 +74,9 @@ pub(super) struct Network {
     replicas: u16,
     /// When a replica was promoted (once: the new primary has no replica).
     pub(super) promoted_at: Option<u64>,
+    /// Whether the world is reading the locks just after the promotion: what is missing then was
+    /// lost by it (a key deleted by a later call of the same millisecond was not).
+    pub(super) promoting: bool,
 }
 
 impl Network {
@@ -135,6 +138,7 @@ impl Network {
             server_faults: case.faults.iter().map(server_fault).collect(),
             replicas: case.replicas,
             promoted_at: None,
+            promoting: false,
         }
     }
 
@@ -552,9 +556,11 @@ impl<S: SimServer> World<S> {
                 for ticket in tickets {
                     self.wait_poll(ticket);
                 }
+                self.network.promoting = true;
                 self.data_lost("failover", || {
                     format!("(replica {replica} promoted with what it received)")
                 });
+                self.network.promoting = false;
             }
             Fault::ClockJump { by, .. } => {
                 self.server_fault(index);

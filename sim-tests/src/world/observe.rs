@@ -322,8 +322,13 @@ impl<S: SimServer> World<S> {
     fn observe_lock(&mut self, lock: u32, state: LockState) {
         let now = self.now;
         let offset = self.server.clock_jump();
-        let data_lost_now = self.history.data_loss.last() == Some(&now);
-        let promoted_now = data_lost_now && self.network.promoted_at == Some(now);
+        // A promotion loses what is missing as the world reads the locks just after it, and no
+        // more: a key a later call of its millisecond deletes was not lost (a restart's or a
+        // rollback's millisecond keeps its older, wider rule).
+        let promoted_now = self.network.promoting;
+        let data_lost_now = promoted_now
+            || (self.history.data_loss.last() == Some(&now)
+                && self.network.promoted_at != Some(now));
         let mut lost = Vec::new();
         let open = self.grants.entry(lock).or_default();
         let deadline = state
