@@ -140,6 +140,20 @@ pub const SCENARIOS: &[Scenario] = &[
         build: read_write,
         foreign: None,
     },
+    Scenario {
+        name: "failover-lag",
+        lesson: "Without the replica check, the primary's reply tells a it holds the lock before the replica has the grant; the primary fails over within the replica's lag, and the promoted replica has no key. \
+                 b asks after the failover and is granted while a still works: two owners, which server-side exclusivity reports. a learns at once that its hold is gone (the renewal it sends when its subscriber drops finds no key), but its unfenced work goes on.",
+        build: failover_lag,
+        foreign: None,
+    },
+    Scenario {
+        name: "failover-synced",
+        lesson: "The same failover with the replica check (WAIT after the acquire): a is told only once a replica has the grant, so the failover, which comes first, closes the connection its WAIT blocks on, and a is never told of the grant it lost. \
+                 a's acquire, its outcome unknown, asks again and is granted by the new primary (which has no replica left to wait for); b, asking after the failover, waits for a's unlock.",
+        build: failover_synced,
+        foreign: None,
+    },
 ];
 
 /// The scenario called `name`.
@@ -308,6 +322,31 @@ fn read_write(p: &Params) -> Case {
     case
 }
 
+/// A primary with one replica lagging 300 ms; a locks at 0 and works `work`; the primary fails
+/// over to the replica at 150 ms, inside the lag; b asks at 400 ms.
+fn failover_with(p: &Params, sync: bool) -> Case {
+    let work = p.work.unwrap_or(6_000);
+    let mut case = base(p, work + 5_000);
+    case.replicas = 1;
+    case.replica_lag = (300, 300);
+    case.sync = sync;
+    case.clients.push(client("a", 0, work));
+    case.clients.push(client("b", 400, 2_000));
+    case.faults.push(Fault::Promote {
+        at: 150,
+        replica: 0,
+    });
+    case
+}
+
+fn failover_lag(p: &Params) -> Case {
+    failover_with(p, false)
+}
+
+fn failover_synced(p: &Params) -> Case {
+    failover_with(p, true)
+}
+
 /// When the foreign-lock scenario's pause starts, and how long it lasts: longer than the foreign
 /// lease, shorter than what is left of the watchdog's at any moment.
 const FOREIGN_PAUSE: (u64, u64) = (4_000, 12_000);
@@ -363,7 +402,7 @@ impl Scenario {
     /// Runs the scenario and tells it as a timeline.
     pub fn run(&self, p: &Params) -> (Case, Run, Timeline) {
         let case = self.case(p);
-        let run = World::new(&case, EngineServer::new(case.seed))
+        let run = World::new(&case, EngineServer::for_case(&case))
             .with_foreign(&self.foreign(p))
             .run();
         let mut timeline = to_timeline(self.name, &case, &run);
@@ -392,7 +431,7 @@ fn kind(what: &str) -> Option<EventKind> {
         "dropped" => EventKind::Dropped,
         "unlock-failed" => EventKind::UnlockFailed,
         "timeout" => EventKind::Timeout,
-        "restart" | "failover" | "clock-jump" | "max-hold" => EventKind::Note,
+        "restart" | "failover" | "no-failover" | "clock-jump" | "max-hold" => EventKind::Note,
         _ => return None,
     })
 }

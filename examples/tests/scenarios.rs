@@ -323,6 +323,47 @@ fn readers_share_and_the_writer_and_a_later_reader_each_wait_their_turn() {
 }
 
 #[test]
+fn a_failover_within_the_lag_gives_the_lock_to_b_while_a_works() {
+    let (run, t) = run("failover-lag");
+    let a = t.first("a", EventKind::Acquire).unwrap().at_ms;
+    let b = t.first("b", EventKind::Acquire).unwrap().at_ms;
+    // a is told at once, before the replica (300 ms behind) has the grant; the failover at
+    // 150 ms loses it; b is granted at 400 ms while a works until 6 s.
+    assert!(near(a, 0, 5), "{t}");
+    assert!(near(b, 400, 5), "{t}");
+    let a_lost = t.first("a", EventKind::Lost).unwrap().at_ms;
+    assert!(near(a_lost, 150, 5), "a learns at once\n{t}");
+    let a_unlock = t.first("a", EventKind::Unlock).unwrap().at_ms;
+    assert!(a_unlock > b, "{t}");
+    let named = run.of(Checker::ServerExclusive);
+    assert_eq!(named.len(), 1, "{t}");
+    assert!(
+        named[0].message.contains("failover"),
+        "{}",
+        named[0].message
+    );
+}
+
+#[test]
+fn with_the_replica_check_b_waits_for_a_across_the_failover() {
+    let (run, t) = run("failover-synced");
+    let all: Vec<_> = run.violations.iter().collect();
+    assert!(
+        all.iter()
+            .all(|v| v.checker != Checker::ServerExclusive && v.checker != Checker::ClientExclusive),
+        "{all:#?}"
+    );
+    // a is not told before the failover (its WAIT blocks until the replica has the grant, and
+    // the failover comes first); its acquire asks again and is granted by the new primary.
+    let a = t.first("a", EventKind::Acquire).unwrap().at_ms;
+    assert!(a > 150 && a < 400, "{t}");
+    // b asks at 400 ms and waits for a's unlock.
+    let a_released = t.first("a", EventKind::Released).unwrap().at_ms;
+    let b = t.first("b", EventKind::Acquire).unwrap().at_ms;
+    assert!(b > 6_000 && near(b, a_released, 10), "{t}");
+}
+
+#[test]
 fn every_scenario_draws_an_svg_with_a_view_box() {
     for s in SCENARIOS {
         let (_, _, t) = s.run(&Params::default());

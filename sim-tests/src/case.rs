@@ -14,6 +14,16 @@
 //! `write`, or `downgrade` (a writer that takes a read hold and keeps it past its write release).
 //! Both words are written only when they say something (a case without them is a case of plain
 //! locks), so every case written before them reads and replays as it did.
+//!
+//! The server is one node unless the case line says `replicas=N`: then it is a primary with `N`
+//! replicas on the one clock and seed, each batch of the primary's writes reaching a replica after
+//! a lag drawn in `lag=FIXED..MAX` (ms), and `sync=on|off` says whether the lock's replica check
+//! (`WAIT` after each lock write) is on. Two failovers exist, told apart by their words:
+//! `fault failover at=T replica=R` promotes replica `R` with whatever it has received by `T` (the
+//! old primary's connections close; the other replicas are left behind with it, so the new primary
+//! has none); `fault failover at=T lag=L`, the older word, keeps its meaning on any server: the
+//! node rolls back, in place, the writes of its last `L` ms, as a replica lagging by `L` would
+//! lack them. The three words are written only on a case with replicas.
 
 use std::fmt;
 use std::str::FromStr;
@@ -192,6 +202,15 @@ pub enum Fault {
         /// How many ms of the newest writes are lost.
         lag: u64,
     },
+    /// The primary fails over to its replica `replica`, promoted with whatever it has received
+    /// (a case with replicas; without one, or once the replica is primary or left behind, nothing
+    /// happens).
+    Promote {
+        /// When, ms.
+        at: u64,
+        /// The replica's index.
+        replica: u16,
+    },
     /// The server's clock jumps by `by` ms (forward expires keys early).
     ClockJump {
         /// When, ms.
@@ -209,6 +228,7 @@ impl Fault {
             | Fault::Crash { at, .. }
             | Fault::Restart { at }
             | Fault::Failover { at, .. }
+            | Fault::Promote { at, .. }
             | Fault::ClockJump { at, .. } => at,
             Fault::DropRequests { from, .. }
             | Fault::DropReplies { from, .. }
@@ -228,14 +248,20 @@ impl Fault {
             | Fault::DelayRequests { client, .. }
             | Fault::DelayReplies { client, .. }
             | Fault::DropPubSub { client, .. } => Some(client),
-            Fault::Restart { .. } | Fault::Failover { .. } | Fault::ClockJump { .. } => None,
+            Fault::Restart { .. }
+            | Fault::Failover { .. }
+            | Fault::Promote { .. }
+            | Fault::ClockJump { .. } => None,
         }
     }
 
     /// Whether the fault loses data on the server (so server-side exclusivity and the fencing
     /// counter may break: the documented limit of a single Redis).
     pub fn loses_data(&self) -> bool {
-        matches!(self, Fault::Restart { .. } | Fault::Failover { .. })
+        matches!(
+            self,
+            Fault::Restart { .. } | Fault::Failover { .. } | Fault::Promote { .. }
+        )
     }
 }
 
@@ -263,6 +289,12 @@ pub struct Case {
     pub fair: Vec<u32>,
     /// The locks taken as Redisson's read-write lock, in ascending order.
     pub rw: Vec<u32>,
+    /// How many replicas the primary has (0: the server is one node).
+    pub replicas: u16,
+    /// Each replica's lag, ms: fixed, and the most a batch's seeded jitter takes it to.
+    pub replica_lag: (u64, u64),
+    /// Whether the lock's replica check is on (it matters only with replicas).
+    pub sync: bool,
 }
 
 impl Case {
@@ -279,6 +311,9 @@ impl Case {
             faults: Vec::new(),
             fair: Vec::new(),
             rw: Vec::new(),
+            replicas: 0,
+            replica_lag: (0, 0),
+            sync: true,
         }
     }
 
@@ -326,6 +361,15 @@ impl fmt::Display for Case {
         if !self.rw.is_empty() {
             let locks: Vec<String> = self.rw.iter().map(u32::to_string).collect();
             write!(f, " rw={}", locks.join(","))?;
+        }
+        if self.replicas > 0 {
+            write!(
+                f,
+                " replicas={} lag={} sync={}",
+                self.replicas,
+                range(self.replica_lag),
+                if self.sync { "on" } else { "off" }
+            )?;
         }
         writeln!(f)?;
         for c in &self.clients {
@@ -403,6 +447,9 @@ impl fmt::Display for Case {
                 )?,
                 Fault::Restart { at } => writeln!(f, "fault restart at={at}")?,
                 Fault::Failover { at, lag } => writeln!(f, "fault failover at={at} lag={lag}")?,
+                Fault::Promote { at, replica } => {
+                    writeln!(f, "fault failover at={at} replica={replica}")?
+                }
                 Fault::ClockJump { at, by } => writeln!(f, "fault clock-jump at={at} by={by}")?,
             }
         }
@@ -535,6 +582,13 @@ impl FromStr for Case {
                     c.loss = w.up_down("loss", c.loss)?;
                     c.fair = w.locks("fair")?;
                     c.rw = w.locks("rw")?;
+                    c.replicas = w.num_or("replicas", 0)?;
+                    c.replica_lag = w.range("lag", c.replica_lag)?;
+                    c.sync = match w.get("sync") {
+                        None | Some("on") => true,
+                        Some("off") => false,
+                        Some(other) => return Err(w.err(format!("sync={other} is on or off"))),
+                    };
                     case = Some(c);
                 }
                 "client" => {
@@ -657,6 +711,10 @@ fn parse_fault(case: &Case, item: usize, rest: &[&str]) -> Result<Fault, ParseEr
             to: w.num("to")?,
         },
         "restart" => Fault::Restart { at: w.num("at")? },
+        "failover" if w.get("replica").is_some() => Fault::Promote {
+            at: w.num("at")?,
+            replica: w.num("replica")?,
+        },
         "failover" => Fault::Failover {
             at: w.num("at")?,
             lag: w.num("lag")?,
@@ -763,7 +821,11 @@ mod tests {
             Fault::Restart { at: 16 },
             Fault::Failover { at: 17, lag: 18 },
             Fault::ClockJump { at: 19, by: -20 },
+            Fault::Promote { at: 21, replica: 1 },
         ];
+        case.replicas = 2;
+        case.replica_lag = (30, 45);
+        case.sync = false;
         assert_eq!(case.to_string().parse::<Case>(), Ok(case.clone()));
         assert_eq!(case.one_line().parse::<Case>(), Ok(case));
     }
@@ -802,6 +864,34 @@ mod tests {
             .unwrap_err();
         assert_eq!(err.item, 2);
         assert!(err.message.contains("role=reader"), "{}", err.message);
+    }
+
+    #[test]
+    fn a_case_without_replicas_prints_no_replica_words_and_old_failovers_keep_their_meaning() {
+        let case = sample();
+        let text = case.to_string();
+        assert!(
+            !text.contains("replicas=") && !text.contains("sync="),
+            "{text}"
+        );
+        let old: Case = "case seed=1 horizon=5; fault failover at=3 lag=7"
+            .parse()
+            .unwrap();
+        assert_eq!(old.replicas, 0);
+        assert_eq!(old.faults, vec![Fault::Failover { at: 3, lag: 7 }]);
+        let new: Case =
+            "case seed=1 horizon=5 replicas=1 lag=20..30 sync=off; fault failover at=3 replica=0"
+                .parse()
+                .unwrap();
+        assert_eq!(
+            (new.replicas, new.replica_lag, new.sync),
+            (1, (20, 30), false)
+        );
+        assert_eq!(new.faults, vec![Fault::Promote { at: 3, replica: 0 }]);
+        let err = "case seed=1 horizon=5 replicas=1 sync=maybe"
+            .parse::<Case>()
+            .unwrap_err();
+        assert!(err.message.contains("sync=maybe"), "{}", err.message);
     }
 
     #[test]

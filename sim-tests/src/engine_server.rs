@@ -1,17 +1,49 @@
 //! fake-redis's engine as the simulator's server: commands at the time the world sets, and the
 //! engine's server-side faults when the world's queue reaches them.
+//!
+//! A case with replicas runs on a [`Topology`]: the primary and its replicas, each an engine on
+//! the one clock and seed, the replicas lagging as the case says. The clients talk to the primary
+//! only. A synced call runs its script and its `WAIT` on a connection of its own (a pipeline's
+//! two commands, which must not hold up the client's other calls behind a blocked `WAIT`); the
+//! world asks again at each time the engine would wake the `WAIT` (the next replica arrival, or
+//! its timeout). A failover (`Fault::ShardFailover` of shard 0, the case's `failover replica=`)
+//! promotes the replica with what it has received (`REPLICAOF NO ONE` at the fault's time), and
+//! the clients connect to it; the old primary and the other replicas are left behind, so the new
+//! primary has no replica and the lock's check has nothing to wait for.
 
-use crate::server::{ConnId, LockState, SimServer};
+use crate::case::Case;
+use crate::server::{ConnId, LockState, SimServer, Synced};
 use crate::world::EPOCH_MS;
 use bytes::Bytes;
-use fake_redis::{ClientId, Engine, EngineConfig, Fault, Frame, ManualClock, NodeId, Value};
+use fake_redis::{
+    ClientId, Engine, EngineConfig, Fault, Frame, ManualClock, NodeId, ReplicaLag, Topology, Value,
+};
 use lock_core::machine::Call;
+use lock_core::script::{ReplicaAcks, ReplicaWait};
 use lock_core::{BackendError, Reply};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// A `WAIT` blocked on the primary it was sent to.
+struct PendingWait {
+    /// The node (index in the topology) it waits on.
+    node: usize,
+    /// Its own connection there.
+    conn: ClientId,
+    /// How many replicas that primary had.
+    connected: u32,
+}
 
 /// The engine on a manual clock.
 pub struct EngineServer {
-    engine: Engine,
+    /// The topology's engines, the original primary first.
+    nodes: Vec<Arc<Mutex<Engine>>>,
+    /// Which of `nodes` is the primary now.
+    primary: usize,
+    /// How many replicas follow the primary now.
+    connected: u32,
+    waits: BTreeMap<u64, PendingWait>,
+    next_ticket: u64,
     clock: ManualClock,
     subscribers: BTreeSet<u64>,
     /// Whether a call since the last `take_messages` may have published (a release, a force
@@ -27,14 +59,34 @@ impl EngineServer {
     /// An empty server whose active expiry draws from `seed`, keeping a write journal long enough
     /// for any failover lag a case asks for.
     pub fn new(seed: u64) -> EngineServer {
+        EngineServer::with_replicas(seed, 0, (0, 0))
+    }
+
+    /// The server a case asks for: one node, or a primary with its replicas.
+    pub fn for_case(case: &Case) -> EngineServer {
+        EngineServer::with_replicas(case.seed, case.replicas, case.replica_lag)
+    }
+
+    /// A primary with `replicas` replicas, each batch reaching a replica after a lag drawn in
+    /// `lag` (ms, fixed..max).
+    pub fn with_replicas(seed: u64, replicas: u16, lag: (u64, u64)) -> EngineServer {
         let clock = ManualClock::new(EPOCH_MS);
         let config = EngineConfig {
             seed,
             journal_window_ms: Some(120_000),
             ..EngineConfig::default()
         };
+        let primary = Engine::with_config(clock.clone(), config);
+        let fixed = i64::try_from(lag.0).unwrap_or(i64::MAX);
+        let jitter = i64::try_from(lag.1.saturating_sub(lag.0)).unwrap_or(i64::MAX);
+        let topology =
+            Topology::with_replicas(primary, replicas, ReplicaLag::jittered(fixed, jitter));
         EngineServer {
-            engine: Engine::with_config(clock.clone(), config),
+            nodes: topology.nodes().map(|(_, e)| e.clone()).collect(),
+            primary: 0,
+            connected: u32::from(replicas),
+            waits: BTreeMap::new(),
+            next_ticket: 0,
             clock,
             subscribers: BTreeSet::new(),
             may_have_published: false,
@@ -61,7 +113,7 @@ impl EngineServer {
         else {
             return;
         };
-        if s.script.name != "fair_acquire" || self.engine.value(0, lock).is_some() {
+        if s.script.name != "fair_acquire" || self.engine().value(0, lock).is_some() {
             return;
         }
         let word = Bytes::from_static;
@@ -91,7 +143,7 @@ impl EngineServer {
         if s.script.name != "rw_read_acquire" {
             return None;
         }
-        let Some((Value::Hash(hash), _)) = self.engine.value(0, lock) else {
+        let Some((Value::Hash(hash), _)) = self.engine().value(0, lock) else {
             return None;
         };
         let field = |name: &[u8]| hash.iter().find(|(f, _)| &f[..] == name).map(|(_, v)| v);
@@ -115,7 +167,69 @@ impl EngineServer {
     }
 
     fn exec(&mut self, conn: ConnId, argv: &[Bytes]) -> Frame {
-        self.engine.execute(ClientId(conn), argv)
+        self.engine().execute(ClientId(conn), argv)
+    }
+
+    /// The primary's engine.
+    fn engine(&self) -> MutexGuard<'_, Engine> {
+        lock(&self.nodes[self.primary])
+    }
+
+    /// Promotes replica `replica` of the original primary with what it has received by now, if
+    /// it still follows the primary; the clients' connections to the old primary are left to
+    /// close (the world connects again).
+    fn promote(&mut self, replica: u16) -> bool {
+        let node = usize::from(replica) + 1;
+        if self.primary != 0 || node >= self.nodes.len() {
+            return false;
+        }
+        {
+            let mut engine = lock(&self.nodes[node]);
+            let conn = engine.connect();
+            let argv = [&b"REPLICAOF"[..], b"NO", b"ONE"].map(Bytes::from_static);
+            engine.execute(conn, &argv);
+            engine.disconnect(conn);
+        }
+        self.primary = node;
+        self.connected = 0;
+        self.subscribers.clear();
+        true
+    }
+
+    /// Whether a call is the lock's script that may publish (a release, a force unlock).
+    fn publishes(call: &Call) -> bool {
+        matches!(call, Call::Script(s) if matches!(
+            s.script.name,
+            "release"
+                | "force_unlock"
+                | "fair_release"
+                | "fair_force_unlock"
+                | "rw_read_release"
+                | "rw_write_release"
+                | "rw_force_unlock"
+        ))
+    }
+}
+
+fn lock(engine: &Arc<Mutex<Engine>>) -> MutexGuard<'_, Engine> {
+    engine.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn closed() -> BackendError {
+    BackendError::Unknown("the connection closed while WAIT blocked".into())
+}
+
+/// `WAIT`'s reply as the replicas' count.
+fn acks(frame: Frame, connected: u32) -> Result<ReplicaAcks, BackendError> {
+    match frame {
+        Frame::Integer(n) => Ok(ReplicaAcks {
+            acked: u32::try_from(n).unwrap_or(0),
+            connected,
+        }),
+        other => match other.to_reply() {
+            Reply::Error(e) => Err(BackendError::Server(e)),
+            r => Err(BackendError::Unknown(format!("WAIT replied {r}"))),
+        },
     }
 }
 
@@ -128,7 +242,93 @@ fn reply(frame: Frame) -> Result<Reply, BackendError> {
 
 impl SimServer for EngineServer {
     fn connect(&mut self, node: NodeId) -> ConnId {
-        self.engine.connect_as(node).0
+        self.engine().connect_as(node).0
+    }
+
+    fn call_synced(&mut self, conn: ConnId, call: &Call, wait: ReplicaWait, now_ms: i64) -> Synced {
+        if self.connected == 0 {
+            return Synced::Done(self.call(conn, call, now_ms), None);
+        }
+        // The pipeline's own connection, on the caller's node (its crash closes it too).
+        let node = self.engine().node_of(ClientId(conn));
+        let own = match node {
+            Some(node) => self.engine().connect_as(node),
+            None => return Synced::Done(Err(closed()), None),
+        };
+        let result = self.call(own.0, call, now_ms);
+        let reply = match result {
+            Ok(reply) => reply,
+            Err(e) => {
+                self.engine().disconnect(own);
+                return Synced::Done(Err(e), None);
+            }
+        };
+        let connected = self.connected;
+        let mut engine = self.engine();
+        match engine.execute_or_block(own, &wait.argv()) {
+            Some(frame) => {
+                engine.disconnect(own);
+                match acks(frame, connected) {
+                    Ok(a) => Synced::Done(Ok(reply), Some(a)),
+                    Err(e) => Synced::Done(Err(e), None),
+                }
+            }
+            None => {
+                let wake = engine.block_deadline(own).unwrap_or(now_ms);
+                drop(engine);
+                let ticket = self.next_ticket;
+                self.next_ticket += 1;
+                self.waits.insert(
+                    ticket,
+                    PendingWait {
+                        node: self.primary,
+                        conn: own,
+                        connected,
+                    },
+                );
+                Synced::Waiting {
+                    ticket,
+                    reply,
+                    wake,
+                }
+            }
+        }
+    }
+
+    fn poll_wait(
+        &mut self,
+        ticket: u64,
+        now_ms: i64,
+    ) -> Result<Result<ReplicaAcks, BackendError>, i64> {
+        let Some(wait) = self.waits.get(&ticket) else {
+            return Ok(Err(closed()));
+        };
+        let (node, conn, connected) = (wait.node, wait.conn, wait.connected);
+        if node != self.primary {
+            // The primary it waited on failed over: its connections closed.
+            self.waits.remove(&ticket);
+            return Ok(Err(closed()));
+        }
+        self.clock.set(now_ms);
+        let mut engine = self.engine();
+        engine.catch_up();
+        let done = match engine.take_unblocked_reply(conn) {
+            Some(frame) => Some(acks(frame, connected)),
+            None if !engine.is_connected(conn) => Some(Err(closed())),
+            None => None,
+        };
+        match done {
+            Some(result) => {
+                engine.disconnect(conn);
+                drop(engine);
+                self.waits.remove(&ticket);
+                Ok(result)
+            }
+            None => Err(engine
+                .block_deadline(conn)
+                .unwrap_or(now_ms + 1)
+                .max(now_ms + 1)),
+        }
     }
 
     fn call(&mut self, conn: ConnId, call: &Call, now_ms: i64) -> Result<Reply, BackendError> {
@@ -139,16 +339,7 @@ impl SimServer for EngineServer {
                 reply(self.exec(conn, argv))
             }
             Call::Script(s) => {
-                self.may_have_published |= matches!(
-                    s.script.name,
-                    "release"
-                        | "force_unlock"
-                        | "fair_release"
-                        | "fair_force_unlock"
-                        | "rw_read_release"
-                        | "rw_write_release"
-                        | "rw_force_unlock"
-                );
+                self.may_have_published |= EngineServer::publishes(call);
                 if self.unfair {
                     self.jump_the_queue(conn, call);
                 }
@@ -178,14 +369,14 @@ impl SimServer for EngineServer {
     fn subscribe(&mut self, conn: ConnId, channel: &Bytes, now_ms: i64) {
         self.clock.set(now_ms);
         self.exec(conn, &[Bytes::from_static(b"SUBSCRIBE"), channel.clone()]);
-        self.engine.drain_outbox(ClientId(conn));
+        self.engine().drain_outbox(ClientId(conn));
         self.subscribers.insert(conn);
     }
 
     fn unsubscribe(&mut self, conn: ConnId, channel: &Bytes, now_ms: i64) {
         self.clock.set(now_ms);
         self.exec(conn, &[Bytes::from_static(b"UNSUBSCRIBE"), channel.clone()]);
-        self.engine.drain_outbox(ClientId(conn));
+        self.engine().drain_outbox(ClientId(conn));
     }
 
     fn take_messages(&mut self) -> Vec<(ConnId, Bytes, Bytes)> {
@@ -194,7 +385,7 @@ impl SimServer for EngineServer {
             return out;
         }
         for &conn in &self.subscribers {
-            for frame in self.engine.drain_outbox(ClientId(conn)) {
+            for frame in self.engine().drain_outbox(ClientId(conn)) {
                 if let Frame::Push(items) | Frame::Array(items) = frame
                     && let [
                         Frame::Bulk(kind),
@@ -212,7 +403,7 @@ impl SimServer for EngineServer {
 
     fn lock_state(&mut self, key: &Bytes, now_ms: i64) -> Option<LockState> {
         self.clock.set(now_ms);
-        let (value, deadline) = self.engine.value(0, key)?;
+        let (value, deadline) = self.engine().value(0, key)?;
         let Value::Hash(hash) = value else {
             return Some(LockState {
                 deadline,
@@ -241,14 +432,14 @@ impl SimServer for EngineServer {
         now_ms: i64,
     ) -> Vec<(Bytes, Option<i64>)> {
         self.clock.set(now_ms);
-        let scores = match self.engine.value(0, timeouts) {
+        let scores = match self.engine().value(0, timeouts) {
             Some((Value::ZSet(set), _)) => set
                 .iter()
                 .map(|(score, owner)| (owner.clone(), score as i64))
                 .collect(),
             _ => Vec::new(),
         };
-        let Some((Value::List(list), _)) = self.engine.value(0, queue) else {
+        let Some((Value::List(list), _)) = self.engine().value(0, queue) else {
             return Vec::new();
         };
         list.iter()
@@ -267,19 +458,25 @@ impl SimServer for EngineServer {
     fn fault(&mut self, fault: Fault, now_ms: i64) {
         self.clock.set(now_ms);
         match fault {
-            Fault::Crash { node, .. } => self.engine.crash(node),
-            Fault::Restart { .. } => self.engine.restart(),
+            Fault::Crash { node, .. } => self.engine().crash(node),
+            Fault::Restart { .. } => self.engine().restart(),
             Fault::Failover { lag_ms, .. } => {
-                self.engine.failover(lag_ms);
+                self.engine().failover(lag_ms);
             }
-            Fault::ClockJump { delta_ms, .. } => self.engine.jump_clock(delta_ms),
-            // The simulated server is one node: no replica to stall, no cluster.
-            Fault::ReplicaStall { .. }
-            | Fault::SlotMigration { .. }
-            | Fault::ShardFailover { .. } => {}
+            // Every node's clock: the replicas hide expired keys by their own.
+            Fault::ClockJump { delta_ms, .. } => {
+                for node in &self.nodes {
+                    lock(node).jump_clock(delta_ms);
+                }
+            }
+            Fault::ShardFailover { replica, .. } => {
+                self.promote(replica);
+            }
+            // The simulated server is no cluster, and its replicas are not stalled.
+            Fault::ReplicaStall { .. } | Fault::SlotMigration { .. } => {}
             Fault::ClientPause {
                 until, writes_only, ..
-            } => self.engine.pause_clients_until(until, writes_only),
+            } => self.engine().pause_clients_until(until, writes_only),
             // A front door's faults, not the server's: the simulator's network judges messages.
             Fault::Command { .. }
             | Fault::LinkDown { .. }
@@ -287,13 +484,13 @@ impl SimServer for EngineServer {
             | Fault::SubscriberDown { .. }
             | Fault::Pause { .. } => {}
         }
-        let engine = &self.engine;
+        let engine = lock(&self.nodes[self.primary]);
         self.subscribers
             .retain(|&conn| engine.is_connected(ClientId(conn)));
     }
 
     fn clock_jump(&self) -> i64 {
-        self.engine.clock_offset()
+        self.engine().clock_offset()
     }
 }
 
@@ -318,7 +515,7 @@ mod tests {
             },
             EPOCH_MS + 5,
         );
-        let connected = |s: &EngineServer, c| s.engine.is_connected(ClientId(c));
+        let connected = |s: &EngineServer, c| s.engine().is_connected(ClientId(c));
         assert!(!connected(&server, a) && !connected(&server, a_sub));
         assert!(connected(&server, b));
         assert!(server.subscribers.is_empty());
@@ -330,7 +527,7 @@ mod tests {
             EPOCH_MS + 10,
         );
         assert_eq!(server.clock_jump(), -7);
-        assert_eq!(server.engine.now(), EPOCH_MS + 3);
-        assert_eq!(server.engine.fault_plan().log().len(), 2);
+        assert_eq!(server.engine().now(), EPOCH_MS + 3);
+        assert_eq!(server.engine().fault_plan().log().len(), 2);
     }
 }

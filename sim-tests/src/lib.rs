@@ -21,13 +21,13 @@ use engine_server::EngineServer;
 
 /// Plays `case` on fake-redis's engine and checks the history.
 pub fn run(case: &Case) -> Run {
-    World::new(case, EngineServer::new(case.seed)).run()
+    World::new(case, EngineServer::for_case(case)).run()
 }
 
 /// Plays `case` with every client's machine breaking `rule` (a hidden switch, off by default,
 /// for proving that the checkers can fail).
 pub fn run_broken(case: &Case, rule: lock_core::machine::BrokenRule) -> Run {
-    World::new(case, EngineServer::new(case.seed))
+    World::new(case, EngineServer::for_case(case))
         .break_rule(rule)
         .run()
 }
@@ -35,13 +35,13 @@ pub fn run_broken(case: &Case, rule: lock_core::machine::BrokenRule) -> Run {
 /// Plays `case` on a server whose fair lock grants the lock to any waiter that asks while it is
 /// free (a planted break, for proving that checker (g) notices).
 pub fn run_unfair(case: &Case) -> Run {
-    World::new(case, EngineServer::new(case.seed).unfair()).run()
+    World::new(case, EngineServer::for_case(case).unfair()).run()
 }
 
 /// Plays `case` on a server whose read acquire ignores a read-write lock's write mode (a planted
 /// break, for proving that checker (h) notices).
 pub fn run_careless_reads(case: &Case) -> Run {
-    World::new(case, EngineServer::new(case.seed).careless_reads()).run()
+    World::new(case, EngineServer::for_case(case).careless_reads()).run()
 }
 
 /// The report of a failing case: its seed, its text, its violations, its timeline, and the one

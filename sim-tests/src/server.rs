@@ -6,7 +6,27 @@
 use bytes::Bytes;
 use fake_redis::{Fault, NodeId};
 use lock_core::machine::Call;
+use lock_core::script::{ReplicaAcks, ReplicaWait};
 use lock_core::{BackendError, Reply};
+
+/// What became of a call that carries the replica check's `WAIT`
+/// ([`SimServer::call_synced`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Synced {
+    /// Answered now: the script's result, and the replicas' count when a `WAIT` was sent (None:
+    /// the server has no replica, so none was, and the call is not checked).
+    Done(Result<Reply, BackendError>, Option<ReplicaAcks>),
+    /// The script ran and its `WAIT` blocks: ask [`SimServer::poll_wait`] with `ticket` at `wake`
+    /// (server time before jumps, the next replica arrival or the timeout).
+    Waiting {
+        /// Which wait.
+        ticket: u64,
+        /// The script's reply, sent back with the count.
+        reply: Reply,
+        /// When to ask again.
+        wake: i64,
+    },
+}
 
 /// A connection's id on the simulated server.
 pub type ConnId = u64;
@@ -30,6 +50,23 @@ pub trait SimServer {
     /// Runs a call at server time `now_ms`, as a client library would (a script by `EVALSHA`,
     /// loading it on `NOSCRIPT`).
     fn call(&mut self, conn: ConnId, call: &Call, now_ms: i64) -> Result<Reply, BackendError>;
+    /// Runs a call that asks for the replica check's `WAIT` (`wait`), as the lock's backends do:
+    /// the script, then `WAIT` on the same connection when the primary has replicas. A server
+    /// without replicas runs the call alone.
+    fn call_synced(&mut self, conn: ConnId, call: &Call, wait: ReplicaWait, now_ms: i64) -> Synced {
+        let _ = wait;
+        Synced::Done(self.call(conn, call, now_ms), None)
+    }
+    /// At server time `now_ms`, the end of the blocked `WAIT` `ticket`: the replicas' count (or
+    /// the error that ended it: its connection closed), or the next time to ask.
+    fn poll_wait(
+        &mut self,
+        ticket: u64,
+        now_ms: i64,
+    ) -> Result<Result<ReplicaAcks, BackendError>, i64> {
+        let _ = (ticket, now_ms);
+        Ok(Err(BackendError::Unknown("no such wait".into())))
+    }
     /// Subscribes `conn` to `channel`.
     fn subscribe(&mut self, conn: ConnId, channel: &Bytes, now_ms: i64);
     /// Unsubscribes `conn` from `channel`.

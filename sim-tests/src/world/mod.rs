@@ -34,6 +34,7 @@ use crate::server::{ConnId, SimServer};
 use bytes::Bytes;
 use fake_redis::NodeId;
 use lock_core::machine::{Call, CallId, Input, LockMachine, Output, SeededIds};
+use lock_core::script::ReplicaAcks;
 use lock_core::seed::Seed;
 use lock_core::{
     BackendError, FairKeys, KeyLayout, LockConfig, Millis, MonoTime, PubSubEvent, Reply,
@@ -89,12 +90,16 @@ enum Ev {
         id: CallId,
         call: Call,
     },
-    /// A reply reaches the client.
+    /// A reply reaches the client (with the replicas' count of its `WAIT`, if it sent one).
     Reply {
         client: usize,
         id: CallId,
         result: Result<Reply, BackendError>,
+        acks: Option<ReplicaAcks>,
     },
+    /// The server looks again at a call's blocked `WAIT` (its script already ran), if it still
+    /// blocks (`World::waits`).
+    WaitPoll { ticket: u64 },
     /// The driver's response timeout for a call.
     CallTimeout { client: usize, id: CallId },
     /// A subscribe or unsubscribe reaches the server.
@@ -135,6 +140,7 @@ impl Ev {
             | Ev::Message { client, .. } => Some(client),
             // Arrivals are at the server: a paused client's requests already left.
             Ev::Arrive { .. }
+            | Ev::WaitPoll { .. }
             | Ev::SubArrive { .. }
             | Ev::Fault { .. }
             | Ev::Resume { .. }
@@ -228,16 +234,27 @@ pub struct World<S: SimServer> {
     fair_queues: BTreeMap<u32, fair::FairQueue>,
     /// How many places have joined any fair lock's queue: each new one's rank.
     fair_arrivals: u64,
+    /// Failover facts, for a case with replicas (`observe.rs`): the grants a promotion lost.
+    lost_grants: Vec<observe::LostGrant>,
+    /// Each acquire a machine reported, (lock, owner, time), for a case with replicas.
+    confirmed: Vec<(u32, Bytes, u64)>,
+    /// Each server grant's start, (lock, owner, time), for a case with replicas.
+    grant_starts: Vec<(u32, Bytes, u64)>,
+    /// The synced calls whose `WAIT` blocks, by ticket: (client, call id, call, script reply).
+    waits: BTreeMap<u64, (usize, CallId, Call, Reply)>,
 }
 
 impl<S: SimServer> World<S> {
     /// A world for `case` on `server`, with every client's machine built and nothing run yet.
     pub fn new(case: &Case, mut server: S) -> World<S> {
-        let config = LockConfig {
+        let mut config = LockConfig {
             watchdog_timeout: Millis(case.watchdog),
             drift_rate: case.margin_ppm as f64 / 1e6,
             ..LockConfig::default()
         };
+        if case.replicas > 0 && !case.sync {
+            config.sync_replicas = None;
+        }
         let mut clients = Vec::new();
         let mut conn_owner = BTreeMap::new();
         for i in 0..case.clients.len() {
@@ -308,6 +325,10 @@ impl<S: SimServer> World<S> {
             fair_keys,
             fair_queues: BTreeMap::new(),
             fair_arrivals: 0,
+            lost_grants: Vec::new(),
+            confirmed: Vec::new(),
+            grant_starts: Vec::new(),
+            waits: BTreeMap::new(),
         };
         world.note("sim", || {
             format!(
@@ -413,12 +434,26 @@ impl<S: SimServer> World<S> {
                 }
             }
             Ev::Arrive { client, id, call } => self.arrive(client, id, call),
-            Ev::Reply { client, id, result } => {
+            Ev::Reply {
+                client,
+                id,
+                result,
+                acks,
+            } => {
                 self.message_answered(client, id);
                 if self.clients[client].inflight.remove(&id) {
-                    self.feed(client, Input::CallResult { id, result });
+                    let input = match (result, acks) {
+                        (Ok(reply), Some(replicas)) => Input::SyncedCallResult {
+                            id,
+                            reply,
+                            replicas,
+                        },
+                        (result, _) => Input::CallResult { id, result },
+                    };
+                    self.feed(client, input);
                 }
             }
+            Ev::WaitPoll { ticket } => self.wait_poll(ticket),
             Ev::CallTimeout { client, id } => {
                 if self.clients[client].inflight.remove(&id) {
                     let name = self.name(client);

@@ -27,13 +27,14 @@
 
 use super::observe::{describe, short};
 use super::workload::Phase;
-use super::{Ev, World, node, server_time, stream};
+use super::{EPOCH_MS, Ev, World, node, server_time, stream};
 use crate::case::{Case, Fault};
-use crate::server::SimServer;
+use crate::server::{SimServer, Synced};
 use bytes::Bytes;
 use fake_redis::{Admission, CommandFate, DeliveryFate, FaultPlan, Trigger};
 use lock_core::PubSubEvent;
 use lock_core::machine::{Call, CallId, Input};
+use lock_core::script::ReplicaAcks;
 use lock_core::seed::Seed;
 use std::collections::BTreeSet;
 
@@ -69,6 +70,13 @@ pub(super) struct Network {
     messages: Vec<u64>,
     /// Per fault of the case, the engine's fault it is if the server carries it out.
     server_faults: Vec<Option<fake_redis::Fault>>,
+    /// How many replicas the original primary has: a promotion needs one of them.
+    replicas: u16,
+    /// When a replica was promoted (once: the new primary has no replica).
+    pub(super) promoted_at: Option<u64>,
+    /// Whether the world is reading the locks just after the promotion: what is missing then was
+    /// lost by it (a key deleted by a later call of the same millisecond was not).
+    pub(super) promoting: bool,
 }
 
 impl Network {
@@ -128,6 +136,9 @@ impl Network {
             down,
             messages: vec![0; case.clients.len()],
             server_faults: case.faults.iter().map(server_fault).collect(),
+            replicas: case.replicas,
+            promoted_at: None,
+            promoting: false,
         }
     }
 
@@ -190,6 +201,11 @@ fn server_fault(fault: &Fault) -> Option<fake_redis::Fault> {
         Fault::ClockJump { at, by } => fake_redis::Fault::ClockJump {
             at: server_time(at),
             delta_ms: by,
+        },
+        Fault::Promote { at, replica } => fake_redis::Fault::ShardFailover {
+            shard: 0,
+            replica,
+            at: server_time(at),
         },
         Fault::Pause { .. }
         | Fault::DropRequests { .. }
@@ -308,7 +324,8 @@ impl<S: SimServer> World<S> {
         self.schedule(at, Ev::CallTimeout { client, id });
     }
 
-    /// A call reaches the server: it is applied, observed, and its reply sent back.
+    /// A call reaches the server: it is applied, observed, and its reply sent back (a synced
+    /// call's once its `WAIT` is done).
     pub(super) fn arrive(&mut self, client: usize, id: CallId, call: Call) {
         if self.clients[client].crashed {
             return;
@@ -316,21 +333,96 @@ impl<S: SimServer> World<S> {
         let conn = self.clients[client].conn;
         let now = self.server_clock();
         let fair = self.fair_attempt(&call);
-        let result = self.server.call(conn, &call, now);
+        let sync = match &call {
+            Call::Script(s) => s.sync,
+            Call::Command(_) => None,
+        };
+        let served = match sync {
+            Some(wait) => self.server.call_synced(conn, &call, wait, now),
+            None => Synced::Done(self.server.call(conn, &call, now), None),
+        };
+        let script_result = match &served {
+            Synced::Done(result, _) => result.clone(),
+            Synced::Waiting { reply, .. } => Ok(reply.clone()),
+        };
         if let Some(attempt) = fair {
-            self.check_fair_grant(attempt, matches!(result, Ok(lock_core::Reply::Nil)));
+            self.check_fair_grant(attempt, matches!(script_result, Ok(lock_core::Reply::Nil)));
         }
-        self.observe_call(client, &call, &result);
+        self.observe_call(client, &call, &script_result);
+        match served {
+            Synced::Done(result, acks) => self.answer(client, id, &call, result, acks),
+            Synced::Waiting {
+                ticket,
+                reply,
+                wake,
+            } => {
+                let name = self.name(client);
+                self.note("server", || {
+                    format!(
+                        "applies {} from {name} -> {reply}, WAIT blocks",
+                        describe(&call)
+                    )
+                });
+                let at = self.wake_time(wake);
+                self.waits.insert(ticket, (client, id, call, reply));
+                self.schedule(at, Ev::WaitPoll { ticket });
+            }
+        }
+        self.deliver_messages();
+    }
+
+    /// The simulation time of server time `wake` (before jumps), never before now.
+    fn wake_time(&self, wake: i64) -> u64 {
+        u64::try_from(wake.saturating_sub(EPOCH_MS))
+            .unwrap_or(0)
+            .max(self.now)
+    }
+
+    /// The server looks again at a synced call's blocked `WAIT`, if it still blocks.
+    pub(super) fn wait_poll(&mut self, ticket: u64) {
+        if !self.waits.contains_key(&ticket) {
+            return;
+        }
+        match self.server.poll_wait(ticket, self.server_clock()) {
+            Err(wake) => {
+                let at = self.wake_time(wake).max(self.now + 1);
+                self.schedule(at, Ev::WaitPoll { ticket });
+            }
+            Ok(done) => {
+                let Some((client, id, call, reply)) = self.waits.remove(&ticket) else {
+                    return;
+                };
+                match done {
+                    Ok(acks) => self.answer(client, id, &call, Ok(reply), Some(acks)),
+                    Err(e) => self.answer(client, id, &call, Err(e), None),
+                }
+            }
+        }
+    }
+
+    /// Sends a call's reply back to its client.
+    fn answer(
+        &mut self,
+        client: usize,
+        id: CallId,
+        call: &Call,
+        result: Result<lock_core::Reply, lock_core::BackendError>,
+        acks: Option<ReplicaAcks>,
+    ) {
         let name = self.name(client);
         let reply_after = self.network.send(client, Leg::Reply, self.now);
         self.message_applied(client, id, &result, reply_after.is_none());
         self.note("server", || {
             format!(
-                "applies {} from {name} -> {}{}",
-                describe(&call),
+                "applies {} from {name} -> {}{}{}",
+                describe(call),
                 match &result {
                     Ok(r) => r.to_string(),
                     Err(e) => e.to_string(),
+                },
+                match acks {
+                    Some(a) => format!(" (WAIT: {} of {} replicas)", a.acked, a.connected),
+                    None => String::new(),
                 },
                 if reply_after.is_none() {
                     " (reply lost)"
@@ -341,11 +433,18 @@ impl<S: SimServer> World<S> {
         });
         match reply_after {
             None => self.mark(&name, "dropped", || {
-                format!("reply to {} lost", short(&call))
+                format!("reply to {} lost", short(call))
             }),
-            Some(after) => self.schedule(self.now + after, Ev::Reply { client, id, result }),
+            Some(after) => self.schedule(
+                self.now + after,
+                Ev::Reply {
+                    client,
+                    id,
+                    result,
+                    acks,
+                },
+            ),
         }
-        self.deliver_messages();
     }
 
     /// Sends what the server published since the last call to the clients subscribed.
@@ -442,6 +541,26 @@ impl<S: SimServer> World<S> {
             Fault::Failover { lag, .. } => {
                 self.server_fault(index);
                 self.data_lost("failover", || format!("(replica lagging {lag} ms)"));
+            }
+            Fault::Promote { replica, .. } => {
+                if self.network.promoted_at.is_some() || replica >= self.network.replicas {
+                    self.mark("server", "no-failover", || {
+                        format!("(no replica {replica} follows the primary)")
+                    });
+                    return;
+                }
+                self.network.promoted_at = Some(self.now);
+                self.server_fault(index);
+                // The old primary's connections close: the WAITs blocked there end now.
+                let tickets: Vec<u64> = self.waits.keys().copied().collect();
+                for ticket in tickets {
+                    self.wait_poll(ticket);
+                }
+                self.network.promoting = true;
+                self.data_lost("failover", || {
+                    format!("(replica {replica} promoted with what it received)")
+                });
+                self.network.promoting = false;
             }
             Fault::ClockJump { by, .. } => {
                 self.server_fault(index);

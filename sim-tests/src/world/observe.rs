@@ -27,6 +27,19 @@ pub(super) struct OpenGrant {
     deadline: Option<u64>,
 }
 
+/// A grant a replica's promotion lost (the new primary lacked it), kept until the run ends to
+/// learn whether its owner was told it holds it: if so, it counts as held until the deadline it
+/// had (the owner goes on believing it, the data-loss rule); if not (the replica check refused it,
+/// or its outcome stayed unknown), it ends at the failover, since nobody relied on it.
+#[derive(Clone, Debug)]
+pub(super) struct LostGrant {
+    lock: u32,
+    owner: Bytes,
+    from: u64,
+    at: u64,
+    deadline: u64,
+}
+
 /// The result of a run.
 #[derive(Debug)]
 pub struct Run {
@@ -309,7 +322,14 @@ impl<S: SimServer> World<S> {
     fn observe_lock(&mut self, lock: u32, state: LockState) {
         let now = self.now;
         let offset = self.server.clock_jump();
-        let data_lost_now = self.history.data_loss.last() == Some(&now);
+        // A promotion loses what is missing as the world reads the locks just after it, and no
+        // more: a key a later call of its millisecond deletes was not lost (a restart's or a
+        // rollback's millisecond keeps its older, wider rule).
+        let promoted_now = self.network.promoting;
+        let data_lost_now = promoted_now
+            || (self.history.data_loss.last() == Some(&now)
+                && self.network.promoted_at != Some(now));
+        let mut lost = Vec::new();
         let open = self.grants.entry(lock).or_default();
         let deadline = state
             .deadline
@@ -330,19 +350,36 @@ impl<S: SimServer> World<S> {
             if !data_lost_now && g.deadline.is_some_and(|d| d <= now) {
                 expired.push((to, String::from_utf8_lossy(&g.owner).into_owned()));
             }
-            closed.push((g.owner.clone(), g.from, to));
+            if promoted_now {
+                lost.push(LostGrant {
+                    lock,
+                    owner: g.owner.clone(),
+                    from: g.from,
+                    at: now,
+                    deadline: to,
+                });
+            } else {
+                closed.push((g.owner.clone(), g.from, to));
+            }
             false
         });
+        let replicated = self.case.replicas > 0;
         for (owner, _) in &state.owners {
             match open.iter_mut().find(|g| g.owner == *owner) {
                 Some(g) => g.deadline = deadline,
-                None => open.push(OpenGrant {
-                    owner: owner.clone(),
-                    from: now,
-                    deadline,
-                }),
+                None => {
+                    open.push(OpenGrant {
+                        owner: owner.clone(),
+                        from: now,
+                        deadline,
+                    });
+                    if replicated {
+                        self.grant_starts.push((lock, owner.clone(), now));
+                    }
+                }
             }
         }
+        self.lost_grants.extend(lost);
         for (field, from, to) in closed {
             self.record_grant(lock, &field, from, to);
         }
@@ -393,6 +430,12 @@ impl<S: SimServer> World<S> {
                 unlocked.granted(key.clone(), hold.owner.as_bytes().clone());
                 if rw {
                     unlocked.granted(key, hold.owner.writer().as_bytes().clone());
+                }
+                if self.case.replicas > 0
+                    && let Some(&lock) = self.lock_index.get(hold.name.as_bytes())
+                {
+                    let owner = hold.owner.as_bytes().clone();
+                    self.confirmed.push((lock, owner, self.now));
                 }
                 let v = until(self, *valid_until);
                 self.mark(&name, "acquire", || {
@@ -539,6 +582,21 @@ impl<S: SimServer> World<S> {
         }
     }
 
+    /// Whether the owner of a grant a promotion lost was told it holds it: a machine reported an
+    /// acquire of that lock by that owner after the grant began and before its next grant.
+    fn was_confirmed(&self, g: &LostGrant) -> bool {
+        let next = self
+            .grant_starts
+            .iter()
+            .filter(|(lock, owner, at)| *lock == g.lock && *owner == g.owner && *at > g.from)
+            .map(|&(_, _, at)| at)
+            .min()
+            .unwrap_or(u64::MAX);
+        self.confirmed.iter().any(|(lock, owner, at)| {
+            *lock == g.lock && *owner == g.owner && g.from <= *at && *at < next
+        })
+    }
+
     pub(super) fn finish(mut self) -> Run {
         // Keys that expired after the last call that touched them are seen now.
         self.observe_all();
@@ -554,6 +612,14 @@ impl<S: SimServer> World<S> {
                 let to = g.deadline.unwrap_or(horizon).min(horizon);
                 self.record_grant(lock, &g.owner, g.from, to);
             }
+        }
+        for g in std::mem::take(&mut self.lost_grants) {
+            let to = if self.was_confirmed(&g) {
+                g.deadline.min(horizon)
+            } else {
+                g.at
+            };
+            self.record_grant(g.lock, &g.owner, g.from, to);
         }
         let violations = checkers::check(&self.history);
         self.marks.sort_by_key(|m| m.at);
