@@ -61,6 +61,14 @@ struct Args {
     /// rslock), e.g. to profile one.
     #[arg(long, value_delimiter = ',')]
     sides: Vec<String>,
+    /// Only these runtimes in the uncontended section (comma-separated: ct, mt).
+    #[arg(long, value_delimiter = ',')]
+    runtimes: Vec<String>,
+    /// In the uncontended section, run exactly this many pairs per side and round instead of
+    /// running for a time: the same work every run, for an instruction count per pair
+    /// (`valgrind --tool=callgrind` at two counts; the difference over the pairs between them).
+    #[arg(long)]
+    pairs: Option<u64>,
     /// Multiply every measurement's duration by this (below 1 for a quick look).
     #[arg(long, default_value_t = 1.0)]
     scale: f64,
@@ -176,8 +184,14 @@ fn main() -> Result<(), BoxError> {
 
     if wanted("uncontended") {
         for flavor in [Flavor::CurrentThread, Flavor::MultiThread] {
+            if !args.runtimes.is_empty() && !args.runtimes.iter().any(|r| r == flavor.tag()) {
+                continue;
+            }
             let (url, figures, sides) = (url.clone(), figures.clone(), args.sides.clone());
-            let per_side = scaled(0.5);
+            let per_side = match args.pairs {
+                Some(pairs) => PerSide::Pairs(pairs),
+                None => PerSide::Time(scaled(0.5)),
+            };
             on_runtime(flavor, async move {
                 uncontended(&url, flavor, &sides, per_side, &figures).await
             })?;
@@ -214,6 +228,42 @@ fn main() -> Result<(), BoxError> {
 /// median over the rounds shrugs off a neighbour's burst of work.
 const UNCONTENDED_ROUNDS: usize = 15;
 
+/// How long each side runs in a round of the uncontended section.
+#[derive(Clone, Copy, Debug)]
+enum PerSide {
+    /// For this long (the measurement).
+    Time(Duration),
+    /// Exactly this many pairs (for instruction counts).
+    Pairs(u64),
+}
+
+/// When a side's run in one round stops.
+#[derive(Clone, Copy, Debug)]
+struct Stop {
+    until: Instant,
+    pairs: u64,
+}
+
+impl Stop {
+    fn starting_now(per_side: PerSide) -> Stop {
+        match per_side {
+            PerSide::Time(time) => Stop {
+                until: Instant::now() + time,
+                pairs: u64::MAX,
+            },
+            PerSide::Pairs(pairs) => Stop {
+                until: Instant::now() + Duration::from_secs(24 * 3600),
+                pairs,
+            },
+        }
+    }
+
+    /// Whether to run another pair after `done`.
+    fn more(&self, done: u64) -> bool {
+        done < self.pairs && Instant::now() < self.until
+    }
+}
+
 /// A lease long enough that no benchmark lock expires while held.
 fn lease() -> Lease {
     Lease::from_millis(30_000).expect("a positive lease")
@@ -223,7 +273,7 @@ async fn uncontended(
     url: &str,
     flavor: Flavor,
     only: &[String],
-    per_side: Duration,
+    per_side: PerSide,
     figures: &Figures,
 ) -> Result<(), BoxError> {
     println!(
@@ -259,7 +309,7 @@ async fn uncontended(
     for round in 0..UNCONTENDED_ROUNDS {
         for i in 0..sides.len() {
             let side = sides[(i + round) % sides.len()];
-            let until = Instant::now() + per_side;
+            let until = Stop::starting_now(per_side);
             let server_before = server_cpu(&mut stats).await?;
             let started = Instant::now();
             let cpu_before = process_cpu();
@@ -313,9 +363,9 @@ async fn uncontended(
     Ok(())
 }
 
-async fn ours_pairs(client: &LockClient, name: &str, until: Instant) -> Result<u64, BoxError> {
+async fn ours_pairs(client: &LockClient, name: &str, until: Stop) -> Result<u64, BoxError> {
     let mut pairs = 0;
-    while Instant::now() < until {
+    while until.more(pairs) {
         let guard = client
             .lock_with_lease(name, Duration::from_secs(30))
             .await?;
@@ -354,10 +404,10 @@ impl<C: ConnectionLike + Send> RawPairs<C> {
             .await?)
     }
 
-    async fn pairs(&mut self, until: Instant) -> Result<u64, BoxError> {
+    async fn pairs(&mut self, until: Stop) -> Result<u64, BoxError> {
         let latch = Millis(12_000);
         let mut pairs = 0;
-        while Instant::now() < until {
+        while until.more(pairs) {
             let request = RequestId(self.next_request);
             self.next_request += 2;
             let take = acquire::call(&self.keys, &request, lease(), &self.owner, latch);
@@ -392,9 +442,9 @@ impl RslockSide {
         }
     }
 
-    async fn pairs(&self, name: &str, until: Instant) -> Result<Option<u64>, BoxError> {
+    async fn pairs(&self, name: &str, until: Stop) -> Result<Option<u64>, BoxError> {
         let mut pairs = 0;
-        while Instant::now() < until {
+        while until.more(pairs) {
             let lock = self.manager.lock(name, Duration::from_secs(30)).await?;
             self.manager.unlock(&lock).await;
             pairs += 1;
@@ -413,7 +463,7 @@ impl RslockSide {
         RslockSide
     }
 
-    async fn pairs(&self, _name: &str, _until: Instant) -> Result<Option<u64>, BoxError> {
+    async fn pairs(&self, _name: &str, _until: Stop) -> Result<Option<u64>, BoxError> {
         Ok(None)
     }
 }
