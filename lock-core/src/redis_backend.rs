@@ -338,6 +338,12 @@ where
         self.eval_script(call).await
     }
 
+    /// Every `eval` and `command` runs inside one [`bounded`](Self::bounded) of the response
+    /// timeout, the `NOSCRIPT` reload and the script load before it included.
+    fn call_timeout(&self) -> Option<Duration> {
+        Some(self.response_timeout)
+    }
+
     async fn command(&self, argv: &[Bytes]) -> Result<Reply, BackendError> {
         if argv.is_empty() {
             return Err(BackendError::NotApplied("an empty command".into()));
