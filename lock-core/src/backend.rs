@@ -59,13 +59,12 @@ pub trait Backend: Send + Sync + 'static {
         PublishCommand::Publish
     }
 
-    /// The bound this backend keeps on every [`eval`](Backend::eval) and
-    /// [`command`](Backend::command) call as a whole, if it keeps one (contract item 3): a call
-    /// still unanswered that long after it was first polled ends as [`BackendError::Unknown`].
-    /// The lock client bounds each call by its own `response_timeout` unless this is at most
-    /// that, so a call carries one timer, not two. The default, `None`, promises nothing, and the
-    /// client bounds every call. [`eval_synced`](Backend::eval_synced) is always bounded by the
-    /// client, since its replica count may cost a round trip of its own.
+    /// The bound this backend keeps on every [`eval`](Backend::eval),
+    /// [`eval_synced`](Backend::eval_synced) and [`command`](Backend::command) call as a whole,
+    /// if it keeps one (contract item 3): a call still unanswered that long after it was first
+    /// polled ends as [`BackendError::Unknown`]. The lock client bounds each call by its own
+    /// `response_timeout` unless this is at most that, so a call carries one timer, not two. The
+    /// default, `None`, promises nothing, and the client bounds every call.
     fn call_timeout(&self) -> Option<Duration> {
         None
     }

@@ -438,11 +438,6 @@ impl Backend for ClusterBackend {
         self.inner.command(argv)
     }
 
-    /// The inner backend's: a renewal batch split by slot runs its parts at once, each bounded.
-    fn call_timeout(&self) -> Option<Duration> {
-        self.inner.call_timeout()
-    }
-
     fn subscribe(&self, channel: &Bytes) -> impl Future<Output = Result<(), BackendError>> + Send {
         self.inner.subscribe(channel)
     }

@@ -60,8 +60,8 @@ pub(super) trait StartCall: Send + Sync + 'static {
 pub(super) struct BackendCalls<B> {
     backend: Arc<B>,
     response_timeout: Duration,
-    /// Whether the backend bounds every `eval` and `command` within `response_timeout` itself
-    /// ([`Backend::call_timeout`]): then the client adds no timer of its own to them.
+    /// Whether the backend bounds every call within `response_timeout` itself
+    /// ([`Backend::call_timeout`]): then the client adds no timer of its own.
     bounded_by_backend: bool,
 }
 
@@ -81,8 +81,7 @@ impl<B: Backend> BackendCalls<B> {
 impl<B: Backend> StartCall for BackendCalls<B> {
     fn start(&self, call: Call) -> CallFuture {
         let backend = Arc::clone(&self.backend);
-        let synced = matches!(&call, Call::Script(script) if script.sync.is_some());
-        let bound = (synced || !self.bounded_by_backend).then_some(self.response_timeout);
+        let bound = (!self.bounded_by_backend).then_some(self.response_timeout);
         Box::pin(async move {
             let work = async {
                 match &call {
