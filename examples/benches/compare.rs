@@ -1096,14 +1096,16 @@ struct Target {
 const WHY_CLIENT_OVERHEAD: &str = "Both sides make the same two EVALSHA round trips, so the \
     gap (the 'extra wall time per pair' row) is the lock client's own work and the scheduling it \
     causes. Its cost with no I/O at all is the criterion row 'LockClient pair over an instant \
-    backend' (the machine's share: the machine rows, four inputs per pair); against a real server \
-    the gap is larger than that, and the client-CPU rows show ours using more CPU per pair than \
-    raw. Per call, the request crosses a channel to the driver task, the machine builds the call \
-    (the lock, latch and channel names are formatted each time), the driver spawns a task for the \
-    backend call, bounded by two timeouts (the driver's and RedisBackend's), and the result comes \
-    back over a second channel and a oneshot: each hop is a wake-up that a direct EVALSHA does not \
-    have. Where the lock-core owners could start: run the call without a spawned task and with one \
-    timeout, and build a lock's key names once.";
+    backend' (the machine's share: the machine rows, four inputs per pair). A caller steps the \
+    machine under the client's mutex and polls its own call in its own task, with no channel, no \
+    spawned task and one timeout, so what is left is work rather than hops: the machine's own \
+    steps (its maps of holds, operations, calls and timers, about a quarter of the client's \
+    instructions per pair under callgrind), the guard's status channel, and the one timeout per \
+    call (RedisBackend's), whose registration on a multi-thread runtime wakes the runtime's time \
+    driver on another worker, a futex and an eventfd write that the raw side, which has no \
+    timeout at all, never pays. Where the lock-core owners could go next: one timer shared by \
+    every call in flight (their deadlines come in order, all one response timeout apart), and \
+    the machine's per-operation maps made lighter.";
 
 const WHY_SCRIPT_COST: &str = "rslock's pair is a plain SET NX PX and a two-command \
     compare-and-delete script; ours runs two scripts that also check and write a latch key \
@@ -1121,7 +1123,7 @@ const TARGETS: &[Target] = &[
         denominator: "unc_mt_raw_pairs_s",
         bound: 0.95,
         kind: Bound::AtLeast,
-        meaning: "what the lock client (machine, driver task, channels) costs over sending its two scripts by hand, under `#[tokio::main]`",
+        meaning: "what the lock client (its machine, the machine's mutex, the call's timeout) costs over sending its two scripts by hand, under `#[tokio::main]`",
         why_missed: WHY_CLIENT_OVERHEAD,
     },
     Target {
