@@ -8,9 +8,9 @@
 //! element per input.
 //!
 //! The `client` group runs the same cycle through the tokio driver, [`LockClient`], over a backend
-//! that answers every call at once without any I/O: what the driver (channels, a task per call,
-//! timeouts) adds to the machine, per acquire+release pair, on a current-thread and on a
-//! two-worker runtime. Run: `cargo bench -p examples --bench machine`.
+//! that answers every call at once without any I/O: what the client (the machine's mutex, a
+//! boxed future and a timeout per call, the guard's status channel) adds to the machine, per
+//! acquire+release pair, on a current-thread and on a two-worker runtime. Run: `cargo bench -p examples --bench machine`.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use lock_core::backend::{Backend, BackendError, PubSubEvent};

@@ -32,6 +32,7 @@ use crate::reply::Reply;
 use crate::script::{PublishCommand, ReplicaAcks, ScriptCall};
 use bytes::Bytes;
 use std::future::Future;
+use std::time::Duration;
 
 // The machine's inputs, defined with the machine: a backend's results feed it unchanged.
 pub use crate::machine::{BackendError, PubSubEvent};
@@ -56,6 +57,16 @@ pub trait Backend: Send + Sync + 'static {
     /// `SPUBLISH` where the backend subscribes with `SSUBSCRIBE` (a cluster with sharded pub/sub).
     fn publish_command(&self) -> PublishCommand {
         PublishCommand::Publish
+    }
+
+    /// The bound this backend keeps on every [`eval`](Backend::eval),
+    /// [`eval_synced`](Backend::eval_synced) and [`command`](Backend::command) call as a whole,
+    /// if it keeps one (contract item 3): a call still unanswered that long after it was first
+    /// polled ends as [`BackendError::Unknown`]. The lock client bounds each call by its own
+    /// `response_timeout` unless this is at most that, so a call carries one timer, not two. The
+    /// default, `None`, promises nothing, and the client bounds every call.
+    fn call_timeout(&self) -> Option<Duration> {
+        None
     }
 
     /// Runs one plain command, `argv[0]` being its name.

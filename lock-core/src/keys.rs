@@ -77,13 +77,16 @@ impl KeyLayout {
             lock: Bytes::copy_from_slice(name.as_bytes()),
             channel: Bytes::from(tagged("lock__channel")),
             token: Bytes::from(tagged("lock_token")),
-            unlock_latch_base: tagged("unlock_latch"),
-            acquire_latch_base: tagged("acquire_latch"),
+            unlock_latch_base: Bytes::from(tagged("unlock_latch")),
+            acquire_latch_base: Bytes::from(tagged("acquire_latch")),
         }
     }
 }
 
 /// Every key and channel of one lock.
+///
+/// Every part is a [`Bytes`], so a clone shares the names rather than copying them: the lock
+/// machine builds them once per lock name and hands out clones.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LockKeys {
     /// The lock itself: a hash of owner → hold count, whose TTL is the lease.
@@ -92,25 +95,39 @@ pub struct LockKeys {
     pub channel: Bytes,
     /// The fencing-token counter (a string, no TTL).
     pub token: Bytes,
-    unlock_latch_base: String,
-    acquire_latch_base: String,
+    unlock_latch_base: Bytes,
+    acquire_latch_base: Bytes,
 }
 
 impl LockKeys {
     /// The latch that makes one unlock call idempotent across its attempts.
     pub fn unlock_latch(&self, request: &RequestId) -> Bytes {
-        Bytes::from(format!("{}:{request}", self.unlock_latch_base))
+        latch(&self.unlock_latch_base, request)
     }
 
     /// The latch that makes one acquire call idempotent across its attempts.
     pub fn acquire_latch(&self, request: &RequestId) -> Bytes {
-        Bytes::from(format!("{}:{request}", self.acquire_latch_base))
+        latch(&self.acquire_latch_base, request)
     }
 
     /// The lock's name as text (lossy for non-UTF-8 names, which [`KeyLayout::lock`] cannot make).
     pub fn name(&self) -> String {
         String::from_utf8_lossy(&self.lock).into_owned()
     }
+}
+
+/// `<base>:<request id>`, the request id in 32 lowercase hex digits.
+fn latch(base: &[u8], request: &RequestId) -> Bytes {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut key = Vec::with_capacity(base.len() + 33);
+    key.extend_from_slice(base);
+    key.push(b':');
+    key.extend(
+        (0..32)
+            .rev()
+            .map(|digit| HEX[(request.0 >> (digit * 4)) as usize & 0xf]),
+    );
+    Bytes::from(key)
 }
 
 /// Every key and channel of one fair lock: a lock's, and the queue that orders its waiters.
@@ -257,6 +274,21 @@ mod tests {
             &keys.acquire_latch(&id)[..],
             b"redisson_acquire_latch:{orders}:000000000000000000000000000000ab"
         );
+    }
+
+    #[test]
+    fn a_latch_names_its_request_in_32_hex_digits() {
+        let keys = KeyLayout::default().lock("orders");
+        for id in [
+            0,
+            1,
+            0xab,
+            u128::MAX,
+            0x0123_4567_89ab_cdef_fedc_ba98_7654_3210,
+        ] {
+            let expected = format!("redisson_unlock_latch:{{orders}}:{id:032x}");
+            assert_eq!(&keys.unlock_latch(&RequestId(id))[..], expected.as_bytes());
+        }
     }
 
     #[test]

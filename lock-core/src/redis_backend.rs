@@ -5,8 +5,10 @@
 //! tests, a cluster connection later. Pub/sub runs on a separate [`Subscriber`], by default a
 //! [`RedisSubscriber`] on its own connection, which reconnects and resubscribes by itself.
 //!
-//! Every call is bounded by a response timeout; one that runs out is [`BackendError::Unknown`],
-//! never "failed", since the server may have applied it. Scripts go out as `EVALSHA`. A restarted
+//! Every call is bounded by one response timeout as a whole (a replica-checked call's `INFO` and
+//! script share it), which the backend reports as its [`Backend::call_timeout`] so the lock
+//! client adds no second timer; one that runs out is [`BackendError::Unknown`], never "failed",
+//! since the server may have applied it. Scripts go out as `EVALSHA`. A restarted
 //! or failed-over server has forgotten them, so the lock's scripts are loaded when the backend
 //! connects and again, in one round trip before the next `EVALSHA`, after any call that met a
 //! broken connection (the connection manager reconnects behind it): a fresh server costs no
@@ -133,11 +135,27 @@ impl<C, S> RedisBackend<C, S>
 where
     C: ConnectionLike + Clone + Send + Sync + 'static,
 {
+    /// `work` within the response timeout from now.
     async fn bounded<T>(
         &self,
         work: impl Future<Output = Result<T, RedisError>>,
     ) -> Result<T, BackendError> {
-        let result = match tokio::time::timeout(self.response_timeout, work).await {
+        self.bounded_until(self.deadline(), work).await
+    }
+
+    /// The end of a call's response timeout, if it starts now.
+    fn deadline(&self) -> tokio::time::Instant {
+        tokio::time::Instant::now() + self.response_timeout
+    }
+
+    /// `work` by `deadline`: the end of one call's response timeout, which its parts (the replica
+    /// count, then the script) share.
+    async fn bounded_until<T>(
+        &self,
+        deadline: tokio::time::Instant,
+        work: impl Future<Output = Result<T, RedisError>>,
+    ) -> Result<T, BackendError> {
+        let result = match tokio::time::timeout_at(deadline, work).await {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(err)) => Err(classify(&err)),
             Err(_) => Err(BackendError::Unknown(format!(
@@ -159,7 +177,15 @@ where
 
     /// `EVALSHA` of `call`, loading the script on `NOSCRIPT`.
     pub(crate) async fn eval_script(&self, call: &ScriptCall) -> Result<Reply, BackendError> {
-        self.bounded(async {
+        self.eval_script_until(call, self.deadline()).await
+    }
+
+    async fn eval_script_until(
+        &self,
+        call: &ScriptCall,
+        deadline: tokio::time::Instant,
+    ) -> Result<Reply, BackendError> {
+        self.bounded_until(deadline, async {
             match self.evalsha(call).await {
                 Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
                     tracing::debug!(script = call.script.name, "NOSCRIPT: loading the script");
@@ -182,8 +208,19 @@ where
         wait: ReplicaWait,
         connected: u32,
     ) -> Result<(Reply, ReplicaAcks), BackendError> {
+        self.eval_with_wait_until(call, wait, connected, self.deadline())
+            .await
+    }
+
+    async fn eval_with_wait_until(
+        &self,
+        call: &ScriptCall,
+        wait: ReplicaWait,
+        connected: u32,
+        deadline: tokio::time::Instant,
+    ) -> Result<(Reply, ReplicaAcks), BackendError> {
         if connected == 0 {
-            let reply = self.eval_script(call).await?;
+            let reply = self.eval_script_until(call, deadline).await?;
             return Ok((
                 reply,
                 ReplicaAcks {
@@ -192,7 +229,7 @@ where
                 },
             ));
         }
-        self.bounded(async {
+        self.bounded_until(deadline, async {
             if !self.scripts_loaded.load(Ordering::Relaxed) {
                 self.load_scripts().await?;
             }
@@ -210,8 +247,11 @@ where
     }
 
     /// How many replicas the primary has connected, from `INFO replication` when the last answer
-    /// is older than [`REPLICA_COUNT_TTL`] or the connection broke since.
-    async fn connected_replicas(&self) -> Result<u32, BackendError> {
+    /// is older than [`REPLICA_COUNT_TTL`] or the connection broke since, by `deadline`.
+    async fn connected_replicas(
+        &self,
+        deadline: tokio::time::Instant,
+    ) -> Result<u32, BackendError> {
         if let Some((at, count)) = *lock_ignoring_poison(&self.replicas)
             && at.elapsed() < REPLICA_COUNT_TTL
         {
@@ -221,7 +261,9 @@ where
             Bytes::from_static(b"INFO"),
             Bytes::from_static(b"replication"),
         ];
-        let info = self.bounded(query(&self.conn, &argv)).await?;
+        let info = self
+            .bounded_until(deadline, query(&self.conn, &argv))
+            .await?;
         let count = match &info {
             Value::BulkString(text) => connected_replicas_in_info(text),
             Value::VerbatimString { text, .. } => connected_replicas_in_info(text.as_bytes()),
@@ -329,13 +371,24 @@ where
         let Some(wait) = call.sync else {
             return self.eval(call).await.map(|reply| (reply, None));
         };
-        let connected = self.connected_replicas().await?;
-        let (reply, acks) = self.eval_with_wait(call, wait, connected).await?;
+        // One response timeout for the whole call, the replica count's round trip included, as
+        // `call_timeout` promises.
+        let deadline = self.deadline();
+        let connected = self.connected_replicas(deadline).await?;
+        let (reply, acks) = self
+            .eval_with_wait_until(call, wait, connected, deadline)
+            .await?;
         Ok((reply, Some(acks)))
     }
 
     async fn eval(&self, call: &ScriptCall) -> Result<Reply, BackendError> {
         self.eval_script(call).await
+    }
+
+    /// Every `eval`, `eval_synced` and `command` ends within one response timeout: the script
+    /// load before it, a `NOSCRIPT` reload and the replica count's `INFO` included.
+    fn call_timeout(&self) -> Option<Duration> {
+        Some(self.response_timeout)
     }
 
     async fn command(&self, argv: &[Bytes]) -> Result<Reply, BackendError> {

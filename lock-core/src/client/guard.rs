@@ -7,13 +7,15 @@
 //! [`LockGuard::lost`]: the work stops the moment the lease is lost or may be lost, because from
 //! then on another holder may be writing too.
 
-use super::{Command, LockClient, LockOwner};
+use super::core::ClientState;
+use super::{LockClient, LockOwner};
 use crate::machine::{
     Acquired, Done, HoldId, HoldMode, HoldState, LockError, OwnerId, Request, RwSide, UnlockOutcome,
 };
 use std::fmt;
+use std::sync::Weak;
 use std::time::Duration;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 use tokio::time::Instant;
 
 /// A hold's status: its state, `valid_until` and the owner's newest fencing token.
@@ -54,7 +56,8 @@ impl HoldStatus {
 /// Gives back one count when dropped, unless disarmed: the background release of a guard, and
 /// the undo of a grant whose caller went away before receiving it.
 pub(super) struct HoldTicket {
-    pub(super) commands: mpsc::WeakUnboundedSender<Command>,
+    /// Weak, so that a ticket kept in the client's own state does not keep that state alive.
+    pub(super) state: Weak<ClientState>,
     pub(super) hold: HoldId,
     pub(super) name: String,
     pub(super) owner: OwnerId,
@@ -74,13 +77,9 @@ impl HoldTicket {
 impl Drop for HoldTicket {
     fn drop(&mut self) {
         if self.armed
-            && let Some(commands) = self.commands.upgrade()
+            && let Some(state) = self.state.upgrade()
         {
-            let _ = commands.send(Command::Request {
-                op: None,
-                request: self.release_request(),
-                reply: None,
-            });
+            state.release_in_background(self.release_request());
         }
     }
 }
@@ -107,8 +106,8 @@ impl Drop for HoldTicket {
 #[must_use = "a guard that is not kept releases its lock at once: bind it (`let guard = ...`) \
               for as long as the work needs the lock"]
 pub struct LockGuard {
-    // Declared first so it drops first: its background release must go out while `client` still
-    // keeps the driver's channel open.
+    // Declared first so it drops first: its background release must reach the machine while
+    // `client` still keeps the driver running.
     ticket: HoldTicket,
     client: LockClient,
     status: watch::Receiver<HoldStatus>,

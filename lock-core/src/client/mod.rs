@@ -1,11 +1,13 @@
 //! The tokio driver: [`LockClient`], its guards and owner handles.
 //!
-//! One driver task per client owns the [`LockMachine`]: it feeds it
-//! requests from guards and handles (over a channel), call results, pub/sub events and timer
-//! expiries, with the time read from `tokio::time::Instant` relative to the client's creation (so
-//! tokio's paused time drives it in tests). Every backend call runs in its own task, bounded by the
-//! response timeout, so one slow call never stalls the others; subscriptions run in order on one
-//! task, as the machine requires.
+//! A client owns one [`LockMachine`], shared by its handles and one driver task behind a mutex
+//! that no one holds across an `.await` (`core.rs`). A caller steps the machine itself, with the
+//! time read from `tokio::time::Instant` relative to the client's creation (so tokio's paused time
+//! drives it in tests), and runs its operation's call in its own task: an uncontended acquire or
+//! unlock is one round trip with no hop through another task. The driver task handles what no
+//! caller brings: timer expiries, pub/sub events, subscriptions (in order, one at a time, as the
+//! machine requires) and the calls no caller runs, each bounded by the response timeout, side by
+//! side so one slow call never stalls the others (`driver.rs`).
 //!
 //! Every acquire is one [`Acquire`] (lease or watchdog, wait budget, fencing, owner), awaited
 //! directly; `lock`, `try_lock` and the rest are one-line shorthands of it. A [`LockGuard`] is
@@ -19,8 +21,9 @@
 //! #6662, #3580, #6878).
 //!
 //! Where each part lives: `acquire.rs` the builder and its future, `guard.rs` the guard and its
-//! status, `owner.rs` the owner handle, `read_write.rs` the read-write lock's handle, `driver.rs` the task that owns the machine, `os_seed.rs`
-//! the ids of production clients.
+//! status, `owner.rs` the owner handle, `read_write.rs` the read-write lock's handle, `core.rs`
+//! the machine and what the handles and the driver share, `driver.rs` the task, `os_seed.rs` the
+//! ids of production clients.
 
 /// The `lock*` shorthands, the same on [`LockClient`] (a new owner each time) and [`LockOwner`]
 /// (which takes or re-enters as itself): each is one [`Acquire`] chain on the type's `acquire`.
@@ -85,6 +88,7 @@ macro_rules! acquire_shorthands {
 }
 
 mod acquire;
+mod core;
 mod driver;
 mod guard;
 mod os_seed;
@@ -99,19 +103,18 @@ pub use read_write::ReadWriteLock;
 use crate::backend::Backend;
 use crate::config::{ConfigError, LockConfig};
 use crate::machine::{
-    Done, IdSource, LockError, LockMachine, OpId, RemainingLease, Request, SeededIds,
+    CallId, Done, IdSource, Input, LockError, LockMachine, OpId, RemainingLease, Request, SeededIds,
 };
 use acquire::with_token;
+use core::{Answer, BackendCalls, CallFuture, ClientState, call_result};
 use driver::Driver;
-use guard::HoldTicket;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::task::{Context, Poll, ready};
+use std::task::{Context, Poll};
 use std::time::Duration;
-use tokio::sync::{mpsc, oneshot, watch};
 
 /// A lock client: one driver task, one watchdog, one set of unlock subscriptions.
 ///
@@ -124,32 +127,18 @@ pub struct LockClient {
 }
 
 struct Shared {
-    commands: mpsc::UnboundedSender<Command>,
+    state: Arc<ClientState>,
     client_id: String,
     config: LockConfig,
     next_op: AtomicU64,
     driver: tokio::task::AbortHandle,
 }
 
-/// What guards and handles ask of the driver.
-enum Command {
-    Request {
-        /// `None` for a background release (the driver numbers it).
-        op: Option<OpId>,
-        request: Request,
-        reply: Option<oneshot::Sender<Answer>>,
-    },
-    Cancel {
-        op: OpId,
-    },
-}
-
-/// What the driver hands back for an operation: its result and, for a grant, the hold's status
-/// and a ticket that releases the grant if nobody turns it into a guard.
-struct Answer {
-    result: Result<Done, LockError>,
-    status: Option<watch::Receiver<HoldStatus>>,
-    ticket: Option<HoldTicket>,
+impl Drop for Shared {
+    /// The last handle is gone: the driver finishes the operations in progress and ends.
+    fn drop(&mut self) {
+        self.state.close();
+    }
 }
 
 /// Why a [`LockClient`] could not start.
@@ -185,12 +174,15 @@ impl LockClient {
         let mut machine = LockMachine::new(config.clone(), ids)?;
         machine.set_publish_command(backend.publish_command());
         let client_id = machine.client_id().to_owned();
-        let (commands, command_rx) = mpsc::unbounded_channel();
-        let driver = Driver::new(backend, machine, commands.downgrade());
-        let handle = runtime.spawn(driver.run(command_rx));
+        let response_timeout = config.response_timeout().to_duration();
+        let backend = Arc::new(backend);
+        let calls = BackendCalls::new(Arc::clone(&backend), response_timeout);
+        let state = ClientState::new(machine, Box::new(calls));
+        let driver = Driver::new(Arc::clone(&state), backend, response_timeout);
+        let handle = runtime.spawn(driver);
         Ok(LockClient {
             shared: Arc::new(Shared {
-                commands,
+                state,
                 client_id,
                 config,
                 next_op: AtomicU64::new(1),
@@ -212,6 +204,7 @@ impl LockClient {
     /// Stops the driver at once, as a crash would: no renewal, no release, no answer is sent
     /// any more, and every guard's [`LockGuard::lost`] resolves. Locks expire with their leases.
     pub fn abort(&self) {
+        self.shared.state.stop();
         self.shared.driver.abort();
     }
 
@@ -305,29 +298,41 @@ impl LockClient {
         self.send(request)?.await?.result
     }
 
-    /// Sends one request to the driver; the returned [`Exchange`] resolves with its answer.
+    /// Hands one request to the machine; the returned [`Exchange`] resolves with its answer.
+    ///
+    /// The step happens here, in the caller's task. A call the step makes for this operation is
+    /// the exchange's to run, when the caller is on a tokio runtime (a backend's futures may need
+    /// its timers and I/O); otherwise the driver runs it.
     fn send(&self, request: Request) -> Result<Exchange<'_>, LockError> {
         let op = OpId(self.shared.next_op.fetch_add(1, Ordering::Relaxed));
-        let (reply, answer) = oneshot::channel();
-        self.shared
-            .commands
-            .send(Command::Request {
-                op: Some(op),
-                request,
-                reply: Some(reply),
-            })
-            .map_err(|_| LockError::ClientStopped)?;
+        let state = &self.shared.state;
+        let runs_own_call = tokio::runtime::Handle::try_current().is_ok();
+        let now = state.now();
+        let own = {
+            let mut core = state.lock();
+            if core.is_stopped() {
+                return Err(LockError::ClientStopped);
+            }
+            core.expect(op);
+            let own = core.step(
+                Input::Request { op, request },
+                now,
+                runs_own_call.then_some(op),
+            );
+            core.nudge_driver();
+            own
+        };
         Ok(Exchange {
-            commands: &self.shared.commands,
+            client: self,
             op,
-            answer,
+            call: own.map(|(id, call)| (id, state.start_call(call))),
             answered: false,
         })
     }
 
-    /// Whether the driver task has ended (stopped, aborted, or its runtime shut down).
+    /// Whether the client has stopped (aborted, its driver ended, or its runtime shut down).
     fn stopped(&self) -> bool {
-        self.shared.driver.is_finished()
+        self.shared.state.is_stopped() || self.shared.driver.is_finished()
     }
 }
 
@@ -341,11 +346,12 @@ impl fmt::Debug for LockClient {
 }
 
 /// One request in flight and its answer to come. Dropping it unanswered cancels the request (an
-/// acquire in flight is undone if it succeeds).
+/// acquire in flight is undone if it succeeds); a call it was running goes on in the driver.
 struct Exchange<'a> {
-    commands: &'a mpsc::UnboundedSender<Command>,
+    client: &'a LockClient,
     op: OpId,
-    answer: oneshot::Receiver<Answer>,
+    /// The operation's call, while this exchange runs it itself.
+    call: Option<(CallId, CallFuture)>,
     answered: bool,
 }
 
@@ -353,16 +359,51 @@ impl Future for Exchange<'_> {
     type Output = Result<Answer, LockError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let answer = ready!(Pin::new(&mut self.answer).poll(cx));
-        self.answered = true;
-        Poll::Ready(answer.map_err(|_| LockError::ClientStopped))
+        let this = &mut *self;
+        let state = &this.client.shared.state;
+        loop {
+            let came_back = match &mut this.call {
+                Some((id, call)) => match call.as_mut().poll(cx) {
+                    Poll::Ready(outcome) => Some((*id, outcome)),
+                    Poll::Pending => None,
+                },
+                None => None,
+            };
+            let now = state.now();
+            let mut core = state.lock();
+            let mut next = None;
+            if let Some((id, outcome)) = came_back {
+                this.call = None;
+                if !core.is_stopped() {
+                    next = core.step(call_result(id, outcome), now, Some(this.op));
+                    core.nudge_driver();
+                }
+            }
+            let answer = core.poll_answer(this.op, cx.waker());
+            if answer.is_ready() {
+                this.answered = true;
+                if let Some((id, call)) = next {
+                    // Answered with a call still to make: not this caller's to wait for.
+                    core.hand_over((id, state.start_call(call)));
+                }
+                return answer;
+            }
+            drop(core);
+            match next {
+                // The operation's next attempt: this caller runs it too.
+                Some((id, call)) => this.call = Some((id, state.start_call(call))),
+                None => return Poll::Pending,
+            }
+        }
     }
 }
 
 impl Drop for Exchange<'_> {
     fn drop(&mut self) {
         if !self.answered {
-            let _ = self.commands.send(Command::Cancel { op: self.op });
+            let state = &self.client.shared.state;
+            let now = state.now();
+            state.lock().abandon(self.op, self.call.take(), now);
         }
     }
 }

@@ -127,7 +127,8 @@ impl LockMachine {
             }
         } else {
             let id = self.new_hold_id();
-            let hold = Hold::new(id, self.keys(&req.name), owner.clone(), mode);
+            let keys = self.keys(&req.name);
+            let hold = Hold::new(id, keys, owner.clone(), mode);
             self.holds.insert(key.clone(), hold);
         }
         // Registered before the acquire is sent (Redisson #7272): from here on, an unlock or a
@@ -235,10 +236,10 @@ impl LockMachine {
             return;
         };
         a.attempts.in_flight = None;
-        let name = a.keys.name();
         let reply = match result {
             Ok(reply) => reply,
             Err(error) => {
+                let name = a.keys.name();
                 match a
                     .attempts
                     .on_failure(sent, error, now, window, name, Operation::Acquire)
@@ -273,13 +274,15 @@ impl LockMachine {
                 AcquireReply::Held(ttl) => Outcome::Held(ttl),
             })
         };
+        // The name is spelled out only for an error.
+        let outcome = outcome.map_err(|error| (error, a.keys.name()));
         match outcome {
             Ok(Outcome::Granted { token }) => match shortfall {
                 None => self.grant(op, sent, token),
                 Some(shortfall) => self.refuse_unsynced_grant(op, shortfall),
             },
             Ok(Outcome::Held(ttl)) => self.on_held(op, ttl),
-            Err(error) => {
+            Err((error, name)) => {
                 let err = LockError::UnexpectedReply {
                     name,
                     operation: Operation::Acquire,

@@ -203,7 +203,14 @@ pub struct LockMachine {
     wall_anchor: Option<(i64, MonoTime)>,
     /// The command the scripts publish unlock messages with (the backend's choice).
     publish: PublishCommand,
+    /// The keys of the locks named lately, built once per name rather than once per call
+    /// (emptied whenever it reaches [`KEY_CACHE_NAMES`], so a client that touches many names
+    /// keeps no more than that).
+    key_cache: BTreeMap<String, LockKeys>,
 }
+
+/// How many lock names' keys the machine keeps built.
+const KEY_CACHE_NAMES: usize = 1024;
 
 /// A rule the machine can be told to break, so that a test can prove its checkers notice.
 /// Never set outside such a test.
@@ -256,6 +263,7 @@ impl LockMachine {
             broken: None,
             wall_anchor: None,
             publish: PublishCommand::Publish,
+            key_cache: BTreeMap::new(),
         })
     }
 
@@ -321,6 +329,19 @@ impl LockMachine {
     /// Operations in progress (cancelled acquires still resolving their outcome included).
     pub fn ops_in_progress(&self) -> usize {
         self.ops.len()
+    }
+
+    /// The operation the call `id` works for, while someone waits for that operation: an
+    /// attempt of an acquire or unlock, or the one call of a force unlock or query. `None` for a
+    /// renewal batch, a call of an operation nobody waits for (a background release, a cancelled
+    /// acquire resolving its outcome), and a call whose result came back. A driver may let that
+    /// operation's caller run the call itself; the machine does not mind who runs it.
+    pub fn call_op(&self, id: CallId) -> Option<OpId> {
+        let op = match self.calls.get(&id)? {
+            CallPurpose::Attempt { op, .. } | CallPurpose::Single { op } => *op,
+            CallPurpose::Renew { .. } => return None,
+        };
+        self.ops.get(&op)?.reply_to
     }
 
     /// Feeds one input at time `now` (a monotonic clock the caller owns; a reading earlier than a
@@ -563,7 +584,7 @@ impl LockMachine {
             if let CallPurpose::Attempt { .. } = &purpose {
                 script.sync = self.replica_wait();
             }
-            *script = script.clone().with_publish(self.publish);
+            script.set_publish(self.publish);
         }
         let id = self.new_call_id();
         self.calls.insert(id, purpose);
@@ -571,8 +592,17 @@ impl LockMachine {
         id
     }
 
-    fn keys(&self, name: &str) -> LockKeys {
-        self.config.key_layout.lock(name)
+    /// The keys of the lock `name`: from the cache, or built and kept there.
+    fn keys(&mut self, name: &str) -> LockKeys {
+        if let Some(keys) = self.key_cache.get(name) {
+            return keys.clone();
+        }
+        if self.key_cache.len() >= KEY_CACHE_NAMES {
+            self.key_cache.clear();
+        }
+        let keys = self.config.key_layout.lock(name);
+        self.key_cache.insert(name.to_owned(), keys.clone());
+        keys
     }
 
     fn lease_of(&self, mode: HoldMode) -> Lease {

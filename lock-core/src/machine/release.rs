@@ -198,10 +198,10 @@ impl LockMachine {
             return;
         };
         r.attempts.in_flight = None;
-        let name = r.keys.name();
         let reply = match result {
             Ok(reply) => reply,
             Err(error) => {
+                let name = r.keys.name();
                 match r
                     .attempts
                     .on_failure(sent, error, now, window, name, Operation::Unlock)
@@ -237,7 +237,7 @@ impl LockMachine {
             // outcome is unknown and a reentrant release confirms no lease.
             (Ok(ReleaseReply::StillHeld | ReleaseReply::Released), Some(shortfall)) => {
                 tracing::warn!(
-                    lock = %name,
+                    lock = %key.0,
                     owner = %key.1,
                     acked = shortfall.acked,
                     required = shortfall.required,
@@ -254,7 +254,7 @@ impl LockMachine {
                     }
                 } else if last {
                     tracing::warn!(
-                        lock = %name,
+                        lock = %key.0,
                         owner = %key.1,
                         "the last unlock left a count on the server; the lock expires with its lease"
                     );
@@ -275,7 +275,7 @@ impl LockMachine {
                 Err(self.not_locked(&key))
             }
             (Err(error), _) => Err(LockError::UnexpectedReply {
-                name,
+                name: key.0.clone(),
                 operation: Operation::Unlock,
                 error,
             }),

@@ -326,10 +326,15 @@ impl ScriptCall {
     /// The call publishing with `command` instead, if its script publishes (builders hand
     /// `PUBLISH`); any other call is returned as it is.
     pub fn with_publish(mut self, command: PublishCommand) -> ScriptCall {
+        self.set_publish(command);
+        self
+    }
+
+    /// [`with_publish`](Self::with_publish) in place.
+    pub(crate) fn set_publish(&mut self, command: PublishCommand) {
         if let Some(slot) = self.script.publish_arg.and_then(|at| self.args.get_mut(at)) {
             *slot = command.as_arg();
         }
-        self
     }
 
     /// Runs the call's native twin over `store`.
