@@ -21,6 +21,9 @@
 //!
 //! Node layout follows `redis-cli --cluster create`: the primaries on the first ports, shard by
 //! shard, then the first replica of every shard, then the second; slots split as it splits them.
+//! Over TCP, [`ServerGroup::clustered`](crate::server::ServerGroup::clustered) (`fake-redis-server
+//! --cluster <shards> --replicas <n>`) serves each node on the port it announces, and the nodes
+//! announce the address it listens on ([`Cluster::set_announce_ip`]; loopback in-process).
 
 use crate::engine::Engine;
 use crate::engine::db::Entry;
