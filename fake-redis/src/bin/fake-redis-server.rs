@@ -85,10 +85,10 @@ struct Args {
     replicas: Option<u16>,
     /// Serve a Redis Cluster of <SHARDS> primaries, each with --replicas replicas (default 0),
     /// in this one process on one clock and seed, as `redis-cli --cluster create` lays one out:
-    /// the primary of shard s on --port + s, replica r of shard s on --port + SHARDS * (1 + r)
-    /// + s (with --port 0, a free run of SHARDS * (1 + N) ports; the log names each), the
-    /// 16384 slots split evenly over the shards in order. CLUSTER SLOTS, NODES and SHARDS, MOVED
-    /// and ASK announce these ports and the --bind address.
+    /// the primary of shard s on --port + s, replica r of shard s on
+    /// --port + SHARDS * (1 + r) + s (with --port 0, a free run of SHARDS * (1 + N) ports; the
+    /// log names each), the 16384 slots split evenly over the shards in order. CLUSTER SLOTS,
+    /// NODES and SHARDS, MOVED and ASK announce these ports and the --bind address.
     #[arg(long, value_name = "SHARDS", value_parser = clap::value_parser!(u16).range(1..=1000), conflicts_with = "sentinel_master_name")]
     cluster: Option<u16>,
     /// How far behind each replica applies its primary's writes, ms (with --replicas).
