@@ -79,10 +79,19 @@ struct Args {
     /// the primary on --port, replica i on --port + 1 + i, the Sentinel on --port + 1 + N (with
     /// --port 0, a free run of N + 2 ports; the log names each). ROLE and INFO replication
     /// announce these ports; the Sentinel answers SENTINEL get-master-addr-by-name, masters,
-    /// replicas, failover and the others clients use, and publishes +switch-master.
+    /// replicas, failover and the others clients use, and publishes +switch-master. With
+    /// --cluster: the replicas of each shard, and no Sentinel.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(0..=1000))]
     replicas: Option<u16>,
-    /// How far behind each replica applies the primary's writes, ms (with --replicas).
+    /// Serve a Redis Cluster of <SHARDS> primaries, each with --replicas replicas (default 0),
+    /// in this one process on one clock and seed, as `redis-cli --cluster create` lays one out:
+    /// the primary of shard s on --port + s, replica r of shard s on
+    /// --port + SHARDS * (1 + r) + s (with --port 0, a free run of SHARDS * (1 + N) ports; the
+    /// log names each), the 16384 slots split evenly over the shards in order. CLUSTER SLOTS,
+    /// NODES and SHARDS, MOVED and ASK announce these ports and the --bind address.
+    #[arg(long, value_name = "SHARDS", value_parser = clap::value_parser!(u16).range(1..=1000), conflicts_with = "sentinel_master_name")]
+    cluster: Option<u16>,
+    /// How far behind each replica applies its primary's writes, ms (with --replicas).
     #[arg(long, value_name = "MS", default_value_t = 0, requires = "replicas")]
     replica_lag_ms: u32,
     /// The master name the Sentinel watches (with --replicas).
@@ -153,6 +162,11 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if let Some(shards) = args.cluster {
+        let lag = fake_redis::ReplicaLag::fixed(i64::from(args.replica_lag_ms));
+        let replicas = args.replicas.unwrap_or(0);
+        return runtime.block_on(serve_clustered(config, shards, replicas, lag));
+    }
     if let Some(replicas) = args.replicas {
         let lag = fake_redis::ReplicaLag::fixed(i64::from(args.replica_lag_ms));
         return runtime.block_on(serve_replicated(
@@ -206,6 +220,44 @@ async fn serve_replicated(
         }
     }
     let group = ServerGroup::replicated(&config, ports[0], replicas, lag, master_name);
+    group.run(listeners, shutdown_signal()).await;
+    ExitCode::SUCCESS
+}
+
+/// `--cluster <shards> --replicas <n>`: every node of a cluster on consecutive ports.
+async fn serve_clustered(
+    config: ServerConfig,
+    shards: u16,
+    replicas: u16,
+    lag: fake_redis::ReplicaLag,
+) -> ExitCode {
+    let doors = ServerGroup::clustered_doors(shards, replicas);
+    let listeners = match fake_redis::server::bind_group(&config, doors.len()).await {
+        Ok(l) => l,
+        Err(e) => {
+            tracing::error!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let ports: Vec<u16> = listeners
+        .iter()
+        .filter_map(|l| l.local_addr().ok())
+        .map(|a| a.port())
+        .collect();
+    let Some(&base) = ports.first() else {
+        return ExitCode::FAILURE;
+    };
+    log_start(&config);
+    for (door, port) in doors.iter().zip(&ports) {
+        if let Door::Node(node) = door {
+            let shard = node.shard();
+            match node.replica_index() {
+                None => tracing::info!(port, "shard {shard}'s primary on port {port}"),
+                Some(r) => tracing::info!(port, "shard {shard}'s replica {r} on port {port}"),
+            }
+        }
+    }
+    let group = ServerGroup::clustered(&config, base, shards, replicas, lag);
     group.run(listeners, shutdown_signal()).await;
     ExitCode::SUCCESS
 }

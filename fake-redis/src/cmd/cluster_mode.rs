@@ -183,7 +183,7 @@ impl View {
     fn slots_node(&self, node: usize) -> Frame {
         let n = &self.state.nodes[node];
         Frame::Array(vec![
-            Frame::Bulk(Bytes::from_static(b"127.0.0.1")),
+            Frame::Bulk(Bytes::copy_from_slice(self.state.ip.as_bytes())),
             Frame::Integer(i64::from(n.port)),
             Frame::Bulk(Bytes::from(n.id.clone())),
             Frame::Map(Vec::new()),
@@ -301,6 +301,7 @@ fn first_slot_of(ranges: &[(u16, u16, u16)], shard: u16) -> u16 {
 fn shard_node(view: &View, node: usize) -> Frame {
     let n = &view.state.nodes[node];
     let bulk = |s: &'static str| Frame::Bulk(Bytes::from_static(s.as_bytes()));
+    let ip = Frame::Bulk(Bytes::copy_from_slice(view.state.ip.as_bytes()));
     let (role, health) = match n.role {
         Role::Primary => ("master", "online"),
         Role::Replica => ("replica", "online"),
@@ -309,8 +310,8 @@ fn shard_node(view: &View, node: usize) -> Frame {
     Frame::Map(vec![
         (bulk("id"), Frame::Bulk(Bytes::from(n.id.clone()))),
         (bulk("port"), Frame::Integer(i64::from(n.port))),
-        (bulk("ip"), bulk("127.0.0.1")),
-        (bulk("endpoint"), bulk("127.0.0.1")),
+        (bulk("ip"), ip.clone()),
+        (bulk("endpoint"), ip),
         (bulk("role"), bulk(role)),
         (
             bulk("replication-offset"),
@@ -347,8 +348,9 @@ fn nodes(view: &View, which: impl Fn(usize) -> bool) -> String {
         };
         let _ = write!(
             s,
-            "{} 127.0.0.1:{}@{} {myself}{flags} {master} 0 {pong} {} {link}",
+            "{} {}:{}@{} {myself}{flags} {master} 0 {pong} {} {link}",
             n.id,
+            state.ip,
             n.port,
             u32::from(n.port) + 10000,
             n.epoch,

@@ -115,6 +115,8 @@ pub(super) fn route(
         .and_then(|m| state.primary_of(m.to_shard))
         .map(|n| state.nodes[n].port);
     let serving_port = state.nodes[serving].port;
+    // Read only on the way to a redirection (an atomic count, not the text).
+    let ip = std::sync::Arc::clone(&state.ip);
     let my_role = state.nodes[me].role;
     let my_primary = state.primary_of(my_shard);
     drop(state);
@@ -134,7 +136,7 @@ pub(super) fn route(
             return Err(TRYAGAIN);
         }
         let port = ask_to.unwrap_or(serving_port);
-        return Err(redirection("ASK", slot, port));
+        return Err(redirection("ASK", slot, &ip, port));
     }
     let asking_call = asking || std::ptr::eq(spec, &super::dump::RESTORE_ASKING);
     if importing && asking_call {
@@ -151,12 +153,12 @@ pub(super) fn route(
         return Ok(());
     }
     if serving != me {
-        return Err(redirection("MOVED", slot, serving_port));
+        return Err(redirection("MOVED", slot, &ip, serving_port));
     }
     Ok(())
 }
 
-/// `MOVED 3999 127.0.0.1:6381` (or `ASK …`).
-fn redirection(kind: &str, slot: u16, port: u16) -> Frame {
-    Frame::error_owned(format!("{kind} {slot} 127.0.0.1:{port}"))
+/// `MOVED 3999 127.0.0.1:6381` (or `ASK …`), an IPv6 address unbracketed as Redis writes it.
+fn redirection(kind: &str, slot: u16, ip: &str, port: u16) -> Frame {
+    Frame::error_owned(format!("{kind} {slot} {ip}:{port}"))
 }

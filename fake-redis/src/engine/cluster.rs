@@ -21,6 +21,9 @@
 //!
 //! Node layout follows `redis-cli --cluster create`: the primaries on the first ports, shard by
 //! shard, then the first replica of every shard, then the second; slots split as it splits them.
+//! Over TCP, [`ServerGroup::clustered`](crate::server::ServerGroup::clustered) (`fake-redis-server
+//! --cluster <shards> --replicas <n>`) serves each node on the port it announces, and the nodes
+//! announce the address it listens on ([`Cluster::set_announce_ip`]; loopback in-process).
 
 use crate::engine::Engine;
 use crate::engine::db::Entry;
@@ -201,6 +204,10 @@ pub(crate) struct ClusterState {
     pub current_epoch: u64,
     pub migrations: Vec<Migration>,
     failovers: Vec<Failover>,
+    /// The address every node announces (`CLUSTER SLOTS`, `NODES`, `SHARDS`, `MOVED`, `ASK`):
+    /// loopback in-process, the address the TCP door listens on
+    /// ([`Cluster::set_announce_ip`]).
+    pub ip: Arc<str>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -428,6 +435,7 @@ impl Cluster {
                 current_epoch: total as u64,
                 migrations: Vec::new(),
                 failovers: Vec::new(),
+                ip: Arc::from("127.0.0.1"),
             }),
             generation: AtomicU64::new(0),
             next_due: AtomicI64::new(i64::MAX),
@@ -507,6 +515,25 @@ impl Cluster {
         let index = position(node.shard(), node.replica_index(), self.shard_count());
         let state = lock(&self.shared.state);
         state.nodes.get(index).map(|n| n.port)
+    }
+
+    /// Makes every node announce `ip` (`CLUSTER SLOTS`, `NODES`, `SHARDS`, `MOVED`, `ASK`)
+    /// instead of loopback: the address the TCP door listens on. An unspecified address
+    /// (`0.0.0.0`, `::`) announces its family's loopback, where a client on this machine reaches
+    /// every node.
+    pub fn set_announce_ip(&self, ip: std::net::IpAddr) {
+        let ip = match ip {
+            std::net::IpAddr::V4(v4) if v4.is_unspecified() => {
+                std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST)
+            }
+            std::net::IpAddr::V6(v6) if v6.is_unspecified() => {
+                std::net::IpAddr::V6(std::net::Ipv6Addr::LOCALHOST)
+            }
+            other => other,
+        };
+        let mut state = lock(&self.shared.state);
+        state.ip = Arc::from(ip.to_string());
+        self.shared.changed(&state);
     }
 
     /// The node serving `slot` now, after the failovers and migrations applied so far.

@@ -27,7 +27,8 @@
 //!
 //! A [`ServerGroup`] serves several engines of one process, each on its own port, on one clock
 //! and with one shutdown: `fake-redis-server --replicas <n>` is a primary, its replicas and a
-//! Sentinel ([`ServerGroup::replicated`]), the ports bound together by [`bind_group`].
+//! Sentinel ([`ServerGroup::replicated`]), `--cluster <shards> --replicas <n>` every node of a
+//! [`Cluster`] ([`ServerGroup::clustered`]), the ports bound together by [`bind_group`].
 //!
 //! [`Server`] is the server without a listener: [`Server::serve_connection`] serves any byte
 //! stream (a socket, or `tokio::io::duplex` in tests). [`Server::start`] binds a TCP listener and
@@ -60,6 +61,7 @@ pub use time::ClockChoice;
 
 use crate::engine::EngineConfig;
 use crate::engine::client_limit::ClientLimit;
+use crate::engine::cluster::Cluster;
 use crate::engine::replication::{ReplicaLag, ServerNode, Topology};
 use crate::inprocess::link::{ScriptWatch, SharedEngine, lock, shared};
 use bytes::Bytes;
@@ -535,17 +537,22 @@ impl Drop for RunningServer {
 /// one seed, with one shutdown (a `SHUTDOWN` on any of them, or the group's, stops them all).
 ///
 /// [`ServerGroup::replicated`] is `fake-redis-server --replicas <n>`: a primary, its replicas
-/// and a Sentinel watching them, on consecutive ports. The group itself knows nothing of roles:
-/// it is a list of (engine, listener) pairs, served alike.
+/// and a Sentinel watching them, on consecutive ports; [`ServerGroup::clustered`] is
+/// `--cluster <shards> --replicas <n>`: every node of a [`Cluster`], primaries first. The group
+/// itself knows nothing of roles: it is a list of (engine, listener) pairs, served alike.
 #[derive(Clone, Debug)]
 pub struct ServerGroup {
     servers: Vec<Server>,
+    /// The cluster whose nodes it serves, for its faults ([`ServerGroup::clustered`]).
+    cluster: Option<Arc<Cluster>>,
 }
 
-/// What a [`ServerGroup::replicated`] serves on each port, from the first.
+/// What a [`ServerGroup::replicated`] or [`ServerGroup::clustered`] serves on each port, from
+/// the first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Door {
-    /// A node of the topology (the primary, then the replicas by index).
+    /// A node of the topology (the primary, then the replicas by index; in a cluster, each
+    /// shard's primary, then each shard's first replica, and so on).
     Node(ServerNode),
     /// The Sentinel watching them.
     Sentinel,
@@ -558,7 +565,10 @@ impl ServerGroup {
         let servers = (0..process.engines.len())
             .map(|i| process.server(config, i))
             .collect();
-        ServerGroup { servers }
+        ServerGroup {
+            servers,
+            cluster: None,
+        }
     }
 
     /// A primary with `replicas` replicas lagging by `lag`, and a Sentinel watching the primary
@@ -588,6 +598,51 @@ impl ServerGroup {
         doors.extend((0..replicas).map(|i| Door::Node(ServerNode::replica(i))));
         doors.push(Door::Sentinel);
         doors
+    }
+
+    /// A Redis Cluster of `shards` primaries with `replicas` replicas each, lagging by `lag`, to
+    /// serve on consecutive ports from `base_port` in [`Cluster`]'s layout (as `redis-cli
+    /// --cluster create` lays one out): the primaries of shards 0 … n − 1, then the first replica
+    /// of each shard, then the second, and so on: [`ServerGroup::clustered_doors`]. Every node
+    /// announces its port and `config.bind` (loopback for an unspecified address) in
+    /// `CLUSTER SLOTS`, `NODES`, `SHARDS` and its redirections. `config`'s port is not read: bind
+    /// with [`bind_group`].
+    pub fn clustered(
+        config: &ServerConfig,
+        base_port: u16,
+        shards: u16,
+        replicas: u16,
+        lag: ReplicaLag,
+    ) -> ServerGroup {
+        let clock = Arc::new(ServerClock::new(config.clock));
+        let cluster = clock.cluster(engine_config(config), shards, replicas, lag, base_port);
+        cluster.set_announce_ip(config.bind);
+        let engines = cluster
+            .nodes()
+            .into_iter()
+            .map(|(_, e)| e.clone())
+            .collect();
+        let mut group = ServerGroup::serving(config, clock, engines);
+        group.cluster = Some(Arc::new(cluster));
+        group
+    }
+
+    /// What [`ServerGroup::clustered`] serves on each of its ports, in order.
+    pub fn clustered_doors(shards: u16, replicas: u16) -> Vec<Door> {
+        let shards = shards.max(1);
+        let mut doors: Vec<Door> = (0..shards)
+            .map(|s| Door::Node(ServerNode::shard_primary(s)))
+            .collect();
+        for r in 0..replicas {
+            doors.extend((0..shards).map(|s| Door::Node(ServerNode::shard_replica(s, r))));
+        }
+        doors
+    }
+
+    /// The cluster a [`ServerGroup::clustered`] serves, for its faults
+    /// ([`Cluster::add_fault`]: a slot's migration, a shard's failover).
+    pub fn cluster(&self) -> Option<&Cluster> {
+        self.cluster.as_deref()
     }
 
     /// The servers, in port order.
@@ -629,10 +684,36 @@ impl ServerGroup {
     ) -> Result<RunningGroup, ServerError> {
         let count = usize::from(replicas) + 2;
         let listeners = bind_group(&config, count).await?;
+        let base = first_port(&listeners)?;
+        let group = ServerGroup::replicated(&config, base, replicas, lag, master_name);
+        group.start(listeners)
+    }
+
+    /// [`ServerGroup::clustered`] on ports bound by [`bind_group`], served in a background task
+    /// until [`RunningGroup::stop`].
+    ///
+    /// # Errors
+    ///
+    /// [`ServerError::Bind`] if the ports cannot be bound.
+    pub async fn start_clustered(
+        config: ServerConfig,
+        shards: u16,
+        replicas: u16,
+        lag: ReplicaLag,
+    ) -> Result<RunningGroup, ServerError> {
+        let count = Self::clustered_doors(shards, replicas).len();
+        let listeners = bind_group(&config, count).await?;
+        let base = first_port(&listeners)?;
+        let group = ServerGroup::clustered(&config, base, shards, replicas, lag);
+        group.start(listeners)
+    }
+
+    /// Serves the group on `listeners` in a background task.
+    fn start(self, listeners: Vec<TcpListener>) -> Result<RunningGroup, ServerError> {
         let addrs = (listeners.iter())
             .map(|l| l.local_addr().map_err(ServerError::LocalAddr))
             .collect::<Result<Vec<_>, _>>()?;
-        let group = ServerGroup::replicated(&config, addrs[0].port(), replicas, lag, master_name);
+        let group = self;
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let task = tokio::spawn({
             let group = group.clone();
@@ -651,6 +732,14 @@ impl ServerGroup {
             task,
         })
     }
+}
+
+/// The port of the first of `listeners` (the group's base port).
+fn first_port(listeners: &[TcpListener]) -> Result<u16, ServerError> {
+    let first = listeners
+        .first()
+        .ok_or_else(|| ServerError::LocalAddr(std::io::Error::other("no listener was bound")))?;
+    Ok(first.local_addr().map_err(ServerError::LocalAddr)?.port())
 }
 
 /// Binds `count` consecutive ports from `config.port`, with its `tcp_backlog`. With port 0 it
@@ -693,7 +782,8 @@ pub async fn bind_group(
     Err(last.expect("tried at least once"))
 }
 
-/// A [`ServerGroup`] serving in a background task (see [`ServerGroup::start_replicated`]).
+/// A [`ServerGroup`] serving in a background task (see [`ServerGroup::start_replicated`],
+/// [`ServerGroup::start_clustered`]).
 #[derive(Debug)]
 pub struct RunningGroup {
     addrs: Vec<SocketAddr>,

@@ -13,6 +13,8 @@
 //! `FAKE.ADVANCE 500` a request delayed by 300 ms has landed, at +300.
 
 use crate::clock::{Clock, ManualClock, SystemClock};
+use crate::engine::cluster::Cluster;
+use crate::engine::replication::ReplicaLag;
 use crate::engine::{ClientId, Engine, EngineConfig};
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
@@ -68,6 +70,25 @@ impl ServerClock {
         match self {
             ServerClock::System(clock) => Engine::with_config(clock.clone(), config),
             ServerClock::Virtual { clock, .. } => Engine::with_config(clock.clone(), config),
+        }
+    }
+
+    /// A cluster of engines on this clock (see [`Cluster::new`]).
+    pub fn cluster(
+        &self,
+        config: EngineConfig,
+        shards: u16,
+        replicas: u16,
+        lag: ReplicaLag,
+        base_port: u16,
+    ) -> Cluster {
+        match self {
+            ServerClock::System(clock) => {
+                Cluster::new(clock.clone(), config, shards, replicas, lag, base_port)
+            }
+            ServerClock::Virtual { clock, .. } => {
+                Cluster::new(clock.clone(), config, shards, replicas, lag, base_port)
+            }
         }
     }
 
