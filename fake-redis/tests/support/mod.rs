@@ -29,6 +29,7 @@ use std::time::Duration;
 pub struct OwnServer {
     child: Child,
     pub port: u16,
+    dir: std::path::PathBuf,
 }
 
 impl OwnServer {
@@ -49,6 +50,14 @@ impl OwnServer {
                 .and_then(|l| l.local_addr())
                 .expect("a free loopback port")
                 .port();
+            // A folder of its own: an RDB it writes (`SAVE`, a replica's sync) stays out of the
+            // source tree, and no earlier server's RDB is loaded at its start.
+            let dir = std::env::temp_dir().join(format!(
+                "fake-redis-own-server-{}-{port}",
+                std::process::id()
+            ));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).expect("a folder for the server");
             let child = Command::new("redis-server")
                 .args([
                     "--port",
@@ -60,12 +69,14 @@ impl OwnServer {
                     "--appendonly",
                     "no",
                 ])
+                .arg("--dir")
+                .arg(&dir)
                 .args(extra)
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .spawn()
                 .expect("redis-server must be installed (Debian's redis-server 7.0) for this test");
-            let mut server = OwnServer { child, port };
+            let mut server = OwnServer { child, port, dir };
             if server.answers_as_itself() {
                 return server;
             }
@@ -125,6 +136,7 @@ impl Drop for OwnServer {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
