@@ -15,24 +15,11 @@
 topology_dir=""
 topology_pids=()
 
-topology_free_port() {
-  local candidate
-  for _ in $(seq 1 100); do
-    # Below Linux's ephemeral range (32768 and up), bus port included, so that no outgoing
-    # connection can hold the port when redis-server binds it.
-    candidate=$((12000 + RANDOM % 10000))
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$candidate") 2>/dev/null; then
-      # A cluster node also listens on port + 10000 for its bus.
-      if [ $((candidate + 10000)) -lt 65536 ] &&
-        ! (exec 3<>"/dev/tcp/127.0.0.1/$((candidate + 10000))") 2>/dev/null; then
-        echo "$candidate"
-        return 0
-      fi
-    fi
-  done
-  echo "no free loopback port found" >&2
-  return 1
-}
+# shellcheck source=scripts/ports.sh
+source "$(dirname "${BASH_SOURCE[0]}")/ports.sh"
+
+# A free port whose cluster bus port (+10000) is free too.
+topology_free_port() { free_ports 1 10000; }
 
 topology_wait_ping() {
   local port=$1
