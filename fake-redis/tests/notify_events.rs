@@ -2,7 +2,9 @@
 //! redis-server of the test's own: each case runs on both after `FLUSHALL` with its
 //! `notify-keyspace-events` flags, a `PSUBSCRIBE __key*__:*` connection listens on each, and after
 //! every command the messages it caused (everything the subscriber receives before its own
-//! `PING`'s answer) must be the same bytes, in RESP2 and in RESP3.
+//! `PING`'s answer) must be the same bytes, in RESP2 and in RESP3; so must the reads it counted
+//! (`INFO stats`'s `keyspace_hits` and `keyspace_misses`, read and reset after every command), of
+//! which a `keymiss` event announces the misses.
 //!
 //! A line is a command run by connection A, which waits for its reply. `B <command>` runs it on
 //! connection B; `&<command>` sends it on A without waiting (a blocking command), and the next `B`
@@ -377,6 +379,113 @@ const SILENT: &[&str] = &[
     "FLUSHALL",
 ];
 
+/// Reads: a hit or a miss counts in `INFO stats`, and a miss publishes `keymiss` (class `m`),
+/// from read-only commands and the writes Redis makes read (`GETSET`, `SET … GET`, `GETDEL`,
+/// `PFMERGE`, the sources of `…STORE`), never from a plain write.
+const READS: &[&str] = &[
+    "GET m1",
+    "EXISTS m2 m2",
+    "TYPE m3",
+    "TTL m4",
+    "PTTL m5",
+    "STRLEN m6",
+    "HGET m7 f",
+    "HGETALL m8",
+    "LRANGE m9 0 -1",
+    "SMEMBERS m10",
+    "ZRANGE m11 0 -1",
+    "DUMP m12",
+    "OBJECT ENCODING m13",
+    "INCR m14",
+    "SET m15 v XX",
+    "DEL m16",
+    "EXPIRE m17 10",
+    "GETDEL m18",
+    "GETEX m19",
+    "APPEND m20 x",
+    "SINTERSTORE m21 m22 m23",
+    "LPOP m24",
+    "HDEL m25 f",
+    "COPY m26 m27",
+    "SMOVE m28 s x",
+    "GETRANGE m29 0 1",
+    "MGET m30 m31",
+    "HEXISTS m32 f",
+    "SISMEMBER m33 x",
+    "ZSCORE m34 x",
+    "LLEN m35",
+    "SCARD m36",
+    "HLEN m37",
+    "TOUCH m39",
+    "RPOPLPUSH m41 m42",
+    "SUNION m45",
+    "ZUNIONSTORE m46 1 m47",
+    "SORT m48",
+    "SORT m49 STORE m50",
+    "PFCOUNT m51",
+    "XRANGE m52 - +",
+    "XLEN m53",
+    "SETRANGE m54 0 x",
+    "GETSET m55 v",
+    "SET m56 v GET",
+    "BITCOUNT m57",
+    "GETBIT m58 0",
+    "SETBIT m59 0 0",
+    "BITFIELD m60 GET u8 0",
+    "BITFIELD m61 SET u8 0 1",
+    "BITFIELD_RO m62 GET u8 0",
+    "BITOP AND m63 m64",
+    "LINDEX m65 0",
+    "ZRANK m66 x",
+    "GEOPOS m67 a",
+    "MEMORY USAGE m68",
+    "SETNX m69 v",
+    "PEXPIRETIME m70",
+    "SRANDMEMBER m71",
+    "SPOP m72",
+    "LPOS m73 a",
+    "HRANDFIELD m74",
+    "ZRANDMEMBER m75",
+    "SINTERCARD 1 m76",
+    "LCS m77 m78",
+    "SUBSTR m79 0 1",
+    "ZCOUNT m80 0 1",
+    "HMGET m81 f",
+    "PFADD m82 a",
+    "PFMERGE m83 m84",
+    "GEODIST m85 a b",
+    "EVAL \"return redis.call('get', KEYS[1])\" 1 m86",
+    "ZRANGESTORE m87 m88 0 1",
+    "GEOSEARCHSTORE m89 m90 FROMLONLAT 0 0 BYRADIUS 1 m",
+    "GEORADIUS m91 0 0 1 m STORE m92",
+    "HSCAN m93 0",
+    "XACK m94 g 1-1",
+    "XPENDING m95 g",
+    "SORT_RO m96",
+    "LMOVE m97 m98 LEFT LEFT",
+    "LMPOP 1 m99 LEFT",
+    "MULTI",
+    "GET m100",
+    "SET m101 v",
+    "EXEC",
+    "SET hit v",
+    "GET hit",
+    "EXISTS hit m102",
+    "TYPE hit",
+    "OBJECT ENCODING hit",
+    "SET hit w GET",
+    "GETSET hit v",
+    "APPEND hit x",
+    "COPY hit hit2",
+    "SUNIONSTORE hit3 hit",
+    "RPUSH hl a",
+    "LRANGE hl 0 -1",
+    "LPOP hl",
+    "SET k v PX 50",
+    "SLEEP 300",
+    "GET k",
+];
+
 const CASES: &[Case] = &[
     ("KEA", STRINGS),
     ("KEA", BITMAPS_AND_HLL),
@@ -391,6 +500,23 @@ const CASES: &[Case] = &[
     ("KEA", SCRIPTS_AND_MULTI),
     ("KEA", EXPIRY),
     ("KEA", SILENT),
+    ("KEA", READS),
+    // `keymiss` (`m`, not part of `A` either) with every family, and alone.
+    ("KEAm", STRINGS),
+    ("KEAm", BITMAPS_AND_HLL),
+    ("KEAm", KEYS),
+    ("KEAm", LISTS),
+    ("KEAm", SETS),
+    ("KEAm", ZSETS),
+    ("KEAm", HASHES),
+    ("KEAm", SORT_GEO),
+    ("KEAm", STREAMS),
+    ("KEAm", BLOCKED),
+    ("KEAm", SCRIPTS_AND_MULTI),
+    ("KEAm", EXPIRY),
+    ("KEAm", READS),
+    ("Km", READS),
+    ("Em", SILENT),
     // `new` (not part of `A`) with each family, and alone.
     ("KEAn", STRINGS),
     ("KEAn", BITMAPS_AND_HLL),
@@ -522,6 +648,7 @@ fn real_messages(protocol: u8) -> Vec<Vec<u8>> {
             b"notify-keyspace-events",
             flags.as_bytes(),
         ]);
+        a.call(&[b"CONFIG", b"RESETSTAT"]);
         let mut dump = Vec::new();
         let mut blocked = false;
         for line in *lines {
@@ -537,7 +664,8 @@ fn real_messages(protocol: u8) -> Vec<Vec<u8>> {
                 Step::A(argv) => {
                     let argv = with_dump(&argv, &dump);
                     let reply = run(&mut a, &argv);
-                    if argv[0].eq_ignore_ascii_case(b"DUMP") {
+                    // A DUMP of a missing key (a read that misses) keeps the last payload.
+                    if argv[0].eq_ignore_ascii_case(b"DUMP") && !reply.starts_with(b"$-1") {
                         dump = bulk(&reply);
                     }
                 }
@@ -555,10 +683,29 @@ fn real_messages(protocol: u8) -> Vec<Vec<u8>> {
                 }
             }
             sub.send(&[b"PING"]);
-            out.push(sub.read_until(pong));
+            let mut step = sub.read_until(pong);
+            // B, as A may be blocked; neither command reads a key.
+            step.extend(keyspace_stats(&bulk(&b.call(&[b"INFO", b"stats"]))));
+            b.call(&[b"CONFIG", b"RESETSTAT"]);
+            out.push(step);
         }
     }
     out
+}
+
+/// `keyspace_hits` and `keyspace_misses` of an `INFO stats` reply: the step's reads.
+fn keyspace_stats(info: &[u8]) -> Vec<u8> {
+    let info = String::from_utf8_lossy(info);
+    let lines: Vec<&str> = info
+        .lines()
+        .filter(|l| l.starts_with("keyspace_hits:") || l.starts_with("keyspace_misses:"))
+        .collect();
+    assert_eq!(
+        lines.len(),
+        2,
+        "INFO stats without its keyspace counters:\n{info}"
+    );
+    format!(" [{}]", lines.join(" ")).into_bytes()
 }
 
 fn wait_until_blocked(probe: &mut Real) {
@@ -592,6 +739,7 @@ fn fake_messages(protocol: u8) -> Vec<Vec<u8>> {
         run(&mut engine, a, &words("SELECT 0"));
         let config = format!("CONFIG SET notify-keyspace-events {flags}");
         run(&mut engine, a, &words(&config));
+        run(&mut engine, a, &words("CONFIG RESETSTAT"));
         let mut dump = Vec::new();
         for line in *lines {
             match step(line) {
@@ -603,10 +751,11 @@ fn fake_messages(protocol: u8) -> Vec<Vec<u8>> {
                     let argv = with_dump(&argv, &dump);
                     let reply = run(&mut engine, a, &argv);
                     if argv[0].eq_ignore_ascii_case(b"DUMP") {
-                        let Frame::Bulk(payload) = reply else {
-                            panic!("DUMP replied {reply:?}");
-                        };
-                        dump = payload.to_vec();
+                        match reply {
+                            Frame::Bulk(payload) => dump = payload.to_vec(),
+                            Frame::Null => {}
+                            reply => panic!("DUMP replied {reply:?}"),
+                        }
                     }
                 }
                 Step::Blocking(argv) => {
@@ -625,6 +774,13 @@ fn fake_messages(protocol: u8) -> Vec<Vec<u8>> {
             for frame in engine.drain_outbox(sub) {
                 encode(&frame, protocol, &mut bytes);
             }
+            // A verbatim string: the engine keeps a reply's RESP3 shape, RESP2 sends it as bulk.
+            let info = match run(&mut engine, b, &words("INFO stats")) {
+                Frame::Verbatim { text, .. } | Frame::Bulk(text) => text,
+                other => panic!("INFO stats replied {other:?}"),
+            };
+            bytes.extend_from_slice(&keyspace_stats(&info));
+            run(&mut engine, b, &words("CONFIG RESETSTAT"));
             out.push(bytes.to_vec());
         }
     }
@@ -657,8 +813,19 @@ fn assert_same_messages(protocol: u8) {
         real.len(),
         mismatches.join("\n")
     );
-    // The table is not vacuous: most commands publish something.
-    assert!(real.iter().filter(|m| !m.is_empty()).count() > real.len() / 2);
+    // The table is not vacuous: most commands publish something (more than their reads), and
+    // many read.
+    let published = real.iter().filter(|m| !m.starts_with(b" [")).count();
+    assert!(published > real.len() / 2);
+    let read = real
+        .iter()
+        .filter(|m| !m.ends_with(b"hits:0 keyspace_misses:0]"))
+        .count();
+    assert!(
+        read > real.len() / 4,
+        "only {read} of {} steps read a key",
+        real.len()
+    );
 }
 
 #[test]
@@ -669,4 +836,75 @@ fn every_family_publishes_redis_s_events_resp2() {
 #[test]
 fn every_family_publishes_redis_s_events_resp3() {
     assert_same_messages(3);
+}
+
+/// The native twins of the lock's scripts read what their Lua bodies read: the same `keymiss`
+/// events and keyspace counts, step by step, as the same bodies run by the embedded Lua (a body
+/// with a trailing space is not a twin), whose every `redis.call` the table above checks against
+/// Redis.
+#[test]
+fn the_lock_s_native_scripts_read_as_their_lua_bodies_do() {
+    use lock_core::keys::{KeyLayout, Owner, RequestId};
+    use lock_core::script::{ScriptCall, acquire, force_unlock, release, renew_batch};
+    use lock_core::time::{Lease, Millis};
+
+    let keys = KeyLayout::default().lock("orders");
+    let (a, b) = (Owner::new("c0ffee", 1), Owner::new("c0ffee", 2));
+    let lease = Lease::from_millis(30_000).expect("a positive lease");
+    let calls: Vec<ScriptCall> = vec![
+        release::call(&keys, &RequestId(1), lease, &a, Millis(10_000)),
+        acquire::call(&keys, &RequestId(2), lease, &a, Millis(10_000)),
+        acquire::call(&keys, &RequestId(3), lease, &a, Millis(10_000)),
+        acquire::call(&keys, &RequestId(4), lease, &b, Millis(10_000)),
+        renew_batch::call(lease, [(&keys.lock, &a)]),
+        release::call(&keys, &RequestId(5), lease, &a, Millis(10_000)),
+        release::call(&keys, &RequestId(6), lease, &b, Millis(10_000)),
+        release::call(&keys, &RequestId(7), lease, &a, Millis(10_000)),
+        force_unlock::call(&keys),
+        renew_batch::call(lease, [(&keys.lock, &a)]),
+    ];
+    let steps = |lua: bool| {
+        let mut engine = Engine::new(ManualClock::default());
+        let (c, sub) = (engine.connect(), engine.connect());
+        engine.execute(c, &argv_of("CONFIG SET notify-keyspace-events KEAm"));
+        engine.execute(sub, &argv_of("PSUBSCRIBE __key*__:*"));
+        engine.drain_outbox(sub);
+        let mut out = Vec::new();
+        for call in &calls {
+            let body = if lua {
+                format!("{} ", call.script.body)
+            } else {
+                call.script.body.to_owned()
+            };
+            let mut argv = vec![Bytes::from_static(b"EVAL"), Bytes::from(body)];
+            argv.push(Bytes::from(call.keys.len().to_string()));
+            argv.extend(call.keys.iter().cloned());
+            argv.extend(call.args.iter().cloned());
+            let reply = engine.execute(c, &argv);
+            let info = match engine.execute(c, &argv_of("INFO stats")) {
+                Frame::Verbatim { text, .. } | Frame::Bulk(text) => text,
+                other => panic!("INFO stats replied {other:?}"),
+            };
+            engine.execute(c, &argv_of("CONFIG RESETSTAT"));
+            out.push((
+                call.script.name,
+                reply,
+                engine.drain_outbox(sub),
+                String::from_utf8(keyspace_stats(&info)).unwrap(),
+            ));
+        }
+        out
+    };
+    let (native, lua) = (steps(false), steps(true));
+    assert_eq!(native, lua);
+    // Not vacuous: the first release and the second owner's acquire read a missing latch.
+    let misses = native
+        .iter()
+        .filter(|s| !s.3.ends_with("misses:0]"))
+        .count();
+    assert!(misses >= 2, "{native:?}");
+}
+
+fn argv_of(line: &str) -> Vec<Bytes> {
+    words(line).into_iter().map(Bytes::from).collect()
 }

@@ -602,6 +602,7 @@ fn info_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
              rejected_connections:{}\r\nexpired_keys:{expired}\r\n\
              expired_stale_perc:{:.2}\r\nexpired_time_cap_reached_count:{}\r\n\
              expire_cycle_cpu_milliseconds:0\r\n\
+             keyspace_hits:{}\r\nkeyspace_misses:{}\r\n\
              pubsub_channels:{}\r\npubsub_patterns:{}\r\npubsubshard_channels:{}\r\n\
              unexpected_error_replies:0\r\ntotal_error_replies:{}\r\n",
             engine.stats().connections,
@@ -609,6 +610,8 @@ fn info_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
             engine.client_limit().rejected(),
             engine.expiry_stats().0 * 100.0,
             engine.expiry_stats().1,
+            engine.stats().keyspace_hits,
+            engine.stats().keyspace_misses,
             engine.channel_count(),
             engine.pattern_count(),
             engine.shard_channel_count(),

@@ -7,6 +7,7 @@
 //! invariants (a subscription is in the client and in the registry, or in neither), and a command
 //! cannot reach past them.
 
+use super::reads::Reads;
 use crate::engine::db::{Db, Entry, hash_key};
 use crate::engine::{Client, ClientId, Engine, ScriptCache, Subscription};
 use bytes::Bytes;
@@ -28,6 +29,8 @@ pub(crate) struct Cx<'a> {
     /// Whether the door that sent the command waits for a blocked reply (`execute_or_block`);
     /// a blocking command blocks only then, and only as the client's own command (`caller`).
     pub may_block: bool,
+    /// Which of the command's lookups are reads ([`Reads`]).
+    pub reads: Reads,
 }
 
 /// Who runs a command, which decides whether a blocking command may wait.
@@ -52,6 +55,7 @@ impl<'a> Cx<'a> {
             hashes: KeyHashes::default(),
             caller: Caller::Client,
             may_block: false,
+            reads: Reads::None,
         }
     }
 
@@ -185,17 +189,56 @@ impl<'a> Cx<'a> {
         self.hashes.get(key)
     }
 
-    /// The live entry at `key` (lazily expiring it).
+    /// The live entry at `key` (lazily expiring it), counted and announced as a read where the
+    /// command reads it ([`Reads`]).
     #[inline]
     pub fn lookup(&mut self, key: &[u8]) -> Option<&mut Entry> {
         let (now, h) = (self.now, self.hash(key));
-        self.engine.db_mut(self.db).lookup_h(key, h, now)
+        match self.read_of(key) {
+            None => self.engine.db_mut(self.db).lookup_h(key, h, now),
+            Some(announce) => self
+                .engine
+                .read_lookup(self.db, key, h, now, true, announce),
+        }
     }
 
     /// [`Cx::lookup`] without marking the key accessed (Redis's `LOOKUP_NOTOUCH`).
     pub fn lookup_untouched(&mut self, key: &[u8]) -> Option<&mut Entry> {
         let (now, h) = (self.now, self.hash(key));
-        self.engine.db_mut(self.db).lookup_untouched_h(key, h, now)
+        match self.read_of(key) {
+            None => self.engine.db_mut(self.db).lookup_untouched_h(key, h, now),
+            Some(announce) => self
+                .engine
+                .read_lookup(self.db, key, h, now, false, announce),
+        }
+    }
+
+    /// Whether a lookup of `key` is a read: None for no, else whether a miss is announced.
+    #[inline]
+    fn read_of(&self, key: &[u8]) -> Option<bool> {
+        match &self.reads {
+            Reads::None => None,
+            Reads::All => Some(true),
+            Reads::Except(written) => (written != key).then_some(true),
+            Reads::Unannounced => Some(false),
+        }
+    }
+
+    /// Runs `f` with no lookup a read: Redis's `lookupKeyWrite`, for a write's own lookups and
+    /// for a key the command has read already.
+    pub fn writing<T>(&mut self, f: impl FnOnce(&mut Cx<'a>) -> T) -> T {
+        let outer = std::mem::take(&mut self.reads);
+        let result = f(self);
+        self.reads = outer;
+        result
+    }
+
+    /// Runs `f` with every lookup a read (a native twin's read-only call).
+    pub fn reading<T>(&mut self, f: impl FnOnce(&mut Cx<'a>) -> T) -> T {
+        let outer = std::mem::replace(&mut self.reads, Reads::All);
+        let result = f(self);
+        self.reads = outer;
+        result
     }
 
     /// Runs `f` with the hashes of a script's `keys` remembered, so its calls hash each key

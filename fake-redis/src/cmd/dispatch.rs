@@ -169,6 +169,7 @@ fn dispatch(engine: &mut Engine, id: u64, argv: &[Bytes], now: i64, may_block: b
     }
     let cx = &mut Cx::new(engine, id, db, now);
     cx.may_block = may_block;
+    cx.reads = super::reads_of(spec, argv);
     let reply = (spec.run)(cx, &mut Args::new(argv)).unwrap_or_else(|error| error);
     if let Some(feed) = feed {
         let db = engine.selected_db(ClientId(id));
@@ -276,7 +277,9 @@ pub(super) fn run_queued(cx: &mut Cx<'_>, queue: &[Vec<Bytes>]) -> Vec<Frame> {
                 let (db, now) = (cx.db, cx.now);
                 feed.before(cx.node(), source, db, argv, now);
             }
+            cx.reads = super::reads_of(spec, argv);
             let reply = (spec.run)(cx, &mut Args::new(argv)).unwrap_or_else(|error| error);
+            cx.reads = super::Reads::None;
             if let Some(feed) = feed {
                 let (db, now) = (cx.selected_db(), cx.now);
                 feed.after(cx.node(), source, db, argv, now);

@@ -570,7 +570,8 @@ fn georadius_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         let member = args.next_bytes()?;
         let (value, unit_arg) = (args.next_bytes()?, args.next_bytes()?);
         if exists {
-            let score = read(cx, key)?.and_then(|z| z.score(member));
+            // Redis reads the key once; the fake looks it up again.
+            let score = cx.writing(|cx| read(cx, key).map(|z| z.and_then(|z| z.score(member))))?;
             let score = score.ok_or(Frame::error("ERR could not decode requested zset member"))?;
             centre = Some(point_of(score));
             let (r, conversion) = radius_arg(value, unit_arg)?;
@@ -620,7 +621,9 @@ fn georadius_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
             storedist = true;
         } else if is(arg, "frommember") && left >= 1 && search && !fromlonlat {
             if exists {
-                let score = read(cx, key)?.and_then(|z| z.score(&rest[i + 1]));
+                let member = &rest[i + 1];
+                let score =
+                    cx.writing(|cx| read(cx, key).map(|z| z.and_then(|z| z.score(member))))?;
                 let score =
                     score.ok_or(Frame::error("ERR could not decode requested zset member"))?;
                 centre = Some(point_of(score));
@@ -684,7 +687,9 @@ fn georadius_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         shape,
         conversion,
     };
-    let Some(mut found) = read(cx, key)?.map(|z| query.run(z, if any { count } else { 0 })) else {
+    let limit = if any { count } else { 0 };
+    let found = cx.writing(|cx| read(cx, key).map(|z| z.map(|z| query.run(z, limit))))?;
+    let Some(mut found) = found else {
         return Ok(nothing_found(cx, store));
     };
     if count != 0 && sort.is_none() && !any {

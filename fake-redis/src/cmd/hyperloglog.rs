@@ -448,7 +448,8 @@ fn pfmerge_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
             *u = (*u).max(v);
         }
     }
-    let mut hll = match read(cx, &destination)? {
+    // Read already, with the sources; Redis looks it up again as a write.
+    let mut hll = match cx.writing(|cx| read(cx, &destination))? {
         None => empty(),
         Some(s) => s.to_vec(),
     };

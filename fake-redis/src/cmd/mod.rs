@@ -40,6 +40,7 @@ mod lists;
 mod long_double;
 mod parse;
 mod pubsub;
+mod reads;
 mod redirect;
 mod replication;
 mod scripting;
@@ -59,6 +60,7 @@ pub(crate) use command_docs::{Refusal, command_name};
 pub(crate) use config::class;
 pub(crate) use context::{Caller, Cx};
 pub(crate) use parse::Args;
+pub(crate) use reads::{Reads, reads_of};
 #[cfg(feature = "lua")]
 pub(crate) use scripting::{call_from_script, sha1_hex};
 pub(crate) use server::ServerState;
@@ -451,7 +453,8 @@ pub(crate) fn write_aggregate<'a, T: Aggregate>(
     key: &[u8],
     create: bool,
 ) -> Result<Option<&'a mut T>, Frame> {
-    let exists = read_aggregate::<T>(cx, key)?.is_some();
+    // Redis's `lookupKeyWrite`: not a read, whatever the command reads elsewhere.
+    let exists = cx.writing(|cx| read_aggregate::<T>(cx, key).map(|v| v.is_some()))?;
     let now = cx.now;
     let db = cx.keyspace();
     if !exists {

@@ -107,7 +107,9 @@ pub(crate) fn call_from_script(
 ) -> Frame {
     let protocol = std::mem::replace(&mut cx.client().protocol, resp);
     let caller = std::mem::replace(&mut cx.caller, super::Caller::Script);
+    let reads = std::mem::replace(&mut cx.reads, super::reads_of(spec, argv));
     let reply = (spec.run)(cx, &mut Args::new(argv)).unwrap_or_else(|error| error);
+    cx.reads = reads;
     cx.count_script_call(spec, argv, &reply);
     cx.caller = caller;
     cx.client().protocol = protocol;
@@ -273,11 +275,13 @@ impl ScriptStore<'_, '_> {
 
 impl Store for ScriptStore<'_, '_> {
     fn exists(&mut self, key: &[u8]) -> Result<bool, CommandError> {
-        Ok(super::keys::exists(self.cx, key))
+        Ok(self.cx.reading(|cx| super::keys::exists(cx, key)))
     }
 
     fn hexists(&mut self, key: &[u8], field: &[u8]) -> Result<bool, CommandError> {
-        super::hashes::hexists(self.cx, key, field).map_err(err)
+        self.cx
+            .reading(|cx| super::hashes::hexists(cx, key, field))
+            .map_err(err)
     }
 
     fn hincrby(&mut self, key: &[u8], field: &[u8], delta: i64) -> Result<i64, CommandError> {
@@ -286,7 +290,9 @@ impl Store for ScriptStore<'_, '_> {
     }
 
     fn hget(&mut self, key: &[u8], field: &[u8]) -> Result<Option<Bytes>, CommandError> {
-        super::hashes::hget(self.cx, key, field).map_err(err)
+        self.cx
+            .reading(|cx| super::hashes::hget(cx, key, field))
+            .map_err(err)
     }
 
     fn pexpire(&mut self, key: &[u8], ms: &[u8]) -> Result<bool, CommandError> {
@@ -295,7 +301,7 @@ impl Store for ScriptStore<'_, '_> {
     }
 
     fn pttl(&mut self, key: &[u8]) -> Result<i64, CommandError> {
-        Ok(super::keys::pttl(self.cx, key))
+        Ok(self.cx.reading(|cx| super::keys::pttl(cx, key)))
     }
 
     fn del(&mut self, key: &[u8]) -> Result<bool, CommandError> {
@@ -317,7 +323,9 @@ impl Store for ScriptStore<'_, '_> {
     }
 
     fn get(&mut self, key: &[u8]) -> Result<Option<Bytes>, CommandError> {
-        super::strings::get(self.cx, key).map_err(err)
+        self.cx
+            .reading(|cx| super::strings::get(cx, key))
+            .map_err(err)
     }
 
     fn incrby(&mut self, key: &[u8], delta: i64) -> Result<i64, CommandError> {

@@ -293,8 +293,8 @@ fn object_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let now = cx.now;
     let lfu = lfu_policy(cx);
     let encodings = cx.server_state().encodings.clone();
-    // Redis looks the key up without touching its access time.
-    let Some(entry) = cx.keyspace().peek(key, now) else {
+    // Redis looks the key up without touching its access time, as a read it does not announce.
+    let Some(entry) = cx.lookup_untouched(key) else {
         return Ok(Frame::Null);
     };
     match name {

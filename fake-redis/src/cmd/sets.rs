@@ -174,7 +174,11 @@ fn spop_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     // The whole set goes, in its order, with no draw (Redis's first case); otherwise each
     // member is one draw.
     let picks = match count {
-        Some(n) if n >= len => None,
+        Some(n) if n >= len => {
+            // Redis hands this case to SUNION's code, which reads the key (a keyspace hit).
+            cx.reading(|cx| cx.lookup(key).is_some());
+            None
+        }
         _ => Some(super::zsets::distinct_positions(
             cx,
             len,

@@ -790,6 +790,9 @@ fn read_group(
 ) -> Option<Frame> {
     let now = cx.now;
     let created;
+    // Redis's serving loop reads each stream again (a second keyspace hit or miss) before it
+    // writes the group.
+    cx.lookup(key)?;
     let reply = {
         let s = write(cx, key).ok()??;
         let group = s.groups.get(&name[..])?;
@@ -1337,7 +1340,8 @@ fn xclaim_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let mut claimer = Claimer::new(consumer, now, justid);
     let mut out = Vec::new();
     {
-        let s = group_mut(cx, key, name)?;
+        // The group was found above (the one read Redis counts).
+        let s = write_existing(cx, key)?;
         let exists: Vec<bool> = ids.iter().map(|&id| s.get(id).is_some()).collect();
         let group = s
             .groups

@@ -336,6 +336,9 @@ pub struct Engine {
     faults: FaultPlan,
     pending_server_faults: Vec<(i64, usize, Fault)>,
     stats: Stats,
+    /// The keys reads missed since the engine last published, for `keymiss` events: kept apart
+    /// from the keyspaces' logs, so that a read can note one while it holds its miss.
+    key_misses: Vec<(usize, Bytes)>,
     /// `maxclients` and the connections refused by it, shared with the TCP server.
     client_limit: std::sync::Arc<client_limit::ClientLimit>,
     /// How many clients are blocked: while none are, no command pays for serving them.
@@ -424,6 +427,7 @@ impl Engine {
             expiry: ActiveExpiry::new(now),
             pending_server_faults: Vec::new(),
             stats: Stats::default(),
+            key_misses: Vec::new(),
             client_limit,
             blocked_clients: 0,
             block_deadlines: BTreeSet::new(),

@@ -20,6 +20,7 @@
 //! dropped. With notifications off (the default) a write pays one test of a flag.
 
 use super::Engine;
+use super::db::Entry;
 use crate::cmd::class;
 use bytes::Bytes;
 
@@ -123,10 +124,61 @@ impl Engine {
         }
     }
 
+    /// The live entry at `key` of database `db`, looked up as a read: Redis's `lookupKeyRead`,
+    /// which counts a hit or a miss (`INFO stats`'s `keyspace_hits` and `keyspace_misses`) and,
+    /// with `announce`, publishes `keymiss` for a miss (class `m`). `touch` marks a found key
+    /// accessed (not for `LOOKUP_NOTOUCH`). The miss is published with the keyspaces' `expired`
+    /// events, after them ([`Engine::publish_key_events`]): so a read of an expired key says
+    /// `expired`, then `keymiss`, as Redis does.
+    pub(crate) fn read_lookup(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        h: u64,
+        now: i64,
+        touch: bool,
+        announce: bool,
+    ) -> Option<&mut Entry> {
+        let Engine {
+            dbs,
+            stats,
+            key_misses,
+            config,
+            ..
+        } = self;
+        let found = if touch {
+            dbs[db].lookup_h(key, h, now)
+        } else {
+            dbs[db].lookup_untouched_h(key, h, now)
+        };
+        match found {
+            Some(entry) => {
+                stats.keyspace_hits += 1;
+                Some(entry)
+            }
+            None => {
+                stats.keyspace_misses += 1;
+                if announce && publishes(config.notify_keyspace_events, class::KEY_MISS) {
+                    key_misses.push((db, Bytes::copy_from_slice(key)));
+                }
+                None
+            }
+        }
+    }
+
     /// Publishes `expired` and `new` for every key expiry removed or a write created since the
-    /// last call, in order.
+    /// last call, in order, then `keymiss` for every read that missed.
     pub(crate) fn publish_key_events(&mut self, now: i64) {
         let flags = self.config().notify_keyspace_events;
+        self.publish_key_lifecycle(flags, now);
+        if !self.key_misses.is_empty() {
+            for (db, key) in std::mem::take(&mut self.key_misses) {
+                self.publish_event(flags, "keymiss", &key, db, now);
+            }
+        }
+    }
+
+    fn publish_key_lifecycle(&mut self, flags: u16, now: i64) {
         if flags & (class::EXPIRED | class::NEW) == 0 {
             return;
         }

@@ -66,6 +66,10 @@ pub(crate) struct Stats {
     pub connections: u64,
     /// `total_error_replies`.
     pub error_replies: u64,
+    /// `keyspace_hits` and `keyspace_misses`: the reads that found their key and that did not
+    /// (`Engine::read_lookup`).
+    pub keyspace_hits: u64,
+    pub keyspace_misses: u64,
     /// Per command, keyed by the address of its `'static` name (names are unique and never
     /// move), so counting a call is one hash of a pointer; sorted by name when shown.
     by_command: HashMap<usize, (&'static str, CommandStat)>,
