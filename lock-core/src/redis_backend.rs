@@ -483,47 +483,45 @@ pub fn to_reply(value: Value) -> Reply {
 /// [`PubSubEvent::SubscriptionLost`], retries with a growing delay (up to 1 s), subscribes every
 /// channel again and reports [`PubSubEvent::SubscriptionRestored`].
 pub struct RedisSubscriber {
+    task: SubscriberTask,
+}
+
+/// What a subscriber's task is asked to do, each with the channel for its answer.
+pub(crate) enum SubCommand {
+    Subscribe(Bytes, oneshot::Sender<Result<(), BackendError>>),
+    Unsubscribe(Bytes, oneshot::Sender<Result<(), BackendError>>),
+}
+
+/// The handle every subscriber of this crate is: a task that owns the connection, takes
+/// [`SubCommand`]s and sends [`PubSubEvent`]s, and is stopped when the handle drops.
+pub(crate) struct SubscriberTask {
     commands: mpsc::UnboundedSender<SubCommand>,
     events: Mutex<mpsc::UnboundedReceiver<PubSubEvent>>,
     task: tokio::task::JoinHandle<()>,
 }
 
-enum SubCommand {
-    Subscribe(Bytes, oneshot::Sender<Result<(), BackendError>>),
-    Unsubscribe(Bytes, oneshot::Sender<Result<(), BackendError>>),
-}
-
-impl Drop for RedisSubscriber {
+impl Drop for SubscriberTask {
     fn drop(&mut self) {
         self.task.abort();
     }
 }
 
-impl RedisSubscriber {
-    /// Opens the pub/sub connection (it must succeed once) and starts its task.
-    pub async fn connect(client: redis::Client) -> Result<RedisSubscriber, RedisError> {
-        RedisSubscriber::connect_to(ClientSource::Fixed(vec![client])).await
-    }
-
-    /// Like [`connect`](Self::connect), but each (re)connection goes to the next server of
-    /// `source` that answers: any node of a cluster, or the primary a Sentinel names now.
-    pub(crate) async fn connect_to(
-        mut source: ClientSource,
-    ) -> Result<RedisSubscriber, RedisError> {
-        let (sink, stream) = source.open().await?;
+impl SubscriberTask {
+    /// Spawns `run` with the receiving end of the commands and the sending end of the events.
+    pub(crate) fn spawn<F>(
+        run: impl FnOnce(mpsc::UnboundedReceiver<SubCommand>, mpsc::UnboundedSender<PubSubEvent>) -> F,
+    ) -> SubscriberTask
+    where
+        F: std::future::Future<Output = ()> + Send + 'static,
+    {
         let (commands, command_rx) = mpsc::unbounded_channel();
         let (event_tx, events) = mpsc::unbounded_channel();
-        let task = tokio::spawn(run_subscriber(
-            source,
-            Some((sink, stream)),
-            command_rx,
-            event_tx,
-        ));
-        Ok(RedisSubscriber {
+        let task = tokio::spawn(run(command_rx, event_tx));
+        SubscriberTask {
             commands,
             events: Mutex::new(events),
             task,
-        })
+        }
     }
 
     async fn request(
@@ -539,7 +537,7 @@ impl RedisSubscriber {
     }
 }
 
-impl Subscriber for RedisSubscriber {
+impl Subscriber for SubscriberTask {
     async fn subscribe(&self, channel: &Bytes) -> Result<(), BackendError> {
         self.request(|tx| SubCommand::Subscribe(channel.clone(), tx))
             .await
@@ -556,6 +554,39 @@ impl Subscriber for RedisSubscriber {
             Some(event) => event,
             None => std::future::pending().await,
         }
+    }
+}
+
+impl RedisSubscriber {
+    /// Opens the pub/sub connection (it must succeed once) and starts its task.
+    pub async fn connect(client: redis::Client) -> Result<RedisSubscriber, RedisError> {
+        RedisSubscriber::connect_to(ClientSource::Fixed(vec![client])).await
+    }
+
+    /// Like [`connect`](Self::connect), but each (re)connection goes to the next server of
+    /// `source` that answers: any node of a cluster, or the primary a Sentinel names now.
+    pub(crate) async fn connect_to(
+        mut source: ClientSource,
+    ) -> Result<RedisSubscriber, RedisError> {
+        let (sink, stream) = source.open().await?;
+        let task = SubscriberTask::spawn(|commands, events| {
+            run_subscriber(source, Some((sink, stream)), commands, events)
+        });
+        Ok(RedisSubscriber { task })
+    }
+}
+
+impl Subscriber for RedisSubscriber {
+    async fn subscribe(&self, channel: &Bytes) -> Result<(), BackendError> {
+        self.task.subscribe(channel).await
+    }
+
+    async fn unsubscribe(&self, channel: &Bytes) -> Result<(), BackendError> {
+        self.task.unsubscribe(channel).await
+    }
+
+    async fn next_event(&self) -> PubSubEvent {
+        self.task.next_event().await
     }
 }
 

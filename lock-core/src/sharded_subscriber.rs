@@ -17,31 +17,18 @@
 //! every waiter retries once, so no wake-up is lost.
 
 use crate::backend::{BackendError, PubSubEvent, Subscriber};
-use crate::redis_backend::classify;
+use crate::redis_backend::{SubCommand, SubscriberTask, classify};
 use bytes::Bytes;
 use redis::cluster::ClusterClientBuilder;
 use redis::cluster_async::ClusterConnection;
 use redis::{PushInfo, PushKind, RedisError, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
-use tokio::sync::{Mutex, mpsc, oneshot};
+use tokio::sync::mpsc;
 
 /// A [`Subscriber`] on a cluster's shard channels. See the [module docs](self).
 pub struct ShardedSubscriber {
-    commands: mpsc::UnboundedSender<Command>,
-    events: Mutex<mpsc::UnboundedReceiver<PubSubEvent>>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-enum Command {
-    Subscribe(Bytes, oneshot::Sender<Result<(), BackendError>>),
-    Unsubscribe(Bytes, oneshot::Sender<Result<(), BackendError>>),
-}
-
-impl Drop for ShardedSubscriber {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
+    task: SubscriberTask,
 }
 
 impl ShardedSubscriber {
@@ -58,46 +45,22 @@ impl ShardedSubscriber {
             .retries(3)
             .build()?;
         let conn = client.get_async_connection().await?;
-        let (commands, command_rx) = mpsc::unbounded_channel();
-        let (event_tx, events) = mpsc::unbounded_channel();
-        let task = tokio::spawn(run(conn, pushes, command_rx, event_tx));
-        Ok(ShardedSubscriber {
-            commands,
-            events: Mutex::new(events),
-            task,
-        })
-    }
-
-    async fn request(
-        &self,
-        make: impl FnOnce(oneshot::Sender<Result<(), BackendError>>) -> Command,
-    ) -> Result<(), BackendError> {
-        let (tx, rx) = oneshot::channel();
-        self.commands
-            .send(make(tx))
-            .map_err(|_| BackendError::NotApplied("the subscriber task has stopped".into()))?;
-        rx.await
-            .unwrap_or_else(|_| Err(BackendError::Unknown("the subscriber task stopped".into())))
+        let task = SubscriberTask::spawn(|commands, events| run(conn, pushes, commands, events));
+        Ok(ShardedSubscriber { task })
     }
 }
 
 impl Subscriber for ShardedSubscriber {
     async fn subscribe(&self, channel: &Bytes) -> Result<(), BackendError> {
-        self.request(|tx| Command::Subscribe(channel.clone(), tx))
-            .await
+        self.task.subscribe(channel).await
     }
 
     async fn unsubscribe(&self, channel: &Bytes) -> Result<(), BackendError> {
-        self.request(|tx| Command::Unsubscribe(channel.clone(), tx))
-            .await
+        self.task.unsubscribe(channel).await
     }
 
     async fn next_event(&self) -> PubSubEvent {
-        let mut events = self.events.lock().await;
-        match events.recv().await {
-            Some(event) => event,
-            None => std::future::pending().await,
-        }
+        self.task.next_event().await
     }
 }
 
@@ -106,7 +69,7 @@ impl Subscriber for ShardedSubscriber {
 async fn run(
     mut conn: ClusterConnection,
     mut pushes: mpsc::UnboundedReceiver<PushInfo>,
-    mut commands: mpsc::UnboundedReceiver<Command>,
+    mut commands: mpsc::UnboundedReceiver<SubCommand>,
     events: mpsc::UnboundedSender<PubSubEvent>,
 ) {
     let mut channels: BTreeSet<Bytes> = BTreeSet::new();
@@ -129,7 +92,7 @@ async fn run(
             command = commands.recv() => {
                 let Some(command) = command else { return };
                 let (ack, result) = match command {
-                    Command::Subscribe(channel, ack) => {
+                    SubCommand::Subscribe(channel, ack) => {
                         channels.insert(channel.clone());
                         // While lost, the restore subscribes it with the others.
                         let result = if lost.is_some() {
@@ -139,7 +102,7 @@ async fn run(
                         };
                         (ack, result)
                     }
-                    Command::Unsubscribe(channel, ack) => {
+                    SubCommand::Unsubscribe(channel, ack) => {
                         channels.remove(&channel);
                         let result = conn.sunsubscribe(&channel[..]).await.map_err(|e| classify(&e));
                         (ack, result)

@@ -784,6 +784,17 @@ impl Connection {
         true
     }
 
+    /// Takes a write's result: what it wrote leaves the output.
+    fn wrote(&mut self, written: std::io::Result<usize>) -> std::io::Result<()> {
+        match written? {
+            0 => Err(std::io::ErrorKind::WriteZero.into()),
+            n => {
+                self.output.advance(n);
+                Ok(())
+            }
+        }
+    }
+
     /// Writes the output after a step that ended with `flow`, and returns what to do next. While
     /// the write is blocked (a client that does not read), the connection reads on and runs the
     /// requests that arrive, as Redis runs them with the replies waiting in its output buffer,
@@ -806,10 +817,7 @@ impl Connection {
             tokio::select! {
                 biased;
                 written = io.write(&self.output) => {
-                    match written? {
-                        0 => return Err(std::io::ErrorKind::WriteZero.into()),
-                        n => self.output.advance(n),
-                    }
+                    self.wrote(written)?;
                     self.take_overflow();
                     continue;
                 }
@@ -830,10 +838,7 @@ impl Connection {
                 }
                 tokio::select! {
                     biased;
-                    written = writer.write(&self.output) => match written? {
-                        0 => return Err(std::io::ErrorKind::WriteZero.into()),
-                        n => self.output.advance(n),
-                    },
+                    written = writer.write(&self.output) => self.wrote(written)?,
                     () = self.signal.0.notified() => self.collect_pushes()?,
                     got = reader.read_buf(&mut self.input), if room => match got? {
                         0 => ended = true,
@@ -869,10 +874,7 @@ impl Connection {
         while !self.output.is_empty() {
             tokio::select! {
                 biased;
-                written = io.write(&self.output) => match written? {
-                    0 => return Err(std::io::ErrorKind::WriteZero.into()),
-                    n => self.output.advance(n),
-                },
+                written = io.write(&self.output) => self.wrote(written)?,
                 () = self.signal.0.notified() => self.collect_pushes()?,
             }
             self.take_overflow();
