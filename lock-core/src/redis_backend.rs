@@ -576,19 +576,33 @@ impl RedisSubscriber {
     }
 }
 
-impl Subscriber for RedisSubscriber {
-    async fn subscribe(&self, channel: &Bytes) -> Result<(), BackendError> {
-        self.task.subscribe(channel).await
-    }
+/// Implements [`Subscriber`] for a type whose field `task` is its [`SubscriberTask`].
+macro_rules! subscriber_by_task {
+    ($subscriber:ty) => {
+        impl $crate::backend::Subscriber for $subscriber {
+            async fn subscribe(
+                &self,
+                channel: &::bytes::Bytes,
+            ) -> Result<(), $crate::backend::BackendError> {
+                $crate::backend::Subscriber::subscribe(&self.task, channel).await
+            }
 
-    async fn unsubscribe(&self, channel: &Bytes) -> Result<(), BackendError> {
-        self.task.unsubscribe(channel).await
-    }
+            async fn unsubscribe(
+                &self,
+                channel: &::bytes::Bytes,
+            ) -> Result<(), $crate::backend::BackendError> {
+                $crate::backend::Subscriber::unsubscribe(&self.task, channel).await
+            }
 
-    async fn next_event(&self) -> PubSubEvent {
-        self.task.next_event().await
-    }
+            async fn next_event(&self) -> $crate::backend::PubSubEvent {
+                $crate::backend::Subscriber::next_event(&self.task).await
+            }
+        }
+    };
 }
+pub(crate) use subscriber_by_task;
+
+subscriber_by_task!(RedisSubscriber);
 
 async fn run_subscriber(
     mut source: ClientSource,

@@ -16,7 +16,7 @@
 //! the slot's new owner, until all are back: [`PubSubEvent::SubscriptionRestored`], after which
 //! every waiter retries once, so no wake-up is lost.
 
-use crate::backend::{BackendError, PubSubEvent, Subscriber};
+use crate::backend::{BackendError, PubSubEvent};
 use crate::redis_backend::{SubCommand, SubscriberTask, classify};
 use bytes::Bytes;
 use redis::cluster::ClusterClientBuilder;
@@ -26,7 +26,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 use tokio::sync::mpsc;
 
-/// A [`Subscriber`] on a cluster's shard channels. See the [module docs](self).
+/// A [`Subscriber`](crate::backend::Subscriber) on a cluster's shard channels. See the
+/// [module docs](self).
 pub struct ShardedSubscriber {
     task: SubscriberTask,
 }
@@ -50,19 +51,7 @@ impl ShardedSubscriber {
     }
 }
 
-impl Subscriber for ShardedSubscriber {
-    async fn subscribe(&self, channel: &Bytes) -> Result<(), BackendError> {
-        self.task.subscribe(channel).await
-    }
-
-    async fn unsubscribe(&self, channel: &Bytes) -> Result<(), BackendError> {
-        self.task.unsubscribe(channel).await
-    }
-
-    async fn next_event(&self) -> PubSubEvent {
-        self.task.next_event().await
-    }
-}
+crate::redis_backend::subscriber_by_task!(ShardedSubscriber);
 
 /// The subscriber's task: carries out subscriptions, turns pushes into events, and restores
 /// what a node lost.
