@@ -35,6 +35,21 @@ impl Conn {
         self.engine.lock().unwrap().execute(self.id, &argv(line))
     }
 
+    /// `EVAL body numkeys keys… args…`, the body kept whole.
+    fn eval(&self, body: &str, keys: &[&str], args: &[&str]) -> Frame {
+        let mut argv = vec![
+            Bytes::from_static(b"EVAL"),
+            Bytes::copy_from_slice(body.as_bytes()),
+            Bytes::from(keys.len().to_string()),
+        ];
+        argv.extend(
+            keys.iter()
+                .chain(args)
+                .map(|w| Bytes::copy_from_slice(w.as_bytes())),
+        );
+        self.engine.lock().unwrap().execute(self.id, &argv)
+    }
+
     fn pushes(&self) -> Vec<Frame> {
         self.engine.lock().unwrap().drain_outbox(self.id)
     }
@@ -537,4 +552,136 @@ async fn the_redis_crate_reads_a_nodes_redirection() {
         .await
         .unwrap();
     assert_eq!(got.as_deref(), Some("bar"));
+}
+
+/// The error a script gets, with Redis's ` script: <sha>, on @user_script:1.` suffix.
+fn script_error(text: &str, body: &str) -> Frame {
+    let sha = sha1_smol::Sha1::from(body).digest().to_string();
+    error(&format!("{text} script: {sha}, on @user_script:1."))
+}
+
+const NON_LOCAL: &str = "ERR Script attempted to access a non local key in a cluster node";
+
+/// Redis 7.0's `scriptVerifyClusterState`, as a real cluster node answers (`cluster_vs_redis.rs`
+/// compares them): a script's call may touch any key this node serves, declared or not, in any
+/// of its slots; a key served elsewhere, or keys of two slots in one call, fail the call.
+#[test]
+fn a_script_may_touch_only_keys_its_node_serves() {
+    let (_clock, cluster) = cluster(1, 1, ReplicaLag::default());
+    let c = Conn::to(&cluster, ServerNode::shard_primary(0));
+    assert_eq!(c.run("SET k2 local"), Frame::OK);
+    // `x` (16287) is shard 2's; `k2` (449) and `b` (3300) are both shard 0's.
+    let get_x = "return redis.call('get','x')";
+    assert_eq!(c.eval(get_x, &[], &[]), script_error(NON_LOCAL, get_x));
+    assert_eq!(c.eval(get_x, &["b"], &[]), script_error(NON_LOCAL, get_x));
+    assert_eq!(
+        c.eval("return redis.pcall('get','x')", &[], &[]),
+        error(NON_LOCAL)
+    );
+    assert_eq!(
+        c.eval("return redis.call('get','k2')", &["b"], &[]),
+        bulk("local")
+    );
+    assert_eq!(
+        c.eval("return redis.call('get','k2')", &[], &[]),
+        bulk("local")
+    );
+    let mget = "return redis.call('mget','k2','b')";
+    assert_eq!(c.eval(mget, &[], &[]), script_error(NON_LOCAL, mget));
+    // The write before the refused call stays, as any script's does.
+    let partial = "redis.call('set','b','kept') return redis.call('set','x','1')";
+    assert_eq!(c.eval(partial, &[], &[]), script_error(NON_LOCAL, partial));
+    assert_eq!(c.run("GET b"), bulk("kept"));
+    // Shard channels route as keys; a keyless call runs anywhere.
+    let spublish = "return redis.call('spublish','x','m')";
+    assert_eq!(
+        c.eval(spublish, &[], &[]),
+        script_error(NON_LOCAL, spublish)
+    );
+    assert_eq!(
+        c.eval("return redis.call('spublish','k2','m')", &[], &[]),
+        Frame::Integer(0)
+    );
+    assert_eq!(
+        c.eval("return redis.call('publish','ch','m')", &[], &[]),
+        Frame::Integer(0)
+    );
+    // A replica's READONLY client reads its primary's keys in a script, as it would directly.
+    let replica = Conn::to(&cluster, ServerNode::shard_replica(0, 0));
+    let get_k2 = "return redis.call('get','k2')";
+    assert_eq!(
+        replica.eval(get_k2, &[], &[]),
+        script_error(NON_LOCAL, get_k2)
+    );
+    assert_eq!(replica.run("READONLY"), Frame::OK);
+    assert_eq!(replica.eval(get_k2, &[], &[]), bulk("local"));
+}
+
+#[test]
+fn a_script_flagged_no_cluster_is_refused_on_a_cluster_node() {
+    let (_clock, cluster) = cluster(1, 1, ReplicaLag::default());
+    let c = Conn::to(&cluster, ServerNode::shard_primary(0));
+    let refused = error("ERR Can not run script on cluster, 'no-cluster' flag is set.");
+    let body = "#!lua flags=no-cluster,no-writes\nreturn 1";
+    assert_eq!(c.eval(body, &[], &[]), refused);
+    // Before the replica's refusal of a script that may write.
+    let replica = Conn::to(&cluster, ServerNode::shard_replica(0, 0));
+    assert_eq!(
+        replica.eval("#!lua flags=no-cluster\nreturn 1", &[], &[]),
+        refused
+    );
+    assert_eq!(
+        c.eval("#!lua flags=no-writes\nreturn 1", &[], &[]),
+        Frame::Integer(1)
+    );
+}
+
+#[test]
+fn a_script_on_a_cluster_that_is_down_is_told_so_at_its_first_keyed_call() {
+    let (clock, cluster) = cluster(1, 0, ReplicaLag::default());
+    cluster.add_fault(Fault::ShardFailover {
+        shard: 1,
+        replica: 0,
+        at: clock.now_ms(),
+    });
+    let c = Conn::to(&cluster, ServerNode::shard_primary(0));
+    let body = "return redis.call('get','b')";
+    assert_eq!(
+        c.eval(body, &[], &[]),
+        script_error(
+            "ERR Script attempted to execute a command while the cluster is down",
+            body
+        )
+    );
+    assert_eq!(
+        c.eval("return redis.call('ping')", &[], &[]),
+        Frame::simple("PONG")
+    );
+}
+
+/// A client sent to the importing node with `ASK` runs its script there after `ASKING`: the
+/// script's calls route under the `ASKING` of the `EVAL`, as Redis clears it only after the
+/// command.
+#[test]
+fn a_script_after_asking_reaches_the_keys_of_the_slot_being_imported() {
+    let (clock, cluster) = cluster(1, 0, ReplicaLag::default());
+    let target = Conn::to(&cluster, ServerNode::shard_primary(1));
+    cluster.add_fault(Fault::SlotMigration {
+        slot: 3300,
+        to_shard: 1,
+        from: clock.now_ms(),
+        until: clock.now_ms() + 1000,
+    });
+    let body = "return redis.call('set',KEYS[1],'v')";
+    assert_eq!(
+        target.eval(body, &["b"], &[]),
+        error("MOVED 3300 127.0.0.1:7000")
+    );
+    assert_eq!(target.run("ASKING"), Frame::OK);
+    assert_eq!(target.eval(body, &["b"], &[]), Frame::OK);
+    // Spent: the next script is moved again.
+    assert_eq!(
+        target.eval(body, &["b"], &[]),
+        error("MOVED 3300 127.0.0.1:7000")
+    );
 }

@@ -59,6 +59,7 @@ pub(crate) use command_docs::{Refusal, command_name};
 pub(crate) use config::class;
 pub(crate) use context::{Caller, Cx};
 pub(crate) use parse::Args;
+pub(crate) use redirect::route_script_call;
 #[cfg(feature = "lua")]
 pub(crate) use scripting::{call_from_script, sha1_hex};
 pub(crate) use server::ServerState;

@@ -854,7 +854,8 @@ impl Engine {
     }
 }
 
-/// A client's cluster flags: `READONLY` and a pending `ASKING`.
+/// A client's cluster flags: `READONLY`, a pending `ASKING`, and whether the running command
+/// came under one.
 impl Client {
     /// `READONLY` is on: a replica serves its reads.
     pub(crate) fn cluster_readonly(&self) -> bool {
@@ -874,6 +875,16 @@ impl Client {
         self.set_flag(ASKING_FLAG, on);
     }
 
+    /// Whether the running command came under `ASKING`: Redis clears the flag only after the
+    /// command, so a script's calls route under it too.
+    pub(crate) fn runs_asking(&self) -> bool {
+        self.cluster_flags & RUNS_ASKING_FLAG != 0
+    }
+
+    pub(crate) fn set_runs_asking(&mut self, on: bool) {
+        self.set_flag(RUNS_ASKING_FLAG, on);
+    }
+
     fn set_flag(&mut self, flag: u8, on: bool) {
         if on {
             self.cluster_flags |= flag;
@@ -885,6 +896,7 @@ impl Client {
 
 const READONLY_FLAG: u8 = 1;
 const ASKING_FLAG: u8 = 2;
+const RUNS_ASKING_FLAG: u8 = 4;
 
 /// `CLUSTERDOWN Hash slot not served`.
 pub(crate) const DOWN_UNBOUND: Frame = Frame::error("CLUSTERDOWN Hash slot not served");
