@@ -685,3 +685,70 @@ fn a_script_after_asking_reaches_the_keys_of_the_slot_being_imported() {
         error("MOVED 3300 127.0.0.1:7000")
     );
 }
+
+/// The text of a `Frame::Verbatim` or `Frame::Bulk` reply.
+fn text_of(frame: Frame) -> String {
+    match frame {
+        Frame::Verbatim { text, .. } | Frame::Bulk(text) => {
+            String::from_utf8(text.to_vec()).unwrap()
+        }
+        other => panic!("not text: {other:?}"),
+    }
+}
+
+/// After a shard's failover, its other replicas follow the promoted primary, as a real
+/// cluster's do (checked on Redis 7.0.15 with `CLUSTER FAILOVER` in a shard of a primary and
+/// two replicas): `ROLE` and `INFO replication` on both sides name the new link, and the new
+/// primary's writes reach them and count for its `WAIT`.
+#[test]
+fn after_a_failover_the_shards_other_replicas_follow_the_promoted_primary() {
+    let (clock, cluster) = cluster(1, 2, ReplicaLag::fixed(10));
+    let primary = Conn::to(&cluster, ServerNode::shard_primary(0));
+    assert_eq!(primary.run("SET b before"), Frame::OK);
+    clock.advance(10);
+    cluster.add_fault(Fault::ShardFailover {
+        shard: 0,
+        replica: 0,
+        at: clock.now_ms(),
+    });
+    // Shard 0: the primary on 7000, its replicas on 7003 and 7006.
+    let promoted = Conn::to(&cluster, ServerNode::shard_replica(0, 0));
+    let other = Conn::to(&cluster, ServerNode::shard_replica(0, 1));
+    assert_eq!(promoted.run("SET b after"), Frame::OK);
+    assert_eq!(promoted.run("WAIT 1 0"), Frame::Integer(0));
+    clock.advance(10);
+    assert_eq!(promoted.run("WAIT 1 0"), Frame::Integer(1));
+    assert_eq!(other.run("READONLY"), Frame::OK);
+    assert_eq!(other.run("GET b"), bulk("after"));
+    let Frame::Array(role) = other.run("ROLE") else {
+        panic!()
+    };
+    assert_eq!(
+        role[..3],
+        [bulk("slave"), bulk("127.0.0.1"), Frame::Integer(7003)]
+    );
+    let Frame::Array(role) = promoted.run("ROLE") else {
+        panic!()
+    };
+    assert_eq!(role[0], bulk("master"));
+    let Frame::Array(replicas) = &role[2] else {
+        panic!()
+    };
+    assert_eq!(replicas.len(), 1);
+    let Frame::Array(link) = &replicas[0] else {
+        panic!()
+    };
+    assert_eq!(link[..2], [bulk("127.0.0.1"), bulk("7006")]);
+    let info = text_of(other.run("INFO replication"));
+    assert!(info.contains("\r\nmaster_port:7003\r\n"), "{info}");
+    let info = text_of(promoted.run("INFO replication"));
+    assert!(
+        info.contains("\r\nconnected_slaves:1\r\nslave0:ip=127.0.0.1,port=7006,"),
+        "{info}"
+    );
+    // The map agrees: the replica's master is the promoted node.
+    let id = text_of(promoted.run("CLUSTER MYID"));
+    let nodes = text_of(other.run("CLUSTER NODES"));
+    let line = nodes.lines().find(|l| l.contains(":7006@")).unwrap();
+    assert!(line.contains(&format!(" myself,slave {id} ")), "{line}");
+}

@@ -13,7 +13,8 @@
 //! **Time decides, not delivery order.** A scheduled failover or migration is a pure function of
 //! the clock: the map applies a failover's new owners when any node first looks at it at or after
 //! its time, and the promoted replica applies exactly the write batches that had reached it by
-//! then (its replica lag, `engine/replication.rs`). A migration moves the slot's keys one by one
+//! then (its replica lag, `engine/replication.rs`); the shard's other replicas follow it from
+//! their next command, each with a full sync it left them in the map. A migration moves the slot's keys one by one
 //! at times spread evenly over its window; the source hands each key to the map as its time
 //! passes (at the source's own next command, which is when a client could see it missing, and so
 //! answer `ASK`), the target takes it before its next command, and the slot changes owner (`MOVED`
@@ -27,7 +28,7 @@
 
 use crate::engine::Engine;
 use crate::engine::db::Entry;
-use crate::engine::replication::{ReplicaLag, ServerNode, Topology};
+use crate::engine::replication::{FullSync, ReplicaLag, ServerNode, Topology};
 use crate::engine::{Client, EngineConfig};
 use crate::fault::{Fault, FaultEventKind};
 use crate::resp::Frame;
@@ -193,6 +194,9 @@ pub(crate) struct Shared {
     inboxes: Vec<Inbox>,
     /// Each node's replication offset, as it last published it (`CLUSTER SHARDS`).
     offsets: Vec<AtomicI64>,
+    /// The full syncs a promoted primary made for its shard's other replicas, by node, each
+    /// waiting for its replica's next command or `catch_up` to take it.
+    syncs: Mutex<BTreeMap<usize, FullSync>>,
 }
 
 /// What the map holds under its lock.
@@ -208,6 +212,10 @@ pub(crate) struct ClusterState {
     /// loopback in-process, the address the TCP door listens on
     /// ([`Cluster::set_announce_ip`]).
     pub ip: Arc<str>,
+    /// How many shards it was created with (the node layout's modulus).
+    shards: u16,
+    /// The lag of every replica, which a replica keeps when it follows a promoted primary.
+    lag: ReplicaLag,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -436,11 +444,14 @@ impl Cluster {
                 migrations: Vec::new(),
                 failovers: Vec::new(),
                 ip: Arc::from("127.0.0.1"),
+                shards,
+                lag,
             }),
             generation: AtomicU64::new(0),
             next_due: AtomicI64::new(i64::MAX),
             inboxes: (0..total).map(|_| Inbox::default()).collect(),
             offsets: (0..total).map(|_| AtomicI64::new(0)).collect(),
+            syncs: Mutex::new(BTreeMap::new()),
         });
         let mut topologies = Vec::with_capacity(usize::from(shards));
         for shard in 0..shards {
@@ -672,12 +683,27 @@ impl Engine {
         let mut state = shared.state(now);
         let generation = shared.generation.load(Ordering::Acquire);
         let mine = state.nodes[me].clone();
+        let mut changed = false;
+        if mine.role == Role::Replica
+            && let Some(sync) = lock(&shared.syncs).remove(&me)
+        {
+            self.follow(sync);
+        }
         if mine.role == Role::Primary && self.replication.is_replica() {
             let at = mine.promoted_at.unwrap_or(now);
             self.promote_at(at);
             self.record_server_fault(None, FaultEventKind::ShardFailedOver(mine.shard));
+            // The shard's other replicas follow the promoted primary, as Redis's do once the
+            // failover's new epoch reaches them: a full sync each, taken at its next command.
+            let followers: Vec<usize> = state.replicas_of(mine.shard).collect();
+            let mut syncs = lock(&shared.syncs);
+            for node in followers {
+                let index = layout(node, state.shards).1.unwrap_or(0);
+                let sync = self.sync_replica(index, state.lag, state.nodes[node].port);
+                syncs.insert(node, sync);
+                changed = true;
+            }
         }
-        let mut changed = false;
         for i in 0..state.migrations.len() {
             let (from, to) = (state.migrations[i].from_shard, state.migrations[i].to_shard);
             if state.migrations[i].start > now {
