@@ -528,20 +528,15 @@ impl Cluster {
         state.nodes.get(index).map(|n| n.port)
     }
 
-    /// Makes every node announce `ip` (`CLUSTER SLOTS`, `NODES`, `SHARDS`, `MOVED`, `ASK`)
-    /// instead of loopback: the address the TCP door listens on. An unspecified address
-    /// (`0.0.0.0`, `::`) announces its family's loopback, where a client on this machine reaches
-    /// every node.
+    /// Makes every node announce `ip` (`CLUSTER SLOTS`, `NODES`, `SHARDS`, `MOVED`, `ASK`,
+    /// `ROLE`, `INFO replication`) instead of loopback: the address the TCP door listens on. An
+    /// unspecified address (`0.0.0.0`, `::`) announces its family's loopback, where a client on
+    /// this machine reaches every node.
     pub fn set_announce_ip(&self, ip: std::net::IpAddr) {
-        let ip = match ip {
-            std::net::IpAddr::V4(v4) if v4.is_unspecified() => {
-                std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST)
-            }
-            std::net::IpAddr::V6(v6) if v6.is_unspecified() => {
-                std::net::IpAddr::V6(std::net::Ipv6Addr::LOCALHOST)
-            }
-            other => other,
-        };
+        for topology in &self.shards {
+            topology.set_announce_ip(ip);
+        }
+        let ip = crate::engine::replication::announced_ip(ip);
         let mut state = lock(&self.shared.state);
         state.ip = Arc::from(ip.to_string());
         self.shared.changed(&state);
