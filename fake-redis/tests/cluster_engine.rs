@@ -752,3 +752,41 @@ fn after_a_failover_the_shards_other_replicas_follow_the_promoted_primary() {
     let line = nodes.lines().find(|l| l.contains(":7006@")).unwrap();
     assert!(line.contains(&format!(" myself,slave {id} ")), "{line}");
 }
+
+/// `CLUSTER GETKEYSINSLOT` lists a slot's keys newest first, as Redis 7.0's slot-to-keys list
+/// does (`cluster_vs_redis.rs` compares it): an overwrite keeps a key's place, a key deleted
+/// and set again, or renamed, is new.
+#[test]
+fn getkeysinslot_lists_the_newest_key_first() {
+    let (_clock, cluster) = cluster(1, 0, ReplicaLag::default());
+    let c = Conn::to(&cluster, ServerNode::shard_primary(0));
+    let keys = |frame: Frame| -> Vec<String> {
+        let Frame::Array(items) = frame else {
+            panic!("{frame:?}")
+        };
+        items.into_iter().map(text_of).collect()
+    };
+    for key in ["b", "{b}1", "{b}2", "{b}3"] {
+        assert_eq!(c.run(&format!("SET {key} v")), Frame::OK);
+    }
+    assert_eq!(
+        keys(c.run("CLUSTER GETKEYSINSLOT 3300 10")),
+        ["{b}3", "{b}2", "{b}1", "b"]
+    );
+    assert_eq!(c.run("SET {b}1 w"), Frame::OK);
+    assert_eq!(c.run("DEL {b}2"), Frame::Integer(1));
+    assert_eq!(c.run("SET {b}2 x"), Frame::OK);
+    assert_eq!(
+        keys(c.run("CLUSTER GETKEYSINSLOT 3300 10")),
+        ["{b}2", "{b}3", "{b}1", "b"]
+    );
+    assert_eq!(
+        keys(c.run("CLUSTER GETKEYSINSLOT 3300 2")),
+        ["{b}2", "{b}3"]
+    );
+    assert_eq!(c.run("RENAME b {b}9"), Frame::OK);
+    assert_eq!(
+        keys(c.run("CLUSTER GETKEYSINSLOT 3300 10")),
+        ["{b}9", "{b}2", "{b}3", "{b}1"]
+    );
+}

@@ -470,6 +470,7 @@ impl Cluster {
                 let index = position(shard, node.replica_index(), shards);
                 ports.push(base_port.wrapping_add(index as u16));
                 let mut e = engine.lock().unwrap_or_else(|e| e.into_inner());
+                e.keep_births();
                 e.cluster = Some(Box::new(Member {
                     shared: shared.clone(),
                     me: index,
