@@ -790,3 +790,31 @@ fn getkeysinslot_lists_the_newest_key_first() {
         ["{b}9", "{b}2", "{b}3", "{b}1"]
     );
 }
+
+/// A second failover of the shard promotes the replica that followed the first one's primary,
+/// with what that primary sent it.
+#[test]
+fn a_second_failover_promotes_a_replica_of_the_first_ones_primary() {
+    let (clock, cluster) = cluster(1, 2, ReplicaLag::default());
+    let first = Conn::to(&cluster, ServerNode::shard_primary(0));
+    assert_eq!(first.run("SET b one"), Frame::OK);
+    cluster.add_fault(Fault::ShardFailover {
+        shard: 0,
+        replica: 0,
+        at: clock.now_ms(),
+    });
+    let second = Conn::to(&cluster, ServerNode::shard_replica(0, 0));
+    assert_eq!(second.run("SET b two"), Frame::OK);
+    clock.advance(1);
+    // The map's replicas of shard 0 are now only 7006: it is replica 0.
+    cluster.add_fault(Fault::ShardFailover {
+        shard: 0,
+        replica: 0,
+        at: clock.now_ms(),
+    });
+    let third = Conn::to(&cluster, ServerNode::shard_replica(0, 1));
+    assert_eq!(third.run("GET b"), bulk("two"));
+    assert_eq!(third.run("SET b three"), Frame::OK);
+    assert_eq!(cluster.serving(3300), Some(ServerNode::shard_replica(0, 1)));
+    assert_eq!(second.run("GET b"), error("MOVED 3300 127.0.0.1:7006"));
+}

@@ -680,9 +680,9 @@ impl Engine {
         let generation = shared.generation.load(Ordering::Acquire);
         let mine = state.nodes[me].clone();
         let mut changed = false;
-        if mine.role == Role::Replica
-            && let Some(sync) = lock(&shared.syncs).remove(&me)
-        {
+        // First, so that a replica promoted by a second failover before it took its sync from
+        // the first one's primary is promoted with what that primary sent it.
+        if let Some(sync) = lock(&shared.syncs).remove(&me) {
             self.follow(sync);
         }
         if mine.role == Role::Primary && self.replication.is_replica() {
