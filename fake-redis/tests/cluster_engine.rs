@@ -35,6 +35,21 @@ impl Conn {
         self.engine.lock().unwrap().execute(self.id, &argv(line))
     }
 
+    /// `EVAL body numkeys keys… args…`, the body kept whole.
+    fn eval(&self, body: &str, keys: &[&str], args: &[&str]) -> Frame {
+        let mut argv = vec![
+            Bytes::from_static(b"EVAL"),
+            Bytes::copy_from_slice(body.as_bytes()),
+            Bytes::from(keys.len().to_string()),
+        ];
+        argv.extend(
+            keys.iter()
+                .chain(args)
+                .map(|w| Bytes::copy_from_slice(w.as_bytes())),
+        );
+        self.engine.lock().unwrap().execute(self.id, &argv)
+    }
+
     fn pushes(&self) -> Vec<Frame> {
         self.engine.lock().unwrap().drain_outbox(self.id)
     }
@@ -537,4 +552,269 @@ async fn the_redis_crate_reads_a_nodes_redirection() {
         .await
         .unwrap();
     assert_eq!(got.as_deref(), Some("bar"));
+}
+
+/// The error a script gets, with Redis's ` script: <sha>, on @user_script:1.` suffix.
+fn script_error(text: &str, body: &str) -> Frame {
+    let sha = sha1_smol::Sha1::from(body).digest().to_string();
+    error(&format!("{text} script: {sha}, on @user_script:1."))
+}
+
+const NON_LOCAL: &str = "ERR Script attempted to access a non local key in a cluster node";
+
+/// Redis 7.0's `scriptVerifyClusterState`, as a real cluster node answers (`cluster_vs_redis.rs`
+/// compares them): a script's call may touch any key this node serves, declared or not, in any
+/// of its slots; a key served elsewhere, or keys of two slots in one call, fail the call.
+#[test]
+fn a_script_may_touch_only_keys_its_node_serves() {
+    let (_clock, cluster) = cluster(1, 1, ReplicaLag::default());
+    let c = Conn::to(&cluster, ServerNode::shard_primary(0));
+    assert_eq!(c.run("SET k2 local"), Frame::OK);
+    // `x` (16287) is shard 2's; `k2` (449) and `b` (3300) are both shard 0's.
+    let get_x = "return redis.call('get','x')";
+    assert_eq!(c.eval(get_x, &[], &[]), script_error(NON_LOCAL, get_x));
+    assert_eq!(c.eval(get_x, &["b"], &[]), script_error(NON_LOCAL, get_x));
+    assert_eq!(
+        c.eval("return redis.pcall('get','x')", &[], &[]),
+        error(NON_LOCAL)
+    );
+    assert_eq!(
+        c.eval("return redis.call('get','k2')", &["b"], &[]),
+        bulk("local")
+    );
+    assert_eq!(
+        c.eval("return redis.call('get','k2')", &[], &[]),
+        bulk("local")
+    );
+    let mget = "return redis.call('mget','k2','b')";
+    assert_eq!(c.eval(mget, &[], &[]), script_error(NON_LOCAL, mget));
+    // The write before the refused call stays, as any script's does.
+    let partial = "redis.call('set','b','kept') return redis.call('set','x','1')";
+    assert_eq!(c.eval(partial, &[], &[]), script_error(NON_LOCAL, partial));
+    assert_eq!(c.run("GET b"), bulk("kept"));
+    // Shard channels route as keys; a keyless call runs anywhere.
+    let spublish = "return redis.call('spublish','x','m')";
+    assert_eq!(
+        c.eval(spublish, &[], &[]),
+        script_error(NON_LOCAL, spublish)
+    );
+    assert_eq!(
+        c.eval("return redis.call('spublish','k2','m')", &[], &[]),
+        Frame::Integer(0)
+    );
+    assert_eq!(
+        c.eval("return redis.call('publish','ch','m')", &[], &[]),
+        Frame::Integer(0)
+    );
+    // A replica's READONLY client reads its primary's keys in a script, as it would directly.
+    let replica = Conn::to(&cluster, ServerNode::shard_replica(0, 0));
+    let get_k2 = "return redis.call('get','k2')";
+    assert_eq!(
+        replica.eval(get_k2, &[], &[]),
+        script_error(NON_LOCAL, get_k2)
+    );
+    assert_eq!(replica.run("READONLY"), Frame::OK);
+    assert_eq!(replica.eval(get_k2, &[], &[]), bulk("local"));
+}
+
+#[test]
+fn a_script_flagged_no_cluster_is_refused_on_a_cluster_node() {
+    let (_clock, cluster) = cluster(1, 1, ReplicaLag::default());
+    let c = Conn::to(&cluster, ServerNode::shard_primary(0));
+    let refused = error("ERR Can not run script on cluster, 'no-cluster' flag is set.");
+    let body = "#!lua flags=no-cluster,no-writes\nreturn 1";
+    assert_eq!(c.eval(body, &[], &[]), refused);
+    // Before the replica's refusal of a script that may write.
+    let replica = Conn::to(&cluster, ServerNode::shard_replica(0, 0));
+    assert_eq!(
+        replica.eval("#!lua flags=no-cluster\nreturn 1", &[], &[]),
+        refused
+    );
+    assert_eq!(
+        c.eval("#!lua flags=no-writes\nreturn 1", &[], &[]),
+        Frame::Integer(1)
+    );
+}
+
+#[test]
+fn a_script_on_a_cluster_that_is_down_is_told_so_at_its_first_keyed_call() {
+    let (clock, cluster) = cluster(1, 0, ReplicaLag::default());
+    cluster.add_fault(Fault::ShardFailover {
+        shard: 1,
+        replica: 0,
+        at: clock.now_ms(),
+    });
+    let c = Conn::to(&cluster, ServerNode::shard_primary(0));
+    let body = "return redis.call('get','b')";
+    assert_eq!(
+        c.eval(body, &[], &[]),
+        script_error(
+            "ERR Script attempted to execute a command while the cluster is down",
+            body
+        )
+    );
+    assert_eq!(
+        c.eval("return redis.call('ping')", &[], &[]),
+        Frame::simple("PONG")
+    );
+}
+
+/// A client sent to the importing node with `ASK` runs its script there after `ASKING`: the
+/// script's calls route under the `ASKING` of the `EVAL`, as Redis clears it only after the
+/// command.
+#[test]
+fn a_script_after_asking_reaches_the_keys_of_the_slot_being_imported() {
+    let (clock, cluster) = cluster(1, 0, ReplicaLag::default());
+    let target = Conn::to(&cluster, ServerNode::shard_primary(1));
+    cluster.add_fault(Fault::SlotMigration {
+        slot: 3300,
+        to_shard: 1,
+        from: clock.now_ms(),
+        until: clock.now_ms() + 1000,
+    });
+    let body = "return redis.call('set',KEYS[1],'v')";
+    assert_eq!(
+        target.eval(body, &["b"], &[]),
+        error("MOVED 3300 127.0.0.1:7000")
+    );
+    assert_eq!(target.run("ASKING"), Frame::OK);
+    assert_eq!(target.eval(body, &["b"], &[]), Frame::OK);
+    // Spent: the next script is moved again.
+    assert_eq!(
+        target.eval(body, &["b"], &[]),
+        error("MOVED 3300 127.0.0.1:7000")
+    );
+}
+
+/// The text of a `Frame::Verbatim` or `Frame::Bulk` reply.
+fn text_of(frame: Frame) -> String {
+    match frame {
+        Frame::Verbatim { text, .. } | Frame::Bulk(text) => {
+            String::from_utf8(text.to_vec()).unwrap()
+        }
+        other => panic!("not text: {other:?}"),
+    }
+}
+
+/// After a shard's failover, its other replicas follow the promoted primary, as a real
+/// cluster's do (checked on Redis 7.0.15 with `CLUSTER FAILOVER` in a shard of a primary and
+/// two replicas): `ROLE` and `INFO replication` on both sides name the new link, and the new
+/// primary's writes reach them and count for its `WAIT`.
+#[test]
+fn after_a_failover_the_shards_other_replicas_follow_the_promoted_primary() {
+    let (clock, cluster) = cluster(1, 2, ReplicaLag::fixed(10));
+    let primary = Conn::to(&cluster, ServerNode::shard_primary(0));
+    assert_eq!(primary.run("SET b before"), Frame::OK);
+    clock.advance(10);
+    cluster.add_fault(Fault::ShardFailover {
+        shard: 0,
+        replica: 0,
+        at: clock.now_ms(),
+    });
+    // Shard 0: the primary on 7000, its replicas on 7003 and 7006.
+    let promoted = Conn::to(&cluster, ServerNode::shard_replica(0, 0));
+    let other = Conn::to(&cluster, ServerNode::shard_replica(0, 1));
+    assert_eq!(promoted.run("SET b after"), Frame::OK);
+    assert_eq!(promoted.run("WAIT 1 0"), Frame::Integer(0));
+    clock.advance(10);
+    assert_eq!(promoted.run("WAIT 1 0"), Frame::Integer(1));
+    assert_eq!(other.run("READONLY"), Frame::OK);
+    assert_eq!(other.run("GET b"), bulk("after"));
+    let Frame::Array(role) = other.run("ROLE") else {
+        panic!()
+    };
+    assert_eq!(
+        role[..3],
+        [bulk("slave"), bulk("127.0.0.1"), Frame::Integer(7003)]
+    );
+    let Frame::Array(role) = promoted.run("ROLE") else {
+        panic!()
+    };
+    assert_eq!(role[0], bulk("master"));
+    let Frame::Array(replicas) = &role[2] else {
+        panic!()
+    };
+    assert_eq!(replicas.len(), 1);
+    let Frame::Array(link) = &replicas[0] else {
+        panic!()
+    };
+    assert_eq!(link[..2], [bulk("127.0.0.1"), bulk("7006")]);
+    let info = text_of(other.run("INFO replication"));
+    assert!(info.contains("\r\nmaster_port:7003\r\n"), "{info}");
+    let info = text_of(promoted.run("INFO replication"));
+    assert!(
+        info.contains("\r\nconnected_slaves:1\r\nslave0:ip=127.0.0.1,port=7006,"),
+        "{info}"
+    );
+    // The map agrees: the replica's master is the promoted node.
+    let id = text_of(promoted.run("CLUSTER MYID"));
+    let nodes = text_of(other.run("CLUSTER NODES"));
+    let line = nodes.lines().find(|l| l.contains(":7006@")).unwrap();
+    assert!(line.contains(&format!(" myself,slave {id} ")), "{line}");
+}
+
+/// `CLUSTER GETKEYSINSLOT` lists a slot's keys newest first, as Redis 7.0's slot-to-keys list
+/// does (`cluster_vs_redis.rs` compares it): an overwrite keeps a key's place, a key deleted
+/// and set again, or renamed, is new.
+#[test]
+fn getkeysinslot_lists_the_newest_key_first() {
+    let (_clock, cluster) = cluster(1, 0, ReplicaLag::default());
+    let c = Conn::to(&cluster, ServerNode::shard_primary(0));
+    let keys = |frame: Frame| -> Vec<String> {
+        let Frame::Array(items) = frame else {
+            panic!("{frame:?}")
+        };
+        items.into_iter().map(text_of).collect()
+    };
+    for key in ["b", "{b}1", "{b}2", "{b}3"] {
+        assert_eq!(c.run(&format!("SET {key} v")), Frame::OK);
+    }
+    assert_eq!(
+        keys(c.run("CLUSTER GETKEYSINSLOT 3300 10")),
+        ["{b}3", "{b}2", "{b}1", "b"]
+    );
+    assert_eq!(c.run("SET {b}1 w"), Frame::OK);
+    assert_eq!(c.run("DEL {b}2"), Frame::Integer(1));
+    assert_eq!(c.run("SET {b}2 x"), Frame::OK);
+    assert_eq!(
+        keys(c.run("CLUSTER GETKEYSINSLOT 3300 10")),
+        ["{b}2", "{b}3", "{b}1", "b"]
+    );
+    assert_eq!(
+        keys(c.run("CLUSTER GETKEYSINSLOT 3300 2")),
+        ["{b}2", "{b}3"]
+    );
+    assert_eq!(c.run("RENAME b {b}9"), Frame::OK);
+    assert_eq!(
+        keys(c.run("CLUSTER GETKEYSINSLOT 3300 10")),
+        ["{b}9", "{b}2", "{b}3", "{b}1"]
+    );
+}
+
+/// A second failover of the shard promotes the replica that followed the first one's primary,
+/// with what that primary sent it.
+#[test]
+fn a_second_failover_promotes_a_replica_of_the_first_ones_primary() {
+    let (clock, cluster) = cluster(1, 2, ReplicaLag::default());
+    let first = Conn::to(&cluster, ServerNode::shard_primary(0));
+    assert_eq!(first.run("SET b one"), Frame::OK);
+    cluster.add_fault(Fault::ShardFailover {
+        shard: 0,
+        replica: 0,
+        at: clock.now_ms(),
+    });
+    let second = Conn::to(&cluster, ServerNode::shard_replica(0, 0));
+    assert_eq!(second.run("SET b two"), Frame::OK);
+    clock.advance(1);
+    // The map's replicas of shard 0 are now only 7006: it is replica 0.
+    cluster.add_fault(Fault::ShardFailover {
+        shard: 0,
+        replica: 0,
+        at: clock.now_ms(),
+    });
+    let third = Conn::to(&cluster, ServerNode::shard_replica(0, 1));
+    assert_eq!(third.run("GET b"), bulk("two"));
+    assert_eq!(third.run("SET b three"), Frame::OK);
+    assert_eq!(cluster.serving(3300), Some(ServerNode::shard_replica(0, 1)));
+    assert_eq!(second.run("GET b"), error("MOVED 3300 127.0.0.1:7006"));
 }

@@ -325,3 +325,49 @@ async fn cluster_slots_has_the_shape_of_a_real_clusters() {
     }
     running.stop().await;
 }
+
+/// A cluster bound to another address than 127.0.0.1 (the loopback alias 127.0.0.2) names it
+/// in its topology replies, its redirections, and each shard's `ROLE` and `INFO replication`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_bound_to_an_address_announces_it_in_every_reply() {
+    let config = ServerConfig {
+        port: 0,
+        bind: std::net::Ipv4Addr::new(127, 0, 0, 2).into(),
+        ..ServerConfig::default()
+    };
+    let running = ServerGroup::start_clustered(config, SHARDS, 1, ReplicaLag::default())
+        .await
+        .unwrap();
+    let ports: Vec<u16> = running.addrs().iter().map(|a| a.port()).collect();
+    let mut replica = node(&running, 3).await;
+    let role: (String, String, u16, String, i64) =
+        redis::cmd("ROLE").query_async(&mut replica).await.unwrap();
+    assert_eq!(
+        (role.0.as_str(), role.1.as_str(), role.2),
+        ("slave", "127.0.0.2", ports[0])
+    );
+    let info: String = redis::cmd("INFO")
+        .arg("replication")
+        .query_async(&mut replica)
+        .await
+        .unwrap();
+    assert!(info.contains("\r\nmaster_host:127.0.0.2\r\n"), "{info}");
+    let mut primary = node(&running, 0).await;
+    let (_, _, replicas): (String, i64, Vec<(String, String, String)>) =
+        redis::cmd("ROLE").query_async(&mut primary).await.unwrap();
+    assert_eq!(replicas[0].0, "127.0.0.2");
+    let text: String = redis::cmd("CLUSTER")
+        .arg("NODES")
+        .query_async(&mut primary)
+        .await
+        .unwrap();
+    assert!(text.lines().all(|l| l.contains(" 127.0.0.2:")), "{text}");
+    let err = redis::cmd("GET")
+        .arg("foo")
+        .query_async::<Option<String>>(&mut primary)
+        .await
+        .unwrap_err();
+    let to = format!("127.0.0.2:{}", ports[2]);
+    assert_eq!(err.redirect_node(), Some((to.as_str(), 12182)));
+    running.stop().await;
+}

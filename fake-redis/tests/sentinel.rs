@@ -460,3 +460,73 @@ async fn the_redis_crate_finds_the_fake_primary_and_follows_a_failover() {
     assert!(format!("{role:?}").contains("master"), "{role:?}");
     running.stop().await;
 }
+
+/// A group bound to another address than 127.0.0.1 (here the loopback alias 127.0.0.2) names it
+/// wherever it names a node: `ROLE` and `INFO replication` on both sides of a link, and the
+/// Sentinel's address of the primary, which a Sentinel client then connects to.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_group_bound_to_an_address_announces_it() {
+    use redis::sentinel::{SentinelClient, SentinelServerType};
+    let bind = std::net::Ipv4Addr::new(127, 0, 0, 2);
+    let config = ServerConfig {
+        port: 0,
+        bind: bind.into(),
+        ..ServerConfig::default()
+    };
+    let running = ServerGroup::start_replicated(config, 1, ReplicaLag::default(), MASTER)
+        .await
+        .unwrap();
+    let ports: Vec<u16> = running.addrs().iter().map(|a| a.port()).collect();
+    let url = |port: u16| format!("redis://127.0.0.2:{port}/");
+    let conn = |port: u16| async move {
+        (redis::Client::open(url(port)).unwrap())
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap()
+    };
+    let role: (String, String, u16, String, i64) = redis::cmd("ROLE")
+        .query_async(&mut conn(ports[1]).await)
+        .await
+        .unwrap();
+    assert_eq!(
+        (role.0.as_str(), role.1.as_str(), role.2),
+        ("slave", "127.0.0.2", ports[0])
+    );
+    let (_, _, replicas): (String, i64, Vec<(String, String, String)>) = redis::cmd("ROLE")
+        .query_async(&mut conn(ports[0]).await)
+        .await
+        .unwrap();
+    assert_eq!(replicas[0].0, "127.0.0.2");
+    assert_eq!(replicas[0].1, ports[1].to_string());
+    let info: String = redis::cmd("INFO")
+        .arg("replication")
+        .query_async(&mut conn(ports[1]).await)
+        .await
+        .unwrap();
+    assert!(info.contains("\r\nmaster_host:127.0.0.2\r\n"), "{info}");
+    let info: String = redis::cmd("INFO")
+        .arg("replication")
+        .query_async(&mut conn(ports[0]).await)
+        .await
+        .unwrap();
+    let slave0 = format!("\r\nslave0:ip=127.0.0.2,port={},", ports[1]);
+    assert!(info.contains(&slave0), "{info}");
+    let addr: (String, u16) = redis::cmd("SENTINEL")
+        .arg("GET-MASTER-ADDR-BY-NAME")
+        .arg(MASTER)
+        .query_async(&mut conn(ports[2]).await)
+        .await
+        .unwrap();
+    assert_eq!(addr, ("127.0.0.2".to_owned(), ports[0]));
+    let mut client = SentinelClient::build(
+        vec![url(ports[2])],
+        MASTER.to_owned(),
+        None,
+        SentinelServerType::Master,
+    )
+    .unwrap();
+    let mut primary = client.get_async_connection().await.unwrap();
+    let pong: String = redis::cmd("PING").query_async(&mut primary).await.unwrap();
+    assert_eq!(pong, "PONG");
+    running.stop().await;
+}

@@ -97,11 +97,17 @@ pub(super) fn cluster_command(cx: &mut Cx<'_>, sub: &str, args: &mut Args<'_>) -
                 return Err(Frame::error("ERR Invalid slot or number of keys"));
             }
             let now = cx.now;
-            let mut keys: Vec<Bytes> = (cx.keyspace().live_iter(now))
+            let db = cx.keyspace();
+            let mut keys: Vec<Bytes> = (db.live_iter(now))
                 .filter(|(k, _)| i64::from(key_slot(k)) == slot)
                 .map(|(k, _)| Bytes::copy_from_slice(k))
                 .collect();
-            keys.sort();
+            // Newest first, as Redis's slot-to-keys list (`engine/notify.rs`, `Births`).
+            let births = db.watches.key_events.as_ref().and_then(|e| e.births());
+            keys.sort_by(|a, b| {
+                let born = |k: &[u8]| births.and_then(|b| b.of(k));
+                born(b).cmp(&born(a)).then_with(|| a.cmp(b))
+            });
             keys.truncate(usize::try_from(max).unwrap_or(usize::MAX));
             Ok(Frame::Array(keys.into_iter().map(Frame::Bulk).collect()))
         }

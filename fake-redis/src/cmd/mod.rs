@@ -61,6 +61,7 @@ pub(crate) use config::class;
 pub(crate) use context::{Caller, Cx};
 pub(crate) use parse::Args;
 pub(crate) use reads::{Reads, reads_of};
+pub(crate) use redirect::route_script_call;
 #[cfg(feature = "lua")]
 pub(crate) use scripting::{call_from_script, sha1_hex};
 pub(crate) use server::ServerState;

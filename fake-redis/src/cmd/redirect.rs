@@ -53,30 +53,89 @@ pub(super) fn route(
     if asking && !keeps_asking {
         client.set_asking(false);
     }
+    client.set_runs_asking(asking);
     // The calls to route: the call itself, or an `EXEC`'s queue.
     let calls: Vec<Vec<Bytes>> = match (is_exec, &client.multi) {
         (false, _) => vec![argv.to_vec()],
         (true, Some(m)) => m.queue.clone(),
         (true, None) => return Ok(()),
     };
+    let call = Call {
+        spec,
+        name,
+        is_exec,
+        asking,
+        readonly,
+    };
+    locate(engine, &call, &calls, now)
+}
+
+/// Redis's `scriptVerifyClusterState`: a script's `redis.call` (of `spec`, named `name`) runs
+/// only if this node would serve it as a call of the script's client, under that client's
+/// `READONLY` and `ASKING`. Redis 7.0 does not check that the script declared the key, nor that
+/// its keys share a slot with the declared ones: only that they are served here. A refusal is
+/// worded as the script sees it; a `CROSSSLOT` or a slot no node serves is a non-local key too.
+pub(crate) fn route_script_call(
+    engine: &mut Engine,
+    id: u64,
+    spec: &'static Spec,
+    name: &'static str,
+    argv: &[Bytes],
+    now: i64,
+) -> Result<(), &'static str> {
+    let Some(client) = engine.client_mut(id) else {
+        return Ok(());
+    };
+    let call = Call {
+        spec,
+        name,
+        is_exec: false,
+        asking: client.asking() || client.runs_asking(),
+        readonly: client.cluster_readonly(),
+    };
+    match locate(engine, &call, std::slice::from_ref(&argv.to_vec()), now) {
+        Ok(()) => Ok(()),
+        Err(e) if e == DOWN => {
+            Err("ERR Script attempted to execute a command while the cluster is down")
+        }
+        Err(_) => Err("ERR Script attempted to access a non local key in a cluster node"),
+    }
+}
+
+/// A call as routing sees it.
+struct Call {
+    spec: &'static Spec,
+    name: &'static str,
+    /// An `EXEC`, whose queued calls route together.
+    is_exec: bool,
+    /// Under `ASKING`.
+    asking: bool,
+    /// The client said `READONLY`.
+    readonly: bool,
+}
+
+/// Redis's `getNodeByQuery` for `calls` (one call, or an `EXEC`'s queue): Ok when this node
+/// serves them, else the redirection or error to answer.
+fn locate(engine: &mut Engine, call: &Call, calls: &[Vec<Bytes>], now: i64) -> Result<(), Frame> {
+    let (spec, asking, readonly) = (call.spec, call.asking, call.readonly);
     let mut is_write = spec.has(WRITE);
     let shard_pubsub = is_shard_pubsub(spec);
     // The first key, its slot, whether other keys differ from it.
     let mut first: Option<(Bytes, u16)> = None;
     let mut multiple_keys = false;
     let mut keys: Vec<Bytes> = Vec::new();
-    for call in &calls {
-        let Some(call_spec) = call.first().and_then(|n| lookup(n)) else {
+    for argv in calls {
+        let Some(call_spec) = argv.first().and_then(|n| lookup(n)) else {
             continue;
         };
         is_write |= call_spec.has(WRITE);
-        let full = if std::ptr::eq(call_spec, spec) && !is_exec {
-            name
+        let full = if std::ptr::eq(call_spec, spec) && !call.is_exec {
+            call.name
         } else {
-            command_name(call_spec, call).unwrap_or(call_spec.name)
+            command_name(call_spec, argv).unwrap_or(call_spec.name)
         };
-        for at in routing_keys(full, call) {
-            let key = &call[at];
+        for at in routing_keys(full, argv) {
+            let key = &argv[at];
             let slot = key_slot(key);
             match &first {
                 None => first = Some((key.clone(), slot)),

@@ -56,7 +56,7 @@ fn replicaof_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         _ => return Err(Frame::error("ERR Invalid master port")),
     };
     let following = cx.engine().followed_primary_port() == Some(port);
-    if following && host.as_ref() == b"127.0.0.1" {
+    if following && host.as_ref() == cx.engine().announced_host().as_bytes() {
         return Ok(Frame::simple("OK Already connected to specified master"));
     }
     Err(Frame::error(

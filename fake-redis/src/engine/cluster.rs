@@ -13,7 +13,8 @@
 //! **Time decides, not delivery order.** A scheduled failover or migration is a pure function of
 //! the clock: the map applies a failover's new owners when any node first looks at it at or after
 //! its time, and the promoted replica applies exactly the write batches that had reached it by
-//! then (its replica lag, `engine/replication.rs`). A migration moves the slot's keys one by one
+//! then (its replica lag, `engine/replication.rs`); the shard's other replicas follow it from
+//! their next command, each with a full sync it left them in the map. A migration moves the slot's keys one by one
 //! at times spread evenly over its window; the source hands each key to the map as its time
 //! passes (at the source's own next command, which is when a client could see it missing, and so
 //! answer `ASK`), the target takes it before its next command, and the slot changes owner (`MOVED`
@@ -27,7 +28,7 @@
 
 use crate::engine::Engine;
 use crate::engine::db::Entry;
-use crate::engine::replication::{ReplicaLag, ServerNode, Topology};
+use crate::engine::replication::{FullSync, ReplicaLag, ServerNode, Topology};
 use crate::engine::{Client, EngineConfig};
 use crate::fault::{Fault, FaultEventKind};
 use crate::resp::Frame;
@@ -193,6 +194,9 @@ pub(crate) struct Shared {
     inboxes: Vec<Inbox>,
     /// Each node's replication offset, as it last published it (`CLUSTER SHARDS`).
     offsets: Vec<AtomicI64>,
+    /// The full syncs a promoted primary made for its shard's other replicas, by node, each
+    /// waiting for its replica's next command or `catch_up` to take it.
+    syncs: Mutex<BTreeMap<usize, FullSync>>,
 }
 
 /// What the map holds under its lock.
@@ -208,6 +212,10 @@ pub(crate) struct ClusterState {
     /// loopback in-process, the address the TCP door listens on
     /// ([`Cluster::set_announce_ip`]).
     pub ip: Arc<str>,
+    /// How many shards it was created with (the node layout's modulus).
+    shards: u16,
+    /// The lag of every replica, which a replica keeps when it follows a promoted primary.
+    lag: ReplicaLag,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -436,11 +444,14 @@ impl Cluster {
                 migrations: Vec::new(),
                 failovers: Vec::new(),
                 ip: Arc::from("127.0.0.1"),
+                shards,
+                lag,
             }),
             generation: AtomicU64::new(0),
             next_due: AtomicI64::new(i64::MAX),
             inboxes: (0..total).map(|_| Inbox::default()).collect(),
             offsets: (0..total).map(|_| AtomicI64::new(0)).collect(),
+            syncs: Mutex::new(BTreeMap::new()),
         });
         let mut topologies = Vec::with_capacity(usize::from(shards));
         for shard in 0..shards {
@@ -459,6 +470,7 @@ impl Cluster {
                 let index = position(shard, node.replica_index(), shards);
                 ports.push(base_port.wrapping_add(index as u16));
                 let mut e = engine.lock().unwrap_or_else(|e| e.into_inner());
+                e.keep_births();
                 e.cluster = Some(Box::new(Member {
                     shared: shared.clone(),
                     me: index,
@@ -517,20 +529,15 @@ impl Cluster {
         state.nodes.get(index).map(|n| n.port)
     }
 
-    /// Makes every node announce `ip` (`CLUSTER SLOTS`, `NODES`, `SHARDS`, `MOVED`, `ASK`)
-    /// instead of loopback: the address the TCP door listens on. An unspecified address
-    /// (`0.0.0.0`, `::`) announces its family's loopback, where a client on this machine reaches
-    /// every node.
+    /// Makes every node announce `ip` (`CLUSTER SLOTS`, `NODES`, `SHARDS`, `MOVED`, `ASK`,
+    /// `ROLE`, `INFO replication`) instead of loopback: the address the TCP door listens on. An
+    /// unspecified address (`0.0.0.0`, `::`) announces its family's loopback, where a client on
+    /// this machine reaches every node.
     pub fn set_announce_ip(&self, ip: std::net::IpAddr) {
-        let ip = match ip {
-            std::net::IpAddr::V4(v4) if v4.is_unspecified() => {
-                std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST)
-            }
-            std::net::IpAddr::V6(v6) if v6.is_unspecified() => {
-                std::net::IpAddr::V6(std::net::Ipv6Addr::LOCALHOST)
-            }
-            other => other,
-        };
+        for topology in &self.shards {
+            topology.set_announce_ip(ip);
+        }
+        let ip = crate::engine::replication::announced_ip(ip);
         let mut state = lock(&self.shared.state);
         state.ip = Arc::from(ip.to_string());
         self.shared.changed(&state);
@@ -672,12 +679,27 @@ impl Engine {
         let mut state = shared.state(now);
         let generation = shared.generation.load(Ordering::Acquire);
         let mine = state.nodes[me].clone();
+        let mut changed = false;
+        // First, so that a replica promoted by a second failover before it took its sync from
+        // the first one's primary is promoted with what that primary sent it.
+        if let Some(sync) = lock(&shared.syncs).remove(&me) {
+            self.follow(sync);
+        }
         if mine.role == Role::Primary && self.replication.is_replica() {
             let at = mine.promoted_at.unwrap_or(now);
             self.promote_at(at);
             self.record_server_fault(None, FaultEventKind::ShardFailedOver(mine.shard));
+            // The shard's other replicas follow the promoted primary, as Redis's do once the
+            // failover's new epoch reaches them: a full sync each, taken at its next command.
+            let followers: Vec<usize> = state.replicas_of(mine.shard).collect();
+            let mut syncs = lock(&shared.syncs);
+            for node in followers {
+                let index = layout(node, state.shards).1.unwrap_or(0);
+                let sync = self.sync_replica(index, state.lag, state.nodes[node].port);
+                syncs.insert(node, sync);
+                changed = true;
+            }
         }
-        let mut changed = false;
         for i in 0..state.migrations.len() {
             let (from, to) = (state.migrations[i].from_shard, state.migrations[i].to_shard);
             if state.migrations[i].start > now {
@@ -854,7 +876,8 @@ impl Engine {
     }
 }
 
-/// A client's cluster flags: `READONLY` and a pending `ASKING`.
+/// A client's cluster flags: `READONLY`, a pending `ASKING`, and whether the running command
+/// came under one.
 impl Client {
     /// `READONLY` is on: a replica serves its reads.
     pub(crate) fn cluster_readonly(&self) -> bool {
@@ -874,6 +897,16 @@ impl Client {
         self.set_flag(ASKING_FLAG, on);
     }
 
+    /// Whether the running command came under `ASKING`: Redis clears the flag only after the
+    /// command, so a script's calls route under it too.
+    pub(crate) fn runs_asking(&self) -> bool {
+        self.cluster_flags & RUNS_ASKING_FLAG != 0
+    }
+
+    pub(crate) fn set_runs_asking(&mut self, on: bool) {
+        self.set_flag(RUNS_ASKING_FLAG, on);
+    }
+
     fn set_flag(&mut self, flag: u8, on: bool) {
         if on {
             self.cluster_flags |= flag;
@@ -885,6 +918,7 @@ impl Client {
 
 const READONLY_FLAG: u8 = 1;
 const ASKING_FLAG: u8 = 2;
+const RUNS_ASKING_FLAG: u8 = 4;
 
 /// `CLUSTERDOWN Hash slot not served`.
 pub(crate) const DOWN_UNBOUND: Frame = Frame::error("CLUSTERDOWN Hash slot not served");

@@ -799,6 +799,7 @@ impl Engine {
         self.propagate(Some(client.0), now);
         if self.cluster.is_some() {
             self.publish_cluster_offset();
+            self.prune_births();
         }
         if let Some(c) = self.clients.get_mut(&client.0) {
             c.last_command_at = now;

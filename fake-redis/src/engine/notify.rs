@@ -18,11 +18,15 @@
 //! A key the fake created and removed again before anything was published (an empty collection
 //! a write made and then found it had nothing to add) was never there for Redis, so its `new` is
 //! dropped. With notifications off (the default) a write pays one test of a flag.
+//!
+//! A cluster node's keyspace also keeps when each key was created ([`Births`]), the same hook's
+//! other use: `CLUSTER GETKEYSINSLOT` lists a slot's keys newest first, as Redis's does.
 
 use super::Engine;
 use super::db::Entry;
 use crate::cmd::class;
 use bytes::Bytes;
+use std::collections::BTreeMap;
 
 /// Whether `flags` ask for any message at all: a class and a kind of channel.
 fn publishes(flags: u16, class: u16) -> bool {
@@ -39,25 +43,55 @@ enum Lifecycle {
 }
 
 /// The keys expiry removed and writes created since the engine last published, in order, for
-/// the classes `notify-keyspace-events` asks for.
+/// the classes `notify-keyspace-events` asks for; and on a cluster node, when each key was last
+/// created.
 #[derive(Debug, Default)]
 pub(crate) struct KeyEvents {
     expired: bool,
     created: bool,
     log: Vec<(Lifecycle, Bytes)>,
+    births: Option<Births>,
+}
+
+/// When each key of a cluster node's keyspace was last created (Redis's `dbAdd`; an overwrite
+/// is not a creation): `CLUSTER GETKEYSINSLOT` lists a slot's keys newest first, as Redis 7.0's
+/// slot-to-keys list, which `dbAdd` pushes onto, does. A key removed since keeps its entry until
+/// [`Births::prune`]; a key created again is born again.
+#[derive(Debug, Default)]
+pub(crate) struct Births {
+    next: u64,
+    at: BTreeMap<Bytes, u64>,
+}
+
+impl Births {
+    /// When `key` was last created, in creation order; None if before the node kept births.
+    pub(crate) fn of(&self, key: &[u8]) -> Option<u64> {
+        self.at.get(key).copied()
+    }
+
+    /// How many keys it remembers, present or removed since.
+    pub(crate) fn len(&self) -> usize {
+        self.at.len()
+    }
+
+    /// Forgets the keys `present` says are gone.
+    pub(crate) fn prune(&mut self, present: impl Fn(&[u8]) -> bool) {
+        self.at.retain(|k, _| present(k));
+    }
 }
 
 impl KeyEvents {
-    /// A log for `flags`, or None when they ask for neither event.
-    fn for_flags(flags: u16) -> Option<KeyEvents> {
+    /// A log for `flags` that keeps `births`, or None when it has nothing to keep.
+    fn for_flags(flags: u16, births: Option<Births>) -> Option<KeyEvents> {
         let (expired, created) = (
             publishes(flags, class::EXPIRED),
             publishes(flags, class::NEW),
         );
-        (expired || created).then(|| KeyEvents {
+        (expired || created || births.is_some()).then(|| KeyEvents {
             expired,
             created,
             log: Vec::new(),
+            births,
         })
     }
 
@@ -77,6 +111,15 @@ impl KeyEvents {
             self.log
                 .push((Lifecycle::Created, Bytes::copy_from_slice(key)));
         }
+        if let Some(births) = &mut self.births {
+            births.next += 1;
+            births.at.insert(Bytes::copy_from_slice(key), births.next);
+        }
+    }
+
+    /// When each key was last created, on a cluster node.
+    pub(crate) fn births(&self) -> Option<&Births> {
+        self.births.as_ref()
     }
 
     /// The same log with nothing in it.
@@ -94,7 +137,39 @@ impl Engine {
     pub(crate) fn set_keyspace_events(&mut self, flags: u16) {
         self.config_mut().notify_keyspace_events = flags;
         for db in self.dbs_mut() {
-            db.watches.key_events = KeyEvents::for_flags(flags);
+            let births = db.watches.key_events.take().and_then(|e| e.births);
+            db.watches.key_events = KeyEvents::for_flags(flags, births);
+        }
+    }
+
+    /// Makes database 0 keep when each key was created (a cluster node's, for
+    /// `CLUSTER GETKEYSINSLOT`).
+    pub(crate) fn keep_births(&mut self) {
+        let events = &mut self.db_mut(0).watches.key_events;
+        events.get_or_insert_with(KeyEvents::default).births = Some(Births::default());
+    }
+
+    /// Forgets the births of removed keys once they outnumber the present ones, so that what a
+    /// churning keyspace remembers stays in proportion to what it holds.
+    pub(crate) fn prune_births(&mut self) {
+        let db = self.db_mut(0);
+        let present = db.len();
+        let Some(events) = &mut db.watches.key_events else {
+            return;
+        };
+        if events
+            .births
+            .as_ref()
+            .is_none_or(|b| b.len() <= 2 * present + 64)
+        {
+            return;
+        }
+        let Some(mut births) = events.births.take() else {
+            return;
+        };
+        births.prune(|k| db.stored(k).is_some());
+        if let Some(events) = &mut db.watches.key_events {
+            events.births = Some(births);
         }
     }
 

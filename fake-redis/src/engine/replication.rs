@@ -39,6 +39,20 @@ use std::sync::{Arc, Mutex, MutexGuard};
 pub(crate) const READONLY: Frame =
     Frame::error("READONLY You can't write against a read only replica.");
 
+/// The address a node announces unless told otherwise.
+const LOOPBACK: &str = "127.0.0.1";
+
+/// The address a node listening on `ip` announces: `ip` itself, or for an unspecified address
+/// (`0.0.0.0`, `::`) its family's loopback, where a client on this machine reaches it.
+pub(crate) fn announced_ip(ip: std::net::IpAddr) -> std::net::IpAddr {
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+    match ip {
+        IpAddr::V4(v4) if v4.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        IpAddr::V6(v6) if v6.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
+        other => other,
+    }
+}
+
 /// The port the first node of an in-process topology announces (`ROLE`, `INFO replication`);
 /// the TCP server announces the ports it listens on instead ([`Topology::set_base_port`]).
 pub const DEFAULT_BASE_PORT: u16 = 6379;
@@ -268,6 +282,17 @@ impl Topology {
         }
     }
 
+    /// Makes every node announce `ip` (`ROLE`, `INFO replication`, the Sentinel's replies)
+    /// instead of loopback: the address the TCP door listens on, which is where a client finds
+    /// each node. (A real replica on a loopback alias is seen from its primary at 127.0.0.1,
+    /// the kernel's source address; on any other address, at the address it binds.)
+    pub fn set_announce_ip(&self, ip: std::net::IpAddr) {
+        let host: Arc<str> = Arc::from(announced_ip(ip).to_string());
+        for engine in &self.nodes {
+            lock(engine).replication.host = Some(host.clone());
+        }
+    }
+
     fn port_of(&self, position: usize) -> u16 {
         self.base_port.wrapping_add(position as u16)
     }
@@ -385,6 +410,8 @@ pub(crate) struct FullSync {
     primary_port: u16,
     /// The port the replica announces.
     port: u16,
+    /// The address every node of the topology announces.
+    host: Option<Arc<str>>,
 }
 
 /// A client waiting in `WAIT`.
@@ -416,6 +443,9 @@ pub(crate) struct Replication {
     second_offset: Option<i64>,
     /// The port the node announces.
     port: u16,
+    /// The address the node announces, and its primary and replicas with it (one per topology,
+    /// as the TCP door binds one): None for loopback ([`Topology::set_announce_ip`]).
+    host: Option<Arc<str>>,
 }
 
 impl Replication {
@@ -526,6 +556,7 @@ impl Engine {
             offset: self.replication.offset,
             primary_port: self.replication.port,
             port,
+            host: self.replication.host.clone(),
         }
     }
 
@@ -570,6 +601,7 @@ impl Engine {
         r.replid = Some(sync.ids);
         r.second_offset = None;
         r.port = sync.port;
+        r.host = sync.host;
     }
 
     /// Ends a command (or an expiry pass) on a primary: what it changed goes to the replicas as
@@ -800,6 +832,11 @@ impl Engine {
         Some(i64::from(up.primary_port))
     }
 
+    /// The address the node announces (`ROLE`, `INFO replication`, a Sentinel's replies).
+    pub(crate) fn announced_host(&self) -> &str {
+        self.replication.host.as_deref().unwrap_or(LOOPBACK)
+    }
+
     /// The port the node announces (`ROLE`, `INFO replication`, a Sentinel's replies).
     pub(crate) fn announced_port(&self) -> u16 {
         self.replication.port
@@ -816,10 +853,11 @@ impl Engine {
     pub(crate) fn role_reply(&self) -> Frame {
         let r = &self.replication;
         let bulk = |s: String| Frame::Bulk(Bytes::from(s));
+        let host = Frame::Bulk(Bytes::copy_from_slice(self.announced_host().as_bytes()));
         if let Some(up) = &r.upstream {
             return Frame::Array(vec![
                 Frame::Bulk(Bytes::from_static(b"slave")),
-                Frame::Bulk(Bytes::from_static(b"127.0.0.1")),
+                host,
                 Frame::Integer(i64::from(up.primary_port)),
                 Frame::Bulk(Bytes::from_static(b"connected")),
                 Frame::Integer(r.offset),
@@ -828,7 +866,7 @@ impl Engine {
         let now = self.now();
         let replicas = self.live_links().map(|(link, s)| {
             Frame::Array(vec![
-                Frame::Bulk(Bytes::from_static(b"127.0.0.1")),
+                host.clone(),
                 bulk(link.port.to_string()),
                 bulk(s.acked(now).to_string()),
             ])
@@ -863,12 +901,13 @@ impl Engine {
             );
         };
         let now = self.now();
+        let host = self.announced_host();
         let mut s = String::from("# Replication\r\n");
         let first_byte = match &r.upstream {
             Some(up) => {
                 let _ = write!(
                     s,
-                    "role:slave\r\nmaster_host:127.0.0.1\r\nmaster_port:{}\r\n\
+                    "role:slave\r\nmaster_host:{host}\r\nmaster_port:{}\r\n\
                      master_link_status:up\r\nmaster_last_io_seconds_ago:{}\r\n\
                      master_sync_in_progress:0\r\nslave_read_repl_offset:{off}\r\n\
                      slave_repl_offset:{off}\r\nslave_priority:100\r\nslave_read_only:1\r\n\
@@ -889,7 +928,7 @@ impl Engine {
                     let lag = stalled.map_or(0, |from| (now - from).max(0) / 1000);
                     let _ = write!(
                         s,
-                        "slave{i}:ip=127.0.0.1,port={port},state=online,offset={acked},lag={lag}\r\n"
+                        "slave{i}:ip={host},port={port},state=online,offset={acked},lag={lag}\r\n"
                     );
                 }
                 1

@@ -33,9 +33,6 @@ use std::sync::{Arc, Mutex};
 /// The master name a sentinel watches unless told otherwise (Redis's examples').
 pub const DEFAULT_MASTER_NAME: &str = "mymaster";
 
-/// The address every node of a topology announces (`ROLE` says the same).
-const HOST: &str = "127.0.0.1";
-
 /// A fresh sentinel's `down-after-milliseconds`, `failover-timeout` and `parallel-syncs`.
 const DOWN_AFTER_MS: i64 = 30_000;
 const FAILOVER_TIMEOUT_MS: i64 = 180_000;
@@ -62,6 +59,8 @@ struct Watched {
 /// A sentinel's state (see the [module docs](self)).
 pub(crate) struct Sentinel {
     master_name: String,
+    /// The address the topology's nodes announce (their `ROLE` says the same).
+    host: String,
     nodes: Vec<Watched>,
     /// The node it names as primary.
     primary: usize,
@@ -88,7 +87,7 @@ impl Topology {
     /// the topology's clock: serve it on a port of its own (the TCP server does), or drive it
     /// in-process like any engine.
     pub fn sentinel(&self, master_name: &str) -> Engine {
-        let (clock, config, now) = {
+        let (clock, config, now, host) = {
             let primary = self.primary().lock().unwrap_or_else(|e| e.into_inner());
             let clock: Arc<dyn Clock> = primary.clock.clone();
             let config = EngineConfig {
@@ -96,7 +95,8 @@ impl Topology {
                 requirepass: None,
                 ..EngineConfig::default()
             };
-            (clock, config, primary.now())
+            let host = primary.announced_host().to_owned();
+            (clock, config, primary.now(), host)
         };
         let seed = config.seed;
         let nodes = self
@@ -122,6 +122,7 @@ impl Topology {
         let mut engine = Engine::with_config(clock, config);
         engine.sentinel = Some(Box::new(Sentinel {
             master_name: master_name.to_owned(),
+            host,
             nodes,
             primary: 0,
             config_epoch: 0,
@@ -182,7 +183,7 @@ impl Sentinel {
     /// The primary's address: `get-master-addr-by-name`'s reply.
     pub fn primary_addr(&self) -> Frame {
         Frame::Array(vec![
-            bulk(HOST),
+            bulk(self.host.clone()),
             bulk(self.nodes[self.primary].port.to_string()),
         ])
     }
@@ -192,7 +193,7 @@ impl Sentinel {
         let primary = &self.nodes[self.primary];
         let mut fields = vec![
             field("name", self.master_name.clone()),
-            field("ip", HOST),
+            field("ip", self.host.clone()),
             field("port", primary.port.to_string()),
             field("runid", primary.run_id.clone()),
             field("flags", "master"),
@@ -225,8 +226,8 @@ impl Sentinel {
         let maps = replicas.map(|(_, node)| {
             let linked = node.follows == Some(primary_port);
             let mut fields = vec![
-                field("name", format!("{HOST}:{}", node.port)),
-                field("ip", HOST),
+                field("name", format!("{}:{}", self.host, node.port)),
+                field("ip", self.host.clone()),
                 field("port", node.port.to_string()),
                 field("runid", node.run_id.clone()),
                 field("flags", "slave"),
@@ -247,7 +248,7 @@ impl Sentinel {
                 ),
                 field("master-link-down-time", "0"),
                 field("master-link-status", if linked { "ok" } else { "err" }),
-                field("master-host", HOST),
+                field("master-host", self.host.clone()),
                 field(
                     "master-port",
                     node.follows.unwrap_or(primary_port).to_string(),
@@ -283,8 +284,9 @@ impl Sentinel {
             "# Sentinel\r\nsentinel_masters:1\r\nsentinel_tilt:0\r\n\
              sentinel_tilt_since_seconds:-1\r\nsentinel_running_scripts:0\r\n\
              sentinel_scripts_queue_length:0\r\nsentinel_simulate_failure_flags:0\r\n\
-             master0:name={},status=ok,address={HOST}:{},slaves={},sentinels=1\r\n",
+             master0:name={},status=ok,address={}:{},slaves={},sentinels=1\r\n",
             self.master_name,
+            self.host,
             self.nodes[self.primary].port,
             self.nodes.len() - 1,
         )
@@ -330,9 +332,10 @@ impl Sentinel {
         lock(&self.nodes[new].engine).promote();
         self.config_epoch += 1;
         let name = self.master_name.clone();
-        let master = |port: u16| format!("master {name} {HOST} {port}");
+        let host = self.host.clone();
+        let master = |port: u16| format!("master {name} {host} {port}");
         let instance = |port: u16, primary: u16| {
-            format!("slave {HOST}:{port} {HOST} {port} @ {name} {HOST} {primary}")
+            format!("slave {host}:{port} {host} {port} @ {name} {host} {primary}")
         };
         let event = |channel: &str, message: String| (channel.to_owned(), message);
         let mut events = vec![
@@ -390,7 +393,7 @@ impl Sentinel {
         events.push(event("+failover-end", master(old_port)));
         events.push(event(
             "+switch-master",
-            format!("{name} {HOST} {old_port} {HOST} {new_port}"),
+            format!("{name} {host} {old_port} {host} {new_port}"),
         ));
         for &i in &followers {
             events.push(event("+slave", instance(self.nodes[i].port, new_port)));

@@ -41,6 +41,7 @@ const FLAG_NAMES: [&str; 5] = [
     "allow-cross-slot-keys",
 ];
 const NO_WRITES: u8 = 1;
+const NO_CLUSTER: u8 = 1 << 3;
 
 /// The error for a library or function name Redis refuses (7.0 says "library" for both).
 const BAD_NAME: &str = "ERR Library names can only contain letters, numbers, or underscores(_) \
@@ -477,6 +478,10 @@ pub(crate) fn fcall(
         return Frame::error("ERR Function not found");
     };
     let (callback, flags) = (registered.callback.clone(), registered.flags);
+    // Redis's `scriptPrepareForRun` checks `no-cluster` first.
+    if flags & NO_CLUSTER != 0 && cx.engine().is_cluster_node() {
+        return super::NO_CLUSTER;
+    }
     if read_only_command && flags & NO_WRITES == 0 {
         return Frame::error("ERR Can not execute a script with write flag using *_ro command.");
     }

@@ -103,6 +103,8 @@ pub(crate) struct Flags {
     pub shebang: bool,
     /// `no-writes`.
     pub no_writes: bool,
+    /// `no-cluster`: refused on a cluster node.
+    pub no_cluster: bool,
 }
 
 /// A loaded body: its compiled function, flags and SHA (as text, for its errors).
@@ -312,7 +314,7 @@ fn parse_shebang(body: &[u8]) -> Result<(Flags, &[u8]), Frame> {
     }
     let mut flags = Flags {
         shebang: true,
-        no_writes: false,
+        ..Flags::default()
     };
     for part in parts {
         let Some(list) = part.strip_prefix("flags=") else {
@@ -323,8 +325,10 @@ fn parse_shebang(body: &[u8]) -> Result<(Flags, &[u8]), Frame> {
         for flag in list.split(',').filter(|f| !f.is_empty()) {
             match flag {
                 "no-writes" => flags.no_writes = true,
-                // One node, no cluster, no memory limit: the others change nothing it can see.
-                "allow-oom" | "allow-stale" | "no-cluster" | "allow-cross-slot-keys" => {}
+                "no-cluster" => flags.no_cluster = true,
+                // No memory limit, no stale replica, and Redis 7.0 checks no slot of an
+                // undeclared key against the declared ones: these change nothing it can see.
+                "allow-oom" | "allow-stale" | "allow-cross-slot-keys" => {}
                 _ => {
                     return Err(Frame::error_owned(format!(
                         "ERR Unexpected flag in script shebang: {flag}"
@@ -439,8 +443,11 @@ fn eval_on(
         return Frame::error("NOSCRIPT No matching script. Please use EVAL.");
     };
     let flags = loaded.flags;
-    // Redis's `scriptPrepareForRun`: a script that may write (a shebang without `no-writes`) is
+    // Redis's `scriptPrepareForRun`: `no-cluster` first; then a script that may write (a shebang without `no-writes`) is
     // refused on a replica before it runs, and before the `_RO` rule.
+    if flags.no_cluster && cx.engine().is_cluster_node() {
+        return NO_CLUSTER;
+    }
     if flags.shebang && !flags.no_writes && cx.engine().is_read_only_replica() {
         return crate::engine::replication::READONLY;
     }
@@ -458,6 +465,10 @@ fn eval_on(
     cx.db = run.caller_db;
     reply
 }
+
+/// Redis's refusal of a script or function flagged `no-cluster` on a cluster node.
+pub(crate) const NO_CLUSTER: Frame =
+    Frame::error("ERR Can not run script on cluster, 'no-cluster' flag is set.");
 
 /// What a running script's calls are checked against.
 struct Run<'w> {
@@ -628,6 +639,12 @@ fn run_command(
     }
     if spec.has(crate::cmd::WRITE) {
         run.watch.wrote();
+    }
+    // After the write checks, as Redis's `scriptCall` orders them.
+    let cx = &mut *running.cx;
+    if cx.engine().is_cluster_node() {
+        let (id, now) = (cx.client, cx.now);
+        crate::cmd::route_script_call(cx.node(), id, spec, name, command, now)?;
     }
     Ok(crate::cmd::call_from_script(
         running.cx, spec, command, resp,

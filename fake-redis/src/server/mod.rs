@@ -573,7 +573,8 @@ impl ServerGroup {
 
     /// A primary with `replicas` replicas lagging by `lag`, and a Sentinel watching the primary
     /// as `master_name`, to serve on consecutive ports from `base_port` (the primary's; what
-    /// `ROLE`, `INFO replication` and the Sentinel announce): the ports of
+    /// `ROLE`, `INFO replication` and the Sentinel announce, with `config.bind`, loopback for an
+    /// unspecified address): the ports of
     /// [`ServerGroup::replicated_doors`]. `config`'s port is not read: bind with [`bind_group`].
     pub fn replicated(
         config: &ServerConfig,
@@ -586,6 +587,7 @@ impl ServerGroup {
         let primary = clock.engine(engine_config(config));
         let mut topology = Topology::with_replicas(primary, replicas, lag);
         topology.set_base_port(base_port);
+        topology.set_announce_ip(config.bind);
         let sentinel = topology.sentinel(master_name);
         let mut engines: Vec<SharedEngine> = topology.nodes().map(|(_, e)| e.clone()).collect();
         engines.push(shared(sentinel));
