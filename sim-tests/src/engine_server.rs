@@ -245,6 +245,27 @@ impl SimServer for EngineServer {
         self.engine().connect_as(node).0
     }
 
+    fn route(&mut self, _conn: ConnId, _call: &Call) -> Option<usize> {
+        Some(self.primary)
+    }
+
+    fn isolate(&mut self, node: usize, from_ms: i64, until_ms: i64) {
+        let replicas = self.nodes.len().saturating_sub(1) as u16;
+        let cut: Vec<u16> = match node {
+            0 => (0..replicas).collect(),
+            n if n <= usize::from(replicas) => vec![(n - 1) as u16],
+            _ => Vec::new(),
+        };
+        let mut primary = lock(&self.nodes[0]);
+        for replica in cut {
+            primary.add_fault(Fault::ReplicaStall {
+                replica,
+                from: from_ms,
+                until: until_ms,
+            });
+        }
+    }
+
     fn call_synced(&mut self, conn: ConnId, call: &Call, wait: ReplicaWait, now_ms: i64) -> Synced {
         if self.connected == 0 {
             return Synced::Done(self.call(conn, call, now_ms), None);
