@@ -64,5 +64,10 @@ fn main() {
     let run = World::new(&case, ClusterServer::for_case(&case))
         .without_trace()
         .run();
-    report("3 shards (3 primaries x 1 replica)", &case, &run, started.elapsed());
+    report(
+        "3 shards (3 primaries x 1 replica)",
+        &case,
+        &run,
+        started.elapsed(),
+    );
 }

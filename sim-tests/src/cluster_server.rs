@@ -32,6 +32,7 @@
 //! node, so a subscriber left on a slot's old node still hears it.
 
 use crate::case::Case;
+use crate::engine_server::EngineServer;
 use crate::server::{ConnId, LockState, SimServer, Synced};
 use crate::world::EPOCH_MS;
 use bytes::Bytes;
@@ -115,6 +116,11 @@ fn refusal(frame: &Frame) -> Option<&str> {
 fn redirected_port(frame: &Frame) -> Option<u16> {
     let text = frame.error_text()?;
     text.rsplit_once(':')?.1.parse().ok()
+}
+
+/// Whether a call may publish: the lock's releasing scripts, or any plain command.
+fn publishes(call: &Call) -> bool {
+    matches!(call, Call::Command(_)) || EngineServer::publishes(call)
 }
 
 fn reply(frame: Frame) -> Result<Reply, BackendError> {
@@ -359,13 +365,13 @@ impl SimServer for ClusterServer {
 
     fn call(&mut self, conn: ConnId, call: &Call, now_ms: i64) -> Result<Reply, BackendError> {
         self.clock.set(now_ms);
-        self.may_have_published = true;
+        self.may_have_published |= publishes(call);
         reply(self.routed(conn, call))
     }
 
     fn call_synced(&mut self, conn: ConnId, call: &Call, wait: ReplicaWait, now_ms: i64) -> Synced {
         self.clock.set(now_ms);
-        self.may_have_published = true;
+        self.may_have_published |= publishes(call);
         let Some(client) = self.conns.get(&conn).map(|c| c.client) else {
             return Synced::Done(Err(closed()), None);
         };
@@ -516,7 +522,15 @@ impl SimServer for ClusterServer {
             return out;
         }
         // What other nodes relayed waits in each node's inbox until it next looks.
-        self.cluster.catch_up();
+        let listening: BTreeSet<usize> = self
+            .subscribers
+            .iter()
+            .filter_map(|conn| self.conns.get(conn))
+            .flat_map(|c| c.on.keys().copied())
+            .collect();
+        for node in listening {
+            lock(&self.nodes[node]).catch_up();
+        }
         for &conn in &self.subscribers {
             let Some(c) = self.conns.get(&conn) else {
                 continue;

@@ -197,7 +197,7 @@ impl EngineServer {
     }
 
     /// Whether a call is the lock's script that may publish (a release, a force unlock).
-    fn publishes(call: &Call) -> bool {
+    pub(crate) fn publishes(call: &Call) -> bool {
         matches!(call, Call::Script(s) if matches!(
             s.script.name,
             "release"
