@@ -23,7 +23,7 @@
 //! shard's replica with what has reached it; the old primary fails, answers `MOVED` to the new
 //! one from then on, and its blocked `WAIT`s end as its connections do. A migration
 //! (`Fault::SlotMigration`, the case's `migrate`) moves a lock's slot to another shard, its keys
-//! at times spread over its window. A partition of a node ([`ClusterServer::isolate`]) stalls
+//! at times spread over its window. A partition of a node ([`SimServer::isolate`]) stalls
 //! the stream between it and its shard's other nodes; which clients it is cut from is the
 //! world's network's to judge ([`SimServer::route`] names the node a call leaves for).
 //!
@@ -262,7 +262,7 @@ impl ClusterServer {
         }
     }
 
-    /// Runs `argv` on `node` for `conn`, a script by `EVALSHA` and loading it on `NOSCRIPT`,
+    /// Runs `call` on `node` for `conn`, a script by `EVALSHA` and loading it on `NOSCRIPT`,
     /// after `ASKING` when `asking`.
     fn run_on(&mut self, conn: ConnId, node: usize, call: &Call, asking: bool) -> Frame {
         let Some(id) = self.on_node(conn, node) else {
@@ -332,6 +332,22 @@ impl ClusterServer {
         answer
     }
 
+    /// Brings the replicas of `node`'s shard up to the clock. What a replica serves and
+    /// acknowledges is a function of the time alone, but it takes its batches off the stream only
+    /// at a command or a catch-up, and nobody sends it commands here: without this the stream
+    /// would grow for the whole run, and every `WAIT` would read all of it.
+    fn catch_up_replicas(&self, node: usize) {
+        let shards = self.primaries.len();
+        if node >= shards {
+            return;
+        }
+        for r in 0..usize::from(self.replicas) {
+            if let Some(replica) = self.nodes.get(shards * (1 + r) + node) {
+                lock(replica).catch_up();
+            }
+        }
+    }
+
     /// What every current primary does for a server fault that is not the cluster's own.
     fn on_primaries(&self, mut f: impl FnMut(&mut Engine)) {
         for &p in &self.primaries {
@@ -366,7 +382,11 @@ impl SimServer for ClusterServer {
     fn call(&mut self, conn: ConnId, call: &Call, now_ms: i64) -> Result<Reply, BackendError> {
         self.clock.set(now_ms);
         self.may_have_published |= publishes(call);
-        reply(self.routed(conn, call))
+        let answer = self.routed(conn, call);
+        if let Some(node) = self.route(conn, call) {
+            self.catch_up_replicas(node);
+        }
+        reply(answer)
     }
 
     fn call_synced(&mut self, conn: ConnId, call: &Call, wait: ReplicaWait, now_ms: i64) -> Synced {
@@ -377,6 +397,7 @@ impl SimServer for ClusterServer {
         };
         let slot = slot_of(call);
         let node = slot.map_or(self.primaries[0], |s| self.node_for(client, s));
+        self.catch_up_replicas(node);
         let connected = self.following(node);
         if connected == 0 {
             return Synced::Done(reply(self.routed(conn, call)), None);
