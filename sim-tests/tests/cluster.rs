@@ -496,6 +496,22 @@ proptest! {
         prop_assert!(bad.is_empty(), "{}", explain(&case, &run, &bad));
     }
 
+    /// Same case, same trace: a cluster case with every cluster fault, run twice and run again
+    /// from its text, gives byte-identical traces.
+    #[test]
+    fn the_same_cluster_case_gives_the_same_trace(
+        case in clustered(true, (failovers(), migrations(), partitions())
+            .prop_map(|(a, b, c)| [a, b, c].concat())
+            .boxed()),
+    ) {
+        let first = run(&case);
+        let again: Case = case.one_line().parse().unwrap();
+        prop_assert_eq!(&again, &case);
+        let second = run(&again);
+        prop_assert_eq!(first.trace_hash, second.trace_hash);
+        prop_assert_eq!(first.trace, second.trace);
+    }
+
     /// With the check off, a partitioned primary's failover may break only what data loss can.
     #[test]
     fn without_the_replica_check_a_partitioned_primary_breaks_only_what_data_loss_can(
