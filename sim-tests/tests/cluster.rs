@@ -448,7 +448,7 @@ fn allowed_without_the_check(case: &Case) -> BTreeSet<Checker> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(sim_tests::cases(12)))]
+    #![proptest_config(ProptestConfig::with_cases(sim_tests::cases(50)))]
 
     /// Inside the envelope: with the replica check on, a shard's failover breaks no safety rule.
     #[test]
