@@ -1617,6 +1617,12 @@ const ROWS: &[(&str, &str, &str, usize)] = &[
         0,
     ),
     (
+        "sim_cluster_events_s",
+        "simulator on 3 shards (3 primaries x 1 replica): events per second (sim-tests throughput)",
+        "events/s",
+        0,
+    ),
+    (
         "crit_lua_release_evalsha_s",
         "EVALSHA of redis-py's release script on Engine::execute, on the Lua VM (criterion)",
         "calls/s",

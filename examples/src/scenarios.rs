@@ -335,6 +335,7 @@ fn failover_with(p: &Params, sync: bool) -> Case {
     case.faults.push(Fault::Promote {
         at: 150,
         replica: 0,
+        shard: 0,
     });
     case
 }

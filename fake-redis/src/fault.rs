@@ -289,6 +289,101 @@ impl Fault {
     }
 }
 
+/// A fault as the arguments of `FAKE.FAULT` (`server/admin.rs` lists them), every time absolute
+/// (`AT <unix-ms>`): what a test prints to arm the same fault over the wire, and what the admin
+/// command parses back to the same value. The one exception is a [`Fault::Command`] whose effect
+/// is [`CommandFate::Deliver`] or [`CommandFate::LinkDown`], which no `FAKE.FAULT` kind arms: its
+/// text names the fate (`DELIVER`, `LINK-DOWN-UNTIL <unix-ms>`) for a log, and parses as nothing.
+impl fmt::Display for Fault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let node = |n: Option<NodeId>| n.map_or("*".to_owned(), |n| n.0.to_string());
+        match *self {
+            Fault::Command {
+                node: n,
+                fault,
+                trigger,
+            } => {
+                let (kind, ms) = match fault {
+                    CommandFate::Deliver => ("DELIVER", None),
+                    CommandFate::DropRequest => ("DROP-REQUEST", None),
+                    CommandFate::DropReply => ("DROP-REPLY", None),
+                    CommandFate::DelayRequest(ms) => ("DELAY-REQUEST", Some(ms)),
+                    CommandFate::DelayReply(ms) => ("DELAY-REPLY", Some(ms)),
+                    CommandFate::LinkDown { until } => ("LINK-DOWN-UNTIL", Some(until as u64)),
+                };
+                write!(f, "{kind} {}", node(n))?;
+                if let Some(ms) = ms {
+                    write!(f, " {ms}")?;
+                }
+                write!(f, " {trigger}")
+            }
+            Fault::LinkDown {
+                node: n,
+                from,
+                until,
+            } => write!(f, "LINK-DOWN {} {} AT {from}", n.0, until - from),
+            Fault::DropDelivery { node: n, trigger } => {
+                write!(f, "DROP-DELIVERY {} {trigger}", node(n))
+            }
+            Fault::SubscriberDown {
+                node: n,
+                from,
+                until,
+            } => write!(f, "SUBSCRIBER-DOWN {} {} AT {from}", n.0, until - from),
+            Fault::Pause {
+                node: n,
+                from,
+                until,
+            } => write!(f, "PAUSE {} {} AT {from}", n.0, until - from),
+            Fault::Crash { node: n, at } => write!(f, "CRASH {} AT {at}", n.0),
+            Fault::Restart { at } => write!(f, "RESTART AT {at}"),
+            Fault::Failover { at, lag_ms } => write!(f, "FAILOVER {lag_ms} AT {at}"),
+            Fault::ClockJump { at, delta_ms } => write!(f, "CLOCK-JUMP {delta_ms} AT {at}"),
+            Fault::ClientPause {
+                at,
+                until,
+                writes_only,
+            } => write!(
+                f,
+                "CLIENT-PAUSE {} {} AT {at}",
+                until - at,
+                if writes_only { "WRITE" } else { "ALL" }
+            ),
+            Fault::ReplicaStall {
+                replica,
+                from,
+                until,
+            } => write!(f, "REPLICA-STALL {replica} {} AT {from}", until - from),
+            Fault::SlotMigration {
+                slot,
+                to_shard,
+                from,
+                until,
+            } => write!(
+                f,
+                "SLOT-MIGRATION {slot} {to_shard} {} AT {from}",
+                until - from
+            ),
+            Fault::ShardFailover { shard, replica, at } => {
+                write!(f, "SHARD-FAILOVER {shard} {replica} AT {at}")
+            }
+        }
+    }
+}
+
+/// A trigger as `FAKE.FAULT` writes it: `NEXT <count>`, `SEQS <from> <until>`, `DURING <from>
+/// <until>` or `CHANCE <p>`.
+impl fmt::Display for Trigger {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Trigger::Next { count } => write!(f, "NEXT {count}"),
+            Trigger::Seqs { from, until } => write!(f, "SEQS {from} {until}"),
+            Trigger::During { from, until } => write!(f, "DURING {from} {until}"),
+            Trigger::Chance { p } => write!(f, "CHANCE {p}"),
+        }
+    }
+}
+
 /// What the plan decided for one pub/sub delivery.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DeliveryFate {

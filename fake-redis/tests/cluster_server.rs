@@ -199,6 +199,76 @@ async fn the_redis_crate_cluster_client_spans_the_shards_and_follows_a_migration
     running.stop().await;
 }
 
+/// `FAKE.FAULT` arms the cluster's own faults on whichever node hears it, in the words a
+/// fault prints as: a slot moves (its old owner answers `MOVED`), a shard's replica takes over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fake_fault_arms_a_migration_and_a_shard_failover_from_any_node() {
+    let running = start(
+        ClockChoice::Virtual {
+            epoch_ms: fake_redis::DEFAULT_EPOCH_MS,
+        },
+        1,
+    )
+    .await;
+    let (_, key) = keys_on_every_shard("armed", 1)
+        .into_iter()
+        .find(|(s, _)| *s == 2)
+        .unwrap();
+    let slot = key_slot(key.as_bytes());
+    let mut owner = node(&running, 2).await;
+    let _: () = owner.set(&key, "v").await.unwrap();
+    let mut bystander = node(&running, 1).await;
+    let now: i64 = redis::cmd("FAKE.TIME")
+        .query_async(&mut bystander)
+        .await
+        .unwrap();
+    let arm = |fault: Fault| {
+        let mut cmd = redis::cmd("FAKE.FAULT");
+        for word in fault.to_string().split(' ') {
+            cmd.arg(word);
+        }
+        cmd
+    };
+    let migration = Fault::SlotMigration {
+        slot,
+        to_shard: 0,
+        from: now + 1,
+        until: now + 10,
+    };
+    let failover = Fault::ShardFailover {
+        shard: 1,
+        replica: 0,
+        at: now + 5,
+    };
+    for fault in [migration, failover] {
+        let _: () = arm(fault).query_async(&mut bystander).await.unwrap();
+    }
+    let _: i64 = redis::cmd("FAKE.ADVANCE")
+        .arg(20)
+        .query_async(&mut bystander)
+        .await
+        .unwrap();
+    let err = redis::cmd("GET")
+        .arg(&key)
+        .query_async::<Option<String>>(&mut owner)
+        .await
+        .unwrap_err();
+    let to = running.addrs()[0].to_string();
+    assert_eq!(err.redirect_node(), Some((to.as_str(), slot)));
+    let moved: Option<String> = node(&running, 0).await.get(&key).await.unwrap();
+    assert_eq!(moved.as_deref(), Some("v"));
+    // Shard 1's replica is the node after the three primaries and shard 0's replica.
+    let role: redis::Value = redis::cmd("ROLE")
+        .query_async(&mut node(&running, 4).await)
+        .await
+        .unwrap();
+    let redis::Value::Array(role) = role else {
+        panic!("ROLE answered {role:?}")
+    };
+    assert_eq!(role[0], redis::Value::BulkString(b"master".to_vec()));
+    running.stop().await;
+}
+
 /// `redis-cli -c`, when it is installed (`scripts/test` installs it): sets and gets a key on
 /// every shard through the first node, following each `MOVED`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -818,7 +818,8 @@ async fn admin_commands_with_wrong_arguments_get_redis_style_errors() {
         err(
             "ERR unknown fault kind 'flood'; the kinds are drop-request, drop-reply, \
              delay-request, delay-reply, drop-delivery, link-down, subscriber-down, pause, crash, \
-             restart, failover, clock-jump, client-pause, clear"
+             restart, failover, clock-jump, client-pause, replica-stall, slot-migration, \
+             shard-failover, clear"
         )
     );
     assert_eq!(

@@ -83,7 +83,8 @@ async fn redis_cli_runs_commands_typed_one_per_line() {
             "0",
             "ERR unknown fault kind 'nope'; the kinds are drop-request, drop-reply, \
              delay-request, delay-reply, drop-delivery, link-down, subscriber-down, pause, \
-             crash, restart, failover, clock-jump, client-pause, clear",
+             crash, restart, failover, clock-jump, client-pause, replica-stall, slot-migration, \
+             shard-failover, clear",
             // redis-cli follows an error with an empty line, against a real Redis too.
             "",
         ]

@@ -1,11 +1,14 @@
 //! How fast the simulator runs: events per second, and the wall time of one virtual hour of 100
-//! clients on 10 locks (work 0.5–2 s, latency about 1 ms).
+//! clients on 10 locks (work 0.5–2 s, latency about 1 ms), on one node and on a Redis Cluster of
+//! 3 shards, each a primary with one replica (the locks on the shards their slots fall in, every
+//! lock write followed by the replica check's `WAIT`).
 //!
 //! `cargo bench -p sim-tests --bench throughput`
 
+use sim_tests::cluster_server::ClusterServer;
 use sim_tests::engine_server::EngineServer;
-use sim_tests::{Case, ClientSpec, World};
-use std::time::Instant;
+use sim_tests::{Case, ClientSpec, Run, World};
+use std::time::{Duration, Instant};
 
 fn hour_of_100_clients(seed: u64) -> Case {
     let mut case = Case::new(seed, 3_600_000);
@@ -22,6 +25,27 @@ fn hour_of_100_clients(seed: u64) -> Case {
     case
 }
 
+/// The same hour on 3 shards of a primary and a replica lagging 1–2 ms.
+fn on_three_shards(mut case: Case) -> Case {
+    case.shards = 3;
+    case.replicas = 1;
+    case.replica_lag = (1, 2);
+    case
+}
+
+fn report(topology: &str, case: &Case, run: &Run, wall: Duration) {
+    let per_sec = run.events as f64 / wall.as_secs_f64();
+    println!(
+        "{topology}: simulated {} virtual s of {} clients on 10 locks: {} events in {:.3} s wall = {:.0} events/s ({} violations)",
+        case.horizon / 1000,
+        case.clients.len(),
+        run.events,
+        wall.as_secs_f64(),
+        per_sec,
+        run.violations.len()
+    );
+}
+
 fn main() {
     // `cargo bench` passes --bench; `cargo test --benches` runs it once as a smoke test.
     let quick = !std::env::args().any(|a| a == "--bench");
@@ -30,18 +54,20 @@ fn main() {
         case.horizon = 60_000;
     }
     let started = Instant::now();
-    let result = World::new(&case, EngineServer::new(case.seed))
+    let run = World::new(&case, EngineServer::new(case.seed))
         .without_trace()
         .run();
-    let wall = started.elapsed();
-    let per_sec = result.events as f64 / wall.as_secs_f64();
-    println!(
-        "simulated {} virtual s of {} clients on 10 locks: {} events in {:.3} s wall = {:.0} events/s ({} violations)",
-        case.horizon / 1000,
-        case.clients.len(),
-        result.events,
-        wall.as_secs_f64(),
-        per_sec,
-        result.violations.len()
+    report("single node", &case, &run, started.elapsed());
+
+    let case = on_three_shards(case);
+    let started = Instant::now();
+    let run = World::new(&case, ClusterServer::for_case(&case))
+        .without_trace()
+        .run();
+    report(
+        "3 shards (3 primaries x 1 replica)",
+        &case,
+        &run,
+        started.elapsed(),
     );
 }

@@ -24,6 +24,18 @@
 //! has none); `fault failover at=T lag=L`, the older word, keeps its meaning on any server: the
 //! node rolls back, in place, the writes of its last `L` ms, as a replica lagging by `L` would
 //! lack them. The three words are written only on a case with replicas.
+//!
+//! A case whose line says `shards=N` runs on a Redis Cluster of `N` shards, each a primary with
+//! the case's replicas (`replicas=`, `lag=`, `sync=` as above, per shard), the slots split as
+//! `redis-cli --cluster create` splits them, so lock `Ln`'s keys live on the shard of `Ln`'s slot.
+//! Its words: `fault failover at=T replica=R shard=S` promotes shard `S`'s replica;
+//! `fault migrate lock=N shard=S at=T for=D` moves lock `N`'s slot to shard `S`, its keys at times
+//! spread over `D` ms from `T` (clients meet `ASK`, then `MOVED`); and, on any case with replicas,
+//! `fault partition node=P at=T for=D clients=a,b` cuts node `P` (the topology's port order: a
+//! cluster's primaries by shard, then their replicas; or the primary, then its replicas) off from
+//! the rest of its shard for `D` ms (its replicas stall, or it stalls), and from clients `a` and
+//! `b`, whose requests to it and its replies to them are lost. `shard=` is written only on a
+//! cluster, `clients=` only when it names one.
 
 use std::fmt;
 use std::str::FromStr;
@@ -204,12 +216,39 @@ pub enum Fault {
     },
     /// The primary fails over to its replica `replica`, promoted with whatever it has received
     /// (a case with replicas; without one, or once the replica is primary or left behind, nothing
-    /// happens).
+    /// happens). On a cluster, the primary of shard `shard`.
     Promote {
         /// When, ms.
         at: u64,
         /// The replica's index.
         replica: u16,
+        /// The shard (0 unless the case is a cluster).
+        shard: u16,
+    },
+    /// A cluster's slot of lock `lock` moves to shard `to_shard`: from `at` the slot migrates,
+    /// its keys move one by one at times spread over `for_ms`, and then the shard owns it.
+    Migrate {
+        /// The lock whose slot moves.
+        lock: u32,
+        /// The shard it moves to.
+        to_shard: u16,
+        /// When the migration starts, ms.
+        at: u64,
+        /// How long it takes, ms.
+        for_ms: u64,
+    },
+    /// Node `node` (the topology's port order) is cut off from the others of its shard, and
+    /// from the clients `clients`, for `for_ms`: its replication stalls, and those clients'
+    /// requests to it and its replies to them are lost.
+    Partition {
+        /// The node.
+        node: u16,
+        /// When, ms.
+        at: u64,
+        /// How long, ms.
+        for_ms: u64,
+        /// The clients cut off from it (indices), in ascending order.
+        clients: Vec<usize>,
     },
     /// The server's clock jumps by `by` ms (forward expires keys early).
     ClockJump {
@@ -229,6 +268,8 @@ impl Fault {
             | Fault::Restart { at }
             | Fault::Failover { at, .. }
             | Fault::Promote { at, .. }
+            | Fault::Migrate { at, .. }
+            | Fault::Partition { at, .. }
             | Fault::ClockJump { at, .. } => at,
             Fault::DropRequests { from, .. }
             | Fault::DropReplies { from, .. }
@@ -251,6 +292,8 @@ impl Fault {
             Fault::Restart { .. }
             | Fault::Failover { .. }
             | Fault::Promote { .. }
+            | Fault::Migrate { .. }
+            | Fault::Partition { .. }
             | Fault::ClockJump { .. } => None,
         }
     }
@@ -295,6 +338,8 @@ pub struct Case {
     pub replica_lag: (u64, u64),
     /// Whether the lock's replica check is on (it matters only with replicas).
     pub sync: bool,
+    /// How many shards the cluster has (0: the server is no cluster).
+    pub shards: u16,
 }
 
 impl Case {
@@ -314,6 +359,7 @@ impl Case {
             replicas: 0,
             replica_lag: (0, 0),
             sync: true,
+            shards: 0,
         }
     }
 
@@ -361,6 +407,9 @@ impl fmt::Display for Case {
         if !self.rw.is_empty() {
             let locks: Vec<String> = self.rw.iter().map(u32::to_string).collect();
             write!(f, " rw={}", locks.join(","))?;
+        }
+        if self.shards > 0 {
+            write!(f, " shards={}", self.shards)?;
         }
         if self.replicas > 0 {
             write!(
@@ -447,8 +496,35 @@ impl fmt::Display for Case {
                 )?,
                 Fault::Restart { at } => writeln!(f, "fault restart at={at}")?,
                 Fault::Failover { at, lag } => writeln!(f, "fault failover at={at} lag={lag}")?,
-                Fault::Promote { at, replica } => {
-                    writeln!(f, "fault failover at={at} replica={replica}")?
+                Fault::Promote { at, replica, shard } => {
+                    write!(f, "fault failover at={at} replica={replica}")?;
+                    if self.shards > 0 {
+                        write!(f, " shard={shard}")?;
+                    }
+                    writeln!(f)?
+                }
+                Fault::Migrate {
+                    lock,
+                    to_shard,
+                    at,
+                    for_ms,
+                } => writeln!(
+                    f,
+                    "fault migrate lock={lock} shard={to_shard} at={at} for={for_ms}"
+                )?,
+                Fault::Partition {
+                    node,
+                    at,
+                    for_ms,
+                    ref clients,
+                } => {
+                    write!(f, "fault partition node={node} at={at} for={for_ms}")?;
+                    if !clients.is_empty() {
+                        let names: Vec<&str> =
+                            clients.iter().map(|&c| self.client_name(c)).collect();
+                        write!(f, " clients={}", names.join(","))?;
+                    }
+                    writeln!(f)?
                 }
                 Fault::ClockJump { at, by } => writeln!(f, "fault clock-jump at={at} by={by}")?,
             }
@@ -583,6 +659,7 @@ impl FromStr for Case {
                     c.fair = w.locks("fair")?;
                     c.rw = w.locks("rw")?;
                     c.replicas = w.num_or("replicas", 0)?;
+                    c.shards = w.num_or("shards", 0)?;
                     c.replica_lag = w.range("lag", c.replica_lag)?;
                     c.sync = match w.get("sync") {
                         None | Some("on") => true,
@@ -661,7 +738,10 @@ fn parse_acquire(v: &str) -> Option<AcquireKind> {
 
 fn parse_fault(case: &Case, item: usize, rest: &[&str]) -> Result<Fault, ParseError> {
     let kind = rest.first().copied().unwrap_or_default();
-    let targets_client = !matches!(kind, "restart" | "failover" | "clock-jump");
+    let targets_client = !matches!(
+        kind,
+        "restart" | "failover" | "clock-jump" | "migrate" | "partition"
+    );
     let skip = if targets_client { 2 } else { 1 };
     let w = Words::new(item, rest.get(skip..).unwrap_or_default());
     let client = || -> Result<usize, ParseError> {
@@ -714,7 +794,36 @@ fn parse_fault(case: &Case, item: usize, rest: &[&str]) -> Result<Fault, ParseEr
         "failover" if w.get("replica").is_some() => Fault::Promote {
             at: w.num("at")?,
             replica: w.num("replica")?,
+            shard: w.num_or("shard", 0)?,
         },
+        "migrate" => Fault::Migrate {
+            lock: w.num("lock")?,
+            to_shard: w.num("shard")?,
+            at: w.num("at")?,
+            for_ms: w.num("for")?,
+        },
+        "partition" => {
+            let mut clients = match w.get("clients") {
+                None => Vec::new(),
+                Some(names) => names
+                    .split(',')
+                    .map(|name| {
+                        case.clients
+                            .iter()
+                            .position(|c| c.name == name)
+                            .ok_or_else(|| w.err(format!("no client named {name}")))
+                    })
+                    .collect::<Result<Vec<usize>, ParseError>>()?,
+            };
+            clients.sort_unstable();
+            clients.dedup();
+            Fault::Partition {
+                node: w.num("node")?,
+                at: w.num("at")?,
+                for_ms: w.num("for")?,
+                clients,
+            }
+        }
         "failover" => Fault::Failover {
             at: w.num("at")?,
             lag: w.num("lag")?,
@@ -821,7 +930,23 @@ mod tests {
             Fault::Restart { at: 16 },
             Fault::Failover { at: 17, lag: 18 },
             Fault::ClockJump { at: 19, by: -20 },
-            Fault::Promote { at: 21, replica: 1 },
+            Fault::Promote {
+                at: 21,
+                replica: 1,
+                shard: 0,
+            },
+            Fault::Partition {
+                node: 1,
+                at: 22,
+                for_ms: 23,
+                clients: vec![0, 1],
+            },
+            Fault::Partition {
+                node: 0,
+                at: 24,
+                for_ms: 25,
+                clients: vec![],
+            },
         ];
         case.replicas = 2;
         case.replica_lag = (30, 45);
@@ -887,11 +1012,64 @@ mod tests {
             (new.replicas, new.replica_lag, new.sync),
             (1, (20, 30), false)
         );
-        assert_eq!(new.faults, vec![Fault::Promote { at: 3, replica: 0 }]);
+        assert_eq!(
+            new.faults,
+            vec![Fault::Promote {
+                at: 3,
+                replica: 0,
+                shard: 0
+            }]
+        );
         let err = "case seed=1 horizon=5 replicas=1 sync=maybe"
             .parse::<Case>()
             .unwrap_err();
         assert!(err.message.contains("sync=maybe"), "{}", err.message);
+    }
+
+    #[test]
+    fn a_cluster_case_names_its_shards_and_its_faults_name_theirs() {
+        let mut case = sample();
+        case.shards = 3;
+        case.replicas = 1;
+        case.replica_lag = (5, 10);
+        case.faults = vec![
+            Fault::Promote {
+                at: 1,
+                replica: 0,
+                shard: 2,
+            },
+            Fault::Migrate {
+                lock: 1,
+                to_shard: 0,
+                at: 2,
+                for_ms: 300,
+            },
+            Fault::Partition {
+                node: 1,
+                at: 4,
+                for_ms: 5,
+                clients: vec![1],
+            },
+        ];
+        let text = case.one_line();
+        assert!(text.contains(" shards=3 replicas=1"), "{text}");
+        assert!(text.contains("replica=0 shard=2"), "{text}");
+        assert!(text.contains("clients=b"), "{text}");
+        assert_eq!(text.parse::<Case>(), Ok(case));
+        // A case without shards writes no shard word, and its failover reads as shard 0's.
+        let plain = "case seed=1 horizon=5 replicas=1; fault failover at=3 replica=0";
+        let parsed: Case = plain.parse().unwrap();
+        assert_eq!(parsed.shards, 0);
+        assert!(!parsed.one_line().contains("shard"), "{parsed}");
+        let err = "case seed=1 horizon=5 shards=3 replicas=1; client a; fault partition node=0 \
+                   at=1 for=2 clients=a,zz"
+            .parse::<Case>()
+            .unwrap_err();
+        assert!(
+            err.message.contains("no client named zz"),
+            "{}",
+            err.message
+        );
     }
 
     #[test]

@@ -197,7 +197,7 @@ impl EngineServer {
     }
 
     /// Whether a call is the lock's script that may publish (a release, a force unlock).
-    fn publishes(call: &Call) -> bool {
+    pub(crate) fn publishes(call: &Call) -> bool {
         matches!(call, Call::Script(s) if matches!(
             s.script.name,
             "release"
@@ -243,6 +243,27 @@ fn reply(frame: Frame) -> Result<Reply, BackendError> {
 impl SimServer for EngineServer {
     fn connect(&mut self, node: NodeId) -> ConnId {
         self.engine().connect_as(node).0
+    }
+
+    fn route(&mut self, _conn: ConnId, _call: &Call) -> Option<usize> {
+        Some(self.primary)
+    }
+
+    fn isolate(&mut self, node: usize, from_ms: i64, until_ms: i64) {
+        let replicas = self.nodes.len().saturating_sub(1) as u16;
+        let cut: Vec<u16> = match node {
+            0 => (0..replicas).collect(),
+            n if n <= usize::from(replicas) => vec![(n - 1) as u16],
+            _ => Vec::new(),
+        };
+        let mut primary = lock(&self.nodes[0]);
+        for replica in cut {
+            primary.add_fault(Fault::ReplicaStall {
+                replica,
+                from: from_ms,
+                until: until_ms,
+            });
+        }
     }
 
     fn call_synced(&mut self, conn: ConnId, call: &Call, wait: ReplicaWait, now_ms: i64) -> Synced {

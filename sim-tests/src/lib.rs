@@ -6,6 +6,7 @@
 
 pub mod case;
 pub mod checkers;
+pub mod cluster_server;
 pub mod engine_server;
 pub mod history;
 pub mod server;
@@ -17,16 +18,26 @@ pub use checkers::{Checker, Violation};
 pub use history::History;
 pub use world::{Delivery, Mark, Message, Run, World};
 
+use cluster_server::ClusterServer;
 use engine_server::EngineServer;
 
-/// Plays `case` on fake-redis's engine and checks the history.
+/// Plays `case` on fake-redis's engine (a Redis Cluster when the case names shards) and checks
+/// the history.
 pub fn run(case: &Case) -> Run {
+    if case.shards > 0 {
+        return World::new(case, ClusterServer::for_case(case)).run();
+    }
     World::new(case, EngineServer::for_case(case)).run()
 }
 
 /// Plays `case` with every client's machine breaking `rule` (a hidden switch, off by default,
 /// for proving that the checkers can fail).
 pub fn run_broken(case: &Case, rule: lock_core::machine::BrokenRule) -> Run {
+    if case.shards > 0 {
+        return World::new(case, ClusterServer::for_case(case))
+            .break_rule(rule)
+            .run();
+    }
     World::new(case, EngineServer::for_case(case))
         .break_rule(rule)
         .run()

@@ -67,6 +67,25 @@ pub trait SimServer {
         let _ = (ticket, now_ms);
         Ok(Err(BackendError::Unknown("no such wait".into())))
     }
+    /// The node (its index in the topology's port order: a cluster's primaries first, then
+    /// their replicas; or the primary, then its replicas) that `call` leaves `conn` for, as the
+    /// client's routing sees it now, for the network to judge a partition by. `None`: one node.
+    fn route(&mut self, conn: ConnId, call: &Call) -> Option<usize> {
+        let _ = (conn, call);
+        None
+    }
+    /// Cuts node `node` (numbered as [`SimServer::route`] numbers them) off from the others of
+    /// its shard in `[from_ms, until_ms)` (server times before jumps): a primary's write stream
+    /// stops reaching its replicas, or a replica's stops reaching it, and what it holds arrives
+    /// when the partition heals, as a replica's partial resync brings it.
+    fn isolate(&mut self, node: usize, from_ms: i64, until_ms: i64) {
+        let _ = (node, from_ms, until_ms);
+    }
+    /// What the server's side of the client did since the last call that the trace should show
+    /// (a cluster client following a redirection), one line each.
+    fn take_notes(&mut self) -> Vec<String> {
+        Vec::new()
+    }
     /// Subscribes `conn` to `channel`.
     fn subscribe(&mut self, conn: ConnId, channel: &Bytes, now_ms: i64);
     /// Unsubscribes `conn` from `channel`.

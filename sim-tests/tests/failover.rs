@@ -31,7 +31,11 @@ fn lagging_case(sync: bool, at: u64) -> Case {
     b.start = 1_200;
     b.work = (5_000, 5_000);
     case.clients = vec![a, b];
-    case.faults = vec![Fault::Promote { at, replica: 0 }];
+    case.faults = vec![Fault::Promote {
+        at,
+        replica: 0,
+        shard: 0,
+    }];
     case
 }
 
@@ -177,6 +181,37 @@ fn the_old_failover_word_keeps_its_rollback_meaning_beside_replicas() {
     assert!(!run.trace.iter().any(|l| l.contains("promoted")));
 }
 
+#[test]
+fn a_primary_partitioned_from_its_replica_has_its_grants_refused_and_a_cut_client_times_out() {
+    let mut case = lagging_case(true, 0);
+    case.faults = vec![Fault::Partition {
+        node: 0,
+        at: 500,
+        for_ms: 5_000,
+        clients: vec![1],
+    }];
+    let run = run(&case);
+    assert!(
+        run.violations.is_empty(),
+        "{}",
+        explain(&case, &run, &all(&run))
+    );
+    // a reaches the primary, whose WAIT comes back short while its replica is cut off.
+    assert!(
+        run.trace
+            .iter()
+            .any(|l| l.contains("(WAIT: 0 of 1 replicas)"))
+    );
+    assert!(
+        first(&run, "a", "not-acquired").is_some(),
+        "{}",
+        run.timeline()
+    );
+    // b is cut off from the primary: its request is lost, and it times out.
+    assert!(run.trace.iter().any(|l| l.contains("lost (partitioned)")));
+    assert!(first(&run, "b", "timeout").is_some(), "{}", run.timeline());
+}
+
 /// The rules that hold inside the safe envelope (`safety.rs`).
 const SAFETY: [Checker; 5] = [
     Checker::ServerExclusive,
@@ -231,7 +266,11 @@ fn replicated(sync: bool) -> impl Strategy<Value = Case> {
             case.replicas = 1;
             case.replica_lag = (fixed, fixed + jitter);
             case.sync = sync;
-            case.faults.push(Fault::Promote { at, replica: 0 });
+            case.faults.push(Fault::Promote {
+                at,
+                replica: 0,
+                shard: 0,
+            });
             case
         })
 }

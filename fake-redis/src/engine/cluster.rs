@@ -235,6 +235,49 @@ impl Shared {
         state
     }
 
+    /// Schedules a cluster fault (a [`Fault::SlotMigration`] or a [`Fault::ShardFailover`]; any
+    /// other is not the map's and is ignored), whichever node or driver names it.
+    pub fn schedule(&self, fault: Fault) {
+        let mut state = lock(&self.state);
+        match fault {
+            Fault::SlotMigration {
+                slot,
+                to_shard,
+                from,
+                until,
+            } => {
+                let Some(from_shard) = state.owner(slot % SLOTS) else {
+                    return;
+                };
+                let shards = state.nodes.iter().map(|n| n.shard + 1).max().unwrap_or(0);
+                if from_shard == to_shard || to_shard >= shards {
+                    return;
+                }
+                state.migrations.push(Migration {
+                    slot: slot % SLOTS,
+                    from_shard,
+                    to_shard,
+                    start: from,
+                    end: until.max(from),
+                    moves: None,
+                    transit: Vec::new(),
+                    done: false,
+                });
+            }
+            Fault::ShardFailover { shard, replica, at } => {
+                state.failovers.push(Failover {
+                    at,
+                    shard,
+                    replica,
+                    applied: false,
+                });
+                state.failovers.sort_by_key(|f| f.at);
+            }
+            _ => return,
+        }
+        self.changed(&state);
+    }
+
     fn changed(&self, state: &ClusterState) {
         self.generation.fetch_add(1, Ordering::AcqRel);
         self.next_due.store(state.next_due(), Ordering::Release);
@@ -293,14 +336,13 @@ impl ClusterState {
     /// Whether every slot is served (`cluster_state:ok`): no shard that owns slots is left
     /// without a primary.
     pub fn is_ok(&self) -> bool {
-        let shards = self.slots.iter().filter(|&&s| s != UNASSIGNED);
-        let mut seen = std::collections::BTreeSet::new();
-        for &s in shards {
-            if seen.insert(s) && self.primary_of(s).is_none() {
-                return false;
-            }
-        }
-        true
+        let shards = self.nodes.iter().map(|n| n.shard + 1).max().unwrap_or(0);
+        let headless: Vec<u16> = (0..shards)
+            .filter(|&s| self.primary_of(s).is_none())
+            .collect();
+        // Asked by every routed command: the usual answer, every shard with a primary, needs
+        // no look at the 16,384 slots.
+        headless.is_empty() || !self.slots.iter().any(|s| headless.contains(s))
     }
 
     /// The slot ranges each shard owns, in slot order: `(first, last, shard)`.
@@ -552,45 +594,25 @@ impl Cluster {
         Some(ServerNode::in_shard(shard, replica))
     }
 
+    /// The live value and deadline of `key` at `now` while a migration carries it: handed over
+    /// by its source and not yet taken by its target, so on no node. For a reader that must see
+    /// every key wherever it is (a simulator's observer); a client never sees it there.
+    pub fn in_transit(&self, key: &[u8], now: i64) -> Option<(crate::Value, Option<i64>)> {
+        let state = lock(&self.shared.state);
+        state
+            .migrations
+            .iter()
+            .flat_map(|m| &m.transit)
+            .find(|(k, e)| &k[..] == key && !e.expired(now))
+            .map(|(_, e)| (e.value.clone(), e.deadline()))
+    }
+
     /// Schedules a cluster fault: a [`Fault::SlotMigration`] or a [`Fault::ShardFailover`] (the
     /// cluster's own), or any other fault, which goes to every node's engine.
     pub fn add_fault(&self, fault: Fault) {
         match fault {
-            Fault::SlotMigration {
-                slot,
-                to_shard,
-                from,
-                until,
-            } => {
-                let mut state = lock(&self.shared.state);
-                let Some(from_shard) = state.owner(slot % SLOTS) else {
-                    return;
-                };
-                if from_shard == to_shard || usize::from(to_shard) >= self.shards.len() {
-                    return;
-                }
-                state.migrations.push(Migration {
-                    slot: slot % SLOTS,
-                    from_shard,
-                    to_shard,
-                    start: from,
-                    end: until.max(from),
-                    moves: None,
-                    transit: Vec::new(),
-                    done: false,
-                });
-                self.shared.changed(&state);
-            }
-            Fault::ShardFailover { shard, replica, at } => {
-                let mut state = lock(&self.shared.state);
-                state.failovers.push(Failover {
-                    at,
-                    shard,
-                    replica,
-                    applied: false,
-                });
-                state.failovers.sort_by_key(|f| f.at);
-                self.shared.changed(&state);
+            Fault::SlotMigration { .. } | Fault::ShardFailover { .. } => {
+                self.shared.schedule(fault);
             }
             other => {
                 for (_, engine) in self.nodes() {

@@ -930,6 +930,14 @@ impl Engine {
     /// on.
     pub fn add_fault(&mut self, fault: Fault) {
         let fault = self.faults.resolve(fault);
+        // A cluster's own faults belong to its map, whichever node is told of them (`FAKE.FAULT`
+        // on any node of `--cluster`), not to the node's plan.
+        if let (Fault::SlotMigration { .. } | Fault::ShardFailover { .. }, Some(member)) =
+            (fault, self.cluster.as_ref())
+        {
+            member.shared.schedule(fault);
+            return;
+        }
         if let Fault::ReplicaStall {
             replica,
             from,

@@ -51,11 +51,22 @@
 //! FAKE.FAULT FAILOVER <lag-ms> [<when>]              a restart losing the last <lag-ms> of writes
 //! FAKE.FAULT CLOCK-JUMP <delta-ms> [<when>]          the server's time jumps (back when negative)
 //! FAKE.FAULT CLIENT-PAUSE <ms> [WRITE|ALL] [<when>]  the server holds commands, as CLIENT PAUSE
+//! FAKE.FAULT REPLICA-STALL <replica> <ms> [<when>]   the primary's stream stops reaching a replica
+//! FAKE.FAULT SLOT-MIGRATION <slot> <to-shard> <ms> [<when>]
+//!                                            a cluster's slot moves, its keys spread over <ms>
+//! FAKE.FAULT SHARD-FAILOVER <shard> <replica> [<when>]
+//!                                            a cluster's shard promotes its replica
 //!
 //! <which> = NEXT <count> | SEQS <from> <until> | DURING <from> <until> | CHANCE <p>
 //!           (default NEXT 1, which needs a node)
 //! <when>  = AT <unix-ms> | IN <ms>   (default now)
 //! ```
+//!
+//! Every fault prints as these words ([`Fault`]'s `Display`, times written `AT <unix-ms>`), and
+//! [`parse_fault`] reads them back to the same fault. The two cluster faults act on a cluster
+//! node (`--cluster`): whichever node takes them schedules them in the cluster's shared map
+//! (`engine/cluster.rs`); a node of no cluster keeps them in its plan and ignores them, as it
+//! does `REPLICA-STALL` without replicas.
 
 use super::Shared;
 use crate::cmd::{Args, SYNTAX, int, is, wrong_arity};
@@ -153,7 +164,7 @@ impl AdminCommand {
 }
 
 /// The fault kinds `FAKE.FAULT` takes, in the order its error lists them.
-pub const FAULT_KINDS: [&str; 14] = [
+pub const FAULT_KINDS: [&str; 17] = [
     "drop-request",
     "drop-reply",
     "delay-request",
@@ -167,6 +178,9 @@ pub const FAULT_KINDS: [&str; 14] = [
     "failover",
     "clock-jump",
     "client-pause",
+    "replica-stall",
+    "slot-migration",
+    "shard-failover",
     "clear",
 ];
 
@@ -307,6 +321,12 @@ const HELP_LINES: &[&str] = &[
     "    The server's time jumps (back when negative).",
     "FAULT CLIENT-PAUSE <ms> [WRITE|ALL] [<when>]",
     "    The server holds every command, or those that may write, as CLIENT PAUSE does.",
+    "FAULT REPLICA-STALL <replica> <ms> [<when>]",
+    "    The primary's write stream stops reaching the replica; it all arrives at the end.",
+    "FAULT SLOT-MIGRATION <slot> <to-shard> <ms> [<when>]",
+    "    A cluster's slot moves to the shard, its keys one by one over <ms> (ASK, then MOVED).",
+    "FAULT SHARD-FAILOVER <shard> <replica> [<when>]",
+    "    A cluster's shard promotes the replica with what it received; the primary fails.",
     "    <which> is NEXT <count> | SEQS <from> <until> | DURING <from> <until> | CHANCE <p>.",
     "    <when> is AT <unix-ms> | IN <ms>.",
     "HELP",
@@ -515,6 +535,16 @@ impl<'a> FaultArgs<'a> {
         }
     }
 
+    /// A small index (a replica, a shard, a slot): a number from 0 to 65535, `what` in its error.
+    fn index(&mut self, what: &str) -> Result<u16, Frame> {
+        match self.int()? {
+            n if (0..=i64::from(u16::MAX)).contains(&n) => Ok(n as u16),
+            _ => Err(Frame::error_owned(format!(
+                "ERR {what} is a number from 0 to 65535"
+            ))),
+        }
+    }
+
     /// `<node>` (a non-negative integer), or `*` for every node where `any` allows it.
     fn node(&mut self, any: bool) -> Result<Option<NodeId>, Frame> {
         let arg = self.next()?;
@@ -599,17 +629,28 @@ fn unknown_kind(kind: &[u8]) -> Frame {
     ))
 }
 
-/// `FAKE.FAULT <kind> <args…>`: adds the fault to the engine's plan. A server-side fault due now
-/// (a restart, failover, crash or clock jump without `AT`/`IN`) happens before the reply, so a
-/// restart closes this connection too, once the reply is written.
-fn fault(engine: &mut Engine, mut args: Args<'_>, apply_now: bool) -> Result<(), Frame> {
+/// What the words after `FAKE.FAULT` ask for.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum FaultRequest {
+    /// `CLEAR`: forget every fault not yet fired.
+    Clear,
+    /// Add this fault.
+    Add(Fault),
+}
+
+/// Reads the words after `FAKE.FAULT` (`argv[0]` is the command's name), a `<when>` counted from
+/// `now`: the inverse of [`Fault`]'s `Display` (see the module docs).
+pub fn parse_fault(argv: &[Bytes], now: i64) -> Result<FaultRequest, Frame> {
+    read_fault(Args::new(argv), now)
+}
+
+fn read_fault(mut args: Args<'_>, now: i64) -> Result<FaultRequest, Frame> {
     let named = args.next_bytes()?;
     let kind = FAULT_KINDS
         .into_iter()
         .find(|k| is(named, k))
         .ok_or_else(|| unknown_kind(named))?;
     let mut a = FaultArgs { kind, args };
-    let now = engine.clock_now();
     let command = |a: &mut FaultArgs<'_>, fault: fn(u64) -> CommandFault, delayed: bool| {
         let node = a.node(true)?;
         let ms = if delayed { a.ms()? as u64 } else { 0 };
@@ -629,9 +670,7 @@ fn fault(engine: &mut Engine, mut args: Args<'_>, apply_now: bool) -> Result<(),
     let fault = match kind {
         "clear" => {
             a.end()?;
-            let seed = engine.fault_plan().seed();
-            engine.set_fault_plan(FaultPlan::new(seed));
-            return Ok(());
+            return Ok(FaultRequest::Clear);
         }
         "drop-request" => command(&mut a, |_| CommandFault::DropRequest, false)?,
         "drop-reply" => command(&mut a, |_| CommandFault::DropReply, false)?,
@@ -691,9 +730,59 @@ fn fault(engine: &mut Engine, mut args: Args<'_>, apply_now: bool) -> Result<(),
                 writes_only,
             }
         }
+        "replica-stall" => {
+            let replica = a.index("a replica")?;
+            let ms = a.ms()?;
+            let from = a.when(now)?;
+            Fault::ReplicaStall {
+                replica,
+                from,
+                until: from.saturating_add(ms),
+            }
+        }
+        "slot-migration" => {
+            let slot = a.index("a slot")?;
+            if slot >= crate::engine::cluster::SLOTS {
+                return Err(Frame::error("ERR a slot is a number from 0 to 16383"));
+            }
+            let to_shard = a.index("a shard")?;
+            let ms = a.ms()?;
+            let from = a.when(now)?;
+            Fault::SlotMigration {
+                slot,
+                to_shard,
+                from,
+                until: from.saturating_add(ms),
+            }
+        }
+        "shard-failover" => {
+            let shard = a.index("a shard")?;
+            let replica = a.index("a replica")?;
+            Fault::ShardFailover {
+                shard,
+                replica,
+                at: a.when(now)?,
+            }
+        }
         _ => return Err(unknown_kind(named)),
     };
     a.end()?;
+    Ok(FaultRequest::Add(fault))
+}
+
+/// `FAKE.FAULT <kind> <args…>`: adds the fault to the engine's plan. A server-side fault due now
+/// (a restart, failover, crash or clock jump without `AT`/`IN`) happens before the reply, so a
+/// restart closes this connection too, once the reply is written.
+fn fault(engine: &mut Engine, args: Args<'_>, apply_now: bool) -> Result<(), Frame> {
+    let now = engine.clock_now();
+    let fault = match read_fault(args, now)? {
+        FaultRequest::Clear => {
+            let seed = engine.fault_plan().seed();
+            engine.set_fault_plan(FaultPlan::new(seed));
+            return Ok(());
+        }
+        FaultRequest::Add(fault) => fault,
+    };
     engine.add_fault(fault);
     if apply_now && fault.server_time().is_some_and(|at| at <= now) {
         engine.apply_due_server_faults();
@@ -715,6 +804,135 @@ mod tests {
         assert_eq!(AdminCommand::lookup(b"fake.nope"), None);
         assert_eq!(AdminCommand::lookup(b"SET"), None);
         assert_eq!(AdminCommand::lookup(b"fake."), None);
+    }
+
+    fn parsed(text: &str, now: i64) -> Result<FaultRequest, Frame> {
+        let argv: Vec<Bytes> = std::iter::once("FAKE.FAULT")
+            .chain(text.split(' '))
+            .map(|w| Bytes::copy_from_slice(w.as_bytes()))
+            .collect();
+        parse_fault(&argv, now)
+    }
+
+    #[test]
+    fn every_fault_prints_as_the_words_that_arm_it_again() {
+        let n = Some(NodeId(4));
+        let faults = [
+            Fault::Command {
+                node: n,
+                fault: CommandFault::DropRequest,
+                trigger: Trigger::Next { count: 2 },
+            },
+            Fault::Command {
+                node: None,
+                fault: CommandFault::DropReply,
+                trigger: Trigger::Chance { p: 0.25 },
+            },
+            Fault::Command {
+                node: n,
+                fault: CommandFault::DelayRequest(7),
+                trigger: Trigger::Seqs { from: 1, until: 9 },
+            },
+            Fault::Command {
+                node: None,
+                fault: CommandFault::DelayReply(3),
+                trigger: Trigger::During {
+                    from: -5,
+                    until: 40,
+                },
+            },
+            Fault::DropDelivery {
+                node: None,
+                trigger: Trigger::Chance { p: 1.0 },
+            },
+            Fault::LinkDown {
+                node: NodeId(1),
+                from: 10,
+                until: 30,
+            },
+            Fault::SubscriberDown {
+                node: NodeId(2),
+                from: 11,
+                until: 31,
+            },
+            Fault::Pause {
+                node: NodeId(3),
+                from: 12,
+                until: 32,
+            },
+            Fault::Crash {
+                node: NodeId(5),
+                at: 13,
+            },
+            Fault::Restart { at: 14 },
+            Fault::Failover {
+                at: 15,
+                lag_ms: 200,
+            },
+            Fault::ClockJump {
+                at: 16,
+                delta_ms: -250,
+            },
+            Fault::ClientPause {
+                at: 17,
+                until: 117,
+                writes_only: true,
+            },
+            Fault::ReplicaStall {
+                replica: 1,
+                from: 18,
+                until: 68,
+            },
+            Fault::SlotMigration {
+                slot: 12_182,
+                to_shard: 2,
+                from: 19,
+                until: 1_019,
+            },
+            Fault::ShardFailover {
+                shard: 1,
+                replica: 0,
+                at: 20,
+            },
+        ];
+        for fault in faults {
+            let text = fault.to_string();
+            assert_eq!(parsed(&text, 0), Ok(FaultRequest::Add(fault)), "{text}");
+        }
+        assert_eq!(parsed("CLEAR", 0), Ok(FaultRequest::Clear));
+    }
+
+    #[test]
+    fn the_cluster_faults_read_their_words_and_count_from_now() {
+        assert_eq!(
+            parsed("slot-migration 866 2 500", 1_000),
+            Ok(FaultRequest::Add(Fault::SlotMigration {
+                slot: 866,
+                to_shard: 2,
+                from: 1_000,
+                until: 1_500,
+            }))
+        );
+        assert_eq!(
+            parsed("SHARD-FAILOVER 0 1 IN 250", 1_000),
+            Ok(FaultRequest::Add(Fault::ShardFailover {
+                shard: 0,
+                replica: 1,
+                at: 1_250,
+            }))
+        );
+        assert_eq!(
+            parsed("SLOT-MIGRATION 16384 1 10", 0),
+            Err(Frame::error("ERR a slot is a number from 0 to 16383"))
+        );
+        assert_eq!(
+            parsed("SHARD-FAILOVER 0", 0),
+            Err(wrong_arity("fake.fault|shard-failover"))
+        );
+        assert_eq!(
+            parsed("SHARD-FAILOVER -1 0", 0),
+            Err(Frame::error("ERR a shard is a number from 0 to 65535"))
+        );
     }
 
     #[test]

@@ -453,7 +453,7 @@ impl<S: SimServer> World<S> {
                     self.feed(client, input);
                 }
             }
-            Ev::WaitPoll { ticket } => self.wait_poll(ticket),
+            Ev::WaitPoll { ticket } => self.wait_poll(ticket, false),
             Ev::CallTimeout { client, id } => {
                 if self.clients[client].inflight.remove(&id) {
                     let name = self.name(client);

@@ -27,7 +27,7 @@
 
 use super::observe::{describe, short};
 use super::workload::Phase;
-use super::{EPOCH_MS, Ev, World, node, server_time, stream};
+use super::{EPOCH_MS, Ev, World, lock_name, node, server_time, stream};
 use crate::case::{Case, Fault};
 use crate::server::{SimServer, Synced};
 use bytes::Bytes;
@@ -36,7 +36,7 @@ use lock_core::PubSubEvent;
 use lock_core::machine::{Call, CallId, Input};
 use lock_core::script::ReplicaAcks;
 use lock_core::seed::Seed;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Which way a message goes, and so which loss rate and which plan apply to it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -70,10 +70,14 @@ pub(super) struct Network {
     messages: Vec<u64>,
     /// Per fault of the case, the engine's fault it is if the server carries it out.
     server_faults: Vec<Option<fake_redis::Fault>>,
-    /// How many replicas the original primary has: a promotion needs one of them.
+    /// How many replicas each original primary has: a promotion needs one of them.
     replicas: u16,
-    /// When a replica was promoted (once: the new primary has no replica).
-    pub(super) promoted_at: Option<u64>,
+    /// How many shards may fail over (one without a cluster).
+    shards: u16,
+    /// When each shard's replica was promoted (once: the new primary has no replica).
+    pub(super) promoted: BTreeMap<u16, u64>,
+    /// The partitions: (node, from, to, the clients cut off from it), simulation ms.
+    partitions: Vec<(usize, u64, u64, Vec<usize>)>,
     /// Whether the world is reading the locks just after the promotion: what is missing then was
     /// lost by it (a key deleted by a later call of the same millisecond was not).
     pub(super) promoting: bool,
@@ -137,7 +141,21 @@ impl Network {
             messages: vec![0; case.clients.len()],
             server_faults: case.faults.iter().map(server_fault).collect(),
             replicas: case.replicas,
-            promoted_at: None,
+            shards: case.shards.max(1),
+            promoted: BTreeMap::new(),
+            partitions: case
+                .faults
+                .iter()
+                .filter_map(|f| match f {
+                    Fault::Partition {
+                        node,
+                        at,
+                        for_ms,
+                        clients,
+                    } => Some((usize::from(*node), *at, at + for_ms, clients.clone())),
+                    _ => None,
+                })
+                .collect(),
             promoting: false,
         }
     }
@@ -177,6 +195,20 @@ impl Network {
         Some(latency + late?)
     }
 
+    /// Whether a message between `client` and node `node` (`None`: the one node) at `now` is
+    /// lost to a partition that cuts the client off from the node.
+    pub(super) fn cut(&self, client: usize, node: Option<usize>, now: u64) -> bool {
+        let Some(node) = node else { return false };
+        self.partitions.iter().any(|(n, from, to, clients)| {
+            *n == node && *from <= now && now < *to && clients.contains(&client)
+        })
+    }
+
+    /// Whether a promotion happened at `now` (on any shard).
+    pub(super) fn promoted_now(&self, now: u64) -> bool {
+        self.promoted.values().any(|&at| at == now)
+    }
+
     /// How long a subscribe, an unsubscribe or its acknowledgement takes (`up`: to the server):
     /// never lost, never delayed by a window.
     pub(super) fn send_subscription(&mut self, client: usize, up: bool) -> u64 {
@@ -202,12 +234,24 @@ fn server_fault(fault: &Fault) -> Option<fake_redis::Fault> {
             at: server_time(at),
             delta_ms: by,
         },
-        Fault::Promote { at, replica } => fake_redis::Fault::ShardFailover {
-            shard: 0,
+        Fault::Promote { at, replica, shard } => fake_redis::Fault::ShardFailover {
+            shard,
             replica,
             at: server_time(at),
         },
+        Fault::Migrate {
+            lock,
+            to_shard,
+            at,
+            for_ms,
+        } => fake_redis::Fault::SlotMigration {
+            slot: fake_redis::key_slot(super::lock_name(lock).as_bytes()),
+            to_shard,
+            from: server_time(at),
+            until: server_time(at + for_ms),
+        },
         Fault::Pause { .. }
+        | Fault::Partition { .. }
         | Fault::DropRequests { .. }
         | Fault::DropReplies { .. }
         | Fault::DelayRequests { .. }
@@ -308,11 +352,17 @@ impl<S: SimServer> World<S> {
         );
         self.clients[client].inflight.insert(id);
         self.fair_call_sent(client, &call);
-        let arrives = self.network.send(client, Leg::Request, self.now);
+        let mut arrives = self.network.send(client, Leg::Request, self.now);
+        let to = self.server.route(self.clients[client].conn, &call);
+        let cut = self.network.cut(client, to, self.now);
+        if cut {
+            arrives = None;
+        }
         self.message_sent(client, id, &call, arrives.is_none());
         match arrives {
             None => self.mark(&name, "dropped", || {
-                format!("request {} lost", short(&call))
+                let why = if cut { " (partitioned)" } else { "" };
+                format!("request {} lost{why}", short(&call))
             }),
             Some(after) => {
                 self.note(&name, || format!("sends {}", describe(&call)));
@@ -341,6 +391,9 @@ impl<S: SimServer> World<S> {
             Some(wait) => self.server.call_synced(conn, &call, wait, now),
             None => Synced::Done(self.server.call(conn, &call, now), None),
         };
+        for line in self.server.take_notes() {
+            self.note("server", || line);
+        }
         let script_result = match &served {
             Synced::Done(result, _) => result.clone(),
             Synced::Waiting { reply, .. } => Ok(reply.clone()),
@@ -379,11 +432,13 @@ impl<S: SimServer> World<S> {
     }
 
     /// The server looks again at a synced call's blocked `WAIT`, if it still blocks.
-    pub(super) fn wait_poll(&mut self, ticket: u64) {
+    /// `forced`: asked out of turn (a failover), with its own poll still on the queue.
+    pub(super) fn wait_poll(&mut self, ticket: u64, forced: bool) {
         if !self.waits.contains_key(&ticket) {
             return;
         }
         match self.server.poll_wait(ticket, self.server_clock()) {
+            Err(_) if forced => {}
             Err(wake) => {
                 let at = self.wake_time(wake).max(self.now + 1);
                 self.schedule(at, Ev::WaitPoll { ticket });
@@ -410,7 +465,11 @@ impl<S: SimServer> World<S> {
         acks: Option<ReplicaAcks>,
     ) {
         let name = self.name(client);
-        let reply_after = self.network.send(client, Leg::Reply, self.now);
+        let mut reply_after = self.network.send(client, Leg::Reply, self.now);
+        let from = self.server.route(self.clients[client].conn, call);
+        if self.network.cut(client, from, self.now) {
+            reply_after = None;
+        }
         self.message_applied(client, id, &result, reply_after.is_none());
         self.note("server", || {
             format!(
@@ -542,25 +601,61 @@ impl<S: SimServer> World<S> {
                 self.server_fault(index);
                 self.data_lost("failover", || format!("(replica lagging {lag} ms)"));
             }
-            Fault::Promote { replica, .. } => {
-                if self.network.promoted_at.is_some() || replica >= self.network.replicas {
+            Fault::Promote { replica, shard, .. } => {
+                if self.network.promoted.contains_key(&shard)
+                    || replica >= self.network.replicas
+                    || shard >= self.network.shards
+                {
                     self.mark("server", "no-failover", || {
-                        format!("(no replica {replica} follows the primary)")
+                        format!("(no replica {replica} follows shard {shard}'s primary)")
                     });
                     return;
                 }
-                self.network.promoted_at = Some(self.now);
+                self.network.promoted.insert(shard, self.now);
                 self.server_fault(index);
                 // The old primary's connections close: the WAITs blocked there end now.
                 let tickets: Vec<u64> = self.waits.keys().copied().collect();
                 for ticket in tickets {
-                    self.wait_poll(ticket);
+                    self.wait_poll(ticket, true);
                 }
                 self.network.promoting = true;
                 self.data_lost("failover", || {
                     format!("(replica {replica} promoted with what it received)")
                 });
                 self.network.promoting = false;
+            }
+            Fault::Migrate {
+                lock,
+                to_shard,
+                for_ms,
+                ..
+            } => {
+                self.server_fault(index);
+                self.mark("server", "migrate", || {
+                    format!(
+                        "{}'s slot to shard {to_shard} over {for_ms} ms",
+                        lock_name(lock)
+                    )
+                });
+                self.observe_all();
+            }
+            Fault::Partition {
+                node,
+                for_ms,
+                ref clients,
+                ..
+            } => {
+                let (from, until) = (self.server_clock(), server_time(self.now + for_ms));
+                self.server.isolate(usize::from(node), from, until);
+                let names: Vec<String> = clients.iter().map(|&c| self.name(c)).collect();
+                self.mark("server", "partition", || {
+                    let cut = if names.is_empty() {
+                        "no client".to_owned()
+                    } else {
+                        names.join(",")
+                    };
+                    format!("node {node} for {for_ms} ms, from its shard and from {cut}")
+                });
             }
             Fault::ClockJump { by, .. } => {
                 self.server_fault(index);

@@ -327,8 +327,7 @@ impl<S: SimServer> World<S> {
         // rollback's millisecond keeps its older, wider rule).
         let promoted_now = self.network.promoting;
         let data_lost_now = promoted_now
-            || (self.history.data_loss.last() == Some(&now)
-                && self.network.promoted_at != Some(now));
+            || (self.history.data_loss.last() == Some(&now) && !self.network.promoted_now(now));
         let mut lost = Vec::new();
         let open = self.grants.entry(lock).or_default();
         let deadline = state
