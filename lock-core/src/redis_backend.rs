@@ -202,6 +202,7 @@ where
     /// `EVALSHA` of `call` with `WAIT` behind it in one round trip, when the primary has
     /// `connected` replicas (none: the script alone, nothing to wait for). A `NOSCRIPT` loads the
     /// script and sends both again.
+    #[cfg(feature = "cluster")]
     pub(crate) async fn eval_with_wait(
         &self,
         call: &ScriptCall,
@@ -600,6 +601,8 @@ macro_rules! subscriber_by_task {
         }
     };
 }
+// Used by the cluster's subscriber too.
+#[cfg_attr(not(feature = "cluster"), allow(unused_imports))]
 pub(crate) use subscriber_by_task;
 
 subscriber_by_task!(RedisSubscriber);
