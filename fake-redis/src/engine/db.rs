@@ -315,7 +315,9 @@ pub(crate) enum DeadlineChange {
 pub struct Entry {
     /// The value.
     pub value: Value,
-    deadline: Option<i64>,
+    /// Unix ms, or [`NO_DEADLINE`]: a plain integer rather than an `Option`, whose tag would
+    /// cost every slot of the keyspace 8 bytes.
+    deadline: i64,
     volatile_ix: u32,
     /// Redis's `lru:24` and a byte of encoding history, in what would otherwise be the entry's
     /// padding: the low 24 bits are the second of the last access ([`lru_clock`]), the high 8
@@ -324,6 +326,11 @@ pub struct Entry {
 }
 
 const NOT_VOLATILE: u32 = u32::MAX;
+
+/// [`Entry`]'s deadline of a key without a TTL. No key is stored with this deadline: Redis
+/// deletes a key given a deadline in the past rather than storing it, and [`Entry::put_deadline`]
+/// moves this one instant (the most distant past) one millisecond on, which expires the same.
+const NO_DEADLINE: i64 = i64::MIN;
 
 /// Redis's `LRU_CLOCK_MAX`: the access clock counts seconds in 24 bits and wraps.
 pub(crate) const LRU_CLOCK_MAX: u32 = (1 << 24) - 1;
@@ -336,13 +343,25 @@ pub(crate) fn lru_clock(now: i64) -> u32 {
 
 impl Entry {
     /// The deadline, unix ms: the key exists through this millisecond and is gone after it.
+    #[inline]
     pub fn deadline(&self) -> Option<i64> {
-        self.deadline
+        (self.deadline != NO_DEADLINE).then_some(self.deadline)
     }
 
     /// Redis's `keyIsExpired`: strictly past the deadline.
+    #[inline]
     pub fn expired(&self, now: i64) -> bool {
-        self.deadline.is_some_and(|d| now > d)
+        now > self.deadline && self.deadline != NO_DEADLINE
+    }
+
+    /// Sets or clears the deadline.
+    #[inline]
+    fn put_deadline(&mut self, deadline: Option<i64>) {
+        self.deadline = match deadline {
+            None => NO_DEADLINE,
+            Some(NO_DEADLINE) => NO_DEADLINE + 1,
+            Some(d) => d,
+        };
     }
 
     /// The LRU clock of the last access ([`lru_clock`]).
@@ -380,12 +399,14 @@ impl Entry {
 
     /// A fresh entry, accessed at `now`.
     fn new(value: Value, deadline: Option<i64>, now: i64) -> Entry {
-        Entry {
+        let mut entry = Entry {
             value,
-            deadline,
+            deadline: NO_DEADLINE,
             volatile_ix: NOT_VOLATILE,
             meta: lru_clock(now),
-        }
+        };
+        entry.put_deadline(deadline);
+        entry
     }
 }
 
@@ -603,7 +624,7 @@ impl Db {
     pub fn volatile_len(&self) -> usize {
         self.table
             .iter()
-            .filter(|s| s.entry.deadline.is_some())
+            .filter(|s| s.entry.deadline().is_some())
             .count()
     }
 
@@ -744,7 +765,7 @@ impl Db {
             let Some(entry) = self.lookup_h(key, h, now) else {
                 return false;
             };
-            match decide(entry.deadline) {
+            match decide(entry.deadline()) {
                 DeadlineChange::Keep => {}
                 DeadlineChange::Set(d) => self.set_deadline_h(key, h, Some(d), now),
                 DeadlineChange::Delete => {
@@ -770,7 +791,7 @@ impl Db {
             Ok(mut occupied) => {
                 // A lookup for writing, as `EXPIRE`'s in Redis: it touches the key.
                 occupied.get_mut().entry.access(now);
-                match decide(occupied.get().entry.deadline) {
+                match decide(occupied.get().entry.deadline()) {
                     DeadlineChange::Keep => {}
                     DeadlineChange::Delete => {
                         let (slot, _) = occupied.remove();
@@ -779,7 +800,7 @@ impl Db {
                     }
                     DeadlineChange::Set(d) => {
                         let entry = &mut occupied.get_mut().entry;
-                        entry.deadline = Some(d);
+                        entry.put_deadline(Some(d));
                         if entry.volatile_ix == NOT_VOLATILE {
                             entry.volatile_ix = volatile.len() as u32;
                             volatile.push(Candidate {
@@ -833,7 +854,7 @@ impl Db {
         else {
             return;
         };
-        slot.entry.deadline = deadline;
+        slot.entry.put_deadline(deadline);
         match (deadline, slot.entry.volatile_ix) {
             (Some(d), NOT_VOLATILE) => {
                 slot.entry.volatile_ix = self.volatile.len() as u32;
@@ -1210,7 +1231,7 @@ impl Db {
                 unlist(&mut self.table, &mut self.volatile, slot.entry.volatile_ix);
             }
             if let Some(mut entry) = previous {
-                if let Some(deadline) = entry.deadline {
+                if let Some(deadline) = entry.deadline() {
                     entry.volatile_ix = self.volatile.len() as u32;
                     self.volatile.push(Candidate { hash: h, deadline });
                 }
@@ -1296,7 +1317,8 @@ impl Db {
         match entry {
             Some(entry) => {
                 let marks = entry.encoding_marks();
-                self.insert(key, entry.value, entry.deadline, now);
+                let deadline = entry.deadline();
+                self.insert(key, entry.value, deadline, now);
                 if let Some(e) = self
                     .table
                     .find_mut(hash_key(key), |s| s.key.as_bytes() == key)
@@ -1332,12 +1354,15 @@ mod tests {
             let volatile: Vec<&Slot> = self
                 .table
                 .iter()
-                .filter(|s| s.entry.deadline.is_some())
+                .filter(|s| s.entry.deadline().is_some())
                 .collect();
             assert_eq!(self.volatile.len(), volatile.len());
             for slot in volatile {
                 let c = self.volatile[slot.entry.volatile_ix as usize];
-                assert_eq!((c.hash, Some(c.deadline)), (slot.hash, slot.entry.deadline));
+                assert_eq!(
+                    (c.hash, Some(c.deadline)),
+                    (slot.hash, slot.entry.deadline())
+                );
             }
         }
     }
