@@ -441,7 +441,7 @@ fn value_size(entry: &Entry, e: &Encodings, samples: usize) -> usize {
         }
         Value::Hash(h) => {
             if encoding == "listpack" {
-                ROBJ + listpack(h.iter().flat_map(|(f, v)| [&f[..], &v[..]]))
+                ROBJ + listpack(h.iter().flat_map(|(f, v)| [f, v]))
             } else {
                 let each = h
                     .iter()
