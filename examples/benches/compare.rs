@@ -1207,16 +1207,15 @@ const TARGETS: &[Target] = &[
         kind: Bound::AtMost,
         meaning: "how large a keyspace a test can hold in the fake compared with a real server",
         why_missed: "Redis keeps a one-field hash as one listpack allocation, the key as an sds \
-            string and one entry in each of its two dicts. The fake keeps each key in a 96-byte \
-            slot of its hash table (a 24-byte key, inline up to 22 bytes and otherwise one \
-            allocation of its exact size; its hash; and an Entry, whose size row shows a Value \
-            and a deadline), in a table that keeps at most 7/8 of its slots full and doubles, so \
-            1M keys sit in 2^21 slots, about 200 MB before any per-key allocation. On top come, \
-            per key, a Vec for the hash's fields, the owner field as its own Bytes, and a 16-byte \
-            expiry candidate. The peak is above the steady size because the old and the new \
-            table coexist while the table grows. For the fake-redis owners: small hashes stored \
-            as one allocation (as Redis's listpack), and the deadline as a plain integer so an \
-            Entry loses its option tag.",
+            string and one entry in each of its two dicts. The fake keeps a small hash packed in \
+            one allocation too, but each key sits in an 88-byte slot of its hash table (a 24-byte \
+            key, inline up to 22 bytes and otherwise one allocation of its exact size; its hash; \
+            and an Entry, whose size row shows a Value and a deadline), in a table that keeps at \
+            most 7/8 of its slots full and doubles, so 1M keys sit in 2^21 slots, about 185 MB \
+            before any per-key allocation, and a 16-byte expiry candidate per key with a TTL. The \
+            peak is above the steady size because the old and the new table coexist while the \
+            table grows. For the fake-redis owners: slots that hold an index into a vector of \
+            entries, so the table's empty slots cost a few bytes and growing it copies no entry.",
     },
 ];
 

@@ -150,7 +150,11 @@ fn outcome(result: Result<Reply, BackendError>) -> Reply {
 fn as_reference(value: Value) -> RefValue {
     match value {
         Value::Str(s) => RefValue::Str(s),
-        Value::Hash(h) => RefValue::Hash(h.iter().cloned().collect()),
+        Value::Hash(h) => RefValue::Hash(
+            h.iter()
+                .map(|(f, v)| (Bytes::copy_from_slice(f), Bytes::copy_from_slice(v)))
+                .collect(),
+        ),
         Value::List(l) => RefValue::List(l.into_iter().collect()),
         Value::Set(_) | Value::ZSet(_) | Value::Stream(_) => {
             unreachable!("these cases never place a set")

@@ -147,7 +147,7 @@ impl EngineServer {
             return None;
         };
         let field = |name: &[u8]| hash.iter().find(|(f, _)| &f[..] == name).map(|(_, v)| v);
-        let written = field(b"mode").is_some_and(|m| &m[..] == b"write");
+        let written = field(b"mode").is_some_and(|m| m == b"write");
         if !written || field(writer).is_some() {
             return None;
         }
@@ -436,12 +436,14 @@ impl SimServer for EngineServer {
             ..LockState::default()
         };
         for (f, v) in hash.iter() {
-            if &f[..] == b"mode" {
-                state.mode = Some(v.clone());
+            if f == b"mode" {
+                state.mode = Some(Bytes::copy_from_slice(v));
                 continue;
             }
             let n = std::str::from_utf8(v).ok().and_then(|s| s.parse().ok());
-            state.owners.push((f.clone(), n.unwrap_or(0)));
+            state
+                .owners
+                .push((Bytes::copy_from_slice(f), n.unwrap_or(0)));
         }
         Some(state)
     }

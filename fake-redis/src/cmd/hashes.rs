@@ -63,7 +63,7 @@ pub(crate) fn hexists(cx: &mut Cx<'_>, key: &[u8], field: &[u8]) -> Result<bool,
 
 /// `HGET key field`.
 pub(crate) fn hget(cx: &mut Cx<'_>, key: &[u8], field: &[u8]) -> Result<Option<Bytes>, Frame> {
-    Ok(read(cx, key)?.and_then(|h| h.get(field).cloned()))
+    Ok(read(cx, key)?.and_then(|h| h.get(field).map(Bytes::copy_from_slice)))
 }
 
 /// `HINCRBY key field delta`: the new value. Keeps the TTL; a new key has none.
@@ -144,7 +144,7 @@ fn hmget_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     Ok(Frame::Array(
         args.map(|f| {
             h.and_then(|h| h.get(f))
-                .map_or(Frame::Null, |v| Frame::Bulk(v.clone()))
+                .map_or(Frame::Null, |v| Frame::Bulk(Bytes::copy_from_slice(v)))
         })
         .collect(),
     ))
@@ -188,15 +188,11 @@ fn hgetall_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let hash = read(cx, args.next_bytes()?)?;
     let pairs = hash.into_iter().flat_map(|h| h.iter());
     Ok(if is(name, "hkeys") {
-        Frame::Array(pairs.map(|(f, _)| Frame::Bulk(f.clone())).collect())
+        Frame::Array(pairs.map(|(f, _)| bulk(f)).collect())
     } else if is(name, "hvals") {
-        Frame::Array(pairs.map(|(_, v)| Frame::Bulk(v.clone())).collect())
+        Frame::Array(pairs.map(|(_, v)| bulk(v)).collect())
     } else {
-        Frame::Map(
-            pairs
-                .map(|(f, v)| (Frame::Bulk(f.clone()), Frame::Bulk(v.clone())))
-                .collect(),
-        )
+        Frame::Map(pairs.map(|(f, v)| (bulk(f), bulk(v))).collect())
     })
 }
 
@@ -242,13 +238,8 @@ fn hscan_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     super::keys::scan_collection(cx, args, read, |h, cursor, count| {
         let (next, fields) = h.scan(cursor, count);
         let items = fields
-            .iter()
-            .map(|(f, v)| {
-                (
-                    f.clone(),
-                    vec![Frame::Bulk(f.clone()), Frame::Bulk(v.clone())],
-                )
-            })
+            .into_iter()
+            .map(|(f, v)| (Bytes::copy_from_slice(f), vec![bulk(f), bulk(v)]))
             .collect();
         (next, items)
     })
@@ -265,8 +256,8 @@ fn hrandfield_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         };
         let len = h.len() as u64;
         let i = (cx.random() % len) as usize;
-        let field = read(cx, key)?.and_then(|h| h.at(i)).map(|(f, _)| f.clone());
-        return Ok(field.map_or(Frame::Null, Frame::Bulk));
+        let field = read(cx, key)?.and_then(|h| h.at(i)).map(|(f, _)| bulk(f));
+        return Ok(field.unwrap_or(Frame::Null));
     };
     let (count, withvalues) = super::zsets::random_count(count, args, "withvalues")?;
     let resp3 = cx.client().protocol >= 3;
@@ -278,16 +269,21 @@ fn hrandfield_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let Some(h) = read(cx, key)? else {
         return Ok(Frame::Array(Vec::new()));
     };
-    let picked = picks.into_iter().filter_map(|i| h.at(i));
+    // One walk of the fields, then each pick in constant time (a packed hash has no index).
+    let pairs: Vec<(&[u8], &[u8])> = h.iter().collect();
+    let picked = picks.into_iter().filter_map(|i| pairs.get(i));
     Ok(Frame::Array(if !withvalues {
-        picked.map(|(f, _)| Frame::Bulk(f.clone())).collect()
+        picked.map(|(f, _)| bulk(f)).collect()
     } else if resp3 {
         picked
-            .map(|(f, v)| Frame::Array(vec![Frame::Bulk(f.clone()), Frame::Bulk(v.clone())]))
+            .map(|(f, v)| Frame::Array(vec![bulk(f), bulk(v)]))
             .collect()
     } else {
-        picked
-            .flat_map(|(f, v)| [Frame::Bulk(f.clone()), Frame::Bulk(v.clone())])
-            .collect()
+        picked.flat_map(|(f, v)| [bulk(f), bulk(v)]).collect()
     }))
+}
+
+/// A reply of a field's or a value's bytes (a hash keeps them packed, so they are copied).
+fn bulk(bytes: &[u8]) -> Frame {
+    Frame::Bulk(Bytes::copy_from_slice(bytes))
 }

@@ -230,7 +230,7 @@ fn lookup_by_pattern(cx: &mut Cx<'_>, pattern: &[u8], element: &Bytes) -> Option
     let key = [&pattern[..star], &element[..], postfix].concat();
     let entry = cx.lookup(&key)?;
     match (&entry.value, field) {
-        (Value::Hash(h), Some(field)) => h.get(field).cloned(),
+        (Value::Hash(h), Some(field)) => h.get(field).map(Bytes::copy_from_slice),
         (Value::Str(s), None) => Some(s.clone()),
         _ => None,
     }

@@ -109,30 +109,117 @@ pub(crate) const MAX_STRING: usize = 512 * 1024 * 1024;
 
 /// Past this many fields, or a field or value longer than [`HASH_MAX_LISTPACK_VALUE`], Redis
 /// converts a hash from its compact listpack encoding to a hash table (Redis 7.0.15's
-/// `hash-max-listpack-entries`, as `CONFIG GET` shows it). Below it, a field is found by a linear
-/// scan, as in Redis's listpack.
+/// `hash-max-listpack-entries`, as `CONFIG GET` shows it). Below both, the fake keeps a hash packed
+/// in one allocation, as a listpack is, and a field is found by a linear scan. (`OBJECT ENCODING`
+/// follows the configured limits and the value's history, in `cmd/server.rs`.)
 pub const HASH_MAX_LISTPACK_ENTRIES: usize = 512;
 /// See [`HASH_MAX_LISTPACK_ENTRIES`].
 pub const HASH_MAX_LISTPACK_VALUE: usize = 64;
 
-/// A hash value: fields in insertion order while small (as Redis's listpack keeps them), with an
-/// index once it grows past the listpack limits. A large hash still iterates in a fixed order (the
-/// order of its vector); Redis leaves that order unspecified.
-#[derive(Clone, Debug, Default)]
-pub struct Hash {
-    fields: Vec<(Bytes, Bytes)>,
+/// A field of a hash and its value, as the hash gives them out.
+pub type FieldValue<'a> = (&'a [u8], &'a [u8]);
+
+/// A hash value: while small, its fields in insertion order packed into one allocation (as Redis's
+/// listpack keeps them); past the listpack limits, fields and values of their own with an index.
+/// A large hash still iterates in a fixed order (the order of its vector); Redis leaves that
+/// order unspecified.
+#[derive(Clone, Debug)]
+pub struct Hash(HashRepr);
+
+#[derive(Clone, Debug)]
+enum HashRepr {
+    /// A count (`u16`, little-endian), then each field and value as a length byte and its bytes;
+    /// empty (no allocation) for a hash of no field. Every field and value is at most
+    /// [`HASH_MAX_LISTPACK_VALUE`] bytes, and there are at most [`HASH_MAX_LISTPACK_ENTRIES`].
+    Packed(Box<[u8]>),
     /// Boxed, to keep a value (and so every slot of the keyspace) small.
-    index: Option<Box<HashTable<usize>>>,
+    Table(Box<HashTableRepr>),
+}
+
+#[derive(Clone, Debug)]
+struct HashTableRepr {
+    fields: Vec<(Bytes, Bytes)>,
+    index: HashTable<usize>,
+}
+
+impl Default for Hash {
+    fn default() -> Hash {
+        Hash(HashRepr::Packed(Box::default()))
+    }
 }
 
 impl PartialEq for Hash {
     fn eq(&self, other: &Hash) -> bool {
-        self.len() == other.len()
-            && self
-                .fields
-                .iter()
-                .all(|(f, v)| other.get(f).is_some_and(|w| w == v))
+        self.len() == other.len() && self.iter().all(|(f, v)| other.get(f) == Some(v))
     }
+}
+
+/// The fields of a packed hash, in order: (offset of the entry, field, value).
+struct PackedIter<'a> {
+    packed: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Iterator for PackedIter<'a> {
+    type Item = (usize, &'a [u8], &'a [u8]);
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        let p = self.packed;
+        let start = self.at;
+        if start >= p.len() {
+            return None;
+        }
+        let flen = usize::from(p[start]);
+        let field = &p[start + 1..start + 1 + flen];
+        let vat = start + 1 + flen;
+        let vlen = usize::from(p[vat]);
+        let value = &p[vat + 1..vat + 1 + vlen];
+        self.at = vat + 1 + vlen;
+        Some((start, field, value))
+    }
+}
+
+/// Bytes a packed hash's count takes.
+const PACKED_HEADER: usize = 2;
+
+fn packed_iter(packed: &[u8]) -> PackedIter<'_> {
+    PackedIter {
+        packed,
+        at: PACKED_HEADER,
+    }
+}
+
+fn packed_len(packed: &[u8]) -> usize {
+    match packed {
+        [lo, hi, ..] => usize::from(u16::from_le_bytes([*lo, *hi])),
+        _ => 0,
+    }
+}
+
+/// A packed hash with `count` fields, of `head` and `tail` of an old one around one entry of
+/// `field` and `value` (no entry when `None`).
+fn repack(count: usize, head: &[u8], entry: Option<(&[u8], &[u8])>, tail: &[u8]) -> Box<[u8]> {
+    if count == 0 {
+        return Box::default();
+    }
+    let extra = entry.map_or(0, |(f, v)| 2 + f.len() + v.len());
+    let mut out = Vec::with_capacity(PACKED_HEADER + head.len() + extra + tail.len());
+    out.extend_from_slice(&(count as u16).to_le_bytes());
+    out.extend_from_slice(head);
+    if let Some((f, v)) = entry {
+        out.push(f.len() as u8);
+        out.extend_from_slice(f);
+        out.push(v.len() as u8);
+        out.extend_from_slice(v);
+    }
+    out.extend_from_slice(tail);
+    out.into_boxed_slice()
+}
+
+/// Whether `bytes` may sit in a packed hash.
+fn fits_packed(bytes: &[u8]) -> bool {
+    bytes.len() <= HASH_MAX_LISTPACK_VALUE
 }
 
 impl Hash {
@@ -147,50 +234,49 @@ impl Hash {
 
     /// A hash of one field, as `HSET` or `HINCRBY` on a missing key makes (the lock's hash).
     pub fn single(field: Bytes, value: Bytes) -> Hash {
-        let big = field.len() > HASH_MAX_LISTPACK_VALUE || value.len() > HASH_MAX_LISTPACK_VALUE;
-        let mut hash = Hash {
-            fields: vec![(field, value)],
-            index: None,
-        };
-        if big {
-            hash.rebuild_index();
-        }
+        let mut hash = Hash::default();
+        hash.insert(field, value);
         hash
     }
 
     /// The number of fields.
     pub fn len(&self) -> usize {
-        self.fields.len()
+        match &self.0 {
+            HashRepr::Packed(p) => packed_len(p),
+            HashRepr::Table(t) => t.fields.len(),
+        }
     }
 
     /// Whether the hash has no field (Redis deletes such a key).
     pub fn is_empty(&self) -> bool {
-        self.fields.is_empty()
+        self.len() == 0
     }
 
     /// Whether the hash uses the hash-table encoding (`OBJECT ENCODING` would say `hashtable`).
     pub fn is_hashtable(&self) -> bool {
-        self.index.is_some()
+        matches!(self.0, HashRepr::Table(_))
     }
 
     /// Fields and values in iteration order.
-    pub fn iter(&self) -> impl Iterator<Item = &(Bytes, Bytes)> {
-        self.fields.iter()
-    }
-
-    fn position(&self, field: &[u8]) -> Option<usize> {
-        match &self.index {
-            None => self.fields.iter().position(|(f, _)| f == field),
-            Some(index) => index
-                .find(hash_key(field), |&i| self.fields[i].0 == field)
-                .copied(),
-        }
+    pub fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        let (packed, table) = match &self.0 {
+            HashRepr::Packed(p) => (Some(packed_iter(p)), None),
+            HashRepr::Table(t) => (None, Some(t.fields.iter())),
+        };
+        packed
+            .into_iter()
+            .flatten()
+            .map(|(_, f, v)| (f, v))
+            .chain(table.into_iter().flatten().map(|(f, v)| (&f[..], &v[..])))
     }
 
     /// The field and value at `position` of the iteration order (`position < len`): a random
-    /// draw's O(1) pick.
-    pub fn at(&self, position: usize) -> Option<&(Bytes, Bytes)> {
-        self.fields.get(position)
+    /// draw's pick, a walk of the fields while the hash is packed (as in a listpack).
+    pub fn at(&self, position: usize) -> Option<(&[u8], &[u8])> {
+        match &self.0 {
+            HashRepr::Packed(_) => self.iter().nth(position),
+            HashRepr::Table(t) => t.fields.get(position).map(|(f, v)| (&f[..], &v[..])),
+        }
     }
 
     /// One step of `HSCAN` from `cursor`: the fields of the next `count` positions and the cursor
@@ -201,29 +287,139 @@ impl Hash {
     /// (an unreturned field stays below the cursor, a returned one may come twice), and an insert
     /// appends, so every field present for the whole scan is returned, as SCAN's contract asks,
     /// and a call costs in proportion to `count`.
-    pub fn scan(&self, cursor: u64, count: usize) -> (u64, &[(Bytes, Bytes)]) {
-        let len = self.fields.len();
-        if self.index.is_none() {
-            return (0, &self.fields);
-        }
+    pub fn scan(&self, cursor: u64, count: usize) -> (u64, Vec<FieldValue<'_>>) {
+        let HashRepr::Table(t) = &self.0 else {
+            return (0, self.iter().collect());
+        };
+        let len = t.fields.len();
         let top = match usize::try_from(cursor) {
             Ok(0) => len,
             Ok(c) => c.min(len),
             Err(_) => len,
         };
         let from = top.saturating_sub(count);
-        (from as u64, &self.fields[from..top])
+        let page = t.fields[from..top]
+            .iter()
+            .map(|(f, v)| (&f[..], &v[..]))
+            .collect();
+        (from as u64, page)
     }
 
     /// The value of `field`.
-    pub fn get(&self, field: &[u8]) -> Option<&Bytes> {
-        self.position(field).map(|i| &self.fields[i].1)
+    pub fn get(&self, field: &[u8]) -> Option<&[u8]> {
+        match &self.0 {
+            HashRepr::Packed(p) => packed_iter(p).find(|(_, f, _)| *f == field).map(|e| e.2),
+            HashRepr::Table(t) => t.position(field).map(|i| &t.fields[i].1[..]),
+        }
     }
 
     /// Sets `field` to `value`: whether the field is new.
     pub fn insert(&mut self, field: Bytes, value: Bytes) -> bool {
-        let big = field.len() > HASH_MAX_LISTPACK_VALUE || value.len() > HASH_MAX_LISTPACK_VALUE;
-        let new = match self.position(&field) {
+        match &mut self.0 {
+            HashRepr::Packed(p) => {
+                if fits_packed(&field)
+                    && fits_packed(&value)
+                    && let Some(new) = Self::packed_put(p, &field, &value)
+                {
+                    return new;
+                }
+                self.convert();
+                self.insert(field, value)
+            }
+            HashRepr::Table(t) => t.insert(field, value),
+        }
+    }
+
+    /// Sets `field` to `value`, copying the field's bytes only when it is new.
+    pub fn set(&mut self, field: &[u8], value: Bytes) {
+        match &mut self.0 {
+            HashRepr::Packed(p) if fits_packed(field) && fits_packed(&value) => {
+                if Self::packed_put(p, field, &value).is_none() {
+                    self.convert();
+                    self.set(field, value);
+                }
+            }
+            HashRepr::Packed(_) => {
+                self.convert();
+                self.set(field, value);
+            }
+            HashRepr::Table(t) => match t.position(field) {
+                Some(i) => t.fields[i].1 = value,
+                None => {
+                    t.insert(Bytes::copy_from_slice(field), value);
+                }
+            },
+        }
+    }
+
+    /// Sets `field` to `value` in a packed hash (both fit): whether the field is new, or `None`
+    /// when a new field would pass the count limit (nothing changed then).
+    fn packed_put(p: &mut Box<[u8]>, field: &[u8], value: &[u8]) -> Option<bool> {
+        let count = packed_len(p);
+        match packed_iter(p).find(|(_, f, _)| *f == field) {
+            Some((start, _, old)) => {
+                let vat = start + 1 + field.len();
+                if old.len() == value.len() {
+                    p[vat + 1..vat + 1 + value.len()].copy_from_slice(value);
+                } else {
+                    let end = vat + 1 + old.len();
+                    *p = repack(
+                        count,
+                        &p[PACKED_HEADER..start],
+                        Some((field, value)),
+                        &p[end..],
+                    );
+                }
+                Some(false)
+            }
+            None if count >= HASH_MAX_LISTPACK_ENTRIES => None,
+            None => {
+                let body = p.get(PACKED_HEADER..).unwrap_or_default();
+                *p = repack(count + 1, body, Some((field, value)), &[]);
+                Some(true)
+            }
+        }
+    }
+
+    /// Removes `field`: whether it was there.
+    pub fn remove(&mut self, field: &[u8]) -> bool {
+        match &mut self.0 {
+            HashRepr::Packed(p) => {
+                // Listpack: keep insertion order.
+                let Some((start, _, value)) = packed_iter(p).find(|(_, f, _)| *f == field) else {
+                    return false;
+                };
+                let end = start + 2 + field.len() + value.len();
+                *p = repack(packed_len(p) - 1, &p[PACKED_HEADER..start], None, &p[end..]);
+                true
+            }
+            HashRepr::Table(t) => t.remove(field),
+        }
+    }
+
+    /// Converts a packed hash to the hash-table form, for good (as Redis never converts back).
+    fn convert(&mut self) {
+        let fields: Vec<(Bytes, Bytes)> = self
+            .iter()
+            .map(|(f, v)| (Bytes::copy_from_slice(f), Bytes::copy_from_slice(v)))
+            .collect();
+        let mut index = HashTable::with_capacity(fields.len());
+        for (i, (f, _)) in fields.iter().enumerate() {
+            index.insert_unique(hash_key(f), i, |&j| hash_key(&fields[j].0));
+        }
+        self.0 = HashRepr::Table(Box::new(HashTableRepr { fields, index }));
+    }
+}
+
+impl HashTableRepr {
+    fn position(&self, field: &[u8]) -> Option<usize> {
+        self.index
+            .find(hash_key(field), |&i| self.fields[i].0 == field)
+            .copied()
+    }
+
+    fn insert(&mut self, field: Bytes, value: Bytes) -> bool {
+        match self.position(&field) {
             Some(i) => {
                 self.fields[i].1 = value;
                 false
@@ -231,48 +427,20 @@ impl Hash {
             None => {
                 let i = self.fields.len();
                 self.fields.push((field, value));
-                let Hash { fields, index } = self;
-                if let Some(index) = index {
-                    index.insert_unique(hash_key(&fields[i].0), i, |&j| hash_key(&fields[j].0));
-                }
+                let HashTableRepr { fields, index } = self;
+                index.insert_unique(hash_key(&fields[i].0), i, |&j| hash_key(&fields[j].0));
                 true
             }
-        };
-        if self.index.is_none() && (big || self.fields.len() > HASH_MAX_LISTPACK_ENTRIES) {
-            self.rebuild_index();
-        }
-        new
-    }
-
-    /// Sets `field` to `value`, copying the field's bytes only when it is new.
-    pub fn set(&mut self, field: &[u8], value: Bytes) {
-        match self.position(field) {
-            Some(i) => {
-                let big = value.len() > HASH_MAX_LISTPACK_VALUE;
-                self.fields[i].1 = value;
-                if big && self.index.is_none() {
-                    self.rebuild_index();
-                }
-            }
-            None => {
-                self.insert(Bytes::copy_from_slice(field), value);
-            }
         }
     }
 
-    /// Removes `field`: whether it was there.
-    pub fn remove(&mut self, field: &[u8]) -> bool {
+    fn remove(&mut self, field: &[u8]) -> bool {
         let Some(i) = self.position(field) else {
             return false;
         };
-        let Hash { fields, index } = self;
-        let Some(index) = index else {
-            // Listpack: keep insertion order.
-            fields.remove(i);
-            return true;
-        };
-        // Hash table: order is unspecified, so the last field moves into the hole, and only the
-        // two index entries concerned change (the scan's cursor relies on this move).
+        let HashTableRepr { fields, index } = self;
+        // Order is unspecified, so the last field moves into the hole, and only the two index
+        // entries concerned change (the scan's cursor relies on this move).
         if let Ok(entry) = index.find_entry(hash_key(field), |&j| j == i) {
             entry.remove();
         }
@@ -285,15 +453,6 @@ impl Hash {
             }
         }
         true
-    }
-
-    fn rebuild_index(&mut self) {
-        let mut index = HashTable::with_capacity(self.fields.len());
-        for (i, (f, _)) in self.fields.iter().enumerate() {
-            let fields = &self.fields;
-            index.insert_unique(hash_key(f), i, |&j| hash_key(&fields[j].0));
-        }
-        self.index = Some(Box::new(index));
     }
 }
 
@@ -315,7 +474,9 @@ pub(crate) enum DeadlineChange {
 pub struct Entry {
     /// The value.
     pub value: Value,
-    deadline: Option<i64>,
+    /// Unix ms, or [`NO_DEADLINE`]: a plain integer rather than an `Option`, whose tag would
+    /// cost every slot of the keyspace 8 bytes.
+    deadline: i64,
     volatile_ix: u32,
     /// Redis's `lru:24` and a byte of encoding history, in what would otherwise be the entry's
     /// padding: the low 24 bits are the second of the last access ([`lru_clock`]), the high 8
@@ -324,6 +485,11 @@ pub struct Entry {
 }
 
 const NOT_VOLATILE: u32 = u32::MAX;
+
+/// [`Entry`]'s deadline of a key without a TTL. No key is stored with this deadline: Redis
+/// deletes a key given a deadline in the past rather than storing it, and [`Entry::put_deadline`]
+/// moves this one instant (the most distant past) one millisecond on, which expires the same.
+const NO_DEADLINE: i64 = i64::MIN;
 
 /// Redis's `LRU_CLOCK_MAX`: the access clock counts seconds in 24 bits and wraps.
 pub(crate) const LRU_CLOCK_MAX: u32 = (1 << 24) - 1;
@@ -336,13 +502,25 @@ pub(crate) fn lru_clock(now: i64) -> u32 {
 
 impl Entry {
     /// The deadline, unix ms: the key exists through this millisecond and is gone after it.
+    #[inline]
     pub fn deadline(&self) -> Option<i64> {
-        self.deadline
+        (self.deadline != NO_DEADLINE).then_some(self.deadline)
     }
 
     /// Redis's `keyIsExpired`: strictly past the deadline.
+    #[inline]
     pub fn expired(&self, now: i64) -> bool {
-        self.deadline.is_some_and(|d| now > d)
+        now > self.deadline && self.deadline != NO_DEADLINE
+    }
+
+    /// Sets or clears the deadline.
+    #[inline]
+    fn put_deadline(&mut self, deadline: Option<i64>) {
+        self.deadline = match deadline {
+            None => NO_DEADLINE,
+            Some(NO_DEADLINE) => NO_DEADLINE + 1,
+            Some(d) => d,
+        };
     }
 
     /// The LRU clock of the last access ([`lru_clock`]).
@@ -380,12 +558,14 @@ impl Entry {
 
     /// A fresh entry, accessed at `now`.
     fn new(value: Value, deadline: Option<i64>, now: i64) -> Entry {
-        Entry {
+        let mut entry = Entry {
             value,
-            deadline,
+            deadline: NO_DEADLINE,
             volatile_ix: NOT_VOLATILE,
             meta: lru_clock(now),
-        }
+        };
+        entry.put_deadline(deadline);
+        entry
     }
 }
 
@@ -603,7 +783,7 @@ impl Db {
     pub fn volatile_len(&self) -> usize {
         self.table
             .iter()
-            .filter(|s| s.entry.deadline.is_some())
+            .filter(|s| s.entry.deadline().is_some())
             .count()
     }
 
@@ -744,7 +924,7 @@ impl Db {
             let Some(entry) = self.lookup_h(key, h, now) else {
                 return false;
             };
-            match decide(entry.deadline) {
+            match decide(entry.deadline()) {
                 DeadlineChange::Keep => {}
                 DeadlineChange::Set(d) => self.set_deadline_h(key, h, Some(d), now),
                 DeadlineChange::Delete => {
@@ -770,7 +950,7 @@ impl Db {
             Ok(mut occupied) => {
                 // A lookup for writing, as `EXPIRE`'s in Redis: it touches the key.
                 occupied.get_mut().entry.access(now);
-                match decide(occupied.get().entry.deadline) {
+                match decide(occupied.get().entry.deadline()) {
                     DeadlineChange::Keep => {}
                     DeadlineChange::Delete => {
                         let (slot, _) = occupied.remove();
@@ -779,7 +959,7 @@ impl Db {
                     }
                     DeadlineChange::Set(d) => {
                         let entry = &mut occupied.get_mut().entry;
-                        entry.deadline = Some(d);
+                        entry.put_deadline(Some(d));
                         if entry.volatile_ix == NOT_VOLATILE {
                             entry.volatile_ix = volatile.len() as u32;
                             volatile.push(Candidate {
@@ -833,7 +1013,7 @@ impl Db {
         else {
             return;
         };
-        slot.entry.deadline = deadline;
+        slot.entry.put_deadline(deadline);
         match (deadline, slot.entry.volatile_ix) {
             (Some(d), NOT_VOLATILE) => {
                 slot.entry.volatile_ix = self.volatile.len() as u32;
@@ -1210,7 +1390,7 @@ impl Db {
                 unlist(&mut self.table, &mut self.volatile, slot.entry.volatile_ix);
             }
             if let Some(mut entry) = previous {
-                if let Some(deadline) = entry.deadline {
+                if let Some(deadline) = entry.deadline() {
                     entry.volatile_ix = self.volatile.len() as u32;
                     self.volatile.push(Candidate { hash: h, deadline });
                 }
@@ -1296,7 +1476,8 @@ impl Db {
         match entry {
             Some(entry) => {
                 let marks = entry.encoding_marks();
-                self.insert(key, entry.value, entry.deadline, now);
+                let deadline = entry.deadline();
+                self.insert(key, entry.value, deadline, now);
                 if let Some(e) = self
                     .table
                     .find_mut(hash_key(key), |s| s.key.as_bytes() == key)
@@ -1332,12 +1513,15 @@ mod tests {
             let volatile: Vec<&Slot> = self
                 .table
                 .iter()
-                .filter(|s| s.entry.deadline.is_some())
+                .filter(|s| s.entry.deadline().is_some())
                 .collect();
             assert_eq!(self.volatile.len(), volatile.len());
             for slot in volatile {
                 let c = self.volatile[slot.entry.volatile_ix as usize];
-                assert_eq!((c.hash, Some(c.deadline)), (slot.hash, slot.entry.deadline));
+                assert_eq!(
+                    (c.hash, Some(c.deadline)),
+                    (slot.hash, slot.entry.deadline())
+                );
             }
         }
     }
@@ -1357,10 +1541,10 @@ mod tests {
         for f in ["z", "a", "m"] {
             h.insert(b(f), b("1"));
         }
-        let order: Vec<&[u8]> = h.iter().map(|(f, _)| &f[..]).collect();
+        let order: Vec<&[u8]> = h.iter().map(|(f, _)| f).collect();
         assert_eq!(order, [b"z", b"a", b"m"]);
         h.remove(b"a");
-        let order: Vec<&[u8]> = h.iter().map(|(f, _)| &f[..]).collect();
+        let order: Vec<&[u8]> = h.iter().map(|(f, _)| f).collect();
         assert_eq!(order, [b"z", b"m"]);
         for i in 0..600 {
             h.insert(Bytes::from(format!("f{i}")), b("v"));
@@ -1368,11 +1552,11 @@ mod tests {
         assert!(h.is_hashtable());
         assert_eq!(h.len(), 602);
         for i in 0..600 {
-            assert_eq!(h.get(format!("f{i}").as_bytes()), Some(&b("v")));
+            assert_eq!(h.get(format!("f{i}").as_bytes()), Some(&b"v"[..]));
         }
         assert!(h.remove(b"f7"));
         assert!(h.get(b"f7").is_none());
-        assert_eq!(h.get(b"f599"), Some(&b("v")));
+        assert_eq!(h.get(b"f599"), Some(&b"v"[..]));
         // Every field is still found through the index after removals anywhere.
         for i in (0..600).step_by(3) {
             assert!(h.remove(format!("f{i}").as_bytes()) || i == 7);
@@ -1679,7 +1863,7 @@ mod hash_scan_tests {
         loop {
             let (next, page) = h.scan(cursor, 7);
             assert!(page.len() <= 7);
-            seen.extend(page.iter().map(|(f, _)| f.clone()));
+            seen.extend(page.iter().map(|(f, _)| Bytes::copy_from_slice(f)));
             steps += 1;
             // Between steps, fields below 100 leave (in turn) and new ones arrive.
             h.remove(&field(steps));
