@@ -591,12 +591,14 @@ impl SimServer for ClusterServer {
         };
         if let Value::Hash(hash) = value {
             for (f, v) in hash.iter() {
-                if &f[..] == b"mode" {
-                    state.mode = Some(v.clone());
+                if f == b"mode" {
+                    state.mode = Some(Bytes::copy_from_slice(v));
                     continue;
                 }
                 let n = std::str::from_utf8(v).ok().and_then(|s| s.parse().ok());
-                state.owners.push((f.clone(), n.unwrap_or(0)));
+                state
+                    .owners
+                    .push((Bytes::copy_from_slice(f), n.unwrap_or(0)));
             }
         }
         Some(state)
