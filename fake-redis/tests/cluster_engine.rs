@@ -376,8 +376,9 @@ fn a_failover_promotes_the_replica_with_what_reached_it_and_the_old_primary_move
     );
 }
 
-#[test]
-fn a_shard_without_a_replica_to_promote_takes_the_cluster_down() {
+/// A cluster without replicas whose shard 1 failed over with no replica to promote, and a client
+/// of shard 0's primary; the cluster is returned to be kept while the client is used.
+fn down_cluster() -> (Cluster, Conn) {
     let (clock, cluster) = cluster(1, 0, ReplicaLag::default());
     cluster.add_fault(Fault::ShardFailover {
         shard: 1,
@@ -385,6 +386,12 @@ fn a_shard_without_a_replica_to_promote_takes_the_cluster_down() {
         at: clock.now_ms(),
     });
     let c = Conn::to(&cluster, ServerNode::shard_primary(0));
+    (cluster, c)
+}
+
+#[test]
+fn a_shard_without_a_replica_to_promote_takes_the_cluster_down() {
+    let (_cluster, c) = down_cluster();
     assert_eq!(c.run("GET b"), error("CLUSTERDOWN The cluster is down"));
     let Frame::Verbatim { text, .. } = c.run("CLUSTER INFO") else {
         panic!()
@@ -638,13 +645,7 @@ fn a_script_flagged_no_cluster_is_refused_on_a_cluster_node() {
 
 #[test]
 fn a_script_on_a_cluster_that_is_down_is_told_so_at_its_first_keyed_call() {
-    let (clock, cluster) = cluster(1, 0, ReplicaLag::default());
-    cluster.add_fault(Fault::ShardFailover {
-        shard: 1,
-        replica: 0,
-        at: clock.now_ms(),
-    });
-    let c = Conn::to(&cluster, ServerNode::shard_primary(0));
+    let (_cluster, c) = down_cluster();
     let body = "return redis.call('get','b')";
     assert_eq!(
         c.eval(body, &[], &[]),

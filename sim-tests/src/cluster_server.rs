@@ -33,18 +33,21 @@
 
 use crate::case::Case;
 use crate::engine_server::EngineServer;
+use crate::on_engine::{
+    self, PendingWait, Waits, closed, fair_queue, lock, lock_state, message, replica_lag,
+};
 use crate::server::{ConnId, LockState, SimServer, Synced};
 use crate::world::EPOCH_MS;
 use bytes::Bytes;
 use fake_redis::{
-    ClientId, Cluster, Engine, EngineConfig, Fault, Frame, ManualClock, NodeId, ReplicaLag,
-    ServerNode, Value, key_slot,
+    ClientId, Cluster, Engine, EngineConfig, Fault, Frame, ManualClock, NodeId, ServerNode,
+    key_slot,
 };
 use lock_core::machine::Call;
 use lock_core::script::{ReplicaAcks, ReplicaWait};
 use lock_core::{BackendError, Reply};
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 /// How many redirections a call follows before it is handed back refused (the `redis` crate's
 /// cluster client retries a few times, `ClusterBackend` sets 3).
@@ -60,13 +63,6 @@ const BASE_PORT: u16 = 30_001;
 struct Conn {
     client: NodeId,
     on: BTreeMap<usize, ClientId>,
-}
-
-/// A `WAIT` blocked on the node it was sent to.
-struct PendingWait {
-    node: usize,
-    conn: ClientId,
-    connected: u32,
 }
 
 /// A Redis Cluster on a manual clock, with each client's slot table.
@@ -91,17 +87,12 @@ pub struct ClusterServer {
     tables: BTreeMap<NodeId, BTreeMap<u16, usize>>,
     conns: BTreeMap<ConnId, Conn>,
     next_conn: ConnId,
-    waits: BTreeMap<u64, PendingWait>,
-    next_ticket: u64,
+    waits: Waits,
     subscribers: BTreeSet<ConnId>,
     /// Whether a call since the last `take_messages` may have published.
     may_have_published: bool,
     /// The redirections followed since the last `take_notes`, for the trace.
     notes: Vec<String>,
-}
-
-fn lock(engine: &Arc<Mutex<Engine>>) -> MutexGuard<'_, Engine> {
-    engine.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// A reply's error code, if it is a redirection or a refusal a cluster client handles.
@@ -123,33 +114,13 @@ fn publishes(call: &Call) -> bool {
     matches!(call, Call::Command(_)) || EngineServer::publishes(call)
 }
 
+/// A reply as the lock takes it: a redirection or refusal still met is the call refused unrun.
 fn reply(frame: Frame) -> Result<Reply, BackendError> {
     if refusal(&frame).is_some() {
         let text = frame.error_text().unwrap_or_default().to_owned();
         return Err(BackendError::NotApplied(text));
     }
-    match frame.to_reply() {
-        Reply::Error(e) => Err(BackendError::Server(e)),
-        r => Ok(r),
-    }
-}
-
-fn closed() -> BackendError {
-    BackendError::Unknown("the connection closed while WAIT blocked".into())
-}
-
-/// `WAIT`'s reply as the replicas' count.
-fn acks(frame: Frame, connected: u32) -> Result<ReplicaAcks, BackendError> {
-    match frame {
-        Frame::Integer(n) => Ok(ReplicaAcks {
-            acked: u32::try_from(n).unwrap_or(0),
-            connected,
-        }),
-        other => match other.to_reply() {
-            Reply::Error(e) => Err(BackendError::Server(e)),
-            r => Err(BackendError::Unknown(format!("WAIT replied {r}"))),
-        },
-    }
+    on_engine::reply(frame)
 }
 
 /// The slot a call routes by: its first key's (a command's first argument's).
@@ -176,14 +147,12 @@ impl ClusterServer {
             seed,
             ..EngineConfig::default()
         };
-        let fixed = i64::try_from(lag.0).unwrap_or(i64::MAX);
-        let jitter = i64::try_from(lag.1.saturating_sub(lag.0)).unwrap_or(i64::MAX);
         let cluster = Cluster::new(
             clock.clone(),
             config,
             shards,
             replicas,
-            ReplicaLag::jittered(fixed, jitter),
+            replica_lag(lag),
             BASE_PORT,
         );
         let (places, nodes): (Vec<ServerNode>, Vec<Arc<Mutex<Engine>>>) = cluster
@@ -210,8 +179,7 @@ impl ClusterServer {
             tables: BTreeMap::new(),
             conns: BTreeMap::new(),
             next_conn: 0,
-            waits: BTreeMap::new(),
-            next_ticket: 0,
+            waits: Waits::default(),
             subscribers: BTreeSet::new(),
             may_have_published: false,
             notes: Vec::new(),
@@ -444,34 +412,13 @@ impl SimServer for ClusterServer {
                 return Synced::Done(Err(e), None);
             }
         };
-        match engine.execute_or_block(id, &wait.argv()) {
-            Some(frame) => {
-                engine.disconnect(id);
-                match acks(frame, connected) {
-                    Ok(a) => Synced::Done(Ok(script), Some(a)),
-                    Err(e) => Synced::Done(Err(e), None),
-                }
-            }
-            None => {
-                let wake = engine.block_deadline(id).unwrap_or(now_ms);
-                drop(engine);
-                let ticket = self.next_ticket;
-                self.next_ticket += 1;
-                self.waits.insert(
-                    ticket,
-                    PendingWait {
-                        node,
-                        conn: id,
-                        connected,
-                    },
-                );
-                Synced::Waiting {
-                    ticket,
-                    reply: script,
-                    wake,
-                }
-            }
-        }
+        let pending = PendingWait {
+            node,
+            conn: id,
+            connected,
+        };
+        self.waits
+            .send(&mut engine, pending, &wait.argv(), script, now_ms)
     }
 
     fn poll_wait(
@@ -479,35 +426,16 @@ impl SimServer for ClusterServer {
         ticket: u64,
         now_ms: i64,
     ) -> Result<Result<ReplicaAcks, BackendError>, i64> {
-        let Some(wait) = self.waits.get(&ticket) else {
+        let Some(node) = self.waits.node(ticket) else {
             return Ok(Err(closed()));
         };
-        let (node, conn, connected) = (wait.node, wait.conn, wait.connected);
         if self.failed.contains(&node) {
             // The primary it waited on failed over: its connections closed.
-            self.waits.remove(&ticket);
-            return Ok(Err(closed()));
+            return Ok(Err(self.waits.close(ticket)));
         }
         self.clock.set(now_ms);
         let mut engine = lock(&self.nodes[node]);
-        engine.catch_up();
-        let done = match engine.take_unblocked_reply(conn) {
-            Some(frame) => Some(acks(frame, connected)),
-            None if !engine.is_connected(conn) => Some(Err(closed())),
-            None => None,
-        };
-        match done {
-            Some(result) => {
-                engine.disconnect(conn);
-                drop(engine);
-                self.waits.remove(&ticket);
-                Ok(result)
-            }
-            None => Err(engine
-                .block_deadline(conn)
-                .unwrap_or(now_ms + 1)
-                .max(now_ms + 1)),
-        }
+        self.waits.poll(ticket, &mut engine, now_ms)
     }
 
     fn subscribe(&mut self, conn: ConnId, channel: &Bytes, now_ms: i64) {
@@ -557,17 +485,9 @@ impl SimServer for ClusterServer {
                 continue;
             };
             for (&node, &id) in &c.on {
-                for frame in lock(&self.nodes[node]).drain_outbox(id) {
-                    if let Frame::Push(items) | Frame::Array(items) = frame
-                        && let [
-                            Frame::Bulk(kind),
-                            Frame::Bulk(channel),
-                            Frame::Bulk(payload),
-                        ] = items.as_slice()
-                        && &kind[..] == b"message"
-                    {
-                        out.push((conn, channel.clone(), payload.clone()));
-                    }
+                let frames = lock(&self.nodes[node]).drain_outbox(id);
+                for (channel, payload) in frames.into_iter().filter_map(message) {
+                    out.push((conn, channel, payload));
                 }
             }
         }
@@ -585,23 +505,7 @@ impl SimServer for ClusterServer {
             .find_map(|&p| lock(&self.nodes[p]).value(0, key))
             .or_else(|| self.cluster.in_transit(key, now));
         let (value, deadline) = found?;
-        let mut state = LockState {
-            deadline,
-            ..LockState::default()
-        };
-        if let Value::Hash(hash) = value {
-            for (f, v) in hash.iter() {
-                if f == b"mode" {
-                    state.mode = Some(Bytes::copy_from_slice(v));
-                    continue;
-                }
-                let n = std::str::from_utf8(v).ok().and_then(|s| s.parse().ok());
-                state
-                    .owners
-                    .push((Bytes::copy_from_slice(f), n.unwrap_or(0)));
-            }
-        }
-        Some(state)
+        Some(lock_state(value, deadline))
     }
 
     fn fair_queue(
@@ -616,22 +520,7 @@ impl SimServer for ClusterServer {
                 .iter()
                 .find_map(|&p| lock(&self.nodes[p]).value(0, key))
         };
-        let scores: Vec<(Bytes, i64)> = match read(timeouts) {
-            Some((Value::ZSet(set), _)) => set
-                .iter()
-                .map(|(score, owner)| (owner.clone(), score as i64))
-                .collect(),
-            _ => Vec::new(),
-        };
-        let Some((Value::List(list), _)) = read(queue) else {
-            return Vec::new();
-        };
-        list.iter()
-            .map(|owner| {
-                let score = scores.iter().find(|(o, _)| o == owner).map(|(_, s)| *s);
-                (owner.clone(), score)
-            })
-            .collect()
+        fair_queue(read, queue, timeouts)
     }
 
     /// The cluster's own faults go to its map, and the clock is brought up to them at once

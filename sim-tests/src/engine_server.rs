@@ -12,27 +12,20 @@
 //! primary has no replica and the lock's check has nothing to wait for.
 
 use crate::case::Case;
+use crate::on_engine::{
+    PendingWait, Waits, closed, fair_queue, lock, lock_state, message, replica_lag, reply,
+};
 use crate::server::{ConnId, LockState, SimServer, Synced};
 use crate::world::EPOCH_MS;
 use bytes::Bytes;
 use fake_redis::{
-    ClientId, Engine, EngineConfig, Fault, Frame, ManualClock, NodeId, ReplicaLag, Topology, Value,
+    ClientId, Engine, EngineConfig, Fault, Frame, ManualClock, NodeId, Topology, Value,
 };
 use lock_core::machine::Call;
 use lock_core::script::{ReplicaAcks, ReplicaWait};
 use lock_core::{BackendError, Reply};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, MutexGuard};
-
-/// A `WAIT` blocked on the primary it was sent to.
-struct PendingWait {
-    /// The node (index in the topology) it waits on.
-    node: usize,
-    /// Its own connection there.
-    conn: ClientId,
-    /// How many replicas that primary had.
-    connected: u32,
-}
 
 /// The engine on a manual clock.
 pub struct EngineServer {
@@ -42,8 +35,7 @@ pub struct EngineServer {
     primary: usize,
     /// How many replicas follow the primary now.
     connected: u32,
-    waits: BTreeMap<u64, PendingWait>,
-    next_ticket: u64,
+    waits: Waits,
     clock: ManualClock,
     subscribers: BTreeSet<u64>,
     /// Whether a call since the last `take_messages` may have published (a release, a force
@@ -77,16 +69,12 @@ impl EngineServer {
             ..EngineConfig::default()
         };
         let primary = Engine::with_config(clock.clone(), config);
-        let fixed = i64::try_from(lag.0).unwrap_or(i64::MAX);
-        let jitter = i64::try_from(lag.1.saturating_sub(lag.0)).unwrap_or(i64::MAX);
-        let topology =
-            Topology::with_replicas(primary, replicas, ReplicaLag::jittered(fixed, jitter));
+        let topology = Topology::with_replicas(primary, replicas, replica_lag(lag));
         EngineServer {
             nodes: topology.nodes().map(|(_, e)| e.clone()).collect(),
             primary: 0,
             connected: u32::from(replicas),
-            waits: BTreeMap::new(),
-            next_ticket: 0,
+            waits: Waits::default(),
             clock,
             subscribers: BTreeSet::new(),
             may_have_published: false,
@@ -211,35 +199,6 @@ impl EngineServer {
     }
 }
 
-fn lock(engine: &Arc<Mutex<Engine>>) -> MutexGuard<'_, Engine> {
-    engine.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn closed() -> BackendError {
-    BackendError::Unknown("the connection closed while WAIT blocked".into())
-}
-
-/// `WAIT`'s reply as the replicas' count.
-fn acks(frame: Frame, connected: u32) -> Result<ReplicaAcks, BackendError> {
-    match frame {
-        Frame::Integer(n) => Ok(ReplicaAcks {
-            acked: u32::try_from(n).unwrap_or(0),
-            connected,
-        }),
-        other => match other.to_reply() {
-            Reply::Error(e) => Err(BackendError::Server(e)),
-            r => Err(BackendError::Unknown(format!("WAIT replied {r}"))),
-        },
-    }
-}
-
-fn reply(frame: Frame) -> Result<Reply, BackendError> {
-    match frame.to_reply() {
-        Reply::Error(e) => Err(BackendError::Server(e)),
-        r => Ok(r),
-    }
-}
-
 impl SimServer for EngineServer {
     fn connect(&mut self, node: NodeId) -> ConnId {
         self.engine().connect_as(node).0
@@ -284,36 +243,14 @@ impl SimServer for EngineServer {
                 return Synced::Done(Err(e), None);
             }
         };
-        let connected = self.connected;
-        let mut engine = self.engine();
-        match engine.execute_or_block(own, &wait.argv()) {
-            Some(frame) => {
-                engine.disconnect(own);
-                match acks(frame, connected) {
-                    Ok(a) => Synced::Done(Ok(reply), Some(a)),
-                    Err(e) => Synced::Done(Err(e), None),
-                }
-            }
-            None => {
-                let wake = engine.block_deadline(own).unwrap_or(now_ms);
-                drop(engine);
-                let ticket = self.next_ticket;
-                self.next_ticket += 1;
-                self.waits.insert(
-                    ticket,
-                    PendingWait {
-                        node: self.primary,
-                        conn: own,
-                        connected,
-                    },
-                );
-                Synced::Waiting {
-                    ticket,
-                    reply,
-                    wake,
-                }
-            }
-        }
+        let pending = PendingWait {
+            node: self.primary,
+            conn: own,
+            connected: self.connected,
+        };
+        let mut engine = lock(&self.nodes[self.primary]);
+        self.waits
+            .send(&mut engine, pending, &wait.argv(), reply, now_ms)
     }
 
     fn poll_wait(
@@ -321,35 +258,16 @@ impl SimServer for EngineServer {
         ticket: u64,
         now_ms: i64,
     ) -> Result<Result<ReplicaAcks, BackendError>, i64> {
-        let Some(wait) = self.waits.get(&ticket) else {
+        let Some(node) = self.waits.node(ticket) else {
             return Ok(Err(closed()));
         };
-        let (node, conn, connected) = (wait.node, wait.conn, wait.connected);
         if node != self.primary {
             // The primary it waited on failed over: its connections closed.
-            self.waits.remove(&ticket);
-            return Ok(Err(closed()));
+            return Ok(Err(self.waits.close(ticket)));
         }
         self.clock.set(now_ms);
-        let mut engine = self.engine();
-        engine.catch_up();
-        let done = match engine.take_unblocked_reply(conn) {
-            Some(frame) => Some(acks(frame, connected)),
-            None if !engine.is_connected(conn) => Some(Err(closed())),
-            None => None,
-        };
-        match done {
-            Some(result) => {
-                engine.disconnect(conn);
-                drop(engine);
-                self.waits.remove(&ticket);
-                Ok(result)
-            }
-            None => Err(engine
-                .block_deadline(conn)
-                .unwrap_or(now_ms + 1)
-                .max(now_ms + 1)),
-        }
+        let mut engine = lock(&self.nodes[node]);
+        self.waits.poll(ticket, &mut engine, now_ms)
     }
 
     fn call(&mut self, conn: ConnId, call: &Call, now_ms: i64) -> Result<Reply, BackendError> {
@@ -406,17 +324,9 @@ impl SimServer for EngineServer {
             return out;
         }
         for &conn in &self.subscribers {
-            for frame in self.engine().drain_outbox(ClientId(conn)) {
-                if let Frame::Push(items) | Frame::Array(items) = frame
-                    && let [
-                        Frame::Bulk(kind),
-                        Frame::Bulk(channel),
-                        Frame::Bulk(payload),
-                    ] = items.as_slice()
-                    && &kind[..] == b"message"
-                {
-                    out.push((conn, channel.clone(), payload.clone()));
-                }
+            let frames = self.engine().drain_outbox(ClientId(conn));
+            for (channel, payload) in frames.into_iter().filter_map(message) {
+                out.push((conn, channel, payload));
             }
         }
         out
@@ -425,27 +335,7 @@ impl SimServer for EngineServer {
     fn lock_state(&mut self, key: &Bytes, now_ms: i64) -> Option<LockState> {
         self.clock.set(now_ms);
         let (value, deadline) = self.engine().value(0, key)?;
-        let Value::Hash(hash) = value else {
-            return Some(LockState {
-                deadline,
-                ..LockState::default()
-            });
-        };
-        let mut state = LockState {
-            deadline,
-            ..LockState::default()
-        };
-        for (f, v) in hash.iter() {
-            if f == b"mode" {
-                state.mode = Some(Bytes::copy_from_slice(v));
-                continue;
-            }
-            let n = std::str::from_utf8(v).ok().and_then(|s| s.parse().ok());
-            state
-                .owners
-                .push((Bytes::copy_from_slice(f), n.unwrap_or(0)));
-        }
-        Some(state)
+        Some(lock_state(value, deadline))
     }
 
     fn fair_queue(
@@ -455,22 +345,7 @@ impl SimServer for EngineServer {
         now_ms: i64,
     ) -> Vec<(Bytes, Option<i64>)> {
         self.clock.set(now_ms);
-        let scores = match self.engine().value(0, timeouts) {
-            Some((Value::ZSet(set), _)) => set
-                .iter()
-                .map(|(score, owner)| (owner.clone(), score as i64))
-                .collect(),
-            _ => Vec::new(),
-        };
-        let Some((Value::List(list), _)) = self.engine().value(0, queue) else {
-            return Vec::new();
-        };
-        list.iter()
-            .map(|owner| {
-                let score = scores.iter().find(|(o, _)| o == owner).map(|(_, s)| *s);
-                (owner.clone(), score)
-            })
-            .collect()
+        fair_queue(|key| self.engine().value(0, key), queue, timeouts)
     }
 
     /// By the engine's own fault actions, at once, rather than scheduled with

@@ -9,6 +9,7 @@ pub mod checkers;
 pub mod cluster_server;
 pub mod engine_server;
 pub mod history;
+mod on_engine;
 pub mod server;
 pub mod strategy;
 pub mod world;

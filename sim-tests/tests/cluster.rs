@@ -17,6 +17,9 @@
 //! Each suite runs `sim_tests::cases(n)` cases: CI's default, and ten times as many as a soak
 //! with `SIM_CASES=10000`.
 
+mod common;
+
+use common::{all, checkers, clean_run};
 use proptest::prelude::*;
 use sim_tests::strategy::{Envelope, cases};
 use sim_tests::{Case, Checker, ClientSpec, Fault, Run, explain, run};
@@ -66,14 +69,6 @@ fn cluster_case(sync: bool) -> Case {
     case
 }
 
-fn checkers(run: &Run) -> BTreeSet<Checker> {
-    run.violations.iter().map(|v| v.checker).collect()
-}
-
-fn all(run: &Run) -> Vec<&sim_tests::Violation> {
-    run.violations.iter().collect()
-}
-
 fn safety(run: &Run) -> Vec<&sim_tests::Violation> {
     run.violations
         .iter()
@@ -92,12 +87,7 @@ fn the_locks_of_a_case_spread_over_the_shards_and_each_is_granted_on_its_own() {
     let mut d = ClientSpec::new("d", 0);
     d.start = 1_000;
     case.clients.push(d);
-    let run = run(&case);
-    assert!(
-        run.violations.is_empty(),
-        "{}",
-        explain(&case, &run, &all(&run))
-    );
+    let run = clean_run(&case);
     for client in ["a", "b", "c", "d"] {
         assert!(run.first(client, "acquire").is_some(), "{}", run.timeline());
     }
@@ -211,12 +201,7 @@ fn a_locks_slot_migrating_while_it_is_held_is_followed_and_stays_exclusive() {
             at: 5_000,
             for_ms: 12_000,
         }];
-        let run = run(&case);
-        assert!(
-            run.violations.is_empty(),
-            "{}",
-            explain(&case, &run, &all(&run))
-        );
+        let run = clean_run(&case);
         let renewals = run.all("a", "renew");
         let during = renewals.iter().any(|&t| (5_000..17_000).contains(&t));
         assert_eq!(during, !sync, "{}", run.timeline());
@@ -278,12 +263,7 @@ fn a_holder_cut_off_from_its_primary_times_out_and_gives_the_lock_up_in_time() {
         for_ms: 40_000,
         clients: vec![0],
     }];
-    let run = run(&case);
-    assert!(
-        run.violations.is_empty(),
-        "{}",
-        explain(&case, &run, &all(&run))
-    );
+    let run = clean_run(&case);
     assert!(traced(&run, "lost (partitioned)"), "{}", run.timeline());
     assert!(run.first("a", "timeout").is_some(), "{}", run.timeline());
     // a's lease runs out on the server (about 31 s) and b, not cut off, takes the lock then.

@@ -12,6 +12,9 @@
 //! Outside the envelope (check off), the suite reports only what data loss can break, as
 //! `data_loss.rs` does for the single node's rollback failover.
 
+mod common;
+
+use common::{all, checkers, clean_run};
 use proptest::prelude::*;
 use sim_tests::strategy::{Envelope, cases};
 use sim_tests::{Case, Checker, ClientSpec, Fault, Run, explain, run};
@@ -37,14 +40,6 @@ fn lagging_case(sync: bool, at: u64) -> Case {
         shard: 0,
     }];
     case
-}
-
-fn checkers(run: &Run) -> BTreeSet<Checker> {
-    run.violations.iter().map(|v| v.checker).collect()
-}
-
-fn all(run: &Run) -> Vec<&sim_tests::Violation> {
-    run.violations.iter().collect()
 }
 
 /// The first time `actor` marked `what`.
@@ -90,12 +85,7 @@ fn without_the_replica_check_a_failover_within_the_lag_grants_a_second_owner_and
 #[test]
 fn with_the_replica_check_the_same_failover_loses_no_confirmed_acquire() {
     let case = lagging_case(true, 1_100);
-    let run = run(&case);
-    assert!(
-        run.violations.is_empty(),
-        "{}",
-        explain(&case, &run, &all(&run))
-    );
+    let run = clean_run(&case);
     // a's grant waited for the replica; the failover came first, so a was never told, and b
     // was granted on the new primary; a got the lock afterwards, or waits for b.
     assert!(
@@ -117,12 +107,7 @@ fn with_the_replica_check_the_same_failover_loses_no_confirmed_acquire() {
 fn with_the_replica_check_a_grant_the_replica_acknowledged_survives_the_failover() {
     // The failover comes 500 ms after a's acquire, past the 200 ms lag: the replica has the grant.
     let case = lagging_case(true, 1_500);
-    let run = run(&case);
-    assert!(
-        run.violations.is_empty(),
-        "{}",
-        explain(&case, &run, &all(&run))
-    );
+    let run = clean_run(&case);
     let a_at = first(&run, "a", "acquire").expect("a acquired");
     assert!((1_200..1_500).contains(&a_at), "{}", run.timeline());
     // a waited for its replica (a round trip plus the lag) and kept the lock across the failover:
@@ -190,12 +175,7 @@ fn a_primary_partitioned_from_its_replica_has_its_grants_refused_and_a_cut_clien
         for_ms: 5_000,
         clients: vec![1],
     }];
-    let run = run(&case);
-    assert!(
-        run.violations.is_empty(),
-        "{}",
-        explain(&case, &run, &all(&run))
-    );
+    let run = clean_run(&case);
     // a reaches the primary, whose WAIT comes back short while its replica is cut off.
     assert!(
         run.trace
