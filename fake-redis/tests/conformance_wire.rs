@@ -405,6 +405,47 @@ async fn the_smaller_divergences_found_by_mutation_are_gone() {
                 request(&[b"HSCAN", b"nosuch", b"0", b"BOGUS"]),
                 request(&[b"WAIT", b"0", b"0"]),
                 request(&[b"WAIT", b"1", b"100"]),
+                // A score, a coordinate and a float increment are read as C's strtod reads them.
+                request(&[
+                    b"ZADD", b"zh", b"0x10", b"a", b"0x10.5", b"b", b"-0x1P2", b"c",
+                ]),
+                request(&[b"ZADD", b"zh", b"0xep1", b"d", b"0x0p5", b"e"]),
+                request(&[b"ZADD", b"zh", b"0x1p-99999", b"f"]),
+                request(&[b"ZADD", b"zh", b"0x1p99999", b"f"]),
+                request(&[b"ZADD", b"zh", b"0x", b"f"]),
+                request(&[b"ZADD", b"zh", b" 0x1", b"f"]),
+                request(&[b"ZADD", b"zh", b"", b"f"]),
+                request(&[b"ZINCRBY", b"zh", b"0x.8", b"a"]),
+                request(&[b"ZADD", b"zh", b"INCR", b"0x2", b"b"]),
+                request(&[b"ZRANGE", b"zh", b"0", b"-1", b"WITHSCORES"]),
+                request(&[b"INCRBYFLOAT", b"xf", b"0x10"]),
+                request(&[b"HINCRBYFLOAT", b"hf", b"a", b"0x1p1"]),
+                request(&[b"GEOADD", b"geo", b"0x1", b"0x1", b"m"]),
+                request(&[b"GEOPOS", b"geo", b"m"]),
+                request(&[b"BLPOP", b"nosuch", b"0x0.1"]),
+                // A Lua number past 64 bits becomes the integer C's cast makes of it.
+                request(&[
+                    b"EVAL",
+                    b"return tonumber(ARGV[1])",
+                    b"0",
+                    b"9223372036854775808",
+                ]),
+                request(&[b"EVAL", b"return tonumber(ARGV[1])", b"0", b"-1e300"]),
+                request(&[b"EVAL", b"return 0/0", b"0"]),
+                request(&[b"EVAL", b"return -9223372036854775808", b"0"]),
+                request(&[b"EVAL", b"return {1e19, -2.9}", b"0"]),
+                // A database index is read as a 32-bit integer.
+                request(&[b"SELECT", b"-2147483649"]),
+                request(&[b"SELECT", b"2147483648"]),
+                request(&[b"SELECT", b"99"]),
+                request(&[b"MOVE", b"s", b"2147483648"]),
+                request(&[b"COPY", b"s", b"t", b"DB", b"-2147483649"]),
+                request(&[b"SWAPDB", b"0", b"2147483648"]),
+                request(&[b"SWAPDB", b"-2147483649", b"0"]),
+                // A syntax error names the offending token in the script's own bytes.
+                request(&[b"EVAL", b"return \xc1", b"0"]),
+                request(&[b"EVAL", b"return {ARGV[1\x87}", b"0"]),
+                request(&[b"SCRIPT", b"LOAD", b"x = \xff\xfe"]),
             ]),
         )
         .await;

@@ -162,7 +162,7 @@ fn hello_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 }
 
 fn select_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
-    let index = args.next_int()?;
+    let index = i64::from(args.next_i32()?);
     if index != 0 && cx.engine().is_cluster_node() {
         return Err(Frame::error("ERR SELECT is not allowed in cluster mode"));
     }

@@ -441,7 +441,7 @@ fn copy_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         if is(opt, "replace") {
             replace = true;
         } else if is(opt, "db") && args.remaining() > 0 {
-            let id = args.next_int()?;
+            let id = i64::from(args.next_i32()?);
             if !(0..DATABASES as i64).contains(&id) {
                 return Err(Frame::error("ERR DB index is out of range"));
             }

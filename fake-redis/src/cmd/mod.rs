@@ -632,19 +632,30 @@ pub(crate) fn float(arg: &[u8]) -> Option<f64> {
     Some(v)
 }
 
-/// A command argument as a double, as Redis's `getDoubleFromObject` reads it: [`float`]'s text,
-/// and a value out of range refused, as `strtod`'s `ERANGE` is, whether it overflows to
-/// infinity or underflows to zero (`1e-400`). Callers answer their own error.
+/// A command argument as a double, as Redis's `getDoubleFromObject` reads it: C's `strtod` over
+/// the whole argument (so hexadecimal, `0x1p3`, is read too), refusing the empty argument, a
+/// leading space, NaN, and a value out of range, as `strtod`'s `ERANGE` is, whether it overflows
+/// to infinity or underflows to zero (`1e-400`). Callers answer their own error.
 pub(crate) fn strict_double(arg: &[u8]) -> Option<f64> {
-    let v = float(arg)?;
+    if arg
+        .first()
+        .is_none_or(|c| c.is_ascii_whitespace() || *c == 0x0b)
+    {
+        return None;
+    }
+    let v = zsets::strtod(arg)?;
     let text = arg.to_ascii_lowercase();
     let unsigned = text
         .strip_prefix(b"-")
         .or(text.strip_prefix(b"+"))
         .unwrap_or(&text);
-    let mantissa = unsigned.split(|&b| b == b'e').next().unwrap_or_default();
+    let mantissa = match unsigned.strip_prefix(b"0x") {
+        Some(hex) => hex.split(|&b| b == b'p').next(),
+        None => unsigned.split(|&b| b == b'e').next(),
+    }
+    .unwrap_or_default();
     let overflow = v.is_infinite() && !unsigned.starts_with(b"inf");
-    let underflow = v == 0.0 && mantissa.iter().any(|b| (b'1'..=b'9').contains(b));
+    let underflow = v == 0.0 && mantissa.iter().any(|b| b.is_ascii_hexdigit() && *b != b'0');
     (!overflow && !underflow).then_some(v)
 }
 

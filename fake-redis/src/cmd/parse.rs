@@ -66,6 +66,17 @@ impl<'a> Args<'a> {
         int(self.next_bytes()?)
     }
 
+    /// The next argument as a 32-bit integer, as Redis's `getIntFromObjectOrReply` reads a
+    /// database index: not an integer gives `ERR value is not an integer or out of range`, and
+    /// an integer past 32 bits `ERR value is out of range, value must between -2147483648 and
+    /// 2147483647`.
+    pub fn next_i32(&mut self) -> Result<i32, Frame> {
+        let value = self.next_int()?;
+        i32::try_from(value).map_err(|_| {
+            Frame::error("ERR value is out of range, value must between -2147483648 and 2147483647")
+        })
+    }
+
     /// The next argument as a `long double`, as `INCRBYFLOAT` reads its increment (`ERR value
     /// is not a valid float`).
     pub fn next_float(&mut self) -> Result<Parsed, Frame> {

@@ -816,7 +816,7 @@ fn role_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
 /// has the key already.
 fn move_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let key = args.next_bytes()?;
-    let db = args.next_int()?;
+    let db = i64::from(args.next_i32()?);
     if !(0..crate::engine::DATABASES as i64).contains(&db) {
         return Err(Frame::error("ERR DB index is out of range"));
     }
@@ -847,7 +847,11 @@ fn move_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 /// `SWAPDB index1 index2`: the two databases trade their keys (`Db::swap` says what stays).
 fn swapdb_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let index = |arg: &[u8], which: &str| {
-        int(arg).map_err(|_| Frame::error_owned(format!("ERR invalid {which} DB index")))
+        int(arg)
+            .ok()
+            .and_then(|i| i32::try_from(i).ok())
+            .map(i64::from)
+            .ok_or_else(|| Frame::error_owned(format!("ERR invalid {which} DB index")))
     };
     let first = index(args.next_bytes()?, "first")?;
     let second = index(args.next_bytes()?, "second")?;

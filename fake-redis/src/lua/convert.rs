@@ -23,6 +23,18 @@ pub(super) fn lua_to_reply(value: &Value, resp: u8) -> Frame {
     to_reply(value, resp, 0)
 }
 
+/// A Lua number as Redis turns it into an integer reply, C's `(long long)` cast as x86-64 makes
+/// it: toward zero, and the one value `i64::MIN` for NaN and for anything past 64 bits (Rust's
+/// `as` would saturate instead, so `tonumber("9223372036854775808")` would come back positive).
+fn c_long_long(n: f64) -> i64 {
+    const LIMIT: f64 = 9_223_372_036_854_775_808.0;
+    if n.is_nan() || !(-LIMIT..LIMIT).contains(&n) {
+        i64::MIN
+    } else {
+        n as i64
+    }
+}
+
 fn to_reply(value: &Value, resp: u8, depth: usize) -> Frame {
     if depth > MAX_DEPTH {
         return Frame::error("ERR reached lua stack limit");
@@ -35,7 +47,7 @@ fn to_reply(value: &Value, resp: u8, depth: usize) -> Frame {
             (_, b) => Frame::Boolean(*b),
         },
         Value::Integer(n) => Frame::Integer(*n),
-        Value::Number(n) => Frame::Integer(*n as i64),
+        Value::Number(n) => Frame::Integer(c_long_long(*n)),
         Value::Table(t) => table_to_reply(t, resp, depth),
         _ => Frame::Null,
     }

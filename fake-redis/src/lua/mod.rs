@@ -164,6 +164,9 @@ pub(crate) struct Vm {
     scripts: BTreeMap<[u8; 40], Loaded>,
     /// How many bytes the state may hold while a script's own code runs.
     memory_limit: usize,
+    /// The state's `loadstring`, which gives a syntax error's text as Lua's bytes (mlua's error
+    /// holds it as UTF-8, with any other byte of the offending token replaced).
+    loadstring: Function,
 }
 
 impl Vm {
@@ -171,6 +174,7 @@ impl Vm {
         let resp = Arc::new(AtomicU8::new(2));
         let (lua, globals, env, redis) = env::build(rand, resp.clone())?;
         let handler: Function = globals.raw_get("__redis__err__handler")?;
+        let loadstring: Function = globals.raw_get("loadstring")?;
         let xpcall: Function = lua.named_registry_value(env::RAW_XPCALL)?;
         let executed = Arc::new(AtomicU64::new(0));
         let main = lua.current_thread();
@@ -207,6 +211,7 @@ impl Vm {
             calls,
             scripts: BTreeMap::new(),
             memory_limit: env::SCRIPT_MEMORY,
+            loadstring,
         })
     }
 
@@ -251,11 +256,27 @@ impl Vm {
             .into_function()
             .map_err(|e| {
                 let text = match &e {
-                    mlua::Error::SyntaxError { message, .. } => message.clone(),
-                    other => other.to_string(),
+                    mlua::Error::SyntaxError { message, .. } => self
+                        .syntax_error(code, name)
+                        .unwrap_or_else(|| message.clone().into_bytes()),
+                    other => other.to_string().into_bytes(),
                 };
-                Frame::error_owned(format!("ERR {what}: {text}"))
+                let mut reply = format!("ERR {what}: ").into_bytes();
+                reply.extend_from_slice(&text);
+                Frame::error_from_bytes(reply)
             })
+    }
+
+    /// Lua's own text of `code`'s syntax error, byte for byte as Redis echoes it (the offending
+    /// token may be any bytes); `None` if `loadstring` compiles it after all.
+    fn syntax_error(&self, code: &[u8], name: &str) -> Option<Vec<u8>> {
+        let code = self.lua.create_string(code).ok()?;
+        let (function, error): (Value, Option<mlua::LuaString>) =
+            self.loadstring.call((code, name)).ok()?;
+        if !function.is_nil() {
+            return None;
+        }
+        Some(error?.as_bytes().to_vec())
     }
 }
 
