@@ -10,7 +10,8 @@
 //! the server to shut down.
 //!
 //! Output is written once it holds 64 KiB (Redis's per-event write bound) even if more requests
-//! are waiting. While a write is blocked (a client that does not read its replies), the
+//! are waiting, unless the client's class has an output limit: then, as in Redis, the requests
+//! already read all run first, and their replies count against the limit together. While a write is blocked (a client that does not read its replies), the
 //! connection reads on and runs the requests that arrive, and collects the pushes that arrive,
 //! as Redis runs them with the replies waiting in its output buffer: a command pipelined behind
 //! unread replies still runs. What bounds the waiting output is Redis's
@@ -48,7 +49,7 @@
 
 use super::admin::{self, AdminCommand, Outcome};
 use super::{Shared, stopped};
-use crate::engine::output_limits::OutputWatch;
+use crate::engine::output_limits::{OutputLimit, OutputWatch};
 use crate::engine::{ClientId, Engine};
 use crate::fault::{Admission, CommandFate, DeliveryFate, FaultEventKind, NodeId};
 use crate::inprocess::link::{ScriptKind, ScriptWatch, lock, lock_unless_busy};
@@ -437,7 +438,8 @@ impl Connection {
             return Flow::AwaitScript;
         }
         loop {
-            let argv = match self.next_request() {
+            // The busy replies are small: the high-water mark alone bounds them.
+            let argv = match self.next_request(false) {
                 Ok(argv) => argv,
                 Err(flow) => return flow,
             };
@@ -512,7 +514,8 @@ impl Connection {
             if self.past_output_limit(engine) {
                 return Flow::Close;
             }
-            let argv = match self.next_request() {
+            let limited = self.has_output_limit(engine);
+            let argv = match self.next_request(limited) {
                 Ok(argv) => argv,
                 Err(flow) => return flow,
             };
@@ -524,8 +527,13 @@ impl Connection {
 
     /// The next complete request in the input, or what the step does instead: write first (the
     /// output is at its high-water mark), read more, or close after a protocol error's reply.
-    fn next_request(&mut self) -> Result<Vec<Bytes>, Flow> {
-        if self.output.len() >= OUTPUT_HIGH_WATER && !self.write_blocked {
+    ///
+    /// A client under an output limit (`limited`) is not written to before the requests already
+    /// read have run: Redis runs a read's whole pipeline before it writes, so its replies count
+    /// against the limit together, and a client whose pipeline passes it is closed before the
+    /// rest runs. (Without a limit the high-water mark only bounds the fake's memory.)
+    fn next_request(&mut self, limited: bool) -> Result<Vec<Bytes>, Flow> {
+        if self.output.len() >= OUTPUT_HIGH_WATER && !self.write_blocked && !limited {
             return Err(Flow::Write);
         }
         match self.parser.parse(&mut self.input) {
@@ -760,13 +768,8 @@ impl Connection {
             self.output_watch = OutputWatch::default();
             return false;
         }
-        let limits = &engine.config().output_limits;
         let subscriber = engine.is_subscriber(self.client);
-        let limit = if subscriber {
-            &limits.pubsub
-        } else {
-            &limits.normal
-        };
+        let limit = self.class_limit(engine);
         let used = u64::try_from(pending - REPLY_BUFFER).unwrap_or(u64::MAX);
         if !self
             .output_watch
@@ -782,6 +785,23 @@ impl Connection {
         self.output.clear();
         self.overflow.clear();
         true
+    }
+
+    /// The `client-output-buffer-limit` of the client's class: pub/sub while it has a
+    /// subscription, normal otherwise.
+    fn class_limit<'e>(&self, engine: &'e Engine) -> &'e OutputLimit {
+        let limits = &engine.config().output_limits;
+        if engine.is_subscriber(self.client) {
+            &limits.pubsub
+        } else {
+            &limits.normal
+        }
+    }
+
+    /// Whether the client's class sets a limit (a hard or a soft size).
+    fn has_output_limit(&self, engine: &Engine) -> bool {
+        let limit = self.class_limit(engine);
+        limit.hard > 0 || limit.soft > 0
     }
 
     /// Takes a write's result: what it wrote leaves the output.
