@@ -205,3 +205,51 @@ fn expired_events_go_on_after_a_restart() {
         )]
     );
 }
+
+/// The `INFO` field `name` of `engine`, through a client of its own.
+fn info_field(engine: &mut Engine, name: &str) -> String {
+    let client = engine.connect();
+    let info = match engine.execute(client, &argv("INFO everything")) {
+        Frame::Bulk(info) | Frame::Verbatim { text: info, .. } => info,
+        other => panic!("INFO answers text, not {other:?}"),
+    };
+    engine.disconnect(client);
+    String::from_utf8_lossy(&info)
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}:")))
+        .unwrap_or_else(|| panic!("INFO has no {name}"))
+        .to_owned()
+}
+
+#[test]
+fn a_restart_starts_the_counters_and_the_uptime_over_as_a_new_process_does() {
+    let clock = ManualClock::default();
+    let mut engine = Engine::new(clock.clone());
+    let client = engine.connect();
+    engine.execute(client, &argv("CONFIG SET slowlog-log-slower-than 0"));
+    engine.execute(client, &argv("SET k v"));
+    engine.execute(client, &argv("GET k"));
+    engine.execute(client, &argv("GET nosuch"));
+    clock.advance(5_000);
+    assert_eq!(info_field(&mut engine, "keyspace_hits"), "1");
+    assert_eq!(info_field(&mut engine, "keyspace_misses"), "1");
+    assert_eq!(info_field(&mut engine, "uptime_in_seconds"), "5");
+    let run_id = info_field(&mut engine, "run_id");
+    engine.restart();
+    let client = engine.connect();
+    assert_eq!(
+        engine.execute(client, &argv("SLOWLOG LEN")),
+        Frame::Integer(0)
+    );
+    for (field, fresh) in [
+        ("keyspace_hits", "0"),
+        ("keyspace_misses", "0"),
+        ("uptime_in_seconds", "0"),
+        ("total_error_replies", "0"),
+        // The SLOWLOG client and the INFO clients since the restart.
+        ("total_connections_received", "6"),
+    ] {
+        assert_eq!(info_field(&mut engine, field), fresh, "{field}");
+    }
+    assert_ne!(info_field(&mut engine, "run_id"), run_id);
+}

@@ -998,10 +998,15 @@ impl Engine {
 
     /// Restarts the server now: every connection closes, the script cache empties, the users
     /// are `default` alone again (the fake has no ACL file), and the data and the Functions
-    /// libraries are lost unless persistence is on.
+    /// libraries are lost unless persistence is on. As a new process's, the counters `INFO`
+    /// reports, the slow log and the uptime start over, and `run_id` changes with the start
+    /// time.
     pub fn restart(&mut self) {
         let persistence = self.config.persistence;
         self.close_all_connections();
+        self.stats = Stats::default();
+        self.key_misses.clear();
+        self.started_at = self.now();
         self.acl = crate::cmd::Acl::new(self.config.requirepass.as_deref());
         self.shut_down = false;
         self.pause = None;
