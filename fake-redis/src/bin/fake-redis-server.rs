@@ -197,20 +197,14 @@ async fn serve_replicated(
     lag: fake_redis::ReplicaLag,
     master_name: &str,
 ) -> ExitCode {
-    let listeners = match fake_redis::server::bind_group(&config, usize::from(replicas) + 2).await {
-        Ok(l) => l,
-        Err(e) => {
-            tracing::error!("{e}");
-            return ExitCode::FAILURE;
-        }
+    let Some((listeners, ports)) = bind_doors(&config, usize::from(replicas) + 2).await else {
+        return ExitCode::FAILURE;
     };
-    let ports: Vec<u16> = listeners
-        .iter()
-        .filter_map(|l| l.local_addr().ok())
-        .map(|a| a.port())
-        .collect();
     log_start(&config);
-    for (door, port) in ServerGroup::replicated_doors(replicas).iter().zip(&ports) {
+    for (door, port) in ServerGroup::replicated_doors(replicas)
+        .iter()
+        .zip(&ports.all)
+    {
         match door {
             Door::Node(node) => tracing::info!(port, "{node} on port {port}"),
             Door::Sentinel => tracing::info!(
@@ -219,7 +213,7 @@ async fn serve_replicated(
             ),
         }
     }
-    let group = ServerGroup::replicated(&config, ports[0], replicas, lag, master_name);
+    let group = ServerGroup::replicated(&config, ports.base, replicas, lag, master_name);
     group.run(listeners, shutdown_signal()).await;
     ExitCode::SUCCESS
 }
@@ -232,23 +226,11 @@ async fn serve_clustered(
     lag: fake_redis::ReplicaLag,
 ) -> ExitCode {
     let doors = ServerGroup::clustered_doors(shards, replicas);
-    let listeners = match fake_redis::server::bind_group(&config, doors.len()).await {
-        Ok(l) => l,
-        Err(e) => {
-            tracing::error!("{e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let ports: Vec<u16> = listeners
-        .iter()
-        .filter_map(|l| l.local_addr().ok())
-        .map(|a| a.port())
-        .collect();
-    let Some(&base) = ports.first() else {
+    let Some((listeners, ports)) = bind_doors(&config, doors.len()).await else {
         return ExitCode::FAILURE;
     };
     log_start(&config);
-    for (door, port) in doors.iter().zip(&ports) {
+    for (door, port) in doors.iter().zip(&ports.all) {
         if let Door::Node(node) = door {
             let shard = node.shard();
             match node.replica_index() {
@@ -257,9 +239,44 @@ async fn serve_clustered(
             }
         }
     }
-    let group = ServerGroup::clustered(&config, base, shards, replicas, lag);
+    let group = ServerGroup::clustered(&config, ports.base, shards, replicas, lag);
     group.run(listeners, shutdown_signal()).await;
     ExitCode::SUCCESS
+}
+
+/// The ports a group's listeners took: every one, in order, and the first.
+struct Ports {
+    all: Vec<u16>,
+    base: u16,
+}
+
+/// Binds `count` consecutive doors for a group (`server::bind_group`), or logs why not.
+async fn bind_doors(
+    config: &ServerConfig,
+    count: usize,
+) -> Option<(Vec<tokio::net::TcpListener>, Ports)> {
+    let listeners = match fake_redis::server::bind_group(config, count).await {
+        Ok(l) => l,
+        Err(e) => {
+            tracing::error!("{e}");
+            return None;
+        }
+    };
+    let all = listeners
+        .iter()
+        .map(|l| l.local_addr().map(|a| a.port()))
+        .collect::<std::io::Result<Vec<u16>>>();
+    match all {
+        Ok(all) if !all.is_empty() => {
+            let base = all[0];
+            Some((listeners, Ports { all, base }))
+        }
+        Ok(_) => None,
+        Err(e) => {
+            tracing::error!("a listener has no address: {e}");
+            None
+        }
+    }
 }
 
 /// The start's log lines: the virtual clock's epoch (to replay with), then the settings.

@@ -745,8 +745,10 @@ fn first_port(listeners: &[TcpListener]) -> Result<u16, ServerError> {
 }
 
 /// Binds `count` consecutive ports from `config.port`, with its `tcp_backlog`. With port 0 it
-/// looks for a free run of `count` ports (the first picked by the system, the others after it),
-/// trying again elsewhere when one of them is taken.
+/// looks for a free run of `count` ports below the system's ephemeral range, trying again
+/// elsewhere when one of them is taken. (In the ephemeral range, the local port of an outgoing
+/// connection, even one closed a minute ago and waiting in `TIME_WAIT`, keeps a listener off it,
+/// and a busy machine holds thousands of them there.)
 ///
 /// # Errors
 ///
@@ -775,13 +777,54 @@ pub async fn bind_group(
         return run_from(bind(config).await?).await;
     }
     let mut last = None;
-    for _ in 0..50 {
-        match run_from(bind(config).await?).await {
+    for attempt in 0..50 {
+        // A port the system picks is a draw that differs from run to run and between processes;
+        // it is mapped below the ephemeral range, where only listeners take ports.
+        let drawn = bind(config)
+            .await?
+            .local_addr()
+            .map_err(ServerError::LocalAddr)?;
+        let base = port_below_ephemeral(drawn.port(), attempt, count);
+        let first = match bind(&at(base)).await {
+            Ok(first) => first,
+            Err(e) => {
+                last = Some(e);
+                continue;
+            }
+        };
+        match run_from(first).await {
             Ok(listeners) => return Ok(listeners),
             Err(e) => last = Some(e),
         }
     }
     Err(last.expect("tried at least once"))
+}
+
+/// Where the system's ephemeral ports start (Linux's `ip_local_port_range`; 32768 by default).
+fn ephemeral_start() -> u16 {
+    #[cfg(target_os = "linux")]
+    if let Ok(range) = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        && let Some(low) = range.split_whitespace().next().and_then(|l| l.parse().ok())
+    {
+        return low;
+    }
+    32_768
+}
+
+/// A base port for a run of `count` ports between 10000 and the ephemeral range, from the
+/// system's draw `drawn` and the attempt's number.
+fn port_below_ephemeral(drawn: u16, attempt: u32, count: usize) -> u16 {
+    const LOWEST: usize = 10_000;
+    let top = usize::from(ephemeral_start()).saturating_sub(count);
+    if top < LOWEST + 1_000 {
+        // No room below the ephemeral range: the system's draw it is.
+        return drawn;
+    }
+    let span = top - LOWEST;
+    let mixed = usize::from(drawn)
+        .wrapping_mul(2_654_435_761)
+        .wrapping_add(attempt as usize * 7_919);
+    u16::try_from(LOWEST + mixed % span).unwrap_or(drawn)
 }
 
 /// A [`ServerGroup`] serving in a background task (see [`ServerGroup::start_replicated`],
