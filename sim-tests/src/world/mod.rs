@@ -43,6 +43,7 @@ use network::Network;
 use observe::OpenGrant;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
+use std::sync::Arc;
 use workload::{Holding, Phase};
 
 /// What each random draw of a run is for. A draw is a pure function of (seed, stream, client,
@@ -224,6 +225,12 @@ pub struct World<S: SimServer> {
     granted_tokens: BTreeMap<(u32, u64), Bytes>,
     /// Lock key → lock number, for the locks the case uses.
     lock_index: BTreeMap<Bytes, u32>,
+    /// Lock number → its key, for the locks the case uses: the observers read a lock after
+    /// every call that touched it, and formatting its name each time was most of the reading.
+    lock_keys: BTreeMap<u32, Bytes>,
+    /// Each client's name, shared: the trace's actor, taken on every event whether or not a
+    /// trace is written.
+    names: Vec<Arc<str>>,
     /// Whether to write the trace and marks (off for throughput measurements).
     tracing: bool,
     /// The foreign clients, if any.
@@ -287,10 +294,14 @@ impl<S: SimServer> World<S> {
             .iter()
             .map(|&lock| (lock, config.key_layout.fair_lock(&lock_name(lock))))
             .collect();
-        let mut lock_index: BTreeMap<Bytes, u32> = case
+        let lock_keys: BTreeMap<u32, Bytes> = case
             .clients
             .iter()
-            .map(|c| (Bytes::from(lock_name(c.lock)), c.lock))
+            .map(|c| (c.lock, Bytes::from(lock_name(c.lock))))
+            .collect();
+        let mut lock_index: BTreeMap<Bytes, u32> = lock_keys
+            .iter()
+            .map(|(&lock, key)| (key.clone(), lock))
             .collect();
         // A fair lock's give-up names only its queue and timeouts: they stand for the lock too.
         for (&lock, keys) in &fair_keys {
@@ -319,6 +330,12 @@ impl<S: SimServer> World<S> {
             events: 0,
             layout: config.key_layout.clone(),
             lock_index,
+            lock_keys,
+            names: case
+                .clients
+                .iter()
+                .map(|c| Arc::from(c.name.as_str()))
+                .collect(),
             tracing: true,
             granted_tokens: BTreeMap::new(),
             foreign: foreign::Foreign::default(),
@@ -361,8 +378,16 @@ impl<S: SimServer> World<S> {
         }));
     }
 
-    fn name(&self, client: usize) -> String {
-        self.case.clients[client].name.clone()
+    fn name(&self, client: usize) -> Arc<str> {
+        self.names[client].clone()
+    }
+
+    /// The key of lock `lock`.
+    fn lock_key(&self, lock: u32) -> Bytes {
+        match self.lock_keys.get(&lock) {
+            Some(key) => key.clone(),
+            None => Bytes::from(lock_name(lock)),
+        }
     }
 
     /// The client's clock at simulation time `t`.

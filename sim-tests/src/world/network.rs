@@ -647,7 +647,8 @@ impl<S: SimServer> World<S> {
             } => {
                 let (from, until) = (self.server_clock(), server_time(self.now + for_ms));
                 self.server.isolate(usize::from(node), from, until);
-                let names: Vec<String> = clients.iter().map(|&c| self.name(c)).collect();
+                let names: Vec<String> =
+                    clients.iter().map(|&c| self.name(c).to_string()).collect();
                 self.mark("server", "partition", || {
                     let cut = if names.is_empty() {
                         "no client".to_owned()
