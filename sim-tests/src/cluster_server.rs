@@ -471,14 +471,22 @@ impl SimServer for ClusterServer {
             return out;
         }
         // What other nodes relayed waits in each node's inbox until it next looks.
-        let listening: BTreeSet<usize> = self
+        // Each node once, in node order (a set of them, built for every publishing call, cost
+        // more than the catch-ups).
+        let mut listening = vec![false; self.nodes.len()];
+        for c in self
             .subscribers
             .iter()
             .filter_map(|conn| self.conns.get(conn))
-            .flat_map(|c| c.on.keys().copied())
-            .collect();
-        for node in listening {
-            lock(&self.nodes[node]).catch_up();
+        {
+            for &node in c.on.keys() {
+                listening[node] = true;
+            }
+        }
+        for (node, &listens) in listening.iter().enumerate() {
+            if listens {
+                lock(&self.nodes[node]).catch_up();
+            }
         }
         for &conn in &self.subscribers {
             let Some(c) = self.conns.get(&conn) else {
