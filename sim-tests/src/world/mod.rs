@@ -150,27 +150,41 @@ impl Ev {
     }
 }
 
-#[derive(Debug)]
-struct Scheduled {
-    at: u64,
-    seq: u64,
-    ev: Ev,
+/// The events to come, in (time, sequence number) order: two events of one millisecond keep the
+/// order they were scheduled in. The heap holds only those two numbers and a slot; the events,
+/// some of which carry a whole call or reply, wait in the slots and move once in and once out
+/// rather than at every step of the heap's sifting.
+#[derive(Default)]
+struct Queue {
+    order: BinaryHeap<Reverse<(u64, u64, u32)>>,
+    slots: Vec<Option<Ev>>,
+    /// The slots whose events were taken.
+    free: Vec<u32>,
 }
 
-impl PartialEq for Scheduled {
-    fn eq(&self, other: &Self) -> bool {
-        (self.at, self.seq) == (other.at, other.seq)
+impl Queue {
+    fn push(&mut self, at: u64, seq: u64, ev: Ev) {
+        let slot = match self.free.pop() {
+            Some(slot) => {
+                self.slots[slot as usize] = Some(ev);
+                slot
+            }
+            None => {
+                self.slots.push(Some(ev));
+                u32::try_from(self.slots.len() - 1).expect("fewer than 2^32 events waiting")
+            }
+        };
+        self.order.push(Reverse((at, seq, slot)));
     }
-}
-impl Eq for Scheduled {}
-impl PartialOrd for Scheduled {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Scheduled {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        (self.at, self.seq).cmp(&(other.at, other.seq))
+
+    /// The next event, with its time.
+    fn pop(&mut self) -> Option<(u64, Ev)> {
+        let Reverse((at, _, slot)) = self.order.pop()?;
+        let ev = self.slots[slot as usize]
+            .take()
+            .expect("a queued slot holds its event");
+        self.free.push(slot);
+        Some((at, ev))
     }
 }
 
@@ -202,7 +216,7 @@ pub struct World<S: SimServer> {
     server: S,
     now: u64,
     seq: u64,
-    queue: BinaryHeap<Reverse<Scheduled>>,
+    queue: Queue,
     clients: Vec<SimClient>,
     network: Network,
     conn_owner: BTreeMap<ConnId, usize>,
@@ -313,7 +327,7 @@ impl<S: SimServer> World<S> {
             server,
             now: 0,
             seq: 0,
-            queue: BinaryHeap::new(),
+            queue: Queue::default(),
             clients,
             network: Network::new(case),
             conn_owner,
@@ -371,11 +385,7 @@ impl<S: SimServer> World<S> {
 
     fn schedule(&mut self, at: u64, ev: Ev) {
         self.seq += 1;
-        self.queue.push(Reverse(Scheduled {
-            at,
-            seq: self.seq,
-            ev,
-        }));
+        self.queue.push(at, self.seq, ev);
     }
 
     fn name(&self, client: usize) -> Arc<str> {
@@ -425,12 +435,12 @@ impl<S: SimServer> World<S> {
 
     /// Runs the case to its horizon and checks the history.
     pub fn run(mut self) -> Run {
-        while let Some(Reverse(next)) = self.queue.pop() {
-            if next.at > self.case.horizon {
+        while let Some((at, ev)) = self.queue.pop() {
+            if at > self.case.horizon {
                 break;
             }
-            self.now = next.at;
-            if let Some(client) = next.ev.client() {
+            self.now = at;
+            if let Some(client) = ev.client() {
                 if self.clients[client].crashed {
                     continue;
                 }
@@ -438,12 +448,12 @@ impl<S: SimServer> World<S> {
                     && self.now < until
                 {
                     // A paused client neither acts nor hears: everything waits for the resume.
-                    self.schedule(until, next.ev);
+                    self.schedule(until, ev);
                     continue;
                 }
             }
             self.events += 1;
-            self.dispatch(next.ev);
+            self.dispatch(ev);
         }
         self.now = self.case.horizon;
         self.finish()
