@@ -263,14 +263,10 @@ impl<S: SimServer> World<S> {
         }
     }
 
-    /// Records what a call did to the locks it touched (checkers (a) and (b)).
-    pub(super) fn observe_call(
-        &mut self,
-        client: usize,
-        call: &Call,
-        result: &Result<Reply, BackendError>,
-    ) {
-        if let (Call::Script(s), Ok(Reply::Array(items))) = (call, result)
+    /// Records what a call did to the locks it touched (checkers (a) and (b)), from the server's
+    /// reply if it ran.
+    pub(super) fn observe_call(&mut self, client: usize, call: &Call, reply: Option<&Reply>) {
+        if let (Call::Script(s), Some(Reply::Array(items))) = (call, reply)
             && s.script.name == "acquire_fenced"
             && let [Reply::Int(-1), Reply::Int(token)] = items.as_slice()
         {
