@@ -561,8 +561,8 @@ impl<S: SimServer> World<S> {
         let key = self.lock_key(lock);
         let name = std::str::from_utf8(&key).unwrap_or_default();
         let snapshot = match h.side {
-            None => c.machine.hold(&name, h.owner),
-            Some(side) => c.machine.read_write_hold(&name, h.owner, side),
+            None => c.machine.hold(name, h.owner),
+            Some(side) => c.machine.read_write_hold(name, h.owner, side),
         };
         let client_count = snapshot.map_or(0, |s| i64::from(s.count));
         let owner = self.hold_field(client, c.machine.owner(h.owner));
