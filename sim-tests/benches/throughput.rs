@@ -4,6 +4,11 @@
 //! lock write followed by the replica check's `WAIT`).
 //!
 //! `cargo bench -p sim-tests --bench throughput`
+//!
+//! Two settings make a shorter run to profile, the same every time:
+//! `SIM_BENCH_HORIZON_MS` (the virtual horizon instead of the hour) and `SIM_BENCH_TOPOLOGY`
+//! (`single` or `shards`, to run one of the two). For instructions per event, BENCHMARKS.md
+//! (section "sim-tests throughput") runs the bench binary under callgrind with both set.
 
 use sim_tests::cluster_server::ClusterServer;
 use sim_tests::engine_server::EngineServer;
@@ -53,21 +58,33 @@ fn main() {
     if quick {
         case.horizon = 60_000;
     }
-    let started = Instant::now();
-    let run = World::new(&case, EngineServer::new(case.seed))
-        .without_trace()
-        .run();
-    report("single node", &case, &run, started.elapsed());
+    if let Some(horizon) = std::env::var("SIM_BENCH_HORIZON_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        case.horizon = horizon;
+    }
+    let topology = std::env::var("SIM_BENCH_TOPOLOGY").unwrap_or_default();
 
-    let case = on_three_shards(case);
-    let started = Instant::now();
-    let run = World::new(&case, ClusterServer::for_case(&case))
-        .without_trace()
-        .run();
-    report(
-        "3 shards (3 primaries x 1 replica)",
-        &case,
-        &run,
-        started.elapsed(),
-    );
+    if topology != "shards" {
+        let started = Instant::now();
+        let run = World::new(&case, EngineServer::new(case.seed))
+            .without_trace()
+            .run();
+        report("single node", &case, &run, started.elapsed());
+    }
+
+    if topology != "single" {
+        let case = on_three_shards(case);
+        let started = Instant::now();
+        let run = World::new(&case, ClusterServer::for_case(&case))
+            .without_trace()
+            .run();
+        report(
+            "3 shards (3 primaries x 1 replica)",
+            &case,
+            &run,
+            started.elapsed(),
+        );
+    }
 }

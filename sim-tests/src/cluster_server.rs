@@ -470,25 +470,29 @@ impl SimServer for ClusterServer {
         if !std::mem::take(&mut self.may_have_published) {
             return out;
         }
-        // What other nodes relayed waits in each node's inbox until it next looks.
-        let listening: BTreeSet<usize> = self
-            .subscribers
-            .iter()
-            .filter_map(|conn| self.conns.get(conn))
-            .flat_map(|c| c.on.keys().copied())
-            .collect();
-        for node in listening {
-            lock(&self.nodes[node]).catch_up();
-        }
+        // Each subscriber's connection on each node it reached, in subscriber then node order,
+        // found once; and each node they are on, caught up once (what other nodes relayed waits
+        // in its inbox until it next looks).
+        let mut listening = vec![false; self.nodes.len()];
+        let mut outboxes: Vec<(ConnId, usize, ClientId)> = Vec::new();
         for &conn in &self.subscribers {
             let Some(c) = self.conns.get(&conn) else {
                 continue;
             };
             for (&node, &id) in &c.on {
-                let frames = lock(&self.nodes[node]).drain_outbox(id);
-                for (channel, payload) in frames.into_iter().filter_map(message) {
-                    out.push((conn, channel, payload));
-                }
+                listening[node] = true;
+                outboxes.push((conn, node, id));
+            }
+        }
+        for (node, &listens) in listening.iter().enumerate() {
+            if listens {
+                lock(&self.nodes[node]).catch_up();
+            }
+        }
+        for (conn, node, id) in outboxes {
+            let frames = lock(&self.nodes[node]).drain_outbox(id);
+            for (channel, payload) in frames.into_iter().filter_map(message) {
+                out.push((conn, channel, payload));
             }
         }
         out

@@ -323,12 +323,18 @@ impl SimServer for EngineServer {
         if !std::mem::take(&mut self.may_have_published) {
             return out;
         }
+        // One engine, no cluster bus: an empty outbox is seen without draining it.
+        let mut engine = self.engine();
         for &conn in &self.subscribers {
-            let frames = self.engine().drain_outbox(ClientId(conn));
+            if engine.outbox_len(ClientId(conn)) == 0 {
+                continue;
+            }
+            let frames = engine.drain_outbox(ClientId(conn));
             for (channel, payload) in frames.into_iter().filter_map(message) {
                 out.push((conn, channel, payload));
             }
         }
+        drop(engine);
         out
     }
 

@@ -43,6 +43,7 @@ use network::Network;
 use observe::OpenGrant;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
+use std::sync::Arc;
 use workload::{Holding, Phase};
 
 /// What each random draw of a run is for. A draw is a pure function of (seed, stream, client,
@@ -149,27 +150,41 @@ impl Ev {
     }
 }
 
-#[derive(Debug)]
-struct Scheduled {
-    at: u64,
-    seq: u64,
-    ev: Ev,
+/// The events to come, in (time, sequence number) order: two events of one millisecond keep the
+/// order they were scheduled in. The heap holds only those two numbers and a slot; the events,
+/// some of which carry a whole call or reply, wait in the slots and move once in and once out
+/// rather than at every step of the heap's sifting.
+#[derive(Default)]
+struct Queue {
+    order: BinaryHeap<Reverse<(u64, u64, u32)>>,
+    slots: Vec<Option<Ev>>,
+    /// The slots whose events were taken.
+    free: Vec<u32>,
 }
 
-impl PartialEq for Scheduled {
-    fn eq(&self, other: &Self) -> bool {
-        (self.at, self.seq) == (other.at, other.seq)
+impl Queue {
+    fn push(&mut self, at: u64, seq: u64, ev: Ev) {
+        let slot = match self.free.pop() {
+            Some(slot) => {
+                self.slots[slot as usize] = Some(ev);
+                slot
+            }
+            None => {
+                self.slots.push(Some(ev));
+                u32::try_from(self.slots.len() - 1).expect("fewer than 2^32 events waiting")
+            }
+        };
+        self.order.push(Reverse((at, seq, slot)));
     }
-}
-impl Eq for Scheduled {}
-impl PartialOrd for Scheduled {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Scheduled {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        (self.at, self.seq).cmp(&(other.at, other.seq))
+
+    /// The next event, with its time.
+    fn pop(&mut self) -> Option<(u64, Ev)> {
+        let Reverse((at, _, slot)) = self.order.pop()?;
+        let ev = self.slots[slot as usize]
+            .take()
+            .expect("a queued slot holds its event");
+        self.free.push(slot);
+        Some((at, ev))
     }
 }
 
@@ -201,7 +216,7 @@ pub struct World<S: SimServer> {
     server: S,
     now: u64,
     seq: u64,
-    queue: BinaryHeap<Reverse<Scheduled>>,
+    queue: Queue,
     clients: Vec<SimClient>,
     network: Network,
     conn_owner: BTreeMap<ConnId, usize>,
@@ -224,6 +239,12 @@ pub struct World<S: SimServer> {
     granted_tokens: BTreeMap<(u32, u64), Bytes>,
     /// Lock key → lock number, for the locks the case uses.
     lock_index: BTreeMap<Bytes, u32>,
+    /// Lock number → its key, for the locks the case uses: the observers read a lock after
+    /// every call that touched it, and formatting its name each time was most of the reading.
+    lock_keys: BTreeMap<u32, Bytes>,
+    /// Each client's name, shared: the trace's actor, taken on every event whether or not a
+    /// trace is written.
+    names: Vec<Arc<str>>,
     /// Whether to write the trace and marks (off for throughput measurements).
     tracing: bool,
     /// The foreign clients, if any.
@@ -287,10 +308,14 @@ impl<S: SimServer> World<S> {
             .iter()
             .map(|&lock| (lock, config.key_layout.fair_lock(&lock_name(lock))))
             .collect();
-        let mut lock_index: BTreeMap<Bytes, u32> = case
+        let lock_keys: BTreeMap<u32, Bytes> = case
             .clients
             .iter()
-            .map(|c| (Bytes::from(lock_name(c.lock)), c.lock))
+            .map(|c| (c.lock, Bytes::from(lock_name(c.lock))))
+            .collect();
+        let mut lock_index: BTreeMap<Bytes, u32> = lock_keys
+            .iter()
+            .map(|(&lock, key)| (key.clone(), lock))
             .collect();
         // A fair lock's give-up names only its queue and timeouts: they stand for the lock too.
         for (&lock, keys) in &fair_keys {
@@ -302,7 +327,7 @@ impl<S: SimServer> World<S> {
             server,
             now: 0,
             seq: 0,
-            queue: BinaryHeap::new(),
+            queue: Queue::default(),
             clients,
             network: Network::new(case),
             conn_owner,
@@ -319,6 +344,12 @@ impl<S: SimServer> World<S> {
             events: 0,
             layout: config.key_layout.clone(),
             lock_index,
+            lock_keys,
+            names: case
+                .clients
+                .iter()
+                .map(|c| Arc::from(c.name.as_str()))
+                .collect(),
             tracing: true,
             granted_tokens: BTreeMap::new(),
             foreign: foreign::Foreign::default(),
@@ -354,15 +385,19 @@ impl<S: SimServer> World<S> {
 
     fn schedule(&mut self, at: u64, ev: Ev) {
         self.seq += 1;
-        self.queue.push(Reverse(Scheduled {
-            at,
-            seq: self.seq,
-            ev,
-        }));
+        self.queue.push(at, self.seq, ev);
     }
 
-    fn name(&self, client: usize) -> String {
-        self.case.clients[client].name.clone()
+    fn name(&self, client: usize) -> Arc<str> {
+        self.names[client].clone()
+    }
+
+    /// The key of lock `lock`.
+    fn lock_key(&self, lock: u32) -> Bytes {
+        match self.lock_keys.get(&lock) {
+            Some(key) => key.clone(),
+            None => Bytes::from(lock_name(lock)),
+        }
     }
 
     /// The client's clock at simulation time `t`.
@@ -400,12 +435,12 @@ impl<S: SimServer> World<S> {
 
     /// Runs the case to its horizon and checks the history.
     pub fn run(mut self) -> Run {
-        while let Some(Reverse(next)) = self.queue.pop() {
-            if next.at > self.case.horizon {
+        while let Some((at, ev)) = self.queue.pop() {
+            if at > self.case.horizon {
                 break;
             }
-            self.now = next.at;
-            if let Some(client) = next.ev.client() {
+            self.now = at;
+            if let Some(client) = ev.client() {
                 if self.clients[client].crashed {
                     continue;
                 }
@@ -413,12 +448,12 @@ impl<S: SimServer> World<S> {
                     && self.now < until
                 {
                     // A paused client neither acts nor hears: everything waits for the resume.
-                    self.schedule(until, next.ev);
+                    self.schedule(until, ev);
                     continue;
                 }
             }
             self.events += 1;
-            self.dispatch(next.ev);
+            self.dispatch(ev);
         }
         self.now = self.case.horizon;
         self.finish()

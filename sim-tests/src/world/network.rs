@@ -394,14 +394,16 @@ impl<S: SimServer> World<S> {
         for line in self.server.take_notes() {
             self.note("server", || line);
         }
-        let script_result = match &served {
-            Synced::Done(result, _) => result.clone(),
-            Synced::Waiting { reply, .. } => Ok(reply.clone()),
+        // What the script replied, if it ran: read in place (the reply goes on to the client).
+        let script_reply = match &served {
+            Synced::Done(result, _) => result.as_ref().ok(),
+            Synced::Waiting { reply, .. } => Some(reply),
         };
         if let Some(attempt) = fair {
-            self.check_fair_grant(attempt, matches!(script_result, Ok(lock_core::Reply::Nil)));
+            let granted = matches!(script_reply, Some(lock_core::Reply::Nil));
+            self.check_fair_grant(attempt, granted);
         }
-        self.observe_call(client, &call, &script_result);
+        self.observe_call(client, &call, script_reply);
         match served {
             Synced::Done(result, acks) => self.answer(client, id, &call, result, acks),
             Synced::Waiting {
@@ -647,7 +649,8 @@ impl<S: SimServer> World<S> {
             } => {
                 let (from, until) = (self.server_clock(), server_time(self.now + for_ms));
                 self.server.isolate(usize::from(node), from, until);
-                let names: Vec<String> = clients.iter().map(|&c| self.name(c)).collect();
+                let names: Vec<String> =
+                    clients.iter().map(|&c| self.name(c).to_string()).collect();
                 self.mark("server", "partition", || {
                     let cut = if names.is_empty() {
                         "no client".to_owned()

@@ -263,14 +263,10 @@ impl<S: SimServer> World<S> {
         }
     }
 
-    /// Records what a call did to the locks it touched (checkers (a) and (b)).
-    pub(super) fn observe_call(
-        &mut self,
-        client: usize,
-        call: &Call,
-        result: &Result<Reply, BackendError>,
-    ) {
-        if let (Call::Script(s), Ok(Reply::Array(items))) = (call, result)
+    /// Records what a call did to the locks it touched (checkers (a) and (b)), from the server's
+    /// reply if it ran.
+    pub(super) fn observe_call(&mut self, client: usize, call: &Call, reply: Option<&Reply>) {
+        if let (Call::Script(s), Some(Reply::Array(items))) = (call, reply)
             && s.script.name == "acquire_fenced"
             && let [Reply::Int(-1), Reply::Int(token)] = items.as_slice()
         {
@@ -288,31 +284,31 @@ impl<S: SimServer> World<S> {
                 list.push((self.now, owner, token));
             }
         }
-        let touched: BTreeSet<u32> = match call {
-            Call::Script(s) => s
-                .keys
-                .iter()
-                .filter_map(|k| self.lock_index.get(k).copied())
-                .collect(),
-            Call::Command(argv) => argv
-                .iter()
-                .skip(1)
-                .filter_map(|k| self.lock_index.get(k).copied())
-                .collect(),
+        let names = match call {
+            Call::Script(s) => &s.keys[..],
+            Call::Command(argv) => argv.get(1..).unwrap_or_default(),
         };
+        // In lock order, each once, as a set would hold them: a call names a few keys.
+        let mut touched: Vec<u32> = names
+            .iter()
+            .filter_map(|k| self.lock_index.get(k).copied())
+            .collect();
+        touched.sort_unstable();
+        touched.dedup();
         self.observe(touched);
     }
 
     /// Brings the server-side grant intervals up to date with every lock's state now.
     pub(super) fn observe_all(&mut self) {
         let locks: BTreeSet<u32> = self.lock_index.values().copied().collect();
-        self.observe(locks);
+        self.observe(locks.into_iter().collect());
     }
 
-    fn observe(&mut self, locks: BTreeSet<u32>) {
+    /// `locks` in ascending order, each once.
+    fn observe(&mut self, locks: Vec<u32>) {
         let now = self.server_clock();
         for lock in locks {
-            let key = Bytes::from(lock_name(lock));
+            let key = self.lock_key(lock);
             let state = self.server.lock_state(&key, now).unwrap_or_default();
             self.observe_lock(lock, state);
             self.observe_queue(lock);
@@ -534,7 +530,7 @@ impl<S: SimServer> World<S> {
             let (side, from, to) = (h.side, h.believed_from, h.believed_until);
             h.believed_from = now;
             h.believed_until = valid_until;
-            self.record_belief(lock, who, side, from, to);
+            self.record_belief(lock, &who, side, from, to);
         } else {
             h.believed_until = valid_until;
         }
@@ -548,7 +544,7 @@ impl<S: SimServer> World<S> {
             let (side, from, to) = (h.side, h.believed_from, h.believed_until.min(now));
             h.believed_from = now;
             h.believed_until = now;
-            self.record_belief(lock, who, side, from, to);
+            self.record_belief(lock, &who, side, from, to);
         }
     }
 
@@ -562,21 +558,22 @@ impl<S: SimServer> World<S> {
             return;
         }
         let lock = self.case.clients[client].lock;
-        let name = lock_name(lock);
+        let key = self.lock_key(lock);
+        let name = std::str::from_utf8(&key).unwrap_or_default();
         let snapshot = match h.side {
-            None => c.machine.hold(&name, h.owner),
-            Some(side) => c.machine.read_write_hold(&name, h.owner, side),
+            None => c.machine.hold(name, h.owner),
+            Some(side) => c.machine.read_write_hold(name, h.owner, side),
         };
         let client_count = snapshot.map_or(0, |s| i64::from(s.count));
         let owner = self.hold_field(client, c.machine.owner(h.owner));
         let server_now = self.server_clock();
         let server_count = self
             .server
-            .lock_state(&Bytes::from(name.clone()), server_now)
+            .lock_state(&key, server_now)
             .and_then(|s| s.owners.into_iter().find(|(o, _)| o == owner.as_bytes()))
             .map_or(0, |(_, n)| n);
         let who = &self.case.clients[client].name;
-        if let Some(v) = checkers::hold_counts(now, who, &name, client_count, server_count) {
+        if let Some(v) = checkers::hold_counts(now, who, name, client_count, server_count) {
             self.history.online.push(v);
         }
     }

@@ -147,7 +147,7 @@ impl<S: SimServer> World<S> {
             let closed = (d.from, d.until);
             d.from = now;
             d.until = valid_until;
-            self.record_belief(lock, who, Some(RwSide::Read), closed.0, closed.1);
+            self.record_belief(lock, &who, Some(RwSide::Read), closed.0, closed.1);
         } else {
             d.until = valid_until;
         }
@@ -166,7 +166,7 @@ impl<S: SimServer> World<S> {
         let closed = (d.from, d.until.min(now));
         d.from = now;
         d.until = now;
-        self.record_belief(lock, who, Some(RwSide::Read), closed.0, closed.1);
+        self.record_belief(lock, &who, Some(RwSide::Read), closed.0, closed.1);
     }
 
     /// A closed interval of what client `who` believed it held of `lock`: for (c), or on a
@@ -174,14 +174,14 @@ impl<S: SimServer> World<S> {
     pub(super) fn record_belief(
         &mut self,
         lock: u32,
-        who: String,
+        who: &str,
         side: Option<RwSide>,
         from: u64,
         to: u64,
     ) {
         let span = Interval {
             lock,
-            who,
+            who: who.to_owned(),
             from,
             to,
         };

@@ -237,10 +237,10 @@ impl<S: SimServer> World<S> {
             })
             .unwrap_or_default();
         for other in others {
-            let other = self.name(other);
+            let other = self.name(other).to_string();
             self.history
                 .unfenced_overlaps
-                .push((self.now, lock, name.clone(), other));
+                .push((self.now, lock, name.to_string(), other));
         }
         if writes {
             self.mark(&name, "write", || format!("unfenced L{lock}"));
@@ -257,7 +257,7 @@ impl<S: SimServer> World<S> {
             }
             self.history
                 .fenced_writes
-                .push((self.now, lock, name.clone(), token, accepted));
+                .push((self.now, lock, name.to_string(), token, accepted));
             let what = if accepted {
                 "write-accepted"
             } else {
