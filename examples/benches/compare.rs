@@ -475,7 +475,7 @@ const TASKS: usize = 50;
 /// How long each hold lasts.
 const HOLD: Duration = Duration::from_millis(1);
 /// Rounds of the contended comparison (ours, rslock; then rslock, ours).
-const CONTENDED_ROUNDS: usize = 2;
+const CONTENDED_ROUNDS: usize = 3;
 
 /// What one side's tasks saw: grants within the measured window and each grant's wait.
 #[derive(Default)]
@@ -573,11 +573,9 @@ async fn contended(
     )?;
     let mut results: BTreeMap<&str, Contention> = BTreeMap::new();
     for round in 0..CONTENDED_ROUNDS {
-        let order: [&str; 2] = if round % 2 == 0 {
-            ["ours", "rslock"]
-        } else {
-            ["rslock", "ours"]
-        };
+        // Ours, ours with a fair wait (Redisson's RFairLock), and rslock, in rotated order.
+        let mut order = ["ours", "fair", "rslock"];
+        order.rotate_left(round % 3);
         for side in order {
             let prefix = format!("bench:c{locks}:{side}:r{round}");
             let cpu_before = process_cpu();
@@ -593,6 +591,29 @@ async fn contended(
                             async move {
                                 Ok(client
                                     .lock_with_lease(&name, Duration::from_secs(10))
+                                    .await?)
+                            }
+                        },
+                        |guard: lock_core::LockGuard| async move {
+                            guard.unlock().await?;
+                            Ok(())
+                        },
+                    )
+                    .await?
+                }
+                "fair" => {
+                    let client = ours.clone();
+                    contend(
+                        locks,
+                        &prefix,
+                        window,
+                        move |name| {
+                            let client = client.clone();
+                            async move {
+                                Ok(client
+                                    .acquire(&name)
+                                    .lease(Duration::from_secs(10))
+                                    .fair()
                                     .await?)
                             }
                         },
@@ -1115,6 +1136,15 @@ const WHY_SCRIPT_COST: &str = "rslock's pair is a plain SET NX PX and a two-comm
     sent by hand (the raw rows) are slower than rslock, and the lock client's overhead (the ours \
     / raw ratio) comes on top.";
 
+const WHY_ENGINE_PAIR: &str = "The engine's share of a pair is measured in instructions, \
+    which this noisy machine repeats where it does not repeat times: `cargo run --release -p \
+    fake-redis --example engine_pairs` under callgrind (see its header). BENCHMARKS.md's section \
+    on the engine gives the count per pair and where it goes: each EVALSHA is parsed, its \
+    script found by SHA, and its twin runs four to six commands, each a probe of the keyspace's \
+    table (a cache miss at 20,000 live keys, which the 20 ms row shows by having fewer), an \
+    allocation for a new key and its value, the latch's expiry candidate, and the notification \
+    and statistics bookkeeping every Redis command does.";
+
 const TARGETS: &[Target] = &[
     Target {
         what: "uncontended pairs/s, ours / raw EVALSHA, multi-thread runtime",
@@ -1181,6 +1211,70 @@ const TARGETS: &[Target] = &[
         kind: Bound::Below,
         meaning: "the slowest waits a contended caller sees",
         why_missed: "see the grants/s ratio above.",
+    },
+    Target {
+        what: "client CPU per pair, ours / raw EVALSHA, multi-thread runtime",
+        paired: None,
+        numerator: "unc_mt_ours_cpu_us",
+        denominator: "unc_mt_raw_cpu_us",
+        bound: 1.2,
+        kind: Bound::AtMost,
+        meaning: "what a service pays in CPU for the lock client's safety over hand-sent scripts",
+        why_missed: WHY_CLIENT_OVERHEAD,
+    },
+    Target {
+        what: "acquire p99 / p50 on 10 locks, ours",
+        paired: None,
+        numerator: "c10_ours_p99_us",
+        denominator: "c10_ours_p50_us",
+        bound: 5.0,
+        kind: Bound::AtMost,
+        meaning: "how much longer the unluckiest contended callers wait than the typical one",
+        why_missed: "The lock is not fair, as Redisson's RLock is not: an unlock wakes the \
+            waiters by its message, and their new attempts race with tasks that ask for the lock \
+            for the first time, which need no message and no wake-up and so usually win. A waiter \
+            that loses waits for the next unlock, and one that loses several times in a row makes \
+            the tail. A fair wait (`Acquire::fair`, Redisson's RFairLock) serves waiters in order: \
+            its rows in the same run show the tail that a queue gives instead, the remedy a user \
+            who needs a short tail can choose.",
+    },
+    Target {
+        what: "engine-direct acquire+release pairs/s, about 20,000 live latch keys, in millions",
+        paired: None,
+        numerator: "crit_lock_pair_native_s",
+        denominator: "one_million",
+        bound: 2.0,
+        kind: Bound::AtLeast,
+        meaning: "how many lock operations a test on the in-process fake can run per second",
+        why_missed: WHY_ENGINE_PAIR,
+    },
+    Target {
+        what: "engine-direct acquire+release pairs/s, about 1,000 live latch keys, in millions",
+        paired: None,
+        numerator: "crit_lock_pair_native_20ms_s",
+        denominator: "one_million",
+        bound: 3.0,
+        kind: Bound::AtLeast,
+        meaning: "the same with a keyspace that fits in the cache",
+        why_missed: WHY_ENGINE_PAIR,
+    },
+    Target {
+        what: "simulator events/s, one node, in millions",
+        paired: None,
+        numerator: "sim_events_s",
+        denominator: "one_million",
+        bound: 3.0,
+        kind: Bound::AtLeast,
+        meaning: "how many cases a property test can run in its time",
+        why_missed: "Measured in instructions (BENCHMARKS.md's simulator section, callgrind): \
+            an event costs about 6,600 on one node, of which the lock's machine takes about \
+            1,800 (formatting the owner, keys and numbers of each attempt, and its calls) and \
+            the engine about 1,900 (the scripts). This machine runs about 5.5 G instructions a \
+            second, so 3 M events/s would need about 1,900 per event in all: less than the \
+            machine and the engine take together before the simulator does anything. A \
+            simulator that cost nothing would run about 1.5 M events/s here; its own share \
+            (about 2,800, down from 3,700) is delivering messages and timers, checking \
+            subscribers' outboxes after each publishing call, and the checkers' records.",
     },
     Target {
         what: "test workload time, loopback Redis / fake",
@@ -1378,6 +1472,24 @@ const ROWS: &[(&str, &str, &str, usize)] = &[
         0,
     ),
     (
+        "c10_fair_grants_s",
+        "50 tasks / 10 locks, ours with a fair wait",
+        "grants/s",
+        0,
+    ),
+    (
+        "c10_fair_p50_us",
+        "50 tasks / 10 locks, ours with a fair wait, acquire p50",
+        "µs",
+        0,
+    ),
+    (
+        "c10_fair_p99_us",
+        "50 tasks / 10 locks, ours with a fair wait, acquire p99",
+        "µs",
+        0,
+    ),
+    (
         "c10_rslock_grants_s",
         "50 tasks / 10 locks, rslock",
         "grants/s",
@@ -1416,6 +1528,24 @@ const ROWS: &[(&str, &str, &str, usize)] = &[
     (
         "c1000_ours_p99_us",
         "50 tasks / 1,000 locks, ours, acquire p99",
+        "µs",
+        0,
+    ),
+    (
+        "c1000_fair_grants_s",
+        "50 tasks / 1,000 locks, ours with a fair wait",
+        "grants/s",
+        0,
+    ),
+    (
+        "c1000_fair_p50_us",
+        "50 tasks / 1,000 locks, ours with a fair wait, acquire p50",
+        "µs",
+        0,
+    ),
+    (
+        "c1000_fair_p99_us",
+        "50 tasks / 1,000 locks, ours with a fair wait, acquire p99",
         "µs",
         0,
     ),
@@ -1635,7 +1765,13 @@ const ROWS: &[(&str, &str, &str, usize)] = &[
     ),
     (
         "crit_lock_pair_native_s",
-        "the lock's acquire+release by EVALSHA on Engine::execute, native twins (criterion)",
+        "the lock's acquire+release by EVALSHA on Engine::execute, native twins, about 20,000 live latch keys (clock +1 ms per pair; criterion)",
+        "pairs/s",
+        0,
+    ),
+    (
+        "crit_lock_pair_native_20ms_s",
+        "the same, about 1,000 live latch keys (clock +20 ms per pair; criterion)",
         "pairs/s",
         0,
     ),
@@ -1690,6 +1826,8 @@ fn derive(figures: &mut BTreeMap<String, f64>) {
             figures.insert(format!("unc_{tag}_gap_us"), 1e6 / ours - 1e6 / raw);
         }
     }
+    // The bound of the targets on absolute rates, which are written in millions.
+    figures.insert("one_million".into(), 1e6);
     if let (Some(native), Some(lua)) = (
         get(figures, "crit_lock_pair_native_s"),
         get(figures, "crit_lock_pair_lua_s"),
