@@ -580,8 +580,9 @@ async fn contended(
             let prefix = format!("bench:c{locks}:{side}:r{round}");
             let cpu_before = process_cpu();
             let seen = match side {
-                "ours" => {
+                "ours" | "fair" => {
                     let client = ours.clone();
+                    let fair = side == "fair";
                     contend(
                         locks,
                         &prefix,
@@ -589,32 +590,9 @@ async fn contended(
                         move |name| {
                             let client = client.clone();
                             async move {
-                                Ok(client
-                                    .lock_with_lease(&name, Duration::from_secs(10))
-                                    .await?)
-                            }
-                        },
-                        |guard: lock_core::LockGuard| async move {
-                            guard.unlock().await?;
-                            Ok(())
-                        },
-                    )
-                    .await?
-                }
-                "fair" => {
-                    let client = ours.clone();
-                    contend(
-                        locks,
-                        &prefix,
-                        window,
-                        move |name| {
-                            let client = client.clone();
-                            async move {
-                                Ok(client
-                                    .acquire(&name)
-                                    .lease(Duration::from_secs(10))
-                                    .fair()
-                                    .await?)
+                                let acquire = client.acquire(&name).lease(Duration::from_secs(10));
+                                let acquire = if fair { acquire.fair() } else { acquire };
+                                Ok(acquire.await?)
                             }
                         },
                         |guard: lock_core::LockGuard| async move {
