@@ -155,11 +155,16 @@ pub(crate) fn expire_at(cx: &mut Cx<'_>, key: &[u8], when: i64, cond: ExpireCond
 
 /// `PEXPIRE key ms` as the native scripts call it.
 pub(crate) fn pexpire(cx: &mut Cx<'_>, key: &[u8], ms: &[u8]) -> Result<bool, Frame> {
-    let ms = int(ms)?;
-    let when = ms
-        .checked_add(cx.now)
-        .ok_or_else(|| invalid_expire("pexpire"))?;
+    let when = pexpire_deadline(cx.now, ms)?;
     Ok(expire_at(cx, key, when, ExpireCondition::default()))
+}
+
+/// The deadline `PEXPIRE … ms` sets at `now`, or its error for a bad `ms`: all that `PEXPIRE`
+/// of a missing key does.
+pub(crate) fn pexpire_deadline(now: i64, ms: &[u8]) -> Result<i64, Frame> {
+    int(ms)?
+        .checked_add(now)
+        .ok_or_else(|| invalid_expire("pexpire"))
 }
 
 // ---- commands ----

@@ -137,7 +137,18 @@ pub(super) fn run(
     ro: bool,
 ) -> Frame {
     let reply = cx.with_script_keys(keys, |cx| {
-        script.run_native(&mut ScriptStore { cx, read_only: ro }, keys, args)
+        // On a replica a logically expired key stays in the table, and writing a key a lookup
+        // missed must find it: nothing is taken as missing there.
+        let missing = match cx.keyspace().keeps_expired() {
+            false => Missing::of(keys),
+            true => Missing::default(),
+        };
+        let store = &mut ScriptStore {
+            cx,
+            read_only: ro,
+            missing,
+        };
+        script.run_native(store, keys, args)
     });
     Frame::from_reply(reply)
 }
@@ -196,6 +207,55 @@ fn script_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 struct ScriptStore<'a, 'b> {
     cx: &'a mut Cx<'b>,
     read_only: bool,
+    missing: Missing,
+}
+
+/// Which of the script's keys a call found missing, with no write to them since.
+///
+/// A lock script asks about its latch several times (`EXISTS`, then `PEXPIRE` and `SET … XX` to
+/// try its arguments, then the `SET` that writes it) and about a free lock twice (`HGET`, then
+/// `EXISTS`). Nothing but the script runs between its calls, at one frozen time, so a key found
+/// missing stays missing until the script writes it: a later call does what the command does on a
+/// missing key (a read still counts its miss) without searching the table again.
+///
+/// A key is matched by the address and length of its bytes, as `Cx`'s remembered hashes are: only
+/// the script's own keys, which live as long as the script runs and never change, are tracked.
+#[derive(Clone, Copy, Default)]
+struct Missing {
+    keys: [(usize, usize, bool); 4],
+    len: usize,
+}
+
+impl Missing {
+    /// (The first four of) `keys`, none known missing yet.
+    fn of(keys: &[Bytes]) -> Missing {
+        let mut missing = Missing::default();
+        for (entry, key) in missing.keys.iter_mut().zip(keys) {
+            *entry = (key.as_ptr() as usize, key.len(), false);
+            missing.len += 1;
+        }
+        missing
+    }
+
+    fn entry(&mut self, key: &[u8]) -> Option<&mut bool> {
+        let (at, len) = (key.as_ptr() as usize, key.len());
+        self.keys[..self.len]
+            .iter_mut()
+            .find(|e| e.0 == at && e.1 == len)
+            .map(|e| &mut e.2)
+    }
+
+    /// Whether `key` is known to be missing.
+    fn has(&mut self, key: &[u8]) -> bool {
+        self.entry(key).is_some_and(|m| *m)
+    }
+
+    /// Records what a call learned: `key` is missing, or (after a write) may not be.
+    fn set(&mut self, key: &[u8], missing: bool) {
+        if let Some(m) = self.entry(key) {
+            *m = missing;
+        }
+    }
 }
 
 fn unexpected(command: &[u8], reply: &Frame) -> CommandError {
@@ -217,6 +277,10 @@ impl ScriptStore<'_, '_> {
         let spec = lookup(argv[0]).expect("the scripts call commands the fake has");
         if spec.has(WRITE) {
             self.writable()?;
+        }
+        if argv.len() > 1 {
+            // Any command through the table may write its key.
+            self.missing.set(argv[1], false);
         }
         let argv: Vec<Bytes> = argv.iter().map(|a| Bytes::copy_from_slice(a)).collect();
         match call_from_script(self.cx, spec, &argv, 2) {
@@ -273,9 +337,22 @@ impl ScriptStore<'_, '_> {
     }
 }
 
+impl ScriptStore<'_, '_> {
+    /// A read of `key`, known to be missing, as a lookup that missed would count it.
+    fn read_missed(&mut self, key: &[u8]) {
+        self.cx.reading(|cx| cx.missed(key));
+    }
+}
+
 impl Store for ScriptStore<'_, '_> {
     fn exists(&mut self, key: &[u8]) -> Result<bool, CommandError> {
-        Ok(self.cx.reading(|cx| super::keys::exists(cx, key)))
+        if self.missing.has(key) {
+            self.read_missed(key);
+            return Ok(false);
+        }
+        let found = self.cx.reading(|cx| super::keys::exists(cx, key));
+        self.missing.set(key, !found);
+        Ok(found)
     }
 
     fn hexists(&mut self, key: &[u8], field: &[u8]) -> Result<bool, CommandError> {
@@ -286,18 +363,37 @@ impl Store for ScriptStore<'_, '_> {
 
     fn hincrby(&mut self, key: &[u8], field: &[u8], delta: i64) -> Result<i64, CommandError> {
         self.writable()?;
-        super::hashes::hincrby(self.cx, key, field, delta).map_err(err)
+        let missing = self.missing.has(key);
+        let new = super::hashes::hincrby(self.cx, key, field, delta, missing).map_err(err)?;
+        self.missing.set(key, false);
+        Ok(new)
     }
 
     fn hget(&mut self, key: &[u8], field: &[u8]) -> Result<Option<Bytes>, CommandError> {
-        self.cx
+        if self.missing.has(key) {
+            self.read_missed(key);
+            return Ok(None);
+        }
+        let hash = self
+            .cx
             .reading(|cx| super::hashes::hget(cx, key, field))
-            .map_err(err)
+            .map_err(err)?;
+        self.missing.set(key, hash.is_none());
+        Ok(hash.flatten())
     }
 
     fn pexpire(&mut self, key: &[u8], ms: &[u8]) -> Result<bool, CommandError> {
         self.writable()?;
-        super::keys::pexpire(self.cx, key, ms).map_err(err)
+        if self.missing.has(key) {
+            // `PEXPIRE` of a missing key checks its argument and changes nothing.
+            return super::keys::pexpire_deadline(self.cx.now, ms)
+                .map(|_| false)
+                .map_err(err);
+        }
+        // A deadline in the past deletes the key.
+        let set = super::keys::pexpire(self.cx, key, ms).map_err(err)?;
+        self.missing.set(key, false);
+        Ok(set)
     }
 
     fn pttl(&mut self, key: &[u8]) -> Result<i64, CommandError> {
@@ -306,7 +402,12 @@ impl Store for ScriptStore<'_, '_> {
 
     fn del(&mut self, key: &[u8]) -> Result<bool, CommandError> {
         self.writable()?;
-        Ok(super::keys::del(self.cx, key))
+        if self.missing.has(key) {
+            return Ok(false);
+        }
+        let removed = super::keys::del(self.cx, key);
+        self.missing.set(key, true);
+        Ok(removed)
     }
 
     fn publish(&mut self, channel: &[u8], message: &[u8]) -> Result<i64, CommandError> {
@@ -319,10 +420,18 @@ impl Store for ScriptStore<'_, '_> {
 
     fn set_px(&mut self, key: &[u8], value: &[u8], ms: &[u8]) -> Result<(), CommandError> {
         self.writable()?;
-        super::strings::set_px(self.cx, key, super::value_bytes(value), ms).map_err(err)
+        let missing = self.missing.has(key);
+        super::strings::set_px(self.cx, key, super::value_bytes(value), ms, missing)
+            .map_err(err)?;
+        self.missing.set(key, false);
+        Ok(())
     }
 
     fn get(&mut self, key: &[u8]) -> Result<Option<Bytes>, CommandError> {
+        if self.missing.has(key) {
+            self.read_missed(key);
+            return Ok(None);
+        }
         self.cx
             .reading(|cx| super::strings::get(cx, key))
             .map_err(err)
@@ -330,6 +439,7 @@ impl Store for ScriptStore<'_, '_> {
 
     fn incrby(&mut self, key: &[u8], delta: i64) -> Result<i64, CommandError> {
         self.writable()?;
+        self.missing.set(key, false);
         super::strings::incr_by(self.cx, key, delta).map_err(err)
     }
 

@@ -52,9 +52,18 @@ pub(crate) fn get(cx: &mut Cx<'_>, key: &[u8]) -> Result<Option<Bytes>, Frame> {
 
 /// Writes a string at `key` with `deadline` (a plain `SET`: the old TTL is gone).
 pub(crate) fn set(cx: &mut Cx<'_>, key: &[u8], value: Bytes, deadline: Option<i64>) {
+    set_at(cx, key, value, deadline, false);
+}
+
+/// [`set`] on a key the caller knows is `missing` (it looked, at the same frozen time), which
+/// skips the search for an old entry.
+fn set_at(cx: &mut Cx<'_>, key: &[u8], value: Bytes, deadline: Option<i64>, missing: bool) {
     let (now, h) = (cx.now, cx.hash(key));
     let db = cx.keyspace();
-    db.insert_h(key, h, Value::Str(value), deadline, now);
+    match missing {
+        true => db.insert_absent_h(key, h, Value::Str(value), deadline, now),
+        false => db.insert_h(key, h, Value::Str(value), deadline, now),
+    }
     db.touch(key);
     cx.notify(super::class::STRING, "set", key);
     if deadline.is_some() {
@@ -62,11 +71,17 @@ pub(crate) fn set(cx: &mut Cx<'_>, key: &[u8], value: Bytes, deadline: Option<i6
     }
 }
 
-/// `SET key value PX ms`, validated as Redis validates it.
+/// `SET key value PX ms`, validated as Redis validates it, on a key known to be `missing` or not.
 #[inline]
-pub(crate) fn set_px(cx: &mut Cx<'_>, key: &[u8], value: Bytes, ms: &[u8]) -> Result<(), Frame> {
+pub(crate) fn set_px(
+    cx: &mut Cx<'_>,
+    key: &[u8],
+    value: Bytes,
+    ms: &[u8],
+    missing: bool,
+) -> Result<(), Frame> {
     let deadline = Expiry::Px(int(ms)?).deadline(cx.now, "set")?;
-    set(cx, key, value, Some(deadline));
+    set_at(cx, key, value, Some(deadline), missing);
     Ok(())
 }
 
