@@ -31,7 +31,8 @@ pub(crate) static KEYS: Spec = Spec::new("keys", 2, 0, keys_command);
 pub(crate) static SCAN: Spec = Spec::new("scan", -2, 0, scan_command);
 pub(crate) static RENAME: Spec = Spec::new("rename", 3, WRITE, rename_command);
 pub(crate) static RENAMENX: Spec = Spec::new("renamenx", 3, WRITE, rename_command);
-pub(crate) static COPY: Spec = Spec::new("copy", -3, WRITE, copy_command);
+pub(crate) static COPY: Spec =
+    Spec::new("copy", -3, WRITE, copy_command).with_reads(super::ReadRule::Except(2));
 pub(crate) static RANDOMKEY: Spec = Spec::new("randomkey", 1, 0, randomkey_command);
 pub(crate) static DBSIZE: Spec = Spec::new("dbsize", 1, 0, dbsize_command);
 pub(crate) static FLUSHDB: Spec = Spec::new("flushdb", -1, WRITE, flush_command);

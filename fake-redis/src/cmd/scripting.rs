@@ -14,10 +14,14 @@ use crate::resp::Frame;
 use bytes::Bytes;
 use lock_core::script::{CommandError, Script, Store};
 
-pub(crate) static EVAL: Spec = Spec::new("eval", -3, WRITE, eval_command);
-pub(crate) static EVALSHA: Spec = Spec::new("evalsha", -3, WRITE, eval_command);
-pub(crate) static EVAL_RO: Spec = Spec::new("eval_ro", -3, 0, eval_command);
-pub(crate) static EVALSHA_RO: Spec = Spec::new("evalsha_ro", -3, 0, eval_command);
+pub(crate) static EVAL: Spec =
+    Spec::new("eval", -3, WRITE, eval_command).with_reads(super::ReadRule::Never);
+pub(crate) static EVALSHA: Spec =
+    Spec::new("evalsha", -3, WRITE, eval_command).with_reads(super::ReadRule::Never);
+pub(crate) static EVAL_RO: Spec =
+    Spec::new("eval_ro", -3, 0, eval_command).with_reads(super::ReadRule::Never);
+pub(crate) static EVALSHA_RO: Spec =
+    Spec::new("evalsha_ro", -3, 0, eval_command).with_reads(super::ReadRule::Never);
 pub(crate) static SCRIPT: Spec = Spec::new("script", -2, CONTAINER, script_command);
 
 const NOSCRIPT: Frame = Frame::error("NOSCRIPT No matching script. Please use EVAL.");

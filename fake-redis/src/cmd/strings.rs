@@ -17,13 +17,17 @@ use crate::resp::Frame;
 use bytes::Bytes;
 
 pub(crate) static GET: Spec = Spec::new("get", 2, 0, get_command);
-pub(crate) static SET: Spec = Spec::new("set", -3, WRITE, set_command);
+pub(crate) static SET: Spec = Spec::new("set", -3, WRITE, set_command)
+    .with_reads(super::ReadRule::Decide(super::reads::set_reads));
 pub(crate) static SETNX: Spec = Spec::new("setnx", 3, WRITE, setnx_command);
 pub(crate) static SETEX: Spec = Spec::new("setex", 4, WRITE, setex_command);
 pub(crate) static PSETEX: Spec = Spec::new("psetex", 4, WRITE, setex_command);
-pub(crate) static GETSET: Spec = Spec::new("getset", 3, WRITE, getset_command);
-pub(crate) static GETDEL: Spec = Spec::new("getdel", 2, WRITE, getdel_command);
-pub(crate) static GETEX: Spec = Spec::new("getex", -2, WRITE, getex_command);
+pub(crate) static GETSET: Spec =
+    Spec::new("getset", 3, WRITE, getset_command).with_reads(super::ReadRule::Always);
+pub(crate) static GETDEL: Spec =
+    Spec::new("getdel", 2, WRITE, getdel_command).with_reads(super::ReadRule::Always);
+pub(crate) static GETEX: Spec =
+    Spec::new("getex", -2, WRITE, getex_command).with_reads(super::ReadRule::Always);
 pub(crate) static MGET: Spec = Spec::new("mget", -2, 0, mget_command);
 pub(crate) static MSET: Spec = Spec::new("mset", -3, WRITE, mset_command);
 pub(crate) static MSETNX: Spec = Spec::new("msetnx", -3, WRITE, mset_command);
