@@ -66,7 +66,11 @@ fn main() {
         }
         clock.advance(step);
     }
-    assert_eq!(released, warm + pairs, "every pair takes and frees its lock");
+    assert_eq!(
+        released,
+        warm + pairs,
+        "every pair takes and frees its lock"
+    );
     println!(
         "{} pairs after {warm} to warm up, {step} ms per pair: {} keys live",
         pairs,

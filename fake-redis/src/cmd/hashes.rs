@@ -88,7 +88,7 @@ pub(crate) fn hincrby(
     };
     let new = match found {
         None => {
-            let hash = Hash::single(Bytes::copy_from_slice(field), int_bytes(delta));
+            let hash = Hash::single(field, &int_bytes(delta));
             db.insert_absent_h(key, h, Value::Hash(hash), None, now);
             delta
         }
@@ -96,12 +96,14 @@ pub(crate) fn hincrby(
             let Value::Hash(hash) = &mut entry.value else {
                 return Err(super::WRONGTYPE);
             };
-            let old = match hash.get(field) {
+            let old = match hash.get(field).map(lock_core::script::parse_i64) {
                 None => 0,
-                Some(v) => lock_core::script::parse_i64(v)
-                    .ok_or(Frame::error("ERR hash value is not an integer"))?,
+                Some(Some(n)) => n,
+                Some(None) => return Err(Frame::error("ERR hash value is not an integer")),
             };
-            let new = old.checked_add(delta).ok_or(OVERFLOW)?;
+            let Some(new) = old.checked_add(delta) else {
+                return Err(OVERFLOW);
+            };
             hash.set(field, int_bytes(new));
             new
         }

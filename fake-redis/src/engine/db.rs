@@ -232,10 +232,14 @@ impl Hash {
         h
     }
 
-    /// A hash of one field, as `HSET` or `HINCRBY` on a missing key makes (the lock's hash).
-    pub fn single(field: Bytes, value: Bytes) -> Hash {
+    /// A hash of one field, as `HSET` or `HINCRBY` on a missing key makes (the lock's hash):
+    /// while it is small, one allocation and one copy of each.
+    pub fn single(field: &[u8], value: &[u8]) -> Hash {
+        if fits_packed(field) && fits_packed(value) {
+            return Hash(HashRepr::Packed(repack(1, &[], Some((field, value)), &[])));
+        }
         let mut hash = Hash::default();
-        hash.insert(field, value);
+        hash.insert(Bytes::copy_from_slice(field), Bytes::copy_from_slice(value));
         hash
     }
 
