@@ -208,10 +208,10 @@ fn script_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 
 /// The engine as the native twins see it: the commands a lock script calls, at the frozen time of
 /// the `EVALSHA` that runs it.
-struct ScriptStore<'a, 'b> {
+struct ScriptStore<'a, 'b, 'k> {
     cx: &'a mut Cx<'b>,
     read_only: bool,
-    missing: Missing,
+    missing: Missing<'k>,
 }
 
 /// Which of the script's keys a call found missing, with no write to them since.
@@ -222,42 +222,46 @@ struct ScriptStore<'a, 'b> {
 /// missing stays missing until the script writes it: a later call does what the command does on a
 /// missing key (a read still counts its miss) without searching the table again.
 ///
-/// A key is matched by the address and length of its bytes, as `Cx`'s remembered hashes are: only
-/// the script's own keys, which live as long as the script runs and never change, are tracked.
+/// A call's key is matched by the address and length of its bytes, as `Cx`'s remembered hashes
+/// are: only the script's own keys, which live as long as the script runs and never change, are
+/// tracked. A caller may name one key twice (`KEYS[1]` equal to `KEYS[2]`), and a write through
+/// one name must not leave the other known missing: then nothing is tracked.
 #[derive(Clone, Copy, Default)]
-struct Missing {
-    keys: [(usize, usize, bool); 4],
+struct Missing<'k> {
+    keys: [(&'k [u8], bool); 4],
     len: usize,
 }
 
-impl Missing {
-    /// (The first four of) `keys`, none known missing yet.
-    fn of(keys: &[Bytes]) -> Missing {
+impl<'k> Missing<'k> {
+    /// (The first four of) `keys`, none known missing yet; none tracked if two are equal.
+    fn of(keys: &'k [Bytes]) -> Missing<'k> {
         let mut missing = Missing::default();
         for (entry, key) in missing.keys.iter_mut().zip(keys) {
-            *entry = (key.as_ptr() as usize, key.len(), false);
+            if keys[..missing.len].contains(key) {
+                return Missing::default();
+            }
+            *entry = (key, false);
             missing.len += 1;
         }
         missing
     }
 
-    fn entry(&mut self, key: &[u8]) -> Option<&mut bool> {
-        let (at, len) = (key.as_ptr() as usize, key.len());
-        self.keys[..self.len]
-            .iter_mut()
-            .find(|e| e.0 == at && e.1 == len)
-            .map(|e| &mut e.2)
-    }
-
     /// Whether `key` is known to be missing.
-    fn has(&mut self, key: &[u8]) -> bool {
-        self.entry(key).is_some_and(|m| *m)
+    #[inline]
+    fn has(&self, key: &[u8]) -> bool {
+        self.keys[..self.len]
+            .iter()
+            .any(|&(k, missing)| missing && std::ptr::eq(k, key))
     }
 
-    /// Records what a call learned: `key` is missing, or (after a write) may not be.
+    /// What a call learned about `key`: it is missing, or (found, or written) it may not be.
+    #[inline]
     fn set(&mut self, key: &[u8], missing: bool) {
-        if let Some(m) = self.entry(key) {
-            *m = missing;
+        if let Some(entry) = self.keys[..self.len]
+            .iter_mut()
+            .find(|(k, _)| std::ptr::eq(*k, key))
+        {
+            entry.1 = missing;
         }
     }
 }
@@ -273,7 +277,7 @@ fn err(frame: Frame) -> CommandError {
     CommandError(frame.error_text().unwrap_or("ERR").to_owned())
 }
 
-impl ScriptStore<'_, '_> {
+impl ScriptStore<'_, '_, '_> {
     /// Runs one of the fair lock's list and sorted-set commands through the command table as a
     /// script's `redis.call` does (in RESP2, as the Lua body's calls are); an error reply comes
     /// back as the call's error.
@@ -341,14 +345,14 @@ impl ScriptStore<'_, '_> {
     }
 }
 
-impl ScriptStore<'_, '_> {
+impl ScriptStore<'_, '_, '_> {
     /// A read of `key`, known to be missing, as a lookup that missed would count it.
     fn read_missed(&mut self, key: &[u8]) {
         self.cx.reading(|cx| cx.missed(key));
     }
 }
 
-impl Store for ScriptStore<'_, '_> {
+impl Store for ScriptStore<'_, '_, '_> {
     fn exists(&mut self, key: &[u8]) -> Result<bool, CommandError> {
         if self.missing.has(key) {
             self.read_missed(key);
