@@ -305,6 +305,27 @@ fn scripts_run_natively_only_once_loaded() {
     );
 }
 
+/// A native script that names one key twice (as the lock and as the latch) ends as the Lua body
+/// does on Redis: the last `SET` replaces the hash its `HINCRBY` made, and there is one key.
+#[test]
+fn a_script_naming_one_key_twice_leaves_one_key() {
+    let (_clock, mut e, c) = setup();
+    let mut call = acquire::call(
+        &KeyLayout::default().lock("orders"),
+        &RequestId(1),
+        Lease::from_millis(30_000).unwrap(),
+        &Owner::new("c0ffee", 1),
+        Millis(10_000),
+    );
+    // Two copies of the bytes, at two addresses, as a client's request would bring them.
+    call.keys = vec![Bytes::copy_from_slice(b"k"), Bytes::copy_from_slice(b"k")];
+    e.execute(c, &call.script.load_argv());
+    assert_eq!(e.execute(c, &call.evalsha_argv()), Frame::Null);
+    assert_eq!(run(&mut e, c, "DBSIZE"), int(1));
+    assert_eq!(run(&mut e, c, "GET k"), bulk("1"));
+    assert_eq!(run(&mut e, c, "PTTL k"), int(10_000));
+}
+
 #[test]
 fn a_wrong_typed_key_fails_a_script_with_redis_s_suffix() {
     let (_clock, mut e, _c) = setup();

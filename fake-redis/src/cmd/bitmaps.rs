@@ -18,8 +18,10 @@ pub(crate) static SETBIT: Spec = Spec::new("setbit", 4, WRITE, setbit_command);
 pub(crate) static GETBIT: Spec = Spec::new("getbit", 3, 0, getbit_command);
 pub(crate) static BITCOUNT: Spec = Spec::new("bitcount", -2, 0, bitcount_command);
 pub(crate) static BITPOS: Spec = Spec::new("bitpos", -3, 0, bitpos_command);
-pub(crate) static BITOP: Spec = Spec::new("bitop", -4, WRITE, bitop_command);
-pub(crate) static BITFIELD: Spec = Spec::new("bitfield", -2, WRITE, bitfield_command);
+pub(crate) static BITOP: Spec =
+    Spec::new("bitop", -4, WRITE, bitop_command).with_reads(super::ReadRule::Except(2));
+pub(crate) static BITFIELD: Spec = Spec::new("bitfield", -2, WRITE, bitfield_command)
+    .with_reads(super::ReadRule::Decide(super::reads::bitfield_reads));
 pub(crate) static BITFIELD_RO: Spec = Spec::new("bitfield_ro", -2, 0, bitfield_command);
 
 const BAD_OFFSET: Frame = Frame::error("ERR bit offset is not an integer or out of range");

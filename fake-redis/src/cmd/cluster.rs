@@ -28,7 +28,8 @@ pub(crate) static READONLY: Spec = Spec::new("readonly", 1, 0, readonly_command)
 pub(crate) static READWRITE: Spec = Spec::new("readwrite", 1, 0, readwrite_command);
 pub(crate) static ASKING: Spec = Spec::new("asking", 1, 0, asking_command);
 pub(crate) static MODULE: Spec = Spec::new("module", -2, CONTAINER, module_command);
-pub(crate) static PFDEBUG: Spec = Spec::new("pfdebug", 3, WRITE, pfdebug_command);
+pub(crate) static PFDEBUG: Spec =
+    Spec::new("pfdebug", 3, WRITE, pfdebug_command).with_reads(super::ReadRule::Never);
 pub(crate) static PFSELFTEST: Spec = Spec::new("pfselftest", 1, 0, pfselftest_command);
 pub(crate) static LOLWUT: Spec = Spec::new("lolwut", -1, 0, lolwut_command);
 

@@ -11,8 +11,10 @@ use crate::lua::functions::{self as lib, RestorePolicy};
 use crate::resp::Frame;
 use bytes::Bytes;
 
-pub(crate) static FCALL: Spec = Spec::new("fcall", -3, WRITE, fcall_command);
-pub(crate) static FCALL_RO: Spec = Spec::new("fcall_ro", -3, 0, fcall_command);
+pub(crate) static FCALL: Spec =
+    Spec::new("fcall", -3, WRITE, fcall_command).with_reads(super::ReadRule::Never);
+pub(crate) static FCALL_RO: Spec =
+    Spec::new("fcall_ro", -3, 0, fcall_command).with_reads(super::ReadRule::Never);
 pub(crate) static FUNCTION: Spec = Spec::new("function", -2, CONTAINER, function_command);
 
 /// `FUNCTION HELP`'s lines, as Redis 7.0 prints them.

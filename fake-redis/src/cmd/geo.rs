@@ -17,14 +17,17 @@ pub(crate) static GEOADD: Spec = Spec::new("geoadd", -5, WRITE, geoadd_command);
 pub(crate) static GEODIST: Spec = Spec::new("geodist", -4, 0, geodist_command);
 pub(crate) static GEOHASH: Spec = Spec::new("geohash", -2, 0, geohash_command);
 pub(crate) static GEOPOS: Spec = Spec::new("geopos", -2, 0, geopos_command);
-pub(crate) static GEORADIUS: Spec = Spec::new("georadius", -6, WRITE, georadius_command);
+pub(crate) static GEORADIUS: Spec = Spec::new("georadius", -6, WRITE, georadius_command)
+    .with_reads(super::ReadRule::Decide(super::reads::store_option_reads));
 pub(crate) static GEORADIUS_RO: Spec = Spec::new("georadius_ro", -6, 0, georadius_command);
 pub(crate) static GEORADIUSBYMEMBER: Spec =
-    Spec::new("georadiusbymember", -5, WRITE, georadius_command);
+    Spec::new("georadiusbymember", -5, WRITE, georadius_command)
+        .with_reads(super::ReadRule::Decide(super::reads::store_option_reads));
 pub(crate) static GEORADIUSBYMEMBER_RO: Spec =
     Spec::new("georadiusbymember_ro", -5, 0, georadius_command);
 pub(crate) static GEOSEARCH: Spec = Spec::new("geosearch", -7, 0, georadius_command);
-pub(crate) static GEOSEARCHSTORE: Spec = Spec::new("geosearchstore", -8, WRITE, georadius_command);
+pub(crate) static GEOSEARCHSTORE: Spec = Spec::new("geosearchstore", -8, WRITE, georadius_command)
+    .with_reads(super::ReadRule::Except(1));
 
 const LAT_MIN: f64 = -85.05112878;
 const LAT_MAX: f64 = 85.05112878;

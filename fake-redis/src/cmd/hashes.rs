@@ -61,31 +61,49 @@ pub(crate) fn hexists(cx: &mut Cx<'_>, key: &[u8], field: &[u8]) -> Result<bool,
     Ok(read(cx, key)?.is_some_and(|h| h.get(field).is_some()))
 }
 
-/// `HGET key field`.
-pub(crate) fn hget(cx: &mut Cx<'_>, key: &[u8], field: &[u8]) -> Result<Option<Bytes>, Frame> {
-    Ok(read(cx, key)?.and_then(|h| h.get(field).map(Bytes::copy_from_slice)))
+/// `HGET key field`: None when the key is missing, else the field's value if it has one.
+pub(crate) fn hget(
+    cx: &mut Cx<'_>,
+    key: &[u8],
+    field: &[u8],
+) -> Result<Option<Option<Bytes>>, Frame> {
+    // A lock's count is `1` nearly always: shared bytes then, not an allocation.
+    Ok(read(cx, key)?.map(|h| h.get(field).map(super::value_bytes)))
 }
 
-/// `HINCRBY key field delta`: the new value. Keeps the TTL; a new key has none.
-pub(crate) fn hincrby(cx: &mut Cx<'_>, key: &[u8], field: &[u8], delta: i64) -> Result<i64, Frame> {
+/// `HINCRBY key field delta`: the new value. Keeps the TTL; a new key has none. A key the caller
+/// knows is `missing` (it looked, at the same frozen time) is created without a search.
+pub(crate) fn hincrby(
+    cx: &mut Cx<'_>,
+    key: &[u8],
+    field: &[u8],
+    delta: i64,
+    missing: bool,
+) -> Result<i64, Frame> {
     let (now, h) = (cx.now, cx.hash(key));
     let db = cx.keyspace();
-    let new = match db.write_h(key, h, now) {
+    let found = match missing {
+        true => None,
+        false => db.write_h(key, h, now),
+    };
+    let new = match found {
         None => {
-            let hash = Hash::single(Bytes::copy_from_slice(field), int_bytes(delta));
-            db.insert_absent_h(key, h, Value::Hash(hash), now);
+            let hash = Hash::single(field, &int_bytes(delta));
+            db.insert_absent_h(key, h, Value::Hash(hash), None, now);
             delta
         }
         Some(entry) => {
             let Value::Hash(hash) = &mut entry.value else {
                 return Err(super::WRONGTYPE);
             };
-            let old = match hash.get(field) {
+            let old = match hash.get(field).map(lock_core::script::parse_i64) {
                 None => 0,
-                Some(v) => lock_core::script::parse_i64(v)
-                    .ok_or(Frame::error("ERR hash value is not an integer"))?,
+                Some(Some(n)) => n,
+                Some(None) => return Err(Frame::error("ERR hash value is not an integer")),
             };
-            let new = old.checked_add(delta).ok_or(OVERFLOW)?;
+            let Some(new) = old.checked_add(delta) else {
+                return Err(OVERFLOW);
+            };
             hash.set(field, int_bytes(new));
             new
         }
@@ -136,7 +154,9 @@ fn hsetnx_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 
 fn hget_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let (key, field) = (args.next_bytes()?, args.next_bytes()?);
-    Ok(hget(cx, key, field)?.map_or(Frame::Null, Frame::Bulk))
+    Ok(hget(cx, key, field)?
+        .flatten()
+        .map_or(Frame::Null, Frame::Bulk))
 }
 
 fn hmget_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
@@ -203,7 +223,7 @@ fn hlen_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 
 fn hincrby_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let (key, field, delta) = (args.next_bytes()?, args.next_bytes()?, args.next_int()?);
-    Ok(Frame::Integer(hincrby(cx, key, field, delta)?))
+    Ok(Frame::Integer(hincrby(cx, key, field, delta, false)?))
 }
 
 fn hincrbyfloat_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
@@ -228,7 +248,7 @@ fn hincrbyfloat_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 
 fn hstrlen_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let (key, field) = (args.next_bytes()?, args.next_bytes()?);
-    let value = hget(cx, key, field)?;
+    let value = hget(cx, key, field)?.flatten();
     Ok(Frame::Integer(value.map_or(0, |v| v.len() as i64)))
 }
 

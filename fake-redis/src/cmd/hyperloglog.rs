@@ -18,7 +18,8 @@ use bytes::Bytes;
 
 pub(crate) static PFADD: Spec = Spec::new("pfadd", -2, WRITE, pfadd_command);
 pub(crate) static PFCOUNT: Spec = Spec::new("pfcount", -2, 0, pfcount_command);
-pub(crate) static PFMERGE: Spec = Spec::new("pfmerge", -2, WRITE, pfmerge_command);
+pub(crate) static PFMERGE: Spec =
+    Spec::new("pfmerge", -2, WRITE, pfmerge_command).with_reads(super::ReadRule::Always);
 
 const P: u32 = 14;
 const Q: u32 = 64 - P;

@@ -31,7 +31,8 @@ pub(crate) static KEYS: Spec = Spec::new("keys", 2, 0, keys_command);
 pub(crate) static SCAN: Spec = Spec::new("scan", -2, 0, scan_command);
 pub(crate) static RENAME: Spec = Spec::new("rename", 3, WRITE, rename_command);
 pub(crate) static RENAMENX: Spec = Spec::new("renamenx", 3, WRITE, rename_command);
-pub(crate) static COPY: Spec = Spec::new("copy", -3, WRITE, copy_command);
+pub(crate) static COPY: Spec =
+    Spec::new("copy", -3, WRITE, copy_command).with_reads(super::ReadRule::Except(2));
 pub(crate) static RANDOMKEY: Spec = Spec::new("randomkey", 1, 0, randomkey_command);
 pub(crate) static DBSIZE: Spec = Spec::new("dbsize", 1, 0, dbsize_command);
 pub(crate) static FLUSHDB: Spec = Spec::new("flushdb", -1, WRITE, flush_command);
@@ -155,11 +156,16 @@ pub(crate) fn expire_at(cx: &mut Cx<'_>, key: &[u8], when: i64, cond: ExpireCond
 
 /// `PEXPIRE key ms` as the native scripts call it.
 pub(crate) fn pexpire(cx: &mut Cx<'_>, key: &[u8], ms: &[u8]) -> Result<bool, Frame> {
-    let ms = int(ms)?;
-    let when = ms
-        .checked_add(cx.now)
-        .ok_or_else(|| invalid_expire("pexpire"))?;
+    let when = pexpire_deadline(cx.now, ms)?;
     Ok(expire_at(cx, key, when, ExpireCondition::default()))
+}
+
+/// The deadline `PEXPIRE … ms` sets at `now`, or its error for a bad `ms`: all that `PEXPIRE`
+/// of a missing key does.
+pub(crate) fn pexpire_deadline(now: i64, ms: &[u8]) -> Result<i64, Frame> {
+    int(ms)?
+        .checked_add(now)
+        .ok_or_else(|| invalid_expire("pexpire"))
 }
 
 // ---- commands ----

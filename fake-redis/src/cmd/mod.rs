@@ -60,7 +60,7 @@ pub(crate) use command_docs::{Refusal, command_name};
 pub(crate) use config::class;
 pub(crate) use context::{Caller, Cx};
 pub(crate) use parse::Args;
-pub(crate) use reads::{Reads, reads_of};
+pub(crate) use reads::{ReadRule, Reads, reads_of};
 pub(crate) use redirect::route_script_call;
 #[cfg(feature = "lua")]
 pub(crate) use scripting::{call_from_script, sha1_hex};
@@ -96,6 +96,8 @@ pub(crate) struct Spec {
     pub arity: i32,
     pub flags: u8,
     pub run: Handler,
+    /// Which of its lookups are reads (`reads.rs`).
+    pub reads: ReadRule,
 }
 
 impl Spec {
@@ -105,6 +107,16 @@ impl Spec {
             arity,
             flags,
             run,
+            reads: ReadRule::ByFlags,
+        }
+    }
+
+    /// The command with `rule` for its reads: one of Redis's exceptions to "a read-only
+    /// command's lookups are reads, a write's are not" (`reads.rs`).
+    pub const fn with_reads(self, rule: ReadRule) -> Spec {
+        Spec {
+            reads: rule,
+            ..self
         }
     }
 
@@ -616,7 +628,11 @@ pub(crate) fn invalid_expire(name: &str) -> Frame {
 
 /// A command argument as a 64-bit integer, by Redis's `string2ll` rules.
 pub(crate) fn int(arg: &[u8]) -> Result<i64, Frame> {
-    lock_core::script::parse_i64(arg).ok_or(NOT_INTEGER)
+    // A `match`, not `ok_or`: that would build the error (and drop it) on every call.
+    match lock_core::script::parse_i64(arg) {
+        Some(n) => Ok(n),
+        None => Err(NOT_INTEGER),
+    }
 }
 
 /// A command argument as a float, by Redis's `string2ld` rules (no spaces, no NaN).

@@ -14,10 +14,14 @@ use crate::resp::Frame;
 use bytes::Bytes;
 use lock_core::script::{CommandError, Script, Store};
 
-pub(crate) static EVAL: Spec = Spec::new("eval", -3, WRITE, eval_command);
-pub(crate) static EVALSHA: Spec = Spec::new("evalsha", -3, WRITE, eval_command);
-pub(crate) static EVAL_RO: Spec = Spec::new("eval_ro", -3, 0, eval_command);
-pub(crate) static EVALSHA_RO: Spec = Spec::new("evalsha_ro", -3, 0, eval_command);
+pub(crate) static EVAL: Spec =
+    Spec::new("eval", -3, WRITE, eval_command).with_reads(super::ReadRule::Never);
+pub(crate) static EVALSHA: Spec =
+    Spec::new("evalsha", -3, WRITE, eval_command).with_reads(super::ReadRule::Never);
+pub(crate) static EVAL_RO: Spec =
+    Spec::new("eval_ro", -3, 0, eval_command).with_reads(super::ReadRule::Never);
+pub(crate) static EVALSHA_RO: Spec =
+    Spec::new("evalsha_ro", -3, 0, eval_command).with_reads(super::ReadRule::Never);
 pub(crate) static SCRIPT: Spec = Spec::new("script", -2, CONTAINER, script_command);
 
 const NOSCRIPT: Frame = Frame::error("NOSCRIPT No matching script. Please use EVAL.");
@@ -137,7 +141,18 @@ pub(super) fn run(
     ro: bool,
 ) -> Frame {
     let reply = cx.with_script_keys(keys, |cx| {
-        script.run_native(&mut ScriptStore { cx, read_only: ro }, keys, args)
+        // On a replica a logically expired key stays in the table, and writing a key a lookup
+        // missed must find it: nothing is taken as missing there.
+        let missing = match cx.keyspace().keeps_expired() {
+            false => Missing::of(keys),
+            true => Missing::default(),
+        };
+        let store = &mut ScriptStore {
+            cx,
+            read_only: ro,
+            missing,
+        };
+        script.run_native(store, keys, args)
     });
     Frame::from_reply(reply)
 }
@@ -193,9 +208,62 @@ fn script_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 
 /// The engine as the native twins see it: the commands a lock script calls, at the frozen time of
 /// the `EVALSHA` that runs it.
-struct ScriptStore<'a, 'b> {
+struct ScriptStore<'a, 'b, 'k> {
     cx: &'a mut Cx<'b>,
     read_only: bool,
+    missing: Missing<'k>,
+}
+
+/// Which of the script's keys a call found missing, with no write to them since.
+///
+/// A lock script asks about its latch several times (`EXISTS`, then `PEXPIRE` and `SET … XX` to
+/// try its arguments, then the `SET` that writes it) and about a free lock twice (`HGET`, then
+/// `EXISTS`). Nothing but the script runs between its calls, at one frozen time, so a key found
+/// missing stays missing until the script writes it: a later call does what the command does on a
+/// missing key (a read still counts its miss) without searching the table again.
+///
+/// A call's key is matched by the address and length of its bytes, as `Cx`'s remembered hashes
+/// are: only the script's own keys, which live as long as the script runs and never change, are
+/// tracked. A caller may name one key twice (`KEYS[1]` equal to `KEYS[2]`), and a write through
+/// one name must not leave the other known missing: then nothing is tracked.
+#[derive(Clone, Copy, Default)]
+struct Missing<'k> {
+    keys: [(&'k [u8], bool); 4],
+    len: usize,
+}
+
+impl<'k> Missing<'k> {
+    /// (The first four of) `keys`, none known missing yet; none tracked if two are equal.
+    fn of(keys: &'k [Bytes]) -> Missing<'k> {
+        let mut missing = Missing::default();
+        for (entry, key) in missing.keys.iter_mut().zip(keys) {
+            if keys[..missing.len].contains(key) {
+                return Missing::default();
+            }
+            *entry = (key, false);
+            missing.len += 1;
+        }
+        missing
+    }
+
+    /// Whether `key` is known to be missing.
+    #[inline]
+    fn has(&self, key: &[u8]) -> bool {
+        self.keys[..self.len]
+            .iter()
+            .any(|&(k, missing)| missing && std::ptr::eq(k, key))
+    }
+
+    /// What a call learned about `key`: it is missing, or (found, or written) it may not be.
+    #[inline]
+    fn set(&mut self, key: &[u8], missing: bool) {
+        if let Some(entry) = self.keys[..self.len]
+            .iter_mut()
+            .find(|(k, _)| std::ptr::eq(*k, key))
+        {
+            entry.1 = missing;
+        }
+    }
 }
 
 fn unexpected(command: &[u8], reply: &Frame) -> CommandError {
@@ -209,7 +277,7 @@ fn err(frame: Frame) -> CommandError {
     CommandError(frame.error_text().unwrap_or("ERR").to_owned())
 }
 
-impl ScriptStore<'_, '_> {
+impl ScriptStore<'_, '_, '_> {
     /// Runs one of the fair lock's list and sorted-set commands through the command table as a
     /// script's `redis.call` does (in RESP2, as the Lua body's calls are); an error reply comes
     /// back as the call's error.
@@ -217,6 +285,10 @@ impl ScriptStore<'_, '_> {
         let spec = lookup(argv[0]).expect("the scripts call commands the fake has");
         if spec.has(WRITE) {
             self.writable()?;
+        }
+        if argv.len() > 1 {
+            // Any command through the table may write its key.
+            self.missing.set(argv[1], false);
         }
         let argv: Vec<Bytes> = argv.iter().map(|a| Bytes::copy_from_slice(a)).collect();
         match call_from_script(self.cx, spec, &argv, 2) {
@@ -273,9 +345,22 @@ impl ScriptStore<'_, '_> {
     }
 }
 
-impl Store for ScriptStore<'_, '_> {
+impl ScriptStore<'_, '_, '_> {
+    /// A read of `key`, known to be missing, as a lookup that missed would count it.
+    fn read_missed(&mut self, key: &[u8]) {
+        self.cx.reading(|cx| cx.missed(key));
+    }
+}
+
+impl Store for ScriptStore<'_, '_, '_> {
     fn exists(&mut self, key: &[u8]) -> Result<bool, CommandError> {
-        Ok(self.cx.reading(|cx| super::keys::exists(cx, key)))
+        if self.missing.has(key) {
+            self.read_missed(key);
+            return Ok(false);
+        }
+        let found = self.cx.reading(|cx| super::keys::exists(cx, key));
+        self.missing.set(key, !found);
+        Ok(found)
     }
 
     fn hexists(&mut self, key: &[u8], field: &[u8]) -> Result<bool, CommandError> {
@@ -286,18 +371,37 @@ impl Store for ScriptStore<'_, '_> {
 
     fn hincrby(&mut self, key: &[u8], field: &[u8], delta: i64) -> Result<i64, CommandError> {
         self.writable()?;
-        super::hashes::hincrby(self.cx, key, field, delta).map_err(err)
+        let missing = self.missing.has(key);
+        let new = super::hashes::hincrby(self.cx, key, field, delta, missing).map_err(err)?;
+        self.missing.set(key, false);
+        Ok(new)
     }
 
     fn hget(&mut self, key: &[u8], field: &[u8]) -> Result<Option<Bytes>, CommandError> {
-        self.cx
+        if self.missing.has(key) {
+            self.read_missed(key);
+            return Ok(None);
+        }
+        let hash = self
+            .cx
             .reading(|cx| super::hashes::hget(cx, key, field))
-            .map_err(err)
+            .map_err(err)?;
+        self.missing.set(key, hash.is_none());
+        Ok(hash.flatten())
     }
 
     fn pexpire(&mut self, key: &[u8], ms: &[u8]) -> Result<bool, CommandError> {
         self.writable()?;
-        super::keys::pexpire(self.cx, key, ms).map_err(err)
+        if self.missing.has(key) {
+            // `PEXPIRE` of a missing key checks its argument and changes nothing.
+            return super::keys::pexpire_deadline(self.cx.now, ms)
+                .map(|_| false)
+                .map_err(err);
+        }
+        // A deadline in the past deletes the key.
+        let set = super::keys::pexpire(self.cx, key, ms).map_err(err)?;
+        self.missing.set(key, false);
+        Ok(set)
     }
 
     fn pttl(&mut self, key: &[u8]) -> Result<i64, CommandError> {
@@ -306,7 +410,12 @@ impl Store for ScriptStore<'_, '_> {
 
     fn del(&mut self, key: &[u8]) -> Result<bool, CommandError> {
         self.writable()?;
-        Ok(super::keys::del(self.cx, key))
+        if self.missing.has(key) {
+            return Ok(false);
+        }
+        let removed = super::keys::del(self.cx, key);
+        self.missing.set(key, true);
+        Ok(removed)
     }
 
     fn publish(&mut self, channel: &[u8], message: &[u8]) -> Result<i64, CommandError> {
@@ -319,10 +428,18 @@ impl Store for ScriptStore<'_, '_> {
 
     fn set_px(&mut self, key: &[u8], value: &[u8], ms: &[u8]) -> Result<(), CommandError> {
         self.writable()?;
-        super::strings::set_px(self.cx, key, super::value_bytes(value), ms).map_err(err)
+        let missing = self.missing.has(key);
+        super::strings::set_px(self.cx, key, super::value_bytes(value), ms, missing)
+            .map_err(err)?;
+        self.missing.set(key, false);
+        Ok(())
     }
 
     fn get(&mut self, key: &[u8]) -> Result<Option<Bytes>, CommandError> {
+        if self.missing.has(key) {
+            self.read_missed(key);
+            return Ok(None);
+        }
         self.cx
             .reading(|cx| super::strings::get(cx, key))
             .map_err(err)
@@ -330,6 +447,7 @@ impl Store for ScriptStore<'_, '_> {
 
     fn incrby(&mut self, key: &[u8], delta: i64) -> Result<i64, CommandError> {
         self.writable()?;
+        self.missing.set(key, false);
         super::strings::incr_by(self.cx, key, delta).map_err(err)
     }
 

@@ -16,8 +16,10 @@ use crate::engine::stream::StreamId;
 use crate::resp::Frame;
 use bytes::Bytes;
 
-pub(crate) static OBJECT: Spec = Spec::new("object", -2, CONTAINER, object_command);
-pub(crate) static MEMORY: Spec = Spec::new("memory", -2, CONTAINER, memory_command);
+pub(crate) static OBJECT: Spec =
+    Spec::new("object", -2, CONTAINER, object_command).with_reads(super::ReadRule::Unannounced);
+pub(crate) static MEMORY: Spec =
+    Spec::new("memory", -2, CONTAINER, memory_command).with_reads(super::ReadRule::Never);
 pub(crate) static SLOWLOG: Spec = Spec::new("slowlog", -2, CONTAINER, slowlog_command);
 pub(crate) static LATENCY: Spec = Spec::new("latency", -2, CONTAINER, latency_command);
 pub(crate) static LASTSAVE: Spec = Spec::new("lastsave", 1, 0, lastsave_command);
@@ -26,7 +28,8 @@ pub(crate) static BGSAVE: Spec = Spec::new("bgsave", -1, 0, bgsave_command);
 pub(crate) static BGREWRITEAOF: Spec = Spec::new("bgrewriteaof", 1, 0, bgrewriteaof_command);
 pub(crate) static MOVE: Spec = Spec::new("move", 3, super::WRITE, move_command);
 // Redis refuses it before it checks authentication; running it unauthenticated only refuses.
-pub(crate) static DEBUG: Spec = Spec::new("debug", -2, super::NO_AUTH, debug_command);
+pub(crate) static DEBUG: Spec =
+    Spec::new("debug", -2, super::NO_AUTH, debug_command).with_reads(super::ReadRule::Never);
 pub(crate) static ROLE: Spec = Spec::new("role", 1, 0, role_command);
 pub(crate) static SWAPDB: Spec = Spec::new("swapdb", 3, super::WRITE, swapdb_command);
 pub(crate) static SHUTDOWN: Spec = Spec::new("shutdown", -1, 0, shutdown_command);

@@ -27,9 +27,12 @@ pub(crate) static SRANDMEMBER: Spec = Spec::new("srandmember", -2, 0, srandmembe
 pub(crate) static SUNION: Spec = Spec::new("sunion", -2, 0, algebra_command);
 pub(crate) static SINTER: Spec = Spec::new("sinter", -2, 0, algebra_command);
 pub(crate) static SDIFF: Spec = Spec::new("sdiff", -2, 0, algebra_command);
-pub(crate) static SUNIONSTORE: Spec = Spec::new("sunionstore", -3, WRITE, algebra_command);
-pub(crate) static SINTERSTORE: Spec = Spec::new("sinterstore", -3, WRITE, algebra_command);
-pub(crate) static SDIFFSTORE: Spec = Spec::new("sdiffstore", -3, WRITE, algebra_command);
+pub(crate) static SUNIONSTORE: Spec =
+    Spec::new("sunionstore", -3, WRITE, algebra_command).with_reads(super::ReadRule::Except(1));
+pub(crate) static SINTERSTORE: Spec =
+    Spec::new("sinterstore", -3, WRITE, algebra_command).with_reads(super::ReadRule::Except(1));
+pub(crate) static SDIFFSTORE: Spec =
+    Spec::new("sdiffstore", -3, WRITE, algebra_command).with_reads(super::ReadRule::Except(1));
 pub(crate) static SMOVE: Spec = Spec::new("smove", 4, WRITE, smove_command);
 pub(crate) static SSCAN: Spec = Spec::new("sscan", -3, 0, sscan_command);
 pub(crate) static SINTERCARD: Spec = Spec::new("sintercard", -3, 0, sintercard_command);

@@ -18,7 +18,8 @@ use bytes::Bytes;
 use std::cmp::Ordering;
 use std::collections::VecDeque;
 
-pub(crate) static SORT: Spec = Spec::new("sort", -2, WRITE, sort_command);
+pub(crate) static SORT: Spec = Spec::new("sort", -2, WRITE, sort_command)
+    .with_reads(super::ReadRule::Decide(super::reads::store_option_reads));
 pub(crate) static SORT_RO: Spec = Spec::new("sort_ro", -2, 0, sort_command);
 
 /// `SORT key [BY pattern] [LIMIT offset count] [GET pattern…] [ASC|DESC] [ALPHA] [STORE

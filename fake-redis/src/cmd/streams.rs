@@ -28,13 +28,17 @@ pub(crate) static XLEN: Spec = Spec::new("xlen", 2, 0, xlen_command);
 pub(crate) static XRANGE: Spec = Spec::new("xrange", -4, 0, xrange_command);
 pub(crate) static XREVRANGE: Spec = Spec::new("xrevrange", -4, 0, xrange_command);
 pub(crate) static XREAD: Spec = Spec::new("xread", -4, 0, xread_command);
-pub(crate) static XREADGROUP: Spec = Spec::new("xreadgroup", -7, WRITE, xread_command);
+pub(crate) static XREADGROUP: Spec =
+    Spec::new("xreadgroup", -7, WRITE, xread_command).with_reads(super::ReadRule::Always);
 pub(crate) static XSETID: Spec = Spec::new("xsetid", -3, WRITE, xsetid_command);
 pub(crate) static XGROUP: Spec = Spec::new("xgroup", -2, WRITE | CONTAINER, xgroup_command);
-pub(crate) static XACK: Spec = Spec::new("xack", -4, WRITE, xack_command);
+pub(crate) static XACK: Spec =
+    Spec::new("xack", -4, WRITE, xack_command).with_reads(super::ReadRule::Always);
 pub(crate) static XPENDING: Spec = Spec::new("xpending", -3, 0, xpending_command);
-pub(crate) static XCLAIM: Spec = Spec::new("xclaim", -6, WRITE, xclaim_command);
-pub(crate) static XAUTOCLAIM: Spec = Spec::new("xautoclaim", -6, WRITE, xautoclaim_command);
+pub(crate) static XCLAIM: Spec =
+    Spec::new("xclaim", -6, WRITE, xclaim_command).with_reads(super::ReadRule::Always);
+pub(crate) static XAUTOCLAIM: Spec =
+    Spec::new("xautoclaim", -6, WRITE, xautoclaim_command).with_reads(super::ReadRule::Always);
 pub(crate) static XINFO: Spec = Spec::new("xinfo", -2, CONTAINER, xinfo_command);
 
 const INVALID_ID: Frame =

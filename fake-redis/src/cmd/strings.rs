@@ -17,13 +17,17 @@ use crate::resp::Frame;
 use bytes::Bytes;
 
 pub(crate) static GET: Spec = Spec::new("get", 2, 0, get_command);
-pub(crate) static SET: Spec = Spec::new("set", -3, WRITE, set_command);
+pub(crate) static SET: Spec = Spec::new("set", -3, WRITE, set_command)
+    .with_reads(super::ReadRule::Decide(super::reads::set_reads));
 pub(crate) static SETNX: Spec = Spec::new("setnx", 3, WRITE, setnx_command);
 pub(crate) static SETEX: Spec = Spec::new("setex", 4, WRITE, setex_command);
 pub(crate) static PSETEX: Spec = Spec::new("psetex", 4, WRITE, setex_command);
-pub(crate) static GETSET: Spec = Spec::new("getset", 3, WRITE, getset_command);
-pub(crate) static GETDEL: Spec = Spec::new("getdel", 2, WRITE, getdel_command);
-pub(crate) static GETEX: Spec = Spec::new("getex", -2, WRITE, getex_command);
+pub(crate) static GETSET: Spec =
+    Spec::new("getset", 3, WRITE, getset_command).with_reads(super::ReadRule::Always);
+pub(crate) static GETDEL: Spec =
+    Spec::new("getdel", 2, WRITE, getdel_command).with_reads(super::ReadRule::Always);
+pub(crate) static GETEX: Spec =
+    Spec::new("getex", -2, WRITE, getex_command).with_reads(super::ReadRule::Always);
 pub(crate) static MGET: Spec = Spec::new("mget", -2, 0, mget_command);
 pub(crate) static MSET: Spec = Spec::new("mset", -3, WRITE, mset_command);
 pub(crate) static MSETNX: Spec = Spec::new("msetnx", -3, WRITE, mset_command);
@@ -52,9 +56,18 @@ pub(crate) fn get(cx: &mut Cx<'_>, key: &[u8]) -> Result<Option<Bytes>, Frame> {
 
 /// Writes a string at `key` with `deadline` (a plain `SET`: the old TTL is gone).
 pub(crate) fn set(cx: &mut Cx<'_>, key: &[u8], value: Bytes, deadline: Option<i64>) {
+    set_at(cx, key, value, deadline, false);
+}
+
+/// [`set`] on a key the caller knows is `missing` (it looked, at the same frozen time), which
+/// skips the search for an old entry.
+fn set_at(cx: &mut Cx<'_>, key: &[u8], value: Bytes, deadline: Option<i64>, missing: bool) {
     let (now, h) = (cx.now, cx.hash(key));
     let db = cx.keyspace();
-    db.insert_h(key, h, Value::Str(value), deadline, now);
+    match missing {
+        true => db.insert_absent_h(key, h, Value::Str(value), deadline, now),
+        false => db.insert_h(key, h, Value::Str(value), deadline, now),
+    }
     db.touch(key);
     cx.notify(super::class::STRING, "set", key);
     if deadline.is_some() {
@@ -62,11 +75,17 @@ pub(crate) fn set(cx: &mut Cx<'_>, key: &[u8], value: Bytes, deadline: Option<i6
     }
 }
 
-/// `SET key value PX ms`, validated as Redis validates it.
+/// `SET key value PX ms`, validated as Redis validates it, on a key known to be `missing` or not.
 #[inline]
-pub(crate) fn set_px(cx: &mut Cx<'_>, key: &[u8], value: Bytes, ms: &[u8]) -> Result<(), Frame> {
+pub(crate) fn set_px(
+    cx: &mut Cx<'_>,
+    key: &[u8],
+    value: Bytes,
+    ms: &[u8],
+    missing: bool,
+) -> Result<(), Frame> {
     let deadline = Expiry::Px(int(ms)?).deadline(cx.now, "set")?;
-    set(cx, key, value, Some(deadline));
+    set_at(cx, key, value, Some(deadline), missing);
     Ok(())
 }
 

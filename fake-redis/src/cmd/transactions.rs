@@ -11,9 +11,11 @@ use crate::engine::Multi;
 use crate::resp::Frame;
 
 pub(crate) static MULTI: Spec = Spec::new("multi", 1, NOT_QUEUED, multi_command);
-pub(crate) static EXEC: Spec = Spec::new("exec", 1, NOT_QUEUED, exec_command);
+pub(crate) static EXEC: Spec =
+    Spec::new("exec", 1, NOT_QUEUED, exec_command).with_reads(super::ReadRule::Never);
 pub(crate) static DISCARD: Spec = Spec::new("discard", 1, NOT_QUEUED, discard_command);
-pub(crate) static WATCH: Spec = Spec::new("watch", -2, NOT_QUEUED, watch_command);
+pub(crate) static WATCH: Spec =
+    Spec::new("watch", -2, NOT_QUEUED, watch_command).with_reads(super::ReadRule::Never);
 pub(crate) static UNWATCH: Spec = Spec::new("unwatch", 1, 0, unwatch_command);
 
 fn multi_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {

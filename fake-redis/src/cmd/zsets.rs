@@ -32,16 +32,20 @@ pub(crate) static ZREMRANGEBYRANK: Spec = Spec::new("zremrangebyrank", 4, WRITE,
 pub(crate) static ZPOPMIN: Spec = Spec::new("zpopmin", -2, WRITE, zpop_command);
 pub(crate) static ZPOPMAX: Spec = Spec::new("zpopmax", -2, WRITE, zpop_command);
 pub(crate) static ZSCAN: Spec = Spec::new("zscan", -3, 0, zscan_command);
-pub(crate) static ZUNIONSTORE: Spec = Spec::new("zunionstore", -4, WRITE, algebra_command);
-pub(crate) static ZINTERSTORE: Spec = Spec::new("zinterstore", -4, WRITE, algebra_command);
-pub(crate) static ZDIFFSTORE: Spec = Spec::new("zdiffstore", -4, WRITE, algebra_command);
+pub(crate) static ZUNIONSTORE: Spec =
+    Spec::new("zunionstore", -4, WRITE, algebra_command).with_reads(super::ReadRule::Except(1));
+pub(crate) static ZINTERSTORE: Spec =
+    Spec::new("zinterstore", -4, WRITE, algebra_command).with_reads(super::ReadRule::Except(1));
+pub(crate) static ZDIFFSTORE: Spec =
+    Spec::new("zdiffstore", -4, WRITE, algebra_command).with_reads(super::ReadRule::Except(1));
 pub(crate) static ZUNION: Spec = Spec::new("zunion", -3, 0, algebra_command);
 pub(crate) static ZINTER: Spec = Spec::new("zinter", -3, 0, algebra_command);
 pub(crate) static ZDIFF: Spec = Spec::new("zdiff", -3, 0, algebra_command);
 pub(crate) static ZINTERCARD: Spec = Spec::new("zintercard", -3, 0, algebra_command);
 pub(crate) static ZRANGEBYLEX: Spec = Spec::new("zrangebylex", -4, 0, zrange_command);
 pub(crate) static ZREVRANGEBYLEX: Spec = Spec::new("zrevrangebylex", -4, 0, zrange_command);
-pub(crate) static ZRANGESTORE: Spec = Spec::new("zrangestore", -5, WRITE, zrange_command);
+pub(crate) static ZRANGESTORE: Spec =
+    Spec::new("zrangestore", -5, WRITE, zrange_command).with_reads(super::ReadRule::Except(1));
 pub(crate) static ZLEXCOUNT: Spec = Spec::new("zlexcount", 4, 0, zlexcount_command);
 pub(crate) static ZREMRANGEBYLEX: Spec = Spec::new("zremrangebylex", 4, WRITE, zremrange_command);
 pub(crate) static ZRANDMEMBER: Spec = Spec::new("zrandmember", -2, 0, zrandmember_command);

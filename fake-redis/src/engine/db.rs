@@ -232,10 +232,14 @@ impl Hash {
         h
     }
 
-    /// A hash of one field, as `HSET` or `HINCRBY` on a missing key makes (the lock's hash).
-    pub fn single(field: Bytes, value: Bytes) -> Hash {
+    /// A hash of one field, as `HSET` or `HINCRBY` on a missing key makes (the lock's hash):
+    /// while it is small, one allocation and one copy of each.
+    pub fn single(field: &[u8], value: &[u8]) -> Hash {
+        if fits_packed(field) && fits_packed(value) {
+            return Hash(HashRepr::Packed(repack(1, &[], Some((field, value)), &[])));
+        }
         let mut hash = Hash::default();
-        hash.insert(field, value);
+        hash.insert(Bytes::copy_from_slice(field), Bytes::copy_from_slice(value));
         hash
     }
 
@@ -976,17 +980,30 @@ impl Db {
         }
     }
 
-    /// Puts a new key known to be absent (a lookup just missed), skipping the search for an old
-    /// entry.
-    pub fn insert_absent_h(&mut self, key: &[u8], h: u64, value: Value, now: i64) {
-        if self.logs_writes() {
-            return self.insert_h(key, h, value, None, now);
+    /// Puts a new key known to be absent (a lookup at this frozen time missed), with `deadline`,
+    /// skipping the search for an old entry.
+    pub fn insert_absent_h(
+        &mut self,
+        key: &[u8],
+        h: u64,
+        value: Value,
+        deadline: Option<i64>,
+        now: i64,
+    ) {
+        // The journal needs the previous entry, and a replica's lookup misses a logically
+        // expired key that is still in the table: the path that searches.
+        if self.logs_writes() || self.keep_expired {
+            return self.insert_h(key, h, value, deadline, now);
         }
         self.waiters.signal(key);
         if let Some(log) = &mut self.watches.key_events {
             log.created(key);
         }
-        let entry = Entry::new(value, None, now);
+        let mut entry = Entry::new(value, deadline, now);
+        if let Some(deadline) = deadline {
+            entry.volatile_ix = self.volatile.len() as u32;
+            self.volatile.push(Candidate { hash: h, deadline });
+        }
         note_layout(&self.table, &mut self.layout_epoch);
         self.table.insert_unique(
             h,
@@ -1495,6 +1512,11 @@ impl Db {
     /// Sets the replica's expiry rule ([`Db`]'s `keep_expired`).
     pub(crate) fn keep_expired(&mut self, on: bool) {
         self.keep_expired = on;
+    }
+
+    /// Whether a lookup may miss a key that is still in the table (a replica's rule).
+    pub(crate) fn keeps_expired(&self) -> bool {
+        self.keep_expired
     }
 }
 

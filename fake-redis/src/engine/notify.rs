@@ -241,6 +241,16 @@ impl Engine {
         }
     }
 
+    /// What [`read_lookup`](Engine::read_lookup) does for a key it finds missing, for a caller
+    /// that knows the key is missing without probing for it (a native script that found it
+    /// missing before, at the same frozen time).
+    pub(crate) fn read_missed(&mut self, db: usize, key: &[u8], announce: bool) {
+        self.stats.keyspace_misses += 1;
+        if announce && publishes(self.config.notify_keyspace_events, class::KEY_MISS) {
+            self.key_misses.push((db, Bytes::copy_from_slice(key)));
+        }
+    }
+
     /// Publishes `expired` and `new` for every key expiry removed or a write created since the
     /// last call, in order, then `keymiss` for every read that missed.
     pub(crate) fn publish_key_events(&mut self, now: i64) {

@@ -368,6 +368,7 @@ pub struct ScriptCtx<'a> {
 
 impl<'a> ScriptCtx<'a> {
     /// The error a `redis.call` on Lua line `line` raises when it fails with `err`.
+    #[cold]
     pub fn fail(&self, line: u32, err: CommandError) -> ScriptFailure {
         ScriptFailure(format!(
             "{} script: {}, on @user_script:{line}.",
@@ -382,6 +383,8 @@ impl<'a> ScriptCtx<'a> {
 
     /// `KEYS[i]` (1-based) as an argument of the call on `line`; missing, it is Lua's `nil`, which
     /// `redis.call` refuses.
+    // Inlined across the crate boundary: a native twin names a key or an argument in every call.
+    #[inline]
     pub fn key(&self, i: usize, line: u32) -> Result<&'a [u8], ScriptFailure> {
         self.keys
             .get(i.wrapping_sub(1))
@@ -390,6 +393,7 @@ impl<'a> ScriptCtx<'a> {
     }
 
     /// `ARGV[i]` (1-based) as an argument of the call on `line`.
+    #[inline]
     pub fn arg(&self, i: usize, line: u32) -> Result<&'a [u8], ScriptFailure> {
         self.args
             .get(i.wrapping_sub(1))
@@ -398,6 +402,7 @@ impl<'a> ScriptCtx<'a> {
     }
 
     /// `ARGV[i]` (1-based) where the script tests it for `nil`: `None` when it was not given.
+    #[inline]
     pub fn opt_arg(&self, i: usize) -> Option<&'a [u8]> {
         self.args.get(i.wrapping_sub(1)).map(|b| &b[..])
     }
