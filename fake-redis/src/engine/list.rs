@@ -41,8 +41,10 @@ pub struct List {
 enum Repr {
     /// The whole list in one chunk; empty (no allocation, no count) for an empty list.
     One(Chunk),
-    /// Two chunks or more, none empty. Boxed, to keep a value (and so every slot of the keyspace)
-    /// small.
+    /// Chunks, none empty (one only while it is more than half the limit, see
+    /// [`List::settle`]). Boxed, so that a list stays the size of a `VecDeque` (and so every
+    /// slot of the keyspace small): unboxed, its deque beside the length would not fit.
+    #[allow(clippy::box_collection)]
     Many(Box<VecDeque<Chunk>>),
 }
 
@@ -226,6 +228,7 @@ impl List {
         *self = List::default();
     }
 
+    /// The number of chunks (0 for an empty list).
     fn chunk_count(&self) -> usize {
         match &self.repr {
             Repr::One(c) => usize::from(!c.0.is_empty()),
@@ -268,10 +271,11 @@ impl List {
     /// does not go back and forth), and an empty list one of no allocation.
     fn settle(&mut self) {
         match &mut self.repr {
-            Repr::Many(chunks) if chunks.len() <= 1 => {
-                if chunks.front().is_none_or(|c| c.0.len() <= CHUNK_BYTES / 2) {
-                    self.repr = Repr::One(chunks.pop_front().unwrap_or_default());
-                }
+            Repr::Many(chunks)
+                if chunks.len() <= 1
+                    && chunks.front().is_none_or(|c| c.0.len() <= CHUNK_BYTES / 2) =>
+            {
+                self.repr = Repr::One(chunks.pop_front().unwrap_or_default());
             }
             Repr::One(_) if self.len == 0 => self.repr = Repr::default(),
             _ => {}
