@@ -96,7 +96,7 @@ pub(crate) fn fair_queue(
     list.iter()
         .map(|owner| {
             let score = scores.iter().find(|(o, _)| o == owner).map(|(_, s)| *s);
-            (owner.clone(), score)
+            (Bytes::copy_from_slice(owner), score)
         })
         .collect()
 }

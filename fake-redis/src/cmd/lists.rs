@@ -8,9 +8,9 @@
 
 use super::{Args, Cx, Reply, Spec, WRITE, WRONGTYPE, class, int, is};
 use crate::engine::db::Value;
+use crate::engine::list::List;
 use crate::resp::Frame;
 use bytes::Bytes;
-use std::collections::VecDeque;
 
 pub(crate) static LPUSH: Spec = Spec::new("lpush", -3, WRITE, push_command);
 pub(crate) static RPUSH: Spec = Spec::new("rpush", -3, WRITE, push_command);
@@ -30,7 +30,7 @@ pub(crate) static LINSERT: Spec = Spec::new("linsert", 5, WRITE, linsert_command
 pub(crate) static LPOS: Spec = Spec::new("lpos", -3, 0, lpos_command);
 pub(crate) static LMOVE: Spec = Spec::new("lmove", 5, WRITE, lmove_command);
 
-impl super::Aggregate for VecDeque<Bytes> {
+impl super::Aggregate for List {
     fn of(value: &Value) -> Option<&Self> {
         match value {
             Value::List(v) => Some(v),
@@ -47,28 +47,24 @@ impl super::Aggregate for VecDeque<Bytes> {
         Value::List(self)
     }
     fn is_empty(&self) -> bool {
-        VecDeque::is_empty(self)
+        List::is_empty(self)
     }
 }
 
 /// The list at `key` (None when missing), WRONGTYPE for another type.
-fn read<'a>(cx: &'a mut Cx<'_>, key: &[u8]) -> Result<Option<&'a VecDeque<Bytes>>, Frame> {
+fn read<'a>(cx: &'a mut Cx<'_>, key: &[u8]) -> Result<Option<&'a List>, Frame> {
     super::read_aggregate(cx, key)
 }
 
 /// The list at `key` for writing, created empty when missing and `create` is set; finish with
 /// [`done`].
-fn write<'a>(
-    cx: &'a mut Cx<'_>,
-    key: &[u8],
-    create: bool,
-) -> Result<Option<&'a mut VecDeque<Bytes>>, Frame> {
+fn write<'a>(cx: &'a mut Cx<'_>, key: &[u8], create: bool) -> Result<Option<&'a mut List>, Frame> {
     super::write_aggregate(cx, key, create)
 }
 
 /// After a write: deletes the key if its list is empty and signals the change to `WATCH`.
 fn done(cx: &mut Cx<'_>, key: &[u8]) {
-    super::finish_aggregate::<VecDeque<Bytes>>(cx, key);
+    super::finish_aggregate::<List>(cx, key);
 }
 
 /// Which end of a list: Redis's `LEFT`/`RIGHT` words.
@@ -108,14 +104,14 @@ impl End {
     }
 }
 
-fn push(list: &mut VecDeque<Bytes>, end: End, element: Bytes) {
+fn push(list: &mut List, end: End, element: &[u8]) {
     match end {
         End::Left => list.push_front(element),
         End::Right => list.push_back(element),
     }
 }
 
-fn pop(list: &mut VecDeque<Bytes>, end: End) -> Option<Bytes> {
+fn pop(list: &mut List, end: End) -> Option<Bytes> {
     match end {
         End::Left => list.pop_front(),
         End::Right => list.pop_back(),
@@ -144,7 +140,7 @@ fn push_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         return Ok(Frame::Integer(0));
     };
     for element in args {
-        push(list, end, element.clone());
+        push(list, end, element);
     }
     let len = list.len();
     cx.notify(class::LIST, end.push_event(), key);
@@ -218,8 +214,8 @@ fn lrange_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     Ok(match clamp_range(start, stop, list.len()) {
         None => Frame::Array(Vec::new()),
         Some((start, stop)) => Frame::Array(
-            list.range(start..=stop)
-                .map(|e| Frame::Bulk(e.clone()))
+            list.range(start..stop + 1)
+                .map(|e| Frame::Bulk(Bytes::copy_from_slice(e)))
                 .collect(),
         ),
     })
@@ -252,7 +248,9 @@ fn lindex_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         return Ok(Frame::Null);
     };
     let index = int(index)?;
-    Ok(resolve(index, list.len()).map_or(Frame::Null, |i| Frame::Bulk(list[i].clone())))
+    Ok(resolve(index, list.len())
+        .and_then(|i| list.get(i))
+        .map_or(Frame::Null, |e| Frame::Bulk(Bytes::copy_from_slice(e))))
 }
 
 /// `LSET key index element`: `ERR no such key` for a missing key, `ERR index out of range`.
@@ -265,7 +263,7 @@ fn lset_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let Some(i) = resolve(index, list.len()) else {
         return Err(Frame::error("ERR index out of range"));
     };
-    list[i] = element.clone();
+    list.set(i, element);
     cx.notify(class::LIST, "lset", key);
     done(cx, key);
     Ok(Frame::OK)
@@ -283,26 +281,7 @@ fn lrem_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     } else {
         count.unsigned_abs() as usize
     };
-    let mut removed = 0;
-    let mut kept = VecDeque::with_capacity(list.len());
-    if count >= 0 {
-        for e in list.drain(..) {
-            if removed < limit && e == element {
-                removed += 1;
-            } else {
-                kept.push_back(e);
-            }
-        }
-    } else {
-        for e in list.drain(..).rev() {
-            if removed < limit && e == element {
-                removed += 1;
-            } else {
-                kept.push_front(e);
-            }
-        }
-    }
-    *list = kept;
+    let removed = list.remove_matching(element, limit, count < 0);
     if removed > 0 {
         cx.notify(class::LIST, "lrem", key);
         done(cx, key);
@@ -320,8 +299,8 @@ fn ltrim_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     match clamp_range(start, stop, list.len()) {
         None => list.clear(),
         Some((start, stop)) => {
-            list.truncate(stop + 1);
-            list.drain(..start);
+            list.remove_back(list.len() - 1 - stop);
+            list.remove_front(start);
         }
     }
     cx.notify(class::LIST, "ltrim", key);
@@ -344,10 +323,10 @@ fn linsert_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let Some(list) = write(cx, key, false)? else {
         return Ok(Frame::Integer(0));
     };
-    let Some(i) = list.iter().position(|e| e == pivot) else {
+    let Some(i) = list.position(pivot) else {
         return Ok(Frame::Integer(-1));
     };
-    list.insert(if after { i + 1 } else { i }, element.clone());
+    list.insert(if after { i + 1 } else { i }, element);
     let len = list.len();
     cx.notify(class::LIST, "linsert", key);
     done(cx, key);
@@ -425,12 +404,18 @@ impl<'a> Lpos<'a> {
             Some(0) => usize::MAX,
             Some(n) => n as usize,
         };
-        for step in 0..len {
-            if self.maxlen != 0 && step as i64 >= self.maxlen {
-                break;
-            }
+        let scanned = match self.maxlen {
+            0 => len,
+            n => len.min(usize::try_from(n).unwrap_or(usize::MAX)),
+        };
+        let elements: Box<dyn Iterator<Item = &[u8]>> = if from_tail {
+            Box::new(list.iter().rev())
+        } else {
+            Box::new(list.iter())
+        };
+        for (step, e) in elements.take(scanned).enumerate() {
             let index = if from_tail { len - 1 - step } else { step };
-            if list[index] == self.element {
+            if e == self.element {
                 matches += 1;
                 if matches >= rank {
                     found.push(Frame::Integer(index as i64));
@@ -478,7 +463,7 @@ fn lmove(cx: &mut Cx<'_>, source: &[u8], destination: &[u8], from: End, to: End)
         Ok(None) | Err(_) => return Err(WRONGTYPE),
     };
     match write(cx, destination, true) {
-        Ok(Some(list)) => push(list, to, element.clone()),
+        Ok(Some(list)) => push(list, to, &element),
         Ok(None) | Err(_) => return Err(WRONGTYPE),
     }
     // Redis announces the push before the pop.

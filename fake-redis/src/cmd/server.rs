@@ -438,7 +438,7 @@ fn value_size(entry: &Entry, e: &Encodings, samples: usize) -> usize {
         },
         Value::List(l) => {
             // One quicklist node per 8 kB of listpack (`list-max-listpack-size -2`).
-            let bytes: usize = l.iter().map(|x| listpack_entry(x)).sum();
+            let bytes: usize = l.iter().map(listpack_entry).sum();
             let nodes = bytes.div_ceil(8192).max(1);
             ROBJ + 40 + nodes * (40 + jemalloc(6 + bytes / nodes + 1))
         }

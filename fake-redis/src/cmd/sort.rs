@@ -13,10 +13,10 @@
 
 use super::{Args, Cx, Reply, SYNTAX, Spec, WRITE, WRONGTYPE, is};
 use crate::engine::db::Value;
+use crate::engine::list::List;
 use crate::resp::Frame;
 use bytes::Bytes;
 use std::cmp::Ordering;
-use std::collections::VecDeque;
 
 pub(crate) static SORT: Spec = Spec::new("sort", -2, WRITE, sort_command)
     .with_reads(super::ReadRule::Decide(super::reads::store_option_reads));
@@ -87,7 +87,7 @@ impl<'a> Sort<'a> {
                     e.mark_encoding(super::server::marks::CONVERTED);
                 }
                 match &e.value {
-                    Value::List(l) => (l.iter().cloned().collect(), true),
+                    Value::List(l) => (l.iter().map(Bytes::copy_from_slice).collect(), true),
                     Value::Set(s) => (s.iter().cloned().collect::<Vec<_>>(), false),
                     Value::ZSet(z) => (z.iter().map(|(_, m)| m.clone()).collect(), true),
                     _ => return Err(WRONGTYPE),
@@ -145,7 +145,7 @@ impl<'a> Sort<'a> {
             ));
         };
         let len = output.len();
-        let list: VecDeque<Bytes> = output.into_iter().map(Option::unwrap_or_default).collect();
+        let list: List = output.into_iter().map(Option::unwrap_or_default).collect();
         let value = (!list.is_empty()).then_some(Value::List(list));
         super::store_or_delete(cx, destination, value, (super::class::LIST, "sortstore"));
         Ok(Frame::Integer(len as i64))

@@ -78,8 +78,8 @@ pub enum Value {
     Str(Bytes),
     /// A hash.
     Hash(Hash),
-    /// A list.
-    List(VecDeque<Bytes>),
+    /// A list (its elements packed into chunks, as Redis's quicklist packs them).
+    List(super::list::List),
     /// A set.
     Set(super::set::Set),
     /// A sorted set (boxed: it is the largest value and the rarest, and every slot is as big as

@@ -37,8 +37,7 @@ impl Engine {
 
     /// `DEL key` then `RPUSH key items…` in database `db`, without a command.
     pub fn set_list(&mut self, db: usize, key: &[u8], items: &[&[u8]]) {
-        let list = items.iter().map(|i| Bytes::copy_from_slice(i)).collect();
-        self.set_value(db, key, Value::List(list), None);
+        self.set_value(db, key, Value::List(items.iter().collect()), None);
     }
 
     /// Every live key of database `db` with its value and deadline, sorted by key.

@@ -44,6 +44,7 @@ pub(crate) mod db;
 pub(crate) mod expiry;
 pub(crate) mod glob;
 mod inspect;
+pub(crate) mod list;
 pub(crate) mod monitor;
 pub(crate) mod notify;
 pub mod output_limits;

@@ -19,9 +19,9 @@
 //! and anything malformed is an error, never a panic.
 
 use super::db::{Hash, MAX_STRING, Value, ZSet};
+use super::list::List;
 use super::stream::Stream;
 use bytes::Bytes;
-use std::collections::VecDeque;
 
 /// The RDB version Redis 7.0 writes and the newest it reads.
 pub const RDB_VERSION: u16 = 10;
@@ -512,7 +512,7 @@ fn put_listpack(out: &mut Vec<u8>, kind: u8, fill: impl FnOnce(&mut Listpack)) {
 /// A list's quicklist nodes, cut as Redis cuts a list pushed element by element at its tail:
 /// a node takes an element while its listpack's size, the element's length and 8 stay within
 /// 8 KB.
-fn quicklist_nodes(list: &VecDeque<Bytes>) -> Vec<Vec<u8>> {
+fn quicklist_nodes(list: &List) -> Vec<Vec<u8>> {
     let mut nodes = Vec::new();
     let mut node = Listpack::new();
     for e in list {
@@ -793,18 +793,18 @@ pub fn load(payload: &[u8]) -> Result<Value, BadData> {
         TYPE_STRING => Value::Str(r.bytes()?),
         TYPE_LIST => {
             let n = r.count()?;
-            let mut list = VecDeque::new();
+            let mut list = List::new();
             for _ in 0..n {
-                list.push_back(r.bytes()?);
+                list.push_back(&r.bytes()?);
             }
             Value::List(list)
         }
         TYPE_LIST_QUICKLIST_2 => {
             let nodes = r.count()?;
-            let mut list = VecDeque::new();
+            let mut list = List::new();
             for _ in 0..nodes {
                 match r.len()? {
-                    CONTAINER_PLAIN => list.push_back(r.bytes()?),
+                    CONTAINER_PLAIN => list.push_back(&r.bytes()?),
                     CONTAINER_PACKED => {
                         let lp = r.string()?;
                         list.extend(listpack_entries(lp.as_slice())?);
