@@ -153,7 +153,7 @@ fn entry_frame(id: StreamId, fields: &[Bytes]) -> Frame {
     ])
 }
 
-fn entries_frame(entries: &[(StreamId, &[Bytes])]) -> Frame {
+fn entries_frame(entries: &[(StreamId, Vec<Bytes>)]) -> Frame {
     Frame::Array(entries.iter().map(|(id, f)| entry_frame(*id, f)).collect())
 }
 
@@ -854,11 +854,7 @@ fn deliver(
     noack: bool,
     now: i64,
 ) -> Frame {
-    let entries: Vec<(StreamId, Vec<Bytes>)> = s
-        .range(start, StreamId::MAX, false, count)
-        .into_iter()
-        .map(|(id, f)| (id, f.to_vec()))
-        .collect();
+    let entries = s.range(start, StreamId::MAX, false, count);
     for (id, _) in &entries {
         s.advance_group(name, *id);
         if noack {
@@ -913,7 +909,7 @@ fn history(
     for id in ids {
         match s.get(id) {
             Some(fields) => {
-                out.push(entry_frame(id, fields));
+                out.push(entry_frame(id, &fields));
                 delivered.push(id);
             }
             None => out.push(Frame::Array(vec![id_frame(id), Frame::NullArray])),
@@ -1233,7 +1229,7 @@ fn claimed_frame(s: &Stream, id: StreamId, justid: bool) -> Frame {
         return id_frame(id);
     }
     match s.get(id) {
-        Some(fields) => entry_frame(id, fields),
+        Some(fields) => entry_frame(id, &fields),
         None => Frame::NullArray,
     }
 }
@@ -1346,7 +1342,7 @@ fn xclaim_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     {
         // The group was found above (the one read Redis counts).
         let s = write_existing(cx, key)?;
-        let exists: Vec<bool> = ids.iter().map(|&id| s.get(id).is_some()).collect();
+        let exists: Vec<bool> = ids.iter().map(|&id| s.contains(id)).collect();
         let group = s
             .groups
             .get_mut(&name[..])
@@ -1435,7 +1431,7 @@ fn xautoclaim_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
                 break;
             };
             cursor = id.next();
-            let exists = s.get(id).is_some();
+            let exists = s.contains(id);
             let group = s
                 .groups
                 .get_mut(&name[..])
