@@ -284,29 +284,38 @@ impl Node {
             .find(|e| e.id == id)
     }
 
-    /// The ranges in `buf` of entry `e`'s fields and values, alternating; `names` are the
-    /// master entry's ([`Node::master_names`]).
-    fn field_ranges(&self, e: &Raw, names: &[Range<usize>]) -> Vec<Range<usize>> {
+    /// Calls `f` with the range in `buf` of each of entry `e`'s fields and values, alternating;
+    /// `names` are the master entry's ([`Node::master_names`]).
+    fn each_field(&self, e: &Raw, names: &[Range<usize>], mut f: impl FnMut(Range<usize>)) {
         let mut pos = e.body;
         if e.flags & FLAG_SAMEFIELDS != 0 {
-            let mut out = Vec::with_capacity(2 * names.len());
             for name in names {
-                out.push(name.clone());
-                out.push(get_bytes(&self.buf, &mut pos));
+                f(name.clone());
+                f(get_bytes(&self.buf, &mut pos));
             }
-            out
         } else {
             let n = get_varint(&self.buf, &mut pos) as usize;
-            (0..2 * n).map(|_| get_bytes(&self.buf, &mut pos)).collect()
+            for _ in 0..2 * n {
+                f(get_bytes(&self.buf, &mut pos));
+            }
         }
+    }
+
+    /// The ranges in `buf` of entry `e`'s fields and values, alternating.
+    fn field_ranges(&self, e: &Raw, names: &[Range<usize>]) -> Vec<Range<usize>> {
+        let mut out = Vec::with_capacity(2 * names.len());
+        self.each_field(e, names, |r| out.push(r));
+        out
     }
 
     /// Entry `e`'s fields and values, alternating, each an exact-size copy.
     fn fields(&self, e: &Raw) -> Vec<Bytes> {
-        self.field_ranges(e, &self.master_names())
-            .into_iter()
-            .map(|r| Bytes::copy_from_slice(&self.buf[r]))
-            .collect()
+        let names = self.master_names();
+        let mut out = Vec::with_capacity(2 * names.len());
+        self.each_field(e, &names, |r| {
+            out.push(Bytes::copy_from_slice(&self.buf[r]))
+        });
+        out
     }
 
     /// Marks entry `e` deleted (it was live).
@@ -653,11 +662,8 @@ impl Stream {
             let shared = Bytes::copy_from_slice(&node.buf);
             let names = node.master_names();
             for e in &entries {
-                let fields = node
-                    .field_ranges(e, &names)
-                    .into_iter()
-                    .map(|r| shared.slice(r))
-                    .collect();
+                let mut fields = Vec::with_capacity(2 * names.len());
+                node.each_field(e, &names, |r| fields.push(shared.slice(r)));
                 out.push((e.id, fields));
             }
         };
