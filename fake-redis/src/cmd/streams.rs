@@ -146,15 +146,21 @@ fn id_frame(id: StreamId) -> Frame {
     Frame::Bulk(Bytes::from(id.to_string()))
 }
 
-fn entry_frame(id: StreamId, fields: &[Bytes]) -> Frame {
+/// An entry in a reply, from its fields as the stream decoded them.
+fn entry_frame(id: StreamId, fields: Vec<Bytes>) -> Frame {
     Frame::Array(vec![
         id_frame(id),
-        Frame::Array(fields.iter().cloned().map(Frame::Bulk).collect()),
+        Frame::Array(fields.into_iter().map(Frame::Bulk).collect()),
     ])
 }
 
-fn entries_frame(entries: &[(StreamId, &[Bytes])]) -> Frame {
-    Frame::Array(entries.iter().map(|(id, f)| entry_frame(*id, f)).collect())
+fn entries_frame(entries: Vec<(StreamId, Vec<Bytes>)>) -> Frame {
+    Frame::Array(
+        entries
+            .into_iter()
+            .map(|(id, f)| entry_frame(id, f))
+            .collect(),
+    )
 }
 
 // ---- the value ----
@@ -450,7 +456,7 @@ fn xrange_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         return Ok(Frame::NullArray);
     }
     let count = usize::try_from(count).unwrap_or(0);
-    Ok(entries_frame(&s.range(start, end, rev, count)))
+    Ok(entries_frame(s.range(start, end, rev, count)))
 }
 
 fn xsetid_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
@@ -688,7 +694,7 @@ pub(super) fn serve_reader(
             if s.last_id <= after {
                 return None;
             }
-            entries_frame(&s.range(after.next()?, StreamId::MAX, false, count))
+            entries_frame(s.range(after.next()?, StreamId::MAX, false, count))
         }
         Some(read) => {
             let Some(g) = s.groups.get(&read.group[..]) else {
@@ -773,7 +779,7 @@ fn read_plain(
     let Some(start) = after.next() else {
         return Ok(None);
     };
-    Ok(Some(entries_frame(&s.range(
+    Ok(Some(entries_frame(s.range(
         start,
         StreamId::MAX,
         false,
@@ -854,11 +860,7 @@ fn deliver(
     noack: bool,
     now: i64,
 ) -> Frame {
-    let entries: Vec<(StreamId, Vec<Bytes>)> = s
-        .range(start, StreamId::MAX, false, count)
-        .into_iter()
-        .map(|(id, f)| (id, f.to_vec()))
-        .collect();
+    let entries = s.range(start, StreamId::MAX, false, count);
     for (id, _) in &entries {
         s.advance_group(name, *id);
         if noack {
@@ -881,7 +883,7 @@ fn deliver(
             c.pel.insert(*id);
         }
     }
-    Frame::Array(entries.iter().map(|(id, f)| entry_frame(*id, f)).collect())
+    entries_frame(entries)
 }
 
 /// The consumer's pending entries from `start`: each delivered once more; one the stream no
@@ -1346,7 +1348,7 @@ fn xclaim_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     {
         // The group was found above (the one read Redis counts).
         let s = write_existing(cx, key)?;
-        let exists: Vec<bool> = ids.iter().map(|&id| s.get(id).is_some()).collect();
+        let exists: Vec<bool> = ids.iter().map(|&id| s.contains(id)).collect();
         let group = s
             .groups
             .get_mut(&name[..])
@@ -1435,7 +1437,7 @@ fn xautoclaim_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
                 break;
             };
             cursor = id.next();
-            let exists = s.get(id).is_some();
+            let exists = s.contains(id);
             let group = s
                 .groups
                 .get_mut(&name[..])
@@ -1587,8 +1589,8 @@ fn stream_info(s: &Stream, full: Option<usize>) -> Frame {
     let Some(count) = full else {
         let edge = |rev| {
             s.range(StreamId::MIN, StreamId::MAX, rev, 1)
-                .first()
-                .map_or(Frame::Null, |(id, f)| entry_frame(*id, f))
+                .pop()
+                .map_or(Frame::Null, |(id, f)| entry_frame(id, f))
         };
         fields.push((text("groups"), Frame::Integer(s.groups.len() as i64)));
         fields.push((text("first-entry"), edge(false)));
@@ -1598,7 +1600,7 @@ fn stream_info(s: &Stream, full: Option<usize>) -> Frame {
     let take = if count == 0 { usize::MAX } else { count };
     fields.push((
         text("entries"),
-        entries_frame(&s.range(StreamId::MIN, StreamId::MAX, false, count)),
+        entries_frame(s.range(StreamId::MIN, StreamId::MAX, false, count)),
     ));
     let groups = s
         .groups

@@ -8,13 +8,10 @@
 //! bytes are Redis's. After the nodes come the counters and the consumer groups with their
 //! pending entries and consumers, in name and ID order, as Redis's radix trees iterate.
 
-use super::{Consumer, Group, Item, Node, Pending, Stream, StreamId};
+use super::{Consumer, FLAG_DELETED, FLAG_SAMEFIELDS, Group, Node, Pending, Stream, StreamId};
 use crate::engine::rdb::{BadData, Listpack, Reader, listpack_entries, put_len, put_string};
 use bytes::Bytes;
 use std::collections::BTreeSet;
-
-const FLAG_DELETED: i64 = 1;
-const FLAG_SAMEFIELDS: i64 = 2;
 
 fn push_int(lp: &mut Listpack, v: i64) {
     lp.push(v.to_string().as_bytes());
@@ -24,33 +21,30 @@ fn push_int(lp: &mut Listpack, v: i64) {
 fn node_listpack(node: &Node) -> Vec<u8> {
     let mut lp = Listpack::new();
     let master = node.master();
-    let master_fields = &node.items[0].fields;
+    let names = node.master_names();
     push_int(&mut lp, node.live as i64);
-    push_int(&mut lp, (node.items.len() - node.live) as i64);
-    push_int(&mut lp, (master_fields.len() / 2) as i64);
-    for f in master_fields.iter().step_by(2) {
-        lp.push(f);
+    push_int(&mut lp, (node.count - node.live) as i64);
+    push_int(&mut lp, names.len() as i64);
+    for f in &names {
+        lp.push(&node.buf[f.clone()]);
     }
     push_int(&mut lp, 0);
-    for item in &node.items {
-        let same = node.same_fields(&item.fields);
-        let mut flags = if same { FLAG_SAMEFIELDS } else { 0 };
-        if item.deleted {
-            flags |= FLAG_DELETED;
-        }
-        let n = (item.fields.len() / 2) as i64;
-        push_int(&mut lp, flags);
-        push_int(&mut lp, item.id.ms.wrapping_sub(master.ms) as i64);
-        push_int(&mut lp, item.id.seq.wrapping_sub(master.seq) as i64);
+    for e in node.entries() {
+        let same = e.flags & FLAG_SAMEFIELDS != 0;
+        let fields = node.field_ranges(&e, &names);
+        let n = (fields.len() / 2) as i64;
+        push_int(&mut lp, i64::from(e.flags));
+        push_int(&mut lp, e.id.ms.wrapping_sub(master.ms) as i64);
+        push_int(&mut lp, e.id.seq.wrapping_sub(master.seq) as i64);
         if same {
-            for v in item.fields.iter().skip(1).step_by(2) {
-                lp.push(v);
+            for v in fields.iter().skip(1).step_by(2) {
+                lp.push(&node.buf[v.clone()]);
             }
             push_int(&mut lp, n + 3);
         } else {
             push_int(&mut lp, n);
-            for e in item.fields.iter() {
-                lp.push(e);
+            for f in &fields {
+                lp.push(&node.buf[f.clone()]);
             }
             push_int(&mut lp, 2 * n + 4);
         }
@@ -114,9 +108,7 @@ impl Stream {
             let master = raw_id(key)?;
             let lp = r.string()?;
             let node = parse_node(master, lp.as_slice())?;
-            if let Some(last) = stream.nodes.last()
-                && last.items.last().map(|i| i.id) >= Some(master)
-            {
+            if stream.nodes.last().is_some_and(|last| last.last >= master) {
                 return Err(BadData);
             }
             stream.length += node.live as u64;
@@ -128,13 +120,7 @@ impl Stream {
         }
         stream.last_id = read_id(r)?;
         // New IDs are drawn above the last one, so no entry may lie past it.
-        if stream
-            .nodes
-            .last()
-            .and_then(|n| n.items.last())
-            .map(|i| i.id)
-            > Some(stream.last_id)
-        {
+        if stream.nodes.last().is_some_and(|n| n.last > stream.last_id) {
             return Err(BadData);
         }
         let _first = read_id(r)?;
@@ -225,14 +211,14 @@ fn parse_node(master: StreamId, lp: &[u8]) -> Result<Node, BadData> {
     if as_int(pop()?)? != 0 {
         return Err(BadData);
     }
-    let mut items: Vec<Item> = Vec::new();
+    let mut node: Option<Node> = None;
     while let Ok(flags) = pop() {
         let flags = as_int(flags)?;
         let ms = master.ms.wrapping_add(as_int(pop()?)? as u64);
         let seq = master.seq.wrapping_add(as_int(pop()?)? as u64);
         let id = StreamId { ms, seq };
         let mut fields = Vec::new();
-        if flags & FLAG_SAMEFIELDS != 0 {
+        if flags & i64::from(FLAG_SAMEFIELDS) != 0 {
             for f in &master_fields {
                 fields.push(f.clone());
                 fields.push(pop()?.clone());
@@ -244,22 +230,28 @@ fn parse_node(master: StreamId, lp: &[u8]) -> Result<Node, BadData> {
             }
         }
         let _count = pop()?;
-        if items.last().is_some_and(|last| last.id >= id) || (items.is_empty() && id != master) {
-            return Err(BadData);
+        let deleted = flags & i64::from(FLAG_DELETED) != 0;
+        match &mut node {
+            None if id == master => {
+                // The first entry's field names are the node's master ones from here on.
+                let mut first = Node::new(id, &fields);
+                first.push(id, &fields, true, deleted);
+                node = Some(first);
+            }
+            Some(node) if node.last < id => {
+                let same = node.same_fields(&fields);
+                node.push(id, &fields, same, deleted);
+            }
+            _ => return Err(BadData),
         }
-        items.push(Item {
-            id,
-            deleted: flags & FLAG_DELETED != 0,
-            fields: fields.into_boxed_slice(),
-        });
     }
-    let counted_live = items.iter().filter(|i| !i.deleted).count();
-    if items.is_empty() || counted_live != live || items.len() - live != deleted || live == 0 {
+    let Some(mut node) = node else {
+        return Err(BadData);
+    };
+    if node.live != live || node.count - live != deleted || live == 0 {
         return Err(BadData);
     }
-    Ok(Node {
-        items,
-        live,
-        bytes: lp.len(),
-    })
+    node.bytes = lp.len();
+    node.buf.shrink_to_fit();
+    Ok(node)
 }
