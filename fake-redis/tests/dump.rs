@@ -94,6 +94,15 @@ const RANDOM_ORDER: &[&[&str]] = &[
         "XGROUP CREATE k g 0",
         "XREADGROUP GROUP g c COUNT 1 STREAMS k >",
     ],
+    // A node whose entries are all deleted: XTRIM MINID stops at the node's last ID, which XDEL
+    // already marked, so Redis keeps the node with no live entry, and loads it back.
+    &[
+        "XADD k 1-1 f v",
+        "XADD k 2-1 f v",
+        "XADD k 3-1 f v",
+        "XDEL k 3-1",
+        "XTRIM k MINID 3-0",
+    ],
     &["SADD k a b c 1"],
     &[
         "CONFIG SET hash-max-listpack-entries 2",
