@@ -1270,7 +1270,8 @@ const TARGETS: &[Target] = &[
             FakeConnection, several times the engine's own cost (the two criterion GET rows: \
             argument copying, the link's fault-plan check and engine-lock round trips, converting \
             the reply); the lock cycles are further from 50x because each cycle goes through the \
-            lock client's driver and per-call tasks (see the ours / raw ratio) and the machine. The \
+            lock client and its machine (the 'LockClient pair over an instant backend' row) and makes \
+            two script calls, each several commands inside the engine. The \
             commands part and the lock-cycles part are listed separately for both sides.",
     },
     Target {
