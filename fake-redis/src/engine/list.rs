@@ -110,7 +110,8 @@ impl Chunk {
     }
 
     fn set_count(&mut self, n: usize) {
-        let n = u16::try_from(n).expect("a chunk holds at most 4,095 elements");
+        // At most 4,096: 8 KB of two-byte empty elements, one more, then the split.
+        let n = u16::try_from(n).expect("a chunk holds at most 4,096 elements");
         self.0[..HEADER].copy_from_slice(&n.to_le_bytes());
     }
 
