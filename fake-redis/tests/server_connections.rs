@@ -289,7 +289,7 @@ fn connections_opened_and_closed_leave_no_descriptor_and_no_client_behind() {
     assert_eq!(info(&mut control, "clients", "connected_clients"), "1");
     let descriptors = fd_count(pid);
     let mut resident = Vec::new();
-    for round in 1..=3 {
+    for round in 1..=4 {
         a_round_of_connections(port);
         let settled = wait_for(|| {
             info(&mut control, "clients", "connected_clients") == "1"
@@ -305,7 +305,7 @@ fn connections_opened_and_closed_leave_no_descriptor_and_no_client_behind() {
     }
     assert_eq!(
         info(&mut control, "stats", "total_connections_received"),
-        (1 + 3 * 25_000).to_string()
+        (1 + 4 * 25_000).to_string()
     );
     let list = control.call(&[b"CLIENT", b"LIST"]);
     let clients = String::from_utf8_lossy(&list)
@@ -313,13 +313,19 @@ fn connections_opened_and_closed_leave_no_descriptor_and_no_client_behind() {
         .filter(|l| l.contains("id="))
         .count();
     assert_eq!(clients, 1, "CLIENT LIST names the control connection alone");
-    // What the first round's 5,000 clients made the process keep, it may keep; the rounds after
-    // it reuse that and take no more (a leak of even 100 bytes a connection is 5 MiB a round).
+    // What 5,000 clients at once made the process keep, it may keep: the allocator's high-water
+    // mark depends on how many of them were alive together, which the scheduler decides, so it
+    // is reached in one round or climbed to over two (about 30 MiB either way). A leak grows
+    // every round instead: one of 85 bytes a connection is 2 MiB a round, so of the three steps
+    // between the four rounds, at most two may grow by that much.
     println!("resident KiB after each round of 25,000 connections: {resident:?}");
-    let growth = resident[2].saturating_sub(resident[0]);
+    let grew = resident
+        .windows(2)
+        .filter(|w| w[1].saturating_sub(w[0]) >= 2 * 1024)
+        .count();
     assert!(
-        growth < 4 * 1024,
-        "resident KiB after each round: {resident:?}; {growth} KiB more after two more rounds"
+        grew <= 2,
+        "resident KiB after each round: {resident:?}; every round took 2 MiB or more"
     );
 }
 
