@@ -17,7 +17,6 @@
 
 use bytes::Bytes;
 use hashbrown::HashTable;
-use hashbrown::hash_table::OccupiedEntry;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// The hash every table of the fake uses. Fixed (no random seed), so runs are reproducible; fast,
@@ -579,6 +578,178 @@ struct Slot {
     entry: Entry,
 }
 
+impl Slot {
+    #[inline]
+    fn is(&self, h: u64, key: &[u8]) -> bool {
+        self.hash == h && self.key.as_bytes() == key
+    }
+}
+
+/// The keyspace's table: a hash table of 4-byte slot numbers (`index`) over a vector of slots
+/// (`slots`), whose freed places (`free`) new keys take again.
+///
+/// Kept apart, an empty bucket costs 5 bytes (the number and hashbrown's control byte) where a
+/// bucket holding the slot itself cost a slot's 88 and more: a table stays at most 7/8 full and
+/// doubles, so it holds up to twice as many buckets as keys. Growing moves 4-byte numbers, not
+/// slots, so the two tables alive while it grows (Redis's incremental rehash keeps its two alive
+/// too) cost a few bytes per key, and the vector of slots grows in place (a large allocation is
+/// remapped, not copied). A slot keeps its number while its key lives, so the active expiry's
+/// candidates name their slot directly (`Candidate::slot`).
+///
+/// The index receives the same inserts and removals, with the same hashes, as a table of slots
+/// would: its buckets, and so `SCAN`'s order and cursors and `RANDOMKEY`'s draws, are the same.
+#[derive(Default)]
+struct Table {
+    index: HashTable<u32>,
+    slots: Vec<Option<Slot>>,
+    free: Vec<u32>,
+}
+
+impl Table {
+    #[inline]
+    fn len(&self) -> usize {
+        self.index.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.index.is_empty()
+    }
+
+    fn num_buckets(&self) -> usize {
+        self.index.num_buckets()
+    }
+
+    #[inline]
+    fn capacity(&self) -> usize {
+        self.index.capacity()
+    }
+
+    /// The slot numbered `ix`, which holds a key.
+    #[inline]
+    fn slot(&self, ix: u32) -> &Slot {
+        self.slots[ix as usize]
+            .as_ref()
+            .expect("a numbered slot holds a key")
+    }
+
+    /// [`Table::slot`], to change.
+    #[inline]
+    fn slot_mut(&mut self, ix: u32) -> &mut Slot {
+        self.slots[ix as usize]
+            .as_mut()
+            .expect("a numbered slot holds a key")
+    }
+
+    /// The number of the slot of `key` (hash `h`): one probe of the index.
+    #[inline]
+    fn find_ix(&self, h: u64, key: &[u8]) -> Option<u32> {
+        let slots = &self.slots;
+        self.index
+            .find(h, |&i| {
+                slots[i as usize].as_ref().is_some_and(|s| s.is(h, key))
+            })
+            .copied()
+    }
+
+    #[inline]
+    fn find(&self, h: u64, key: &[u8]) -> Option<&Slot> {
+        self.find_ix(h, key).map(|ix| self.slot(ix))
+    }
+
+    #[inline]
+    fn find_mut(&mut self, h: u64, key: &[u8]) -> Option<&mut Slot> {
+        let ix = self.find_ix(h, key)?;
+        Some(self.slot_mut(ix))
+    }
+
+    /// Puts `slot` (a key not in the table) in a free place: its number.
+    #[inline]
+    fn insert_unique(&mut self, slot: Slot) -> u32 {
+        let h = slot.hash;
+        let ix = match self.free.pop() {
+            Some(ix) => {
+                self.slots[ix as usize] = Some(slot);
+                ix
+            }
+            None => {
+                let ix = u32::try_from(self.slots.len()).expect("fewer than 2^32 keys");
+                self.slots.push(Some(slot));
+                ix
+            }
+        };
+        let slots = &self.slots;
+        self.index
+            .insert_unique(h, ix, |&i| slots[i as usize].as_ref().map_or(0, |s| s.hash));
+        ix
+    }
+
+    /// Takes the key of slot `ix` out: one probe of the index, comparing numbers only.
+    #[inline]
+    fn remove_at(&mut self, ix: u32) -> Slot {
+        let slot = self.slots[ix as usize]
+            .take()
+            .expect("a numbered slot holds a key");
+        if let Ok(bucket) = self.index.find_entry(slot.hash, |&i| i == ix) {
+            bucket.remove();
+        }
+        self.free.push(ix);
+        slot
+    }
+
+    /// Takes `key` (hash `h`) out, if present: one probe.
+    #[inline]
+    fn take(&mut self, h: u64, key: &[u8]) -> Option<Slot> {
+        let Table { index, slots, free } = self;
+        let bucket = index
+            .find_entry(h, |&i| {
+                slots[i as usize].as_ref().is_some_and(|s| s.is(h, key))
+            })
+            .ok()?;
+        let (ix, _) = bucket.remove();
+        free.push(ix);
+        slots[ix as usize].take()
+    }
+
+    /// Every slot with its number, in the order of the index's buckets.
+    #[cfg(test)]
+    fn iter_ix(&self) -> impl Iterator<Item = (u32, &Slot)> {
+        self.index.iter().map(|&i| (i, self.slot(i)))
+    }
+
+    /// Every slot, in the order of the index's buckets.
+    fn iter(&self) -> impl Iterator<Item = &Slot> {
+        self.index.iter().map(|&i| self.slot(i))
+    }
+
+    /// The slot in bucket `at` of the index, if it holds one.
+    fn get_bucket(&self, at: usize) -> Option<&Slot> {
+        self.index.get_bucket(at).map(|&i| self.slot(i))
+    }
+
+    /// Shrinks the index to fit `len()` keys, and packs the slots at the front of their vector
+    /// in the index's order, telling each moved key's candidate (in `volatile`) its new number.
+    fn shrink(&mut self, volatile: &mut [Candidate]) {
+        let Table { index, slots, free } = self;
+        index.shrink_to(index.len(), |&i| {
+            slots[i as usize].as_ref().map_or(0, |s| s.hash)
+        });
+        let mut packed = Vec::with_capacity(index.len());
+        for i in index.iter_mut() {
+            let slot = slots[*i as usize]
+                .take()
+                .expect("a numbered slot holds a key");
+            let ix = packed.len() as u32;
+            if slot.entry.volatile_ix != NOT_VOLATILE {
+                volatile[slot.entry.volatile_ix as usize].slot = ix;
+            }
+            packed.push(Some(slot));
+            *i = ix;
+        }
+        *slots = packed;
+        *free = Vec::new();
+    }
+}
+
 /// The bytes of a key: in its slot when short, otherwise in one allocation of exactly its size
 /// (no reference count, no shared header: freeing it when the active expiry cycle removes the key
 /// touches nothing but the allocation). Small enough that a slot stays under 100 bytes.
@@ -675,7 +846,7 @@ pub(crate) struct DbStats {
 /// One of the sixteen databases.
 #[derive(Default)]
 pub(crate) struct Db {
-    table: HashTable<Slot>,
+    table: Table,
     /// The keys with a TTL, for the active expiry cycle to sample (see the module docs).
     volatile: Vec<Candidate>,
     pub(crate) watches: Watches,
@@ -700,24 +871,26 @@ const CURSOR_EPOCH_MASK: u64 = (1 << 23) - 1;
 /// A key with a TTL, as the active expiry cycle samples it. The deadline is a copy kept exact, so
 /// sampling a key that has not expired costs no table lookup.
 ///
-/// A candidate names its key by (hash, slot index): the slot whose `volatile_ix` is the candidate's
-/// position is its key, so no copy of the key is kept.
+/// A candidate names its key's slot by number (the slot's `volatile_ix` is the candidate's
+/// position), so no copy of the key is kept and neither expiring it nor moving a candidate
+/// searches the table by key.
 #[derive(Clone, Copy)]
 struct Candidate {
     deadline: i64,
-    hash: u64,
+    slot: u32,
 }
 
-/// Removes a key the clock has expired, found lazily or by the active cycle: out of the table and
-/// the sample, counted, and its watchers told (Redis's `deleteExpiredKeyAndPropagate`).
-fn expire<'t>(
-    occupied: OccupiedEntry<'t, Slot>,
+/// Removes the key of slot `ix`, which the clock has expired, found lazily or by the active
+/// cycle: out of the table and the sample, counted, and its watchers told (Redis's
+/// `deleteExpiredKeyAndPropagate`).
+fn expire(
+    table: &mut Table,
+    ix: u32,
     volatile: &mut Vec<Candidate>,
     watches: &mut Watches,
     stats: &mut DbStats,
-) -> &'t mut HashTable<Slot> {
-    let (slot, vacant) = occupied.remove();
-    let table = vacant.into_table();
+) {
+    let slot = table.remove_at(ix);
     unlist(table, volatile, slot.entry.volatile_ix);
     stats.expired_keys += 1;
     watches.touch(slot.key.as_bytes(), false);
@@ -730,35 +903,27 @@ fn expire<'t>(
     if let Some(log) = &mut watches.key_events {
         log.expired(slot.key.as_bytes());
     }
-    table
 }
 
 /// Takes candidate `ix` out of the vector (its key was deleted or lost its TTL, and its slot no
 /// longer points at it): the last candidate moves into its place, and that key's slot is told.
-fn unlist(table: &mut HashTable<Slot>, volatile: &mut Vec<Candidate>, ix: u32) {
+fn unlist(table: &mut Table, volatile: &mut Vec<Candidate>, ix: u32) {
     if ix == NOT_VOLATILE {
         return;
     }
     let i = ix as usize;
     volatile.swap_remove(i);
     if let Some(moved) = volatile.get(i) {
-        let from = volatile.len() as u32;
-        if let Some(slot) = table.find_mut(moved.hash, |s| s.entry.volatile_ix == from) {
-            slot.entry.volatile_ix = ix;
-        }
+        table.slot_mut(moved.slot).entry.volatile_ix = ix;
     }
 }
 
 /// [`Db::shrink_if_sparse`] on the parts of a database.
-fn shrink_if_sparse(
-    table: &mut HashTable<Slot>,
-    volatile: &mut Vec<Candidate>,
-    layout_epoch: &mut u64,
-) {
+fn shrink_if_sparse(table: &mut Table, volatile: &mut Vec<Candidate>, layout_epoch: &mut u64) {
     const MIN_BUCKETS: usize = 64;
     let buckets = table.num_buckets();
     if buckets > MIN_BUCKETS && table.len() * 10 < buckets {
-        table.shrink_to(table.len(), |s| s.hash);
+        table.shrink(volatile);
         volatile.shrink_to(volatile.len().max(MIN_BUCKETS));
         *layout_epoch += 1;
     }
@@ -767,14 +932,32 @@ fn shrink_if_sparse(
 /// Before a new key goes in: a table with no room left grows or rehashes on this insert, and its
 /// keys move, so a `SCAN` cursor issued before must not resume by position.
 #[inline]
-fn note_layout(table: &HashTable<Slot>, layout_epoch: &mut u64) {
+fn note_layout(table: &Table, layout_epoch: &mut u64) {
     if table.capacity() == table.len() {
         *layout_epoch += 1;
     }
 }
 
-fn find<'a>(table: &'a HashTable<Slot>, h: u64, key: &[u8]) -> Option<&'a Slot> {
-    table.find(h, |s| s.hash == h && s.key.as_bytes() == key)
+/// A new slot for `key`, whose candidate (if it has a deadline) goes in `volatile`: the slot's
+/// number is known only once it is in the table, so the candidate is told after.
+fn insert_new(
+    table: &mut Table,
+    volatile: &mut Vec<Candidate>,
+    key: &[u8],
+    h: u64,
+    mut entry: Entry,
+) {
+    let deadline = entry.deadline;
+    let volatile_ix = (entry.deadline != NO_DEADLINE).then_some(volatile.len() as u32);
+    entry.volatile_ix = volatile_ix.unwrap_or(NOT_VOLATILE);
+    let slot = table.insert_unique(Slot {
+        key: Key::new(key),
+        hash: h,
+        entry,
+    });
+    if volatile_ix.is_some() {
+        volatile.push(Candidate { deadline, slot });
+    }
 }
 
 impl Db {
@@ -816,22 +999,21 @@ impl Db {
             layout_epoch,
             ..
         } = self;
-        match table.find_entry(h, |s| s.hash == h && s.key.as_bytes() == key) {
-            Err(_) => None,
-            Ok(occupied) if occupied.get().entry.expired(now) => {
-                if !*keep_expired {
-                    let table = expire(occupied, volatile, watches, stats);
-                    shrink_if_sparse(table, volatile, layout_epoch);
-                }
-                None
+        let ix = table.find_ix(h, key)?;
+        if table.slot(ix).entry.expired(now) {
+            if !*keep_expired {
+                expire(table, ix, volatile, watches, stats);
+                shrink_if_sparse(table, volatile, layout_epoch);
             }
-            Ok(occupied) => Some(&mut occupied.into_mut().entry),
+            return None;
         }
+        Some(&mut table.slot_mut(ix).entry)
     }
 
     /// The entry at `key` if it is live, without deleting an expired one (`KEYS`, `TYPE` peeks).
     pub fn peek(&self, key: &[u8], now: i64) -> Option<&Entry> {
-        find(&self.table, hash_key(key), key)
+        self.table
+            .find(hash_key(key), key)
             .map(|s| &s.entry)
             .filter(|e| !e.expired(now))
     }
@@ -869,20 +1051,17 @@ impl Db {
             watches,
             ..
         } = self;
-        let candidate = |entry: &mut Entry, volatile: &mut Vec<Candidate>| {
-            if let Some(deadline) = deadline {
-                entry.volatile_ix = volatile.len() as u32;
-                volatile.push(Candidate { hash: h, deadline });
-            }
-        };
-        match table.find_entry(h, |s| s.hash == h && s.key.as_bytes() == key) {
-            Ok(mut occupied) => {
-                let old = &mut occupied.get_mut().entry;
+        match table.find_ix(h, key) {
+            Some(slot) => {
+                let old = &mut table.slot_mut(slot).entry;
                 let ix = old.volatile_ix;
                 *old = entry;
                 match (deadline, ix) {
                     // Overwritten with a TTL: the key keeps its candidate, with the new deadline.
-                    (Some(_), NOT_VOLATILE) => candidate(old, volatile),
+                    (Some(deadline), NOT_VOLATILE) => {
+                        old.volatile_ix = volatile.len() as u32;
+                        volatile.push(Candidate { deadline, slot });
+                    }
                     (Some(d), ix) => {
                         volatile[ix as usize].deadline = d;
                         old.volatile_ix = ix;
@@ -890,24 +1069,13 @@ impl Db {
                     (None, ix) => unlist(table, volatile, ix),
                 }
             }
-            Err(absent) => {
+            None => {
                 waiters.signal(key);
                 if let Some(log) = &mut watches.key_events {
                     log.created(key);
                 }
-                let mut entry = entry;
-                candidate(&mut entry, volatile);
-                let table = absent.into_table();
                 note_layout(table, layout_epoch);
-                table.insert_unique(
-                    h,
-                    Slot {
-                        key: Key::new(key),
-                        hash: h,
-                        entry,
-                    },
-                    |s| s.hash,
-                );
+                insert_new(table, volatile, key, h, entry);
             }
         }
     }
@@ -944,40 +1112,35 @@ impl Db {
             stats,
             ..
         } = self;
-        match table.find_entry(h, |s| s.hash == h && s.key.as_bytes() == key) {
-            Err(_) => false,
-            Ok(occupied) if occupied.get().entry.expired(now) => {
-                expire(occupied, volatile, watches, stats);
+        let Some(slot) = table.find_ix(h, key) else {
+            return false;
+        };
+        if table.slot(slot).entry.expired(now) {
+            expire(table, slot, volatile, watches, stats);
+            self.shrink_if_sparse();
+            return false;
+        }
+        let entry = &mut table.slot_mut(slot).entry;
+        // A lookup for writing, as `EXPIRE`'s in Redis: it touches the key.
+        entry.access(now);
+        match decide(entry.deadline()) {
+            DeadlineChange::Keep => {}
+            DeadlineChange::Delete => {
+                let removed = table.remove_at(slot);
+                unlist(table, volatile, removed.entry.volatile_ix);
                 self.shrink_if_sparse();
-                false
             }
-            Ok(mut occupied) => {
-                // A lookup for writing, as `EXPIRE`'s in Redis: it touches the key.
-                occupied.get_mut().entry.access(now);
-                match decide(occupied.get().entry.deadline()) {
-                    DeadlineChange::Keep => {}
-                    DeadlineChange::Delete => {
-                        let (slot, _) = occupied.remove();
-                        unlist(table, volatile, slot.entry.volatile_ix);
-                        self.shrink_if_sparse();
-                    }
-                    DeadlineChange::Set(d) => {
-                        let entry = &mut occupied.get_mut().entry;
-                        entry.put_deadline(Some(d));
-                        if entry.volatile_ix == NOT_VOLATILE {
-                            entry.volatile_ix = volatile.len() as u32;
-                            volatile.push(Candidate {
-                                hash: h,
-                                deadline: d,
-                            });
-                        } else {
-                            volatile[entry.volatile_ix as usize].deadline = d;
-                        }
-                    }
+            DeadlineChange::Set(d) => {
+                entry.put_deadline(Some(d));
+                if entry.volatile_ix == NOT_VOLATILE {
+                    entry.volatile_ix = volatile.len() as u32;
+                    volatile.push(Candidate { deadline: d, slot });
+                } else {
+                    volatile[entry.volatile_ix as usize].deadline = d;
                 }
-                true
             }
         }
+        true
     }
 
     /// Puts a new key known to be absent (a lookup at this frozen time missed), with `deadline`,
@@ -999,21 +1162,9 @@ impl Db {
         if let Some(log) = &mut self.watches.key_events {
             log.created(key);
         }
-        let mut entry = Entry::new(value, deadline, now);
-        if let Some(deadline) = deadline {
-            entry.volatile_ix = self.volatile.len() as u32;
-            self.volatile.push(Candidate { hash: h, deadline });
-        }
+        let entry = Entry::new(value, deadline, now);
         note_layout(&self.table, &mut self.layout_epoch);
-        self.table.insert_unique(
-            h,
-            Slot {
-                key: Key::new(key),
-                hash: h,
-                entry,
-            },
-            |s| s.hash,
-        );
+        insert_new(&mut self.table, &mut self.volatile, key, h, entry);
     }
 
     /// Sets or clears the deadline of the key at `key`, which must exist.
@@ -1024,19 +1175,17 @@ impl Db {
     /// [`Db::set_deadline`] with the key's hash already computed.
     pub fn set_deadline_h(&mut self, key: &[u8], h: u64, deadline: Option<i64>, now: i64) {
         self.journal_before(key, now);
-        let Some(slot) = self
-            .table
-            .find_mut(h, |s| s.hash == h && s.key.as_bytes() == key)
-        else {
+        let Some(ix) = self.table.find_ix(h, key) else {
             return;
         };
+        let slot = self.table.slot_mut(ix);
         slot.entry.put_deadline(deadline);
         match (deadline, slot.entry.volatile_ix) {
             (Some(d), NOT_VOLATILE) => {
                 slot.entry.volatile_ix = self.volatile.len() as u32;
                 self.volatile.push(Candidate {
-                    hash: h,
                     deadline: d,
+                    slot: ix,
                 });
             }
             (Some(d), ix) => self.volatile[ix as usize].deadline = d,
@@ -1056,18 +1205,10 @@ impl Db {
     /// [`Db::remove`] with the key's hash already computed.
     pub fn remove_h(&mut self, key: &[u8], h: u64, now: i64) -> Option<Entry> {
         self.journal_before(key, now);
-        match self
-            .table
-            .find_entry(h, |s| s.hash == h && s.key.as_bytes() == key)
-        {
-            Ok(occupied) => {
-                let entry = occupied.remove().0.entry;
-                unlist(&mut self.table, &mut self.volatile, entry.volatile_ix);
-                self.shrink_if_sparse();
-                Some(entry)
-            }
-            Err(_) => None,
-        }
+        let entry = self.table.take(h, key)?.entry;
+        unlist(&mut self.table, &mut self.volatile, entry.volatile_ix);
+        self.shrink_if_sparse();
+        Some(entry)
     }
 
     /// Redis's `signalModifiedKey`: clients watching `key` will see their `EXEC` fail.
@@ -1078,7 +1219,7 @@ impl Db {
         if self.watches.keys.is_empty() {
             return;
         }
-        let present = find(&self.table, hash_key(key), key).is_some();
+        let present = self.table.find(hash_key(key), key).is_some();
         self.watches.touch(key, present);
     }
 
@@ -1097,7 +1238,9 @@ impl Db {
         for db in [a, b] {
             let table = &db.table;
             db.waiters.signal_present(|k| {
-                find(table, hash_key(k), k).is_some_and(|s| !s.entry.expired(now))
+                table
+                    .find(hash_key(k), k)
+                    .is_some_and(|s| !s.entry.expired(now))
             });
         }
     }
@@ -1124,7 +1267,7 @@ impl Db {
             .keys()
             .filter(|k| {
                 let h = hash_key(k);
-                find(&self.table, h, k).is_some() || find(&other.table, h, k).is_some()
+                self.table.find(h, k).is_some() || other.table.find(h, k).is_some()
             })
             .cloned()
             .collect();
@@ -1146,7 +1289,7 @@ impl Db {
                 .watches
                 .keys
                 .keys()
-                .filter(|k| find(&self.table, hash_key(k), k).is_some())
+                .filter(|k| self.table.find(hash_key(k), k).is_some())
                 .cloned()
                 .collect();
             for k in present {
@@ -1158,7 +1301,7 @@ impl Db {
         }
         // The tables go, not only their keys (`clear` would keep every bucket): Redis frees a
         // flushed database's dicts, and so its memory goes back to the allocator.
-        self.table = HashTable::new();
+        self.table = Table::default();
         self.volatile = Vec::new();
         self.layout_epoch += 1;
     }
@@ -1276,7 +1419,7 @@ impl Db {
                 continue; // live: the copy of its deadline is exact
             }
             expired += 1;
-            let (h, ix) = (self.volatile[i].hash, i as u32);
+            let slot = self.volatile[i].slot;
             let Db {
                 table,
                 volatile,
@@ -1284,13 +1427,7 @@ impl Db {
                 stats,
                 ..
             } = self;
-            match table.find_entry(h, |s| s.entry.volatile_ix == ix) {
-                Ok(occupied) => {
-                    expire(occupied, volatile, watches, stats);
-                }
-                // Unreachable while every candidate has its slot; drop it rather than loop on it.
-                Err(_) => unlist(table, volatile, ix),
-            }
+            expire(table, slot, volatile, watches, stats);
         }
         if expired > 0 {
             self.shrink_if_sparse();
@@ -1312,8 +1449,10 @@ impl Db {
 
     /// Starts watching `key` for `client`.
     pub fn watch(&mut self, key: &Bytes, client: u64, now: i64) {
-        let expired_at_watch =
-            find(&self.table, hash_key(key), key).is_some_and(|s| s.entry.expired(now));
+        let expired_at_watch = self
+            .table
+            .find(hash_key(key), key)
+            .is_some_and(|s| s.entry.expired(now));
         let marks = self.watches.keys.entry(key.clone()).or_default();
         if !marks.iter().any(|m| m.client == client) {
             marks.push(WatchMark {
@@ -1342,7 +1481,11 @@ impl Db {
             .get(key)
             .and_then(|m| m.iter().find(|m| m.client == client))
             .is_some_and(|m| !m.expired_at_watch);
-        live_at_watch && find(&self.table, hash_key(key), key).is_some_and(|s| s.entry.expired(now))
+        live_at_watch
+            && self
+                .table
+                .find(hash_key(key), key)
+                .is_some_and(|s| s.entry.expired(now))
     }
 
     // ---- the write journal ----
@@ -1369,7 +1512,7 @@ impl Db {
             return;
         };
         let h = hash_key(key);
-        let previous = find(&self.table, h, key).map(|s| {
+        let previous = self.table.find(h, key).map(|s| {
             let mut e = s.entry.clone();
             e.volatile_ix = NOT_VOLATILE;
             e
@@ -1399,28 +1542,12 @@ impl Db {
             };
             undone += 1;
             let h = hash_key(&key);
-            if let Ok(occupied) = self
-                .table
-                .find_entry(h, |s| s.hash == h && s.key.as_bytes() == key)
-            {
-                let (slot, _) = occupied.remove();
+            if let Some(slot) = self.table.take(h, &key) {
                 unlist(&mut self.table, &mut self.volatile, slot.entry.volatile_ix);
             }
-            if let Some(mut entry) = previous {
-                if let Some(deadline) = entry.deadline() {
-                    entry.volatile_ix = self.volatile.len() as u32;
-                    self.volatile.push(Candidate { hash: h, deadline });
-                }
+            if let Some(entry) = previous {
                 note_layout(&self.table, &mut self.layout_epoch);
-                self.table.insert_unique(
-                    h,
-                    Slot {
-                        key: Key::new(&key),
-                        hash: h,
-                        entry,
-                    },
-                    |s| s.hash,
-                );
+                insert_new(&mut self.table, &mut self.volatile, &key, h, entry);
             }
         }
         self.journal = Some(journal);
@@ -1484,7 +1611,7 @@ impl Db {
 
     /// The entry at `key` as stored, live or not (what a batch carries).
     pub(crate) fn stored(&self, key: &[u8]) -> Option<&Entry> {
-        find(&self.table, hash_key(key), key).map(|s| &s.entry)
+        self.table.find(hash_key(key), key).map(|s| &s.entry)
     }
 
     /// Puts `entry` at `key` as the primary sent it, or deletes the key (`None`), and tells
@@ -1495,10 +1622,7 @@ impl Db {
                 let marks = entry.encoding_marks();
                 let deadline = entry.deadline();
                 self.insert(key, entry.value, deadline, now);
-                if let Some(e) = self
-                    .table
-                    .find_mut(hash_key(key), |s| s.key.as_bytes() == key)
-                {
+                if let Some(e) = self.table.find_mut(hash_key(key), key) {
                     e.entry.mark_encoding(marks);
                 }
             }
@@ -1532,20 +1656,27 @@ mod tests {
         /// The candidates are exactly the keys with a TTL, each pointing at its slot and holding
         /// its deadline.
         fn assert_candidates_exact(&self) {
-            let volatile: Vec<&Slot> = self
+            let volatile: Vec<(u32, &Slot)> = self
                 .table
-                .iter()
-                .filter(|s| s.entry.deadline().is_some())
+                .iter_ix()
+                .filter(|(_, s)| s.entry.deadline().is_some())
                 .collect();
             assert_eq!(self.volatile.len(), volatile.len());
-            for slot in volatile {
+            for (ix, slot) in volatile {
                 let c = self.volatile[slot.entry.volatile_ix as usize];
-                assert_eq!(
-                    (c.hash, Some(c.deadline)),
-                    (slot.hash, slot.entry.deadline())
-                );
+                assert_eq!((c.slot, Some(c.deadline)), (ix, slot.entry.deadline()));
             }
+            // Every slot not in the index is free, and every free one is empty.
+            let held = self.table.slots.iter().filter(|s| s.is_some()).count();
+            assert_eq!(held, self.table.len());
+            assert_eq!(held + self.table.free.len(), self.table.slots.len());
         }
+    }
+
+    #[test]
+    fn an_empty_place_in_the_vector_of_slots_costs_no_more_than_a_slot() {
+        // `Option`'s tag fits in a niche of the key's, so a free place needs no extra word.
+        assert_eq!(size_of::<Option<Slot>>(), size_of::<Slot>());
     }
 
     #[test]
