@@ -32,17 +32,18 @@ pub(super) enum Gate {
 /// Redis's last checks before a command of client `id` runs (see the [module docs](self)):
 /// `name` is its full name (`client|pause`), `may_block` whether its door can wait.
 #[inline]
+// `monitor` and `in_multi` are the client's, which its caller has already read.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn gate(
     engine: &mut Engine,
     id: u64,
+    monitor: bool,
+    in_multi: bool,
     name: &'static str,
     argv: &[Bytes],
     may_block: bool,
     now: i64,
 ) -> Gate {
-    let (monitor, in_multi) = engine
-        .client_mut(id)
-        .map_or((false, false), |c| (c.monitor, c.multi.is_some()));
     let pause = engine.pause_at(now);
     if !monitor && !in_multi && pause.is_none() {
         return Gate::Run;
