@@ -1116,11 +1116,13 @@ const WHY_SCRIPT_COST: &str = "rslock's pair is a plain SET NX PX and a two-comm
 
 const WHY_ENGINE_PAIR: &str = "The engine's share of a pair is measured in instructions, \
     which this noisy machine repeats where it does not repeat times: `cargo run --release -p \
-    fake-redis --example engine_pairs` under callgrind (see its header): 9,818 instructions a \
-    pair inside `Engine::execute` (11,490 before this work). At the rate those run here (about \
-    780 k pairs/s at 1 ms a pair on a quiet machine), 2 M pairs/s would need about 3,800 a pair, \
-    fewer than the two native scripts' own calls take (5,915). BENCHMARKS.md's section on the engine gives the \
-    count and where it goes: each EVALSHA is parsed, its \
+    fake-redis --example engine_pairs` under callgrind (see its header): 10,044 instructions a \
+    pair inside `Engine::execute` (11,490 before this work; the keyspace's index of slot \
+    numbers, which halved the memory of 1M lock keys, costs about 500 of them). At the rate \
+    those run here (about 780 k pairs/s at 1 ms a pair on a quiet machine), 2 M pairs/s would \
+    need about 3,800 a pair, fewer than the two native scripts' own calls take (6,351). \
+    BENCHMARKS.md's section on the engine gives the count and where it goes: each EVALSHA is \
+    parsed, its \
     script found by SHA, and its twin runs four to six commands, each a probe of the keyspace's \
     table (a cache miss at 20,000 live keys, which the 20 ms row shows by having fewer), an \
     allocation for a new key and its value, the latch's expiry candidate, and the notification \

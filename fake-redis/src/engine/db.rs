@@ -1,10 +1,11 @@
 //! One database of the keyspace: keys, values, deadlines, and the bookkeeping around them.
 //!
 //! Redis's keyspace is a hash table plus a second table of the keys that have a TTL, sampled by the
-//! active expiry cycle. This module keeps the same split: a `hashbrown` table of slots, hashed with
-//! a fixed (seedless) hash so that two runs of one case behave identically, and a vector of
-//! *volatile* keys to draw samples from. A key leaves the vector the moment it is deleted or loses
-//! its TTL, as it leaves Redis's `expires` table, so the cycle samples only keys that can expire.
+//! active expiry cycle. This module keeps the same split: a `hashbrown` table of slot numbers over
+//! a vector of slots (`Table`), hashed with a fixed (seedless) hash so that two runs of one case
+//! behave identically, and a vector of *volatile* keys to draw samples from. A key leaves the
+//! vector the moment it is deleted or loses its TTL, as it leaves Redis's `expires` table, so the
+//! cycle samples only keys that can expire.
 //!
 //! Expiry is Redis's: a key is logically gone once `now > deadline` (it lives through its deadline
 //! millisecond), and physically gone when a lookup or the active cycle removes it. Nothing here
