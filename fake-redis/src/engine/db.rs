@@ -628,28 +628,20 @@ impl Table {
     /// The slot numbered `ix`, which holds a key.
     #[inline]
     fn slot(&self, ix: u32) -> &Slot {
-        self.slots[ix as usize]
-            .as_ref()
-            .expect("a numbered slot holds a key")
+        held(&self.slots, ix)
     }
 
     /// [`Table::slot`], to change.
     #[inline]
     fn slot_mut(&mut self, ix: u32) -> &mut Slot {
-        self.slots[ix as usize]
-            .as_mut()
-            .expect("a numbered slot holds a key")
+        self.slots[ix as usize].as_mut().expect(HELD)
     }
 
     /// The number of the slot of `key` (hash `h`): one probe of the index.
     #[inline]
     fn find_ix(&self, h: u64, key: &[u8]) -> Option<u32> {
         let slots = &self.slots;
-        self.index
-            .find(h, |&i| {
-                slots[i as usize].as_ref().is_some_and(|s| s.is(h, key))
-            })
-            .copied()
+        self.index.find(h, |&i| holds(slots, i, h, key)).copied()
     }
 
     #[inline]
@@ -664,6 +656,10 @@ impl Table {
     }
 
     /// Puts `slot` (a key not in the table) in a free place: its number.
+    ///
+    /// Numbers are 4 bytes, so a database holds at most 2^32 keys. Their slots alone would take
+    /// about 400 GB, so a process runs out of memory first; reaching the cap without running out
+    /// stops the process as a failed allocation does (as Redis's allocator stops Redis).
     #[inline]
     fn insert_unique(&mut self, slot: Slot) -> u32 {
         let h = slot.hash;
@@ -673,42 +669,38 @@ impl Table {
                 ix
             }
             None => {
-                let ix = u32::try_from(self.slots.len()).expect("fewer than 2^32 keys");
+                let Ok(ix) = u32::try_from(self.slots.len()) else {
+                    std::alloc::handle_alloc_error(std::alloc::Layout::new::<Slot>());
+                };
                 self.slots.push(Some(slot));
                 ix
             }
         };
         let slots = &self.slots;
-        self.index
-            .insert_unique(h, ix, |&i| slots[i as usize].as_ref().map_or(0, |s| s.hash));
+        self.index.insert_unique(h, ix, |&i| held(slots, i).hash);
         ix
     }
 
     /// Takes the key of slot `ix` out: one probe of the index, comparing numbers only.
     #[inline]
     fn remove_at(&mut self, ix: u32) -> Slot {
-        let slot = self.slots[ix as usize]
-            .take()
-            .expect("a numbered slot holds a key");
-        if let Ok(bucket) = self.index.find_entry(slot.hash, |&i| i == ix) {
-            bucket.remove();
-        }
-        self.free.push(ix);
-        slot
+        let Table { index, slots, free } = self;
+        let h = held(slots, ix).hash;
+        let numbered = index
+            .find_entry(h, |&i| i == ix)
+            .map(|bucket| bucket.remove())
+            .is_ok();
+        debug_assert!(numbered, "slot {ix} holds a key the index does not number");
+        vacate(slots, free, ix)
     }
 
     /// Takes `key` (hash `h`) out, if present: one probe.
     #[inline]
     fn take(&mut self, h: u64, key: &[u8]) -> Option<Slot> {
         let Table { index, slots, free } = self;
-        let bucket = index
-            .find_entry(h, |&i| {
-                slots[i as usize].as_ref().is_some_and(|s| s.is(h, key))
-            })
-            .ok()?;
+        let bucket = index.find_entry(h, |&i| holds(slots, i, h, key)).ok()?;
         let (ix, _) = bucket.remove();
-        free.push(ix);
-        slots[ix as usize].take()
+        Some(vacate(slots, free, ix))
     }
 
     /// Every slot with its number, in the order of the index's buckets.
@@ -731,14 +723,10 @@ impl Table {
     /// in the index's order, telling each moved key's candidate (in `volatile`) its new number.
     fn shrink(&mut self, volatile: &mut [Candidate]) {
         let Table { index, slots, free } = self;
-        index.shrink_to(index.len(), |&i| {
-            slots[i as usize].as_ref().map_or(0, |s| s.hash)
-        });
+        index.shrink_to(index.len(), |&i| held(slots, i).hash);
         let mut packed = Vec::with_capacity(index.len());
         for i in index.iter_mut() {
-            let slot = slots[*i as usize]
-                .take()
-                .expect("a numbered slot holds a key");
+            let slot = slots[*i as usize].take().expect(HELD);
             let ix = packed.len() as u32;
             if slot.entry.volatile_ix != NOT_VOLATILE {
                 volatile[slot.entry.volatile_ix as usize].slot = ix;
@@ -749,6 +737,28 @@ impl Table {
         *slots = packed;
         *free = Vec::new();
     }
+}
+
+/// What every number in the index, and every candidate's number, names: a slot that holds a key.
+const HELD: &str = "a numbered slot holds a key";
+
+/// The slot numbered `ix`, which holds a key.
+#[inline]
+fn held(slots: &[Option<Slot>], ix: u32) -> &Slot {
+    slots[ix as usize].as_ref().expect(HELD)
+}
+
+/// Whether the slot numbered `ix` holds `key` (hash `h`): the index's test of a bucket.
+#[inline]
+fn holds(slots: &[Option<Slot>], ix: u32, h: u64, key: &[u8]) -> bool {
+    held(slots, ix).is(h, key)
+}
+
+/// Takes the key out of slot `ix`, whose number the index no longer holds, and frees the place.
+#[inline]
+fn vacate(slots: &mut [Option<Slot>], free: &mut Vec<u32>, ix: u32) -> Slot {
+    free.push(ix);
+    slots[ix as usize].take().expect(HELD)
 }
 
 /// The bytes of a key: in its slot when short, otherwise in one allocation of exactly its size
