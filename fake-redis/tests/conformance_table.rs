@@ -1003,6 +1003,15 @@ const TABLE: &[&str] = &[
     "SET hlbad HYLLxxxxxxxxxxxxxxxxxx",
     "PFADD hlbad a",
     "PFCOUNT hlbad",
+    // A HyperLogLog command makes or unshares its value as a raw string; bytes that only look
+    // like one, and sources that are only read, keep the encoding they were set with.
+    "OBJECT ENCODING hlbad",
+    "OBJECT ENCODING hl",
+    "OBJECT ENCODING hlm",
+    "OBJECT ENCODING hlnew",
+    "OBJECT ENCODING hl2",
+    "SET hlcopy HYLLx",
+    "OBJECT ENCODING hlcopy",
     "SET hlshort HYLL",
     "PFCOUNT hlshort",
     "PFADD",

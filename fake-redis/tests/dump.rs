@@ -58,6 +58,8 @@ const SETUPS: &[&[&str]] = &[
         "SET k abcabcabcabcabcabcabcabcxyzxyzxyzxyzxyzxyz-abcabcabcxyz-0123456789-0123456789-abcxyzabcxyz",
     ],
     &["APPEND k hello", "APPEND k 12"],
+    // A HyperLogLog is a raw string where PFADD made it, and a short one restores as `embstr`.
+    &["PFADD k a b c"],
     // Lists: one listpack node, with every integer width; more than one node.
     &[
         "RPUSH k a b c 1 -1 127 128 4095 -4096 40000 -8388608 8388608 2147483648 -9223372036854775808",
@@ -209,6 +211,15 @@ fn redis_s_payloads_restore_on_the_fake_and_the_fake_s_on_redis() {
         assert_eq!(restored, Frame::OK, "{setup:?}");
         let mut got = bytes::BytesMut::new();
         fake_redis::resp::encode(&engine.execute(client, &to_argv(read)), 2, &mut got);
+        // A value loaded from a payload is encoded anew (`tryObjectEncoding` for a string), not
+        // as it was where it was dumped.
+        let encoding: [&[u8]; 3] = [b"OBJECT", b"ENCODING", b"k"];
+        let mut fake_encoding = bytes::BytesMut::new();
+        fake_redis::resp::encode(
+            &engine.execute(client, &to_argv(&encoding)),
+            2,
+            &mut fake_encoding,
+        );
         if got[..] != want[..] {
             mismatches.push(format!(
                 "{setup:?} on the fake\n  redis: {want:?}\n  fake:  {:?}",
@@ -223,6 +234,13 @@ fn redis_s_payloads_restore_on_the_fake_and_the_fake_s_on_redis() {
         let reply = real.call(&[b"RESTORE", b"k", b"0", &ours]);
         assert_eq!(reply, b"+OK\r\n", "{setup:?}");
         let again = real.call(read);
+        let real_encoding = real.call(&encoding);
+        if fake_encoding[..] != real_encoding[..] {
+            mismatches.push(format!(
+                "{setup:?}: OBJECT ENCODING after RESTORE\n  redis: {real_encoding:?}\n  fake:  {:?}",
+                &fake_encoding[..]
+            ));
+        }
         if unordered(&kind, &again) != unordered(&kind, &want) {
             mismatches.push(format!(
                 "{setup:?} on redis\n  before: {want:?}\n  after:  {again:?}"

@@ -144,7 +144,7 @@ fn pfselftest_command(_cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
 /// rewrite a sparse value dense.
 fn pfdebug_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let (sub, key) = (args.next_bytes()?, args.next_bytes()?);
-    let Some(hll) = hyperloglog::read(cx, key)? else {
+    let Some(hll) = hyperloglog::read_unshared(cx, key)? else {
         return Err(Frame::error("ERR The specified key does not exist"));
     };
     // Byte 4 of the header is the encoding: 1 sparse, 0 dense.

@@ -368,7 +368,20 @@ fn tau(mut x: f64) -> f64 {
     }
 }
 
-/// Writes `hll` at `key`, keeping its TTL (a new key gets none), and signals `WATCH`.
+/// [`read`] for a command that may write the value in place (`PFADD`, `PFCOUNT` of one key,
+/// `PFMERGE`'s destination, `PFDEBUG`). Redis unshares a valid HyperLogLog before it edits it
+/// (`dbUnshareStringValue`), even when it then changes nothing, so from then on `OBJECT
+/// ENCODING` says `raw`, where a restored or `SET` copy of the same bytes is `embstr`.
+pub(super) fn read_unshared(cx: &mut Cx<'_>, key: &[u8]) -> Result<Option<Bytes>, Frame> {
+    let hll = read(cx, key)?;
+    if hll.is_some() {
+        super::server::note_raw(cx, key);
+    }
+    Ok(hll)
+}
+
+/// Writes `hll` at `key`, keeping its TTL (a new key gets none), and signals `WATCH`. Redis makes
+/// a HyperLogLog as a raw string and edits it in place: it stays `raw`.
 pub(super) fn store(cx: &mut Cx<'_>, key: &[u8], hll: Vec<u8>) {
     let now = cx.now;
     let db = cx.keyspace();
@@ -377,12 +390,13 @@ pub(super) fn store(cx: &mut Cx<'_>, key: &[u8], hll: Vec<u8>) {
         None => db.insert(key, Value::Str(Bytes::from(hll)), None, now),
     }
     db.touch(key);
+    super::server::note_raw(cx, key);
 }
 
 /// `PFADD key [element…]`: 1 if a register changed (or the key was created), else 0.
 fn pfadd_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     let key = args.next_bytes()?;
-    let (mut hll, mut updated) = match read(cx, key)? {
+    let (mut hll, mut updated) = match read_unshared(cx, key)? {
         None => (empty(), true),
         Some(s) => (s.to_vec(), false),
     };
@@ -418,7 +432,7 @@ fn pfcount_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         return Ok(Frame::Integer(estimate(&union) as i64));
     }
     let key = args.next_bytes()?;
-    let Some(hll) = read(cx, key)? else {
+    let Some(hll) = read_unshared(cx, key)? else {
         return Ok(Frame::Integer(0));
     };
     if hll[15] & 0x80 == 0 {
@@ -450,7 +464,7 @@ fn pfmerge_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         }
     }
     // Read already, with the sources; Redis looks it up again as a write.
-    let mut hll = match cx.writing(|cx| read(cx, &destination))? {
+    let mut hll = match cx.writing(|cx| read_unshared(cx, &destination))? {
         None => empty(),
         Some(s) => s.to_vec(),
     };

@@ -161,11 +161,14 @@ pub(crate) fn set_marks(cx: &mut Cx<'_>, db: usize, key: &[u8], marks: u8) {
     }
 }
 
-/// Marks the string at `key` as built in place (`raw` from now on).
+/// Marks the string at `key` as built in place (`raw` from now on). Not an access of the key:
+/// no keyspace hit, no read announced, no touch of its access clock.
 pub(crate) fn note_raw(cx: &mut Cx<'_>, key: &[u8]) {
-    if let Some(entry) = cx.lookup(key) {
-        entry.mark_encoding(marks::RAW);
-    }
+    cx.writing(|cx| {
+        if let Some(entry) = cx.lookup_untouched(key) {
+            entry.mark_encoding(marks::RAW);
+        }
+    });
 }
 
 /// Redis's `OBJ_ENCODING_EMBSTR_SIZE_LIMIT`.
@@ -189,8 +192,9 @@ pub(crate) fn encoding(entry: &Entry, e: &Encodings) -> &'static str {
     let converted = entry.encoding_marks() & marks::CONVERTED != 0;
     match &entry.value {
         Value::Str(s) => {
-            // HyperLogLogs are made as raw strings and edited in place.
-            if entry.encoding_marks() & marks::RAW != 0 || s.starts_with(b"HYLL") {
+            // HyperLogLogs are marked raw by the commands that make or edit them
+            // (`hyperloglog::store`, `hyperloglog::read_unshared`), not by their bytes.
+            if entry.encoding_marks() & marks::RAW != 0 {
                 "raw"
             } else if entry.encoding_marks() & marks::NOT_INT == 0 && as_int(s).is_some() {
                 "int"
