@@ -195,6 +195,11 @@ pub enum Compare {
     Multiset,
     /// A page of `SCAN` or `SSCAN`: the cursor exactly, the page's elements as a multiset.
     ScanPage,
+    /// A page of `HSCAN` or `ZSCAN` over a hash table (a `hashtable` hash, a `skiplist` sorted
+    /// set): the cursor exactly, the (field, value) pairs as a multiset. Redis walks that table in
+    /// the order of its hash function, whose seed each process draws at random. [`comparator`]
+    /// never names it: only the encoding tells, so the caller asks `OBJECT ENCODING` first.
+    PairPage,
     /// A random pick (`SPOP`, `SRANDMEMBER`, `RANDOMKEY`, `ZRANDMEMBER`, `HRANDFIELD`): same shape and count, checked for
     /// membership by the caller.
     Random,
@@ -237,6 +242,21 @@ pub fn sorted_page(result: Result<Value, RedisError>) -> Result<Value, RedisErro
     })
 }
 
+/// A page of `HSCAN` or `ZSCAN` with its (field, value) pairs sorted, for multiset comparison.
+pub fn sorted_pair_page(result: Result<Value, RedisError>) -> Result<Value, RedisError> {
+    result.map(|v| match v {
+        Value::Array(mut parts) if parts.len() == 2 => {
+            if let Some(Value::Array(page)) = parts.pop() {
+                let mut pairs: Vec<Vec<Value>> = page.chunks(2).map(<[Value]>::to_vec).collect();
+                pairs.sort_by_key(|pair| format!("{pair:?}"));
+                parts.push(Value::Array(pairs.concat()));
+            }
+            Value::Array(parts)
+        }
+        other => other,
+    })
+}
+
 pub async fn run(conn: &mut impl ConnectionLike, line: &str) -> Result<Value, RedisError> {
     let mut words = line.split_whitespace();
     let mut cmd = redis::cmd(words.next().unwrap());
@@ -247,6 +267,7 @@ pub async fn run(conn: &mut impl ConnectionLike, line: &str) -> Result<Value, Re
     match comparator(line.split_whitespace().next().unwrap_or("")) {
         Compare::Exact => result,
         Compare::ScanPage => sorted_page(result),
+        Compare::PairPage => sorted_pair_page(result),
         Compare::Multiset | Compare::Random => sorted(result),
     }
 }
