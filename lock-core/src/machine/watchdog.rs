@@ -12,7 +12,7 @@
 //! A pass takes its holds in cluster-slot order before it cuts them into batches, so that on a
 //! cluster (where a batch is sent as one call per slot) a pass costs as few calls as the slots
 //! allow: with 10,000 holds of distinct names, 7,557 calls of at most `batch_size` holds each,
-//! against 9,983 in name order (the slots number 7,532; `tests/renewal_slots.rs`).
+//! against 9,983 in name order (the slots number 7,532; `tests/suite/renewal_slots.rs`).
 //!
 //! A read-write lock's read holds are renewed in batches of their own by `rw_renew`, which also
 //! renews each reader's timeout keys; its write holds go with the plain holds.

@@ -5,7 +5,7 @@
 //! shared by the other tests. The same run on the standalone server of `REDIS_URL` gives the
 //! figures to compare with (`BENCHMARKS.md`).
 
-mod common;
+use crate::common;
 
 use common::cluster::{self as topology, cluster_urls};
 use common::{redis_url, short_watchdog, unique_prefix};

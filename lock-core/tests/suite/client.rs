@@ -3,7 +3,7 @@
 //! They run on the `fake-redis` crate (a `FakeBackend` per client over one engine on a
 //! `TokioClock`, faults from the engine's fault plan), through `support::World`'s small helper API.
 
-mod support;
+use crate::support;
 
 use lock_core::{HoldState, LockClient, LockConfig, LockError, LockGuard, Millis, UnlockOutcome};
 use support::{MS, World, ms, secs};

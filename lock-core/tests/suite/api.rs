@@ -3,7 +3,7 @@
 //!
 //! On tokio's paused time over the `fake-redis` crate, through `support::World`.
 
-mod support;
+use crate::support;
 
 use lock_core::{
     BackendError, ClientError, HoldMode, HoldState, InvalidLease, Lease, LockConfig, LockError,

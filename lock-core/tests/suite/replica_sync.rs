@@ -2,7 +2,7 @@
 //! calls carry `WAIT`, and what a reply acknowledged by too few replicas does to an acquire, a
 //! renewal and an unlock.
 
-mod machine_rig;
+use crate::machine_rig;
 
 use lock_core::machine::{AcquireRequest, Call, Done, HoldState, LockEvent, Request, RwSide, Wait};
 use lock_core::script::ReplicaWait;

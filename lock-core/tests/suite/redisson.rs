@@ -16,7 +16,7 @@
 //! Timings are generous for a loaded 2-core machine: a wake-up is bounded only well below the
 //! lease it would otherwise wait out, and its latency is printed, not asserted.
 
-mod common;
+use crate::common;
 
 use lock_core::{
     KeyLayout, LockClient, LockConfig, LockError, Millis, RedisBackend, UnlockOutcome,

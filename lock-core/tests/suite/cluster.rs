@@ -4,9 +4,9 @@
 //! one and exports it); without it these tests fail, never skip. Each test uses lock names of its
 //! own, placed on every shard, and never flushes, fails over or reshards the shared cluster. Unlock
 //! messages travel on shard channels (Redis 7.0's sharded pub/sub) unless a test turns them off.
-//! Timings are generous, as in `redis.rs`.
+//! Timings are generous, as in `standalone.rs`.
 
-mod common;
+use crate::common;
 
 use common::cluster::{self as topology, client, cluster_urls};
 use common::{checks, short_watchdog as config, unique_prefix};

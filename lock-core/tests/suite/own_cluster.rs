@@ -2,11 +2,9 @@
 //! over and whose slots it migrates: the shared cluster of `scripts/test` is never touched. The
 //! scenarios run in sequence on one cluster, started once (about ten seconds).
 
-mod common;
-#[path = "support/through_failover.rs"]
-mod through_failover;
-#[path = "support/topology.rs"]
-mod topology;
+use crate::common;
+use crate::through_failover;
+use crate::topology;
 
 use common::{short_watchdog, unique_prefix};
 use lock_core::cluster_backend::key_slot;

@@ -3,9 +3,9 @@
 //! The group comes from `REDIS_SENTINEL_URLS` (the sentinels' URLs) and `REDIS_SENTINEL_MASTER`
 //! (the name they watch); `scripts/test` starts a primary, a replica and 3 sentinels and exports
 //! both. Without them these tests fail, never skip. Each test uses lock names of its own and never
-//! flushes, fails over or stops the shared group. Timings are generous, as in `redis.rs`.
+//! flushes, fails over or stops the shared group. Timings are generous, as in `standalone.rs`.
 
-mod common;
+use crate::common;
 
 use common::{checks, short_watchdog as config, unique_prefix};
 use lock_core::{LockClient, LockConfig, Millis, SentinelBackend, UnlockOutcome};

@@ -1,6 +1,6 @@
 //! The lock machine, stepped by hand: scripted replies, a manual clock, no runtime.
 
-mod machine_rig;
+use crate::machine_rig;
 
 use lock_core::machine::{
     AcquireRequest, Call, Done, HoldMode, HoldState, Input, LockEvent, LockMachine, Output,

@@ -2,11 +2,9 @@
 //! fails over and whose replica it stops: the shared group of `scripts/test` is never touched.
 //! The scenarios run in sequence on one group, started once (a few seconds).
 
-mod common;
-#[path = "support/through_failover.rs"]
-mod through_failover;
-#[path = "support/topology.rs"]
-mod topology;
+use crate::common;
+use crate::through_failover;
+use crate::topology;
 
 use common::{short_watchdog, unique_prefix};
 use lock_core::{LockClient, LockConfig, LockError, Operation, SentinelBackend};

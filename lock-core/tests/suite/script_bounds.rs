@@ -8,7 +8,7 @@
 //!
 //! The server comes from `REDIS_URL`; keys live under a prefix of this run and are deleted after.
 
-mod common;
+use crate::common;
 
 use bytes::Bytes;
 use lock_core::script::reference::ReferenceStore;

@@ -33,7 +33,7 @@
 //!
 //! `DIFF_CASES` sets the number of sequences per server (default 2,000).
 
-mod common;
+use crate::common;
 
 use bytes::Bytes;
 use fake_redis::{

@@ -6,8 +6,8 @@
 //! Redis of `REDIS_URL` (real time, a 3 s watchdog, its own key prefix), against a raw connection
 //! that reads the lock's hash and its read holds' timeout keys.
 
-mod common;
-mod support;
+use crate::common;
+use crate::support;
 
 use bytes::Bytes;
 use lock_core::script::rw_read_acquire;

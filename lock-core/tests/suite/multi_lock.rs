@@ -2,7 +2,7 @@
 //! under one owner, partial grants given back, one wait budget for all, a lease (or a watchdog)
 //! per lock, and an unlock of all.
 
-mod support;
+use crate::support;
 
 use lock_core::{LockClient, LockError, MultiLockGuard, UnlockOutcome};
 use support::{ClientIdx, MS, World, ms, secs};

@@ -6,7 +6,7 @@
 //! Redis of `REDIS_URL` (real time, a 3 s watchdog, its own key prefix), the same scenario against
 //! a raw connection that reads the queue and the timeouts.
 
-mod support;
+use crate::support;
 
 use bytes::Bytes;
 use lock_core::{

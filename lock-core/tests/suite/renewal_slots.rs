@@ -6,7 +6,7 @@
 //! pass is 100 batches of 100 holds, which the backend sends as 7,557 calls (the holds' slots
 //! number 7,532; in name order the same batches would take 9,983), each of at most 100 holds.
 
-mod machine_rig;
+use crate::machine_rig;
 
 use lock_core::cluster_backend::key_slot;
 use lock_core::machine::{Call, Wait};

@@ -1,7 +1,7 @@
 //! `RedisBackend` under the faults a real deployment meets, each on a `redis-server` the test
 //! starts itself (it restarts, flushes or pauses it, which the shared server must never see).
 
-mod common;
+use crate::common;
 
 use bytes::Bytes;
 use common::OwnRedis;

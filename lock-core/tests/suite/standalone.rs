@@ -6,7 +6,7 @@
 //! 500 ms, and no assertion on how fast anything happened beyond "well before it could have
 //! happened another way".
 
-mod common;
+use crate::common;
 
 use lock_core::{
     KeyLayout, LockClient, LockConfig, LockError, Millis, RedisBackend, UnlockOutcome,
