@@ -7,7 +7,7 @@
 //! decision is made per command instead, from its arguments, before it runs: every lookup of a
 //! read-only command is a read, none of a write's, with Redis's exceptions declared beside the
 //! commands as their [`Spec`]'s [`ReadRule`] (`grep -rn 'with_reads' fake-redis/src/cmd`; checked
-//! event by event against Redis in `fake-redis/tests/notify_events.rs`).
+//! event by event against Redis in `fake-redis/tests/suite/notify_events.rs`).
 //! A script's calls and a transaction's commands each decide for themselves; the native twins of
 //! the lock's scripts mark their read-only calls ([`Cx::reading`](super::Cx::reading)).
 

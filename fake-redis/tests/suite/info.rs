@@ -1,0 +1,161 @@
+//! `INFO` beside a real redis-server (7.0): the fields client test suites read before their first
+//! test (redis-py's conftest reads `redis_version`, `arch_bits` and `cluster_enabled`) are there,
+//! under Redis's section headers, in Redis's section order, with a standalone server's values.
+//!
+//! The test starts its own redis-server on a free loopback port (no persistence) and kills it when
+//! done, so it never touches a shared server.
+
+use crate::support;
+
+use redis::aio::ConnectionLike;
+use std::collections::BTreeMap;
+use support::{OwnServer, connect_real, connect_real_resp3, fake_connection};
+
+/// The reply to `INFO <args>`, as text.
+async fn info(conn: &mut impl ConnectionLike, args: &[&str]) -> String {
+    redis::cmd("INFO")
+        .arg(args)
+        .query_async::<String>(conn)
+        .await
+        .expect("INFO replies")
+}
+
+/// Each `field:value` line of an INFO reply, by field.
+fn fields(text: &str) -> BTreeMap<&str, &str> {
+    text.lines()
+        .filter(|line| !line.starts_with('#'))
+        .filter_map(|line| line.split_once(':'))
+        .collect()
+}
+
+/// The section headers of an INFO reply, in order.
+fn headers(text: &str) -> Vec<&str> {
+    text.lines().filter(|line| line.starts_with("# ")).collect()
+}
+
+#[tokio::test]
+async fn info_has_what_client_test_suites_read_first() {
+    let server = OwnServer::start();
+    let mut real = connect_real(server.port).await;
+    let mut fake = fake_connection();
+
+    assert_eq!(
+        info(&mut fake, &["cluster"]).await,
+        info(&mut real, &["cluster"]).await
+    );
+
+    let real_default = info(&mut real, &[]).await;
+    let fake_default = info(&mut fake, &[]).await;
+    let (real_fields, fake_fields) = (fields(&real_default), fields(&fake_default));
+    for field in [
+        "redis_version",
+        "redis_mode",
+        "arch_bits",
+        "cluster_enabled",
+    ] {
+        assert_eq!(
+            fake_fields.get(field),
+            real_fields.get(field),
+            "INFO field {field}"
+        );
+    }
+    let real_headers = headers(&real_default);
+    let fake_headers = headers(&fake_default);
+    let in_real_order: Vec<&str> = real_headers
+        .iter()
+        .copied()
+        .filter(|h| fake_headers.contains(h))
+        .collect();
+    assert_eq!(
+        fake_headers, in_real_order,
+        "the fake's sections, in Redis's order"
+    );
+    assert!(fake_headers.contains(&"# Cluster"), "{fake_headers:?}");
+}
+
+/// The shape of a reply, not its text (ids and addresses differ between the servers).
+fn shape(value: &redis::Value) -> &'static str {
+    match value {
+        redis::Value::VerbatimString { .. } => "verbatim string",
+        redis::Value::BulkString(_) => "bulk string",
+        _ => "other",
+    }
+}
+
+#[tokio::test]
+async fn text_replies_are_verbatim_strings_in_resp3() {
+    let server = OwnServer::start();
+    for resp3 in [false, true] {
+        let mut real = if resp3 {
+            connect_real_resp3(server.port).await
+        } else {
+            connect_real(server.port).await
+        };
+        let mut fake = fake_connection();
+        if resp3 {
+            redis::cmd("HELLO")
+                .arg(3)
+                .query_async::<redis::Value>(&mut fake)
+                .await
+                .unwrap();
+        }
+        for args in [
+            &["INFO"][..],
+            &["INFO", "cluster"],
+            &["CLIENT", "INFO"],
+            &["CLIENT", "LIST"],
+        ] {
+            let ask = || redis::cmd(args[0]).arg(&args[1..]).clone();
+            let theirs: redis::Value = ask().query_async(&mut real).await.unwrap();
+            let ours: redis::Value = ask().query_async(&mut fake).await.unwrap();
+            assert_eq!(shape(&ours), shape(&theirs), "{args:?}, RESP3 {resp3}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn info_has_every_default_section_and_the_fields_clients_read() {
+    let server = OwnServer::start();
+    let mut real = connect_real(server.port).await;
+    let mut fake = fake_connection();
+    let (real_info, fake_info) = (info(&mut real, &[]).await, info(&mut fake, &[]).await);
+    let headers = |t: &str| -> Vec<String> {
+        t.lines()
+            .filter(|l| l.starts_with("# "))
+            .map(|l| l.trim().to_owned())
+            .collect()
+    };
+    assert_eq!(headers(&fake_info), headers(&real_info));
+    let (real_fields, fake_fields) = (fields(&real_info), fields(&fake_info));
+    for same in [
+        "role",
+        "loading",
+        "async_loading",
+        "aof_enabled",
+        "connected_slaves",
+        "maxmemory",
+        "maxmemory_policy",
+        "cluster_enabled",
+        "redis_mode",
+        "rdb_bgsave_in_progress",
+        "aof_rewrite_in_progress",
+        "master_repl_offset",
+    ] {
+        assert_eq!(fake_fields.get(same), real_fields.get(same), "{same}");
+    }
+    for present in [
+        "used_memory",
+        "used_memory_human",
+        "used_memory_peak",
+        "mem_fragmentation_ratio",
+        "run_id",
+        "tcp_port",
+        "process_id",
+        "rdb_last_save_time",
+        "used_cpu_sys",
+        "connected_clients",
+        "total_commands_processed",
+    ] {
+        assert!(fake_fields.contains_key(present), "{present} missing");
+    }
+}
