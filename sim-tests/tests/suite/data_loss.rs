@@ -23,9 +23,9 @@
 //! believes it holds it. A `Restart` without persistence, or a failover that loses both copies
 //! (the primary and every replica that acknowledged): nothing the client waited for survives, and
 //! only fencing keeps the resource safe. These cases run on one node, which has no replica and so
-//! no `WAIT` (the check is skipped): they are the unchecked lock's limit. `tests/failover.rs` runs
+//! no `WAIT` (the check is skipped): they are the unchecked lock's limit. `failover.rs` runs
 //! the check on a primary with replicas and a failover that promotes one of them;
-//! `lock-core/tests/own_cluster.rs` and `own_sentinel.rs` hold it to real failovers.
+//! `lock-core/tests/suite/own_cluster.rs` and `own_sentinel.rs` hold it to real failovers.
 
 use lock_core::machine::BrokenRule;
 use proptest::prelude::*;

@@ -17,7 +17,7 @@
 //! Each suite runs `sim_tests::cases(n)` cases: CI's default, and ten times as many as a soak
 //! with `SIM_CASES=10000`.
 
-mod common;
+use crate::common;
 
 use common::{all, checkers, clean_run};
 use proptest::prelude::*;

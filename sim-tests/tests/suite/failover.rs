@@ -12,7 +12,7 @@
 //! Outside the envelope (check off), the suite reports only what data loss can break, as
 //! `data_loss.rs` does for the single node's rollback failover.
 
-mod common;
+use crate::common;
 
 use common::{all, checkers, clean_run};
 use proptest::prelude::*;
