@@ -84,3 +84,60 @@ async fn hyperloglogs_cross_between_the_servers_in_both_encodings() {
     let union_fake: i64 = fake.pfcount(&["small", "large"]).await.unwrap();
     assert_eq!(union_real, union_fake);
 }
+
+/// `OBJECT ENCODING k` after `SET k <hll>` and then `command`.
+async fn encoding_after(
+    side: &mut impl redis::aio::ConnectionLike,
+    hll: &[u8],
+    command: &[&str],
+) -> String {
+    let _: () = redis::cmd("SET")
+        .arg("k")
+        .arg(hll)
+        .query_async(side)
+        .await
+        .unwrap();
+    redis::cmd(command[0])
+        .arg(&command[1..])
+        .query_async::<redis::Value>(side)
+        .await
+        .unwrap_or_else(|e| panic!("{command:?}: {e}"));
+    redis::cmd("OBJECT")
+        .arg("ENCODING")
+        .arg("k")
+        .query_async(side)
+        .await
+        .unwrap()
+}
+
+/// A HyperLogLog `SET` from its bytes is `embstr` (short) on both servers, and becomes `raw` only
+/// through a command that unshares it to edit it in place, whether or not it then changes
+/// anything; a command that only reads it leaves it as it was.
+#[tokio::test]
+async fn a_hyperloglog_turns_raw_only_where_a_command_unshares_it() {
+    let server = OwnServer::start();
+    let mut real = connect_real(server.port).await;
+    let mut fake = fake_connection();
+    let _: i64 = real.pfadd("src", &["a", "b", "c"]).await.unwrap();
+    let hll: Vec<u8> = real.get("src").await.unwrap();
+    let _: () = fake.set("src", &hll).await.unwrap();
+    let cases: &[(&[&str], &str)] = &[
+        (&["GET", "k"], "embstr"),
+        (&["PFCOUNT", "k", "src"], "embstr"),
+        (&["PFMERGE", "dst", "k"], "embstr"),
+        (&["PFCOUNT", "k"], "raw"),
+        (&["PFADD", "k"], "raw"),
+        (&["PFADD", "k", "a"], "raw"),
+        (&["PFMERGE", "k"], "raw"),
+        (&["PFDEBUG", "ENCODING", "k"], "raw"),
+    ];
+    for (command, want) in cases {
+        let on_redis = encoding_after(&mut real, &hll, command).await;
+        let on_fake = encoding_after(&mut fake, &hll, command).await;
+        assert_eq!(
+            [on_redis.as_str(), on_fake.as_str()],
+            [*want, *want],
+            "{command:?}: OBJECT ENCODING after it on redis, then on the fake"
+        );
+    }
+}

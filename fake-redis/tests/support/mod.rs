@@ -245,11 +245,11 @@ pub fn sorted_page(result: Result<Value, RedisError>) -> Result<Value, RedisErro
 /// A page of `HSCAN` or `ZSCAN` with its (field, value) pairs sorted, for multiset comparison.
 pub fn sorted_pair_page(result: Result<Value, RedisError>) -> Result<Value, RedisError> {
     result.map(|v| match v {
-        Value::Array(mut parts) if parts.len() == 2 => {
-            if let Some(Value::Array(page)) = parts.pop() {
+        Value::Array(mut parts) => {
+            if let [_, Value::Array(page)] = parts.as_mut_slice() {
                 let mut pairs: Vec<Vec<Value>> = page.chunks(2).map(<[Value]>::to_vec).collect();
                 pairs.sort_by_key(|pair| format!("{pair:?}"));
-                parts.push(Value::Array(pairs.concat()));
+                *page = pairs.concat();
             }
             Value::Array(parts)
         }
