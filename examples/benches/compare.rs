@@ -1102,9 +1102,18 @@ const WHY_CLIENT_OVERHEAD: &str = "Both sides make the same two EVALSHA round tr
     instructions per pair under callgrind), the guard's status channel, and the one timeout per \
     call (RedisBackend's), whose registration on a multi-thread runtime wakes the runtime's time \
     driver on another worker, a futex and an eventfd write that the raw side, which has no \
-    timeout at all, never pays. Where the lock-core owners could go next: one timer shared by \
-    every call in flight (their deadlines come in order, all one response timeout apart), and \
-    the machine's per-operation maps made lighter.";
+    timeout at all, never pays. How much those wake-ups cost depends on the host: the same code \
+    measured 1.18 on a multi-thread runtime on the AMD EPYC guest of 2026-12-02 and 0.63 to 0.69 \
+    on the Intel Xeon KVM guest of 2026-12-03, where `strace -f -c` over 30,000 pairs counted \
+    3.5 futex calls and 0.5 eventfd writes a pair for ours against none for raw (18 futex calls \
+    in all). An experiment without the per-call timeout (not kept: it bounds every call) cut \
+    them to 2.0 and 0.1 a pair and moved the ratio to 0.72; perf puts the futex calls that \
+    remain at the unlock's request handed to the connection's task (tokio wakes the second \
+    worker when it schedules a task while another waits on the same worker; which one waits \
+    there is not yet known). Where the lock-core owners could go next: one timer shared by every \
+    call in flight (their deadlines come in order, all one response timeout apart), that waiting \
+    task found and kept off the caller's path, and the machine's per-operation maps made \
+    lighter.";
 
 const WHY_SCRIPT_COST: &str = "rslock's pair is a plain SET NX PX and a two-command \
     compare-and-delete script; ours runs two scripts that also check and write a latch key \
@@ -1114,19 +1123,18 @@ const WHY_SCRIPT_COST: &str = "rslock's pair is a plain SET NX PX and a two-comm
     sent by hand (the raw rows) are slower than rslock, and the lock client's overhead (the ours \
     / raw ratio) comes on top.";
 
-const WHY_ENGINE_PAIR: &str = "The engine's share of a pair is measured in instructions, \
-    which this noisy machine repeats where it does not repeat times: `cargo run --release -p \
-    fake-redis --example engine_pairs` under callgrind (see its header): 10,044 instructions a \
-    pair inside `Engine::execute` (11,490 before this work; the keyspace's index of slot \
-    numbers, which halved the memory of 1M lock keys, costs about 500 of them). At the rate \
-    those run here (about 780 k pairs/s at 1 ms a pair on a quiet machine), 2 M pairs/s would \
-    need about 3,800 a pair, fewer than the two native scripts' own calls take (6,351). \
-    BENCHMARKS.md's section on the engine gives the count and where it goes: each EVALSHA is \
-    parsed, its \
-    script found by SHA, and its twin runs four to six commands, each a probe of the keyspace's \
-    table (a cache miss at 20,000 live keys, which the 20 ms row shows by having fewer), an \
-    allocation for a new key and its value, the latch's expiry candidate, and the notification \
-    and statistics bookkeeping every Redis command does.";
+const WHY_ENGINE_PAIR: &str = "The engine's share of a pair is counted in instructions, \
+    which repeat on any machine where times do not: {cg_engine_pair_instr} a pair inside \
+    `Engine::execute` in this run (callgrind over `fake-redis/examples/engine_pairs.rs`, whose \
+    header gives the commands; 11,490 before this work; the keyspace's index of slot numbers, \
+    which halved the memory of 1M lock keys, costs about 500 of them). At the rate this machine \
+    ran them in the 1 ms row ({cg_engine_rate_g} G instructions a second), 2 M pairs/s would \
+    allow {cg_engine_pair_needed} a pair, fewer than the two native scripts' own calls took when \
+    last profiled (6,351). BENCHMARKS.md's section on the engine gives where they go: each \
+    EVALSHA is parsed, its script found by SHA, and its twin runs four to six commands, each a \
+    probe of the keyspace's table (a cache miss at 20,000 live keys, which the 20 ms row shows by \
+    having fewer), an allocation for a new key and its value, the latch's expiry candidate, and \
+    the notification and statistics bookkeeping every Redis command does.";
 
 const TARGETS: &[Target] = &[
     Target {
@@ -1249,15 +1257,15 @@ const TARGETS: &[Target] = &[
         bound: 3.0,
         kind: Bound::AtLeast,
         meaning: "how many cases a property test can run in its time",
-        why_missed: "Measured in instructions (BENCHMARKS.md's simulator section, callgrind): \
-            an event costs about 6,600 on one node, of which the lock's machine takes about \
-            1,800 (formatting the owner, keys and numbers of each attempt, and its calls) and \
-            the engine about 1,900 (the scripts). This machine runs about 5.5 G instructions a \
-            second, so 3 M events/s would need about 1,900 per event in all: less than the \
-            machine and the engine take together before the simulator does anything. A \
-            simulator that cost nothing would run about 1.5 M events/s here; its own share \
-            (about 2,800, down from 3,700) is delivering messages and timers, checking \
-            subscribers' outboxes after each publishing call, and the checkers' records.",
+        why_missed: "Counted in instructions: {cg_sim_event_instr} an event on one node in this \
+            run (callgrind; BENCHMARKS.md's simulator section gives where they go: about 1,800 in \
+            the lock's machine, formatting the owner, keys and numbers of each attempt, and its \
+            calls, and about 1,900 in the engine, the scripts, when last profiled). At the rate \
+            this machine ran them ({cg_sim_rate_g} G instructions a second), 3 M events/s would \
+            allow {cg_sim_event_needed} per event in all: less than the machine and the engine \
+            take together before the simulator does anything. The simulator's own share (about \
+            2,800, down from 3,700) is delivering messages and timers, checking subscribers' \
+            outboxes after each publishing call, and the checkers' records.",
     },
     Target {
         what: "test workload time, loopback Redis / fake",
@@ -1771,6 +1779,42 @@ const ROWS: &[(&str, &str, &str, usize)] = &[
         "×",
         2,
     ),
+    (
+        "cg_engine_pair_instr",
+        "instructions per lock pair inside Engine::execute, about 20,000 live latch keys (callgrind)",
+        "instructions",
+        0,
+    ),
+    (
+        "cg_engine_rate_g",
+        "  those instructions per second at the criterion row's rate",
+        "G/s",
+        2,
+    ),
+    (
+        "cg_engine_pair_needed",
+        "  instructions per pair that 2 M pairs/s would allow at that rate",
+        "instructions",
+        0,
+    ),
+    (
+        "cg_sim_event_instr",
+        "instructions per simulator event, one node (callgrind)",
+        "instructions",
+        0,
+    ),
+    (
+        "cg_sim_rate_g",
+        "  those instructions per second at the simulator row's rate",
+        "G/s",
+        2,
+    ),
+    (
+        "cg_sim_event_needed",
+        "  instructions per event that 3 M events/s would allow at that rate",
+        "instructions",
+        0,
+    ),
 ];
 
 fn format_value(value: f64, unit: &str, decimals: usize) -> String {
@@ -1797,6 +1841,32 @@ fn format_value(value: f64, unit: &str, decimals: usize) -> String {
     }
 }
 
+/// `text` with each `{key}` replaced by that figure of this run, shown as its row shows it.
+fn fill(text: &str, figures: &BTreeMap<String, f64>) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(open) = rest.find('{') {
+        let Some(close) = rest[open..].find('}').map(|c| open + c) else {
+            break;
+        };
+        let key = &rest[open + 1..close];
+        out.push_str(&rest[..open]);
+        match figures.get(key) {
+            Some(value) => {
+                let (unit, decimals) = ROWS
+                    .iter()
+                    .find(|(k, ..)| *k == key)
+                    .map_or(("", 0), |(_, _, unit, decimals)| (*unit, *decimals));
+                out.push_str(&format_value(*value, unit, decimals));
+            }
+            None => out.push_str("(not measured in this run)"),
+        }
+        rest = &rest[close + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// Figures computed from others: the uncontended gap per pair, bytes per key on each side.
 fn derive(figures: &mut BTreeMap<String, f64>) {
     let get = |f: &BTreeMap<String, f64>, k: &str| f.get(k).copied();
@@ -1818,6 +1888,23 @@ fn derive(figures: &mut BTreeMap<String, f64>) {
     ) && lua > 0.0
     {
         figures.insert("crit_lock_pair_native_over_lua".into(), native / lua);
+    }
+    // What the instruction counts say about the rate targets: the instructions this machine ran
+    // per second in the timed row, and the count per unit that the target would allow at it.
+    for (instr, rate, per_s, target) in [
+        (
+            "cg_engine_pair_instr",
+            "crit_lock_pair_native_s",
+            "cg_engine_rate_g",
+            2e6,
+        ),
+        ("cg_sim_event_instr", "sim_events_s", "cg_sim_rate_g", 3e6),
+    ] {
+        if let (Some(count), Some(units_s)) = (get(figures, instr), get(figures, rate)) {
+            let needed = instr.replace("_instr", "_needed");
+            figures.insert(per_s.into(), count * units_s / 1e9);
+            figures.insert(needed, count * units_s / target);
+        }
     }
     if let (Some(peak), Some(before), Some(keys)) = (
         get(figures, "mem_fake_peak_rss_bytes"),
@@ -1914,7 +2001,7 @@ fn report(results: &str) -> String {
                 out,
                 "- **{}**: measured {ratio:.2}, target {bound}. {}\n",
                 t.what,
-                t.why_missed
+                fill(t.why_missed, &figures)
                     .split_whitespace()
                     .collect::<Vec<_>>()
                     .join(" ")
