@@ -297,27 +297,38 @@ fn log_start(config: &ServerConfig) {
 }
 
 /// Resolves on SIGINT or SIGTERM.
-async fn shutdown_signal() {
-    let interrupt = tokio::signal::ctrl_c();
+///
+/// The handlers are installed here, when it is called, not when the future is first polled: the
+/// server's accept loop may serve a first connection before it polls this future, and a SIGTERM
+/// in that window would otherwise meet the default action and kill the process instead of
+/// stopping it gracefully.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut terminate) => {
-                tokio::select! {
-                    _ = interrupt => tracing::info!("SIGINT received"),
-                    _ = terminate.recv() => tracing::info!("SIGTERM received"),
+        let interrupt = signal(SignalKind::interrupt());
+        let terminate = signal(SignalKind::terminate());
+        async move {
+            match (interrupt, terminate) {
+                (Ok(mut interrupt), Ok(mut terminate)) => {
+                    tokio::select! {
+                        _ = interrupt.recv() => tracing::info!("SIGINT received"),
+                        _ = terminate.recv() => tracing::info!("SIGTERM received"),
+                    }
                 }
-            }
-            Err(_) => {
-                let _ = interrupt.await;
+                _ => {
+                    let _ = tokio::signal::ctrl_c().await;
+                    tracing::info!("interrupt received");
+                }
             }
         }
     }
     #[cfg(not(unix))]
     {
-        let _ = interrupt.await;
-        tracing::info!("interrupt received");
+        async {
+            let _ = tokio::signal::ctrl_c().await;
+            tracing::info!("interrupt received");
+        }
     }
 }
 
