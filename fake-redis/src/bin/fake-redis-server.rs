@@ -184,8 +184,10 @@ fn main() -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
+        // Before anything names a port: a signal from whoever reads it finds the handlers.
+        let shutdown = shutdown_signal();
         log_start(&config);
-        Server::new(&config).run(listener, shutdown_signal()).await;
+        Server::new(&config).run(listener, shutdown).await;
         ExitCode::SUCCESS
     })
 }
@@ -200,6 +202,7 @@ async fn serve_replicated(
     let Some((listeners, ports)) = bind_doors(&config, usize::from(replicas) + 2).await else {
         return ExitCode::FAILURE;
     };
+    let shutdown = shutdown_signal();
     log_start(&config);
     for (door, port) in ServerGroup::replicated_doors(replicas)
         .iter()
@@ -214,7 +217,7 @@ async fn serve_replicated(
         }
     }
     let group = ServerGroup::replicated(&config, ports.base, replicas, lag, master_name);
-    group.run(listeners, shutdown_signal()).await;
+    group.run(listeners, shutdown).await;
     ExitCode::SUCCESS
 }
 
@@ -229,6 +232,7 @@ async fn serve_clustered(
     let Some((listeners, ports)) = bind_doors(&config, doors.len()).await else {
         return ExitCode::FAILURE;
     };
+    let shutdown = shutdown_signal();
     log_start(&config);
     for (door, port) in doors.iter().zip(&ports.all) {
         if let Door::Node(node) = door {
@@ -240,7 +244,7 @@ async fn serve_clustered(
         }
     }
     let group = ServerGroup::clustered(&config, ports.base, shards, replicas, lag);
-    group.run(listeners, shutdown_signal()).await;
+    group.run(listeners, shutdown).await;
     ExitCode::SUCCESS
 }
 
@@ -301,7 +305,7 @@ fn log_start(config: &ServerConfig) {
 /// The handlers are installed here, when it is called, not when the future is first polled: the
 /// server's accept loop may serve a first connection before it polls this future, and a SIGTERM
 /// in that window would otherwise meet the default action and kill the process instead of
-/// stopping it gracefully.
+/// stopping it gracefully. Callers call it before they log a port.
 fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
     {
