@@ -1891,19 +1891,25 @@ fn derive(figures: &mut BTreeMap<String, f64>) {
     }
     // What the instruction counts say about the rate targets: the instructions this machine ran
     // per second in the timed row, and the count per unit that the target would allow at it.
-    for (instr, rate, per_s, target) in [
+    for (instr, rate, per_s, needed, target) in [
         (
             "cg_engine_pair_instr",
             "crit_lock_pair_native_s",
             "cg_engine_rate_g",
+            "cg_engine_pair_needed",
             2e6,
         ),
-        ("cg_sim_event_instr", "sim_events_s", "cg_sim_rate_g", 3e6),
+        (
+            "cg_sim_event_instr",
+            "sim_events_s",
+            "cg_sim_rate_g",
+            "cg_sim_event_needed",
+            3e6,
+        ),
     ] {
         if let (Some(count), Some(units_s)) = (get(figures, instr), get(figures, rate)) {
-            let needed = instr.replace("_instr", "_needed");
             figures.insert(per_s.into(), count * units_s / 1e9);
-            figures.insert(needed, count * units_s / target);
+            figures.insert(needed.into(), count * units_s / target);
         }
     }
     if let (Some(peak), Some(before), Some(keys)) = (
