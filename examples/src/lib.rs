@@ -4,3 +4,18 @@
 pub mod page;
 pub mod scenarios;
 pub mod timeline;
+
+/// The Rust snippets of the README and the book, compiled (and, unless marked `no_run`, run) as
+/// doc-tests of this crate, whose dev-dependencies they may use: a snippet that no longer builds
+/// fails `cargo test`.
+#[cfg(doctest)]
+pub mod book {
+    #[doc = include_str!("../../README.md")]
+    pub struct Readme;
+    #[doc = include_str!("../../docs/book/src/lock/guide.md")]
+    pub struct LockGuide;
+    #[doc = include_str!("../../docs/book/src/lock/redisson.md")]
+    pub struct Redisson;
+    #[doc = include_str!("../../docs/book/src/fake/testing.md")]
+    pub struct TestingOnTheFake;
+}

@@ -514,7 +514,7 @@ fn the_key_shows_its_owner_and_hold_count_and_every_message_is_drawn() {
 
 #[test]
 fn the_committed_pictures_are_what_the_program_draws_now() {
-    let docs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs");
+    let docs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/book/src/scenarios");
     for s in SCENARIOS {
         let (_, _, t) = s.run(&Params::default());
         let path = docs.join(format!("{}.svg", s.name));
@@ -522,10 +522,35 @@ fn the_committed_pictures_are_what_the_program_draws_now() {
             std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         assert!(
             committed == t.to_svg(),
-            "{} is stale: run `cargo run -p examples --bin watchdog-timeline -- --scenario {} --svg docs/{}.svg`",
+            "{} is stale: run `cargo run -p examples --bin watchdog-timeline -- --scenario {} --svg docs/book/src/scenarios/{}.svg`",
             path.display(),
             s.name,
             s.name
         );
+    }
+}
+
+#[test]
+fn the_help_names_every_scenario_of_the_table_and_refuses_others() {
+    let bin = env!("CARGO_BIN_EXE_watchdog-timeline");
+    let help = std::process::Command::new(bin)
+        .arg("--help")
+        .output()
+        .expect("watchdog-timeline runs");
+    assert!(help.status.success());
+    let text = String::from_utf8(help.stdout).unwrap();
+    for s in SCENARIOS {
+        let first = s.lesson.split(". ").next().unwrap().trim_end_matches('.');
+        assert!(text.contains(s.name), "--help lacks {}:\n{text}", s.name);
+        assert!(text.contains(first), "--help lacks the lesson of {}:\n{text}", s.name);
+    }
+    let unknown = std::process::Command::new(bin)
+        .args(["--scenario", "no-such-scenario"])
+        .output()
+        .expect("watchdog-timeline runs");
+    assert!(!unknown.status.success());
+    let err = String::from_utf8(unknown.stderr).unwrap();
+    for s in SCENARIOS {
+        assert!(err.contains(s.name), "the refusal lacks {}:\n{err}", s.name);
     }
 }

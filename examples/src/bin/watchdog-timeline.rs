@@ -3,7 +3,8 @@
 //! `cargo run -p examples --bin watchdog-timeline -- --scenario client-crash --svg crash.svg`
 //! `cargo run -p examples --bin watchdog-timeline -- --html docs/index.html` (every scenario)
 
-use clap::Parser;
+use clap::builder::{PossibleValue, PossibleValuesParser};
+use clap::{CommandFactory, FromArgMatches, Parser};
 use examples::page::{page, report};
 use examples::scenarios::{Params, SCENARIOS, find};
 use std::path::PathBuf;
@@ -13,8 +14,7 @@ use std::process::ExitCode;
 #[derive(Parser, Debug)]
 #[command(version, about, long_about = None)]
 struct Args {
-    /// The scenario: watchdog, lease-too-short, lost-unlock-reply, lost-unlock-request,
-    /// client-crash, gc-pause, gc-pause-fenced, reentrant, foreign-lock-gc-pause.
+    /// The scenario (its list comes from the scenario table; `--help` gives each one's lesson).
     #[arg(long, default_value = "watchdog")]
     scenario: String,
     /// Also draw the timeline as an SVG picture at this path.
@@ -52,8 +52,23 @@ struct Args {
     trace: bool,
 }
 
+/// The command line, with the scenarios' names and lessons read from the scenario table, so the
+/// help cannot fall behind it.
+fn command() -> clap::Command {
+    let scenarios = SCENARIOS.iter().map(|s| {
+        let first = s.lesson.split(". ").next().unwrap_or(s.lesson);
+        PossibleValue::new(s.name).help(first.trim_end_matches('.').to_string())
+    });
+    Args::command().mut_arg("scenario", |arg| {
+        arg.value_parser(PossibleValuesParser::new(scenarios))
+    })
+}
+
 fn main() -> ExitCode {
-    let args = Args::parse();
+    let args = match Args::from_arg_matches(&command().get_matches()) {
+        Ok(args) => args,
+        Err(e) => e.exit(),
+    };
     let Some(scenario) = find(&args.scenario) else {
         let names: Vec<&str> = SCENARIOS.iter().map(|s| s.name).collect();
         eprintln!(
