@@ -4,7 +4,10 @@
 //! browser's console log. It saves a screenshot of the page beside the test's other output.
 //!
 //! Chromium comes from `scripts/test`, which installs Debian's `chromium` when it is missing and
-//! exports its path as `CHROMIUM`; without it the test fails and says so, it never skips.
+//! exports its path as `CHROMIUM`; without it the test fails and says so, it never skips. It is
+//! built with the feature `test-browser`, which scripts/test turns on, so a plain `cargo test`
+//! needs no browser.
+#![cfg(feature = "test-browser")]
 
 use examples::page::page;
 use examples::scenarios::{Params, SCENARIOS};

@@ -2,6 +2,9 @@
 
 use std::process::Command;
 
+#[path = "../../scripts/servers.rs"]
+mod servers;
+
 fn production(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_production"))
         .args(args)
@@ -27,9 +30,7 @@ fn an_unreachable_server_is_a_clear_error_not_a_panic() {
 
 #[test]
 fn the_lock_is_held_past_its_lease_and_released_on_a_real_redis() {
-    let url = std::env::var("REDIS_URL").unwrap_or_else(|_| {
-        panic!("REDIS_URL is not set: run the tests with `scripts/test`, which starts redis-server")
-    });
+    let url = servers::standalone_url();
     let name = format!("prod-example-{}", std::process::id());
     // A 3 s watchdog renews every second: 4 s of work outlives the lease.
     run_and_check(&["--url", &url, "--name", &name, "--work", "4000"]);
@@ -49,25 +50,15 @@ fn run_and_check(args: &[&str]) {
 
 #[test]
 fn the_lock_is_held_past_its_lease_and_released_on_a_real_cluster() {
-    let urls = std::env::var("REDIS_CLUSTER_URLS").unwrap_or_else(|_| {
-        panic!("REDIS_CLUSTER_URLS is not set: run the tests with `scripts/test`, which starts a cluster")
-    });
+    let urls = servers::cluster_urls().join(",");
     let name = format!("prod-example-cluster-{}", std::process::id());
     run_and_check(&["--cluster", &urls, "--name", &name, "--work", "4000"]);
 }
 
 #[test]
 fn the_lock_is_held_past_its_lease_and_released_through_sentinel() {
-    let (urls, master) = match (
-        std::env::var("REDIS_SENTINEL_URLS"),
-        std::env::var("REDIS_SENTINEL_MASTER"),
-    ) {
-        (Ok(urls), Ok(master)) => (urls, master),
-        _ => panic!(
-            "REDIS_SENTINEL_URLS and REDIS_SENTINEL_MASTER are not set: run the tests with \
-             `scripts/test`, which starts a Sentinel group"
-        ),
-    };
+    let (urls, master) = servers::sentinel();
+    let urls = urls.join(",");
     let name = format!("prod-example-sentinel-{}", std::process::id());
     run_and_check(&[
         "--sentinel",

@@ -18,7 +18,7 @@
 //! A call that asks for the replica check goes out as a pipeline of the `EVALSHA` and its `WAIT`,
 //! one round trip, when the primary has replicas: `INFO replication`'s `connected_slaves`, asked
 //! at the first such call, again after a broken connection (perhaps to a new primary) and once the
-//! answer is [`REPLICA_COUNT_TTL`] old. With none connected, the script goes alone.
+//! answer is five seconds old. With none connected, the script goes alone.
 
 use crate::backend::{Backend, BackendError, PubSubEvent, Subscriber};
 use crate::reply::Reply;

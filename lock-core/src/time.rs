@@ -42,6 +42,19 @@ impl Millis {
     }
 }
 
+impl From<std::time::Duration> for Millis {
+    /// Whole milliseconds, rounded down; a span past `u64::MAX` ms saturates.
+    fn from(d: std::time::Duration) -> Millis {
+        Millis::from_duration(d)
+    }
+}
+
+impl From<Millis> for std::time::Duration {
+    fn from(m: Millis) -> std::time::Duration {
+        m.to_duration()
+    }
+}
+
 impl Add for Millis {
     type Output = Millis;
     fn add(self, rhs: Millis) -> Millis {

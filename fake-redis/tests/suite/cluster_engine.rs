@@ -492,11 +492,8 @@ fn node_line_shapes(v: &redis::Value) -> std::collections::BTreeSet<String> {
 /// with a replica each. Read only: nothing here writes to it.
 #[tokio::test]
 async fn topology_replies_have_the_shapes_of_a_real_cluster() {
-    let Ok(urls) = std::env::var("REDIS_CLUSTER_URLS") else {
-        eprintln!("REDIS_CLUSTER_URLS is not set: no real cluster to compare with");
-        return;
-    };
-    let url = urls.split(',').next().unwrap();
+    let urls = crate::support::servers::cluster_urls();
+    let url = urls[0].as_str();
     let client = redis::Client::open(url).unwrap();
     let mut real = client.get_multiplexed_async_connection().await.unwrap();
     let (_clock, cluster) = cluster(1, 1, ReplicaLag::default());

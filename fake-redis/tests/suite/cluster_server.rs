@@ -351,10 +351,7 @@ fn slots_shape(v: &redis::Value) -> String {
 /// the same slot ranges, each with its primary then its replica as `[ip, port, id, {}]`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cluster_slots_has_the_shape_of_a_real_clusters() {
-    let Ok(real_urls) = std::env::var("REDIS_CLUSTER_URLS") else {
-        eprintln!("REDIS_CLUSTER_URLS is not set: no real cluster to compare with");
-        return;
-    };
+    let real_urls = crate::support::servers::cluster_urls().join(",");
     let running = start(ClockChoice::System, 1).await;
     let real_url = real_urls.split(',').next().unwrap().to_owned();
     let fake_url = urls(&running)[0].clone();

@@ -16,6 +16,8 @@ pub mod binary;
 pub mod blocked;
 pub mod drive;
 pub mod raw;
+#[path = "../../../scripts/servers.rs"]
+pub mod servers;
 pub mod transcript;
 
 use bytes::Bytes;

@@ -3,18 +3,9 @@
 use lock_core::{ClusterBackend, LockClient, LockConfig};
 use std::time::Duration;
 
-/// The node URLs of the cluster `scripts/test` starts.
+/// The node URLs of the shared cluster: `scripts/test`'s, or this test process's own.
 pub fn cluster_urls() -> Vec<String> {
-    std::env::var("REDIS_CLUSTER_URLS")
-        .unwrap_or_else(|_| {
-            panic!(
-                "REDIS_CLUSTER_URLS is not set: this test needs a Redis Cluster. Run it through \
-                 `scripts/test`, which starts one"
-            )
-        })
-        .split(',')
-        .map(str::to_owned)
-        .collect()
+    super::servers::cluster_urls()
 }
 
 /// A client on the cluster, with an 800 ms response timeout.

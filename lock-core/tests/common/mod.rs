@@ -3,20 +3,18 @@
 
 pub mod checks;
 pub mod cluster;
+#[path = "../../../scripts/servers.rs"]
+pub mod servers;
 
 use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// The shared Redis that `scripts/test` starts. Never flush, pause or restart it.
+/// The shared Redis: `scripts/test`'s, or this test process's own (`servers.rs`). Never flush,
+/// pause or restart it.
 pub fn redis_url() -> String {
-    std::env::var("REDIS_URL").unwrap_or_else(|_| {
-        panic!(
-            "REDIS_URL is not set: this test needs a real Redis. Run the tests with `scripts/test`, \
-             which installs and starts redis-server and exports REDIS_URL."
-        )
-    })
+    servers::standalone_url()
 }
 
 /// Settings for the real-time tests on replicated servers: a 3 s watchdog (renewal every second)

@@ -168,12 +168,7 @@ fn on_the_fake() -> (Vec<LockClient>, fake_redis::FakeBackend, FairKeys) {
 }
 
 fn redis_url() -> String {
-    std::env::var("REDIS_URL").unwrap_or_else(|_| {
-        panic!(
-            "REDIS_URL is not set: these tests need a real Redis. Run them through `scripts/test`, \
-             which starts one, or start redis-server yourself and export REDIS_URL"
-        )
-    })
+    crate::common::redis_url()
 }
 
 /// The fair lock's wait timeout on the real Redis: short, since that test waits it out in real

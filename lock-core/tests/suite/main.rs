@@ -28,6 +28,8 @@ mod own_cluster;
 mod own_sentinel;
 mod read_write;
 mod redis_backend_faults;
+// Needs a JDK and the Redisson driver jar: `--features test-redisson`, which scripts/test turns on.
+#[cfg(feature = "test-redisson")]
 mod redisson;
 mod renewal_slots;
 mod replica_sync;

@@ -12,18 +12,11 @@ use lock_core::{LockClient, LockConfig, Millis, SentinelBackend, UnlockOutcome};
 use std::time::Duration;
 
 fn sentinel_urls() -> Vec<String> {
-    let urls = std::env::var("REDIS_SENTINEL_URLS").unwrap_or_else(|_| {
-        panic!(
-            "REDIS_SENTINEL_URLS is not set: these tests need Redis Sentinel. Run them through \
-             `scripts/test`, which starts a primary, a replica and 3 sentinels"
-        )
-    });
-    urls.split(',').map(str::to_owned).collect()
+    common::servers::sentinel().0
 }
 
 fn master_name() -> String {
-    std::env::var("REDIS_SENTINEL_MASTER")
-        .expect("REDIS_SENTINEL_MASTER is not set: run the tests through `scripts/test`")
+    common::servers::sentinel().1
 }
 
 async fn client(config: LockConfig) -> LockClient {

@@ -1,7 +1,7 @@
 //! The tokio client against a real Redis, in real time.
 //!
-//! The server comes from `REDIS_URL` (`scripts/test` starts one and exports it); without it these
-//! tests fail, never skip. Each test uses its own key prefix and lock names and never flushes.
+//! The server comes from `REDIS_URL` (`scripts/test` starts one and exports it); without it the
+//! suite starts a redis-server of its own (`scripts/servers.rs`). Each test uses its own key prefix and lock names and never flushes.
 //! Timings are generous (a loaded 2-core machine): `watchdog_timeout` 3 s, `response_timeout`
 //! 500 ms, and no assertion on how fast anything happened beyond "well before it could have
 //! happened another way".
@@ -14,12 +14,7 @@ use lock_core::{
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 fn redis_url() -> String {
-    std::env::var("REDIS_URL").unwrap_or_else(|_| {
-        panic!(
-            "REDIS_URL is not set: these tests need a real Redis. Run them through `scripts/test`, \
-             which starts one, or start redis-server yourself and export REDIS_URL"
-        )
-    })
+    crate::common::redis_url()
 }
 
 /// A prefix no other test run uses.
