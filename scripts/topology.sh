@@ -76,6 +76,15 @@ topology_start_cluster() {
       return 1
     }
   done
+  # And when every replica has finished its first sync: until then a write's WAIT finds no
+  # replica, and the lock's replica check refuses the grant.
+  for port in "${ports[@]}"; do
+    for _ in $(seq 1 300); do
+      redis-cli -p "$port" info replication 2>/dev/null | grep -q '^role:master' && break
+      redis-cli -p "$port" info replication 2>/dev/null | grep -q '^master_link_status:up' && break
+      sleep 0.1
+    done
+  done
   for port in "${ports[@]}"; do urls+="${urls:+,}redis://127.0.0.1:$port/"; done
   export REDIS_CLUSTER_URLS="$urls"
   echo "redis cluster (3 primaries, 3 replicas) on $REDIS_CLUSTER_URLS" >&2
