@@ -40,7 +40,7 @@ use crate::world::{Mark, Run};
 use bytes::Bytes;
 use lock_core::machine::Call;
 use lock_core::machine::RwSide;
-use lock_core::script::{renew_batch, rw_renew};
+use lock_core::script::{renew_batch, rw};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
@@ -340,7 +340,7 @@ impl UnlockedHolds {
         // beside its key prefix.
         let step = match script.script.name {
             name if name == renew_batch::SCRIPT.name => 1,
-            name if name == rw_renew::SCRIPT.name => 2,
+            name if name == rw::renew::SCRIPT.name => 2,
             _ => return,
         };
         let keys = script.keys.iter().step_by(step);

@@ -1,6 +1,6 @@
 //! The driver task: what the machine needs that no caller brings it.
 //!
-//! Callers step the machine themselves and run the calls of their own operations (`core.rs`).
+//! Callers step the machine themselves and run the calls of their own operations (`state.rs`).
 //! The driver does the rest, as one future polled by one task, with nothing spawned per call: it
 //! sleeps until the machine's next deadline on one tokio timer, reset only when the deadline
 //! moves; it polls the backend's pub/sub events; it applies subscriptions in order, one at a
@@ -10,7 +10,7 @@
 //! to the machine at the present time and takes the work the steps queued. It decides no rule of
 //! the lock itself: a guard's status is what the machine said.
 
-use super::core::{CallFuture, CallOutcome, ClientState, Subscription, call_result};
+use super::state::{CallFuture, CallOutcome, ClientState, Subscription, call_result};
 use crate::backend::Backend;
 use crate::machine::{BackendError, CallId, Input, PubSubEvent};
 use crate::time::MonoTime;

@@ -7,82 +7,15 @@
 //! [`LockGuard::lost`]: the work stops the moment the lease is lost or may be lost, because from
 //! then on another holder may be writing too.
 
-use super::core::ClientState;
+use super::state::{HoldStatus, HoldTicket};
 use super::{LockClient, LockOwner};
 use crate::machine::{
-    Acquired, Done, HoldId, HoldMode, HoldState, LockError, OwnerId, Request, RwSide, UnlockOutcome,
+    Acquired, Done, HoldId, HoldMode, HoldState, LockError, RwSide, UnlockOutcome,
 };
 use std::fmt;
-use std::sync::Weak;
 use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
-
-/// A hold's status: its state, `valid_until` and the owner's newest fencing token.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct HoldStatus {
-    /// The state.
-    pub state: HoldState,
-    /// Until when the hold is certainly the owner's.
-    pub valid_until: Instant,
-    /// The owner's newest fencing token, if it drew one.
-    pub token: Option<u64>,
-    /// Whether the watchdog stopped renewing it because it reached `max_hold`.
-    pub max_hold_reached: bool,
-}
-
-impl HoldStatus {
-    /// The status of a hold just granted, valid until `valid_until`.
-    pub(super) fn granted(valid_until: Instant) -> HoldStatus {
-        HoldStatus {
-            state: HoldState::Valid,
-            valid_until,
-            token: None,
-            max_hold_reached: false,
-        }
-    }
-
-    /// This status as a guard reports it: a channel that closed before the hold ended means that
-    /// the driver, and with it the hold's renewal, stopped. Callers see whether the channel is
-    /// `closed` before they read the status, so a closed channel's status is the driver's last.
-    fn reported(mut self, closed: bool) -> HoldStatus {
-        if closed && !self.state.is_ended() {
-            self.state = HoldState::ClientStopped;
-        }
-        self
-    }
-}
-
-/// Gives back one count when dropped, unless disarmed: the background release of a guard, and
-/// the undo of a grant whose caller went away before receiving it.
-pub(super) struct HoldTicket {
-    /// Weak, so that a ticket kept in the client's own state does not keep that state alive.
-    pub(super) state: Weak<ClientState>,
-    pub(super) hold: HoldId,
-    pub(super) name: String,
-    pub(super) owner: OwnerId,
-    pub(super) armed: bool,
-}
-
-impl HoldTicket {
-    pub(super) fn release_request(&self) -> Request {
-        Request::Release {
-            hold: self.hold,
-            name: self.name.clone(),
-            owner: self.owner,
-        }
-    }
-}
-
-impl Drop for HoldTicket {
-    fn drop(&mut self) {
-        if self.armed
-            && let Some(state) = self.state.upgrade()
-        {
-            state.release_in_background(self.release_request());
-        }
-    }
-}
 
 /// One count of a hold. Unlock it with [`unlock`](Self::unlock); dropping it stops its renewal at
 /// once and releases it in the background.

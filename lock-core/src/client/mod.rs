@@ -1,7 +1,7 @@
 //! The tokio driver: [`LockClient`], its guards and owner handles.
 //!
 //! A client owns one [`LockMachine`], shared by its handles and one driver task behind a mutex
-//! that no one holds across an `.await` (`core.rs`). A caller steps the machine itself, with the
+//! that no one holds across an `.await` (`state.rs`). A caller steps the machine itself, with the
 //! time read from `tokio::time::Instant` relative to the client's creation (so tokio's paused time
 //! drives it in tests), and runs its operation's call in its own task: an uncontended acquire or
 //! unlock is one round trip with no hop through another task. The driver task handles what no
@@ -21,7 +21,7 @@
 //! #6662, #3580, #6878).
 //!
 //! Where each part lives: `acquire.rs` the builder and its future, `guard.rs` the guard and its
-//! status, `owner.rs` the owner handle, `read_write.rs` the read-write lock's handle, `core.rs`
+//! status, `owner.rs` the owner handle, `read_write.rs` the read-write lock's handle, `state.rs`
 //! the machine and what the handles and the driver share, `driver.rs` the task, `os_seed.rs` the
 //! ids of production clients.
 
@@ -88,17 +88,18 @@ macro_rules! acquire_shorthands {
 }
 
 mod acquire;
-mod core;
 mod driver;
 mod guard;
 mod os_seed;
 mod owner;
 mod read_write;
+mod state;
 
 pub use acquire::{Acquire, AcquireFuture, UntilAcquired, WithinBudget};
-pub use guard::{HoldStatus, LockGuard};
+pub use guard::LockGuard;
 pub use owner::LockOwner;
 pub use read_write::ReadWriteLock;
+pub use state::HoldStatus;
 
 use crate::backend::Backend;
 use crate::config::{ConfigError, LockConfig};
@@ -106,8 +107,8 @@ use crate::machine::{
     CallId, Done, IdSource, Input, LockError, LockMachine, OpId, RemainingLease, Request, SeededIds,
 };
 use acquire::with_token;
-use core::{Answer, BackendCalls, CallFuture, ClientState, call_result};
 use driver::Driver;
+use state::{Answer, BackendCalls, CallFuture, ClientState, call_result};
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;

@@ -18,21 +18,18 @@
 //! A grant that too few replicas acknowledged (the replica check, `replicas.rs`) is not a grant:
 //! the caller gets `LockError::ReplicasNotSynced`, and the grant is given back by the same release.
 
-use super::attempts::{Attempts, RetryWindow};
-use super::fair::FairWait;
+use super::attempts::{Answered, Attempts};
 use super::hold::Hold;
-use super::read_write::{self, RwSide};
+use super::kind::{AcquireKind, Attempt, Outcome, RwSide};
 use super::release::ReleaseOp;
 use super::replicas::Shortfall;
 use super::{
     AcquireRequest, Acquired, BackendError, Call, CallPurpose, Done, HoldKey, HoldMode, LockError,
     LockEvent, LockMachine, OpId, OpKind, Operation, Wait,
 };
-use crate::keys::{LockKeys, Owner, ReadWriteKeys};
+use crate::keys::{LockKeys, Owner};
 use crate::reply::Reply;
-use crate::script::acquire::{self, AcquireReply, HolderTtl};
-use crate::script::acquire_fenced::{self, FencedReply};
-use crate::script::fair_acquire;
+use crate::script::acquire::HolderTtl;
 use crate::time::{Millis, MonoTime};
 use bytes::Bytes;
 
@@ -42,7 +39,8 @@ pub(crate) struct AcquireOp {
     pub keys: LockKeys,
     pub owner: Owner,
     pub mode: HoldMode,
-    pub fenced: bool,
+    /// Plain, fenced, fair or read-write: the call its attempts send.
+    pub kind: AcquireKind,
     /// The end of the wait budget; `None` waits forever.
     pub deadline: Option<MonoTime>,
     pub attempts: Attempts,
@@ -58,10 +56,6 @@ pub(crate) struct AcquireOp {
     /// The owner's count as the last attempt carried it: a grant of that attempt took the
     /// server's count one above it.
     pub held_at_send: u32,
-    /// A fair acquire's queue (`fair.rs`); `None` for a plain lock.
-    pub fair: Option<FairWait>,
-    /// A read-write lock's keys (`read_write.rs`); the side is the hold key's.
-    pub rw: Option<ReadWriteKeys>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,39 +70,12 @@ pub(crate) enum Stage {
     Sleeping,
 }
 
-enum Outcome {
-    Granted { token: Option<u64> },
-    Held(HolderTtl),
-}
-
 impl LockMachine {
-    pub(crate) fn start_acquire(&mut self, op: OpId, req: AcquireRequest) {
-        self.start_acquire_as(op, req, None);
-    }
-
-    /// An acquire, of a fair lock when `fair` is given.
-    pub(crate) fn start_acquire_as(
-        &mut self,
-        op: OpId,
-        req: AcquireRequest,
-        fair: Option<FairWait>,
-    ) {
-        self.start_acquire_kind(op, req, fair, None);
-    }
-
-    /// An acquire, of a fair lock when `fair` is given, of one side of a read-write lock when
-    /// `rw` is.
-    pub(crate) fn start_acquire_kind(
-        &mut self,
-        op: OpId,
-        req: AcquireRequest,
-        fair: Option<FairWait>,
-        rw: Option<(ReadWriteKeys, RwSide)>,
-    ) {
+    /// An acquire of `kind`, which the caller chose (the request's `fenced` among the rest).
+    pub(crate) fn start_acquire(&mut self, op: OpId, req: AcquireRequest, kind: AcquireKind) {
         let owner_id = req.owner.unwrap_or_else(|| self.new_owner());
         let mode = req.lease.map_or(HoldMode::Watchdog, HoldMode::Lease);
-        let (rw, side) = rw.map_or((None, None), |(keys, side)| (Some(keys), Some(side)));
-        let key: HoldKey = (req.name.clone(), owner_id, side);
+        let key: HoldKey = (req.name.clone(), owner_id, kind.side());
         let owner = self.owner(owner_id);
         if let Some(hold) = self.holds.get(&key) {
             let mismatch = matches!(
@@ -135,11 +102,10 @@ impl LockMachine {
         // cancellation finds the hold, whatever order the replies come back in.
         if let Some(hold) = self.holds.get_mut(&key) {
             hold.pending += 1;
-            if let Some(fair) = &fair {
-                hold.fair = Some(fair.keys.clone());
-            }
-            if rw.is_some() {
-                hold.rw.clone_from(&rw);
+            match &kind {
+                AcquireKind::Fair(fair) => hold.fair = Some(fair.keys.clone()),
+                AcquireKind::ReadWrite(rw, _) => hold.rw = Some(rw.clone()),
+                AcquireKind::Plain | AcquireKind::Fenced => {}
             }
         }
         if mode == HoldMode::Watchdog {
@@ -156,7 +122,7 @@ impl LockMachine {
             keys,
             owner,
             mode,
-            fenced: req.fenced && fair.is_none() && rw.is_none(),
+            kind,
             deadline,
             attempts: Attempts::new(request),
             stage: Stage::Calling,
@@ -166,8 +132,6 @@ impl LockMachine {
             abandoned: false,
             last_ttl: None,
             held_at_send: 0,
-            fair,
-            rw,
         };
         let key = self.insert_op(Some(op), OpKind::Acquire(acquire));
         self.send_acquire_attempt(key);
@@ -199,17 +163,15 @@ impl LockMachine {
         // its latch expired cannot count twice.
         let held = holds.get(&a.key).map_or(0, |h| h.count);
         a.held_at_send = held;
-        let request = a.attempts.request;
-        let script = if let Some(fair) = &a.fair {
-            let wait = fair.thread_wait;
-            fair_acquire::call(&fair.keys, lease, &a.owner, wait, clock, Some(held))
-        } else if let (Some(rw), Some(side)) = (&a.rw, a.key.2) {
-            read_write::acquire_call(rw, side, &request, lease, &a.owner, latch_ttl, held)
-        } else if a.fenced {
-            acquire_fenced::call_from(&a.keys, &request, lease, &a.owner, latch_ttl, held)
-        } else {
-            acquire::call_from(&a.keys, &request, lease, &a.owner, latch_ttl, held)
-        };
+        let script = a.kind.call(&Attempt {
+            keys: &a.keys,
+            request: &a.attempts.request,
+            owner: &a.owner,
+            lease,
+            latch_ttl,
+            held,
+            clock,
+        });
         let key = a.key.clone();
         self.cancel_op_timer(op);
         let id = self.send_call(Call::Script(script), CallPurpose::Attempt { op, sent: now });
@@ -230,50 +192,21 @@ impl LockMachine {
         result: Result<Reply, BackendError>,
         shortfall: Option<Shortfall>,
     ) {
-        let now = self.now;
-        let window = RetryWindow::of(&self.config);
-        let Some(a) = self.acquire_op(op) else {
-            return;
-        };
-        a.attempts.in_flight = None;
-        let reply = match result {
-            Ok(reply) => reply,
-            Err(error) => {
-                let name = a.keys.name();
-                match a
-                    .attempts
-                    .on_failure(sent, error, now, window, name, Operation::Acquire)
-                {
-                    Ok(at) => {
-                        a.stage = Stage::RetryWait;
-                        self.arm_op_timer(op, at);
-                    }
-                    Err(err) => self.end_acquire(op, Err(err)),
+        let reply = match self.attempt_answered(op, sent, result, Operation::Acquire) {
+            Some(Answered::Reply(reply)) => reply,
+            Some(Answered::Retrying) => {
+                if let Some(a) = self.acquire_op(op) {
+                    a.stage = Stage::RetryWait;
                 }
                 return;
             }
+            Some(Answered::Failed(err)) => return self.end_acquire(op, Err(err)),
+            None => return,
         };
-        let outcome = if let Some(fair) = &mut a.fair {
-            fair_acquire::decode(&reply).map(|r| match fair.holder_ttl(r) {
-                Some(ttl) => Outcome::Held(ttl),
-                None => Outcome::Granted { token: None },
-            })
-        } else if let (Some(_), Some(side)) = (&a.rw, a.key.2) {
-            read_write::decode_acquire(side, &reply).map(|r| match r {
-                AcquireReply::Acquired => Outcome::Granted { token: None },
-                AcquireReply::Held(ttl) => Outcome::Held(ttl),
-            })
-        } else if a.fenced {
-            acquire_fenced::decode(&reply).map(|r| match r {
-                FencedReply::Acquired { token } => Outcome::Granted { token: Some(token) },
-                FencedReply::Held(ttl) => Outcome::Held(ttl),
-            })
-        } else {
-            acquire::decode(&reply).map(|r| match r {
-                AcquireReply::Acquired => Outcome::Granted { token: None },
-                AcquireReply::Held(ttl) => Outcome::Held(ttl),
-            })
+        let Some(a) = self.acquire_op(op) else {
+            return;
         };
+        let outcome = a.kind.decode(&reply);
         // The name is spelled out only for an error.
         let outcome = outcome.map_err(|error| (error, a.keys.name()));
         match outcome {
@@ -323,8 +256,8 @@ impl LockMachine {
         let Some(hold) = self.holds.get_mut(&a.key) else {
             return;
         };
-        if a.rw.is_some() {
-            hold.rw.clone_from(&a.rw);
+        if let AcquireKind::ReadWrite(rw, _) = &a.kind {
+            hold.rw = Some(rw.clone());
         }
         // A read reentry's count expires by its own key, after the counts before it: it
         // promises no more than they do (`read_write.rs`).
@@ -416,10 +349,9 @@ impl LockMachine {
         tracing::debug!(lock = %a.keys.name(), owner = %a.owner, "giving back a grant nobody takes");
         self.drop_hold_if_idle(&a.key);
         let request = self.new_request_id();
-        let mut release =
-            ReleaseOp::undo(a.key, a.keys, a.owner, lease, request, a.held_at_send + 1);
-        release.fair = a.fair.map(|f| f.keys);
-        release.rw = a.rw;
+        let held = a.held_at_send + 1;
+        let kind = a.kind.into_release();
+        let release = ReleaseOp::undo(a.key, a.keys, kind, a.owner, lease, request, held);
         let key = self.insert_op(None, OpKind::Release(release));
         self.send_release_attempt(key);
     }
@@ -441,11 +373,7 @@ impl LockMachine {
             return;
         }
         if a.waiting_on.is_none() {
-            let channel = match (&a.fair, &a.rw) {
-                (Some(fair), _) => fair.keys.waiter_channel(&a.owner),
-                (None, Some(rw)) => rw.channel.clone(),
-                (None, None) => a.keys.channel.clone(),
-            };
+            let channel = a.kind.channel(&a.keys, &a.owner);
             a.waiting_on = Some(channel.clone());
             let deadline = a.deadline;
             if self.join_waiters(op, channel) {
@@ -605,7 +533,7 @@ impl LockMachine {
             let held = a.held_at_send + 1;
             (a.key.clone(), a.keys.clone(), a.owner.clone(), lease, held)
         });
-        if let Some(fair) = &a.fair {
+        if let Some(fair) = a.kind.fair() {
             self.give_up_place(
                 fair,
                 &a.owner,
@@ -617,9 +545,8 @@ impl LockMachine {
         self.done(reply_to, result);
         if let Some((key, keys, owner, lease, held)) = undo {
             let request = self.new_request_id();
-            let mut release = ReleaseOp::undo(key, keys, owner, lease, request, held);
-            release.fair = a.fair.map(|f| f.keys);
-            release.rw = a.rw;
+            let kind = a.kind.into_release();
+            let release = ReleaseOp::undo(key, keys, kind, owner, lease, request, held);
             let op = self.insert_op(None, OpKind::Release(release));
             self.send_release_attempt(op);
         }

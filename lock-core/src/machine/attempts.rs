@@ -9,9 +9,10 @@
 //! caller is told "unknown". A fresh id is never used to repeat an acquire: a second `HINCRBY`
 //! would count one hold twice (the reason Redisson sends lock scripts with no retry since 3.37.0).
 
-use super::{BackendError, CallId, LockError, Operation};
+use super::{BackendError, CallId, LockError, LockMachine, OpKind, Operation};
 use crate::config::LockConfig;
 use crate::keys::RequestId;
+use crate::reply::Reply;
 use crate::time::{Millis, MonoTime};
 
 #[derive(Debug)]
@@ -115,5 +116,71 @@ impl Attempts {
     /// Whether an attempt may have been applied and has not been resolved since.
     pub(crate) fn unresolved(&self) -> bool {
         self.in_flight.is_some() || self.window_unknown
+    }
+}
+
+/// What the retry rule made of an attempt's result (see [`LockMachine::attempt_answered`]).
+pub(crate) enum Answered {
+    /// The server answered: the operation goes on with the reply.
+    Reply(Reply),
+    /// The attempt failed and the next one is due: the operation's timer is armed for it.
+    Retrying,
+    /// The attempt failed and the operation ends with this error.
+    Failed(LockError),
+}
+
+impl LockMachine {
+    /// The opening every operation with attempts gives a result: the attempt is no longer in
+    /// flight, and a failure goes through the retry rule, which arms the operation's timer for
+    /// the next attempt or ends it. `None` when the operation is gone.
+    pub(crate) fn attempt_answered(
+        &mut self,
+        op: u64,
+        sent: MonoTime,
+        result: Result<Reply, BackendError>,
+        operation: Operation,
+    ) -> Option<Answered> {
+        let now = self.now;
+        let window = RetryWindow::of(&self.config);
+        let kind = &mut self.ops.get_mut(&op)?.kind;
+        kind.attempts()?.in_flight = None;
+        let error = match result {
+            Ok(reply) => return Some(Answered::Reply(reply)),
+            Err(error) => error,
+        };
+        // The name is spelled out only for an error.
+        let name = kind.lock_name();
+        let failure = kind
+            .attempts()?
+            .on_failure(sent, error, now, window, name, operation);
+        match failure {
+            Ok(at) => {
+                self.arm_op_timer(op, at);
+                Some(Answered::Retrying)
+            }
+            Err(err) => Some(Answered::Failed(err)),
+        }
+    }
+}
+
+impl OpKind {
+    /// The attempts of an operation that has them.
+    fn attempts(&mut self) -> Option<&mut Attempts> {
+        match self {
+            OpKind::Acquire(a) => Some(&mut a.attempts),
+            OpKind::Release(r) => Some(&mut r.attempts),
+            OpKind::GiveUp(g) => Some(&mut g.attempts),
+            OpKind::Single(_) => None,
+        }
+    }
+
+    /// The name of the lock the operation is about, for an error.
+    fn lock_name(&self) -> String {
+        match self {
+            OpKind::Acquire(a) => a.keys.name(),
+            OpKind::Release(r) => r.keys.name(),
+            OpKind::GiveUp(g) => g.name.clone(),
+            OpKind::Single(s) => s.name.clone(),
+        }
     }
 }

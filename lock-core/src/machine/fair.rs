@@ -21,54 +21,22 @@
 //! fair call after that uses the anchored clock, so that a run on virtual time stays
 //! deterministic and a client's deadlines move by one clock only.
 
-use super::attempts::{Attempts, RetryWindow};
-use super::{
-    AcquireRequest, BackendError, Call, CallPurpose, Done, LockError, LockMachine, OpId, OpKind,
-    Operation, Wait,
-};
-use crate::keys::{FairKeys, Owner, RequestId};
+use super::attempts::{Answered, Attempts};
+use super::kind::{AcquireKind, FairWait};
+use super::{AcquireRequest, BackendError, Call, CallPurpose, Done, LockError, LockMachine, OpId};
+use super::{OpKind, Operation, Wait};
+use crate::keys::{Owner, RequestId};
 use crate::reply::Reply;
-use crate::script::acquire::HolderTtl;
-use crate::script::fair_acquire::FairAcquireReply;
-use crate::script::{ScriptCall, fair_force_unlock, fair_give_up};
-use crate::time::{Millis, MonoTime};
-
-/// A fair acquire's part of an [`AcquireOp`](super::acquire::AcquireOp).
-#[derive(Debug)]
-pub(crate) struct FairWait {
-    pub keys: FairKeys,
-    /// The thread-wait time the attempts carry.
-    pub thread_wait: Millis,
-    /// Whether an attempt was answered "queued": if the acquire ends without the lock, it gives
-    /// up its place.
-    pub queued: bool,
-}
-
-impl FairWait {
-    /// What the wait loop makes of a "queued" reply: a positive wait as the holder's TTL, `-1`
-    /// as a lock without TTL; `0` or `-2` (the lock is free and it is another waiter's turn) a
-    /// tenth of the thread-wait time, so that a waiter behind a head that went silent polls for
-    /// the head's removal without spinning, while a release's message wakes it sooner.
-    pub fn holder_ttl(&mut self, reply: FairAcquireReply) -> Option<HolderTtl> {
-        let FairAcquireReply::Queued(wait) = reply else {
-            return None;
-        };
-        self.queued = true;
-        Some(match wait {
-            -1 => HolderTtl::NoTtl,
-            n if n > 0 => HolderTtl::Remaining(Millis(n as u64)),
-            _ => HolderTtl::Remaining(Millis((self.thread_wait.as_u64() / 10).max(1))),
-        })
-    }
-}
+use crate::script::{ScriptCall, fair};
+use crate::time::MonoTime;
 
 /// A fair waiter's give-up, which nobody waits for: its one call, sent again under the retry rule
 /// until the server answers it.
 #[derive(Debug)]
 pub(crate) struct GiveUpOp {
-    name: String,
+    pub name: String,
     call: ScriptCall,
-    attempts: Attempts,
+    pub attempts: Attempts,
 }
 
 impl LockMachine {
@@ -100,13 +68,13 @@ impl LockMachine {
             thread_wait,
             queued: false,
         };
-        self.start_acquire_as(op, req, Some(fair));
+        self.start_acquire(op, req, AcquireKind::Fair(fair));
     }
 
     pub(crate) fn start_fair_force_unlock(&mut self, op: OpId, name: String, wall_ms: i64) {
         self.anchor_fair_clock(wall_ms);
         let call =
-            fair_force_unlock::call(&self.config.key_layout.fair_lock(&name), self.fair_clock());
+            fair::force_unlock::call(&self.config.key_layout.fair_lock(&name), self.fair_clock());
         self.start_force_unlock_with(op, name, call);
     }
 
@@ -127,7 +95,7 @@ impl LockMachine {
         }
         let give_up = GiveUpOp {
             name: fair.keys.lock.name(),
-            call: fair_give_up::call(&fair.keys, owner, fair.thread_wait),
+            call: fair::give_up::call(&fair.keys, owner, fair.thread_wait),
             attempts: Attempts::new(request),
         };
         let op = self.insert_op(None, OpKind::GiveUp(give_up));
@@ -160,35 +128,20 @@ impl LockMachine {
         sent: MonoTime,
         result: Result<Reply, BackendError>,
     ) {
-        let now = self.now;
-        let window = RetryWindow::of(&self.config);
-        let Some(g) = self.give_up_op(op) else {
-            return;
-        };
-        g.attempts.in_flight = None;
-        let name = g.name.clone();
-        let result = match result {
-            Ok(Reply::Nil) => Ok(Done::NotAcquired),
-            Ok(reply) => Err(LockError::UnexpectedReply {
-                name,
+        let result = match self.attempt_answered(op, sent, result, Operation::Acquire) {
+            Some(Answered::Reply(Reply::Nil)) => Ok(Done::NotAcquired),
+            Some(Answered::Reply(reply)) => Err(LockError::UnexpectedReply {
+                name: self
+                    .give_up_op(op)
+                    .map_or_else(String::new, |g| g.name.clone()),
                 operation: Operation::Acquire,
                 error: crate::script::DecodeError {
-                    script: fair_give_up::SCRIPT.name,
+                    script: fair::give_up::SCRIPT.name,
                     reply: reply.to_string(),
                 },
             }),
-            Err(error) => {
-                match g
-                    .attempts
-                    .on_failure(sent, error, now, window, name, Operation::Acquire)
-                {
-                    Ok(at) => {
-                        self.arm_op_timer(op, at);
-                        return;
-                    }
-                    Err(err) => Err(err),
-                }
-            }
+            Some(Answered::Failed(err)) => Err(err),
+            Some(Answered::Retrying) | None => return,
         };
         if let Err(error) = &result {
             tracing::warn!(%error, "a fair waiter's give-up failed; its place stays in the queue until the stale-waiter purge");

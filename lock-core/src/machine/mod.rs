@@ -1,8 +1,8 @@
 //! The lock client as a sans-IO state machine.
 //!
 //! [`LockMachine`] decides every call the lock makes and every answer it gives, and does nothing
-//! else: it never sleeps, spawns, reads a clock or draws randomness. Its owner (the async driver in
-//! [`client`](crate::client), or the simulator) feeds it [`Input`]s with the current time, pulls
+//! else: it never sleeps, spawns, reads a clock or draws randomness. Its owner (the crate's async
+//! driver, which sits above it, or the simulator) feeds it [`Input`]s with the current time, pulls
 //! [`Output`]s (calls to run, channels to subscribe, completions, lock events) with
 //! [`poll_output`](LockMachine::poll_output), and wakes it when
 //! [`poll_timeout`](LockMachine::poll_timeout) says so. The shape is `quinn-proto`'s.
@@ -16,8 +16,10 @@
 //!
 //! Where to find each rule:
 //! - `acquire.rs`: an acquire call, its attempts under one request id, and the wait loop;
+//! - `kind.rs`: the kinds of acquire and release (plain, fenced, fair, read-write): the script
+//!   each sends and how its reply reads;
 //! - `fair.rs`: the fair lock's acquire, its queue and its clock;
-//! - `read_write.rs`: the read-write lock's scripts for acquires, releases and renewals;
+//! - `read_write.rs`: the read-write lock's acquires, force unlock and the renewal of read holds;
 //! - `release.rs`: unlock (and the release that undoes an abandoned acquire);
 //! - `watchdog.rs`: the renewal passes, `max_hold`;
 //! - `waiters.rs`: unlock-channel subscriptions and who a message wakes;
@@ -33,6 +35,7 @@ mod fair;
 mod hold;
 mod ids;
 mod input;
+mod kind;
 mod output;
 mod query;
 mod read_write;
@@ -45,10 +48,10 @@ mod watchdog;
 pub use error::{LockError, Operation};
 pub use ids::{IdSource, SeededIds};
 pub use input::{AcquireRequest, BackendError, Input, PubSubEvent, Request, Wait};
+pub use kind::RwSide;
 pub use output::{
     Acquired, Call, Done, HoldRef, HoldState, LockEvent, Output, RemainingLease, UnlockOutcome,
 };
-pub use read_write::RwSide;
 
 use crate::config::{ConfigError, LockConfig};
 use crate::keys::{LockKeys, Owner, RequestId};
@@ -61,6 +64,7 @@ use std::fmt;
 
 use acquire::AcquireOp;
 use hold::Hold;
+use kind::AcquireKind;
 use query::{Query, SingleOp};
 use release::ReleaseOp;
 use timers::{TimerKind, Timers};
@@ -410,7 +414,14 @@ impl LockMachine {
             return;
         }
         match request {
-            Request::Acquire(req) => self.start_acquire(op, req),
+            Request::Acquire(req) => {
+                let kind = if req.fenced {
+                    AcquireKind::Fenced
+                } else {
+                    AcquireKind::Plain
+                };
+                self.start_acquire(op, req, kind)
+            }
             Request::Release { hold, name, owner } => self.start_release(op, hold, name, owner),
             Request::NewOwner => {
                 let owner = self.new_owner();

@@ -34,7 +34,7 @@ impl Query {
 #[derive(Debug)]
 pub(crate) struct SingleOp {
     operation: Operation,
-    name: String,
+    pub name: String,
 }
 
 impl LockMachine {

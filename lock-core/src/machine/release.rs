@@ -12,17 +12,16 @@
 //! An unlock that too few replicas acknowledged (the replica check, `replicas.rs`) answers
 //! `LockError::ReplicasNotSynced`, whose outcome is unknown: a failover could bring the hold back.
 
-use super::attempts::{Attempts, RetryWindow};
-use super::read_write::{self, RwSide};
+use super::attempts::{Answered, Attempts};
+use super::kind::{Attempt, ReleaseKind, RwSide};
 use super::replicas::Shortfall;
 use super::{
     BackendError, Call, CallPurpose, Done, HoldId, HoldKey, HoldState, LockError, LockEvent,
     LockMachine, OpId, OpKind, Operation, OwnerId, UnlockOutcome,
 };
-use crate::keys::{FairKeys, LockKeys, Owner, ReadWriteKeys, RequestId};
+use crate::keys::{LockKeys, Owner, RequestId};
 use crate::reply::Reply;
-use crate::script::fair_release;
-use crate::script::release::{self, ReleaseReply};
+use crate::script::release::ReleaseReply;
 use crate::time::{Lease, MonoTime};
 
 #[derive(Debug)]
@@ -31,10 +30,9 @@ pub(crate) struct ReleaseOp {
     /// The hold whose count this gives back; `None` when it undoes an uncounted grant.
     pub hold: Option<HoldId>,
     pub keys: LockKeys,
-    /// A fair lock's keys: the release is the fair lock's, which wakes the queue's head.
-    pub fair: Option<FairKeys>,
-    /// A read-write lock's keys: the release is the read or write release of the key's side.
-    pub rw: Option<ReadWriteKeys>,
+    /// Plain, fair (which wakes the queue's head) or a read-write lock's side: the call its
+    /// attempts send.
+    pub kind: ReleaseKind,
     pub owner: Owner,
     pub lease: Lease,
     /// Whether this was the hold's last count.
@@ -49,6 +47,7 @@ impl ReleaseOp {
     pub(crate) fn undo(
         key: HoldKey,
         keys: LockKeys,
+        kind: ReleaseKind,
         owner: Owner,
         lease: Lease,
         request: RequestId,
@@ -58,8 +57,7 @@ impl ReleaseOp {
             key,
             hold: None,
             keys,
-            fair: None,
-            rw: None,
+            kind,
             owner,
             lease,
             last: false,
@@ -112,8 +110,7 @@ impl LockMachine {
         hold.count -= 1;
         let last = hold.count == 0;
         let (keys, owner_name, mode) = (hold.keys.clone(), hold.owner.clone(), hold.mode);
-        let fair = hold.fair.clone();
-        let rw = hold.rw.clone();
+        let kind = ReleaseKind::of_hold(hold.fair.clone(), hold.rw.clone(), key.2);
         if last {
             // Off the watchdog now, before the release is sent (fixes Redisson #7272, #2515).
             let timer = hold.validity_timer.take();
@@ -136,8 +133,7 @@ impl LockMachine {
             key,
             hold: Some(hold_id),
             keys,
-            fair,
-            rw,
+            kind,
             owner: owner_name,
             lease,
             last,
@@ -162,17 +158,17 @@ impl LockMachine {
         let Some(r) = self.release_op(op) else {
             return;
         };
-        let request = &r.attempts.request;
-        let call = match (&r.fair, &r.rw, r.key.2) {
-            (Some(fair), _, _) => {
-                let held = Some(r.held);
-                fair_release::call(fair, request, r.lease, &r.owner, clock, latch_ttl, held)
-            }
-            (None, Some(rw), Some(side)) => read_write::release_call(rw, side, r, latch_ttl),
-            _ => release::call_from(&r.keys, request, r.lease, &r.owner, latch_ttl, r.held),
-        };
+        let call = r.kind.call(&Attempt {
+            keys: &r.keys,
+            request: &r.attempts.request,
+            owner: &r.owner,
+            lease: r.lease,
+            latch_ttl,
+            held: r.held,
+            clock,
+        });
         // A read release re-applies no lease: it neither lowers nor raises the promise.
-        let reapplies = r.key.2 != Some(RwSide::Read);
+        let reapplies = r.kind.reapplies_lease();
         let reentrant = (!r.last && reapplies).then_some(r.hold).flatten();
         let (key, lease) = (r.key.clone(), r.lease);
         self.cancel_op_timer(op);
@@ -192,32 +188,18 @@ impl LockMachine {
         result: Result<Reply, BackendError>,
         shortfall: Option<Shortfall>,
     ) {
-        let now = self.now;
-        let window = RetryWindow::of(&self.config);
+        let reply = match self.attempt_answered(op, sent, result, Operation::Unlock) {
+            Some(Answered::Reply(reply)) => reply,
+            Some(Answered::Failed(err)) => return self.finish_op(op, Err(err)),
+            Some(Answered::Retrying) | None => return,
+        };
         let Some(r) = self.release_op(op) else {
             return;
         };
-        r.attempts.in_flight = None;
-        let reply = match result {
-            Ok(reply) => reply,
-            Err(error) => {
-                let name = r.keys.name();
-                match r
-                    .attempts
-                    .on_failure(sent, error, now, window, name, Operation::Unlock)
-                {
-                    Ok(at) => self.arm_op_timer(op, at),
-                    Err(err) => self.finish_op(op, Err(err)),
-                }
-                return;
-            }
-        };
         let anchor = r.attempts.anchor(sent);
         let (key, hold, last, lease) = (r.key.clone(), r.hold, r.last, r.lease);
-        let decoded = match (&r.rw, key.2) {
-            (Some(_), Some(side)) => read_write::decode_release(side, &reply),
-            _ => release::decode(&reply),
-        };
+        let reapplies = r.kind.reapplies_lease();
+        let decoded = r.kind.decode(&reply);
         // The hold this reply can still say something about: a reentrant release of a live hold.
         let live = hold.filter(|id| {
             !last
@@ -246,7 +228,7 @@ impl LockMachine {
                 Err(unsynced(shortfall))
             }
             (Ok(ReleaseReply::StillHeld), None) => {
-                if let Some(id) = live.filter(|_| key.2 != Some(RwSide::Read)) {
+                if let Some(id) = live.filter(|_| reapplies) {
                     let valid_until = self.valid_until_after(anchor, lease);
                     let valid_until = self.promise_after_doubt(anchor, valid_until);
                     if let Some(hold) = self.set_valid_until(&key, id, valid_until) {

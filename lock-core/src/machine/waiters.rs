@@ -8,7 +8,7 @@
 //! missed messages, so when it is restored every waiter retries at once.
 
 use super::{BackendError, LockMachine, Output, PubSubEvent};
-use crate::script::rw_write_release::READ_UNLOCK_MESSAGE;
+use crate::script::rw::write_release::READ_UNLOCK_MESSAGE;
 use bytes::Bytes;
 use std::collections::VecDeque;
 

@@ -35,7 +35,8 @@
 //! confirmation, and when the subscription is back a pass starts at once, whose confirmation makes
 //! the hold `Valid` again (or whose 0 tells the holder it is lost).
 
-use super::read_write::{self, RwSide};
+use super::kind::RwSide;
+use super::read_write;
 use super::replicas::Shortfall;
 use super::timers::{TimerKey, TimerKind};
 use super::{
@@ -43,7 +44,7 @@ use super::{
 };
 use crate::keys::key_slot;
 use crate::reply::Reply;
-use crate::script::{renew_batch, rw_renew};
+use crate::script::{renew_batch, rw};
 use crate::time::{Millis, MonoTime};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -224,7 +225,7 @@ impl LockMachine {
         let read_batch = is_read_batch(&holds);
         let decoded = result.map_err(|e| e.to_string()).and_then(|reply| {
             if read_batch {
-                rw_renew::decode(&reply, holds.len())
+                rw::renew::decode(&reply, holds.len())
             } else {
                 renew_batch::decode(&reply, holds.len())
             }

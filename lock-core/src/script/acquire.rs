@@ -19,9 +19,7 @@
 //! latch TTL are tried first, by `PEXPIRE` and `SET … PX … XX` on the latch, which the script has
 //! just found missing, so they write nothing. A refused lease or TTL leaves no key behind.
 
-use super::{
-    DecodeError, Script, ScriptCall, ScriptCtx, ScriptFailure, Store, check_set_px, int_arg,
-};
+use super::{DecodeError, Latch, Script, ScriptCall, ScriptCtx, ScriptFailure, Store};
 use crate::keys::{LockKeys, Owner, RequestId};
 use crate::reply::Reply;
 use crate::time::{Lease, Millis};
@@ -48,8 +46,8 @@ return nil
 ";
 
 fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, ScriptFailure> {
-    let latch = cx.key(2, 1)?;
-    if cx.at(1, store.exists(latch))? {
+    let latch = Latch::new(cx, 2, 3, 1)?;
+    if latch.exists(cx, store, 1)? {
         return Ok(Reply::Nil);
     }
     let lock = cx.key(1, 4)?;
@@ -57,13 +55,13 @@ fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, Script
     if count.is_none() && cx.at(5, store.exists(lock))? {
         return Ok(Reply::Int(cx.at(6, store.pttl(lock))?));
     }
-    cx.at(8, store.pexpire(latch, cx.arg(1, 8)?))?;
-    cx.at(9, check_set_px(store, latch, cx.arg(3, 9)?))?;
+    latch.try_pexpire(cx, store, 1, 8)?;
+    latch.try_set(cx, store, 3, 9)?;
     if counts(count.as_deref(), cx.opt_arg(4)) {
         cx.at(11, store.hincrby(lock, cx.arg(2, 11)?, 1))?;
     }
     cx.at(13, store.pexpire(lock, cx.arg(1, 13)?))?;
-    cx.at(14, store.set_px(latch, b"1", cx.arg(3, 14)?))?;
+    latch.set(cx, store, b"1", 14)?;
     Ok(Reply::Nil)
 }
 
@@ -85,16 +83,13 @@ pub fn call(
     owner: &Owner,
     latch_ttl: Millis,
 ) -> ScriptCall {
-    ScriptCall {
-        script: &SCRIPT,
-        sync: None,
-        keys: vec![keys.lock.clone(), keys.acquire_latch(request)],
-        args: vec![
-            int_arg(lease.millis().as_u64() as i64),
-            owner.as_bytes().clone(),
-            int_arg(latch_ttl.as_u64().max(1) as i64),
-        ],
-    }
+    ScriptCall::of(
+        &SCRIPT,
+        vec![keys.lock.clone(), keys.acquire_latch(request)],
+    )
+    .lease(lease)
+    .owner(owner)
+    .latch_ttl(latch_ttl)
 }
 
 /// [`call`] for an owner that holds the lock `held` times as far as the client knows: a copy of
@@ -107,9 +102,7 @@ pub fn call_from(
     latch_ttl: Millis,
     held: u32,
 ) -> ScriptCall {
-    let mut call = call(keys, request, lease, owner, latch_ttl);
-    call.args.push(int_arg(i64::from(held)));
-    call
+    call(keys, request, lease, owner, latch_ttl).held(Some(held))
 }
 
 /// What an acquire attempt learned.
@@ -143,11 +136,17 @@ impl HolderTtl {
 
 /// Decodes the script's reply.
 pub fn decode(reply: &Reply) -> Result<AcquireReply, DecodeError> {
+    decode_as(SCRIPT.name, reply)
+}
+
+/// An acquire's reply, nil or the holder's `PTTL`, decoded for the script `name` (the read-write
+/// lock's acquires answer as this one does).
+pub(crate) fn decode_as(name: &'static str, reply: &Reply) -> Result<AcquireReply, DecodeError> {
     match reply {
         Reply::Nil => Ok(AcquireReply::Acquired),
         Reply::Int(n) => HolderTtl::from_pttl(*n)
             .map(AcquireReply::Held)
-            .ok_or_else(|| DecodeError::new(SCRIPT.name, reply)),
-        _ => Err(DecodeError::new(SCRIPT.name, reply)),
+            .ok_or_else(|| DecodeError::new(name, reply)),
+        _ => Err(DecodeError::new(name, reply)),
     }
 }

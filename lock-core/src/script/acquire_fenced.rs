@@ -31,8 +31,8 @@
 
 use super::acquire::{HolderTtl, counts};
 use super::{
-    CommandError, DecodeError, Script, ScriptCall, ScriptCtx, ScriptFailure, Store, check_set_px,
-    float_to_reply, int_arg, lua_number_arg, lua_tonumber_reply, parse_i64,
+    CommandError, DecodeError, Latch, Script, ScriptCall, ScriptCtx, ScriptFailure, Store,
+    float_to_reply, lua_number_arg, lua_tonumber_reply, parse_i64,
 };
 use crate::keys::{LockKeys, Owner, RequestId};
 use crate::reply::Reply;
@@ -66,9 +66,9 @@ return {-1, token}
 ";
 
 fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, ScriptFailure> {
-    let latch = cx.key(3, 1)?;
-    if cx.at(1, store.exists(latch))? {
-        let stored = cx.at(2, store.get(latch))?;
+    let latch = Latch::new(cx, 3, 3, 1)?;
+    if latch.exists(cx, store, 1)? {
+        let stored = cx.at(2, store.get(latch.key()))?;
         // `tonumber(false)` and `tonumber("x")` are nil, and a Lua array stops at its first nil.
         let mut reply = vec![Reply::Int(-1)];
         if let Some(token) = stored.as_deref().and_then(lua_tonumber_reply) {
@@ -82,8 +82,8 @@ fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, Script
         let ttl = cx.at(6, store.pttl(lock))?;
         return Ok(Reply::Array(vec![Reply::Int(ttl), Reply::Int(-1)]));
     }
-    cx.at(8, store.pexpire(latch, cx.arg(1, 8)?))?;
-    cx.at(9, check_set_px(store, latch, cx.arg(3, 9)?))?;
+    latch.try_pexpire(cx, store, 1, 8)?;
+    latch.try_set(cx, store, 3, 9)?;
     let counter = cx.key(2, 10)?;
     // The token and the floor are Lua numbers (doubles), and the difference reaches `INCRBY` as
     // `%.17g` text: a counter set far below the floor gives a difference `INCRBY` refuses, as on
@@ -100,10 +100,7 @@ fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, Script
         cx.at(17, store.hincrby(lock, cx.arg(2, 17)?, 1))?;
     }
     cx.at(19, store.pexpire(lock, cx.arg(1, 19)?))?;
-    cx.at(
-        20,
-        store.set_px(latch, &lua_number_arg(token), cx.arg(3, 20)?),
-    )?;
+    latch.set(cx, store, &lua_number_arg(token), 20)?;
     Ok(Reply::Array(vec![
         Reply::Int(-1),
         Reply::Int(float_to_reply(token)),
@@ -119,20 +116,15 @@ pub fn call(
     owner: &Owner,
     latch_ttl: Millis,
 ) -> ScriptCall {
-    ScriptCall {
-        script: &SCRIPT,
-        sync: None,
-        keys: vec![
-            keys.lock.clone(),
-            keys.token.clone(),
-            keys.acquire_latch(request),
-        ],
-        args: vec![
-            int_arg(lease.millis().as_u64() as i64),
-            owner.as_bytes().clone(),
-            int_arg(latch_ttl.as_u64().max(1) as i64),
-        ],
-    }
+    let keys = vec![
+        keys.lock.clone(),
+        keys.token.clone(),
+        keys.acquire_latch(request),
+    ];
+    ScriptCall::of(&SCRIPT, keys)
+        .lease(lease)
+        .owner(owner)
+        .latch_ttl(latch_ttl)
 }
 
 /// [`call`] for an owner that holds the lock `held` times as far as the client knows (see
@@ -145,9 +137,7 @@ pub fn call_from(
     latch_ttl: Millis,
     held: u32,
 ) -> ScriptCall {
-    let mut call = call(keys, request, lease, owner, latch_ttl);
-    call.args.push(int_arg(i64::from(held)));
-    call
+    call(keys, request, lease, owner, latch_ttl).held(Some(held))
 }
 
 /// What a fenced acquire attempt learned.

@@ -5,12 +5,9 @@
 //! lock was deleted, 0 when there was none. The holder learns it lost the lock at its next renewal.
 
 use super::release::UNLOCK_MESSAGE;
-use super::{
-    DecodeError, PublishCommand, Script, ScriptCall, ScriptCtx, ScriptFailure, Store, publish_with,
-};
+use super::{DecodeError, Script, ScriptCall, ScriptCtx, ScriptFailure, Store};
 use crate::keys::LockKeys;
 use crate::reply::Reply;
-use bytes::Bytes;
 
 /// The script.
 pub static SCRIPT: Script = Script::publishing("force_unlock", BODY, native, 1);
@@ -25,10 +22,7 @@ return 0
 
 fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, ScriptFailure> {
     if cx.at(1, store.del(cx.key(1, 1)?))? {
-        cx.at(
-            2,
-            publish_with(store, cx.arg(2, 2)?, cx.key(2, 2)?, cx.arg(1, 2)?),
-        )?;
+        cx.publish(store, 2, 2, 2, 1)?;
         return Ok(Reply::Int(1));
     }
     Ok(Reply::Int(0))
@@ -36,22 +30,22 @@ fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, Script
 
 /// The call that deletes `keys`' lock.
 pub fn call(keys: &LockKeys) -> ScriptCall {
-    ScriptCall {
-        script: &SCRIPT,
-        sync: None,
-        keys: vec![keys.lock.clone(), keys.channel.clone()],
-        args: vec![
-            Bytes::from_static(UNLOCK_MESSAGE),
-            PublishCommand::Publish.as_arg(),
-        ],
-    }
+    ScriptCall::of(&SCRIPT, vec![keys.lock.clone(), keys.channel.clone()])
+        .message(UNLOCK_MESSAGE)
+        .publish()
 }
 
 /// Decodes the reply: whether a lock was deleted.
 pub fn decode(reply: &Reply) -> Result<bool, DecodeError> {
+    decode_as(SCRIPT.name, reply)
+}
+
+/// A force unlock's reply (1 deleted, 0 not) decoded for the script `name` (the fair lock's and
+/// the read-write lock's answer as this one does).
+pub(crate) fn decode_as(name: &'static str, reply: &Reply) -> Result<bool, DecodeError> {
     match reply {
         Reply::Int(1) => Ok(true),
         Reply::Int(0) => Ok(false),
-        _ => Err(DecodeError::new(SCRIPT.name, reply)),
+        _ => Err(DecodeError::new(name, reply)),
     }
 }

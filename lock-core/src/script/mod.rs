@@ -12,23 +12,16 @@
 
 pub mod acquire;
 pub mod acquire_fenced;
-pub mod fair_acquire;
-pub mod fair_force_unlock;
-pub mod fair_give_up;
-mod fair_queue;
-pub mod fair_release;
+pub mod fair;
 pub mod force_unlock;
 pub mod reference;
 pub mod release;
 pub mod renew_batch;
-pub mod rw_force_unlock;
-pub mod rw_read_acquire;
-pub mod rw_read_release;
-pub mod rw_renew;
-pub mod rw_write_acquire;
-pub mod rw_write_release;
+pub mod rw;
 
+use crate::keys::Owner;
 use crate::reply::Reply;
+use crate::time::{Lease, Millis};
 use bytes::Bytes;
 use std::sync::OnceLock;
 
@@ -201,16 +194,16 @@ pub fn all() -> [&'static Script; 15] {
         &release::SCRIPT,
         &renew_batch::SCRIPT,
         &force_unlock::SCRIPT,
-        &fair_acquire::SCRIPT,
-        &fair_release::SCRIPT,
-        &fair_force_unlock::SCRIPT,
-        &fair_give_up::SCRIPT,
-        &rw_read_acquire::SCRIPT,
-        &rw_read_release::SCRIPT,
-        &rw_write_acquire::SCRIPT,
-        &rw_write_release::SCRIPT,
-        &rw_renew::SCRIPT,
-        &rw_force_unlock::SCRIPT,
+        &fair::acquire::SCRIPT,
+        &fair::release::SCRIPT,
+        &fair::force_unlock::SCRIPT,
+        &fair::give_up::SCRIPT,
+        &rw::read_acquire::SCRIPT,
+        &rw::read_release::SCRIPT,
+        &rw::write_acquire::SCRIPT,
+        &rw::write_release::SCRIPT,
+        &rw::renew::SCRIPT,
+        &rw::force_unlock::SCRIPT,
     ]
 }
 
@@ -337,6 +330,62 @@ impl ScriptCall {
         }
     }
 
+    /// A call of `script` on `keys`, with no argument yet: the builders below add them in the
+    /// order the script takes them, so a script's `call` reads like its `ARGV` list.
+    pub(crate) fn of(script: &'static Script, keys: Vec<Bytes>) -> ScriptCall {
+        ScriptCall {
+            script,
+            sync: None,
+            keys,
+            args: Vec::new(),
+        }
+    }
+
+    /// Adds an argument as it is.
+    pub(crate) fn arg(mut self, arg: Bytes) -> ScriptCall {
+        self.args.push(arg);
+        self
+    }
+
+    /// Adds an integer argument.
+    pub(crate) fn int(self, n: i64) -> ScriptCall {
+        self.arg(int_arg(n))
+    }
+
+    /// Adds a lease, in ms.
+    pub(crate) fn lease(self, lease: Lease) -> ScriptCall {
+        self.int(lease.millis().as_u64() as i64)
+    }
+
+    /// Adds an owner (a hold's field).
+    pub(crate) fn owner(self, owner: &Owner) -> ScriptCall {
+        self.arg(owner.as_bytes().clone())
+    }
+
+    /// Adds the TTL of the request's latch, in ms: 1 at least, since a latch must be set.
+    pub(crate) fn latch_ttl(self, latch_ttl: Millis) -> ScriptCall {
+        self.int(latch_ttl.as_u64().max(1) as i64)
+    }
+
+    /// Adds the message a release publishes.
+    pub(crate) fn message(self, message: &'static [u8]) -> ScriptCall {
+        self.arg(Bytes::from_static(message))
+    }
+
+    /// Adds the publish command, `PUBLISH` until [`set_publish`](Self::set_publish) says otherwise.
+    pub(crate) fn publish(self) -> ScriptCall {
+        self.arg(PublishCommand::Publish.as_arg())
+    }
+
+    /// Adds the owner's count as the client knows it, when given: the optional last argument of
+    /// an acquire or release (`None` counts every delivery, as Redisson does).
+    pub(crate) fn held(self, held: Option<u32>) -> ScriptCall {
+        match held {
+            Some(held) => self.int(i64::from(held)),
+            None => self,
+        }
+    }
+
     /// Runs the call's native twin over `store`.
     pub fn run_native(&self, store: &mut dyn Store) -> Reply {
         self.script.run_native(store, &self.keys, &self.args)
@@ -407,6 +456,24 @@ impl<'a> ScriptCtx<'a> {
         self.args.get(i.wrapping_sub(1)).map(|b| &b[..])
     }
 
+    /// `redis.call(ARGV[command], KEYS[channel], ARGV[message])` on `line`: a publish with the
+    /// command the script was handed (`publish` or `spublish`), as every unlock's last call is.
+    pub(crate) fn publish(
+        &self,
+        store: &mut dyn Store,
+        line: u32,
+        command: usize,
+        channel: usize,
+        message: usize,
+    ) -> Result<i64, ScriptFailure> {
+        let command = self.arg(command, line)?;
+        let channel = self.key(channel, line)?;
+        self.at(
+            line,
+            publish_with(store, command, channel, self.arg(message, line)?),
+        )
+    }
+
     /// `#KEYS`.
     pub fn key_count(&self) -> usize {
         self.keys.len()
@@ -427,6 +494,97 @@ impl<'a> ScriptCtx<'a> {
         self.opt_arg(i)
             .and_then(lua_tonumber)
             .ok_or_else(|| self.lua_error(line, "attempt to perform arithmetic on a nil value"))
+    }
+}
+
+/// A request's latch as a native twin handles it: `KEYS[key]`, set for `ARGV[ttl]` ms.
+///
+/// Every acquire and release script runs one pattern on it: look for it first (an earlier
+/// attempt of the same request was applied, so this one replays it), try the TTL arguments on it
+/// while it is still missing (which writes nothing, so a refused argument leaves no key behind),
+/// and set it last, to the answer a repeat replays. Each method is one line of the Lua body, whose
+/// number it takes.
+pub(crate) struct Latch<'a> {
+    key: &'a [u8],
+    ttl: usize,
+}
+
+impl<'a> Latch<'a> {
+    /// `KEYS[key]`, as the Lua line `line` first names it, with its TTL at `ARGV[ttl]`.
+    pub(crate) fn new(
+        cx: &ScriptCtx<'a>,
+        key: usize,
+        ttl: usize,
+        line: u32,
+    ) -> Result<Latch<'a>, ScriptFailure> {
+        Ok(Latch {
+            key: cx.key(key, line)?,
+            ttl,
+        })
+    }
+
+    /// The latch's key.
+    pub(crate) fn key(&self) -> &'a [u8] {
+        self.key
+    }
+
+    /// `redis.call('exists', KEYS[key]) == 1`: whether an attempt of this request was applied.
+    pub(crate) fn exists(
+        &self,
+        cx: &ScriptCtx<'_>,
+        store: &mut dyn Store,
+        line: u32,
+    ) -> Result<bool, ScriptFailure> {
+        cx.at(line, store.exists(self.key))
+    }
+
+    /// `local val = redis.call('get', KEYS[key])`, and `tonumber(val)` when it is there: the
+    /// answer an applied attempt of this request left, which a repeat replies.
+    pub(crate) fn replay(
+        &self,
+        cx: &ScriptCtx<'_>,
+        store: &mut dyn Store,
+        line: u32,
+    ) -> Result<Option<Reply>, ScriptFailure> {
+        let stored = cx.at(line, store.get(self.key))?;
+        Ok(stored.map(|val| lua_tonumber_reply(&val).map_or(Reply::Nil, Reply::Int)))
+    }
+
+    /// `redis.call('pexpire', KEYS[key], ARGV[arg])` on the missing latch: tries `ARGV[arg]` as
+    /// a TTL, and writes nothing.
+    pub(crate) fn try_pexpire(
+        &self,
+        cx: &ScriptCtx<'_>,
+        store: &mut dyn Store,
+        arg: usize,
+        line: u32,
+    ) -> Result<(), ScriptFailure> {
+        cx.at(line, store.pexpire(self.key, cx.arg(arg, line)?))
+            .map(|_| ())
+    }
+
+    /// `redis.call('set', KEYS[key], 1, 'px', ARGV[arg], 'xx')` on the missing latch: tries
+    /// `ARGV[arg]` as a TTL, and writes nothing.
+    pub(crate) fn try_set(
+        &self,
+        cx: &ScriptCtx<'_>,
+        store: &mut dyn Store,
+        arg: usize,
+        line: u32,
+    ) -> Result<(), ScriptFailure> {
+        cx.at(line, check_set_px(store, self.key, cx.arg(arg, line)?))
+    }
+
+    /// `redis.call('set', KEYS[key], value, 'px', ARGV[ttl])`: the latch, holding the answer a
+    /// repeat of the request replays.
+    pub(crate) fn set(
+        &self,
+        cx: &ScriptCtx<'_>,
+        store: &mut dyn Store,
+        value: &[u8],
+        line: u32,
+    ) -> Result<(), ScriptFailure> {
+        cx.at(line, store.set_px(self.key, value, cx.arg(self.ttl, line)?))
     }
 }
 

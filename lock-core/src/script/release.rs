@@ -20,13 +20,11 @@
 //! tried on the missing latch before the first write, so a refused argument leaves no trace.
 
 use super::{
-    DecodeError, PublishCommand, Script, ScriptCall, ScriptCtx, ScriptFailure, Store, check_set_px,
-    int_arg, lua_tonumber_reply, publish_with,
+    DecodeError, Latch, Script, ScriptCall, ScriptCtx, ScriptFailure, Store, lua_tonumber_reply,
 };
 use crate::keys::{LockKeys, Owner, RequestId};
 use crate::reply::Reply;
 use crate::time::{Lease, Millis};
-use bytes::Bytes;
 
 /// The script.
 pub static SCRIPT: Script = Script::publishing("release", BODY, native, 4);
@@ -60,9 +58,9 @@ return 1
 ";
 
 fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, ScriptFailure> {
-    let latch = cx.key(3, 1)?;
-    if cx.at(1, store.exists(latch))? {
-        let stored = cx.at(2, store.get(latch))?;
+    let latch = Latch::new(cx, 3, 4, 1)?;
+    if latch.exists(cx, store, 1)? {
+        let stored = cx.at(2, store.get(latch.key()))?;
         return Ok(match stored.as_deref().and_then(lua_tonumber_reply) {
             Some(n) => Reply::Int(n),
             None => Reply::Nil,
@@ -72,23 +70,20 @@ fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, Script
     let Some(count) = cx.at(4, store.hget(lock, cx.arg(3, 4)?))? else {
         return Ok(Reply::Nil);
     };
-    cx.at(8, store.pexpire(latch, cx.arg(2, 8)?))?;
-    cx.at(9, check_set_px(store, latch, cx.arg(4, 9)?))?;
+    latch.try_pexpire(cx, store, 2, 8)?;
+    latch.try_set(cx, store, 4, 9)?;
     if cx.opt_arg(6).is_some_and(|expected| expected != &count[..]) {
         cx.at(11, store.pexpire(lock, cx.arg(2, 11)?))?;
         return Ok(Reply::Int(0));
     }
     if cx.at(14, store.hincrby(lock, cx.arg(3, 14)?, -1))? > 0 {
         cx.at(15, store.pexpire(lock, cx.arg(2, 15)?))?;
-        cx.at(16, store.set_px(latch, b"0", cx.arg(4, 16)?))?;
+        latch.set(cx, store, b"0", 16)?;
         return Ok(Reply::Int(0));
     }
     cx.at(19, store.del(lock))?;
-    cx.at(
-        20,
-        publish_with(store, cx.arg(5, 20)?, cx.key(2, 20)?, cx.arg(1, 20)?),
-    )?;
-    cx.at(21, store.set_px(latch, b"1", cx.arg(4, 21)?))?;
+    cx.publish(store, 20, 5, 2, 1)?;
+    latch.set(cx, store, b"1", 21)?;
     Ok(Reply::Int(1))
 }
 
@@ -102,22 +97,17 @@ pub fn call(
     owner: &Owner,
     latch_ttl: Millis,
 ) -> ScriptCall {
-    ScriptCall {
-        script: &SCRIPT,
-        sync: None,
-        keys: vec![
-            keys.lock.clone(),
-            keys.channel.clone(),
-            keys.unlock_latch(request),
-        ],
-        args: vec![
-            Bytes::from_static(UNLOCK_MESSAGE),
-            int_arg(lease.millis().as_u64() as i64),
-            owner.as_bytes().clone(),
-            int_arg(latch_ttl.as_u64().max(1) as i64),
-            PublishCommand::Publish.as_arg(),
-        ],
-    }
+    let keys = vec![
+        keys.lock.clone(),
+        keys.channel.clone(),
+        keys.unlock_latch(request),
+    ];
+    ScriptCall::of(&SCRIPT, keys)
+        .message(UNLOCK_MESSAGE)
+        .lease(lease)
+        .owner(owner)
+        .latch_ttl(latch_ttl)
+        .publish()
 }
 
 /// [`call`] for an owner that holds the lock `held` times (this count included) as far as the
@@ -131,9 +121,7 @@ pub fn call_from(
     latch_ttl: Millis,
     held: u32,
 ) -> ScriptCall {
-    let mut call = call(keys, request, lease, owner, latch_ttl);
-    call.args.push(int_arg(i64::from(held)));
-    call
+    call(keys, request, lease, owner, latch_ttl).held(Some(held))
 }
 
 /// What a release learned.
@@ -151,10 +139,16 @@ pub enum ReleaseReply {
 
 /// Decodes the script's reply.
 pub fn decode(reply: &Reply) -> Result<ReleaseReply, DecodeError> {
+    decode_as(SCRIPT.name, reply)
+}
+
+/// A release's reply (nil, 0 or 1) decoded for the script `name` (the fair lock's and the
+/// read-write lock's releases answer as this one does).
+pub(crate) fn decode_as(name: &'static str, reply: &Reply) -> Result<ReleaseReply, DecodeError> {
     match reply {
         Reply::Nil => Ok(ReleaseReply::NotHeld),
         Reply::Int(0) => Ok(ReleaseReply::StillHeld),
         Reply::Int(1) => Ok(ReleaseReply::Released),
-        _ => Err(DecodeError::new(SCRIPT.name, reply)),
+        _ => Err(DecodeError::new(name, reply)),
     }
 }

@@ -7,7 +7,7 @@
 //! renewed, so a lock key of the wrong type fails the call before it writes; after that only the
 //! lease can fail, at the first renewal, before anything was written.
 
-use super::{DecodeError, Script, ScriptCall, ScriptCtx, ScriptFailure, Store, int_arg};
+use super::{DecodeError, Script, ScriptCall, ScriptCtx, ScriptFailure, Store};
 use crate::keys::Owner;
 use crate::reply::Reply;
 use crate::time::Lease;
@@ -48,18 +48,12 @@ pub fn call<'a>(
     lease: Lease,
     holds: impl IntoIterator<Item = (&'a Bytes, &'a Owner)>,
 ) -> ScriptCall {
-    let mut keys = Vec::new();
-    let mut args = vec![int_arg(lease.millis().as_u64() as i64)];
+    let mut call = ScriptCall::of(&SCRIPT, Vec::new()).lease(lease);
     for (key, owner) in holds {
-        keys.push(key.clone());
-        args.push(owner.as_bytes().clone());
+        call.keys.push(key.clone());
+        call = call.owner(owner);
     }
-    ScriptCall {
-        script: &SCRIPT,
-        sync: None,
-        keys,
-        args,
-    }
+    call
 }
 
 /// The part of a `renew_batch` call that renews only the holds at `positions` (indices into its

@@ -41,9 +41,8 @@ use fake_redis::{
 };
 use lock_core::script::reference::{ReferenceStore, Value};
 use lock_core::script::{
-    PublishCommand, ScriptCall, Store, acquire, acquire_fenced, fair_acquire, fair_force_unlock,
-    fair_give_up, fair_release, force_unlock, release, renew_batch, rw_force_unlock,
-    rw_read_acquire, rw_read_release, rw_renew, rw_write_acquire, rw_write_release,
+    PublishCommand, ScriptCall, Store, acquire, acquire_fenced, fair, force_unlock, release,
+    renew_batch, rw,
 };
 use lock_core::{
     Backend, BackendError, FairKeys, KeyLayout, Lease, LockKeys, Millis, Owner, ReadWriteKeys,
@@ -355,7 +354,7 @@ impl Names {
             for owner in 0..OWNERS {
                 for count in 1..=3 {
                     let owner = self.owner(owner);
-                    out.push(rw_read_acquire::timeout_key(&self.rw[lock], &owner, count));
+                    out.push(rw::read_acquire::timeout_key(&self.rw[lock], &owner, count));
                 }
             }
             out.push(self.key(lock, Target::FairLock));
@@ -384,9 +383,9 @@ impl Names {
                 held,
             } => {
                 let acquire = if write {
-                    rw_write_acquire::call
+                    rw::write_acquire::call
                 } else {
-                    rw_read_acquire::call
+                    rw::read_acquire::call
                 };
                 let owner = self.owner(owner);
                 acquire(
@@ -405,7 +404,7 @@ impl Names {
                 req,
                 lease: l,
                 held,
-            } => rw_write_release::call(
+            } => rw::write_release::call(
                 &self.rw[lock],
                 &RequestId(req),
                 lease(l),
@@ -420,7 +419,7 @@ impl Names {
                 req,
                 held,
                 ..
-            } => rw_read_release::call(
+            } => rw::read_release::call(
                 &self.rw[lock],
                 &RequestId(req),
                 &self.owner(owner),
@@ -432,7 +431,7 @@ impl Names {
                 lease: l,
             } => {
                 let owners: Vec<Owner> = holds.iter().map(|&(_, o)| self.owner(o)).collect();
-                rw_renew::call(
+                rw::renew::call(
                     lease(l),
                     holds.iter().zip(&owners).map(|(&(lock, _), o)| {
                         (&self.rw[lock].lock.lock, &self.rw[lock].key_prefix, o)
@@ -453,7 +452,7 @@ impl Names {
                         .map(|(&(lock, _), o)| (&self.rw[lock].lock.lock, o)),
                 )
             }
-            Op::RwForceUnlock { write, lock } => rw_force_unlock::call(&self.rw[lock], write),
+            Op::RwForceUnlock { write, lock } => rw::force_unlock::call(&self.rw[lock], write),
             Op::FairAcquire {
                 lock,
                 owner,
@@ -461,7 +460,7 @@ impl Names {
                 wait,
                 later,
                 held,
-            } => fair_acquire::call(
+            } => fair::acquire::call(
                 &self.fair[lock],
                 secs(l),
                 &self.owner(owner),
@@ -476,7 +475,7 @@ impl Names {
                 lease: l,
                 later,
                 held,
-            } => fair_release::call(
+            } => fair::release::call(
                 &self.fair[lock],
                 &RequestId(req),
                 secs(l),
@@ -486,10 +485,10 @@ impl Names {
                 held,
             ),
             Op::FairForceUnlock { lock, later } => {
-                fair_force_unlock::call(&self.fair[lock], self.clock(later))
+                fair::force_unlock::call(&self.fair[lock], self.clock(later))
             }
             Op::FairGiveUp { lock, owner, wait } => {
-                fair_give_up::call(&self.fair[lock], &self.owner(owner), Millis(wait * 1000))
+                fair::give_up::call(&self.fair[lock], &self.owner(owner), Millis(wait * 1000))
             }
             Op::FairRenew {
                 ref holds,

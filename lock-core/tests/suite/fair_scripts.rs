@@ -7,10 +7,10 @@
 //! twins to the rules.
 
 use bytes::Bytes;
-use lock_core::script::fair_acquire::{self, FairAcquireReply};
+use lock_core::script::fair::acquire::FairAcquireReply;
 use lock_core::script::reference::{ReferenceStore, Value};
 use lock_core::script::release::ReleaseReply;
-use lock_core::script::{Store, fair_force_unlock, fair_give_up, fair_release};
+use lock_core::script::{Store, fair};
 use lock_core::{FairKeys, KeyLayout, Lease, Millis, Owner, RequestId};
 
 const T0: i64 = 1_700_000_000_000;
@@ -30,12 +30,12 @@ fn lease() -> Lease {
 }
 
 fn acquire(store: &mut ReferenceStore, who: u64) -> FairAcquireReply {
-    let call = fair_acquire::call(&keys(), lease(), &owner(who), WAIT, store.now(), None);
-    fair_acquire::decode(&call.run_native(store)).unwrap()
+    let call = fair::acquire::call(&keys(), lease(), &owner(who), WAIT, store.now(), None);
+    fair::acquire::decode(&call.run_native(store)).unwrap()
 }
 
 fn release(store: &mut ReferenceStore, who: u64, request: u128) -> ReleaseReply {
-    let call = fair_release::call(
+    let call = fair::release::call(
         &keys(),
         &RequestId(request),
         lease(),
@@ -44,7 +44,7 @@ fn release(store: &mut ReferenceStore, who: u64, request: u128) -> ReleaseReply 
         Millis(20_000),
         None,
     );
-    fair_release::decode(&call.run_native(store)).unwrap()
+    fair::release::decode(&call.run_native(store)).unwrap()
 }
 
 fn queue(store: &mut ReferenceStore) -> Vec<Bytes> {
@@ -110,7 +110,7 @@ fn a_waiter_that_gives_up_leaves_the_queue_and_the_ones_behind_move_up() {
     acquire(&mut store, 0);
     acquire(&mut store, 1);
     acquire(&mut store, 2);
-    let call = fair_give_up::call(&keys(), &owner(1), WAIT);
+    let call = fair::give_up::call(&keys(), &owner(1), WAIT);
     assert_eq!(call.run_native(&mut store), lock_core::Reply::Nil);
     assert_eq!(queue(&mut store), vec![owner(2).as_bytes().clone()]);
     assert_eq!(deadline(&mut store, 1), None);
@@ -130,9 +130,9 @@ fn a_silent_waiter_is_dropped_after_its_deadline() {
     acquire(&mut store, 1);
     acquire(&mut store, 2);
     // The holder is force-unlocked; B never comes back.
-    let call = fair_force_unlock::call(&keys(), store.now());
+    let call = fair::force_unlock::call(&keys(), store.now());
     assert_eq!(
-        fair_force_unlock::decode(&call.run_native(&mut store)),
+        fair::force_unlock::decode(&call.run_native(&mut store)),
         Ok(true)
     );
     assert_eq!(
@@ -172,7 +172,7 @@ fn releasing_a_lock_that_is_gone_wakes_the_head_as_redisson_does() {
 #[test]
 fn a_repeated_grant_does_not_count_twice() {
     let mut store = ReferenceStore::new(T0);
-    let first = fair_acquire::call(&keys(), lease(), &owner(0), WAIT, T0, Some(0));
+    let first = fair::acquire::call(&keys(), lease(), &owner(0), WAIT, T0, Some(0));
     assert_eq!(first.run_native(&mut store), lock_core::Reply::Nil);
     assert_eq!(first.run_native(&mut store), lock_core::Reply::Nil);
     assert_eq!(

@@ -10,7 +10,7 @@ use crate::common;
 use crate::support;
 
 use bytes::Bytes;
-use lock_core::script::rw_read_acquire;
+use lock_core::script::rw;
 use lock_core::{
     Backend, KeyLayout, LockClient, LockConfig, Millis, Owner, ReadWriteKeys, RedisBackend, Reply,
     RwSide, UnlockOutcome,
@@ -52,7 +52,7 @@ async fn readers_share_and_a_writer_waits_for_both<B: Backend>(
     assert_eq!(first.read_write_side(), Some(RwSide::Read));
     assert_eq!(mode(raw, keys).await.as_deref(), Some("read"));
     for (client, guard) in [(&clients[0], &first), (&clients[1], &second)] {
-        let timeout = rw_read_acquire::timeout_key(keys, &owner_of(client, guard), 1);
+        let timeout = rw::read_acquire::timeout_key(keys, &owner_of(client, guard), 1);
         assert!(
             pttl(raw, &timeout).await > 0,
             "each read hold has its timeout key"
@@ -180,7 +180,7 @@ async fn the_watchdog_keeps_a_read_hold_past_its_lease<B: Backend>(
     assert!(reading.is_valid());
     assert!(pttl(raw, &keys.lock.lock).await > 0);
     for count in 1..=2 {
-        let timeout = rw_read_acquire::timeout_key(keys, &owner, count);
+        let timeout = rw::read_acquire::timeout_key(keys, &owner, count);
         assert!(
             pttl(raw, &timeout).await > 0,
             "count {count} is renewed too"

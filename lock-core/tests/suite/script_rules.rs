@@ -6,10 +6,7 @@ use lock_core::script::acquire::{AcquireReply, HolderTtl};
 use lock_core::script::acquire_fenced::FencedReply;
 use lock_core::script::reference::{ReferenceStore, Value};
 use lock_core::script::release::ReleaseReply;
-use lock_core::script::{
-    Store, acquire, acquire_fenced, force_unlock, release, renew_batch, rw_read_acquire,
-    rw_read_release, rw_renew,
-};
+use lock_core::script::{Store, acquire, acquire_fenced, force_unlock, release, renew_batch, rw};
 use lock_core::{InvalidLease, KeyLayout, Lease, LockKeys, Millis, Owner, Reply, RequestId};
 
 const LATCH_TTL: Millis = Millis(10_000);
@@ -251,34 +248,35 @@ fn a_read_hold_whose_timeout_key_expired_is_not_renewed_though_other_readers_kep
     // a reads under a 10 s lease, b under 30 s: after 15 s a's timeout key is gone, its count is
     // not, and b's lease keeps the lock.
     for (owner, req, ms) in [(&a, 1, 10_000), (&b, 2, 30_000)] {
-        let call = rw_read_acquire::call(&keys, &RequestId(req), lease(ms), owner, LATCH_TTL, None);
+        let call =
+            rw::read_acquire::call(&keys, &RequestId(req), lease(ms), owner, LATCH_TTL, None);
         assert_eq!(call.run_native(&mut store), Reply::Nil);
     }
     store.advance(15_000);
     let lock = keys.lock.lock.clone();
     assert!(
         !store
-            .exists(&rw_read_acquire::timeout_key(&keys, &a, 1))
+            .exists(&rw::read_acquire::timeout_key(&keys, &a, 1))
             .unwrap()
     );
     assert!(store.hget(&lock, a.as_bytes()).unwrap().is_some());
     let renew = |store: &mut ReferenceStore, owner: &Owner| {
-        let call = rw_renew::call(lease(30_000), [(&lock, &keys.key_prefix, owner)]);
-        rw_renew::decode(&call.run_native(store), 1).unwrap()
+        let call = rw::renew::call(lease(30_000), [(&lock, &keys.key_prefix, owner)]);
+        rw::renew::decode(&call.run_native(store), 1).unwrap()
     };
     // a's count is no longer held: its renewal says so and touches nothing.
     assert_eq!(renew(&mut store, &a), vec![false]);
     assert_eq!(store.pttl(&lock).unwrap(), 15_000);
     assert!(
         !store
-            .exists(&rw_read_acquire::timeout_key(&keys, &a, 1))
+            .exists(&rw::read_acquire::timeout_key(&keys, &a, 1))
             .unwrap()
     );
     assert_eq!(renew(&mut store, &b), vec![true]);
     assert_eq!(store.pttl(&lock).unwrap(), 30_000);
     // Had it said 1, a would believe it reads for another lease; but b's release, finding no
     // timeout key of any other reader, deletes the lock, and a writer may take it.
-    let call = rw_read_release::call(&keys, &RequestId(3), &b, LATCH_TTL, None);
+    let call = rw::read_release::call(&keys, &RequestId(3), &b, LATCH_TTL, None);
     call.run_native(&mut store);
     assert!(
         !store.exists(&lock).unwrap(),

@@ -13,7 +13,7 @@ use crate::checkers::{self, FairPlace};
 use crate::server::SimServer;
 use bytes::Bytes;
 use lock_core::machine::{AcquireRequest, Call, Request};
-use lock_core::script::fair_acquire;
+use lock_core::script::fair;
 
 /// One place in a fair lock's queue, as last read from the server.
 #[derive(Clone, Debug)]
@@ -61,7 +61,7 @@ impl<S: SimServer> World<S> {
     /// cycle's acquire.
     pub(super) fn fair_call_sent(&mut self, client: usize, call: &Call) {
         if let Call::Script(s) = call
-            && s.script.name == fair_acquire::SCRIPT.name
+            && s.script.name == fair::acquire::SCRIPT.name
             && matches!(self.clients[client].phase, super::Phase::Acquiring(_))
         {
             self.clients[client].waiting_as = s.args.get(1).cloned();
@@ -71,7 +71,7 @@ impl<S: SimServer> World<S> {
     /// What checker (g) needs of `call` before the server applies it, if it is a fair acquire.
     pub(super) fn fair_attempt(&mut self, call: &Call) -> Option<FairAttempt> {
         let Call::Script(s) = call else { return None };
-        if s.script.name != fair_acquire::SCRIPT.name {
+        if s.script.name != fair::acquire::SCRIPT.name {
             return None;
         }
         let lock = *self.lock_index.get(s.keys.first()?)?;

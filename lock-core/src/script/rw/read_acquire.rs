@@ -19,13 +19,12 @@
 //! and only confirms the hold. The lease and the latch TTL are tried on the missing latch before
 //! the first write.
 
-use super::acquire::{AcquireReply, HolderTtl, counts};
-use super::{
-    DecodeError, Script, ScriptCall, ScriptCtx, ScriptFailure, Store, check_set_px, int_arg,
-    lua_concat_number,
-};
 use crate::keys::{Owner, ReadWriteKeys, RequestId};
 use crate::reply::Reply;
+use crate::script::acquire::{AcquireReply, counts, decode_as};
+use crate::script::{
+    DecodeError, Latch, Script, ScriptCall, ScriptCtx, ScriptFailure, Store, lua_concat_number,
+};
 use crate::time::{Lease, Millis};
 use bytes::Bytes;
 
@@ -62,8 +61,8 @@ return nil
 ";
 
 fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, ScriptFailure> {
-    let latch = cx.key(3, 1)?;
-    if cx.at(1, store.exists(latch))? {
+    let latch = Latch::new(cx, 3, 4, 1)?;
+    if latch.exists(cx, store, 1)? {
         return Ok(Reply::Nil);
     }
     let lock = cx.key(1, 4)?;
@@ -78,8 +77,8 @@ fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, Script
         let line = if mode.is_none() { 7 } else { 10 };
         return Ok(Reply::Int(cx.at(line, store.pttl(lock))?));
     }
-    cx.at(12, check_set_px(store, latch, cx.arg(1, 12)?))?;
-    cx.at(13, check_set_px(store, latch, cx.arg(4, 13)?))?;
+    latch.try_set(cx, store, 1, 12)?;
+    latch.try_set(cx, store, 4, 13)?;
     let owner = cx.arg(2, 14)?;
     let count = cx.at(14, store.hget(lock, owner))?;
     if counts(count.as_deref(), cx.opt_arg(5)) {
@@ -90,27 +89,23 @@ fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, Script
         let key = count_key(cx.key(2, 20)?, n as f64);
         cx.at(20, store.set_px(&key, b"1", cx.arg(1, 20)?))?;
     }
-    lengthen_and_latch(cx, store, lock, latch, 4, 22)
+    lengthen_and_latch(cx, store, lock, &latch, 22)
 }
 
 /// The close both read-write acquires share, from Lua line `line` on: the lock's TTL grows to the
 /// lease `ARGV[1]` when it is shorter (never shrinks, since other holds may need more), and the
-/// request's latch is set for `ARGV[latch_ttl]` ms.
+/// request's latch is set.
 pub(crate) fn lengthen_and_latch(
     cx: &mut ScriptCtx<'_>,
     store: &mut dyn Store,
     lock: &[u8],
-    latch: &[u8],
-    latch_ttl: usize,
+    latch: &Latch<'_>,
     line: u32,
 ) -> Result<Reply, ScriptFailure> {
     if (cx.at(line, store.pttl(lock))? as f64) < cx.number_arg(1, line)? {
         cx.at(line + 1, store.pexpire(lock, cx.arg(1, line + 1)?))?;
     }
-    cx.at(
-        line + 3,
-        store.set_px(latch, b"1", cx.arg(latch_ttl, line + 3)?),
-    )?;
+    latch.set(cx, store, b"1", line + 3)?;
     Ok(Reply::Nil)
 }
 
@@ -136,39 +131,22 @@ pub fn call(
     latch_ttl: Millis,
     held: Option<u32>,
 ) -> ScriptCall {
-    let mut args = vec![
-        int_arg(lease.millis().as_u64() as i64),
-        owner.as_bytes().clone(),
-        owner.writer().as_bytes().clone(),
-        int_arg(latch_ttl.as_u64().max(1) as i64),
+    let keys = vec![
+        keys.lock.lock.clone(),
+        keys.timeout_prefix(owner),
+        keys.lock.acquire_latch(request),
     ];
-    args.extend(held.map(|held| int_arg(i64::from(held))));
-    ScriptCall {
-        script: &SCRIPT,
-        sync: None,
-        keys: vec![
-            keys.lock.lock.clone(),
-            keys.timeout_prefix(owner),
-            keys.lock.acquire_latch(request),
-        ],
-        args,
-    }
+    ScriptCall::of(&SCRIPT, keys)
+        .lease(lease)
+        .owner(owner)
+        .owner(&owner.writer())
+        .latch_ttl(latch_ttl)
+        .held(held)
 }
 
 /// Decodes the script's reply: held by this owner now, or the lock's `PTTL`.
 pub fn decode(reply: &Reply) -> Result<AcquireReply, DecodeError> {
     decode_as(SCRIPT.name, reply)
-}
-
-/// A read-write acquire's reply, nil or the holder's `PTTL`, decoded for the script `name`.
-pub(crate) fn decode_as(name: &'static str, reply: &Reply) -> Result<AcquireReply, DecodeError> {
-    match reply {
-        Reply::Nil => Ok(AcquireReply::Acquired),
-        Reply::Int(n) => HolderTtl::from_pttl(*n)
-            .map(AcquireReply::Held)
-            .ok_or_else(|| DecodeError::new(name, reply)),
-        _ => Err(DecodeError::new(name, reply)),
-    }
 }
 
 /// The bytes of `count` as a read count's suffix, for tests that name a timeout key.

@@ -20,16 +20,12 @@
 //! stale releases nothing, re-applies the lease and replies 0. The lease and the latch TTL are
 //! tried on the missing latch before the first write.
 
-use super::release::ReleaseReply;
-use super::rw_read_release::{decode_as, replay_or_mode};
-use super::{
-    DecodeError, PublishCommand, Script, ScriptCall, ScriptCtx, ScriptFailure, Store, check_set_px,
-    int_arg, publish_with,
-};
+use super::read_release::replay_or_mode;
 use crate::keys::{Owner, ReadWriteKeys, RequestId};
 use crate::reply::Reply;
+use crate::script::release::{ReleaseReply, decode_as};
+use crate::script::{DecodeError, Latch, Script, ScriptCall, ScriptCtx, ScriptFailure, Store};
 use crate::time::{Lease, Millis};
-use bytes::Bytes;
 use std::ops::ControlFlow;
 
 /// The script.
@@ -75,9 +71,9 @@ return 1
 ";
 
 fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, ScriptFailure> {
-    let latch = cx.key(3, 1)?;
+    let latch = Latch::new(cx, 3, 4, 1)?;
     let lock = cx.key(1, 5)?;
-    let mode = match replay_or_mode(cx, store, latch, lock, 5)? {
+    let mode = match replay_or_mode(cx, store, &latch, lock, 5)? {
         ControlFlow::Continue(mode) => mode,
         ControlFlow::Break(reply) => return Ok(reply),
     };
@@ -86,15 +82,15 @@ fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, Script
     let Some(count) = count.filter(|_| &mode[..] == b"write") else {
         return Ok(Reply::Nil);
     };
-    cx.at(14, check_set_px(store, latch, cx.arg(2, 14)?))?;
-    cx.at(15, check_set_px(store, latch, cx.arg(4, 15)?))?;
+    latch.try_set(cx, store, 2, 14)?;
+    latch.try_set(cx, store, 4, 15)?;
     if cx.opt_arg(6).is_some_and(|expected| expected != &count[..]) {
         cx.at(17, store.pexpire(lock, cx.arg(2, 17)?))?;
         return Ok(Reply::Int(0));
     }
     if cx.at(20, store.hincrby(lock, owner, -1))? > 0 {
         cx.at(21, store.pexpire(lock, cx.arg(2, 21)?))?;
-        cx.at(22, store.set_px(latch, b"0", cx.arg(4, 22)?))?;
+        latch.set(cx, store, b"0", 22)?;
         return Ok(Reply::Int(0));
     }
     cx.at(25, store.hdel(lock, owner))?;
@@ -103,11 +99,8 @@ fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, Script
     } else {
         cx.at(29, store.hset(lock, b"mode", b"read"))?;
     }
-    cx.at(
-        31,
-        publish_with(store, cx.arg(5, 31)?, cx.key(2, 31)?, cx.arg(1, 31)?),
-    )?;
-    cx.at(32, store.set_px(latch, b"1", cx.arg(4, 32)?))?;
+    cx.publish(store, 31, 5, 2, 1)?;
+    latch.set(cx, store, b"1", 32)?;
     Ok(Reply::Int(1))
 }
 
@@ -122,24 +115,18 @@ pub fn call(
     latch_ttl: Millis,
     held: Option<u32>,
 ) -> ScriptCall {
-    let mut args = vec![
-        Bytes::from_static(READ_UNLOCK_MESSAGE),
-        int_arg(lease.millis().as_u64() as i64),
-        owner.writer().as_bytes().clone(),
-        int_arg(latch_ttl.as_u64().max(1) as i64),
-        PublishCommand::Publish.as_arg(),
+    let keys = vec![
+        keys.lock.lock.clone(),
+        keys.channel.clone(),
+        keys.lock.unlock_latch(request),
     ];
-    args.extend(held.map(|held| int_arg(i64::from(held))));
-    ScriptCall {
-        script: &SCRIPT,
-        sync: None,
-        keys: vec![
-            keys.lock.lock.clone(),
-            keys.channel.clone(),
-            keys.lock.unlock_latch(request),
-        ],
-        args,
-    }
+    ScriptCall::of(&SCRIPT, keys)
+        .message(READ_UNLOCK_MESSAGE)
+        .lease(lease)
+        .owner(&owner.writer())
+        .latch_ttl(latch_ttl)
+        .publish()
+        .held(held)
 }
 
 /// Decodes the script's reply.

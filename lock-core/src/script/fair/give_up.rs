@@ -6,9 +6,9 @@
 //! turn), then the owner leaves the list and the set. Replies nil; an owner not in the queue
 //! changes nothing.
 
-use super::{Script, ScriptCall, ScriptCtx, ScriptFailure, Store, int_arg, lua_number_arg};
 use crate::keys::{FairKeys, Owner};
 use crate::reply::Reply;
+use crate::script::{Script, ScriptCall, ScriptCtx, ScriptFailure, Store, lua_number_arg};
 use crate::time::Millis;
 
 /// The script.
@@ -54,13 +54,7 @@ fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, Script
 /// The call that takes `owner`, which waited with `thread_wait`, out of the fair lock `keys`'s
 /// queue.
 pub fn call(keys: &FairKeys, owner: &Owner, thread_wait: Millis) -> ScriptCall {
-    ScriptCall {
-        script: &SCRIPT,
-        sync: None,
-        keys: vec![keys.queue.clone(), keys.timeouts.clone()],
-        args: vec![
-            owner.as_bytes().clone(),
-            int_arg(thread_wait.as_u64() as i64),
-        ],
-    }
+    ScriptCall::of(&SCRIPT, vec![keys.queue.clone(), keys.timeouts.clone()])
+        .owner(owner)
+        .int(thread_wait.as_u64() as i64)
 }

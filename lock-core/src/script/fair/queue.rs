@@ -7,8 +7,8 @@
 //! paused) must not hold up the ones behind it for longer than its thread-wait time. Only the head
 //! is looked at, as in Redisson: a stale waiter behind a live one waits its turn to be dropped.
 
-use super::{ScriptCtx, ScriptFailure, Store, lua_tonumber};
 use crate::keys::FairKeys;
+use crate::script::{ScriptCtx, ScriptFailure, Store, lua_tonumber};
 use bytes::Bytes;
 
 /// `KEYS[1..3]` of the fair scripts that see the lock: the lock, its queue, its timeouts.
@@ -96,7 +96,7 @@ pub(crate) fn publish_to_waiter(
     let command = cx.arg(command, line)?;
     cx.at(
         line,
-        super::publish_with(store, command, &channel, cx.arg(message, line)?),
+        crate::script::publish_with(store, command, &channel, cx.arg(message, line)?),
     )?;
     Ok(())
 }

@@ -8,13 +8,12 @@
 //! arguments. Replies 1 when the lock was deleted, 0 when it was not in that mode. Read holds'
 //! timeout keys are left to expire, as Redisson leaves them.
 
-use super::release::UNLOCK_MESSAGE;
-use super::rw_write_release::READ_UNLOCK_MESSAGE;
-use super::{
-    DecodeError, PublishCommand, Script, ScriptCall, ScriptCtx, ScriptFailure, Store, publish_with,
-};
+use super::write_release::READ_UNLOCK_MESSAGE;
 use crate::keys::ReadWriteKeys;
 use crate::reply::Reply;
+use crate::script::force_unlock::decode_as;
+use crate::script::release::UNLOCK_MESSAGE;
+use crate::script::{DecodeError, Script, ScriptCall, ScriptCtx, ScriptFailure, Store};
 use bytes::Bytes;
 
 /// The script.
@@ -34,10 +33,7 @@ fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, Script
     let mode = cx.at(1, store.hget(lock, b"mode"))?;
     if mode.is_some_and(|mode| cx.opt_arg(1) == Some(&mode[..])) {
         cx.at(2, store.del(lock))?;
-        cx.at(
-            3,
-            publish_with(store, cx.arg(3, 3)?, cx.key(2, 3)?, cx.arg(2, 3)?),
-        )?;
+        cx.publish(store, 3, 3, 2, 2)?;
         return Ok(Reply::Int(1));
     }
     Ok(Reply::Int(0))
@@ -50,23 +46,13 @@ pub fn call(keys: &ReadWriteKeys, write: bool) -> ScriptCall {
     } else {
         (&b"read"[..], UNLOCK_MESSAGE)
     };
-    ScriptCall {
-        script: &SCRIPT,
-        sync: None,
-        keys: vec![keys.lock.lock.clone(), keys.channel.clone()],
-        args: vec![
-            Bytes::from_static(mode),
-            Bytes::from_static(message),
-            PublishCommand::Publish.as_arg(),
-        ],
-    }
+    ScriptCall::of(&SCRIPT, vec![keys.lock.lock.clone(), keys.channel.clone()])
+        .arg(Bytes::from_static(mode))
+        .message(message)
+        .publish()
 }
 
 /// Decodes the reply: whether the lock was deleted.
 pub fn decode(reply: &Reply) -> Result<bool, DecodeError> {
-    match reply {
-        Reply::Int(1) => Ok(true),
-        Reply::Int(0) => Ok(false),
-        _ => Err(DecodeError::new(SCRIPT.name, reply)),
-    }
+    decode_as(SCRIPT.name, reply)
 }

@@ -18,11 +18,13 @@
 //! when the owner's count is still the one sent (the repeat of a first grant finds 1, not 0, and
 //! confirms the hold without counting); a repeat of a join finds the owner queued.
 
-use super::fair_queue::{PURGE_LINES, lock_and_queue, purge_stale, purge_stale_lua};
-use super::{DecodeError, Script, ScriptCall, ScriptCtx, ScriptFailure, Store, float_to_reply};
-use super::{int_arg, lua_number_arg};
+use super::queue::{PURGE_LINES, lock_and_queue, purge_stale, purge_stale_lua};
 use crate::keys::{FairKeys, Owner};
 use crate::reply::Reply;
+use crate::script::lua_number_arg;
+use crate::script::{
+    DecodeError, Script, ScriptCall, ScriptCtx, ScriptFailure, Store, float_to_reply,
+};
 use crate::time::{Lease, Millis};
 
 /// The script.
@@ -134,19 +136,12 @@ pub fn call(
     now_ms: i64,
     held: Option<u32>,
 ) -> ScriptCall {
-    let mut args = vec![
-        int_arg(lease.millis().as_u64() as i64),
-        owner.as_bytes().clone(),
-        int_arg(thread_wait.as_u64() as i64),
-        int_arg(now_ms),
-    ];
-    args.extend(held.map(|held| int_arg(i64::from(held))));
-    ScriptCall {
-        script: &SCRIPT,
-        sync: None,
-        keys: lock_and_queue(keys),
-        args,
-    }
+    ScriptCall::of(&SCRIPT, lock_and_queue(keys))
+        .lease(lease)
+        .owner(owner)
+        .int(thread_wait.as_u64() as i64)
+        .int(now_ms)
+        .held(held)
 }
 
 /// What a fair acquire attempt learned.

@@ -15,11 +15,11 @@
 //! any is renewed, so a lock key of the wrong type fails the call before it writes; after that
 //! only the lease can fail, at the first renewal, before anything was written.
 
-use super::rw_read_acquire::count_key;
-use super::{DecodeError, Script, ScriptCall, ScriptCtx, ScriptFailure, Store, int_arg};
-use super::{lua_tonumber, renew_batch};
+use super::read_acquire::count_key;
 use crate::keys::Owner;
 use crate::reply::Reply;
+use crate::script::{DecodeError, Script, ScriptCall, ScriptCtx, ScriptFailure, Store};
+use crate::script::{lua_tonumber, renew_batch};
 use crate::time::Lease;
 use bytes::Bytes;
 
@@ -95,19 +95,13 @@ pub fn call<'a>(
     lease: Lease,
     holds: impl IntoIterator<Item = (&'a Bytes, &'a Bytes, &'a Owner)>,
 ) -> ScriptCall {
-    let mut keys = Vec::new();
-    let mut args = vec![int_arg(lease.millis().as_u64() as i64)];
+    let mut call = ScriptCall::of(&SCRIPT, Vec::new()).lease(lease);
     for (lock, key_prefix, owner) in holds {
-        keys.push(lock.clone());
-        keys.push(key_prefix.clone());
-        args.push(owner.as_bytes().clone());
+        call.keys.push(lock.clone());
+        call.keys.push(key_prefix.clone());
+        call = call.owner(owner);
     }
-    ScriptCall {
-        script: &SCRIPT,
-        sync: None,
-        keys,
-        args,
-    }
+    call
 }
 
 /// Decodes the reply: for each hold in call order, whether it is still held and was renewed.

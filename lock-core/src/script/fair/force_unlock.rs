@@ -6,16 +6,12 @@
 //! `RedissonFairLock.forceUnlockAsync`: the stale-waiter purge, then the delete, which publishes
 //! to the head waiter's own channel. Replies 1 when a lock was deleted, 0 when there was none.
 
-use super::fair_queue::{
-    PURGE_LINES, lock_and_queue, publish_to_waiter, purge_stale, purge_stale_lua,
-};
-use super::release::UNLOCK_MESSAGE;
-use super::{
-    DecodeError, PublishCommand, Script, ScriptCall, ScriptCtx, ScriptFailure, Store, int_arg,
-};
+use super::queue::{PURGE_LINES, lock_and_queue, publish_to_waiter, purge_stale, purge_stale_lua};
 use crate::keys::FairKeys;
 use crate::reply::Reply;
-use bytes::Bytes;
+use crate::script::force_unlock::decode_as;
+use crate::script::release::UNLOCK_MESSAGE;
+use crate::script::{DecodeError, Script, ScriptCall, ScriptCtx, ScriptFailure, Store};
 
 /// The script.
 pub static SCRIPT: Script = Script::publishing("fair_force_unlock", BODY, native, 2);
@@ -47,23 +43,14 @@ fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, Script
 
 /// The call that deletes the fair lock `keys`, by the client's clock `now_ms`.
 pub fn call(keys: &FairKeys, now_ms: i64) -> ScriptCall {
-    ScriptCall {
-        script: &SCRIPT,
-        sync: None,
-        keys: [lock_and_queue(keys), vec![keys.lock.channel.clone()]].concat(),
-        args: vec![
-            Bytes::from_static(UNLOCK_MESSAGE),
-            int_arg(now_ms),
-            PublishCommand::Publish.as_arg(),
-        ],
-    }
+    let keys = [lock_and_queue(keys), vec![keys.lock.channel.clone()]].concat();
+    ScriptCall::of(&SCRIPT, keys)
+        .message(UNLOCK_MESSAGE)
+        .int(now_ms)
+        .publish()
 }
 
 /// Decodes the reply: whether a lock was deleted.
 pub fn decode(reply: &Reply) -> Result<bool, DecodeError> {
-    match reply {
-        Reply::Int(1) => Ok(true),
-        Reply::Int(0) => Ok(false),
-        _ => Err(DecodeError::new(SCRIPT.name, reply)),
-    }
+    decode_as(SCRIPT.name, reply)
 }

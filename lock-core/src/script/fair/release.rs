@@ -15,18 +15,12 @@
 //! remain, 1 otherwise; a repeat of the same request replies what the first did. `ARGV[7]` has
 //! the plain release's rule: a copy whose count is stale releases nothing and replies 0.
 
-use super::fair_queue::{
-    PURGE_LINES, lock_and_queue, publish_to_waiter, purge_stale, purge_stale_lua,
-};
-use super::release::UNLOCK_MESSAGE;
-use super::{
-    DecodeError, PublishCommand, Script, ScriptCall, ScriptCtx, ScriptFailure, Store, int_arg,
-};
-use super::{lua_tonumber_reply, release::ReleaseReply};
+use super::queue::{PURGE_LINES, lock_and_queue, publish_to_waiter, purge_stale, purge_stale_lua};
 use crate::keys::{FairKeys, Owner, RequestId};
 use crate::reply::Reply;
+use crate::script::release::{self, ReleaseReply, UNLOCK_MESSAGE};
+use crate::script::{DecodeError, Latch, Script, ScriptCall, ScriptCtx, ScriptFailure, Store};
 use crate::time::{Lease, Millis};
-use bytes::Bytes;
 
 /// The script.
 pub static SCRIPT: Script = Script::publishing("fair_release", BODY, native, 5);
@@ -73,9 +67,9 @@ return 1
 const LATCH_LINES: u32 = 4;
 
 fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, ScriptFailure> {
-    let latch = cx.key(5, 1)?;
-    if let Some(val) = cx.at(1, store.get(latch))? {
-        return Ok(lua_tonumber_reply(&val).map_or(Reply::Nil, Reply::Int));
+    let latch = Latch::new(cx, 5, 5, 1)?;
+    if let Some(reply) = latch.replay(cx, store, 1)? {
+        return Ok(reply);
     }
     purge_stale(cx, store, LATCH_LINES, 4)?;
     let at = |line: u32| line + LATCH_LINES + PURGE_LINES;
@@ -85,7 +79,7 @@ fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, Script
         if let Some(next) = cx.at(at(2), store.lindex(queue, 0))? {
             publish_to_waiter(cx, store, at(4), &next, 1, 6)?;
         }
-        cx.at(at(6), store.set_px(latch, b"1", cx.arg(5, at(6))?))?;
+        latch.set(cx, store, b"1", at(6))?;
         return Ok(Reply::Int(1));
     }
     let owner = cx.arg(3, at(9))?;
@@ -98,11 +92,11 @@ fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, Script
     }
     if cx.at(at(17), store.hincrby(lock, owner, -1))? > 0 {
         cx.at(at(18), store.pexpire(lock, cx.arg(2, at(18))?))?;
-        cx.at(at(19), store.set_px(latch, b"0", cx.arg(5, at(19))?))?;
+        latch.set(cx, store, b"0", at(19))?;
         return Ok(Reply::Int(0));
     }
     cx.at(at(22), store.del(lock))?;
-    cx.at(at(23), store.set_px(latch, b"1", cx.arg(5, at(23))?))?;
+    latch.set(cx, store, b"1", at(23))?;
     if let Some(next) = cx.at(at(24), store.lindex(queue, 0))? {
         publish_to_waiter(cx, store, at(26), &next, 1, 6)?;
     }
@@ -122,34 +116,23 @@ pub fn call(
     latch_ttl: Millis,
     held: Option<u32>,
 ) -> ScriptCall {
-    let mut args = vec![
-        Bytes::from_static(UNLOCK_MESSAGE),
-        int_arg(lease.millis().as_u64() as i64),
-        owner.as_bytes().clone(),
-        int_arg(now_ms),
-        int_arg(latch_ttl.as_u64().max(1) as i64),
-        PublishCommand::Publish.as_arg(),
-    ];
-    args.extend(held.map(|held| int_arg(i64::from(held))));
-    ScriptCall {
-        script: &SCRIPT,
-        sync: None,
-        keys: [
-            lock_and_queue(keys),
-            vec![keys.lock.channel.clone(), keys.lock.unlock_latch(request)],
-        ]
-        .concat(),
-        args,
-    }
+    let keys = [
+        lock_and_queue(keys),
+        vec![keys.lock.channel.clone(), keys.lock.unlock_latch(request)],
+    ]
+    .concat();
+    ScriptCall::of(&SCRIPT, keys)
+        .message(UNLOCK_MESSAGE)
+        .lease(lease)
+        .owner(owner)
+        .int(now_ms)
+        .latch_ttl(latch_ttl)
+        .publish()
+        .held(held)
 }
 
 /// Decodes the script's reply: a plain release's outcomes, [`ReleaseReply::Released`] also when
 /// the lock was already gone.
 pub fn decode(reply: &Reply) -> Result<ReleaseReply, DecodeError> {
-    match reply {
-        Reply::Nil => Ok(ReleaseReply::NotHeld),
-        Reply::Int(0) => Ok(ReleaseReply::StillHeld),
-        Reply::Int(1) => Ok(ReleaseReply::Released),
-        _ => Err(DecodeError::new(SCRIPT.name, reply)),
-    }
+    release::decode_as(SCRIPT.name, reply)
 }

@@ -19,14 +19,14 @@
 //! request replies what the first did. With `ARGV[5]`, a copy whose count is stale releases
 //! nothing and replies 0. The latch TTL is tried on the missing latch before the first write.
 
-use super::release::{ReleaseReply, UNLOCK_MESSAGE};
-use super::rw_read_acquire::count_key;
-use super::{
-    DecodeError, PublishCommand, Script, ScriptCall, ScriptCtx, ScriptFailure, Store, check_set_px,
-    int_arg, lua_number_arg, lua_tonumber, lua_tonumber_reply, publish_with,
-};
+use super::read_acquire::count_key;
 use crate::keys::{Owner, ReadWriteKeys, RequestId};
 use crate::reply::Reply;
+use crate::script::release::{ReleaseReply, UNLOCK_MESSAGE, decode_as};
+use crate::script::{
+    DecodeError, Latch, Script, ScriptCall, ScriptCtx, ScriptFailure, Store, int_arg,
+    lua_number_arg, lua_tonumber,
+};
 use crate::time::Millis;
 use bytes::Bytes;
 use std::ops::ControlFlow;
@@ -86,9 +86,9 @@ return 1
 ";
 
 fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, ScriptFailure> {
-    let latch = cx.key(5, 1)?;
+    let latch = Latch::new(cx, 5, 3, 1)?;
     let lock = cx.key(1, 5)?;
-    let mode = match replay_or_mode(cx, store, latch, lock, 4)? {
+    let mode = match replay_or_mode(cx, store, &latch, lock, 4)? {
         ControlFlow::Continue(mode) => mode,
         ControlFlow::Break(reply) => return Ok(reply),
     };
@@ -96,7 +96,7 @@ fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, Script
     let Some(count) = cx.at(10, store.hget(lock, owner))? else {
         return Ok(Reply::Nil);
     };
-    cx.at(14, check_set_px(store, latch, cx.arg(3, 14)?))?;
+    latch.try_set(cx, store, 3, 14)?;
     if cx.opt_arg(5).is_some_and(|expected| expected != &count[..]) {
         return Ok(Reply::Int(0));
     }
@@ -132,16 +132,13 @@ fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, Script
             cx.at(38, store.pexpire(lock, &lua_number_arg(remain as f64)))?;
         }
         if remain > 0 || &mode[..] == b"write" {
-            cx.at(41, store.set_px(latch, &int_arg(released), cx.arg(3, 41)?))?;
+            latch.set(cx, store, &int_arg(released), 41)?;
             return Ok(Reply::Int(released));
         }
     }
     cx.at(45, store.del(lock))?;
-    cx.at(
-        46,
-        publish_with(store, cx.arg(4, 46)?, cx.key(2, 46)?, cx.arg(1, 46)?),
-    )?;
-    cx.at(47, store.set_px(latch, b"1", cx.arg(3, 47)?))?;
+    cx.publish(store, 46, 4, 2, 1)?;
+    latch.set(cx, store, b"1", 47)?;
     Ok(Reply::Int(1))
 }
 
@@ -152,23 +149,17 @@ fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, Script
 pub(crate) fn replay_or_mode(
     cx: &mut ScriptCtx<'_>,
     store: &mut dyn Store,
-    latch: &[u8],
+    latch: &Latch<'_>,
     lock: &[u8],
     command: usize,
 ) -> Result<ControlFlow<Reply, Bytes>, ScriptFailure> {
-    if let Some(val) = cx.at(1, store.get(latch))? {
-        return Ok(ControlFlow::Break(
-            lua_tonumber_reply(&val).map_or(Reply::Nil, Reply::Int),
-        ));
+    if let Some(reply) = latch.replay(cx, store, 1)? {
+        return Ok(ControlFlow::Break(reply));
     }
     match cx.at(5, store.hget(lock, b"mode"))? {
         Some(mode) => Ok(ControlFlow::Continue(mode)),
         None => {
-            let command = cx.arg(command, 7)?;
-            cx.at(
-                7,
-                publish_with(store, command, cx.key(2, 7)?, cx.arg(1, 7)?),
-            )?;
+            cx.publish(store, 7, command, 2, 1)?;
             Ok(ControlFlow::Break(Reply::Nil))
         }
     }
@@ -184,39 +175,23 @@ pub fn call(
     latch_ttl: Millis,
     held: Option<u32>,
 ) -> ScriptCall {
-    let mut args = vec![
-        Bytes::from_static(UNLOCK_MESSAGE),
-        owner.as_bytes().clone(),
-        int_arg(latch_ttl.as_u64().max(1) as i64),
-        PublishCommand::Publish.as_arg(),
+    let keys = vec![
+        keys.lock.lock.clone(),
+        keys.channel.clone(),
+        keys.timeout_prefix(owner),
+        keys.key_prefix.clone(),
+        keys.lock.unlock_latch(request),
     ];
-    args.extend(held.map(|held| int_arg(i64::from(held))));
-    ScriptCall {
-        script: &SCRIPT,
-        sync: None,
-        keys: vec![
-            keys.lock.lock.clone(),
-            keys.channel.clone(),
-            keys.timeout_prefix(owner),
-            keys.key_prefix.clone(),
-            keys.lock.unlock_latch(request),
-        ],
-        args,
-    }
+    ScriptCall::of(&SCRIPT, keys)
+        .message(UNLOCK_MESSAGE)
+        .owner(owner)
+        .latch_ttl(latch_ttl)
+        .publish()
+        .held(held)
 }
 
 /// Decodes the script's reply: [`ReleaseReply::Released`] when the owner's last read count went,
 /// whether or not others still hold the lock.
 pub fn decode(reply: &Reply) -> Result<ReleaseReply, DecodeError> {
     decode_as(SCRIPT.name, reply)
-}
-
-/// A read-write release's reply (nil, 0 or 1) decoded for the script `name`.
-pub(crate) fn decode_as(name: &'static str, reply: &Reply) -> Result<ReleaseReply, DecodeError> {
-    match reply {
-        Reply::Nil => Ok(ReleaseReply::NotHeld),
-        Reply::Int(0) => Ok(ReleaseReply::StillHeld),
-        Reply::Int(1) => Ok(ReleaseReply::Released),
-        _ => Err(DecodeError::new(name, reply)),
-    }
 }

@@ -13,13 +13,11 @@
 //! adds the lease to the TTL instead). Replies nil when the owner holds the write now, otherwise
 //! the lock's `PTTL`.
 
-use super::acquire::{AcquireReply, counts};
-use super::rw_read_acquire::{decode_as, lengthen_and_latch};
-use super::{
-    DecodeError, Script, ScriptCall, ScriptCtx, ScriptFailure, Store, check_set_px, int_arg,
-};
+use super::read_acquire::lengthen_and_latch;
 use crate::keys::{Owner, ReadWriteKeys, RequestId};
 use crate::reply::Reply;
+use crate::script::acquire::{AcquireReply, counts, decode_as};
+use crate::script::{DecodeError, Latch, Script, ScriptCall, ScriptCtx, ScriptFailure, Store};
 use crate::time::{Lease, Millis};
 
 /// The script.
@@ -51,8 +49,8 @@ return nil
 ";
 
 fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, ScriptFailure> {
-    let latch = cx.key(2, 1)?;
-    if cx.at(1, store.exists(latch))? {
+    let latch = Latch::new(cx, 2, 3, 1)?;
+    if latch.exists(cx, store, 1)? {
         return Ok(Reply::Nil);
     }
     let lock = cx.key(1, 4)?;
@@ -67,15 +65,15 @@ fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, Script
     if held_by_another {
         return Ok(Reply::Int(cx.at(8, store.pttl(lock))?));
     }
-    cx.at(10, check_set_px(store, latch, cx.arg(1, 10)?))?;
-    cx.at(11, check_set_px(store, latch, cx.arg(3, 11)?))?;
+    latch.try_set(cx, store, 1, 10)?;
+    latch.try_set(cx, store, 3, 11)?;
     if mode.is_none() {
         cx.at(13, store.hset(lock, b"mode", b"write"))?;
     }
     if counts(count.as_deref(), cx.opt_arg(4)) {
         cx.at(16, store.hincrby(lock, owner, 1))?;
     }
-    lengthen_and_latch(cx, store, lock, latch, 3, 18)
+    lengthen_and_latch(cx, store, lock, &latch, 18)
 }
 
 /// The call by which `owner` takes the write hold of `keys` with `lease`, idempotent under
@@ -89,18 +87,12 @@ pub fn call(
     latch_ttl: Millis,
     held: Option<u32>,
 ) -> ScriptCall {
-    let mut args = vec![
-        int_arg(lease.millis().as_u64() as i64),
-        owner.writer().as_bytes().clone(),
-        int_arg(latch_ttl.as_u64().max(1) as i64),
-    ];
-    args.extend(held.map(|held| int_arg(i64::from(held))));
-    ScriptCall {
-        script: &SCRIPT,
-        sync: None,
-        keys: vec![keys.lock.lock.clone(), keys.lock.acquire_latch(request)],
-        args,
-    }
+    let keys = vec![keys.lock.lock.clone(), keys.lock.acquire_latch(request)];
+    ScriptCall::of(&SCRIPT, keys)
+        .lease(lease)
+        .owner(&owner.writer())
+        .latch_ttl(latch_ttl)
+        .held(held)
 }
 
 /// Decodes the script's reply: held by this owner now, or the lock's `PTTL`.
