@@ -2,32 +2,10 @@
 //! `FAKE.AUTH` with it; without one every client of a loopback server, and nobody on any other
 //! address. Connections are in-memory pipes, so the servers bind nothing.
 
+use crate::support::pipe::{ask, connect};
 use bytes::Bytes;
 use fake_redis::server::{Server, ServerConfig};
 use std::net::{IpAddr, Ipv4Addr};
-use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
-
-/// One connection to `server`.
-fn connect(server: &Server) -> DuplexStream {
-    let (client, server_side) = tokio::io::duplex(64 * 1024);
-    let server = server.clone();
-    tokio::spawn(async move { server.serve_connection(server_side).await });
-    client
-}
-
-/// Sends one inline command and returns its reply's first line.
-async fn ask(conn: &mut DuplexStream, line: &str) -> String {
-    conn.write_all(format!("{line}\r\n").as_bytes())
-        .await
-        .unwrap();
-    let mut reply = Vec::new();
-    let mut byte = [0u8; 1];
-    while !reply.ends_with(b"\r\n") {
-        conn.read_exact(&mut byte).await.unwrap();
-        reply.push(byte[0]);
-    }
-    String::from_utf8_lossy(&reply[..reply.len() - 2]).into_owned()
-}
 
 #[tokio::test]
 async fn an_admin_password_guards_every_fake_command_per_connection() {

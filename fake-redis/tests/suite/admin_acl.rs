@@ -13,11 +13,10 @@
 use crate::support;
 
 use bytes::{Bytes, BytesMut};
-use fake_redis::resp::{ReplyParser, encode};
+use fake_redis::resp::encode;
 use fake_redis::{Engine, Frame, ManualClock};
-use std::io::{Read, Write};
-use std::net::TcpStream;
-use support::{argv, raw};
+use support::argv;
+use support::raw::{self, Real, eval};
 
 /// The users the cases create, removed before each case with what the cases leave behind.
 const RESET: &[&[&[u8]]] = &[
@@ -32,153 +31,96 @@ const RESET: &[&[&[u8]]] = &[
 
 const RULE_CASES: &[raw::Case] = &[
     &[
-        &["ACL", "SETUSER", "alice"],
-        &["ACL", "GETUSER", "alice"],
-        &["ACL", "LIST"],
-        &["ACL", "USERS"],
+        &["ACL SETUSER alice"],
+        &["ACL GETUSER alice"],
+        &["ACL LIST"],
+        &["ACL USERS"],
         &[
-            "ACL",
-            "SETUSER",
-            "alice",
-            "on",
-            ">p1",
-            ">p2",
-            ">p1",
-            "#5e884898da28047151d0e56f8dc6292773603d0dd6aabbdd62a11ef721d1542d",
-            "~a*",
-            "%R~b*",
-            "%W~c*",
-            "%RW~d*",
-            "~a*",
-            "%R~e",
-            "%W~e",
-            "&ch*",
-            "&ch*",
-            "+@hash",
-            "+config|get",
+            "ACL SETUSER alice on >p1 >p2 >p1 #5e884898da28047151d0e56f8dc6292773603d0dd6aabbdd62a11ef721d1542d ~a* %R~b* %W~c* %RW~d* ~a* %R~e %W~e &ch* &ch* +@hash +config|get",
         ],
-        &["ACL", "GETUSER", "alice"],
-        &["ACL", "LIST"],
+        &["ACL GETUSER alice"],
+        &["ACL LIST"],
         &[
-            "ACL",
-            "SETUSER",
-            "alice",
-            "<p1",
-            "!5e884898da28047151d0e56f8dc6292773603d0dd6aabbdd62a11ef721d1542d",
-            "resetkeys",
-            "~x",
-            "resetchannels",
-            "allchannels",
+            "ACL SETUSER alice <p1 !5e884898da28047151d0e56f8dc6292773603d0dd6aabbdd62a11ef721d1542d resetkeys ~x resetchannels allchannels",
         ],
-        &["ACL", "GETUSER", "alice"],
-        &["ACL", "SETUSER", "alice", "nopass", "skip-sanitize-payload"],
-        &["ACL", "GETUSER", "alice"],
-        &[
-            "ACL",
-            "SETUSER",
-            "alice",
-            "resetpass",
-            "sanitize-payload",
-            "off",
-        ],
-        &["ACL", "GETUSER", "alice"],
-        &["ACL", "SETUSER", "alice", "allkeys", "allcommands", "ON"],
-        &["ACL", "LIST"],
-        &["ACL", "SETUSER", "alice", "reset"],
-        &["ACL", "GETUSER", "alice"],
-        &["ACL", "LIST"],
-        &["ACL", "SETUSER", "bob", "on", "nopass", "~*", "&*", "+@all"],
-        &["ACL", "USERS"],
-        &["ACL", "DELUSER", "alice", "nobody", "bob"],
-        &["ACL", "DELUSER", "alice", "default"],
-        &["ACL", "USERS"],
-        &["ACL", "GETUSER", "alice"],
+        &["ACL GETUSER alice"],
+        &["ACL SETUSER alice nopass skip-sanitize-payload"],
+        &["ACL GETUSER alice"],
+        &["ACL SETUSER alice resetpass sanitize-payload off"],
+        &["ACL GETUSER alice"],
+        &["ACL SETUSER alice allkeys allcommands ON"],
+        &["ACL LIST"],
+        &["ACL SETUSER alice reset"],
+        &["ACL GETUSER alice"],
+        &["ACL LIST"],
+        &["ACL SETUSER bob on nopass ~* &* +@all"],
+        &["ACL USERS"],
+        &["ACL DELUSER alice nobody bob"],
+        &["ACL DELUSER alice default"],
+        &["ACL USERS"],
+        &["ACL GETUSER alice"],
     ],
     &[
-        &["ACL", "SETUSER", "bob", "+@all", "-@string"],
-        &["ACL", "GETUSER", "bob"],
-        &["ACL", "SETUSER", "bob", "-@all", "+@string", "-get"],
-        &["ACL", "GETUSER", "bob"],
-        &["ACL", "SETUSER", "bob", "+@all", "-get", "+get"],
-        &["ACL", "GETUSER", "bob"],
-        &["ACL", "SETUSER", "bob", "+@all", "-config", "+config|get"],
-        &["ACL", "GETUSER", "bob"],
-        &[
-            "ACL",
-            "SETUSER",
-            "bob",
-            "nocommands",
-            "+client",
-            "-client|kill",
-        ],
-        &["ACL", "GETUSER", "bob"],
-        &[
-            "ACL",
-            "SETUSER",
-            "bob",
-            "-@all",
-            "+SELECT|Db0",
-            "+select|db0",
-        ],
-        &["ACL", "GETUSER", "bob"],
-        &["ACL", "SETUSER", "bob", "+select"],
-        &["ACL", "GETUSER", "bob"],
-        &["ACL", "SETUSER", "bob", "-@all", "+@READ"],
-        &["ACL", "LIST"],
-        &["ACL", "SETUSER", "bob", "+@all", "-@pubsub", "-@keyspace"],
-        &["ACL", "LIST"],
-        &["ACL", "SETUSER", "bob", "allcommands", "-@all"],
-        &["ACL", "GETUSER", "bob"],
-        &["ACL", "SETUSER", "bob", "nocommands", "+@all"],
-        &["ACL", "GETUSER", "bob"],
+        &["ACL SETUSER bob +@all -@string"],
+        &["ACL GETUSER bob"],
+        &["ACL SETUSER bob -@all +@string -get"],
+        &["ACL GETUSER bob"],
+        &["ACL SETUSER bob +@all -get +get"],
+        &["ACL GETUSER bob"],
+        &["ACL SETUSER bob +@all -config +config|get"],
+        &["ACL GETUSER bob"],
+        &["ACL SETUSER bob nocommands +client -client|kill"],
+        &["ACL GETUSER bob"],
+        &["ACL SETUSER bob -@all +SELECT|Db0 +select|db0"],
+        &["ACL GETUSER bob"],
+        &["ACL SETUSER bob +select"],
+        &["ACL GETUSER bob"],
+        &["ACL SETUSER bob -@all +@READ"],
+        &["ACL LIST"],
+        &["ACL SETUSER bob +@all -@pubsub -@keyspace"],
+        &["ACL LIST"],
+        &["ACL SETUSER bob allcommands -@all"],
+        &["ACL GETUSER bob"],
+        &["ACL SETUSER bob nocommands +@all"],
+        &["ACL GETUSER bob"],
     ],
     &[
-        &["ACL", "SETUSER", "e1", "bogus"],
-        &["ACL", "SETUSER", "e1", "+bogus"],
-        &["ACL", "SETUSER", "e1", "+@bogus"],
-        &["ACL", "SETUSER", "e1", "-@"],
-        &["ACL", "SETUSER", "e1", "+"],
-        &["ACL", "SETUSER", "e1", "~*", "~a"],
-        &["ACL", "SETUSER", "e1", "allkeys", "%R~a"],
-        &["ACL", "SETUSER", "e1", "&*", "&a"],
-        &["ACL", "SETUSER", "e1", "<nope"],
-        &["ACL", "SETUSER", "e1", "!nope"],
-        &["ACL", "SETUSER", "e1", "#abc"],
-        &[
-            "ACL",
-            "SETUSER",
-            "e1",
-            "#5E884898DA28047151D0E56F8DC6292773603D0DD6AABBDD62A11EF721D1542D",
-        ],
-        &[
-            "ACL",
-            "SETUSER",
-            "e1",
-            "!5e884898da28047151d0e56f8dc6292773603d0dd6aabbdd62a11ef721d1542d",
-        ],
-        &["ACL", "SETUSER", "e1", "+config|get|x"],
-        &["ACL", "SETUSER", "e1", "-config|get|x"],
-        &["ACL", "SETUSER", "e1", "+select|"],
-        &["ACL", "SETUSER", "e1", "-select|0"],
-        &["ACL", "SETUSER", "e1", "+bogus|x"],
-        &["ACL", "SETUSER", "e1", "+config|bogus"],
-        &["ACL", "SETUSER", "e1", "%X~a"],
-        &["ACL", "SETUSER", "e1", "%RR~a"],
-        &["ACL", "SETUSER", "e1", "%~a"],
+        &["ACL SETUSER e1 bogus"],
+        &["ACL SETUSER e1 +bogus"],
+        &["ACL SETUSER e1 +@bogus"],
+        &["ACL SETUSER e1 -@"],
+        &["ACL SETUSER e1 +"],
+        &["ACL SETUSER e1 ~* ~a"],
+        &["ACL SETUSER e1 allkeys %R~a"],
+        &["ACL SETUSER e1 &* &a"],
+        &["ACL SETUSER e1 <nope"],
+        &["ACL SETUSER e1 !nope"],
+        &["ACL SETUSER e1 #abc"],
+        &["ACL SETUSER e1 #5E884898DA28047151D0E56F8DC6292773603D0DD6AABBDD62A11EF721D1542D"],
+        &["ACL SETUSER e1 !5e884898da28047151d0e56f8dc6292773603d0dd6aabbdd62a11ef721d1542d"],
+        &["ACL SETUSER e1 +config|get|x"],
+        &["ACL SETUSER e1 -config|get|x"],
+        &["ACL SETUSER e1 +select|"],
+        &["ACL SETUSER e1 -select|0"],
+        &["ACL SETUSER e1 +bogus|x"],
+        &["ACL SETUSER e1 +config|bogus"],
+        &["ACL SETUSER e1 %X~a"],
+        &["ACL SETUSER e1 %RR~a"],
+        &["ACL SETUSER e1 %~a"],
         &["ACL", "SETUSER", "e1", "~a b"],
         &["ACL", "SETUSER", "e1", "&a\tb"],
         &["ACL", "SETUSER", "a b"],
         &["ACL", "SETUSER", "a\0b"],
         // Nothing of a refused SETUSER applies, even the rules before the bad one.
-        &["ACL", "SETUSER", "e1", "on", "~k", "bogus"],
-        &["ACL", "USERS"],
+        &["ACL SETUSER e1 on ~k bogus"],
+        &["ACL USERS"],
         &["ACL", "SETUSER", "e1", "%R", "%W~", "~", "&", "", ">", "<"],
-        &["ACL", "GETUSER", "e1"],
-        &["ACL", "LIST"],
-        &["ACL", "SETUSER"],
-        &["ACL", "GETUSER"],
-        &["ACL", "DELUSER"],
-        &["ACL", "DRYRUN", "e1"],
+        &["ACL GETUSER e1"],
+        &["ACL LIST"],
+        &["ACL SETUSER"],
+        &["ACL GETUSER"],
+        &["ACL DELUSER"],
+        &["ACL DRYRUN e1"],
     ],
     &[
         &[
@@ -191,123 +133,96 @@ const RULE_CASES: &[raw::Case] = &[
             "(&y",
             "-get)",
         ],
-        &["ACL", "GETUSER", "sel"],
-        &["ACL", "LIST"],
+        &["ACL GETUSER sel"],
+        &["ACL LIST"],
         &["ACL", "SETUSER", "sel", "( ~z %R~w )", "()"],
-        &["ACL", "GETUSER", "sel"],
-        &["ACL", "SETUSER", "sel", "(~q", "+get"],
-        &["ACL", "SETUSER", "sel", "on", "(~q", "(~r", "+get)"],
-        &["ACL", "GETUSER", "sel"],
-        &["ACL", "SETUSER", "sel", "(bogus)"],
-        &["ACL", "SETUSER", "sel", "(~x", "bogus)"],
-        &["ACL", "SETUSER", "sel", "clearselectors"],
-        &["ACL", "GETUSER", "sel"],
+        &["ACL GETUSER sel"],
+        &["ACL SETUSER sel (~q +get"],
+        &["ACL SETUSER sel on (~q (~r +get)"],
+        &["ACL GETUSER sel"],
+        &["ACL SETUSER sel (bogus)"],
+        &["ACL SETUSER sel (~x bogus)"],
+        &["ACL SETUSER sel clearselectors"],
+        &["ACL GETUSER sel"],
     ],
     // `acl-pubsub-default allchannels`: new users, `reset` and new selectors get every channel.
     &[
-        &["CONFIG", "SET", "acl-pubsub-default", "allchannels"],
-        &["ACL", "SETUSER", "alice"],
+        &["CONFIG SET acl-pubsub-default allchannels"],
+        &["ACL SETUSER alice"],
         &["ACL", "SETUSER", "bob", "on", "(~x +get)", "&foo"],
-        &["ACL", "SETUSER", "carol", "on", "&a", "reset"],
+        &["ACL SETUSER carol on &a reset"],
         &["ACL", "SETUSER", "dave", "on", "(~x +get)"],
-        &["ACL", "LIST"],
-        &["CONFIG", "SET", "acl-pubsub-default", "resetchannels"],
-        &["ACL", "SETUSER", "e1", "(+get)"],
-        &["ACL", "SETUSER", "alice", "reset"],
-        &["ACL", "LIST"],
+        &["ACL LIST"],
+        &["CONFIG SET acl-pubsub-default resetchannels"],
+        &["ACL SETUSER e1 (+get)"],
+        &["ACL SETUSER alice reset"],
+        &["ACL LIST"],
     ],
 ];
 
-#[test]
-fn acl_rules_and_descriptions_reply_as_redis_in_resp2() {
-    raw::assert_same(RULE_CASES, RESET, 2);
-}
-
-#[test]
-fn acl_rules_and_descriptions_reply_as_redis_in_resp3() {
-    raw::assert_same(RULE_CASES, RESET, 3);
-}
+raw::same_as_redis!(
+    RULE_CASES,
+    RESET,
+    acl_rules_and_descriptions_reply_as_redis_in_resp2,
+    acl_rules_and_descriptions_reply_as_redis_in_resp3
+);
 
 const CHECK_CASES: &[raw::Case] = &[
     // Commands, keys and channels, from a client's own call.
     &[
-        &[
-            "ACL",
-            "SETUSER",
-            "alice",
-            "on",
-            ">pw",
-            "~a*",
-            "&ch*",
-            "+@all",
-            "-flushall",
-        ],
-        &["AUTH", "alice", "wrong"],
-        &["AUTH", "nobody", "pw"],
-        &["AUTH", "alice", "pw"],
-        &["ACL", "WHOAMI"],
-        &["GET", "b1"],
-        &["GET", "a1"],
-        &["SET", "a1", "x"],
+        &["ACL SETUSER alice on >pw ~a* &ch* +@all -flushall"],
+        &["AUTH alice wrong"],
+        &["AUTH nobody pw"],
+        &["AUTH alice pw"],
+        &["ACL WHOAMI"],
+        &["GET b1"],
+        &["GET a1"],
+        &["SET a1 x"],
         &["FLUSHALL"],
-        &["MSET", "a1", "1", "b1", "2"],
-        &["MSET", "a1", "1", "a2", "2"],
-        &["PUBLISH", "ch1", "x"],
-        &["PUBLISH", "zz", "x"],
-        &["SPUBLISH", "zz", "x"],
-        &["SUBSCRIBE", "ch1", "zz"],
-        &["SSUBSCRIBE", "zz"],
-        &["PSUBSCRIBE", "ch*", "c*"],
-        &["SORT", "a1", "STORE", "b1"],
-        &["SORT", "a1", "STORE", "a2"],
-        &["ZUNIONSTORE", "a3", "2", "a1", "b1"],
-        &["XREAD", "STREAMS", "a1", "b1", "0", "0"],
-        &["CONFIG", "GET", "maxmemory"],
-        &["CLIENT", "KILL", "USER", "nobody"],
-        &["CLIENT", "KILL", "USER", "alice"],
-        &["ACL", "WHOAMI"],
+        &["MSET a1 1 b1 2"],
+        &["MSET a1 1 a2 2"],
+        &["PUBLISH ch1 x"],
+        &["PUBLISH zz x"],
+        &["SPUBLISH zz x"],
+        &["SUBSCRIBE ch1 zz"],
+        &["SSUBSCRIBE zz"],
+        &["PSUBSCRIBE ch* c*"],
+        &["SORT a1 STORE b1"],
+        &["SORT a1 STORE a2"],
+        &["ZUNIONSTORE a3 2 a1 b1"],
+        &["XREAD STREAMS a1 b1 0 0"],
+        &["CONFIG GET maxmemory"],
+        &["CLIENT KILL USER nobody"],
+        &["CLIENT KILL USER alice"],
+        &["ACL WHOAMI"],
     ],
     // Read and write patterns, and a command's subcommand and first argument.
     &[
-        &[
-            "ACL",
-            "SETUSER",
-            "bob",
-            "on",
-            "nopass",
-            "%R~r*",
-            "%W~w*",
-            "~rw*",
-            "+@all",
-            "-config",
-            "+config|get",
-            "-select",
-            "+select|0",
-        ],
-        &["AUTH", "bob", "x"],
-        &["GET", "r1"],
-        &["SET", "r1", "v"],
-        &["SET", "w1", "v"],
-        &["GET", "w1"],
-        &["SET", "w1", "v", "GET"],
-        &["SET", "rw1", "v", "GET"],
-        &["COPY", "r1", "w2"],
-        &["COPY", "w1", "r2"],
-        &["LMOVE", "r1", "w1", "LEFT", "RIGHT"],
-        &["DEL", "r1"],
-        &["EXISTS", "w1"],
-        &["CONFIG", "GET", "maxmemory"],
-        &["CONFIG", "SET", "maxmemory", "0"],
-        &["SELECT", "0"],
-        &["SELECT", "1"],
-        &["ACL", "DRYRUN", "bob", "select", "1"],
-        &["ACL", "DRYRUN", "bob", "set", "r1", "v"],
-        &["ACL", "DRYRUN", "bob", "config", "set", "maxmemory", "0"],
-        &["ACL", "DRYRUN", "bob", "get", "w1"],
-        &["ACL", "DRYRUN", "bob", "get", "r1"],
-        &["ACL", "DRYRUN", "nobody", "get", "r1"],
-        &["ACL", "DRYRUN", "bob", "bogus"],
-        &["ACL", "DRYRUN", "bob", "get"],
+        &["ACL SETUSER bob on nopass %R~r* %W~w* ~rw* +@all -config +config|get -select +select|0"],
+        &["AUTH bob x"],
+        &["GET r1"],
+        &["SET r1 v"],
+        &["SET w1 v"],
+        &["GET w1"],
+        &["SET w1 v GET"],
+        &["SET rw1 v GET"],
+        &["COPY r1 w2"],
+        &["COPY w1 r2"],
+        &["LMOVE r1 w1 LEFT RIGHT"],
+        &["DEL r1"],
+        &["EXISTS w1"],
+        &["CONFIG GET maxmemory"],
+        &["CONFIG SET maxmemory 0"],
+        &["SELECT 0"],
+        &["SELECT 1"],
+        &["ACL DRYRUN bob select 1"],
+        &["ACL DRYRUN bob set r1 v"],
+        &["ACL DRYRUN bob config set maxmemory 0"],
+        &["ACL DRYRUN bob get w1"],
+        &["ACL DRYRUN bob get r1"],
+        &["ACL DRYRUN nobody get r1"],
+        &["ACL DRYRUN bob bogus"],
+        &["ACL DRYRUN bob get"],
     ],
     // Selectors: any may allow a call; a refusal names the last key or channel refused.
     &[
@@ -323,137 +238,79 @@ const CHECK_CASES: &[raw::Case] = &[
             "(+set ~b*)",
             "(+get %R~c* &ch)",
         ],
-        &["AUTH", "sel", "x"],
-        &["GET", "a1"],
-        &["GET", "b1"],
-        &["SET", "b1", "x"],
-        &["SET", "a1", "x"],
-        &["GET", "c1"],
-        &["SET", "c1", "x"],
-        &["INCR", "zz"],
-        &["PUBLISH", "ch", "m"],
-        &["ACL", "DRYRUN", "sel", "get", "b1"],
-        &["ACL", "DRYRUN", "sel", "set", "c1", "x"],
-        &["ACL", "DRYRUN", "sel", "incr", "a1"],
-        &["ACL", "DRYRUN", "sel", "publish", "ch", "m"],
+        &["AUTH sel x"],
+        &["GET a1"],
+        &["GET b1"],
+        &["SET b1 x"],
+        &["SET a1 x"],
+        &["GET c1"],
+        &["SET c1 x"],
+        &["INCR zz"],
+        &["PUBLISH ch m"],
+        &["ACL DRYRUN sel get b1"],
+        &["ACL DRYRUN sel set c1 x"],
+        &["ACL DRYRUN sel incr a1"],
+        &["ACL DRYRUN sel publish ch m"],
     ],
     // Inside a transaction and a script.
     &[
-        &[
-            "ACL",
-            "SETUSER",
-            "carol",
-            "on",
-            "nopass",
-            "~a*",
-            "&ch*",
-            "+@all",
-            "-flushall",
-        ],
-        &["AUTH", "carol", "x"],
+        &["ACL SETUSER carol on nopass ~a* &ch* +@all -flushall"],
+        &["AUTH carol x"],
         &["MULTI"],
-        &["GET", "a1"],
-        &["GET", "zz"],
+        &["GET a1"],
+        &["GET zz"],
         &["FLUSHALL"],
-        &["PUBLISH", "zz", "m"],
+        &["PUBLISH zz m"],
         &["EXEC"],
         &["MULTI"],
-        &["SET", "a1", "v"],
-        &["GET", "a1"],
+        &["SET a1 v"],
+        &["GET a1"],
         &["EXEC"],
-        &["EVAL", "return redis.call('get','zz')", "0"],
+        eval!("return redis.call('get','zz')"),
         &["EVAL", "return redis.call('get',KEYS[1])", "1", "zz"],
         &["EVAL", "return redis.call('get',KEYS[1])", "1", "a1"],
-        &["EVAL", "return redis.call('flushall')", "0"],
-        &["EVAL", "return redis.pcall('flushall')", "0"],
-        &["EVAL", "return redis.call('publish','zz','m')", "0"],
-        &["EVAL", "return redis.pcall('get','zz')", "0"],
-        &["EVAL", "return redis.call('publish','ch1','m')", "0"],
+        eval!("return redis.call('flushall')"),
+        eval!("return redis.pcall('flushall')"),
+        eval!("return redis.call('publish','zz','m')"),
+        eval!("return redis.pcall('get','zz')"),
+        eval!("return redis.call('publish','ch1','m')"),
     ],
     // Authentication: AUTH, HELLO AUTH, requirepass as the default user's password.
     &[
-        &["AUTH", "x"],
-        &["AUTH", "default", "anything"],
-        &["ACL", "SETUSER", "dave", "off", ">pw", "+@all", "~*"],
-        &["AUTH", "dave", "pw"],
-        &["HELLO", "3", "AUTH", "dave", "pw"],
-        &["HELLO", "2", "AUTH", "nobody", "x", "SETNAME", "n"],
-        &["AUTH", "a", "b", "c"],
-        &["ACL", "SETUSER", "dave", "on"],
-        &["AUTH", "dave", "pw"],
-        &["ACL", "WHOAMI"],
-        &["CONFIG", "SET", "requirepass", "s3cret"],
-        &["ACL", "LIST"],
-        &["ACL", "GETUSER", "default"],
-        &["CONFIG", "GET", "requirepass"],
-        &["AUTH", "wrong"],
-        &["AUTH", "s3cret"],
-        &["ACL", "WHOAMI"],
-        &["ACL", "SETUSER", "default", ">other"],
-        &["CONFIG", "GET", "requirepass"],
-        &["AUTH", "other"],
+        &["AUTH x"],
+        &["AUTH default anything"],
+        &["ACL SETUSER dave off >pw +@all ~*"],
+        &["AUTH dave pw"],
+        &["HELLO 3 AUTH dave pw"],
+        &["HELLO 2 AUTH nobody x SETNAME n"],
+        &["AUTH a b c"],
+        &["ACL SETUSER dave on"],
+        &["AUTH dave pw"],
+        &["ACL WHOAMI"],
+        &["CONFIG SET requirepass s3cret"],
+        &["ACL LIST"],
+        &["ACL GETUSER default"],
+        &["CONFIG GET requirepass"],
+        &["AUTH wrong"],
+        &["AUTH s3cret"],
+        &["ACL WHOAMI"],
+        &["ACL SETUSER default >other"],
+        &["CONFIG GET requirepass"],
+        &["AUTH other"],
         &["CONFIG", "SET", "requirepass", ""],
-        &["ACL", "GETUSER", "default"],
-        &["AUTH", "s3cret"],
-        &[
-            "ACL", "SETUSER", "default", "reset", "on", "nopass", "~*", "&*", "+@all",
-        ],
-        &["ACL", "LIST"],
+        &["ACL GETUSER default"],
+        &["AUTH s3cret"],
+        &["ACL SETUSER default reset on nopass ~* &* +@all"],
+        &["ACL LIST"],
     ],
 ];
 
-#[test]
-fn permission_checks_reply_as_redis_in_resp2() {
-    raw::assert_same(CHECK_CASES, RESET, 2);
-}
-
-#[test]
-fn permission_checks_reply_as_redis_in_resp3() {
-    raw::assert_same(CHECK_CASES, RESET, 3);
-}
-
-/// One side of a session: a redis-server's connections or an engine's clients.
-struct Real {
-    stream: TcpStream,
-    buf: BytesMut,
-    parser: ReplyParser,
-}
-
-impl Real {
-    fn connect(port: u16) -> Real {
-        let stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
-        stream
-            .set_read_timeout(Some(std::time::Duration::from_secs(30)))
-            .unwrap();
-        Real {
-            stream,
-            buf: BytesMut::new(),
-            parser: ReplyParser::new(),
-        }
-    }
-
-    /// Sends `argv`; the reply's bytes, or None when the server closed the connection.
-    fn call(&mut self, argv: &[Bytes]) -> Option<Vec<u8>> {
-        let mut req = format!("*{}\r\n", argv.len()).into_bytes();
-        for a in argv {
-            req.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-            req.extend_from_slice(a);
-            req.extend_from_slice(b"\r\n");
-        }
-        self.stream.write_all(&req).ok()?;
-        loop {
-            let before = self.buf.clone();
-            if self.parser.parse(&mut self.buf).unwrap().is_some() {
-                return Some(before[..before.len() - self.buf.len()].to_vec());
-            }
-            let mut chunk = [0u8; 4096];
-            match self.stream.read(&mut chunk) {
-                Ok(0) | Err(_) => return None,
-                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
-            }
-        }
-    }
-}
+raw::same_as_redis!(
+    CHECK_CASES,
+    RESET,
+    permission_checks_reply_as_redis_in_resp2,
+    permission_checks_reply_as_redis_in_resp3
+);
 
 /// Runs `steps` (a connection's index and a command) on a redis-server of its own and on a
 /// fresh engine, in `protocol`; one line per reply that differs once `mask` has hidden what
@@ -474,19 +331,16 @@ fn compare_sessions(
             let mut r = Real::connect(server.port);
             let f = engine.connect();
             if protocol == 3 {
-                let hello = argv("HELLO 3");
-                r.call(&hello);
-                engine.execute(f, &hello);
+                r.call(&[b"HELLO", b"3"]);
+                engine.execute(f, &argv("HELLO 3"));
             }
             real.push(r);
             fake.push(f);
         }
-        let argv: Vec<Bytes> = command
-            .iter()
-            .map(|a| Bytes::copy_from_slice(a.as_bytes()))
-            .collect();
+        let raw: Vec<&[u8]> = raw::words(command).iter().map(|a| a.as_bytes()).collect();
+        let argv: Vec<Bytes> = raw.iter().map(|a| Bytes::copy_from_slice(a)).collect();
         let want = real[conn]
-            .call(&argv)
+            .call_or_closed(&raw)
             .map_or_else(|| b"(closed)".to_vec(), |r| mask(&r));
         let got = if engine.is_connected(fake[conn]) {
             let mut out = BytesMut::new();
@@ -496,10 +350,10 @@ fn compare_sessions(
             b"(closed)".to_vec()
         };
         if got != want {
-            mismatches.push(format!(
-                "RESP{protocol} #{conn} {command:?}\n   redis: {:?}\n    fake: {:?}",
-                String::from_utf8_lossy(&want),
-                String::from_utf8_lossy(&got)
+            mismatches.push(raw::mismatch(
+                &format!("RESP{protocol} #{conn} {command:?}"),
+                &want,
+                &got,
             ));
         }
     }
@@ -510,83 +364,75 @@ fn unmasked(reply: &[u8]) -> Vec<u8> {
     reply.to_vec()
 }
 
+/// Two tests, in RESP2 and in RESP3, each running `steps` as [`compare_sessions`] does with
+/// `mask`, and failing with every reply that differs.
+macro_rules! sessions_as_redis {
+    ($steps:expr, $mask:expr, $resp2:ident, $resp3:ident) => {
+        #[test]
+        fn $resp2() {
+            let mismatches = compare_sessions($steps, 2, $mask);
+            assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+        }
+
+        #[test]
+        fn $resp3() {
+            let mismatches = compare_sessions($steps, 3, $mask);
+            assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+        }
+    };
+}
+
 /// Several connections: a transaction whose user lost rights before `EXEC`, `ACL DELUSER` and
 /// `CLIENT KILL USER` closing connections, a revoked channel closing its subscribers.
 const SESSION: &[(usize, &[&str])] = &[
-    (
-        0,
-        &[
-            "ACL", "SETUSER", "carol", "on", "nopass", "~*", "&ch*", "+@all",
-        ],
-    ),
-    (1, &["AUTH", "carol", "x"]),
+    (0, &["ACL SETUSER carol on nopass ~* &ch* +@all"]),
+    (1, &["AUTH carol x"]),
     (1, &["MULTI"]),
-    (1, &["GET", "k"]),
-    (1, &["PUBLISH", "ch1", "m"]),
-    (1, &["SET", "k", "v"]),
-    (1, &["SET", "other", "v"]),
+    (1, &["GET k"]),
+    (1, &["PUBLISH ch1 m"]),
+    (1, &["SET k v"]),
+    (1, &["SET other v"]),
     (
         0,
-        &[
-            "ACL",
-            "SETUSER",
-            "carol",
-            "-get",
-            "resetkeys",
-            "~k",
-            "resetchannels",
-            "&other",
-        ],
+        &["ACL SETUSER carol -get resetkeys ~k resetchannels &other"],
     ),
     (1, &["EXEC"]),
-    (1, &["GET", "k"]),
+    (1, &["GET k"]),
     // Subscribers of a channel the user may no longer reach are closed; the others stay.
-    (2, &["AUTH", "carol", "x"]),
-    (2, &["SUBSCRIBE", "other"]),
-    (3, &["AUTH", "carol", "x"]),
-    (3, &["SSUBSCRIBE", "other"]),
-    (4, &["AUTH", "carol", "x"]),
-    (4, &["PSUBSCRIBE", "oth*"]),
-    (0, &["ACL", "SETUSER", "carol", "&oth*", "&new"]),
-    (4, &["PSUBSCRIBE", "oth*"]),
+    (2, &["AUTH carol x"]),
+    (2, &["SUBSCRIBE other"]),
+    (3, &["AUTH carol x"]),
+    (3, &["SSUBSCRIBE other"]),
+    (4, &["AUTH carol x"]),
+    (4, &["PSUBSCRIBE oth*"]),
+    (0, &["ACL SETUSER carol &oth* &new"]),
+    (4, &["PSUBSCRIBE oth*"]),
     (2, &["PING"]),
-    (0, &["ACL", "SETUSER", "carol", "resetchannels", "&other"]),
+    (0, &["ACL SETUSER carol resetchannels &other"]),
     (2, &["PING"]),
     (3, &["PING"]),
     (4, &["PING"]),
-    (0, &["ACL", "SETUSER", "carol", "resetchannels", "&new"]),
+    (0, &["ACL SETUSER carol resetchannels &new"]),
     (2, &["PING"]),
     (3, &["PING"]),
     // CLIENT KILL USER closes the user's connections; an `off` user's stay open.
-    (5, &["AUTH", "carol", "x"]),
-    (6, &["AUTH", "carol", "x"]),
-    (0, &["CLIENT", "KILL", "USER", "carol"]),
+    (5, &["AUTH carol x"]),
+    (6, &["AUTH carol x"]),
+    (0, &["CLIENT KILL USER carol"]),
     (5, &["PING"]),
-    (7, &["AUTH", "carol", "x"]),
-    (0, &["ACL", "SETUSER", "carol", "off"]),
+    (7, &["AUTH carol x"]),
+    (0, &["ACL SETUSER carol off"]),
     (7, &["PING"]),
-    (7, &["ACL", "WHOAMI"]),
+    (7, &["ACL WHOAMI"]),
     // ACL DELUSER closes the user's connections, the caller's own once its reply is out.
-    (0, &["ACL", "DELUSER", "carol", "nobody"]),
+    (0, &["ACL DELUSER carol nobody"]),
     (7, &["PING"]),
-    (8, &["ACL", "SETUSER", "self", "on", "nopass", "+@all"]),
-    (8, &["AUTH", "self", "x"]),
-    (8, &["ACL", "DELUSER", "self"]),
+    (8, &["ACL SETUSER self on nopass +@all"]),
+    (8, &["AUTH self x"]),
+    (8, &["ACL DELUSER self"]),
     (8, &["PING"]),
-    (0, &["ACL", "USERS"]),
+    (0, &["ACL USERS"]),
 ];
-
-#[test]
-fn several_connections_see_what_redis_s_see_in_resp2() {
-    let mismatches = compare_sessions(SESSION, 2, unmasked);
-    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
-}
-
-#[test]
-fn several_connections_see_what_redis_s_see_in_resp3() {
-    let mismatches = compare_sessions(SESSION, 3, unmasked);
-    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
-}
 
 /// `ACL LOG`'s entries with their client's `CLIENT LIST` line and their age hidden: those
 /// depend on the machine and the moment (the fake's are checked on its own clock below).
@@ -609,59 +455,48 @@ fn mask_log(reply: &[u8]) -> Vec<u8> {
 }
 
 const LOGGED: &[(usize, &[&str])] = &[
-    (
-        0,
-        &[
-            "ACL",
-            "SETUSER",
-            "alice",
-            "on",
-            ">pw",
-            "~a*",
-            "&ch*",
-            "+@all",
-            "-flushall",
-        ],
-    ),
-    (1, &["AUTH", "alice", "wrong"]),
-    (1, &["AUTH", "nobody", "pw"]),
-    (1, &["HELLO", "2", "AUTH", "alice", "wrong"]),
-    (1, &["AUTH", "alice", "pw"]),
-    (1, &["GET", "b1"]),
-    (1, &["GET", "b1"]),
-    (1, &["GET", "b2"]),
+    (0, &["ACL SETUSER alice on >pw ~a* &ch* +@all -flushall"]),
+    (1, &["AUTH alice wrong"]),
+    (1, &["AUTH nobody pw"]),
+    (1, &["HELLO 2 AUTH alice wrong"]),
+    (1, &["AUTH alice pw"]),
+    (1, &["GET b1"]),
+    (1, &["GET b1"]),
+    (1, &["GET b2"]),
     (1, &["FLUSHALL"]),
-    (1, &["PUBLISH", "zz", "x"]),
-    (1, &["EVAL", "return redis.call('get','zz')", "0"]),
-    (1, &["EVAL", "return redis.pcall('flushall')", "0"]),
-    (1, &["EVAL", "return redis.call('flushall')", "0"]),
+    (1, &["PUBLISH zz x"]),
+    (1, eval!("return redis.call('get','zz')")),
+    (1, eval!("return redis.pcall('flushall')")),
+    (1, eval!("return redis.call('flushall')")),
     (1, &["MULTI"]),
-    (1, &["GET", "zz"]),
+    (1, &["GET zz"]),
     (1, &["FLUSHALL"]),
     (1, &["DISCARD"]),
     (1, &["MULTI"]),
-    (1, &["GET", "a1"]),
-    (0, &["ACL", "SETUSER", "alice", "-get"]),
+    (1, &["GET a1"]),
+    (0, &["ACL SETUSER alice -get"]),
     (1, &["EXEC"]),
-    (0, &["ACL", "LOG"]),
-    (0, &["ACL", "LOG", "2"]),
-    (0, &["ACL", "LOG", "-1"]),
-    (0, &["ACL", "LOG", "x"]),
-    (0, &["ACL", "LOG", "RESET"]),
-    (0, &["ACL", "LOG"]),
+    (0, &["ACL LOG"]),
+    (0, &["ACL LOG 2"]),
+    (0, &["ACL LOG -1"]),
+    (0, &["ACL LOG x"]),
+    (0, &["ACL LOG RESET"]),
+    (0, &["ACL LOG"]),
 ];
 
-#[test]
-fn acl_log_entries_are_redis_s_in_resp2() {
-    let mismatches = compare_sessions(LOGGED, 2, mask_log);
-    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
-}
+sessions_as_redis!(
+    SESSION,
+    unmasked,
+    several_connections_see_what_redis_s_see_in_resp2,
+    several_connections_see_what_redis_s_see_in_resp3
+);
 
-#[test]
-fn acl_log_entries_are_redis_s_in_resp3() {
-    let mismatches = compare_sessions(LOGGED, 3, mask_log);
-    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
-}
+sessions_as_redis!(
+    LOGGED,
+    mask_log,
+    acl_log_entries_are_redis_s_in_resp2,
+    acl_log_entries_are_redis_s_in_resp3
+);
 
 /// The fields of the newest `ACL LOG` entry of `engine`, seen by `client`.
 fn newest_entry(engine: &mut Engine, client: fake_redis::ClientId) -> Vec<(String, Frame)> {
@@ -789,33 +624,13 @@ fn a_restricted_user_s_lock_script_fails_as_redis_s_script_does() {
     }
 }
 
-/// One inline command over a duplex pipe to `server`; the reply's first line.
-async fn ask(conn: &mut tokio::io::DuplexStream, line: &str) -> String {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    conn.write_all(format!("{line}\r\n").as_bytes())
-        .await
-        .unwrap();
-    let mut reply = Vec::new();
-    let mut byte = [0u8; 1];
-    while !reply.ends_with(b"\r\n") {
-        conn.read_exact(&mut byte).await.unwrap();
-        reply.push(byte[0]);
-    }
-    String::from_utf8_lossy(&reply[..reply.len() - 2]).into_owned()
-}
-
 #[tokio::test]
 async fn noperm_comes_through_the_tcp_server_and_fake_connection() {
     use fake_redis::server::{Server, ServerConfig};
+    use support::pipe::{ask, connect};
     let server = Server::new(&ServerConfig::default());
-    let connect = || {
-        let (client, server_side) = tokio::io::duplex(64 * 1024);
-        let server = server.clone();
-        tokio::spawn(async move { server.serve_connection(server_side).await });
-        client
-    };
-    let mut admin = connect();
-    let mut user = connect();
+    let mut admin = connect(&server);
+    let mut user = connect(&server);
     assert_eq!(
         ask(&mut admin, "ACL SETUSER reader on >pw ~r* +@read +auth").await,
         "+OK"
@@ -844,20 +659,53 @@ async fn noperm_comes_through_the_tcp_server_and_fake_connection() {
     );
 }
 
-#[test]
-fn requirepass_set_by_config_is_the_default_user_s_password_for_new_connections() {
-    let mut engine = Engine::new(ManualClock::new(1_700_000_000_000));
+/// An engine whose client, returned, has set `requirepass` to `password`.
+fn engine_with_requirepass(password: &str) -> (Engine, fake_redis::ClientId) {
+    let mut engine = Engine::new(ManualClock::default());
     let admin = engine.connect();
-    engine.execute(admin, &argv("CONFIG SET requirepass pw"));
-    // A connection made before stays authenticated, as in Redis.
-    assert_eq!(engine.execute(admin, &argv("PING")), Frame::simple("PONG"));
+    assert_eq!(
+        engine.execute(admin, &argv(&format!("CONFIG SET requirepass {password}"))),
+        Frame::OK
+    );
+    (engine, admin)
+}
+
+/// A client connected now is refused with `NOAUTH` until it sends `AUTH password`, and then
+/// served.
+#[track_caller]
+fn assert_new_clients_need(engine: &mut Engine, password: &str) {
     let late = engine.connect();
     assert_eq!(
         engine.execute(late, &argv("GET k")),
         Frame::error("NOAUTH Authentication required.")
     );
-    assert_eq!(engine.execute(late, &argv("AUTH pw")), Frame::OK);
+    assert_eq!(
+        engine.execute(late, &argv(&format!("AUTH {password}"))),
+        Frame::OK
+    );
     assert_eq!(engine.execute(late, &argv("GET k")), Frame::Null);
+}
+
+#[test]
+fn config_set_requirepass_guards_new_connections_and_spares_open_ones() {
+    let (mut engine, admin) = engine_with_requirepass("s3cret");
+    assert_new_clients_need(&mut engine, "s3cret");
+    assert_eq!(engine.execute(admin, &argv("GET k")), Frame::Null);
+    assert_eq!(
+        engine.execute(admin, &argv("CONFIG GET requirepass")),
+        Frame::Map(vec![(
+            Frame::Bulk(Bytes::from_static(b"requirepass")),
+            Frame::Bulk(Bytes::from_static(b"s3cret"))
+        )])
+    );
+}
+
+#[test]
+fn requirepass_set_by_config_is_the_default_user_s_password_for_new_connections() {
+    let (mut engine, admin) = engine_with_requirepass("pw");
+    // A connection made before stays authenticated, as in Redis.
+    assert_eq!(engine.execute(admin, &argv("PING")), Frame::simple("PONG"));
+    assert_new_clients_need(&mut engine, "pw");
     // Removing the password through the user lets new connections in again.
     engine.execute(admin, &argv("ACL SETUSER default nopass"));
     let open = engine.connect();
@@ -871,18 +719,6 @@ fn requirepass_set_by_config_is_the_default_user_s_password_for_new_connections(
     );
 }
 
-/// A request for `name` with as many arguments as its arity asks, so that it reaches the
-/// authentication check (a container gets `HELP`, whose arity Redis checks first).
-fn request_for(name: &[u8], arity: i64, container: bool) -> Vec<Bytes> {
-    let argc = arity.unsigned_abs().max(1) as usize;
-    let mut argv = vec![Bytes::copy_from_slice(name)];
-    if container {
-        argv.push(Bytes::from_static(b"help"));
-    }
-    argv.resize(argc.max(argv.len()), Bytes::from_static(b"x"));
-    argv
-}
-
 #[test]
 fn a_default_user_with_a_password_or_off_lets_no_command_run_unauthenticated() {
     // Not `requirepass` (admin_server.rs sends the same with it) but the user's own rules.
@@ -893,48 +729,13 @@ fn a_default_user_with_a_password_or_off_lets_no_command_run_unauthenticated() {
         let fake_admin = engine.connect();
         let mut setuser = argv("ACL SETUSER default");
         setuser.extend(rules.iter().map(|r| Bytes::copy_from_slice(r.as_bytes())));
-        assert_eq!(admin.call(&setuser), Some(b"+OK\r\n".to_vec()));
+        let raw_setuser: Vec<&[u8]> = setuser.iter().map(|a| &a[..]).collect();
+        assert_eq!(
+            admin.call_or_closed(&raw_setuser),
+            Some(b"+OK\r\n".to_vec())
+        );
         assert_eq!(engine.execute(fake_admin, &setuser), Frame::OK);
-        let Frame::Array(commands) = engine.execute(fake_admin, &argv("COMMAND")) else {
-            panic!("COMMAND replies an array");
-        };
-        let mut mismatches = Vec::new();
-        let mut allowed = Vec::new();
-        for entry in &commands {
-            let Frame::Array(fields) = entry else {
-                panic!("a COMMAND entry is an array");
-            };
-            let (Some(Frame::Bulk(name)), Some(Frame::Integer(arity))) =
-                (fields.first(), fields.get(1))
-            else {
-                panic!("a COMMAND entry starts with its name and arity");
-            };
-            if &name[..] == b"quit" {
-                continue;
-            }
-            let container = matches!(fields.get(9), Some(Frame::Array(subs)) if !subs.is_empty());
-            let request = request_for(name, *arity, container);
-            let want = Real::connect(server.port)
-                .call(&request)
-                .unwrap_or_default();
-            let client = engine.connect();
-            let mut got = BytesMut::new();
-            encode(&engine.execute(client, &request), 2, &mut got);
-            if !want.starts_with(b"-NOAUTH") {
-                allowed.push(String::from_utf8_lossy(name).into_owned());
-            }
-            if got[..] != want[..] {
-                mismatches.push(format!(
-                    "{rules:?} {}: redis {:?}, fake {:?}",
-                    String::from_utf8_lossy(name),
-                    String::from_utf8_lossy(&want),
-                    String::from_utf8_lossy(&got)
-                ));
-            }
-        }
-        assert!(commands.len() > 150, "COMMAND lists the fake's commands");
-        assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
-        allowed.sort();
-        assert_eq!(allowed, ["auth", "debug", "exec", "reset"], "{rules:?}");
+        raw::sweep_unauthenticated(&mut engine, fake_admin, server.port)
+            .assert_as_redis(&format!("{rules:?}"));
     }
 }

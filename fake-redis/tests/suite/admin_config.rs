@@ -1,40 +1,11 @@
-//! `CONFIG` changes what the engine does: `requirepass` guards new connections, the BUSY
-//! threshold reaches the engine's configuration, `maxmemory` is refused (the fake does not evict),
-//! and `CONFIG GET *` lists every parameter of Redis 7.0.
+//! `CONFIG` changes what the engine does: the BUSY threshold reaches the engine's
+//! configuration, `maxmemory` is refused (the fake does not evict), and `CONFIG GET *` lists
+//! every parameter of Redis 7.0. (`requirepass`, the `default` user's password, is with the
+//! ACL tests.)
 
+use crate::support::argv;
 use bytes::Bytes;
 use fake_redis::{Engine, Frame, ManualClock};
-
-fn argv(line: &str) -> Vec<Bytes> {
-    line.split_whitespace()
-        .map(|w| Bytes::copy_from_slice(w.as_bytes()))
-        .collect()
-}
-
-#[test]
-fn config_set_requirepass_guards_new_connections_and_spares_open_ones() {
-    let mut engine = Engine::new(ManualClock::default());
-    let admin = engine.connect();
-    assert_eq!(
-        engine.execute(admin, &argv("CONFIG SET requirepass s3cret")),
-        Frame::OK
-    );
-    let late = engine.connect();
-    assert_eq!(
-        engine.execute(late, &argv("GET k")),
-        Frame::error("NOAUTH Authentication required.")
-    );
-    assert_eq!(engine.execute(late, &argv("AUTH s3cret")), Frame::OK);
-    assert_eq!(engine.execute(late, &argv("GET k")), Frame::Null);
-    assert_eq!(engine.execute(admin, &argv("GET k")), Frame::Null);
-    assert_eq!(
-        engine.execute(admin, &argv("CONFIG GET requirepass")),
-        Frame::Map(vec![(
-            Frame::Bulk(Bytes::from_static(b"requirepass")),
-            Frame::Bulk(Bytes::from_static(b"s3cret"))
-        )])
-    );
-}
 
 #[test]
 fn the_busy_threshold_reaches_the_engine_s_configuration() {

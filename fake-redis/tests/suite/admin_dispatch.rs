@@ -7,20 +7,19 @@
 use crate::support;
 
 use fake_redis::{Engine, Frame, ManualClock};
-use support::{argv, raw};
-
-const RESET: &[&[&[u8]]] = &[&[b"FLUSHALL"]];
+use support::argv;
+use support::raw::{self, eval};
 
 const CASES: &[raw::Case] = &[
     // In a transaction, a subcommand's arity and an unknown subcommand refuse at queue time.
     &[
         &["MULTI"],
-        &["CONFIG", "GET"],
-        &["CLIENT", "FOO"],
+        &["CONFIG GET"],
+        &["CLIENT FOO"],
         &["PING"],
         &["EXEC"],
         &["MULTI"],
-        &["OBJECT", "HELP", "x"],
+        &["OBJECT HELP x"],
         &["EXEC"],
         &["MULTI"],
         &["CONFIG"],
@@ -28,78 +27,69 @@ const CASES: &[raw::Case] = &[
     ],
     // Scripts and ACL DRYRUN check the subcommand too.
     &[
-        &["EVAL", "return redis.call('config','get')", "0"],
-        &["EVAL", "return redis.call('client','foo')", "0"],
-        &["EVAL", "return redis.call('object','help','x')", "0"],
-        &["ACL", "DRYRUN", "default", "config", "get"],
-        &["ACL", "DRYRUN", "default", "client", "foo"],
-        &["ACL", "DRYRUN", "default", "config", "get", "x"],
-        &["ACL", "DRYRUN", "default", "config"],
-        &["ACL", "DRYRUN", "default", "object", "help", "x"],
-        &["ACL", "DRYRUN", "default"],
-        &["ACL", "DRYRUN", "default", "get"],
+        eval!("return redis.call('config','get')"),
+        eval!("return redis.call('client','foo')"),
+        eval!("return redis.call('object','help','x')"),
+        &["ACL DRYRUN default config get"],
+        &["ACL DRYRUN default client foo"],
+        &["ACL DRYRUN default config get x"],
+        &["ACL DRYRUN default config"],
+        &["ACL DRYRUN default object help x"],
+        &["ACL DRYRUN default"],
+        &["ACL DRYRUN default get"],
     ],
     // Arguments a handler counts itself, and the subcommands whose arity is fixed.
     &[
-        &["ACL", "CAT", "a", "b"],
-        &["ACL", "CAT", "read", "x"],
-        &["ACL", "GENPASS", "1", "2"],
-        &["ACL", "LOG", "1", "2"],
-        &["ACL", "LOG", "RESET", "x"],
-        &["SLOWLOG", "GET", "1", "2"],
-        &["PUBSUB", "HELP", "x"],
-        &["PUBSUB", "NUMPAT", "x"],
-        &["COMMAND", "COUNT", "x"],
-        &["COMMAND", "FOO"],
-        &["CLIENT", "ID", "x"],
-        &["CLIENT", "GETNAME", "x"],
-        &["CLIENT", "SETNAME"],
-        &["CONFIG", "HELP", "x"],
-        &["LATENCY", "LATEST", "x"],
-        &["MEMORY", "STATS", "x"],
+        &["ACL CAT a b"],
+        &["ACL CAT read x"],
+        &["ACL GENPASS 1 2"],
+        &["ACL LOG 1 2"],
+        &["ACL LOG RESET x"],
+        &["SLOWLOG GET 1 2"],
+        &["PUBSUB HELP x"],
+        &["PUBSUB NUMPAT x"],
+        &["COMMAND COUNT x"],
+        &["COMMAND FOO"],
+        &["CLIENT ID x"],
+        &["CLIENT GETNAME x"],
+        &["CLIENT SETNAME"],
+        &["CONFIG HELP x"],
+        &["LATENCY LATEST x"],
+        &["MEMORY STATS x"],
     ],
     &[
-        &["MEMORY", "DOCTOR"],
-        &["ACL", "DELUSER", "default"],
-        &["ACL", "DELUSER", "nobody", "nobody2"],
-        &["ACL", "DELUSER", "nobody", "default"],
-        &["ACL", "DELUSER"],
+        &["MEMORY DOCTOR"],
+        &["ACL DELUSER default"],
+        &["ACL DELUSER nobody nobody2"],
+        &["ACL DELUSER nobody default"],
+        &["ACL DELUSER"],
     ],
 ];
 
-#[test]
-fn container_calls_are_checked_as_redis_checks_them_in_resp2() {
-    raw::assert_same(CASES, RESET, 2);
-}
-
-#[test]
-fn container_calls_are_checked_as_redis_checks_them_in_resp3() {
-    raw::assert_same(CASES, RESET, 3);
-}
+raw::same_as_redis!(
+    CASES,
+    raw::FLUSHALL,
+    container_calls_are_checked_as_redis_checks_them_in_resp2,
+    container_calls_are_checked_as_redis_checks_them_in_resp3
+);
 
 /// A subscribed RESP2 client: a subcommand's errors come before the context's refusal.
 #[test]
 fn in_the_pub_sub_context_subcommand_errors_come_first() {
     let cases: &[raw::Case] = &[&[
-        &["SUBSCRIBE", "x"],
-        &["CONFIG", "FOO"],
-        &["CONFIG", "GET"],
-        &["CONFIG", "GET", "x"],
-        &["CLIENT", "FOO", "x"],
+        &["SUBSCRIBE x"],
+        &["CONFIG FOO"],
+        &["CONFIG GET"],
+        &["CONFIG GET x"],
+        &["CLIENT FOO x"],
         &["GET"],
     ]];
-    raw::assert_same(cases, RESET, 2);
+    raw::assert_same(cases, raw::FLUSHALL, 2);
 }
 
 #[test]
 fn before_auth_subcommand_errors_come_before_noauth() {
-    let server = support::OwnServer::start_with(&["--requirepass".into(), "pw".into()]);
-    let mut engine = Engine::new(ManualClock::default());
-    let admin = engine.connect();
-    assert_eq!(
-        engine.execute(admin, &argv("CONFIG SET requirepass pw")),
-        Frame::OK
-    );
+    let (server, mut engine, _) = raw::behind_requirepass();
     let requests: &[&[&[u8]]] = &[
         &[b"CLIENT", b"FOO"],
         &[b"CLIENT"],

@@ -28,354 +28,289 @@ const FILL: &str = "for i = 1, tonumber(ARGV[2]) do \
 
 const OBJECT_CASES: &[raw::Case] = &[
     &[
-        &["SET", "s", "abc"],
-        &["OBJECT", "ENCODING", "s"],
-        &["SET", "s", "123"],
-        &["OBJECT", "ENCODING", "s"],
-        &["OBJECT", "REFCOUNT", "s"],
-        &["SET", "s", "10000"],
-        &["OBJECT", "REFCOUNT", "s"],
-        &["SET", "s", "-1"],
-        &["OBJECT", "ENCODING", "s"],
-        &["SET", "s", "01"],
-        &["OBJECT", "ENCODING", "s"],
-        &["SET", "s", "12345678901234567890"],
-        &["OBJECT", "ENCODING", "s"],
-        &["SET", "s", "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"],
-        &["OBJECT", "ENCODING", "s"],
-        &["SET", "s", "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"],
-        &["OBJECT", "ENCODING", "s"],
-        &["OBJECT", "REFCOUNT", "s"],
+        &["SET s abc"],
+        &["OBJECT ENCODING s"],
+        &["SET s 123"],
+        &["OBJECT ENCODING s"],
+        &["OBJECT REFCOUNT s"],
+        &["SET s 10000"],
+        &["OBJECT REFCOUNT s"],
+        &["SET s -1"],
+        &["OBJECT ENCODING s"],
+        &["SET s 01"],
+        &["OBJECT ENCODING s"],
+        &["SET s 12345678901234567890"],
+        &["OBJECT ENCODING s"],
+        &["SET s xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"],
+        &["OBJECT ENCODING s"],
+        &["SET s xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"],
+        &["OBJECT ENCODING s"],
+        &["OBJECT REFCOUNT s"],
     ],
     &[
-        &["SET", "s", "ab"],
-        &["APPEND", "s", "c"],
-        &["OBJECT", "ENCODING", "s"],
-        &["SETRANGE", "t", "0", "x"],
-        &["OBJECT", "ENCODING", "t"],
-        &["PFADD", "hll", "a", "b"],
-        &["OBJECT", "ENCODING", "hll"],
-        &["INCRBYFLOAT", "f", "1.5"],
-        &["OBJECT", "ENCODING", "f"],
-        &["INCR", "n"],
-        &["OBJECT", "ENCODING", "n"],
+        &["SET s ab"],
+        &["APPEND s c"],
+        &["OBJECT ENCODING s"],
+        &["SETRANGE t 0 x"],
+        &["OBJECT ENCODING t"],
+        &["PFADD hll a b"],
+        &["OBJECT ENCODING hll"],
+        &["INCRBYFLOAT f 1.5"],
+        &["OBJECT ENCODING f"],
+        &["INCR n"],
+        &["OBJECT ENCODING n"],
     ],
     &[
-        &["RPUSH", "l", "a", "b"],
-        &["OBJECT", "ENCODING", "l"],
-        &["SADD", "s", "1", "2", "3"],
-        &["OBJECT", "ENCODING", "s"],
-        &["SADD", "s", "a"],
-        &["OBJECT", "ENCODING", "s"],
-        &["SREM", "s", "a"],
-        &["OBJECT", "ENCODING", "s"],
-        &["HSET", "h", "f", "v"],
-        &["OBJECT", "ENCODING", "h"],
+        &["RPUSH l a b"],
+        &["OBJECT ENCODING l"],
+        &["SADD s 1 2 3"],
+        &["OBJECT ENCODING s"],
+        &["SADD s a"],
+        &["OBJECT ENCODING s"],
+        &["SREM s a"],
+        &["OBJECT ENCODING s"],
+        &["HSET h f v"],
+        &["OBJECT ENCODING h"],
         &[
             "HSET",
             "h",
             "g",
             "vvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvv",
         ],
-        &["OBJECT", "ENCODING", "h"],
-        &["ZADD", "z", "1", "a"],
-        &["OBJECT", "ENCODING", "z"],
+        &["OBJECT ENCODING h"],
+        &["ZADD z 1 a"],
+        &["OBJECT ENCODING z"],
         &[
             "ZADD",
             "z",
             "2",
             "mmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmm",
         ],
-        &["OBJECT", "ENCODING", "z"],
+        &["OBJECT ENCODING z"],
     ],
     // The default thresholds, and the one-way conversion of a collection that grew past them.
     &[
         &["EVAL", FILL, "1", "h", "hset", "512"],
         &["EVAL", FILL, "1", "h", "hset", "513"],
-        &["HDEL", "h", "f1", "f2", "f3"],
-        &["OBJECT", "ENCODING", "h"],
+        &["HDEL h f1 f2 f3"],
+        &["OBJECT ENCODING h"],
         &["EVAL", FILL, "1", "z", "zadd", "128"],
         &["EVAL", FILL, "1", "z", "zadd", "129"],
-        &["ZREM", "z", "m1", "m2"],
-        &["OBJECT", "ENCODING", "z"],
+        &["ZREM z m1 m2"],
+        &["OBJECT ENCODING z"],
         &["EVAL", FILL, "1", "s", "sadd", "512"],
         &["EVAL", FILL, "1", "s", "sadd", "513"],
-        &["SREM", "s", "1", "2"],
-        &["OBJECT", "ENCODING", "s"],
+        &["SREM s 1 2"],
+        &["OBJECT ENCODING s"],
         &["EVAL", FILL, "1", "l", "rpush", "1000"],
     ],
     // Thresholds changed by CONFIG SET, under their old names too.
     &[
-        &["CONFIG", "SET", "hash-max-ziplist-entries", "2"],
-        &["CONFIG", "SET", "zset-max-listpack-entries", "2"],
-        &["CONFIG", "SET", "set-max-intset-entries", "2"],
+        &["CONFIG SET hash-max-ziplist-entries 2"],
+        &["CONFIG SET zset-max-listpack-entries 2"],
+        &["CONFIG SET set-max-intset-entries 2"],
         &["EVAL", FILL, "1", "h", "hset", "2"],
         &["EVAL", FILL, "1", "h2", "hset", "3"],
         &["EVAL", FILL, "1", "z", "zadd", "2"],
         &["EVAL", FILL, "1", "z2", "zadd", "3"],
         &["EVAL", FILL, "1", "s", "sadd", "2"],
         &["EVAL", FILL, "1", "s2", "sadd", "3"],
-        &["CONFIG", "SET", "hash-max-listpack-value", "1"],
-        &["HSET", "h3", "f", "vv"],
-        &["OBJECT", "ENCODING", "h3"],
+        &["CONFIG SET hash-max-listpack-value 1"],
+        &["HSET h3 f vv"],
+        &["OBJECT ENCODING h3"],
     ],
     // Strings: a new key's APPEND is encoded as SET's argument, INCR makes an integer object,
     // INCRBYFLOAT a string object; RENAME, COPY and MOVE keep the value's encoding.
     &[
-        &["APPEND", "a1", "abc"],
-        &["OBJECT", "ENCODING", "a1"],
-        &["APPEND", "a2", "123"],
-        &["OBJECT", "ENCODING", "a2"],
-        &["APPEND", "a2", "4"],
-        &["OBJECT", "ENCODING", "a2"],
-        &["INCR", "a2"],
-        &["OBJECT", "ENCODING", "a2"],
-        &["SETRANGE", "sr", "0", "12"],
-        &["INCRBY", "sr", "1"],
-        &["OBJECT", "ENCODING", "sr"],
-        &["INCRBYFLOAT", "a2", "1"],
-        &["OBJECT", "ENCODING", "a2"],
-        &["INCRBYFLOAT", "f", "2"],
-        &["OBJECT", "ENCODING", "f"],
-        &["INCR", "f"],
-        &["OBJECT", "ENCODING", "f"],
-        &["SET", "r", "ab"],
-        &["APPEND", "r", "c"],
-        &["RENAME", "r", "r2"],
-        &["OBJECT", "ENCODING", "r2"],
-        &["COPY", "r2", "r3"],
-        &["OBJECT", "ENCODING", "r3"],
-        &["COPY", "r2", "r4", "DB", "1"],
-        &["MOVE", "r2", "1"],
-        &["SADD", "s", "1", "2", "a"],
-        &["SREM", "s", "a"],
-        &["RENAMENX", "s", "s2"],
-        &["OBJECT", "ENCODING", "s2"],
-        &["COPY", "s2", "s3"],
-        &["OBJECT", "ENCODING", "s3"],
-        &["MOVE", "s2", "1"],
-        &["SELECT", "1"],
-        &["OBJECT", "ENCODING", "r2"],
-        &["OBJECT", "ENCODING", "r4"],
-        &["OBJECT", "ENCODING", "s2"],
+        &["APPEND a1 abc"],
+        &["OBJECT ENCODING a1"],
+        &["APPEND a2 123"],
+        &["OBJECT ENCODING a2"],
+        &["APPEND a2 4"],
+        &["OBJECT ENCODING a2"],
+        &["INCR a2"],
+        &["OBJECT ENCODING a2"],
+        &["SETRANGE sr 0 12"],
+        &["INCRBY sr 1"],
+        &["OBJECT ENCODING sr"],
+        &["INCRBYFLOAT a2 1"],
+        &["OBJECT ENCODING a2"],
+        &["INCRBYFLOAT f 2"],
+        &["OBJECT ENCODING f"],
+        &["INCR f"],
+        &["OBJECT ENCODING f"],
+        &["SET r ab"],
+        &["APPEND r c"],
+        &["RENAME r r2"],
+        &["OBJECT ENCODING r2"],
+        &["COPY r2 r3"],
+        &["OBJECT ENCODING r3"],
+        &["COPY r2 r4 DB 1"],
+        &["MOVE r2 1"],
+        &["SADD s 1 2 a"],
+        &["SREM s a"],
+        &["RENAMENX s s2"],
+        &["OBJECT ENCODING s2"],
+        &["COPY s2 s3"],
+        &["OBJECT ENCODING s3"],
+        &["MOVE s2 1"],
+        &["SELECT 1"],
+        &["OBJECT ENCODING r2"],
+        &["OBJECT ENCODING r4"],
+        &["OBJECT ENCODING s2"],
     ],
     // Errors and the missing key.
     &[
-        &["OBJECT", "ENCODING", "missing"],
-        &["OBJECT", "REFCOUNT", "missing"],
-        &["OBJECT", "IDLETIME", "missing"],
-        &["OBJECT", "FREQ", "missing"],
-        &["SET", "k", "v"],
-        &["OBJECT", "FREQ", "k"],
-        &["OBJECT", "IDLETIME", "k"],
-        &["OBJECT", "ENCODING"],
-        &["OBJECT", "ENCODING", "k", "extra"],
-        &["OBJECT", "HELP", "extra"],
-        &["OBJECT", "BOGUS", "k"],
-        &["OBJECT", "HELP"],
-        &["CONFIG", "SET", "maxmemory-policy", "allkeys-lfu"],
-        &["OBJECT", "IDLETIME", "k"],
+        &["OBJECT ENCODING missing"],
+        &["OBJECT REFCOUNT missing"],
+        &["OBJECT IDLETIME missing"],
+        &["OBJECT FREQ missing"],
+        &["SET k v"],
+        &["OBJECT FREQ k"],
+        &["OBJECT IDLETIME k"],
+        &["OBJECT ENCODING"],
+        &["OBJECT ENCODING k extra"],
+        &["OBJECT HELP extra"],
+        &["OBJECT BOGUS k"],
+        &["OBJECT HELP"],
+        &["CONFIG SET maxmemory-policy allkeys-lfu"],
+        &["OBJECT IDLETIME k"],
     ],
 ];
 
 /// The other server commands whose replies depend on neither time nor the machine.
 const SERVER_CASES: &[raw::Case] = &[
     &[
-        &["SET", "k", "v"],
-        &["MEMORY", "USAGE", "k"],
-        &["SET", "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk", "v"],
+        &["SET k v"],
+        &["MEMORY USAGE k"],
+        &["SET kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk v"],
         &[
             "MEMORY",
             "USAGE",
             "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk",
         ],
-        &["SET", "i", "5"],
-        &["MEMORY", "USAGE", "i"],
+        &["SET i 5"],
+        &["MEMORY USAGE i"],
         &[
             "SET",
             "r",
             "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
         ],
-        &["MEMORY", "USAGE", "r"],
-        &["HSET", "h", "a", "b"],
-        &["MEMORY", "USAGE", "h"],
+        &["MEMORY USAGE r"],
+        &["HSET h a b"],
+        &["MEMORY USAGE h"],
         &[
             "HSET",
             "h2",
             "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
             "1",
         ],
-        &["MEMORY", "USAGE", "h2"],
-        &["RPUSH", "l", "1", "2", "3", "hello"],
-        &["MEMORY", "USAGE", "l"],
-        &["SADD", "s", "1", "70000"],
-        &["MEMORY", "USAGE", "s"],
-        &["SADD", "s2", "a"],
-        &["MEMORY", "USAGE", "s2"],
-        &["ZADD", "z", "1.5", "a", "2", "b"],
-        &["MEMORY", "USAGE", "z"],
-        &["MEMORY", "USAGE", "k", "SAMPLES", "0"],
-        &["MEMORY", "USAGE", "missing"],
-        &["MEMORY", "USAGE", "k", "SAMPLES"],
-        &["MEMORY", "USAGE", "k", "SAMPLES", "x"],
-        &["MEMORY", "USAGE", "k", "SAMPLES", "-1"],
-        &["MEMORY", "USAGE", "k", "bogus", "1"],
-        &["MEMORY", "HELP"],
-        &["MEMORY", "PURGE"],
-        &["MEMORY", "BOGUS"],
+        &["MEMORY USAGE h2"],
+        &["RPUSH l 1 2 3 hello"],
+        &["MEMORY USAGE l"],
+        &["SADD s 1 70000"],
+        &["MEMORY USAGE s"],
+        &["SADD s2 a"],
+        &["MEMORY USAGE s2"],
+        &["ZADD z 1.5 a 2 b"],
+        &["MEMORY USAGE z"],
+        &["MEMORY USAGE k SAMPLES 0"],
+        &["MEMORY USAGE missing"],
+        &["MEMORY USAGE k SAMPLES"],
+        &["MEMORY USAGE k SAMPLES x"],
+        &["MEMORY USAGE k SAMPLES -1"],
+        &["MEMORY USAGE k bogus 1"],
+        &["MEMORY HELP"],
+        &["MEMORY PURGE"],
+        &["MEMORY BOGUS"],
         &["MEMORY"],
     ],
     &[
-        &["SLOWLOG", "GET"],
-        &["SLOWLOG", "GET", "-1"],
-        &["SLOWLOG", "GET", "-2"],
-        &["SLOWLOG", "GET", "x"],
-        &["SLOWLOG", "LEN"],
-        &["SLOWLOG", "RESET"],
-        &["SLOWLOG", "HELP"],
-        &["SLOWLOG", "BOGUS"],
-        &["LATENCY", "LATEST"],
-        &["LATENCY", "HISTORY", "command"],
-        &["LATENCY", "RESET"],
-        &["LATENCY", "DOCTOR"],
-        &["LATENCY", "HELP"],
-        &["LATENCY", "GRAPH", "command"],
-        &["LATENCY", "BOGUS"],
+        &["SLOWLOG GET"],
+        &["SLOWLOG GET -1"],
+        &["SLOWLOG GET -2"],
+        &["SLOWLOG GET x"],
+        &["SLOWLOG LEN"],
+        &["SLOWLOG RESET"],
+        &["SLOWLOG HELP"],
+        &["SLOWLOG BOGUS"],
+        &["LATENCY LATEST"],
+        &["LATENCY HISTORY command"],
+        &["LATENCY RESET"],
+        &["LATENCY DOCTOR"],
+        &["LATENCY HELP"],
+        &["LATENCY GRAPH command"],
+        &["LATENCY BOGUS"],
         &["ROLE"],
-        &["ROLE", "x"],
-        &["LASTSAVE", "x"],
-        &["BGSAVE", "x"],
+        &["ROLE x"],
+        &["LASTSAVE x"],
+        &["BGSAVE x"],
     ],
     &[
-        &["SET", "k", "v"],
-        &["SET", "t", "v", "EX", "100"],
-        &["MOVE", "k", "x"],
-        &["MOVE", "k", "99"],
-        &["MOVE", "k", "0"],
-        &["MOVE", "missing", "1"],
-        &["MOVE", "k", "1"],
-        &["MOVE", "t", "1"],
-        &["EXISTS", "k", "t"],
-        &["SELECT", "1"],
-        &["GET", "k"],
-        &["TTL", "t"],
-        &["SET", "k", "other"],
-        &["SELECT", "0"],
-        &["SET", "k", "again"],
-        &["MOVE", "k", "1"],
-        &["GET", "k"],
-        &["DEBUG", "SLEEP", "0"],
-        &["DEBUG", "JMAP"],
+        &["SET k v"],
+        &["SET t v EX 100"],
+        &["MOVE k x"],
+        &["MOVE k 99"],
+        &["MOVE k 0"],
+        &["MOVE missing 1"],
+        &["MOVE k 1"],
+        &["MOVE t 1"],
+        &["EXISTS k t"],
+        &["SELECT 1"],
+        &["GET k"],
+        &["TTL t"],
+        &["SET k other"],
+        &["SELECT 0"],
+        &["SET k again"],
+        &["MOVE k 1"],
+        &["GET k"],
+        &["DEBUG SLEEP 0"],
+        &["DEBUG JMAP"],
         &["DEBUG"],
     ],
     &[
-        &["ACL", "WHOAMI"],
-        &["ACL", "USERS"],
-        &["ACL", "LIST"],
-        &["ACL", "GETUSER", "default"],
-        &["ACL", "GETUSER", "nobody"],
-        &["ACL", "CAT"],
-        &["ACL", "CAT", "bogus"],
-        &["ACL", "GENPASS", "0"],
-        &["ACL", "GENPASS", "4097"],
-        &["ACL", "GENPASS", "x"],
-        &["ACL", "LOG"],
-        &["ACL", "LOG", "x"],
-        &["ACL", "LOG", "RESET"],
-        &["ACL", "DRYRUN", "default", "GET", "k"],
-        &["ACL", "DRYRUN", "default", "bogus"],
-        &["ACL", "DRYRUN", "nobody", "GET", "k"],
-        &["ACL", "DRYRUN", "default", "GET"],
-        &["ACL", "SAVE"],
-        &["ACL", "LOAD"],
-        &["ACL", "HELP"],
-        &["ACL", "WHOAMI", "x"],
-        &["ACL", "BOGUS"],
+        &["ACL WHOAMI"],
+        &["ACL USERS"],
+        &["ACL LIST"],
+        &["ACL GETUSER default"],
+        &["ACL GETUSER nobody"],
+        &["ACL CAT"],
+        &["ACL CAT bogus"],
+        &["ACL GENPASS 0"],
+        &["ACL GENPASS 4097"],
+        &["ACL GENPASS x"],
+        &["ACL LOG"],
+        &["ACL LOG x"],
+        &["ACL LOG RESET"],
+        &["ACL DRYRUN default GET k"],
+        &["ACL DRYRUN default bogus"],
+        &["ACL DRYRUN nobody GET k"],
+        &["ACL DRYRUN default GET"],
+        &["ACL SAVE"],
+        &["ACL LOAD"],
+        &["ACL HELP"],
+        &["ACL WHOAMI x"],
+        &["ACL BOGUS"],
         &["ACL"],
-        &["CONFIG", "SET", "requirepass", "s3cret"],
-        &["ACL", "LIST"],
-        &["ACL", "GETUSER", "default"],
-        &["AUTH", "default", "s3cret"],
-        &["ACL", "WHOAMI"],
+        &["CONFIG SET requirepass s3cret"],
+        &["ACL LIST"],
+        &["ACL GETUSER default"],
+        &["AUTH default s3cret"],
+        &["ACL WHOAMI"],
     ],
 ];
 
-#[test]
-fn server_commands_reply_as_redis_in_resp2() {
-    raw::assert_same(SERVER_CASES, RESET, 2);
-}
-
-#[test]
-fn server_commands_reply_as_redis_in_resp3() {
-    raw::assert_same(SERVER_CASES, RESET, 3);
-}
-
-/// A request for `name` with as many arguments as its arity asks, so that it reaches the
-/// authentication check (Redis checks the arity first, and a container command's subcommand:
-/// those get `HELP`).
-fn request_for(name: &[u8], arity: i64, container: bool) -> Vec<Vec<u8>> {
-    let argc = arity.unsigned_abs().max(1) as usize;
-    let mut argv = vec![name.to_vec()];
-    if container {
-        argv.push(b"help".to_vec());
-    }
-    argv.resize(argc.max(argv.len()), b"x".to_vec());
-    argv
-}
+raw::same_as_redis!(
+    SERVER_CASES,
+    RESET,
+    server_commands_reply_as_redis_in_resp2,
+    server_commands_reply_as_redis_in_resp3
+);
 
 #[test]
 fn with_requirepass_every_command_answers_an_unauthenticated_client_as_redis_does() {
-    let server = support::OwnServer::start_with(&["--requirepass".into(), "pw".into()]);
-    let mut engine = Engine::new(ManualClock::default());
-    let admin = engine.connect();
-    assert_eq!(
-        engine.execute(admin, &argv("CONFIG SET requirepass pw")),
-        Frame::OK
-    );
-    let Frame::Array(commands) = engine.execute(admin, &argv("COMMAND")) else {
-        panic!("COMMAND replies an array");
-    };
-    let mut mismatches = Vec::new();
-    let mut allowed = Vec::new();
-    for entry in &commands {
-        let Frame::Array(fields) = entry else {
-            panic!("a COMMAND entry is an array");
-        };
-        let (Some(Frame::Bulk(name)), Some(Frame::Integer(arity))) =
-            (fields.first(), fields.get(1))
-        else {
-            panic!("a COMMAND entry starts with its name and arity");
-        };
-        if &name[..] == b"quit" {
-            // It closes the connection; it needs no authentication on either server.
-            continue;
-        }
-        let container = matches!(fields.get(9), Some(Frame::Array(subs)) if !subs.is_empty());
-        let request = request_for(name, *arity, container);
-        let raw: Vec<&[u8]> = request.iter().map(|a| &a[..]).collect();
-        let want = raw::Real::connect(server.port).call(&raw);
-        let client = engine.connect();
-        let request: Vec<bytes::Bytes> = request.into_iter().map(bytes::Bytes::from).collect();
-        let mut got = bytes::BytesMut::new();
-        fake_redis::resp::encode(&engine.execute(client, &request), 2, &mut got);
-        if !want.starts_with(b"-NOAUTH") {
-            allowed.push(String::from_utf8_lossy(name).into_owned());
-        }
-        if got[..] != want[..] {
-            mismatches.push(format!(
-                "{}: redis {:?}, fake {:?}",
-                String::from_utf8_lossy(name),
-                String::from_utf8_lossy(&want),
-                String::from_utf8_lossy(&got)
-            ));
-        }
-    }
-    assert!(commands.len() > 150, "COMMAND lists the fake's commands");
-    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
-    allowed.sort();
-    // Besides AUTH and RESET: DEBUG's refusal and EXEC's EXECABORT come before the check,
-    // and HELLO's own NOAUTH text starts with NOAUTH.
-    assert_eq!(allowed, ["auth", "debug", "exec", "reset"]);
+    let (server, mut engine, admin) = raw::behind_requirepass();
+    raw::sweep_unauthenticated(&mut engine, admin, server.port).assert_as_redis("requirepass");
 }
 
 #[test]
@@ -398,15 +333,12 @@ fn lastsave_is_the_start_until_a_save_moves_it() {
     );
 }
 
-#[test]
-fn object_replies_as_redis_in_resp2() {
-    raw::assert_same(OBJECT_CASES, RESET, 2);
-}
-
-#[test]
-fn object_replies_as_redis_in_resp3() {
-    raw::assert_same(OBJECT_CASES, RESET, 3);
-}
+raw::same_as_redis!(
+    OBJECT_CASES,
+    RESET,
+    object_replies_as_redis_in_resp2,
+    object_replies_as_redis_in_resp3
+);
 
 #[test]
 fn object_idletime_counts_seconds_since_the_last_access_on_the_engine_s_clock() {
@@ -469,59 +401,56 @@ fn object_idletime_is_kept_by_the_lookups_redis_makes_without_touching() {
 /// `SWAPDB`'s errors and swap, and the watches it breaks, as Redis's.
 const SWAPDB_CASES: &[raw::Case] = &[
     &[
-        &["SWAPDB", "0"],
-        &["SWAPDB", "0", "1", "2"],
-        &["SWAPDB", "a", "1"],
-        &["SWAPDB", "0", "b"],
-        &["SWAPDB", "a", "99"],
-        &["SWAPDB", "0", "99"],
-        &["SWAPDB", "-1", "0"],
-        &["SWAPDB", "0", "0"],
-        &["SET", "k", "v"],
-        &["SET", "t", "v", "EX", "100"],
-        &["SELECT", "1"],
-        &["SET", "j", "w"],
-        &["SWAPDB", "1", "0"],
-        &["GET", "j"],
-        &["GET", "k"],
-        &["TTL", "t"],
+        &["SWAPDB 0"],
+        &["SWAPDB 0 1 2"],
+        &["SWAPDB a 1"],
+        &["SWAPDB 0 b"],
+        &["SWAPDB a 99"],
+        &["SWAPDB 0 99"],
+        &["SWAPDB -1 0"],
+        &["SWAPDB 0 0"],
+        &["SET k v"],
+        &["SET t v EX 100"],
+        &["SELECT 1"],
+        &["SET j w"],
+        &["SWAPDB 1 0"],
+        &["GET j"],
+        &["GET k"],
+        &["TTL t"],
         &["DBSIZE"],
-        &["SELECT", "0"],
-        &["GET", "j"],
+        &["SELECT 0"],
+        &["GET j"],
         &["DBSIZE"],
     ],
     &[
-        &["SET", "k", "v"],
-        &["WATCH", "k"],
-        &["SWAPDB", "0", "1"],
+        &["SET k v"],
+        &["WATCH k"],
+        &["SWAPDB 0 1"],
         &["MULTI"],
         &["PING"],
         &["EXEC"],
-        &["SELECT", "2"],
-        &["SET", "w", "v"],
-        &["SELECT", "0"],
-        &["WATCH", "w"],
-        &["SWAPDB", "0", "2"],
+        &["SELECT 2"],
+        &["SET w v"],
+        &["SELECT 0"],
+        &["WATCH w"],
+        &["SWAPDB 0 2"],
         &["MULTI"],
         &["PING"],
         &["EXEC"],
-        &["WATCH", "nowhere"],
-        &["SWAPDB", "0", "2"],
+        &["WATCH nowhere"],
+        &["SWAPDB 0 2"],
         &["MULTI"],
         &["PING"],
         &["EXEC"],
     ],
 ];
 
-#[test]
-fn swapdb_replies_as_redis_in_resp2() {
-    raw::assert_same(SWAPDB_CASES, RESET, 2);
-}
-
-#[test]
-fn swapdb_replies_as_redis_in_resp3() {
-    raw::assert_same(SWAPDB_CASES, RESET, 3);
-}
+raw::same_as_redis!(
+    SWAPDB_CASES,
+    RESET,
+    swapdb_replies_as_redis_in_resp2,
+    swapdb_replies_as_redis_in_resp3
+);
 
 /// A client blocked on a key of database 1 is served when `SWAPDB` brings that key in.
 #[test]

@@ -11,7 +11,7 @@ use bytes::{Bytes, BytesMut};
 use fake_redis::resp::{Frame, ReplyParser, encode};
 use fake_redis::{ClientId, Engine, ManualClock};
 use support::OwnServer;
-use support::raw::Real;
+use support::raw::{Real, eval};
 
 /// A known sequence: plain calls, a failed one, refused ones, an unknown command and subcommand,
 /// transactions (one with a failing command, one discarded), scripts whose calls fail, error
@@ -33,19 +33,11 @@ const SEQUENCE: &[&[&str]] = &[
     &["GET"],
     &["SET", "c", "1"],
     &["EXEC"],
-    &[
-        "EVAL",
-        "redis.call('set','c','x') return redis.call('lpush','c','y')",
-        "0",
-    ],
-    &["EVAL", "return redis.pcall('lpush','c','y')", "0"],
-    &["EVAL", "return redis.error_reply('MYERR x')", "0"],
-    &["EVAL", "return {err='OTHER y'}", "0"],
-    &[
-        "EVAL",
-        "redis.pcall('incr','c') return redis.error_reply('ERR mine')",
-        "0",
-    ],
+    eval!("redis.call('set','c','x') return redis.call('lpush','c','y')"),
+    eval!("return redis.pcall('lpush','c','y')"),
+    eval!("return redis.error_reply('MYERR x')"),
+    eval!("return {err='OTHER y'}"),
+    eval!("redis.pcall('incr','c') return redis.error_reply('ERR mine')"),
     &["BLPOP", "nol", "0.01"],
     &["EXEC"],
     &["DISCARD"],

@@ -7,7 +7,7 @@ use crate::support;
 use fake_redis::{Engine, FakeConnection, Frame, NodeId, TokioClock, shared};
 use redis::{AsyncCommands, Value};
 use std::time::Duration;
-use support::bench::{Bench, bulk};
+use support::bench::{Bench, UNBLOCKED, bulk, tokio_connections};
 
 fn array(items: &[&str]) -> Frame {
     Frame::Array(items.iter().map(|s| bulk(s)).collect())
@@ -203,24 +203,14 @@ fn client_unblock_ends_a_block_as_a_timeout_or_an_error() {
     let [a, other] = b.clients();
     let id = a.0.to_string();
     b.assert_blocks(a, &["BLPOP", "q", "0"]);
-    assert_eq!(b.run(other, &["CLIENT", "UNBLOCK", &id]), Frame::Integer(1));
-    assert_eq!(b.engine.take_unblocked_reply(a), Some(Frame::NullArray));
+    b.assert_unblocks(other, a, None, Frame::NullArray);
     assert_eq!(b.run(other, &["CLIENT", "UNBLOCK", &id]), Frame::Integer(0));
     b.assert_blocks(a, &["BLPOP", "q", "0"]);
     assert_eq!(
         b.run(other, &["CLIENT", "UNBLOCK", &id, "foo"]),
         Frame::error("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")
     );
-    assert_eq!(
-        b.run(other, &["CLIENT", "UNBLOCK", &id, "ERROR"]),
-        Frame::Integer(1)
-    );
-    assert_eq!(
-        b.engine.take_unblocked_reply(a),
-        Some(Frame::error(
-            "UNBLOCKED client unblocked via CLIENT UNBLOCK"
-        ))
-    );
+    b.assert_unblocks(other, a, Some("ERROR"), Frame::error(UNBLOCKED));
     assert_eq!(
         b.run(other, &["CLIENT", "UNBLOCK", "abc"]),
         Frame::error("ERR value is not an integer or out of range")
@@ -315,9 +305,7 @@ async fn blpop_through_fake_connection_times_out_on_tokio_s_paused_clock() {
 
 #[tokio::test(start_paused = true)]
 async fn blpop_through_fake_connection_returns_what_another_connection_pushes() {
-    let engine = shared(Engine::new(TokioClock::new()));
-    let mut conn = FakeConnection::new(engine.clone(), NodeId(1));
-    let mut pusher = FakeConnection::new(engine, NodeId(2));
+    let (mut conn, mut pusher) = tokio_connections();
     let start = tokio::time::Instant::now();
     let push = async move {
         tokio::time::sleep(Duration::from_secs(12)).await;

@@ -6,10 +6,10 @@
 
 use crate::support;
 
-use fake_redis::{Engine, FakeConnection, Frame, NodeId, TokioClock, shared};
+use fake_redis::Frame;
 use redis::Value;
 use std::time::Duration;
-use support::bench::{Bench, bulk};
+use support::bench::{Bench, UNBLOCKED, bulk, tokio_connections};
 
 /// `[[key, [[id, [field, value]]…]]]`, RESP2's reply of one stream.
 fn one_stream(key: &str, entries: &[(&str, &str, &str)]) -> Frame {
@@ -203,10 +203,8 @@ fn block_does_not_wait_inside_multi_and_client_unblock_ends_it() {
         b.block(a, &["EXEC"]),
         Some(Frame::Array(vec![Frame::NullArray]))
     );
-    let id = a.0.to_string();
     b.assert_blocks(a, &["XREAD", "BLOCK", "0", "STREAMS", "s", "$"]);
-    assert_eq!(b.run(other, &["CLIENT", "UNBLOCK", &id]), Frame::Integer(1));
-    assert_eq!(b.engine.take_unblocked_reply(a), Some(Frame::NullArray));
+    b.assert_unblocks(other, a, None, Frame::NullArray);
     b.run(other, &["XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"]);
     let group_read = [
         "XREADGROUP",
@@ -220,16 +218,7 @@ fn block_does_not_wait_inside_multi_and_client_unblock_ends_it() {
         ">",
     ];
     b.assert_blocks(a, &group_read);
-    assert_eq!(
-        b.run(other, &["CLIENT", "UNBLOCK", &id, "ERROR"]),
-        Frame::Integer(1)
-    );
-    assert_eq!(
-        b.engine.take_unblocked_reply(a),
-        Some(Frame::error(
-            "UNBLOCKED client unblocked via CLIENT UNBLOCK"
-        ))
-    );
+    b.assert_unblocks(other, a, Some("ERROR"), Frame::error(UNBLOCKED));
     // A disconnect and a restart leave no reader behind.
     b.assert_blocks(a, &group_read);
     b.engine.disconnect(a);
@@ -249,9 +238,7 @@ fn block_does_not_wait_inside_multi_and_client_unblock_ends_it() {
 
 #[tokio::test(start_paused = true)]
 async fn xread_block_through_fake_connection_on_tokio_s_paused_clock() {
-    let engine = shared(Engine::new(TokioClock::new()));
-    let mut conn = FakeConnection::new(engine.clone(), NodeId(1));
-    let mut writer = FakeConnection::new(engine, NodeId(2));
+    let (mut conn, mut writer) = tokio_connections();
     let start = tokio::time::Instant::now();
     let reply: Value = redis::cmd("XREAD")
         .arg(&["BLOCK", "30000", "STREAMS", "s", "$"])

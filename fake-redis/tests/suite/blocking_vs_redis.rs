@@ -83,12 +83,9 @@ const CASES: &[Case] = &[
     },
 ];
 
-#[tokio::test]
-async fn a_blocked_pop_is_served_by_another_connection_s_push_as_on_redis() {
-    blocked::assert_same_as_redis(CASES, RESET, 2).await;
-}
-
-#[tokio::test]
-async fn a_blocked_pop_is_served_by_another_connection_s_push_as_on_redis_in_resp3() {
-    blocked::assert_same_as_redis(CASES, RESET, 3).await;
-}
+blocked::same_as_redis!(
+    CASES,
+    RESET,
+    a_blocked_pop_is_served_by_another_connection_s_push_as_on_redis,
+    a_blocked_pop_is_served_by_another_connection_s_push_as_on_redis_in_resp3
+);

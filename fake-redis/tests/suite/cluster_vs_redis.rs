@@ -14,7 +14,7 @@ use fake_redis::{
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use support::OwnServer;
-use support::raw::Real;
+use support::raw::{self, Real, eval};
 
 /// A real cluster node owning slots 0-5460, `cluster_state:ok` unless `full_coverage` (then
 /// the unowned slots keep it down, as a fake shard left without a primary does).
@@ -92,18 +92,24 @@ impl FakeNode {
     }
 }
 
+/// Runs `commands` in order on a real node and a fake one, both down with `full_coverage` (see
+/// `real_node`), and fails with every reply whose bytes differ.
+#[track_caller]
+fn assert_same_as_redis(full_coverage: bool, commands: &[&[&str]]) {
+    let (_server, mut real) = real_node(full_coverage);
+    let fake = FakeNode::new(full_coverage);
+    let found = mismatches(&mut real, &fake, commands);
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
 /// Runs `commands` on both, in order; one line per reply whose bytes differ.
 fn mismatches(real: &mut Real, fake: &FakeNode, commands: &[&[&str]]) -> Vec<String> {
     let mut out = Vec::new();
     for argv in commands {
-        let raw: Vec<&[u8]> = argv.iter().map(|a| a.as_bytes()).collect();
-        let (want, got) = (real.call(&raw), fake.call(&raw));
+        let args: Vec<&[u8]> = raw::words(argv).iter().map(|a| a.as_bytes()).collect();
+        let (want, got) = (real.call(&args), fake.call(&args));
         if want != got {
-            out.push(format!(
-                "{argv:?}\n   redis: {:?}\n    fake: {:?}",
-                String::from_utf8_lossy(&want),
-                String::from_utf8_lossy(&got)
-            ));
+            out.push(raw::mismatch(&format!("{argv:?}"), &want, &got));
         }
     }
     out
@@ -113,93 +119,78 @@ fn mismatches(real: &mut Real, fake: &FakeNode, commands: &[&[&str]]) -> Vec<Str
 /// declared or not, and fails on a key it does not serve, or on keys of two slots in one call.
 #[test]
 fn a_scripts_calls_reach_only_the_keys_its_node_serves() {
-    let (_server, mut real) = real_node(false);
-    let fake = FakeNode::new(false);
-    let cases: &[&[&str]] = &[
-        &["SET", "k2", "local"],
-        &["EVAL", "return redis.call('get','x')", "0"],
-        &["EVAL", "return redis.call('get','x')", "1", "b"],
-        &["EVAL", "return redis.pcall('get','x')", "0"],
-        &["EVAL", "return redis.call('get','k2')", "1", "b"],
-        &["EVAL", "return redis.call('get','k2')", "0"],
-        &["EVAL", "return redis.call('mget','k2','b')", "0"],
-        &["EVAL", "return redis.call('mget','b','{b}2')", "0"],
+    assert_same_as_redis(
+        false,
         &[
-            "EVAL",
-            "redis.call('set','b','kept') return redis.call('set','x','1')",
-            "0",
+            &["SET k2 local"],
+            eval!("return redis.call('get','x')"),
+            &["EVAL", "return redis.call('get','x')", "1", "b"],
+            eval!("return redis.pcall('get','x')"),
+            &["EVAL", "return redis.call('get','k2')", "1", "b"],
+            eval!("return redis.call('get','k2')"),
+            eval!("return redis.call('mget','k2','b')"),
+            eval!("return redis.call('mget','b','{b}2')"),
+            eval!("redis.call('set','b','kept') return redis.call('set','x','1')"),
+            &["GET b"],
+            eval!("return redis.call('spublish','x','m')"),
+            eval!("return redis.call('spublish','k2','m')"),
+            eval!("return redis.call('publish','ch','m')"),
+            eval!("#!lua flags=no-cluster,no-writes\nreturn 1"),
+            eval!("#!lua flags=allow-cross-slot-keys\nreturn redis.call('get','x')"),
+            eval!("#!lua flags=no-writes\nreturn redis.call('get','k2')"),
+            &[
+                "FUNCTION",
+                "LOAD",
+                "#!lua name=lib\nredis.register_function{function_name='f', callback=function() return 1 end, flags={'no-cluster'}}",
+            ],
+            &["FCALL f 0"],
+            &["FCALL_RO f 0"],
+            &[
+                "FUNCTION",
+                "LOAD",
+                "#!lua name=far\nredis.register_function('g', function() return redis.call('get','x') end)",
+            ],
+            &["FCALL g 0"],
         ],
-        &["GET", "b"],
-        &["EVAL", "return redis.call('spublish','x','m')", "0"],
-        &["EVAL", "return redis.call('spublish','k2','m')", "0"],
-        &["EVAL", "return redis.call('publish','ch','m')", "0"],
-        &["EVAL", "#!lua flags=no-cluster,no-writes\nreturn 1", "0"],
-        &[
-            "EVAL",
-            "#!lua flags=allow-cross-slot-keys\nreturn redis.call('get','x')",
-            "0",
-        ],
-        &[
-            "EVAL",
-            "#!lua flags=no-writes\nreturn redis.call('get','k2')",
-            "0",
-        ],
-        &[
-            "FUNCTION",
-            "LOAD",
-            "#!lua name=lib\nredis.register_function{function_name='f', callback=function() return 1 end, flags={'no-cluster'}}",
-        ],
-        &["FCALL", "f", "0"],
-        &["FCALL_RO", "f", "0"],
-        &[
-            "FUNCTION",
-            "LOAD",
-            "#!lua name=far\nredis.register_function('g', function() return redis.call('get','x') end)",
-        ],
-        &["FCALL", "g", "0"],
-    ];
-    let found = mismatches(&mut real, &fake, cases);
-    assert!(found.is_empty(), "{}", found.join("\n"));
+    );
 }
 
 /// On a cluster that is down, a keyless script runs, and its first call with a key is told so.
 #[test]
 fn a_script_on_a_cluster_that_is_down_is_told_so() {
-    let (_server, mut real) = real_node(true);
-    let fake = FakeNode::new(true);
-    let cases: &[&[&str]] = &[
-        &["EVAL", "return redis.call('get','b')", "0"],
-        &["EVAL", "return redis.pcall('get','b')", "0"],
-        &["EVAL", "return redis.call('ping')", "0"],
-        &["GET", "b"],
-    ];
-    let found = mismatches(&mut real, &fake, cases);
-    assert!(found.is_empty(), "{}", found.join("\n"));
+    assert_same_as_redis(
+        true,
+        &[
+            eval!("return redis.call('get','b')"),
+            eval!("return redis.pcall('get','b')"),
+            eval!("return redis.call('ping')"),
+            &["GET b"],
+        ],
+    );
 }
 
 /// `CLUSTER GETKEYSINSLOT` lists a slot's keys newest first; an overwrite keeps a key's place,
 /// and a key deleted and created again, or renamed, is new.
 #[test]
 fn getkeysinslot_lists_keys_in_redis_s_order() {
-    let (_server, mut real) = real_node(false);
-    let fake = FakeNode::new(false);
-    let cases: &[&[&str]] = &[
-        &["SET", "b", "v"],
-        &["SET", "{b}1", "v"],
-        &["HSET", "{b}2", "f", "v"],
-        &["SET", "{b}3", "v"],
-        &["CLUSTER", "GETKEYSINSLOT", "3300", "10"],
-        &["SET", "{b}1", "w"],
-        &["CLUSTER", "GETKEYSINSLOT", "3300", "10"],
-        &["DEL", "{b}2"],
-        &["SET", "{b}2", "x"],
-        &["CLUSTER", "GETKEYSINSLOT", "3300", "10"],
-        &["CLUSTER", "GETKEYSINSLOT", "3300", "2"],
-        &["RENAME", "b", "{b}9"],
-        &["CLUSTER", "GETKEYSINSLOT", "3300", "10"],
-        &["CLUSTER", "GETKEYSINSLOT", "3300", "0"],
-        &["CLUSTER", "GETKEYSINSLOT", "449", "10"],
-    ];
-    let found = mismatches(&mut real, &fake, cases);
-    assert!(found.is_empty(), "{}", found.join("\n"));
+    assert_same_as_redis(
+        false,
+        &[
+            &["SET b v"],
+            &["SET {b}1 v"],
+            &["HSET {b}2 f v"],
+            &["SET {b}3 v"],
+            &["CLUSTER GETKEYSINSLOT 3300 10"],
+            &["SET {b}1 w"],
+            &["CLUSTER GETKEYSINSLOT 3300 10"],
+            &["DEL {b}2"],
+            &["SET {b}2 x"],
+            &["CLUSTER GETKEYSINSLOT 3300 10"],
+            &["CLUSTER GETKEYSINSLOT 3300 2"],
+            &["RENAME b {b}9"],
+            &["CLUSTER GETKEYSINSLOT 3300 10"],
+            &["CLUSTER GETKEYSINSLOT 3300 0"],
+            &["CLUSTER GETKEYSINSLOT 449 10"],
+        ],
+    );
 }

@@ -134,6 +134,24 @@ fn long_list_lines() -> Vec<Vec<u8>> {
     lines
 }
 
+/// `DUMP k` on both sides: None if the bytes are the same, else a line naming `what` was
+/// written and both replies.
+fn dump_mismatch(
+    real: &mut raw::Real,
+    engine: &mut Engine,
+    client: fake_redis::ClientId,
+    what: &str,
+) -> Option<String> {
+    let want = real.call(&[b"DUMP", b"k"]);
+    let mut got = bytes::BytesMut::new();
+    fake_redis::resp::encode(
+        &engine.execute(client, &to_argv(&[b"DUMP", b"k"])),
+        2,
+        &mut got,
+    );
+    (got[..] != want[..]).then(|| format!("{what}\n  redis: {want:?}\n  fake:  {:?}", &got[..]))
+}
+
 #[test]
 fn dump_gives_redis_s_bytes_after_the_same_writes() {
     let server = OwnServer::start();
@@ -144,19 +162,12 @@ fn dump_gives_redis_s_bytes_after_the_same_writes() {
         real.call(&[b"CONFIG", b"SET", b"zset-max-listpack-entries", b"128"]);
         let (mut engine, client) = engine();
         run_setup(&mut real, &mut engine, client, setup);
-        let want = real.call(&[b"DUMP", b"k"]);
-        let mut got = bytes::BytesMut::new();
-        fake_redis::resp::encode(
-            &engine.execute(client, &to_argv(&[b"DUMP", b"k"])),
-            2,
-            &mut got,
-        );
-        if got[..] != want[..] {
-            mismatches.push(format!(
-                "{setup:?}\n  redis: {want:?}\n  fake:  {:?}",
-                &got[..]
-            ));
-        }
+        mismatches.extend(dump_mismatch(
+            &mut real,
+            &mut engine,
+            client,
+            &format!("{setup:?}"),
+        ));
     }
     // A list of several quicklist nodes, pushed at its tail.
     real.call(&[b"FLUSHALL"]);
@@ -165,19 +176,7 @@ fn dump_gives_redis_s_bytes_after_the_same_writes() {
         real.call(&[b"RPUSH", b"k", &e]);
         engine.execute(client, &to_argv(&[b"RPUSH", b"k", &e]));
     }
-    let want = real.call(&[b"DUMP", b"k"]);
-    let mut got = bytes::BytesMut::new();
-    fake_redis::resp::encode(
-        &engine.execute(client, &to_argv(&[b"DUMP", b"k"])),
-        2,
-        &mut got,
-    );
-    if got[..] != want[..] {
-        mismatches.push(format!(
-            "long list\n  redis: {want:?}\n  fake:  {:?}",
-            &got[..]
-        ));
-    }
+    mismatches.extend(dump_mismatch(&mut real, &mut engine, client, "long list"));
     assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
 }
 

@@ -109,16 +109,12 @@ const TABLE: &[&str] = &[
     "GEODIST z a d",
 ];
 
-#[tokio::test]
-async fn geo_commands_reply_exactly_as_redis_7_does() {
-    assert_table_matches_redis(TABLE, false).await;
-}
-
-/// The same table after `HELLO 3`: coordinates are doubles.
-#[tokio::test]
-async fn geo_commands_in_resp3_reply_exactly_as_redis_7_does() {
-    assert_table_matches_redis(TABLE, true).await;
-}
+// In RESP2, and in RESP3 after `HELLO 3`, where coordinates are doubles.
+support::table_matches_redis!(
+    TABLE,
+    geo_commands_reply_exactly_as_redis_7_does,
+    geo_commands_in_resp3_reply_exactly_as_redis_7_does
+);
 
 /// Many points over the globe: every search's members, order and distances as Redis's, so the
 /// cell choice, the nine-cell scan and the edge exclusions are Redis's.
@@ -228,7 +224,7 @@ const COORDINATES: &[support::raw::Case] = &[&[
         "0",
         "origin",
     ],
-    &["GEOPOS", "Sicily", "Palermo", "Catania", "origin", "nobody"],
+    &["GEOPOS Sicily Palermo Catania origin nobody"],
     &[
         "GEORADIUS",
         "Sicily",
@@ -260,6 +256,6 @@ const COORDINATES: &[support::raw::Case] = &[&[
 
 #[test]
 fn coordinates_are_written_byte_for_byte_as_redis_writes_them() {
-    support::raw::assert_same(COORDINATES, &[&[b"FLUSHALL"]], 2);
-    support::raw::assert_same(COORDINATES, &[&[b"FLUSHALL"]], 3);
+    support::raw::assert_same(COORDINATES, support::raw::FLUSHALL, 2);
+    support::raw::assert_same(COORDINATES, support::raw::FLUSHALL, 3);
 }

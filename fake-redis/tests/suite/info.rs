@@ -9,7 +9,7 @@ use crate::support;
 
 use redis::aio::ConnectionLike;
 use std::collections::BTreeMap;
-use support::{OwnServer, connect_real, connect_real_resp3, fake_connection};
+use support::{OwnServer, connect_real, fake_connection};
 
 /// The reply to `INFO <args>`, as text.
 async fn info(conn: &mut impl ConnectionLike, args: &[&str]) -> String {
@@ -26,6 +26,15 @@ fn fields(text: &str) -> BTreeMap<&str, &str> {
         .filter(|line| !line.starts_with('#'))
         .filter_map(|line| line.split_once(':'))
         .collect()
+}
+
+/// Asserts that each field of `names` has the same value in both INFO replies, or is in neither.
+#[track_caller]
+fn assert_same_fields(real: &str, fake: &str, names: &[&str]) {
+    let (real, fake) = (fields(real), fields(fake));
+    for name in names {
+        assert_eq!(fake.get(name), real.get(name), "INFO field {name}");
+    }
 }
 
 /// The section headers of an INFO reply, in order.
@@ -46,19 +55,16 @@ async fn info_has_what_client_test_suites_read_first() {
 
     let real_default = info(&mut real, &[]).await;
     let fake_default = info(&mut fake, &[]).await;
-    let (real_fields, fake_fields) = (fields(&real_default), fields(&fake_default));
-    for field in [
-        "redis_version",
-        "redis_mode",
-        "arch_bits",
-        "cluster_enabled",
-    ] {
-        assert_eq!(
-            fake_fields.get(field),
-            real_fields.get(field),
-            "INFO field {field}"
-        );
-    }
+    assert_same_fields(
+        &real_default,
+        &fake_default,
+        &[
+            "redis_version",
+            "redis_mode",
+            "arch_bits",
+            "cluster_enabled",
+        ],
+    );
     let real_headers = headers(&real_default);
     let fake_headers = headers(&fake_default);
     let in_real_order: Vec<&str> = real_headers
@@ -86,19 +92,7 @@ fn shape(value: &redis::Value) -> &'static str {
 async fn text_replies_are_verbatim_strings_in_resp3() {
     let server = OwnServer::start();
     for resp3 in [false, true] {
-        let mut real = if resp3 {
-            connect_real_resp3(server.port).await
-        } else {
-            connect_real(server.port).await
-        };
-        let mut fake = fake_connection();
-        if resp3 {
-            redis::cmd("HELLO")
-                .arg(3)
-                .query_async::<redis::Value>(&mut fake)
-                .await
-                .unwrap();
-        }
+        let (mut real, mut fake) = support::connect_both(server.port, resp3).await;
         for args in [
             &["INFO"][..],
             &["INFO", "cluster"],
@@ -126,23 +120,25 @@ async fn info_has_every_default_section_and_the_fields_clients_read() {
             .collect()
     };
     assert_eq!(headers(&fake_info), headers(&real_info));
-    let (real_fields, fake_fields) = (fields(&real_info), fields(&fake_info));
-    for same in [
-        "role",
-        "loading",
-        "async_loading",
-        "aof_enabled",
-        "connected_slaves",
-        "maxmemory",
-        "maxmemory_policy",
-        "cluster_enabled",
-        "redis_mode",
-        "rdb_bgsave_in_progress",
-        "aof_rewrite_in_progress",
-        "master_repl_offset",
-    ] {
-        assert_eq!(fake_fields.get(same), real_fields.get(same), "{same}");
-    }
+    assert_same_fields(
+        &real_info,
+        &fake_info,
+        &[
+            "role",
+            "loading",
+            "async_loading",
+            "aof_enabled",
+            "connected_slaves",
+            "maxmemory",
+            "maxmemory_policy",
+            "cluster_enabled",
+            "redis_mode",
+            "rdb_bgsave_in_progress",
+            "aof_rewrite_in_progress",
+            "master_repl_offset",
+        ],
+    );
+    let fake_fields = fields(&fake_info);
     for present in [
         "used_memory",
         "used_memory_human",

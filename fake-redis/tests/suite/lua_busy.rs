@@ -44,6 +44,14 @@ fn start(args: &[&str]) -> Fake {
     Fake { child, port }
 }
 
+/// A fake server started with `args`, a client that runs the script and one that watches it.
+fn start_with_two_clients(args: &[&str]) -> (Fake, Client, Client) {
+    let fake = start(args);
+    let runner = Client::connect(fake.port);
+    let other = Client::connect(fake.port);
+    (fake, runner, other)
+}
+
 /// A reply, as far as these tests need to tell them apart.
 #[derive(Debug, PartialEq, Eq)]
 enum Reply {
@@ -140,9 +148,7 @@ fn until_busy_with(client: &mut Client, busy: &str) {
 
 #[test]
 fn a_busy_script_answers_busy_and_script_kill_ends_it() {
-    let fake = start(&["--busy-reply-threshold", "200"]);
-    let mut runner = Client::connect(fake.port);
-    let mut other = Client::connect(fake.port);
+    let (fake, mut runner, mut other) = start_with_two_clients(&["--busy-reply-threshold", "200"]);
     assert_eq!(other.call(&["SCRIPT", "KILL"]), error(NOTBUSY));
     runner.send(&["EVAL", SPIN, "0"]);
     // Before the threshold nothing is answered; past it, everything but a few commands is BUSY.
@@ -170,9 +176,7 @@ fn a_busy_script_answers_busy_and_script_kill_ends_it() {
 
 #[test]
 fn a_command_allowed_while_busy_that_needs_the_engine_runs_after_the_script() {
-    let fake = start(&["--busy-reply-threshold", "200"]);
-    let mut runner = Client::connect(fake.port);
-    let mut other = Client::connect(fake.port);
+    let (fake, mut runner, mut other) = start_with_two_clients(&["--busy-reply-threshold", "200"]);
     runner.send(&["EVAL", SPIN, "0"]);
     until_busy(&mut other);
     // WATCH is allowed while busy but needs the engine: it is answered once the script ends,
@@ -188,9 +192,8 @@ fn a_command_allowed_while_busy_that_needs_the_engine_runs_after_the_script() {
 
 #[test]
 fn a_script_that_wrote_is_unkillable_and_shutdown_nosave_stops_the_server() {
-    let mut fake = start(&["--busy-reply-threshold", "200"]);
-    let mut runner = Client::connect(fake.port);
-    let mut other = Client::connect(fake.port);
+    let (mut fake, mut runner, mut other) =
+        start_with_two_clients(&["--busy-reply-threshold", "200"]);
     runner.send(&["EVAL", "redis.call('SET', 'k', 'v') while true do end", "0"]);
     until_busy(&mut other);
     assert_eq!(other.call(&["SCRIPT", "KILL"]), error(UNKILLABLE));
@@ -201,9 +204,8 @@ fn a_script_that_wrote_is_unkillable_and_shutdown_nosave_stops_the_server() {
 
 #[test]
 fn on_the_virtual_clock_the_budget_ends_the_script_the_same_way_every_time() {
-    let fake = start(&["--clock", "virtual", "--busy-reply-threshold", "1"]);
-    let mut runner = Client::connect(fake.port);
-    let mut other = Client::connect(fake.port);
+    let (_fake, mut runner, mut other) =
+        start_with_two_clients(&["--clock", "virtual", "--busy-reply-threshold", "1"]);
     runner.send(&["EVAL", SPIN, "0"]);
     // Never BUSY on the virtual clock: the other client waits for the script to end.
     other.send(&["PING"]);
@@ -216,9 +218,7 @@ fn on_the_virtual_clock_the_budget_ends_the_script_the_same_way_every_time() {
 
 #[test]
 fn a_busy_function_answers_its_own_busy_and_function_kill_ends_it() {
-    let fake = start(&["--busy-reply-threshold", "200"]);
-    let mut runner = Client::connect(fake.port);
-    let mut other = Client::connect(fake.port);
+    let (_fake, mut runner, mut other) = start_with_two_clients(&["--busy-reply-threshold", "200"]);
     let library =
         "#!lua name=spinlib\nredis.register_function('spin', function()\n  while true do end\nend)";
     assert_eq!(
@@ -245,9 +245,8 @@ fn a_busy_function_answers_its_own_busy_and_function_kill_ends_it() {
 
 #[test]
 fn config_set_busy_reply_threshold_moves_the_threshold_of_the_next_script() {
-    let fake = start(&["--busy-reply-threshold", "600000"]);
-    let mut runner = Client::connect(fake.port);
-    let mut other = Client::connect(fake.port);
+    let (_fake, mut runner, mut other) =
+        start_with_two_clients(&["--busy-reply-threshold", "600000"]);
     // CONFIG GET answers an array; the test reads its two bulk strings in turn.
     other.send(&["CONFIG", "GET", "busy-reply-threshold"]);
     let mut header = String::new();

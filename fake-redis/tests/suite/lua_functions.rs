@@ -29,6 +29,20 @@ macro_rules! lib {
     };
 }
 
+/// A case of one `FUNCTION LOAD` of `code`.
+macro_rules! load {
+    ($code:literal) => {
+        &[&["FUNCTION", "LOAD", $code]]
+    };
+}
+
+/// A case that loads `lib!(body)` and calls its `f` without keys or arguments.
+macro_rules! load_and_call {
+    ($body:literal) => {
+        &[&["FUNCTION", "LOAD", lib!($body)], &["FCALL f 0"]]
+    };
+}
+
 /// What the test's redis-server forgets before each case.
 const RESET: &[&[&[u8]]] = &[&[b"FLUSHALL"], &[b"FUNCTION", b"FLUSH"]];
 
@@ -36,25 +50,25 @@ const CASES: &[raw::Case] = &[
     // Loading: the header, the registrations and their errors.
     &[
         &["FUNCTION", "LOAD", lib!("return {k[1], a[1], #k, #a}")],
-        &["FCALL", "f", "1", "key", "arg"],
+        &["FCALL f 1 key arg"],
     ],
-    &[&["FUNCTION", "LOAD", "return 1"]],
-    &[&["FUNCTION", "LOAD", "#!lua"]],
-    &[&["FUNCTION", "LOAD", "#!lua\n"]],
-    &[&["FUNCTION", "LOAD", "#!foo name=x\n"]],
-    &[&["FUNCTION", "LOAD", "#!lua name=x b=c\n"]],
-    &[&["FUNCTION", "LOAD", "#!lua name=x name=y\n"]],
-    &[&["FUNCTION", "LOAD", "#!lua name=x-y\n"]],
+    load!("return 1"),
+    load!("#!lua"),
+    load!("#!lua\n"),
+    load!("#!foo name=x\n"),
+    load!("#!lua name=x b=c\n"),
+    load!("#!lua name=x name=y\n"),
+    load!("#!lua name=x-y\n"),
     &[
         &[
             "FUNCTION",
             "LOAD",
             "#!lua  name=x\nredis.register_function('g', function() return 1 end)",
         ],
-        &["FCALL", "g", "0"],
+        &["FCALL g 0"],
     ],
-    &[&["FUNCTION", "LOAD", "#!lua name=x\nreturn 1"]],
-    &[&["FUNCTION", "LOAD", "#!lua name=x\nsyntax error here"]],
+    load!("#!lua name=x\nreturn 1"),
+    load!("#!lua name=x\nsyntax error here"),
     &[&["FUNCTION", "LOAD"]],
     &[&["FUNCTION", "LOAD", "x", "y"]],
     &[&["FUNCTION", "LOAD", "REPLACE"]],
@@ -62,7 +76,7 @@ const CASES: &[raw::Case] = &[
         &["FUNCTION", "LOAD", lib!("return 1")],
         &["FUNCTION", "LOAD", lib!("return 2")],
         &["FUNCTION", "LOAD", "REPLACE", lib!("return 2")],
-        &["FCALL", "f", "0"],
+        &["FCALL f 0"],
         &[
             "FUNCTION",
             "LOAD",
@@ -75,111 +89,51 @@ const CASES: &[raw::Case] = &[
             "#!lua name=other\nredis.register_function('F', function() end)",
         ],
     ],
-    &[&[
-        "FUNCTION",
-        "LOAD",
-        "#!lua name=x\nredis.register_function('a', function() end)\nredis.register_function('a', function() end)",
-    ]],
-    &[&[
-        "FUNCTION",
-        "LOAD",
-        "#!lua name=x\nredis.register_function('a b', function() end)",
-    ]],
-    &[&[
-        "FUNCTION",
-        "LOAD",
-        "#!lua name=x\nredis.register_function('', function() end)",
-    ]],
-    &[&[
-        "FUNCTION",
-        "LOAD",
-        "#!lua name=x\nredis.register_function()",
-    ]],
-    &[&[
-        "FUNCTION",
-        "LOAD",
-        "#!lua name=x\nredis.register_function('a')",
-    ]],
-    &[&[
-        "FUNCTION",
-        "LOAD",
-        "#!lua name=x\nredis.register_function('a', 1)",
-    ]],
-    &[&[
-        "FUNCTION",
-        "LOAD",
-        "#!lua name=x\nredis.register_function({}, 1)",
-    ]],
-    &[&[
-        "FUNCTION",
-        "LOAD",
-        "#!lua name=x\nredis.register_function('a', function() end, 1)",
-    ]],
+    load!(
+        "#!lua name=x\nredis.register_function('a', function() end)\nredis.register_function('a', function() end)"
+    ),
+    load!("#!lua name=x\nredis.register_function('a b', function() end)"),
+    load!("#!lua name=x\nredis.register_function('', function() end)"),
+    load!("#!lua name=x\nredis.register_function()"),
+    load!("#!lua name=x\nredis.register_function('a')"),
+    load!("#!lua name=x\nredis.register_function('a', 1)"),
+    load!("#!lua name=x\nredis.register_function({}, 1)"),
+    load!("#!lua name=x\nredis.register_function('a', function() end, 1)"),
     &[
         &[
             "FUNCTION",
             "LOAD",
             "#!lua name=x\nredis.register_function(1, function() return 7 end)",
         ],
-        &["FCALL", "1", "0"],
+        &["FCALL 1 0"],
     ],
-    &[&[
-        "FUNCTION",
-        "LOAD",
-        "#!lua name=x\nredis.register_function{function_name='a'}",
-    ]],
-    &[&[
-        "FUNCTION",
-        "LOAD",
-        "#!lua name=x\nredis.register_function{callback=function() end}",
-    ]],
-    &[&[
-        "FUNCTION",
-        "LOAD",
-        "#!lua name=x\nredis.register_function{function_name='a', callback=1}",
-    ]],
-    &[&[
-        "FUNCTION",
-        "LOAD",
-        "#!lua name=x\nredis.register_function{function_name='a', callback=function() end, flags='no-writes'}",
-    ]],
-    &[&[
-        "FUNCTION",
-        "LOAD",
-        "#!lua name=x\nredis.register_function{function_name='a', callback=function() end, flags={'bogus'}}",
-    ]],
-    &[&[
-        "FUNCTION",
-        "LOAD",
-        "#!lua name=x\nredis.register_function{function_name='a', callback=function() end, flags={1}}",
-    ]],
-    &[&[
-        "FUNCTION",
-        "LOAD",
-        "#!lua name=x\nredis.register_function{function_name='a', callback=function() end, bogus=1}",
-    ]],
-    &[&[
-        "FUNCTION",
-        "LOAD",
-        "#!lua name=x\nredis.register_function{'a', function() end}",
-    ]],
+    load!("#!lua name=x\nredis.register_function{function_name='a'}"),
+    load!("#!lua name=x\nredis.register_function{callback=function() end}"),
+    load!("#!lua name=x\nredis.register_function{function_name='a', callback=1}"),
+    load!(
+        "#!lua name=x\nredis.register_function{function_name='a', callback=function() end, flags='no-writes'}"
+    ),
+    load!(
+        "#!lua name=x\nredis.register_function{function_name='a', callback=function() end, flags={'bogus'}}"
+    ),
+    load!(
+        "#!lua name=x\nredis.register_function{function_name='a', callback=function() end, flags={1}}"
+    ),
+    load!(
+        "#!lua name=x\nredis.register_function{function_name='a', callback=function() end, bogus=1}"
+    ),
+    load!("#!lua name=x\nredis.register_function{'a', function() end}"),
     // The library API while loading: nothing but register_function, log and the constants.
-    &[&["FUNCTION", "LOAD", "#!lua name=x\nredis.call('ping')"]],
-    &[&["FUNCTION", "LOAD", "#!lua name=x\nlocal t = type(1)"]],
-    &[&[
-        "FUNCTION",
-        "LOAD",
-        "#!lua name=x\nlocal s = string.len('a')",
-    ]],
-    &[&["FUNCTION", "LOAD", "#!lua name=x\nredis.setresp(3)"]],
-    &[&["FUNCTION", "LOAD", "#!lua name=x\nlocal m = redis.math"]],
-    &[&["FUNCTION", "LOAD", "#!lua name=x\nredis.log()"]],
-    &[&["FUNCTION", "LOAD", "#!lua name=x\nx = 1"]],
-    &[&[
-        "FUNCTION",
-        "LOAD",
-        "#!lua name=x\nredis.log(redis.LOG_WARNING, 'loading', redis.REDIS_VERSION, redis.REDIS_VERSION_NUM, redis.LOG_DEBUG)\nredis.register_function('a', function() return 1 end)",
-    ]],
+    load!("#!lua name=x\nredis.call('ping')"),
+    load!("#!lua name=x\nlocal t = type(1)"),
+    load!("#!lua name=x\nlocal s = string.len('a')"),
+    load!("#!lua name=x\nredis.setresp(3)"),
+    load!("#!lua name=x\nlocal m = redis.math"),
+    load!("#!lua name=x\nredis.log()"),
+    load!("#!lua name=x\nx = 1"),
+    load!(
+        "#!lua name=x\nredis.log(redis.LOG_WARNING, 'loading', redis.REDIS_VERSION, redis.REDIS_VERSION_NUM, redis.LOG_DEBUG)\nredis.register_function('a', function() return 1 end)"
+    ),
     // FCALL and FCALL_RO: key counts, flags, the no-writes rule.
     &[
         &[
@@ -187,151 +141,63 @@ const CASES: &[raw::Case] = &[
             "LOAD",
             "#!lua name=lib\nredis.register_function('w', function(k, a) return redis.call('set', k[1], a[1]) end)\nredis.register_function{function_name='r', callback=function(k, a) return redis.call('get', k[1]) end, flags={'no-writes'}}\nredis.register_function{function_name='rw', callback=function(k, a) return redis.call('set', k[1], 'x') end, flags={'no-writes', 'allow-oom'}}",
         ],
-        &["FCALL", "w", "1", "k", "v"],
-        &["FCALL", "r", "1", "k"],
-        &["FCALL_RO", "r", "1", "k"],
-        &["FCALL_RO", "w", "1", "k", "v"],
-        &["FCALL", "rw", "1", "k"],
-        &["FCALL_RO", "rw", "1", "k"],
-        &["FCALL", "nope", "0"],
-        &["FCALL", "nope", "x"],
-        &["FCALL", "w", "x"],
-        &["FCALL", "w", "5", "k"],
-        &["FCALL", "w", "-1"],
-        &["FCALL", "W", "1", "k", "v2"],
-        &["FCALL", "w"],
-        &["GET", "k"],
+        &["FCALL w 1 k v"],
+        &["FCALL r 1 k"],
+        &["FCALL_RO r 1 k"],
+        &["FCALL_RO w 1 k v"],
+        &["FCALL rw 1 k"],
+        &["FCALL_RO rw 1 k"],
+        &["FCALL nope 0"],
+        &["FCALL nope x"],
+        &["FCALL w x"],
+        &["FCALL w 5 k"],
+        &["FCALL w -1"],
+        &["FCALL W 1 k v2"],
+        &["FCALL w"],
+        &["GET k"],
     ],
     // What a function sees at run time, and its errors with the function-call suffix.
-    &[
-        &["FUNCTION", "LOAD", lib!("return type(KEYS)")],
-        &["FCALL", "f", "0"],
-    ],
-    &[
-        &["FUNCTION", "LOAD", lib!("return redis.sha1hex('a')")],
-        &["FCALL", "f", "0"],
-    ],
-    &[
-        &["FUNCTION", "LOAD", lib!("return redis.error_reply('x')")],
-        &["FCALL", "f", "0"],
-    ],
-    &[
-        &["FUNCTION", "LOAD", lib!("return {err='boom'}")],
-        &["FCALL", "f", "0"],
-    ],
-    &[
-        &[
-            "FUNCTION",
-            "LOAD",
-            lib!("return redis.status_reply('fine')"),
-        ],
-        &["FCALL", "f", "0"],
-    ],
-    &[
-        &[
-            "FUNCTION",
-            "LOAD",
-            lib!("return redis.register_function('q', function() end)"),
-        ],
-        &["FCALL", "f", "0"],
-    ],
-    &[
-        &["FUNCTION", "LOAD", lib!("return cjson.encode({1, 'a'})")],
-        &["FCALL", "f", "0"],
-    ],
+    load_and_call!("return type(KEYS)"),
+    load_and_call!("return redis.sha1hex('a')"),
+    load_and_call!("return redis.error_reply('x')"),
+    load_and_call!("return {err='boom'}"),
+    load_and_call!("return redis.status_reply('fine')"),
+    load_and_call!("return redis.register_function('q', function() end)"),
+    load_and_call!("return cjson.encode({1, 'a'})"),
     &[
         &["FUNCTION", "LOAD", lib!("return math.random(10)")],
-        &["FCALL", "f", "0"],
-        &["FCALL", "f", "0"],
+        &["FCALL f 0"],
+        &["FCALL f 0"],
     ],
-    &[
-        &["FUNCTION", "LOAD", lib!("return redis.call('nosuch')")],
-        &["FCALL", "f", "0"],
-    ],
-    &[
-        &["FUNCTION", "LOAD", lib!("return redis.pcall('nosuch')")],
-        &["FCALL", "f", "0"],
-    ],
-    &[
-        &["FUNCTION", "LOAD", lib!("error('plain')")],
-        &["FCALL", "f", "0"],
-    ],
-    &[
-        &["FUNCTION", "LOAD", lib!("error({err='MY tbl'})")],
-        &["FCALL", "f", "0"],
-    ],
-    &[
-        &["FUNCTION", "LOAD", lib!("return redis.call('get')")],
-        &["FCALL", "f", "0"],
-    ],
-    &[&["FUNCTION", "LOAD", lib!("x = 1")], &["FCALL", "f", "0"]],
-    &[
-        &["FUNCTION", "LOAD", lib!("return unknownglobal")],
-        &["FCALL", "f", "0"],
-    ],
-    &[
-        &["FUNCTION", "LOAD", lib!("return getfenv")],
-        &["FCALL", "f", "0"],
-    ],
-    &[
-        &["FUNCTION", "LOAD", lib!("return type(_G)")],
-        &["FCALL", "f", "0"],
-    ],
-    &[
-        &[
-            "FUNCTION",
-            "LOAD",
-            lib!("return redis.call('fcall', 'f', 0)"),
-        ],
-        &["FCALL", "f", "0"],
-    ],
-    &[
-        &[
-            "FUNCTION",
-            "LOAD",
-            lib!("return redis.call('function', 'list')"),
-        ],
-        &["FCALL", "f", "0"],
-    ],
-    &[
-        &[
-            "FUNCTION",
-            "LOAD",
-            lib!("return redis.call('eval', 'return 1', 0)"),
-        ],
-        &["FCALL", "f", "0"],
-    ],
+    load_and_call!("return redis.call('nosuch')"),
+    load_and_call!("return redis.pcall('nosuch')"),
+    load_and_call!("error('plain')"),
+    load_and_call!("error({err='MY tbl'})"),
+    load_and_call!("return redis.call('get')"),
+    load_and_call!("x = 1"),
+    load_and_call!("return unknownglobal"),
+    load_and_call!("return getfenv"),
+    load_and_call!("return type(_G)"),
+    load_and_call!("return redis.call('fcall', 'f', 0)"),
+    load_and_call!("return redis.call('function', 'list')"),
+    load_and_call!("return redis.call('eval', 'return 1', 0)"),
     &[
         &[
             "FUNCTION",
             "LOAD",
             lib!("redis.setresp(3) return redis.call('hgetall', k[1])"),
         ],
-        &["HSET", "h", "a", "1"],
-        &["FCALL", "f", "1", "h"],
+        &["HSET h a 1"],
+        &["FCALL f 1 h"],
     ],
-    &[
-        &[
-            "FUNCTION",
-            "LOAD",
-            lib!("return {1, 2.5, 'x', {true, false}, nil, 3}"),
-        ],
-        &["FCALL", "f", "0"],
-    ],
-    &[
-        &[
-            "FUNCTION",
-            "LOAD",
-            lib!("redis.setresp(3) return {map={a=1}, double=nil}"),
-        ],
-        &["FCALL", "f", "0"],
-    ],
+    load_and_call!("return {1, 2.5, 'x', {true, false}, nil, 3}"),
+    load_and_call!("redis.setresp(3) return {map={a=1}, double=nil}"),
     &[
         &["FUNCTION", "LOAD", lib!("return redis.call('select', 1)")],
-        &["FCALL", "f", "0"],
-        &["SET", "stay", "0"],
-        &["SELECT", "0"],
-        &["GET", "stay"],
+        &["FCALL f 0"],
+        &["SET stay 0"],
+        &["SELECT 0"],
+        &["GET stay"],
     ],
     // The admin subcommands.
     &[
@@ -340,84 +206,69 @@ const CASES: &[raw::Case] = &[
             "LOAD",
             "#!lua name=lib\nredis.register_function{function_name='f', callback=function() return 1 end, flags={'allow-stale', 'no-writes', 'allow-oom', 'no-cluster', 'allow-cross-slot-keys'}, description='what f does'}",
         ],
-        &["FUNCTION", "LIST"],
-        &["FUNCTION", "LIST", "WITHCODE"],
-        &["FUNCTION", "LIST", "withcode", "libraryname", "l*"],
-        &["FUNCTION", "LIST", "LIBRARYNAME", "zz"],
-        &["FUNCTION", "LIST", "LIBRARYNAME"],
-        &["FUNCTION", "LIST", "WITHCODE", "WITHCODE"],
-        &["FUNCTION", "LIST", "LIBRARYNAME", "a", "LIBRARYNAME", "b"],
-        &["FUNCTION", "LIST", "foo"],
-        &["FUNCTION", "STATS"],
-        &["FUNCTION", "STATS", "x"],
-        &["FUNCTION", "DELETE", "LIB"],
-        &["FUNCTION", "DELETE", "lib"],
-        &["FUNCTION", "DELETE", "lib"],
-        &["FUNCTION", "DELETE"],
-        &["FUNCTION", "LIST"],
-        &["FUNCTION", "STATS"],
-        &["FCALL", "f", "0"],
+        &["FUNCTION LIST"],
+        &["FUNCTION LIST WITHCODE"],
+        &["FUNCTION LIST withcode libraryname l*"],
+        &["FUNCTION LIST LIBRARYNAME zz"],
+        &["FUNCTION LIST LIBRARYNAME"],
+        &["FUNCTION LIST WITHCODE WITHCODE"],
+        &["FUNCTION LIST LIBRARYNAME a LIBRARYNAME b"],
+        &["FUNCTION LIST foo"],
+        &["FUNCTION STATS"],
+        &["FUNCTION STATS x"],
+        &["FUNCTION DELETE LIB"],
+        &["FUNCTION DELETE lib"],
+        &["FUNCTION DELETE lib"],
+        &["FUNCTION DELETE"],
+        &["FUNCTION LIST"],
+        &["FUNCTION STATS"],
+        &["FCALL f 0"],
     ],
+    &[&["FUNCTION", "LOAD", lib!("return 1")], &["FUNCTION LIST"]],
     &[
         &["FUNCTION", "LOAD", lib!("return 1")],
-        &["FUNCTION", "LIST"],
-    ],
-    &[
+        &["FUNCTION FLUSH foo"],
+        &["FUNCTION FLUSH sync async"],
+        &["FUNCTION FLUSH ASYNC"],
+        &["FUNCTION LIST"],
         &["FUNCTION", "LOAD", lib!("return 1")],
-        &["FUNCTION", "FLUSH", "foo"],
-        &["FUNCTION", "FLUSH", "sync", "async"],
-        &["FUNCTION", "FLUSH", "ASYNC"],
-        &["FUNCTION", "LIST"],
+        &["FUNCTION FLUSH sync"],
         &["FUNCTION", "LOAD", lib!("return 1")],
-        &["FUNCTION", "FLUSH", "sync"],
-        &["FUNCTION", "LOAD", lib!("return 1")],
-        &["FUNCTION", "FLUSH"],
-        &["FCALL", "f", "0"],
+        &["FUNCTION FLUSH"],
+        &["FCALL f 0"],
     ],
     &[&["FUNCTION", "KILL"], &["FUNCTION", "KILL", "x"]],
     &[
         &["FUNCTION"],
-        &["FUNCTION", "BOGUS"],
-        &["FUNCTION", "HELP"],
-        &["FUNCTION", "HELP", "x"],
+        &["FUNCTION BOGUS"],
+        &["FUNCTION HELP"],
+        &["FUNCTION HELP x"],
     ],
     &[
-        &["FUNCTION", "DUMP", "x"],
-        &["FUNCTION", "RESTORE"],
-        &["FUNCTION", "RESTORE", "a", "b", "c"],
+        &["FUNCTION DUMP x"],
+        &["FUNCTION RESTORE"],
+        &["FUNCTION RESTORE a b c"],
     ],
-    &[
-        &["FUNCTION", "RESTORE", "bogus"],
-        &["FUNCTION", "RESTORE", "bogus", "FOO"],
-    ],
-    &[&[
-        "FUNCTION",
-        "LOAD",
-        "#!lua name=x\nredis.register_function{[true]=1}",
-    ]],
+    &[&["FUNCTION RESTORE bogus"], &["FUNCTION RESTORE bogus FOO"]],
+    load!("#!lua name=x\nredis.register_function{[true]=1}"),
     // A library that never ends loading is stopped.
-    &[&["FUNCTION", "LOAD", "#!lua name=x\nwhile true do end"]],
+    load!("#!lua name=x\nwhile true do end"),
     // No libraries: the payload is the version and checksum alone, the same bytes.
     &[&["FUNCTION", "DUMP"]],
     // SCRIPT FLUSH leaves the libraries alone.
     &[
         &["FUNCTION", "LOAD", lib!("return 1")],
-        &["SCRIPT", "FLUSH"],
-        &["FCALL", "f", "0"],
+        &["SCRIPT FLUSH"],
+        &["FCALL f 0"],
     ],
 ];
 
-#[test]
-fn every_case_replies_as_redis_does_in_resp2() {
-    let mismatches = raw::compare(CASES, RESET, 2);
-    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
-}
-
-#[test]
-fn every_case_replies_as_redis_does_in_resp3() {
-    let mismatches = raw::compare(CASES, RESET, 3);
-    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
-}
+raw::same_as_redis!(
+    CASES,
+    RESET,
+    every_case_replies_as_redis_does_in_resp2,
+    every_case_replies_as_redis_does_in_resp3
+);
 
 /// Two libraries long enough for Redis to compress their code in a payload.
 const LIBRARIES: [&str; 2] = [
@@ -532,11 +383,10 @@ fn restore_policies_reply_as_redis_does() {
     for step in steps {
         let (want, got) = (real.call(step), fake.call(step));
         if want != got {
-            mismatches.push(format!(
-                "{:?}\n   redis: {:?}\n    fake: {:?}",
-                String::from_utf8_lossy(step[1]),
-                String::from_utf8_lossy(&want),
-                String::from_utf8_lossy(&got)
+            mismatches.push(raw::mismatch(
+                &format!("{:?}", String::from_utf8_lossy(step[1])),
+                &want,
+                &got,
             ));
         }
     }

@@ -10,7 +10,14 @@
 
 use crate::support;
 
-use support::raw;
+use support::raw::{self, eval};
+
+/// A case of one `EVAL` of `script`, with no keys.
+macro_rules! eval_case {
+    ($script:literal) => {
+        &[eval!($script)]
+    };
+}
 
 /// What the test's redis-server forgets before each case.
 const RESET: &[&[&[u8]]] = &[&[b"FLUSHALL"], &[b"SCRIPT", b"FLUSH"]];
@@ -24,41 +31,33 @@ const CASES: &[raw::Case] = &[
         "k",
         "a",
     ]],
-    &[&["EVAL", "return 3.99", "0"]],
-    &[&["EVAL", "return -3.99", "0"]],
-    &[&["EVAL", "return {1,2,3,nil,4}", "0"]],
-    &[&["EVAL", "return true", "0"]],
-    &[&["EVAL", "return false", "0"]],
-    &[&["EVAL", "return nil", "0"]],
-    &[&["EVAL", "return {1,'a',{true,false,{}}}", "0"]],
-    &[&["EVAL", "return 'x'", "0"]],
-    &[&["EVAL", "return {ok='fine'}", "0"]],
-    &[&["EVAL", "return {err='boom'}", "0"]],
-    &[&["EVAL", "return {err='MY boom'}", "0"]],
-    &[&["EVAL", "return {ok=1}", "0"]],
-    &[&["EVAL", "return {err={}}", "0"]],
-    &[&["EVAL", "return {double=1.5}", "0"]],
-    &[&[
-        "EVAL",
-        "return {big_number='123456789012345678901234567890'}",
-        "0",
-    ]],
-    &[&["EVAL", "return {map={a=1}}", "0"]],
-    &[&["EVAL", "return {set={a=true}}", "0"]],
-    &[&[
-        "EVAL",
-        "return {verbatim_string={format='txt', string='hi'}}",
-        "0",
-    ]],
+    eval_case!("return 3.99"),
+    eval_case!("return -3.99"),
+    eval_case!("return {1,2,3,nil,4}"),
+    eval_case!("return true"),
+    eval_case!("return false"),
+    eval_case!("return nil"),
+    eval_case!("return {1,'a',{true,false,{}}}"),
+    eval_case!("return 'x'"),
+    eval_case!("return {ok='fine'}"),
+    eval_case!("return {err='boom'}"),
+    eval_case!("return {err='MY boom'}"),
+    eval_case!("return {ok=1}"),
+    eval_case!("return {err={}}"),
+    eval_case!("return {double=1.5}"),
+    eval_case!("return {big_number='123456789012345678901234567890'}"),
+    eval_case!("return {map={a=1}}"),
+    eval_case!("return {set={a=true}}"),
+    eval_case!("return {verbatim_string={format='txt', string='hi'}}"),
     // setresp(3): booleans, nulls and RESP3 shapes out, and RESP3 replies in.
-    &[&["EVAL", "redis.setresp(3) return true", "0"]],
-    &[&["EVAL", "redis.setresp(3) return false", "0"]],
-    &[&["EVAL", "redis.setresp(3) return {double=1.5}", "0"]],
-    &[&["EVAL", "redis.setresp(3) return {map={a=1}}", "0"]],
-    &[&["EVAL", "redis.setresp(3) return {set={a=true}}", "0"]],
-    &[&["EVAL", "redis.setresp(3) return {big_number='12345'}", "0"]],
+    eval_case!("redis.setresp(3) return true"),
+    eval_case!("redis.setresp(3) return false"),
+    eval_case!("redis.setresp(3) return {double=1.5}"),
+    eval_case!("redis.setresp(3) return {map={a=1}}"),
+    eval_case!("redis.setresp(3) return {set={a=true}}"),
+    eval_case!("redis.setresp(3) return {big_number='12345'}"),
     &[
-        &["HSET", "h", "f", "v"],
+        &["HSET h f v"],
         &[
             "EVAL",
             "redis.setresp(3) return redis.call('hgetall', KEYS[1])",
@@ -74,43 +73,25 @@ const CASES: &[raw::Case] = &[
         &["EVAL", "return redis.call('hgetall', KEYS[1])", "1", "h"],
     ],
     &[
-        &[
-            "EVAL",
-            "redis.setresp(3) return type(redis.call('get', 'nokey'))",
-            "0",
-        ],
-        &["EVAL", "return type(redis.call('get', 'nokey'))", "0"],
-        &["EVAL", "return redis.call('get', 'nokey')", "0"],
-        &[
-            "EVAL",
-            "redis.setresp(3) return redis.call('get', 'nokey')",
-            "0",
-        ],
+        eval!("redis.setresp(3) return type(redis.call('get', 'nokey'))"),
+        eval!("return type(redis.call('get', 'nokey'))"),
+        eval!("return redis.call('get', 'nokey')"),
+        eval!("redis.setresp(3) return redis.call('get', 'nokey')"),
     ],
     &[
-        &["ZADD", "z", "1.5", "m"],
-        &[
-            "EVAL",
-            "redis.setresp(3) local d = redis.call('zscore', 'z', 'm') return {type(d), tostring(d.double)}",
-            "0",
-        ],
-        &["EVAL", "return redis.call('zscore', 'z', 'm')", "0"],
-        &[
-            "EVAL",
-            "redis.setresp(3) return redis.call('zscore', 'z', 'm')",
-            "0",
-        ],
+        &["ZADD z 1.5 m"],
+        eval!(
+            "redis.setresp(3) local d = redis.call('zscore', 'z', 'm') return {type(d), tostring(d.double)}"
+        ),
+        eval!("return redis.call('zscore', 'z', 'm')"),
+        eval!("redis.setresp(3) return redis.call('zscore', 'z', 'm')"),
     ],
     &[
-        &["SADD", "s", "a"],
-        &[
-            "EVAL",
-            "redis.setresp(3) local s = redis.call('smembers', 's') return s.set.a",
-            "0",
-        ],
+        &["SADD s a"],
+        eval!("redis.setresp(3) local s = redis.call('smembers', 's') return s.set.a"),
     ],
-    &[&["EVAL", "return redis.setresp(4)", "0"]],
-    &[&["EVAL", "return redis.setresp()", "0"]],
+    eval_case!("return redis.setresp(4)"),
+    eval_case!("return redis.setresp()"),
     // redis.call and redis.pcall.
     &[
         &[
@@ -123,114 +104,68 @@ const CASES: &[raw::Case] = &[
         &["EVAL", "return redis.call('set', KEYS[1], 'x')", "1", "k"],
         &["EVAL", "return redis.call('del', KEYS[1])", "1", "k"],
     ],
-    &[&["EVAL", "return redis.call('incr')", "0"]],
-    &[&["EVAL", "return redis.call('set', 'k', 'a', 'b')", "0"]],
-    &[&["EVAL", "return redis.pcall('set', 'k', 'a', 'b')", "0"]],
-    &[&[
-        "EVAL",
-        "local t = redis.pcall('set', 'k', 'a', 'b') return {type(t), t.err}",
-        "0",
-    ]],
-    &[&["EVAL", "return redis.call('nosuch')", "0"]],
-    &[&["EVAL", "return redis.call()", "0"]],
-    &[&["EVAL", "return redis.pcall()", "0"]],
-    &[&["EVAL", "return redis.call(1)", "0"]],
-    &[&["EVAL", "return redis.call('get', {})", "0"]],
-    &[&["EVAL", "return redis.call('get', nil)", "0"]],
+    eval_case!("return redis.call('incr')"),
+    eval_case!("return redis.call('set', 'k', 'a', 'b')"),
+    eval_case!("return redis.pcall('set', 'k', 'a', 'b')"),
+    eval_case!("local t = redis.pcall('set', 'k', 'a', 'b') return {type(t), t.err}"),
+    eval_case!("return redis.call('nosuch')"),
+    eval_case!("return redis.call()"),
+    eval_case!("return redis.pcall()"),
+    eval_case!("return redis.call(1)"),
+    eval_case!("return redis.call('get', {})"),
+    eval_case!("return redis.call('get', nil)"),
     &[
-        &[
-            "EVAL",
-            "redis.call('set', 'n', 0.1) return redis.call('get', 'n')",
-            "0",
-        ],
-        &[
-            "EVAL",
-            "redis.call('set', 'n', 1e20) return redis.call('get', 'n')",
-            "0",
-        ],
-        &[
-            "EVAL",
-            "redis.call('set', 'n', 42) return redis.call('get', 'n')",
-            "0",
-        ],
+        eval!("redis.call('set', 'n', 0.1) return redis.call('get', 'n')"),
+        eval!("redis.call('set', 'n', 1e20) return redis.call('get', 'n')"),
+        eval!("redis.call('set', 'n', 42) return redis.call('get', 'n')"),
     ],
     &[
-        &["SET", "str", "x"],
-        &["EVAL", "return redis.call('hget', 'str', 'f')", "0"],
-        &["EVAL", "return redis.pcall('hget', 'str', 'f')", "0"],
+        &["SET str x"],
+        eval!("return redis.call('hget', 'str', 'f')"),
+        eval!("return redis.pcall('hget', 'str', 'f')"),
     ],
-    &[&[
-        "EVAL",
-        "local ok, e = pcall(redis.call, 'nosuch') return {tostring(ok), type(e), e}",
-        "0",
-    ]],
-    &[&[
-        "EVAL",
-        "local ok, e = pcall(error, {err='X y'}) return {tostring(ok), type(e), e}",
-        "0",
-    ]],
-    &[&[
-        "EVAL",
-        "local ok, e = pcall(error, 'plain') return {tostring(ok), e}",
-        "0",
-    ]],
+    eval_case!("local ok, e = pcall(redis.call, 'nosuch') return {tostring(ok), type(e), e}"),
+    eval_case!("local ok, e = pcall(error, {err='X y'}) return {tostring(ok), type(e), e}"),
+    eval_case!("local ok, e = pcall(error, 'plain') return {tostring(ok), e}"),
     // Text replies are verbatim strings to a RESP3 script, bulk strings to a RESP2 one.
-    &[&[
-        "EVAL",
+    eval_case!(
         "redis.setresp(3) local r = redis.call('info', 'cluster') \
-         return {type(r), r.verbatim_string.format, r.verbatim_string.string}",
-        "0",
-    ]],
-    &[&["EVAL", "return redis.call('info', 'cluster')", "0"]],
+         return {type(r), r.verbatim_string.format, r.verbatim_string.string}"
+    ),
+    eval_case!("return redis.call('info', 'cluster')"),
     // A library's error, caught, uncaught and handled, reads as the string a C library raises.
-    &[&[
-        "EVAL",
-        "local ok, e = pcall(cjson.decode, '{') return {tostring(ok), type(e), e}",
-        "0",
-    ]],
-    &[&["EVAL", "return cjson.decode('{')", "0"]],
-    &[&["EVAL", "return struct.pack('q')", "0"]],
-    &[&[
-        "EVAL",
+    eval_case!("local ok, e = pcall(cjson.decode, '{') return {tostring(ok), type(e), e}"),
+    eval_case!("return cjson.decode('{')"),
+    eval_case!("return struct.pack('q')"),
+    eval_case!(
         "local ok, e = xpcall(function() return cjson.decode('{') end, \
-         function(m) return 'h:' .. tostring(m) end) return {tostring(ok), e}",
-        "0",
-    ]],
-    &[&[
-        "EVAL",
+         function(m) return 'h:' .. tostring(m) end) return {tostring(ok), e}"
+    ),
+    eval_case!(
         "local ok, e = xpcall(function() return redis.call('nosuch') end, \
-         function(m) return type(m) end) return {tostring(ok), e}",
-        "0",
-    ]],
-    &[&["EVAL", "return redis.call('ping')", "0"]],
-    &[&["EVAL", "return redis.call('echo', 'hi')", "0"]],
+         function(m) return type(m) end) return {tostring(ok), e}"
+    ),
+    eval_case!("return redis.call('ping')"),
+    eval_case!("return redis.call('echo', 'hi')"),
     &[
-        &[
-            "EVAL",
-            "redis.call('select', 1) redis.call('set', 'in1', 'v') return redis.call('dbsize')",
-            "0",
-        ],
+        eval!("redis.call('select', 1) redis.call('set', 'in1', 'v') return redis.call('dbsize')"),
         &["DBSIZE"],
-        &["EXISTS", "in1"],
+        &["EXISTS in1"],
     ],
     &[
-        &[
-            "EVAL",
-            "return redis.call('rpush', 'l', 'a', 'b', 'c')",
-            "0",
-        ],
-        &["EVAL", "return redis.call('lrange', 'l', 0, -1)", "0"],
+        eval!("return redis.call('rpush', 'l', 'a', 'b', 'c')"),
+        eval!("return redis.call('lrange', 'l', 0, -1)"),
     ],
     // Commands a script may not call.
-    &[&["EVAL", "return redis.call('multi')", "0"]],
-    &[&["EVAL", "return redis.call('exec')", "0"]],
-    &[&["EVAL", "return redis.call('subscribe', 'x')", "0"]],
-    &[&["EVAL", "return redis.call('eval', 'return 1', '0')", "0"]],
-    &[&["EVAL", "return redis.call('client', 'id')", "0"]],
-    &[&["EVAL", "return redis.call('watch', 'x')", "0"]],
-    &[&["EVAL", "return redis.call('script', 'flush')", "0"]],
-    &[&["EVAL", "return redis.call('wait', '0', '0')", "0"]],
-    &[&["EVAL", "return redis.pcall('auth', 'x')", "0"]],
+    eval_case!("return redis.call('multi')"),
+    eval_case!("return redis.call('exec')"),
+    eval_case!("return redis.call('subscribe', 'x')"),
+    eval_case!("return redis.call('eval', 'return 1', '0')"),
+    eval_case!("return redis.call('client', 'id')"),
+    eval_case!("return redis.call('watch', 'x')"),
+    eval_case!("return redis.call('script', 'flush')"),
+    eval_case!("return redis.call('wait', '0', '0')"),
+    eval_case!("return redis.pcall('auth', 'x')"),
     // Read-only scripts.
     &[&[
         "EVAL_RO",
@@ -255,191 +190,133 @@ const CASES: &[raw::Case] = &[
     &[&["EVAL_RO", "#!lua\nreturn 1", "0"]],
     &[&["EVAL_RO", "#!lua flags=no-writes\nreturn 1", "0"]],
     // Shebangs.
-    &[&["EVAL", "#!lua flags=bogus\nreturn 1", "0"]],
-    &[&["EVAL", "#!lua name=x\nreturn 1", "0"]],
-    &[&["EVAL", "#!lua\nreturn 1", "0"]],
-    &[&["EVAL", "#!luax\nreturn 1", "0"]],
-    &[&["EVAL", "#!lua", "0"]],
-    &[&[
-        "EVAL",
-        "#!lua flags=allow-oom,allow-stale,no-cluster,allow-cross-slot-keys\nreturn 2",
-        "0",
-    ]],
-    &[&["EVAL", "#!lua flags=\nreturn 3", "0"]],
-    &[&["EVAL", "#!lua\nerror('on line two')", "0"]],
+    eval_case!("#!lua flags=bogus\nreturn 1"),
+    eval_case!("#!lua name=x\nreturn 1"),
+    eval_case!("#!lua\nreturn 1"),
+    eval_case!("#!luax\nreturn 1"),
+    eval_case!("#!lua"),
+    eval_case!("#!lua flags=allow-oom,allow-stale,no-cluster,allow-cross-slot-keys\nreturn 2"),
+    eval_case!("#!lua flags=\nreturn 3"),
+    eval_case!("#!lua\nerror('on line two')"),
     // Errors and their suffix.
-    &[&["EVAL", "error('boom')", "0"]],
-    &[&["EVAL", "error({err='MYERR boom'})", "0"]],
-    &[&["EVAL", "error()", "0"]],
-    &[&["EVAL", "error(42)", "0"]],
-    &[&["EVAL", "local x = nil\nreturn x + 1", "0"]],
-    &[&["EVAL", "\n\nredis.call('nosuch')", "0"]],
-    &[&["EVAL", "return 1 +", "0"]],
-    &[&["EVAL", "return redis.error_reply('MY boom')", "0"]],
-    &[&["EVAL", "return redis.error_reply('boom')", "0"]],
-    &[&["EVAL", "return redis.error_reply('-X y')", "0"]],
-    &[&["EVAL", "return redis.error_reply()", "0"]],
-    &[&["EVAL", "return redis.status_reply('fine')", "0"]],
-    &[&["EVAL", "return redis.status_reply(1)", "0"]],
+    eval_case!("error('boom')"),
+    eval_case!("error({err='MYERR boom'})"),
+    eval_case!("error()"),
+    eval_case!("error(42)"),
+    eval_case!("local x = nil\nreturn x + 1"),
+    eval_case!("\n\nredis.call('nosuch')"),
+    eval_case!("return 1 +"),
+    eval_case!("return redis.error_reply('MY boom')"),
+    eval_case!("return redis.error_reply('boom')"),
+    eval_case!("return redis.error_reply('-X y')"),
+    eval_case!("return redis.error_reply()"),
+    eval_case!("return redis.status_reply('fine')"),
+    eval_case!("return redis.status_reply(1)"),
     &[&["EVAL", "return 1", "-1"]],
     &[&["EVAL", "return 1", "x"]],
     &[&["EVAL", "return 1", "2", "a"]],
     &[&["EVALSHA", "abc", "0"]],
     &[&["EVALSHA", "0000000000000000000000000000000000000000", "0"]],
     // The helpers.
-    &[&["EVAL", "return redis.sha1hex('')", "0"]],
-    &[&["EVAL", "return redis.sha1hex('abc')", "0"]],
-    &[&["EVAL", "return redis.sha1hex()", "0"]],
-    &[&[
-        "EVAL",
-        "return {redis.REDIS_VERSION, redis.REDIS_VERSION_NUM}",
-        "0",
-    ]],
-    &[&[
-        "EVAL",
-        "return {redis.LOG_DEBUG, redis.LOG_VERBOSE, redis.LOG_NOTICE, redis.LOG_WARNING}",
-        "0",
-    ]],
-    &[&[
-        "EVAL",
-        "return {redis.REPL_NONE, redis.REPL_AOF, redis.REPL_SLAVE, redis.REPL_REPLICA, redis.REPL_ALL}",
-        "0",
-    ]],
-    &[&["EVAL", "return redis.log(redis.LOG_WARNING, 'x')", "0"]],
-    &[&["EVAL", "return redis.log(99, 'x')", "0"]],
-    &[&["EVAL", "return redis.log(1)", "0"]],
-    &[&["EVAL", "return redis.log('a', 'x')", "0"]],
-    &[&["EVAL", "return redis.set_repl(9)", "0"]],
-    &[&["EVAL", "return redis.set_repl()", "0"]],
-    &[&["EVAL", "return {redis.set_repl(redis.REPL_ALL)}", "0"]],
-    &[&["EVAL", "return redis.replicate_commands()", "0"]],
-    &[&["EVAL", "return {redis.breakpoint()}", "0"]],
-    &[&["EVAL", "return {redis.debug('x')}", "0"]],
-    &[&["EVAL", "return redis.acl_check_cmd('get', 'x')", "0"]],
-    &[&["EVAL", "return redis.acl_check_cmd('nosuch')", "0"]],
-    &[&[
-        "EVAL",
-        "local t = {} for k in pairs(redis) do t[#t+1] = k end table.sort(t) return t",
-        "0",
-    ]],
+    eval_case!("return redis.sha1hex('')"),
+    eval_case!("return redis.sha1hex('abc')"),
+    eval_case!("return redis.sha1hex()"),
+    eval_case!("return {redis.REDIS_VERSION, redis.REDIS_VERSION_NUM}"),
+    eval_case!("return {redis.LOG_DEBUG, redis.LOG_VERBOSE, redis.LOG_NOTICE, redis.LOG_WARNING}"),
+    eval_case!(
+        "return {redis.REPL_NONE, redis.REPL_AOF, redis.REPL_SLAVE, redis.REPL_REPLICA, redis.REPL_ALL}"
+    ),
+    eval_case!("return redis.log(redis.LOG_WARNING, 'x')"),
+    eval_case!("return redis.log(99, 'x')"),
+    eval_case!("return redis.log(1)"),
+    eval_case!("return redis.log('a', 'x')"),
+    eval_case!("return redis.set_repl(9)"),
+    eval_case!("return redis.set_repl()"),
+    eval_case!("return {redis.set_repl(redis.REPL_ALL)}"),
+    eval_case!("return redis.replicate_commands()"),
+    eval_case!("return {redis.breakpoint()}"),
+    eval_case!("return {redis.debug('x')}"),
+    eval_case!("return redis.acl_check_cmd('get', 'x')"),
+    eval_case!("return redis.acl_check_cmd('nosuch')"),
+    eval_case!("local t = {} for k in pairs(redis) do t[#t+1] = k end table.sort(t) return t"),
     // Globals: what exists, what does not, and their protection.
     // (Without the four libraries of `lua/libs/`, which their own tests cover.)
-    &[&[
-        "EVAL",
-        "local skip = {bit=1, cjson=1, cmsgpack=1, struct=1} local t = {} for k in pairs(_G) do if not skip[k] then t[#t+1] = k end end table.sort(t) return t",
-        "0",
-    ]],
-    &[&["EVAL", "return {type(os), type(io)}", "0"]],
-    &[&["EVAL", "return loadfile", "0"]],
-    &[&["EVAL", "return dofile", "0"]],
-    &[&["EVAL", "return print", "0"]],
-    &[&["EVAL", "return debug", "0"]],
-    &[&[
-        "EVAL",
-        "return {type(loadstring), type(coroutine), type(unpack), type(gcinfo)}",
-        "0",
-    ]],
-    &[&["EVAL", "return _VERSION", "0"]],
-    &[&["EVAL", "x = 1", "0"]],
-    &[&["EVAL", "return y", "0"]],
-    &[&["EVAL", "string.x = 1", "0"]],
-    &[&["EVAL", "redis.call = 1", "0"]],
-    &[&["EVAL", "math.floor = nil", "0"]],
-    &[&["EVAL", "rawset(_G, 'x', 1)", "0"]],
-    &[&["EVAL", "setmetatable(_G, {})", "0"]],
-    &[&["EVAL", "_G.x = 1", "0"]],
-    &[&["EVAL", "return loadstring('x = 1')()", "0"]],
+    eval_case!(
+        "local skip = {bit=1, cjson=1, cmsgpack=1, struct=1} local t = {} for k in pairs(_G) do if not skip[k] then t[#t+1] = k end end table.sort(t) return t"
+    ),
+    eval_case!("return {type(os), type(io)}"),
+    eval_case!("return loadfile"),
+    eval_case!("return dofile"),
+    eval_case!("return print"),
+    eval_case!("return debug"),
+    eval_case!("return {type(loadstring), type(coroutine), type(unpack), type(gcinfo)}"),
+    eval_case!("return _VERSION"),
+    eval_case!("x = 1"),
+    eval_case!("return y"),
+    eval_case!("string.x = 1"),
+    eval_case!("redis.call = 1"),
+    eval_case!("math.floor = nil"),
+    eval_case!("rawset(_G, 'x', 1)"),
+    eval_case!("setmetatable(_G, {})"),
+    eval_case!("_G.x = 1"),
+    eval_case!("return loadstring('x = 1')()"),
     // Bytecode is never loaded: Redis's Lua parses every chunk as text.
-    &[&[
-        "EVAL",
-        "local f, e = loadstring(string.dump(function() return 1 end)) return {tostring(f), e}",
-        "0",
-    ]],
-    &[&[
-        "EVAL",
-        "return {loadstring(string.char(27) .. 'Lua', 'mychunk')}",
-        "0",
-    ]],
-    &[&["EVAL", "return {loadstring(string.char(27))}", "0"]],
-    &[&[
-        "EVAL",
+    eval_case!(
+        "local f, e = loadstring(string.dump(function() return 1 end)) return {tostring(f), e}"
+    ),
+    eval_case!("return {loadstring(string.char(27) .. 'Lua', 'mychunk')}"),
+    eval_case!("return {loadstring(string.char(27))}"),
+    eval_case!(
         "local s = string.dump(function() return 1 end) \
-         local f, e = load(function() local p = s s = nil return p end) return {tostring(f), e}",
-        "0",
-    ]],
-    &[&[
-        "EVAL",
+         local f, e = load(function() local p = s s = nil return p end) return {tostring(f), e}"
+    ),
+    eval_case!(
         "local n = 0 local f = load(function() n = n + 1 if n == 1 then return 'return ' \
-         elseif n == 2 then return '42' end end) return f()",
-        "0",
-    ]],
-    &[&["EVAL", "KEYS[1] = 'x' return KEYS[1]", "0"]],
-    &[&[
-        "EVAL",
-        "local n = 0 for k in pairs(string) do n = n + 1 end return n",
-        "0",
-    ]],
-    &[&[
-        "EVAL",
-        "local n = 0 for k in pairs(math) do n = n + 1 end return n",
-        "0",
-    ]],
-    &[&["EVAL", "return rawget(_G, 'nosuch') == nil", "0"]],
-    &[&[
-        "EVAL",
-        "return ('x'):rep(3) .. string.upper('a') .. table.concat({1,2}, ',')",
-        "0",
-    ]],
-    &[&["EVAL", "return tostring(1/3)", "0"]],
-    &[&["EVAL", "return tostring(tonumber('0x10'))", "0"]],
+         elseif n == 2 then return '42' end end) return f()"
+    ),
+    eval_case!("KEYS[1] = 'x' return KEYS[1]"),
+    eval_case!("local n = 0 for k in pairs(string) do n = n + 1 end return n"),
+    eval_case!("local n = 0 for k in pairs(math) do n = n + 1 end return n"),
+    eval_case!("return rawget(_G, 'nosuch') == nil"),
+    eval_case!("return ('x'):rep(3) .. string.upper('a') .. table.concat({1,2}, ',')"),
+    eval_case!("return tostring(1/3)"),
+    eval_case!("return tostring(tonumber('0x10'))"),
     // Randomness: the sequence a fresh server gives, and seeding.
     &[
-        &[
-            "EVAL",
-            "return {tostring(math.random()), math.random(100), math.random(5, 10)}",
-            "0",
-        ],
-        &[
-            "EVAL",
-            "return {tostring(math.random()), math.random(100), math.random(5, 10)}",
-            "0",
-        ],
-        &[
-            "EVAL",
-            "math.randomseed(1) return tostring(math.random())",
-            "0",
-        ],
-        &["EVAL", "return tostring(math.random())", "0"],
-        &["EVAL", "return math.random(0)", "0"],
-        &["EVAL", "return math.random(3, 1)", "0"],
+        eval!("return {tostring(math.random()), math.random(100), math.random(5, 10)}"),
+        eval!("return {tostring(math.random()), math.random(100), math.random(5, 10)}"),
+        eval!("math.randomseed(1) return tostring(math.random())"),
+        eval!("return tostring(math.random())"),
+        eval!("return math.random(0)"),
+        eval!("return math.random(3, 1)"),
     ],
     // Time is the command's.
-    &[&["EVAL", "local t = redis.call('time') return #t", "0"]],
+    eval_case!("local t = redis.call('time') return #t"),
     // The cache.
     &[
         &["SCRIPT", "LOAD", "return 'loaded'"],
-        &["EVALSHA", "d2bdd7d0e7d76e1e6fd9f02b19e79c00c95c5fb4", "0"],
+        &["EVALSHA d2bdd7d0e7d76e1e6fd9f02b19e79c00c95c5fb4 0"],
         &[
             "SCRIPT",
             "EXISTS",
             "d2bdd7d0e7d76e1e6fd9f02b19e79c00c95c5fb4",
             "ffffffffffffffffffffffffffffffffffffffff",
         ],
-        &["SCRIPT", "FLUSH"],
+        &["SCRIPT FLUSH"],
         &[
             "SCRIPT",
             "EXISTS",
             "d2bdd7d0e7d76e1e6fd9f02b19e79c00c95c5fb4",
         ],
-        &["EVALSHA", "d2bdd7d0e7d76e1e6fd9f02b19e79c00c95c5fb4", "0"],
+        &["EVALSHA d2bdd7d0e7d76e1e6fd9f02b19e79c00c95c5fb4 0"],
         &["SCRIPT", "LOAD", "return 1 +"],
-        &["SCRIPT", "FLUSH", "ASYNC"],
-        &["SCRIPT", "FLUSH", "SYNC"],
-        &["SCRIPT", "FLUSH", "BOGUS"],
-        &["SCRIPT", "KILL"],
+        &["SCRIPT FLUSH ASYNC"],
+        &["SCRIPT FLUSH SYNC"],
+        &["SCRIPT FLUSH BOGUS"],
+        &["SCRIPT KILL"],
     ],
     &[
-        &["EVAL", "return 'cached by eval'", "0"],
+        eval!("return 'cached by eval'"),
         &[
             "EVALSHA_RO",
             "6d2a1b4b7b8ff1a5d8d6f4d3b7b4b8e1d3a6c0f7",
@@ -467,7 +344,7 @@ const CASES: &[raw::Case] = &[
     ]],
     // A redis-py style lock release.
     &[
-        &["SET", "lock", "token"],
+        &["SET lock token"],
         &[
             "EVAL",
             "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end",
@@ -482,18 +359,13 @@ const CASES: &[raw::Case] = &[
             "lock",
             "token",
         ],
-        &["EXISTS", "lock"],
+        &["EXISTS lock"],
     ],
 ];
 
-#[test]
-fn every_case_replies_as_redis_does_in_resp2() {
-    let mismatches = raw::compare(CASES, RESET, 2);
-    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
-}
-
-#[test]
-fn every_case_replies_as_redis_does_in_resp3() {
-    let mismatches = raw::compare(CASES, RESET, 3);
-    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
-}
+raw::same_as_redis!(
+    CASES,
+    RESET,
+    every_case_replies_as_redis_does_in_resp2,
+    every_case_replies_as_redis_does_in_resp3
+);

@@ -16,7 +16,7 @@ use fake_redis::server::{ClockChoice, RunningGroup, ServerConfig, ServerGroup};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use support::OwnServer;
-use support::raw::Real;
+use support::raw::{self, Real};
 
 const MASTER: &str = "mymaster";
 
@@ -226,45 +226,46 @@ fn shape(reply: &[u8]) -> Vec<Vec<(String, String)>> {
 /// Replies a real sentinel gives the same bytes for every time, in RESP2 then RESP3.
 const FIXED: &[&[&str]] = &[
     &["PING"],
-    &["PING", "hi"],
+    &["PING hi"],
     &["SENTINEL"],
-    &["SENTINEL", "foo"],
-    &["SENTINEL", "master"],
+    &["SENTINEL foo"],
+    &["SENTINEL master"],
     &["SENTINEL", "MASTER", MASTER, "x"],
-    &["SENTINEL", "masters", "x"],
-    &["SENTINEL", "myid", "x"],
-    &["SENTINEL", "get-master-addr-by-name"],
-    &["SENTINEL", "get-master-addr-by-name", "nope"],
-    &["SENTINEL", "master", "nope"],
-    &["SENTINEL", "replicas", "nope"],
-    &["SENTINEL", "slaves", "nope"],
-    &["SENTINEL", "sentinels", "nope"],
+    &["SENTINEL masters x"],
+    &["SENTINEL myid x"],
+    &["SENTINEL get-master-addr-by-name"],
+    &["SENTINEL get-master-addr-by-name nope"],
+    &["SENTINEL master nope"],
+    &["SENTINEL replicas nope"],
+    &["SENTINEL slaves nope"],
+    &["SENTINEL sentinels nope"],
     &["SENTINEL", "sentinels", MASTER],
-    &["SENTINEL", "failover", "nope"],
-    &["SENTINEL", "failover"],
+    &["SENTINEL failover nope"],
+    &["SENTINEL failover"],
     &["SENTINEL", "ckquorum", MASTER],
-    &["SENTINEL", "ckquorum", "nope"],
-    &["SENTINEL", "help"],
+    &["SENTINEL ckquorum nope"],
+    &["SENTINEL help"],
     &["ROLE"],
-    &["ROLE", "x"],
-    &["GET", "x"],
-    &["SET", "x", "y"],
+    &["ROLE x"],
+    &["GET x"],
+    &["SET x y"],
     &["QUIT"],
     &["RESET"],
-    &["SELECT", "0"],
-    &["PUBLISH", "a", "b"],
-    &["AUTH", "x"],
-    &["HELLO", "4"],
-    &["CLIENT", "SETNAME", "n"],
-    &["CLIENT", "GETNAME"],
-    &["CLIENT", "SETINFO", "lib-name", "x"],
-    &["COMMAND", "COUNT"],
-    &["ACL", "WHOAMI"],
+    &["SELECT 0"],
+    &["PUBLISH a b"],
+    &["AUTH x"],
+    &["HELLO 4"],
+    &["CLIENT SETNAME n"],
+    &["CLIENT GETNAME"],
+    &["CLIENT SETINFO lib-name x"],
+    &["COMMAND COUNT"],
+    &["ACL WHOAMI"],
     &["SUBSCRIBE"],
 ];
 
+/// Sends a command of a table (see `raw::words`) and returns its reply's bytes.
 fn call(conn: &mut Real, argv: &[&str]) -> Vec<u8> {
-    let argv: Vec<&[u8]> = argv.iter().map(|a| a.as_bytes()).collect();
+    let argv: Vec<&[u8]> = raw::words(argv).iter().map(|a| a.as_bytes()).collect();
     conn.call(&argv)
 }
 

@@ -166,10 +166,10 @@ fn compare(protocol: u8) -> Vec<String> {
             );
         }
         if got != want {
-            mismatches.push(format!(
-                "RESP{protocol} step {n} on connection {conn}: {argv:?}\n   redis: {:?}\n    fake: {:?}",
-                String::from_utf8_lossy(&want),
-                String::from_utf8_lossy(&got)
+            mismatches.push(support::raw::mismatch(
+                &format!("RESP{protocol} step {n} on connection {conn}: {argv:?}"),
+                &want,
+                &got,
             ));
         }
     }

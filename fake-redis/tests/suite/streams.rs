@@ -311,16 +311,13 @@ const TABLE: &[&str] = &[
     "XCLAIM a g c 0",
 ];
 
-#[tokio::test]
-async fn stream_commands_reply_exactly_as_redis_7_does() {
-    assert_table_matches_redis(TABLE, false).await;
-}
-
-/// The same table after `HELLO 3`: `XREAD`'s reply is a map of streams, `XINFO`'s maps.
-#[tokio::test]
-async fn stream_commands_in_resp3_reply_exactly_as_redis_7_does() {
-    assert_table_matches_redis(TABLE, true).await;
-}
+// In RESP2, and in RESP3 after `HELLO 3`, where `XREAD`'s reply is a map of streams and
+// `XINFO`'s are maps.
+support::table_matches_redis!(
+    TABLE,
+    stream_commands_reply_exactly_as_redis_7_does,
+    stream_commands_in_resp3_reply_exactly_as_redis_7_does
+);
 
 /// A big stream goes through several listpack nodes: whole-node trims, node counts and radix
 /// tree nodes as Redis reports them.
@@ -338,19 +335,24 @@ async fn big_streams_split_and_trim_by_node_as_redis_does() {
         let field = if i % 5 == 0 { "other" } else { "f" };
         lines.push(format!("XADD big {i}-{} {field} {value}", i % 3));
     }
-    lines.push("XINFO STREAM big".into());
-    lines.push("XTRIM big MAXLEN ~ 250".into());
-    lines.push("XINFO STREAM big".into());
-    lines.push("XDEL big 200-2 201-0 202-1".into());
-    lines.push("XTRIM big MINID ~ 230".into());
-    lines.push("XINFO STREAM big".into());
-    lines.push("XTRIM big MAXLEN ~ 10 LIMIT 30".into());
-    lines.push("XTRIM big MAXLEN 95".into());
-    lines.push("XINFO STREAM big".into());
-    lines.push("XTRIM big MINID 340".into());
-    lines.push("XINFO STREAM big".into());
-    lines.push("XRANGE big - + COUNT 3".into());
-    lines.push("XREVRANGE big + - COUNT 3".into());
+    lines.extend(
+        [
+            "XINFO STREAM big",
+            "XTRIM big MAXLEN ~ 250",
+            "XINFO STREAM big",
+            "XDEL big 200-2 201-0 202-1",
+            "XTRIM big MINID ~ 230",
+            "XINFO STREAM big",
+            "XTRIM big MAXLEN ~ 10 LIMIT 30",
+            "XTRIM big MAXLEN 95",
+            "XINFO STREAM big",
+            "XTRIM big MINID 340",
+            "XINFO STREAM big",
+            "XRANGE big - + COUNT 3",
+            "XREVRANGE big + - COUNT 3",
+        ]
+        .map(String::from),
+    );
     let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
     assert_table_matches_redis(&lines, false).await;
 }

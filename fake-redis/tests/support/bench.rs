@@ -1,10 +1,16 @@
 //! An engine on a manual clock, as the simulator drives it, for the tests of the blocking
 //! commands (`blocking.rs`, `blocking_streams.rs`): commands that may block, the clock moved by
-//! hand, and the text the server commands answer.
+//! hand, `CLIENT UNBLOCK`, and the text the server commands answer. Also the door those tests
+//! block through on tokio's paused clock: two `FakeConnection`s to one engine.
 
 use bytes::Bytes;
-use fake_redis::{ClientId, Engine, Frame, ManualClock};
+use fake_redis::{
+    ClientId, Engine, FakeConnection, Frame, ManualClock, NodeId, TokioClock, shared,
+};
 use std::array;
+
+/// The error of a client whose block `CLIENT UNBLOCK <id> ERROR` ended.
+pub const UNBLOCKED: &str = "UNBLOCKED client unblocked via CLIENT UNBLOCK";
 
 /// An engine on a manual clock, and a way to run one command.
 pub struct Bench {
@@ -54,6 +60,23 @@ impl Bench {
         String::from_utf8_lossy(&text).into_owned()
     }
 
+    /// `other` ends `blocked`'s block with `CLIENT UNBLOCK`, then `reason` if any: one client
+    /// unblocked, whose reply is `want`.
+    #[track_caller]
+    pub fn assert_unblocks(
+        &mut self,
+        other: ClientId,
+        blocked: ClientId,
+        reason: Option<&str>,
+        want: Frame,
+    ) {
+        let id = blocked.0.to_string();
+        let mut words = vec!["CLIENT", "UNBLOCK", &id];
+        words.extend(reason);
+        assert_eq!(self.run(other, &words), Frame::Integer(1), "{words:?}");
+        assert_eq!(self.engine.take_unblocked_reply(blocked), Some(want));
+    }
+
     /// `INFO`'s `blocked_clients:N` line.
     pub fn blocked_clients(&mut self, client: ClientId) -> String {
         self.text(client, &["INFO", "clients"])
@@ -62,6 +85,15 @@ impl Bench {
             .unwrap()
             .to_owned()
     }
+}
+
+/// Two connections (nodes 1 and 2) to one engine on tokio's clock.
+pub fn tokio_connections() -> (FakeConnection, FakeConnection) {
+    let engine = shared(Engine::new(TokioClock::new()));
+    (
+        FakeConnection::new(engine.clone(), NodeId(1)),
+        FakeConnection::new(engine, NodeId(2)),
+    )
 }
 
 /// A command from its words (which may hold spaces).

@@ -93,3 +93,22 @@ async fn wait_until_blocked(conn: &mut impl ConnectionLike) {
     }
     panic!("the client never blocked");
 }
+
+/// Two tests, in RESP2 and in RESP3, each running `cases` after `reset` as
+/// [`assert_same_as_redis`] does: `same_as_redis!(CASES, RESET, name, name_in_resp3);`.
+#[allow(unused_macros)] // not every test binary that includes this module uses it
+macro_rules! same_as_redis {
+    ($cases:expr, $reset:expr, $resp2:ident, $resp3:ident) => {
+        #[tokio::test]
+        async fn $resp2() {
+            $crate::support::blocked::assert_same_as_redis($cases, $reset, 2).await;
+        }
+
+        #[tokio::test]
+        async fn $resp3() {
+            $crate::support::blocked::assert_same_as_redis($cases, $reset, 3).await;
+        }
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use same_as_redis;

@@ -15,6 +15,7 @@ pub mod bench;
 pub mod binary;
 pub mod blocked;
 pub mod drive;
+pub mod pipe;
 pub mod raw;
 #[path = "../../../scripts/servers.rs"]
 pub mod servers;
@@ -307,14 +308,13 @@ pub fn assert_no_mismatches(mismatches: &[String]) {
     );
 }
 
-/// Runs `table` on a redis-server of the test's own and on a fresh fake, in RESP2 or (`resp3`,
-/// after `HELLO 3` on both) RESP3, and fails listing every line whose replies differ.
-pub async fn assert_table_matches_redis(table: &[&str], resp3: bool) {
-    let server = OwnServer::start();
-    let mut real = if resp3 {
-        connect_real_resp3(server.port).await
+/// A connection to the redis-server on `port` and one to a fresh fake, both in RESP3 (after
+/// `HELLO 3`) if `resp3`, else in RESP2.
+pub async fn connect_both(port: u16, resp3: bool) -> (MultiplexedConnection, FakeConnection) {
+    let real = if resp3 {
+        connect_real_resp3(port).await
     } else {
-        connect_real(server.port).await
+        connect_real(port).await
     };
     let mut fake = fake_connection();
     if resp3 {
@@ -322,5 +322,32 @@ pub async fn assert_table_matches_redis(table: &[&str], resp3: bool) {
             .await
             .expect("the fake speaks RESP3");
     }
+    (real, fake)
+}
+
+/// Runs `table` on a redis-server of the test's own and on a fresh fake, in RESP2 or (`resp3`,
+/// after `HELLO 3` on both) RESP3, and fails listing every line whose replies differ.
+pub async fn assert_table_matches_redis(table: &[&str], resp3: bool) {
+    let server = OwnServer::start();
+    let (mut real, mut fake) = connect_both(server.port, resp3).await;
     assert_no_mismatches(&mismatches(&mut real, &mut fake, table).await);
 }
+
+/// Two tests, in RESP2 and in RESP3, each running `table` as [`assert_table_matches_redis`]
+/// does: `table_matches_redis!(TABLE, name, name_in_resp3);`.
+#[allow(unused_macros)] // not every test binary that includes this module uses it
+macro_rules! table_matches_redis {
+    ($table:expr, $resp2:ident, $resp3:ident) => {
+        #[tokio::test]
+        async fn $resp2() {
+            $crate::support::assert_table_matches_redis($table, false).await;
+        }
+
+        #[tokio::test]
+        async fn $resp3() {
+            $crate::support::assert_table_matches_redis($table, true).await;
+        }
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use table_matches_redis;
