@@ -43,6 +43,7 @@ pub mod cluster;
 pub(crate) mod db;
 pub(crate) mod expiry;
 pub(crate) mod glob;
+pub(crate) mod hash;
 mod inspect;
 pub(crate) mod list;
 pub(crate) mod monitor;
