@@ -19,7 +19,7 @@
 //! refused with an error that says so. The others (persistence, replication)
 //! are kept and shown but change nothing; the README lists them among the differences.
 
-use super::{Args, CONTAINER, Cx, Reply, Spec};
+use super::{Args, CONTAINER, CmdResult, Cx, Spec};
 use crate::engine::glob::glob_match;
 use crate::engine::output_limits::OutputLimits;
 use crate::resp::Frame;
@@ -164,7 +164,7 @@ const HELP: &[&str] = &[
     "    Prints this help.",
 ];
 
-fn config_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn config_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let sub = args.next_bytes()?;
     let name = super::server::subcommand(
         "CONFIG",
@@ -228,7 +228,7 @@ fn failed(name: &str, why: &str) -> Frame {
 
 /// `CONFIG SET <name> <value> [<name> <value> ...]`: every pair is checked before any is
 /// applied, as Redis applies them all or none.
-fn set(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn set(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let argv = args.rest();
     if !argv.len().is_multiple_of(2) {
         return Err(super::SYNTAX);

@@ -72,10 +72,10 @@ use bytes::Bytes;
 
 /// A handler's reply: `Err` carries an error reply, so a handler can stop at the first bad
 /// argument with `?`.
-pub(crate) type Reply = Result<Frame, Frame>;
+pub(crate) type CmdResult = Result<Frame, Frame>;
 
 /// A command handler: its context and its arguments after the name.
-pub(crate) type Handler = fn(&mut Cx<'_>, &mut Args<'_>) -> Reply;
+pub(crate) type Handler = fn(&mut Cx<'_>, &mut Args<'_>) -> CmdResult;
 
 /// May run before `AUTH`.
 pub(crate) const NO_AUTH: u8 = 1;

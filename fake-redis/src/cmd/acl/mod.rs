@@ -22,7 +22,7 @@ mod table;
 mod user;
 
 use super::server::{help_reply, subcommand};
-use super::{Args, CONTAINER, Cx, Reply, Spec, c_text, error_echoing, int, is};
+use super::{Args, CONTAINER, CmdResult, Cx, Spec, c_text, error_echoing, int, is};
 use crate::engine::{Engine, Subscription};
 use crate::resp::Frame;
 use bytes::Bytes;
@@ -208,7 +208,7 @@ fn no_such_user(name: &[u8]) -> Frame {
     error_echoing(&[b"ERR User '", c_text(name, usize::MAX), b"' not found"])
 }
 
-fn acl_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn acl_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let sub = args.next_bytes()?;
     let name = subcommand(
         "ACL",
@@ -359,7 +359,7 @@ fn get_user(user: &User) -> Frame {
 }
 
 /// `ACL SETUSER name rule...`: every rule applies, or none does.
-fn set_user(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn set_user(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let name = args.next_bytes()?.clone();
     if has_spaces(&name) {
         return Err(Frame::error(
@@ -466,7 +466,7 @@ fn close_revoked_subscribers(cx: &mut Cx<'_>, name: &[u8], original: &User, user
 
 /// `ACL DELUSER name...`: how many were removed; their connections close (the caller's once
 /// this reply is out).
-fn del_user(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn del_user(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let names = args.rest();
     if names.iter().any(|n| &n[..] == b"default") {
         return Err(Frame::error("ERR The 'default' user cannot be removed"));
@@ -491,7 +491,7 @@ fn del_user(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 }
 
 /// `ACL DRYRUN user command arg...`: `OK`, or why the user may not run it.
-fn dry_run(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn dry_run(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let name = args.next_bytes()?;
     let Some(user) = cx.engine().acl().users.get(name) else {
         return Err(no_such_user(name));
