@@ -128,7 +128,7 @@ pub(crate) fn call_from_script(
 /// Whether a script with this SHA is in the cache, native or on the Lua state.
 fn is_loaded(scripts: &ScriptCache, sha: &[u8]) -> bool {
     #[cfg(feature = "lua")]
-    if scripts.lua.contains(sha) {
+    if crate::lua::contains(scripts, sha) {
         return true;
     }
     scripts.get(sha).is_some()
@@ -199,7 +199,7 @@ fn script_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
         let scripts = cx.scripts();
         scripts.clear_native();
         #[cfg(feature = "lua")]
-        scripts.lua.flush();
+        crate::lua::flush(scripts);
         return Ok(Frame::OK);
     }
     if is(sub, "kill") {

@@ -12,6 +12,7 @@
 
 use super::{Args, CONTAINER, CmdResult, Cx, Spec, int, is, unknown_subcommand};
 use crate::engine::db::{Entry, LRU_CLOCK_MAX, Value, lru_clock};
+use crate::engine::server_state::Encodings;
 use crate::engine::stream::StreamId;
 use crate::resp::Frame;
 use bytes::Bytes;
@@ -43,43 +44,6 @@ pub(crate) mod marks {
     /// A string Redis made without trying the integer encoding (`INCRBYFLOAT`'s result):
     /// `embstr` or `raw` by its length, even when it reads as an integer.
     pub const NOT_INT: u8 = 4;
-}
-
-/// The encoding thresholds of Redis 7.0 (`CONFIG SET` changes them): past them a value converts.
-#[derive(Clone, Debug)]
-pub(crate) struct Encodings {
-    /// `hash-max-listpack-entries`.
-    pub hash_entries: usize,
-    /// `hash-max-listpack-value`.
-    pub hash_value: usize,
-    /// `zset-max-listpack-entries`.
-    pub zset_entries: usize,
-    /// `zset-max-listpack-value`.
-    pub zset_value: usize,
-    /// `set-max-intset-entries`.
-    pub set_intset_entries: usize,
-}
-
-impl Default for Encodings {
-    fn default() -> Encodings {
-        // Redis 7.0.15's defaults, as `CONFIG GET` shows them.
-        Encodings {
-            hash_entries: 512,
-            hash_value: 64,
-            zset_entries: 128,
-            zset_value: 64,
-            set_intset_entries: 512,
-        }
-    }
-}
-
-/// What the server commands keep beside the keyspace.
-#[derive(Debug, Default)]
-pub(crate) struct ServerState {
-    /// The encoding thresholds.
-    pub encodings: Encodings,
-    /// When `SAVE` or `BGSAVE` last ran (unix seconds); None: since the server started.
-    pub last_save: Option<i64>,
 }
 
 /// Follows a `CONFIG SET` of a parameter this file reads (by canonical name).
