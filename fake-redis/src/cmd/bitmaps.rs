@@ -9,7 +9,7 @@
 //! negative from the end. The order in which each command checks its arguments and the key is
 //! Redis's, since it decides which error a bad call sees.
 
-use super::{Args, Cx, Reply, SYNTAX, Spec, WRITE, int, is};
+use super::{Args, CmdResult, Cx, SYNTAX, Spec, WRITE, int, is};
 use crate::engine::db::Value;
 use crate::resp::Frame;
 use bytes::Bytes;
@@ -94,7 +94,7 @@ fn bit_at(bytes: &[u8], offset: u64) -> bool {
         .is_some_and(|b| b & (0x80 >> (offset & 7)) != 0)
 }
 
-fn setbit_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn setbit_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.next_bytes()?;
     let offset = bit_offset(args.next_bytes()?, None)?;
     let on = match int(args.next_bytes()?) {
@@ -112,7 +112,7 @@ fn setbit_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     Ok(Frame::Integer(i64::from(was)))
 }
 
-fn getbit_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn getbit_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.next_bytes()?;
     let offset = bit_offset(args.next_bytes()?, None)?;
     let value = read(cx, key)?;
@@ -144,7 +144,7 @@ fn clamp(start: i64, end: i64, total: i64) -> Option<(i64, i64)> {
 
 /// `BITCOUNT key [start end [BYTE|BIT]]`: the set bits in the range. The key is looked up
 /// first: a missing key is 0 whatever the arguments.
-fn bitcount_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn bitcount_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.next_bytes()?;
     let Some(value) = read(cx, key)? else {
         return Ok(Frame::Integer(0));
@@ -194,7 +194,7 @@ fn count_bits(bytes: &[u8], start: u64, end: u64) -> i64 {
 
 /// `BITPOS key bit [start [end [BYTE|BIT]]]`: the first bit equal to `bit` in the range, -1 if
 /// none. A missing key is all zeros; without an explicit end, the zeros past the string count.
-fn bitpos_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn bitpos_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.next_bytes()?;
     let bit = match args.next_int()? {
         b @ (0 | 1) => b == 1,
@@ -272,7 +272,7 @@ enum BitOp {
 
 /// `BITOP AND|OR|XOR|NOT destkey key…`: the result's length (that of the longest input, shorter
 /// ones padded with zeros); an empty result deletes the destination.
-fn bitop_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn bitop_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let name = args.next_bytes()?;
     let op = if is(name, "and") {
         BitOp::And
@@ -443,7 +443,7 @@ fn write_field(bytes: &mut [u8], offset: u64, bits: u32, value: u64) {
 /// [OVERFLOW WRAP|SAT|FAIL]…` and `BITFIELD_RO key [GET type offset]…`: one reply per `GET`,
 /// `SET` (the old value) and `INCRBY` (the new value), nil for a failed overflow. Every
 /// operation is parsed before the key is looked up.
-fn bitfield_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn bitfield_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let readonly_command = is(args.name(), "bitfield_ro");
     let key = args.next_bytes()?;
     let mut ops = Vec::new();

@@ -16,7 +16,7 @@
 //! overflow to a negative timeout).
 
 use super::long_double::{LongDouble, Parsed};
-use super::{Args, Caller, Cx, Reply, Spec, WRITE, int, is, lists, streams, zsets};
+use super::{Args, Caller, CmdResult, Cx, Spec, WRITE, int, is, lists, streams, zsets};
 use crate::engine::blocking::{Blocked, Waiter};
 use crate::engine::{DATABASES, Engine};
 use crate::resp::Frame;
@@ -56,7 +56,7 @@ pub(super) fn block_or(
     deadline: Option<i64>,
     waiter: Waiter,
     denied: Frame,
-) -> Reply {
+) -> CmdResult {
     // Blocking needs a door that waits for the reply, and a client's own command: a
     // transaction's or a script's never blocks.
     if !cx.may_block || cx.caller != Caller::Client {
@@ -118,7 +118,7 @@ fn key_and_members(key: &Bytes, members: Vec<(f64, Bytes)>) -> Frame {
 }
 
 /// `BLPOP`/`BRPOP key… timeout`.
-fn blpop_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn blpop_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let left = is(args.name(), "blpop");
     let (timeout, keys) = args.rest().split_last().expect("checked by the arity");
     let deadline = deadline(cx, timeout)?;
@@ -134,7 +134,7 @@ fn blpop_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 
 /// `BLMOVE source destination LEFT|RIGHT LEFT|RIGHT timeout`: the directions are read before the
 /// timeout, as in Redis.
-fn blmove_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn blmove_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let (source, destination) = (args.next_bytes()?, args.next_bytes()?);
     let from_left = direction(args.next_bytes()?)?;
     let to_left = direction(args.next_bytes()?)?;
@@ -143,7 +143,7 @@ fn blmove_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 }
 
 /// `BRPOPLPUSH source destination timeout`: `BLMOVE … RIGHT LEFT`.
-fn brpoplpush_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn brpoplpush_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let (source, destination) = (args.next_bytes()?, args.next_bytes()?);
     let deadline = deadline(cx, args.next_bytes()?)?;
     blmove(cx, source, destination, false, true, deadline)
@@ -158,7 +158,7 @@ fn blmove(
     from_left: bool,
     to_left: bool,
     deadline: Option<i64>,
-) -> Reply {
+) -> CmdResult {
     let moved = lists::move_element(cx, source, destination, from_left, to_left)?;
     if moved != Frame::Null {
         return Ok(moved);
@@ -179,7 +179,7 @@ fn blmove(
 
 /// `BLMPOP timeout numkeys key… LEFT|RIGHT [COUNT count]`: the timeout is read after the rest,
 /// as in Redis.
-fn blmpop_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn blmpop_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let timeout = args.next_bytes()?;
     let (keys, right, count) = lists::mpop_arguments(args, "left", "right")?;
     let deadline = deadline(cx, timeout)?;
@@ -196,7 +196,7 @@ fn blmpop_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 }
 
 /// `BZPOPMIN`/`BZPOPMAX key… timeout`.
-fn bzpop_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn bzpop_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let max = is(args.name(), "bzpopmax");
     let (timeout, keys) = args.rest().split_last().expect("checked by the arity");
     let deadline = deadline(cx, timeout)?;
@@ -211,7 +211,7 @@ fn bzpop_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 }
 
 /// `BZMPOP timeout numkeys key… MIN|MAX [COUNT count]`: the timeout is read after the rest.
-fn bzmpop_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn bzmpop_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let timeout = args.next_bytes()?;
     let (keys, max, count) = lists::mpop_arguments(args, "min", "max")?;
     let deadline = deadline(cx, timeout)?;
@@ -230,7 +230,7 @@ fn bzmpop_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 /// `CLIENT UNBLOCK id [TIMEOUT|ERROR]`: 1 when it ended a block, 0 when `id` was not blocked.
 /// The reason is checked before the id, as in Redis; `sub` is the subcommand as the client
 /// wrote it, which Redis's error for too many arguments echoes.
-pub(super) fn client_unblock(cx: &mut Cx<'_>, sub: &[u8], args: &mut Args<'_>) -> Reply {
+pub(super) fn client_unblock(cx: &mut Cx<'_>, sub: &[u8], args: &mut Args<'_>) -> CmdResult {
     if args.remaining() == 0 {
         return Err(super::wrong_arity("client|unblock"));
     }

@@ -10,7 +10,7 @@
 //! before for `EVAL` and `FCALL`, so that the commands their script calls come after them.
 
 use super::command_docs::{flag, redis_flags};
-use super::{Args, Cx, Reply, Spec, is, lookup};
+use super::{Args, CmdResult, Cx, Spec, is, lookup};
 use crate::engine::monitor::Source;
 use crate::engine::pause::PauseMode;
 use crate::engine::reply::ReplyMode;
@@ -218,7 +218,7 @@ fn redact(argv: &[Bytes]) -> Vec<Bytes> {
 pub(crate) static MONITOR: Spec = Spec::new("monitor", 1, 0, monitor_command);
 
 /// `MONITOR`: from now on the connection sees every command the server runs.
-fn monitor_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
+fn monitor_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> CmdResult {
     if cx.caller != super::Caller::Client {
         // A transaction (and a script) expects one reply per command.
         return Err(Frame::error(
@@ -236,7 +236,7 @@ fn monitor_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
 // ---- CLIENT REPLY, PAUSE, UNPAUSE ----
 
 /// `CLIENT REPLY ON|OFF|SKIP` (see `engine/reply.rs`).
-pub(super) fn client_reply(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+pub(super) fn client_reply(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let mode = args.next_bytes()?;
     let client = cx.client();
     if is(mode, "on") {
@@ -257,7 +257,7 @@ pub(super) fn client_reply(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 }
 
 /// `CLIENT PAUSE timeout [WRITE|ALL]`: the timeout in milliseconds from the command's time.
-pub(super) fn client_pause(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+pub(super) fn client_pause(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let timeout = args.next_bytes()?;
     let mode = match args.next() {
         None => PauseMode::All,
@@ -283,7 +283,7 @@ pub(super) fn client_pause(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 }
 
 /// `CLIENT UNPAUSE`: the pause ends now, and the commands it held run once this one is done.
-pub(super) fn client_unpause(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
+pub(super) fn client_unpause(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> CmdResult {
     cx.node().unpause();
     Ok(Frame::OK)
 }
@@ -330,7 +330,7 @@ pub(super) fn client_flags(c: &crate::engine::Client) -> String {
 
 /// `CLIENT TRACKING ON|OFF [REDIRECT id] [BCAST] [PREFIX prefix ...] [OPTIN] [OPTOUT]
 /// [NOLOOP]`, checked in Redis 7.0's order (`engine/tracking.rs` does the tracking).
-pub(super) fn client_tracking(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+pub(super) fn client_tracking(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let on_off = args.next_bytes()?;
     let mut mode = Tracking::default();
     let mut prefixes: Vec<Bytes> = Vec::new();
@@ -449,7 +449,7 @@ fn check_prefix_collisions(
 
 /// `CLIENT CACHING YES|NO`: the next command's reads are remembered (`OPTIN`), or not
 /// (`OPTOUT`).
-pub(super) fn client_caching(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+pub(super) fn client_caching(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let answer = args.next_bytes()?;
     let client = cx.client();
     let Some(t) = client.tracking.as_deref_mut() else {
@@ -478,7 +478,7 @@ pub(super) fn client_caching(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 }
 
 /// `CLIENT TRACKINGINFO`: the flags, the redirect and the prefixes, as a map.
-pub(super) fn client_trackinginfo(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
+pub(super) fn client_trackinginfo(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> CmdResult {
     let bulk = |s: &'static str| Frame::Bulk(Bytes::from_static(s.as_bytes()));
     let tracking = cx.engine().tracking_of(ClientId(cx.client));
     let mut flags = vec![bulk(if tracking.is_some() { "on" } else { "off" })];
@@ -505,7 +505,7 @@ pub(super) fn client_trackinginfo(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Repl
 }
 
 /// `CLIENT GETREDIR`: the client tracking sends to (0 for itself), -1 when not tracking.
-pub(super) fn client_getredir(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
+pub(super) fn client_getredir(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> CmdResult {
     let redirect = cx
         .engine()
         .tracking_of(ClientId(cx.client))

@@ -18,7 +18,7 @@
 
 use super::hyperloglog;
 use super::server::{help_reply, subcommand};
-use super::{Args, CONTAINER, Cx, Reply, Spec, WRITE, int};
+use super::{Args, CONTAINER, CmdResult, Cx, Spec, WRITE, int};
 use crate::engine::REDIS_VERSION;
 use crate::resp::Frame;
 use bytes::Bytes;
@@ -68,7 +68,7 @@ const CLUSTER_SUBCOMMANDS: &[&str] = &[
 
 /// `CLUSTER <subcommand>`: refused, even `HELP`, as Redis's `clusterCommand` refuses everything
 /// when `cluster-enabled` is `no`.
-fn cluster_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn cluster_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let sub = args.next_bytes()?;
     let sub = subcommand("CLUSTER", CLUSTER_SUBCOMMANDS, sub)?;
     if cx.engine().is_cluster_node() {
@@ -78,22 +78,22 @@ fn cluster_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 }
 
 /// `READONLY`: on a cluster node, the client's reads may be served by a replica.
-fn readonly_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
+fn readonly_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> CmdResult {
     set_client_flag(cx, |c| c.set_cluster_readonly(true))
 }
 
 /// `READWRITE`: back to reads redirected to the primary.
-fn readwrite_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
+fn readwrite_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> CmdResult {
     set_client_flag(cx, |c| c.set_cluster_readonly(false))
 }
 
 /// `ASKING`: the next call may be served by a slot's importing node.
-fn asking_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
+fn asking_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> CmdResult {
     set_client_flag(cx, |c| c.set_asking(true))
 }
 
 /// Only a cluster node takes `READONLY`, `READWRITE` and `ASKING`.
-fn set_client_flag(cx: &mut Cx<'_>, set: impl FnOnce(&mut crate::engine::Client)) -> Reply {
+fn set_client_flag(cx: &mut Cx<'_>, set: impl FnOnce(&mut crate::engine::Client)) -> CmdResult {
     if !cx.engine().is_cluster_node() {
         return Err(CLUSTER_DISABLED);
     }
@@ -120,7 +120,7 @@ const MODULE_HELP: &[&str] = &[
 
 /// `MODULE LIST` (no module is loaded), `MODULE HELP`, and `LOAD`, `LOADEX`, `UNLOAD`, which
 /// Redis refuses while `enable-module-command` is `no`, its default.
-fn module_command(_cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn module_command(_cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let sub = args.next_bytes()?;
     match subcommand("MODULE", &["list", "help", "load", "loadex", "unload"], sub)? {
         "list" => Ok(Frame::Array(Vec::new())),
@@ -135,14 +135,14 @@ fn module_command(_cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 
 /// `PFSELFTEST`: Redis checks its register macros and estimator against random registers; the
 /// fake's are checked by its tests, so it reports success as Redis does.
-fn pfselftest_command(_cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
+fn pfselftest_command(_cx: &mut Cx<'_>, _args: &mut Args<'_>) -> CmdResult {
     Ok(Frame::OK)
 }
 
 /// `PFDEBUG GETREG|DECODE|ENCODING|TODENSE key`, as Redis's `pfdebugCommand`: the key is
 /// checked first (missing, not a HyperLogLog), then the subcommand; `GETREG` and `TODENSE`
 /// rewrite a sparse value dense.
-fn pfdebug_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn pfdebug_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let (sub, key) = (args.next_bytes()?, args.next_bytes()?);
     let Some(hll) = hyperloglog::read_unshared(cx, key)? else {
         return Err(Frame::error("ERR The specified key does not exist"));
@@ -206,7 +206,7 @@ fn decode_sparse(runs: &[u8]) -> String {
 
 /// `LOLWUT [VERSION v [arg…]]`: which drawing Redis's `lolwutCommand` picks for the version, its
 /// arguments checked as Redis checks them, and the version line.
-fn lolwut_command(_cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn lolwut_command(_cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let mut drawing = None;
     if args.remaining() >= 2 && args.eat("version") {
         // Redis prints the version as C's `(unsigned int)` of a `long`, then reads its digits.

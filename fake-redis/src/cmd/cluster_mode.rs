@@ -9,7 +9,7 @@
 //! Redis's order is a hash table's (`NODES`, `SHARDS`), the fake's is the nodes' port order.
 
 use super::server::help_reply;
-use super::{Args, Cx, Reply, int};
+use super::{Args, CmdResult, Cx, int};
 use crate::engine::cluster::{ClusterState, Role, SLOTS, key_slot};
 use crate::resp::Frame;
 use bytes::Bytes;
@@ -75,7 +75,7 @@ const CLUSTER_HELP: &[&str] = &[
 ];
 
 /// `CLUSTER <sub>` on a cluster node (dispatch has checked the subcommand and its arity).
-pub(super) fn cluster_command(cx: &mut Cx<'_>, sub: &str, args: &mut Args<'_>) -> Reply {
+pub(super) fn cluster_command(cx: &mut Cx<'_>, sub: &str, args: &mut Args<'_>) -> CmdResult {
     match sub {
         "help" => Ok(help_reply(CLUSTER_HELP)),
         "keyslot" => Ok(Frame::Integer(i64::from(key_slot(args.next_bytes()?)))),

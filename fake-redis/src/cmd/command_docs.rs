@@ -12,7 +12,9 @@
 //! specs, as Redis's `getKeysUsingKeySpecs` does; the few commands whose keys only a Redis C
 //! function can find (`SORT`, `MIGRATE`) are not served here.
 
-use super::{ALL, Args, CONTAINER, Cx, Reply, Spec, is, lookup, unknown_subcommand, wrong_arity};
+use super::{
+    ALL, Args, CONTAINER, CmdResult, Cx, Spec, is, lookup, unknown_subcommand, wrong_arity,
+};
 use crate::engine::glob::glob_match;
 use crate::resp::{Frame, ReplyParser};
 use bytes::{Bytes, BytesMut};
@@ -380,7 +382,7 @@ const HELP: &[&str] = &[
     "    Prints this help.",
 ];
 
-fn command_command(_cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn command_command(_cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     // Dispatch has checked the subcommand and its arity.
     let Some(sub) = args.next() else {
         return Ok(Frame::Array(ALL.iter().map(|s| entry_of(s)).collect()));
@@ -411,7 +413,7 @@ fn command_command(_cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 }
 
 /// `COMMAND LIST [FILTERBY MODULE <name> | ACLCAT <category> | PATTERN <pattern>]`.
-pub(super) fn list(args: &mut Args<'_>) -> Reply {
+pub(super) fn list(args: &mut Args<'_>) -> CmdResult {
     let names = all_names();
     if args.remaining() == 0 {
         return Ok(Frame::Array(names.into_iter().map(Frame::Bulk).collect()));
@@ -467,7 +469,7 @@ fn docs(args: &mut Args<'_>) -> Frame {
 }
 
 /// `COMMAND GETKEYS <command> <args…>` (`with_flags`: `GETKEYSANDFLAGS`).
-fn get_keys(argv: &[Bytes], with_flags: bool) -> Reply {
+fn get_keys(argv: &[Bytes], with_flags: bool) -> CmdResult {
     let name = &argv[0];
     let sub_name = argv.get(1).map(|s| {
         let mut full = name.to_ascii_lowercase();

@@ -19,8 +19,9 @@
 //! refused with an error that says so. The others (persistence, replication)
 //! are kept and shown but change nothing; the README lists them among the differences.
 
-use super::{Args, CONTAINER, Cx, Reply, Spec};
+use super::{Args, CONTAINER, CmdResult, Cx, Spec};
 use crate::engine::glob::glob_match;
+use crate::engine::notify::class;
 use crate::engine::output_limits::OutputLimits;
 use crate::resp::Frame;
 use bytes::Bytes;
@@ -164,7 +165,7 @@ const HELP: &[&str] = &[
     "    Prints this help.",
 ];
 
-fn config_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn config_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let sub = args.next_bytes()?;
     let name = super::server::subcommand(
         "CONFIG",
@@ -228,7 +229,7 @@ fn failed(name: &str, why: &str) -> Frame {
 
 /// `CONFIG SET <name> <value> [<name> <value> ...]`: every pair is checked before any is
 /// applied, as Redis applies them all or none.
-fn set(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn set(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let argv = args.rest();
     if !argv.len().is_multiple_of(2) {
         return Err(super::SYNTAX);
@@ -373,41 +374,6 @@ fn check_special(name: &str, text: &str) -> Result<String, String> {
             .map_err(str::to_owned),
         _ => Ok(text.to_owned()),
     }
-}
-
-/// Notification classes, as Redis's `NOTIFY_*` bits.
-pub(crate) mod class {
-    /// `K`: `__keyspace@<db>__:<key>` messages.
-    pub const KEYSPACE: u16 = 1 << 0;
-    /// `E`: `__keyevent@<db>__:<event>` messages.
-    pub const KEYEVENT: u16 = 1 << 1;
-    /// `g`: generic commands (`DEL`, `EXPIRE`, `RENAME`, ...).
-    pub const GENERIC: u16 = 1 << 2;
-    /// `$`: string commands.
-    pub const STRING: u16 = 1 << 3;
-    /// `l`: list commands.
-    pub const LIST: u16 = 1 << 4;
-    /// `s`: set commands.
-    pub const SET: u16 = 1 << 5;
-    /// `h`: hash commands.
-    pub const HASH: u16 = 1 << 6;
-    /// `z`: sorted set commands.
-    pub const ZSET: u16 = 1 << 7;
-    /// `x`: a key expired.
-    pub const EXPIRED: u16 = 1 << 8;
-    /// `e`: a key was evicted.
-    pub const EVICTED: u16 = 1 << 9;
-    /// `t`: stream commands.
-    pub const STREAM: u16 = 1 << 10;
-    /// `m`: a key missed (not part of `A`).
-    pub const KEY_MISS: u16 = 1 << 11;
-    /// `d`: module events.
-    pub const MODULE: u16 = 1 << 12;
-    /// `n`: a key was created (not part of `A`).
-    pub const NEW: u16 = 1 << 13;
-    /// `A`: every class but `m` and `n`.
-    pub const ALL: u16 =
-        GENERIC | STRING | LIST | SET | HASH | ZSET | EXPIRED | EVICTED | STREAM | MODULE;
 }
 
 /// The letters of the classes `A` stands for and `n`, in the order Redis writes them back.

@@ -6,7 +6,7 @@
 //! encoder (or a front door) decides the bytes.
 
 use super::{
-    Args, CONTAINER, Cx, NO_AUTH, NOT_QUEUED, PUBSUB_CONTEXT, Reply, Spec, int, is,
+    Args, CONTAINER, CmdResult, Cx, NO_AUTH, NOT_QUEUED, PUBSUB_CONTEXT, Spec, int, is,
     unknown_subcommand, wrong_arity,
 };
 use crate::engine::{Client, DATABASES, REDIS_VERSION, Subscription};
@@ -35,7 +35,7 @@ pub(crate) static RESET: Spec = Spec::new(
 pub(crate) static TIME: Spec = Spec::new("time", 1, 0, time_command);
 pub(crate) static INFO: Spec = Spec::new("info", -1, 0, info_command);
 
-fn ping_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn ping_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     if args.remaining() > 1 {
         return Err(wrong_arity("ping"));
     }
@@ -54,12 +54,12 @@ fn ping_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     })
 }
 
-fn echo_command(_cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn echo_command(_cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     Ok(Frame::Bulk(args.next_bytes()?.clone()))
 }
 
 /// `AUTH password` (the `default` user) or `AUTH user password` (`cmd/acl/`).
-fn auth_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn auth_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let command = Bytes::copy_from_slice(args.name());
     match args.rest() {
         [password] => {
@@ -88,7 +88,7 @@ fn valid_client_name(name: &[u8]) -> Result<(), Frame> {
 }
 
 /// `HELLO [protover [AUTH username password] [SETNAME clientname]]`.
-fn hello_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn hello_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let command = Bytes::copy_from_slice(args.name());
     let protocol = match args.next() {
         None => None,
@@ -161,7 +161,7 @@ fn hello_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     Ok(Frame::Map(fields))
 }
 
-fn select_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn select_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let index = i64::from(args.next_i32()?);
     if index != 0 && cx.engine().is_cluster_node() {
         return Err(Frame::error("ERR SELECT is not allowed in cluster mode"));
@@ -177,7 +177,7 @@ fn select_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 /// `CLIENT ID`, `GETNAME`, `SETNAME name`, `INFO`, `LIST`, `KILL`, `NO-EVICT`, `UNBLOCK`,
 /// `GETREDIR`, `HELP`; `REPLY`, `PAUSE`, `UNPAUSE` and the tracking subcommands are in
 /// `client.rs` (dispatch has checked the subcommand's arity).
-fn client_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn client_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let sub = args.next_bytes()?;
     if is(sub, "id") {
         return Ok(Frame::Integer(cx.client as i64));
@@ -293,7 +293,7 @@ fn type_filter(arg: &[u8]) -> Result<&'static str, Frame> {
 }
 
 /// `CLIENT LIST [TYPE <type>] [ID <id> ...]`.
-fn client_list(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn client_list(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let mut kind = None;
     let mut ids: Option<Vec<u64>> = None;
     if args.eat("type") {
@@ -340,7 +340,7 @@ fn client_list(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 
 /// `CLIENT KILL <addr>` (the old form: `OK`, or `ERR No such client`) and `CLIENT KILL <filter>
 /// <value> ...` (how many it closed). The caller is spared unless `SKIPME no`.
-fn client_kill(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn client_kill(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     if args.remaining() == 0 {
         return Err(wrong_arity("client|kill"));
     }
@@ -472,14 +472,14 @@ const CLIENT_HELP: &[&str] = &[
     "    Prints this help.",
 ];
 
-fn quit_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
+fn quit_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> CmdResult {
     cx.client().closing = true;
     Ok(Frame::OK)
 }
 
 /// `RESET`: the connection as it was when it opened (no transaction, watches, subscriptions or
 /// name; database 0; RESP2; the `default` user, unauthenticated if it needs a password).
-fn reset_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
+fn reset_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> CmdResult {
     cx.unwatch();
     let needs_auth = cx.engine().acl().users.auth_required();
     let client = cx.client();
@@ -495,7 +495,7 @@ fn reset_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
     Ok(Frame::simple("RESET"))
 }
 
-fn time_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
+fn time_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> CmdResult {
     let now = cx.now;
     Ok(Frame::Array(vec![
         Frame::Bulk(Bytes::from(now.div_euclid(1000).to_string())),
@@ -505,7 +505,7 @@ fn time_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
 
 /// `INFO [section…]`: the sections a client may look at (server, clients, stats, cluster,
 /// keyspace).
-fn info_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn info_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let wanted: Vec<String> = args
         .map(|s| String::from_utf8_lossy(s).to_ascii_lowercase())
         .collect();

@@ -92,7 +92,7 @@ impl<'a> Cx<'a> {
     }
 
     /// What the front doors see of the running script (its busy threshold, for `CONFIG SET`).
-    pub fn script_watch(&mut self) -> std::sync::Arc<crate::inprocess::link::ScriptWatch> {
+    pub fn script_watch(&mut self) -> std::sync::Arc<crate::engine::script_watch::ScriptWatch> {
         self.engine.script_watch()
     }
 
@@ -116,7 +116,7 @@ impl<'a> Cx<'a> {
     }
 
     /// What the server commands keep beside the keyspace (`cmd/server.rs`).
-    pub fn server_state(&mut self) -> &mut super::ServerState {
+    pub fn server_state(&mut self) -> &mut crate::engine::server_state::ServerState {
         self.engine.server_state()
     }
 
@@ -267,7 +267,7 @@ impl<'a> Cx<'a> {
     /// The libraries of Redis 7.0's Functions.
     #[cfg(feature = "lua")]
     pub fn functions(&mut self) -> &mut crate::lua::functions::Functions {
-        self.engine.functions()
+        self.engine.functions().get_or_default()
     }
 
     /// The next number of the engine's seeded generator.

@@ -6,8 +6,10 @@
 //! command if a transaction is open; only a command that passes all of that runs. The same order is kept here, once, for every way a command reaches the
 //! engine: [`Engine::execute`] (a client's request), the commands an `EXEC` runs back to back
 //! (checked when they were queued), and [`Engine::run_script`] (a lock script without the
-//! protocol, for simulators). The engine's own part, the frozen time and the bookkeeping around
-//! a command, is in `engine/mod.rs`; the handlers are in the family files beside this one.
+//! protocol, for simulators). The engine's constructors are here too: they hand it the work it
+//! needs from this layer ([`CommandHooks`]), so that the engine never calls up. The engine's own
+//! part, the frozen time and the bookkeeping around a command, is in `engine/mod.rs`; the
+//! handlers are in the family files beside this one.
 
 use super::client::{Feed, Gate};
 use super::parse::Args;
@@ -15,12 +17,31 @@ use super::{
     Cx, NO_AUTH, NOT_QUEUED, PUBSUB_CONTEXT, Refusal, Spec, WRITE, acl, command_name, lookup,
     unknown_command, wrong_arity,
 };
+use crate::clock::Clock;
 use crate::engine::monitor::Source;
-use crate::engine::{ClientId, Engine};
+use crate::engine::{ClientId, CommandHooks, Engine, EngineConfig};
 use crate::resp::Frame;
 use bytes::Bytes;
 
+/// What the engine runs of this layer: the end of a command (clients a pause postponed, clients
+/// blocked on keys) and the users a server starts with.
+const HOOKS: CommandHooks = CommandHooks {
+    resume_postponed: super::resume_postponed,
+    serve_blocked: super::serve_blocked,
+    new_acl: super::Acl::new,
+};
+
 impl Engine {
+    /// An engine on `clock` with the default configuration.
+    pub fn new(clock: impl Clock) -> Engine {
+        Engine::with_config(clock, EngineConfig::default())
+    }
+
+    /// An engine on `clock` set up by `config`.
+    pub fn with_config(clock: impl Clock, config: EngineConfig) -> Engine {
+        Engine::build(clock, config, HOOKS)
+    }
+
     /// Runs one command for `client` and returns its reply. `argv[0]` is the command's name, in
     /// any case. See the [engine's docs](crate::engine) for the outbox contract. A closed
     /// connection (after `QUIT`, a restart, a failover or a crash) gets `ERR the connection is

@@ -8,7 +8,7 @@
 //! answers `OK` (deleting the old key under `REPLACE`), as Redis's `restoreCommand` does.
 
 use super::server::{encoding, lfu_policy, note_size};
-use super::{Args, Cx, NOT_INTEGER, Reply, SYNTAX, Spec, WRITE, class, int, is};
+use super::{Args, CmdResult, Cx, NOT_INTEGER, SYNTAX, Spec, WRITE, class, int, is};
 use crate::engine::db::{LRU_CLOCK_MAX, lru_clock};
 use crate::engine::rdb::{self, Compact};
 use crate::resp::Frame;
@@ -19,7 +19,7 @@ pub(crate) static RESTORE: Spec = Spec::new("restore", -4, WRITE, restore_comman
 pub(crate) static RESTORE_ASKING: Spec = Spec::new("restore-asking", -4, WRITE, restore_command);
 
 /// `DUMP key`: the payload, or nil for a missing key.
-fn dump_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn dump_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.next_bytes()?;
     let encodings = cx.server_state().encodings.clone();
     let Some(entry) = cx.lookup(key) else {
@@ -33,7 +33,7 @@ fn dump_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 }
 
 /// `RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]`.
-fn restore_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn restore_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let (key, ttl, payload) = (args.next_bytes()?, args.next_bytes()?, args.next_bytes()?);
     let (mut replace, mut absttl) = (false, false);
     let (mut idle, mut freq) = (None, None);

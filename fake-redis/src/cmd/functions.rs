@@ -5,7 +5,7 @@
 //! library on: `FUNCTION LOAD` and `FUNCTION RESTORE` are refused with an error saying so, and the
 //! fake has no libraries to list, call or dump.
 
-use super::{Args, CONTAINER, Cx, Reply, Spec, WRITE, is, unknown_subcommand, wrong_arity};
+use super::{Args, CONTAINER, CmdResult, Cx, Spec, WRITE, is, unknown_subcommand, wrong_arity};
 #[cfg(feature = "lua")]
 use crate::lua::functions::{self as lib, RestorePolicy};
 use crate::resp::Frame;
@@ -72,7 +72,7 @@ fn subcommand_syntax(sub: &[u8]) -> Frame {
 
 /// `FCALL name numkeys key… arg…` and `FCALL_RO`: the function is looked up before the key
 /// count is read, as in Redis.
-fn fcall_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn fcall_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let read_only = is(args.name(), "fcall_ro");
     let name = args.next_bytes()?;
     if !function_exists(cx, name) {
@@ -113,7 +113,7 @@ fn call(_: &mut Cx<'_>, _: &[u8], _: &[Bytes], _: &[Bytes], _: bool) -> Frame {
 }
 
 /// `FUNCTION LOAD|LIST|DELETE|FLUSH|STATS|KILL|DUMP|RESTORE|HELP`.
-fn function_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn function_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     #[cfg(not(feature = "lua"))]
     let _ = &cx;
     let sub = args.next_bytes()?;

@@ -8,7 +8,7 @@
 //! the replies match to the digit, in the same order. The sorted set is reached only through
 //! its methods.
 
-use super::{Args, Cx, Reply, Spec, WRITE, class, int, is};
+use super::{Args, CmdResult, Cx, Spec, WRITE, class, int, is};
 use crate::engine::db::{Value, ZSet};
 use crate::resp::Frame;
 use bytes::Bytes;
@@ -255,7 +255,7 @@ fn read<'a>(cx: &'a mut Cx<'_>, key: &[u8]) -> Result<Option<&'a ZSet>, Frame> {
 // ---- GEOADD, GEODIST, GEOHASH, GEOPOS ----
 
 /// `GEOADD key [NX|XX] [CH] lon lat member…`: a `ZADD` of the points' hashes, as in Redis.
-fn geoadd_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn geoadd_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.next_bytes()?;
     let mut options = Vec::new();
     let (mut nx, mut xx) = (false, false);
@@ -285,7 +285,7 @@ fn geoadd_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     (super::zsets::ZADD.run)(cx, &mut Args::new(&argv))
 }
 
-fn geodist_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn geodist_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let (key, a, b) = (args.next_bytes()?, args.next_bytes()?, args.next_bytes()?);
     let to_meter = match args.remaining() {
         0 => 1.0,
@@ -304,7 +304,7 @@ fn geodist_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 
 const ALPHABET: &[u8; 32] = b"0123456789bcdefghjkmnpqrstuvwxyz";
 
-fn geohash_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn geohash_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.next_bytes()?;
     let scores: Vec<Option<f64>> = match read(cx, key)? {
         None => args.map(|_| None).collect(),
@@ -338,7 +338,7 @@ fn geohash_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     ))
 }
 
-fn geopos_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn geopos_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.next_bytes()?;
     let scores: Vec<Option<f64>> = match read(cx, key)? {
         None => args.map(|_| None).collect(),
@@ -556,7 +556,7 @@ fn radius_arg(value: &[u8], unit_arg: &[u8]) -> Result<(f64, f64), Frame> {
 
 /// `GEORADIUS`, `GEORADIUSBYMEMBER` (and their `_RO` forms), `GEOSEARCH` and
 /// `GEOSEARCHSTORE`: Redis's `georadiusGeneric`, in its order of checks.
-fn georadius_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn georadius_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let name = String::from_utf8_lossy(args.name()).to_ascii_lowercase();
     let search = name.starts_with("geosearch");
     let store_form = name == "geosearchstore";

@@ -6,7 +6,7 @@
 //! encoding does.
 
 use super::long_double::{LongDouble, Parsed};
-use super::{Args, Cx, OVERFLOW, Reply, Spec, WRITE, int_bytes, is, wrong_arity};
+use super::{Args, CmdResult, Cx, OVERFLOW, Spec, WRITE, int_bytes, is, wrong_arity};
 use crate::engine::db::{Hash, Value};
 use crate::resp::Frame;
 use bytes::Bytes;
@@ -116,7 +116,7 @@ pub(crate) fn hincrby(
 // ---- commands ----
 
 /// `HSET key field value…` (how many fields are new) and `HMSET` (`OK`).
-fn hset_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn hset_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let hmset = is(args.name(), "hmset");
     let key = args.next_bytes()?;
     let pairs = args.rest();
@@ -141,7 +141,7 @@ fn hset_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     })
 }
 
-fn hsetnx_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn hsetnx_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let (key, field, value) = (args.next_bytes()?, args.next_bytes()?, args.next_bytes()?);
     if read(cx, key)?.is_some_and(|h| h.get(field).is_some()) {
         return Ok(Frame::Integer(0));
@@ -152,14 +152,14 @@ fn hsetnx_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     Ok(Frame::Integer(1))
 }
 
-fn hget_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn hget_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let (key, field) = (args.next_bytes()?, args.next_bytes()?);
     Ok(hget(cx, key, field)?
         .flatten()
         .map_or(Frame::Null, Frame::Bulk))
 }
 
-fn hmget_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn hmget_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let h = read(cx, args.next_bytes()?)?;
     Ok(Frame::Array(
         args.map(|f| {
@@ -170,7 +170,7 @@ fn hmget_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     ))
 }
 
-fn hdel_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn hdel_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.next_bytes()?;
     if read(cx, key)?.is_none() {
         return Ok(Frame::Integer(0));
@@ -197,13 +197,13 @@ fn hdel_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     Ok(Frame::Integer(removed as i64))
 }
 
-fn hexists_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn hexists_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let (key, field) = (args.next_bytes()?, args.next_bytes()?);
     Ok(Frame::Integer(i64::from(hexists(cx, key, field)?)))
 }
 
 /// `HGETALL` (a map of fields to values), `HKEYS` and `HVALS`.
-fn hgetall_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn hgetall_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let name = args.name();
     let hash = read(cx, args.next_bytes()?)?;
     let pairs = hash.into_iter().flat_map(|h| h.iter());
@@ -216,17 +216,17 @@ fn hgetall_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     })
 }
 
-fn hlen_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn hlen_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let hash = read(cx, args.next_bytes()?)?;
     Ok(Frame::Integer(hash.map_or(0, |h| h.len() as i64)))
 }
 
-fn hincrby_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn hincrby_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let (key, field, delta) = (args.next_bytes()?, args.next_bytes()?, args.next_int()?);
     Ok(Frame::Integer(hincrby(cx, key, field, delta, false)?))
 }
 
-fn hincrbyfloat_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn hincrbyfloat_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let (key, field) = (args.next_bytes()?, args.next_bytes()?);
     let incr = args.next_float()?;
     if incr == Parsed::Infinite {
@@ -246,7 +246,7 @@ fn hincrbyfloat_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     Ok(Frame::Bulk(text))
 }
 
-fn hstrlen_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn hstrlen_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let (key, field) = (args.next_bytes()?, args.next_bytes()?);
     let value = hget(cx, key, field)?.flatten();
     Ok(Frame::Integer(value.map_or(0, |v| v.len() as i64)))
@@ -254,7 +254,7 @@ fn hstrlen_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 
 /// `HSCAN key cursor [MATCH pattern] [COUNT count]`: fields and values, a page at a time once the
 /// hash is a hash table ([`Hash::scan`]; see [`scan_collection`](super::keys::scan_collection)).
-fn hscan_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn hscan_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     super::keys::scan_collection(cx, args, read, |h, cursor, count| {
         let (next, fields) = h.scan(cursor, count);
         let items = fields
@@ -268,7 +268,7 @@ fn hscan_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 /// `HRANDFIELD key [count [WITHVALUES]]`: one random field, or with a count the fields (and
 /// values) [`random_picks`](super::zsets::random_picks) chooses, from the engine's seeded
 /// generator; the whole hash comes in its order.
-fn hrandfield_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn hrandfield_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.next_bytes()?;
     let Some(count) = args.next() else {
         let Some(h) = read(cx, key)? else {

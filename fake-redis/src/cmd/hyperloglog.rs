@@ -11,7 +11,7 @@
 //! match Redis's after the same commands, and becomes dense past 3000 bytes or when a register
 //! needs a value above 32. The estimate is Ertl's improved estimator, as in Redis 7.0.
 
-use super::{Args, Cx, Reply, Spec, WRITE, WRONGTYPE};
+use super::{Args, CmdResult, Cx, Spec, WRITE, WRONGTYPE};
 use crate::engine::db::Value;
 use crate::resp::Frame;
 use bytes::Bytes;
@@ -394,7 +394,7 @@ pub(super) fn store(cx: &mut Cx<'_>, key: &[u8], hll: Vec<u8>) {
 }
 
 /// `PFADD key [element…]`: 1 if a register changed (or the key was created), else 0.
-fn pfadd_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn pfadd_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.next_bytes()?;
     let (mut hll, mut updated) = match read_unshared(cx, key)? {
         None => (empty(), true),
@@ -417,7 +417,7 @@ fn pfadd_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 
 /// `PFCOUNT key…`: the estimate of one HyperLogLog (from its cache, which a stale cache is
 /// rewritten with, a change `WATCH` hears of), or of the union of several.
-fn pfcount_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn pfcount_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     if args.remaining() > 1 {
         let mut union = vec![0u8; REGISTERS];
         for key in args {
@@ -449,7 +449,7 @@ fn pfcount_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 
 /// `PFMERGE destkey [sourcekey…]`: the destination (itself a source) becomes the union, dense if
 /// any input was dense.
-fn pfmerge_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn pfmerge_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let destination = args.peek().cloned().unwrap_or_default();
     let mut union = vec![0u8; REGISTERS];
     let mut dense = false;

@@ -5,7 +5,7 @@
 //! the key and still replies 1, `TTL` rounds to the nearest second, -2 means missing and -1 means
 //! no TTL, and NX/XX/GT/LT compare against the current deadline (none counts as infinite).
 
-use super::{Args, Cx, Reply, Spec, WRITE, int, invalid_expire, is};
+use super::{Args, CmdResult, Cx, Spec, WRITE, int, invalid_expire, is};
 use crate::engine::DATABASES;
 use crate::engine::db::{DeadlineChange, Value};
 use crate::engine::glob::glob_match;
@@ -170,23 +170,23 @@ pub(crate) fn pexpire_deadline(now: i64, ms: &[u8]) -> Result<i64, Frame> {
 
 // ---- commands ----
 
-fn del_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn del_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let removed = args.filter(|k| del(cx, k)).count();
     Ok(Frame::Integer(removed as i64))
 }
 
-fn exists_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn exists_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     // Every occurrence counts: `EXISTS k k` is 2.
     let found = args.filter(|k| exists(cx, k)).count();
     Ok(Frame::Integer(found as i64))
 }
 
-fn touch_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn touch_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let found = args.filter(|k| cx.lookup(k).is_some()).count();
     Ok(Frame::Integer(found as i64))
 }
 
-fn type_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn type_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.next_bytes()?;
     Ok(Frame::simple(
         cx.lookup_untouched(key)
@@ -221,19 +221,19 @@ impl<'a> Expire<'a> {
         Ok(Expire { key, when, cond })
     }
 
-    fn apply(self, cx: &mut Cx<'_>) -> Reply {
+    fn apply(self, cx: &mut Cx<'_>) -> CmdResult {
         Ok(Frame::Integer(i64::from(expire_at(
             cx, self.key, self.when, self.cond,
         ))))
     }
 }
 
-fn expire_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn expire_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     Expire::parse(cx, args)?.apply(cx)
 }
 
 /// `TTL`, `PTTL`, `EXPIRETIME`, `PEXPIRETIME`.
-fn ttl_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn ttl_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let now = cx.now;
     let name = args.name();
     let ms = is(name, "pttl") || is(name, "pexpiretime");
@@ -250,7 +250,7 @@ fn ttl_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     Ok(Frame::Integer(if ms { t } else { (t + 500) / 1000 }))
 }
 
-fn persist_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn persist_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let now = cx.now;
     let key = args.next_bytes()?;
     Ok(match cx.lookup(key) {
@@ -265,7 +265,7 @@ fn persist_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     })
 }
 
-fn keys_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn keys_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let now = cx.now;
     let pattern = args.next_bytes()?;
     let all = &pattern[..] == b"*";
@@ -324,7 +324,7 @@ impl<'a> Scan<'a> {
     /// Walks the table's buckets from the cursor ([`Db::scan`](crate::engine::db::Db::scan)),
     /// so a call costs in proportion to `COUNT` and a key present for the whole scan is
     /// returned (at least once), as Redis guarantees.
-    fn apply(self, cx: &mut Cx<'_>) -> Reply {
+    fn apply(self, cx: &mut Cx<'_>) -> CmdResult {
         let (next, keys) = cx.keyspace().scan(self.cursor, self.count);
         let mut found = Vec::new();
         for key in keys {
@@ -378,7 +378,7 @@ pub(crate) fn scan_collection<V: ?Sized>(
     args: &mut Args<'_>,
     read: for<'a, 'b> fn(&'a mut Cx<'b>, &[u8]) -> Result<Option<&'a V>, Frame>,
     page: impl FnOnce(&V, u64, usize) -> (u64, Vec<(Bytes, Vec<Frame>)>),
-) -> Reply {
+) -> CmdResult {
     let key = args.next_bytes()?;
     let cursor = parse_cursor(args.next_bytes()?)?;
     let reply = |next: u64, found| {
@@ -400,12 +400,12 @@ pub(crate) fn scan_collection<V: ?Sized>(
     Ok(reply(next, found))
 }
 
-fn scan_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn scan_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     Scan::parse(args)?.apply(cx)
 }
 
 /// `RENAME source destination` and `RENAMENX`, which does nothing if the destination exists.
-fn rename_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn rename_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let nx = is(args.name(), "renamenx");
     let (src, dst) = (args.next_bytes()?, args.next_bytes()?);
     let now = cx.now;
@@ -439,7 +439,7 @@ fn rename_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 
 /// `COPY source destination [DB destination-db] [REPLACE]`: 1 if copied, with the source's TTL;
 /// 0 when the source is missing or the destination exists without `REPLACE`.
-fn copy_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn copy_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let (src, dst) = (args.next_bytes()?, args.next_bytes()?);
     let mut replace = false;
     let mut target = cx.db;
@@ -483,7 +483,7 @@ fn copy_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 
 /// `RANDOMKEY`: a key drawn with the engine's seeded generator; a drawn key that turns out to be
 /// logically expired is deleted and the draw repeats, as Redis's `dbRandomKey` does.
-fn randomkey_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
+fn randomkey_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> CmdResult {
     loop {
         let picked = cx.random_key();
         let Some(key) = picked else {
@@ -496,12 +496,12 @@ fn randomkey_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
     }
 }
 
-fn dbsize_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
+fn dbsize_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> CmdResult {
     Ok(Frame::Integer(cx.keyspace().len() as i64))
 }
 
 /// `FLUSHDB [SYNC|ASYNC]` and `FLUSHALL [SYNC|ASYNC]`.
-fn flush_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn flush_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let all = is(args.name(), "flushall");
     match args.rest() {
         [] => {}

@@ -6,7 +6,7 @@
 //! is deleted, and each command parses its arguments in the order Redis does (some before the key
 //! lookup, some after), because that order decides which error a bad call sees.
 
-use super::{Args, Cx, Reply, Spec, WRITE, WRONGTYPE, class, int, is};
+use super::{Args, CmdResult, Cx, Spec, WRITE, WRONGTYPE, class, int, is};
 use crate::engine::db::Value;
 use crate::engine::list::List;
 use crate::resp::Frame;
@@ -127,7 +127,7 @@ fn resolve(index: i64, len: usize) -> Option<usize> {
 
 /// `LPUSH`/`RPUSH`/`LPUSHX`/`RPUSHX key element…`: the list's new length. `LPUSH a b` leaves
 /// `b a`, as in Redis; the `X` forms do nothing to a missing key and reply 0.
-fn push_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn push_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let name = args.name();
     let end = if name[0].eq_ignore_ascii_case(&b'l') {
         End::Left
@@ -150,7 +150,7 @@ fn push_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 
 /// `LPOP`/`RPOP key [count]`: one element (or nil), or with a count an array of up to `count`
 /// (nil for a missing key, an empty array for a count of 0).
-fn pop_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn pop_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let end = if is(args.name(), "lpop") {
         End::Left
     } else {
@@ -198,14 +198,14 @@ fn pop_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     Ok(reply)
 }
 
-fn llen_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn llen_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let list = read(cx, args.next_bytes()?)?;
     Ok(Frame::Integer(list.map_or(0, |l| l.len() as i64)))
 }
 
 /// `LRANGE key start stop`: inclusive, negative indexes count from the end, out-of-range ones are
 /// clamped (Redis's `addListRangeReply`).
-fn lrange_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn lrange_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.next_bytes()?;
     let (start, stop) = (args.next_int()?, args.next_int()?);
     let Some(list) = read(cx, key)? else {
@@ -242,7 +242,7 @@ fn clamp_range(start: i64, stop: i64, len: usize) -> Option<(usize, usize)> {
 }
 
 /// `LINDEX key index`: the key is looked up before the index is parsed, as in Redis.
-fn lindex_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn lindex_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let (key, index) = (args.next_bytes()?, args.next_bytes()?);
     let Some(list) = read(cx, key)? else {
         return Ok(Frame::Null);
@@ -254,7 +254,7 @@ fn lindex_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 }
 
 /// `LSET key index element`: `ERR no such key` for a missing key, `ERR index out of range`.
-fn lset_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn lset_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let (key, index, element) = (args.next_bytes()?, args.next_bytes()?, args.next_bytes()?);
     let Some(list) = write(cx, key, false)? else {
         return Err(Frame::error("ERR no such key"));
@@ -271,7 +271,7 @@ fn lset_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 
 /// `LREM key count element`: removes up to `count` matches from the head (all for 0, from the
 /// tail for a negative count); the number removed.
-fn lrem_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn lrem_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let (key, count, element) = (args.next_bytes()?, args.next_int()?, args.next_bytes()?);
     let Some(list) = write(cx, key, false)? else {
         return Ok(Frame::Integer(0));
@@ -290,7 +290,7 @@ fn lrem_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 }
 
 /// `LTRIM key start stop`: keeps the inclusive range (clamped as `LRANGE` clamps it).
-fn ltrim_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn ltrim_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.next_bytes()?;
     let (start, stop) = (args.next_int()?, args.next_int()?);
     let Some(list) = write(cx, key, false)? else {
@@ -310,7 +310,7 @@ fn ltrim_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 
 /// `LINSERT key BEFORE|AFTER pivot element`: the new length, -1 when the pivot is absent, 0 for
 /// a missing key.
-fn linsert_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn linsert_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.next_bytes()?;
     let after = if args.eat("after") {
         true
@@ -382,7 +382,7 @@ impl<'a> Lpos<'a> {
     /// A negative rank searches from the tail; `RANK` of `i64::MIN` negates to itself in Redis
     /// 7.0 (C's wrapping negation), which still searches from the tail and takes the first match,
     /// so the fake does the same.
-    fn apply(self, cx: &mut Cx<'_>) -> Reply {
+    fn apply(self, cx: &mut Cx<'_>) -> CmdResult {
         let from_tail = self.rank < 0;
         let rank = if from_tail {
             self.rank.wrapping_neg()
@@ -432,14 +432,14 @@ impl<'a> Lpos<'a> {
     }
 }
 
-fn lpos_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn lpos_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     Lpos::parse(args)?.apply(cx)
 }
 
 /// `LMOVE source destination LEFT|RIGHT LEFT|RIGHT`: pops from one end of `source` and pushes to
 /// one end of `destination` (the same list rotates); nil when `source` is missing. Both keys are
 /// type-checked before anything moves.
-fn lmove_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn lmove_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let (source, destination) = (args.next_bytes()?, args.next_bytes()?);
     let from = End::parse(args.next_bytes()?)?;
     let to = End::parse(args.next_bytes()?)?;
@@ -447,13 +447,13 @@ fn lmove_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 }
 
 /// `RPOPLPUSH source destination`: `LMOVE source destination RIGHT LEFT`.
-fn rpoplpush_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn rpoplpush_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let (source, destination) = (args.next_bytes()?, args.next_bytes()?);
     lmove(cx, source, destination, End::Right, End::Left)
 }
 
 /// Pops from `from` of `source` and pushes to `to` of `destination`, both type-checked first.
-fn lmove(cx: &mut Cx<'_>, source: &[u8], destination: &[u8], from: End, to: End) -> Reply {
+fn lmove(cx: &mut Cx<'_>, source: &[u8], destination: &[u8], from: End, to: End) -> CmdResult {
     if read(cx, source)?.is_none() {
         return Ok(Frame::Null);
     }
@@ -514,7 +514,7 @@ pub(super) fn mpop_arguments<'a>(
 
 /// `LMPOP numkeys key… LEFT|RIGHT [COUNT count]`: from the first non-empty list, up to `count`
 /// elements as `[key, [element…]]`; nil when all are empty.
-fn lmpop_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn lmpop_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let (keys, right, count) = mpop_arguments(args, "left", "right")?;
     let end = if right { End::Right } else { End::Left };
     for key in keys {
@@ -563,7 +563,7 @@ pub(crate) fn move_element(
     destination: &[u8],
     from_left: bool,
     to_left: bool,
-) -> Reply {
+) -> CmdResult {
     let end = |left| if left { End::Left } else { End::Right };
     lmove(cx, source, destination, end(from_left), end(to_left))
 }

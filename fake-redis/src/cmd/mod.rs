@@ -53,18 +53,18 @@ mod strings;
 mod transactions;
 mod zsets;
 
-pub(crate) use acl::{Acl, DEFAULT_USER, check_script_call as acl_check_script_call};
+pub(crate) use crate::engine::acl::{Acl, DEFAULT_USER};
+pub(crate) use crate::engine::notify::class;
+pub(crate) use acl::check_script_call as acl_check_script_call;
 pub(crate) use blocking::serve_blocked;
 pub(crate) use client::resume_postponed;
 pub(crate) use command_docs::{Refusal, command_name};
-pub(crate) use config::class;
 pub(crate) use context::{Caller, Cx};
 pub(crate) use parse::Args;
 pub(crate) use reads::{ReadRule, Reads, reads_of};
 pub(crate) use redirect::route_script_call;
 #[cfg(feature = "lua")]
 pub(crate) use scripting::{call_from_script, sha1_hex};
-pub(crate) use server::ServerState;
 
 use crate::engine::db::Value;
 use crate::resp::Frame;
@@ -72,10 +72,10 @@ use bytes::Bytes;
 
 /// A handler's reply: `Err` carries an error reply, so a handler can stop at the first bad
 /// argument with `?`.
-pub(crate) type Reply = Result<Frame, Frame>;
+pub(crate) type CmdResult = Result<Frame, Frame>;
 
 /// A command handler: its context and its arguments after the name.
-pub(crate) type Handler = fn(&mut Cx<'_>, &mut Args<'_>) -> Reply;
+pub(crate) type Handler = fn(&mut Cx<'_>, &mut Args<'_>) -> CmdResult;
 
 /// May run before `AUTH`.
 pub(crate) const NO_AUTH: u8 = 1;

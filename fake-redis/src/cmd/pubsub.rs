@@ -12,7 +12,7 @@
 //! `SHARDNUMSUB`) is the same machinery over the engine's third registry: its confirmations count
 //! the shard channels alone, while the pub/sub context counts every kind, as in Redis 7.0.
 
-use super::{Args, CONTAINER, Caller, Cx, PUBSUB_CONTEXT, Reply, Spec, is, unknown_subcommand};
+use super::{Args, CONTAINER, Caller, CmdResult, Cx, PUBSUB_CONTEXT, Spec, is, unknown_subcommand};
 use crate::engine::Subscription;
 use crate::engine::glob::glob_match;
 use crate::resp::Frame;
@@ -51,7 +51,7 @@ fn reply_with(cx: &mut Cx<'_>, mut frames: Vec<Frame>) -> Frame {
 }
 
 /// `SUBSCRIBE channel…`, `PSUBSCRIBE pattern…` and `SSUBSCRIBE shardchannel…`.
-fn subscribe_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn subscribe_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let (kind, confirm) = if is(args.name(), "psubscribe") {
         (Subscription::Pattern, "psubscribe")
     } else if is(args.name(), "ssubscribe") {
@@ -77,7 +77,7 @@ fn subscribe_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 
 /// `UNSUBSCRIBE [channel…]`, `PUNSUBSCRIBE [pattern…]` and `SUNSUBSCRIBE [shardchannel…]`:
 /// without names, from every one of that kind.
-fn unsubscribe_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn unsubscribe_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let (kind, confirm) = if is(args.name(), "punsubscribe") {
         (Subscription::Pattern, "punsubscribe")
     } else if is(args.name(), "sunsubscribe") {
@@ -102,19 +102,19 @@ fn unsubscribe_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     Ok(reply_with(cx, frames))
 }
 
-fn publish_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn publish_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let (channel, message) = (args.next_bytes()?, args.next_bytes()?);
     Ok(Frame::Integer(cx.publish(channel, message)))
 }
 
-fn spublish_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn spublish_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let (channel, message) = (args.next_bytes()?, args.next_bytes()?);
     Ok(Frame::Integer(cx.spublish(channel, message)))
 }
 
 /// `PUBSUB CHANNELS [pattern]`, `NUMSUB [channel…]`, `NUMPAT`, `SHARDCHANNELS [pattern]`,
 /// `SHARDNUMSUB [shardchannel…]`.
-fn pubsub_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn pubsub_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let sub = args.next_bytes()?;
     let engine = cx.engine();
     let shard = is(sub, "shardchannels") || is(sub, "shardnumsub");

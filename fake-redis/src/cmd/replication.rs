@@ -5,7 +5,7 @@
 //! what applies to it: `NO ONE` promotes a replica, and naming the primary it follows already is
 //! Redis's no-op; any other address is refused instead of being followed.
 
-use super::{Args, Caller, Cx, Reply, Spec, is};
+use super::{Args, Caller, CmdResult, Cx, Spec, is};
 use crate::resp::Frame;
 
 pub(crate) static WAIT: Spec = Spec::new("wait", 3, 0, wait_command);
@@ -16,7 +16,7 @@ pub(crate) static SLAVEOF: Spec = Spec::new("slaveof", 3, 0, replicaof_command);
 /// `numreplicas` have or the timeout (ms on the engine's clock, 0 for ever) passes. A transaction's
 /// `WAIT`, or one through a door that cannot wait, answers the count at once, as Redis does when
 /// the client may not block.
-fn wait_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn wait_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     if cx.engine().is_read_only_replica() {
         return Err(Frame::error(
             "ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 \
@@ -44,7 +44,7 @@ fn wait_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 }
 
 /// `REPLICAOF host port` and its old name `SLAVEOF` (see the [module docs](self)).
-fn replicaof_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn replicaof_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let host = args.next_bytes()?;
     let port = args.next_bytes()?;
     if is(host, "no") && is(port, "one") {

@@ -8,7 +8,9 @@
 //! with no Lua at all. Any other body runs on the engine's Lua state (`lua/`, the `lua` feature);
 //! without that feature it is refused with an error naming its SHA, never run wrongly.
 
-use super::{Args, CONTAINER, Cx, Reply, Spec, WRITE, is, lookup, unknown_subcommand, wrong_arity};
+use super::{
+    Args, CONTAINER, CmdResult, Cx, Spec, WRITE, is, lookup, unknown_subcommand, wrong_arity,
+};
 use crate::engine::ScriptCache;
 use crate::resp::Frame;
 use bytes::Bytes;
@@ -45,7 +47,7 @@ pub(crate) fn sha1_hex(body: &[u8]) -> String {
 
 /// `EVAL body numkeys key… arg…`, `EVALSHA sha numkeys key… arg…` and their read-only `_RO`
 /// forms.
-fn eval_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn eval_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let name = args.name();
     let by_sha = is(name, "evalsha") || is(name, "evalsha_ro");
     let read_only = name.len() > 3 && is(&name[name.len() - 3..], "_ro");
@@ -126,7 +128,7 @@ pub(crate) fn call_from_script(
 /// Whether a script with this SHA is in the cache, native or on the Lua state.
 fn is_loaded(scripts: &ScriptCache, sha: &[u8]) -> bool {
     #[cfg(feature = "lua")]
-    if scripts.lua.contains(sha) {
+    if crate::lua::contains(scripts, sha) {
         return true;
     }
     scripts.get(sha).is_some()
@@ -158,7 +160,7 @@ pub(super) fn run(
 }
 
 /// `SCRIPT LOAD body`, `SCRIPT EXISTS sha…`, `SCRIPT FLUSH [SYNC|ASYNC]`, `SCRIPT KILL`.
-fn script_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn script_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let sub = args.next_bytes()?;
     if is(sub, "load") {
         let [body] = args.rest() else {
@@ -197,7 +199,7 @@ fn script_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
         let scripts = cx.scripts();
         scripts.clear_native();
         #[cfg(feature = "lua")]
-        scripts.lua.flush();
+        crate::lua::flush(scripts);
         return Ok(Frame::OK);
     }
     if is(sub, "kill") {

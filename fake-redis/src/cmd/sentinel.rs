@@ -12,7 +12,7 @@
 //! reconfigure a sentinel or read its internals (`MONITOR`, `SET`, `CONFIG`, `DEBUG`, …) are
 //! known, arity-checked as Redis checks them, and refused with an error that says so.
 
-use super::{Args, Cx, Reply, Spec, is, unknown_subcommand, wrong_arity};
+use super::{Args, CmdResult, Cx, Spec, is, unknown_subcommand, wrong_arity};
 use crate::engine::sentinel::{FailoverRefused, Sentinel};
 use crate::resp::Frame;
 use bytes::Bytes;
@@ -92,7 +92,7 @@ fn state_mut<'c>(cx: &'c mut Cx<'_>) -> &'c mut Sentinel {
 }
 
 /// `SENTINEL <subcommand> …` (see the [module docs](self)).
-fn sentinel_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn sentinel_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let sub = args.next_bytes()?;
     let Some(&(name, arity)) = SUBCOMMANDS.iter().find(|(n, _)| is(sub, n)) else {
         return Err(unknown_subcommand("SENTINEL", sub));
@@ -157,7 +157,7 @@ fn sentinel_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 }
 
 /// `SENTINEL failover <name>`: the switch, then its events on the sentinel's channels.
-fn failover(cx: &mut Cx<'_>, now: i64) -> Reply {
+fn failover(cx: &mut Cx<'_>, now: i64) -> CmdResult {
     let events = match state_mut(cx).failover(now) {
         Ok(events) => events,
         Err(FailoverRefused::NoGoodReplica) => {
@@ -177,7 +177,7 @@ fn failover(cx: &mut Cx<'_>, now: i64) -> Reply {
 }
 
 /// `ROLE` on a sentinel: `sentinel` and the names of the masters it watches.
-fn role_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
+fn role_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> CmdResult {
     let name = Bytes::from(state(cx).master_name().to_owned());
     Ok(Frame::Array(vec![
         Frame::Bulk(Bytes::from_static(b"sentinel")),
@@ -187,7 +187,7 @@ fn role_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
 
 /// `INFO [section …]` on a sentinel: the server's sections a sentinel keeps (`server`,
 /// `clients`, `stats`, `cpu`, from the engine's `INFO`) and its own `# Sentinel`.
-fn info_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn info_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let wanted: Vec<String> = args
         .map(|s| String::from_utf8_lossy(s).to_ascii_lowercase())
         .collect();
@@ -218,7 +218,7 @@ fn info_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 
 /// `PUBLISH`: a sentinel takes only other sentinels' hellos (which the fake, alone, has no use
 /// for).
-fn publish_command(_cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn publish_command(_cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let channel = args.next_bytes()?;
     if channel.as_ref() == b"__sentinel__:hello" {
         return Ok(Frame::Integer(1));
@@ -230,7 +230,7 @@ fn publish_command(_cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 
 /// `COMMAND COUNT` and `COMMAND LIST` from the sentinel's table; the other subcommands describe
 /// commands as a server's `COMMAND` does.
-fn command_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn command_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     match args.peek() {
         Some(sub) if is(sub, "count") && args.remaining() == 1 => {
             Ok(Frame::Integer(TABLE.len() as i64))

@@ -10,8 +10,9 @@
 //! before it shrinks. `OBJECT IDLETIME` reads the entry's 24-bit access clock, Redis's own
 //! `lru` field, counted on the engine's clock.
 
-use super::{Args, CONTAINER, Cx, Reply, Spec, int, is, unknown_subcommand};
+use super::{Args, CONTAINER, CmdResult, Cx, Spec, int, is, unknown_subcommand};
 use crate::engine::db::{Entry, LRU_CLOCK_MAX, Value, lru_clock};
+use crate::engine::server_state::Encodings;
 use crate::engine::stream::StreamId;
 use crate::resp::Frame;
 use bytes::Bytes;
@@ -43,43 +44,6 @@ pub(crate) mod marks {
     /// A string Redis made without trying the integer encoding (`INCRBYFLOAT`'s result):
     /// `embstr` or `raw` by its length, even when it reads as an integer.
     pub const NOT_INT: u8 = 4;
-}
-
-/// The encoding thresholds of Redis 7.0 (`CONFIG SET` changes them): past them a value converts.
-#[derive(Clone, Debug)]
-pub(crate) struct Encodings {
-    /// `hash-max-listpack-entries`.
-    pub hash_entries: usize,
-    /// `hash-max-listpack-value`.
-    pub hash_value: usize,
-    /// `zset-max-listpack-entries`.
-    pub zset_entries: usize,
-    /// `zset-max-listpack-value`.
-    pub zset_value: usize,
-    /// `set-max-intset-entries`.
-    pub set_intset_entries: usize,
-}
-
-impl Default for Encodings {
-    fn default() -> Encodings {
-        // Redis 7.0.15's defaults, as `CONFIG GET` shows them.
-        Encodings {
-            hash_entries: 512,
-            hash_value: 64,
-            zset_entries: 128,
-            zset_value: 64,
-            set_intset_entries: 512,
-        }
-    }
-}
-
-/// What the server commands keep beside the keyspace.
-#[derive(Debug, Default)]
-pub(crate) struct ServerState {
-    /// The encoding thresholds.
-    pub encodings: Encodings,
-    /// When `SAVE` or `BGSAVE` last ran (unix seconds); None: since the server started.
-    pub last_save: Option<i64>,
 }
 
 /// Follows a `CONFIG SET` of a parameter this file reads (by canonical name).
@@ -286,7 +250,7 @@ pub(crate) fn subcommand(
 }
 
 /// `OBJECT ENCODING|FREQ|IDLETIME|REFCOUNT <key>` and `OBJECT HELP`.
-fn object_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn object_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let sub = args.next_bytes()?;
     let name = subcommand(
         "OBJECT",
@@ -529,7 +493,7 @@ const MEMORY_HELP: &[&str] = &[
 /// `MEMORY USAGE|STATS|DOCTOR|MALLOC-STATS|PURGE|HELP`. USAGE is Redis's own sum (the value as
 /// Redis would encode it, its key's sds, its dict entry) over jemalloc's size classes: exact for
 /// small values, close for large ones (a skiplist's levels are random in Redis, one here).
-fn memory_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn memory_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let sub = args.next_bytes()?;
     let name = subcommand(
         "MEMORY",
@@ -677,7 +641,7 @@ const SLOWLOG_HELP: &[&str] = &[
 /// `SLOWLOG GET|LEN|RESET|HELP`, over the log `engine/stats.rs` keeps. A command's duration is
 /// measured on the engine's clock, which stands still while a command runs: every command took
 /// 0 µs, so `slowlog-log-slower-than 0` logs each one and a larger threshold none.
-fn slowlog_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn slowlog_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let sub = args.next_bytes()?;
     let name = subcommand("SLOWLOG", &["get", "len", "reset", "help"], sub)?;
     let slowlog = &mut cx.node().stats_mut().slowlog;
@@ -741,7 +705,7 @@ const LATENCY_HELP: &[&str] = &[
 /// `LATENCY`: the answers of a server whose latency monitor is off (its default), which has
 /// no samples; `HISTOGRAM` gives each called command's calls, all in the first bucket (every
 /// command takes 0 µs on the engine's clock, `engine/stats.rs`).
-fn latency_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn latency_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let sub = args.next_bytes()?;
     let name = subcommand(
         "LATENCY",
@@ -782,7 +746,7 @@ fn latency_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 }
 
 /// The unix second of the last save: the server's start until `SAVE` or `BGSAVE` runs.
-fn lastsave_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
+fn lastsave_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> CmdResult {
     let started = cx.engine().started_at().div_euclid(1000);
     Ok(Frame::Integer(
         cx.server_state().last_save.unwrap_or(started),
@@ -791,14 +755,14 @@ fn lastsave_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
 
 /// `SAVE`: the fake writes no file (its persistence is a fault-plan switch); it answers as a
 /// server whose save succeeded, and `LASTSAVE` moves.
-fn save_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
+fn save_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> CmdResult {
     let now = cx.now.div_euclid(1000);
     cx.server_state().last_save = Some(now);
     Ok(Frame::OK)
 }
 
 /// `BGSAVE [SCHEDULE]`: as `SAVE`, with Redis's reply for a background save.
-fn bgsave_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn bgsave_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     match args.next() {
         None => {}
         Some(a) if is(a, "schedule") && args.remaining() == 0 => {}
@@ -808,20 +772,20 @@ fn bgsave_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     Ok(Frame::simple("Background saving started"))
 }
 
-fn bgrewriteaof_command(_cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
+fn bgrewriteaof_command(_cx: &mut Cx<'_>, _args: &mut Args<'_>) -> CmdResult {
     Ok(Frame::simple(
         "Background append only file rewriting started",
     ))
 }
 
 /// `ROLE`: the node's place in its topology (`cmd/replication.rs`).
-fn role_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
+fn role_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> CmdResult {
     Ok(super::replication::role(cx))
 }
 
 /// `MOVE key db`: the key, its value and TTL, to database `db`; 0 when it is missing or `db`
 /// has the key already.
-fn move_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn move_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.next_bytes()?;
     let db = i64::from(args.next_i32()?);
     if !(0..crate::engine::DATABASES as i64).contains(&db) {
@@ -852,7 +816,7 @@ fn move_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 }
 
 /// `SWAPDB index1 index2`: the two databases trade their keys (`Db::swap` says what stays).
-fn swapdb_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn swapdb_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let index = |arg: &[u8], which: &str| {
         int(arg)
             .ok()
@@ -879,7 +843,7 @@ fn swapdb_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 /// stops (`engine/shutdown.rs`) and the caller gets no reply. The fake has nothing to wait for
 /// (no lagging replica is waited on) and its saves cannot fail, so every valid form but `ABORT`
 /// stops at once, and `ABORT` finds no shutdown in progress.
-fn shutdown_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn shutdown_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let (mut nosave, mut save, mut now, mut force, mut abort) = (false, false, false, false, false);
     for arg in args.by_ref() {
         if is(arg, "nosave") {
@@ -914,7 +878,7 @@ fn shutdown_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 
 /// `DEBUG`: refused, as Redis 7.0 refuses it by default (`enable-debug-command no`, which only
 /// a configuration file can change).
-fn debug_command(_cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
+fn debug_command(_cx: &mut Cx<'_>, _args: &mut Args<'_>) -> CmdResult {
     Err(Frame::error(
         "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", \
          you can run it from a local connection, otherwise you need to set this option in the \

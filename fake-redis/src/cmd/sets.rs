@@ -10,7 +10,7 @@
 //! is deleted, a write keeps the key's TTL, and a `…STORE` replaces its destination (of any
 //! type, dropping its TTL) or deletes it when the result is empty.
 
-use super::{Args, Cx, Reply, Spec, WRITE, WRONGTYPE, int};
+use super::{Args, CmdResult, Cx, Spec, WRITE, WRONGTYPE, int};
 use crate::engine::db::Value;
 use crate::engine::set::Set;
 use crate::resp::Frame;
@@ -94,7 +94,7 @@ fn set_reply<'a>(members: impl IntoIterator<Item = &'a Bytes>) -> Frame {
     )
 }
 
-fn sadd_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn sadd_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.next_bytes()?;
     let added = match write(cx, key, true)? {
         Some(set) => args.filter(|m| set.insert((*m).clone())).count(),
@@ -107,7 +107,7 @@ fn sadd_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     Ok(Frame::Integer(added as i64))
 }
 
-fn srem_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn srem_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.next_bytes()?;
     // A set that went past the intset's limits stays a hash table when it shrinks.
     super::server::note_shrink(cx, key);
@@ -122,12 +122,12 @@ fn srem_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     Ok(Frame::Integer(removed as i64))
 }
 
-fn smembers_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn smembers_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let set = read(cx, args.next_bytes()?)?;
     Ok(set_reply(set.into_iter().flatten()))
 }
 
-fn sismember_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn sismember_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let (key, member) = (args.next_bytes()?, args.next_bytes()?);
     let set = read(cx, key)?;
     Ok(Frame::Integer(i64::from(
@@ -135,7 +135,7 @@ fn sismember_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     )))
 }
 
-fn smismember_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn smismember_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let set = read(cx, args.next_bytes()?)?;
     Ok(Frame::Array(
         args.map(|m| Frame::Integer(i64::from(set.is_some_and(|s| s.contains(&m[..])))))
@@ -143,14 +143,14 @@ fn smismember_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     ))
 }
 
-fn scard_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn scard_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let set = read(cx, args.next_bytes()?)?;
     Ok(Frame::Integer(set.map_or(0, |s| s.len() as i64)))
 }
 
 /// `SPOP key [count]`: one random member (nil for a missing key), or with a count a set of up to
 /// `count` distinct members, removed.
-fn spop_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn spop_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     if args.remaining() > 2 {
         return Err(super::SYNTAX);
     }
@@ -216,7 +216,7 @@ fn spop_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 
 /// `SRANDMEMBER key [count]`: one random member, or with a positive count up to `count` distinct
 /// members, with a negative one exactly `-count` members that may repeat.
-fn srandmember_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn srandmember_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     if args.remaining() > 2 {
         return Err(super::SYNTAX);
     }
@@ -270,7 +270,7 @@ enum Op {
 
 /// `SUNION`/`SINTER`/`SDIFF key…` and their `…STORE destination key…` forms. Every source key is
 /// type-checked; a missing one is an empty set.
-fn algebra_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn algebra_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let name = args.name().to_ascii_lowercase();
     let op = match &name[..5] {
         b"sunio" => Op::Union,
@@ -339,7 +339,7 @@ fn algebra_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 
 /// `SMOVE source destination member`: 1 if moved. Both keys are type-checked once the source
 /// exists; moving within one set only checks membership.
-fn smove_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn smove_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let (source, destination, member) =
         (args.next_bytes()?, args.next_bytes()?, args.next_bytes()?);
     let Some(set) = read(cx, source)? else {
@@ -369,7 +369,7 @@ fn smove_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 /// `SSCAN key cursor [MATCH pattern] [COUNT count]`: a set Redis would keep as an intset comes
 /// whole with cursor 0, as Redis sends it; a hash-table one in pages of `COUNT` members from a
 /// resuming cursor ([`Set::scan`]), so a call costs in proportion to `COUNT`.
-fn sscan_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn sscan_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let whole = args
         .peek()
         .is_some_and(|key| super::server::compact_encoding(cx, key));
@@ -389,7 +389,7 @@ fn sscan_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 
 /// `SINTERCARD numkeys key… [LIMIT limit]`: the size of the intersection, counting stopped at
 /// `limit` (0: no limit). Every key is type-checked.
-fn sintercard_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn sintercard_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let numkeys = match int(args.next_bytes()?) {
         Ok(n) if n >= 1 => n as u64,
         _ => return Err(Frame::error("ERR numkeys should be greater than 0")),

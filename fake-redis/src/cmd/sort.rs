@@ -11,7 +11,7 @@
 //! into double`. The fake compares bytes where Redis uses `strcoll`, which is the same in the C
 //! locale Redis runs in by default.
 
-use super::{Args, Cx, Reply, SYNTAX, Spec, WRITE, WRONGTYPE, is};
+use super::{Args, CmdResult, Cx, SYNTAX, Spec, WRITE, WRONGTYPE, is};
 use crate::engine::db::Value;
 use crate::engine::list::List;
 use crate::resp::Frame;
@@ -77,7 +77,7 @@ impl<'a> Sort<'a> {
         Ok(sort)
     }
 
-    fn apply(mut self, cx: &mut Cx<'_>) -> Reply {
+    fn apply(mut self, cx: &mut Cx<'_>) -> CmdResult {
         let (elements, ordered) = match cx.lookup(self.key) {
             None => (Vec::new(), true),
             Some(e) => {
@@ -237,7 +237,7 @@ fn lookup_by_pattern(cx: &mut Cx<'_>, pattern: &[u8], element: &Bytes) -> Option
     }
 }
 
-fn sort_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn sort_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let readonly = is(args.name(), "sort_ro");
     Sort::parse(args, readonly)?.apply(cx)
 }

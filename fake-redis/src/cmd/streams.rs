@@ -13,7 +13,8 @@
 //! [`serve_reader`] after the command that added to one of its streams.
 
 use super::{
-    Args, CONTAINER, Cx, Reply, Spec, WRITE, class, int, is, subcommand_syntax, unknown_subcommand,
+    Args, CONTAINER, CmdResult, Cx, Spec, WRITE, class, int, is, subcommand_syntax,
+    unknown_subcommand,
 };
 use crate::engine::blocking::{GroupRead, Waiter};
 use crate::engine::db::Value;
@@ -353,7 +354,7 @@ fn next_id(s: &Stream, given: Option<(StreamId, bool)>, now: i64) -> Result<Stre
     Ok(id)
 }
 
-fn xadd_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn xadd_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.next_bytes()?;
     let t = TrimArgs::parse(args, true)?;
     let pairs = args.rest();
@@ -392,7 +393,7 @@ fn xadd_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     Ok(id_frame(id))
 }
 
-fn xtrim_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn xtrim_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.next_bytes()?;
     let t = TrimArgs::parse(args, false)?;
     let Some(s) = write(cx, key)? else {
@@ -408,7 +409,7 @@ fn xtrim_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 
 // ---- XDEL, XLEN, XRANGE, XSETID ----
 
-fn xdel_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn xdel_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.next_bytes()?;
     if read(cx, key)?.is_none() {
         return Ok(Frame::Integer(0));
@@ -428,13 +429,13 @@ fn xdel_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     Ok(Frame::Integer(deleted))
 }
 
-fn xlen_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn xlen_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let s = read(cx, args.next_bytes()?)?;
     Ok(Frame::Integer(s.map_or(0, |s| s.len() as i64)))
 }
 
 /// `XRANGE key start end [COUNT n]` and `XREVRANGE key end start [COUNT n]`.
-fn xrange_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn xrange_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let rev = is(args.name(), "xrevrange");
     let key = args.next_bytes()?;
     let (a, b) = (args.next_bytes()?, args.next_bytes()?);
@@ -459,7 +460,7 @@ fn xrange_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     Ok(entries_frame(s.range(start, end, rev, count)))
 }
 
-fn xsetid_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn xsetid_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.next_bytes()?;
     let id = strict_id(args.next_bytes()?)?;
     let mut entries_added = -1;
@@ -549,7 +550,7 @@ fn streams_reply(cx: &mut Cx<'_>, served: Vec<(Frame, Frame)>) -> Frame {
 
 /// `XREAD [COUNT n] [BLOCK ms] STREAMS key… id…` and `XREADGROUP GROUP g c [COUNT n] [BLOCK ms]
 /// [NOACK] STREAMS key… id…`.
-fn xread_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn xread_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let group_read = is(args.name(), "xreadgroup");
     let mut timeout = None;
     let mut count = 0usize;
@@ -970,7 +971,7 @@ fn subcommand(container: &str, subs: &[&str], args: &mut Args<'_>) -> Result<Str
     Ok(name)
 }
 
-fn xgroup_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn xgroup_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let sub_arg = args.peek().cloned().unwrap_or_default();
     let sub = subcommand(
         "XGROUP",
@@ -1103,7 +1104,7 @@ fn xgroup_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 
 // ---- XACK, XPENDING, XCLAIM, XAUTOCLAIM ----
 
-fn xack_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn xack_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let (key, name) = (args.next_bytes()?, args.next_bytes()?);
     let has_group = read(cx, key)?.is_some_and(|s| s.groups.contains_key(&name[..]));
     if !has_group {
@@ -1122,7 +1123,7 @@ fn xack_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     Ok(Frame::Integer(acked as i64))
 }
 
-fn xpending_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn xpending_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let (key, name) = (args.next_bytes()?, args.next_bytes()?);
     let argc = args.remaining() + 3;
     if argc != 3 && !(6..=9).contains(&argc) {
@@ -1294,7 +1295,7 @@ impl<'a> Claimer<'a> {
     }
 }
 
-fn xclaim_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn xclaim_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let (key, name, consumer) = (args.next_bytes()?, args.next_bytes()?, args.next_bytes()?);
     let min_idle_arg = args.next_bytes()?;
     group_mut(cx, key, name)?;
@@ -1391,7 +1392,7 @@ fn xclaim_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     Ok(Frame::Array(out))
 }
 
-fn xautoclaim_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn xautoclaim_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let (key, name, consumer) = (args.next_bytes()?, args.next_bytes()?, args.next_bytes()?);
     let min_idle = int(args.next_bytes()?)
         .map_err(|_| Frame::error("ERR Invalid min-idle-time argument for XAUTOCLAIM"))?
@@ -1501,7 +1502,7 @@ fn lag_frame(s: &Stream, group: &Group) -> Frame {
     s.lag(group).map_or(Frame::Null, Frame::Integer)
 }
 
-fn xinfo_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn xinfo_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let sub_arg = args.peek().cloned().unwrap_or_default();
     let sub = subcommand("XINFO", &["consumers", "groups", "stream", "help"], args)?;
     if sub == "help" {

@@ -9,7 +9,7 @@
 use super::keys::as_str;
 use super::long_double::LongDouble;
 use super::{
-    Args, Cx, NOT_FLOAT, NOT_INTEGER, OVERFLOW, Reply, SYNTAX, Spec, WRITE, int, int_bytes,
+    Args, CmdResult, Cx, NOT_FLOAT, NOT_INTEGER, OVERFLOW, SYNTAX, Spec, WRITE, int, int_bytes,
     invalid_expire, is,
 };
 use crate::engine::db::{MAX_STRING, Value};
@@ -257,7 +257,7 @@ impl<'a> Set<'a> {
         })
     }
 
-    fn apply(self, cx: &mut Cx<'_>) -> Reply {
+    fn apply(self, cx: &mut Cx<'_>) -> CmdResult {
         let now = cx.now;
         let old = match cx.lookup(self.key) {
             None => None,
@@ -303,11 +303,11 @@ impl<'a> Set<'a> {
     }
 }
 
-fn set_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn set_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     Set::parse(cx, args)?.apply(cx)
 }
 
-fn setnx_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn setnx_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let (key, value) = (args.next_bytes()?, args.next_bytes()?);
     if cx.lookup(key).is_some() {
         return Ok(Frame::Integer(0));
@@ -317,7 +317,7 @@ fn setnx_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 }
 
 /// `SETEX key seconds value` and `PSETEX key milliseconds value`.
-fn setex_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn setex_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let millis = is(args.name(), "psetex");
     let name = if millis { "psetex" } else { "setex" };
     let key = args.next_bytes()?;
@@ -329,18 +329,18 @@ fn setex_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     Ok(Frame::OK)
 }
 
-fn get_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn get_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     Ok(get(cx, args.next_bytes()?)?.map_or(Frame::Null, Frame::Bulk))
 }
 
-fn getset_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn getset_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let (key, value) = (args.next_bytes()?, args.next_bytes()?);
     let old = get(cx, key)?;
     set(cx, key, value.clone(), None);
     Ok(old.map_or(Frame::Null, Frame::Bulk))
 }
 
-fn getdel_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn getdel_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.next_bytes()?;
     match get(cx, key)? {
         Some(v) => {
@@ -351,7 +351,7 @@ fn getdel_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     }
 }
 
-fn getex_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn getex_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.next_bytes()?;
     let options = StringOptions::parse(args, false)?;
     let now = cx.now;
@@ -388,7 +388,7 @@ fn getex_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     Ok(Frame::Bulk(value))
 }
 
-fn mget_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn mget_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     // Keys of another type read as nil, not WRONGTYPE.
     let values = args
         .map(|k| match cx.lookup(k).map(|e| &e.value) {
@@ -400,7 +400,7 @@ fn mget_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 }
 
 /// `MSET key value…` and `MSETNX key value…` (which sets nothing if any key exists).
-fn mset_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn mset_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let nx = is(args.name(), "msetnx");
     let pairs = args.rest();
     if !pairs.len().is_multiple_of(2) {
@@ -417,20 +417,20 @@ fn mset_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     Ok(if nx { Frame::Integer(1) } else { Frame::OK })
 }
 
-fn incr_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn incr_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     Ok(Frame::Integer(incr_by(cx, args.next_bytes()?, 1)?))
 }
 
-fn decr_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn decr_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     Ok(Frame::Integer(incr_by(cx, args.next_bytes()?, -1)?))
 }
 
-fn incrby_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn incrby_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let (key, delta) = (args.next_bytes()?, args.next_int()?);
     Ok(Frame::Integer(incr_by(cx, key, delta)?))
 }
 
-fn decrby_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn decrby_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let (key, n) = (args.next_bytes()?, args.next_int()?);
     if n == i64::MIN {
         return Err(Frame::error("ERR decrement would overflow"));
@@ -438,7 +438,7 @@ fn decrby_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     Ok(Frame::Integer(incr_by(cx, key, -n)?))
 }
 
-fn incrbyfloat_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn incrbyfloat_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.next_bytes()?;
     let now = cx.now;
     let old = match cx.lookup(key) {
@@ -463,7 +463,7 @@ fn incrbyfloat_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     Ok(Frame::Bulk(text))
 }
 
-fn append_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn append_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let (key, tail) = (args.next_bytes()?, args.next_bytes()?);
     let now = cx.now;
     let old = get(cx, key)?;
@@ -495,14 +495,14 @@ fn append_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     Ok(Frame::Integer(len as i64))
 }
 
-fn strlen_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn strlen_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let value = get(cx, args.next_bytes()?)?;
     Ok(Frame::Integer(value.map_or(0, |v| v.len() as i64)))
 }
 
 /// `GETRANGE key start end`: a substring, both ends inclusive, negative counting from the end,
 /// clamped as Redis's `getrangeCommand` clamps them (indexes are parsed before the lookup).
-fn getrange_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn getrange_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.next_bytes()?;
     let (start, end) = (args.next_int()?, args.next_int()?);
     let Some(s) = get(cx, key)? else {
@@ -534,7 +534,7 @@ fn check_length(len: i64) -> Result<(), Frame> {
 
 /// `SETRANGE key offset value`: overwrites from `offset`, zero-padding a short string; the new
 /// length. Keeps the TTL; an empty value changes nothing (and creates nothing).
-fn setrange_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn setrange_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.next_bytes()?;
     let offset = args.next_int()?;
     if offset < 0 {
@@ -572,7 +572,7 @@ const LCS_MAX_CELLS: u64 = 64 * 1024 * 1024;
 /// `LCS key1 key2 [LEN] [IDX] [MINMATCHLEN len] [WITHMATCHLEN]`: the longest common subsequence
 /// of two strings (missing keys are empty), its length, or its matching ranges, walked and
 /// emitted as Redis's `lcsCommand` does (from the end of both strings).
-fn lcs_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn lcs_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let (ka, kb) = (args.next_bytes()?, args.next_bytes()?);
     let string = |cx: &mut Cx<'_>, key: &[u8]| match cx.lookup(key) {
         None => Ok(Bytes::new()),

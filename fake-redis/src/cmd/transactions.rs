@@ -6,7 +6,7 @@
 //! (by anyone, `EXEC`ing client included) or that expired since `WATCH` makes `EXEC` reply a null
 //! array and run nothing.
 
-use super::{Args, Cx, NOT_QUEUED, Reply, Spec, dispatch};
+use super::{Args, CmdResult, Cx, NOT_QUEUED, Spec, dispatch};
 use crate::engine::Multi;
 use crate::resp::Frame;
 
@@ -18,7 +18,7 @@ pub(crate) static WATCH: Spec =
     Spec::new("watch", -2, NOT_QUEUED, watch_command).with_reads(super::ReadRule::Never);
 pub(crate) static UNWATCH: Spec = Spec::new("unwatch", 1, 0, unwatch_command);
 
-fn multi_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
+fn multi_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> CmdResult {
     let client = cx.client();
     if client.multi.is_some() {
         return Err(Frame::error("ERR MULTI calls can not be nested"));
@@ -27,7 +27,7 @@ fn multi_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
     Ok(Frame::OK)
 }
 
-fn exec_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
+fn exec_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> CmdResult {
     let Some(multi) = cx.client().multi.take() else {
         return Err(Frame::error("ERR EXEC without MULTI"));
     };
@@ -45,7 +45,7 @@ fn exec_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
     Ok(Frame::Array(dispatch::run_queued(cx, &multi.queue)))
 }
 
-fn discard_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
+fn discard_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> CmdResult {
     if cx.client().multi.take().is_none() {
         return Err(Frame::error("ERR DISCARD without MULTI"));
     }
@@ -53,7 +53,7 @@ fn discard_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
     Ok(Frame::OK)
 }
 
-fn watch_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn watch_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     if cx.client().multi.is_some() {
         return Err(Frame::error("ERR WATCH inside MULTI is not allowed"));
     }
@@ -63,7 +63,7 @@ fn watch_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     Ok(Frame::OK)
 }
 
-fn unwatch_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> Reply {
+fn unwatch_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> CmdResult {
     cx.unwatch();
     Ok(Frame::OK)
 }

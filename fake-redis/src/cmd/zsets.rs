@@ -7,7 +7,7 @@
 //! are Redis's words: `ERR min or max is not a float`, `ERR value is not a valid float`,
 //! `ERR resulting score is not a number (NaN)`. As everywhere, an emptied sorted set is deleted.
 
-use super::{Args, Cx, NOT_FLOAT, NOT_INTEGER, Reply, SYNTAX, Spec, WRITE, WRONGTYPE, int, is};
+use super::{Args, CmdResult, Cx, NOT_FLOAT, NOT_INTEGER, SYNTAX, Spec, WRITE, WRONGTYPE, int, is};
 use crate::engine::db::{Value, ZSet};
 use crate::resp::Frame;
 use bytes::Bytes;
@@ -372,7 +372,7 @@ fn add(z: &mut ZSet, flags: &AddFlags, score: f64, member: &Bytes) -> Result<Add
     }
 }
 
-fn zadd_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn zadd_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.next_bytes()?;
     let mut flags = AddFlags::default();
     loop {
@@ -427,7 +427,7 @@ fn zadd<'m>(
     key: &[u8],
     flags: &AddFlags,
     pairs: impl Iterator<Item = (f64, &'m Bytes)>,
-) -> Reply {
+) -> CmdResult {
     let Some(z) = write(cx, key, !flags.xx)? else {
         return Ok(if flags.incr {
             Frame::Null
@@ -473,7 +473,7 @@ fn zadd<'m>(
     })
 }
 
-fn zincrby_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn zincrby_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.next_bytes()?;
     let incr = score(args.next_bytes()?)?;
     let member = args.next_bytes()?;
@@ -484,7 +484,7 @@ fn zincrby_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     zadd(cx, key, &flags, std::iter::once((incr, member)))
 }
 
-fn zrem_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn zrem_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.next_bytes()?;
     // A sorted set past the listpack's limits stays a skiplist when it shrinks.
     super::server::note_shrink(cx, key);
@@ -499,14 +499,14 @@ fn zrem_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     Ok(Frame::Integer(removed as i64))
 }
 
-fn zscore_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn zscore_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let (key, member) = (args.next_bytes()?, args.next_bytes()?);
     let z = read(cx, key)?;
     Ok(z.and_then(|z| z.score(member))
         .map_or(Frame::Null, Frame::Double))
 }
 
-fn zmscore_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn zmscore_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let z = read(cx, args.next_bytes()?)?;
     Ok(Frame::Array(
         args.map(|m| {
@@ -517,12 +517,12 @@ fn zmscore_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
     ))
 }
 
-fn zcard_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn zcard_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let z = read(cx, args.next_bytes()?)?;
     Ok(Frame::Integer(z.map_or(0, |z| z.len() as i64)))
 }
 
-fn zcount_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn zcount_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.next_bytes()?;
     let range = ScoreRange::parse(args.next_bytes()?, args.next_bytes()?)?;
     let z = read(cx, key)?;
@@ -533,7 +533,7 @@ fn zcount_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 }
 
 /// `ZRANK key member` and `ZREVRANK key member`.
-fn zrank_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn zrank_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let reverse = is(args.name(), "zrevrank");
     let (key, member) = (args.next_bytes()?, args.next_bytes()?);
     let Some(z) = read(cx, key)? else {
@@ -650,7 +650,7 @@ impl<'a> ZRange<'a> {
         })
     }
 
-    fn apply(self, cx: &mut Cx<'_>) -> Reply {
+    fn apply(self, cx: &mut Cx<'_>) -> CmdResult {
         let resp3 = cx.client().protocol >= 3;
         let Some(z) = read(cx, self.key)? else {
             return Ok(match self.store {
@@ -695,7 +695,7 @@ impl<'a> ZRange<'a> {
     }
 }
 
-fn zrange_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn zrange_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     ZRange::parse(args)?.apply(cx)
 }
 
@@ -799,7 +799,7 @@ fn scored_reply<'a>(
 
 /// `ZREMRANGEBYRANK key start stop`, `ZREMRANGEBYSCORE key min max` and `ZREMRANGEBYLEX key
 /// min max`: how many were removed.
-fn zremrange_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn zremrange_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let name = args.name().to_ascii_lowercase();
     let key = args.next_bytes()?;
     let (start, stop) = (args.next_bytes()?, args.next_bytes()?);
@@ -840,7 +840,7 @@ fn zremrange_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 
 /// `ZPOPMIN`/`ZPOPMAX key [count]`: members and scores, lowest (highest) first. A count of
 /// 0 still meets WRONGTYPE first, as in Redis 7.0.
-fn zpop_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn zpop_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     if args.remaining() > 2 {
         return Err(SYNTAX);
     }
@@ -903,7 +903,7 @@ fn pop_ends(z: &mut ZSet, max: bool, count: usize) -> Vec<(f64, Bytes)> {
 /// would keep as a listpack comes whole with cursor 0, lowest score first, as Redis sends it; a
 /// large one in pages of about `COUNT` members from a resuming cursor ([`ZSet::scan`]), so a call
 /// costs in proportion to `COUNT`.
-fn zscan_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn zscan_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let whole = args
         .peek()
         .is_some_and(|key| super::server::compact_encoding(cx, key));
@@ -985,7 +985,7 @@ fn weight(arg: &[u8]) -> Result<f64, Frame> {
 /// their `…STORE destination` forms and `ZINTERCARD numkeys key… [LIMIT n]`, as Redis's
 /// `zunionInterDiffGenericCommand`: the inputs are type-checked before the options are read, and
 /// sets count as sorted sets of score 1.
-fn algebra_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn algebra_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let name = args.name().to_ascii_lowercase();
     let name = std::str::from_utf8(&name).unwrap_or_default().to_owned();
     let (union, diff, card) = (
@@ -1110,7 +1110,7 @@ fn algebra_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 }
 
 /// `ZLEXCOUNT key min max`: how many members a `BYLEX` range walks over.
-fn zlexcount_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn zlexcount_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.next_bytes()?;
     let range = LexRange::parse(args.next_bytes()?, args.next_bytes()?)?;
     let Some(z) = read(cx, key)? else {
@@ -1129,7 +1129,7 @@ fn zlexcount_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 /// `ZRANDMEMBER key [count [WITHSCORES]]`: one random member, or with a positive count up to
 /// `count` distinct members (the whole set, in order, when it has no more), with a negative one
 /// exactly `-count` members that may repeat. Draws come from the engine's seeded generator.
-fn zrandmember_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn zrandmember_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.next_bytes()?;
     let Some(count) = args.next() else {
         let Some(z) = read(cx, key)? else {
@@ -1241,7 +1241,7 @@ fn sparse_shuffle(len: usize, count: usize, mut next_random: impl FnMut() -> u64
 
 /// `ZMPOP numkeys key… MIN|MAX [COUNT count]`: from the first non-empty sorted set, up to
 /// `count` members and scores as `[key, [[member, score]…]]`; nil when all are empty.
-fn zmpop_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn zmpop_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let (keys, max, count) = super::lists::mpop_arguments(args, "min", "max")?;
     for key in keys {
         let Some(z) = write(cx, key, false)? else {

@@ -22,7 +22,7 @@
 //!
 //! Node layout follows `redis-cli --cluster create`: the primaries on the first ports, shard by
 //! shard, then the first replica of every shard, then the second; slots split as it splits them.
-//! Over TCP, [`ServerGroup::clustered`](crate::server::ServerGroup::clustered) (`fake-redis-server
+//! Over TCP, the TCP server's `ServerGroup::clustered` (`fake-redis-server
 //! --cluster <shards> --replicas <n>`) serves each node on the port it announces, and the nodes
 //! announce the address it listens on ([`Cluster::set_announce_ip`]; loopback in-process).
 

@@ -37,12 +37,14 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt;
 use std::task::Waker;
 
+pub(crate) mod acl;
 pub(crate) mod blocking;
 pub mod client_limit;
 pub mod cluster;
 pub(crate) mod db;
 pub(crate) mod expiry;
 pub(crate) mod glob;
+pub(crate) mod hash;
 mod inspect;
 pub(crate) mod list;
 pub(crate) mod monitor;
@@ -53,7 +55,9 @@ mod pubsub;
 pub(crate) mod rdb;
 pub mod replication;
 pub(crate) mod reply;
+pub(crate) mod script_watch;
 pub mod sentinel;
+pub(crate) mod server_state;
 pub(crate) mod set;
 mod shutdown;
 mod stats;
@@ -269,9 +273,11 @@ pub(crate) enum Subscription {
 #[derive(Default)]
 pub(crate) struct ScriptCache {
     loaded: Vec<&'static lock_core::script::Script>,
-    /// Bodies without a native twin, on the engine's Lua state.
-    #[cfg(feature = "lua")]
-    pub lua: crate::lua::LuaScripts,
+    /// Bodies without a native twin: the state of the embedded Lua they are loaded into, which
+    /// the Lua runner keeps here without the engine knowing its type; empty until it first runs.
+    pub lua: Slot,
+    /// What front doors see of the running script (`script_watch.rs`); it outlives the state.
+    watch: std::sync::Arc<script_watch::ScriptWatch>,
 }
 
 impl ScriptCache {
@@ -293,11 +299,14 @@ impl ScriptCache {
     /// and the script generator starts over. The watch on the running script stays the same
     /// object, since the front doors hold it and read its threshold.
     pub fn start_over(&mut self) {
-        #[cfg(feature = "lua")]
-        let watch = self.lua.watch();
+        let watch = std::mem::take(&mut self.watch);
         *self = ScriptCache::default();
-        #[cfg(feature = "lua")]
-        self.lua.keep_watch(watch);
+        self.watch = watch;
+    }
+
+    /// The watch on the running script: the same object for the engine's whole life.
+    pub fn watch(&self) -> std::sync::Arc<script_watch::ScriptWatch> {
+        std::sync::Arc::clone(&self.watch)
     }
 
     /// Forgets every native script (`SCRIPT FLUSH`; the Lua half is flushed beside).
@@ -310,6 +319,40 @@ impl ScriptCache {
         if !self.loaded.iter().any(|s| std::ptr::eq(*s, script)) {
             self.loaded.push(script);
         }
+    }
+}
+
+/// State the engine keeps for a layer above it without knowing its type (the embedded Lua's
+/// states, for `EVAL` and for Functions): nothing until the layer first asks for it, then the
+/// `Default` of the type it asks for. Emptying it ([`Slot::clear`]) is starting that state
+/// over, as a restart does.
+#[derive(Default)]
+pub(crate) struct Slot(Option<Box<dyn std::any::Any + Send>>);
+
+// Only the Lua runner fills slots.
+#[cfg_attr(not(feature = "lua"), allow(dead_code))]
+impl Slot {
+    /// The state, made by `T::default()` if the slot is empty. A slot holds one type for good.
+    pub fn get_or_default<T: std::any::Any + Send + Default>(&mut self) -> &mut T {
+        self.0
+            .get_or_insert_with(|| Box::new(T::default()))
+            .downcast_mut()
+            .expect("a slot holds one type")
+    }
+
+    /// The state, if it was ever asked for since the slot was last emptied.
+    pub fn get<T: std::any::Any + Send>(&self) -> Option<&T> {
+        self.0.as_ref().and_then(|b| b.downcast_ref())
+    }
+
+    /// The same, for writing.
+    pub fn get_mut<T: std::any::Any + Send>(&mut self) -> Option<&mut T> {
+        self.0.as_mut().and_then(|b| b.downcast_mut())
+    }
+
+    /// Forgets the state: the next use starts from its `Default`.
+    pub fn clear(&mut self) {
+        self.0 = None;
     }
 }
 
@@ -326,10 +369,9 @@ pub struct Engine {
     patterns: BTreeMap<Bytes, BTreeSet<u64>>,
     shard_channels: BTreeMap<Bytes, BTreeSet<u64>>,
     scripts: ScriptCache,
-    /// The libraries of Redis 7.0's Functions: kept by a failover, and by a restart only with
-    /// persistence (`lua/functions.rs`).
-    #[cfg(feature = "lua")]
-    functions: crate::lua::functions::Functions,
+    /// The libraries of Redis 7.0's Functions and their Lua state, which the Lua runner keeps
+    /// here: kept by a failover, and by a restart only with persistence.
+    functions: Slot,
     /// How many (client, key) watches exist: while none do, no command pays for `WATCH`.
     watchers: usize,
     expiry: ActiveExpiry,
@@ -352,10 +394,12 @@ pub struct Engine {
     /// Runs the commands a driver queued in a transaction that the engine does not know (the TCP
     /// server's `FAKE.*`), when `EXEC` reaches them.
     queued_foreign: Option<ForeignCommands>,
-    /// What the server commands keep beside the keyspace (`cmd/server.rs`).
-    server: crate::cmd::ServerState,
-    /// The users and the ACL log (`cmd/acl/`).
-    acl: crate::cmd::Acl,
+    /// What the server commands keep beside the keyspace (`server_state.rs`).
+    server: server_state::ServerState,
+    /// The users and the ACL log (`acl/`).
+    acl: acl::Acl,
+    /// What the layer that runs commands does for the engine (see [`CommandHooks`]).
+    hooks: CommandHooks,
     /// The clients that sent `MONITOR`, in that order (`engine/monitor.rs`).
     monitors: Vec<u64>,
     /// `CLIENT PAUSE` in force, and the clients it holds in the order it held them
@@ -391,16 +435,26 @@ impl fmt::Debug for Engine {
     }
 }
 
-impl Engine {
-    /// An engine on `clock` with the default configuration.
-    pub fn new(clock: impl Clock) -> Engine {
-        Engine::with_config(clock, EngineConfig::default())
-    }
+/// What the layer that runs commands does for the engine, handed to it when it is built (the
+/// public constructors, `Engine::new` and `Engine::with_config`, live beside the command table
+/// and install these): the work at the end of a command that only that layer knows how to do,
+/// and the users a server starts with, whose rules only it can read. The engine calls them and
+/// knows nothing else of commands.
+#[derive(Clone, Copy)]
+pub(crate) struct CommandHooks {
+    /// Resumes the clients a `CLIENT PAUSE` postponed, once it has ended (at time `now`).
+    pub resume_postponed: fn(&mut Engine, i64),
+    /// Serves the blocked clients whose keys became ready (at time `now`).
+    pub serve_blocked: fn(&mut Engine, i64),
+    /// The users and the ACL log of a server that starts, with `requirepass` (or without).
+    pub new_acl: fn(Option<&[u8]>) -> acl::Acl,
+}
 
-    /// An engine on `clock` set up by `config`.
-    pub fn with_config(clock: impl Clock, config: EngineConfig) -> Engine {
+impl Engine {
+    /// An engine on `clock` set up by `config`, running `hooks` where it needs its commands.
+    pub(crate) fn build(clock: impl Clock, config: EngineConfig, hooks: CommandHooks) -> Engine {
         let now = clock.now_ms();
-        let acl = crate::cmd::Acl::new(config.requirepass.as_deref());
+        let acl = (hooks.new_acl)(config.requirepass.as_deref());
         let mut dbs: Vec<Db> = (0..DATABASES).map(|_| Db::default()).collect();
         for db in &mut dbs {
             db.set_journal(config.journal_window_ms);
@@ -422,8 +476,7 @@ impl Engine {
             patterns: BTreeMap::new(),
             shard_channels: BTreeMap::new(),
             scripts: ScriptCache::default(),
-            #[cfg(feature = "lua")]
-            functions: Default::default(),
+            functions: Slot::default(),
             watchers: 0,
             expiry: ActiveExpiry::new(now),
             pending_server_faults: Vec::new(),
@@ -435,8 +488,9 @@ impl Engine {
             started_at: now,
             lock_scripts_on_lua: false,
             queued_foreign: None,
-            server: crate::cmd::ServerState::default(),
+            server: server_state::ServerState::default(),
             acl,
+            hooks,
             monitors: Vec::new(),
             pause: None,
             postponed: Vec::new(),
@@ -485,18 +539,18 @@ impl Engine {
         &mut self.config
     }
 
-    /// What the server commands keep beside the keyspace (`cmd/server.rs`).
-    pub(crate) fn server_state(&mut self) -> &mut crate::cmd::ServerState {
+    /// What the server commands keep beside the keyspace (`server_state.rs`).
+    pub(crate) fn server_state(&mut self) -> &mut server_state::ServerState {
         &mut self.server
     }
 
-    /// The users and the ACL log (`cmd/acl/`).
-    pub(crate) fn acl(&self) -> &crate::cmd::Acl {
+    /// The users and the ACL log (`acl/`).
+    pub(crate) fn acl(&self) -> &acl::Acl {
         &self.acl
     }
 
     /// The same, for `ACL SETUSER`, `CONFIG SET requirepass` and the log.
-    pub(crate) fn acl_mut(&mut self) -> &mut crate::cmd::Acl {
+    pub(crate) fn acl_mut(&mut self) -> &mut acl::Acl {
         &mut self.acl
     }
 
@@ -560,7 +614,7 @@ impl Engine {
                 protocol: 2,
                 name: None,
                 authenticated: !self.acl.users.auth_required(),
-                user: crate::cmd::DEFAULT_USER,
+                user: acl::DEFAULT_USER,
                 channels: BTreeSet::new(),
                 patterns: BTreeSet::new(),
                 shard_channels: BTreeSet::new(),
@@ -738,7 +792,7 @@ impl Engine {
             self.replication_tick(now);
         }
         if self.pause.is_some() && self.pause_ended(now) {
-            crate::cmd::resume_postponed(self, now);
+            (self.hooks.resume_postponed)(self, now);
         }
         if self.expiry.is_due(now) && !self.replication.is_replica() && !self.expiry_paused(now) {
             let rng = &mut self.rng;
@@ -776,10 +830,10 @@ impl Engine {
     /// closes the connection.
     pub(crate) fn end_command(&mut self, client: ClientId, now: i64) {
         if self.pause.is_some() && self.pause_ended(now) {
-            crate::cmd::resume_postponed(self, now);
+            (self.hooks.resume_postponed)(self, now);
         }
         if self.blocked_clients > 0 {
-            crate::cmd::serve_blocked(self, now);
+            (self.hooks.serve_blocked)(self, now);
         }
         // Redis's `beforeSleep`: the fast expiry cycle, when the last cycle ran out of time
         // (not while a client pause holds expiry).
@@ -849,9 +903,9 @@ impl Engine {
         &mut self.scripts
     }
 
-    /// The libraries `FUNCTION LOAD` loaded.
+    /// The libraries `FUNCTION LOAD` loaded, as the Lua runner keeps them.
     #[cfg(feature = "lua")]
-    pub(crate) fn functions(&mut self) -> &mut crate::lua::functions::Functions {
+    pub(crate) fn functions(&mut self) -> &mut Slot {
         &mut self.functions
     }
 
@@ -1008,13 +1062,12 @@ impl Engine {
         self.stats = Stats::default();
         self.key_misses.clear();
         self.started_at = self.now();
-        self.acl = crate::cmd::Acl::new(self.config.requirepass.as_deref());
+        self.acl = (self.hooks.new_acl)(self.config.requirepass.as_deref());
         self.shut_down = false;
         self.pause = None;
         self.scripts.start_over();
         if !persistence {
-            #[cfg(feature = "lua")]
-            self.functions.flush();
+            self.functions.clear();
             let now = self.now();
             for db in &mut self.dbs {
                 db.flush(now);

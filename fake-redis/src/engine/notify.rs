@@ -1,7 +1,7 @@
 //! Keyspace notifications: what a write publishes on `__keyspace@<db>__:<key>` and
 //! `__keyevent@<db>__:<event>` when `notify-keyspace-events` asks for it.
 //!
-//! A command names its event through [`Cx::notify`](crate::cmd::Cx::notify) (one line after its
+//! A command names its event through `Cx::notify` (`cmd/context.rs`) (one line after its
 //! write, as Redis's `notifyKeyspaceEvent` calls are), and the message goes through
 //! [`Engine::publish`], so subscribers get it through the same outboxes, with the same delivery
 //! faults, as any `PUBLISH`. Every family calls it with Redis 7.0's event names and classes: a
@@ -24,9 +24,43 @@
 
 use super::Engine;
 use super::db::Entry;
-use crate::cmd::class;
 use bytes::Bytes;
 use std::collections::BTreeMap;
+
+/// Notification classes, as Redis's `NOTIFY_*` bits.
+pub(crate) mod class {
+    /// `K`: `__keyspace@<db>__:<key>` messages.
+    pub const KEYSPACE: u16 = 1 << 0;
+    /// `E`: `__keyevent@<db>__:<event>` messages.
+    pub const KEYEVENT: u16 = 1 << 1;
+    /// `g`: generic commands (`DEL`, `EXPIRE`, `RENAME`, ...).
+    pub const GENERIC: u16 = 1 << 2;
+    /// `$`: string commands.
+    pub const STRING: u16 = 1 << 3;
+    /// `l`: list commands.
+    pub const LIST: u16 = 1 << 4;
+    /// `s`: set commands.
+    pub const SET: u16 = 1 << 5;
+    /// `h`: hash commands.
+    pub const HASH: u16 = 1 << 6;
+    /// `z`: sorted set commands.
+    pub const ZSET: u16 = 1 << 7;
+    /// `x`: a key expired.
+    pub const EXPIRED: u16 = 1 << 8;
+    /// `e`: a key was evicted.
+    pub const EVICTED: u16 = 1 << 9;
+    /// `t`: stream commands.
+    pub const STREAM: u16 = 1 << 10;
+    /// `m`: a key missed (not part of `A`).
+    pub const KEY_MISS: u16 = 1 << 11;
+    /// `d`: module events.
+    pub const MODULE: u16 = 1 << 12;
+    /// `n`: a key was created (not part of `A`).
+    pub const NEW: u16 = 1 << 13;
+    /// `A`: every class but `m` and `n`.
+    pub const ALL: u16 =
+        GENERIC | STRING | LIST | SET | HASH | ZSET | EXPIRED | EVICTED | STREAM | MODULE;
+}
 
 /// Whether `flags` ask for any message at all: a class and a kind of channel.
 fn publishes(flags: u16, class: u16) -> bool {

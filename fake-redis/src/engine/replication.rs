@@ -512,7 +512,7 @@ impl Engine {
             ..self.config.clone()
         };
         let clock: Arc<dyn Clock> = self.clock.clone();
-        let mut replica = Engine::with_config(clock, config);
+        let mut replica = Engine::build(clock, config, self.hooks);
         replica.follow(self.sync_replica(index, lag, port));
         replica
     }
@@ -707,7 +707,7 @@ impl Engine {
         }
         self.collect_dirty();
         if self.blocked_clients > 0 {
-            crate::cmd::serve_blocked(self, now);
+            (self.hooks.serve_blocked)(self, now);
         }
     }
 

@@ -21,10 +21,10 @@
 //! real failover publishes go out in its order, `+switch-master` among them. The command returns
 //! once the switch is done, so a test that asked for it sees the new primary at once.
 
+use super::script_watch::{ScriptWatch, lock, lock_unless_busy};
 use crate::clock::Clock;
 use crate::engine::replication::Topology;
 use crate::engine::{Engine, EngineConfig};
-use crate::inprocess::link::{ScriptWatch, lock, lock_unless_busy};
 use crate::resp::Frame;
 use bytes::Bytes;
 use std::fmt::Write as _;

@@ -174,9 +174,9 @@ impl Functions {
 
 impl LibraryVm {
     fn new(cx: &mut Cx<'_>) -> Result<LibraryVm, Frame> {
-        let rand = cx.scripts().lua.rand.clone();
+        let rand = super::scripts(cx.scripts()).rand.clone();
         // One watch for both states: the front doors see whichever script runs.
-        let watch = cx.scripts().lua.watch();
+        let watch = cx.scripts().watch();
         let build = || -> mlua::Result<LibraryVm> {
             let vm = Box::new(Vm::new(rand, watch, ScriptKind::Function)?);
             let pending: Pending = Arc::default();

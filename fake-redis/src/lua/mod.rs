@@ -16,7 +16,7 @@
 //! Lua instructions (counted, so a run replays) it is stopped with the error Redis gives a script
 //! ended by `SCRIPT KILL`. A server on the wall clock measures running time as Redis does
 //! instead: the same hook marks the script busy in the engine's
-//! [`ScriptWatch`](crate::inprocess::link::ScriptWatch) past the threshold, and ends it when
+//! [`ScriptWatch`](crate::engine::script_watch::ScriptWatch) past the threshold, and ends it when
 //! another client's `SCRIPT KILL` asks, through the watch, without the engine's lock.
 
 mod convert;
@@ -27,7 +27,8 @@ mod rand48;
 mod raw;
 
 use crate::cmd::{Cx, lookup};
-use crate::inprocess::link::{ScriptKind, ScriptWatch};
+use crate::engine::ScriptCache;
+use crate::engine::script_watch::{ScriptKind, ScriptWatch};
 use crate::resp::Frame;
 use bytes::Bytes;
 use mlua::{Function, HookTriggers, Lua, Table, Value, VmState};
@@ -115,29 +116,38 @@ struct Loaded {
 }
 
 /// The scripting half of the script cache: the Lua state (built on first use) and what survives
-/// `SCRIPT FLUSH`.
+/// `SCRIPT FLUSH`. The engine keeps it in the cache's [`Slot`](crate::engine::Slot), made at
+/// its first use and dropped by a restart or a failover; [`scripts`] reaches it.
 #[derive(Default)]
 pub(crate) struct LuaScripts {
     vm: Option<Box<Vm>>,
     rand: Rand48,
-    /// What front doors see of the running script; it outlives the state.
-    watch: Arc<ScriptWatch>,
+}
+
+/// The Lua half of `cache`, made empty if nothing used it since the cache started over.
+pub(crate) fn scripts(cache: &mut ScriptCache) -> &mut LuaScripts {
+    cache.lua.get_or_default()
+}
+
+/// Whether a body with this SHA (lowercase hex) is loaded on the Lua state of `cache`.
+pub(crate) fn contains(cache: &ScriptCache, sha: &[u8]) -> bool {
+    cache
+        .lua
+        .get::<LuaScripts>()
+        .is_some_and(|lua| lua.contains(sha))
+}
+
+/// `SCRIPT FLUSH` of the Lua half of `cache`.
+pub(crate) fn flush(cache: &mut ScriptCache) {
+    if let Some(lua) = cache.lua.get_mut::<LuaScripts>() {
+        lua.flush();
+    }
 }
 
 impl LuaScripts {
     /// Whether a body with this SHA (lowercase hex) is loaded.
     pub fn contains(&self, sha: &[u8]) -> bool {
         self.vm.as_ref().is_some_and(|vm| vm.get(sha).is_some())
-    }
-
-    /// The watch on the running script.
-    pub fn watch(&self) -> Arc<ScriptWatch> {
-        Arc::clone(&self.watch)
-    }
-
-    /// Puts back the watch a new cache replaced (see `ScriptCache::start_over`).
-    pub fn keep_watch(&mut self, watch: Arc<ScriptWatch>) {
-        self.watch = watch;
     }
 
     /// `SCRIPT FLUSH`: every body and the state go; the random generator stays, as in Redis.
@@ -363,10 +373,11 @@ fn parse_shebang(body: &[u8]) -> Result<(Flags, &[u8]), Frame> {
 
 /// The VM of the engine's script cache, built if need be; `None` only if Lua cannot start.
 fn take_vm(cx: &mut Cx<'_>) -> Result<Box<Vm>, Frame> {
-    let cache = &mut cx.scripts().lua;
+    let watch = cx.scripts().watch();
+    let cache = scripts(cx.scripts());
     match cache.vm.take() {
         Some(vm) => Ok(vm),
-        None => Vm::new(cache.rand.clone(), cache.watch.clone(), ScriptKind::Eval)
+        None => Vm::new(cache.rand.clone(), watch, ScriptKind::Eval)
             .map(Box::new)
             .map_err(|e| Frame::error_owned(format!("ERR the fake's Lua failed to start: {e}"))),
     }
@@ -382,7 +393,7 @@ pub(crate) fn script_load(cx: &mut Cx<'_>, body: &[u8]) -> Frame {
         Ok(sha) => Frame::Bulk(Bytes::copy_from_slice(&sha)),
         Err(e) => e,
     };
-    cx.scripts().lua.vm = Some(vm);
+    scripts(cx.scripts()).vm = Some(vm);
     reply
 }
 
@@ -412,7 +423,7 @@ pub(crate) fn eval(
     let watching = Watching::begin(&watch, ScriptKind::Eval);
     let reply = eval_on(cx, &mut vm, source, keys, args, read_only_command);
     drop(watching);
-    cx.scripts().lua.vm = Some(vm);
+    scripts(cx.scripts()).vm = Some(vm);
     reply
 }
 

@@ -628,7 +628,7 @@ impl Slot {
 mod tests {
     use super::super::{Source, Vm, eval_on};
     use crate::cmd::Cx;
-    use crate::inprocess::link::{ScriptKind, ScriptWatch};
+    use crate::engine::script_watch::{ScriptKind, ScriptWatch};
     use crate::resp::Frame;
     use bytes::Bytes;
     use std::sync::Arc;

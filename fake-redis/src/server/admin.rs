@@ -70,9 +70,9 @@
 
 use super::Shared;
 use crate::cmd::{Args, SYNTAX, int, is, wrong_arity};
+use crate::engine::script_watch::{lock, lock_unless_busy};
 use crate::engine::{ClientId, Engine};
 use crate::fault::{CommandFault, Fault, FaultEventKind, FaultPlan, NodeId, Trigger};
-use crate::inprocess::link::{lock, lock_unless_busy};
 use crate::resp::Frame;
 use bytes::Bytes;
 use std::sync::{Arc, Weak};

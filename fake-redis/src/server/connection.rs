@@ -50,9 +50,9 @@
 use super::admin::{self, AdminCommand, Outcome};
 use super::{Shared, stopped};
 use crate::engine::output_limits::{OutputLimit, OutputWatch};
+use crate::engine::script_watch::{ScriptKind, ScriptWatch, lock, lock_unless_busy};
 use crate::engine::{ClientId, Engine};
 use crate::fault::{Admission, CommandFate, DeliveryFate, FaultEventKind, NodeId};
-use crate::inprocess::link::{ScriptKind, ScriptWatch, lock, lock_unless_busy};
 use crate::resp::Frame;
 use crate::resp::{self, RequestParser};
 use bytes::{Buf, Bytes, BytesMut};

@@ -42,6 +42,7 @@ mod faults;
 mod geo;
 mod hyperloglog;
 mod info;
+mod layering;
 mod lock_scripts;
 mod lua_busy;
 mod lua_functions;

@@ -4,7 +4,8 @@
 //! The folder splits what Redis's `acl.c` does: `table.rs` numbers the commands rules name
 //! (Redis's own table, so categories mean what they mean there), `user.rs` applies rules to
 //! users and describes them back (`ACL SETUSER`, `ACL LIST`, `ACL GETUSER`), `check.rs` decides
-//! whether a user may run a call and words the refusal for each door, `log.rs` is `ACL LOG`. This
+//! whether a user may run a call and words the refusal for each door. The users and `ACL LOG`
+//! are the engine's state (`engine/acl/`). This
 //! file has the `ACL` command, authentication (`AUTH`, `HELLO AUTH`), and [`check_call`], which
 //! dispatch runs for every call when any user may be refused something; while the `default`
 //! user is the only one and may run everything ([`Users::is_open`]), nothing is checked.
@@ -17,12 +18,12 @@
 //! as a Redis without an ACL file does.
 
 mod check;
-mod log;
 mod table;
 mod user;
 
 use super::server::{help_reply, subcommand};
-use super::{Args, CONTAINER, Cx, Reply, Spec, c_text, error_echoing, int, is};
+use super::{Args, CONTAINER, CmdResult, Cx, Spec, c_text, error_echoing, int, is};
+use crate::engine::acl::{Acl, log};
 use crate::engine::{Engine, Subscription};
 use crate::resp::Frame;
 use bytes::Bytes;
@@ -33,12 +34,6 @@ use user::{User, Users, has_spaces};
 
 pub(crate) static ACL: Spec = Spec::new("acl", -2, CONTAINER, acl_command);
 
-/// A server's users and its ACL log.
-pub(crate) struct Acl {
-    pub users: Users,
-    log: log::Log,
-}
-
 impl Acl {
     /// The state of a server started with `requirepass` (or without).
     pub fn new(requirepass: Option<&[u8]>) -> Acl {
@@ -48,9 +43,6 @@ impl Acl {
         }
     }
 }
-
-/// The name every connection starts with.
-pub(crate) const DEFAULT_USER: Bytes = Bytes::from_static(b"default");
 
 const ACL_HELP: &[&str] = &[
     "ACL <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -208,7 +200,7 @@ fn no_such_user(name: &[u8]) -> Frame {
     error_echoing(&[b"ERR User '", c_text(name, usize::MAX), b"' not found"])
 }
 
-fn acl_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn acl_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let sub = args.next_bytes()?;
     let name = subcommand(
         "ACL",
@@ -359,7 +351,7 @@ fn get_user(user: &User) -> Frame {
 }
 
 /// `ACL SETUSER name rule...`: every rule applies, or none does.
-fn set_user(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn set_user(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let name = args.next_bytes()?.clone();
     if has_spaces(&name) {
         return Err(Frame::error(
@@ -466,7 +458,7 @@ fn close_revoked_subscribers(cx: &mut Cx<'_>, name: &[u8], original: &User, user
 
 /// `ACL DELUSER name...`: how many were removed; their connections close (the caller's once
 /// this reply is out).
-fn del_user(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn del_user(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let names = args.rest();
     if names.iter().any(|n| &n[..] == b"default") {
         return Err(Frame::error("ERR The 'default' user cannot be removed"));
@@ -491,7 +483,7 @@ fn del_user(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
 }
 
 /// `ACL DRYRUN user command arg...`: `OK`, or why the user may not run it.
-fn dry_run(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Reply {
+fn dry_run(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let name = args.next_bytes()?;
     let Some(user) = cx.engine().acl().users.get(name) else {
         return Err(no_such_user(name));

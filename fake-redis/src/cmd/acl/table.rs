@@ -10,6 +10,8 @@ use crate::resp::Frame;
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
+pub(crate) use crate::engine::acl::Bits;
+
 /// Redis 7.0's command categories, in its order (`ACL CAT`, and the order in which a user's
 /// rules are described).
 pub(crate) const CATEGORIES: &[&str] = &[
@@ -150,11 +152,6 @@ pub(crate) fn table() -> &'static Table {
     })
 }
 
-/// A set of commands a user may run: a bit per command of the [`Table`], and the
-/// [future bit](Table::future_bit).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Bits(Vec<u64>);
-
 impl Bits {
     /// No command.
     pub fn none() -> Bits {
@@ -164,17 +161,5 @@ impl Bits {
     /// Every command, the future bit included.
     pub fn all() -> Bits {
         Bits(vec![u64::MAX; table().commands.len() / 64 + 1])
-    }
-
-    pub fn get(&self, id: usize) -> bool {
-        self.0[id / 64] & (1 << (id % 64)) != 0
-    }
-
-    pub fn set(&mut self, id: usize, on: bool) {
-        if on {
-            self.0[id / 64] |= 1 << (id % 64);
-        } else {
-            self.0[id / 64] &= !(1 << (id % 64));
-        }
     }
 }

@@ -12,6 +12,7 @@
 //! user differently; the fake names them in name order.
 
 use super::table::{Bits, CATEGORIES, Table, table};
+pub(crate) use crate::engine::acl::{KeyPattern, Selector, User, Users};
 use bytes::Bytes;
 use std::collections::BTreeMap;
 
@@ -65,14 +66,6 @@ pub(crate) fn has_spaces(text: &[u8]) -> bool {
         .any(|&b| b == 0 || b == b' ' || (b'\t'..=b'\r').contains(&b))
 }
 
-/// A key pattern and what it allows: `~p` both, `%R~p` reading, `%W~p` writing.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct KeyPattern {
-    pub pattern: Bytes,
-    pub read: bool,
-    pub write: bool,
-}
-
 impl KeyPattern {
     fn describe(&self, out: &mut Vec<u8>) {
         match (self.read, self.write) {
@@ -82,21 +75,6 @@ impl KeyPattern {
         }
         out.extend_from_slice(&self.pattern);
     }
-}
-
-/// What one selector allows.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Selector {
-    /// The commands, a bit each.
-    pub allowed: Bits,
-    /// Every bit is set (`+@all` and nothing taken away since).
-    pub all_commands: bool,
-    /// A command not allowed whole, allowed with these first arguments (`+select|0`), by id.
-    pub first_args: BTreeMap<usize, Vec<Bytes>>,
-    pub all_keys: bool,
-    pub keys: Vec<KeyPattern>,
-    pub all_channels: bool,
-    pub channels: Vec<Bytes>,
 }
 
 impl Selector {
@@ -418,20 +396,6 @@ impl Selector {
     }
 }
 
-/// One user: flags, password hashes (SHA-256 in lowercase hex, in the order they were added),
-/// and its selectors, the root first.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct User {
-    /// `on` (may authenticate) or `off`.
-    pub enabled: bool,
-    /// `nopass`: any password authenticates.
-    pub nopass: bool,
-    /// `sanitize-payload` (Some(true)), `skip-sanitize-payload` (Some(false)), or neither.
-    pub sanitize: Option<bool>,
-    pub passwords: Vec<String>,
-    pub selectors: Vec<Selector>,
-}
-
 impl User {
     /// A user as `ACL SETUSER` creates it: off, no password, no permission (but every channel
     /// when `all_channels`, `acl-pubsub-default allchannels`).
@@ -467,17 +431,6 @@ impl User {
             }
             _ => self.nopass = true,
         }
-    }
-
-    /// The root selector, which rules outside parentheses change.
-    pub fn root(&self) -> &Selector {
-        &self.selectors[0]
-    }
-
-    /// Whether it may run everything on every key and channel: the check can be skipped.
-    pub fn allows_everything(&self) -> bool {
-        let root = self.root();
-        root.all_commands && root.all_keys && root.all_channels
     }
 
     /// Whether `password` authenticates it (Redis's `ACLCheckUserCredentials`).
@@ -695,14 +648,6 @@ fn split_args(text: &[u8]) -> Vec<Vec<u8>> {
     }
 }
 
-/// The users of a server, by name (in byte order, as Redis's radix tree lists them), and its
-/// ACL log.
-pub(crate) struct Users {
-    users: BTreeMap<Bytes, User>,
-    /// Only `default` exists and it may run everything: no call needs a check.
-    open: bool,
-}
-
 impl Users {
     /// A server's users at start: `default` alone, with `requirepass` as its password.
     pub fn new(requirepass: Option<&[u8]>) -> Users {
@@ -714,56 +659,10 @@ impl Users {
         Users { users, open: true }
     }
 
-    /// Whether no call needs a permission check (see [`Users`]' `open`).
-    #[inline]
-    pub fn is_open(&self) -> bool {
-        self.open
-    }
-
-    pub fn get(&self, name: &[u8]) -> Option<&User> {
-        self.users.get(name)
-    }
-
-    pub fn default_user(&self) -> &User {
-        &self.users[&b"default"[..]]
-    }
-
-    /// Whether a new connection must authenticate (Redis's `authRequired`): the `default`
-    /// user needs a password or is off.
-    pub fn auth_required(&self) -> bool {
-        let default = self.default_user();
-        !default.nopass || !default.enabled
-    }
-
-    /// Every user, by name.
-    pub fn iter(&self) -> impl Iterator<Item = (&Bytes, &User)> {
-        self.users.iter()
-    }
-
-    /// Creates or replaces a user.
-    pub fn insert(&mut self, name: Bytes, user: User) {
-        self.users.insert(name, user);
-        self.refresh();
-    }
-
-    /// Removes a user: whether it existed.
-    pub fn remove(&mut self, name: &[u8]) -> bool {
-        let removed = self.users.remove(name).is_some();
-        self.refresh();
-        removed
-    }
-
     /// `CONFIG SET requirepass`: the `default` user's password.
     pub fn set_default_password(&mut self, password: Option<&[u8]>) {
         if let Some(default) = self.users.get_mut(&b"default"[..]) {
             default.set_password(password);
         }
-    }
-
-    fn refresh(&mut self) {
-        self.open = self.users.len() == 1 && {
-            let default = self.default_user();
-            default.selectors.len() == 1 && default.allows_everything()
-        };
     }
 }

@@ -1,0 +1,41 @@
+//! What the server commands keep beside the keyspace: the encoding thresholds `CONFIG SET`
+//! changes (which `OBJECT ENCODING` reads) and the time of the last `SAVE`. The commands that
+//! read and change it live in `cmd/server.rs` and `cmd/config.rs`; the state is the engine's,
+//! beside the rest of the server's, so that the engine needs nothing from the commands.
+
+/// The encoding thresholds of Redis 7.0 (`CONFIG SET` changes them): past them a value converts.
+#[derive(Clone, Debug)]
+pub(crate) struct Encodings {
+    /// `hash-max-listpack-entries`.
+    pub hash_entries: usize,
+    /// `hash-max-listpack-value`.
+    pub hash_value: usize,
+    /// `zset-max-listpack-entries`.
+    pub zset_entries: usize,
+    /// `zset-max-listpack-value`.
+    pub zset_value: usize,
+    /// `set-max-intset-entries`.
+    pub set_intset_entries: usize,
+}
+
+impl Default for Encodings {
+    fn default() -> Encodings {
+        // Redis 7.0.15's defaults, as `CONFIG GET` shows them.
+        Encodings {
+            hash_entries: 512,
+            hash_value: 64,
+            zset_entries: 128,
+            zset_value: 64,
+            set_intset_entries: 512,
+        }
+    }
+}
+
+/// What the server commands keep beside the keyspace.
+#[derive(Debug, Default)]
+pub(crate) struct ServerState {
+    /// The encoding thresholds.
+    pub encodings: Encodings,
+    /// When `SAVE` or `BGSAVE` last ran (unix seconds); None: since the server started.
+    pub last_save: Option<i64>,
+}
