@@ -6,33 +6,24 @@
 //! nothing fetched from anywhere, so it opens from a disk or an archive as it is. The text report
 //! is the program's own output, so the page shows exactly what a learner sees in a terminal.
 
-use crate::scenarios::{Params, SCENARIOS, Scenario};
+use crate::scenarios::{Knob, Params, SCENARIOS, Scenario, fenced_verdict};
 use crate::timeline::Timeline;
 use crate::timeline::scene::escape;
 use sim_tests::{Case, Run};
 use std::fmt::Write as _;
 
-/// The flags that give `p` to `watchdog-timeline`: only those that differ from the defaults.
-pub fn flags(p: &Params) -> String {
+/// The flags of `knobs` that give `p` to `watchdog-timeline`: only those that differ from the
+/// defaults.
+pub fn flags(knobs: &[Knob], p: &Params) -> String {
     let d = Params::default();
     let mut out = String::new();
-    let mut flag = |name: &str, value: u64, default: u64| {
-        if value != default {
-            let _ = write!(out, " --{name} {value}");
+    for k in knobs {
+        if let Some(value) = k.value(p)
+            && k.value(&d) != Some(value)
+        {
+            let _ = write!(out, " --{} {value}", k.flag());
         }
-    };
-    flag("watchdog-timeout", p.watchdog_timeout, d.watchdog_timeout);
-    flag("lease", p.lease, d.lease);
-    if let Some(work) = p.work {
-        flag("work", work, u64::MAX);
     }
-    flag("pause-at", p.pause_at, d.pause_at);
-    flag("pause-for", p.pause_for, d.pause_for);
-    flag("crash-at", p.crash_at, d.crash_at);
-    if let Some(n) = p.clients {
-        flag("clients", n as u64, u64::MAX);
-    }
-    flag("seed", p.seed, d.seed);
     out
 }
 
@@ -41,7 +32,7 @@ pub fn rerun_command(s: &Scenario, p: &Params) -> String {
     format!(
         "cargo run -p examples --bin watchdog-timeline -- --scenario {}{}",
         s.name,
-        flags(p)
+        flags(s.honours, p)
     )
 }
 
@@ -65,9 +56,27 @@ pub fn report(
         "scenario {} (watchdog_timeout {} ms)\n\n{timeline}\nlesson: {}\n",
         s.name, p.watchdog_timeout, s.lesson
     );
-    let broken: Vec<String> = run.violations.iter().map(|v| format!("  - {v}")).collect();
+    // A fenced write also goes to the simulator's unfenced twin of the resource: what that twin
+    // saw is told apart, each line with the fenced resource's verdict on the same write, so that
+    // no line reads as if the lesson's resource had taken a stale write.
+    let (mut broken, mut twin) = (Vec::new(), Vec::new());
+    for v in &run.violations {
+        match fenced_verdict(run, v) {
+            Some(verdict) => twin.push(format!("  - {v}; {verdict}")),
+            None => broken.push(format!("  - {v}")),
+        }
+    }
     if !broken.is_empty() {
         let _ = write!(out, "\nwhat the checkers saw:\n{}\n", broken.join("\n"));
+    }
+    if !twin.is_empty() {
+        let _ = write!(
+            out,
+            "\nwhat the unfenced twin of the resource saw (the simulator sends every write to an \
+             unfenced copy of the resource too, to show what fencing prevents; this scenario's \
+             resource is the fenced one):\n{}\n",
+            twin.join("\n")
+        );
     }
     if trace {
         let _ = write!(out, "\ntrace:\n{}\n", run.timeline());
@@ -116,9 +125,11 @@ pub fn page(p: &Params) -> String {
     html.push_str(
         "<p class=\"lesson\">Each scenario is one lesson, run by the real lock library on the fake \
          Redis in virtual time: every arrow, cross, bar and label below is what that run did. \
-         Lanes are the clients, the lock's key on the server (its owner and hold count), the \
-         unlock latch, the fencing counter and the resource; time runs left to right. Hover a \
-         mark, a bar or an arrow for its details. This page is written by \
+         Lanes are the clients, the lock's key on the server (its owner and hold count), its \
+         expiry (a bar from each grant or renewal to the deadline it set), the unlock latch, the \
+         fencing counter and the resource; time runs left to right. Hover a \
+         mark, a bar or an arrow for its details. Each scenario's table lists the parameters it \
+         honours. This page is written by \
          <code>cargo run -p examples --bin watchdog-timeline -- --html docs/index.html</code>.</p>\n",
     );
     html.push_str("<nav>");
@@ -139,27 +150,14 @@ fn section(html: &mut String, s: &Scenario, p: &Params, case: &Case, run: &Run, 
     let _ = writeln!(html, "<h2>{}</h2>", s.name);
     let _ = writeln!(html, "<p class=\"lesson\">{}</p>", escape(s.lesson));
     let _ = writeln!(html, "<figure>\n{}</figure>", t.to_svg());
+    // Only the knobs this scenario honours: any other would change nothing.
     html.push_str("<table><tr><th>parameter</th><th>value</th></tr>\n");
-    let work = p
-        .work
-        .map_or("the scenario's own".to_owned(), |w| format!("{w} ms"));
-    let clients = p
-        .clients
-        .map_or("the scenario's own".to_owned(), |n| n.to_string());
-    for (name, value) in [
-        ("--watchdog-timeout", format!("{} ms", p.watchdog_timeout)),
-        ("--lease", format!("{} ms", p.lease)),
-        ("--work", work),
-        ("--pause-at", format!("{} ms", p.pause_at)),
-        ("--pause-for", format!("{} ms", p.pause_for)),
-        ("--crash-at", format!("{} ms", p.crash_at)),
-        ("--clients", clients),
-        ("--seed", p.seed.to_string()),
-    ] {
+    for k in s.honours {
         let _ = writeln!(
             html,
-            "<tr><td><code>{name}</code></td><td>{}</td></tr>",
-            escape(&value)
+            "<tr><td><code>--{}</code></td><td>{}</td></tr>",
+            k.flag(),
+            escape(&k.describe(p))
         );
     }
     html.push_str("</table>\n");
@@ -183,12 +181,29 @@ mod tests {
 
     #[test]
     fn only_the_changed_flags_are_given() {
-        assert_eq!(flags(&Params::default()), "");
+        assert_eq!(flags(&Knob::ALL, &Params::default()), "");
         let p = Params {
             watchdog_timeout: 9_000,
             clients: Some(3),
             ..Params::default()
         };
-        assert_eq!(flags(&p), " --watchdog-timeout 9000 --clients 3");
+        assert_eq!(
+            flags(&Knob::ALL, &p),
+            " --watchdog-timeout 9000 --clients 3"
+        );
+    }
+
+    #[test]
+    fn only_the_flags_a_scenario_honours_are_given() {
+        let p = Params {
+            crash_at: 9_000,
+            work: Some(4_000),
+            ..Params::default()
+        };
+        let watchdog = crate::scenarios::find("watchdog").unwrap();
+        assert_eq!(
+            rerun_command(watchdog, &p),
+            "cargo run -p examples --bin watchdog-timeline -- --scenario watchdog --work 4000"
+        );
     }
 }

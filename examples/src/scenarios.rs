@@ -11,7 +11,7 @@ use lock_core::machine::Call;
 use lock_core::machine::RwSide;
 use sim_tests::engine_server::EngineServer;
 use sim_tests::world::{EPOCH_MS, ForeignRun, ForeignSpec, RELEASE_SCRIPT, describe, lock_name};
-use sim_tests::{AcquireKind, Case, ClientSpec, Fault, Run, RwRole, World};
+use sim_tests::{AcquireKind, Case, Checker, ClientSpec, Fault, Run, RwRole, Violation, World};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The knobs a scenario honours where they apply (all in milliseconds).
@@ -50,12 +50,87 @@ impl Default for Params {
     }
 }
 
+/// One knob of [`Params`], as the command line names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Knob {
+    /// `--watchdog-timeout`.
+    WatchdogTimeout,
+    /// `--lease`.
+    Lease,
+    /// `--work`.
+    Work,
+    /// `--pause-at`.
+    PauseAt,
+    /// `--pause-for`.
+    PauseFor,
+    /// `--crash-at`.
+    CrashAt,
+    /// `--clients`.
+    Clients,
+    /// `--seed`.
+    Seed,
+}
+
+impl Knob {
+    /// Every knob, in the order the command line lists them.
+    pub const ALL: [Knob; 8] = [
+        Knob::WatchdogTimeout,
+        Knob::Lease,
+        Knob::Work,
+        Knob::PauseAt,
+        Knob::PauseFor,
+        Knob::CrashAt,
+        Knob::Clients,
+        Knob::Seed,
+    ];
+
+    /// Its flag, without the dashes.
+    pub fn flag(self) -> &'static str {
+        match self {
+            Knob::WatchdogTimeout => "watchdog-timeout",
+            Knob::Lease => "lease",
+            Knob::Work => "work",
+            Knob::PauseAt => "pause-at",
+            Knob::PauseFor => "pause-for",
+            Knob::CrashAt => "crash-at",
+            Knob::Clients => "clients",
+            Knob::Seed => "seed",
+        }
+    }
+
+    /// Its value in `p`, as a flag takes it (`None` where the scenario's own is used).
+    pub fn value(self, p: &Params) -> Option<u64> {
+        match self {
+            Knob::WatchdogTimeout => Some(p.watchdog_timeout),
+            Knob::Lease => Some(p.lease),
+            Knob::Work => p.work,
+            Knob::PauseAt => Some(p.pause_at),
+            Knob::PauseFor => Some(p.pause_for),
+            Knob::CrashAt => Some(p.crash_at),
+            Knob::Clients => p.clients.map(|n| n as u64),
+            Knob::Seed => Some(p.seed),
+        }
+    }
+
+    /// Its value in `p` in words, with its unit.
+    pub fn describe(self, p: &Params) -> String {
+        match (self, self.value(p)) {
+            (_, None) => "the scenario's own".to_owned(),
+            (Knob::Clients | Knob::Seed, Some(v)) => v.to_string(),
+            (_, Some(ms)) => format!("{ms} ms"),
+        }
+    }
+}
+
 /// A scenario's name, its one-line lesson, and how to build its case.
 pub struct Scenario {
     /// The name given to `--scenario`.
     pub name: &'static str,
     /// What it teaches, in two sentences.
     pub lesson: &'static str,
+    /// The knobs of [`Params`] it honours, in the command line's order: any other is ignored (a
+    /// test holds this list to what changes its case).
+    pub honours: &'static [Knob],
     build: fn(&Params) -> Case,
     /// The foreign lock clients it runs beside the case's, if any.
     foreign: Option<fn(&Params) -> Vec<ForeignSpec>>,
@@ -67,6 +142,7 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "watchdog",
         lesson: "Without a lease the lock gets watchdog_timeout (30 s) and the watchdog renews it every third of that while the holder lives. \
                  Unlock takes the hold off the watchdog before the release is sent, so renewal stops at once.",
+        honours: &[Knob::WatchdogTimeout, Knob::Work, Knob::Clients, Knob::Seed],
         build: watchdog,
         foreign: None,
     },
@@ -74,6 +150,7 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "lease-too-short",
         lesson: "An explicit lease is never renewed: work longer than the lease outlives the lock, a second client enters, and the work is done twice. \
                  The same work under the watchdog keeps the lock to the end, and the waiter enters only after the unlock.",
+        honours: &[Knob::WatchdogTimeout, Knob::Lease, Knob::Work, Knob::Seed],
         build: lease_too_short,
         foreign: None,
     },
@@ -81,6 +158,7 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "lost-unlock-reply",
         lesson: "The unlock was applied but its reply was lost; renewal had already been cancelled before it was sent. \
                  The retry carries the same request id, so the server's latch answers \"released\" instead of \"not your lock\".",
+        honours: &[Knob::WatchdogTimeout, Knob::Work, Knob::Seed],
         build: lost_unlock_reply,
         foreign: None,
     },
@@ -88,6 +166,7 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "lost-unlock-request",
         lesson: "The unlock never reaches Redis, and every retry is lost too, so the caller is told the outcome is unknown. \
                  Renewal was cancelled before the first attempt, so the key still expires one lease after the last renewal.",
+        honours: &[Knob::WatchdogTimeout, Knob::Work, Knob::Seed],
         build: lost_unlock_request,
         foreign: None,
     },
@@ -95,6 +174,13 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "client-crash",
         lesson: "A crashed holder renews no more: its key lives out the lease from the last renewal and expires. \
                  A waiting client then takes the lock, with no one having to clean up.",
+        honours: &[
+            Knob::WatchdogTimeout,
+            Knob::Work,
+            Knob::CrashAt,
+            Knob::Clients,
+            Knob::Seed,
+        ],
         build: client_crash,
         foreign: None,
     },
@@ -102,6 +188,14 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "gc-pause",
         lesson: "A GC pause longer than the remaining lease stops the renewals, the key expires, and a second client takes the lock. \
                  The first resumes and writes, not knowing, and an unfenced resource accepts both: the lock alone cannot prevent this.",
+        honours: &[
+            Knob::WatchdogTimeout,
+            Knob::Work,
+            Knob::PauseAt,
+            Knob::PauseFor,
+            Knob::Clients,
+            Knob::Seed,
+        ],
         build: gc_pause,
         foreign: None,
     },
@@ -109,6 +203,14 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "gc-pause-fenced",
         lesson: "The same pause, but every write carries the holder's fencing token. \
                  The resource has seen the second holder's higher token, so the paused holder's stale write is rejected.",
+        honours: &[
+            Knob::WatchdogTimeout,
+            Knob::Work,
+            Knob::PauseAt,
+            Knob::PauseFor,
+            Knob::Clients,
+            Knob::Seed,
+        ],
         build: gc_pause_fenced,
         foreign: None,
     },
@@ -116,6 +218,7 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "reentrant",
         lesson: "The same owner may lock again: the hash counts holds, and each reentry re-applies the lease. \
                  One unlock leaves it held (and renewed); the last unlock deletes it.",
+        honours: &[Knob::WatchdogTimeout, Knob::Work, Knob::Clients, Knob::Seed],
         build: reentrant,
         foreign: None,
     },
@@ -123,6 +226,7 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "foreign-lock-gc-pause",
         lesson: "redis-py's Lock (SET NX PX, and a release script that compares the token, run on the fake's Lua) has only its timeout: a 12 s GC pause outlives its 10 s lease, b takes the lock, a resumes and writes, and its late release replies 0. \
                  Our lock under the same pause keeps its key: the watchdog's 30 s lease, renewed every third of it, outlives the pause, and d enters only after c's unlock.",
+        honours: &[Knob::WatchdogTimeout, Knob::Seed],
         build: foreign_lock_gc_pause,
         foreign: Some(foreign_lock_clients),
     },
@@ -130,6 +234,7 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "fair",
         lesson: "Redisson's fair lock serves waiters in the order they asked: b, c and d join the queue behind a's hold at 1, 2 and 3 s, and each is granted in turn, woken on its own channel by the release before it. \
                  Each place keeps a deadline, the one before it plus its waiter's thread-wait time: a waiter that dies is purged when its deadline passes and cannot hold the others up.",
+        honours: &[Knob::WatchdogTimeout, Knob::Work, Knob::Clients, Knob::Seed],
         build: fair,
         foreign: None,
     },
@@ -137,6 +242,7 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "read-write",
         lesson: "Readers share: a and b read at once and the key's mode is read. The writer w waits until the last reader's release wakes it; the mode is then write, and c, asking to read while w writes, waits until w's release wakes every waiter. \
                  Redisson's read lock does not queue a reader behind a waiting writer: one that asks while the mode is read joins the readers at once.",
+        honours: &[Knob::WatchdogTimeout, Knob::Work, Knob::Seed],
         build: read_write,
         foreign: None,
     },
@@ -144,6 +250,7 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "failover-lag",
         lesson: "Without the replica check, the primary's reply tells a it holds the lock before the replica has the grant; the primary fails over within the replica's lag, and the promoted replica has no key. \
                  b asks after the failover and is granted while a still works: two owners, which server-side exclusivity reports. a learns at once that its hold is gone (the renewal it sends when its subscriber drops finds no key), but its unfenced work goes on.",
+        honours: &[Knob::WatchdogTimeout, Knob::Work, Knob::Seed],
         build: failover_lag,
         foreign: None,
     },
@@ -151,6 +258,7 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "failover-synced",
         lesson: "The same failover with the replica check (WAIT after the acquire): a is told only once a replica has the grant, so the failover, which comes first, closes the connection its WAIT blocks on, and a is never told of the grant it lost. \
                  a's acquire, its outcome unknown, asks again and is granted by the new primary (which has no replica left to wait for); b, asking after the failover, waits for a's unlock.",
+        honours: &[Knob::WatchdogTimeout, Knob::Work, Knob::Seed],
         build: failover_synced,
         foreign: None,
     },
@@ -446,6 +554,7 @@ const COUNTER: &str = "#00838f";
 const HIGHEST: &str = "#5d4037";
 const QUEUE: &str = "#ad1457";
 const MODE: &str = "#827717";
+const EXPIRY: &str = "#455a64";
 
 /// Tells a run as a timeline: client lanes, then per lock the key on the server (its owner and
 /// hold count as bars), its unlock latches, and for fenced clients the token counter and the
@@ -468,6 +577,9 @@ pub fn to_timeline(title: &str, case: &Case, run: &Run) -> Timeline {
     let locks: BTreeSet<u32> = case.clients.iter().map(|c| c.lock).collect();
     for &lock in &locks {
         t.lane(&key_lane(lock));
+        if !case.is_fair(lock) && !case.is_rw(lock) {
+            t.lane(&expiry_lane(lock));
+        }
         if case.is_fair(lock) {
             t.lane(&format!("queue L{lock}"));
         }
@@ -495,7 +607,12 @@ pub fn to_timeline(title: &str, case: &Case, run: &Run) -> Timeline {
     t.bar_meaning(HIGHEST, "the highest token the resource has seen");
     t.bar_meaning(QUEUE, "a fair lock's queue, head first");
     t.bar_meaning(MODE, "a read-write lock's mode and who holds it");
+    t.bar_meaning(
+        EXPIRY,
+        "the key's expiry on the server: each grant or renewal sets a later deadline, a bar from then to it",
+    );
     key_bars(&mut t, case, run);
+    expiry_bars(&mut t, case, run, &locks);
     queue_bars(&mut t, case, run);
     mode_bars(&mut t, case, run);
     for f in &case.faults {
@@ -534,6 +651,7 @@ pub fn to_timeline(title: &str, case: &Case, run: &Run) -> Timeline {
 
 /// The run's marks as the text timeline's events.
 fn events(t: &mut Timeline, case: &Case, run: &Run) {
+    let names = token_names(run);
     for m in &run.marks {
         let Some(kind) = kind(&m.what) else { continue };
         // A fenced write is shown once, as accepted or rejected; skip its unfenced twin.
@@ -545,6 +663,7 @@ fn events(t: &mut Timeline, case: &Case, run: &Run) {
             "may-be-lost" => format!("{} (valid_until passed)", m.detail),
             "write" => m.detail.replace("unfenced", "unfenced resource"),
             "read" => m.detail.replace("unfenced", "resource"),
+            "write-accepted" | "write-rejected" => named_token(&m.detail, &names),
             _ => m.detail.clone(),
         };
         let actor = if m.actor == "server" {
@@ -565,6 +684,20 @@ fn events(t: &mut Timeline, case: &Case, run: &Run) {
             _ => detail,
         };
         t.event(m.at, &actor, kind, detail);
+    }
+}
+
+/// A fenced write's details (`fenced L0 token=1700000000001000`) with the token's short name, as
+/// the picture draws it, after its full value.
+fn named_token(detail: &str, names: &BTreeMap<(u32, u64), String>) -> String {
+    let mut words = detail.split(' ').skip(1);
+    let lock = words.next().and_then(|l| l.strip_prefix('L')?.parse().ok());
+    let token = words
+        .next()
+        .and_then(|t| t.strip_prefix("token=")?.parse().ok());
+    match (lock, token) {
+        (Some(lock), Some(token)) => format!("{detail} ({})", short(names, lock, token)),
+        _ => detail.to_owned(),
     }
 }
 
@@ -663,6 +796,68 @@ fn hold_bars(
     }
 }
 
+fn expiry_lane(lock: u32) -> String {
+    format!("expiry L{lock}")
+}
+
+/// The key's deadline on the server each time a call set it, as read after every call that named
+/// the key: a bar from the call to the deadline, one per grant or renewal, so each renewal's bar
+/// ends further right than the one before it (a staircase of deadlines moving forward). A bar
+/// stops early where a call found the key gone (an unlock deleted it); where nothing did, it runs
+/// to the deadline, when the key expired.
+fn expiry_bars(t: &mut Timeline, case: &Case, run: &Run, locks: &BTreeSet<u32>) {
+    for &lock in locks {
+        if case.is_fair(lock) || case.is_rw(lock) {
+            continue;
+        }
+        let key = lock_name(lock);
+        let mut seen: Vec<(u64, Option<u64>)> = run
+            .messages
+            .iter()
+            .filter_map(|m| {
+                let at = m.applied?;
+                let (_, state) = m
+                    .keys_after
+                    .iter()
+                    .find(|(k, _)| k.as_ref() == key.as_bytes())?;
+                Some((at, state.as_ref().and_then(|s| s.deadline).map(sim_ms)))
+            })
+            .collect();
+        seen.sort_by_key(|(at, _)| *at);
+        // Each deadline from the call that set it: (set at, deadline, gone at).
+        let mut deadlines: Vec<(u64, u64, Option<u64>)> = Vec::new();
+        for (at, deadline) in seen {
+            // The deadline in force when the call was applied, if the key was still there.
+            let current = deadlines
+                .last_mut()
+                .filter(|(_, d, gone)| gone.is_none() && *d > at);
+            match (current, deadline) {
+                (Some((_, d, _)), Some(new)) if *d == new => {}
+                // The key is gone: every deadline still ahead ends with it.
+                (Some(_), None) => {
+                    for (_, d, gone) in deadlines.iter_mut() {
+                        if gone.is_none() && *d > at {
+                            *gone = Some(at);
+                        }
+                    }
+                }
+                (_, Some(new)) => deadlines.push((at, new, None)),
+                (None, None) => {}
+            }
+        }
+        for (from, deadline, gone) in deadlines {
+            let to = gone.unwrap_or(deadline).min(deadline).min(case.horizon);
+            let when = format!("{:.1} s", deadline as f64 / 1000.0);
+            let label = if gone.is_some_and(|g| g < deadline) {
+                format!("deadline {when}, deleted first")
+            } else {
+                format!("expires at {when}")
+            };
+            t.bar(&expiry_lane(lock), from, to, label, EXPIRY);
+        }
+    }
+}
+
 /// A fair lock's queue each time it changed: its waiters, head first, until the next change.
 fn queue_bars(t: &mut Timeline, case: &Case, run: &Run) {
     for (i, q) in run.queues.iter().enumerate() {
@@ -755,6 +950,7 @@ fn messages(t: &mut Timeline, case: &Case, run: &Run) {
     let mut latches: Vec<(&[u8], u64, u64, String)> = Vec::new();
     // The request ids of the unlocks sent so far: a second send is a retry.
     let mut unlocks: BTreeSet<&[u8]> = BTreeSet::new();
+    let names = token_names(run);
     for m in &run.messages {
         let client = &case.clients[m.client].name;
         let lock = case.clients[m.client].lock;
@@ -829,7 +1025,10 @@ fn messages(t: &mut Timeline, case: &Case, run: &Run) {
             (Some(Ok(Reply::Nil)), "release") => "not held".to_owned(),
             (Some(Ok(Reply::Nil)), "acquire") => "granted".to_owned(),
             (Some(Ok(Reply::Array(items))), "acquire_fenced") => match items.as_slice() {
-                [Reply::Int(-1), Reply::Int(token)] => format!("granted, token {token}"),
+                [Reply::Int(-1), Reply::Int(token)] => {
+                    let token = u64::try_from(*token).unwrap_or_default();
+                    format!("granted, token {}", short(&names, lock, token))
+                }
                 _ => "held by another".to_owned(),
             },
             (Some(Ok(Reply::Int(_))), "acquire") => "held by another".to_owned(),
@@ -925,26 +1124,108 @@ fn sent_detail(
     )
 }
 
-/// The fencing counter after each grant, and the resource: each write with its token, and the
-/// highest token it has seen.
-fn fencing(t: &mut Timeline, case: &Case, run: &Run) {
+/// What the fenced resource did with a write that the simulator's unfenced twin of it saw inside
+/// another client's critical section, in words; `None` for any other line of the checkers, and
+/// for a write no fenced resource saw (an unfenced client's).
+///
+/// The simulator sends every write to both resources of its lock: an unfenced one, which takes
+/// anything and reports a write inside another's critical section ([`Checker::UnfencedOverlap`]),
+/// and the fenced one, which refuses a token below the highest it has accepted. A fenced client
+/// writes to both, so a fenced scenario's run reports the overlap that fencing is there to make
+/// harmless. The resource of its lesson is the fenced one: each such line is told with that
+/// resource's verdict on the same write. A fenced resource that accepted a stale token (fencing
+/// broken) would show it here: it accepts only a token at least the highest it has seen.
+pub fn fenced_verdict(run: &Run, v: &Violation) -> Option<String> {
+    if v.checker != Checker::UnfencedOverlap {
+        return None;
+    }
+    let (at, lock, writer, _) = run
+        .history
+        .unfenced_overlaps
+        .iter()
+        .find(|(at, lock, w, _)| *at == v.at && v.message.starts_with(&format!("L{lock}: {w} ")))?;
+    let writes = &run.history.fenced_writes;
+    let i = writes
+        .iter()
+        .position(|(a, l, w, _, _)| a == at && l == lock && w == writer)?;
+    let (_, _, _, token, accepted) = &writes[i];
+    let names = token_names(run);
+    let name = short(&names, *lock, *token);
+    let highest = writes[..i]
+        .iter()
+        .filter(|(_, l, _, _, ok)| l == lock && *ok)
+        .map(|(_, _, _, t, _)| *t)
+        .max();
+    Some(match (accepted, highest) {
+        (true, _) => format!(
+            "the fenced resource accepted {writer}'s token {name}, the highest it had seen: a lower one is refused from now on"
+        ),
+        (false, Some(h)) => format!(
+            "the fenced resource rejected {writer}'s token {name}, having seen {}",
+            short(&names, *lock, h)
+        ),
+        (false, None) => format!("the fenced resource rejected {writer}'s token {name}"),
+    })
+}
+
+/// The short names of a lock's fencing tokens: `#1`, `#2`, … in the order the counter issued
+/// them. A token is the server's clock in microseconds at its grant, sixteen digits that differ
+/// only in the middle; `#1` against `#2` shows at a glance which is older.
+fn token_names(run: &Run) -> BTreeMap<(u32, u64), String> {
+    let mut names = BTreeMap::new();
     for (lock, grants) in &run.history.tokens {
+        let mut n = 0;
+        for (_, _, token) in grants {
+            names.entry((*lock, *token)).or_insert_with(|| {
+                n += 1;
+                format!("#{n}")
+            });
+        }
+    }
+    names
+}
+
+/// The short name of `token` on `lock` (its full value if the counter never issued it).
+fn short(names: &BTreeMap<(u32, u64), String>, lock: u32, token: u64) -> String {
+    names
+        .get(&(lock, token))
+        .cloned()
+        .unwrap_or_else(|| token.to_string())
+}
+
+/// The fencing counter after each grant, and the resource: each write with its token, and the
+/// highest token it has seen. Tokens are drawn by their short names; a footnote of the legend
+/// gives each in full.
+fn fencing(t: &mut Timeline, case: &Case, run: &Run) {
+    let names = token_names(run);
+    for (lock, grants) in &run.history.tokens {
+        let mut full = Vec::new();
         for (i, (at, owner, token)) in grants.iter().enumerate() {
             let to = grants.get(i + 1).map_or(case.horizon, |g| g.0);
             let who = run.client_of(owner).unwrap_or("?");
+            let name = short(&names, *lock, *token);
             t.bar(
                 &format!("counter L{lock}"),
                 *at,
                 to,
-                format!("counter = {token} ({who})"),
+                format!("counter = {name} ({who})"),
                 COUNTER,
             );
+            full.push(format!(
+                "{name} = {token} ({who}, at {:.3} s)",
+                *at as f64 / 1000.0
+            ));
         }
+        t.footnotes.push(format!(
+            "L{lock}'s fencing tokens, by order of issue (a later one is higher): {}",
+            full.join(", ")
+        ));
     }
     let mut highest: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
     for (at, lock, who, token, accepted) in &run.history.fenced_writes {
         let lane = format!("resource L{lock}");
         let seen = highest.get(lock).map(|(_, h)| *h);
+        let name = short(&names, *lock, *token);
         t.arrow(Arrow {
             from_lane: who.clone(),
             from_ms: *at,
@@ -956,15 +1237,13 @@ fn fencing(t: &mut Timeline, case: &Case, run: &Run) {
                 ArrowKind::WriteRejected
             },
             lost: false,
-            detail: format!("{} {who} writes with token {token}", stamp(*at)),
+            detail: format!("{} {who} writes with token {name} ({token})", stamp(*at)),
         });
         let text = if *accepted {
-            format!("{who}'s token {token}: accepted")
+            format!("{who}'s token {name}: accepted")
         } else {
-            format!(
-                "{who}'s token {token}: rejected, {} seen",
-                seen.unwrap_or(0)
-            )
+            let seen = seen.map_or("none".to_owned(), |h| short(&names, *lock, h));
+            format!("{who}'s token {name}: rejected, {seen} seen")
         };
         t.note(Note {
             lane: lane.clone(),
@@ -977,10 +1256,12 @@ fn fencing(t: &mut Timeline, case: &Case, run: &Run) {
             && seen != Some(*token)
             && let Some((from, h)) = highest.insert(*lock, (*at, *token))
         {
+            let h = short(&names, *lock, h);
             t.bar(&lane, from, *at, format!("highest seen: {h}"), HIGHEST);
         }
     }
     for (lock, (from, h)) in highest {
+        let h = short(&names, lock, h);
         t.bar(
             &format!("resource L{lock}"),
             from,

@@ -71,3 +71,18 @@ fn the_layout_is_the_same_every_time() {
         assert_eq!(t.to_svg(), again.to_svg(), "{}", s.name);
     }
 }
+
+#[test]
+fn no_label_reads_as_a_comparison() {
+    for s in SCENARIOS {
+        let (_, _, t) = s.run(&Params::default());
+        for (_, text) in layout(&t).texts() {
+            assert!(
+                !text.text.contains('>') && !text.text.contains('<'),
+                "{}: {:?} reads as a comparison: say it in words or with an arrow",
+                s.name,
+                text.text
+            );
+        }
+    }
+}

@@ -2,7 +2,7 @@
 //! and it fetches nothing from anywhere.
 
 use examples::page::page;
-use examples::scenarios::{Params, SCENARIOS};
+use examples::scenarios::{Knob, Params, SCENARIOS};
 
 #[test]
 fn the_committed_page_is_what_the_program_writes_now() {
@@ -47,4 +47,27 @@ fn the_page_holds_every_scenario_and_fetches_nothing() {
             "the page must not fetch: found {fetch:?}"
         );
     }
+}
+
+#[test]
+fn each_scenario_lists_only_the_parameters_it_honours() {
+    let html = page(&Params::default());
+    for s in SCENARIOS {
+        let start = html.find(&format!("<section id=\"{}\">", s.name)).unwrap();
+        let end = start + html[start..].find("</section>").unwrap();
+        let section = &html[start..end];
+        for knob in Knob::ALL {
+            let row = format!("<tr><td><code>--{}</code></td>", knob.flag());
+            assert_eq!(
+                section.contains(&row),
+                s.honours.contains(&knob),
+                "{}: --{}",
+                s.name,
+                knob.flag()
+            );
+        }
+    }
+    let watchdog = &html[html.find("<section id=\"watchdog\">").unwrap()..];
+    let watchdog = &watchdog[..watchdog.find("</section>").unwrap()];
+    assert!(!watchdog.contains("--crash-at"), "watchdog has no crash");
 }

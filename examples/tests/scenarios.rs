@@ -1,7 +1,7 @@
 //! Every scenario's lesson, asserted: the order and times of its key events. A change in the
 //! library that alters a lesson fails here.
 
-use examples::scenarios::{Params, SCENARIOS, find};
+use examples::scenarios::{Knob, Params, SCENARIOS, find};
 use examples::timeline::{ArrowKind, EventKind, Timeline};
 use sim_tests::Checker;
 
@@ -439,25 +439,17 @@ fn the_fenced_picture_shows_both_tokens_and_the_rejected_write() {
         .filter(|b| b.actor == "counter L0")
         .map(|b| b.label.as_str())
         .collect();
-    assert_eq!(
-        counter,
-        vec![
-            "counter = 1700000000001000 (a)",
-            "counter = 1700000040003000 (b)"
-        ]
-    );
+    // Tokens are drawn by order of issue, so the older one reads as the lower at a glance.
+    assert_eq!(counter, vec!["counter = #1 (a)", "counter = #2 (b)"]);
     let notes: Vec<&str> = t
         .notes
         .iter()
         .filter(|n| n.lane == "resource L0")
         .map(|n| n.text.as_str())
         .collect();
+    assert!(notes.contains(&"b's token #2: accepted"), "{notes:?}");
     assert!(
-        notes.contains(&"b's token 1700000040003000: accepted"),
-        "{notes:?}"
-    );
-    assert!(
-        notes.contains(&"a's token 1700000000001000: rejected, 1700000040003000 seen"),
+        notes.contains(&"a's token #1: rejected, #2 seen"),
         "{notes:?}"
     );
     let rejected = t
@@ -469,19 +461,124 @@ fn the_fenced_picture_shows_both_tokens_and_the_rejected_write() {
         (rejected.from_lane.as_str(), rejected.from_ms),
         ("a", 55_000)
     );
+    assert!(rejected.detail.contains("1700000000001000"), "{rejected:?}");
     assert!(
         t.bars
             .iter()
-            .any(|b| b.actor == "resource L0" && b.label == "highest seen: 1700000040003000")
+            .any(|b| b.actor == "resource L0" && b.label == "highest seen: #2")
     );
+    // The legend gives each token in full, and the text timeline names each write's token both
+    // ways.
+    assert_eq!(
+        t.footnotes,
+        vec![
+            "L0's fencing tokens, by order of issue (a later one is higher): \
+             #1 = 1700000000001000 (a, at 0.001 s), #2 = 1700000040003000 (b, at 40.003 s)"
+        ]
+    );
+    let text = t.to_string();
+    assert!(text.contains("token=1700000000001000 (#1)"), "{text}");
+    assert!(text.contains("token=1700000040003000 (#2)"), "{text}");
     let svg = t.to_svg();
     for words in [
-        "counter = 1700000000001000 (a)",
-        "counter = 1700000040003000 (b)",
-        "a's token 1700000000001000: rejected, 1700000040003000 seen",
+        "counter = #1 (a)",
+        "counter = #2 (b)",
+        "a's token #1: rejected, #2 seen",
+        "#1 = 1700000000001000",
     ] {
         assert!(svg.contains(words), "{words} is drawn");
     }
+    // Only the legend's footnote spells a token out: no label of the lanes does.
+    let scene = examples::timeline::layout::layout(&t);
+    for (_, text) in scene.texts() {
+        if text.role != examples::timeline::scene::Role::Legend {
+            assert!(
+                !text.text.contains("17000000"),
+                "{:?} spells a token out",
+                text.text
+            );
+        }
+    }
+}
+
+#[test]
+fn no_line_of_the_fenced_report_says_the_resource_took_a_stale_write() {
+    let s = find("gc-pause-fenced").unwrap();
+    let p = Params::default();
+    let (case, run, t) = s.run(&p);
+    // The simulator sends every write to an unfenced twin of the resource as well, which is why
+    // the overlap is reported at all.
+    assert_eq!(
+        run.of(Checker::UnfencedOverlap).len(),
+        2,
+        "{:?}",
+        run.violations
+    );
+    let report = examples::page::report(s, &p, (&case, &run, &t), false);
+    assert!(
+        !report.contains("what the checkers saw"),
+        "every line is the twin's, told apart:\n{report}"
+    );
+    assert!(
+        report.contains("what the unfenced twin of the resource saw"),
+        "{report}"
+    );
+    let lines: Vec<&str> = report
+        .lines()
+        .filter(|l| l.contains("unfenced resource overlap"))
+        .collect();
+    assert_eq!(lines.len(), 2, "{report}");
+    assert!(
+        lines[0].ends_with("the fenced resource accepted b's token #2, the highest it had seen: a lower one is refused from now on"),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        lines[1].ends_with("the fenced resource rejected a's token #1, having seen #2"),
+        "{}",
+        lines[1]
+    );
+    // Without fencing the same overlap is what the checkers saw, and nothing explains it away.
+    let s = find("gc-pause").unwrap();
+    let (case, run, t) = s.run(&p);
+    let report = examples::page::report(s, &p, (&case, &run, &t), false);
+    assert!(report.contains("what the checkers saw"), "{report}");
+    assert!(!report.contains("twin"), "{report}");
+}
+
+#[test]
+fn each_renewal_moves_the_keys_expiry_a_third_of_the_lease_forward() {
+    let (_, t) = run("watchdog");
+    let expiry: Vec<_> = t.bars.iter().filter(|b| b.actor == "expiry L0").collect();
+    let renewals = t.times("a", EventKind::Renew);
+    // One deadline for the grant and one per renewal, each set when the call was applied.
+    assert_eq!(expiry.len(), 1 + renewals.len(), "{expiry:#?}");
+    let deadline = |label: &str| -> f64 {
+        let words: Vec<&str> = label.split(' ').collect();
+        let at = words.iter().position(|w| *w == "s" || *w == "s,").unwrap();
+        words[at - 1].parse().unwrap()
+    };
+    let unlock = t.first("a", EventKind::Unlock).unwrap().at_ms;
+    for (i, pair) in expiry.windows(2).enumerate() {
+        let (before, after) = (pair[0], pair[1]);
+        // Applied on the server just before the client hears of it.
+        assert!(after.from_ms.abs_diff(renewals[i]) <= 5, "{after:?}");
+        // At the renewal the old deadline was still two thirds of the lease away, and the new
+        // one is a whole lease away: the deadline moves forward by the renewal interval.
+        let moved = deadline(&after.label) - deadline(&before.label);
+        assert!((moved - 10.0).abs() < 0.1, "{before:?} then {after:?}");
+        assert!(
+            deadline(&before.label) * 1000.0 > after.from_ms as f64 + 19_000.0,
+            "{before:?}"
+        );
+    }
+    // The first deadline is reached by nothing: it expires where its bar ends, a lease after the
+    // grant. The last ones end when the unlock deletes the key.
+    assert!(near(expiry[0].to_ms, 30_000, 5) && expiry[0].label == "expires at 30.0 s");
+    let last = expiry.last().unwrap();
+    assert!(near(last.to_ms, unlock, 5), "{last:?}");
+    assert!(last.label.ends_with("deleted first"), "{last:?}");
+    assert!(t.to_svg().contains("expiry L0"));
 }
 
 #[test]
@@ -542,7 +639,11 @@ fn the_help_names_every_scenario_of_the_table_and_refuses_others() {
     for s in SCENARIOS {
         let first = s.lesson.split(". ").next().unwrap().trim_end_matches('.');
         assert!(text.contains(s.name), "--help lacks {}:\n{text}", s.name);
-        assert!(text.contains(first), "--help lacks the lesson of {}:\n{text}", s.name);
+        assert!(
+            text.contains(first),
+            "--help lacks the lesson of {}:\n{text}",
+            s.name
+        );
     }
     let unknown = std::process::Command::new(bin)
         .args(["--scenario", "no-such-scenario"])
@@ -552,5 +653,45 @@ fn the_help_names_every_scenario_of_the_table_and_refuses_others() {
     let err = String::from_utf8(unknown.stderr).unwrap();
     for s in SCENARIOS {
         assert!(err.contains(s.name), "the refusal lacks {}:\n{err}", s.name);
+    }
+}
+
+/// `p` with `knob` moved off its default to a value every scenario can run with.
+fn moved(knob: Knob) -> Params {
+    let mut p = Params::default();
+    match knob {
+        Knob::WatchdogTimeout => p.watchdog_timeout = 9_000,
+        Knob::Lease => p.lease = 7_000,
+        Knob::Work => p.work = Some(12_000),
+        Knob::PauseAt => p.pause_at = 17_000,
+        Knob::PauseFor => p.pause_for = 20_000,
+        Knob::CrashAt => p.crash_at = 21_000,
+        Knob::Clients => p.clients = Some(3),
+        Knob::Seed => p.seed = 2,
+    }
+    p
+}
+
+#[test]
+fn each_scenario_honours_exactly_the_knobs_its_table_entry_lists() {
+    let base = Params::default();
+    for s in SCENARIOS {
+        let before = (s.case(&base), s.foreign(&base));
+        for knob in Knob::ALL {
+            let p = moved(knob);
+            let changed = (s.case(&p), s.foreign(&p)) != before;
+            assert_eq!(
+                changed,
+                s.honours.contains(&knob),
+                "{}: --{} {}",
+                s.name,
+                knob.flag(),
+                if changed {
+                    "changes the run but is not listed"
+                } else {
+                    "is listed but changes nothing"
+                }
+            );
+        }
     }
 }

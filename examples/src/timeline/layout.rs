@@ -83,6 +83,22 @@ pub fn layout(t: &Timeline) -> Scene {
     };
     let mut y = header(t, &mut scene);
     y = legend(t, &mut scene, y);
+    let per_line = ((WIDTH - 20.0) / text_width("m", LABEL)) as usize;
+    for line in t.footnotes.iter().flat_map(|f| wrap(f, per_line)) {
+        scene.shapes.push(Shape::Text(Text {
+            x: 10.0,
+            y: y + 2.0,
+            size: LABEL,
+            bold: false,
+            anchor: Anchor::Start,
+            fill: "#424242",
+            text: line,
+            role: Role::Legend,
+            backdrop: false,
+            tooltip: None,
+        }));
+        y += ROW + 4.0;
+    }
     let plans: Vec<LanePlan> = t.lanes.iter().map(|lane| plan_lane(t, lane, &x)).collect();
     scene.thinned = plans.iter().map(|p| p.thinned).sum();
     if scene.thinned > 0 {
@@ -531,7 +547,8 @@ fn plan_lane(t: &Timeline, lane: &str, x: &dyn Fn(u64) -> f64) -> LanePlan {
         let names: Vec<&str> = list.iter().map(|e| e.kind.name()).collect();
         pending.push(Pending {
             x: x(at),
-            text: names.join(" > "),
+            // An arrow, not `>`, which would read as "greater than".
+            text: names.join(" → "),
             colour: list[0].kind.colour(),
             routine: list.iter().all(|e| e.kind == EventKind::Renew),
             tooltip: Some(details(&list)),

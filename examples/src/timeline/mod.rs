@@ -208,6 +208,8 @@ pub struct Timeline {
     pub notes: Vec<Note>,
     /// What each bar colour means, for the legend (colours no bar uses are left out of it).
     pub bar_meanings: Vec<(&'static str, String)>,
+    /// Lines the legend ends with: what a short name in the picture stands for in full.
+    pub footnotes: Vec<String>,
 }
 
 /// Formats virtual milliseconds as the timeline prints them: `[  10.001s]`.
