@@ -87,6 +87,8 @@ impl Topology {
 }
 
 /// Starts `topology` in a shell that outlives this call and stops it when this process ends.
+// The shell is left running on purpose: it watches this process and stops the servers after it.
+#[allow(clippy::zombie_processes)]
 fn start(topology: Topology) -> Vec<String> {
     for program in topology.programs() {
         assert!(
@@ -131,13 +133,10 @@ fn start(topology: Topology) -> Vec<String> {
         values.push(line);
     }
     let status = shell.wait().expect("wait for the shell");
-    panic!(
-        "scripts/topology.sh could not start its servers ({status}); its messages are above"
-    );
+    panic!("scripts/topology.sh could not start its servers ({status}); its messages are above");
 }
 
 fn on_path(program: &str) -> bool {
-    std::env::var_os("PATH").is_some_and(|paths| {
-        std::env::split_paths(&paths).any(|dir| dir.join(program).is_file())
-    })
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
 }
