@@ -36,8 +36,7 @@ use crate::engine_server::EngineServer;
 use crate::on_engine::{
     self, PendingWait, Waits, closed, fair_queue, lock, lock_state, message, replica_lag,
 };
-use crate::server::{ConnId, LockState, SimServer, Synced};
-use crate::world::EPOCH_MS;
+use crate::server::{ConnId, EPOCH_MS, LockState, SimServer, Synced};
 use bytes::Bytes;
 use fake_redis::{
     ClientId, Cluster, Engine, EngineConfig, Fault, Frame, ManualClock, NodeId, ServerNode,

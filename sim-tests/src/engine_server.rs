@@ -15,8 +15,7 @@ use crate::case::Case;
 use crate::on_engine::{
     PendingWait, Waits, closed, fair_queue, lock, lock_state, message, replica_lag, reply,
 };
-use crate::server::{ConnId, LockState, SimServer, Synced};
-use crate::world::EPOCH_MS;
+use crate::server::{ConnId, EPOCH_MS, LockState, SimServer, Synced};
 use bytes::Bytes;
 use fake_redis::{
     ClientId, Engine, EngineConfig, Fault, Frame, ManualClock, NodeId, Topology, Value,

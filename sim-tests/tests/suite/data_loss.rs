@@ -31,7 +31,7 @@ use lock_core::machine::BrokenRule;
 use proptest::prelude::*;
 use sim_tests::strategy::{Envelope, cases};
 use sim_tests::world::EPOCH_MS;
-use sim_tests::{Case, Checker, ClientSpec, Fault, explain, run, run_broken};
+use sim_tests::{Case, Checker, ClientSpec, Fault, Planted, explain, run, run_planted};
 use std::collections::BTreeSet;
 
 fn lost_acquire_case(fault: Fault) -> Case {
@@ -113,7 +113,7 @@ fn a_machine_that_ignores_the_loss_is_caught_by_client_exclusivity() {
         Fault::Restart { at: 1_500 },
     ] {
         let case = lost_acquire_case(fault.clone());
-        let broken = run_broken(&case, BrokenRule::IgnoreDataLoss);
+        let broken = run_planted(&case, Planted::Rule(BrokenRule::IgnoreDataLoss));
         assert!(
             !broken.of(Checker::ClientExclusive).is_empty(),
             "{fault:?}: a holder that keeps its valid_until across the loss must be caught"
