@@ -10,11 +10,12 @@
 use lock_core::machine::BrokenRule;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
 use sim_tests::strategy::{Envelope, cases};
-use sim_tests::{Checker, Planted, RwRole, run_planted};
+use sim_tests::{Case, Checker, Planted, RwRole, run_planted};
 
-#[test]
-fn renewing_after_unlock_is_caught_by_checker_d_and_shrunk() {
-    // A fixed seed: the shrunk case is the same on every run.
+/// The first case drawn from `envelope` that is `caught`, shrunk by proptest to the smallest that
+/// still is: 500 cases from a fixed seed, so the shrunk case is the same on every run. Panics,
+/// saying `never`, if no case is caught.
+fn shrunk(envelope: Envelope, never: &str, caught: impl Fn(&Case) -> bool) -> Case {
     let mut runner = TestRunner::new_with_rng(
         Config {
             cases: 500,
@@ -23,17 +24,29 @@ fn renewing_after_unlock_is_caught_by_checker_d_and_shrunk() {
         },
         TestRng::deterministic_rng(RngAlgorithm::ChaCha),
     );
-    let result = runner.run(&cases(Envelope::safe()), |case| {
-        let run = run_planted(&case, Planted::Rule(BrokenRule::RenewAfterUnlock));
-        if run.of(Checker::NoRenewAfterUnlock).is_empty() {
-            Ok(())
+    let result = runner.run(&cases(envelope), |case| {
+        if caught(&case) {
+            Err(TestCaseError::fail(never.to_owned()))
         } else {
-            Err(TestCaseError::fail("renewal after unlock"))
+            Ok(())
         }
     });
     let Err(TestError::Fail(_, minimal)) = result else {
-        panic!("checker (d) never noticed a machine that renews after unlock: {result:?}");
+        panic!("{never}: {result:?}");
     };
+    minimal
+}
+
+#[test]
+fn renewing_after_unlock_is_caught_by_checker_d_and_shrunk() {
+    let minimal = shrunk(
+        Envelope::safe(),
+        "checker (d) never noticed a machine that renews after unlock",
+        |case| {
+            let run = run_planted(case, Planted::Rule(BrokenRule::RenewAfterUnlock));
+            !run.of(Checker::NoRenewAfterUnlock).is_empty()
+        },
+    );
     let run = run_planted(&minimal, Planted::Rule(BrokenRule::RenewAfterUnlock));
     let caught = run.of(Checker::NoRenewAfterUnlock);
     println!("shrunk to:\n{minimal}\n{}", caught[0]);
@@ -58,27 +71,15 @@ fn renewing_after_unlock_is_caught_by_checker_d_and_shrunk() {
 
 #[test]
 fn a_fair_lock_granted_out_of_turn_is_caught_by_checker_g_and_shrunk() {
-    let mut runner = TestRunner::new_with_rng(
-        Config {
-            cases: 500,
-            failure_persistence: None,
-            ..Config::default()
+    let minimal = shrunk(
+        Envelope::safe_fair(),
+        "checker (g) never noticed a fair lock that grants any waiter",
+        |case| {
+            !run_planted(case, Planted::Unfair)
+                .of(Checker::FairOrder)
+                .is_empty()
         },
-        TestRng::deterministic_rng(RngAlgorithm::ChaCha),
     );
-    let result = runner.run(&cases(Envelope::safe_fair()), |case| {
-        if run_planted(&case, Planted::Unfair)
-            .of(Checker::FairOrder)
-            .is_empty()
-        {
-            Ok(())
-        } else {
-            Err(TestCaseError::fail("granted out of turn"))
-        }
-    });
-    let Err(TestError::Fail(_, minimal)) = result else {
-        panic!("checker (g) never noticed a fair lock that grants any waiter: {result:?}");
-    };
     let run = run_planted(&minimal, Planted::Unfair);
     let caught = run.of(Checker::FairOrder);
     println!("shrunk to:\n{minimal}\n{}", caught[0]);
@@ -91,27 +92,14 @@ fn a_fair_lock_granted_out_of_turn_is_caught_by_checker_g_and_shrunk() {
 
 #[test]
 fn a_read_granted_beside_a_writer_is_caught_by_checker_h_and_shrunk() {
-    let mut runner = TestRunner::new_with_rng(
-        Config {
-            cases: 500,
-            failure_persistence: None,
-            ..Config::default()
-        },
-        TestRng::deterministic_rng(RngAlgorithm::ChaCha),
-    );
     let caught = |run: &sim_tests::Run| {
         !run.of(Checker::ReadWriteServer).is_empty() && !run.of(Checker::ReadWriteClient).is_empty()
     };
-    let result = runner.run(&cases(Envelope::safe_read_write()), |case| {
-        if caught(&run_planted(&case, Planted::CarelessReads)) {
-            Err(TestCaseError::fail("a reader beside a writer"))
-        } else {
-            Ok(())
-        }
-    });
-    let Err(TestError::Fail(_, minimal)) = result else {
-        panic!("checker (h) never noticed a read granted while another owner writes: {result:?}");
-    };
+    let minimal = shrunk(
+        Envelope::safe_read_write(),
+        "checker (h) never noticed a read granted while another owner writes",
+        |case| caught(&run_planted(case, Planted::CarelessReads)),
+    );
     let run = run_planted(&minimal, Planted::CarelessReads);
     assert!(caught(&run), "{minimal}");
     println!(
