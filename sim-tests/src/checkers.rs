@@ -105,6 +105,19 @@ pub fn read_write_overlaps(holds: &[RwInterval]) -> Vec<(&RwInterval, &RwInterva
     out
 }
 
+/// What (a) and (h) add to an overlap when the server `lost` data before it ended: the first
+/// `what` (grant, hold) was dropped with it, the documented limit of a single Redis.
+fn lost_data(lost: bool, what: &str) -> String {
+    if lost {
+        format!(
+            " (the server lost data: a failover or restart without persistence dropped the \
+             first {what}, the documented limit of a single Redis)"
+        )
+    } else {
+        String::new()
+    }
+}
+
 fn side_word(side: RwSide) -> &'static str {
     match side {
         RwSide::Read => "read",
@@ -129,12 +142,7 @@ pub fn check(history: &History) -> Vec<Violation> {
                 a.to,
                 b.who,
                 b.from,
-                if lost {
-                    " (the server lost data: a failover or restart without persistence \
-                     dropped the first grant, the documented limit of a single Redis)"
-                } else {
-                    ""
-                }
+                lost_data(lost, "grant")
             ),
         });
     }
@@ -213,12 +221,7 @@ pub fn check(history: &History) -> Vec<Violation> {
                 b.span.who,
                 side_word(b.side),
                 b.span.from,
-                if lost {
-                    " (the server lost data: a failover or restart without persistence \
-                     dropped the first hold, the documented limit of a single Redis)"
-                } else {
-                    ""
-                }
+                lost_data(lost, "hold")
             ),
         });
     }
