@@ -34,74 +34,15 @@
 //! section ([`Checker::UnfencedOverlap`]): not a rule of the lock but the symptom the suites
 //! require outside the safe envelope, where only fencing protects the resource.
 
+pub use crate::history::{Checker, Violation};
+
 use crate::case::{AcquireKind, Case, Fault};
-use crate::history::{History, Interval, RwInterval};
-use crate::world::{Mark, Run};
+use crate::history::{History, Interval, Mark, Run, RwInterval};
 use bytes::Bytes;
 use lock_core::machine::Call;
 use lock_core::machine::RwSide;
 use lock_core::script::{renew_batch, rw};
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt;
-
-/// The rules.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Checker {
-    /// (a) server-side exclusivity.
-    ServerExclusive,
-    /// (b) fencing tokens.
-    Fencing,
-    /// (c) client-side exclusivity.
-    ClientExclusive,
-    /// (d) no renewal after unlock.
-    NoRenewAfterUnlock,
-    /// (e) liveness.
-    Liveness,
-    /// (f) hold counts agree.
-    HoldCounts,
-    /// (g) a fair lock is granted in arrival order among live waiters.
-    FairOrder,
-    /// (h) on the server, no write hold of a read-write lock overlaps another owner's hold.
-    ReadWriteServer,
-    /// (h) by `valid_until`, no client believes it writes while another believes it holds.
-    ReadWriteClient,
-    /// The unfenced resource saw overlapping critical sections (expected outside the envelope).
-    UnfencedOverlap,
-}
-
-impl fmt::Display for Checker {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Checker::ServerExclusive => "(a) server-side exclusivity",
-            Checker::Fencing => "(b) fencing",
-            Checker::ClientExclusive => "(c) client-side exclusivity",
-            Checker::NoRenewAfterUnlock => "(d) no renewal after unlock",
-            Checker::Liveness => "(e) liveness",
-            Checker::HoldCounts => "(f) hold counts agree",
-            Checker::FairOrder => "(g) fair grant order",
-            Checker::ReadWriteServer => "(h) read-write exclusion on the server",
-            Checker::ReadWriteClient => "(h) read-write exclusion by valid_until",
-            Checker::UnfencedOverlap => "unfenced resource overlap",
-        })
-    }
-}
-
-/// One broken rule.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Violation {
-    /// Which rule.
-    pub checker: Checker,
-    /// When (simulation ms).
-    pub at: u64,
-    /// What, in words.
-    pub message: String,
-}
-
-impl fmt::Display for Violation {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} at {} ms: {}", self.checker, self.at, self.message)
-    }
-}
 
 fn overlapping(intervals: &[Interval]) -> Vec<(&Interval, &Interval)> {
     let mut by_lock: BTreeMap<u32, Vec<&Interval>> = BTreeMap::new();
@@ -164,6 +105,19 @@ pub fn read_write_overlaps(holds: &[RwInterval]) -> Vec<(&RwInterval, &RwInterva
     out
 }
 
+/// What (a) and (h) add to an overlap when the server `lost` data before it ended: the first
+/// `what` (grant, hold) was dropped with it, the documented limit of a single Redis.
+fn lost_data(lost: bool, what: &str) -> String {
+    if lost {
+        format!(
+            " (the server lost data: a failover or restart without persistence dropped the \
+             first {what}, the documented limit of a single Redis)"
+        )
+    } else {
+        String::new()
+    }
+}
+
 fn side_word(side: RwSide) -> &'static str {
     match side {
         RwSide::Read => "read",
@@ -188,12 +142,7 @@ pub fn check(history: &History) -> Vec<Violation> {
                 a.to,
                 b.who,
                 b.from,
-                if lost {
-                    " (the server lost data: a failover or restart without persistence \
-                     dropped the first grant, the documented limit of a single Redis)"
-                } else {
-                    ""
-                }
+                lost_data(lost, "grant")
             ),
         });
     }
@@ -272,12 +221,7 @@ pub fn check(history: &History) -> Vec<Violation> {
                 b.span.who,
                 side_word(b.side),
                 b.span.from,
-                if lost {
-                    " (the server lost data: a failover or restart without persistence \
-                     dropped the first hold, the documented limit of a single Redis)"
-                } else {
-                    ""
-                }
+                lost_data(lost, "hold")
             ),
         });
     }

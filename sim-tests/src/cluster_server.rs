@@ -32,12 +32,11 @@
 //! node, so a subscriber left on a slot's old node still hears it.
 
 use crate::case::Case;
-use crate::engine_server::EngineServer;
 use crate::on_engine::{
-    self, PendingWait, Waits, closed, fair_queue, lock, lock_state, message, replica_lag,
+    self, Nodes, PendingWait, closed, drain_messages, fair_queue, lock, lock_state, replica_lag,
+    send, subscription,
 };
-use crate::server::{ConnId, LockState, SimServer, Synced};
-use crate::world::EPOCH_MS;
+use crate::server::{ConnId, EPOCH_MS, LockState, SimServer, Synced};
 use bytes::Bytes;
 use fake_redis::{
     ClientId, Cluster, Engine, EngineConfig, Fault, Frame, ManualClock, NodeId, ServerNode,
@@ -68,9 +67,8 @@ struct Conn {
 /// A Redis Cluster on a manual clock, with each client's slot table.
 pub struct ClusterServer {
     cluster: Cluster,
-    clock: ManualClock,
     /// Every node's engine, in port order (the primaries first, shard by shard).
-    nodes: Vec<Arc<Mutex<Engine>>>,
+    nodes: Nodes,
     /// Every node's place, in the same order.
     places: Vec<ServerNode>,
     /// Each node's announced port → its index.
@@ -87,10 +85,6 @@ pub struct ClusterServer {
     tables: BTreeMap<NodeId, BTreeMap<u16, usize>>,
     conns: BTreeMap<ConnId, Conn>,
     next_conn: ConnId,
-    waits: Waits,
-    subscribers: BTreeSet<ConnId>,
-    /// Whether a call since the last `take_messages` may have published.
-    may_have_published: bool,
     /// The redirections followed since the last `take_notes`, for the trace.
     notes: Vec<String>,
 }
@@ -107,11 +101,6 @@ fn refusal(frame: &Frame) -> Option<&str> {
 fn redirected_port(frame: &Frame) -> Option<u16> {
     let text = frame.error_text()?;
     text.rsplit_once(':')?.1.parse().ok()
-}
-
-/// Whether a call may publish: the lock's releasing scripts, or any plain command.
-fn publishes(call: &Call) -> bool {
-    matches!(call, Call::Command(_)) || EngineServer::publishes(call)
 }
 
 /// A reply as the lock takes it: a redirection or refusal still met is the call refused unrun.
@@ -171,7 +160,6 @@ impl ClusterServer {
             .collect();
         let shards = cluster.shard_count();
         ClusterServer {
-            clock,
             primaries: (0..usize::from(shards)).collect(),
             failed: BTreeSet::new(),
             replicas,
@@ -179,11 +167,8 @@ impl ClusterServer {
             tables: BTreeMap::new(),
             conns: BTreeMap::new(),
             next_conn: 0,
-            waits: Waits::default(),
-            subscribers: BTreeSet::new(),
-            may_have_published: false,
             notes: Vec::new(),
-            nodes,
+            nodes: Nodes::new(clock, nodes),
             places,
             ports,
             cluster,
@@ -211,7 +196,7 @@ impl ClusterServer {
     fn on_node(&mut self, conn: ConnId, node: usize) -> Option<ClientId> {
         let c = self.conns.get_mut(&conn)?;
         let client = c.client;
-        let engine = &self.nodes[node];
+        let engine = &self.nodes.engines[node];
         Some(
             *c.on
                 .entry(node)
@@ -236,29 +221,14 @@ impl ClusterServer {
         let Some(id) = self.on_node(conn, node) else {
             return Frame::error("ERR the connection is closed");
         };
-        let mut engine = lock(&self.nodes[node]);
-        let mut exec = |argv: &[Bytes]| {
+        let mut engine = self.nodes.engine(node);
+        let exec = |argv: &[Bytes]| {
             if asking {
                 engine.execute(id, &[Bytes::from_static(b"ASKING")]);
             }
             engine.execute(id, argv)
         };
-        match call {
-            Call::Command(argv) => exec(argv),
-            Call::Script(s) => {
-                let argv = s.evalsha_argv();
-                let result = exec(&argv);
-                if result
-                    .error_text()
-                    .is_some_and(|e| e.starts_with("NOSCRIPT"))
-                {
-                    // As the `redis` crate's `Script` does: load, then EVALSHA again.
-                    exec(&s.script.load_argv());
-                    return exec(&argv);
-                }
-                result
-            }
-        }
+        send(exec, call)
     }
 
     /// Sends `call` as the client's cluster client would: to the node its table names,
@@ -310,7 +280,7 @@ impl ClusterServer {
             return;
         }
         for r in 0..usize::from(self.replicas) {
-            if let Some(replica) = self.nodes.get(shards * (1 + r) + node) {
+            if let Some(replica) = self.nodes.engines.get(shards * (1 + r) + node) {
                 lock(replica).catch_up();
             }
         }
@@ -319,7 +289,7 @@ impl ClusterServer {
     /// What every current primary does for a server fault that is not the cluster's own.
     fn on_primaries(&self, mut f: impl FnMut(&mut Engine)) {
         for &p in &self.primaries {
-            f(&mut lock(&self.nodes[p]));
+            f(&mut self.nodes.engine(p));
         }
     }
 }
@@ -348,8 +318,8 @@ impl SimServer for ClusterServer {
     }
 
     fn call(&mut self, conn: ConnId, call: &Call, now_ms: i64) -> Result<Reply, BackendError> {
-        self.clock.set(now_ms);
-        self.may_have_published |= publishes(call);
+        self.nodes.at(now_ms);
+        self.nodes.sending(call);
         let answer = self.routed(conn, call);
         if let Some(node) = self.route(conn, call) {
             self.catch_up_replicas(node);
@@ -358,8 +328,8 @@ impl SimServer for ClusterServer {
     }
 
     fn call_synced(&mut self, conn: ConnId, call: &Call, wait: ReplicaWait, now_ms: i64) -> Synced {
-        self.clock.set(now_ms);
-        self.may_have_published |= publishes(call);
+        self.nodes.at(now_ms);
+        self.nodes.sending(call);
         let Some(client) = self.conns.get(&conn).map(|c| c.client) else {
             return Synced::Done(Err(closed()), None);
         };
@@ -388,7 +358,7 @@ impl SimServer for ClusterServer {
         else {
             return Synced::Done(Err(closed()), None);
         };
-        let mut engine = lock(&self.nodes[node]);
+        let mut engine = self.nodes.engine(node);
         if let Some(code) = refusal(&answer) {
             // A pipeline's redirection is not followed: the table learns a MOVED, and the call
             // goes back to the lock refused.
@@ -412,13 +382,13 @@ impl SimServer for ClusterServer {
                 return Synced::Done(Err(e), None);
             }
         };
+        drop(engine);
         let pending = PendingWait {
             node,
             conn: id,
             connected,
         };
-        self.waits
-            .send(&mut engine, pending, &wait.argv(), script, now_ms)
+        self.nodes.send_wait(pending, &wait, script, now_ms)
     }
 
     fn poll_wait(
@@ -426,56 +396,44 @@ impl SimServer for ClusterServer {
         ticket: u64,
         now_ms: i64,
     ) -> Result<Result<ReplicaAcks, BackendError>, i64> {
-        let Some(node) = self.waits.node(ticket) else {
-            return Ok(Err(closed()));
-        };
-        if self.failed.contains(&node) {
-            // The primary it waited on failed over: its connections closed.
-            return Ok(Err(self.waits.close(ticket)));
-        }
-        self.clock.set(now_ms);
-        let mut engine = lock(&self.nodes[node]);
-        self.waits.poll(ticket, &mut engine, now_ms)
+        let failed = &self.failed;
+        self.nodes
+            .poll_wait(ticket, now_ms, |node| failed.contains(&node))
     }
 
     fn subscribe(&mut self, conn: ConnId, channel: &Bytes, now_ms: i64) {
-        self.clock.set(now_ms);
+        self.nodes.at(now_ms);
         let node = self.serving(key_slot(channel));
         let Some(id) = self.on_node(conn, node) else {
             return;
         };
-        let mut engine = lock(&self.nodes[node]);
-        engine.execute(id, &[Bytes::from_static(b"SUBSCRIBE"), channel.clone()]);
-        engine.drain_outbox(id);
-        drop(engine);
-        self.subscribers.insert(conn);
+        subscription(&mut self.nodes.engine(node), id, b"SUBSCRIBE", channel);
+        self.nodes.subscribers.insert(conn);
     }
 
     fn unsubscribe(&mut self, conn: ConnId, channel: &Bytes, now_ms: i64) {
-        self.clock.set(now_ms);
+        self.nodes.at(now_ms);
         let on: Vec<(usize, ClientId)> = self
             .conns
             .get(&conn)
             .map(|c| c.on.iter().map(|(&n, &id)| (n, id)).collect())
             .unwrap_or_default();
         for (node, id) in on {
-            let mut engine = lock(&self.nodes[node]);
-            engine.execute(id, &[Bytes::from_static(b"UNSUBSCRIBE"), channel.clone()]);
-            engine.drain_outbox(id);
+            subscription(&mut self.nodes.engine(node), id, b"UNSUBSCRIBE", channel);
         }
     }
 
     fn take_messages(&mut self) -> Vec<(ConnId, Bytes, Bytes)> {
         let mut out = Vec::new();
-        if !std::mem::take(&mut self.may_have_published) {
+        if !self.nodes.take_published() {
             return out;
         }
         // Each subscriber's connection on each node it reached, in subscriber then node order,
         // found once; and each node they are on, caught up once (what other nodes relayed waits
         // in its inbox until it next looks).
-        let mut listening = vec![false; self.nodes.len()];
+        let mut listening = vec![false; self.nodes.engines.len()];
         let mut outboxes: Vec<(ConnId, usize, ClientId)> = Vec::new();
-        for &conn in &self.subscribers {
+        for &conn in &self.nodes.subscribers {
             let Some(c) = self.conns.get(&conn) else {
                 continue;
             };
@@ -486,27 +444,24 @@ impl SimServer for ClusterServer {
         }
         for (node, &listens) in listening.iter().enumerate() {
             if listens {
-                lock(&self.nodes[node]).catch_up();
+                self.nodes.engine(node).catch_up();
             }
         }
         for (conn, node, id) in outboxes {
-            let frames = lock(&self.nodes[node]).drain_outbox(id);
-            for (channel, payload) in frames.into_iter().filter_map(message) {
-                out.push((conn, channel, payload));
-            }
+            drain_messages(&mut self.nodes.engine(node), conn, id, &mut out);
         }
         out
     }
 
     fn lock_state(&mut self, key: &Bytes, now_ms: i64) -> Option<LockState> {
-        self.clock.set(now_ms);
+        self.nodes.at(now_ms);
         // Wherever the key is: on a primary (its slot's, or a migration's other end), or
         // between them.
-        let now = lock(&self.nodes[self.primaries[0]]).now();
+        let now = self.nodes.engine(self.primaries[0]).now();
         let found = self
             .primaries
             .iter()
-            .find_map(|&p| lock(&self.nodes[p]).value(0, key))
+            .find_map(|&p| self.nodes.engine(p).value(0, key))
             .or_else(|| self.cluster.in_transit(key, now));
         let (value, deadline) = found?;
         Some(lock_state(value, deadline))
@@ -518,11 +473,11 @@ impl SimServer for ClusterServer {
         timeouts: &Bytes,
         now_ms: i64,
     ) -> Vec<(Bytes, Option<i64>)> {
-        self.clock.set(now_ms);
+        self.nodes.at(now_ms);
         let read = |key: &Bytes| {
             self.primaries
                 .iter()
-                .find_map(|&p| lock(&self.nodes[p]).value(0, key))
+                .find_map(|&p| self.nodes.engine(p).value(0, key))
         };
         fair_queue(read, queue, timeouts)
     }
@@ -532,7 +487,7 @@ impl SimServer for ClusterServer {
     /// others act on every current primary (a crash closes the client's connections on every
     /// node).
     fn fault(&mut self, fault: Fault, now_ms: i64) {
-        self.clock.set(now_ms);
+        self.nodes.at(now_ms);
         match fault {
             Fault::ShardFailover { shard, replica, .. } => {
                 let s = usize::from(shard);
@@ -556,7 +511,7 @@ impl SimServer for ClusterServer {
                 self.cluster.catch_up();
                 self.failed.insert(s);
                 self.primaries[s] = promoted;
-                let old = &self.nodes[s];
+                let old = &self.nodes.engines[s];
                 let on_old: Vec<ClientId> = self
                     .conns
                     .values()
@@ -576,7 +531,7 @@ impl SimServer for ClusterServer {
                 self.cluster.catch_up();
             }
             Fault::Crash { node, .. } => {
-                for engine in &self.nodes {
+                for engine in &self.nodes.engines {
                     lock(engine).crash(node);
                 }
             }
@@ -584,11 +539,7 @@ impl SimServer for ClusterServer {
             Fault::Failover { lag_ms, .. } => self.on_primaries(|e| {
                 e.failover(lag_ms);
             }),
-            Fault::ClockJump { delta_ms, .. } => {
-                for engine in &self.nodes {
-                    lock(engine).jump_clock(delta_ms);
-                }
-            }
+            Fault::ClockJump { delta_ms, .. } => self.nodes.jump_clocks(delta_ms),
             Fault::ClientPause {
                 until, writes_only, ..
             } => self.on_primaries(|e| e.pause_clients_until(until, writes_only)),
@@ -599,8 +550,8 @@ impl SimServer for ClusterServer {
             | Fault::SubscriberDown { .. }
             | Fault::Pause { .. } => {}
         }
-        let nodes = &self.nodes;
-        self.subscribers.retain(|conn| {
+        let nodes = &self.nodes.engines;
+        self.nodes.subscribers.retain(|conn| {
             self.conns.get(conn).is_some_and(|c| {
                 c.on.iter()
                     .any(|(&n, &id)| lock(&nodes[n]).is_connected(id))
@@ -618,7 +569,7 @@ impl SimServer for ClusterServer {
             None => (node, (0..self.replicas).collect::<Vec<_>>()),
             Some(r) => (usize::from(shard), vec![r]),
         };
-        let mut engine = lock(&self.nodes[primary]);
+        let mut engine = self.nodes.engine(primary);
         for replica in replicas {
             engine.add_fault(Fault::ReplicaStall {
                 replica,
@@ -629,6 +580,6 @@ impl SimServer for ClusterServer {
     }
 
     fn clock_jump(&self) -> i64 {
-        lock(&self.nodes[0]).clock_offset()
+        self.nodes.engine(0).clock_offset()
     }
 }

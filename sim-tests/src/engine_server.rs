@@ -13,10 +13,10 @@
 
 use crate::case::Case;
 use crate::on_engine::{
-    PendingWait, Waits, closed, fair_queue, lock, lock_state, message, replica_lag, reply,
+    Nodes, PendingWait, closed, drain_messages, fair_queue, lock, lock_state, replica_lag, reply,
+    send, subscription,
 };
-use crate::server::{ConnId, LockState, SimServer, Synced};
-use crate::world::EPOCH_MS;
+use crate::server::{ConnId, EPOCH_MS, LockState, SimServer, Synced};
 use bytes::Bytes;
 use fake_redis::{
     ClientId, Engine, EngineConfig, Fault, Frame, ManualClock, NodeId, Topology, Value,
@@ -24,23 +24,16 @@ use fake_redis::{
 use lock_core::machine::Call;
 use lock_core::script::{ReplicaAcks, ReplicaWait};
 use lock_core::{BackendError, Reply};
-use std::collections::BTreeSet;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::MutexGuard;
 
 /// The engine on a manual clock.
 pub struct EngineServer {
     /// The topology's engines, the original primary first.
-    nodes: Vec<Arc<Mutex<Engine>>>,
+    nodes: Nodes,
     /// Which of `nodes` is the primary now.
     primary: usize,
     /// How many replicas follow the primary now.
     connected: u32,
-    waits: Waits,
-    clock: ManualClock,
-    subscribers: BTreeSet<u64>,
-    /// Whether a call since the last `take_messages` may have published (a release, a force
-    /// unlock, a PUBLISH): only then are the subscribers' outboxes worth reading.
-    may_have_published: bool,
     /// The planted break of the fair lock: see [`EngineServer::unfair`].
     unfair: bool,
     /// The planted break of the read-write lock: see [`EngineServer::careless_reads`].
@@ -71,13 +64,9 @@ impl EngineServer {
         let primary = Engine::with_config(clock.clone(), config);
         let topology = Topology::with_replicas(primary, replicas, replica_lag(lag));
         EngineServer {
-            nodes: topology.nodes().map(|(_, e)| e.clone()).collect(),
+            nodes: Nodes::new(clock, topology.nodes().map(|(_, e)| e.clone()).collect()),
             primary: 0,
             connected: u32::from(replicas),
-            waits: Waits::default(),
-            clock,
-            subscribers: BTreeSet::new(),
-            may_have_published: false,
             unfair: false,
             careless_reads: false,
         }
@@ -160,7 +149,7 @@ impl EngineServer {
 
     /// The primary's engine.
     fn engine(&self) -> MutexGuard<'_, Engine> {
-        lock(&self.nodes[self.primary])
+        self.nodes.engine(self.primary)
     }
 
     /// Promotes replica `replica` of the original primary with what it has received by now, if
@@ -168,11 +157,11 @@ impl EngineServer {
     /// close (the world connects again).
     fn promote(&mut self, replica: u16) -> bool {
         let node = usize::from(replica) + 1;
-        if self.primary != 0 || node >= self.nodes.len() {
+        if self.primary != 0 || node >= self.nodes.engines.len() {
             return false;
         }
         {
-            let mut engine = lock(&self.nodes[node]);
+            let mut engine = self.nodes.engine(node);
             let conn = engine.connect();
             let argv = [&b"REPLICAOF"[..], b"NO", b"ONE"].map(Bytes::from_static);
             engine.execute(conn, &argv);
@@ -180,22 +169,8 @@ impl EngineServer {
         }
         self.primary = node;
         self.connected = 0;
-        self.subscribers.clear();
+        self.nodes.subscribers.clear();
         true
-    }
-
-    /// Whether a call is the lock's script that may publish (a release, a force unlock).
-    pub(crate) fn publishes(call: &Call) -> bool {
-        matches!(call, Call::Script(s) if matches!(
-            s.script.name,
-            "release"
-                | "force_unlock"
-                | "fair_release"
-                | "fair_force_unlock"
-                | "rw_read_release"
-                | "rw_write_release"
-                | "rw_force_unlock"
-        ))
     }
 }
 
@@ -209,13 +184,13 @@ impl SimServer for EngineServer {
     }
 
     fn isolate(&mut self, node: usize, from_ms: i64, until_ms: i64) {
-        let replicas = self.nodes.len().saturating_sub(1) as u16;
+        let replicas = self.nodes.engines.len().saturating_sub(1) as u16;
         let cut: Vec<u16> = match node {
             0 => (0..replicas).collect(),
             n if n <= usize::from(replicas) => vec![(n - 1) as u16],
             _ => Vec::new(),
         };
-        let mut primary = lock(&self.nodes[0]);
+        let mut primary = self.nodes.engine(0);
         for replica in cut {
             primary.add_fault(Fault::ReplicaStall {
                 replica,
@@ -248,9 +223,7 @@ impl SimServer for EngineServer {
             conn: own,
             connected: self.connected,
         };
-        let mut engine = lock(&self.nodes[self.primary]);
-        self.waits
-            .send(&mut engine, pending, &wait.argv(), reply, now_ms)
+        self.nodes.send_wait(pending, &wait, reply, now_ms)
     }
 
     fn poll_wait(
@@ -258,88 +231,61 @@ impl SimServer for EngineServer {
         ticket: u64,
         now_ms: i64,
     ) -> Result<Result<ReplicaAcks, BackendError>, i64> {
-        let Some(node) = self.waits.node(ticket) else {
-            return Ok(Err(closed()));
-        };
-        if node != self.primary {
-            // The primary it waited on failed over: its connections closed.
-            return Ok(Err(self.waits.close(ticket)));
-        }
-        self.clock.set(now_ms);
-        let mut engine = lock(&self.nodes[node]);
-        self.waits.poll(ticket, &mut engine, now_ms)
+        let primary = self.primary;
+        self.nodes.poll_wait(ticket, now_ms, |node| node != primary)
     }
 
     fn call(&mut self, conn: ConnId, call: &Call, now_ms: i64) -> Result<Reply, BackendError> {
-        self.clock.set(now_ms);
-        match call {
-            Call::Command(argv) => {
-                self.may_have_published = true;
-                reply(self.exec(conn, argv))
-            }
-            Call::Script(s) => {
-                self.may_have_published |= EngineServer::publishes(call);
-                if self.unfair {
-                    self.jump_the_queue(conn, call);
-                }
-                let hidden = if self.careless_reads {
-                    self.hide_write_mode(conn, call)
-                } else {
-                    None
-                };
-                let argv = s.evalsha_argv();
-                let mut result = self.exec(conn, &argv);
-                if result
-                    .error_text()
-                    .is_some_and(|e| e.starts_with("NOSCRIPT"))
-                {
-                    // As the `redis` crate's `Script` does: load, then EVALSHA again.
-                    self.exec(conn, &s.script.load_argv());
-                    result = self.exec(conn, &argv);
-                }
-                if let Some(lock) = hidden {
-                    self.restore_write_mode(conn, lock);
-                }
-                reply(result)
-            }
+        self.nodes.at(now_ms);
+        self.nodes.sending(call);
+        if let Call::Command(argv) = call {
+            return reply(self.exec(conn, argv));
         }
+        if self.unfair {
+            self.jump_the_queue(conn, call);
+        }
+        let hidden = if self.careless_reads {
+            self.hide_write_mode(conn, call)
+        } else {
+            None
+        };
+        let result = send(|argv| self.exec(conn, argv), call);
+        if let Some(lock) = hidden {
+            self.restore_write_mode(conn, lock);
+        }
+        reply(result)
     }
 
     fn subscribe(&mut self, conn: ConnId, channel: &Bytes, now_ms: i64) {
-        self.clock.set(now_ms);
-        self.exec(conn, &[Bytes::from_static(b"SUBSCRIBE"), channel.clone()]);
-        self.engine().drain_outbox(ClientId(conn));
-        self.subscribers.insert(conn);
+        self.nodes.at(now_ms);
+        subscription(&mut self.engine(), ClientId(conn), b"SUBSCRIBE", channel);
+        self.nodes.subscribers.insert(conn);
     }
 
     fn unsubscribe(&mut self, conn: ConnId, channel: &Bytes, now_ms: i64) {
-        self.clock.set(now_ms);
-        self.exec(conn, &[Bytes::from_static(b"UNSUBSCRIBE"), channel.clone()]);
-        self.engine().drain_outbox(ClientId(conn));
+        self.nodes.at(now_ms);
+        subscription(&mut self.engine(), ClientId(conn), b"UNSUBSCRIBE", channel);
     }
 
     fn take_messages(&mut self) -> Vec<(ConnId, Bytes, Bytes)> {
         let mut out = Vec::new();
-        if !std::mem::take(&mut self.may_have_published) {
+        if !self.nodes.take_published() {
             return out;
         }
         // One engine, no cluster bus: an empty outbox is seen without draining it.
-        let mut engine = self.engine();
-        for &conn in &self.subscribers {
+        let mut engine = self.nodes.engine(self.primary);
+        for &conn in &self.nodes.subscribers {
             if engine.outbox_len(ClientId(conn)) == 0 {
                 continue;
             }
-            let frames = engine.drain_outbox(ClientId(conn));
-            for (channel, payload) in frames.into_iter().filter_map(message) {
-                out.push((conn, channel, payload));
-            }
+            drain_messages(&mut engine, conn, ClientId(conn), &mut out);
         }
         drop(engine);
         out
     }
 
     fn lock_state(&mut self, key: &Bytes, now_ms: i64) -> Option<LockState> {
-        self.clock.set(now_ms);
+        self.nodes.at(now_ms);
         let (value, deadline) = self.engine().value(0, key)?;
         Some(lock_state(value, deadline))
     }
@@ -350,7 +296,7 @@ impl SimServer for EngineServer {
         timeouts: &Bytes,
         now_ms: i64,
     ) -> Vec<(Bytes, Option<i64>)> {
-        self.clock.set(now_ms);
+        self.nodes.at(now_ms);
         fair_queue(|key| self.engine().value(0, key), queue, timeouts)
     }
 
@@ -360,19 +306,14 @@ impl SimServer for EngineServer {
     /// command; and a failover added there would start the write journal afresh, with nothing in it
     /// to undo.
     fn fault(&mut self, fault: Fault, now_ms: i64) {
-        self.clock.set(now_ms);
+        self.nodes.at(now_ms);
         match fault {
             Fault::Crash { node, .. } => self.engine().crash(node),
             Fault::Restart { .. } => self.engine().restart(),
             Fault::Failover { lag_ms, .. } => {
                 self.engine().failover(lag_ms);
             }
-            // Every node's clock: the replicas hide expired keys by their own.
-            Fault::ClockJump { delta_ms, .. } => {
-                for node in &self.nodes {
-                    lock(node).jump_clock(delta_ms);
-                }
-            }
+            Fault::ClockJump { delta_ms, .. } => self.nodes.jump_clocks(delta_ms),
             Fault::ShardFailover { replica, .. } => {
                 self.promote(replica);
             }
@@ -388,8 +329,9 @@ impl SimServer for EngineServer {
             | Fault::SubscriberDown { .. }
             | Fault::Pause { .. } => {}
         }
-        let engine = lock(&self.nodes[self.primary]);
-        self.subscribers
+        let engine = lock(&self.nodes.engines[self.primary]);
+        self.nodes
+            .subscribers
             .retain(|&conn| engine.is_connected(ClientId(conn)));
     }
 
@@ -422,7 +364,7 @@ mod tests {
         let connected = |s: &EngineServer, c| s.engine().is_connected(ClientId(c));
         assert!(!connected(&server, a) && !connected(&server, a_sub));
         assert!(connected(&server, b));
-        assert!(server.subscribers.is_empty());
+        assert!(server.nodes.subscribers.is_empty());
         server.fault(
             Fault::ClockJump {
                 at: 0,

@@ -1,13 +1,23 @@
-//! What happened in a run, as the checkers need it: the facts the world records as they happen.
+//! What happened in a run, as the checkers need it: the facts the world records as they happen,
+//! the finished [`Run`] they end up in, and the [`Violation`]s the checkers name.
 //!
-//! Server-side grants and their ends (a read-write lock's per side), the tokens the server handed out, client-side intervals of
-//! believed ownership, writes to the fenced resource, overlapping writes to the unfenced one, the
-//! moments the server lost data, and the violations the online checkers found while the run went
-//! on. [`crate::checkers::check`] turns them into the run's violations.
+//! Server-side grants and their ends (a read-write lock's per side), the tokens the server handed
+//! out, client-side intervals of believed ownership, writes to the fenced resource, overlapping
+//! writes to the unfenced one, the moments the server lost data, and the violations the online
+//! checkers found while the run went on; the checkers turn them into the run's violations.
+//!
+//! This module is the bottom of the simulator's layers: the world writes it and the checkers read
+//! it, and it names neither of them (a test in the suite holds it to that).
 
-use crate::checkers::Violation;
 use lock_core::machine::RwSide;
 use std::collections::BTreeMap;
+use std::fmt;
+
+mod run;
+
+pub use run::{
+    Delivery, ForeignMessage, ForeignRun, ForeignSpec, Mark, Message, QueueSnapshot, Run,
+};
 
 /// A span of ownership, half-open: `[from, to)` in simulation ms.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -54,4 +64,63 @@ pub struct History {
     pub rw_client_holds: Vec<RwInterval>,
     /// (d) and (f): violations found while running.
     pub online: Vec<Violation>,
+}
+
+/// The rules.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Checker {
+    /// (a) server-side exclusivity.
+    ServerExclusive,
+    /// (b) fencing tokens.
+    Fencing,
+    /// (c) client-side exclusivity.
+    ClientExclusive,
+    /// (d) no renewal after unlock.
+    NoRenewAfterUnlock,
+    /// (e) liveness.
+    Liveness,
+    /// (f) hold counts agree.
+    HoldCounts,
+    /// (g) a fair lock is granted in arrival order among live waiters.
+    FairOrder,
+    /// (h) on the server, no write hold of a read-write lock overlaps another owner's hold.
+    ReadWriteServer,
+    /// (h) by `valid_until`, no client believes it writes while another believes it holds.
+    ReadWriteClient,
+    /// The unfenced resource saw overlapping critical sections (expected outside the envelope).
+    UnfencedOverlap,
+}
+
+impl fmt::Display for Checker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Checker::ServerExclusive => "(a) server-side exclusivity",
+            Checker::Fencing => "(b) fencing",
+            Checker::ClientExclusive => "(c) client-side exclusivity",
+            Checker::NoRenewAfterUnlock => "(d) no renewal after unlock",
+            Checker::Liveness => "(e) liveness",
+            Checker::HoldCounts => "(f) hold counts agree",
+            Checker::FairOrder => "(g) fair grant order",
+            Checker::ReadWriteServer => "(h) read-write exclusion on the server",
+            Checker::ReadWriteClient => "(h) read-write exclusion by valid_until",
+            Checker::UnfencedOverlap => "unfenced resource overlap",
+        })
+    }
+}
+
+/// One broken rule.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Violation {
+    /// Which rule.
+    pub checker: Checker,
+    /// When (simulation ms).
+    pub at: u64,
+    /// What, in words.
+    pub message: String,
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} at {} ms: {}", self.checker, self.at, self.message)
+    }
 }

@@ -1,19 +1,170 @@
 //! What the simulator's two servers, one node ([`crate::engine_server`]) and a cluster
-//! ([`crate::cluster_server`]), do alike on one of fake-redis's engines: take a reply as the
-//! lock's, read a lock's state and a fair lock's queue out of the keys, pick the published
-//! messages out of a subscriber's outbox, and keep the `WAIT`s a synced call left blocked.
+//! ([`crate::cluster_server`]), do alike on fake-redis's engines: [`Nodes`], the wrapper both are
+//! built on (the engines on one manual clock, the `WAIT`s a synced call left blocked, the
+//! subscribed connections and whether anything may have been published), and the steps on one
+//! engine: send a call as the lock's client does (`EVALSHA`, loading the script on `NOSCRIPT`),
+//! take a reply as the lock's, read a lock's state and a fair lock's queue out of the keys, and
+//! pick the published messages out of a subscriber's outbox.
 //!
 //! Where the servers differ (which engine a call goes to, which of them failed over) stays in
 //! each; what is here is the same step on whichever engine they chose, so both servers' traces
 //! come from one piece of code.
 
-use crate::server::{LockState, Synced};
+use crate::server::{ConnId, LockState, Synced};
 use bytes::Bytes;
-use fake_redis::{ClientId, Engine, Frame, ReplicaLag, Value};
-use lock_core::script::ReplicaAcks;
+use fake_redis::{ClientId, Engine, Frame, ManualClock, ReplicaLag, Value};
+use lock_core::machine::Call;
+use lock_core::script::{ReplicaAcks, ReplicaWait};
 use lock_core::{BackendError, Reply};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
+
+/// The engines a server drives, all on one manual clock, and what both servers keep about them
+/// alike.
+pub(crate) struct Nodes {
+    /// Every node's engine, in the server's order.
+    pub(crate) engines: Vec<Arc<Mutex<Engine>>>,
+    /// The clock every engine reads, set before each step to the world's time.
+    clock: ManualClock,
+    /// The `WAIT`s synced calls left blocked.
+    pub(crate) waits: Waits,
+    /// The world's connections that subscribed to a channel.
+    pub(crate) subscribers: BTreeSet<ConnId>,
+    /// Whether a call since the last [`Nodes::take_published`] may have published (a release, a
+    /// force unlock, any plain command): only then are the subscribers' outboxes worth reading.
+    may_have_published: bool,
+}
+
+impl Nodes {
+    /// `engines`, which read `clock`, with nothing waiting and nobody subscribed.
+    pub(crate) fn new(clock: ManualClock, engines: Vec<Arc<Mutex<Engine>>>) -> Nodes {
+        Nodes {
+            engines,
+            clock,
+            waits: Waits::default(),
+            subscribers: BTreeSet::new(),
+            may_have_published: false,
+        }
+    }
+
+    /// Node `node`'s engine.
+    pub(crate) fn engine(&self, node: usize) -> MutexGuard<'_, Engine> {
+        lock(&self.engines[node])
+    }
+
+    /// Brings every engine's clock to `now_ms`.
+    pub(crate) fn at(&self, now_ms: i64) {
+        self.clock.set(now_ms);
+    }
+
+    /// Notes that `call` is about to be sent: whether it may publish.
+    pub(crate) fn sending(&mut self, call: &Call) {
+        self.may_have_published |= matches!(call, Call::Command(_)) || publishes(call);
+    }
+
+    /// Whether a call since the last look may have published; the next look starts afresh.
+    pub(crate) fn take_published(&mut self) -> bool {
+        std::mem::take(&mut self.may_have_published)
+    }
+
+    /// Sends a synced call's `WAIT` on `pending.node`, after its script answered `reply`.
+    pub(crate) fn send_wait(
+        &mut self,
+        pending: PendingWait,
+        wait: &ReplicaWait,
+        reply: Reply,
+        now_ms: i64,
+    ) -> Synced {
+        let mut engine = lock(&self.engines[pending.node]);
+        self.waits
+            .send(&mut engine, pending, &wait.argv(), reply, now_ms)
+    }
+
+    /// [`crate::server::SimServer::poll_wait`] for both servers: `ticket`'s count, or the time to
+    /// ask again; closed if its node `failed_over`.
+    pub(crate) fn poll_wait(
+        &mut self,
+        ticket: u64,
+        now_ms: i64,
+        failed_over: impl FnOnce(usize) -> bool,
+    ) -> Result<Result<ReplicaAcks, BackendError>, i64> {
+        let Some(node) = self.waits.node(ticket) else {
+            return Ok(Err(closed()));
+        };
+        if failed_over(node) {
+            // The primary it waited on failed over: its connections closed.
+            return Ok(Err(self.waits.close(ticket)));
+        }
+        self.at(now_ms);
+        let mut engine = lock(&self.engines[node]);
+        self.waits.poll(ticket, &mut engine, now_ms)
+    }
+
+    /// A clock jump: every node's clock, the replicas too (they hide expired keys by their own).
+    pub(crate) fn jump_clocks(&self, delta_ms: i64) {
+        for engine in &self.engines {
+            lock(engine).jump_clock(delta_ms);
+        }
+    }
+}
+
+/// Whether a call is the lock's script that may publish (a release, a force unlock).
+pub(crate) fn publishes(call: &Call) -> bool {
+    matches!(call, Call::Script(s) if matches!(
+        s.script.name,
+        "release"
+            | "force_unlock"
+            | "fair_release"
+            | "fair_force_unlock"
+            | "rw_read_release"
+            | "rw_write_release"
+            | "rw_force_unlock"
+    ))
+}
+
+/// Sends `call` by `exec` as the lock's client does: a command as it is, a script by `EVALSHA`,
+/// and on `NOSCRIPT`, as the `redis` crate's `Script` does, `SCRIPT LOAD` and `EVALSHA` again.
+pub(crate) fn send(mut exec: impl FnMut(&[Bytes]) -> Frame, call: &Call) -> Frame {
+    match call {
+        Call::Command(argv) => exec(argv),
+        Call::Script(s) => {
+            let argv = s.evalsha_argv();
+            let result = exec(&argv);
+            if result
+                .error_text()
+                .is_some_and(|e| e.starts_with("NOSCRIPT"))
+            {
+                exec(&s.script.load_argv());
+                return exec(&argv);
+            }
+            result
+        }
+    }
+}
+
+/// `SUBSCRIBE` or `UNSUBSCRIBE` (`verb`) `channel` on connection `id` of `engine`, its
+/// confirmation taken off the outbox.
+pub(crate) fn subscription(
+    engine: &mut Engine,
+    id: ClientId,
+    verb: &'static [u8],
+    channel: &Bytes,
+) {
+    engine.execute(id, &[Bytes::from_static(verb), channel.clone()]);
+    engine.drain_outbox(id);
+}
+
+/// The messages published to connection `id` of `engine` (the world's `conn`), into `out`.
+pub(crate) fn drain_messages(
+    engine: &mut Engine,
+    conn: ConnId,
+    id: ClientId,
+    out: &mut Vec<(ConnId, Bytes, Bytes)>,
+) {
+    for (channel, payload) in engine.drain_outbox(id).into_iter().filter_map(message) {
+        out.push((conn, channel, payload));
+    }
+}
 
 /// The engine, even if a panic elsewhere poisoned its lock (the simulator is one thread).
 pub(crate) fn lock(engine: &Arc<Mutex<Engine>>) -> MutexGuard<'_, Engine> {

@@ -28,6 +28,9 @@ pub enum Synced {
     },
 }
 
+/// The server's unix time at simulation time 0.
+pub const EPOCH_MS: i64 = 1_700_000_000_000;
+
 /// A connection's id on the simulated server.
 pub type ConnId = u64;
 

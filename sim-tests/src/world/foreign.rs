@@ -14,7 +14,7 @@
 //! messages take the case's lowest latency and meet no network fault; it can be paused.
 
 use super::{Ev, World};
-use crate::history::Interval;
+use crate::history::{ForeignMessage, ForeignRun, ForeignSpec, Interval};
 use crate::server::{ConnId, SimServer};
 use bytes::Bytes;
 use fake_redis::NodeId;
@@ -60,74 +60,6 @@ const TOKENS: u64 = 101;
 
 /// The node numbers of foreign clients start here, clear of the case's clients.
 const FIRST_NODE: u64 = 1_000;
-
-/// A foreign client and its one cycle, in simulation ms.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ForeignSpec {
-    /// Its name in timelines.
-    pub name: String,
-    /// The lock's key (also the name of its unfenced resource).
-    pub key: String,
-    /// When it starts to acquire.
-    pub start: u64,
-    /// redis-py's `timeout`: the lease `SET … PX` gives the key.
-    pub timeout: u64,
-    /// redis-py's `sleep`: how long a blocking acquire waits before trying again.
-    pub sleep: u64,
-    /// How long it works while it believes it holds the lock.
-    pub work: u64,
-    /// A GC pause: from, and for how long.
-    pub pause: Option<(u64, u64)>,
-}
-
-/// One command of a foreign client: when it left, when the server ran it and what it replied.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ForeignMessage {
-    /// The foreign client (its index among the foreign clients).
-    pub client: usize,
-    /// The command as sent.
-    pub argv: Vec<Bytes>,
-    /// What it is for: `acquire`, `release` or `extend`.
-    pub purpose: &'static str,
-    /// When it left the client.
-    pub sent: u64,
-    /// When the server ran it.
-    pub applied: Option<u64>,
-    /// What the server replied.
-    pub reply: Option<Result<Reply, BackendError>>,
-    /// When the reply reached the client (after any pause).
-    pub answered: Option<u64>,
-}
-
-/// What the foreign clients did: their names, commands, and the key's life on the server.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct ForeignRun {
-    /// The clients, in the order given.
-    pub specs: Vec<ForeignSpec>,
-    /// Every command, in the order sent.
-    pub messages: Vec<ForeignMessage>,
-    /// Who held each key on the server, when (`lock` is the index of the key among
-    /// [`ForeignRun::keys`], `who` the client's name); from the grant to its deletion or expiry.
-    pub grants: Vec<Interval>,
-    /// When each client believed it held its lock: from the grant to the release it sent.
-    pub beliefs: Vec<Interval>,
-    /// Writes to a resource while another client's critical section on it was open:
-    /// (when, key, writer, the other).
-    pub overlaps: Vec<(u64, String, String, String)>,
-}
-
-impl ForeignRun {
-    /// The keys the foreign clients lock, in the order first named.
-    pub fn keys(&self) -> Vec<String> {
-        let mut keys: Vec<String> = Vec::new();
-        for s in &self.specs {
-            if !keys.contains(&s.key) {
-                keys.push(s.key.clone());
-            }
-        }
-        keys
-    }
-}
 
 /// Where a foreign client's cycle is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -22,10 +22,12 @@ mod observe;
 mod read_write;
 mod workload;
 
-pub use foreign::{
-    EXTEND_SCRIPT, ForeignMessage, ForeignRun, ForeignSpec, RELEASE_SCRIPT, RELEASE_SHA,
+pub use crate::history::{
+    Delivery, ForeignMessage, ForeignRun, ForeignSpec, Mark, Message, QueueSnapshot, Run,
 };
-pub use observe::{Delivery, Mark, Message, QueueSnapshot, Run, describe};
+pub use crate::server::EPOCH_MS;
+pub use foreign::{EXTEND_SCRIPT, RELEASE_SCRIPT, RELEASE_SHA};
+pub use observe::describe;
 
 use crate::case::Case;
 use crate::checkers::UnlockedHolds;
@@ -60,9 +62,6 @@ mod stream {
     /// A client's request and owner ids.
     pub(super) const IDS: u64 = 4;
 }
-
-/// The server's unix time at simulation time 0.
-pub const EPOCH_MS: i64 = 1_700_000_000_000;
 
 /// The server's clock at simulation time `t` (before any clock jump), as fault plans read it.
 fn server_time(t: u64) -> i64 {
@@ -232,7 +231,7 @@ pub struct World<S: SimServer> {
     message_of: BTreeMap<(usize, CallId), usize>,
     deliveries: Vec<Delivery>,
     /// The fair locks' queues each time they changed (not written by a world `without_trace`).
-    queues: Vec<observe::QueueSnapshot>,
+    queues: Vec<QueueSnapshot>,
     events: u64,
     layout: KeyLayout,
     /// (lock, token) → the owner it was granted to, to tell a replayed grant from a new one.

@@ -11,9 +11,9 @@
 //! message's, for drawing them; none of these is written by a world built `without_trace`.
 
 use super::read_write::Which;
-use super::{EPOCH_MS, ForeignRun, World, lock_name};
-use crate::checkers::{self, Checker, Violation};
-use crate::history::History;
+use super::{EPOCH_MS, World, lock_name};
+use crate::checkers;
+use crate::history::{Delivery, Mark, Message, Run};
 use crate::server::{LockState, SimServer};
 use bytes::Bytes;
 use lock_core::machine::{Call, CallId, HoldState, LockEvent, RwSide};
@@ -38,136 +38,6 @@ pub(super) struct LostGrant {
     from: u64,
     at: u64,
     deadline: u64,
-}
-
-/// The result of a run.
-#[derive(Debug)]
-pub struct Run {
-    /// Every event, one line each: `[  10.001s] a  renew  L0 …`.
-    pub trace: Vec<String>,
-    /// FNV-1a of the trace: equal runs have equal hashes.
-    pub trace_hash: u64,
-    /// How many events were processed.
-    pub events: u64,
-    /// The broken rules.
-    pub violations: Vec<Violation>,
-    /// The facts the checkers read.
-    pub history: History,
-    /// Named moments for tests and the examples, in time order.
-    pub marks: Vec<Mark>,
-    /// Each client's id on the server (the first part of its owners), with the client's name.
-    pub client_ids: Vec<(String, String)>,
-    /// Every call's journey, in the order the calls were sent.
-    pub messages: Vec<Message>,
-    /// Every unlock message that reached a subscriber, in the order they arrived.
-    pub deliveries: Vec<Delivery>,
-    /// Each fair lock's queue every time it was seen changed, in time order.
-    pub queues: Vec<QueueSnapshot>,
-    /// What the foreign clients did, if the world had any.
-    pub foreign: ForeignRun,
-}
-
-/// A fair lock's queue as the world read it after a call: its waiting owners, head first.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct QueueSnapshot {
-    /// Simulation ms.
-    pub at: u64,
-    /// The lock.
-    pub lock: u32,
-    /// The owners in the queue (`<client_id>:<owner_id>`), head first.
-    pub owners: Vec<String>,
-}
-
-/// One call's journey between a client and the server: when it left, when the server applied it
-/// and what it replied, whether either leg was lost, and when the reply got back. A leg that is
-/// late by a delay fault shows as the gap between its ends.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Message {
-    /// The client that sent it (its index in the case).
-    pub client: usize,
-    /// The call.
-    pub call: Call,
-    /// When it left the client, simulation ms.
-    pub sent: u64,
-    /// The request was lost on the way to the server.
-    pub request_lost: bool,
-    /// When the server applied it (`None`: lost, or never got there before the horizon).
-    pub applied: Option<u64>,
-    /// What the server replied.
-    pub reply: Option<Result<Reply, BackendError>>,
-    /// The reply was lost on the way back.
-    pub reply_lost: bool,
-    /// When the reply reached the client (after any pause of the client's).
-    pub answered: Option<u64>,
-    /// The state of each key a script names, read just after the server applied it: the lock's
-    /// owners and counts, and for the other keys (a latch, a counter) their deadline.
-    pub keys_after: Vec<(Bytes, Option<LockState>)>,
-}
-
-/// An unlock message that reached a subscribed client.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Delivery {
-    /// The client that heard it.
-    pub client: usize,
-    /// When the server published it, simulation ms.
-    pub sent: u64,
-    /// When the client heard it.
-    pub arrived: u64,
-}
-
-/// A named moment of a run: what an actor (a client's name, or `server`) did or met.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Mark {
-    /// Simulation ms.
-    pub at: u64,
-    /// A client's name, or `server`.
-    pub actor: String,
-    /// What: acquire, renew, unlock, released, expire, lost, may-be-lost, pause, resume, crash,
-    /// write, write-accepted, write-rejected, restart, failover, clock-jump, …
-    pub what: String,
-    /// The details (lock, TTL, token).
-    pub detail: String,
-}
-
-impl Run {
-    /// The client name behind an owner string `<client_id>:<owner_id>`.
-    pub fn client_of(&self, owner: &str) -> Option<&str> {
-        let id = owner.rsplit_once(':').map_or(owner, |(id, _)| id);
-        self.client_ids
-            .iter()
-            .find(|(cid, _)| cid == id)
-            .map(|(_, name)| name.as_str())
-    }
-
-    /// The violations of one checker.
-    pub fn of(&self, checker: Checker) -> Vec<&Violation> {
-        self.violations
-            .iter()
-            .filter(|v| v.checker == checker)
-            .collect()
-    }
-
-    /// The first moment `actor` did `what`, if it did.
-    pub fn first(&self, actor: &str, what: &str) -> Option<u64> {
-        self.marks
-            .iter()
-            .find(|m| m.actor == actor && m.what == what)
-            .map(|m| m.at)
-    }
-
-    /// Every moment `actor` did `what`.
-    pub fn all(&self, actor: &str, what: &str) -> Vec<u64> {
-        self.marks
-            .iter()
-            .filter(|m| m.actor == actor && m.what == what)
-            .map(|m| m.at)
-            .collect()
-    }
-
-    /// The trace as one text block.
-    pub fn timeline(&self) -> String {
-        self.trace.join("\n")
-    }
 }
 
 fn stamp(ms: u64) -> String {

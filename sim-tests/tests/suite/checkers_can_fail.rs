@@ -2,18 +2,20 @@
 //!
 //! The switch is a hidden method of the machine (`break_rule`), off by default, not a cargo feature
 //! (which would leak into every crate's build). The fair lock's order is the server's to keep, so
-//! its planted break is the simulator's server's (`EngineServer::unfair`, behind `run_unfair`), as
-//! is the read-write lock's exclusion (`EngineServer::careless_reads`, behind
-//! `run_careless_reads`: a read acquire that ignores the write mode).
+//! its planted break is the simulator's server's (`EngineServer::unfair`, planted by
+//! `run_planted(case, Planted::Unfair)`), as is the read-write lock's exclusion
+//! (`EngineServer::careless_reads`, `Planted::CarelessReads`: a read acquire that ignores the
+//! write mode).
 
 use lock_core::machine::BrokenRule;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
 use sim_tests::strategy::{Envelope, cases};
-use sim_tests::{Checker, RwRole, run_broken, run_careless_reads, run_unfair};
+use sim_tests::{Case, Checker, Planted, RwRole, run_planted};
 
-#[test]
-fn renewing_after_unlock_is_caught_by_checker_d_and_shrunk() {
-    // A fixed seed: the shrunk case is the same on every run.
+/// The first case drawn from `envelope` that is `caught`, shrunk by proptest to the smallest that
+/// still is: 500 cases from a fixed seed, so the shrunk case is the same on every run. Panics,
+/// saying `never`, if no case is caught.
+fn shrunk(envelope: Envelope, never: &str, caught: impl Fn(&Case) -> bool) -> Case {
     let mut runner = TestRunner::new_with_rng(
         Config {
             cases: 500,
@@ -22,18 +24,30 @@ fn renewing_after_unlock_is_caught_by_checker_d_and_shrunk() {
         },
         TestRng::deterministic_rng(RngAlgorithm::ChaCha),
     );
-    let result = runner.run(&cases(Envelope::safe()), |case| {
-        let run = run_broken(&case, BrokenRule::RenewAfterUnlock);
-        if run.of(Checker::NoRenewAfterUnlock).is_empty() {
-            Ok(())
+    let result = runner.run(&cases(envelope), |case| {
+        if caught(&case) {
+            Err(TestCaseError::fail(never.to_owned()))
         } else {
-            Err(TestCaseError::fail("renewal after unlock"))
+            Ok(())
         }
     });
     let Err(TestError::Fail(_, minimal)) = result else {
-        panic!("checker (d) never noticed a machine that renews after unlock: {result:?}");
+        panic!("{never}: {result:?}");
     };
-    let run = run_broken(&minimal, BrokenRule::RenewAfterUnlock);
+    minimal
+}
+
+#[test]
+fn renewing_after_unlock_is_caught_by_checker_d_and_shrunk() {
+    let minimal = shrunk(
+        Envelope::safe(),
+        "checker (d) never noticed a machine that renews after unlock",
+        |case| {
+            let run = run_planted(case, Planted::Rule(BrokenRule::RenewAfterUnlock));
+            !run.of(Checker::NoRenewAfterUnlock).is_empty()
+        },
+    );
+    let run = run_planted(&minimal, Planted::Rule(BrokenRule::RenewAfterUnlock));
     let caught = run.of(Checker::NoRenewAfterUnlock);
     println!("shrunk to:\n{minimal}\n{}", caught[0]);
     // Shrunk to a short timeline: no faults, the least work, everyone starting at once.
@@ -57,25 +71,16 @@ fn renewing_after_unlock_is_caught_by_checker_d_and_shrunk() {
 
 #[test]
 fn a_fair_lock_granted_out_of_turn_is_caught_by_checker_g_and_shrunk() {
-    let mut runner = TestRunner::new_with_rng(
-        Config {
-            cases: 500,
-            failure_persistence: None,
-            ..Config::default()
+    let minimal = shrunk(
+        Envelope::safe_fair(),
+        "checker (g) never noticed a fair lock that grants any waiter",
+        |case| {
+            !run_planted(case, Planted::Unfair)
+                .of(Checker::FairOrder)
+                .is_empty()
         },
-        TestRng::deterministic_rng(RngAlgorithm::ChaCha),
     );
-    let result = runner.run(&cases(Envelope::safe_fair()), |case| {
-        if run_unfair(&case).of(Checker::FairOrder).is_empty() {
-            Ok(())
-        } else {
-            Err(TestCaseError::fail("granted out of turn"))
-        }
-    });
-    let Err(TestError::Fail(_, minimal)) = result else {
-        panic!("checker (g) never noticed a fair lock that grants any waiter: {result:?}");
-    };
-    let run = run_unfair(&minimal);
+    let run = run_planted(&minimal, Planted::Unfair);
     let caught = run.of(Checker::FairOrder);
     println!("shrunk to:\n{minimal}\n{}", caught[0]);
     assert!(!minimal.fair.is_empty(), "not shrunk: {minimal}");
@@ -87,28 +92,15 @@ fn a_fair_lock_granted_out_of_turn_is_caught_by_checker_g_and_shrunk() {
 
 #[test]
 fn a_read_granted_beside_a_writer_is_caught_by_checker_h_and_shrunk() {
-    let mut runner = TestRunner::new_with_rng(
-        Config {
-            cases: 500,
-            failure_persistence: None,
-            ..Config::default()
-        },
-        TestRng::deterministic_rng(RngAlgorithm::ChaCha),
-    );
     let caught = |run: &sim_tests::Run| {
         !run.of(Checker::ReadWriteServer).is_empty() && !run.of(Checker::ReadWriteClient).is_empty()
     };
-    let result = runner.run(&cases(Envelope::safe_read_write()), |case| {
-        if caught(&run_careless_reads(&case)) {
-            Err(TestCaseError::fail("a reader beside a writer"))
-        } else {
-            Ok(())
-        }
-    });
-    let Err(TestError::Fail(_, minimal)) = result else {
-        panic!("checker (h) never noticed a read granted while another owner writes: {result:?}");
-    };
-    let run = run_careless_reads(&minimal);
+    let minimal = shrunk(
+        Envelope::safe_read_write(),
+        "checker (h) never noticed a read granted while another owner writes",
+        |case| caught(&run_planted(case, Planted::CarelessReads)),
+    );
+    let run = run_planted(&minimal, Planted::CarelessReads);
     assert!(caught(&run), "{minimal}");
     println!(
         "shrunk to:\n{minimal}\n{}\n{}",

@@ -19,7 +19,7 @@
 
 use crate::common;
 
-use common::{all, checkers, clean_run};
+use common::{SAFETY, all, checkers, clean_run, data_loss_may_break, of_rules, outside};
 use proptest::prelude::*;
 use sim_tests::strategy::{Envelope, cases};
 use sim_tests::{Case, Checker, ClientSpec, Fault, Run, explain, run};
@@ -37,15 +37,6 @@ fn shard_of(lock: u32) -> u16 {
 /// Lock 2 lives on shard 1, whose primary is node 1 and whose replica is node 4.
 const LOCK: u32 = 2;
 const SHARD: u16 = 1;
-
-/// The rules that hold inside the safe envelope (`safety.rs`).
-const SAFETY: [Checker; 5] = [
-    Checker::ServerExclusive,
-    Checker::Fencing,
-    Checker::ClientExclusive,
-    Checker::NoRenewAfterUnlock,
-    Checker::HoldCounts,
-];
 
 /// A cluster of three shards with one replica each lagging 200 ms; a holds `L2` from 1 s for
 /// 20 s, b asks for it at 1.2 s, and c works on `L3` (shard 0) beside them.
@@ -70,10 +61,7 @@ fn cluster_case(sync: bool) -> Case {
 }
 
 fn safety(run: &Run) -> Vec<&sim_tests::Violation> {
-    run.violations
-        .iter()
-        .filter(|v| SAFETY.contains(&v.checker))
-        .collect()
+    of_rules(run, &SAFETY)
 }
 
 fn traced(run: &Run, text: &str) -> bool {
@@ -416,15 +404,7 @@ fn blind_at_a_failover(case: &Case) -> bool {
 
 /// What a failover with the check off may break.
 fn allowed_without_the_check(case: &Case) -> BTreeSet<Checker> {
-    let mut allowed = BTreeSet::from([
-        Checker::ServerExclusive,
-        Checker::UnfencedOverlap,
-        Checker::HoldCounts,
-    ]);
-    if blind_at_a_failover(case) {
-        allowed.insert(Checker::ClientExclusive);
-    }
-    allowed
+    data_loss_may_break(blind_at_a_failover(case))
 }
 
 proptest! {
@@ -447,7 +427,7 @@ proptest! {
     ) {
         let run = run(&case);
         let allowed = allowed_without_the_check(&case);
-        let bad: Vec<_> = run.violations.iter().filter(|v| !allowed.contains(&v.checker)).collect();
+        let bad = outside(&run, &allowed);
         prop_assert!(bad.is_empty(), "{}", explain(&case, &run, &bad));
     }
 
@@ -499,7 +479,7 @@ proptest! {
     ) {
         let run = run(&case);
         let allowed = allowed_without_the_check(&case);
-        let bad: Vec<_> = run.violations.iter().filter(|v| !allowed.contains(&v.checker)).collect();
+        let bad = outside(&run, &allowed);
         prop_assert!(bad.is_empty(), "{}", explain(&case, &run, &bad));
     }
 }

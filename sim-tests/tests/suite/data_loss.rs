@@ -27,11 +27,12 @@
 //! the check on a primary with replicas and a failover that promotes one of them;
 //! `lock-core/tests/suite/own_cluster.rs` and `own_sentinel.rs` hold it to real failovers.
 
+use crate::common::{data_loss_may_break, outside};
 use lock_core::machine::BrokenRule;
 use proptest::prelude::*;
 use sim_tests::strategy::{Envelope, cases};
 use sim_tests::world::EPOCH_MS;
-use sim_tests::{Case, Checker, ClientSpec, Fault, explain, run, run_broken};
+use sim_tests::{Case, Checker, ClientSpec, Fault, Planted, explain, run, run_planted};
 use std::collections::BTreeSet;
 
 fn lost_acquire_case(fault: Fault) -> Case {
@@ -113,7 +114,7 @@ fn a_machine_that_ignores_the_loss_is_caught_by_client_exclusivity() {
         Fault::Restart { at: 1_500 },
     ] {
         let case = lost_acquire_case(fault.clone());
-        let broken = run_broken(&case, BrokenRule::IgnoreDataLoss);
+        let broken = run_planted(&case, Planted::Rule(BrokenRule::IgnoreDataLoss));
         assert!(
             !broken.of(Checker::ClientExclusive).is_empty(),
             "{fault:?}: a holder that keeps its valid_until across the loss must be caught"
@@ -234,17 +235,10 @@ proptest! {
     ) {
         case.faults.push(if failover { Fault::Failover { at, lag } } else { Fault::Restart { at } });
         let run = run(&case);
-        let mut allowed = BTreeSet::from([
-            Checker::ServerExclusive,
-            Checker::UnfencedOverlap,
-            Checker::HoldCounts,
-        ]);
         // A client that is dead or paused when the server loses its data cannot learn of it:
         // what it believed until then is what (c) still sees.
-        if blind_at_a_loss(&case) {
-            allowed.insert(Checker::ClientExclusive);
-        }
-        let bad: Vec<_> = run.violations.iter().filter(|v| !allowed.contains(&v.checker)).collect();
+        let allowed = data_loss_may_break(blind_at_a_loss(&case));
+        let bad = outside(&run, &allowed);
         prop_assert!(bad.is_empty(), "{}", explain(&case, &run, &bad));
     }
 }

@@ -14,7 +14,7 @@
 
 use crate::common;
 
-use common::{all, checkers, clean_run};
+use common::{SAFETY, all, checkers, clean_run, data_loss_may_break, of_rules, outside};
 use proptest::prelude::*;
 use sim_tests::strategy::{Envelope, cases};
 use sim_tests::{Case, Checker, ClientSpec, Fault, Run, explain, run};
@@ -129,11 +129,7 @@ fn a_release_in_the_failovers_millisecond_is_not_a_lost_grant() {
                 from=16361 to=19860; fault failover at=52677 replica=0";
     let case: Case = text.parse().unwrap();
     let run = run(&case);
-    let bad: Vec<_> = run
-        .violations
-        .iter()
-        .filter(|v| SAFETY.contains(&v.checker))
-        .collect();
+    let bad = of_rules(&run, &SAFETY);
     assert!(bad.is_empty(), "{}", explain(&case, &run, &bad));
 }
 
@@ -192,15 +188,6 @@ fn a_primary_partitioned_from_its_replica_has_its_grants_refused_and_a_cut_clien
     assert!(first(&run, "b", "timeout").is_some(), "{}", run.timeline());
 }
 
-/// The rules that hold inside the safe envelope (`safety.rs`).
-const SAFETY: [Checker; 5] = [
-    Checker::ServerExclusive,
-    Checker::Fencing,
-    Checker::ClientExclusive,
-    Checker::NoRenewAfterUnlock,
-    Checker::HoldCounts,
-];
-
 #[test]
 fn every_failover_inside_the_lag_is_caught_without_the_check_and_none_breaks_with_it() {
     // a's grant reaches the primary at about 1 s and its replica 200 ms later: every failover in
@@ -217,11 +204,7 @@ fn every_failover_inside_the_lag_is_caught_without_the_check_and_none_breaks_wit
         );
         detected += 1;
         let case = lagging_case(true, at);
-        let bad: Vec<_> = on
-            .violations
-            .iter()
-            .filter(|v| SAFETY.contains(&v.checker))
-            .collect();
+        let bad = of_rules(&on, &SAFETY);
         assert!(
             bad.is_empty(),
             "failover at {at}: {}",
@@ -280,7 +263,7 @@ proptest! {
     #[test]
     fn with_the_replica_check_a_failover_breaks_no_safety_rule(case in replicated(true)) {
         let run = run(&case);
-        let bad: Vec<_> = run.violations.iter().filter(|v| SAFETY.contains(&v.checker)).collect();
+        let bad = of_rules(&run, &SAFETY);
         prop_assert!(bad.is_empty(), "{}", explain(&case, &run, &bad));
     }
 
@@ -290,15 +273,8 @@ proptest! {
         case in replicated(false),
     ) {
         let run = run(&case);
-        let mut allowed = BTreeSet::from([
-            Checker::ServerExclusive,
-            Checker::UnfencedOverlap,
-            Checker::HoldCounts,
-        ]);
-        if blind_at_the_failover(&case) {
-            allowed.insert(Checker::ClientExclusive);
-        }
-        let bad: Vec<_> = run.violations.iter().filter(|v| !allowed.contains(&v.checker)).collect();
+        let allowed = data_loss_may_break(blind_at_the_failover(&case));
+        let bad = outside(&run, &allowed);
         prop_assert!(bad.is_empty(), "{}", explain(&case, &run, &bad));
     }
 }

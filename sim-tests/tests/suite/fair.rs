@@ -6,40 +6,20 @@
 //! (d), (f); a fair lock draws no fencing token), and (g) a fair lock is granted in arrival order
 //! among its live waiters.
 
+use crate::common::{SAFETY, each_case, of_rules};
 use proptest::prelude::*;
-use proptest::test_runner::{Config, TestRunner};
-use sim_tests::strategy::{Envelope, cases};
+use sim_tests::strategy::Envelope;
 use sim_tests::{Case, Checker, ClientSpec, explain, run};
 
 #[test]
 fn fair_locks_are_safe_and_served_in_arrival_order_under_faults() {
-    let mut runner = TestRunner::new(Config {
-        cases: sim_tests::cases(1_000),
-        ..Config::default()
-    });
-    let result = runner.run(&cases(Envelope::safe_fair()), |case| {
+    let rules = [&SAFETY[..], &[Checker::FairOrder]].concat();
+    each_case(1_000, Envelope::safe_fair(), |case| {
         let run = run(&case);
-        let bad: Vec<_> = run
-            .violations
-            .iter()
-            .filter(|v| {
-                matches!(
-                    v.checker,
-                    Checker::ServerExclusive
-                        | Checker::Fencing
-                        | Checker::ClientExclusive
-                        | Checker::NoRenewAfterUnlock
-                        | Checker::HoldCounts
-                        | Checker::FairOrder
-                )
-            })
-            .collect();
+        let bad = of_rules(&run, &rules);
         prop_assert!(bad.is_empty(), "{}", explain(&case, &run, &bad));
         Ok(())
     });
-    if let Err(e) = result {
-        panic!("{e}");
-    }
 }
 
 /// Three clients queue on a fair lock held by a fourth, in the order a, b, c, 1 ms apart.

@@ -14,6 +14,7 @@ mod drift;
 mod envelope;
 mod failover;
 mod fair;
+mod layering;
 mod liveness;
 mod read_write;
 mod safety;

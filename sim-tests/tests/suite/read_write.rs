@@ -6,11 +6,11 @@
 //! them too ((a), (c), (d), (f); a read-write lock draws no fencing token), and (h) no write hold
 //! overlaps another owner's read or write hold, on the server nor by `valid_until`.
 
+use crate::common::{SAFETY, each_case, of_rules};
 use lock_core::machine::RwSide;
 use proptest::prelude::*;
-use proptest::test_runner::{Config, TestRunner};
 use sim_tests::history::RwInterval;
-use sim_tests::strategy::{Envelope, cases};
+use sim_tests::strategy::Envelope;
 use sim_tests::{Case, Checker, ClientSpec, RwRole, explain, run};
 use std::cell::Cell;
 
@@ -32,31 +32,17 @@ fn readers_shared(holds: &[RwInterval]) -> bool {
 
 #[test]
 fn read_write_locks_keep_a_writer_alone_under_faults() {
-    let mut runner = TestRunner::new(Config {
-        cases: sim_tests::cases(1_000),
-        ..Config::default()
-    });
+    let rules = [
+        &SAFETY[..],
+        &[Checker::ReadWriteServer, Checker::ReadWriteClient],
+    ]
+    .concat();
     // Not vacuous: some runs have readers sharing, and some a writer that downgrades.
     let (runs, shared, downgraded) = (Cell::new(0u32), Cell::new(0u32), Cell::new(0u32));
-    let result = runner.run(&cases(Envelope::safe_read_write()), |case| {
+    each_case(1_000, Envelope::safe_read_write(), |case| {
         let run = run(&case);
         runs.set(runs.get() + 1);
-        let bad: Vec<_> = run
-            .violations
-            .iter()
-            .filter(|v| {
-                matches!(
-                    v.checker,
-                    Checker::ServerExclusive
-                        | Checker::Fencing
-                        | Checker::ClientExclusive
-                        | Checker::NoRenewAfterUnlock
-                        | Checker::HoldCounts
-                        | Checker::ReadWriteServer
-                        | Checker::ReadWriteClient
-                )
-            })
-            .collect();
+        let bad = of_rules(&run, &rules);
         prop_assert!(bad.is_empty(), "{}", explain(&case, &run, &bad));
         if readers_shared(&run.history.rw_client_holds) {
             shared.set(shared.get() + 1);
@@ -66,9 +52,6 @@ fn read_write_locks_keep_a_writer_alone_under_faults() {
         }
         Ok(())
     });
-    if let Err(e) = result {
-        panic!("{e}");
-    }
     println!(
         "{} runs, 0 violations; readers shared a lock in {}, a writer downgraded in {}",
         runs.get(),
