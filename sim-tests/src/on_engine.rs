@@ -10,6 +10,7 @@
 use crate::server::{LockState, Synced};
 use bytes::Bytes;
 use fake_redis::{ClientId, Engine, Frame, ReplicaLag, Value};
+use lock_core::fake::FrameExt;
 use lock_core::script::ReplicaAcks;
 use lock_core::{BackendError, Reply};
 use std::collections::BTreeMap;

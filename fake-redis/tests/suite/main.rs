@@ -42,7 +42,6 @@ mod faults;
 mod geo;
 mod hyperloglog;
 mod info;
-mod lock_scripts;
 mod lua_busy;
 mod lua_functions;
 mod lua_runaway;

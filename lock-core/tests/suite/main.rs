@@ -22,6 +22,7 @@ mod cluster_contention;
 mod differential;
 mod fair_lock;
 mod fair_scripts;
+mod lock_scripts;
 mod machine;
 mod multi_lock;
 mod own_cluster;
