@@ -28,8 +28,9 @@
 
 use bytes::Bytes;
 use clap::Parser;
-use fake_redis::{Engine, FakeBackend, FakeConnection, NodeId, TokioClock, shared};
+use fake_redis::{FakeConnection, NodeId, TokioClock, shared};
 use lock_core::backend::{Backend, BackendError, PubSubEvent};
+use lock_core::fake::FakeBackend;
 use lock_core::keys::{KeyLayout, LockKeys, Owner, RequestId};
 use lock_core::machine::{IdSource, SeededIds};
 use lock_core::redis_backend::cmd_of;
@@ -745,7 +746,7 @@ async fn test_workload<C: ConnectionLike + Send + Sync>(
 /// One run on the fake: set up an engine, a connection and a lock client, run the workload.
 async fn workload_on_fake(run: usize) -> Result<WorkloadRun, BoxError> {
     let started = Instant::now();
-    let engine = shared(Engine::new(TokioClock::new()));
+    let engine = shared(lock_core::fake::engine(TokioClock::new()));
     let mut conn = FakeConnection::new(engine.clone(), NodeId(1));
     let locks = LockClient::new(FakeBackend::new(engine, NodeId(2)), LockConfig::default())?;
     let setup = started.elapsed();

@@ -74,7 +74,7 @@ fn engine_on_lua(c: &mut Criterion) {
 /// embedded Lua if `on_lua`.
 fn engine_direct_at(c: &mut Criterion, step: i64, on_lua: bool) {
     let clock = ManualClock::new(DEFAULT_EPOCH_MS);
-    let mut engine = Engine::new(clock.clone());
+    let mut engine = lock_core::fake::engine(clock.clone());
     engine.run_lock_scripts_on_lua(on_lua);
     let how = if on_lua { "on Lua" } else { "native" };
     let client = engine.connect();
@@ -107,7 +107,7 @@ fn engine_direct_at(c: &mut Criterion, step: i64, on_lua: bool) {
 
 fn through_fake_connection(c: &mut Criterion) {
     let clock = ManualClock::new(DEFAULT_EPOCH_MS);
-    let engine = shared(Engine::new(clock.clone()));
+    let engine = shared(lock_core::fake::engine(clock.clone()));
     {
         let mut e = engine.lock().unwrap();
         let client = e.connect();

@@ -1,7 +1,7 @@
 //! A fixed number of the engine bench's lock pairs, for counting instructions.
 //!
 //! Runs the pairs of `benches/engine.rs` (acquire and release through `Engine::execute`, the
-//! lock's native scripts, fresh request ids, the clock `--step` ms on per pair so latches expire)
+//! lock's native twins registered on the engine, fresh request ids, the clock `--step` ms on per pair so latches expire)
 //! `--warm` times to fill the keyspace, then `--pairs` times. Wall time is noise on a shared
 //! machine; instructions are not. The engine's cost of one pair is the difference of two counts
 //! taken inside `Engine::execute` only (building the calls is the bench's setup, not measured):
@@ -17,7 +17,7 @@
 //! The two `Collected` counts apart, divided by 10 000, are the instructions per pair;
 //! `callgrind_annotate` on each file, function by function apart, shows where they go.
 
-use fake_redis::{DEFAULT_EPOCH_MS, Engine, Frame, ManualClock};
+use fake_redis::{DEFAULT_EPOCH_MS, Frame, ManualClock};
 use lock_core::keys::{KeyLayout, Owner, RequestId};
 use lock_core::script::{acquire, release};
 use lock_core::time::{Lease, Millis};
@@ -42,7 +42,8 @@ fn main() {
         }
     }
     let clock = ManualClock::new(DEFAULT_EPOCH_MS);
-    let mut engine = Engine::new(clock.clone());
+    // The lock's scripts run as their native twins (registered by lock-core's `fake` feature).
+    let mut engine = lock_core::fake::engine(clock.clone());
     let client = engine.connect();
     for s in [&acquire::SCRIPT, &release::SCRIPT] {
         engine.execute(client, &s.load_argv());

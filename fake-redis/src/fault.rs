@@ -13,12 +13,12 @@
 //!
 //! Every decision is a pure function of the plan and (seed, stream, node, sequence number, time):
 //! no async runtime, no clock of its own, no unseeded randomness. A random draw
-//! ([`lock_core::seed::Seed`]) depends on the stream (which kind of decision), the node and that
+//! ([`crate::seed::Seed`]) depends on the stream (which kind of decision), the node and that
 //! node's sequence number, never on how many draws came before, so removing one fault while
 //! shrinking a failing case does not shift the others. Times are unix milliseconds on the engine's
 //! clock *before* any clock jump.
 
-use lock_core::seed::Seed;
+use crate::seed::Seed;
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -830,7 +830,7 @@ mod tests {
 
     #[test]
     fn chance_faults_hit_the_commands_they_always_hit() {
-        // Fixed before the draws moved to `lock_core::seed`: a seed's faults must never change.
+        // Fixed before the draws moved to a shared seeded generator: a seed's faults must never change.
         assert_eq!(
             Seed(0x5eed).draw(stream::COMMAND, 1, 0),
             0xa1e3_8da2_1418_2c74

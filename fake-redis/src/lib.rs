@@ -9,16 +9,17 @@
 //!   scripts, connection commands) whose replies and error texts are Redis 7.0's, on an injected
 //!   [`Clock`] ([`ManualClock`], [`TokioClock`], [`SystemClock`]). `execute(client, argv)` returns a
 //!   [`Frame`]; pub/sub messages wait in per-client outboxes.
-//! - Scripts: the lock's scripts (`lock_core::script`) are recognised by SHA1 and run as their
-//!   native twins; any other body runs on an embedded Lua 5.1 with Redis 7.0's script environment
-//!   (the default feature `lua`; without it, other bodies are refused with an error naming their
-//!   SHA).
+//! - Scripts: a body registered in the engine's config as a [`NativeScript`] ([`native`]) runs as
+//!   that Rust function (the lock's crate registers its scripts' twins so, `lock_core::fake`);
+//!   any other body runs on an embedded Lua 5.1 with Redis 7.0's script environment (the default
+//!   feature `lua`; without it, other bodies are refused with an error naming their SHA). The fake
+//!   depends on no lock crate.
 //! - [`FaultPlan`] ([`fault`]): lost requests and replies, delays, link outages, GC pauses,
 //!   crashes, restarts, failovers with lag, clock jumps; every decision a pure function of the seed.
-//! - Front doors: [`FakeBackend`] (`lock_core::Backend`), [`FakeConnection`]
-//!   (`redis::aio::ConnectionLike`, so `redis`-crate code runs unchanged) and [`FakeSubscriber`]
-//!   (`lock_core::backend::Subscriber`), so `RedisBackend<FakeConnection, FakeSubscriber>` runs on
-//!   the fake too. Several share one engine through [`SharedEngine`].
+//! - Front doors: [`FakeConnection`] (`redis::aio::ConnectionLike`, so `redis`-crate code runs
+//!   unchanged), [`SubscriberDoor`] (pub/sub events through the fault plan) and the [`Link`] under
+//!   both, on which other clients build their own doors (the lock's `FakeBackend` and
+//!   `FakeSubscriber`, in `lock_core::fake`). Several share one engine through [`SharedEngine`].
 //!
 //! # Example
 //!
@@ -66,7 +67,9 @@ pub mod fault;
 pub mod inprocess;
 #[cfg(feature = "lua")]
 mod lua;
+pub mod native;
 pub mod resp;
+pub mod seed;
 pub mod server;
 
 pub use clock::{Clock, DEFAULT_EPOCH_MS, ManualClock, SystemClock, TokioClock};
@@ -79,10 +82,10 @@ pub use fault::{
     Admission, CommandFate, CommandFault, DeliveryFate, Fault, FaultEvent, FaultEventKind,
     FaultPlan, NodeId, Trigger,
 };
-pub use inprocess::backend::FakeBackend;
 pub use inprocess::link::{
-    DEFAULT_RESPONSE_TIMEOUT, RequestLog, SentRequest, SharedEngine, shared,
+    DEFAULT_RESPONSE_TIMEOUT, Link, LinkError, RequestLog, SentRequest, SharedEngine, shared,
 };
 pub use inprocess::redis_connection::FakeConnection;
-pub use inprocess::subscriber::FakeSubscriber;
+pub use inprocess::subscriber::{SubscriberDoor, SubscriberError, SubscriberEvent};
+pub use native::{Keyspace, NativeScript, NativeScripts};
 pub use resp::Frame;

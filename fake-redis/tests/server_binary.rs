@@ -44,23 +44,6 @@ fn epoch_ms_without_the_virtual_clock_is_refused() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--clock virtual"));
 }
 
-#[test]
-fn print_script_prints_the_lock_s_lua_body_exactly() {
-    for script in lock_core::script::all() {
-        let out = Command::new(BIN)
-            .args(["--print-script", script.name])
-            .output()
-            .expect("the binary runs");
-        assert!(out.status.success());
-        assert_eq!(String::from_utf8_lossy(&out.stdout), script.body);
-    }
-    let out = Command::new(BIN)
-        .args(["--print-script", "nope"])
-        .output()
-        .expect("the binary runs");
-    assert_eq!(out.status.code(), Some(2));
-}
-
 /// Runs the binary on the virtual clock with `args`: the epoch its log names, and `FAKE.TIME`.
 fn epoch_and_time(args: &[&str]) -> (i64, i64) {
     let mut all = vec!["--clock", "virtual"];

@@ -1,7 +1,8 @@
 //! A Redisson-grade reentrant distributed lock for async Rust.
 //!
 //! ```
-//! use fake_redis::{Engine, FakeBackend, NodeId, TokioClock, shared};
+//! use fake_redis::{NodeId, TokioClock, shared};
+//! use lock_core::fake::FakeBackend;
 //! use lock_core::{LockClient, LockConfig, Millis, RemainingLease, UnlockOutcome};
 //! use std::time::Duration;
 //!
@@ -10,7 +11,8 @@
 //! // An in-process Redis (the `fake-redis` crate) on tokio's clock, paused here: the 55 s below
 //! // passes in microseconds. In production, a real one:
 //! // `let backend = RedisBackend::connect("redis://127.0.0.1/", Duration::from_secs(3)).await?;`
-//! let redis = shared(Engine::new(TokioClock::new()));
+//! // The engine runs the lock's scripts as their native twins (the `fake` feature).
+//! let redis = shared(lock_core::fake::engine(TokioClock::new()));
 //! let backend = FakeBackend::new(redis, NodeId(1));
 //! let client = LockClient::new(backend, LockConfig::default())?;
 //!
@@ -53,7 +55,7 @@
 //! - [`multi_lock`]: several locks taken together, all or none ([`MultiLock`]), on the client's
 //!   lock handles;
 //! - [`backend`]: the boundary to a Redis (a real one through [`RedisBackend`], or the in-process
-//!   fake of the `fake-redis` crate);
+//!   fake of the `fake-redis` crate through `fake::FakeBackend`, with the `fake` feature);
 //! - [`config`]: the settings, with Redisson's names and defaults.
 
 pub mod backend;
@@ -61,6 +63,8 @@ pub mod client;
 #[cfg(feature = "cluster")]
 pub mod cluster_backend;
 pub mod config;
+#[cfg(feature = "fake")]
+pub mod fake;
 pub mod keys;
 pub mod machine;
 pub mod multi_lock;

@@ -134,7 +134,8 @@ impl ClusterServer {
         let clock = ManualClock::new(EPOCH_MS);
         let config = EngineConfig {
             seed,
-            ..EngineConfig::default()
+            // The lock's scripts run as their native twins on every node.
+            ..lock_core::fake::config()
         };
         let cluster = Cluster::new(
             clock.clone(),

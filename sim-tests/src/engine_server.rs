@@ -59,7 +59,8 @@ impl EngineServer {
         let config = EngineConfig {
             seed,
             journal_window_ms: Some(120_000),
-            ..EngineConfig::default()
+            // The lock's scripts run as their native twins (replicas copy the config).
+            ..lock_core::fake::config()
         };
         let primary = Engine::with_config(clock.clone(), config);
         let topology = Topology::with_replicas(primary, replicas, replica_lag(lag));

@@ -13,6 +13,7 @@
 use crate::server::{ConnId, LockState, Synced};
 use bytes::Bytes;
 use fake_redis::{ClientId, Engine, Frame, ManualClock, ReplicaLag, Value};
+use lock_core::fake::FrameExt;
 use lock_core::machine::Call;
 use lock_core::script::{ReplicaAcks, ReplicaWait};
 use lock_core::{BackendError, Reply};

@@ -97,18 +97,10 @@ struct Args {
     /// The master name the Sentinel watches (with --replicas).
     #[arg(long, value_name = "NAME", default_value = fake_redis::DEFAULT_MASTER_NAME, requires = "replicas")]
     sentinel_master_name: String,
-    /// Print the Lua body of one of the lock's scripts (acquire, acquire_fenced, release,
-    /// renew_batch, force_unlock) and exit: `redis-cli SCRIPT LOAD "$(fake-redis-server
-    /// --print-script acquire)"`.
-    #[arg(long, hide = true, value_name = "NAME")]
-    print_script: Option<String>,
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    if let Some(name) = &args.print_script {
-        return print_script(name);
-    }
     if args.epoch_ms.is_some() && matches!(args.clock, ClockFlag::System) {
         eprintln!("--epoch-ms sets where the virtual clock starts: add --clock virtual");
         return ExitCode::from(2);
@@ -332,26 +324,6 @@ fn shutdown_signal() -> impl std::future::Future<Output = ()> {
         async {
             let _ = tokio::signal::ctrl_c().await;
             tracing::info!("interrupt received");
-        }
-    }
-}
-
-fn print_script(name: &str) -> ExitCode {
-    match lock_core::script::all()
-        .into_iter()
-        .find(|s| s.name == name)
-    {
-        Some(script) => {
-            print!("{}", script.body);
-            ExitCode::SUCCESS
-        }
-        None => {
-            let names: Vec<&str> = lock_core::script::all().iter().map(|s| s.name).collect();
-            eprintln!(
-                "no script named {name:?}; the scripts are {}",
-                names.join(", ")
-            );
-            ExitCode::from(2)
         }
     }
 }

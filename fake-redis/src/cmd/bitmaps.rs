@@ -40,7 +40,7 @@ fn bit_offset(arg: &[u8], width: Option<u32>) -> Result<u64, Frame> {
         (Some(b'#'), Some(w)) => (&arg[1..], i64::from(w)),
         _ => (arg, 1),
     };
-    let offset = lock_core::script::parse_i64(text)
+    let offset = crate::resp::number::parse_i64(text)
         .and_then(|n| n.checked_mul(scale))
         .ok_or(BAD_OFFSET)?;
     if offset < 0 || (offset as u64 >> 3) >= MAX_BYTES {
@@ -345,7 +345,7 @@ impl FieldType {
             Some(b'u') => false,
             _ => return Err(BAD_TYPE),
         };
-        match lock_core::script::parse_i64(&arg[1..]) {
+        match crate::resp::number::parse_i64(&arg[1..]) {
             Some(bits) if bits >= 1 && bits <= if signed { 64 } else { 63 } => Ok(FieldType {
                 signed,
                 bits: bits as u32,

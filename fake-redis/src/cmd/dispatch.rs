@@ -5,7 +5,7 @@
 //! `EXEC` checks again for each queued command), then the pub/sub context, then queues the
 //! command if a transaction is open; only a command that passes all of that runs. The same order is kept here, once, for every way a command reaches the
 //! engine: [`Engine::execute`] (a client's request), the commands an `EXEC` runs back to back
-//! (checked when they were queued), and [`Engine::run_script`] (a lock script without the
+//! (checked when they were queued), and [`Engine::run_script`] (a native script without the
 //! protocol, for simulators). The engine's constructors are here too: they hand it the work it
 //! needs from this layer ([`CommandHooks`]), so that the engine never calls up. The engine's own
 //! part, the frozen time and the bookkeeping around a command, is in `engine/mod.rs`; the
@@ -82,13 +82,20 @@ impl Engine {
         Some(reply)
     }
 
-    /// Runs one of the lock's script calls natively in database `db`, as `EVALSHA` would, whether
-    /// or not it is in the script cache (for simulators that skip the protocol).
-    pub fn run_script(&mut self, db: usize, call: &lock_core::script::ScriptCall) -> Frame {
+    /// Runs a native script's function in database `db` over `keys` and `args`, as `EVALSHA`
+    /// would, whether or not it is registered or in the script cache (for simulators that skip
+    /// the protocol).
+    pub fn run_script(
+        &mut self,
+        db: usize,
+        script: &crate::native::NativeScript,
+        keys: &[Bytes],
+        args: &[Bytes],
+    ) -> Frame {
         let now = self.tick();
         // No connection runs it: client 0 is never connected, and a script asks nothing of one.
         let cx = &mut Cx::new(self, 0, db, now);
-        let reply = super::scripting::run(cx, call.script, &call.keys, &call.args, false);
+        let reply = super::scripting::run(cx, script, keys, args, false);
         self.collect_dirty();
         self.propagate(None, now);
         reply

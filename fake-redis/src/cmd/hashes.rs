@@ -96,7 +96,7 @@ pub(crate) fn hincrby(
             let Value::Hash(hash) = &mut entry.value else {
                 return Err(super::WRONGTYPE);
             };
-            let old = match hash.get(field).map(lock_core::script::parse_i64) {
+            let old = match hash.get(field).map(crate::resp::number::parse_i64) {
                 None => 0,
                 Some(Some(n)) => n,
                 Some(None) => return Err(Frame::error("ERR hash value is not an integer")),

@@ -629,7 +629,7 @@ pub(crate) fn invalid_expire(name: &str) -> Frame {
 /// A command argument as a 64-bit integer, by Redis's `string2ll` rules.
 pub(crate) fn int(arg: &[u8]) -> Result<i64, Frame> {
     // A `match`, not `ok_or`: that would build the error (and drop it) on every call.
-    match lock_core::script::parse_i64(arg) {
+    match crate::resp::number::parse_i64(arg) {
         Some(n) => Ok(n),
         None => Err(NOT_INTEGER),
     }

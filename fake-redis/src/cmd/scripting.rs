@@ -1,20 +1,20 @@
-//! Scripting: `EVAL`, `EVALSHA`, their `_RO` forms and `SCRIPT`, the lock's scripts natively and
-//! every other body on the embedded Lua.
+//! Scripting: `EVAL`, `EVALSHA`, their `_RO` forms and `SCRIPT`, the registered native scripts
+//! as Rust functions and every other body on the embedded Lua.
 //!
 //! The fake keeps Redis's protocol exactly (the cache starts empty; `EVAL` and `SCRIPT LOAD` put a
 //! script in it; `EVALSHA` of anything else is `NOSCRIPT`; a restart or failover forgets it all).
-//! A body whose SHA is one of the lock's runs as the native function `lock-core` keeps beside its
-//! Lua body, over the engine as a [`Store`] at the command's frozen time: that is the fast path,
-//! with no Lua at all. Any other body runs on the engine's Lua state (`lua/`, the `lua` feature);
-//! without that feature it is refused with an error naming its SHA, never run wrongly.
+//! A body registered in the engine's config ([`crate::native`]) runs as its function, over the
+//! engine as a [`Keyspace`] at the command's frozen time: that is the fast path, with no Lua at
+//! all. Any other body runs on the engine's Lua state (`lua/`, the `lua` feature); without that
+//! feature it is refused with an error naming its SHA, never run wrongly.
 
 use super::{
     Args, CONTAINER, CmdResult, Cx, Spec, WRITE, is, lookup, unknown_subcommand, wrong_arity,
 };
 use crate::engine::ScriptCache;
+use crate::native::{CallError as CommandError, Keyspace, NativeScript};
 use crate::resp::Frame;
 use bytes::Bytes;
-use lock_core::script::{CommandError, Script, Store};
 
 pub(crate) static EVAL: Spec =
     Spec::new("eval", -3, WRITE, eval_command).with_reads(super::ReadRule::Never);
@@ -30,12 +30,12 @@ const NOSCRIPT: Frame = Frame::error("NOSCRIPT No matching script. Please use EV
 
 /// The error for a body the fake cannot run (without Lua).
 #[cfg(not(feature = "lua"))]
-fn no_native_twin(body: &[u8]) -> Frame {
+fn no_native_twin(natives: &crate::native::NativeScripts, body: &[u8]) -> Frame {
     let sha = sha1_hex(body);
-    let names: Vec<&str> = lock_core::script::all().iter().map(|s| s.name).collect();
+    let names: Vec<&str> = natives.iter().map(|s| s.name()).collect();
     Frame::error_owned(format!(
         "ERR fake-redis has no native implementation of the script with SHA1 {sha}; \
-         only the lock's scripts ({}) can run on the fake",
+         only the registered native scripts ({}) can run on the fake",
         names.join(", ")
     ))
 }
@@ -64,22 +64,22 @@ fn eval_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     if numkeys < 0 {
         return Err(Frame::error("ERR Number of keys can't be negative"));
     }
-    // A user whose rights are limited runs the lock's scripts on their Lua bodies, so each of
+    // A user whose rights are limited runs the native scripts on their Lua bodies, so each of
     // their calls is checked as Redis checks a script's calls.
     let on_lua = cx.engine().lock_scripts_run_on_lua()
         || !super::acl::may_run_everything(cx.engine(), cx.client);
     let native = if by_sha {
-        cx.scripts().get(script)
+        cx.scripts().get(script).cloned()
     } else {
-        let s = lock_core::script::by_body(script);
-        if let Some(s) = s {
+        let s = cx.engine().config().native_scripts.by_body(script).cloned();
+        if let Some(s) = &s {
             cx.scripts().insert(s);
         }
         s
     };
     let keys = args.take(numkeys as usize);
     if let Some(native) = native.filter(|_| !on_lua) {
-        return Ok(run(cx, native, keys, args.rest(), read_only));
+        return Ok(run(cx, &native, keys, args.rest(), read_only));
     }
     #[cfg(feature = "lua")]
     {
@@ -96,14 +96,14 @@ fn eval_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
         Err(if by_sha {
             NOSCRIPT
         } else {
-            no_native_twin(script)
+            no_native_twin(&cx.engine().config().native_scripts, script)
         })
     }
 }
 
 /// Runs one command a script calls, as the script's client: the engine sees a script's command
 /// (`Caller::Script`) in the script's protocol, `resp` (2 unless the script said
-/// `redis.setresp(3)`), and the reply comes in that protocol's shapes. The native twins' commands
+/// `redis.setresp(3)`), and the reply comes in that protocol's shapes. The native scripts' commands
 /// and Lua's `redis.call` both run here, after their own checks of what a script may call.
 pub(crate) fn call_from_script(
     cx: &mut Cx<'_>,
@@ -134,15 +134,15 @@ fn is_loaded(scripts: &ScriptCache, sha: &[u8]) -> bool {
     scripts.get(sha).is_some()
 }
 
-/// Runs `script` natively over the command's database at its frozen time.
+/// Runs `script`'s function over the command's database at its frozen time.
 pub(super) fn run(
     cx: &mut Cx<'_>,
-    script: &Script,
+    script: &NativeScript,
     keys: &[Bytes],
     args: &[Bytes],
     ro: bool,
 ) -> Frame {
-    let reply = cx.with_script_keys(keys, |cx| {
+    cx.with_script_keys(keys, |cx| {
         // On a replica a logically expired key stays in the table, and writing a key a lookup
         // missed must find it: nothing is taken as missing there.
         let missing = match cx.keyspace().keeps_expired() {
@@ -154,9 +154,8 @@ pub(super) fn run(
             read_only: ro,
             missing,
         };
-        script.run_native(store, keys, args)
-    });
-    Frame::from_reply(reply)
+        script.run(store, keys, args)
+    })
 }
 
 /// `SCRIPT LOAD body`, `SCRIPT EXISTS sha…`, `SCRIPT FLUSH [SYNC|ASYNC]`, `SCRIPT KILL`.
@@ -166,14 +165,14 @@ fn script_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
         let [body] = args.rest() else {
             return Err(wrong_arity("script|load"));
         };
-        if let Some(s) = lock_core::script::by_body(body) {
-            cx.scripts().insert(s);
-            return Ok(Frame::Bulk(Bytes::from(s.sha().to_owned())));
+        if let Some(s) = cx.engine().config().native_scripts.by_body(body).cloned() {
+            cx.scripts().insert(&s);
+            return Ok(Frame::Bulk(Bytes::copy_from_slice(s.sha_bytes())));
         }
         #[cfg(feature = "lua")]
         return Ok(crate::lua::script_load(cx, body));
         #[cfg(not(feature = "lua"))]
-        return Err(no_native_twin(body));
+        return Err(no_native_twin(&cx.engine().config().native_scripts, body));
     }
     if is(sub, "exists") {
         if args.remaining() < 1 {
@@ -208,8 +207,8 @@ fn script_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     Err(unknown_subcommand("SCRIPT", sub))
 }
 
-/// The engine as the native twins see it: the commands a lock script calls, at the frozen time of
-/// the `EVALSHA` that runs it.
+/// The engine as a native script sees it ([`Keyspace`]): the commands it calls, at the frozen
+/// time of the `EVALSHA` that runs it.
 struct ScriptStore<'a, 'b, 'k> {
     cx: &'a mut Cx<'b>,
     read_only: bool,
@@ -317,7 +316,7 @@ impl ScriptStore<'_, '_, '_> {
 
     fn score_command(&mut self, argv: &[&[u8]]) -> Result<Option<f64>, CommandError> {
         match self.command(argv)? {
-            Frame::Bulk(b) => Ok(lock_core::script::lua_tonumber(&b)),
+            Frame::Bulk(b) => Ok(crate::resp::number::lua_tonumber(&b)),
             Frame::Null => Ok(None),
             other => Err(unexpected(argv[0], &other)),
         }
@@ -354,7 +353,7 @@ impl ScriptStore<'_, '_, '_> {
     }
 }
 
-impl Store for ScriptStore<'_, '_, '_> {
+impl Keyspace for ScriptStore<'_, '_, '_> {
     fn exists(&mut self, key: &[u8]) -> Result<bool, CommandError> {
         if self.missing.has(key) {
             self.read_missed(key);

@@ -75,7 +75,7 @@ fn strtoull(text: &[u8]) -> Option<u64> {
 
 /// Redis's `string2ull`: a non-negative `string2ll`, else `strtoull`.
 fn string2ull(text: &[u8]) -> Option<u64> {
-    if let Some(v) = lock_core::script::parse_i64(text) {
+    if let Some(v) = crate::resp::number::parse_i64(text) {
         return u64::try_from(v).ok();
     }
     strtoull(text)

@@ -94,7 +94,7 @@ pub(crate) fn incr_by(cx: &mut Cx<'_>, key: &[u8], delta: i64) -> Result<i64, Fr
     let now = cx.now;
     let old = match cx.lookup(key) {
         None => None,
-        Some(e) => Some(lock_core::script::parse_i64(as_str(&e.value)?).ok_or(NOT_INTEGER)?),
+        Some(e) => Some(crate::resp::number::parse_i64(as_str(&e.value)?).ok_or(NOT_INTEGER)?),
     };
     let new = old.unwrap_or(0).checked_add(delta).ok_or(OVERFLOW)?;
     let db = cx.keyspace();

@@ -450,7 +450,7 @@ impl Cluster {
         let shards = shards.max(1);
         let clock: Arc<dyn crate::clock::Clock> = Arc::new(clock);
         let seed = config.seed;
-        let draw = |a: u64, b: u64| lock_core::seed::Seed(seed).draw(CLUSTER_STREAM, a, b);
+        let draw = |a: u64, b: u64| crate::seed::Seed(seed).draw(CLUSTER_STREAM, a, b);
         let ranges = create_slot_ranges(shards);
         let total = usize::from(shards) * (1 + usize::from(replicas));
         let mut nodes = Vec::with_capacity(total);

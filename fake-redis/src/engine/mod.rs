@@ -117,6 +117,9 @@ pub struct EngineConfig {
     pub output_limits: output_limits::OutputLimits,
     /// `timeout`: seconds after which the server closes an idle client; 0, the default, never.
     pub idle_timeout_s: u64,
+    /// The scripts that run as Rust functions in place of their Lua bodies ([`crate::native`]):
+    /// none by default, so every body runs on Lua.
+    pub native_scripts: crate::native::NativeScripts,
 }
 
 impl Default for EngineConfig {
@@ -133,6 +136,7 @@ impl Default for EngineConfig {
             maxclients_ceiling: None,
             output_limits: output_limits::OutputLimits::default(),
             idle_timeout_s: 0,
+            native_scripts: crate::native::NativeScripts::new(),
         }
     }
 }
@@ -268,12 +272,12 @@ pub(crate) enum Subscription {
     Shard,
 }
 
-/// The script cache: SHAs of bodies that have a native twin and were loaded since the last flush,
-/// and (with the `lua` feature) the Lua state with every other body loaded into it.
+/// The script cache: the registered native scripts ([`crate::native`]) loaded since the last
+/// flush, and (with the `lua` feature) the Lua state with every other body loaded into it.
 #[derive(Default)]
 pub(crate) struct ScriptCache {
-    loaded: Vec<&'static lock_core::script::Script>,
-    /// Bodies without a native twin: the state of the embedded Lua they are loaded into, which
+    loaded: Vec<std::sync::Arc<crate::native::NativeScript>>,
+    /// Bodies without a native script: the state of the embedded Lua they are loaded into, which
     /// the Lua runner keeps here without the engine knowing its type; empty until it first runs.
     pub lua: Slot,
     /// What front doors see of the running script (`script_watch.rs`); it outlives the state.
@@ -281,18 +285,13 @@ pub(crate) struct ScriptCache {
 }
 
 impl ScriptCache {
-    /// The loaded script with this SHA (any case).
-    pub fn get(&self, sha: &[u8]) -> Option<&'static lock_core::script::Script> {
+    /// The loaded native script with this SHA (any case).
+    pub fn get(&self, sha: &[u8]) -> Option<&std::sync::Arc<crate::native::NativeScript>> {
         // Clients send lowercase SHAs; compare exactly first, then without case.
-        let loaded = self.loaded.iter().copied();
-        loaded
-            .clone()
-            .find(|s| s.sha().as_bytes() == sha)
-            .or_else(|| {
-                loaded
-                    .into_iter()
-                    .find(|s| s.sha().as_bytes().eq_ignore_ascii_case(sha))
-            })
+        self.loaded
+            .iter()
+            .find(|s| s.sha_bytes() == sha)
+            .or_else(|| self.loaded.iter().find(|s| s.has_sha(sha)))
     }
 
     /// A new server's cache, after a restart or a failover: every script and the Lua state go,
@@ -315,9 +314,13 @@ impl ScriptCache {
     }
 
     /// Loads `script` (once).
-    pub fn insert(&mut self, script: &'static lock_core::script::Script) {
-        if !self.loaded.iter().any(|s| std::ptr::eq(*s, script)) {
-            self.loaded.push(script);
+    pub fn insert(&mut self, script: &std::sync::Arc<crate::native::NativeScript>) {
+        if !self
+            .loaded
+            .iter()
+            .any(|s| std::sync::Arc::ptr_eq(s, script))
+        {
+            self.loaded.push(std::sync::Arc::clone(script));
         }
     }
 }

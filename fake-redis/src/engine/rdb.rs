@@ -281,7 +281,7 @@ pub(crate) fn put_len(out: &mut Vec<u8>, len: u64) {
 
 /// A canonical decimal integer, as Redis's `string2ll` reads one.
 fn canonical_int(s: &[u8]) -> Option<i64> {
-    lock_core::script::parse_i64(s)
+    crate::resp::number::parse_i64(s)
 }
 
 /// Redis's `rdbSaveRawString`: an integer encoding, LZF, or the bytes.

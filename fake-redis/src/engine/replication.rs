@@ -166,7 +166,7 @@ impl ReplicaLag {
         if self.jitter_ms == 0 {
             return self.fixed_ms;
         }
-        let draw = lock_core::seed::Seed(seed).draw(LAG_STREAM, u64::from(replica), batch);
+        let draw = crate::seed::Seed(seed).draw(LAG_STREAM, u64::from(replica), batch);
         let span = self.jitter_ms as u64 + 1;
         self.fixed_ms.saturating_add((draw % span) as i64)
     }
@@ -472,7 +472,7 @@ impl Replication {
 
 /// A replication id: 40 hex digits drawn from the seed (Redis draws them at random).
 fn replid(seed: u64, salt: u64) -> String {
-    let s = lock_core::seed::Seed(seed);
+    let s = crate::seed::Seed(seed);
     let mut id = String::with_capacity(40);
     for i in 0..3 {
         let _ = write!(id, "{:016x}", s.draw(LAG_STREAM ^ 1, salt, i));
@@ -508,7 +508,7 @@ impl Engine {
     fn attach_replica(&mut self, index: u16, lag: ReplicaLag, port: u16) -> Engine {
         let seed = self.config.seed;
         let config = EngineConfig {
-            seed: lock_core::seed::Seed(seed).draw(LAG_STREAM ^ 2, u64::from(index), 0),
+            seed: crate::seed::Seed(seed).draw(LAG_STREAM ^ 2, u64::from(index), 0),
             ..self.config.clone()
         };
         let clock: Arc<dyn Clock> = self.clock.clone();

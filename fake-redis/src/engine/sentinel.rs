@@ -91,7 +91,7 @@ impl Topology {
             let primary = self.primary().lock().unwrap_or_else(|e| e.into_inner());
             let clock: Arc<dyn Clock> = primary.clock.clone();
             let config = EngineConfig {
-                seed: lock_core::seed::Seed(primary.config.seed).draw(ID_STREAM, 0, 0),
+                seed: crate::seed::Seed(primary.config.seed).draw(ID_STREAM, 0, 0),
                 requirepass: None,
                 ..EngineConfig::default()
             };
@@ -136,7 +136,7 @@ impl Topology {
 
 /// A 40-hex-digit id drawn from the seed (Redis draws run ids at random).
 fn hex_id(seed: u64, which: u64) -> String {
-    let s = lock_core::seed::Seed(seed);
+    let s = crate::seed::Seed(seed);
     let mut id = String::with_capacity(48);
     for i in 0..3 {
         let _ = write!(id, "{:016x}", s.draw(ID_STREAM, which, i));

@@ -393,7 +393,7 @@ fn int_size(v: i64) -> usize {
 }
 
 fn element_size(s: &[u8]) -> usize {
-    if let Some(v) = lock_core::script::parse_i64(s) {
+    if let Some(v) = crate::resp::number::parse_i64(s) {
         return int_size(v);
     }
     let l = match s.len() {

@@ -1,7 +1,8 @@
 //! A client's link to the engine: where the fault plan meets tokio time.
 //!
-//! Both command front doors ([`FakeBackend`](crate::FakeBackend) and
-//! [`FakeConnection`](crate::FakeConnection)) send through a `Link`. It owns the node's engine
+//! Every command front door ([`FakeConnection`](crate::FakeConnection) here, and the lock's
+//! backend in its own crate, `lock_core::fake::FakeBackend`) sends through a [`Link`], which is
+//! public for such doors. It owns the node's engine
 //! connection (reconnecting transparently, as a connection manager does, when a restart or failover
 //! closed it while idle), asks the plan what happens to each call, and carries that out with tokio
 //! sleeps, so that under tokio's paused time a 35-second GC pause costs nothing. The engine lock
@@ -39,7 +40,7 @@ pub const DEFAULT_RESPONSE_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// Why a call through a link returned no reply.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum LinkError {
+pub enum LinkError {
     /// No reply within the response timeout: the call may or may not have been applied.
     TimedOut(String),
     /// The node has crashed: nothing was sent.
@@ -145,10 +146,15 @@ struct LinkState {
     requests: Option<RequestLog>,
 }
 
-pub(crate) struct Link {
+/// One client connection of node `node` to the engine, through the fault plan and tokio time.
+/// See the [module docs](self).
+pub struct Link {
+    /// The engine it talks to.
     pub engine: SharedEngine,
+    /// The client process it belongs to, as the fault plan names it.
     pub node: NodeId,
     state: Mutex<LinkState>,
+    /// The bound on every call, counted from when the request left.
     pub response_timeout: Duration,
     /// Held while a request runs on the engine, so that a request from a clone waits behind one
     /// that blocked, as on a real connection, where a blocked command holds back the ones sent
@@ -201,6 +207,8 @@ impl Drop for Link {
 }
 
 impl Link {
+    /// A link of `node` to `engine` whose calls give up after `response_timeout`; it connects on
+    /// its first call.
     pub fn new(engine: SharedEngine, node: NodeId, response_timeout: Duration) -> Link {
         Link {
             engine,

@@ -1,30 +1,60 @@
 //! The subscriber side of a fake client: pub/sub events from the engine's outbox, through faults.
 //!
-//! A [`FakeSubscriber`] holds its own engine connection (a RESP2 connection in subscribed mode can
-//! run nothing else, which is why `lock-core` keeps subscribers apart). A background tokio task
-//! waits on the engine's waker for that connection and on the plan's next scheduled change, and
-//! turns what it sees into [`PubSubEvent`]s: messages (dropped, or held through a pause, as the
-//! plan says), `SubscriptionLost` when the connection goes (a subscriber outage, a server restart
-//! or failover) and `SubscriptionRestored` once it is back with every channel subscribed again.
-//! Since the task only waits on wakers and tokio timers, it runs under paused time.
+//! A [`SubscriberDoor`] holds its own engine connection (a RESP2 connection in subscribed mode can
+//! run nothing else, which is why a client such as the lock keeps subscribers apart). A
+//! background tokio task waits on the engine's waker for that connection and on the plan's next
+//! scheduled change, and turns what it sees into [`SubscriberEvent`]s: messages (dropped, or held
+//! through a pause, as the plan says), `Lost` when the connection goes (a subscriber outage, a
+//! server restart or failover) and `Restored` once it is back with every channel subscribed
+//! again. Since the task only waits on wakers and tokio timers, it runs under paused time.
+//!
+//! The events and errors are the fake's own types: a client library adapts them to its own
+//! subscriber interface (the lock's crate does, in `lock_core::fake::FakeSubscriber`), so the
+//! delivery rules, faults included, are written once, here.
 
 use crate::engine::{ClientId, Engine};
 use crate::fault::{DeliveryFate, FaultEventKind, NodeId};
 use crate::inprocess::link::{SharedEngine, lock, past_pauses, sleep_until_clock};
 use crate::resp::Frame;
 use bytes::Bytes;
-use lock_core::backend::{BackendError, PubSubEvent, Subscriber};
 use std::collections::BTreeSet;
 use std::future::poll_fn;
 use std::sync::{Arc, Mutex};
 use std::task::Poll;
 use tokio::sync::{Notify, mpsc};
 
-/// A [`Subscriber`] on the fake engine. Create it inside a tokio runtime; dropping it stops its
-/// task and closes its connection.
-pub struct FakeSubscriber {
+/// What a [`SubscriberDoor`] hands its user, in order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SubscriberEvent {
+    /// A message published on a subscribed channel.
+    Message {
+        /// The channel.
+        channel: Bytes,
+        /// The payload.
+        payload: Bytes,
+    },
+    /// The subscriber connection was lost; messages published meanwhile are not delivered.
+    Lost,
+    /// The subscriber connection is back and every channel is subscribed again.
+    Restored,
+}
+
+/// Why a subscription change failed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SubscriberError {
+    /// The node has crashed: nothing was sent.
+    #[error("{0}")]
+    Crashed(String),
+    /// The server refused the command, with its error text.
+    #[error("{0}")]
+    Server(String),
+}
+
+/// The pub/sub side of client process `node` on the fake engine. Create it inside a tokio
+/// runtime; dropping it stops its task and closes its connection. See the [module docs](self).
+pub struct SubscriberDoor {
     inner: Arc<Inner>,
-    events: tokio::sync::Mutex<mpsc::UnboundedReceiver<PubSubEvent>>,
+    events: tokio::sync::Mutex<mpsc::UnboundedReceiver<SubscriberEvent>>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -43,9 +73,9 @@ struct SubState {
     crashed: bool,
 }
 
-impl FakeSubscriber {
+impl SubscriberDoor {
     /// A subscriber of `node` on `engine`, connected now.
-    pub fn new(engine: SharedEngine, node: NodeId) -> FakeSubscriber {
+    pub fn new(engine: SharedEngine, node: NodeId) -> SubscriberDoor {
         let client = lock(&engine).connect_as(node);
         let inner = Arc::new(Inner {
             engine,
@@ -59,7 +89,7 @@ impl FakeSubscriber {
         });
         let (tx, rx) = mpsc::unbounded_channel();
         let task = tokio::spawn(run(Arc::clone(&inner), tx));
-        FakeSubscriber {
+        SubscriberDoor {
             inner,
             events: tokio::sync::Mutex::new(rx),
             task,
@@ -76,7 +106,27 @@ impl FakeSubscriber {
         self.inner.state().client
     }
 
-    async fn change(&self, channel: &Bytes, subscribe: bool) -> Result<(), BackendError> {
+    /// Subscribes to `channel` (remembered while the connection is down, and subscribed again
+    /// when it is back).
+    pub async fn subscribe(&self, channel: &Bytes) -> Result<(), SubscriberError> {
+        self.change(channel, true).await
+    }
+
+    /// Unsubscribes from `channel`.
+    pub async fn unsubscribe(&self, channel: &Bytes) -> Result<(), SubscriberError> {
+        self.change(channel, false).await
+    }
+
+    /// The next event; cancel-safe. Once the node has crashed, none comes.
+    pub async fn next_event(&self) -> SubscriberEvent {
+        let mut events = self.events.lock().await;
+        match events.recv().await {
+            Some(event) => event,
+            None => std::future::pending().await,
+        }
+    }
+
+    async fn change(&self, channel: &Bytes, subscribe: bool) -> Result<(), SubscriberError> {
         let node = self.inner.node;
         // A paused process sends nothing until its pause ends.
         past_pauses(&self.inner.engine, |engine, now, _| {
@@ -95,7 +145,7 @@ impl FakeSubscriber {
                 .crash_time(node)
                 .is_some_and(|t| t <= now)
         {
-            return Err(BackendError::NotApplied(format!("{node} has crashed")));
+            return Err(SubscriberError::Crashed(format!("{node} has crashed")));
         }
         if subscribe {
             state.channels.insert(channel.clone());
@@ -112,7 +162,7 @@ impl FakeSubscriber {
             };
             let reply = engine.execute(client, &[Bytes::from_static(name), channel.clone()]);
             if let Frame::Error(e) = reply {
-                return Err(BackendError::Server(e.into_owned()));
+                return Err(SubscriberError::Server(e.into_owned()));
             }
         }
         // Down: remembered, and subscribed when the connection is back.
@@ -123,7 +173,7 @@ impl FakeSubscriber {
     }
 }
 
-impl Drop for FakeSubscriber {
+impl Drop for SubscriberDoor {
     fn drop(&mut self) {
         self.task.abort();
         let client = self.inner.state().client.take();
@@ -133,28 +183,10 @@ impl Drop for FakeSubscriber {
     }
 }
 
-impl Subscriber for FakeSubscriber {
-    async fn subscribe(&self, channel: &Bytes) -> Result<(), BackendError> {
-        self.change(channel, true).await
-    }
-
-    async fn unsubscribe(&self, channel: &Bytes) -> Result<(), BackendError> {
-        self.change(channel, false).await
-    }
-
-    async fn next_event(&self) -> PubSubEvent {
-        let mut events = self.events.lock().await;
-        match events.recv().await {
-            Some(event) => event,
-            None => std::future::pending().await,
-        }
-    }
-}
-
 /// What the task does at one moment: bring the connection in line with the plan, then hand over
 /// the messages waiting in the outbox.
 enum Step {
-    Deliver(PubSubEvent),
+    Deliver(SubscriberEvent),
     Stop,
 }
 
@@ -167,7 +199,7 @@ struct Round {
     next_change: Option<i64>,
 }
 
-async fn run(inner: Arc<Inner>, events: mpsc::UnboundedSender<PubSubEvent>) {
+async fn run(inner: Arc<Inner>, events: mpsc::UnboundedSender<SubscriberEvent>) {
     let mut lost = false;
     loop {
         let round = {
@@ -238,7 +270,7 @@ impl Inner {
             }
             *lost = true;
             record(engine, FaultEventKind::SubscriberLost);
-            steps.push(Step::Deliver(PubSubEvent::SubscriptionLost));
+            steps.push(Step::Deliver(SubscriberEvent::Lost));
         }
         if !plan_down && *lost {
             let c = engine.connect_as(node);
@@ -248,7 +280,7 @@ impl Inner {
             state.client = Some(c);
             *lost = false;
             record(engine, FaultEventKind::SubscriberRestored);
-            steps.push(Step::Deliver(PubSubEvent::SubscriptionRestored));
+            steps.push(Step::Deliver(SubscriberEvent::Restored));
         }
     }
 
@@ -304,7 +336,7 @@ impl Inner {
 }
 
 /// A `message` push as an event (subscription confirmations and others are not events).
-fn message_event(frame: Frame) -> Option<PubSubEvent> {
+fn message_event(frame: Frame) -> Option<SubscriberEvent> {
     let (Frame::Push(items) | Frame::Array(items)) = frame else {
         return None;
     };
@@ -315,7 +347,7 @@ fn message_event(frame: Frame) -> Option<PubSubEvent> {
                 Frame::Bulk(channel),
                 Frame::Bulk(payload),
             ],
-        ) if &kind[..] == b"message" => Some(PubSubEvent::Message { channel, payload }),
+        ) if &kind[..] == b"message" => Some(SubscriberEvent::Message { channel, payload }),
         _ => None,
     }
 }

@@ -461,9 +461,9 @@ fn eval_on(
         Source::Sha(sha) => match cache_key(sha).filter(|key| vm.scripts.contains_key(key)) {
             Some(key) => key,
             None => {
-                let native = lock_core::script::by_sha(&sha.to_ascii_lowercase())
-                    .filter(|_| cx.scripts().get(sha).is_some());
-                match native.map(|s| vm.load(s.body.as_bytes())) {
+                // A loaded native script (run on Lua here: see `lock_scripts_run_on_lua`).
+                let native = cx.scripts().get(sha).cloned();
+                match native.map(|s| vm.load(s.body())) {
                     Some(Ok(sha)) => sha,
                     _ => return Frame::error("NOSCRIPT No matching script. Please use EVAL."),
                 }
@@ -686,7 +686,7 @@ fn run_command(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lock_core::script::format_g17;
+    use crate::resp::number::format_g17;
 
     #[test]
     fn numbers_reach_commands_as_redis_prints_them() {

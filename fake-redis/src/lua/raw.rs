@@ -37,8 +37,8 @@
 
 use super::Running;
 use crate::resp::Frame;
+use crate::resp::number::format_g17;
 use bytes::Bytes;
-use lock_core::script::format_g17;
 use mlua::ffi::{self, lua_State};
 use mlua::{Function, LightUserData, Lua, Table, Value};
 use std::any::Any;

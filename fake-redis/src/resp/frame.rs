@@ -13,8 +13,9 @@
 //! replies back into frames. So the variants cover every reply Redis 7.0 can send, including the
 //! two the engine's commands do not build: big numbers (a script's `big_number`) and verbatim
 //! strings (`CLIENT INFO` in RESP3). The front doors that are not a wire convert instead:
-//! [`Frame::to_reply`] for `lock_core`, [`Frame::to_redis_value`] for the `redis` crate,
-//! [`Frame::to_resp2`] for comparing with what a RESP2 client sees.
+//! [`Frame::to_redis_value`] for the `redis` crate, [`Frame::to_resp2`] for comparing with what a
+//! RESP2 client sees (a user of the fake with a reply type of its own, such as the lock's, converts
+//! from that).
 
 use crate::resp::format_double;
 use bytes::{Bytes, BytesMut};
@@ -156,46 +157,6 @@ impl Frame {
             Frame::BigNumber(digits) | Frame::DoubleText(digits) => Frame::Bulk(text_bytes(digits)),
             Frame::Verbatim { text, .. } => Frame::Bulk(text),
             other => other,
-        }
-    }
-
-    /// The frame as a [`lock_core::Reply`] (RESP2's shape; nulls become `Nil`).
-    pub fn to_reply(&self) -> lock_core::Reply {
-        use lock_core::Reply;
-        match self {
-            Frame::Simple(s) => Reply::Status(s.to_string()),
-            Frame::Error(e) => Reply::Error(e.to_string()),
-            Frame::ErrorBytes(e) => Reply::Error(String::from_utf8_lossy(e).into_owned()),
-            Frame::Integer(n) => Reply::Int(*n),
-            Frame::Bulk(b) | Frame::Verbatim { text: b, .. } => Reply::Bulk(b.clone()),
-            Frame::Null | Frame::NullArray => Reply::Nil,
-            Frame::Array(items) | Frame::Set(items) | Frame::Push(items) => {
-                Reply::Array(items.iter().map(Frame::to_reply).collect())
-            }
-            Frame::Map(pairs) => Reply::Array(
-                pairs
-                    .iter()
-                    .flat_map(|(k, v)| [k.to_reply(), v.to_reply()])
-                    .collect(),
-            ),
-            Frame::Double(d) => Reply::Bulk(Bytes::from(format_double(*d))),
-            Frame::Boolean(b) => Reply::Int(i64::from(*b)),
-            Frame::BigNumber(digits) | Frame::DoubleText(digits) => {
-                Reply::Bulk(text_bytes(digits.clone()))
-            }
-        }
-    }
-
-    /// A [`lock_core::Reply`] (a native script's result) as a frame.
-    pub fn from_reply(reply: lock_core::Reply) -> Frame {
-        use lock_core::Reply;
-        match reply {
-            Reply::Nil => Frame::Null,
-            Reply::Int(n) => Frame::Integer(n),
-            Reply::Bulk(b) => Frame::Bulk(b),
-            Reply::Status(s) => Frame::Simple(Cow::Owned(s)),
-            Reply::Error(e) => Frame::Error(Cow::Owned(e)),
-            Reply::Array(items) => Frame::Array(items.into_iter().map(Frame::from_reply).collect()),
         }
     }
 
@@ -383,7 +344,6 @@ mod tests {
     fn the_front_doors_print_doubles_as_the_wire_does() {
         let nan = Frame::Double(-f64::NAN);
         assert_eq!(nan.clone().to_resp2(), Frame::bulk("-nan"));
-        assert_eq!(nan.to_reply(), lock_core::Reply::Bulk(Bytes::from("-nan")));
         assert_eq!(Frame::Double(-0.0).to_string(), "(double) -0");
     }
 
@@ -396,10 +356,6 @@ mod tests {
         };
         assert_eq!(big.clone().to_resp2(), Frame::bulk("-12345678901234567890"));
         assert_eq!(info.clone().to_resp2(), Frame::bulk("id=1 resp=3"));
-        assert_eq!(
-            info.to_reply(),
-            lock_core::Reply::Bulk(Bytes::from("id=1 resp=3"))
-        );
         assert_eq!(
             big.clone().to_redis_value(2),
             redis::Value::BulkString(b"-12345678901234567890".to_vec())

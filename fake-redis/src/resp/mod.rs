@@ -19,10 +19,12 @@
 //!   for tests and test clients, bounded on arbitrary bytes.
 //!
 //! Integers on the wire (counts, lengths, `:` replies) are read with the one
-//! parser of Redis's `string2ll` rules, [`lock_core::script::parse_i64`].
+//! parser of Redis's `string2ll` rules, [`number::parse_i64`], which the commands
+//! share (`number.rs`, with the other number rules).
 
 mod encode;
 mod frame;
+pub mod number;
 mod reply;
 mod request;
 

@@ -12,10 +12,10 @@
 //! Integers (lengths, counts, `:` replies) follow Redis's `string2ll`, as the
 //! request parser's do: Redis never writes a leading zero, a `+` or `-0`.
 
+use super::number::parse_i64;
 use super::{PREALLOC_MAX, PROTO_MAX_BULK_LEN};
 use crate::resp::Frame;
 use bytes::{Buf, Bytes, BytesMut};
-use lock_core::script::parse_i64;
 use std::borrow::Cow;
 use std::fmt;
 

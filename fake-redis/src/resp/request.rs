@@ -9,12 +9,12 @@
 //! telnet user sees the errors and the connection closes at the points where
 //! Redis's would.
 
+use super::number::parse_i64;
 use super::{
     MAX_MULTIBULK_LEN, PREALLOC_MAX, PROTO_INLINE_MAX_SIZE, PROTO_MAX_BULK_LEN,
     UNAUTHENTICATED_MAX_BULK_LEN, UNAUTHENTICATED_MAX_MULTIBULK_LEN,
 };
 use bytes::{Buf, BufMut, Bytes, BytesMut};
-use lock_core::script::parse_i64;
 use std::fmt;
 
 /// A request that Redis 7.0 rejects as a protocol error.

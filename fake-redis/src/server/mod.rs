@@ -127,6 +127,9 @@ pub struct ServerConfig {
     /// clients get `BUSY` and may `SCRIPT KILL` it (Redis's `busy-reply-threshold`). On the
     /// virtual clock scripts are measured in Lua instructions instead, so that runs replay.
     pub busy_reply_threshold: Duration,
+    /// The scripts the engines run as Rust functions in place of their Lua bodies
+    /// ([`crate::native`]); none by default, as in the `fake-redis-server` binary.
+    pub native_scripts: crate::native::NativeScripts,
 }
 
 impl Default for ServerConfig {
@@ -142,6 +145,7 @@ impl Default for ServerConfig {
             tcp_backlog: DEFAULT_TCP_BACKLOG,
             admin_password: None,
             busy_reply_threshold: DEFAULT_BUSY_REPLY_THRESHOLD,
+            native_scripts: crate::native::NativeScripts::new(),
         }
     }
 }
@@ -213,6 +217,7 @@ fn engine_config(config: &ServerConfig) -> EngineConfig {
         maxclients: config.maxclients,
         maxclients_ceiling: config.maxclients_ceiling,
         settings,
+        native_scripts: config.native_scripts.clone(),
         ..EngineConfig::default()
     }
 }

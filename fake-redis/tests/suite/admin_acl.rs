@@ -322,7 +322,7 @@ fn compare_sessions(
 ) -> Vec<String> {
     let server = support::OwnServer::start();
     let clock = ManualClock::new(1_700_000_000_000);
-    let mut engine = Engine::new(clock);
+    let mut engine = lock_core::fake::engine(clock);
     let mut real: Vec<Real> = Vec::new();
     let mut fake = Vec::new();
     let mut mismatches = Vec::new();

@@ -2,8 +2,9 @@
 //! and a paused subscriber.
 
 use bytes::Bytes;
-use fake_redis::{Engine, FakeBackend, FakeConnection, Fault, NodeId, TokioClock, shared};
+use fake_redis::{Engine, FakeConnection, Fault, NodeId, TokioClock, shared};
 use lock_core::backend::{Backend, PubSubEvent};
+use lock_core::fake::FakeBackend;
 use lock_core::reply::Reply;
 use redis::aio::ConnectionLike;
 use redis::{AsyncCommands, Value};

@@ -5,11 +5,11 @@ use crate::support;
 
 use bytes::Bytes;
 use fake_redis::{
-    CommandFault, Engine, EngineConfig, FakeBackend, FakeConnection, FakeSubscriber, Fault, NodeId,
-    TokioClock, Trigger, shared,
+    CommandFault, Engine, EngineConfig, FakeConnection, Fault, NodeId, TokioClock, Trigger, shared,
 };
 use lock_core::RedisBackend;
 use lock_core::backend::{Backend, BackendError, PubSubEvent};
+use lock_core::fake::{FakeBackend, FakeSubscriber};
 use lock_core::keys::{KeyLayout, LockKeys, Owner, RequestId};
 use lock_core::reply::Reply;
 use lock_core::script::{ScriptCall, acquire, renew_batch};
@@ -181,7 +181,7 @@ async fn a_restart_without_persistence_loses_keys_and_scripts() {
         TokioClock::new(),
         EngineConfig {
             persistence: true,
-            ..EngineConfig::default()
+            ..lock_core::fake::config()
         },
     ));
     let backend = FakeBackend::new(engine.clone(), A);
@@ -421,7 +421,7 @@ async fn chance_faults_are_a_pure_function_of_the_seed() {
             TokioClock::new(),
             EngineConfig {
                 seed,
-                ..EngineConfig::default()
+                ..lock_core::fake::config()
             },
         ));
         let backend =

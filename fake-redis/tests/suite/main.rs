@@ -43,7 +43,6 @@ mod geo;
 mod hyperloglog;
 mod info;
 mod layering;
-mod lock_scripts;
 mod lua_busy;
 mod lua_functions;
 mod lua_runaway;

@@ -864,7 +864,7 @@ fn the_lock_s_native_scripts_read_as_their_lua_bodies_do() {
         renew_batch::call(lease, [(&keys.lock, &a)]),
     ];
     let steps = |lua: bool| {
-        let mut engine = Engine::new(ManualClock::default());
+        let mut engine = lock_core::fake::engine(ManualClock::default());
         let (c, sub) = (engine.connect(), engine.connect());
         engine.execute(c, &argv_of("CONFIG SET notify-keyspace-events KEAm"));
         engine.execute(sub, &argv_of("PSUBSCRIBE __key*__:*"));

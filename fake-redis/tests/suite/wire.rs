@@ -4,9 +4,8 @@
 use crate::support;
 
 use bytes::Bytes;
-use fake_redis::{
-    CommandFate, CommandFault, FakeBackend, FakeConnection, Fault, NodeId, RequestLog,
-};
+use fake_redis::{CommandFate, CommandFault, FakeConnection, Fault, NodeId, RequestLog};
+use lock_core::fake::FakeBackend;
 use lock_core::reply::Reply;
 use std::time::Duration;
 use support::argv;

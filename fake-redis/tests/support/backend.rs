@@ -2,13 +2,15 @@
 //! clock and keyspace read directly, and a command run from one line of words.
 
 use super::argv;
-use fake_redis::{Engine, FakeBackend, Fault, SharedEngine, TokioClock, shared};
+use fake_redis::{Fault, SharedEngine, TokioClock, shared};
 use lock_core::backend::{Backend, BackendError};
+use lock_core::fake::FakeBackend;
 use lock_core::reply::Reply;
 
-/// An engine on tokio's clock (paused in these tests).
+/// An engine on tokio's clock (paused in these tests), running the lock's scripts as their
+/// native twins.
 pub fn engine() -> SharedEngine {
-    shared(Engine::new(TokioClock::new()))
+    shared(lock_core::fake::engine(TokioClock::new()))
 }
 
 /// Adds `fault` to the engine's plan.

@@ -22,7 +22,7 @@ pub mod servers;
 pub mod transcript;
 
 use bytes::Bytes;
-use fake_redis::{Engine, FakeConnection, NodeId, SystemClock, shared};
+use fake_redis::{FakeConnection, NodeId, SystemClock, shared};
 use redis::aio::{ConnectionLike, MultiplexedConnection};
 use redis::{RedisError, Value};
 use std::process::{Child, Command, Stdio};
@@ -171,9 +171,10 @@ pub fn argv(cmd: &str) -> Vec<Bytes> {
         .collect()
 }
 
-/// The fake side: a `FakeConnection` to a fresh engine on the system clock.
+/// The fake side: a `FakeConnection` to a fresh engine on the system clock, running the lock's
+/// scripts as their native twins (so the conformance runs hold the twins to Redis too).
 pub fn fake_connection() -> FakeConnection {
-    FakeConnection::new(shared(Engine::new(SystemClock)), NodeId(1))
+    FakeConnection::new(shared(lock_core::fake::engine(SystemClock)), NodeId(1))
 }
 
 pub fn describe(result: &Result<Value, RedisError>) -> String {

@@ -36,9 +36,8 @@
 use crate::common;
 
 use bytes::Bytes;
-use fake_redis::{
-    Engine, FakeBackend, FakeConnection, FakeSubscriber, NodeId, SystemClock, shared,
-};
+use fake_redis::{FakeConnection, NodeId, SystemClock, shared};
+use lock_core::fake::{FakeBackend, FakeSubscriber};
 use lock_core::script::reference::{ReferenceStore, Value};
 use lock_core::script::{
     PublishCommand, ScriptCall, Store, acquire, acquire_fenced, fair, force_unlock, release,
@@ -989,7 +988,7 @@ fn the_fake_agrees_with_the_reference_through_redis_backend_on_fake_connection()
     let rt = runtime();
     // The subscriber's task needs the runtime.
     let backend = rt.block_on(async {
-        let engine = shared(Engine::new(SystemClock));
+        let engine = shared(lock_core::fake::engine(SystemClock));
         RedisBackend::new(
             FakeConnection::new(engine.clone(), NodeId(1)),
             FakeSubscriber::new(engine, NodeId(1)),
@@ -1003,7 +1002,7 @@ fn the_fake_agrees_with_the_reference_through_redis_backend_on_fake_connection()
 fn the_fake_agrees_with_the_reference_through_fake_backend() {
     let rt = runtime();
     let backend = rt.block_on(async {
-        let engine = shared(Engine::new(SystemClock));
+        let engine = shared(lock_core::fake::engine(SystemClock));
         FakeBackend::with_response_timeout(engine, NodeId(1), Duration::from_secs(5))
     });
     differential(&rt, &backend, "diff-fake-backend");
@@ -1016,7 +1015,7 @@ fn the_fake_agrees_with_the_reference_through_fake_backend() {
 fn the_fake_s_lua_runs_the_lock_s_bodies_as_the_reference_does() {
     let rt = runtime();
     let backend = rt.block_on(async {
-        let mut engine = Engine::new(SystemClock);
+        let mut engine = lock_core::fake::engine(SystemClock);
         engine.run_lock_scripts_on_lua(true);
         assert!(engine.lock_scripts_run_on_lua());
         let engine = shared(engine);

@@ -160,7 +160,7 @@ async fn a_dead_waiter_s_place_is_dropped_after_its_thread_wait<B: Backend>(
 }
 
 /// Four clients and a raw connection on the fake, on tokio's paused time.
-fn on_the_fake() -> (Vec<LockClient>, fake_redis::FakeBackend, FairKeys) {
+fn on_the_fake() -> (Vec<LockClient>, lock_core::fake::FakeBackend, FairKeys) {
     let world = support::World::new();
     let clients = (0..4).map(|_| world.client().0).collect();
     let (raw, _) = world.backend();

@@ -23,6 +23,7 @@ mod differential;
 mod fair_lock;
 mod fair_scripts;
 mod layering;
+mod lock_scripts;
 mod machine;
 mod multi_lock;
 mod own_cluster;

@@ -192,7 +192,7 @@ async fn the_watchdog_keeps_a_read_hold_past_its_lease<B: Backend>(
 }
 
 /// Three clients (a 3 s watchdog) and a raw connection on the fake, on tokio's paused time.
-fn on_the_fake() -> (Vec<LockClient>, fake_redis::FakeBackend, ReadWriteKeys) {
+fn on_the_fake() -> (Vec<LockClient>, lock_core::fake::FakeBackend, ReadWriteKeys) {
     let world = support::World::new();
     let config = LockConfig {
         watchdog_timeout: Millis(3000),

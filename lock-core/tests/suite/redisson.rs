@@ -131,6 +131,7 @@ impl FakeServer {
                 let config = ServerConfig {
                     port: 0,
                     clock: ClockChoice::System,
+                    native_scripts: lock_core::fake::twins(),
                     ..ServerConfig::default()
                 };
                 let listener = fake_redis::server::bind(&config)

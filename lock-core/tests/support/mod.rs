@@ -14,9 +14,10 @@
 
 use bytes::Bytes;
 use fake_redis::{
-    CommandFault, DEFAULT_EPOCH_MS, Engine, FakeBackend, Fault, NodeId, RequestLog, SentRequest,
-    SharedEngine, TokioClock, Trigger, shared,
+    CommandFault, DEFAULT_EPOCH_MS, Fault, NodeId, RequestLog, SentRequest, SharedEngine,
+    TokioClock, Trigger, shared,
 };
+use lock_core::fake::{FakeBackend, FrameExt};
 use lock_core::machine::SeededIds;
 use lock_core::{LockClient, LockConfig, Reply};
 use std::sync::Arc;
@@ -78,7 +79,7 @@ impl World {
         let clock = TokioClock::with_epoch(EPOCH_MS);
         let origin = clock.instant_at(EPOCH_MS);
         let world = World {
-            engine: shared(Engine::new(clock)),
+            engine: shared(lock_core::fake::engine(clock)),
             requests: RequestLog::new(),
             origin,
             latency,

@@ -18,8 +18,8 @@ use crate::history::{ForeignMessage, ForeignRun, ForeignSpec, Interval};
 use crate::server::{ConnId, SimServer};
 use bytes::Bytes;
 use fake_redis::NodeId;
+use fake_redis::seed::Seed;
 use lock_core::machine::Call;
-use lock_core::seed::Seed;
 use lock_core::{BackendError, Reply};
 
 /// redis-py's release, written from its documented behaviour: delete the key only if it still

@@ -35,9 +35,9 @@ use crate::history::History;
 use crate::server::{ConnId, SimServer};
 use bytes::Bytes;
 use fake_redis::NodeId;
+use fake_redis::seed::Seed;
 use lock_core::machine::{Call, CallId, Input, LockMachine, Output, SeededIds};
 use lock_core::script::ReplicaAcks;
-use lock_core::seed::Seed;
 use lock_core::{
     BackendError, FairKeys, KeyLayout, LockConfig, Millis, MonoTime, PubSubEvent, Reply,
 };

@@ -31,11 +31,11 @@ use super::{EPOCH_MS, Ev, World, lock_name, node, server_time, stream};
 use crate::case::{Case, Fault};
 use crate::server::{SimServer, Synced};
 use bytes::Bytes;
+use fake_redis::seed::Seed;
 use fake_redis::{Admission, CommandFate, DeliveryFate, FaultPlan, Trigger};
 use lock_core::PubSubEvent;
 use lock_core::machine::{Call, CallId, Input};
 use lock_core::script::ReplicaAcks;
-use lock_core::seed::Seed;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Which way a message goes, and so which loss rate and which plan apply to it.

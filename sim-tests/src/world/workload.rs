@@ -13,11 +13,11 @@ use super::read_write::Belief;
 use super::{Ev, World, lock_name, stream};
 use crate::case::AcquireKind;
 use crate::server::SimServer;
+use fake_redis::seed::Seed;
 use lock_core::machine::{
     AcquireRequest, Acquired, Done, HoldId, Input, LockError, OpId, OwnerId, Request, RwSide,
     UnlockOutcome, Wait,
 };
-use lock_core::seed::Seed;
 use lock_core::{Lease, Millis};
 
 /// Where a client's workload is.

@@ -199,7 +199,7 @@ fn parse_node(master: StreamId, lp: &[u8]) -> Result<Node, BadData> {
     let mut rest: Vec<&Bytes> = elements.iter().collect();
     rest.reverse();
     let mut pop = || rest.pop().ok_or(BadData);
-    let as_int = |e: &Bytes| lock_core::script::parse_i64(e).ok_or(BadData);
+    let as_int = |e: &Bytes| crate::resp::number::parse_i64(e).ok_or(BadData);
     let count = |e: &Bytes| usize::try_from(as_int(e)?).map_err(|_| BadData);
     let live = count(pop()?)?;
     let deleted = count(pop()?)?;

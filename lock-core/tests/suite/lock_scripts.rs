@@ -1,13 +1,14 @@
-//! The five lock scripts on the engine, through both front doors, against lock-core's reference
-//! store: zero divergence in replies, published messages and final keyspace.
+//! The five lock scripts on the fake's engine (their native twins registered), through both front
+//! doors, against lock-core's reference store: zero divergence in replies, published messages and
+//! final keyspace.
 
 use bytes::Bytes;
 use fake_redis::{
-    DEFAULT_EPOCH_MS, Engine, FakeBackend, FakeConnection, FakeSubscriber, ManualClock, NodeId,
-    SharedEngine, Value, shared,
+    DEFAULT_EPOCH_MS, FakeConnection, ManualClock, NodeId, SharedEngine, Value, shared,
 };
 use lock_core::RedisBackend;
 use lock_core::backend::{Backend, BackendError, PubSubEvent};
+use lock_core::fake::{FakeBackend, FakeSubscriber};
 use lock_core::keys::{KeyLayout, LockKeys, Owner, RequestId};
 use lock_core::reply::Reply;
 use lock_core::script::reference::{ReferenceStore, Value as RefValue};
@@ -186,8 +187,8 @@ async fn drain_messages(backend: &impl Backend) -> Vec<(Bytes, Bytes)> {
 async fn check(ops: Vec<Op>) {
     let clock = ManualClock::new(DEFAULT_EPOCH_MS);
     let mut reference = ReferenceStore::new(DEFAULT_EPOCH_MS);
-    let direct = shared(Engine::new(clock.clone()));
-    let through_crate = shared(Engine::new(clock.clone()));
+    let direct = shared(lock_core::fake::engine(clock.clone()));
+    let through_crate = shared(lock_core::fake::engine(clock.clone()));
     let fake = FakeBackend::new(direct.clone(), NodeId(1));
     let redis = RedisBackend::new(
         FakeConnection::new(through_crate.clone(), NodeId(1)),

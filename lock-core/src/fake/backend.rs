@@ -1,4 +1,4 @@
-//! [`FakeBackend`]: the lock's [`Backend`] trait, served in-process by the engine.
+//! [`FakeBackend`]: the lock's [`Backend`] trait, served in-process by the fake's engine.
 //!
 //! The lock machine's calls go to the engine through a link that applies the fault plan
 //! (delays and pauses are tokio sleeps, so paused time drives them), and its pub/sub events come
@@ -7,14 +7,15 @@
 //! out (the caller cannot tell which happened); a crashed node's calls are
 //! [`BackendError::NotApplied`], since nothing leaves a dead process.
 
-use crate::fault::NodeId;
-use crate::inprocess::link::{DEFAULT_RESPONSE_TIMEOUT, Link, LinkError, RequestLog, SharedEngine};
-use crate::inprocess::subscriber::FakeSubscriber;
-use crate::resp::Frame;
+use super::{FakeSubscriber, frame_to_reply};
+use crate::backend::{Backend, BackendError, PubSubEvent, Subscriber};
+use crate::reply::Reply;
+use crate::script::ScriptCall;
 use bytes::Bytes;
-use lock_core::backend::{Backend, BackendError, PubSubEvent, Subscriber};
-use lock_core::reply::Reply;
-use lock_core::script::ScriptCall;
+use fake_redis::inprocess::link::{
+    DEFAULT_RESPONSE_TIMEOUT, Link, LinkError, RequestLog, SharedEngine,
+};
+use fake_redis::{Frame, NodeId};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -100,7 +101,7 @@ fn to_result(frame: Frame) -> Result<Reply, BackendError> {
         Frame::ErrorBytes(e) => Err(BackendError::Server(
             String::from_utf8_lossy(&e).into_owned(),
         )),
-        other => Ok(other.to_reply()),
+        other => Ok(frame_to_reply(&other)),
     }
 }
 
