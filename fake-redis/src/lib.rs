@@ -89,3 +89,8 @@ pub use inprocess::redis_connection::FakeConnection;
 pub use inprocess::subscriber::{SubscriberDoor, SubscriberError, SubscriberEvent};
 pub use native::{Keyspace, NativeScript, NativeScripts};
 pub use resp::Frame;
+
+/// The crate's README, whose example is compiled and run as a doc-test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

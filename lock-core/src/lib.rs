@@ -1,5 +1,26 @@
 //! A Redisson-grade reentrant distributed lock for async Rust.
 //!
+//! A lock on a real Redis: the watchdog renews its 30-second lease every 10 seconds while the
+//! guard lives, and the guard tells the holder the moment its hold may be lost.
+//!
+//! ```no_run
+//! use lock_core::{LockClient, LockConfig};
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let client = LockClient::connect("redis://127.0.0.1/", LockConfig::default()).await?;
+//! let guard = client.lock("orders").await?;
+//! tokio::select! {
+//!     _ = tokio::time::sleep(std::time::Duration::from_secs(1)) => {} // the critical section
+//!     state = guard.lost() => eprintln!("stop writing: the hold is {state}"),
+//! }
+//! guard.unlock().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! The same lock on the in-process fake of the `fake-redis` crate (this crate's `fake` feature),
+//! on tokio's paused clock: the 55 s below pass in microseconds, and the lease is renewed through
+//! them.
+//!
 //! ```
 //! use fake_redis::{NodeId, TokioClock, shared};
 //! use lock_core::fake::FakeBackend;
@@ -8,21 +29,13 @@
 //!
 //! # #[tokio::main(flavor = "current_thread", start_paused = true)]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! // An in-process Redis (the `fake-redis` crate) on tokio's clock, paused here: the 55 s below
-//! // passes in microseconds. In production, a real one:
-//! // `let backend = RedisBackend::connect("redis://127.0.0.1/", Duration::from_secs(3)).await?;`
-//! // The engine runs the lock's scripts as their native twins (the `fake` feature).
+//! // An engine that runs the lock's scripts as their native twins.
 //! let redis = shared(lock_core::fake::engine(TokioClock::new()));
-//! let backend = FakeBackend::new(redis, NodeId(1));
-//! let client = LockClient::new(backend, LockConfig::default())?;
+//! let client = LockClient::new(FakeBackend::new(redis, NodeId(1)), LockConfig::default())?;
 //!
 //! // No lease given: a 30 s lease that the watchdog renews every 10 s while the guard lives.
 //! let guard = client.lock("orders").await?;
-//! tokio::select! {
-//!     // 55 s of work, well past the first lease.
-//!     _ = tokio::time::sleep(Duration::from_secs(55)) => {}
-//!     state = guard.lost() => panic!("stop writing: the hold is {state}"),
-//! }
+//! tokio::time::sleep(Duration::from_secs(55)).await; // 55 s of work, well past the first lease
 //! assert!(guard.is_valid());
 //! // Renewed at 50 s: 25 s of the lease are left.
 //! let left = client.remaining_lease("orders").await?;
@@ -42,6 +55,23 @@
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! # Features
+//!
+//! | feature | default | what it adds |
+//! |---|---|---|
+//! | `redis` | yes | [`RedisBackend`] and [`LockClient::connect`], on the `redis` crate |
+//! | `cluster` | yes | `ClusterBackend`, for a Redis Cluster |
+//! | `sentinel` | yes | `SentinelBackend`, which finds and follows the primary through Sentinel |
+//! | `tls` | no | `rediss://` URLs, through the `redis` crate's rustls support |
+//! | `fake` | no | the lock on the in-process `fake-redis` (`lock_core::fake`), for tests |
+//!
+//! Logs go through `tracing`: a hold found lost or possibly lost is a warning; each acquire and
+//! release is a debug event.
+//!
+//! # MSRV
+//!
+//! Rust 1.88, edition 2024.
 //!
 //! How it is built:
 //! - [`script`]: the lock's behaviour on the server, fifteen Lua scripts (five for the lock, four
@@ -93,8 +123,14 @@ pub use machine::{
 };
 pub use multi_lock::{MultiLock, MultiLockGuard};
 #[cfg(feature = "redis")]
-pub use redis_backend::{RedisBackend, RedisSubscriber};
+pub use redis_backend::{ConnectError, RedisBackend, RedisSubscriber};
 pub use reply::Reply;
+pub use script::{CommandError, DecodeError};
 #[cfg(feature = "sentinel")]
 pub use sentinel_backend::SentinelBackend;
 pub use time::{InvalidLease, Lease, Millis, MonoTime};
+
+/// The crate's README, whose example is compiled as a doc-test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

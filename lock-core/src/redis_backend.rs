@@ -49,9 +49,16 @@ pub struct RedisBackend<C = ConnectionManager, S = RedisSubscriber> {
 /// later is waited for from then on.
 pub(crate) const REPLICA_COUNT_TTL: Duration = Duration::from_secs(5);
 
-/// Why [`RedisBackend::connect`] could not make a backend.
+/// Why [`RedisBackend::connect`] could not make a backend, or [`LockClient::connect`] a client.
+///
+/// [`LockClient::connect`]: crate::LockClient::connect
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ConnectError {
+    /// The backend connected, and the client refused to start on it (an unsafe configuration,
+    /// or no tokio runtime). A configuration is checked before anything connects.
+    #[error(transparent)]
+    Client(#[from] crate::client::ClientError),
     /// The URL is not one the `redis` crate accepts.
     #[error("invalid Redis URL {url:?}: {source}")]
     InvalidUrl {

@@ -158,6 +158,27 @@ pub enum ClientError {
 }
 
 impl LockClient {
+    /// A client on the Redis at `url` (any URL the `redis` crate accepts: `redis://`, `rediss://`
+    /// with the `tls` feature, a password, a database number), with the one response timeout of
+    /// `config` ([`LockConfig::response_timeout`]) for connecting and for every call. For a
+    /// Cluster or Sentinel, connect their backend and use [`LockClient::new`].
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// let client = lock_core::LockClient::connect("redis://127.0.0.1/", Default::default()).await?;
+    /// # Ok(()) }
+    /// ```
+    #[cfg(feature = "redis")]
+    pub async fn connect(
+        url: &str,
+        config: LockConfig,
+    ) -> Result<LockClient, crate::redis_backend::ConnectError> {
+        config.validate().map_err(ClientError::from)?;
+        let timeout = config.response_timeout().to_duration();
+        let backend = crate::RedisBackend::connect(url, timeout).await?;
+        Ok(LockClient::new(backend, config)?)
+    }
+
     /// A client over `backend`; refuses an unsafe `config`, and a call outside a tokio runtime.
     /// Ids are drawn from a generator seeded once from the operating system.
     pub fn new<B: Backend>(backend: B, config: LockConfig) -> Result<LockClient, ClientError> {

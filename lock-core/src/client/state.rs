@@ -583,7 +583,7 @@ impl Core {
                 count,
                 valid_until,
             } => {
-                tracing::info!(lock = %hold.name, owner = %hold.owner, count, %valid_until, "lock acquired");
+                tracing::debug!(lock = %hold.name, owner = %hold.owner, count, %valid_until, "lock acquired");
                 let at = self.instant(valid_until);
                 self.status_of(hold.id, at)
                     .send_modify(|s| s.valid_until = at);
@@ -611,7 +611,7 @@ impl Core {
                     HoldState::Lost => {
                         tracing::warn!(%lock, %owner, "lock lost: the server no longer has this owner's hold")
                     }
-                    HoldState::Released => tracing::info!(%lock, %owner, "lock release sent"),
+                    HoldState::Released => tracing::debug!(%lock, %owner, "lock release sent"),
                     HoldState::ClientStopped => {}
                 }
                 if state.is_ended() {
