@@ -448,6 +448,35 @@ pub(crate) trait Aggregate: Default {
     fn is_empty(&self) -> bool;
 }
 
+/// Implements [`Aggregate`] for a collection held as `Value::$variant`: every family matches
+/// its variant the same way, and differs only in how it wraps itself (boxed or not) and in what
+/// counts as empty.
+macro_rules! aggregate {
+    ($ty:ty, $variant:ident, wrap: $wrap:expr, is_empty: $is_empty:expr) => {
+        impl super::Aggregate for $ty {
+            fn of(value: &Value) -> Option<&Self> {
+                match value {
+                    Value::$variant(v) => Some(v),
+                    _ => None,
+                }
+            }
+            fn of_mut(value: &mut Value) -> Option<&mut Self> {
+                match value {
+                    Value::$variant(v) => Some(v),
+                    _ => None,
+                }
+            }
+            fn wrap(self) -> Value {
+                ($wrap)(self)
+            }
+            fn is_empty(&self) -> bool {
+                ($is_empty)(self)
+            }
+        }
+    };
+}
+pub(crate) use aggregate;
+
 /// The collection at `key` (None when missing), WRONGTYPE for another type.
 pub(crate) fn read_aggregate<'a, T: Aggregate>(
     cx: &'a mut Cx<'_>,

@@ -169,31 +169,9 @@ fn entries_frame(entries: Vec<(StreamId, Vec<Bytes>)>) -> Frame {
 
 // ---- the value ----
 
-/// A stream is read and written as the collections are, but an empty one stays: nothing here
-/// finishes a write with [`super::finish_aggregate`], and it would keep the key anyway.
-impl super::Aggregate for Stream {
-    fn of(value: &Value) -> Option<&Stream> {
-        match value {
-            Value::Stream(s) => Some(s),
-            _ => None,
-        }
-    }
-
-    fn of_mut(value: &mut Value) -> Option<&mut Stream> {
-        match value {
-            Value::Stream(s) => Some(s),
-            _ => None,
-        }
-    }
-
-    fn wrap(self) -> Value {
-        Value::Stream(Box::new(self))
-    }
-
-    fn is_empty(&self) -> bool {
-        false
-    }
-}
+// A stream is read and written as the collections are, but an empty one stays: nothing here
+// finishes a write with `super::finish_aggregate`, and it would keep the key anyway.
+super::aggregate!(Stream, Stream, wrap: |s| Value::Stream(Box::new(s)), is_empty: |_: &Stream| false);
 
 /// The stream at `key` (None when missing), WRONGTYPE for another type.
 fn read<'a>(cx: &'a mut Cx<'_>, key: &[u8]) -> Result<Option<&'a Stream>, Frame> {

@@ -115,26 +115,7 @@ fn hex_float(text: &str) -> Option<f64> {
 const NOT_A_LEX_RANGE: Frame = Frame::error("ERR min or max not valid string range item");
 const NAN: Frame = Frame::error("ERR resulting score is not a number (NaN)");
 
-impl super::Aggregate for ZSet {
-    fn of(value: &Value) -> Option<&Self> {
-        match value {
-            Value::ZSet(v) => Some(v),
-            _ => None,
-        }
-    }
-    fn of_mut(value: &mut Value) -> Option<&mut Self> {
-        match value {
-            Value::ZSet(v) => Some(v),
-            _ => None,
-        }
-    }
-    fn wrap(self) -> Value {
-        Value::ZSet(Box::new(self))
-    }
-    fn is_empty(&self) -> bool {
-        ZSet::is_empty(self)
-    }
-}
+super::aggregate!(ZSet, ZSet, wrap: |z| Value::ZSet(Box::new(z)), is_empty: ZSet::is_empty);
 
 /// The sorted set at `key` (None when missing), WRONGTYPE for another type.
 fn read<'a>(cx: &'a mut Cx<'_>, key: &[u8]) -> Result<Option<&'a ZSet>, Frame> {
