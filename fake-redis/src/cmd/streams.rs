@@ -1222,14 +1222,7 @@ fn stream_info(s: &Stream, full: Option<usize>) -> Frame {
                 .pel
                 .iter()
                 .take(take)
-                .map(|(id, p)| {
-                    Frame::Array(vec![
-                        id_frame(*id),
-                        Frame::Bulk(p.consumer.clone()),
-                        Frame::Integer(p.delivery_time),
-                        Frame::Integer(p.delivery_count as i64),
-                    ])
-                })
+                .map(|(id, p)| pending_frame(*id, Some(&p.consumer), p))
                 .collect();
             let consumers = g
                 .consumers
@@ -1240,13 +1233,7 @@ fn stream_info(s: &Stream, full: Option<usize>) -> Frame {
                         .iter()
                         .take(take)
                         .filter_map(|id| g.pel.get(id).map(|p| (id, p)))
-                        .map(|(id, p)| {
-                            Frame::Array(vec![
-                                id_frame(*id),
-                                Frame::Integer(p.delivery_time),
-                                Frame::Integer(p.delivery_count as i64),
-                            ])
-                        })
+                        .map(|(id, p)| pending_frame(*id, None, p))
                         .collect();
                     Frame::Map(vec![
                         (text("name"), Frame::Bulk(cn.clone())),
@@ -1269,4 +1256,14 @@ fn stream_info(s: &Stream, full: Option<usize>) -> Frame {
         .collect();
     fields.push((text("groups"), Frame::Array(groups)));
     Frame::Map(fields)
+}
+
+/// A pending entry as `XINFO STREAM FULL` lists it: its ID, its consumer where the list is the
+/// group's (not one consumer's own), when it was last delivered and how many times.
+fn pending_frame(id: StreamId, consumer: Option<&Bytes>, p: &Pending) -> Frame {
+    let mut fields = vec![id_frame(id)];
+    fields.extend(consumer.map(|c| Frame::Bulk(c.clone())));
+    fields.push(Frame::Integer(p.delivery_time));
+    fields.push(Frame::Integer(p.delivery_count as i64));
+    Frame::Array(fields)
 }
