@@ -709,6 +709,16 @@ pub(crate) fn is(arg: &[u8], word: &str) -> bool {
     arg.eq_ignore_ascii_case(word.as_bytes())
 }
 
+/// The value paired with the first of `words` that `arg` is (ignoring ASCII case), else a syntax
+/// error: how Redis reads an argument that must be one of a few keywords.
+pub(crate) fn keyword<T: Copy>(arg: &[u8], words: &[(&str, T)]) -> Result<T, Frame> {
+    words
+        .iter()
+        .find(|(word, _)| is(arg, word))
+        .map(|&(_, value)| value)
+        .ok_or(SYNTAX)
+}
+
 /// The decimal text of `n`, without allocating for the small counts lock hashes hold.
 pub(crate) fn int_bytes(n: i64) -> Bytes {
     const SMALL: &[u8; 10] = b"0123456789";

@@ -1002,15 +1002,14 @@ fn algebra_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
             }
         } else if !diff && !card && left >= 1 && is(opt, "aggregate") {
             let kind = args.next_bytes()?;
-            aggregate = if is(kind, "sum") {
-                Aggregate::Sum
-            } else if is(kind, "min") {
-                Aggregate::Min
-            } else if is(kind, "max") {
-                Aggregate::Max
-            } else {
-                return Err(SYNTAX);
-            };
+            aggregate = super::keyword(
+                kind,
+                &[
+                    ("sum", Aggregate::Sum),
+                    ("min", Aggregate::Min),
+                    ("max", Aggregate::Max),
+                ],
+            )?;
         } else if destination.is_none() && !card && is(opt, "withscores") {
             withscores = true;
         } else if card && left >= 1 && is(opt, "limit") {
