@@ -123,13 +123,7 @@ fn getbit_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
 
 /// A `BYTE|BIT` unit word.
 fn in_bits(arg: &[u8]) -> Result<bool, Frame> {
-    if is(arg, "bit") {
-        Ok(true)
-    } else if is(arg, "byte") {
-        Ok(false)
-    } else {
-        Err(SYNTAX)
-    }
+    super::keyword(arg, &[("bit", true), ("byte", false)])
 }
 
 /// A range of `BITCOUNT`/`BITPOS` resolved as Redis resolves it against `total` units: negative
@@ -274,17 +268,15 @@ enum BitOp {
 /// ones padded with zeros); an empty result deletes the destination.
 fn bitop_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let name = args.next_bytes()?;
-    let op = if is(name, "and") {
-        BitOp::And
-    } else if is(name, "or") {
-        BitOp::Or
-    } else if is(name, "xor") {
-        BitOp::Xor
-    } else if is(name, "not") {
-        BitOp::Not
-    } else {
-        return Err(SYNTAX);
-    };
+    let op = super::keyword(
+        name,
+        &[
+            ("and", BitOp::And),
+            ("or", BitOp::Or),
+            ("xor", BitOp::Xor),
+            ("not", BitOp::Not),
+        ],
+    )?;
     let destination = args.next_bytes()?;
     if matches!(op, BitOp::Not) && args.remaining() != 1 {
         return Err(Frame::error(
@@ -459,15 +451,15 @@ fn bitfield_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
             FieldOpKind::Incrby(0)
         } else if is(sub, "overflow") && left >= 1 {
             let word = args.next_bytes()?;
-            overflow = if is(word, "wrap") {
-                Overflow::Wrap
-            } else if is(word, "sat") {
-                Overflow::Sat
-            } else if is(word, "fail") {
-                Overflow::Fail
-            } else {
-                return Err(Frame::error("ERR Invalid OVERFLOW type specified"));
-            };
+            overflow = super::keyword(
+                word,
+                &[
+                    ("wrap", Overflow::Wrap),
+                    ("sat", Overflow::Sat),
+                    ("fail", Overflow::Fail),
+                ],
+            )
+            .map_err(|_| Frame::error("ERR Invalid OVERFLOW type specified"))?;
             continue;
         } else {
             return Err(SYNTAX);

@@ -79,13 +79,7 @@ pub(super) fn block_or(
 
 /// `LEFT` or `RIGHT` (true for `LEFT`).
 fn direction(arg: &[u8]) -> Result<bool, Frame> {
-    if is(arg, "left") {
-        Ok(true)
-    } else if is(arg, "right") {
-        Ok(false)
-    } else {
-        Err(super::SYNTAX)
-    }
+    super::keyword(arg, &[("left", true), ("right", false)])
 }
 
 /// `[key, element]`, `BLPOP`'s reply.

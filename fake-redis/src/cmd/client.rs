@@ -425,23 +425,23 @@ fn check_prefix_collisions(
         a[..n] == b[..n]
     };
     for (i, prefix) in new.iter().enumerate() {
-        if let Some(old) = existing.iter().find(|old| overlap(old, prefix)) {
-            return Err(super::error_echoing(&[
+        let overlapping = |whose: &[u8], other: &[u8]| {
+            super::error_echoing(&[
                 b"ERR Prefix '",
                 super::c_text(prefix, usize::MAX),
-                b"' overlaps with an existing prefix '",
-                super::c_text(old, usize::MAX),
-                b"'. Prefixes for a single client must not overlap.",
-            ]));
-        }
-        if let Some(other) = new[i + 1..].iter().find(|other| overlap(prefix, other)) {
-            return Err(super::error_echoing(&[
-                b"ERR Prefix '",
-                super::c_text(prefix, usize::MAX),
-                b"' overlaps with another provided prefix '",
+                whose,
                 super::c_text(other, usize::MAX),
                 b"'. Prefixes for a single client must not overlap.",
-            ]));
+            ])
+        };
+        if let Some(old) = existing.iter().find(|old| overlap(old, prefix)) {
+            return Err(overlapping(b"' overlaps with an existing prefix '", old));
+        }
+        if let Some(other) = new[i + 1..].iter().find(|other| overlap(prefix, other)) {
+            return Err(overlapping(
+                b"' overlaps with another provided prefix '",
+                other,
+            ));
         }
     }
     Ok(())

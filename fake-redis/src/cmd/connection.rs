@@ -214,26 +214,19 @@ fn client_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     if is(sub, "unblock") {
         return super::blocking::client_unblock(cx, sub, args);
     }
-    if is(sub, "getredir") {
-        return super::client::client_getredir(cx, args);
-    }
-    if is(sub, "tracking") {
-        return super::client::client_tracking(cx, args);
-    }
-    if is(sub, "caching") {
-        return super::client::client_caching(cx, args);
-    }
-    if is(sub, "trackinginfo") {
-        return super::client::client_trackinginfo(cx, args);
-    }
-    if is(sub, "reply") {
-        return super::client::client_reply(cx, args);
-    }
-    if is(sub, "pause") {
-        return super::client::client_pause(cx, args);
-    }
-    if is(sub, "unpause") {
-        return super::client::client_unpause(cx, args);
+    // The subcommands that live in `client.rs`, each given the rest of the call.
+    type Subcommand = fn(&mut Cx<'_>, &mut Args<'_>) -> CmdResult;
+    const IN_CLIENT: &[(&str, Subcommand)] = &[
+        ("getredir", super::client::client_getredir),
+        ("tracking", super::client::client_tracking),
+        ("caching", super::client::client_caching),
+        ("trackinginfo", super::client::client_trackinginfo),
+        ("reply", super::client::client_reply),
+        ("pause", super::client::client_pause),
+        ("unpause", super::client::client_unpause),
+    ];
+    if let Some(&(_, run)) = IN_CLIENT.iter().find(|(word, _)| is(sub, word)) {
+        return run(cx, args);
     }
     if is(sub, "help") {
         return Ok(Frame::Array(

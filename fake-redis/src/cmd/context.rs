@@ -193,23 +193,24 @@ impl<'a> Cx<'a> {
     /// command reads it ([`Reads`]).
     #[inline]
     pub fn lookup(&mut self, key: &[u8]) -> Option<&mut Entry> {
-        let (now, h) = (self.now, self.hash(key));
-        match self.read_of(key) {
-            None => self.engine.db_mut(self.db).lookup_h(key, h, now),
-            Some(announce) => self
-                .engine
-                .read_lookup(self.db, key, h, now, true, announce),
-        }
+        self.lookup_touching(key, true)
     }
 
     /// [`Cx::lookup`] without marking the key accessed (Redis's `LOOKUP_NOTOUCH`).
     pub fn lookup_untouched(&mut self, key: &[u8]) -> Option<&mut Entry> {
+        self.lookup_touching(key, false)
+    }
+
+    /// [`Cx::lookup`], marking the key accessed only if `touch` is set.
+    #[inline]
+    fn lookup_touching(&mut self, key: &[u8], touch: bool) -> Option<&mut Entry> {
         let (now, h) = (self.now, self.hash(key));
         match self.read_of(key) {
+            None if touch => self.engine.db_mut(self.db).lookup_h(key, h, now),
             None => self.engine.db_mut(self.db).lookup_untouched_h(key, h, now),
             Some(announce) => self
                 .engine
-                .read_lookup(self.db, key, h, now, false, announce),
+                .read_lookup(self.db, key, h, now, touch, announce),
         }
     }
 

@@ -30,26 +30,7 @@ pub(crate) static LINSERT: Spec = Spec::new("linsert", 5, WRITE, linsert_command
 pub(crate) static LPOS: Spec = Spec::new("lpos", -3, 0, lpos_command);
 pub(crate) static LMOVE: Spec = Spec::new("lmove", 5, WRITE, lmove_command);
 
-impl super::Aggregate for List {
-    fn of(value: &Value) -> Option<&Self> {
-        match value {
-            Value::List(v) => Some(v),
-            _ => None,
-        }
-    }
-    fn of_mut(value: &mut Value) -> Option<&mut Self> {
-        match value {
-            Value::List(v) => Some(v),
-            _ => None,
-        }
-    }
-    fn wrap(self) -> Value {
-        Value::List(self)
-    }
-    fn is_empty(&self) -> bool {
-        List::is_empty(self)
-    }
-}
+super::aggregate!(List, List, wrap: Value::List, is_empty: List::is_empty);
 
 /// The list at `key` (None when missing), WRONGTYPE for another type.
 fn read<'a>(cx: &'a mut Cx<'_>, key: &[u8]) -> Result<Option<&'a List>, Frame> {

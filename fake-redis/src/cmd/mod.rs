@@ -448,6 +448,35 @@ pub(crate) trait Aggregate: Default {
     fn is_empty(&self) -> bool;
 }
 
+/// Implements [`Aggregate`] for a collection held as `Value::$variant`: every family matches
+/// its variant the same way, and differs only in how it wraps itself (boxed or not) and in what
+/// counts as empty.
+macro_rules! aggregate {
+    ($ty:ty, $variant:ident, wrap: $wrap:expr, is_empty: $is_empty:expr) => {
+        impl super::Aggregate for $ty {
+            fn of(value: &Value) -> Option<&Self> {
+                match value {
+                    Value::$variant(v) => Some(v),
+                    _ => None,
+                }
+            }
+            fn of_mut(value: &mut Value) -> Option<&mut Self> {
+                match value {
+                    Value::$variant(v) => Some(v),
+                    _ => None,
+                }
+            }
+            fn wrap(self) -> Value {
+                ($wrap)(self)
+            }
+            fn is_empty(&self) -> bool {
+                ($is_empty)(self)
+            }
+        }
+    };
+}
+pub(crate) use aggregate;
+
 /// The collection at `key` (None when missing), WRONGTYPE for another type.
 pub(crate) fn read_aggregate<'a, T: Aggregate>(
     cx: &'a mut Cx<'_>,
@@ -678,6 +707,16 @@ pub(crate) fn strict_double(arg: &[u8]) -> Option<f64> {
 /// Whether `arg` equals `word`, ignoring ASCII case.
 pub(crate) fn is(arg: &[u8], word: &str) -> bool {
     arg.eq_ignore_ascii_case(word.as_bytes())
+}
+
+/// The value paired with the first of `words` that `arg` is (ignoring ASCII case), else a syntax
+/// error: how Redis reads an argument that must be one of a few keywords.
+pub(crate) fn keyword<T: Copy>(arg: &[u8], words: &[(&str, T)]) -> Result<T, Frame> {
+    words
+        .iter()
+        .find(|(word, _)| is(arg, word))
+        .map(|&(_, value)| value)
+        .ok_or(SYNTAX)
 }
 
 /// The decimal text of `n`, without allocating for the small counts lock hashes hold.

@@ -39,26 +39,7 @@ pub(crate) static SINTERCARD: Spec = Spec::new("sintercard", -3, 0, sintercard_c
 
 type Members = Set;
 
-impl super::Aggregate for Members {
-    fn of(value: &Value) -> Option<&Self> {
-        match value {
-            Value::Set(v) => Some(v),
-            _ => None,
-        }
-    }
-    fn of_mut(value: &mut Value) -> Option<&mut Self> {
-        match value {
-            Value::Set(v) => Some(v),
-            _ => None,
-        }
-    }
-    fn wrap(self) -> Value {
-        Value::Set(self)
-    }
-    fn is_empty(&self) -> bool {
-        Members::is_empty(self)
-    }
-}
+super::aggregate!(Members, Set, wrap: Value::Set, is_empty: Members::is_empty);
 
 /// The set at `key` (None when missing), WRONGTYPE for another type.
 fn read<'a>(cx: &'a mut Cx<'_>, key: &[u8]) -> Result<Option<&'a Members>, Frame> {

@@ -169,31 +169,9 @@ fn entries_frame(entries: Vec<(StreamId, Vec<Bytes>)>) -> Frame {
 
 // ---- the value ----
 
-/// A stream is read and written as the collections are, but an empty one stays: nothing here
-/// finishes a write with [`super::finish_aggregate`], and it would keep the key anyway.
-impl super::Aggregate for Stream {
-    fn of(value: &Value) -> Option<&Stream> {
-        match value {
-            Value::Stream(s) => Some(s),
-            _ => None,
-        }
-    }
-
-    fn of_mut(value: &mut Value) -> Option<&mut Stream> {
-        match value {
-            Value::Stream(s) => Some(s),
-            _ => None,
-        }
-    }
-
-    fn wrap(self) -> Value {
-        Value::Stream(Box::new(self))
-    }
-
-    fn is_empty(&self) -> bool {
-        false
-    }
-}
+// A stream is read and written as the collections are, but an empty one stays: nothing here
+// finishes a write with `super::finish_aggregate`, and it would keep the key anyway.
+super::aggregate!(Stream, Stream, wrap: |s| Value::Stream(Box::new(s)), is_empty: |_: &Stream| false);
 
 /// The stream at `key` (None when missing), WRONGTYPE for another type.
 fn read<'a>(cx: &'a mut Cx<'_>, key: &[u8]) -> Result<Option<&'a Stream>, Frame> {
@@ -1244,14 +1222,7 @@ fn stream_info(s: &Stream, full: Option<usize>) -> Frame {
                 .pel
                 .iter()
                 .take(take)
-                .map(|(id, p)| {
-                    Frame::Array(vec![
-                        id_frame(*id),
-                        Frame::Bulk(p.consumer.clone()),
-                        Frame::Integer(p.delivery_time),
-                        Frame::Integer(p.delivery_count as i64),
-                    ])
-                })
+                .map(|(id, p)| pending_frame(*id, Some(&p.consumer), p))
                 .collect();
             let consumers = g
                 .consumers
@@ -1262,13 +1233,7 @@ fn stream_info(s: &Stream, full: Option<usize>) -> Frame {
                         .iter()
                         .take(take)
                         .filter_map(|id| g.pel.get(id).map(|p| (id, p)))
-                        .map(|(id, p)| {
-                            Frame::Array(vec![
-                                id_frame(*id),
-                                Frame::Integer(p.delivery_time),
-                                Frame::Integer(p.delivery_count as i64),
-                            ])
-                        })
+                        .map(|(id, p)| pending_frame(*id, None, p))
                         .collect();
                     Frame::Map(vec![
                         (text("name"), Frame::Bulk(cn.clone())),
@@ -1291,4 +1256,14 @@ fn stream_info(s: &Stream, full: Option<usize>) -> Frame {
         .collect();
     fields.push((text("groups"), Frame::Array(groups)));
     Frame::Map(fields)
+}
+
+/// A pending entry as `XINFO STREAM FULL` lists it: its ID, its consumer where the list is the
+/// group's (not one consumer's own), when it was last delivered and how many times.
+fn pending_frame(id: StreamId, consumer: Option<&Bytes>, p: &Pending) -> Frame {
+    let mut fields = vec![id_frame(id)];
+    fields.extend(consumer.map(|c| Frame::Bulk(c.clone())));
+    fields.push(Frame::Integer(p.delivery_time));
+    fields.push(Frame::Integer(p.delivery_count as i64));
+    Frame::Array(fields)
 }

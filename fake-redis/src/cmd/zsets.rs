@@ -115,26 +115,7 @@ fn hex_float(text: &str) -> Option<f64> {
 const NOT_A_LEX_RANGE: Frame = Frame::error("ERR min or max not valid string range item");
 const NAN: Frame = Frame::error("ERR resulting score is not a number (NaN)");
 
-impl super::Aggregate for ZSet {
-    fn of(value: &Value) -> Option<&Self> {
-        match value {
-            Value::ZSet(v) => Some(v),
-            _ => None,
-        }
-    }
-    fn of_mut(value: &mut Value) -> Option<&mut Self> {
-        match value {
-            Value::ZSet(v) => Some(v),
-            _ => None,
-        }
-    }
-    fn wrap(self) -> Value {
-        Value::ZSet(Box::new(self))
-    }
-    fn is_empty(&self) -> bool {
-        ZSet::is_empty(self)
-    }
-}
+super::aggregate!(ZSet, ZSet, wrap: |z| Value::ZSet(Box::new(z)), is_empty: ZSet::is_empty);
 
 /// The sorted set at `key` (None when missing), WRONGTYPE for another type.
 fn read<'a>(cx: &'a mut Cx<'_>, key: &[u8]) -> Result<Option<&'a ZSet>, Frame> {
@@ -1021,15 +1002,14 @@ fn algebra_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
             }
         } else if !diff && !card && left >= 1 && is(opt, "aggregate") {
             let kind = args.next_bytes()?;
-            aggregate = if is(kind, "sum") {
-                Aggregate::Sum
-            } else if is(kind, "min") {
-                Aggregate::Min
-            } else if is(kind, "max") {
-                Aggregate::Max
-            } else {
-                return Err(SYNTAX);
-            };
+            aggregate = super::keyword(
+                kind,
+                &[
+                    ("sum", Aggregate::Sum),
+                    ("min", Aggregate::Min),
+                    ("max", Aggregate::Max),
+                ],
+            )?;
         } else if destination.is_none() && !card && is(opt, "withscores") {
             withscores = true;
         } else if card && left >= 1 && is(opt, "limit") {
