@@ -87,9 +87,6 @@ pub enum CommandFate {
     },
 }
 
-/// The name a [`Fault::Command`]'s effect is written with: the same type as [`CommandFate`].
-pub type CommandFault = CommandFate;
-
 impl CommandFate {
     /// The fault log's record of this fate, if it is a fault.
     fn event(self) -> Option<FaultEventKind> {
@@ -133,7 +130,7 @@ pub enum Fault {
         /// The node, or `None` for every node.
         node: Option<NodeId>,
         /// What happens.
-        fault: CommandFault,
+        fault: CommandFate,
         /// To which commands.
         trigger: Trigger,
     },
@@ -268,7 +265,7 @@ impl Fault {
     }
 
     /// `fault` on the next `count` commands of `node`.
-    pub fn next_commands(node: NodeId, count: u64, fault: CommandFault) -> Fault {
+    pub fn next_commands(node: NodeId, count: u64, fault: CommandFate) -> Fault {
         Fault::Command {
             node: Some(node),
             fault,
@@ -838,7 +835,7 @@ mod tests {
         let mut plan = FaultPlan::new(7);
         plan.add(Fault::Command {
             node: None,
-            fault: CommandFault::DropRequest,
+            fault: CommandFate::DropRequest,
             trigger: Trigger::Chance { p: 0.3 },
         });
         let hit: Vec<u64> = (0..20)
@@ -858,13 +855,13 @@ mod tests {
                 fate: CommandFate::Deliver
             }
         );
-        plan.add(Fault::next_commands(n, 2, CommandFault::DelayReply(5)));
+        plan.add(Fault::next_commands(n, 2, CommandFate::DelayReply(5)));
         let fault = plan.resolve(plan.faults()[0]);
         assert_eq!(
             fault,
             Fault::Command {
                 node: Some(n),
-                fault: CommandFault::DelayReply(5),
+                fault: CommandFate::DelayReply(5),
                 trigger: Trigger::Seqs { from: 1, until: 3 },
             }
         );
@@ -919,12 +916,12 @@ mod tests {
         let mut plan = FaultPlan::new(0);
         plan.add(Fault::Command {
             node: Some(n),
-            fault: CommandFault::DropReply,
+            fault: CommandFate::DropReply,
             trigger: Trigger::Seqs { from: 2, until: 4 },
         })
         .add(Fault::Command {
             node: None,
-            fault: CommandFault::DelayReply(5),
+            fault: CommandFate::DelayReply(5),
             trigger: Trigger::During {
                 from: 0,
                 until: 100,

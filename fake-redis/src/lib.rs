@@ -45,7 +45,7 @@
 //! The same through the `redis` crate, on tokio's paused clock, with the reply of one call lost:
 //!
 //! ```
-//! use fake_redis::{CommandFault, Engine, FakeConnection, Fault, NodeId, TokioClock, shared};
+//! use fake_redis::{CommandFate, Engine, FakeConnection, Fault, NodeId, TokioClock, shared};
 //! use redis::AsyncCommands;
 //!
 //! # #[tokio::main(flavor = "current_thread", start_paused = true)]
@@ -53,7 +53,7 @@
 //! let engine = shared(Engine::new(TokioClock::new()));
 //! let mut conn = FakeConnection::new(engine.clone(), NodeId(1));
 //! let _: () = conn.set_ex("lease", "held", 30).await.unwrap();
-//! engine.lock().unwrap().add_fault(Fault::next_commands(NodeId(1), 1, CommandFault::DropReply));
+//! engine.lock().unwrap().add_fault(Fault::next_commands(NodeId(1), 1, CommandFate::DropReply));
 //! let lost = conn.del::<_, i64>("lease").await.unwrap_err();
 //! assert!(lost.is_timeout()); // applied, but the caller cannot know
 //! assert!(!conn.exists::<_, bool>("lease").await.unwrap());
@@ -79,8 +79,8 @@ pub use engine::replication::{DEFAULT_BASE_PORT, ReplicaLag, ServerNode, Topolog
 pub use engine::sentinel::DEFAULT_MASTER_NAME;
 pub use engine::{ClientId, Engine, EngineConfig, Outbound};
 pub use fault::{
-    Admission, CommandFate, CommandFault, DeliveryFate, Fault, FaultEvent, FaultEventKind,
-    FaultPlan, NodeId, Trigger,
+    Admission, CommandFate, DeliveryFate, Fault, FaultEvent, FaultEventKind, FaultPlan, NodeId,
+    Trigger,
 };
 pub use inprocess::link::{
     DEFAULT_RESPONSE_TIMEOUT, Link, LinkError, RequestLog, SentRequest, SharedEngine, shared,

@@ -72,7 +72,7 @@ use super::Shared;
 use crate::cmd::{Args, SYNTAX, int, is, wrong_arity};
 use crate::engine::script_watch::{lock, lock_unless_busy};
 use crate::engine::{ClientId, Engine};
-use crate::fault::{CommandFault, Fault, FaultEventKind, FaultPlan, NodeId, Trigger};
+use crate::fault::{CommandFate, Fault, FaultEventKind, FaultPlan, NodeId, Trigger};
 use crate::resp::Frame;
 use bytes::Bytes;
 use std::sync::{Arc, Weak};
@@ -651,7 +651,7 @@ fn read_fault(mut args: Args<'_>, now: i64) -> Result<FaultRequest, Frame> {
         .find(|k| is(named, k))
         .ok_or_else(|| unknown_kind(named))?;
     let mut a = FaultArgs { kind, args };
-    let command = |a: &mut FaultArgs<'_>, fault: fn(u64) -> CommandFault, delayed: bool| {
+    let command = |a: &mut FaultArgs<'_>, fault: fn(u64) -> CommandFate, delayed: bool| {
         let node = a.node(true)?;
         let ms = if delayed { a.ms()? as u64 } else { 0 };
         let trigger = a.which(node)?;
@@ -672,10 +672,10 @@ fn read_fault(mut args: Args<'_>, now: i64) -> Result<FaultRequest, Frame> {
             a.end()?;
             return Ok(FaultRequest::Clear);
         }
-        "drop-request" => command(&mut a, |_| CommandFault::DropRequest, false)?,
-        "drop-reply" => command(&mut a, |_| CommandFault::DropReply, false)?,
-        "delay-request" => command(&mut a, CommandFault::DelayRequest, true)?,
-        "delay-reply" => command(&mut a, CommandFault::DelayReply, true)?,
+        "drop-request" => command(&mut a, |_| CommandFate::DropRequest, false)?,
+        "drop-reply" => command(&mut a, |_| CommandFate::DropReply, false)?,
+        "delay-request" => command(&mut a, CommandFate::DelayRequest, true)?,
+        "delay-reply" => command(&mut a, CommandFate::DelayReply, true)?,
         "drop-delivery" => {
             let node = a.node(true)?;
             let trigger = a.which(node)?;
@@ -820,22 +820,22 @@ mod tests {
         let faults = [
             Fault::Command {
                 node: n,
-                fault: CommandFault::DropRequest,
+                fault: CommandFate::DropRequest,
                 trigger: Trigger::Next { count: 2 },
             },
             Fault::Command {
                 node: None,
-                fault: CommandFault::DropReply,
+                fault: CommandFate::DropReply,
                 trigger: Trigger::Chance { p: 0.25 },
             },
             Fault::Command {
                 node: n,
-                fault: CommandFault::DelayRequest(7),
+                fault: CommandFate::DelayRequest(7),
                 trigger: Trigger::Seqs { from: 1, until: 9 },
             },
             Fault::Command {
                 node: None,
-                fault: CommandFault::DelayReply(3),
+                fault: CommandFate::DelayReply(3),
                 trigger: Trigger::During {
                     from: -5,
                     until: 40,

@@ -5,7 +5,7 @@ use crate::support;
 
 use bytes::Bytes;
 use fake_redis::{
-    CommandFault, Engine, EngineConfig, FakeConnection, Fault, NodeId, TokioClock, Trigger, shared,
+    CommandFate, Engine, EngineConfig, FakeConnection, Fault, NodeId, TokioClock, Trigger, shared,
 };
 use lock_core::RedisBackend;
 use lock_core::backend::{Backend, BackendError, PubSubEvent};
@@ -55,7 +55,7 @@ async fn a_30_second_lease_exists_at_its_deadline_and_is_gone_1_ms_later() {
 async fn a_dropped_reply_is_applied_but_the_caller_times_out() {
     let engine = engine();
     let backend = FakeBackend::new(engine.clone(), A);
-    add(&engine, Fault::next_commands(A, 1, CommandFault::DropReply));
+    add(&engine, Fault::next_commands(A, 1, CommandFate::DropReply));
     let started = tokio::time::Instant::now();
     let result = run(&backend, "HSET h f v").await;
     assert_unknown(&result);
@@ -64,7 +64,7 @@ async fn a_dropped_reply_is_applied_but_the_caller_times_out() {
 
     // Through the redis crate, the lost reply is an I/O timeout.
     let mut conn = FakeConnection::new(engine.clone(), B);
-    add(&engine, Fault::next_commands(B, 1, CommandFault::DropReply));
+    add(&engine, Fault::next_commands(B, 1, CommandFate::DropReply));
     let err = conn.set::<_, _, ()>("s", "v").await.unwrap_err();
     assert!(err.is_timeout(), "{err:?}");
     assert!(exists(&engine, "s"));
@@ -78,7 +78,7 @@ async fn a_dropped_request_writes_nothing() {
     let backend = FakeBackend::new(engine.clone(), A);
     add(
         &engine,
-        Fault::next_commands(A, 1, CommandFault::DropRequest),
+        Fault::next_commands(A, 1, CommandFate::DropRequest),
     );
     let result = run(&backend, "SET k v").await;
     assert_unknown(&result);
@@ -96,7 +96,7 @@ async fn a_delayed_request_lands_after_the_caller_gave_up() {
     let backend = FakeBackend::new(engine.clone(), A);
     add(
         &engine,
-        Fault::next_commands(A, 1, CommandFault::DelayRequest(5_000)),
+        Fault::next_commands(A, 1, CommandFate::DelayRequest(5_000)),
     );
     let result = run(&backend, "SET k v").await;
     assert_unknown(&result);
@@ -111,7 +111,7 @@ async fn a_delayed_reply_arrives_late() {
     let backend = FakeBackend::new(engine.clone(), A);
     add(
         &engine,
-        Fault::next_commands(A, 1, CommandFault::DelayReply(1_500)),
+        Fault::next_commands(A, 1, CommandFate::DelayReply(1_500)),
     );
     let started = tokio::time::Instant::now();
     assert_eq!(run(&backend, "INCR n").await, Ok(Reply::Int(1)));
@@ -430,7 +430,7 @@ async fn chance_faults_are_a_pure_function_of_the_seed() {
             &engine,
             Fault::Command {
                 node: None,
-                fault: CommandFault::DropRequest,
+                fault: CommandFate::DropRequest,
                 trigger: Trigger::Chance { p: 0.3 },
             },
         );
@@ -476,7 +476,7 @@ async fn the_plan_numbers_each_call_and_logs_its_fault_as_the_call_leaves() {
     let backend = FakeBackend::new(engine.clone(), A).with_latency(Duration::from_millis(5));
     run(&backend, "SET k v").await.unwrap();
     let t0 = now(&engine);
-    add(&engine, Fault::next_commands(A, 1, CommandFault::DropReply));
+    add(&engine, Fault::next_commands(A, 1, CommandFate::DropReply));
     assert_unknown(&run(&backend, "SET k w").await);
     assert!(exists(&engine, "k"));
     let log = engine.lock().unwrap().fault_plan().log().to_vec();

@@ -4,7 +4,7 @@
 use crate::support;
 
 use bytes::Bytes;
-use fake_redis::{CommandFate, CommandFault, FakeConnection, Fault, NodeId, RequestLog};
+use fake_redis::{CommandFate, FakeConnection, Fault, NodeId, RequestLog};
 use lock_core::fake::FakeBackend;
 use lock_core::reply::Reply;
 use std::time::Duration;
@@ -71,7 +71,7 @@ async fn latency_adds_to_the_plans_delays_and_the_response_timeout_bounds_the_wh
     // 1 s there, 1 s + 500 ms back.
     add(
         &engine,
-        Fault::next_commands(A, 1, CommandFault::DelayReply(500)),
+        Fault::next_commands(A, 1, CommandFate::DelayReply(500)),
     );
     let started = Instant::now();
     assert_eq!(run(&backend, "INCR n").await, Ok(Reply::Int(1)));
@@ -80,7 +80,7 @@ async fn latency_adds_to_the_plans_delays_and_the_response_timeout_bounds_the_wh
     // 1 s there, 2.5 s back: past the 3 s timeout, though the server applied it.
     add(
         &engine,
-        Fault::next_commands(A, 1, CommandFault::DelayReply(1_500)),
+        Fault::next_commands(A, 1, CommandFate::DelayReply(1_500)),
     );
     let started = Instant::now();
     let result = run(&backend, "INCR n").await;
@@ -90,7 +90,7 @@ async fn latency_adds_to_the_plans_delays_and_the_response_timeout_bounds_the_wh
     // 1 s + 2.5 s there: the caller gives up at 3 s, the request lands at 3.5 s.
     add(
         &engine,
-        Fault::next_commands(A, 1, CommandFault::DelayRequest(2_500)),
+        Fault::next_commands(A, 1, CommandFate::DelayRequest(2_500)),
     );
     let started = Instant::now();
     let result = run(&backend, "INCR n").await;
@@ -102,7 +102,7 @@ async fn latency_adds_to_the_plans_delays_and_the_response_timeout_bounds_the_wh
     assert!(log.entries()[2].applied, "landed at 3.5 s");
 
     // A dropped reply: applied after one latency, the caller times out.
-    add(&engine, Fault::next_commands(A, 1, CommandFault::DropReply));
+    add(&engine, Fault::next_commands(A, 1, CommandFate::DropReply));
     let result = run(&backend, "INCR n").await;
     assert_unknown(&result);
     assert!(log.entries()[3].applied);
@@ -119,7 +119,7 @@ async fn the_request_log_shows_what_each_node_sent_in_order_with_its_fate() {
     let t0 = now(&engine);
     add(
         &engine,
-        Fault::next_commands(A, 1, CommandFault::DropRequest),
+        Fault::next_commands(A, 1, CommandFate::DropRequest),
     );
     assert!(run(&a, "SET a 1").await.is_err());
     run(&b, "SET b 1").await.unwrap();

@@ -14,7 +14,7 @@
 
 use bytes::Bytes;
 use fake_redis::{
-    CommandFault, DEFAULT_EPOCH_MS, Fault, NodeId, RequestLog, SentRequest, SharedEngine,
+    CommandFate, DEFAULT_EPOCH_MS, Fault, NodeId, RequestLog, SentRequest, SharedEngine,
     TokioClock, Trigger, shared,
 };
 use lock_core::fake::{FakeBackend, FrameExt};
@@ -164,7 +164,7 @@ impl World {
         self.add(Fault::next_commands(
             node(client),
             n as u64,
-            CommandFault::DropRequest,
+            CommandFate::DropRequest,
         ));
     }
 
@@ -173,7 +173,7 @@ impl World {
         self.add(Fault::next_commands(
             node(client),
             n as u64,
-            CommandFault::DropReply,
+            CommandFate::DropReply,
         ));
     }
 
@@ -183,7 +183,7 @@ impl World {
         self.add(Fault::next_commands(
             node(client),
             1,
-            CommandFault::DelayRequest(ms),
+            CommandFate::DelayRequest(ms),
         ));
     }
 
@@ -229,7 +229,7 @@ impl World {
         let (from, until) = self.window(window);
         self.add(Fault::Command {
             node: Some(node(client)),
-            fault: CommandFault::DropReply,
+            fault: CommandFate::DropReply,
             trigger: Trigger::During { from, until },
         });
     }
