@@ -94,3 +94,31 @@ pub trait Subscriber: Send + Sync + 'static {
     /// The next event; cancel-safe.
     fn next_event(&self) -> impl Future<Output = PubSubEvent> + Send;
 }
+
+/// The pub/sub methods of a [`Backend`] impl that hands all of its pub/sub to one field (a
+/// [`Subscriber`], or a backend it wraps). The backends that do so wrote the same three
+/// forwarding methods each; this writes them once, so they cannot drift apart.
+macro_rules! forward_pubsub_to {
+    ($field:ident) => {
+        fn subscribe(
+            &self,
+            channel: &::bytes::Bytes,
+        ) -> impl ::std::future::Future<Output = Result<(), $crate::backend::BackendError>> + Send {
+            self.$field.subscribe(channel)
+        }
+
+        fn unsubscribe(
+            &self,
+            channel: &::bytes::Bytes,
+        ) -> impl ::std::future::Future<Output = Result<(), $crate::backend::BackendError>> + Send {
+            self.$field.unsubscribe(channel)
+        }
+
+        fn next_event(
+            &self,
+        ) -> impl ::std::future::Future<Output = $crate::backend::PubSubEvent> + Send {
+            self.$field.next_event()
+        }
+    };
+}
+pub(crate) use forward_pubsub_to;

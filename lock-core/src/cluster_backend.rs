@@ -438,20 +438,7 @@ impl Backend for ClusterBackend {
         self.inner.command(argv)
     }
 
-    fn subscribe(&self, channel: &Bytes) -> impl Future<Output = Result<(), BackendError>> + Send {
-        self.inner.subscribe(channel)
-    }
-
-    fn unsubscribe(
-        &self,
-        channel: &Bytes,
-    ) -> impl Future<Output = Result<(), BackendError>> + Send {
-        self.inner.unsubscribe(channel)
-    }
-
-    fn next_event(&self) -> impl Future<Output = PubSubEvent> + Send {
-        self.inner.next_event()
-    }
+    crate::backend::forward_pubsub_to!(inner);
 }
 
 #[cfg(test)]

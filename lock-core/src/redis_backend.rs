@@ -406,20 +406,7 @@ where
         self.bounded(query(&self.conn, argv)).await.map(to_reply)
     }
 
-    fn subscribe(&self, channel: &Bytes) -> impl Future<Output = Result<(), BackendError>> + Send {
-        self.subscriber.subscribe(channel)
-    }
-
-    fn unsubscribe(
-        &self,
-        channel: &Bytes,
-    ) -> impl Future<Output = Result<(), BackendError>> + Send {
-        self.subscriber.unsubscribe(channel)
-    }
-
-    fn next_event(&self) -> impl Future<Output = PubSubEvent> + Send {
-        self.subscriber.next_event()
-    }
+    crate::backend::forward_pubsub_to!(subscriber);
 }
 
 /// The error codes with which a server refuses a command before running any of it: a cluster

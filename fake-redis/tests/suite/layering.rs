@@ -18,7 +18,10 @@
 //! an arrow a reader follows. (The other rows are the design; the compiler does not forbid
 //! `cmd` and `lua` naming each other, and this test does not check them.)
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+#[path = "../../../scripts/layering.rs"]
+mod sources;
 
 /// The layers `dir` (under `src/`) may not name.
 const RULES: &[(&str, &[&str])] = &[
@@ -31,23 +34,11 @@ fn the_engine_and_the_wire_protocol_name_nothing_above_them() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut found = Vec::new();
     for &(dir, forbidden) in RULES {
-        let mut files = Vec::new();
-        rust_files(&src.join(dir), &mut files);
-        assert!(!files.is_empty(), "no sources under src/{dir}");
-        for file in files {
-            let text = std::fs::read_to_string(&file).expect("a readable source");
-            let shown = file
-                .strip_prefix(&src)
-                .unwrap_or(&file)
-                .display()
-                .to_string();
-            for (line, path) in named_modules(&text) {
-                if forbidden.contains(&path.as_str()) {
-                    found.push(format!(
-                        "src/{shown}:{line}: names `{path}` (src/{dir}/ may not)"
-                    ));
-                }
-            }
+        for o in sources::offences(&src, dir, forbidden, named_modules) {
+            found.push(format!(
+                "src/{}:{}: names `{}` (src/{dir}/ may not)",
+                o.file, o.line, o.name
+            ));
         }
     }
     assert!(
@@ -55,22 +46,6 @@ fn the_engine_and_the_wire_protocol_name_nothing_above_them() {
         "arrows pointing up:\n{}",
         found.join("\n")
     );
-}
-
-/// Every `.rs` file under `dir`, in name order.
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
-        .expect("a readable directory")
-        .map(|e| e.expect("a directory entry").path())
-        .collect();
-    entries.sort();
-    for path in entries {
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
 }
 
 /// The crate's top-level modules `text` names, each with the (1-based) line it is named on:

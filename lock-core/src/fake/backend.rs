@@ -8,7 +8,7 @@
 //! [`BackendError::NotApplied`], since nothing leaves a dead process.
 
 use super::{FakeSubscriber, frame_to_reply};
-use crate::backend::{Backend, BackendError, PubSubEvent, Subscriber};
+use crate::backend::{Backend, BackendError, Subscriber};
 use crate::reply::Reply;
 use crate::script::ScriptCall;
 use bytes::Bytes;
@@ -16,7 +16,6 @@ use fake_redis::inprocess::link::{
     DEFAULT_RESPONSE_TIMEOUT, Link, LinkError, RequestLog, SharedEngine,
 };
 use fake_redis::{Frame, NodeId};
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -129,18 +128,5 @@ impl Backend for FakeBackend {
         to_result(self.send(argv.to_vec()).await?)
     }
 
-    fn subscribe(&self, channel: &Bytes) -> impl Future<Output = Result<(), BackendError>> + Send {
-        self.subscriber.subscribe(channel)
-    }
-
-    fn unsubscribe(
-        &self,
-        channel: &Bytes,
-    ) -> impl Future<Output = Result<(), BackendError>> + Send {
-        self.subscriber.unsubscribe(channel)
-    }
-
-    fn next_event(&self) -> impl Future<Output = PubSubEvent> + Send {
-        self.subscriber.next_event()
-    }
+    crate::backend::forward_pubsub_to!(subscriber);
 }

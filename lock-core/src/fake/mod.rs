@@ -96,119 +96,51 @@ fn lift<T>(result: Result<T, CallError>) -> Result<T, CommandError> {
     result.map_err(|CallError(text)| CommandError(text))
 }
 
+/// The [`Store`] methods that hand their arguments on to the [`Keyspace`] method of the same
+/// name and lift its error: one line each, instead of a body each written the same way.
+macro_rules! lifted {
+    ($(fn $name:ident($($arg:ident: $ty:ty),*) -> $ret:ty;)*) => {
+        $(
+            #[inline]
+            fn $name(&mut self, $($arg: $ty),*) -> Result<$ret, CommandError> {
+                lift(self.0.$name($($arg),*))
+            }
+        )*
+    };
+}
+
 impl Store for KeyspaceStore<'_, '_> {
-    #[inline]
-    fn exists(&mut self, key: &[u8]) -> Result<bool, CommandError> {
-        lift(self.0.exists(key))
-    }
-    #[inline]
-    fn hexists(&mut self, key: &[u8], field: &[u8]) -> Result<bool, CommandError> {
-        lift(self.0.hexists(key, field))
-    }
-    #[inline]
-    fn hincrby(&mut self, key: &[u8], field: &[u8], delta: i64) -> Result<i64, CommandError> {
-        lift(self.0.hincrby(key, field, delta))
-    }
-    #[inline]
-    fn hget(&mut self, key: &[u8], field: &[u8]) -> Result<Option<Bytes>, CommandError> {
-        lift(self.0.hget(key, field))
-    }
-    #[inline]
-    fn pexpire(&mut self, key: &[u8], ms: &[u8]) -> Result<bool, CommandError> {
-        lift(self.0.pexpire(key, ms))
-    }
-    #[inline]
-    fn pttl(&mut self, key: &[u8]) -> Result<i64, CommandError> {
-        lift(self.0.pttl(key))
-    }
-    #[inline]
-    fn del(&mut self, key: &[u8]) -> Result<bool, CommandError> {
-        lift(self.0.del(key))
-    }
-    #[inline]
-    fn publish(&mut self, channel: &[u8], message: &[u8]) -> Result<i64, CommandError> {
-        lift(self.0.publish(channel, message))
-    }
-    #[inline]
-    fn spublish(&mut self, channel: &[u8], message: &[u8]) -> Result<i64, CommandError> {
-        lift(self.0.spublish(channel, message))
-    }
-    #[inline]
-    fn set_px(&mut self, key: &[u8], value: &[u8], ms: &[u8]) -> Result<(), CommandError> {
-        lift(self.0.set_px(key, value, ms))
-    }
-    #[inline]
-    fn get(&mut self, key: &[u8]) -> Result<Option<Bytes>, CommandError> {
-        lift(self.0.get(key))
-    }
-    #[inline]
-    fn incrby(&mut self, key: &[u8], delta: i64) -> Result<i64, CommandError> {
-        lift(self.0.incrby(key, delta))
+    lifted! {
+        fn exists(key: &[u8]) -> bool;
+        fn hexists(key: &[u8], field: &[u8]) -> bool;
+        fn hincrby(key: &[u8], field: &[u8], delta: i64) -> i64;
+        fn hget(key: &[u8], field: &[u8]) -> Option<Bytes>;
+        fn pexpire(key: &[u8], ms: &[u8]) -> bool;
+        fn pttl(key: &[u8]) -> i64;
+        fn del(key: &[u8]) -> bool;
+        fn publish(channel: &[u8], message: &[u8]) -> i64;
+        fn spublish(channel: &[u8], message: &[u8]) -> i64;
+        fn set_px(key: &[u8], value: &[u8], ms: &[u8]) -> ();
+        fn get(key: &[u8]) -> Option<Bytes>;
+        fn incrby(key: &[u8], delta: i64) -> i64;
+        fn hset(key: &[u8], field: &[u8], value: &[u8]) -> i64;
+        fn hdel(key: &[u8], field: &[u8]) -> bool;
+        fn hlen(key: &[u8]) -> i64;
+        fn hkeys(key: &[u8]) -> Vec<Bytes>;
+        fn lindex(key: &[u8], index: i64) -> Option<Bytes>;
+        fn lpop(key: &[u8]) -> Option<Bytes>;
+        fn rpush(key: &[u8], element: &[u8]) -> i64;
+        fn lrange_all(key: &[u8]) -> Vec<Bytes>;
+        fn lrem_all(key: &[u8], element: &[u8]) -> i64;
+        fn zscore(key: &[u8], member: &[u8]) -> Option<f64>;
+        fn zadd(key: &[u8], score: &[u8], member: &[u8]) -> bool;
+        fn zincrby(key: &[u8], increment: &[u8], member: &[u8]) -> f64;
+        fn zrem(key: &[u8], member: &[u8]) -> bool;
+        fn zrange_all(key: &[u8]) -> Vec<Bytes>;
     }
     #[inline]
     fn time(&mut self) -> (i64, i64) {
         self.0.time()
-    }
-    #[inline]
-    fn hset(&mut self, key: &[u8], field: &[u8], value: &[u8]) -> Result<i64, CommandError> {
-        lift(self.0.hset(key, field, value))
-    }
-    #[inline]
-    fn hdel(&mut self, key: &[u8], field: &[u8]) -> Result<bool, CommandError> {
-        lift(self.0.hdel(key, field))
-    }
-    #[inline]
-    fn hlen(&mut self, key: &[u8]) -> Result<i64, CommandError> {
-        lift(self.0.hlen(key))
-    }
-    #[inline]
-    fn hkeys(&mut self, key: &[u8]) -> Result<Vec<Bytes>, CommandError> {
-        lift(self.0.hkeys(key))
-    }
-    #[inline]
-    fn lindex(&mut self, key: &[u8], index: i64) -> Result<Option<Bytes>, CommandError> {
-        lift(self.0.lindex(key, index))
-    }
-    #[inline]
-    fn lpop(&mut self, key: &[u8]) -> Result<Option<Bytes>, CommandError> {
-        lift(self.0.lpop(key))
-    }
-    #[inline]
-    fn rpush(&mut self, key: &[u8], element: &[u8]) -> Result<i64, CommandError> {
-        lift(self.0.rpush(key, element))
-    }
-    #[inline]
-    fn lrange_all(&mut self, key: &[u8]) -> Result<Vec<Bytes>, CommandError> {
-        lift(self.0.lrange_all(key))
-    }
-    #[inline]
-    fn lrem_all(&mut self, key: &[u8], element: &[u8]) -> Result<i64, CommandError> {
-        lift(self.0.lrem_all(key, element))
-    }
-    #[inline]
-    fn zscore(&mut self, key: &[u8], member: &[u8]) -> Result<Option<f64>, CommandError> {
-        lift(self.0.zscore(key, member))
-    }
-    #[inline]
-    fn zadd(&mut self, key: &[u8], score: &[u8], member: &[u8]) -> Result<bool, CommandError> {
-        lift(self.0.zadd(key, score, member))
-    }
-    #[inline]
-    fn zincrby(
-        &mut self,
-        key: &[u8],
-        increment: &[u8],
-        member: &[u8],
-    ) -> Result<f64, CommandError> {
-        lift(self.0.zincrby(key, increment, member))
-    }
-    #[inline]
-    fn zrem(&mut self, key: &[u8], member: &[u8]) -> Result<bool, CommandError> {
-        lift(self.0.zrem(key, member))
-    }
-    #[inline]
-    fn zrange_all(&mut self, key: &[u8]) -> Result<Vec<Bytes>, CommandError> {
-        lift(self.0.zrange_all(key))
     }
 }
 

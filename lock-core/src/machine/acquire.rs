@@ -137,12 +137,7 @@ impl LockMachine {
         self.send_acquire_attempt(key);
     }
 
-    fn acquire_op(&mut self, op: u64) -> Option<&mut AcquireOp> {
-        match self.ops.get_mut(&op).map(|o| &mut o.kind) {
-            Some(OpKind::Acquire(a)) => Some(a),
-            _ => None,
-        }
-    }
+    op_of_kind!(acquire_op, Acquire, AcquireOp);
 
     pub(crate) fn send_acquire_attempt(&mut self, op: u64) {
         let latch_ttl = self.config.latch_ttl();

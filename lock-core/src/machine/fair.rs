@@ -102,12 +102,7 @@ impl LockMachine {
         self.send_give_up_attempt(op);
     }
 
-    fn give_up_op(&mut self, op: u64) -> Option<&mut GiveUpOp> {
-        match self.ops.get_mut(&op).map(|o| &mut o.kind) {
-            Some(OpKind::GiveUp(g)) => Some(g),
-            _ => None,
-        }
-    }
+    op_of_kind!(give_up_op, GiveUp, GiveUpOp);
 
     pub(crate) fn send_give_up_attempt(&mut self, op: u64) {
         let now = self.now;

@@ -28,6 +28,20 @@
 //! - `replicas.rs`: the replica check after each write (`WAIT`), and what falls short;
 //! - `input.rs` and `output.rs`: the types of the exchange, [`HoldState`] among them.
 
+/// `fn $name(&mut self, op: u64) -> Option<&mut $op>`: the pending op `op`, if it is one of
+/// `OpKind::$kind`. Each kind of op that resends its own attempts looks itself up this way; the
+/// macro writes the lookup once instead of once per kind.
+macro_rules! op_of_kind {
+    ($name:ident, $kind:ident, $op:ty) => {
+        fn $name(&mut self, op: u64) -> Option<&mut $op> {
+            match self.ops.get_mut(&op).map(|o| &mut o.kind) {
+                Some(OpKind::$kind(x)) => Some(x),
+                _ => None,
+            }
+        }
+    };
+}
+
 mod acquire;
 mod attempts;
 mod error;

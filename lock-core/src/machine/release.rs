@@ -144,12 +144,7 @@ impl LockMachine {
         self.send_release_attempt(op);
     }
 
-    fn release_op(&mut self, op: u64) -> Option<&mut ReleaseOp> {
-        match self.ops.get_mut(&op).map(|o| &mut o.kind) {
-            Some(OpKind::Release(r)) => Some(r),
-            _ => None,
-        }
-    }
+    op_of_kind!(release_op, Release, ReleaseOp);
 
     pub(crate) fn send_release_attempt(&mut self, op: u64) {
         let latch_ttl = self.config.latch_ttl();

@@ -435,17 +435,20 @@ impl<'a> ScriptCtx<'a> {
     // Inlined across the crate boundary: a native twin names a key or an argument in every call.
     #[inline]
     pub fn key(&self, i: usize, line: u32) -> Result<&'a [u8], ScriptFailure> {
-        self.keys
-            .get(i.wrapping_sub(1))
-            .map(|b| &b[..])
-            .ok_or_else(|| self.fail(line, nil_argument()))
+        self.nth(self.keys, i, line)
     }
 
     /// `ARGV[i]` (1-based) as an argument of the call on `line`.
     #[inline]
     pub fn arg(&self, i: usize, line: u32) -> Result<&'a [u8], ScriptFailure> {
-        self.args
-            .get(i.wrapping_sub(1))
+        self.nth(self.args, i, line)
+    }
+
+    /// `list[i]` (1-based, as Lua counts `KEYS` and `ARGV`) as an argument of the call on `line`;
+    /// missing, it is the `nil` `redis.call` refuses.
+    #[inline]
+    fn nth(&self, list: &'a [Bytes], i: usize, line: u32) -> Result<&'a [u8], ScriptFailure> {
+        list.get(i.wrapping_sub(1))
             .map(|b| &b[..])
             .ok_or_else(|| self.fail(line, nil_argument()))
     }

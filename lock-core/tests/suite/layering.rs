@@ -7,7 +7,10 @@
 //! client", an error text may too), but with the targets of doc links, which are references as
 //! real as a `use`. A failure names each file and line.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+#[path = "../../../scripts/layering.rs"]
+mod sources;
 
 /// What the machine must not name: the tokio client and its runtime, a clock read, the backends
 /// (I/O), the fake.
@@ -28,21 +31,19 @@ const SCRIPT_FORBIDS: &[&str] = &["machine", "client"];
 
 #[test]
 fn the_machine_names_no_driver_runtime_clock_or_backend() {
-    let found = violations("machine", MACHINE_FORBIDS);
-    assert!(
-        found.is_empty(),
-        "the machine must stay sans-IO (docs/ARCHITECTURE.md, \"Pure cores\"):\n{}",
-        found.join("\n")
+    assert_names_none(
+        "machine",
+        MACHINE_FORBIDS,
+        "the machine must stay sans-IO (docs/ARCHITECTURE.md, \"Pure cores\")",
     );
 }
 
 #[test]
 fn the_scripts_name_neither_the_machine_nor_the_client() {
-    let found = violations("script", SCRIPT_FORBIDS);
-    assert!(
-        found.is_empty(),
-        "the scripts sit below the machine and the client:\n{}",
-        found.join("\n")
+    assert_names_none(
+        "script",
+        SCRIPT_FORBIDS,
+        "the scripts sit below the machine and the client",
     );
 }
 
@@ -69,42 +70,20 @@ fn the_reader_sees_code_and_doc_links_but_not_prose_or_strings() {
     );
 }
 
+/// Fails, saying `why` and naming every place, if anything under `src/<dir>/` names one of
+/// `forbidden`.
+fn assert_names_none(dir: &str, forbidden: &[&str], why: &str) {
+    let found = violations(dir, forbidden);
+    assert!(found.is_empty(), "{why}:\n{}", found.join("\n"));
+}
+
 /// Every place under `src/<dir>/` that names one of `forbidden`, as `file:line: names `x``.
 fn violations(dir: &str, forbidden: &[&str]) -> Vec<String> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    rust_files(&root.join(dir), &mut files);
-    assert!(!files.is_empty(), "no sources under src/{dir}");
-    let mut found = Vec::new();
-    for file in files {
-        let text = std::fs::read_to_string(&file).expect("a source file");
-        let shown = file
-            .strip_prefix(&root)
-            .unwrap_or(&file)
-            .display()
-            .to_string();
-        for (line, name) in names(&text) {
-            if forbidden.contains(&name.as_str()) {
-                found.push(format!("src/{shown}:{line}: names `{name}`"));
-            }
-        }
-    }
-    found
-}
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.expect("a directory entry").path())
-        .collect();
-    entries.sort();
-    for path in entries {
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
+    sources::offences(&root, dir, forbidden, names)
+        .into_iter()
+        .map(|o| format!("src/{}:{}: names `{}`", o.file, o.line, o.name))
+        .collect()
 }
 
 /// The identifiers of `source` with their 1-based lines: those of its code, and those of the

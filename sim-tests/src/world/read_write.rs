@@ -133,14 +133,18 @@ impl<S: SimServer> World<S> {
         }
     }
 
-    /// The downgrade's read hold is confirmed until `valid_until` (simulation ms).
-    pub(super) fn extend_downgrade(&mut self, client: usize, valid_until: u64) {
-        let (now, lock, who) = (self.now, self.case.clients[client].lock, self.name(client));
-        let Some(d) = self.clients[client]
+    /// The read hold client `client` keeps from a downgrade, if it holds one.
+    fn downgrade_mut(&mut self, client: usize) -> Option<&mut Belief> {
+        self.clients[client]
             .holding
             .as_mut()
             .and_then(|h| h.downgrade.as_mut())
-        else {
+    }
+
+    /// The downgrade's read hold is confirmed until `valid_until` (simulation ms).
+    pub(super) fn extend_downgrade(&mut self, client: usize, valid_until: u64) {
+        let (now, lock, who) = (self.now, self.case.clients[client].lock, self.name(client));
+        let Some(d) = self.downgrade_mut(client) else {
             return;
         };
         if now >= d.until {
@@ -156,11 +160,7 @@ impl<S: SimServer> World<S> {
     /// The downgrade's read hold ended (lost, or given back) now.
     pub(super) fn close_downgrade(&mut self, client: usize) {
         let (now, lock, who) = (self.now, self.case.clients[client].lock, self.name(client));
-        let Some(d) = self.clients[client]
-            .holding
-            .as_mut()
-            .and_then(|h| h.downgrade.as_mut())
-        else {
+        let Some(d) = self.downgrade_mut(client) else {
             return;
         };
         let closed = (d.from, d.until.min(now));

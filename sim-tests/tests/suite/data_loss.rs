@@ -35,7 +35,9 @@ use sim_tests::world::EPOCH_MS;
 use sim_tests::{Case, Checker, ClientSpec, Fault, Planted, explain, run, run_planted};
 use std::collections::BTreeSet;
 
-fn lost_acquire_case(fault: Fault) -> Case {
+/// a locks at 1 s and works 20 s, b asks at 1.2 s and works 5 s, on a 60 s lease, with `fault`
+/// (the replica failovers in `failover.rs` start from it too).
+pub(crate) fn lost_acquire_case(fault: Fault) -> Case {
     let mut case = Case::new(3, 60_000);
     let mut a = ClientSpec::new("a", 0);
     a.start = 1_000;

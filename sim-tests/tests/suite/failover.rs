@@ -13,32 +13,26 @@
 //! `data_loss.rs` does for the single node's rollback failover.
 
 use crate::common;
+use crate::data_loss::lost_acquire_case;
 
 use common::{SAFETY, all, checkers, clean_run, data_loss_may_break, of_rules, outside};
 use proptest::prelude::*;
 use sim_tests::strategy::{Envelope, cases};
-use sim_tests::{Case, Checker, ClientSpec, Fault, Run, explain, run};
+use sim_tests::{Case, Checker, Fault, Run, explain, run};
 use std::collections::BTreeSet;
 
 /// a locks at 1 s and works 20 s; b asks at 1.2 s; the primary fails over at `at` to its replica,
 /// which lags 200 ms.
+/// (The clients are `data_loss.rs`'s, the same two of the single node's rollback failover.)
 fn lagging_case(sync: bool, at: u64) -> Case {
-    let mut case = Case::new(3, 60_000);
-    case.replicas = 1;
-    case.replica_lag = (200, 200);
-    case.sync = sync;
-    let mut a = ClientSpec::new("a", 0);
-    a.start = 1_000;
-    a.work = (20_000, 20_000);
-    let mut b = ClientSpec::new("b", 0);
-    b.start = 1_200;
-    b.work = (5_000, 5_000);
-    case.clients = vec![a, b];
-    case.faults = vec![Fault::Promote {
+    let mut case = lost_acquire_case(Fault::Promote {
         at,
         replica: 0,
         shard: 0,
-    }];
+    });
+    case.replicas = 1;
+    case.replica_lag = (200, 200);
+    case.sync = sync;
     case
 }
 

@@ -4,7 +4,10 @@
 //! A circle between them is easy to close by one `use` and hard to see afterwards, so this test
 //! reads the sources and names the line that closes one.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+#[path = "../../../scripts/layering.rs"]
+mod sources;
 
 /// Each layer's files (relative to `src/`; a folder stands for every file in it) and the modules
 /// (and their main types) it must not name.
@@ -22,23 +25,6 @@ const RULES: &[(&[&str], &[&str])] = &[
     ),
 ];
 
-/// Every `.rs` file at `path`: the file itself, or those below the folder.
-fn sources(path: &Path) -> Vec<PathBuf> {
-    if path.is_file() {
-        return vec![path.to_path_buf()];
-    }
-    let mut out = Vec::new();
-    if let Ok(entries) = std::fs::read_dir(path) {
-        let mut entries: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
-        entries.sort();
-        for entry in entries {
-            out.extend(sources(&entry));
-        }
-    }
-    out.retain(|p| p.extension().is_some_and(|e| e == "rs"));
-    out
-}
-
 /// The names a line of code uses: its identifiers, outside comments and string literals.
 fn names(line: &str) -> Vec<&str> {
     let code = line.split("//").next().unwrap_or_default();
@@ -55,20 +41,21 @@ fn names(line: &str) -> Vec<&str> {
     out
 }
 
+/// Each identifier of `text` outside comments and string literals, with its 1-based line.
+fn names_by_line(text: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        out.extend(names(line).into_iter().map(|w| (n + 1, w.to_owned())));
+    }
+    out
+}
+
 /// Every line of the layer's files that names one of `forbidden`, as `file:line: name`.
 fn offences(src: &Path, files: &[&str], forbidden: &[&str]) -> Vec<String> {
     let mut out = Vec::new();
     for file in files {
-        let paths = sources(&src.join(file));
-        assert!(!paths.is_empty(), "{file} is gone: move its rule with it");
-        for path in paths {
-            let text = std::fs::read_to_string(&path).expect("a source file reads");
-            for (n, line) in text.lines().enumerate() {
-                for name in names(line).into_iter().filter(|w| forbidden.contains(w)) {
-                    let shown = path.strip_prefix(src).unwrap_or(&path).display();
-                    out.push(format!("src/{shown}:{}: names `{name}`", n + 1));
-                }
-            }
+        for o in sources::offences(src, file, forbidden, names_by_line) {
+            out.push(format!("src/{}:{}: names `{}`", o.file, o.line, o.name));
         }
     }
     out
