@@ -6,8 +6,8 @@
 //! the last writes. This module says *when* such things happen, in one place: the [`FaultPlan`]
 //! numbers each node's commands and deliveries, decides what becomes of each one (an
 //! [`Admission`], a [`DeliveryFate`]) and logs every fault applied. The front doors
-//! ([`FakeBackend`](crate::FakeBackend), [`FakeConnection`](crate::FakeConnection),
-//! [`FakeSubscriber`](crate::FakeSubscriber), the TCP server) or a simulator only carry those
+//! ([`FakeConnection`](crate::FakeConnection), the subscriber door, the lock's `FakeBackend`
+//! built on them, the TCP server) or a simulator only carry those
 //! decisions out; the engine fires the server-side faults (restart, failover, clock jump, a
 //! client's crash) as its clock reaches them.
 //!

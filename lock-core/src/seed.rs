@@ -1,7 +1,7 @@
 //! The lock's seeded sequence: SplitMix64, for request, owner and client ids.
 //!
 //! Ids only need to be unique, and a simulation needs them to replay from a seed, so the machine
-//! draws them from this small sequence ([`crate::machine::ids`]); production seeds it from the
+//! draws them from this small sequence (`machine/ids.rs`); production seeds it from the
 //! operating system once (`client/os_seed.rs`). The fake's fault plan and the simulator draw from
 //! the keyed generator of the `fake-redis` crate (`fake_redis::seed`), which is the same SplitMix64:
 //! the lock keeps its own copy of the sequence so that it depends on no fake.

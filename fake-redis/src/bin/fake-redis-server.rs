@@ -46,7 +46,7 @@ struct Args {
     /// Clients must AUTH with this password first.
     #[arg(long)]
     requirepass: Option<String>,
-    /// FAKE.* admin commands need FAKE.AUTH <this> first on each connection. Without it they
+    /// FAKE.* admin commands need `FAKE.AUTH <this>` first on each connection. Without it they
     /// are open on a loopback --bind and refused on any other.
     #[arg(long)]
     admin_password: Option<String>,
@@ -75,7 +75,7 @@ struct Args {
         default_value_t = 5000
     )]
     busy_reply_threshold: u64,
-    /// Serve a primary, <N> replicas and a Sentinel, in this one process on one clock and seed:
+    /// Serve a primary, N replicas and a Sentinel, in this one process on one clock and seed:
     /// the primary on --port, replica i on --port + 1 + i, the Sentinel on --port + 1 + N (with
     /// --port 0, a free run of N + 2 ports; the log names each). ROLE and INFO replication
     /// announce these ports; the Sentinel answers SENTINEL get-master-addr-by-name, masters,
@@ -83,7 +83,7 @@ struct Args {
     /// --cluster: the replicas of each shard, and no Sentinel.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(0..=1000))]
     replicas: Option<u16>,
-    /// Serve a Redis Cluster of <SHARDS> primaries, each with --replicas replicas (default 0),
+    /// Serve a Redis Cluster of SHARDS primaries, each with --replicas replicas (default 0),
     /// in this one process on one clock and seed, as `redis-cli --cluster create` lays one out:
     /// the primary of shard s on --port + s, replica r of shard s on
     /// --port + SHARDS * (1 + r) + s (with --port 0, a free run of SHARDS * (1 + N) ports; the

@@ -4,7 +4,7 @@
 //! lock (Redis's `acceptCommonHandler` checks before `createClient`), while `CONFIG GET/SET
 //! maxclients`, `INFO clients` and `INFO stats`' `rejected_connections` live in the engine. So
 //! the limit and the count of refused connections are atomics both sides hold, as the running
-//! script is ([`ScriptWatch`](super::script_watch::ScriptWatch)).
+//! script is (`ScriptWatch`, in `engine/script_watch.rs`).
 //!
 //! The `ceiling` is what the process's open-file limit allows (Redis's `adjustOpenFilesLimit`:
 //! the descriptors minus 32 kept for the server's own use), found once when the server starts

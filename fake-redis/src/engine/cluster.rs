@@ -4,7 +4,7 @@
 //! A lock's cluster races (a `MOVED` in the middle of a renewal, a shard's failover that promotes
 //! a replica which never saw the acquire, an unlock published on the old primary) replay here from
 //! a seed. A [`Cluster`] is a [`Topology`] per shard, every engine on one clock, every seed drawn
-//! from one; the shards share a [`Shared`] map (which shard owns each slot, which node is whose
+//! from one; the shards share a `Shared` map (which shard owns each slot, which node is whose
 //! replica, the migrations and failovers in progress, each node's pub/sub inbox) under a lock of
 //! its own, which a node takes only while it holds no other node's lock. No node ever takes
 //! another's engine lock: what crosses nodes (migrated keys, published messages) waits in the map

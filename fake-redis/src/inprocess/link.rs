@@ -69,7 +69,7 @@ pub struct SentRequest {
 }
 
 /// A shared record of the requests front doors send, oldest first: give a clone to each
-/// [`FakeBackend`](crate::FakeBackend) or [`FakeConnection`](crate::FakeConnection) whose traffic
+/// lock's `FakeBackend` or a [`FakeConnection`](crate::FakeConnection) whose traffic
 /// a test wants to see. Only requests go in (pub/sub subscriptions and deliveries do not).
 #[derive(Clone, Debug, Default)]
 pub struct RequestLog {

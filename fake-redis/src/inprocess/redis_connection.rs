@@ -11,7 +11,7 @@
 //! with `ConnectionRefused` (nothing was sent), as do calls after a `SHUTDOWN` stopped the server.
 //! A reply the server does not send (`CLIENT REPLY OFF`, `SHUTDOWN`'s) leaves its call waiting
 //! until the response timeout, as on a socket. Pub/sub has no path through this trait: use a
-//! [`FakeSubscriber`](crate::FakeSubscriber); the other frames the server pushes (`MONITOR`,
+//! subscriber door; the other frames the server pushes (`MONITOR`,
 //! client-side caching's invalidations) come through [`FakeConnection::next_push`].
 
 use crate::fault::NodeId;

@@ -30,7 +30,7 @@ pub struct OpenFiles {
 }
 
 /// Raises the soft open-file limit toward the hard one and lowers `maxclients` to what it allows
-/// (see the [module docs](self)). Logs as Redis does when it lowers `maxclients` or cannot
+/// (see the module docs). Logs as Redis does when it lowers `maxclients` or cannot
 /// raise the limit as far as `maxclients` needs.
 pub fn fit_open_files(maxclients: usize) -> OpenFiles {
     let needed = u64::try_from(maxclients.saturating_add(RESERVED_FDS)).unwrap_or(u64::MAX);

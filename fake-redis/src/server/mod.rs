@@ -16,7 +16,7 @@
 //! `SCRIPT KILL`, `FUNCTION KILL` and `SHUTDOWN NOSAVE` work. The fake keeps that without
 //! serving clients from inside the script (Redis's `processEventsWhileBlocked`, which would
 //! need the engine re-entered while it runs the script): the engine's
-//! [`ScriptWatch`](crate::engine::script_watch::ScriptWatch) sits beside the lock, every connection
+//! `ScriptWatch` sits beside the lock, every connection
 //! looks at it (one atomic load) before it locks, and while a script runs a connection answers
 //! from the watch alone, or waits for it asynchronously, never for the lock on a tokio worker.
 //! The script's own thread stays blocked in the script, so once a script has run long (a few
