@@ -58,6 +58,16 @@ pub enum Trigger {
         /// The first unaffected number.
         until: u64,
     },
+    /// Those numbered in `[from, until)` among the commands of every node counted together (the
+    /// plan numbers each command twice: among its node's, and among all). What a
+    /// [`Trigger::Next`] on every node (`node: None`) becomes when added to an engine: the next
+    /// commands of whichever nodes send them, connections opened later included.
+    Overall {
+        /// The first affected number.
+        from: u64,
+        /// The first unaffected number.
+        until: u64,
+    },
     /// Each independently with probability `p`, drawn from (seed, stream, node, sequence number).
     Chance {
         /// The probability, 0 to 1.
@@ -377,6 +387,8 @@ impl fmt::Display for Trigger {
             Trigger::Seqs { from, until } => write!(f, "SEQS {from} {until}"),
             Trigger::During { from, until } => write!(f, "DURING {from} {until}"),
             Trigger::Chance { p } => write!(f, "CHANCE {p}"),
+            // `FAKE.FAULT … * NEXT <count>` writes it; the numbers are resolved already.
+            Trigger::Overall { from, until } => write!(f, "NEXT {} (overall {from})", until - from),
         }
     }
 }
@@ -434,6 +446,8 @@ pub enum FaultEventKind {
     SubscriberRestored,
     /// The node crashed; this many connections were closed.
     Crashed(usize),
+    /// The node's connections were severed (this many); it may connect again.
+    Severed(usize),
     /// The server restarted (data kept when `true`).
     Restarted(bool),
     /// A failover lost the writes of this many ms (this many writes undone).
@@ -485,6 +499,8 @@ pub struct FaultPlan {
     seed: u64,
     faults: Vec<Fault>,
     counters: BTreeMap<NodeId, Counters>,
+    /// How many commands every node together has sent ([`Trigger::Overall`]).
+    commands: u64,
     log: Vec<FaultEvent>,
 }
 
@@ -515,6 +531,18 @@ impl FaultPlan {
     pub fn resolve(&self, fault: Fault) -> Fault {
         let from = |node: NodeId, of: fn(&Counters) -> u64| self.counters.get(&node).map_or(0, of);
         match fault {
+            Fault::Command {
+                node: None,
+                fault,
+                trigger: Trigger::Next { count },
+            } => Fault::Command {
+                node: None,
+                fault,
+                trigger: Trigger::Overall {
+                    from: self.commands,
+                    until: self.commands + count,
+                },
+            },
             Fault::Command {
                 node: Some(node),
                 fault,
@@ -603,7 +631,7 @@ impl FaultPlan {
             return Admission::Crashed;
         }
         let seq = self.count_command(node);
-        let fate = self.command_fate(node, seq, now);
+        let fate = self.fate(node, seq, Some(self.commands - 1), now);
         if let Some(kind) = fate.event() {
             self.record(now, Some(node), Some(seq), kind);
         }
@@ -631,6 +659,7 @@ impl FaultPlan {
     /// empty and would rather not read the clock (so `SEQS 0 …` still means a node's first
     /// commands). Returns its sequence number.
     pub fn count_command(&mut self, node: NodeId) -> u64 {
+        self.commands += 1;
         let counters = self.counters.entry(node).or_default();
         counters.commands += 1;
         counters.commands - 1
@@ -667,18 +696,32 @@ impl FaultPlan {
         });
     }
 
-    fn triggered(&self, trigger: &Trigger, stream: u64, node: NodeId, seq: u64, now: i64) -> bool {
+    /// Whether `trigger` picks `node`'s `seq`th command (or delivery), number `overall` among
+    /// every node's commands where that is known, at `now`.
+    fn triggered(
+        &self,
+        trigger: &Trigger,
+        stream: u64,
+        (node, seq, overall): (NodeId, u64, Option<u64>),
+        now: i64,
+    ) -> bool {
         match *trigger {
             Trigger::During { from, until } => from <= now && now < until,
             Trigger::Next { count } => seq < count,
             Trigger::Seqs { from, until } => from <= seq && seq < until,
+            Trigger::Overall { from, until } => overall.is_some_and(|n| from <= n && n < until),
             Trigger::Chance { p } => Seed(self.seed).chance(stream, node.0, seq, p),
         }
     }
 
     /// The fate of `node`'s command number `seq`, sent at `now`. The first matching fault wins;
-    /// a link that is down wins over everything.
+    /// a link that is down wins over everything. (A [`Trigger::Overall`] fault, which counts every
+    /// node's commands together, is decided only as [`FaultPlan::admit_command`] numbers them.)
     pub fn command_fate(&self, node: NodeId, seq: u64, now: i64) -> CommandFate {
+        self.fate(node, seq, None, now)
+    }
+
+    fn fate(&self, node: NodeId, seq: u64, overall: Option<u64>, now: i64) -> CommandFate {
         if let Some(until) = self.link_down_until(node, now) {
             return CommandFate::LinkDown { until };
         }
@@ -690,7 +733,7 @@ impl FaultPlan {
                     fault,
                     trigger,
                 } if target.is_none_or(|t| t == node)
-                    && self.triggered(trigger, stream::COMMAND, node, seq, now) =>
+                    && self.triggered(trigger, stream::COMMAND, (node, seq, overall), now) =>
                 {
                     Some(*fault)
                 }
@@ -709,7 +752,7 @@ impl FaultPlan {
                 trigger,
             } = f
                 && target.is_none_or(|t| t == node)
-                && self.triggered(trigger, stream::DELIVERY, node, seq, now)
+                && self.triggered(trigger, stream::DELIVERY, (node, seq, None), now)
             {
                 return DeliveryFate::Drop;
             }

@@ -16,6 +16,10 @@
 //!   depends on no lock crate.
 //! - [`FaultPlan`] ([`fault`]): lost requests and replies, delays, link outages, GC pauses,
 //!   crashes, restarts, failovers with lag, clock jumps; every decision a pure function of the seed.
+//! - [`FakeRedis`] ([`fixture`]): the test handle that puts it all together. It starts a server
+//!   (or a Sentinel group, or a cluster), hands out `redis::aio::MultiplexedConnection`s over
+//!   in-memory streams and a URL for any other client, moves the clock, adds faults at the
+//!   current time, and reads keys without side effects. Start there.
 //! - Front doors: [`FakeConnection`] (`redis::aio::ConnectionLike`, so `redis`-crate code runs
 //!   unchanged), [`SubscriberDoor`] (pub/sub events through the fault plan) and the [`Link`] under
 //!   both, on which other clients build their own doors (the lock's `FakeBackend` and
@@ -23,7 +27,25 @@
 //!
 //! # Example
 //!
-//! A key lives through its deadline millisecond and is gone one millisecond later:
+//! A test of code that uses Redis, through the handle:
+//!
+//! ```
+//! use fake_redis::FakeRedis;
+//! use redis::AsyncCommands;
+//! use std::time::Duration;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! let redis = FakeRedis::start().await;
+//! let mut con = redis.connection().await;
+//! let _: () = con.set_ex("lease", "held", 30).await.unwrap();
+//! redis.advance(Duration::from_secs(31)).await;
+//! assert!(redis.get("lease").is_none());
+//! # }
+//! ```
+//!
+//! The engine alone, without a runtime: a key lives through its deadline millisecond and is
+//! gone one millisecond later:
 //!
 //! ```
 //! use bytes::Bytes;
@@ -42,7 +64,8 @@
 //! assert_eq!(engine.execute(client, &cmd("GET lease")), Frame::Null);
 //! ```
 //!
-//! The same through the `redis` crate, on tokio's paused clock, with the reply of one call lost:
+//! An engine under a `redis`-crate connection without the protocol, on tokio's paused clock,
+//! with the reply of one call lost:
 //!
 //! ```
 //! use fake_redis::{CommandFate, Engine, FakeConnection, Fault, NodeId, TokioClock, shared};
@@ -64,6 +87,7 @@ pub mod clock;
 mod cmd;
 pub mod engine;
 pub mod fault;
+pub mod fixture;
 pub mod inprocess;
 #[cfg(feature = "lua")]
 mod lua;
@@ -82,6 +106,7 @@ pub use fault::{
     Admission, CommandFate, DeliveryFate, Fault, FaultEvent, FaultEventKind, FaultPlan, NodeId,
     Trigger,
 };
+pub use fixture::FakeRedis;
 pub use inprocess::link::{
     DEFAULT_RESPONSE_TIMEOUT, Link, LinkError, RequestLog, SentRequest, SharedEngine, shared,
 };

@@ -695,6 +695,14 @@ impl Engine {
             .count()
     }
 
+    /// The nodes with a connection open, in order.
+    pub fn nodes(&self) -> Vec<NodeId> {
+        let mut nodes: Vec<NodeId> = self.clients.values().filter_map(|c| c.node).collect();
+        nodes.sort_unstable();
+        nodes.dedup();
+        nodes
+    }
+
     /// Moves `client` to `node`: from now on the faults of that node apply to it and a crash of
     /// that node closes it (the TCP server's `FAKE.NODE`).
     pub fn set_node(&mut self, client: ClientId, node: Option<NodeId>) {
@@ -1117,6 +1125,21 @@ impl Engine {
             self.disconnect(ClientId(id));
         }
         self.record_server_fault(Some(node), FaultEventKind::Crashed(ids.len()));
+    }
+
+    /// Closes `node`'s connections now, as a broken network does (the node lives on, and may
+    /// connect again).
+    pub fn sever(&mut self, node: NodeId) {
+        let ids: Vec<u64> = self
+            .clients
+            .iter()
+            .filter(|(_, c)| c.node == Some(node))
+            .map(|(&id, _)| id)
+            .collect();
+        for &id in &ids {
+            self.disconnect(ClientId(id));
+        }
+        self.record_server_fault(Some(node), FaultEventKind::Severed(ids.len()));
     }
 
     fn close_all_connections(&mut self) {

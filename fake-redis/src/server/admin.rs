@@ -58,6 +58,7 @@
 //!                                            a cluster's shard promotes its replica
 //!
 //! <which> = NEXT <count> | SEQS <from> <until> | DURING <from> <until> | CHANCE <p>
+//!           (NEXT on * is the next <count> commands of any node, counted together)
 //!           (default NEXT 1, which needs a node)
 //! <when>  = AT <unix-ms> | IN <ms>   (default now)
 //! ```
@@ -328,6 +329,7 @@ const HELP_LINES: &[&str] = &[
     "FAULT SHARD-FAILOVER <shard> <replica> [<when>]",
     "    A cluster's shard promotes the replica with what it received; the primary fails.",
     "    <which> is NEXT <count> | SEQS <from> <until> | DURING <from> <until> | CHANCE <p>.",
+    "    NEXT on * counts the commands of every node together.",
     "    <when> is AT <unix-ms> | IN <ms>.",
     "HELP",
     "    Print this help.",
@@ -485,6 +487,7 @@ pub fn describe(kind: &FaultEventKind) -> String {
         FaultEventKind::SubscriberLost => "subscriber-lost".into(),
         FaultEventKind::SubscriberRestored => "subscriber-restored".into(),
         FaultEventKind::Crashed(n) => format!("crashed {n}"),
+        FaultEventKind::Severed(n) => format!("severed {n}"),
         FaultEventKind::Restarted(kept) => {
             format!("restarted data-{}", if *kept { "kept" } else { "lost" })
         }
@@ -564,16 +567,19 @@ impl<'a> FaultArgs<'a> {
         }
     }
 
-    /// `[NEXT <count> | SEQS <from> <until> | DURING <from> <until> | CHANCE <p>]`.
-    fn which(&mut self, node: Option<NodeId>) -> Result<Trigger, Frame> {
+    /// `[NEXT <count> | SEQS <from> <until> | DURING <from> <until> | CHANCE <p>]`. `NEXT` on
+    /// every node (`*`) counts every node's commands together, so `overall` says whether the
+    /// kind of fault has such a count (commands do, deliveries do not).
+    fn which(&mut self, node: Option<NodeId>, overall: bool) -> Result<Trigger, Frame> {
+        let next_counts = node.is_some() || overall;
         if self.args.remaining() == 0 {
-            return match node {
-                Some(_) => Ok(Trigger::Next { count: 1 }),
-                None => Err(next_needs_a_node()),
+            return match next_counts {
+                true => Ok(Trigger::Next { count: 1 }),
+                false => Err(next_needs_a_node()),
             };
         }
         if self.args.eat("next") {
-            if node.is_none() {
+            if !next_counts {
                 return Err(next_needs_a_node());
             }
             let count = self.ms()? as u64;
@@ -617,7 +623,9 @@ impl<'a> FaultArgs<'a> {
 }
 
 fn next_needs_a_node() -> Frame {
-    Frame::error("ERR NEXT counts one node's commands: name a node, or use SEQS, DURING or CHANCE")
+    Frame::error(
+        "ERR NEXT counts one node's deliveries: name a node, or use SEQS, DURING or CHANCE",
+    )
 }
 
 fn unknown_kind(kind: &[u8]) -> Frame {
@@ -654,7 +662,7 @@ fn read_fault(mut args: Args<'_>, now: i64) -> Result<FaultRequest, Frame> {
     let command = |a: &mut FaultArgs<'_>, fault: fn(u64) -> CommandFate, delayed: bool| {
         let node = a.node(true)?;
         let ms = if delayed { a.ms()? as u64 } else { 0 };
-        let trigger = a.which(node)?;
+        let trigger = a.which(node, true)?;
         Ok::<_, Frame>(Fault::Command {
             node,
             fault: fault(ms),
@@ -678,7 +686,7 @@ fn read_fault(mut args: Args<'_>, now: i64) -> Result<FaultRequest, Frame> {
         "delay-reply" => command(&mut a, CommandFate::DelayReply, true)?,
         "drop-delivery" => {
             let node = a.node(true)?;
-            let trigger = a.which(node)?;
+            let trigger = a.which(node, false)?;
             Fault::DropDelivery { node, trigger }
         }
         "link-down" => {

@@ -97,7 +97,7 @@ const INPUT_WHILE_BLOCKED: usize = 1024 * 1024;
 pub(crate) const MAX_CLIENTS_REPLY: &[u8] = b"-ERR max number of clients reached\r\n";
 
 /// Serves one connection to its end (see the [module docs](self)).
-pub(crate) async fn serve<IO>(shared: Arc<Shared>, mut io: IO)
+pub(crate) async fn serve<IO>(shared: Arc<Shared>, mut io: IO, node: Option<NodeId>)
 where
     IO: AsyncRead + AsyncWrite + Send + Unpin,
 {
@@ -115,6 +115,7 @@ where
         return;
     }
     let mut connection = Connection::open(Arc::clone(&shared));
+    connection.node = node;
     connection.run(&mut io).await;
     // Whatever ended it, the engine forgets the client at once (subscriptions, watches).
     drop(connection);
@@ -208,6 +209,8 @@ struct Connection {
     timer: Option<i64>,
     /// Whether `client` is the engine's yet (see the [module docs](self)).
     registered: bool,
+    /// The fault plan's node the connection starts as (its client id when `None`).
+    node: Option<NodeId>,
     /// Whether the client may run commands (it has authenticated, or needs not).
     authenticated: bool,
     /// Its unwritten output against `client-output-buffer-limit` over time.
@@ -232,6 +235,7 @@ impl Connection {
         Connection {
             authenticated: !shared.requirepass,
             registered: false,
+            node: None,
             shared,
             // Given by the engine at the first step.
             client: ClientId(0),
@@ -397,8 +401,10 @@ impl Connection {
         };
         if !self.registered {
             self.client = engine.connect();
-            // Each connection is its own client process until `FAKE.NODE` says otherwise.
-            engine.set_node(self.client, Some(NodeId(self.client.0)));
+            // Each connection is its own client process until `FAKE.NODE` says otherwise, unless
+            // the in-process handle that opened it named its node.
+            let node = self.node.unwrap_or(NodeId(self.client.0));
+            engine.set_node(self.client, Some(node));
             self.registered = true;
             tracing::debug!(client = %self.client, "connected");
         }

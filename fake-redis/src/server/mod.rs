@@ -64,6 +64,7 @@ use crate::engine::client_limit::ClientLimit;
 use crate::engine::cluster::Cluster;
 use crate::engine::replication::{ReplicaLag, ServerNode, Topology};
 use crate::engine::script_watch::{ScriptWatch, lock};
+use crate::fault::NodeId;
 use crate::inprocess::link::{SharedEngine, shared};
 use bytes::Bytes;
 use std::future::Future;
@@ -299,7 +300,28 @@ impl Server {
     where
         IO: AsyncRead + AsyncWrite + Send + Unpin,
     {
-        connection::serve(Arc::clone(&self.shared), io).await;
+        connection::serve(Arc::clone(&self.shared), io, None).await;
+    }
+
+    /// [`Server::serve_connection`] for a connection that is `node` of the fault plan from its
+    /// first command (as if it had sent `FAKE.NODE <node>` first, without the round trip).
+    pub async fn serve_connection_as<IO>(&self, io: IO, node: NodeId)
+    where
+        IO: AsyncRead + AsyncWrite + Send + Unpin,
+    {
+        connection::serve(Arc::clone(&self.shared), io, Some(node)).await;
+    }
+
+    /// Moves a virtual clock forward to `target` (unix ms) as `FAKE.ADVANCE` does, stopping at
+    /// every time something is due on the way; returns the time the clock reads then. Without a
+    /// virtual clock nothing moves.
+    pub async fn advance_to(&self, target: i64) -> i64 {
+        admin::advance_to(&self.shared, target).await
+    }
+
+    /// Whether the server runs on a virtual clock (one only [`Server::advance_to`] moves).
+    pub fn has_virtual_clock(&self) -> bool {
+        self.shared.clock.manual().is_some()
     }
 
     /// Tells every connection to finish what it is writing and close, and the listener (if

@@ -5,14 +5,15 @@
 //! clock reaches a time. With `--clock system` that is a tokio sleep. With `--clock virtual` the
 //! clock is a [`ManualClock`] that only `FAKE.ADVANCE` moves, so a connection waiting for a time
 //! waits for an advance instead of sleeping: nothing happens by itself, and a test drives every
-//! moment from its own connection.
+//! moment from its own connection. On tokio's clock (the in-process handle's choice under a
+//! paused runtime) a wait is a tokio sleep, as on the system clock.
 //!
 //! On the virtual clock a waiting connection also registers a *timer* (its due time), so that
 //! `FAKE.ADVANCE` can move the clock from one due time to the next, letting each waiting
 //! connection run at its own time, and reply only once everything due has run: after
 //! `FAKE.ADVANCE 500` a request delayed by 300 ms has landed, at +300.
 
-use crate::clock::{Clock, ManualClock, SystemClock};
+use crate::clock::{Clock, ManualClock, SystemClock, TokioClock};
 use crate::engine::cluster::Cluster;
 use crate::engine::replication::ReplicaLag;
 use crate::engine::{ClientId, Engine, EngineConfig};
@@ -36,11 +37,20 @@ pub enum ClockChoice {
         /// The unix time the clock reads when the server starts.
         epoch_ms: i64,
     },
+    /// tokio's clock, reading `epoch_ms` (unix ms) when the server starts ([`TokioClock`]):
+    /// under a paused runtime (`#[tokio::test(start_paused = true)]`) it moves when the test
+    /// sleeps or calls `tokio::time::advance`, together with every timer of the client's code.
+    /// Must be chosen inside a tokio runtime.
+    Tokio {
+        /// The unix time the clock reads when the server starts.
+        epoch_ms: i64,
+    },
 }
 
 /// The server's clock: the engine's time source plus a way to wait for a time.
 pub(crate) enum ServerClock {
     System(BatchClock),
+    Tokio(TokioClock),
     Virtual {
         clock: ManualClock,
         /// Bumped on every advance, so waiters re-read the clock.
@@ -56,6 +66,7 @@ impl ServerClock {
     pub fn new(choice: ClockChoice) -> ServerClock {
         match choice {
             ClockChoice::System => ServerClock::System(BatchClock::default()),
+            ClockChoice::Tokio { epoch_ms } => ServerClock::Tokio(TokioClock::with_epoch(epoch_ms)),
             ClockChoice::Virtual { epoch_ms } => ServerClock::Virtual {
                 clock: ManualClock::new(epoch_ms),
                 advanced: watch::Sender::new(0),
@@ -69,6 +80,7 @@ impl ServerClock {
     pub fn engine(&self, config: EngineConfig) -> Engine {
         match self {
             ServerClock::System(clock) => Engine::with_config(clock.clone(), config),
+            ServerClock::Tokio(clock) => Engine::with_config(clock.clone(), config),
             ServerClock::Virtual { clock, .. } => Engine::with_config(clock.clone(), config),
         }
     }
@@ -86,6 +98,9 @@ impl ServerClock {
             ServerClock::System(clock) => {
                 Cluster::new(clock.clone(), config, shards, replicas, lag, base_port)
             }
+            ServerClock::Tokio(clock) => {
+                Cluster::new(clock.clone(), config, shards, replicas, lag, base_port)
+            }
             ServerClock::Virtual { clock, .. } => {
                 Cluster::new(clock.clone(), config, shards, replicas, lag, base_port)
             }
@@ -95,7 +110,7 @@ impl ServerClock {
     /// The virtual clock, if the server runs on one.
     pub fn manual(&self) -> Option<&ManualClock> {
         match self {
-            ServerClock::System(_) => None,
+            ServerClock::System(_) | ServerClock::Tokio(_) => None,
             ServerClock::Virtual { clock, .. } => Some(clock),
         }
     }
@@ -144,7 +159,7 @@ impl ServerClock {
     /// The earliest due time at or before `until`, if a connection waits for one.
     pub fn next_timer_until(&self, until: i64) -> Option<i64> {
         match self {
-            ServerClock::System(_) => None,
+            ServerClock::System(_) | ServerClock::Tokio(_) => None,
             ServerClock::Virtual { timers, .. } => lock(timers)
                 .first()
                 .map(|&(due, _)| due)
@@ -182,7 +197,7 @@ impl ServerClock {
     /// and must not block.
     pub async fn wait_until(&self, until: i64, now: impl Fn() -> i64) {
         match self {
-            ServerClock::System(_) => loop {
+            ServerClock::System(_) | ServerClock::Tokio(_) => loop {
                 let left = until.saturating_sub(now());
                 if left <= 0 {
                     return;

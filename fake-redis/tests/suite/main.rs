@@ -39,6 +39,7 @@ mod dump;
 mod engine;
 mod expiry_cycles;
 mod faults;
+mod fixture;
 mod geo;
 mod hyperloglog;
 mod info;

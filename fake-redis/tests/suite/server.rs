@@ -839,8 +839,8 @@ async fn admin_commands_with_wrong_arguments_get_redis_style_errors() {
         err("ERR value is not an integer or out of range")
     );
     assert!(matches!(
-        client.call(&["FAKE.FAULT", "drop-reply", "*"]).await,
-        Frame::Error(e) if e.starts_with("ERR NEXT counts one node's commands")
+        client.call(&["FAKE.FAULT", "drop-delivery", "*"]).await,
+        Frame::Error(e) if e.starts_with("ERR NEXT counts one node's deliveries")
     ));
     assert!(matches!(
         client.call(&["FAKE.FAULT", "drop-reply", "*", "CHANCE", "2"]).await,

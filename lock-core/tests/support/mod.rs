@@ -9,6 +9,13 @@
 //!
 //! Tests use only the small helper API on [`World`] (`drop_next_reply(client, n)`,
 //! `link_down(client, for)`, `pttl(key)`, `renewals(client)`, …).
+//!
+//! Why not `fake_redis::FakeRedis`, the fake's public test handle: its connections are the
+//! `redis` crate's, served by the fake's server code, while a lock client here needs the lock's
+//! own door, `FakeBackend`, with a latency per request and a [`RequestLog`] that names the lock's
+//! scripts and says whether each call was applied; and a world here is made synchronously, at the
+//! top of a test, before any task runs. The two share everything underneath: the engine, its fault
+//! plan (each helper below is one entry of it), and its reads without side effects.
 
 #![allow(dead_code)]
 
