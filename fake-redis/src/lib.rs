@@ -95,6 +95,10 @@ pub mod native;
 pub mod resp;
 pub mod seed;
 pub mod server;
+/// Real servers for the unit tests that compare with one (the workspace's shared helper).
+#[cfg(test)]
+#[path = "../../scripts/servers.rs"]
+mod test_servers;
 
 pub use clock::{Clock, DEFAULT_EPOCH_MS, ManualClock, SystemClock, TokioClock};
 pub use engine::cluster::{Cluster, key_slot};

@@ -1,8 +1,8 @@
 //! The four libraries held equal to a real Redis 7.0, snippet by snippet.
 //!
-//! Each case is a script body. It runs once through `EVAL` on the Redis at `REDIS_URL` and once on
-//! a bare Lua with [`open_all`](super::open_all) applied, loaded under Redis's chunk name
-//! (`@user_script`) so error positions read the same. Bodies return strings (bytes as hex, values
+//! Each case is a script body. It runs once through `EVAL` on a real Redis (`REDIS_URL`, or one
+//! the test starts) and once on a bare Lua with [`open_all`](super::open_all) applied, loaded
+//! under Redis's chunk name (`@user_script`) so error positions read the same. Bodies return strings (bytes as hex, values
 //! rendered by a small Lua printer), so the comparison does not depend on how a script's reply
 //! becomes RESP; an error compares by its message, without the ` script: <sha>, on ...` suffix
 //! Redis adds around every script error. Settings are changed only on `cjson.new()` copies: the
@@ -35,13 +35,9 @@ enum Outcome {
 }
 
 fn oracle() -> redis::Connection {
-    let url = std::env::var("REDIS_URL").expect(
-        "REDIS_URL is not set: these tests compare with a real Redis 7.0; run them with \
-         `scripts/test`, which starts redis-server and exports REDIS_URL",
-    );
-    redis::Client::open(url)
+    redis::Client::open(crate::test_servers::standalone_url())
         .and_then(|client| client.get_connection())
-        .expect("connect to REDIS_URL")
+        .expect("connect to the real Redis")
 }
 
 fn on_redis(con: &mut redis::Connection, body: &str) -> Outcome {
