@@ -103,6 +103,7 @@ mod test_servers;
 pub use clock::{Clock, DEFAULT_EPOCH_MS, ManualClock, SystemClock, TokioClock};
 pub use engine::cluster::{Cluster, key_slot};
 pub use engine::db::{Entry, Hash, Value};
+pub use engine::monitor::LoggedCommand;
 pub use engine::replication::{DEFAULT_BASE_PORT, ReplicaLag, ServerNode, Topology};
 pub use engine::sentinel::DEFAULT_MASTER_NAME;
 pub use engine::{ClientId, Engine, EngineConfig, Outbound};

@@ -405,6 +405,10 @@ pub struct Engine {
     hooks: CommandHooks,
     /// The clients that sent `MONITOR`, in that order (`engine/monitor.rs`).
     monitors: Vec<u64>,
+    /// The commands a test asked to keep (`engine/monitor.rs`), if it asked.
+    command_log: Option<Box<monitor::CommandLog>>,
+    /// Whether a monitor or the command log watches the commands (one flag for the hot path).
+    observed: bool,
     /// `CLIENT PAUSE` in force, and the clients it holds in the order it held them
     /// (`engine/pause.rs`).
     pause: Option<pause::ClientPause>,
@@ -495,6 +499,8 @@ impl Engine {
             acl,
             hooks,
             monitors: Vec::new(),
+            command_log: None,
+            observed: false,
             pause: None,
             postponed: Vec::new(),
             shut_down: false,

@@ -12,10 +12,38 @@
 //! a command refused before it runs is not shown, an administrative one never is, `EVAL` and
 //! `FCALL` are shown before the commands their script calls (which are shown with the address
 //! `lua`), and a command's `AUTH` arguments read `(redacted)`.
+//!
+//! The command log is a monitor for a test: the same commands, kept as values in the engine
+//! (the last so many) instead of written to a connection, so that a test can read what ran
+//! without a connection of its own ([`Engine::log_commands`], [`Engine::logged_commands`]).
 
-use crate::engine::Engine;
+use crate::engine::{ClientId, Engine};
+use crate::fault::NodeId;
 use crate::resp::Frame;
 use bytes::Bytes;
+use std::collections::VecDeque;
+
+/// One command the command log kept: what `MONITOR` would show.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoggedCommand {
+    /// When it ran (unix ms, the command's frozen time).
+    pub at: i64,
+    /// The client that sent it; `None` for a command a script called.
+    pub client: Option<ClientId>,
+    /// The client's node in the fault plan.
+    pub node: Option<NodeId>,
+    /// The database it ran in.
+    pub db: usize,
+    /// The command and its arguments (`AUTH` arguments read `(redacted)`).
+    pub argv: Vec<Bytes>,
+}
+
+/// The last `cap` commands (see the module docs).
+#[derive(Debug)]
+pub(crate) struct CommandLog {
+    cap: usize,
+    entries: VecDeque<LoggedCommand>,
+}
 
 /// Who ran a command a monitor sees.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,6 +67,7 @@ impl Engine {
             Some(c) if !c.monitor => {
                 c.monitor = true;
                 self.monitors.push(id);
+                self.observed = true;
                 true
             }
             _ => false,
@@ -51,17 +80,58 @@ impl Engine {
             c.monitor = false;
         }
         self.monitors.retain(|&m| m != id);
+        self.observed = !self.monitors.is_empty() || self.command_log.is_some();
     }
 
-    /// Whether any client monitors: while none does, no command pays for the line.
+    /// Whether any client monitors, or the command log is on: while neither, no command pays
+    /// for the line.
     #[inline]
     pub(crate) fn has_monitors(&self) -> bool {
-        !self.monitors.is_empty()
+        self.observed
+    }
+
+    /// Keeps the last `cap` commands from now on (0 turns the log off and forgets it): what
+    /// `MONITOR` would show, as values ([`Engine::logged_commands`]).
+    pub fn log_commands(&mut self, cap: usize) {
+        self.command_log = (cap > 0).then(|| {
+            Box::new(CommandLog {
+                cap,
+                entries: VecDeque::new(),
+            })
+        });
+        self.observed = !self.monitors.is_empty() || self.command_log.is_some();
+    }
+
+    /// The commands the log kept, oldest first.
+    pub fn logged_commands(&self) -> Vec<LoggedCommand> {
+        self.command_log
+            .as_ref()
+            .map(|log| log.entries.iter().cloned().collect())
+            .unwrap_or_default()
     }
 
     /// Writes the line of a command `source` ran in database `db` at `now` (its arguments as the
     /// monitors see them) to every monitor.
     pub(crate) fn feed_monitors(&mut self, source: Source, db: usize, argv: &[Bytes], now: i64) {
+        if self.command_log.is_some() {
+            let client = match source {
+                Source::Client(id) => Some(ClientId(id)),
+                Source::Script => None,
+            };
+            let node = client.and_then(|c| self.node_of(c));
+            if let Some(log) = self.command_log.as_mut() {
+                if log.entries.len() == log.cap {
+                    log.entries.pop_front();
+                }
+                log.entries.push_back(LoggedCommand {
+                    at: now,
+                    client,
+                    node,
+                    db,
+                    argv: argv.to_vec(),
+                });
+            }
+        }
         if self.monitors.is_empty() {
             return;
         }

@@ -259,3 +259,40 @@ async fn reads_through_the_handle_count_nothing() {
     assert!(info.contains("keyspace_hits:0\r\n"), "{info}");
     assert!(info.contains("keyspace_misses:0\r\n"), "{info}");
 }
+
+#[tokio::test]
+async fn the_command_log_shows_what_ran_and_who_sent_it() {
+    let redis = FakeRedis::start().await;
+    let mut con = redis.connection_as(NodeId(4)).await;
+    redis.engine().lock().unwrap().log_commands(10); // forget the handshake
+    let _: () = con.set("k", "v").await.unwrap();
+    let _: i64 = redis::Script::new("return redis.call('INCR', KEYS[1])")
+        .key("n")
+        .invoke_async(&mut con)
+        .await
+        .unwrap();
+    let commands: Vec<(Option<NodeId>, String)> = redis
+        .commands()
+        .iter()
+        .map(|c| {
+            let argv: Vec<_> = c.argv.iter().map(|a| String::from_utf8_lossy(a)).collect();
+            (c.node, argv.join(" "))
+        })
+        .collect();
+    let sha = commands[1].1.split(' ').nth(1).unwrap().to_owned();
+    // As MONITOR shows it: the client's EVALSHA (NOSCRIPT the first time), SCRIPT LOAD, the
+    // EVALSHA again, then the script's call with no client.
+    assert_eq!(
+        commands,
+        [
+            (Some(NodeId(4)), "SET k v".to_owned()),
+            (Some(NodeId(4)), format!("EVALSHA {sha} 1 n")),
+            (
+                Some(NodeId(4)),
+                "SCRIPT LOAD return redis.call('INCR', KEYS[1])".to_owned()
+            ),
+            (Some(NodeId(4)), format!("EVALSHA {sha} 1 n")),
+            (None, "INCR n".to_owned()),
+        ]
+    );
+}
