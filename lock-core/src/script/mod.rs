@@ -304,9 +304,11 @@ pub fn publish_with<S: Store + ?Sized>(
     channel: &[u8],
     message: &[u8],
 ) -> Result<i64, CommandError> {
-    if command.eq_ignore_ascii_case(b"publish") {
+    // The lock hands the names in lowercase (`PublishCommand::as_arg`): an exact match first, no
+    // byte-by-byte folding.
+    if command == b"publish" || command.eq_ignore_ascii_case(b"publish") {
         store.publish(channel, message)
-    } else if command.eq_ignore_ascii_case(b"spublish") {
+    } else if command == b"spublish" || command.eq_ignore_ascii_case(b"spublish") {
         store.spublish(channel, message)
     } else {
         Err(CommandError(
