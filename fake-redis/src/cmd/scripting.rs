@@ -17,13 +17,13 @@ use crate::resp::Frame;
 use bytes::Bytes;
 
 pub(crate) static EVAL: Spec =
-    Spec::new("eval", -3, WRITE, eval_command).with_reads(super::ReadRule::Never);
+    Spec::new("eval", -3, WRITE, eval_command::<false, false>).with_reads(super::ReadRule::Never);
 pub(crate) static EVALSHA: Spec =
-    Spec::new("evalsha", -3, WRITE, eval_command).with_reads(super::ReadRule::Never);
+    Spec::new("evalsha", -3, WRITE, eval_command::<true, false>).with_reads(super::ReadRule::Never);
 pub(crate) static EVAL_RO: Spec =
-    Spec::new("eval_ro", -3, 0, eval_command).with_reads(super::ReadRule::Never);
+    Spec::new("eval_ro", -3, 0, eval_command::<false, true>).with_reads(super::ReadRule::Never);
 pub(crate) static EVALSHA_RO: Spec =
-    Spec::new("evalsha_ro", -3, 0, eval_command).with_reads(super::ReadRule::Never);
+    Spec::new("evalsha_ro", -3, 0, eval_command::<true, true>).with_reads(super::ReadRule::Never);
 pub(crate) static SCRIPT: Spec = Spec::new("script", -2, CONTAINER, script_command);
 
 const NOSCRIPT: Frame = Frame::error("NOSCRIPT No matching script. Please use EVAL.");
@@ -46,11 +46,13 @@ pub(crate) fn sha1_hex(body: &[u8]) -> String {
 }
 
 /// `EVAL body numkeys key… arg…`, `EVALSHA sha numkeys key… arg…` and their read-only `_RO`
-/// forms.
-fn eval_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
-    let name = args.name();
-    let by_sha = is(name, "evalsha") || is(name, "evalsha_ro");
-    let read_only = name.len() > 3 && is(&name[name.len() - 3..], "_ro");
+/// forms: each command's handler is built with its own `BY_SHA` and `READ_ONLY`, so that no call
+/// compares the command's name again.
+fn eval_command<const BY_SHA: bool, const READ_ONLY: bool>(
+    cx: &mut Cx<'_>,
+    args: &mut Args<'_>,
+) -> CmdResult {
+    let (by_sha, read_only) = (BY_SHA, READ_ONLY);
     let script = args.next_bytes()?;
     if by_sha && script.len() != 40 {
         return Err(NOSCRIPT);

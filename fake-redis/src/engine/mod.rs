@@ -286,6 +286,7 @@ pub(crate) struct ScriptCache {
 
 impl ScriptCache {
     /// The loaded native script with this SHA (any case).
+    #[inline]
     pub fn get(&self, sha: &[u8]) -> Option<&std::sync::Arc<crate::native::NativeScript>> {
         // Clients send lowercase SHAs; compare exactly first, then without case.
         self.loaded

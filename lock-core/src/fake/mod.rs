@@ -5,8 +5,8 @@
 //! is the lock's side of that arrangement, so that every arrow points from the lock to the fake:
 //!
 //! - [`twins`]: the fifteen scripts of [`crate::script::all`] as the fake's native scripts, each
-//!   running the script's own twin ([`Script::run_native`]) over the engine through
-//!   [`KeyspaceStore`], the lock's [`Store`] on the fake's [`Keyspace`];
+//!   running the script's own twin (the function [`Script::run_native`] runs) over the engine, the
+//!   lock's [`Store`] being implemented for the fake's `dyn` [`Keyspace`] itself;
 //! - [`config`] and [`engine`]: an engine set up with the twins, for every test, simulation and
 //!   benchmark that runs the lock on the fake (without them the fake would run the Lua bodies:
 //!   the same replies, far slower);
@@ -51,7 +51,7 @@ pub fn twins() -> NativeScripts {
 /// `script` as a native script of the fake: its Lua body, run by its twin.
 pub fn twin(script: &'static Script) -> NativeScript {
     NativeScript::new(script.name, script.body, move |keyspace, keys, args| {
-        reply_to_frame(script.run_native(&mut KeyspaceStore(keyspace), keys, args))
+        reply_to_frame(script.run_on_keyspace(keyspace, keys, args))
     })
 }
 
@@ -87,10 +87,6 @@ pub fn run_call(engine: &mut Engine, db: usize, call: &ScriptCall) -> Frame {
     engine.run_script(db, script, &call.keys, &call.args)
 }
 
-/// The lock's [`Store`] on the fake's [`Keyspace`]: the same commands, the fake's errors taken
-/// as the lock's.
-pub struct KeyspaceStore<'a, 'k>(pub &'a mut (dyn Keyspace + 'k));
-
 #[inline]
 fn lift<T>(result: Result<T, CallError>) -> Result<T, CommandError> {
     result.map_err(|CallError(text)| CommandError(text))
@@ -103,13 +99,16 @@ macro_rules! lifted {
         $(
             #[inline]
             fn $name(&mut self, $($arg: $ty),*) -> Result<$ret, CommandError> {
-                lift(self.0.$name($($arg),*))
+                lift(Keyspace::$name(self, $($arg),*))
             }
         )*
     };
 }
 
-impl Store for KeyspaceStore<'_, '_> {
+/// The lock's [`Store`] on the fake's [`Keyspace`]: the same commands, the fake's errors taken
+/// as the lock's. Implemented for `dyn Keyspace` itself, so that a twin built for it calls the
+/// engine's methods directly, one dynamic call each.
+impl Store for dyn Keyspace + '_ {
     lifted! {
         fn exists(key: &[u8]) -> bool;
         fn hexists(key: &[u8], field: &[u8]) -> bool;
@@ -140,7 +139,7 @@ impl Store for KeyspaceStore<'_, '_> {
     }
     #[inline]
     fn time(&mut self) -> (i64, i64) {
-        self.0.time()
+        Keyspace::time(self)
     }
 }
 

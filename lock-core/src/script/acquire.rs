@@ -25,7 +25,7 @@ use crate::reply::Reply;
 use crate::time::{Lease, Millis};
 
 /// The script.
-pub static SCRIPT: Script = Script::new("acquire", BODY, native);
+pub static SCRIPT: Script = Script::new("acquire", BODY, twin!(native));
 
 const BODY: &str = "\
 if redis.call('exists', KEYS[2]) == 1 then
@@ -45,7 +45,10 @@ redis.call('set', KEYS[2], 1, 'px', ARGV[3])
 return nil
 ";
 
-fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, ScriptFailure> {
+fn native<S: Store + ?Sized>(
+    cx: &mut ScriptCtx<'_>,
+    store: &mut S,
+) -> Result<Reply, ScriptFailure> {
     let latch = Latch::new(cx, 2, 3, 1)?;
     if latch.exists(cx, store, 1)? {
         return Ok(Reply::Nil);

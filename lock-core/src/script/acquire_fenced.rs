@@ -39,7 +39,7 @@ use crate::reply::Reply;
 use crate::time::{Lease, Millis};
 
 /// The script.
-pub static SCRIPT: Script = Script::new("acquire_fenced", BODY, native);
+pub static SCRIPT: Script = Script::new("acquire_fenced", BODY, twin!(native));
 
 const BODY: &str = "\
 if redis.call('exists', KEYS[3]) == 1 then
@@ -65,7 +65,10 @@ redis.call('set', KEYS[3], token, 'px', ARGV[3])
 return {-1, token}
 ";
 
-fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, ScriptFailure> {
+fn native<S: Store + ?Sized>(
+    cx: &mut ScriptCtx<'_>,
+    store: &mut S,
+) -> Result<Reply, ScriptFailure> {
     let latch = Latch::new(cx, 3, 3, 1)?;
     if latch.exists(cx, store, 1)? {
         let stored = cx.at(2, store.get(latch.key()))?;

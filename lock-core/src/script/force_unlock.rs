@@ -10,7 +10,7 @@ use crate::keys::LockKeys;
 use crate::reply::Reply;
 
 /// The script.
-pub static SCRIPT: Script = Script::publishing("force_unlock", BODY, native, 1);
+pub static SCRIPT: Script = Script::publishing("force_unlock", BODY, twin!(native), 1);
 
 const BODY: &str = "\
 if redis.call('del', KEYS[1]) == 1 then
@@ -20,7 +20,10 @@ end
 return 0
 ";
 
-fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, ScriptFailure> {
+fn native<S: Store + ?Sized>(
+    cx: &mut ScriptCtx<'_>,
+    store: &mut S,
+) -> Result<Reply, ScriptFailure> {
     if cx.at(1, store.del(cx.key(1, 1)?))? {
         cx.publish(store, 2, 2, 2, 1)?;
         return Ok(Reply::Int(1));

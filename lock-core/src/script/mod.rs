@@ -4,11 +4,25 @@
 //! exactly what the body does (over the [`Store`] trait, at one frozen time), the typed decoding of
 //! its reply, and a builder for its call. The native function reads like the Lua, line by line, so
 //! that the two can be compared by eye; a differential property test holds them equal against a real
-//! Redis, errors included.
+//! Redis, errors included. It is generic over its store, and built both for any `dyn Store` and, on
+//! the fake, for the engine's own keyspace, so that there each command is one call into the engine.
 //!
 //! Errors follow Redis 7.0: when a `redis.call` fails inside a script, the reply is that command's
 //! error followed by ` script: <sha>, on @user_script:<line>.`, and the writes the script made
 //! before the failing call stay. The native twins reproduce this through [`ScriptCtx`].
+
+/// The [`Twin`] of a script module's `native`, a function generic over its store
+/// (`fn native<S: Store + ?Sized>(cx: &mut ScriptCtx<'_>, store: &mut S)`): built for `dyn Store`,
+/// and with the `fake` feature for the fake's `dyn Keyspace` too.
+macro_rules! twin {
+    ($native:ident) => {
+        $crate::script::Twin {
+            store: |cx, store| $native(cx, store),
+            #[cfg(feature = "fake")]
+            keyspace: |cx, keyspace| $native(cx, keyspace),
+        }
+    };
+}
 
 pub mod acquire;
 pub mod acquire_fenced;
@@ -46,8 +60,8 @@ impl CommandError {
 /// The commands the lock scripts call, at one frozen `now` chosen by the implementation.
 ///
 /// Arguments that a script takes from `ARGV` and hands to Redis as strings stay bytes here, so the
-/// store parses them with Redis's own rules and errors. Implemented by the fake's engine and by
-/// [`reference::ReferenceStore`].
+/// store parses them with Redis's own rules and errors. Implemented for the fake's engine (its
+/// `dyn Keyspace`, with the `fake` feature) and by [`reference::ReferenceStore`].
 pub trait Store {
     /// `EXISTS key` for one key.
     fn exists(&mut self, key: &[u8]) -> Result<bool, CommandError>;
@@ -119,7 +133,7 @@ pub struct Script {
     pub name: &'static str,
     /// The Lua body sent to a real Redis.
     pub body: &'static str,
-    native: NativeFn,
+    native: Twin,
     sha: OnceLock<String>,
     /// The index in `ARGV` (0-based) of the publish command, for a script that publishes.
     publish_arg: Option<usize>,
@@ -128,8 +142,26 @@ pub struct Script {
 /// A native twin: runs over `keys` and `args` as `EVALSHA` would hand them to the Lua body.
 pub type NativeFn = fn(&mut ScriptCtx<'_>, &mut dyn Store) -> Result<Reply, ScriptFailure>;
 
+/// A native twin over the fake's keyspace itself (the `fake` feature): the same function as the
+/// [`NativeFn`], built for `dyn Keyspace`, so that each command the twin calls is one dynamic call
+/// into the engine rather than a call into a `dyn Store` that calls the engine in turn.
+#[cfg(feature = "fake")]
+type KeyspaceFn =
+    fn(&mut ScriptCtx<'_>, &mut dyn fake_redis::native::Keyspace) -> Result<Reply, ScriptFailure>;
+
+/// A script's native twin, one generic function (`fn native<S: Store + ?Sized>`) built once for
+/// each kind of store it runs over: see the `twin!` macro.
+#[derive(Clone, Copy, Debug)]
+struct Twin {
+    /// Over any [`Store`] ([`Script::run_native`]).
+    store: NativeFn,
+    /// Over the fake's keyspace (`fake::twin`).
+    #[cfg(feature = "fake")]
+    keyspace: KeyspaceFn,
+}
+
 impl Script {
-    const fn new(name: &'static str, body: &'static str, native: NativeFn) -> Script {
+    const fn new(name: &'static str, body: &'static str, native: Twin) -> Script {
         Script {
             name,
             body,
@@ -143,7 +175,7 @@ impl Script {
     const fn publishing(
         name: &'static str,
         body: &'static str,
-        native: NativeFn,
+        native: Twin,
         publish_arg: usize,
     ) -> Script {
         Script {
@@ -179,7 +211,28 @@ impl Script {
             keys,
             args,
         };
-        match (self.native)(&mut ctx, store) {
+        match (self.native.store)(&mut ctx, store) {
+            Ok(reply) => reply,
+            Err(ScriptFailure(text)) => Reply::Error(text),
+        }
+    }
+
+    /// [`run_native`](Self::run_native) over the fake's keyspace, with no [`Store`] between the
+    /// twin and the engine (the lock's `Store` is implemented for `dyn Keyspace` itself).
+    #[cfg(feature = "fake")]
+    #[inline]
+    pub(crate) fn run_on_keyspace(
+        &self,
+        keyspace: &mut dyn fake_redis::native::Keyspace,
+        keys: &[Bytes],
+        args: &[Bytes],
+    ) -> Reply {
+        let mut ctx = ScriptCtx {
+            sha: self.sha(),
+            keys,
+            args,
+        };
+        match (self.native.keyspace)(&mut ctx, keyspace) {
             Ok(reply) => reply,
             Err(ScriptFailure(text)) => Reply::Error(text),
         }
@@ -244,15 +297,18 @@ impl PublishCommand {
 /// `redis.call(command, channel, message)` where `command` is the argument a script was handed:
 /// `PUBLISH` or `SPUBLISH` in any case. Any other name is refused as Redis refuses a command it
 /// does not know; a twin does not run other commands (the lock never hands it one).
-pub fn publish_with(
-    store: &mut dyn Store,
+#[inline]
+pub fn publish_with<S: Store + ?Sized>(
+    store: &mut S,
     command: &[u8],
     channel: &[u8],
     message: &[u8],
 ) -> Result<i64, CommandError> {
-    if command.eq_ignore_ascii_case(b"publish") {
+    // The lock hands the names in lowercase (`PublishCommand::as_arg`): an exact match first, no
+    // byte-by-byte folding.
+    if command == b"publish" || command.eq_ignore_ascii_case(b"publish") {
         store.publish(channel, message)
-    } else if command.eq_ignore_ascii_case(b"spublish") {
+    } else if command == b"spublish" || command.eq_ignore_ascii_case(b"spublish") {
         store.spublish(channel, message)
     } else {
         Err(CommandError(
@@ -461,9 +517,10 @@ impl<'a> ScriptCtx<'a> {
 
     /// `redis.call(ARGV[command], KEYS[channel], ARGV[message])` on `line`: a publish with the
     /// command the script was handed (`publish` or `spublish`), as every unlock's last call is.
-    pub(crate) fn publish(
+    #[inline]
+    pub(crate) fn publish<S: Store + ?Sized>(
         &self,
-        store: &mut dyn Store,
+        store: &mut S,
         line: u32,
         command: usize,
         channel: usize,
@@ -532,10 +589,11 @@ impl<'a> Latch<'a> {
     }
 
     /// `redis.call('exists', KEYS[key]) == 1`: whether an attempt of this request was applied.
-    pub(crate) fn exists(
+    #[inline]
+    pub(crate) fn exists<S: Store + ?Sized>(
         &self,
         cx: &ScriptCtx<'_>,
-        store: &mut dyn Store,
+        store: &mut S,
         line: u32,
     ) -> Result<bool, ScriptFailure> {
         cx.at(line, store.exists(self.key))
@@ -543,10 +601,11 @@ impl<'a> Latch<'a> {
 
     /// `local val = redis.call('get', KEYS[key])`, and `tonumber(val)` when it is there: the
     /// answer an applied attempt of this request left, which a repeat replies.
-    pub(crate) fn replay(
+    #[inline]
+    pub(crate) fn replay<S: Store + ?Sized>(
         &self,
         cx: &ScriptCtx<'_>,
-        store: &mut dyn Store,
+        store: &mut S,
         line: u32,
     ) -> Result<Option<Reply>, ScriptFailure> {
         let stored = cx.at(line, store.get(self.key))?;
@@ -555,10 +614,11 @@ impl<'a> Latch<'a> {
 
     /// `redis.call('pexpire', KEYS[key], ARGV[arg])` on the missing latch: tries `ARGV[arg]` as
     /// a TTL, and writes nothing.
-    pub(crate) fn try_pexpire(
+    #[inline]
+    pub(crate) fn try_pexpire<S: Store + ?Sized>(
         &self,
         cx: &ScriptCtx<'_>,
-        store: &mut dyn Store,
+        store: &mut S,
         arg: usize,
         line: u32,
     ) -> Result<(), ScriptFailure> {
@@ -568,10 +628,11 @@ impl<'a> Latch<'a> {
 
     /// `redis.call('set', KEYS[key], 1, 'px', ARGV[arg], 'xx')` on the missing latch: tries
     /// `ARGV[arg]` as a TTL, and writes nothing.
-    pub(crate) fn try_set(
+    #[inline]
+    pub(crate) fn try_set<S: Store + ?Sized>(
         &self,
         cx: &ScriptCtx<'_>,
-        store: &mut dyn Store,
+        store: &mut S,
         arg: usize,
         line: u32,
     ) -> Result<(), ScriptFailure> {
@@ -580,10 +641,11 @@ impl<'a> Latch<'a> {
 
     /// `redis.call('set', KEYS[key], value, 'px', ARGV[ttl])`: the latch, holding the answer a
     /// repeat of the request replays.
-    pub(crate) fn set(
+    #[inline]
+    pub(crate) fn set<S: Store + ?Sized>(
         &self,
         cx: &ScriptCtx<'_>,
-        store: &mut dyn Store,
+        store: &mut S,
         value: &[u8],
         line: u32,
     ) -> Result<(), ScriptFailure> {
@@ -593,7 +655,12 @@ impl<'a> Latch<'a> {
 
 /// `SET key 1 PX ms XX` on a key the script has just found missing: it writes nothing, and fails
 /// exactly as `SET` fails on a bad `ms`, so a script tries its TTL argument before its first write.
-pub fn check_set_px(store: &mut dyn Store, missing: &[u8], ms: &[u8]) -> Result<(), CommandError> {
+#[inline]
+pub fn check_set_px<S: Store + ?Sized>(
+    store: &mut S,
+    missing: &[u8],
+    ms: &[u8],
+) -> Result<(), CommandError> {
     let invalid = || CommandError("ERR invalid expire time in 'set' command".into());
     match parse_i64(ms) {
         None => Err(CommandError::not_an_integer()),

@@ -27,7 +27,7 @@ use crate::reply::Reply;
 use crate::time::{Lease, Millis};
 
 /// The script.
-pub static SCRIPT: Script = Script::publishing("release", BODY, native, 4);
+pub static SCRIPT: Script = Script::publishing("release", BODY, twin!(native), 4);
 
 /// The message an unlock publishes (Redisson's `UNLOCK_MESSAGE`).
 pub const UNLOCK_MESSAGE: &[u8] = b"0";
@@ -57,7 +57,10 @@ redis.call('set', KEYS[3], 1, 'px', ARGV[4])
 return 1
 ";
 
-fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, ScriptFailure> {
+fn native<S: Store + ?Sized>(
+    cx: &mut ScriptCtx<'_>,
+    store: &mut S,
+) -> Result<Reply, ScriptFailure> {
     let latch = Latch::new(cx, 3, 4, 1)?;
     if latch.exists(cx, store, 1)? {
         let stored = cx.at(2, store.get(latch.key()))?;

@@ -14,7 +14,7 @@ use crate::time::Lease;
 use bytes::Bytes;
 
 /// The script.
-pub static SCRIPT: Script = Script::new("renew_batch", BODY, native);
+pub static SCRIPT: Script = Script::new("renew_batch", BODY, twin!(native));
 
 const BODY: &str = "\
 local result = {}
@@ -29,7 +29,10 @@ end
 return result
 ";
 
-fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, ScriptFailure> {
+fn native<S: Store + ?Sized>(
+    cx: &mut ScriptCtx<'_>,
+    store: &mut S,
+) -> Result<Reply, ScriptFailure> {
     let mut result = Vec::with_capacity(cx.key_count());
     for i in 1..=cx.key_count() {
         let held = cx.at(3, store.hexists(cx.key(i, 3)?, cx.arg(i + 1, 3)?))?;

@@ -28,7 +28,7 @@ use crate::script::{
 use crate::time::{Lease, Millis};
 
 /// The script.
-pub static SCRIPT: Script = Script::new("fair_acquire", BODY, native);
+pub static SCRIPT: Script = Script::new("fair_acquire", BODY, twin!(native));
 
 const BODY: &str = concat!(
     purge_stale_lua!(4),
@@ -70,7 +70,10 @@ return ttl
 "
 );
 
-fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, ScriptFailure> {
+fn native<S: Store + ?Sized>(
+    cx: &mut ScriptCtx<'_>,
+    store: &mut S,
+) -> Result<Reply, ScriptFailure> {
     purge_stale(cx, store, 0, 4)?;
     let at = |line: u32| line + PURGE_LINES;
     let lock = cx.key(1, at(1))?;

@@ -14,7 +14,7 @@ use crate::script::release::UNLOCK_MESSAGE;
 use crate::script::{DecodeError, Script, ScriptCall, ScriptCtx, ScriptFailure, Store};
 
 /// The script.
-pub static SCRIPT: Script = Script::publishing("fair_force_unlock", BODY, native, 2);
+pub static SCRIPT: Script = Script::publishing("fair_force_unlock", BODY, twin!(native), 2);
 
 const BODY: &str = concat!(
     purge_stale_lua!(2),
@@ -29,7 +29,10 @@ return 0
 "
 );
 
-fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, ScriptFailure> {
+fn native<S: Store + ?Sized>(
+    cx: &mut ScriptCtx<'_>,
+    store: &mut S,
+) -> Result<Reply, ScriptFailure> {
     purge_stale(cx, store, 0, 2)?;
     let at = |line: u32| line + PURGE_LINES;
     if !cx.at(at(1), store.del(cx.key(1, at(1))?))? {

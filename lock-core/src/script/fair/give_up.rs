@@ -12,7 +12,7 @@ use crate::script::{Script, ScriptCall, ScriptCtx, ScriptFailure, Store, lua_num
 use crate::time::Millis;
 
 /// The script.
-pub static SCRIPT: Script = Script::new("fair_give_up", BODY, native);
+pub static SCRIPT: Script = Script::new("fair_give_up", BODY, twin!(native));
 
 const BODY: &str = "\
 local queue = redis.call('lrange', KEYS[1], 0, -1)
@@ -30,7 +30,10 @@ redis.call('lrem', KEYS[1], 0, ARGV[1])
 return nil
 ";
 
-fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, ScriptFailure> {
+fn native<S: Store + ?Sized>(
+    cx: &mut ScriptCtx<'_>,
+    store: &mut S,
+) -> Result<Reply, ScriptFailure> {
     let queue_key = cx.key(1, 1)?;
     let queue = cx.at(1, store.lrange_all(queue_key))?;
     let owner = cx.opt_arg(1);

@@ -51,9 +51,9 @@ pub(crate) const PURGE_LINES: u32 = 13;
 
 /// The purge's native twin: the loop that starts on the line after `before`, its `now` in
 /// `ARGV[now]`.
-pub(crate) fn purge_stale(
+pub(crate) fn purge_stale<S: Store + ?Sized>(
     cx: &ScriptCtx<'_>,
-    store: &mut dyn Store,
+    store: &mut S,
     before: u32,
     now: usize,
 ) -> Result<(), ScriptFailure> {
@@ -80,9 +80,9 @@ pub(crate) fn purge_stale(
 /// `redis.call(ARGV[command], KEYS[4] .. ':' .. owner, ARGV[message])`: the unlock message to one
 /// waiter's own channel, `<lock's channel>:<owner>`, with the publish command the script was
 /// handed.
-pub(crate) fn publish_to_waiter(
+pub(crate) fn publish_to_waiter<S: Store + ?Sized>(
     cx: &ScriptCtx<'_>,
-    store: &mut dyn Store,
+    store: &mut S,
     line: u32,
     owner: &[u8],
     message: usize,

@@ -23,7 +23,7 @@ use crate::script::{DecodeError, Latch, Script, ScriptCall, ScriptCtx, ScriptFai
 use crate::time::{Lease, Millis};
 
 /// The script.
-pub static SCRIPT: Script = Script::publishing("fair_release", BODY, native, 5);
+pub static SCRIPT: Script = Script::publishing("fair_release", BODY, twin!(native), 5);
 
 const BODY: &str = concat!(
     "local val = redis.call('get', KEYS[5])
@@ -66,7 +66,10 @@ return 1
 /// The lines before the purge.
 const LATCH_LINES: u32 = 4;
 
-fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, ScriptFailure> {
+fn native<S: Store + ?Sized>(
+    cx: &mut ScriptCtx<'_>,
+    store: &mut S,
+) -> Result<Reply, ScriptFailure> {
     let latch = Latch::new(cx, 5, 5, 1)?;
     if let Some(reply) = latch.replay(cx, store, 1)? {
         return Ok(reply);

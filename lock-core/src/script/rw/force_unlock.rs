@@ -17,7 +17,7 @@ use crate::script::{DecodeError, Script, ScriptCall, ScriptCtx, ScriptFailure, S
 use bytes::Bytes;
 
 /// The script.
-pub static SCRIPT: Script = Script::publishing("rw_force_unlock", BODY, native, 2);
+pub static SCRIPT: Script = Script::publishing("rw_force_unlock", BODY, twin!(native), 2);
 
 const BODY: &str = "\
 if redis.call('hget', KEYS[1], 'mode') == ARGV[1] then
@@ -28,7 +28,10 @@ end
 return 0
 ";
 
-fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, ScriptFailure> {
+fn native<S: Store + ?Sized>(
+    cx: &mut ScriptCtx<'_>,
+    store: &mut S,
+) -> Result<Reply, ScriptFailure> {
     let lock = cx.key(1, 1)?;
     let mode = cx.at(1, store.hget(lock, b"mode"))?;
     if mode.is_some_and(|mode| cx.opt_arg(1) == Some(&mode[..])) {

@@ -29,7 +29,7 @@ use crate::time::{Lease, Millis};
 use bytes::Bytes;
 
 /// The script.
-pub static SCRIPT: Script = Script::new("rw_read_acquire", BODY, native);
+pub static SCRIPT: Script = Script::new("rw_read_acquire", BODY, twin!(native));
 
 const BODY: &str = "\
 if redis.call('exists', KEYS[3]) == 1 then
@@ -60,7 +60,10 @@ redis.call('set', KEYS[3], 1, 'px', ARGV[4])
 return nil
 ";
 
-fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, ScriptFailure> {
+fn native<S: Store + ?Sized>(
+    cx: &mut ScriptCtx<'_>,
+    store: &mut S,
+) -> Result<Reply, ScriptFailure> {
     let latch = Latch::new(cx, 3, 4, 1)?;
     if latch.exists(cx, store, 1)? {
         return Ok(Reply::Nil);
@@ -95,9 +98,9 @@ fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, Script
 /// The close both read-write acquires share, from Lua line `line` on: the lock's TTL grows to the
 /// lease `ARGV[1]` when it is shorter (never shrinks, since other holds may need more), and the
 /// request's latch is set.
-pub(crate) fn lengthen_and_latch(
+pub(crate) fn lengthen_and_latch<S: Store + ?Sized>(
     cx: &mut ScriptCtx<'_>,
-    store: &mut dyn Store,
+    store: &mut S,
     lock: &[u8],
     latch: &Latch<'_>,
     line: u32,

@@ -32,7 +32,7 @@ use bytes::Bytes;
 use std::ops::ControlFlow;
 
 /// The script.
-pub static SCRIPT: Script = Script::publishing("rw_read_release", BODY, native, 3);
+pub static SCRIPT: Script = Script::publishing("rw_read_release", BODY, twin!(native), 3);
 
 const BODY: &str = "\
 local val = redis.call('get', KEYS[5])
@@ -85,7 +85,10 @@ redis.call('set', KEYS[5], 1, 'px', ARGV[3])
 return 1
 ";
 
-fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, ScriptFailure> {
+fn native<S: Store + ?Sized>(
+    cx: &mut ScriptCtx<'_>,
+    store: &mut S,
+) -> Result<Reply, ScriptFailure> {
     let latch = Latch::new(cx, 5, 3, 1)?;
     let lock = cx.key(1, 5)?;
     let mode = match replay_or_mode(cx, store, &latch, lock, 4)? {
@@ -146,9 +149,9 @@ fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, Script
 /// holds, and a lock that is gone publishes `ARGV[1]` with the publish command at `ARGV[command]`
 /// (so that no waiter stalls behind a lock that
 /// expired) and replies nil; otherwise the release goes on with the lock's mode.
-pub(crate) fn replay_or_mode(
+pub(crate) fn replay_or_mode<S: Store + ?Sized>(
     cx: &mut ScriptCtx<'_>,
-    store: &mut dyn Store,
+    store: &mut S,
     latch: &Latch<'_>,
     lock: &[u8],
     command: usize,

@@ -24,7 +24,7 @@ use crate::time::Lease;
 use bytes::Bytes;
 
 /// The script.
-pub static SCRIPT: Script = Script::new("rw_renew", BODY, native);
+pub static SCRIPT: Script = Script::new("rw_renew", BODY, twin!(native));
 
 const BODY: &str = "\
 local result = {}
@@ -52,7 +52,10 @@ end
 return result
 ";
 
-fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, ScriptFailure> {
+fn native<S: Store + ?Sized>(
+    cx: &mut ScriptCtx<'_>,
+    store: &mut S,
+) -> Result<Reply, ScriptFailure> {
     let locks = cx.key_count().div_ceil(2);
     let mut counts = Vec::with_capacity(locks);
     for at in 1..=locks {

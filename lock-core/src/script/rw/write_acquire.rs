@@ -21,7 +21,7 @@ use crate::script::{DecodeError, Latch, Script, ScriptCall, ScriptCtx, ScriptFai
 use crate::time::{Lease, Millis};
 
 /// The script.
-pub static SCRIPT: Script = Script::new("rw_write_acquire", BODY, native);
+pub static SCRIPT: Script = Script::new("rw_write_acquire", BODY, twin!(native));
 
 const BODY: &str = "\
 if redis.call('exists', KEYS[2]) == 1 then
@@ -48,7 +48,10 @@ redis.call('set', KEYS[2], 1, 'px', ARGV[3])
 return nil
 ";
 
-fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, ScriptFailure> {
+fn native<S: Store + ?Sized>(
+    cx: &mut ScriptCtx<'_>,
+    store: &mut S,
+) -> Result<Reply, ScriptFailure> {
     let latch = Latch::new(cx, 2, 3, 1)?;
     if latch.exists(cx, store, 1)? {
         return Ok(Reply::Nil);

@@ -29,7 +29,7 @@ use crate::time::{Lease, Millis};
 use std::ops::ControlFlow;
 
 /// The script.
-pub static SCRIPT: Script = Script::publishing("rw_write_release", BODY, native, 4);
+pub static SCRIPT: Script = Script::publishing("rw_write_release", BODY, twin!(native), 4);
 
 /// The message a write release publishes (Redisson's `READ_UNLOCK_MESSAGE`): every waiter wakes.
 pub const READ_UNLOCK_MESSAGE: &[u8] = b"1";
@@ -70,7 +70,10 @@ redis.call('set', KEYS[3], 1, 'px', ARGV[4])
 return 1
 ";
 
-fn native(cx: &mut ScriptCtx<'_>, store: &mut dyn Store) -> Result<Reply, ScriptFailure> {
+fn native<S: Store + ?Sized>(
+    cx: &mut ScriptCtx<'_>,
+    store: &mut S,
+) -> Result<Reply, ScriptFailure> {
     let latch = Latch::new(cx, 3, 4, 1)?;
     let lock = cx.key(1, 5)?;
     let mode = match replay_or_mode(cx, store, &latch, lock, 5)? {
