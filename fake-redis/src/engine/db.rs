@@ -1150,11 +1150,17 @@ impl Db {
     // ---- the write journal ----
 
     /// Keeps the previous entry of every written key for `window_ms` (None stops journaling).
+    /// A journal already kept keeps its records: a failover added later still undoes them.
     pub fn set_journal(&mut self, window_ms: Option<i64>) {
-        self.journal = window_ms.map(|window_ms| Journal {
-            window_ms,
-            records: VecDeque::new(),
-        });
+        match (window_ms, &mut self.journal) {
+            (Some(window_ms), Some(journal)) => journal.window_ms = window_ms,
+            (window_ms, journal) => {
+                *journal = window_ms.map(|window_ms| Journal {
+                    window_ms,
+                    records: VecDeque::new(),
+                });
+            }
+        }
     }
 
     /// Whether a write must pass [`Db::journal_before`]: the journal or the replicas' log is on.

@@ -1020,11 +1020,7 @@ impl Engine {
             self.replication.stall(replica, from, until);
         }
         if let Fault::Failover { lag_ms, .. } = fault {
-            let window = self.config.journal_window_ms.unwrap_or(0).max(lag_ms + 1);
-            self.config.journal_window_ms = Some(window);
-            for db in &mut self.dbs {
-                db.set_journal(Some(window));
-            }
+            self.journal_writes(lag_ms + 1);
         }
         if let Some(at) = fault.server_time() {
             let n = self.pending_server_faults.len();
@@ -1069,6 +1065,16 @@ impl Engine {
         }
     }
 
+    /// Keeps a journal of at least the last `window_ms` of writes from now on, so that a failover
+    /// can undo the writes its replica had not received (a wider window already kept stays).
+    pub fn journal_writes(&mut self, window_ms: i64) {
+        let window = self.config.journal_window_ms.unwrap_or(0).max(window_ms);
+        self.config.journal_window_ms = Some(window);
+        for db in &mut self.dbs {
+            db.set_journal(Some(window));
+        }
+    }
+
     /// Restarts the server now: every connection closes, the script cache empties, the users
     /// are `default` alone again (the fake has no ACL file), and the data and the Functions
     /// libraries are lost unless persistence is on. As a new process's, the counters `INFO`
@@ -1089,6 +1095,8 @@ impl Engine {
             let now = self.now();
             for db in &mut self.dbs {
                 db.flush(now);
+                // A new process: no write before it can be undone.
+                db.set_journal(None);
                 db.set_journal(self.config.journal_window_ms);
             }
         }

@@ -284,8 +284,9 @@ impl Connection {
                 Flow::AwaitScript => {
                     let watch = Arc::clone(&self.shared.scripts);
                     tokio::select! {
-                        () = watch.changed(watch.busy().is_some()) => {}
+                        biased;
                         () = stopped(&mut shutdown) => return,
+                        () = watch.changed(watch.busy().is_some()) => {}
                     }
                 }
                 Flow::Advance(target) => {
@@ -312,6 +313,7 @@ impl Connection {
                     let ended = async {
                         match deadline {
                             Some(until) => tokio::select! {
+                                biased;
                                 () = signal.0.notified() => {}
                                 () = shared.clock.wait_until(until, now) => {
                                     // The engine times the client out when it looks at its clock.
@@ -360,7 +362,12 @@ impl Connection {
                             None => std::future::pending().await,
                         }
                     };
+                    // In a fixed order, so that a run on a paused clock replays exactly: the
+                    // server's stop, then the engine's signal (pushes, an unblock), then input.
                     tokio::select! {
+                        biased;
+                        () = stopped(&mut shutdown) => return,
+                        () = self.signal.0.notified() => {}
                         read = io.read_buf(&mut self.input) => match read {
                             Ok(0) => return,
                             Ok(n) => {
@@ -374,8 +381,6 @@ impl Connection {
                                 return;
                             }
                         },
-                        () = self.signal.0.notified() => {}
-                        () = stopped(&mut shutdown) => return,
                         () = idle => {
                             // Still idle by the `timeout` in force now (a CONFIG SET may have
                             // changed it): closed as Redis closes it, without a word.
@@ -1070,6 +1075,7 @@ where
             input.reserve(READ_CHUNK);
         }
         tokio::select! {
+            biased;
             () = &mut done => return true,
             () = stopped(shutdown) => return false,
             read = io.read_buf(input), if room => match read {

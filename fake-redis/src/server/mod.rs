@@ -372,6 +372,7 @@ impl Server {
         tokio::pin!(shutdown);
         loop {
             tokio::select! {
+                biased;
                 () = &mut shutdown => break,
                 () = stopped(&mut stopping) => break,
                 accepted = listener.accept() => match accepted {
@@ -693,6 +694,7 @@ impl ServerGroup {
         };
         let mut stopping = first.shared.shutdown.subscribe();
         tokio::select! {
+            biased;
             () = shutdown => {}
             () = stopped(&mut stopping) => {}
         }

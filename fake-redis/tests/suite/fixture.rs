@@ -296,3 +296,24 @@ async fn the_command_log_shows_what_ran_and_who_sent_it() {
         ]
     );
 }
+
+#[tokio::test]
+async fn a_failover_loses_the_writes_its_replica_had_not_received() {
+    let redis = FakeRedis::start().await;
+    let mut con = redis.connection().await;
+    let _: () = con.set("old", "1").await.unwrap();
+    redis.advance(Duration::from_secs(10)).await;
+    let _: () = con.set("new", "1").await.unwrap();
+    redis.advance(Duration::from_secs(1)).await;
+    redis.failover(Duration::from_secs(5));
+    assert!(redis.exists("old"));
+    assert!(!redis.exists("new"), "written inside the lag: lost");
+    let log = redis.fault_log();
+    assert_eq!(
+        log.last().map(|e| &e.kind),
+        Some(&FaultEventKind::FailedOver {
+            lag_ms: 5_000,
+            undone: 1
+        })
+    );
+}
