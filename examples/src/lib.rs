@@ -3,7 +3,9 @@
 
 pub mod page;
 pub mod scenarios;
-pub mod timeline;
+/// The renderer of timelines (text and SVG): it lives in `sim-tests`, whose race harness draws its
+/// failures with it, and is re-exported here under its old path.
+pub use sim_tests::timeline;
 
 /// The Rust snippets of the README and the book, compiled (and, unless marked `no_run`, run) as
 /// doc-tests of this crate, whose dev-dependencies they may use: a snippet that no longer builds

@@ -33,8 +33,10 @@ pub mod cluster_server;
 pub mod engine_server;
 pub mod history;
 mod on_engine;
+pub mod race;
 pub mod server;
 pub mod strategy;
+pub mod timeline;
 pub mod world;
 
 pub use case::{AcquireKind, Case, ClientSpec, Fault, RwRole};
