@@ -357,11 +357,13 @@ pub(crate) fn situations(h: &History, faults: &[Fault]) -> Vec<Situation> {
             _ => {}
         }
     }
-    // A failover loses the grants of its lag's window whose holds were still live then.
-    for f in faults {
-        if let Fault::Failover { at, lag } = *f {
-            let lost = grants_alive_at(h, at).any(|(granted, _)| granted + lag > at);
-            if lost {
+    // A failover that lost the key of a lock a client had been granted and still held.
+    for e in &h.entries {
+        if let What::Fault(text) = &e.what
+            && let Some(lost) = text.strip_prefix("failover").and_then(|t| t.split(": lost ").nth(1))
+        {
+            let keys: Vec<&str> = lost.split(' ').collect();
+            if grants_alive_at(h, e.at).any(|lock| keys.contains(&lock.as_str())) {
                 reach(Situation::FailoverLostGrant);
             }
         }
@@ -370,14 +372,14 @@ pub(crate) fn situations(h: &History, faults: &[Fault]) -> Vec<Situation> {
     out
 }
 
-/// The first grants (time, client) of the holds that had begun and not ended by `t`.
-fn grants_alive_at(h: &History, t: u64) -> impl Iterator<Item = (u64, usize)> {
-    let mut live: BTreeMap<(usize, u64), u64> = BTreeMap::new();
-    for e in h.entries.iter().take_while(|e| e.at < t) {
+/// The locks of the holds that had been granted and had not ended by `t`.
+fn grants_alive_at(h: &History, t: u64) -> impl Iterator<Item = String> {
+    let mut live: BTreeMap<(usize, u64), String> = BTreeMap::new();
+    for e in h.entries.iter().take_while(|e| e.at <= t) {
         let Some(c) = e.client else { continue };
         match &e.what {
-            What::Granted { hold, count: 1, .. } => {
-                live.entry((c, *hold)).or_insert(e.at);
+            What::Granted { hold, lock, .. } => {
+                live.entry((c, *hold)).or_insert_with(|| lock.clone());
             }
             What::State { hold, state, .. } if state.is_ended() => {
                 live.remove(&(c, *hold));
@@ -385,5 +387,5 @@ fn grants_alive_at(h: &History, t: u64) -> impl Iterator<Item = (u64, usize)> {
             _ => {}
         }
     }
-    live.into_iter().map(|((c, _), at)| (at, c))
+    live.into_values()
 }

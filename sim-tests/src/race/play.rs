@@ -109,6 +109,12 @@ async fn run(race: &Race, schedule: &Schedule) -> Played {
                 node: node_of(client),
                 at: base + at as i64,
             },
+            // Up front, so that the engine journals the writes a failover may undo from the
+            // start; the director makes it fire on time.
+            Fault::Failover { at, lag } => fake_redis::Fault::Failover {
+                at: base + at as i64,
+                lag_ms: lag as i64,
+            },
             _ => continue,
         };
         redis.add_fault(plan);
@@ -118,9 +124,13 @@ async fn run(race: &Race, schedule: &Schedule) -> Played {
     let mut clients = Vec::new();
     for (i, worker) in race.workers.iter().enumerate() {
         let node = node_of(i);
-        let backend =
+        let mut backend =
             FakeBackend::with_response_timeout(redis.engine().clone(), node, timeout)
                 .with_request_log(requests.clone());
+        if let Server::Sentinel { replicas, .. } = race.server {
+            // The lock's replica check, when its config asks for one, waits for these.
+            backend = backend.with_replicas(u32::from(replicas));
+        }
         let ids = SeededIds::new(
             schedule
                 .seed
@@ -318,13 +328,31 @@ impl Director {
 
     fn strike(&self, fault: Fault) {
         let at = self.now();
+        let mut text = fault.to_string();
         match fault {
             Fault::Restart { keep_data, .. } => self.redis.restart(keep_data),
-            Fault::Failover { lag, .. } => self.redis.failover(Duration::from_millis(lag)),
+            Fault::Failover { .. } => {
+                // The plan has it: fire it now, and name the keys it lost.
+                let before = self.redis.keys();
+                self.redis
+                    .engine()
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .apply_due_server_faults();
+                let after = self.redis.keys();
+                let lost: Vec<String> = before
+                    .iter()
+                    .filter(|k| !after.contains(k))
+                    .map(|k| String::from_utf8_lossy(k).into_owned())
+                    .collect();
+                if !lost.is_empty() {
+                    text.push_str(&format!(": lost {}", lost.join(" ")));
+                }
+            }
             Fault::ClockJump { by, .. } => self.redis.jump_clock(by),
             _ => return,
         }
-        self.record(at, None, What::Fault(fault.to_string()));
+        self.record(at, None, What::Fault(text));
     }
 
     fn poll(&mut self, cx: &mut Context<'_>) -> Poll<()> {

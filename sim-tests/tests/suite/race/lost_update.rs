@@ -3,7 +3,7 @@
 //! update is lost; with the lock's scoped run and a fenced resource, no seed loses one.
 
 use lock_core::LockError;
-use sim_tests::race::{Builtin, Ctx, History, Race, Situation};
+use sim_tests::race::{Builtin, Ctx, Fault, History, Kind, Race, Situation, Swarm};
 use std::time::Duration;
 
 /// The naive worker: three increments, each under the lock (watchdog lease), with an await
@@ -49,12 +49,15 @@ pub fn no_lost_update(h: &History) -> Result<(), String> {
     }
 }
 
+/// The naive worker under GC pauses, the fault this example is about.
 pub fn naive_race() -> Race {
     Race::new("naive worker")
         .clients(2, naive)
+        .swarm(Swarm::default().only(&[Kind::Pause]))
         .invariant("no lost update", no_lost_update)
 }
 
+/// The fenced worker under every fault of the default swarm.
 pub fn fenced_race() -> Race {
     Race::new("fenced worker")
         .clients(2, fenced)
@@ -70,10 +73,23 @@ fn the_naive_worker_loses_an_update_within_200_seeds() {
     assert!(failure.found.seed <= 200);
     let faults = &failure.shrunk.schedule.faults;
     assert!(faults.len() <= 3, "shrunk to {faults:?}");
+    // One pause, longer than the 30 s lease.
+    assert!(
+        matches!(faults[..], [Fault::Pause { ms, .. }] if ms > 30_000),
+        "shrunk to {faults:?}"
+    );
     // The replay of the shrunk schedule gives the same trace, byte for byte.
     let again = naive_race().replay(&failure.shrunk.schedule);
     assert_eq!(again.trace, failure.shrunk.trace);
     assert!(!again.broken.is_empty());
+}
+
+#[test]
+fn the_naive_worker_also_loses_updates_to_the_default_swarms_other_faults() {
+    let race = Race::new("naive worker, every fault")
+        .clients(2, naive)
+        .invariant("no lost update", no_lost_update);
+    assert!(race.explore().failure.is_some());
 }
 
 #[test]

@@ -3,3 +3,5 @@
 
 mod harness;
 mod lost_update;
+mod own_lock;
+mod replica_check;
