@@ -20,4 +20,12 @@ pub mod book {
     pub struct Redisson;
     #[doc = include_str!("../../docs/book/src/fake/testing.md")]
     pub struct TestingOnTheFake;
+    #[doc = include_str!("../../docs/book/src/race/README.md")]
+    pub struct RaceHarness;
+    #[doc = include_str!("../../docs/book/src/race/lost-update.md")]
+    pub struct RaceLostUpdate;
+    #[doc = include_str!("../../docs/book/src/race/own-lock.md")]
+    pub struct RaceOwnLock;
+    #[doc = include_str!("../../docs/book/src/race/replica-check.md")]
+    pub struct RaceReplicaCheck;
 }

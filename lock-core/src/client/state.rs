@@ -612,7 +612,8 @@ impl Core {
             let at = self.origin + Duration::from_millis(self.now.as_millis());
             observer(HoldEvent {
                 at,
-                valid_until: valid_until.map(|t| self.origin + Duration::from_millis(t.as_millis())),
+                valid_until: valid_until
+                    .map(|t| self.origin + Duration::from_millis(t.as_millis())),
                 event: event.clone(),
             });
         }

@@ -92,7 +92,11 @@ impl FakeBackend {
     }
 
     async fn send(&self, argv: Vec<Bytes>) -> Result<Frame, BackendError> {
-        Ok(self.send_all(vec![argv]).await?.pop().unwrap_or(Frame::Null))
+        Ok(self
+            .send_all(vec![argv])
+            .await?
+            .pop()
+            .unwrap_or(Frame::Null))
     }
 
     /// Sends `commands` as one pipeline: one request of the fault plan, the replies in order.

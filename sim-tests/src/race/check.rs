@@ -98,7 +98,11 @@ pub struct Broken {
 
 impl fmt::Display for Broken {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} (at {} ms): {}", self.invariant, self.at, self.message)
+        write!(
+            f,
+            "{} (at {} ms): {}",
+            self.invariant, self.at, self.message
+        )
     }
 }
 
@@ -136,7 +140,9 @@ pub(crate) fn beliefs(h: &History, faults: &[Fault]) -> Vec<Belief> {
     let mut out = Vec::new();
     let close = |out: &mut Vec<Belief>, c: usize, o: &mut Open, at: u64| {
         if let Some(from) = o.from.take() {
-            let to = at.min(o.valid_until).min(crashed.get(&c).copied().unwrap_or(u64::MAX));
+            let to = at
+                .min(o.valid_until)
+                .min(crashed.get(&c).copied().unwrap_or(u64::MAX));
             out.push(Belief {
                 client: c,
                 lock: o.lock.clone(),
@@ -226,11 +232,16 @@ fn one_believer(h: &History, faults: &[Fault], out: &mut Vec<Broken>) {
             to: b.to,
         })
         .collect();
-    let name = |n: u32| numbers.iter().find(|(_, v)| **v == n).map_or("?", |(k, _)| *k);
+    let name = |n: u32| {
+        numbers
+            .iter()
+            .find(|(_, v)| **v == n)
+            .map_or("?", |(k, _)| *k)
+    };
     for (a, b) in checkers::overlapping(&intervals) {
-        let jumped = faults.iter().any(|f| {
-            matches!(*f, Fault::ClockJump { at, by } if by > 0 && at >= a.from && at <= b.from)
-        });
+        let jumped = faults.iter().any(
+            |f| matches!(*f, Fault::ClockJump { at, by } if by > 0 && at >= a.from && at <= b.from),
+        );
         if jumped {
             continue;
         }
@@ -360,7 +371,9 @@ pub(crate) fn situations(h: &History, faults: &[Fault]) -> Vec<Situation> {
     // A failover that lost the key of a lock a client had been granted and still held.
     for e in &h.entries {
         if let What::Fault(text) = &e.what
-            && let Some(lost) = text.strip_prefix("failover").and_then(|t| t.split(": lost ").nth(1))
+            && let Some(lost) = text
+                .strip_prefix("failover")
+                .and_then(|t| t.split(": lost ").nth(1))
         {
             let keys: Vec<&str> = lost.split(' ').collect();
             if grants_alive_at(h, e.at).any(|lock| keys.contains(&lock.as_str())) {

@@ -12,7 +12,12 @@ const BELIEF: &str = "#a5d6a7";
 const PAUSE: &str = "#ce93d8";
 
 /// The timeline of a run of `schedule`.
-pub(crate) fn timeline(title: &str, schedule: &Schedule, played: &Played, clients: usize) -> Timeline {
+pub(crate) fn timeline(
+    title: &str,
+    schedule: &Schedule,
+    played: &Played,
+    clients: usize,
+) -> Timeline {
     let mut lanes: Vec<String> = (0..clients).map(client_name).collect();
     lanes.push("resource".into());
     lanes.push("server".into());
@@ -34,10 +39,20 @@ pub(crate) fn timeline(title: &str, schedule: &Schedule, played: &Played, client
                 t.event(at, "server", EventKind::Note, format!("restart, {data}"));
             }
             Fault::Failover { at, lag } => {
-                t.event(at, "server", EventKind::Note, format!("failover, lag {lag} ms"));
+                t.event(
+                    at,
+                    "server",
+                    EventKind::Note,
+                    format!("failover, lag {lag} ms"),
+                );
             }
             Fault::ClockJump { at, by } => {
-                t.event(at, "server", EventKind::Note, format!("clock jumps {by} ms"));
+                t.event(
+                    at,
+                    "server",
+                    EventKind::Note,
+                    format!("clock jumps {by} ms"),
+                );
             }
             _ => {}
         }

@@ -366,6 +366,9 @@ impl Race {
                 break;
             }
         }
+        if let Some(failure) = &mut best {
+            failure.picture = write_picture(&self.name, &failure.shrunk);
+        }
         summary.failure = best;
         summary
     }
@@ -409,7 +412,11 @@ impl Race {
         Some(Summary {
             seeds: 1,
             reached: run.situations.iter().map(|s| (*s, 1)).collect(),
-            failure: (!run.broken.is_empty()).then(|| self.fail_without_shrinking(run)),
+            failure: (!run.broken.is_empty()).then(|| {
+                let mut failure = self.fail_without_shrinking(run);
+                failure.picture = write_picture(&self.name, &failure.shrunk);
+                failure
+            }),
         })
     }
 
@@ -428,13 +435,12 @@ impl Race {
     }
 
     fn failure(&self, found: Schedule, shrunk: Run, tries: u32) -> Failure {
-        let picture = write_picture(&self.name, &shrunk);
         Failure {
             replay: replay_command(&shrunk.schedule),
             found,
             shrunk,
             tries,
-            picture,
+            picture: None,
         }
     }
 

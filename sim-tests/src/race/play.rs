@@ -124,9 +124,8 @@ async fn run(race: &Race, schedule: &Schedule) -> Played {
     let mut clients = Vec::new();
     for (i, worker) in race.workers.iter().enumerate() {
         let node = node_of(i);
-        let mut backend =
-            FakeBackend::with_response_timeout(redis.engine().clone(), node, timeout)
-                .with_request_log(requests.clone());
+        let mut backend = FakeBackend::with_response_timeout(redis.engine().clone(), node, timeout)
+            .with_request_log(requests.clone());
         if let Server::Sentinel { replicas, .. } = race.server {
             // The lock's replica check, when its config asks for one, waits for these.
             backend = backend.with_replicas(u32::from(replicas));
@@ -198,7 +197,9 @@ async fn run(race: &Race, schedule: &Schedule) -> Played {
         faults: server_faults.into_iter().collect(),
         timer: Box::pin(tokio::time::sleep_until(origin)),
         clients,
-        horizon: Box::pin(tokio::time::sleep_until(origin + Duration::from_millis(HORIZON_MS))),
+        horizon: Box::pin(tokio::time::sleep_until(
+            origin + Duration::from_millis(HORIZON_MS),
+        )),
     };
     std::future::poll_fn(|cx| director.poll(cx)).await;
 
@@ -316,7 +317,9 @@ struct Director {
 
 impl Director {
     fn now(&self) -> u64 {
-        Instant::now().saturating_duration_since(self.origin).as_millis() as u64
+        Instant::now()
+            .saturating_duration_since(self.origin)
+            .as_millis() as u64
     }
 
     fn record(&self, at: u64, client: Option<usize>, what: What) {
@@ -401,7 +404,10 @@ impl Director {
             record(What::Fault("crashed".into()));
             return false;
         }
-        let pause = c.pauses.iter().find(|(from, until)| *from <= now && now < *until);
+        let pause = c
+            .pauses
+            .iter()
+            .find(|(from, until)| *from <= now && now < *until);
         let mut wake_at = c.crash_at;
         if let Some(&(_, until)) = pause {
             wake_at = Some(wake_at.map_or(until, |t| t.min(until)));
@@ -411,9 +417,7 @@ impl Director {
             return false;
         }
         if let Some(at) = wake_at {
-            c.timer
-                .as_mut()
-                .reset(origin + Duration::from_millis(at));
+            c.timer.as_mut().reset(origin + Duration::from_millis(at));
             if c.timer.as_mut().poll(cx).is_ready() {
                 cx.waker().wake_by_ref();
             }

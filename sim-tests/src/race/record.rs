@@ -214,7 +214,13 @@ impl Store {
         value
     }
 
-    fn put(&self, key: &str, value: i64, guard: Option<&LockGuard>, fenced: bool) -> Result<(), Stale> {
+    fn put(
+        &self,
+        key: &str,
+        value: i64,
+        guard: Option<&LockGuard>,
+        fenced: bool,
+    ) -> Result<(), Stale> {
         let mut log = self.lock();
         let before = log.values.get(key).copied().unwrap_or(0);
         let token = if fenced {
@@ -278,10 +284,12 @@ pub struct History {
 impl History {
     /// Every write, with its time and writer.
     pub fn writes(&self) -> impl Iterator<Item = (u64, usize, &Write)> {
-        self.entries.iter().filter_map(|e| match (&e.what, e.client) {
-            (What::Write(w), Some(c)) => Some((e.at, c, w)),
-            _ => None,
-        })
+        self.entries
+            .iter()
+            .filter_map(|e| match (&e.what, e.client) {
+                (What::Write(w), Some(c)) => Some((e.at, c, w)),
+                _ => None,
+            })
     }
 
     /// The writes of `key` the resource took, in order.

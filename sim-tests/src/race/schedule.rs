@@ -164,9 +164,7 @@ impl std::str::FromStr for Fault {
         };
         let num = |key: &str| -> Result<u64, ParseError> { value(key)?.parse().map_err(|_| bad()) };
         let client = || -> Result<usize, ParseError> {
-            rest.first()
-                .and_then(|w| client_index(w))
-                .ok_or_else(bad)
+            rest.first().and_then(|w| client_index(w)).ok_or_else(bad)
         };
         Ok(match kind {
             "pause" => Fault::Pause {

@@ -100,8 +100,6 @@ fn the_fenced_worker_passes_every_seed() {
 
 #[test]
 fn the_fenced_worker_reaches_every_named_situation() {
-    let summary = fenced_race()
-        .require(&Situation::ALL)
-        .check();
+    let summary = fenced_race().require(&Situation::ALL).check();
     println!("{summary}");
 }

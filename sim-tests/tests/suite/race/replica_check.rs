@@ -35,7 +35,10 @@ pub fn race(check: Option<SyncReplicas>) -> Race {
 #[test]
 fn without_the_replica_check_a_failover_hands_the_lock_to_two_owners() {
     let summary = race(None).explore();
-    let failure = summary.failure.as_ref().expect("two owners after a failover");
+    let failure = summary
+        .failure
+        .as_ref()
+        .expect("two owners after a failover");
     println!("{failure}");
     assert!(summary.reached(Situation::FailoverLostGrant) > 0);
 }
