@@ -76,8 +76,9 @@ pub struct LockConfig {
 ///   lock back until its lease runs out.
 ///
 /// A primary with no replica connected is not checked (Redisson's rule: a single server has
-/// nothing to wait for), and neither is a call whose backend runs no `WAIT` (the fake's in-process
-/// backend and the simulator report no replica count).
+/// nothing to wait for), and neither is a call whose backend runs no `WAIT` (the simulator, and
+/// the fake's in-process backend unless it was told of replicas with `with_replicas`, report no
+/// replica count).
 ///
 /// What it cannot promise: `WAIT` makes a write more likely to survive a failover, not certain
 /// (a replica may acknowledge and then be lost with the primary, and Redis's failover does not

@@ -111,7 +111,7 @@ pub mod time;
 
 pub use backend::Backend;
 pub use client::{
-    Acquire, ClientError, HoldStatus, LockClient, LockGuard, LockOwner, ReadWriteLock,
+    Acquire, ClientError, HoldEvent, HoldStatus, LockClient, LockGuard, LockOwner, ReadWriteLock,
 };
 #[cfg(feature = "cluster")]
 pub use cluster_backend::{ClusterBackend, ShardedPubSub};

@@ -44,7 +44,9 @@ use lock_core::machine::RwSide;
 use lock_core::script::{renew_batch, rw};
 use std::collections::{BTreeMap, BTreeSet};
 
-fn overlapping(intervals: &[Interval]) -> Vec<(&Interval, &Interval)> {
+/// The pairs of intervals of one lock, of different holders, that overlap (each pair once, the
+/// earlier-starting first): checkers (a) and (c), and the race harness's believed holds.
+pub fn overlapping(intervals: &[Interval]) -> Vec<(&Interval, &Interval)> {
     let mut by_lock: BTreeMap<u32, Vec<&Interval>> = BTreeMap::new();
     for i in intervals.iter().filter(|i| i.from < i.to) {
         by_lock.entry(i.lock).or_default().push(i);

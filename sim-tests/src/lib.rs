@@ -11,10 +11,18 @@
 //!  ├─> world ──> checkers ──> history ──> server (the SimServer trait, LockState)
 //!  │     └──────────────────> history
 //!  └─> engine_server, cluster_server ──> on_engine ──> server
+//!
+//! race (the user's code under lock races) ──> checkers ──> history
+//!   └──────────────────────────────────────> timeline
 //! ```
 //!
 //! `case` and `strategy` are plain values and their generators, used by all and using none of
-//! these.
+//! these. [`timeline`] is the teaching renderer (text and SVG), which knows nothing of locks.
+//!
+//! - [`race`] is the public harness for property tests of a user's own async code: the user's
+//!   clients run on tokio (paused time) against `fake_redis::FakeRedis` under a seeded fault
+//!   schedule, and it reuses checkers (b) and (c) and the renderer. It and [`world`] are two
+//!   drivers side by side; neither names the other.
 //!
 //! - [`history`] is what a run leaves behind ([`History`], [`Run`], [`Mark`], [`Violation`]):
 //!   plain records that name neither the world nor the checkers.
@@ -33,8 +41,10 @@ pub mod cluster_server;
 pub mod engine_server;
 pub mod history;
 mod on_engine;
+pub mod race;
 pub mod server;
 pub mod strategy;
+pub mod timeline;
 pub mod world;
 
 pub use case::{AcquireKind, Case, ClientSpec, Fault, RwRole};

@@ -99,7 +99,7 @@ pub use acquire::{Acquire, AcquireFuture, UntilAcquired, WithinBudget};
 pub use guard::LockGuard;
 pub use owner::LockOwner;
 pub use read_write::ReadWriteLock;
-pub use state::HoldStatus;
+pub use state::{HoldEvent, HoldStatus};
 
 use crate::backend::Backend;
 use crate::config::{ConfigError, LockConfig};
@@ -211,6 +211,14 @@ impl LockClient {
                 driver: handle.abort_handle(),
             }),
         })
+    }
+
+    /// Calls `observer` with every event of this client's holds from now on: each grant,
+    /// renewal, move of `valid_until` and change of state, as the machine reports it and its
+    /// guards see it. For test harnesses and metrics; it runs under the client's own lock, so it
+    /// must be quick and must not call the client. A second call replaces the first observer.
+    pub fn observe(&self, observer: impl FnMut(HoldEvent) + Send + 'static) {
+        self.shared.state.observe(Box::new(observer));
     }
 
     /// This client's id (the first part of every owner it writes).

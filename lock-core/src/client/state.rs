@@ -282,6 +282,11 @@ impl ClientState {
         drop(statuses);
     }
 
+    /// Tells `observer` of every hold event from now on (replacing any observer before it).
+    pub(super) fn observe(&self, observer: Observer) {
+        self.lock().observer = Some(observer);
+    }
+
     /// Every client handle is gone: the driver ends once the operations in progress are done.
     pub(super) fn close(&self) {
         let mut core = self.lock();
@@ -323,6 +328,24 @@ pub(super) struct Core {
     closed: bool,
     stopped: bool,
     background_ops: u64,
+    /// Who is told of every hold event ([`super::LockClient::observe`]).
+    observer: Option<Observer>,
+}
+
+/// A callback told of every hold event, under the client's lock.
+pub(super) type Observer = Box<dyn FnMut(HoldEvent) + Send>;
+
+/// One event of a hold, as [`super::LockClient::observe`] reports it: what the machine said, when,
+/// and the hold's `valid_until` after it, on tokio's clock.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HoldEvent {
+    /// When the machine reported it.
+    pub at: Instant,
+    /// What it reported.
+    pub event: LockEvent,
+    /// The `valid_until` the event carries, on tokio's clock (`None` for
+    /// [`LockEvent::MaxHoldReached`], which carries none).
+    pub valid_until: Option<Instant>,
 }
 
 /// Operation ids the client gives background releases: far above any a caller is handed.
@@ -345,6 +368,7 @@ impl Core {
             closed: false,
             stopped: false,
             background_ops: 0,
+            observer: None,
         }
     }
 
@@ -577,6 +601,22 @@ impl Core {
 
     /// Carries a hold's event to its guards' status; every state it shows is the machine's.
     fn on_event(&mut self, event: LockEvent) {
+        if let Some(observer) = self.observer.as_mut() {
+            let valid_until = match &event {
+                LockEvent::Acquired { valid_until, .. }
+                | LockEvent::Renewed { valid_until, .. }
+                | LockEvent::ValidUntilChanged { valid_until, .. }
+                | LockEvent::StateChanged { valid_until, .. } => Some(*valid_until),
+                LockEvent::MaxHoldReached { .. } => None,
+            };
+            let at = self.origin + Duration::from_millis(self.now.as_millis());
+            observer(HoldEvent {
+                at,
+                valid_until: valid_until
+                    .map(|t| self.origin + Duration::from_millis(t.as_millis())),
+                event: event.clone(),
+            });
+        }
         match event {
             LockEvent::Acquired {
                 hold,

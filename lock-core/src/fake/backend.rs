@@ -10,7 +10,7 @@
 use super::{FakeSubscriber, frame_to_reply};
 use crate::backend::{Backend, BackendError, Subscriber};
 use crate::reply::Reply;
-use crate::script::ScriptCall;
+use crate::script::{ReplicaAcks, ScriptCall};
 use bytes::Bytes;
 use fake_redis::inprocess::link::{
     DEFAULT_RESPONSE_TIMEOUT, Link, LinkError, RequestLog, SharedEngine,
@@ -23,6 +23,8 @@ use std::time::Duration;
 pub struct FakeBackend {
     link: Arc<Link>,
     subscriber: FakeSubscriber,
+    /// The replicas the primary is known to have, for the replica check (0: no check).
+    replicas: u32,
 }
 
 impl FakeBackend {
@@ -40,7 +42,17 @@ impl FakeBackend {
         FakeBackend {
             subscriber: FakeSubscriber::new(Arc::clone(&engine), node),
             link: Arc::new(Link::new(engine, node, response_timeout)),
+            replicas: 0,
         }
+    }
+
+    /// Runs the lock's replica check ([`SyncReplicas`](crate::SyncReplicas)) against an engine
+    /// whose primary has `connected` replicas: a synced call goes out as the script and its
+    /// `WAIT` in one pipeline, and reports `WAIT`'s count. Without it (or with 0) the backend
+    /// reports no count, and the lock skips its check, as before.
+    pub fn with_replicas(mut self, connected: u32) -> FakeBackend {
+        self.replicas = connected;
+        self
     }
 
     /// Every request and every reply of this backend takes `one_way` on the wire (a round trip
@@ -80,8 +92,17 @@ impl FakeBackend {
     }
 
     async fn send(&self, argv: Vec<Bytes>) -> Result<Frame, BackendError> {
-        match self.link.call(vec![argv]).await {
-            Ok(mut frames) => Ok(frames.pop().unwrap_or(Frame::Null)),
+        Ok(self
+            .send_all(vec![argv])
+            .await?
+            .pop()
+            .unwrap_or(Frame::Null))
+    }
+
+    /// Sends `commands` as one pipeline: one request of the fault plan, the replies in order.
+    async fn send_all(&self, commands: Vec<Vec<Bytes>>) -> Result<Vec<Frame>, BackendError> {
+        match self.link.call(commands).await {
+            Ok(frames) => Ok(frames),
             Err(LinkError::TimedOut(why)) => Err(BackendError::Unknown(why)),
             Err(LinkError::Crashed) => Err(BackendError::NotApplied(format!(
                 "{} has crashed; nothing was sent",
@@ -119,6 +140,41 @@ impl Backend for FakeBackend {
             return to_result(self.send(evalsha).await?);
         }
         to_result(reply)
+    }
+
+    async fn eval_synced(
+        &self,
+        call: &ScriptCall,
+    ) -> Result<(Reply, Option<ReplicaAcks>), BackendError> {
+        let Some(wait) = call.sync.filter(|_| self.replicas > 0) else {
+            return self.eval(call).await.map(|reply| (reply, None));
+        };
+        let pipeline = vec![call.evalsha_argv(), wait.argv()];
+        let mut frames = self.send_all(pipeline.clone()).await?;
+        if frames
+            .first()
+            .and_then(|f| f.error_text())
+            .is_some_and(|e| e.starts_with("NOSCRIPT"))
+        {
+            // As in `eval`: the script did not run, so loading it and sending both again is safe.
+            to_result(self.send(call.script.load_argv()).await?)?;
+            frames = self.send_all(pipeline).await?;
+        }
+        let mut frames = frames.into_iter();
+        let reply = to_result(frames.next().unwrap_or(Frame::Null))?;
+        let acked = match frames.next() {
+            Some(Frame::Integer(n)) => u32::try_from(n).unwrap_or(0),
+            other => {
+                return Err(BackendError::Server(format!(
+                    "WAIT replied {other:?}, not a count of replicas"
+                )));
+            }
+        };
+        let acks = ReplicaAcks {
+            acked,
+            connected: self.replicas,
+        };
+        Ok((reply, Some(acks)))
     }
 
     async fn command(&self, argv: &[Bytes]) -> Result<Reply, BackendError> {

@@ -16,6 +16,7 @@ mod failover;
 mod fair;
 mod layering;
 mod liveness;
+mod race;
 mod read_write;
 mod safety;
 mod scripts_on_virtual_time;

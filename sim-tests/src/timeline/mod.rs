@@ -1,6 +1,7 @@
 //! A scenario's story, as text and as a picture.
 //!
-//! The examples run the real library on virtual time and record what happened as a [`Timeline`]:
+//! The examples crate's scenarios and the race harness ([`crate::race`]) run the real library on
+//! virtual time and record what happened as a [`Timeline`]:
 //! events on lanes (one lane per client, lanes for the lock's keys on the server and for a
 //! resource), bars for the spans that matter (a lease, a pause, a latch), arrows for the messages
 //! between lanes, and notes for what a picture says beside them. This module only renders it: one
