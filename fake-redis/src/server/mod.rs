@@ -151,6 +151,45 @@ impl Default for ServerConfig {
     }
 }
 
+/// How often an idle server on the wall clock does what the next command would do first (expire
+/// keys and announce them, time out blocked clients): Redis's `serverCron` at its default `hz`.
+const CRON_PERIOD: Duration = Duration::from_millis(100);
+
+/// On the wall clock, time moves without a command: every [`CRON_PERIOD`] the engine catches up,
+/// so a key that expires on an idle server is announced (`expired` keyspace events, tracking
+/// invalidations) within about 100 ms, as Redis announces it. On a virtual clock `FAKE.ADVANCE`
+/// catches the engine up; on tokio's, the next command does (a periodic timer would move a
+/// paused runtime's clock in its own steps). Stops with the server.
+async fn cron(shared: std::sync::Weak<Shared>) {
+    let mut ticks = tokio::time::interval(CRON_PERIOD);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        let Some(shared) = shared.upgrade() else {
+            return;
+        };
+        if *shared.shutdown.borrow() {
+            return;
+        }
+        // A running script holds the engine: its own end catches up.
+        if let Some(mut engine) =
+            crate::engine::script_watch::lock_unless_busy(&shared.engine, &shared.scripts)
+        {
+            let _batch = shared.clock.batch();
+            engine.catch_up();
+        }
+    }
+}
+
+/// Aborts a background task when dropped (the cron, when its server stops serving).
+struct AbortOnDrop(tokio::task::AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// Why a server could not start or keep serving.
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
@@ -369,6 +408,8 @@ impl Server {
         let mut connections = JoinSet::new();
         let mut stopping = self.shared.shutdown.subscribe();
         let mut failures = AcceptFailures::default();
+        let _cron = (self.shared.clock.is_system())
+            .then(|| AbortOnDrop(tokio::spawn(cron(Arc::downgrade(&self.shared))).abort_handle()));
         tokio::pin!(shutdown);
         loop {
             tokio::select! {

@@ -107,6 +107,11 @@ impl ServerClock {
         }
     }
 
+    /// Whether this is the machine's wall clock, which moves by itself.
+    pub fn is_system(&self) -> bool {
+        matches!(self, ServerClock::System(_))
+    }
+
     /// The virtual clock, if the server runs on one.
     pub fn manual(&self) -> Option<&ManualClock> {
         match self {

@@ -42,6 +42,7 @@ mod faults;
 mod fixture;
 mod geo;
 mod hyperloglog;
+mod idle_expiry;
 mod info;
 mod layering;
 mod lua_busy;

@@ -1,9 +1,8 @@
 //! Property tests of your own async code under lock races.
 //!
 //! A [`Race`] declares a server (the fake Redis, standalone or a primary with replicas), clients
-//! (each your async function, given its own [`LockClient`](lock_core::LockClient) and its own
-//! `redis` connection on the fake, through a [`Ctx`]), a shared resource model ([`Store`]) and
-//! invariants. Each seed draws a fault schedule from a [`Swarm`] (GC pauses, lost and late
+//! (each your async function, given its own [`LockClient`] and its own `redis` connection on the
+//! fake, through a [`Ctx`]), a shared resource model ([`Store`]) and invariants. Each seed draws a fault schedule from a [`Swarm`] (GC pauses, lost and late
 //! messages, crashes, restarts, failovers, clock jumps) and runs your clients under it on virtual
 //! time. A broken invariant is shrunk to a minimal schedule and reported with a timeline, a
 //! picture and one command that replays it exactly.
