@@ -14,11 +14,21 @@ use std::sync::atomic::{AtomicI64, Ordering};
 pub trait Clock: Send + Sync + 'static {
     /// The current time, unix milliseconds.
     fn now_ms(&self) -> i64;
+
+    /// The current time, unix microseconds, for `TIME`: the wall clock has them; a clock that
+    /// moves in milliseconds reads its millisecond (the default).
+    fn now_us(&self) -> i64 {
+        self.now_ms().saturating_mul(1000)
+    }
 }
 
 impl<C: Clock + ?Sized> Clock for Arc<C> {
     fn now_ms(&self) -> i64 {
         (**self).now_ms()
+    }
+
+    fn now_us(&self) -> i64 {
+        (**self).now_us()
     }
 }
 
@@ -124,6 +134,13 @@ impl Clock for SystemClock {
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap_or_default();
         i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
+    }
+
+    fn now_us(&self) -> i64 {
+        let since = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        i64::try_from(since.as_micros()).unwrap_or(i64::MAX)
     }
 }
 

@@ -489,10 +489,11 @@ fn reset_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> CmdResult {
 }
 
 fn time_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> CmdResult {
-    let now = cx.now;
+    // Redis reads the wall clock here, in microseconds; never before the command's own time.
+    let us = cx.engine().now_us().max(cx.now.saturating_mul(1000));
     Ok(Frame::Array(vec![
-        Frame::Bulk(Bytes::from(now.div_euclid(1000).to_string())),
-        Frame::Bulk(Bytes::from((now.rem_euclid(1000) * 1000).to_string())),
+        Frame::Bulk(Bytes::from(us.div_euclid(1_000_000).to_string())),
+        Frame::Bulk(Bytes::from(us.rem_euclid(1_000_000).to_string())),
     ]))
 }
 

@@ -521,6 +521,14 @@ impl Engine {
         self.clock.now_ms().saturating_add(self.clock_offset)
     }
 
+    /// The server's time in microseconds (`TIME`), clock jumps included: the clock's own
+    /// microseconds where it has them, its millisecond otherwise.
+    pub fn now_us(&self) -> i64 {
+        self.clock
+            .now_us()
+            .saturating_add(self.clock_offset.saturating_mul(1000))
+    }
+
     /// The clock's time without clock jumps: the time fault plans are written in.
     pub fn clock_now(&self) -> i64 {
         self.clock.now_ms()

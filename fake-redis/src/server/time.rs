@@ -256,6 +256,11 @@ impl Clock for BatchClock {
             SystemClock.now_ms()
         }
     }
+
+    /// Read afresh, as Redis's `TIME` reads `gettimeofday`, never before the batch's millisecond.
+    fn now_us(&self) -> i64 {
+        SystemClock.now_us().max(self.now_ms().saturating_mul(1000))
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

@@ -1,7 +1,10 @@
-//! A key that expires while nobody sends a command is announced all the same, as Redis's
-//! `serverCron` announces it: a subscriber to `__keyevent@0__:expired` hears of it within about
-//! 100 ms, on a redis-server of the test's own and on the fake's TCP server on the wall clock,
-//! with no command on either after the `SET`.
+//! The fake's TCP server on the wall clock, beside a redis-server of the test's own: time moves
+//! without commands, and reads finer than a millisecond.
+//!
+//! - A key that expires while nobody sends a command is announced all the same, as Redis's
+//!   `serverCron` announces it: a subscriber to `__keyevent@0__:expired` hears of it within
+//!   about 100 ms, with no command on either server after the `SET`.
+//! - `TIME` reads the clock in microseconds.
 
 use crate::support::OwnServer;
 use fake_redis::server::{ClockChoice, Server, ServerConfig};
@@ -46,5 +49,31 @@ async fn a_key_expiring_on_an_idle_server_is_announced() {
     .unwrap();
     let on_fake = expired_event(&format!("redis://{}/", fake.local_addr())).await;
     assert_eq!((on_redis.as_str(), on_fake.as_str()), ("idle", "idle"));
+    fake.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn time_has_microseconds_on_the_wall_clock() {
+    let fake = Server::start(ServerConfig {
+        port: 0,
+        clock: ClockChoice::System,
+        ..ServerConfig::default()
+    })
+    .await
+    .unwrap();
+    let client = redis::Client::open(format!("redis://{}/", fake.local_addr())).unwrap();
+    let mut con = client.get_multiplexed_async_connection().await.unwrap();
+    let mut readings = Vec::new();
+    for _ in 0..20 {
+        let (secs, micros): (i64, i64) = redis::cmd("TIME").query_async(&mut con).await.unwrap();
+        assert!((0..1_000_000).contains(&micros), "{micros}");
+        readings.push(secs * 1_000_000 + micros);
+    }
+    assert!(
+        readings.windows(2).all(|w| w[0] <= w[1]),
+        "never back: {readings:?}"
+    );
+    // Twenty readings all on a whole millisecond would be a millisecond clock (one in 10^60).
+    assert!(readings.iter().any(|us| us % 1000 != 0), "{readings:?}");
     fake.stop().await;
 }
