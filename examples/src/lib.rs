@@ -2,6 +2,7 @@
 //! page of them all.
 
 pub mod page;
+pub mod partition;
 pub mod scenarios;
 /// The renderer of timelines (text and SVG): it lives in `sim-tests`, whose race harness draws its
 /// failures with it, and is re-exported here under its old path.
