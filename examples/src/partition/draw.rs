@@ -140,3 +140,43 @@ pub fn violation(history: &[Record], lock: &str, v: &Overlap, title: &str) -> Ti
     ));
     t
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::partition::checker::check;
+
+    fn rec(at_ms: u64, actor: &str, kind: Kind, hold: u64) -> Record {
+        Record {
+            at_us: at_ms * 1000,
+            actor: actor.into(),
+            kind,
+            lock: "l".into(),
+            hold,
+            token: None,
+            detail: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_violation_is_drawn_with_both_holds_and_the_writes_between() {
+        let history = vec![
+            rec(5_000, "a", Kind::Granted, 1),
+            rec(5_100, "a", Kind::Accepted, 1),
+            rec(9_000, "b", Kind::Granted, 1),
+            rec(9_100, "b", Kind::Accepted, 1),
+            rec(9_500, "a", Kind::Accepted, 1),
+        ];
+        let findings = check(&history);
+        let v = &findings["l"].violations[0];
+        let t = violation(&history, "l", v, "t");
+        let text = t.to_string();
+        assert!(text.contains("[   1.000s] a"), "{text}");
+        assert_eq!(
+            t.times("resource", EventKind::WriteAccepted),
+            vec![1_100, 5_100, 5_500]
+        );
+        assert_eq!(t.bars.iter().filter(|b| b.colour == HOLD).count(), 2);
+        assert!(t.to_svg().contains("writes inside a hold 1"));
+    }
+}
