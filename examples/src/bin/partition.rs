@@ -74,11 +74,11 @@ struct TestArgs {
         default_value = "unfenced,fenced,fenced-sync,scoped"
     )]
     mode: Vec<Mode>,
-    /// Clients per mode.
-    #[arg(long, default_value_t = 2)]
-    clients: usize,
-    /// Seconds of workload per run.
-    #[arg(long, default_value_t = 8)]
+    /// Clients per mode (1 to 9: each has an address and a namespace of its own).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=9))]
+    clients: u8,
+    /// Seconds of workload per run (3 to 3600).
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u64).range(3..=3600))]
     duration: u64,
     /// Runs per topology.
     #[arg(long, default_value_t = 1)]
@@ -235,18 +235,26 @@ async fn all_runs(args: TestArgs, base: String, exe: PathBuf) -> ExitCode {
         .unwrap_or_else(|| examples::partition::history::unix_ms() % 1_000_000);
     let mut table = Table::new();
     let mut failed = false;
+    // Each mode once: a mode's clients have the addresses and namespaces of its place.
+    let mut modes = args.mode.clone();
+    modes.sort();
+    modes.dedup();
     for (t, topology) in args.topology.iter().enumerate() {
         let mut drawn = false;
         for i in 0..args.runs {
+            let run_seed = seed.wrapping_add(i);
             let settings = Settings {
-                seed: seed + i,
+                seed: run_seed,
                 topology: *topology,
-                modes: args.mode.clone(),
-                clients: args.clients.max(1),
-                duration_ms: args.duration.max(3) * 1000,
+                modes: modes.clone(),
+                clients: usize::from(args.clients),
+                duration_ms: args.duration * 1000,
                 faults: args.faults.clone(),
-                prefix: format!("{base}{:03}", (t as u64 * args.runs + i) % 1000),
-                dir: args.out.join(format!("{}-{}", topology.name(), seed + i)),
+                prefix: format!(
+                    "{base}{:03}",
+                    (t as u64).wrapping_mul(args.runs).wrapping_add(i) % 1000
+                ),
+                dir: args.out.join(format!("{}-{run_seed}", topology.name())),
                 exe: exe.clone(),
             };
             announce(&settings, &args);

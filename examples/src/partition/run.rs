@@ -195,7 +195,8 @@ fn start_clients(
     for (m, mode) in s.modes.iter().enumerate() {
         for index in 0..s.clients {
             let name = format!("{}-{index}", mode.name());
-            let host = 100 + (m * 10 + index) as u8;
+            // At most 4 modes of at most 9 clients (the command line's bounds): 100..=139.
+            let host = u8::try_from(100 + m * 10 + index.min(9)).unwrap_or(u8::MAX);
             let ns = net.add(&format!("c{m}{index}"), host)?;
             let args = [
                 "client".to_owned(),
