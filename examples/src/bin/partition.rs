@@ -339,7 +339,6 @@ fn summarise(s: &Settings, outcome: &Outcome, table: &mut Table) -> bool {
             .add(f);
     }
     println!("  history: {}", s.dir.join("history.tsv").display());
-    let _ = outcome.seed;
     stale
 }
 
