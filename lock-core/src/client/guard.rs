@@ -158,16 +158,39 @@ impl LockGuard {
 
     /// Resolves when the lease is lost or may be lost, or the client stops, with the state that
     /// made it resolve (never [`HoldState::Valid`]).
+    ///
+    /// Like [`status`](Self::status), it reads the clock as well as the driver's report: a hold
+    /// whose `valid_until` has passed may be lost, whether or not the driver has run since. A
+    /// process that was stopped (a GC pause, `SIGSTOP`) wakes with its timers and its work ready
+    /// at once, and its tasks may run before the driver does; every poll compares the time with
+    /// `valid_until` first, so work scoped by [`run`](Self::run) is stopped at its next await
+    /// rather than after one more step.
     pub async fn lost(&self) -> HoldState {
         let mut status = self.status.clone();
         loop {
             let closed = status.has_changed().is_err();
-            let state = status.borrow_and_update().reported(closed).state;
-            if state != HoldState::Valid {
-                return state;
+            let now = status.borrow_and_update().reported(closed);
+            if now.state != HoldState::Valid {
+                return now.state;
             }
+            let deadline = now.valid_until;
+            if Instant::now() >= deadline {
+                return HoldState::MayBeLost;
+            }
+            let mut changed = std::pin::pin!(status.changed());
+            let mut ends = std::pin::pin!(tokio::time::sleep_until(deadline));
+            std::future::poll_fn(|cx| {
+                // The clock first: the timer may not have fired yet though its time has come.
+                if Instant::now() >= deadline
+                    || changed.as_mut().poll(cx).is_ready()
+                    || ends.as_mut().poll(cx).is_ready()
+                {
+                    return std::task::Poll::Ready(());
+                }
+                std::task::Poll::Pending
+            })
+            .await;
             // A closed channel ends the wait too: the next round reads it as `ClientStopped`.
-            let _ = status.changed().await;
         }
     }
 

@@ -121,6 +121,51 @@ async fn with_lock_stops_the_work_the_moment_the_lease_may_be_lost() {
     assert!(!world.exists("orders"));
 }
 
+/// A process stopped past its lease (a GC pause, `SIGSTOP`) wakes with its work ready and the
+/// driver not yet run: the scoped work is still stopped at its next await, because `lost()` reads
+/// the clock as well as the driver's report. Real time on a current-thread runtime: the work
+/// blocks the one thread, as a stopped process, then wakes itself without the timer wheel.
+#[tokio::test]
+async fn run_stops_work_that_resumes_past_valid_until_before_the_driver_runs() {
+    let world = World::new();
+    let (a, _) = world.client();
+    let guard = a.acquire("orders").lease(secs(1)).await.unwrap();
+    let wrote = AtomicBool::new(false);
+    let result = guard
+        .run(async |_| {
+            std::thread::sleep(secs(1) + ms(200));
+            woken_once().await;
+            wrote.store(true, Ordering::SeqCst);
+        })
+        .await;
+    assert_eq!(
+        result.unwrap_err(),
+        LockError::HoldLost {
+            name: "orders".into(),
+            state: HoldState::MayBeLost,
+        }
+    );
+    assert!(
+        !wrote.load(Ordering::SeqCst),
+        "the work stepped past its lease"
+    );
+}
+
+/// Pending once, having woken its own task: the task runs again from the scheduler's queue,
+/// before the runtime looks at its timers.
+async fn woken_once() {
+    let mut first = true;
+    std::future::poll_fn(|cx| {
+        if std::mem::take(&mut first) {
+            cx.waker().wake_by_ref();
+            std::task::Poll::Pending
+        } else {
+            std::task::Poll::Ready(())
+        }
+    })
+    .await;
+}
+
 #[test]
 fn a_client_made_outside_a_tokio_runtime_is_an_error_not_a_panic() {
     let runtime = tokio::runtime::Builder::new_current_thread()
