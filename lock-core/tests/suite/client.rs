@@ -476,6 +476,28 @@ async fn an_unsafe_config_is_refused_at_construction_naming_the_value_and_the_ru
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_latch_ttl_that_would_leave_keys_for_ever_is_refused_naming_the_limit() {
+    let world = World::new();
+    let (backend, _) = world.backend();
+    let forever = LockConfig {
+        latch_ttl: Some(lock_core::Lease::MAX),
+        ..LockConfig::default()
+    };
+    let err = LockClient::new(backend, forever).expect_err("refused");
+    let text = err.to_string();
+    assert!(
+        text.contains("latch_ttl is 9000000000000000000 ms, above the 3600000 ms a latch may live"),
+        "{text}"
+    );
+    let (backend, _) = world.backend();
+    let longest = LockConfig {
+        latch_ttl: Some(Millis(3_600_000)),
+        ..LockConfig::default()
+    };
+    assert!(LockClient::new(backend, longest).is_ok());
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_guard_dropped_after_its_client_still_releases_in_the_background() {
     let world = World::new();
     let (a, ai) = world.client();
