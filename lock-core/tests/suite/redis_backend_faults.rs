@@ -2,12 +2,14 @@
 //! starts itself (it restarts, flushes or pauses it, which the shared server must never see).
 
 use crate::common;
+use crate::delay_proxy::DelayProxy;
 
 use bytes::Bytes;
 use common::OwnRedis;
 use lock_core::script::acquire::{self, AcquireReply};
 use lock_core::{
-    Backend, BackendError, KeyLayout, Lease, Millis, Owner, RedisBackend, Reply, RequestId,
+    Backend, BackendError, KeyLayout, Lease, LockClient, LockConfig, Millis, Owner, RedisBackend,
+    Reply, RequestId, UnlockOutcome,
 };
 use std::time::Duration;
 
@@ -187,4 +189,34 @@ async fn scripts_are_loaded_on_connect_and_after_a_reconnect_without_noscript() 
         0,
         "no NOSCRIPT after the restart"
     );
+}
+
+/// The bound on a test that talks to a server through a slow network or a pause.
+const BOUND: Duration = Duration::from_secs(60);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lock_works_across_a_400_ms_round_trip_under_a_500_ms_response_timeout() {
+    let server = OwnRedis::start();
+    let proxy = DelayProxy::start(server.port(), Duration::from_millis(200)).await;
+    // A 3 s watchdog: a response timeout of 500 ms, above the 400 ms round trip.
+    let config = LockConfig {
+        watchdog_timeout: Millis(3000),
+        ..LockConfig::default()
+    };
+    assert_eq!(config.response_timeout(), Millis(500));
+    let run = async {
+        let client = LockClient::connect(&proxy.url(), config)
+            .await
+            .expect("connects");
+        let guard = client
+            .try_lock("slow-network", Duration::from_secs(5), None)
+            .await
+            .expect("the first acquire is answered within its response timeout")
+            .expect("the lock is free");
+        // Long enough for several renewals and for the replica count to be asked again (5 s).
+        tokio::time::sleep(Duration::from_secs(7)).await;
+        assert!(guard.is_valid(), "{:?}", guard.status());
+        assert_eq!(guard.unlock().await, Ok(UnlockOutcome::Released));
+    };
+    tokio::time::timeout(BOUND, run).await.expect("bounded");
 }
