@@ -220,3 +220,91 @@ async fn a_lock_works_across_a_400_ms_round_trip_under_a_500_ms_response_timeout
     };
     tokio::time::timeout(BOUND, run).await.expect("bounded");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_keeps_trying_through_a_server_pause_and_leaves_no_hold_for_no_one() {
+    let server = OwnRedis::start();
+    let admin = RedisBackend::connect(&server.url(), Duration::from_secs(5))
+        .await
+        .unwrap();
+    let config = LockConfig {
+        response_timeout: Some(Millis(600)),
+        ..LockConfig::default()
+    };
+    let client = LockClient::connect(&server.url(), config).await.unwrap();
+    assert_eq!(
+        admin
+            .command(&cmd(&["CLIENT", "PAUSE", "6000", "WRITE"]))
+            .await,
+        Ok(Reply::Status("OK".into()))
+    );
+    let run = async {
+        let outcome = client
+            .try_lock("paused", Duration::from_secs(20), None)
+            .await;
+        match outcome {
+            Ok(Some(guard)) => {
+                assert!(guard.is_valid(), "{:?}", guard.status());
+                assert_eq!(guard.unlock().await, Ok(UnlockOutcome::Released));
+            }
+            other => {
+                // Whatever it answered, a hold it gave up must not stay on the server.
+                tokio::time::sleep(Duration::from_secs(8)).await;
+                let left = admin.command(&cmd(&["PTTL", "paused"])).await;
+                panic!(
+                    "a 20 s budget outlasts a 6 s pause, so the lock is granted; got {other:?}, \
+                     and the lock's key has PTTL {left:?}"
+                );
+            }
+        }
+        assert_eq!(
+            admin.command(&cmd(&["EXISTS", "paused"])).await,
+            Ok(Reply::Int(0))
+        );
+    };
+    tokio::time::timeout(BOUND, run).await.expect("bounded");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_that_gives_up_during_a_pause_gives_back_after_its_queued_attempt() {
+    let server = OwnRedis::start();
+    let admin = RedisBackend::connect(&server.url(), Duration::from_secs(5))
+        .await
+        .unwrap();
+    let config = LockConfig {
+        response_timeout: Some(Millis(600)),
+        ..LockConfig::default()
+    };
+    let client = LockClient::connect(&server.url(), config).await.unwrap();
+    let paused_at = tokio::time::Instant::now();
+    assert_eq!(
+        admin
+            .command(&cmd(&["CLIENT", "PAUSE", "6000", "WRITE"]))
+            .await,
+        Ok(Reply::Status("OK".into()))
+    );
+    let run = async {
+        // A budget shorter than the pause: the attempt stays queued, and the waiter gives up.
+        let outcome = client
+            .try_lock("given-back", Duration::from_secs(2), None)
+            .await;
+        let err = outcome.expect_err("no answer during the pause");
+        assert!(err.outcome_unknown(), "{err}");
+        // The queued attempt is applied when the pause ends, and the give-back right after it.
+        tokio::time::sleep_until(paused_at + Duration::from_secs(6)).await;
+        let mut left = None;
+        for _ in 0..50 {
+            left = Some(admin.command(&cmd(&["PTTL", "given-back"])).await);
+            if left == Some(Ok(Reply::Int(-2))) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert_eq!(
+            left,
+            Some(Ok(Reply::Int(-2))),
+            "a hold given up must not stay on the server for its lease"
+        );
+    };
+    tokio::time::timeout(BOUND, run).await.expect("bounded");
+}
