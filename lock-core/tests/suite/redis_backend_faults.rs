@@ -295,7 +295,10 @@ async fn a_waiter_that_gives_up_during_a_pause_gives_back_after_its_queued_attem
         // client's queue has run. Without the give-back the hold would live its 30 s lease.
         let probe = admin.command(&cmd(&["SET", "pause-over", "1"])).await;
         assert_eq!(probe, Ok(Reply::Status("OK".into())));
-        assert!(paused_at.elapsed() >= Duration::from_secs(5), "the pause held writes");
+        assert!(
+            paused_at.elapsed() >= Duration::from_secs(5),
+            "the pause held writes"
+        );
         tokio::time::sleep(Duration::from_millis(500)).await;
         let left = admin.command(&cmd(&["PTTL", "given-back"])).await;
         assert_eq!(
