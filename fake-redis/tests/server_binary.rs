@@ -6,7 +6,8 @@ mod support;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::Command;
-use support::binary::{BIN, PATIENCE, start, start_logging, wait_for_exit};
+use std::time::Duration;
+use support::binary::{BIN, PATIENCE, exit_within, start, start_logging, wait_for_exit};
 
 #[test]
 fn the_binary_serves_the_virtual_clock_and_stops_on_sigterm() {
@@ -32,6 +33,67 @@ fn the_binary_serves_the_virtual_clock_and_stops_on_sigterm() {
         client.read_to_end(&mut rest).map(|_| rest.len()).ok(),
         Some(0)
     );
+}
+
+/// Reads one `+OK`-sized simple reply line.
+fn read_line(conn: &mut TcpStream) -> Vec<u8> {
+    let mut line = Vec::new();
+    let mut byte = [0u8; 1];
+    while !line.ends_with(b"\r\n") {
+        conn.read_exact(&mut byte).unwrap();
+        line.push(byte[0]);
+    }
+    line
+}
+
+#[test]
+fn sigterm_stops_the_server_while_a_client_leaves_its_replies_unread() {
+    let (mut child, port) = start(&[]);
+    let mut client = TcpStream::connect(("127.0.0.1", port)).expect("it listens");
+    client.set_read_timeout(Some(PATIENCE)).unwrap();
+    let value = vec![b'x'; 1 << 20];
+    let mut set = format!("*3\r\n$3\r\nSET\r\n$3\r\nbig\r\n${}\r\n", value.len()).into_bytes();
+    set.extend_from_slice(&value);
+    set.extend_from_slice(b"\r\n");
+    client.write_all(&set).unwrap();
+    assert_eq!(read_line(&mut client), b"+OK\r\n");
+    // 64 MiB of replies, far beyond what the sockets' buffers hold, and never read: the server's
+    // write to this client blocks.
+    client.write_all(&b"GET big\r\n".repeat(64)).unwrap();
+    let mut admin = TcpStream::connect(("127.0.0.1", port)).expect("it listens");
+    admin.set_read_timeout(Some(PATIENCE)).unwrap();
+    // Once a GET has run, the server is writing replies the client does not read.
+    for _ in 0..3000 {
+        admin.write_all(b"CLIENT LIST\r\n").unwrap();
+        let header = read_line(&mut admin);
+        let len: usize = std::str::from_utf8(&header[1..header.len() - 2])
+            .unwrap()
+            .parse()
+            .unwrap();
+        let mut list = vec![0u8; len + 2];
+        admin.read_exact(&mut list).unwrap();
+        if String::from_utf8_lossy(&list).contains("cmd=get") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(killed.success());
+    // Redis stops in a few tens of milliseconds here; the fake used to wait out a 5 s grace for
+    // the blocked write. The bound is loose for a loaded machine, and tight against the grace.
+    let status = exit_within(&mut child, Duration::from_secs(3));
+    if status.is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "SIGTERM must stop the server within 3 s whatever its clients leave unread: {status:?}"
+    );
+    drop(client);
 }
 
 #[test]

@@ -14,6 +14,12 @@ use crate::time::{Lease, Millis};
 /// server, which Redis refuses past its limit (see [`Lease::MAX`]).
 pub const MAX_SERVER_TTL: Millis = Lease::MAX;
 
+/// The longest `latch_ttl`: one hour. A latch only has to outlive the attempts of one call (its
+/// default is 4 × the response timeout, seconds), and every lock and unlock leaves two latch keys
+/// that live this long, so a longer one only piles keys up; Redis's own limit (`Lease::MAX`, about
+/// 285 million years) would make them keys that never go away.
+pub const MAX_LATCH_TTL: Millis = Millis(3_600_000);
+
 /// Settings of one lock client.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LockConfig {
@@ -34,7 +40,7 @@ pub struct LockConfig {
     pub drift_constant: Millis,
     /// How long a request's latch lives on the server, and so the window within which an attempt
     /// of unknown outcome may be repeated with the same request id. `None`: 4 × the response
-    /// timeout (seconds, not minutes: latches must not pile up).
+    /// timeout (seconds, not minutes: latches must not pile up). At most [`MAX_LATCH_TTL`].
     pub latch_ttl: Option<Millis>,
     /// The longest a waiter sleeps between two attempts, bounding the cost of a lost unlock
     /// message or a holder without a TTL. `None`: `watchdog_timeout / 3`.
@@ -173,6 +179,19 @@ pub enum ConfigError {
         /// `watchdog_timeout / 3`.
         limit: Millis,
     },
+    /// The latch would outlive any call's attempts by far, leaving keys behind that do not go
+    /// away for as long.
+    #[error(
+        "latch_ttl is {latch_ttl}, above the {limit} a latch may live; every lock and unlock \
+         leaves two latch keys that live this long, and a latch only has to outlive the attempts \
+         of one call (default 4 × response_timeout): lower latch_ttl"
+    )]
+    LatchTooLong {
+        /// The value given.
+        latch_ttl: Millis,
+        /// [`MAX_LATCH_TTL`].
+        limit: Millis,
+    },
     /// The latch would expire before one attempt could be answered.
     #[error(
         "latch_ttl is {latch_ttl}, below the response timeout {response_timeout}; a repeated \
@@ -278,7 +297,12 @@ impl LockConfig {
             }
         };
         within_ttl("watchdog_timeout", self.watchdog_timeout)?;
-        within_ttl("latch_ttl", self.latch_ttl())?;
+        if self.latch_ttl() > MAX_LATCH_TTL {
+            return Err(ConfigError::LatchTooLong {
+                latch_ttl: self.latch_ttl(),
+                limit: MAX_LATCH_TTL,
+            });
+        }
         within_ttl("fair_lock_wait_timeout", self.fair_lock_wait_timeout)?;
         if self.batch_size == 0 {
             return Err(ConfigError::ZeroBatchSize);
@@ -441,17 +465,6 @@ mod tests {
                 "{err}"
             );
             assert!(err.to_string().contains("9000000000000000000 ms"), "{err}");
-            let latch = LockConfig {
-                latch_ttl: Some(Millis(value)),
-                ..LockConfig::default()
-            };
-            assert!(matches!(
-                latch.validate(),
-                Err(ConfigError::TtlTooLong {
-                    setting: "latch_ttl",
-                    ..
-                })
-            ));
         }
         let longest = LockConfig {
             watchdog_timeout: MAX_SERVER_TTL,

@@ -5,20 +5,29 @@
 //! tests, a cluster connection later. Pub/sub runs on a separate [`Subscriber`], by default a
 //! [`RedisSubscriber`] on its own connection, which reconnects and resubscribes by itself.
 //!
-//! Every call is bounded by one response timeout as a whole (a replica-checked call's `INFO` and
-//! script share it), which the backend reports as its [`Backend::call_timeout`] so the lock
-//! client adds no second timer; one that runs out is [`BackendError::Unknown`], never "failed",
-//! since the server may have applied it. Scripts go out as `EVALSHA`. A restarted
-//! or failed-over server has forgotten them, so the lock's scripts are loaded when the backend
-//! connects and again, in one round trip before the next `EVALSHA`, after any call that met a
-//! broken connection (the connection manager reconnects behind it): a fresh server costs no
-//! `NOSCRIPT` round trip. A `NOSCRIPT` reply all the same (a `SCRIPT FLUSH`) loads the body and
-//! tries again.
+//! Every call is bounded by one response timeout as a whole, which the backend reports as its
+//! [`Backend::call_timeout`] so the lock client adds no second timer; one that runs out is
+//! [`BackendError::Unknown`], never "failed", since the server may have applied it. The lock's
+//! retry rule counts on that bound (an attempt is answered within one response timeout, or
+//! counts as unknown), so a call never gets a deadline per round trip; instead every call is **one
+//! round trip**, so that any network whose round trip fits in the response timeout works:
 //!
-//! A call that asks for the replica check goes out as a pipeline of the `EVALSHA` and its `WAIT`,
-//! one round trip, when the primary has replicas: `INFO replication`'s `connected_slaves`, asked
-//! at the first such call, again after a broken connection (perhaps to a new primary) and once the
-//! answer is five seconds old. With none connected, the script goes alone.
+//! - scripts go out as `EVALSHA`, and the lock's scripts are loaded when the backend connects;
+//!   after a call that met a broken connection (the connection manager reconnects behind it,
+//!   perhaps to a restarted or failed-over server that has forgotten them) their `SCRIPT LOAD`s
+//!   go out again in the same pipeline as the next `EVALSHA`, ahead of it. A `NOSCRIPT` all the
+//!   same (a `SCRIPT FLUSH`) loads the body and tries again;
+//! - a call that asks for the replica check goes out as a pipeline of the `EVALSHA` and its
+//!   `WAIT` when the primary has replicas. How many it has (`INFO replication`'s
+//!   `connected_slaves`) is asked when the backend connects, and again in the same pipeline,
+//!   behind the script, once the answer is five seconds old (the call goes by the old answer).
+//!   Only after a broken connection (perhaps to a new primary) is the count forgotten, and the
+//!   next checked call asks it first.
+//!
+//! A call whose reply did not come within the response timeout forgets nothing: the connection is
+//! the same, and its reply, when it comes, is read and dropped in order. (Forgetting cost the next
+//! call two more round trips, so on a slow network one timeout led to the next, and on a paused
+//! server the unknown acquire's give-back waited behind an `INFO` and never went out.)
 
 use crate::backend::{Backend, BackendError, PubSubEvent, Subscriber};
 use crate::reply::Reply;
@@ -109,8 +118,8 @@ impl RedisBackend {
             .await
             .map_err(unreachable)?;
         let backend = RedisBackend::new(conn, subscriber, response_timeout);
-        // Best effort: if this fails, the first script call loads them before it is sent.
-        let _ = backend.load_scripts().await;
+        // Best effort: what this does not learn, the first calls learn (a round trip each).
+        let _ = tokio::time::timeout(response_timeout, backend.preload()).await;
         Ok(backend)
     }
 }
@@ -165,10 +174,13 @@ where
         let result = match tokio::time::timeout_at(deadline, work).await {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(err)) => Err(classify(&err)),
-            Err(_) => Err(BackendError::Unknown(format!(
-                "no reply within the response timeout of {} ms",
-                self.response_timeout.as_millis()
-            ))),
+            // No reply yet, on the same connection: nothing to forget (see the module docs).
+            Err(_) => {
+                return Err(BackendError::Unknown(format!(
+                    "no reply within the response timeout of {} ms",
+                    self.response_timeout.as_millis()
+                )));
+            }
         };
         if matches!(
             result,
@@ -192,18 +204,44 @@ where
         call: &ScriptCall,
         deadline: tokio::time::Instant,
     ) -> Result<Reply, BackendError> {
-        self.bounded_until(deadline, async {
-            match self.evalsha(call).await {
-                Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
-                    tracing::debug!(script = call.script.name, "NOSCRIPT: loading the script");
-                    query(&self.conn, &call.script.load_argv()).await?;
-                    query(&self.conn, &call.evalsha_argv()).await
+        self.run_script(call, None, false, deadline)
+            .await
+            .map(|trip| to_reply(trip.script))
+    }
+
+    /// One round trip of `call`: behind the scripts' loads when the server may not hold them,
+    /// with `wait` after it and `INFO replication` last when `refresh`; a `NOSCRIPT` loads the
+    /// script and sends it again. By `deadline`.
+    async fn run_script(
+        &self,
+        call: &ScriptCall,
+        wait: Option<ReplicaWait>,
+        refresh: bool,
+        deadline: tokio::time::Instant,
+    ) -> Result<Trip, BackendError> {
+        let trip = self
+            .bounded_until(deadline, async {
+                let load = !self.scripts_loaded.load(Ordering::Relaxed);
+                let sent = one_trip(&self.conn, call, load, wait, refresh).await;
+                // A reply of any kind, an error reply included, came behind the loads.
+                let answered = sent.as_ref().map_or_else(|e| e.code().is_some(), |_| true);
+                if load && answered {
+                    self.scripts_loaded.store(true, Ordering::Relaxed);
                 }
-                other => other,
-            }
-        })
-        .await
-        .map(to_reply)
+                match sent {
+                    Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
+                        tracing::debug!(script = call.script.name, "NOSCRIPT: loading the script");
+                        query(&self.conn, &call.script.load_argv()).await?;
+                        one_trip(&self.conn, call, false, wait, refresh).await
+                    }
+                    other => other,
+                }
+            })
+            .await?;
+        if let Some(count) = trip.replicas {
+            *lock_ignoring_poison(&self.replicas) = Some((tokio::time::Instant::now(), count));
+        }
+        Ok(trip)
     }
 
     /// `EVALSHA` of `call` with `WAIT` behind it in one round trip, when the primary has
@@ -220,6 +258,7 @@ where
             .await
     }
 
+    #[cfg(feature = "cluster")]
     async fn eval_with_wait_until(
         &self,
         call: &ScriptCall,
@@ -237,33 +276,20 @@ where
                 },
             ));
         }
-        self.bounded_until(deadline, async {
-            if !self.scripts_loaded.load(Ordering::Relaxed) {
-                self.load_scripts().await?;
-            }
-            match pipeline_with_wait(&self.conn, call, wait).await {
-                Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
-                    tracing::debug!(script = call.script.name, "NOSCRIPT: loading the script");
-                    query(&self.conn, &call.script.load_argv()).await?;
-                    pipeline_with_wait(&self.conn, call, wait).await
-                }
-                other => other,
-            }
-        })
-        .await
-        .map(|(value, acked)| (to_reply(value), ReplicaAcks { acked, connected }))
+        let trip = self.run_script(call, Some(wait), false, deadline).await?;
+        let acked = trip.acked.unwrap_or(0);
+        Ok((to_reply(trip.script), ReplicaAcks { acked, connected }))
     }
 
-    /// How many replicas the primary has connected, from `INFO replication` when the last answer
-    /// is older than [`REPLICA_COUNT_TTL`] or the connection broke since, by `deadline`.
+    /// How many replicas the primary has connected, and whether the answer is old enough to be
+    /// asked again behind the call that goes by it (after [`REPLICA_COUNT_TTL`]). Never asked
+    /// (or forgotten after a broken connection): `INFO replication` first, by `deadline`.
     async fn connected_replicas(
         &self,
         deadline: tokio::time::Instant,
-    ) -> Result<u32, BackendError> {
-        if let Some((at, count)) = *lock_ignoring_poison(&self.replicas)
-            && at.elapsed() < REPLICA_COUNT_TTL
-        {
-            return Ok(count);
+    ) -> Result<(u32, bool), BackendError> {
+        if let Some((at, count)) = *lock_ignoring_poison(&self.replicas) {
+            return Ok((count, at.elapsed() >= REPLICA_COUNT_TTL));
         }
         let argv = [
             Bytes::from_static(b"INFO"),
@@ -272,36 +298,127 @@ where
         let info = self
             .bounded_until(deadline, query(&self.conn, &argv))
             .await?;
-        let count = match &info {
-            Value::BulkString(text) => connected_replicas_in_info(text),
-            Value::VerbatimString { text, .. } => connected_replicas_in_info(text.as_bytes()),
-            _ => None,
-        }
-        .unwrap_or(0);
+        let count = replicas_of_info(&info);
         *lock_ignoring_poison(&self.replicas) = Some((tokio::time::Instant::now(), count));
-        Ok(count)
+        Ok((count, false))
     }
 
-    /// `EVALSHA` of `call`, preceded by `SCRIPT LOAD` of every lock script (one round trip for
-    /// all five) when the server may not hold them.
-    async fn evalsha(&self, call: &ScriptCall) -> Result<Value, RedisError> {
-        let evalsha = call.evalsha_argv();
-        if self.scripts_loaded.load(Ordering::Relaxed) {
-            return query(&self.conn, &evalsha).await;
-        }
-        self.load_scripts().await?;
-        query(&self.conn, &evalsha).await
-    }
-
-    /// `SCRIPT LOAD` of every lock script, in one round trip.
-    async fn load_scripts(&self) -> Result<(), RedisError> {
-        let mut load = redis::pipe();
+    /// `SCRIPT LOAD` of every lock script and `INFO replication`, in one round trip: what a call
+    /// would otherwise ask first.
+    async fn preload(&self) -> Result<(), RedisError> {
+        let mut pipe = redis::pipe();
         for script in crate::script::all() {
-            load.add_command(cmd_of(&script.load_argv())).ignore();
+            pipe.add_command(cmd_of(&script.load_argv())).ignore();
         }
-        load.query_async::<()>(&mut self.conn.clone()).await?;
+        pipe.cmd("INFO").arg("replication");
+        let (info,): (Value,) = pipe.query_async(&mut self.conn.clone()).await?;
         self.scripts_loaded.store(true, Ordering::Relaxed);
+        let count = replicas_of_info(&info);
+        *lock_ignoring_poison(&self.replicas) = Some((tokio::time::Instant::now(), count));
         Ok(())
+    }
+}
+
+/// What one round trip of a script call brought back.
+struct Trip {
+    /// The script's reply.
+    script: Value,
+    /// `WAIT`'s count, when it was sent.
+    acked: Option<u32>,
+    /// `INFO replication`'s `connected_slaves`, when it was sent.
+    replicas: Option<u32>,
+}
+
+/// `connected_slaves` of an `INFO replication` reply; 0 when it has none.
+fn replicas_of_info(info: &Value) -> u32 {
+    match info {
+        Value::BulkString(text) => connected_replicas_in_info(text),
+        Value::VerbatimString { text, .. } => connected_replicas_in_info(text.as_bytes()),
+        _ => None,
+    }
+    .unwrap_or(0)
+}
+
+/// The script call in one pipeline: the scripts' loads ahead of it when `load`, its `WAIT` after
+/// it when `wait`, and `INFO replication` last when `info`.
+async fn one_trip<C: ConnectionLike + Clone>(
+    conn: &C,
+    call: &ScriptCall,
+    load: bool,
+    wait: Option<ReplicaWait>,
+    info: bool,
+) -> Result<Trip, RedisError> {
+    if !load && !info {
+        return match wait {
+            None => Ok(Trip {
+                script: query(conn, &call.evalsha_argv()).await?,
+                acked: None,
+                replicas: None,
+            }),
+            Some(wait) => {
+                let (script, acked) = pipeline_with_wait(conn, call, wait).await?;
+                Ok(Trip {
+                    script,
+                    acked: Some(acked),
+                    replicas: None,
+                })
+            }
+        };
+    }
+    let mut pipe = redis::pipe();
+    if load {
+        for script in crate::script::all() {
+            pipe.add_command(cmd_of(&script.load_argv())).ignore();
+        }
+    }
+    pipe.add_command(cmd_of(&call.evalsha_argv()));
+    if let Some(wait) = wait {
+        pipe.add_command(cmd_of(&wait.argv()));
+    }
+    if info {
+        pipe.cmd("INFO").arg("replication");
+    }
+    let replies: Vec<Value> = pipe.ignore_errors().query_async(&mut conn.clone()).await?;
+    let mut replies = replies.into_iter();
+    let script = match replies.next() {
+        Some(Value::ServerError(e)) => return Err(e.into()),
+        Some(script) => script,
+        None => return Err(short_pipeline()),
+    };
+    let acked = match wait {
+        Some(_) => Some(wait_count(replies.next().ok_or_else(short_pipeline)?)?),
+        None => None,
+    };
+    let replicas = match info {
+        true => Some(replicas_of_info(
+            &replies.next().ok_or_else(short_pipeline)?,
+        )),
+        false => None,
+    };
+    Ok(Trip {
+        script,
+        acked,
+        replicas,
+    })
+}
+
+fn short_pipeline() -> RedisError {
+    RedisError::from((
+        ErrorKind::Parse,
+        "a pipeline answered fewer replies than it sent commands",
+    ))
+}
+
+/// `WAIT`'s reply: how many replicas acknowledged.
+fn wait_count(reply: Value) -> Result<u32, RedisError> {
+    match reply {
+        Value::Int(n) => Ok(u32::try_from(n).unwrap_or(0)),
+        Value::ServerError(e) => Err(e.into()),
+        other => Err(RedisError::from((
+            ErrorKind::Parse,
+            "WAIT answered something other than an integer",
+            format!("{other:?}"),
+        ))),
     }
 }
 
@@ -326,17 +443,7 @@ pub(crate) async fn pipeline_with_wait<C: ConnectionLike + Clone>(
     if let Value::ServerError(e) = script {
         return Err(e.into());
     }
-    let acked = match acked {
-        Value::Int(n) => u32::try_from(n).unwrap_or(0),
-        Value::ServerError(e) => return Err(e.into()),
-        other => {
-            return Err(RedisError::from((
-                ErrorKind::Parse,
-                "WAIT answered something other than an integer",
-                format!("{other:?}"),
-            )));
-        }
-    };
+    let acked = wait_count(acked)?;
     Ok((script, acked))
 }
 
@@ -382,11 +489,12 @@ where
         // One response timeout for the whole call, the replica count's round trip included, as
         // `call_timeout` promises.
         let deadline = self.deadline();
-        let connected = self.connected_replicas(deadline).await?;
-        let (reply, acks) = self
-            .eval_with_wait_until(call, wait, connected, deadline)
-            .await?;
-        Ok((reply, Some(acks)))
+        let (connected, refresh) = self.connected_replicas(deadline).await?;
+        let wait = (connected > 0).then_some(wait);
+        let trip = self.run_script(call, wait, refresh, deadline).await?;
+        let acked = trip.acked.unwrap_or(0);
+        let acks = ReplicaAcks { acked, connected };
+        Ok((to_reply(trip.script), Some(acks)))
     }
 
     async fn eval(&self, call: &ScriptCall) -> Result<Reply, BackendError> {

@@ -271,7 +271,14 @@ impl Connection {
                 // replies go out in a burst per round, as Redis writes them before it sleeps.
                 tokio::task::yield_now().await;
             }
-            let flow = match self.flush_running(io, flow).await {
+            // A write blocked on a client that does not read must not hold up a shutdown: Redis
+            // closes such a client at once on SIGTERM, whatever its output buffer holds.
+            let written = tokio::select! {
+                biased;
+                () = stopped(&mut shutdown) => return,
+                written = self.flush_running(io, flow) => written,
+            };
+            let flow = match written {
                 Ok(flow) => flow,
                 Err(e) => {
                     tracing::debug!(client = %self.client, error = %e, "write failed");
@@ -302,7 +309,11 @@ impl Connection {
                     };
                     if !connected {
                         // A restart on the way closed this connection too: reply, then close.
-                        let _ = self.flush(io).await;
+                        tokio::select! {
+                            biased;
+                            () = stopped(&mut shutdown) => {}
+                            _ = self.flush(io) => {}
+                        }
                         return;
                     }
                 }

@@ -96,7 +96,10 @@ const ACCEPT_RETRY: (Duration, Duration) = (Duration::from_millis(1), Duration::
 /// Redis's default `busy-reply-threshold` (`lua-time-limit`).
 pub const DEFAULT_BUSY_REPLY_THRESHOLD: Duration = Duration::from_secs(5);
 
-/// How long a graceful shutdown waits for open connections to finish what they were writing.
+/// How long a graceful shutdown waits for open connections to close. Each closes at its next
+/// step, a write blocked on a client that reads nothing included (Redis, too, closes such a client
+/// on SIGTERM without writing what it has not read); the grace bounds a connection held elsewhere,
+/// a busy script's.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
 /// How a server is set up.
@@ -398,9 +401,9 @@ impl Server {
     }
 
     /// Accepts connections on `listener` and serves each in its own task until `shutdown`
-    /// resolves (or [`Server::shutdown`] is called); then stops accepting, lets every connection
-    /// finish what it was writing, and returns once they have closed (after at most
-    /// [`SHUTDOWN_GRACE`]).
+    /// resolves (or [`Server::shutdown`] is called); then stops accepting, closes every
+    /// connection (replies a client has not read are dropped, as Redis drops them), and returns
+    /// once they have closed (after at most [`SHUTDOWN_GRACE`]).
     pub async fn run(&self, listener: TcpListener, shutdown: impl Future<Output = ()>) {
         if let Ok(addr) = listener.local_addr() {
             tracing::info!(%addr, "fake-redis-server ready to accept connections");

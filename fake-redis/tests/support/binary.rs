@@ -61,6 +61,20 @@ fn spawn_logging(mut command: Command) -> (Child, u16, Vec<String>) {
     (child, port, before)
 }
 
+/// Waits up to `bound` for the binary to exit: its status, or `None` if it still runs.
+pub fn exit_within(child: &mut Child, bound: Duration) -> Option<std::process::ExitStatus> {
+    let deadline = Instant::now() + bound;
+    loop {
+        if let Some(status) = child.try_wait().expect("waitable") {
+            return Some(status);
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Waits (up to [`PATIENCE`]) for the binary to exit.
 pub fn wait_for_exit(child: &mut Child) -> std::process::ExitStatus {
     let deadline = Instant::now() + PATIENCE;

@@ -73,6 +73,20 @@ pub(crate) enum Stage {
 impl LockMachine {
     /// An acquire of `kind`, which the caller chose (the request's `fenced` among the rest).
     pub(crate) fn start_acquire(&mut self, op: OpId, req: AcquireRequest, kind: AcquireKind) {
+        // A lease the drift margin swallows whole could never be valid: refused before anything
+        // is sent. One the round trip eats is granted and says so (`grant`).
+        if let Some(lease) = req.lease {
+            let margin = self.config.drift_margin(lease);
+            if lease.millis() <= margin {
+                let err = LockError::LeaseTooShort {
+                    name: req.name,
+                    lease: lease.millis(),
+                    margin,
+                };
+                self.done(Some(op), Err(err));
+                return;
+            }
+        }
         let owner_id = req.owner.unwrap_or_else(|| self.new_owner());
         let mode = req.lease.map_or(HoldMode::Watchdog, HoldMode::Lease);
         let key: HoldKey = (req.name.clone(), owner_id, kind.side());
@@ -272,6 +286,17 @@ impl LockMachine {
         let (id, count, hold_token) = (hold.id, hold.count, hold.token);
         let anchor = a.attempts.anchor(sent);
         let valid_until = self.valid_until_after(anchor, lease);
+        if valid_until <= now {
+            tracing::warn!(
+                lock = %a.keys.name(),
+                owner = %a.owner,
+                lease = %lease.millis(),
+                since_sent = %now.since(anchor),
+                margin = %self.config.drift_margin(lease),
+                "granted, but the round trip used up the lease less its drift margin: the hold is \
+                 may-be-lost from the start; use a longer lease"
+            );
+        }
         // Granted by a server that may have lost its data since: promise nothing past the loss,
         // and let a renewal tell whether the hold survived.
         let valid_until = self.promise_after_doubt(anchor, valid_until);

@@ -8,6 +8,14 @@
 //! `first send of the unknown streak + latch_ttl`; once that window closes without an answer, the
 //! caller is told "unknown". A fresh id is never used to repeat an acquire: a second `HINCRBY`
 //! would count one hold twice (the reason Redisson sends lock scripts with no retry since 3.37.0).
+//!
+//! An acquire with a wait budget repeats on past the latch window, until its budget ends: every
+//! acquire attempt also carries the count the client believes the owner has, and a copy that finds
+//! the count moved (an earlier attempt applied, its latch gone) confirms the hold without counting
+//! it. So a waiter rides out a paused or slow server for as long as it was willing to wait, and
+//! its attempts, queued on the one connection, are applied in order, as is the give-back that
+//! follows them if it gives up. An unlock keeps to the latch window: a copy of a release that
+//! finds the count moved can only say "still held".
 
 use super::{BackendError, CallId, LockError, LockMachine, OpKind, Operation};
 use crate::config::LockConfig;
@@ -70,13 +78,17 @@ impl Attempts {
 
     /// The attempt sent at `sent` of an `operation` on lock `name` failed with `error` at `now`:
     /// when to send the next attempt, or the error that ends the operation. A server error reply
-    /// ends it at once (the server ran the call and refused it; repeating cannot help).
+    /// ends it at once (the server ran the call and refused it; repeating cannot help). Attempts
+    /// go on while the next can be answered within the latch window, or by `budget_end` (an
+    /// acquire's wait budget) when that is later.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn on_failure(
         &mut self,
         sent: MonoTime,
         error: BackendError,
         now: MonoTime,
         window: RetryWindow,
+        budget_end: Option<MonoTime>,
         name: String,
         operation: Operation,
     ) -> Result<MonoTime, LockError> {
@@ -96,7 +108,10 @@ impl Attempts {
         // hammered; a timed-out attempt already waited a full response timeout.
         let delay = Millis((window.response_timeout.as_u64() / 10).max(1));
         let at = now.max(sent + delay);
-        if at + window.response_timeout <= start + window.latch_ttl {
+        let end = budget_end.map_or(start + window.latch_ttl, |b| {
+            b.max(start + window.latch_ttl)
+        });
+        if at + window.response_timeout <= end {
             Ok(at)
         } else if self.window_unknown {
             Err(LockError::OutcomeUnknown {
@@ -150,9 +165,10 @@ impl LockMachine {
         };
         // The name is spelled out only for an error.
         let name = kind.lock_name();
+        let budget_end = kind.budget_end();
         let failure = kind
             .attempts()?
-            .on_failure(sent, error, now, window, name, operation);
+            .on_failure(sent, error, now, window, budget_end, name, operation);
         match failure {
             Ok(at) => {
                 self.arm_op_timer(op, at);
@@ -171,6 +187,15 @@ impl OpKind {
             OpKind::Release(r) => Some(&mut r.attempts),
             OpKind::GiveUp(g) => Some(&mut g.attempts),
             OpKind::Single(_) => None,
+        }
+    }
+
+    /// The end of the wait budget of an acquire its caller still waits for: its attempts may go
+    /// on until then (see the module docs).
+    fn budget_end(&self) -> Option<MonoTime> {
+        match self {
+            OpKind::Acquire(a) if !a.abandoned => a.deadline,
+            _ => None,
         }
     }
 

@@ -192,6 +192,22 @@ pub enum LockError {
         /// The lock.
         name: String,
     },
+    /// A lease no longer than the drift margin the lock keeps below it: the hold it granted would
+    /// be "may be lost" from the start, whatever the round trip, so it is refused before anything
+    /// is sent.
+    #[error(
+        "lock {name:?}: a lease of {lease} is not above the drift margin {margin} the lock keeps \
+         below a lease (drift_rate × lease + drift_constant), so the hold could never be valid; \
+         use a lease longer than the margin plus a round trip to Redis"
+    )]
+    LeaseTooShort {
+        /// The lock.
+        name: String,
+        /// The lease asked for.
+        lease: crate::time::Millis,
+        /// The drift margin at that lease.
+        margin: crate::time::Millis,
+    },
     /// A lease of zero, or beyond what Redis accepts, was given.
     #[error(transparent)]
     InvalidLease(#[from] crate::time::InvalidLease),

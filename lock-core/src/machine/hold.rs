@@ -199,6 +199,9 @@ impl LockMachine {
             fresh.pending = hold.pending;
             fresh.token = hold.token;
             fresh.rw = hold.rw;
+            // A fair lock's acquire in flight grants a fair hold: released by the fair lock's
+            // script, which hands the lock on to the queue.
+            fresh.fair = hold.fair;
             self.holds.insert(key.clone(), fresh);
         }
     }

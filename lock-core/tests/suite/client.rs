@@ -476,6 +476,59 @@ async fn an_unsafe_config_is_refused_at_construction_naming_the_value_and_the_ru
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_latch_ttl_that_would_leave_keys_for_ever_is_refused_naming_the_limit() {
+    let world = World::new();
+    let (backend, _) = world.backend();
+    let forever = LockConfig {
+        latch_ttl: Some(lock_core::Lease::MAX),
+        ..LockConfig::default()
+    };
+    let err = LockClient::new(backend, forever).expect_err("refused");
+    let text = err.to_string();
+    assert!(
+        text.contains("latch_ttl is 9000000000000000000 ms, above the 3600000 ms a latch may live"),
+        "{text}"
+    );
+    let (backend, _) = world.backend();
+    let longest = LockConfig {
+        latch_ttl: Some(Millis(3_600_000)),
+        ..LockConfig::default()
+    };
+    assert!(LockClient::new(backend, longest).is_ok());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_lease_the_drift_margin_swallows_is_refused_before_anything_is_sent() {
+    let world = World::new();
+    let (a, ai) = world.client();
+    // The default margin at a 1 ms lease: 1 % of it (rounded up) plus 2 ms, 3 ms.
+    let err = a
+        .lock_with_lease("orders", ms(1))
+        .await
+        .expect_err("refused");
+    let text = err.to_string();
+    assert!(
+        text.contains(
+            "lock \"orders\": a lease of 1 ms is not above the drift margin 3 ms the lock keeps"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("could never be valid"), "{text}");
+    let err = a
+        .acquire("orders")
+        .lease(ms(3))
+        .wait(secs(1))
+        .await
+        .expect_err("refused");
+    assert!(err.to_string().contains("a lease of 3 ms"), "{err}");
+    assert!(world.calls(ai, "acquire").is_empty(), "nothing was sent");
+    assert!(!world.exists("orders"));
+    // The shortest lease above the margin is a valid hold on a quick server.
+    let guard = a.lock_with_lease("orders", ms(4)).await.unwrap();
+    assert!(guard.is_valid());
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_guard_dropped_after_its_client_still_releases_in_the_background() {
     let world = World::new();
     let (a, ai) = world.client();

@@ -244,3 +244,31 @@ async fn redis_a_dead_waiter_s_place_is_dropped_after_its_thread_wait() {
     )
     .await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_fair_hold_granted_after_its_owner_s_hold_was_marked_lost_is_released_as_fair() {
+    let world = support::World::with_latency(support::ms(5));
+    let (a, ai) = world.client();
+    let owner = a.new_owner().await.unwrap();
+    let first = owner.acquire("orders").fair().await.unwrap();
+    // A second acquire of the same owner, held up on its way, is in flight when this client's
+    // force unlock marks the first hold lost (before it is sent) and deletes the lock.
+    world.delay_next_request(ai, support::ms(20));
+    let second = tokio::spawn({
+        let owner = owner.clone();
+        async move { owner.acquire("orders").fair().await }
+    });
+    tokio::time::sleep(support::ms(1)).await;
+    assert!(a.force_unlock_fair("orders").await.unwrap());
+    drop(first);
+    // The delayed attempt finds the lock free and takes it anew: a fair hold, released as one.
+    let second = second.await.unwrap().expect("granted");
+    assert!(world.exists("orders"));
+    assert_eq!(second.unlock().await, Ok(UnlockOutcome::Released));
+    assert_eq!(world.calls(ai, "fair_release").len(), 1);
+    assert!(
+        world.calls(ai, "release").is_empty(),
+        "the fair lock's hold went out with the plain lock's release"
+    );
+    assert!(!world.exists("orders"));
+}

@@ -6,6 +6,8 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+#[path = "../support/delay_proxy.rs"]
+mod delay_proxy;
 #[path = "../machine_rig/mod.rs"]
 mod machine_rig;
 #[path = "../support/mod.rs"]

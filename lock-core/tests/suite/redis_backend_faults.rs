@@ -2,12 +2,14 @@
 //! starts itself (it restarts, flushes or pauses it, which the shared server must never see).
 
 use crate::common;
+use crate::delay_proxy::DelayProxy;
 
 use bytes::Bytes;
 use common::OwnRedis;
 use lock_core::script::acquire::{self, AcquireReply};
 use lock_core::{
-    Backend, BackendError, KeyLayout, Lease, Millis, Owner, RedisBackend, Reply, RequestId,
+    Backend, BackendError, KeyLayout, Lease, LockClient, LockConfig, Millis, Owner, RedisBackend,
+    Reply, RequestId, UnlockOutcome,
 };
 use std::time::Duration;
 
@@ -187,4 +189,123 @@ async fn scripts_are_loaded_on_connect_and_after_a_reconnect_without_noscript() 
         0,
         "no NOSCRIPT after the restart"
     );
+}
+
+/// The bound on a test that talks to a server through a slow network or a pause.
+const BOUND: Duration = Duration::from_secs(60);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lock_works_across_a_400_ms_round_trip_under_a_500_ms_response_timeout() {
+    let server = OwnRedis::start();
+    let proxy = DelayProxy::start(server.port(), Duration::from_millis(200)).await;
+    // A 3 s watchdog: a response timeout of 500 ms, above the 400 ms round trip.
+    let config = LockConfig {
+        watchdog_timeout: Millis(3000),
+        ..LockConfig::default()
+    };
+    assert_eq!(config.response_timeout(), Millis(500));
+    let run = async {
+        let client = LockClient::connect(&proxy.url(), config)
+            .await
+            .expect("connects");
+        let guard = client
+            .try_lock("slow-network", Duration::from_secs(5), None)
+            .await
+            .expect("the first acquire is answered within its response timeout")
+            .expect("the lock is free");
+        // Long enough for several renewals and for the replica count to be asked again (5 s).
+        tokio::time::sleep(Duration::from_secs(7)).await;
+        assert!(guard.is_valid(), "{:?}", guard.status());
+        assert_eq!(guard.unlock().await, Ok(UnlockOutcome::Released));
+    };
+    tokio::time::timeout(BOUND, run).await.expect("bounded");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_keeps_trying_through_a_server_pause_and_leaves_no_hold_for_no_one() {
+    let server = OwnRedis::start();
+    let admin = RedisBackend::connect(&server.url(), Duration::from_secs(5))
+        .await
+        .unwrap();
+    let config = LockConfig {
+        response_timeout: Some(Millis(600)),
+        ..LockConfig::default()
+    };
+    let client = LockClient::connect(&server.url(), config).await.unwrap();
+    assert_eq!(
+        admin
+            .command(&cmd(&["CLIENT", "PAUSE", "6000", "WRITE"]))
+            .await,
+        Ok(Reply::Status("OK".into()))
+    );
+    let run = async {
+        let outcome = client
+            .try_lock("paused", Duration::from_secs(20), None)
+            .await;
+        match outcome {
+            Ok(Some(guard)) => {
+                assert!(guard.is_valid(), "{:?}", guard.status());
+                assert_eq!(guard.unlock().await, Ok(UnlockOutcome::Released));
+            }
+            other => {
+                // Whatever it answered, a hold it gave up must not stay on the server.
+                tokio::time::sleep(Duration::from_secs(8)).await;
+                let left = admin.command(&cmd(&["PTTL", "paused"])).await;
+                panic!(
+                    "a 20 s budget outlasts a 6 s pause, so the lock is granted; got {other:?}, \
+                     and the lock's key has PTTL {left:?}"
+                );
+            }
+        }
+        assert_eq!(
+            admin.command(&cmd(&["EXISTS", "paused"])).await,
+            Ok(Reply::Int(0))
+        );
+    };
+    tokio::time::timeout(BOUND, run).await.expect("bounded");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_that_gives_up_during_a_pause_gives_back_after_its_queued_attempt() {
+    let server = OwnRedis::start();
+    let admin = RedisBackend::connect(&server.url(), Duration::from_secs(10))
+        .await
+        .unwrap();
+    let config = LockConfig {
+        response_timeout: Some(Millis(600)),
+        ..LockConfig::default()
+    };
+    let client = LockClient::connect(&server.url(), config).await.unwrap();
+    let paused_at = tokio::time::Instant::now();
+    assert_eq!(
+        admin
+            .command(&cmd(&["CLIENT", "PAUSE", "6000", "WRITE"]))
+            .await,
+        Ok(Reply::Status("OK".into()))
+    );
+    let run = async {
+        // A budget shorter than the pause: the attempt stays queued, and the waiter gives up.
+        let outcome = client
+            .try_lock("given-back", Duration::from_secs(2), None)
+            .await;
+        let err = outcome.expect_err("no answer during the pause");
+        assert!(err.outcome_unknown(), "{err}");
+        // The queued attempt is applied when the pause ends, and the give-back right after it.
+        // A write of the admin's own waits for the pause to end; a moment later the paused
+        // client's queue has run. Without the give-back the hold would live its 30 s lease.
+        let probe = admin.command(&cmd(&["SET", "pause-over", "1"])).await;
+        assert_eq!(probe, Ok(Reply::Status("OK".into())));
+        assert!(
+            paused_at.elapsed() >= Duration::from_secs(5),
+            "the pause held writes"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let left = admin.command(&cmd(&["PTTL", "given-back"])).await;
+        assert_eq!(
+            left,
+            Ok(Reply::Int(-2)),
+            "a hold given up must not stay on the server for its lease"
+        );
+    };
+    tokio::time::timeout(BOUND, run).await.expect("bounded");
 }
