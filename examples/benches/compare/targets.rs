@@ -9,23 +9,19 @@ const WHY_CLIENT_OVERHEAD: &str = "Both sides make the same two EVALSHA round tr
     causes. Its cost with no I/O at all is the criterion row 'LockClient pair over an instant \
     backend' (the machine's share: the machine rows, four inputs per pair). A caller steps the \
     machine under the client's mutex and polls its own call in its own task, with no channel, no \
-    spawned task and one timeout, so what is left is work rather than hops: the machine's own \
-    steps (its maps of holds, operations, calls and timers, about a quarter of the client's \
-    instructions per pair under callgrind), the guard's status channel, and the one timeout per \
-    call (RedisBackend's), whose registration on a multi-thread runtime wakes the runtime's time \
-    driver on another worker, a futex and an eventfd write that the raw side, which has no \
-    timeout at all, never pays. How much those wake-ups cost depends on the host: the same code \
-    measured 1.18 on a multi-thread runtime on the AMD EPYC guest of 2026-12-02 and 0.63 to 0.69 \
-    on the Intel Xeon KVM guest of 2026-12-03, where `strace -f -c` over 30,000 pairs counted \
-    3.5 futex calls and 0.5 eventfd writes a pair for ours against none for raw (18 futex calls \
-    in all). An experiment without the per-call timeout (not kept: it bounds every call) cut \
-    them to 2.0 and 0.1 a pair and moved the ratio to 0.72; perf puts the futex calls that \
-    remain at the unlock's request handed to the connection's task (tokio wakes the second \
-    worker when it schedules a task while another waits on the same worker; which one waits \
-    there is not yet known). Where the lock-core owners could go next: one timer shared by every \
-    call in flight (their deadlines come in order, all one response timeout apart), that waiting \
-    task found and kept off the caller's path, and the machine's per-operation maps made \
-    lighter.";
+    spawned task and one timeout, and no second task woken: a new hold's end, a deadline for the \
+    driver's timer, is set on that timer by the caller's own step (`lock-core/src/client/state.rs`). \
+    Before that, the driver task was woken once for every lock taken, and on a multi-thread \
+    runtime tokio woke the second worker for it: on the Intel Xeon KVM guest of 2026-12-03, \
+    `strace -f -c` over 30,000 pairs counted 3.5 futex calls and 0.5 eventfd writes a pair for \
+    ours against none for raw, and ours / raw was 0.56 to 0.69; with the caller setting the \
+    timer, 27 futex calls and no eventfd write in all, and 0.88 in the same conditions. What is \
+    left is work rather than hops: the machine's own steps (its maps of holds, operations, calls \
+    and timers, about a quarter of the client's instructions per pair under callgrind), the \
+    guard's status channel, and the one timeout per call (RedisBackend's), which the raw side \
+    does not pay. Where the lock-core owners could go next: one timer shared by every call in \
+    flight (their deadlines come in order, all one response timeout apart), and the machine's \
+    per-operation maps made lighter.";
 
 const WHY_SCRIPT_COST: &str = "rslock's pair is a plain SET NX PX and a two-command \
     compare-and-delete script; ours runs two scripts that also check and write a latch key \

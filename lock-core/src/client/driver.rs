@@ -2,18 +2,18 @@
 //!
 //! Callers step the machine themselves and run the calls of their own operations (`state.rs`).
 //! The driver does the rest, as one future polled by one task, with nothing spawned per call: it
-//! sleeps until the machine's next deadline on one tokio timer, reset only when the deadline
-//! moves; it polls the backend's pub/sub events; it applies subscriptions in order, one at a
-//! time, as the machine requires; and it polls every call no caller runs (renewal batches, the
-//! attempts of waiters woken by an unlock message, background releases, the calls of callers that
-//! went away) side by side, so one slow call never stalls another. Each turn feeds what came back
-//! to the machine at the present time and takes the work the steps queued. It decides no rule of
-//! the lock itself: a guard's status is what the machine said.
+//! sleeps until the machine's next deadline on one tokio timer (kept in the client's core, where
+//! a caller's step sets it earlier without waking the driver); it polls the backend's pub/sub
+//! events; it applies subscriptions in order, one at a time, as the machine requires; and it
+//! polls every call no caller runs (renewal batches, the attempts of waiters woken by an unlock
+//! message, background releases, the calls of callers that went away) side by side, so one slow
+//! call never stalls another. Each turn feeds what came back to the machine at the present time
+//! and takes the work the steps queued. It decides no rule of the lock itself: a guard's status is
+//! what the machine said.
 
 use super::state::{CallFuture, CallOutcome, ClientState, Subscription, call_result};
 use crate::backend::Backend;
 use crate::machine::{BackendError, CallId, Input, PubSubEvent};
-use crate::time::MonoTime;
 use bytes::Bytes;
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
@@ -23,7 +23,6 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
-use tokio::time::Sleep;
 
 /// Turns in one poll before the driver yields to its runtime's other tasks.
 const TURNS_PER_POLL: usize = 16;
@@ -41,10 +40,6 @@ pub(super) struct Driver<B> {
     subscriptions: VecDeque<Subscription>,
     subscribing: Option<SubscriptionFuture>,
     event: EventFuture,
-    /// Made at the first deadline (a runtime without timers never needs one).
-    timer: Option<Pin<Box<Sleep>>>,
-    /// The deadline the timer is set for, until it fires.
-    timer_at: Option<MonoTime>,
     inputs: Vec<Input>,
 }
 
@@ -78,8 +73,6 @@ impl<B: Backend> Driver<B> {
             subscriptions: VecDeque::new(),
             subscribing: None,
             event,
-            timer: None,
-            timer_at: None,
             inputs: Vec::new(),
         }
     }
@@ -104,17 +97,12 @@ impl<B: Backend> Driver<B> {
             self.inputs.push(Input::PubSub(event));
             self.event = next_event(&self.backend);
         }
-        if self.timer_at.is_some()
-            && let Some(timer) = &mut self.timer
-            && timer.as_mut().poll(cx).is_ready()
-        {
-            self.timer_at = None;
-            self.inputs.push(Input::Timeout);
-        }
-        let mut busy = !self.inputs.is_empty();
-
-        let (calls, orphans, deadline) = {
+        let (busy, calls, orphans) = {
             let mut core = self.state.lock();
+            if core.poll_timer(cx) {
+                self.inputs.push(Input::Timeout);
+            }
+            let busy = !self.inputs.is_empty();
             for input in self.inputs.drain(..) {
                 core.step(input, self.state.now(), None);
             }
@@ -124,10 +112,11 @@ impl<B: Backend> Driver<B> {
             core.set_driver(cx.waker());
             self.subscriptions.extend(core.take_subscriptions());
             let (calls, orphans) = (core.take_queued_calls(), core.take_orphans());
-            (calls, orphans, core.arm_driver())
+            core.arm_timer(cx.waker());
+            (busy, calls, orphans)
         };
 
-        busy |= !calls.is_empty() || !orphans.is_empty();
+        let mut busy = busy || !calls.is_empty() || !orphans.is_empty();
         for (id, call) in calls {
             let call = self.state.start_call(call);
             self.calls.push(Running { id, call });
@@ -140,17 +129,6 @@ impl<B: Backend> Driver<B> {
         {
             self.subscribing = Some(self.subscription(next));
             busy = true;
-        }
-        if deadline != self.timer_at {
-            self.timer_at = deadline;
-            if let Some(at) = deadline {
-                let at = self.state.instant(at);
-                match &mut self.timer {
-                    Some(timer) => timer.as_mut().reset(at),
-                    None => self.timer = Some(Box::pin(tokio::time::sleep_until(at))),
-                }
-                busy = true;
-            }
         }
         Some(busy)
     }

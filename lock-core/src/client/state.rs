@@ -12,8 +12,10 @@
 //! So an acquire or unlock that the machine can answer after one call is one round trip polled by
 //! its caller's own task: no hop to another task and back, no task spawned, and one timer (the
 //! backend's, when it bounds its calls within the response timeout; the client's otherwise). The
-//! driver is woken only when it has work: a queued call or subscription, or a machine deadline
-//! earlier than the one it sleeps until.
+//! driver is woken only when it has work: a queued call or subscription, or, before its timer
+//! exists, a machine deadline. After that a step that makes an earlier deadline sets the driver's
+//! timer itself, for the driver's waker, so taking a lock (whose hold's end is such a deadline)
+//! wakes no second task: on a multi-thread runtime, no second worker.
 //!
 //! Cancel safety is the machine's, as before: a caller's future dropped while its call is in
 //! flight hands that call's future to the driver, which polls it to its end (nothing that went out
@@ -35,10 +37,10 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
-use std::task::{Poll, Waker};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 use tokio::sync::watch;
-use tokio::time::Instant;
+use tokio::time::{Instant, Sleep};
 
 /// A call's reply, with the replica count of its `WAIT` if it carried one.
 pub(super) type CallOutcome = Result<(Reply, Option<ReplicaAcks>), BackendError>;
@@ -239,11 +241,6 @@ impl ClientState {
         MonoTime(Millis::from_duration(Instant::now().saturating_duration_since(self.origin)).0)
     }
 
-    /// The tokio instant of a machine time.
-    pub(super) fn instant(&self, t: MonoTime) -> Instant {
-        self.origin + Duration::from_millis(t.as_millis())
-    }
-
     /// The core, for one step. A panic under the lock leaves no half-applied step that matters
     /// more than stopping would, so a poisoned lock is taken as it is.
     pub(super) fn lock(&self) -> MutexGuard<'_, Core> {
@@ -269,6 +266,9 @@ impl ClientState {
             let mut core = self.lock();
             self.stopped.store(true, Ordering::Release);
             core.stopped = true;
+            // Dropped with the driver, before its runtime's timers shut down: nobody sets it again.
+            core.timer = None;
+            core.timer_at = None;
             for slot in core.slots.values_mut() {
                 if let Slot::Waiting(waker) = slot
                     && let Some(waker) = waker.take()
@@ -323,8 +323,17 @@ pub(super) struct Core {
     subscriptions: VecDeque<Subscription>,
     /// The driver task's waker, once it has polled.
     driver: Option<Waker>,
-    /// The deadline the driver's timer is set for; `None` when it sleeps without one.
-    driver_deadline: Option<MonoTime>,
+    /// The timer that wakes the driver at the machine's next deadline. The driver makes it at the
+    /// first deadline (a runtime without timers never needs one); from then on whoever steps the
+    /// machine sets it, registering the driver's waker, so a new deadline wakes nobody now.
+    timer: Option<Pin<Box<Sleep>>>,
+    /// The deadline the timer is set for, until it fires; `None` when the driver sleeps without
+    /// one.
+    timer_at: Option<MonoTime>,
+    /// Whether the driver was woken for a deadline: it makes the timer then, even if that
+    /// deadline is gone by its turn (a lock released at once), so that the next one need not
+    /// wake it.
+    timer_wanted: bool,
     closed: bool,
     stopped: bool,
     background_ops: u64,
@@ -364,7 +373,9 @@ impl Core {
             orphans: Vec::new(),
             subscriptions: VecDeque::new(),
             driver: None,
-            driver_deadline: None,
+            timer: None,
+            timer_at: None,
+            timer_wanted: false,
             closed: false,
             stopped: false,
             background_ops: 0,
@@ -415,21 +426,36 @@ impl Core {
         own
     }
 
-    /// Wakes the driver if a step left it work: queued calls or subscriptions, a machine
-    /// deadline earlier than the one it sleeps until, or the end of the client. Called after a
-    /// step by anyone but the driver, which looks at all of it on every turn.
+    /// Wakes the driver if a step left it work: queued calls or subscriptions, or the end of the
+    /// client. Called after a step by anyone but the driver, which looks at all of it on every
+    /// turn.
+    ///
+    /// A machine deadline earlier than the timer's is not work for the driver once its timer
+    /// exists: the step sets the timer here, for the driver's waker, and the timer wakes the
+    /// driver when it is due. Waking the driver to set it would be a second task run for every
+    /// lock taken (the hold's validity is such a deadline, and the release cancels it before the
+    /// driver gets to it), and on a multi-thread runtime a second worker woken to run it.
     pub(super) fn nudge_driver(&mut self) {
-        let earlier = match (self.machine.poll_timeout(), self.driver_deadline) {
+        let next = self.machine.poll_timeout();
+        let earlier = match (next, self.timer_at) {
             (Some(next), Some(set)) => next < set,
             (Some(_), None) => true,
             (None, _) => false,
         };
-        if earlier
-            || self.closed
+        let mut wake = self.closed
             || !self.queued_calls.is_empty()
             || !self.orphans.is_empty()
-            || !self.subscriptions.is_empty()
-        {
+            || !self.subscriptions.is_empty();
+        if let Some(at) = next.filter(|_| earlier) {
+            match self.driver.clone() {
+                Some(driver) if self.timer.is_some() => self.set_timer(at, &driver),
+                _ => {
+                    self.timer_wanted = true;
+                    wake = true;
+                }
+            }
+        }
+        if wake {
             self.wake_driver();
         }
     }
@@ -533,10 +559,58 @@ impl Core {
         self.subscriptions.drain(..)
     }
 
-    /// The machine's next deadline, which the driver's timer is set for from now on.
-    pub(super) fn arm_driver(&mut self) -> Option<MonoTime> {
-        self.driver_deadline = self.machine.poll_timeout();
-        self.driver_deadline
+    /// Whether the driver's timer fired since it was set (the driver's turn, with its context).
+    pub(super) fn poll_timer(&mut self, cx: &mut Context<'_>) -> bool {
+        let fired = self.timer_at.is_some()
+            && self
+                .timer
+                .as_mut()
+                .is_some_and(|timer| timer.as_mut().poll(cx).is_ready());
+        if fired {
+            self.timer_at = None;
+        }
+        fired
+    }
+
+    /// Sets the driver's timer for the machine's next deadline (the driver's turn, with its
+    /// waker); makes the timer at the first deadline.
+    pub(super) fn arm_timer(&mut self, driver: &Waker) {
+        if self.timer.is_none() && std::mem::take(&mut self.timer_wanted) {
+            // Not polled, so not in the runtime's timer wheel until set.
+            self.timer = Some(Box::pin(tokio::time::sleep_until(Instant::now())));
+        }
+        let next = self.machine.poll_timeout();
+        if next == self.timer_at {
+            return;
+        }
+        match next {
+            Some(at) => self.set_timer(at, driver),
+            // The timer may still fire for the old deadline: the driver wakes, finds nothing due.
+            None => self.timer_at = None,
+        }
+    }
+
+    /// Sets the timer for `at` and registers `driver` with it, so that it wakes the driver when
+    /// due, whoever set it; a deadline already past wakes the driver now.
+    fn set_timer(&mut self, at: MonoTime, driver: &Waker) {
+        let instant = self.instant(at);
+        let timer = match &mut self.timer {
+            Some(timer) => {
+                timer.as_mut().reset(instant);
+                timer
+            }
+            None => self
+                .timer
+                .insert(Box::pin(tokio::time::sleep_until(instant))),
+        };
+        self.timer_at = Some(at);
+        if timer
+            .as_mut()
+            .poll(&mut Context::from_waker(driver))
+            .is_ready()
+        {
+            driver.wake_by_ref();
+        }
     }
 
     // ---- answers and hold events ----

@@ -34,6 +34,37 @@ async fn watchdog_renews_every_third_of_the_timeout_and_holds_for_an_hour() {
     assert_eq!(guard.unlock().await.unwrap(), UnlockOutcome::Released);
 }
 
+/// A new hold's end is a deadline for the driver's timer. Once the timer exists, the caller's own
+/// step sets it (the driver is not woken for it): here when it sleeps without a deadline since the
+/// first hold was released, and again after it fired and the driver found nothing more to wait
+/// for. Either way the driver must wake at the hold's end and report it.
+#[tokio::test(start_paused = true)]
+async fn a_holds_end_is_reported_on_time_when_the_caller_sets_the_drivers_timer() {
+    let world = World::new();
+    let (a, _) = world.client();
+    let first = a.lock_with_lease("orders", secs(30)).await.unwrap();
+    assert_eq!(first.unlock().await.unwrap(), UnlockOutcome::Released);
+    for round in 0..3 {
+        let guard = a.lock_with_lease("orders", secs(2)).await.unwrap();
+        let taken = world.elapsed();
+        let valid_until = guard.status().valid_until;
+        let state = tokio::time::timeout(secs(60), guard.lost()).await;
+        assert_eq!(
+            state,
+            Ok(HoldState::MayBeLost),
+            "round {round}: the end of a 2 s lease was reported"
+        );
+        assert!(
+            tokio::time::Instant::now() <= valid_until + MS,
+            "round {round}: reported {:?} after the lock was taken, on a 2 s lease",
+            world.elapsed() - taken
+        );
+        drop(guard);
+        // The next round starts after the timer fired and the driver went back to sleep.
+        world.sleep_until(world.elapsed() + secs(40)).await;
+    }
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_fixed_lease_expires_and_a_waiter_takes_over_without_any_renewal() {
     let world = World::with_latency(ms(1));
