@@ -151,7 +151,9 @@ fn sleep(cx: &mut Cx<'_>, seconds: &[u8]) -> Frame {
 /// back, as Redis's save, flush and load: encodings are chosen afresh from the values, access
 /// times start over, keys past their time are not loaded, and every watcher of a key is
 /// touched. The fake keeps no file, so the options are checked and each form reloads what
-/// it holds.
+/// it holds; `NOFLUSH` without `MERGE` fails as Redis's does when a function library is loaded
+/// (its load meets the library already there). Redis kills itself on a key loaded over
+/// another under `NOFLUSH`; the fake reloads it.
 fn reload(cx: &mut Cx<'_>, options: &[Bytes]) -> CmdResult {
     if !options
         .iter()
@@ -160,6 +162,14 @@ fn reload(cx: &mut Cx<'_>, options: &[Bytes]) -> CmdResult {
         return Err(Frame::error(
             "ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.",
         ));
+    }
+    let (noflush, merge) = (
+        options.iter().any(|o| is(o, "noflush")),
+        options.iter().any(|o| is(o, "merge")),
+    );
+    if noflush && !merge && has_functions(cx) {
+        // Loading a library over itself fails, as loading Redis's RDB over its own does.
+        return Err(Frame::error("ERR Error trying to load the RDB dump"));
     }
     let now = cx.now;
     let encodings = cx.server_state().encodings.clone();
@@ -190,6 +200,17 @@ fn reload(cx: &mut Cx<'_>, options: &[Bytes]) -> CmdResult {
     }
     cx.server_state().last_save = Some(now.div_euclid(1000));
     Ok(Frame::OK)
+}
+
+/// Whether a function library is loaded.
+fn has_functions(cx: &mut Cx<'_>) -> bool {
+    #[cfg(feature = "lua")]
+    return !cx.functions().is_empty();
+    #[cfg(not(feature = "lua"))]
+    {
+        let _ = cx;
+        false
+    }
 }
 
 /// The entry at `key` as stored, live or not (Redis's debug lookups ignore expiry), or

@@ -60,6 +60,7 @@ async fn session(url: &str) -> Vec<(String, Result<Value, String>)> {
     let mut con = connect(url).await;
     let setup: &[&[&str]] = &[
         &["FLUSHALL"],
+        &["FUNCTION", "FLUSH"],
         &["SET", "foo", "bar"],
         &["SET", "n", "12"],
         &["SET", "t", "v", "EX", "100"],
@@ -151,6 +152,17 @@ async fn session(url: &str) -> Vec<(String, Result<Value, String>)> {
         &["DEBUG", "SLEEP"],
         &["DEBUG", "RELOAD", "bogus"],
         &["DEBUG", "RELOAD"],
+        &["DEBUG", "RELOAD", "NOFLUSH", "MERGE"],
+        &["DEBUG", "RELOAD", "NOSAVE"],
+        &[
+            "FUNCTION",
+            "LOAD",
+            "#!lua name=lib\nredis.register_function('f', function() return 1 end)",
+        ],
+        &["DEBUG", "RELOAD", "NOFLUSH"],
+        &["DEBUG", "RELOAD", "NOFLUSH", "MERGE"],
+        &["FCALL", "f", "0"],
+        &["FUNCTION", "FLUSH"],
         // The reload kept every key, its value and its TTL.
         &["DEBUG", "DIGEST"],
         &["TTL", "t"],
