@@ -316,6 +316,8 @@ fn protocol(cx: &mut Cx<'_>, name: &[u8]) -> CmdResult {
     let frame = match () {
         _ if is(name, "string") => Frame::Bulk(Bytes::from_static(b"Hello World")),
         _ if is(name, "integer") => Frame::Integer(12345),
+        // Redis's test value, not an approximation of pi.
+        #[allow(clippy::approx_constant)]
         _ if is(name, "double") => Frame::Double(3.141),
         _ if is(name, "bignum") => Frame::BigNumber("1234567999999999999999999999999999999".into()),
         _ if is(name, "null") => Frame::Null,
