@@ -20,6 +20,13 @@ pub trait Clock: Send + Sync + 'static {
     fn now_us(&self) -> i64 {
         self.now_ms().saturating_mul(1000)
     }
+
+    /// Moves the clock forward by `ms` itself, when it is a virtual clock that its readers may
+    /// move (`DEBUG SLEEP` on a [`ManualClock`]): `false`, the default, for a clock that moves by
+    /// itself, on which a sleep has to be waited out instead.
+    fn advance_by(&self, _ms: i64) -> bool {
+        false
+    }
 }
 
 impl<C: Clock + ?Sized> Clock for Arc<C> {
@@ -29,6 +36,10 @@ impl<C: Clock + ?Sized> Clock for Arc<C> {
 
     fn now_us(&self) -> i64 {
         (**self).now_us()
+    }
+
+    fn advance_by(&self, ms: i64) -> bool {
+        (**self).advance_by(ms)
     }
 }
 
@@ -69,6 +80,11 @@ impl Default for ManualClock {
 impl Clock for ManualClock {
     fn now_ms(&self) -> i64 {
         self.now.load(Ordering::SeqCst)
+    }
+
+    fn advance_by(&self, ms: i64) -> bool {
+        self.advance(ms);
+        true
     }
 }
 

@@ -75,6 +75,11 @@ struct Args {
         default_value_t = 5000
     )]
     busy_reply_threshold: u64,
+    /// Whether clients may run DEBUG (Redis's enable-debug-command): no, as Redis 7.0's
+    /// default; yes; or local, which the fake treats as yes (it cannot tell a local client from
+    /// another). It cannot change at run time, as in Redis.
+    #[arg(long, value_name = "yes|local|no", default_value = "no")]
+    enable_debug_command: fake_redis::DebugCommand,
     /// Serve a primary, N replicas and a Sentinel, in this one process on one clock and seed:
     /// the primary on --port, replica i on --port + 1 + i, the Sentinel on --port + 1 + N (with
     /// --port 0, a free run of N + 2 ports; the log names each). ROLE and INFO replication
@@ -134,6 +139,7 @@ fn main() -> ExitCode {
         tcp_backlog: args.tcp_backlog,
         admin_password: args.admin_password.map(Bytes::from),
         busy_reply_threshold: std::time::Duration::from_millis(args.busy_reply_threshold),
+        enable_debug_command: args.enable_debug_command,
         ..ServerConfig::default()
     };
     if let Some(seed) = args.seed {

@@ -147,6 +147,12 @@ fn value_of(cx: &Cx<'_>, param: &Param) -> String {
             cx.engine().config().busy_reply_threshold_ms.to_string()
         }
         None if param.name == "maxclients" => cx.engine().client_limit().maxclients().to_string(),
+        None if param.name == "enable-debug-command" => cx
+            .engine()
+            .config()
+            .enable_debug_command
+            .as_str()
+            .to_owned(),
         None => param.default.to_owned(),
     }
 }
@@ -332,7 +338,7 @@ fn check(param: &Param, raw: &[u8]) -> Result<String, String> {
 
 /// A memory amount as Redis's `memtoull` reads it: digits with an optional unit (`k` is 1000,
 /// `kb` 1024, and so on up to `gb`), in any case.
-fn memory(text: &str) -> Option<u64> {
+pub(crate) fn memory(text: &str) -> Option<u64> {
     let lower = text.to_ascii_lowercase();
     let digits = lower.trim_end_matches(|c: char| c.is_ascii_alphabetic());
     let unit = match &lower[digits.len()..] {

@@ -114,6 +114,8 @@ fn dispatch(engine: &mut Engine, id: u64, argv: &[Bytes], now: i64, may_block: b
         false => lookup(name),
         true => super::sentinel::lookup(name),
     };
+    let debug_refused =
+        spec.is_some_and(|s| s.name == "debug") && !engine.config().enable_debug_command.allows();
     let client = engine.client_mut(id).expect("checked by start_command");
     let Some(spec) = spec else {
         client.last_command = "NULL";
@@ -140,6 +142,10 @@ fn dispatch(engine: &mut Engine, id: u64, argv: &[Bytes], now: i64, may_block: b
         }
     };
     client.last_command = name;
+    // Redis refuses a protected command its switch keeps off before it checks authentication.
+    if debug_refused {
+        return reject(engine, id, spec, super::debug::refused());
+    }
     // What the later checks ask of the client, read now: a map lookup per command instead of
     // four. Only a check that is off on the common path (ACL rules, a cluster's routing) may
     // change the client before the command runs, and then it is read again.

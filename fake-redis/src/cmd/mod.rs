@@ -5,7 +5,8 @@
 //! `transactions`, `connection`, `client` for `MONITOR` and the `CLIENT` modes that act around
 //! every command (`PAUSE`, `REPLY`, `TRACKING`), `server` for `OBJECT`, `MEMORY`, `SHUTDOWN` and
 //! the other server commands,
-//! `acl`, `dump` for `DUMP` and `RESTORE`, `cluster` for the cluster, module and debugging
+//! `acl`, `debug` for `DEBUG` behind its switch (`digest` for its signatures), `dump` for `DUMP`
+//! and `RESTORE`, `cluster` for the cluster, module and debugging
 //! commands a standalone server refuses (`cluster_mode` answers `CLUSTER` on a cluster node,
 //! `redirect` routes its calls), `replication` for `WAIT` and `REPLICAOF`, `sentinel` for the
 //! table a Sentinel's engine answers from instead of this one), mini-redis
@@ -29,6 +30,8 @@ mod command_docs;
 mod config;
 mod connection;
 mod context;
+mod debug;
+mod digest;
 mod dispatch;
 mod dump;
 mod functions;
@@ -216,7 +219,7 @@ command_table! {
     b"CONFIG" => config::CONFIG,
     b"COPY" => keys::COPY,
     b"DBSIZE" => keys::DBSIZE,
-    b"DEBUG" => server::DEBUG,
+    b"DEBUG" => debug::DEBUG,
     b"DECR" => strings::DECR,
     b"DECRBY" => strings::DECRBY,
     b"DEL" => keys::DEL,

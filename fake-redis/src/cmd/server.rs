@@ -28,9 +28,6 @@ pub(crate) static SAVE: Spec = Spec::new("save", 1, 0, save_command);
 pub(crate) static BGSAVE: Spec = Spec::new("bgsave", -1, 0, bgsave_command);
 pub(crate) static BGREWRITEAOF: Spec = Spec::new("bgrewriteaof", 1, 0, bgrewriteaof_command);
 pub(crate) static MOVE: Spec = Spec::new("move", 3, super::WRITE, move_command);
-// Redis refuses it before it checks authentication; running it unauthenticated only refuses.
-pub(crate) static DEBUG: Spec =
-    Spec::new("debug", -2, super::NO_AUTH, debug_command).with_reads(super::ReadRule::Never);
 pub(crate) static ROLE: Spec = Spec::new("role", 1, 0, role_command);
 pub(crate) static SWAPDB: Spec = Spec::new("swapdb", 3, super::WRITE, swapdb_command);
 pub(crate) static SHUTDOWN: Spec = Spec::new("shutdown", -1, 0, shutdown_command);
@@ -249,6 +246,14 @@ pub(crate) fn subcommand(
         .ok_or_else(|| unknown_subcommand(container, sub))
 }
 
+/// `OBJECT REFCOUNT`'s answer: Redis shares one object for each small integer.
+pub(crate) fn refcount(entry: &Entry, encodings: &Encodings) -> i64 {
+    let shared = matches!(&entry.value, Value::Str(s)
+        if encoding(entry, encodings) == "int"
+            && as_int(s).is_some_and(|n| (0..SHARED_INTEGERS).contains(&n)));
+    if shared { SHARED_REFCOUNT } else { 1 }
+}
+
 /// `OBJECT ENCODING|FREQ|IDLETIME|REFCOUNT <key>` and `OBJECT HELP`.
 fn object_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let sub = args.next_bytes()?;
@@ -272,12 +277,7 @@ fn object_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
         "encoding" => Ok(Frame::Bulk(Bytes::from_static(
             encoding(entry, &encodings).as_bytes(),
         ))),
-        "refcount" => {
-            let shared = matches!(&entry.value, Value::Str(s)
-                if encoding(entry, &encodings) == "int"
-                    && as_int(s).is_some_and(|n| (0..SHARED_INTEGERS).contains(&n)));
-            Ok(Frame::Integer(if shared { SHARED_REFCOUNT } else { 1 }))
-        }
+        "refcount" => Ok(Frame::Integer(refcount(entry, &encodings))),
         "idletime" => {
             if lfu {
                 return Err(Frame::error(
@@ -345,7 +345,7 @@ const DICT_ENTRY: usize = 24;
 const DICT: usize = 56;
 
 /// The bytes one element takes in a listpack: its encoding, its data and its back length.
-fn listpack_entry(e: &[u8]) -> usize {
+pub(crate) fn listpack_entry(e: &[u8]) -> usize {
     let body = match as_int(e) {
         Some(n) if (0..=127).contains(&n) => 1,
         Some(n) if (-4096..4096).contains(&n) => 2,
@@ -874,16 +874,6 @@ fn shutdown_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let id = cx.client;
     cx.node().shut_down(id);
     Ok(Frame::OK)
-}
-
-/// `DEBUG`: refused, as Redis 7.0 refuses it by default (`enable-debug-command no`, which only
-/// a configuration file can change).
-fn debug_command(_cx: &mut Cx<'_>, _args: &mut Args<'_>) -> CmdResult {
-    Err(Frame::error(
-        "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", \
-         you can run it from a local connection, otherwise you need to set this option in the \
-         configuration file, and then restart the server.",
-    ))
 }
 
 #[cfg(test)]

@@ -1274,6 +1274,12 @@ impl Db {
             .is_some_and(|log| !log.is_empty())
     }
 
+    /// Every key with its entry as stored, live or not, in the table's order (`DEBUG DIGEST`,
+    /// whose result does not depend on it).
+    pub(crate) fn stored_iter(&self) -> impl Iterator<Item = (&[u8], &Entry)> {
+        self.table.iter().map(|s| (s.key.as_bytes(), &s.entry))
+    }
+
     /// The entry at `key` as stored, live or not (what a batch carries).
     pub(crate) fn stored(&self, key: &[u8]) -> Option<&Entry> {
         self.table.find(hash_key(key), key).map(|s| &s.entry)

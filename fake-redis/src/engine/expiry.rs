@@ -143,6 +143,8 @@ pub(crate) struct ActiveExpiry {
     pub stale: f64,
     /// Per database, the size Redis's table of keys with a TTL would have.
     table_sizes: Vec<usize>,
+    /// `DEBUG SET-ACTIVE-EXPIRE 0` turned the cycles off (Redis's `active_expire_enabled`).
+    disabled: bool,
 }
 
 impl ActiveExpiry {
@@ -158,14 +160,21 @@ impl ActiveExpiry {
             time_cap_reached: 0,
             stale: 0.0,
             table_sizes: Vec::new(),
+            disabled: false,
         }
+    }
+
+    /// Turns the cycles on or off (`DEBUG SET-ACTIVE-EXPIRE`). Off, no cycle runs, slow or
+    /// fast; back on, the next command catches up as after any stall.
+    pub fn set_enabled(&mut self, on: bool) {
+        self.disabled = !on;
     }
 
     /// Whether [`catch_up`](Self::catch_up) has work at `now`: a tick has passed, or the clock
     /// went back past the last one. Every command asks, so this is two comparisons.
     #[inline]
     pub fn is_due(&self, now: i64) -> bool {
-        now >= self.next_tick || now < self.next_tick - self.tuning.period
+        !self.disabled && now >= self.next_tick || now < self.next_tick - self.tuning.period
     }
 
     /// `CONFIG SET hz` or `active-expire-effort`: the next cycles run with the new figures, the
@@ -207,7 +216,9 @@ impl ActiveExpiry {
     /// the last 2 ms. After every command, so two comparisons.
     #[inline]
     pub fn wants_fast_cycle(&self, now: i64) -> bool {
-        self.hit_limit && now >= self.last_fast.saturating_add(self.tuning.fast_spacing_ms())
+        self.hit_limit
+            && !self.disabled
+            && now >= self.last_fast.saturating_add(self.tuning.fast_spacing_ms())
     }
 
     /// Redis's `beforeSleep`: the fast cycle at `now`, if [`wants_fast_cycle`] allows one.

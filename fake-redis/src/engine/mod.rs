@@ -120,6 +120,53 @@ pub struct EngineConfig {
     /// The scripts that run as Rust functions in place of their Lua bodies ([`crate::native`]):
     /// none by default, so every body runs on Lua.
     pub native_scripts: crate::native::NativeScripts,
+    /// `enable-debug-command`: whether `DEBUG` runs (Redis 7.0 refuses it by default, and no
+    /// `CONFIG SET` changes it).
+    pub enable_debug_command: DebugCommand,
+}
+
+/// Redis's `enable-debug-command`: who may run `DEBUG`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DebugCommand {
+    /// Nobody (Redis 7.0's default).
+    #[default]
+    No,
+    /// Every client.
+    Yes,
+    /// Clients on the server's machine. The fake's clients are in-process, or reach a TCP
+    /// server that listens on loopback by default, so it lets every client run it.
+    Local,
+}
+
+impl DebugCommand {
+    /// The value as `CONFIG GET` shows it and a server flag takes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DebugCommand::No => "no",
+            DebugCommand::Yes => "yes",
+            DebugCommand::Local => "local",
+        }
+    }
+
+    /// Whether `DEBUG` runs.
+    pub fn allows(self) -> bool {
+        self != DebugCommand::No
+    }
+}
+
+impl std::str::FromStr for DebugCommand {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<DebugCommand, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "no" => Ok(DebugCommand::No),
+            "yes" => Ok(DebugCommand::Yes),
+            "local" => Ok(DebugCommand::Local),
+            _ => Err(format!(
+                "enable-debug-command takes yes, local or no, not {s:?}"
+            )),
+        }
+    }
 }
 
 impl Default for EngineConfig {
@@ -137,6 +184,7 @@ impl Default for EngineConfig {
             output_limits: output_limits::OutputLimits::default(),
             idle_timeout_s: 0,
             native_scripts: crate::native::NativeScripts::new(),
+            enable_debug_command: DebugCommand::No,
         }
     }
 }
@@ -538,6 +586,18 @@ impl Engine {
     #[inline]
     pub fn is_sentinel(&self) -> bool {
         self.sentinel.is_some()
+    }
+
+    /// Moves a virtual clock forward by `ms` (`DEBUG SLEEP`): `false` on a clock that moves by
+    /// itself (see [`Clock::advance_by`]).
+    pub(crate) fn advance_clock_by(&mut self, ms: i64) -> bool {
+        self.clock.advance_by(ms)
+    }
+
+    /// `DEBUG SET-ACTIVE-EXPIRE`: turns the active expiry cycles off or back on; keys still
+    /// expire when a command finds them past their time.
+    pub(crate) fn set_active_expire(&mut self, on: bool) {
+        self.expiry.set_enabled(on);
     }
 
     /// `CONFIG SET hz` or `active-expire-effort`: the active expiry cycle's figures from now on

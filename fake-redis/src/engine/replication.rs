@@ -826,6 +826,18 @@ impl Engine {
         true
     }
 
+    /// `DEBUG CHANGE-REPL-ID` (Redis's `changeReplicationId` and `clearReplicationId2`): a new
+    /// replication id, drawn from the seed, and no second one. A node that never replicated
+    /// shows no id, and keeps showing none.
+    pub(crate) fn change_replication_id(&mut self) {
+        let r = &mut self.replication;
+        if let Some((id, _)) = &r.replid {
+            let salt = u64::from_str_radix(&id[..16], 16).unwrap_or(0) ^ 0xdeb6;
+            r.replid = Some((replid(self.config.seed, salt), "0".repeat(40)));
+            r.second_offset = None;
+        }
+    }
+
     /// The port of the primary a replica follows; None on a primary.
     pub(crate) fn followed_primary_port(&self) -> Option<i64> {
         let up = self.replication.upstream.as_ref()?;

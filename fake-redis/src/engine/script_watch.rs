@@ -11,7 +11,7 @@
 
 use crate::engine::Engine;
 use crate::resp::Frame;
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
@@ -94,6 +94,10 @@ pub(crate) struct ScriptWatch {
     /// Called once a script has run long, to move the thread's other work elsewhere (a server on
     /// a tokio runtime hands its worker to another thread).
     detach: OnceLock<Box<dyn Fn() -> bool + Send + Sync>>,
+    /// `DEBUG SLEEP` on a clock that moves by itself: the engine's time (unix ms) until which
+    /// the server is busy, or `i64::MIN`. Front doors wait it out before they run a request or
+    /// write a reply, as a real server's clients wait for its one thread.
+    asleep_until: AtomicI64,
 }
 
 // The bits of `ScriptWatch::state`, one word so that front doors pay one load.
@@ -150,11 +154,24 @@ impl Default for ScriptWatch {
             waited: AtomicBool::new(false),
             changed: tokio::sync::Notify::new(),
             detach: OnceLock::new(),
+            asleep_until: AtomicI64::new(i64::MIN),
         }
     }
 }
 
 impl ScriptWatch {
+    /// `DEBUG SLEEP`: the server is busy until the engine's clock reads `until` (unix ms).
+    pub fn sleep_until(&self, until: i64) {
+        self.asleep_until.fetch_max(until, Ordering::AcqRel);
+    }
+
+    /// The time a `DEBUG SLEEP` keeps the server busy until, if one was asked for (it may
+    /// have passed: a front door compares it with the clock).
+    pub fn asleep_until(&self) -> Option<i64> {
+        let until = self.asleep_until.load(Ordering::Acquire);
+        (until != i64::MIN).then_some(until)
+    }
+
     /// Whether a script is running (the one atomic load front doors pay before locking).
     pub fn running(&self) -> bool {
         self.state.load(Ordering::Acquire) != 0

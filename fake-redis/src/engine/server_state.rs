@@ -38,4 +38,17 @@ pub(crate) struct ServerState {
     pub encodings: Encodings,
     /// When `SAVE` or `BGSAVE` last ran (unix seconds); None: since the server started.
     pub last_save: Option<i64>,
+    /// What `DEBUG` switches set (`cmd/debug.rs`).
+    pub debug: DebugSwitches,
+}
+
+/// The switches `DEBUG` sets, which the rest of the server reads.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct DebugSwitches {
+    /// `DEBUG SET-DISABLE-DENY-SCRIPTS 1`: scripts may call the commands Redis flags
+    /// `noscript` (`DEBUG` itself, `CLIENT`, the blocking pops).
+    pub deny_scripts_disabled: bool,
+    /// `DEBUG QUICKLIST-PACKED-THRESHOLD`: the size from which a list element would sit in a
+    /// plain node of its own (0: Redis's default, 1 GB).
+    pub quicklist_packed_threshold: u64,
 }

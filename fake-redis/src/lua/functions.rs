@@ -166,6 +166,11 @@ impl Functions {
         Ok(())
     }
 
+    /// Whether no library is loaded (`DEBUG RELOAD NOFLUSH` fails over one).
+    pub fn is_empty(&self) -> bool {
+        self.libraries.is_empty()
+    }
+
     /// `FUNCTION FLUSH`: every library, and the state they ran in.
     pub fn flush(&mut self) {
         *self = Functions::default();

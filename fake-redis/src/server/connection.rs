@@ -263,7 +263,15 @@ impl Connection {
     {
         let mut shutdown = self.shared.shutdown.subscribe();
         loop {
+            // A `DEBUG SLEEP` keeps the server busy: nothing runs before it is over, and the
+            // sleeper's reply goes out after it.
+            if !self.sleep_out(&mut shutdown).await {
+                return;
+            }
             let flow = self.step();
+            if !self.sleep_out(&mut shutdown).await {
+                return;
+            }
             if !self.output.is_empty() {
                 // A reply is an interaction too (Redis notes it when it writes).
                 self.active = true;
@@ -405,6 +413,25 @@ impl Connection {
                     }
                 }
             }
+        }
+    }
+
+    /// Waits until a `DEBUG SLEEP` in the engine is over (at once when none is): on a tokio
+    /// timer, holding neither the engine nor a worker thread, so the process's other servers
+    /// go on. `false` when the server stops meanwhile.
+    async fn sleep_out(&self, shutdown: &mut tokio::sync::watch::Receiver<bool>) -> bool {
+        let Some(until) = self.shared.scripts.asleep_until() else {
+            return true;
+        };
+        let shared = Arc::clone(&self.shared);
+        let now = || lock(&shared.engine).now();
+        if now() >= until {
+            return true;
+        }
+        tokio::select! {
+            biased;
+            () = stopped(shutdown) => false,
+            () = shared.clock.wait_until(until, now) => true,
         }
     }
 

@@ -134,6 +134,8 @@ pub struct ServerConfig {
     /// The scripts the engines run as Rust functions in place of their Lua bodies
     /// ([`crate::native`]); none by default, as in the `fake-redis-server` binary.
     pub native_scripts: crate::native::NativeScripts,
+    /// Redis's `enable-debug-command`: whether `DEBUG` runs (`no` by default, as in Redis 7.0).
+    pub enable_debug_command: crate::engine::DebugCommand,
 }
 
 impl Default for ServerConfig {
@@ -150,6 +152,7 @@ impl Default for ServerConfig {
             admin_password: None,
             busy_reply_threshold: DEFAULT_BUSY_REPLY_THRESHOLD,
             native_scripts: crate::native::NativeScripts::new(),
+            enable_debug_command: crate::engine::DebugCommand::No,
         }
     }
 }
@@ -174,9 +177,14 @@ async fn cron(shared: std::sync::Weak<Shared>) {
         if *shared.shutdown.borrow() {
             return;
         }
-        // A running script holds the engine: its own end catches up.
+        // A running script holds the engine: its own end catches up. A `DEBUG SLEEP` stops
+        // the server's cron too.
         if let Some(mut engine) =
             crate::engine::script_watch::lock_unless_busy(&shared.engine, &shared.scripts)
+            && shared
+                .scripts
+                .asleep_until()
+                .is_none_or(|t| engine.now() >= t)
         {
             let _batch = shared.clock.batch();
             engine.catch_up();
@@ -261,6 +269,7 @@ fn engine_config(config: &ServerConfig) -> EngineConfig {
         maxclients_ceiling: config.maxclients_ceiling,
         settings,
         native_scripts: config.native_scripts.clone(),
+        enable_debug_command: config.enable_debug_command,
         ..EngineConfig::default()
     }
 }

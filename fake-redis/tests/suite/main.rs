@@ -35,6 +35,7 @@ mod conformance_table;
 mod conformance_wire;
 mod connection;
 mod connection_modes;
+mod debug_command;
 mod dump;
 mod engine;
 mod expiry_cycles;
