@@ -64,6 +64,7 @@ mod stats;
 pub(crate) mod stream;
 pub(crate) mod tracking;
 mod watches;
+pub(crate) use watches::BusyTransaction;
 pub(crate) mod zset;
 
 pub use crate::engine::expiry::{
