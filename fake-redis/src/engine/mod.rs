@@ -812,6 +812,7 @@ impl Engine {
             self.apply_due_server_faults();
         }
         let now = self.now();
+        self.stats.ops.tick(now, self.stats.commands);
         if self.cluster_due(now) {
             self.cluster_tick(now);
         }
