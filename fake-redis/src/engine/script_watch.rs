@@ -5,7 +5,9 @@
 //! door reads without the lock. A runaway script holds the engine's lock for as long as it runs,
 //! so the TCP server looks at the watch (one atomic load) before it locks
 //! ([`lock_unless_busy`]), and while a script runs it answers from the watch alone (`BUSY`,
-//! `SCRIPT KILL`) instead of waiting for the lock on a tokio worker that others need. The Lua
+//! `SCRIPT KILL`, `FUNCTION STATS` of a running function) instead of waiting for the lock on a
+//! tokio worker that others need. On the wall clock it also ends a library's load at Redis's load
+//! timeout; a load is no script, and never busy to others. The Lua
 //! runner writes it; the engine keeps it in its script cache, the same object for the engine's
 //! whole life, since the front doors hold it.
 

@@ -41,9 +41,12 @@
 //! passes the busy threshold it waits for it, as Redis's clients do; past it, it answers from the
 //! watch alone, as Redis answers while busy: `BUSY` to every command Redis does not allow while
 //! busy, `SCRIPT KILL` and `FUNCTION KILL` through the watch, `SHUTDOWN NOSAVE` by stopping the
-//! server, `QUIT`. A command Redis allows while busy that needs the engine (`MULTI`, `HELLO`,
-//! `AUTH`, `FUNCTION STATS`, …), or any command of a client that has not authenticated, waits for
-//! the script to end, and the connection's later requests behind it. Those answers skip the
+//! server, `QUIT`, `FUNCTION STATS` of a busy function from the watch. A transaction's commands
+//! are answered at once as Redis answers them (`MULTI` opens one, a refused command dooms it,
+//! `EXEC` is refused and drops it, `DISCARD` drops it); what they did is kept beside the
+//! connection and settled in the engine at its next step. A command Redis allows while busy that
+//! needs the engine (`WATCH`, `HELLO`, `AUTH`, …), or any command of a client that has not
+//! authenticated, waits for the script to end, and the connection's later requests behind it. Those answers skip the
 //! fault plan: they are not counted as the node's commands. A connection opened while a script
 //! runs becomes the engine's client at its first command that needs the engine.
 
