@@ -512,6 +512,9 @@ fn get_keys(argv: &[Bytes], with_flags: bool) -> CmdResult {
     ))
 }
 
+/// A key's position in a call, and its flags (`RW`, `access`, ...).
+type KeyAndFlags = (usize, Vec<Vec<u8>>);
+
 /// A key of `COMMAND GETKEYS`, or with its flags for `GETKEYSANDFLAGS`.
 fn key_reply(key: &Bytes, key_flags: Vec<Vec<u8>>, with_flags: bool) -> Frame {
     let key = Frame::Bulk(key.clone());
@@ -527,7 +530,7 @@ fn key_reply(key: &Bytes, key_flags: Vec<Vec<u8>>, with_flags: bool) -> Frame {
 
 /// The keys of the call `argv` of the command whose `COMMAND INFO` fields are `fields`, read off
 /// its key specs, with their flags.
-fn keys_by_specs(fields: &[Frame], argv: &[Bytes]) -> Result<Vec<(usize, Vec<Vec<u8>>)>, Frame> {
+fn keys_by_specs(fields: &[Frame], argv: &[Bytes]) -> Result<Vec<KeyAndFlags>, Frame> {
     let specs = match fields.get(8).and_then(items) {
         Some(specs) if !specs.is_empty() => specs,
         _ => return Err(Frame::error("ERR The command has no key arguments")),
