@@ -499,6 +499,38 @@ fn get_keys(argv: &[Bytes], with_flags: bool) -> CmdResult {
             "ERR Invalid number of arguments specified for command",
         ));
     }
+    // Only Redis's C code finds `SORT`'s keys (its key specs are incomplete).
+    let keys = if is(name, "sort") || is(name, "sort_ro") {
+        sort_keys(argv)
+    } else {
+        keys_by_specs(fields, argv)?
+    };
+    Ok(Frame::Array(
+        keys.into_iter()
+            .map(|(i, key_flags)| key_reply(&argv[i], key_flags, with_flags))
+            .collect(),
+    ))
+}
+
+/// A key's position in a call, and its flags (`RW`, `access`, ...).
+type KeyAndFlags = (usize, Vec<Vec<u8>>);
+
+/// A key of `COMMAND GETKEYS`, or with its flags for `GETKEYSANDFLAGS`.
+fn key_reply(key: &Bytes, key_flags: Vec<Vec<u8>>, with_flags: bool) -> Frame {
+    let key = Frame::Bulk(key.clone());
+    if !with_flags {
+        return key;
+    }
+    let flags = key_flags
+        .into_iter()
+        .map(|f| Frame::Simple(String::from_utf8_lossy(&f).into_owned().into()))
+        .collect();
+    Frame::Array(vec![key, Frame::Set(flags)])
+}
+
+/// The keys of the call `argv` of the command whose `COMMAND INFO` fields are `fields`, read off
+/// its key specs, with their flags.
+fn keys_by_specs(fields: &[Frame], argv: &[Bytes]) -> Result<Vec<KeyAndFlags>, Frame> {
     let specs = match fields.get(8).and_then(items) {
         Some(specs) if !specs.is_empty() => specs,
         _ => return Err(Frame::error("ERR The command has no key arguments")),
@@ -530,32 +562,11 @@ fn get_keys(argv: &[Bytes], with_flags: bool) -> CmdResult {
             .map(flags)
             .is_some_and(|f| f.iter().any(|f| f == b"no_mandatory_keys"));
         if no_mandatory {
-            return Ok(Frame::Array(Vec::new()));
+            return Ok(Vec::new());
         }
         return Err(Frame::error("ERR Invalid arguments specified for command"));
     }
-    Ok(Frame::Array(
-        keys.into_iter()
-            .map(|(i, key_flags)| {
-                let key = Frame::Bulk(argv[i].clone());
-                if with_flags {
-                    Frame::Array(vec![
-                        key,
-                        Frame::Set(
-                            key_flags
-                                .into_iter()
-                                .map(|f| {
-                                    Frame::Simple(String::from_utf8_lossy(&f).into_owned().into())
-                                })
-                                .collect(),
-                        ),
-                    ])
-                } else {
-                    key
-                }
-            })
-            .collect(),
-    ))
+    Ok(keys)
 }
 
 /// The flags of a key whose spec says they depend on the call (`variable_flags`), as the

@@ -593,7 +593,7 @@ fn info_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
         let _ = write!(
             s,
             "total_connections_received:{}\r\ntotal_commands_processed:{}\r\n\
-             rejected_connections:{}\r\nexpired_keys:{expired}\r\n\
+             instantaneous_ops_per_sec:{}\r\nrejected_connections:{}\r\nexpired_keys:{expired}\r\n\
              expired_stale_perc:{:.2}\r\nexpired_time_cap_reached_count:{}\r\n\
              expire_cycle_cpu_milliseconds:0\r\n\
              keyspace_hits:{}\r\nkeyspace_misses:{}\r\n\
@@ -601,6 +601,7 @@ fn info_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
              unexpected_error_replies:0\r\ntotal_error_replies:{}\r\n",
             engine.stats().connections,
             engine.stats().commands,
+            engine.stats().ops.per_second(),
             engine.client_limit().rejected(),
             engine.expiry_stats().0 * 100.0,
             engine.expiry_stats().1,

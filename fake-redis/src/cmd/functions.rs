@@ -88,8 +88,10 @@ fn fcall_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     if numkeys < 0 {
         return Err(Frame::error("ERR Number of keys can't be negative"));
     }
+    let command = args.whole();
     let keys = args.take(numkeys as usize);
-    Ok(call(cx, name, keys, args.rest(), read_only))
+    let name = std::slice::from_ref(name);
+    Ok(call(cx, [name, keys, args.rest(), command], read_only))
 }
 
 #[cfg(feature = "lua")]
@@ -103,12 +105,14 @@ fn function_exists(_: &mut Cx<'_>, _: &[u8]) -> bool {
 }
 
 #[cfg(feature = "lua")]
-fn call(cx: &mut Cx<'_>, name: &[u8], keys: &[Bytes], args: &[Bytes], read_only: bool) -> Frame {
-    lib::fcall(cx, name, keys, args, read_only)
+/// Runs the function: `parts` are its name, keys, arguments and the whole command.
+fn call(cx: &mut Cx<'_>, parts: [&[Bytes]; 4], read_only: bool) -> Frame {
+    let [name, keys, args, command] = parts;
+    lib::fcall(cx, &name[0], keys, args, read_only, command)
 }
 
 #[cfg(not(feature = "lua"))]
-fn call(_: &mut Cx<'_>, _: &[u8], _: &[Bytes], _: &[Bytes], _: bool) -> Frame {
+fn call(_: &mut Cx<'_>, _: [&[Bytes]; 4], _: bool) -> Frame {
     Frame::error("ERR Function not found")
 }
 

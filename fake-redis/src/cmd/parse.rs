@@ -32,6 +32,11 @@ impl<'a> Args<'a> {
         }
     }
 
+    /// The whole command as the client sent it, its name included.
+    pub fn whole(&self) -> &'a [Bytes] {
+        self.argv
+    }
+
     /// The command's name as the client sent it, in its case.
     #[inline]
     pub fn name(&self) -> &'a [u8] {

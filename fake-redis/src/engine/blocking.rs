@@ -271,10 +271,10 @@ impl Engine {
         self.clients.get(&id)?.blocked.as_deref()
     }
 
-    /// How many clients are blocked (`INFO`'s `blocked_clients`): those a pause holds are not
-    /// counted, as in Redis.
+    /// How many clients are blocked (`INFO`'s `blocked_clients`): those a pause holds count, as
+    /// Redis 7.0 counts them.
     pub(crate) fn blocked_clients(&self) -> usize {
-        self.blocked_clients - self.postponed_count()
+        self.blocked_clients
     }
 
     /// Whether `client` is blocked: its command has no reply yet.

@@ -64,6 +64,7 @@ mod stats;
 pub(crate) mod stream;
 pub(crate) mod tracking;
 mod watches;
+pub(crate) use watches::BusyTransaction;
 pub(crate) mod zset;
 
 pub use crate::engine::expiry::{
@@ -871,6 +872,7 @@ impl Engine {
             self.apply_due_server_faults();
         }
         let now = self.now();
+        self.stats.ops.tick(now, self.stats.commands);
         if self.cluster_due(now) {
             self.cluster_tick(now);
         }

@@ -153,9 +153,4 @@ impl Engine {
     pub(crate) fn forget_postponed(&mut self, id: u64) {
         self.postponed.retain(|&p| p != id);
     }
-
-    /// How many clients the pause holds.
-    pub(crate) fn postponed_count(&self) -> usize {
-        self.postponed.len()
-    }
 }

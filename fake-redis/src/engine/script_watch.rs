@@ -5,12 +5,15 @@
 //! door reads without the lock. A runaway script holds the engine's lock for as long as it runs,
 //! so the TCP server looks at the watch (one atomic load) before it locks
 //! ([`lock_unless_busy`]), and while a script runs it answers from the watch alone (`BUSY`,
-//! `SCRIPT KILL`) instead of waiting for the lock on a tokio worker that others need. The Lua
+//! `SCRIPT KILL`, `FUNCTION STATS` of a running function) instead of waiting for the lock on a
+//! tokio worker that others need. On the wall clock it also ends a library's load at Redis's load
+//! timeout; a load is no script, and never busy to others. The Lua
 //! runner writes it; the engine keeps it in its script cache, the same object for the engine's
 //! whole life, since the front doors hold it.
 
 use crate::engine::Engine;
 use crate::resp::Frame;
+use bytes::Bytes;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
@@ -63,13 +66,18 @@ pub(crate) enum ScriptKind {
 impl ScriptKind {
     /// The error Redis replies to other clients while a script of this kind is busy.
     pub fn busy_error(self) -> Frame {
+        Frame::error(self.busy_text())
+    }
+
+    /// The text of [`busy_error`](Self::busy_error).
+    pub fn busy_text(self) -> &'static str {
         match self {
-            ScriptKind::Eval => Frame::error(
-                "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.",
-            ),
-            ScriptKind::Function => Frame::error(
-                "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.",
-            ),
+            ScriptKind::Eval => {
+                "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
+            }
+            ScriptKind::Function => {
+                "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."
+            }
         }
     }
 }
@@ -98,7 +106,29 @@ pub(crate) struct ScriptWatch {
     /// the server is busy, or `i64::MIN`. Front doors wait it out before they run a request or
     /// write a reply, as a real server's clients wait for its one thread.
     asleep_until: AtomicI64,
+    /// The running function, for `FUNCTION STATS` from other clients while it is busy.
+    function: Mutex<Option<RunningFunction>>,
+    /// While a library loads on the wall clock: when its time is up, in ns after `origin` (0
+    /// when none loads).
+    load_deadline: AtomicU64,
 }
+
+/// What `FUNCTION STATS` tells other clients of a running function: the same all along, since
+/// nothing that changes it runs while the function does.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct RunningFunction {
+    /// The function's name.
+    pub name: Bytes,
+    /// The `FCALL` that runs it, as its client sent it.
+    pub command: Vec<Bytes>,
+    /// The libraries loaded.
+    pub libraries: usize,
+    /// The functions they register.
+    pub functions: usize,
+}
+
+/// How long Redis lets a library's code run while it loads (its `LOAD_TIMEOUT_MS`).
+const LOAD_TIMEOUT: Duration = Duration::from_millis(500);
 
 // The bits of `ScriptWatch::state`, one word so that front doors pay one load.
 /// A script runs.
@@ -155,6 +185,8 @@ impl Default for ScriptWatch {
             changed: tokio::sync::Notify::new(),
             detach: OnceLock::new(),
             asleep_until: AtomicI64::new(i64::MIN),
+            function: Mutex::new(None),
+            load_deadline: AtomicU64::new(0),
         }
     }
 }
@@ -217,8 +249,57 @@ impl ScriptWatch {
         self.state.store(RUNNING | kind, Ordering::Release);
     }
 
+    /// A function starts: [`begin`](Self::begin), and what `FUNCTION STATS` says of it.
+    pub fn begin_function(&self, running: RunningFunction) {
+        *self.function.lock().unwrap_or_else(|e| e.into_inner()) = Some(running);
+        self.begin(ScriptKind::Function);
+    }
+
+    /// `FUNCTION STATS` while the running function is busy: its name, its command and how long
+    /// it has run (on the wall clock, where alone a function is busy to others).
+    pub fn function_stats(&self) -> Frame {
+        let running = self
+            .function
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+            .unwrap_or_default();
+        let ran = self
+            .elapsed_ns()
+            .saturating_sub(self.started.load(Ordering::Relaxed));
+        let script = Frame::Map(vec![
+            (bulk("name"), Frame::Bulk(running.name)),
+            (
+                bulk("command"),
+                Frame::Array(running.command.into_iter().map(Frame::Bulk).collect()),
+            ),
+            (
+                bulk("duration_ms"),
+                Frame::Integer(i64::try_from(ran / 1_000_000).unwrap_or(i64::MAX)),
+            ),
+        ]);
+        function_stats(script, running.libraries, running.functions)
+    }
+
+    /// A library's code starts to run while it loads: on the wall clock, past Redis's load
+    /// timeout the hook ends it.
+    pub fn begin_load(&self) {
+        if self.on_wall_clock() {
+            let deadline = self
+                .elapsed_ns()
+                .saturating_add(LOAD_TIMEOUT.as_nanos() as u64);
+            self.load_deadline.store(deadline.max(1), Ordering::Relaxed);
+        }
+    }
+
+    /// The library's code has run.
+    pub fn end_load(&self) {
+        self.load_deadline.store(0, Ordering::Relaxed);
+    }
+
     /// The running script ends; whoever waits for that is woken.
     pub fn end(&self) {
+        *self.function.lock().unwrap_or_else(|e| e.into_inner()) = None;
         let before = self.state.swap(0, Ordering::SeqCst);
         if before & BUSY != 0 || self.waited.swap(false, Ordering::SeqCst) {
             self.changed.notify_waiters();
@@ -238,6 +319,11 @@ impl ScriptWatch {
         if state & KILL != 0 || self.abort.load(Ordering::Relaxed) {
             return true;
         }
+        let load_deadline = self.load_deadline.load(Ordering::Relaxed);
+        if load_deadline != 0 {
+            // A load is no script: never busy to others, ended by its own timeout.
+            return self.elapsed_ns() >= load_deadline;
+        }
         if instructions >= DETACH_AFTER
             && state & DETACHED == 0
             && let Some(detach) = self.detach.get()
@@ -246,7 +332,7 @@ impl ScriptWatch {
             self.state.fetch_or(DETACHED, Ordering::AcqRel);
         }
         let threshold = self.threshold_ms.load(Ordering::Relaxed);
-        if state & BUSY == 0 && threshold != u64::MAX {
+        if state & (BUSY | RUNNING) == RUNNING && threshold != u64::MAX {
             let ran = self
                 .elapsed_ns()
                 .saturating_sub(self.started.load(Ordering::Relaxed));
@@ -317,6 +403,23 @@ impl Engine {
 
 /// Lua instructions after which a script counts as long and detaches (a few milliseconds).
 const DETACH_AFTER: u64 = 1_000_000;
+
+/// `FUNCTION STATS`'s reply: the running script (nil, or its map) and the Lua engine's counts.
+pub(crate) fn function_stats(running: Frame, libraries: usize, functions: usize) -> Frame {
+    let count = |n: usize| Frame::Integer(i64::try_from(n).unwrap_or(i64::MAX));
+    let counts = Frame::Map(vec![
+        (bulk("libraries_count"), count(libraries)),
+        (bulk("functions_count"), count(functions)),
+    ]);
+    Frame::Map(vec![
+        (bulk("running_script"), running),
+        (bulk("engines"), Frame::Map(vec![(bulk("LUA"), counts)])),
+    ])
+}
+
+fn bulk(s: &'static str) -> Frame {
+    Frame::Bulk(Bytes::from_static(s.as_bytes()))
+}
 
 fn kind_of(state: u8) -> ScriptKind {
     if state & FUNCTION != 0 {

@@ -1,6 +1,10 @@
 //! What a server counts about the commands it runs: `INFO`'s `commandstats`, `errorstats` and
-//! `latencystats` sections, `total_commands_processed` and `total_error_replies`, and the slow
-//! log (`SLOWLOG`).
+//! `latencystats` sections, `total_commands_processed`, `instantaneous_ops_per_sec` and
+//! `total_error_replies`, and the slow log (`SLOWLOG`).
+//!
+//! `instantaneous_ops_per_sec` is sampled as Redis's `serverCron` samples it, on the engine's
+//! clock: at the first tick 100 ms or more after the last sample, the commands per second since
+//! then; it reads the mean of the last 16 samples (those not yet taken count as 0).
 //!
 //! The rules are Redis 7.0's `call()` and `rejectCommand()`:
 //!
@@ -105,6 +109,46 @@ pub(crate) struct Stats {
     /// The running command is one Redis would have blocked (a door that does not wait answered
     /// it as its timeout): like a block that ended, it is not slow-logged.
     pub skip_slowlog: bool,
+    /// `instantaneous_ops_per_sec`'s samples.
+    pub ops: OpsSampler,
+}
+
+/// How many samples `instantaneous_ops_per_sec` averages (Redis's `STATS_METRIC_SAMPLES`).
+const OPS_SAMPLES: usize = 16;
+
+/// How often a sample is taken, in ms (Redis's `serverCron` period for it).
+const OPS_SAMPLE_PERIOD_MS: i64 = 100;
+
+/// The samples of `instantaneous_ops_per_sec` (see the [module docs](self)).
+#[derive(Default)]
+pub(crate) struct OpsSampler {
+    /// When the last sample was taken, and the command count then.
+    last: Option<(i64, u64)>,
+    samples: [u64; OPS_SAMPLES],
+    next: usize,
+}
+
+impl OpsSampler {
+    /// Takes a sample at `now` if the period has passed, `commands` being the count so far.
+    pub(crate) fn tick(&mut self, now: i64, commands: u64) {
+        let Some((at, before)) = self.last else {
+            self.last = Some((now, commands));
+            return;
+        };
+        let elapsed = now.saturating_sub(at);
+        if elapsed < OPS_SAMPLE_PERIOD_MS {
+            return;
+        }
+        let ops = commands.saturating_sub(before);
+        self.samples[self.next] = ops.saturating_mul(1000) / elapsed.unsigned_abs();
+        self.next = (self.next + 1) % OPS_SAMPLES;
+        self.last = Some((now, commands));
+    }
+
+    /// `instantaneous_ops_per_sec`.
+    pub(crate) fn per_second(&self) -> u64 {
+        self.samples.iter().sum::<u64>() / OPS_SAMPLES as u64
+    }
 }
 
 impl Stats {

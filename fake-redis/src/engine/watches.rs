@@ -6,8 +6,23 @@
 //! the engine moves those marks to the clients after every command and every expiry cycle, and
 //! only while some watch exists, so a server nobody watches pays nothing for `WATCH`.
 
-use super::Engine;
+use super::{Engine, Multi};
 use bytes::Bytes;
+
+/// What a client did to its transaction while a script was busy. Redis answers `MULTI`,
+/// `DISCARD` and `EXEC` at once meanwhile, and refuses every other command with `BUSY`, which
+/// dooms an open transaction; a front door answers them without the engine's lock and settles
+/// them here at the client's next step.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct BusyTransaction {
+    /// The transaction the engine knows was dropped, with the client's watches (`DISCARD`, and
+    /// `EXEC`'s `EXECABORT`, which Redis answers even without a `MULTI`).
+    pub discarded: bool,
+    /// A `MULTI` was answered `+OK`.
+    pub opened: bool,
+    /// A command was refused inside the transaction: its `EXEC` replies `EXECABORT`.
+    pub flagged: bool,
+}
 
 impl Engine {
     /// Client `id` watches `key` of database `db` from `now` on (once per key).
@@ -63,6 +78,30 @@ impl Engine {
         for (db, key) in watching {
             self.dbs[db].unwatch(&key, id);
             self.watchers = self.watchers.saturating_sub(1);
+        }
+    }
+
+    /// Whether client `id` has a transaction open.
+    pub(crate) fn in_multi(&self, id: u64) -> bool {
+        self.clients.get(&id).is_some_and(|c| c.multi.is_some())
+    }
+
+    /// Settles what client `id` did to its transaction while a script was busy.
+    pub(crate) fn settle_busy_transaction(&mut self, id: u64, done: BusyTransaction) {
+        if done.discarded {
+            if let Some(c) = self.clients.get_mut(&id) {
+                c.multi = None;
+            }
+            self.unwatch(id);
+        }
+        let Some(c) = self.clients.get_mut(&id) else {
+            return;
+        };
+        if done.opened {
+            c.multi = Some(Multi::default());
+        }
+        if let (true, Some(multi)) = (done.flagged, &mut c.multi) {
+            multi.failed = true;
         }
     }
 }

@@ -459,6 +459,16 @@ fn redis_table(lua: &Lua) -> mlua::Result<Table> {
                     "ERR Please specify at least one argument for this redis lib call",
                 ));
             };
+            // Redis converts every argument first, as `redis.call` does.
+            if !args
+                .iter()
+                .all(|a| matches!(a, Value::String(_) | Value::Integer(_) | Value::Number(_)))
+            {
+                return Err(raise(
+                    lua,
+                    "ERR Lua redis lib command arguments must be strings or integers",
+                ));
+            }
             let name = lua.coerce_string(name.clone())?;
             match name.and_then(|n| crate::cmd::lookup(&n.as_bytes()).map(|_| ())) {
                 // The fake has one user, allowed everything.

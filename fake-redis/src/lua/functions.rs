@@ -25,6 +25,7 @@
 use super::env::{self, ENV_SOURCE};
 use super::{Run, ScriptKind, Vm, Watching};
 use crate::cmd::Cx;
+use crate::engine::script_watch::RunningFunction;
 use crate::resp::Frame;
 use bytes::Bytes;
 use mlua::{Function, Lua, Table, Value, Variadic};
@@ -220,10 +221,12 @@ impl LibraryVm {
         );
         self.pending.lock().expect("not poisoned").clear();
         self.switch.call::<()>(true).map_err(lua_error)?;
+        self.vm.watch.begin_load();
         let ran = {
             let _limit = env::MemoryLimit::set(&self.vm.lua, self.vm.memory_limit);
             (self.vm.xpcall).call::<(bool, Value)>((&chunk, &self.vm.handler))
         };
+        self.vm.watch.end_load();
         let timed_out = executed.load(Ordering::Relaxed) >= super::KILLED;
         // A budget that ran out fires at every instruction: end it before the switch runs.
         self.vm.arm_budget().map_err(lua_error)?;
@@ -476,7 +479,15 @@ pub(crate) fn fcall(
     keys: &[Bytes],
     args: &[Bytes],
     read_only_command: bool,
+    command: &[Bytes],
 ) -> Frame {
+    let (libraries, functions) = cx.functions().counts();
+    let running = RunningFunction {
+        name: Bytes::copy_from_slice(name),
+        command: command.to_vec(),
+        libraries,
+        functions,
+    };
     let name = String::from_utf8_lossy(name);
     let functions = cx.functions();
     let Some((_, registered)) = functions.find(&name) else {
@@ -498,7 +509,7 @@ pub(crate) fn fcall(
         caller_db: cx.db,
         watch: &lvm.vm.watch,
     };
-    let watching = Watching::begin(run.watch, ScriptKind::Function);
+    let watching = Watching::begin_function(run.watch, running);
     let reply = lvm.vm.run(cx, &callback, &name, keys, args, &run);
     drop(watching);
     cx.client().db = run.caller_db;
@@ -560,18 +571,11 @@ pub(crate) fn delete(cx: &mut Cx<'_>, name: &[u8]) -> Frame {
     }
 }
 
-/// `FUNCTION STATS`: nothing runs while the engine answers, so `running_script` is nil.
+/// `FUNCTION STATS`: nothing runs while the engine answers, so `running_script` is nil (while a
+/// function is busy, the front door answers from the script watch).
 pub(crate) fn stats(cx: &mut Cx<'_>) -> Frame {
-    let bulk = |s: &'static str| Frame::Bulk(Bytes::from_static(s.as_bytes()));
     let (libraries, functions) = cx.functions().counts();
-    let counts = Frame::Map(vec![
-        (bulk("libraries_count"), Frame::Integer(libraries as i64)),
-        (bulk("functions_count"), Frame::Integer(functions as i64)),
-    ]);
-    Frame::Map(vec![
-        (bulk("running_script"), Frame::Null),
-        (bulk("engines"), Frame::Map(vec![(bulk("LUA"), counts)])),
-    ])
+    crate::engine::script_watch::function_stats(Frame::Null, libraries, functions)
 }
 
 /// `FUNCTION DUMP`.

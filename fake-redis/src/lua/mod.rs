@@ -28,7 +28,7 @@ mod raw;
 
 use crate::cmd::{Cx, lookup};
 use crate::engine::ScriptCache;
-use crate::engine::script_watch::{ScriptKind, ScriptWatch};
+use crate::engine::script_watch::{RunningFunction, ScriptKind, ScriptWatch};
 use crate::resp::Frame;
 use bytes::Bytes;
 use mlua::{Function, HookTriggers, Lua, Table, Value, VmState};
@@ -50,9 +50,22 @@ const KILLED: u64 = u64::MAX / 2;
 /// command table's names), or may not in a read-only script though it is no write
 /// (`may-replicate`). A match, not a list: it is asked at every `redis.call`.
 fn not_in_scripts(name: &str) -> bool {
+    // Redis 7.0 flags every subcommand of these containers `noscript` but their HELP, and of
+    // CLUSTER only RESET.
+    if let Some((container, sub)) = name.split_once('|') {
+        return match container {
+            "acl" | "client" | "config" | "function" | "latency" | "module" | "script" => {
+                sub != "help"
+            }
+            "cluster" => sub == "reset",
+            _ => false,
+        };
+    }
     matches!(
         name,
         "auth"
+            | "bgrewriteaof"
+            | "bgsave"
         // Redis 7.0 flags these blocking commands `noscript`; BLMPOP and BZMPOP it does not, and
         // in a script they answer at once as their non-blocking forms.
             | "blmove"
@@ -61,7 +74,6 @@ fn not_in_scripts(name: &str) -> bool {
             | "brpoplpush"
             | "bzpopmax"
             | "bzpopmin"
-            | "client"
             | "debug"
             | "discard"
             | "eval"
@@ -69,23 +81,27 @@ fn not_in_scripts(name: &str) -> bool {
             | "evalsha"
             | "evalsha_ro"
             | "exec"
+            | "failover"
             | "fcall"
             | "fcall_ro"
-            | "function"
             | "hello"
             | "monitor"
             | "multi"
             | "psubscribe"
+            | "psync"
             | "punsubscribe"
             | "quit"
+            | "replconf"
             | "replicaof"
             | "reset"
-            | "script"
+            | "role"
+            | "save"
             | "shutdown"
             | "slaveof"
             | "ssubscribe"
             | "subscribe"
             | "sunsubscribe"
+            | "sync"
             | "unsubscribe"
             | "unwatch"
             | "wait"
@@ -449,6 +465,12 @@ impl<'w> Watching<'w> {
         watch.begin(kind);
         Watching(watch)
     }
+
+    /// [`begin`](Self::begin) for a function, with what `FUNCTION STATS` says of it.
+    pub(crate) fn begin_function(watch: &'w ScriptWatch, running: RunningFunction) -> Watching<'w> {
+        watch.begin_function(running);
+        Watching(watch)
+    }
 }
 
 impl Drop for Watching<'_> {
@@ -671,7 +693,9 @@ fn run_command(
         }
         Ok(name) => name,
     };
-    if not_in_scripts(spec.name) && !allowed_by_debug(running, spec.name) {
+    // A container's subcommand (`client|list`) is let through by its container's name.
+    let container = name.split_once('|').map_or(name, |(container, _)| container);
+    if not_in_scripts(name) && !allowed_by_debug(running, container) {
         return Err("ERR This Redis command is not allowed from script");
     }
     crate::cmd::acl_check_script_call(running.cx, name, command)?;

@@ -41,9 +41,12 @@
 //! passes the busy threshold it waits for it, as Redis's clients do; past it, it answers from the
 //! watch alone, as Redis answers while busy: `BUSY` to every command Redis does not allow while
 //! busy, `SCRIPT KILL` and `FUNCTION KILL` through the watch, `SHUTDOWN NOSAVE` by stopping the
-//! server, `QUIT`. A command Redis allows while busy that needs the engine (`MULTI`, `HELLO`,
-//! `AUTH`, `FUNCTION STATS`, …), or any command of a client that has not authenticated, waits for
-//! the script to end, and the connection's later requests behind it. Those answers skip the
+//! server, `QUIT`, `FUNCTION STATS` of a busy function from the watch. A transaction's commands
+//! are answered at once as Redis answers them (`MULTI` opens one, a refused command dooms it,
+//! `EXEC` is refused and drops it, `DISCARD` drops it); what they did is kept beside the
+//! connection and settled in the engine at its next step. A command Redis allows while busy that
+//! needs the engine (`WATCH`, `HELLO`, `AUTH`, …), or any command of a client that has not
+//! authenticated, waits for the script to end, and the connection's later requests behind it. Those answers skip the
 //! fault plan: they are not counted as the node's commands. A connection opened while a script
 //! runs becomes the engine's client at its first command that needs the engine.
 
@@ -51,7 +54,7 @@ use super::admin::{self, AdminCommand, Outcome};
 use super::{Shared, stopped};
 use crate::engine::output_limits::{OutputLimit, OutputWatch};
 use crate::engine::script_watch::{ScriptKind, ScriptWatch, lock, lock_unless_busy};
-use crate::engine::{ClientId, Engine};
+use crate::engine::{BusyTransaction, ClientId, Engine};
 use crate::fault::{Admission, CommandFate, DeliveryFate, FaultEventKind, NodeId};
 use crate::resp::Frame;
 use crate::resp::{self, RequestParser};
@@ -225,6 +228,12 @@ struct Connection {
     /// When the client, waiting for its next request, is closed as idle (`timeout`): None when
     /// `timeout` is 0 or the client is subscribed, as Redis spares subscribers.
     idle_deadline: Option<i64>,
+    /// Whether the engine had a transaction open for the client at its last step.
+    in_multi: bool,
+    /// The client's protocol at its last step, for the replies answered while a script is busy.
+    protocol: u8,
+    /// What the client did to its transaction while a script was busy, for the next step.
+    busy_transaction: BusyTransaction,
 }
 
 impl Connection {
@@ -254,6 +263,9 @@ impl Connection {
             last_active: 0,
             active: true,
             idle_deadline: None,
+            in_multi: false,
+            protocol: 2,
+            busy_transaction: BusyTransaction::default(),
         }
     }
 
@@ -460,7 +472,13 @@ impl Connection {
         if std::mem::take(&mut self.active) {
             self.last_active = engine.clock_now();
         }
+        let settled = std::mem::take(&mut self.busy_transaction);
+        if settled != BusyTransaction::default() {
+            engine.settle_busy_transaction(self.client.0, settled);
+        }
         let flow = self.step_locked(&mut engine);
+        self.in_multi = engine.in_multi(self.client.0);
+        self.protocol = engine.protocol(self.client);
         self.idle_deadline = idle_deadline(&engine, self.client, self.last_active);
         if let Flow::WaitUntil(due) | Flow::Blocked(Some(due)) = flow {
             shared.clock.register_timer(due, self.client);
@@ -492,9 +510,12 @@ impl Connection {
                 Ok(argv) => argv,
                 Err(flow) => return flow,
             };
-            // These replies read the same in RESP2 and RESP3.
-            match while_busy(kind, &argv, watch) {
-                Busy::Reply(reply) => resp::encode(&reply, 2, &mut self.output),
+            let mut transaction = BusyView {
+                engine_multi: self.in_multi,
+                done: &mut self.busy_transaction,
+            };
+            match while_busy(kind, &argv, watch, &mut transaction) {
+                Busy::Reply(reply) => resp::encode(&reply, self.protocol, &mut self.output),
                 Busy::Quit => {
                     resp::encode(&Frame::OK, 2, &mut self.output);
                     return Flow::Close;
@@ -1046,9 +1067,82 @@ const ALLOWED_WHILE_BUSY: &[&[u8]] = &[
     b"watch",
 ];
 
+/// A client's transaction as a busy script leaves it: the engine's, as of the client's last
+/// step, and what the client did to it since.
+struct BusyView<'a> {
+    engine_multi: bool,
+    done: &'a mut BusyTransaction,
+}
+
+impl BusyView<'_> {
+    /// Whether a transaction is open.
+    fn open(&self) -> bool {
+        self.done.opened || self.engine_multi && !self.done.discarded
+    }
+
+    /// Drops the transaction, as `DISCARD` and a refused `EXEC` do.
+    fn discard(&mut self) {
+        *self.done = BusyTransaction {
+            discarded: true,
+            ..BusyTransaction::default()
+        };
+    }
+
+    /// `BUSY` for a refused command, which dooms an open transaction.
+    fn refuse(&mut self, kind: ScriptKind) -> Busy {
+        if self.open() {
+            self.done.flagged = true;
+        }
+        Busy::Reply(kind.busy_error())
+    }
+}
+
+/// What Redis 7.0 does while busy with the commands of a transaction: `MULTI` and `DISCARD` run,
+/// `EXEC` is refused and drops the transaction, `WATCH` inside one is an error. `None` for
+/// every other command.
+fn transaction_while_busy(kind: ScriptKind, argv: &[Bytes], tx: &mut BusyView<'_>) -> Option<Busy> {
+    if argv.len() != 1 && !argv[0].eq_ignore_ascii_case(b"watch") {
+        return None;
+    }
+    let name = argv[0].as_ref();
+    let reply = if name.eq_ignore_ascii_case(b"multi") {
+        if tx.open() {
+            Frame::error("ERR MULTI calls can not be nested")
+        } else {
+            tx.done.opened = true;
+            Frame::OK
+        }
+    } else if name.eq_ignore_ascii_case(b"discard") {
+        if !tx.open() {
+            return Some(Busy::Reply(Frame::error("ERR DISCARD without MULTI")));
+        }
+        tx.discard();
+        Frame::OK
+    } else if name.eq_ignore_ascii_case(b"exec") {
+        tx.discard();
+        Frame::error_owned(format!(
+            "EXECABORT Transaction discarded because of: {}",
+            kind.busy_text()
+        ))
+    } else if name.eq_ignore_ascii_case(b"watch") && argv.len() > 1 && tx.open() {
+        Frame::error("ERR WATCH inside MULTI is not allowed")
+    } else {
+        return None;
+    };
+    Some(Busy::Reply(reply))
+}
+
 /// What Redis does with `argv` while a script of `kind` is busy. Redis checks a command's name
 /// and arity first, so an unknown command or a wrong arity waits for the engine's error.
-fn while_busy(kind: ScriptKind, argv: &[Bytes], watch: &ScriptWatch) -> Busy {
+fn while_busy(
+    kind: ScriptKind,
+    argv: &[Bytes],
+    watch: &ScriptWatch,
+    tx: &mut BusyView<'_>,
+) -> Busy {
+    if let Some(busy) = transaction_while_busy(kind, argv, tx) {
+        return busy;
+    }
     let name = argv[0].as_ref();
     let sub = |word: &str| {
         argv.get(1)
@@ -1065,17 +1159,24 @@ fn while_busy(kind: ScriptKind, argv: &[Bytes], watch: &ScriptWatch) -> Busy {
         if sub("kill") && argv.len() == 2 {
             return Busy::Reply(watch.kill(killer).reply());
         }
-        if killer == ScriptKind::Function && sub("stats") || argv.len() < 2 {
+        if killer == ScriptKind::Function && sub("stats") && argv.len() == 2 {
+            // Redis answers it while a function runs; an EVAL's BUSY refuses it.
+            if kind == ScriptKind::Function {
+                return Busy::Reply(watch.function_stats());
+            }
+            return tx.refuse(kind);
+        }
+        if argv.len() < 2 || killer == ScriptKind::Function && sub("stats") {
             return Busy::AfterScript;
         }
-        return Busy::Reply(kind.busy_error());
+        return tx.refuse(kind);
     }
     if name.eq_ignore_ascii_case(b"shutdown") {
         let nosave = argv[1..].iter().any(|a| a.eq_ignore_ascii_case(b"nosave"));
         return if nosave {
             Busy::Shutdown
         } else {
-            Busy::Reply(kind.busy_error())
+            tx.refuse(kind)
         };
     }
     if name.eq_ignore_ascii_case(b"quit") {
@@ -1088,7 +1189,7 @@ fn while_busy(kind: ScriptKind, argv: &[Bytes], watch: &ScriptWatch) -> Busy {
         return Busy::AfterScript;
     }
     match crate::cmd::lookup(name) {
-        Some(spec) if spec.arity_ok(argv.len()) => Busy::Reply(kind.busy_error()),
+        Some(spec) if spec.arity_ok(argv.len()) => tx.refuse(kind),
         _ => Busy::AfterScript,
     }
 }

@@ -345,7 +345,8 @@ fn a_write_pause_holds_writes_until_the_virtual_clock_passes_its_end() {
     pauser.call("PING", b"+PONG\r\n");
     reader.send("INFO clients");
     let info = String::from_utf8_lossy(&reader.within(QUIET)).into_owned();
-    assert!(info.contains("blocked_clients:0\r\n"), "{info}");
+    // The held writer counts as blocked, as redis-server 7.0.15 counts it.
+    assert!(info.contains("blocked_clients:1\r\n"), "{info}");
     // The pause lasts through its last millisecond.
     reader.call("FAKE.ADVANCE 1000", b":1001000\r\n");
     assert_eq!(writer.within(QUIET), b"");

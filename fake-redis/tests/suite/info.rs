@@ -155,3 +155,42 @@ async fn info_has_every_default_section_and_the_fields_clients_read() {
         assert!(fake_fields.contains_key(present), "{present} missing");
     }
 }
+
+/// `instantaneous_ops_per_sec`, in `# Stats` after `total_commands_processed` as on Redis, is the
+/// mean of the last 16 samples taken every 100 ms of the engine's clock: 10 commands every 100 ms
+/// read 100 once 16 samples are in, and one command every 100 ms reads 10.
+#[test]
+fn instantaneous_ops_per_sec_is_sampled_on_the_engines_clock() {
+    use fake_redis::{Engine, ManualClock};
+    let clock = ManualClock::new(1_700_000_000_000);
+    let mut engine = Engine::new(clock.clone());
+    let client = engine.connect();
+    let ops = |engine: &mut Engine| {
+        let info = engine.execute(client, &support::argv("INFO stats"));
+        let text = match info {
+            fake_redis::Frame::Bulk(text) | fake_redis::Frame::Verbatim { text, .. } => text,
+            other => panic!("INFO replies text: {other:?}"),
+        };
+        let text = String::from_utf8_lossy(&text).into_owned();
+        let after_total = text
+            .split_once("total_commands_processed:")
+            .and_then(|(_, rest)| rest.split_once("\r\n"))
+            .map(|(_, rest)| rest.lines().next().unwrap_or_default().to_owned());
+        after_total.expect("total_commands_processed is there")
+    };
+    assert_eq!(ops(&mut engine), "instantaneous_ops_per_sec:0");
+    for _ in 0..20 {
+        clock.advance(100);
+        for _ in 0..10 {
+            engine.execute(client, &support::argv("PING"));
+        }
+    }
+    clock.advance(100);
+    assert_eq!(ops(&mut engine), "instantaneous_ops_per_sec:100");
+    for _ in 0..16 {
+        clock.advance(100);
+        engine.execute(client, &support::argv("CONFIG GET hz"));
+    }
+    // Each of the last 16 samples saw one command in 100 ms (the INFO, then CONFIG GETs).
+    assert_eq!(ops(&mut engine), "instantaneous_ops_per_sec:10");
+}

@@ -238,6 +238,26 @@ const CASES: &[raw::Case] = &[
     eval_case!("return {redis.debug('x')}"),
     eval_case!("return redis.acl_check_cmd('get', 'x')"),
     eval_case!("return redis.acl_check_cmd('nosuch')"),
+    // Every argument is converted before the command is looked up, as `redis.call` does.
+    eval_case!("return redis.acl_check_cmd('get', 1, {})"),
+    eval_case!("return redis.acl_check_cmd('get', 1.5)"),
+    eval_case!("return redis.acl_check_cmd('get', true)"),
+    eval_case!("return redis.acl_check_cmd({})"),
+    eval_case!("return redis.acl_check_cmd('nosuch', {})"),
+    // Redis's `noscript` commands, by their full names: a container's HELP is allowed.
+    eval_case!("return redis.call('debug', 'sleep', '0')"),
+    eval_case!("return redis.call('role')"),
+    eval_case!("return redis.call('save')"),
+    eval_case!("return redis.call('bgsave')"),
+    eval_case!("return redis.call('config', 'get', 'maxmemory')"),
+    eval_case!("return redis.call('acl', 'whoami')"),
+    eval_case!("return redis.call('latency', 'latest')"),
+    eval_case!("return redis.call('client', 'id')"),
+    eval_case!("return redis.pcall('script', 'exists', 'x')"),
+    eval_case!("return type(redis.call('client', 'help'))"),
+    eval_case!("return type(redis.call('config', 'help'))"),
+    eval_case!("print('x')"),
+    eval_case!("local ok, e = pcall(function() print('x') end) return e"),
     eval_case!("local t = {} for k in pairs(redis) do t[#t+1] = k end table.sort(t) return t"),
     // Globals: what exists, what does not, and their protection.
     // (Without the four libraries of `lua/libs/`, which their own tests cover.)

@@ -24,6 +24,7 @@ mod blocking_server;
 mod blocking_streams;
 mod blocking_streams_vs_redis;
 mod blocking_vs_redis;
+mod busy_vs_redis;
 mod cluster_engine;
 mod cluster_server;
 mod cluster_stubs;

@@ -4,9 +4,13 @@
 //! - A key that expires while nobody sends a command is announced all the same, as Redis's
 //!   `serverCron` announces it: a subscriber to `__keyevent@0__:expired` hears of it within
 //!   about 100 ms, with no command on either server after the `SET`.
+//! - A key a tracking client read (`CLIENT TRACKING on`) that expires on an idle server sends
+//!   the invalidation all the same: the RESP3 push to the client, and the RESP2 message on
+//!   `__redis__:invalidate` to the client its `REDIRECT` names.
 //! - `TIME` reads the clock in microseconds.
 
 use crate::support::OwnServer;
+use crate::support::raw::Real;
 use fake_redis::server::{ClockChoice, Server, ServerConfig};
 use futures_util::StreamExt;
 use std::time::Duration;
@@ -49,6 +53,58 @@ async fn a_key_expiring_on_an_idle_server_is_announced() {
     .unwrap();
     let on_fake = expired_event(&format!("redis://{}/", fake.local_addr())).await;
     assert_eq!((on_redis.as_str(), on_fake.as_str()), ("idle", "idle"));
+    fake.stop().await;
+}
+
+/// On the server at `port`: a RESP3 client and a RESP2 one redirecting to a subscriber each read a
+/// key set for 300 ms; then, with no command sent, the invalidations each gets (a reply that never
+/// comes fails the read after 30 s).
+fn invalidations_of_idle_expiry(port: u16) -> Vec<String> {
+    let (mut own, mut redirected, mut subscriber, mut writer) = (
+        Real::connect(port),
+        Real::connect(port),
+        Real::connect(port),
+        Real::connect(port),
+    );
+    let _ = own.call(&[b"HELLO", b"3"]);
+    let id = subscriber.call(&[b"CLIENT", b"ID"]);
+    let id = String::from_utf8_lossy(&id[1..id.len() - 2]).into_owned();
+    let mut seen = vec![
+        own.call(&[b"CLIENT", b"TRACKING", b"on"]),
+        subscriber.call(&[b"SUBSCRIBE", b"__redis__:invalidate"]),
+        redirected.call(&[b"CLIENT", b"TRACKING", b"on", b"REDIRECT", id.as_bytes()]),
+    ];
+    for key in [&b"pushed"[..], b"redirected"] {
+        seen.push(writer.call(&[b"SET", key, b"v", b"PX", b"300"]));
+    }
+    seen.push(own.call(&[b"GET", b"pushed"]));
+    seen.push(redirected.call(&[b"GET", b"redirected"]));
+    seen.push(own.reply());
+    seen.push(subscriber.reply());
+    seen.into_iter()
+        .map(|reply| String::from_utf8_lossy(&reply).into_owned())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tracked_key_expiring_on_an_idle_server_is_invalidated() {
+    let real = OwnServer::start();
+    let port = real.port;
+    let on_redis = tokio::task::spawn_blocking(move || invalidations_of_idle_expiry(port))
+        .await
+        .unwrap();
+    let fake = Server::start(ServerConfig {
+        port: 0,
+        clock: ClockChoice::System,
+        ..ServerConfig::default()
+    })
+    .await
+    .unwrap();
+    let port = fake.local_addr().port();
+    let on_fake = tokio::task::spawn_blocking(move || invalidations_of_idle_expiry(port))
+        .await
+        .unwrap();
+    assert_eq!(on_fake, on_redis);
     fake.stop().await;
 }
 
