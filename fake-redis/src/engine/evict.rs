@@ -128,7 +128,12 @@ fn minutes(now: i64) -> u32 {
 
 /// The 24 bits of a key created at `now` under an LFU policy.
 pub(crate) fn lfu_init(now: i64) -> u32 {
-    (minutes(now) << 8) | LFU_INIT_VAL
+    lfu_bits(now, LFU_INIT_VAL)
+}
+
+/// The 24 bits of a counter of `freq` (at most 255) last decremented at `now` (`RESTORE … FREQ`).
+pub(crate) fn lfu_bits(now: i64, freq: u32) -> u32 {
+    (minutes(now) << 8) | freq.min(255)
 }
 
 /// Redis's `LFUDecrAndReturn`: the counter in `bits`, less one for every `decay_time` minutes

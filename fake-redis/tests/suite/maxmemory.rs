@@ -290,6 +290,21 @@ fn lfu_keeps_hot_keys_over_cold_ones_and_object_freq_counts() {
         engine.execute(c, &argv("OBJECT FREQ hot:0")),
         Frame::Integer(6)
     );
+    // `RESTORE … FREQ` sets the counter.
+    let Frame::Bulk(payload) = engine.execute(c, &argv("DUMP hot:0")) else {
+        panic!("DUMP replies a bulk string");
+    };
+    let restore: Vec<bytes::Bytes> = ["RESTORE", "copy", "0"]
+        .iter()
+        .map(|w| bytes::Bytes::from(*w))
+        .chain([payload, "FREQ".into(), "100".into()])
+        .collect();
+    assert_eq!(engine.execute(c, &restore), Frame::OK);
+    assert_eq!(
+        engine.execute(c, &argv("OBJECT FREQ copy")),
+        Frame::Integer(100)
+    );
+    assert_eq!(engine.execute(c, &argv("DEL copy")), Frame::Integer(1));
     for i in 1..20 {
         ok(&mut engine, c, &format!("SET hot:{i} {VALUE}"));
     }
