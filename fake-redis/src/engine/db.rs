@@ -251,9 +251,10 @@ impl Slot {
 /// would: its buckets, and so `SCAN`'s order and cursors and `RANDOMKEY`'s draws, are the same.
 ///
 /// The table also keeps the memory estimate of its keys (`engine/memory.rs`): each slot's size as
-/// last measured (`sizes`, by slot number) and their sum (`bytes`). A key is measured when it goes
-/// in; a key handed out for a change in place (`pending`) is measured again when another key is
-/// handed out or the sum is read, so a command that changes one key many times measures it once.
+/// last measured (`sizes`, by slot number) and their sum (`bytes`). A key that goes in, or is
+/// handed out for a change in place, is taken out of the sum and listed as unmeasured; the list
+/// is measured when the sum is read (or when it grows past twice the keys), so a key written and
+/// deleted between two reads is never measured, and one changed many times is measured once.
 #[derive(Default)]
 struct Table {
     index: HashTable<u32>,
@@ -261,8 +262,11 @@ struct Table {
     free: Vec<u32>,
     sizes: Vec<u32>,
     bytes: u64,
-    pending: Option<u32>,
+    unmeasured: Vec<u32>,
 }
+
+/// A slot's size while it waits in [`Table`]'s unmeasured list (not in the sum).
+const UNMEASURED: u32 = u32::MAX;
 
 impl Table {
     #[inline]
@@ -313,13 +317,11 @@ impl Table {
     /// about 400 GB, so a process runs out of memory first; reaching the cap without running out
     /// stops the process as a failed allocation does (as Redis's allocator stops Redis).
     #[inline]
-    fn insert_unique(&mut self, slot: Slot, size: u32) -> u32 {
+    fn insert_unique(&mut self, slot: Slot, e: &Encodings) -> u32 {
         let h = slot.hash;
-        self.bytes += u64::from(size);
         let ix = match self.free.pop() {
             Some(ix) => {
                 self.slots[ix as usize] = Some(slot);
-                self.sizes[ix as usize] = size;
                 ix
             }
             None => {
@@ -327,10 +329,11 @@ impl Table {
                     std::alloc::handle_alloc_error(std::alloc::Layout::new::<Slot>());
                 };
                 self.slots.push(Some(slot));
-                self.sizes.push(size);
+                self.sizes.push(0);
                 ix
             }
         };
+        self.handed_out(ix, e);
         let slots = &self.slots;
         self.index.insert_unique(h, ix, |&i| held(slots, i).hash);
         ix
@@ -363,30 +366,41 @@ impl Table {
     #[inline]
     fn vacate(&mut self, ix: u32) -> Slot {
         self.free.push(ix);
-        self.bytes -= u64::from(self.sizes[ix as usize]);
-        if self.pending == Some(ix) {
-            self.pending = None;
+        let size = std::mem::take(&mut self.sizes[ix as usize]);
+        if size != UNMEASURED {
+            self.bytes -= u64::from(size);
         }
         self.slots[ix as usize].take().expect(HELD)
     }
 
-    /// Notes that the entry of slot `ix` is handed out for a change in place: the slot handed
-    /// out before it is measured again now.
+    /// Takes slot `ix` (new, or handed out for a change in place) out of the sum, to be measured
+    /// when the sum is next read.
     #[inline]
     fn handed_out(&mut self, ix: u32, e: &Encodings) {
-        if self.pending != Some(ix) {
+        let size = &mut self.sizes[ix as usize];
+        if *size == UNMEASURED {
+            return;
+        }
+        self.bytes -= u64::from(std::mem::replace(size, UNMEASURED));
+        self.unmeasured.push(ix);
+        // Keys written and deleted without a read of the sum leave numbers behind: the list
+        // stays within twice the keys.
+        if self.unmeasured.len() > 2 * self.len() + 1024 {
             self.settle(e);
-            self.pending = Some(ix);
         }
     }
 
-    /// Measures again the slot last handed out, if it still holds a key.
+    /// Measures the slots waiting to be, and adds them to the sum.
     fn settle(&mut self, e: &Encodings) {
-        let Some(ix) = self.pending.take() else {
-            return;
-        };
-        if let Some(slot) = &self.slots[ix as usize] {
-            self.resize(ix, measure(slot, e));
+        for ix in std::mem::take(&mut self.unmeasured) {
+            if self.sizes[ix as usize] != UNMEASURED {
+                continue;
+            }
+            if let Some(slot) = &self.slots[ix as usize] {
+                let size = measure(slot, e);
+                self.sizes[ix as usize] = size;
+                self.bytes += u64::from(size);
+            }
         }
     }
 
@@ -394,6 +408,7 @@ impl Table {
     #[inline]
     fn resize(&mut self, ix: u32, size: u32) {
         let old = std::mem::replace(&mut self.sizes[ix as usize], size);
+        debug_assert_ne!(old, UNMEASURED, "resized after a settle");
         self.bytes = self.bytes - u64::from(old) + u64::from(size);
     }
 
@@ -421,29 +436,28 @@ impl Table {
             slots,
             free,
             sizes,
-            pending,
+            unmeasured,
             ..
         } = self;
         index.shrink_to(index.len(), |&i| held(slots, i).hash);
         let mut packed = Vec::with_capacity(index.len());
         let mut packed_sizes = Vec::with_capacity(index.len());
-        let mut moved_pending = None;
         for i in index.iter_mut() {
             let slot = slots[*i as usize].take().expect(HELD);
             let ix = packed.len() as u32;
             if slot.entry.volatile_ix != NOT_VOLATILE {
                 volatile[slot.entry.volatile_ix as usize].slot = ix;
             }
-            if *pending == Some(*i) {
-                moved_pending = Some(ix);
-            }
             packed.push(Some(slot));
             packed_sizes.push(sizes[*i as usize]);
             *i = ix;
         }
         *slots = packed;
+        // The slots waiting to be measured, by their new numbers.
+        *unmeasured = (0..packed_sizes.len() as u32)
+            .filter(|&ix| packed_sizes[ix as usize] == UNMEASURED)
+            .collect();
         *sizes = packed_sizes;
-        *pending = moved_pending;
         *free = Vec::new();
     }
 }
@@ -463,11 +477,14 @@ fn holds(slots: &[Option<Slot>], ix: u32, h: u64, key: &[u8]) -> bool {
     held(slots, ix).is(h, key)
 }
 
-/// The memory estimate of the key in `slot` (`engine/memory.rs`), capped at `u32::MAX` (a
-/// 4 GB value; the cap is added and taken off alike, so the sum stays right for every other key).
+/// The memory estimate of the key in `slot` (`engine/memory.rs`), capped below [`UNMEASURED`]
+/// (a 4 GB value; the cap is added and taken off alike, so the sum stays right for every other
+/// key).
 fn measure(slot: &Slot, e: &Encodings) -> u32 {
     let size = super::memory::key_size(slot.key.as_bytes().len(), &slot.entry, e);
-    u32::try_from(size).unwrap_or(u32::MAX)
+    u32::try_from(size)
+        .unwrap_or(UNMEASURED - 1)
+        .min(UNMEASURED - 1)
 }
 
 /// The bytes of a key: in its slot when short, otherwise in one allocation of exactly its size
@@ -704,8 +721,7 @@ fn insert_new(
         hash: h,
         entry,
     };
-    let size = measure(&slot, e);
-    let slot = table.insert_unique(slot, size);
+    let slot = table.insert_unique(slot, e);
     if volatile_ix.is_some() {
         volatile.push(Candidate { deadline, slot });
     }
@@ -873,8 +889,7 @@ impl Db {
                     }
                     (None, ix) => unlist(table, volatile, ix),
                 }
-                let size = measure(table.slot(slot), encodings);
-                table.resize(slot, size);
+                table.handed_out(slot, encodings);
             }
             None => {
                 waiters.signal(key);
