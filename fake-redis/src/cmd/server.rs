@@ -673,7 +673,7 @@ fn debug_command(_cx: &mut Cx<'_>, _args: &mut Args<'_>) -> CmdResult {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::engine::db::Entry;
 
     #[test]
     fn the_access_clock_fits_in_the_entry_s_padding() {
