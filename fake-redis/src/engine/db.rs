@@ -253,8 +253,8 @@ impl Slot {
 /// The table also keeps the memory estimate of its keys (`engine/memory.rs`): each slot's size as
 /// last measured (`sizes`, by slot number) and their sum (`bytes`). A key that goes in, or is
 /// handed out for a change in place, is taken out of the sum and listed as unmeasured; the list
-/// is measured when the sum is read, so a key written and deleted between two reads is never
-/// measured, and one changed many times is measured once.
+/// is measured when the sum is read (or when it grows past twice the keys), so a key written and
+/// deleted between two reads is never measured, and one changed many times is measured once.
 #[derive(Default)]
 struct Table {
     index: HashTable<u32>,
@@ -317,7 +317,7 @@ impl Table {
     /// about 400 GB, so a process runs out of memory first; reaching the cap without running out
     /// stops the process as a failed allocation does (as Redis's allocator stops Redis).
     #[inline]
-    fn insert_unique(&mut self, slot: Slot) -> u32 {
+    fn insert_unique(&mut self, slot: Slot, e: &Encodings) -> u32 {
         let h = slot.hash;
         let ix = match self.free.pop() {
             Some(ix) => {
@@ -333,7 +333,7 @@ impl Table {
                 ix
             }
         };
-        self.handed_out(ix);
+        self.handed_out(ix, e);
         let slots = &self.slots;
         self.index.insert_unique(h, ix, |&i| held(slots, i).hash);
         ix
@@ -376,32 +376,18 @@ impl Table {
     /// Takes slot `ix` (new, or handed out for a change in place) out of the sum, to be measured
     /// when the sum is next read.
     #[inline]
-    fn handed_out(&mut self, ix: u32) {
+    fn handed_out(&mut self, ix: u32, e: &Encodings) {
         let size = &mut self.sizes[ix as usize];
         if *size == UNMEASURED {
             return;
         }
         self.bytes -= u64::from(std::mem::replace(size, UNMEASURED));
         self.unmeasured.push(ix);
-        // Keys written and deleted without a read of the sum leave numbers behind: dropping
-        // them (and repeats) keeps the list within twice the keys, measuring nothing.
+        // Keys written and deleted without a read of the sum leave numbers behind: the list
+        // stays within twice the keys.
         if self.unmeasured.len() > 2 * self.len() + 1024 {
-            self.compact_unmeasured();
+            self.settle(e);
         }
-    }
-
-    /// Keeps in the unmeasured list only the slots that hold a key and wait, each once.
-    #[cold]
-    fn compact_unmeasured(&mut self) {
-        let Table {
-            slots,
-            sizes,
-            unmeasured,
-            ..
-        } = self;
-        unmeasured.retain(|&ix| sizes[ix as usize] == UNMEASURED && slots[ix as usize].is_some());
-        unmeasured.sort_unstable();
-        unmeasured.dedup();
     }
 
     /// Measures the slots waiting to be, and adds them to the sum.
@@ -725,6 +711,7 @@ fn insert_new(
     key: &[u8],
     h: u64,
     mut entry: Entry,
+    e: &Encodings,
 ) {
     let deadline = entry.deadline;
     let volatile_ix = (entry.deadline != NO_DEADLINE).then_some(volatile.len() as u32);
@@ -734,7 +721,7 @@ fn insert_new(
         hash: h,
         entry,
     };
-    let slot = table.insert_unique(slot);
+    let slot = table.insert_unique(slot, e);
     if volatile_ix.is_some() {
         volatile.push(Candidate { deadline, slot });
     }
@@ -828,6 +815,7 @@ impl Db {
             stats,
             keep_expired,
             layout_epoch,
+            encodings,
             ..
         } = self;
         let ix = table.find_ix(h, key)?;
@@ -838,7 +826,7 @@ impl Db {
             }
             return None;
         }
-        table.handed_out(ix);
+        table.handed_out(ix, encodings);
         Some(ix)
     }
 
@@ -881,6 +869,7 @@ impl Db {
             layout_epoch,
             waiters,
             watches,
+            encodings,
             ..
         } = self;
         match table.find_ix(h, key) {
@@ -900,7 +889,7 @@ impl Db {
                     }
                     (None, ix) => unlist(table, volatile, ix),
                 }
-                table.handed_out(slot);
+                table.handed_out(slot, encodings);
             }
             None => {
                 waiters.signal(key);
@@ -908,7 +897,7 @@ impl Db {
                     log.created(key);
                 }
                 note_layout(table, layout_epoch);
-                insert_new(table, volatile, key, h, entry);
+                insert_new(table, volatile, key, h, entry, encodings);
             }
         }
     }
@@ -997,7 +986,14 @@ impl Db {
         }
         let entry = self.new_entry(value, deadline, now);
         note_layout(&self.table, &mut self.layout_epoch);
-        insert_new(&mut self.table, &mut self.volatile, key, h, entry);
+        insert_new(
+            &mut self.table,
+            &mut self.volatile,
+            key,
+            h,
+            entry,
+            &self.encodings,
+        );
     }
 
     /// Sets or clears the deadline of the key at `key`, which must exist.
@@ -1386,7 +1382,8 @@ impl Db {
             }
             if let Some(entry) = previous {
                 note_layout(&self.table, &mut self.layout_epoch);
-                insert_new(&mut self.table, &mut self.volatile, &key, h, entry);
+                let e = &self.encodings;
+                insert_new(&mut self.table, &mut self.volatile, &key, h, entry, e);
             }
         }
         self.journal = Some(journal);
@@ -1464,7 +1461,7 @@ impl Db {
                 if let Some(ix) = self.table.find_ix(hash_key(key), key) {
                     self.table.slot_mut(ix).entry.mark_encoding(marks);
                     // The marks may change its encoding, and so its size.
-                    self.table.handed_out(ix);
+                    self.table.handed_out(ix, &self.encodings);
                 }
             }
             None => {
