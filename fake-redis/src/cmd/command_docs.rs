@@ -667,6 +667,8 @@ pub(crate) mod flag {
     /// Redis's internal `may-replicate`, which `COMMAND` does not list: a command that may
     /// produce replication traffic without being a write (`EVAL`, `FCALL`, `PUBLISH`, `PFCOUNT`).
     pub const MAY_REPLICATE: u16 = 16;
+    /// `denyoom`: refused while the server is over `maxmemory` (`engine/evict.rs`).
+    pub const DENYOOM: u16 = 64;
 }
 
 /// The commands Redis 7.0's table flags `may-replicate` (`COMMAND` does not show that flag).
@@ -690,6 +692,7 @@ pub(crate) fn redis_flags(full_name: &str) -> u16 {
                             Some(b"readonly") => flag::READONLY,
                             Some(b"write") => flag::WRITE,
                             Some(b"no_multi") => flag::NO_MULTI,
+                            Some(b"denyoom") => flag::DENYOOM,
                             _ => 0,
                         };
                     }

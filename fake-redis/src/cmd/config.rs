@@ -15,8 +15,9 @@
 //! TCP server's connections, `server/connection.rs`); `hz` and `active-expire-effort` tune the
 //! active expiry cycle (`engine/expiry.rs`); `client-output-buffer-limit` bounds what a client
 //! that does not read may have waiting; the encoding thresholds decide
-//! `OBJECT ENCODING` (`server.rs`). `maxmemory` stays 0: the fake does not evict, so a limit is
-//! refused with an error that says so. The others (persistence, replication)
+//! `OBJECT ENCODING` and the memory estimate (`engine/memory.rs`); `maxmemory`,
+//! `maxmemory-policy`, `maxmemory-samples`, `lfu-log-factor` and `lfu-decay-time` drive eviction
+//! (`engine/evict.rs`) against that estimate. The others (persistence, replication)
 //! are kept and shown but change nothing; the README lists them among the differences.
 
 use super::{Args, CONTAINER, CmdResult, Cx, Spec};
@@ -325,11 +326,6 @@ fn check(param: &Param, raw: &[u8]) -> Result<String, String> {
                 "argument must be a memory value"
             };
             let bytes = memory(&text).ok_or(why)?;
-            if param.name == "maxmemory" && bytes != 0 {
-                return Err(
-                    "fake-redis does not evict keys: maxmemory stays 0 (no limit)".to_owned(),
-                );
-            }
             Ok(bytes.to_string())
         }
         Kind::Special => check_special(param.name, &text),

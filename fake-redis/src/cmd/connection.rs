@@ -499,6 +499,22 @@ fn time_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> CmdResult {
 
 /// `INFO [section…]`: the sections a client may look at (server, clients, stats, cluster,
 /// keyspace).
+/// Redis's `bytesToHuman`, as `INFO` prints `maxmemory_human`: `0B`, `1.50K`, `2.00M`, ...
+fn human_bytes(n: u64) -> String {
+    let n = n as f64;
+    let units = [("K", 1024.0), ("M", 1048576.0), ("G", 1073741824.0)];
+    if n < 1024.0 {
+        return format!("{n}B");
+    }
+    let (unit, size) = units
+        .iter()
+        .rev()
+        .find(|(_, size)| n >= *size)
+        .copied()
+        .unwrap_or(units[0]);
+    format!("{:.2}{unit}", n / size)
+}
+
 fn info_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let wanted: Vec<String> = args
         .map(|s| String::from_utf8_lossy(s).to_ascii_lowercase())
@@ -511,6 +527,11 @@ fn info_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
             || wanted.iter().any(|w| w == s)
     };
     let now = cx.now;
+    // The memory estimate (`engine/memory.rs`), measured before the engine is only read.
+    let used_memory = match want("memory") {
+        true => cx.node().used_memory(),
+        false => 0,
+    };
     let engine = cx.engine();
     let mut sections = Vec::new();
     if want("server") {
@@ -547,25 +568,32 @@ fn info_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
         sections.push(s);
     }
     if want("memory") {
-        // The fake keeps no allocator statistics: a base plus a share per key, so that a test
-        // sees memory grow with its data.
-        let keys: usize = engine.dbs().iter().map(|d| d.len()).sum();
-        let used = 1_000_000 + 64 * keys;
+        // The fake keeps no allocator statistics: its estimate of what Redis would allocate
+        // (`engine/memory.rs`), the figure `maxmemory` is held to.
+        let used = used_memory;
+        let startup = crate::engine::memory::STARTUP;
+        let maxmemory = engine.maxmemory();
+        let policy = engine
+            .config()
+            .settings
+            .get("maxmemory-policy")
+            .map_or("noeviction", String::as_str);
         let mut s = String::from("# Memory\r\n");
         let _ = write!(
             s,
             "used_memory:{used}\r\nused_memory_human:{:.2}M\r\nused_memory_rss:{used}\r\n\
              used_memory_rss_human:{:.2}M\r\nused_memory_peak:{used}\r\n\
              used_memory_peak_human:{:.2}M\r\nused_memory_peak_perc:100.00%\r\n\
-             used_memory_overhead:1000000\r\nused_memory_startup:1000000\r\n\
+             used_memory_overhead:{startup}\r\nused_memory_startup:{startup}\r\n\
              used_memory_dataset:{}\r\nused_memory_lua:31744\r\nused_memory_scripts:0\r\n\
-             number_of_cached_scripts:0\r\nmaxmemory:0\r\nmaxmemory_human:0B\r\n\
-             maxmemory_policy:noeviction\r\nmem_fragmentation_ratio:1.00\r\n\
+             number_of_cached_scripts:0\r\nmaxmemory:{maxmemory}\r\nmaxmemory_human:{}\r\n\
+             maxmemory_policy:{policy}\r\nmem_fragmentation_ratio:1.00\r\n\
              mem_allocator:libc\r\nlazyfree_pending_objects:0\r\nlazyfreed_objects:0\r\n",
             used as f64 / 1048576.0,
             used as f64 / 1048576.0,
             used as f64 / 1048576.0,
-            used - 1_000_000,
+            used - startup,
+            human_bytes(maxmemory),
         );
         sections.push(s);
     }
@@ -589,14 +617,16 @@ fn info_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     }
     if want("stats") {
         let expired: u64 = engine.dbs().iter().map(|d| d.stats.expired_keys).sum();
+        let evicted: u64 = engine.dbs().iter().map(|d| d.stats.evicted_keys).sum();
         let mut s = String::from("# Stats\r\n");
         let _ = write!(
             s,
             "total_connections_received:{}\r\ntotal_commands_processed:{}\r\n\
              instantaneous_ops_per_sec:{}\r\nrejected_connections:{}\r\nexpired_keys:{expired}\r\n\
              expired_stale_perc:{:.2}\r\nexpired_time_cap_reached_count:{}\r\n\
-             expire_cycle_cpu_milliseconds:0\r\n\
-             keyspace_hits:{}\r\nkeyspace_misses:{}\r\n\
+             expire_cycle_cpu_milliseconds:0\r\nevicted_keys:{evicted}\r\n\
+             evicted_clients:0\r\ntotal_eviction_exceeded_time:0\r\n\
+             current_eviction_exceeded_time:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\n\
              pubsub_channels:{}\r\npubsub_patterns:{}\r\npubsubshard_channels:{}\r\n\
              unexpected_error_replies:0\r\ntotal_error_replies:{}\r\n",
             engine.stats().connections,

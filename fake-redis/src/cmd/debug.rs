@@ -246,7 +246,7 @@ fn object(cx: &mut Cx<'_>, key: &[u8]) -> CmdResult {
          serializedlength:{serialized} lru:{lru} lru_seconds_idle:{idle}"
     );
     if let Value::List(list) = &entry.value {
-        let bytes: usize = list.iter().map(super::server::listpack_entry).sum();
+        let bytes: usize = list.iter().map(crate::engine::memory::listpack_entry).sum();
         let nodes = bytes.div_ceil(8192).max(1);
         line.push_str(&format!(
             " ql_nodes:{nodes} ql_avg_node:{:.2} ql_listpack_max:{list_size} \

@@ -174,6 +174,11 @@ fn dispatch(engine: &mut Engine, id: u64, argv: &[Bytes], now: i64, may_block: b
         }
         seen = Seen::again(engine, id);
     }
+    if engine.evicts()
+        && let Err(error) = check_memory(engine, id, name, argv, seen.in_multi, now)
+    {
+        return reject(engine, id, spec, error);
+    }
     if spec.has(WRITE) && engine.is_read_only_replica() && !runs_unflagged_script(spec) {
         return reject(engine, id, spec, crate::engine::replication::READONLY);
     }
@@ -250,6 +255,67 @@ impl Seen {
     fn again(engine: &mut Engine, id: u64) -> Seen {
         Seen::of(engine.client_mut(id).expect("checked by start_command"))
     }
+}
+
+/// Redis's reply to a command refused because memory is over `maxmemory`.
+pub(crate) const OOM: Frame =
+    Frame::error("OOM command not allowed when used memory > 'maxmemory'.");
+
+/// Redis's `maxmemory` step of `processCommand`, while a limit is set: evicts what the policy
+/// lets it (`engine/evict.rs`); if memory is still over the limit, refuses a command that may
+/// grow it (Redis's `denyoom` flag; an `EXEC` whose queue holds one; an `EVAL` whose shebang
+/// declares neither `allow-oom` nor `no-writes`) and, inside `MULTI`, any command but `EXEC`,
+/// `DISCARD`, `QUIT` and `RESET`, as Redis refuses queuing more.
+#[cold]
+fn check_memory(
+    engine: &mut Engine,
+    id: u64,
+    name: &str,
+    argv: &[Bytes],
+    in_multi: bool,
+    now: i64,
+) -> Result<(), Frame> {
+    if engine.perform_evictions(now) {
+        return Ok(());
+    }
+    let queuing = in_multi && !matches!(name, "exec" | "discard" | "quit" | "reset");
+    match queuing || denies_oom(engine, id, name, argv) {
+        true => Err(OOM),
+        false => Ok(()),
+    }
+}
+
+/// Whether a call is one Redis refuses while out of memory (see [`check_memory`]).
+fn denies_oom(engine: &mut Engine, id: u64, name: &str, argv: &[Bytes]) -> bool {
+    use super::command_docs::{flag, redis_flags};
+    if matches!(name, "eval" | "eval_ro")
+        && let Some(body) = argv.get(1).filter(|b| b.starts_with(b"#!"))
+    {
+        let line = body.split(|&b| b == b'\n').next().unwrap_or_default();
+        let declared = String::from_utf8_lossy(line)
+            .split_ascii_whitespace()
+            .filter_map(|part| part.strip_prefix("flags="))
+            .any(|list| {
+                list.split(',')
+                    .any(|f| f == "no-writes" || f == "allow-oom")
+            });
+        return !declared;
+    }
+    if name == "exec" {
+        let queued = engine
+            .client_mut(id)
+            .and_then(|c| c.multi.as_ref())
+            .map(|m| m.queue.clone())
+            .unwrap_or_default();
+        return queued.iter().any(|argv| {
+            let full = argv
+                .first()
+                .and_then(|n| lookup(n))
+                .and_then(|spec| command_name(spec, argv).ok());
+            full.is_some_and(|full| redis_flags(full) & flag::DENYOOM != 0)
+        });
+    }
+    redis_flags(name) & flag::DENYOOM != 0
 }
 
 /// Runs again, from the start, a command of client `id` that a pause held (`cmd/client.rs`).

@@ -110,7 +110,12 @@ fn restore_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
         }
         entry.set_accessed(at as u32);
     }
-    // The fake counts no access frequency, so `FREQ` is checked and not kept.
-    let _ = freq;
+    // Under an LFU policy, the counter is set as given, decremented as of now.
+    if let Some(f) = freq
+        && lfu_policy(cx)
+        && let Some(entry) = cx.keyspace().write(key, now)
+    {
+        entry.set_accessed(crate::engine::evict::lfu_bits(now, f.clamp(0, 255) as u32));
+    }
     Ok(Frame::OK)
 }

@@ -62,6 +62,12 @@ pub(crate) use acl::check_script_call as acl_check_script_call;
 pub(crate) use blocking::serve_blocked;
 pub(crate) use client::resume_postponed;
 pub(crate) use command_docs::{Refusal, command_name};
+
+/// Whether Redis flags the command named `full_name` `denyoom`: a script's call of it is
+/// refused while the server is out of memory (`engine/evict.rs`).
+pub(crate) fn denies_oom_in_script(full_name: &str) -> bool {
+    command_docs::redis_flags(full_name) & command_docs::flag::DENYOOM != 0
+}
 pub(crate) use context::{Caller, Cx};
 pub(crate) use parse::Args;
 pub(crate) use reads::{ReadRule, Reads, reads_of};

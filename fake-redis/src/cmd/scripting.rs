@@ -155,6 +155,7 @@ pub(super) fn run(
             cx,
             read_only: ro,
             missing,
+            wrote: false,
         };
         script.run(store, keys, args)
     })
@@ -215,6 +216,9 @@ struct ScriptStore<'a, 'b, 'k> {
     cx: &'a mut Cx<'b>,
     read_only: bool,
     missing: Missing<'k>,
+    /// The script has called a write (Redis's `SCRIPT_WRITE_DIRTY`): from then on it may grow
+    /// memory whatever `maxmemory` says, as Redis lets it finish what it started.
+    wrote: bool,
 }
 
 /// Which of the script's keys a call found missing, with no write to them since.
@@ -287,7 +291,10 @@ impl ScriptStore<'_, '_, '_> {
     fn command(&mut self, argv: &[&[u8]]) -> Result<Frame, CommandError> {
         let spec = lookup(argv[0]).expect("the scripts call commands the fake has");
         if spec.has(WRITE) {
-            self.writable()?;
+            let grows = self.cx.engine().out_of_memory()
+                && super::command_docs::redis_flags(spec.name) & super::command_docs::flag::DENYOOM
+                    != 0;
+            self.writable(grows)?;
         }
         if argv.len() > 1 {
             // Any command through the table may write its key.
@@ -337,14 +344,25 @@ impl ScriptStore<'_, '_, '_> {
         }
     }
 
-    fn writable(&self) -> Result<(), CommandError> {
+    /// Redis's checks of a script's write call, in its order: a read-only script writes
+    /// nothing, and a first write that may grow memory (`grows`) is refused while the server is
+    /// out of memory (`engine/evict.rs`).
+    fn writable(&mut self, grows: bool) -> Result<(), CommandError> {
         if self.read_only {
-            Err(CommandError(
+            return Err(CommandError(
                 "ERR Write commands are not allowed from read-only scripts.".into(),
-            ))
-        } else {
-            Ok(())
+            ));
         }
+        if grows && !self.wrote && self.cx.engine().out_of_memory() {
+            return Err(CommandError(
+                super::dispatch::OOM
+                    .error_text()
+                    .unwrap_or("OOM")
+                    .to_owned(),
+            ));
+        }
+        self.wrote = true;
+        Ok(())
     }
 }
 
@@ -373,7 +391,7 @@ impl Keyspace for ScriptStore<'_, '_, '_> {
     }
 
     fn hincrby(&mut self, key: &[u8], field: &[u8], delta: i64) -> Result<i64, CommandError> {
-        self.writable()?;
+        self.writable(true)?;
         let missing = self.missing.has(key);
         let new = super::hashes::hincrby(self.cx, key, field, delta, missing).map_err(err)?;
         self.missing.set(key, false);
@@ -394,7 +412,7 @@ impl Keyspace for ScriptStore<'_, '_, '_> {
     }
 
     fn pexpire(&mut self, key: &[u8], ms: &[u8]) -> Result<bool, CommandError> {
-        self.writable()?;
+        self.writable(false)?;
         if self.missing.has(key) {
             // `PEXPIRE` of a missing key checks its argument and changes nothing.
             return super::keys::pexpire_deadline(self.cx.now, ms)
@@ -412,7 +430,7 @@ impl Keyspace for ScriptStore<'_, '_, '_> {
     }
 
     fn del(&mut self, key: &[u8]) -> Result<bool, CommandError> {
-        self.writable()?;
+        self.writable(false)?;
         if self.missing.has(key) {
             return Ok(false);
         }
@@ -430,7 +448,7 @@ impl Keyspace for ScriptStore<'_, '_, '_> {
     }
 
     fn set_px(&mut self, key: &[u8], value: &[u8], ms: &[u8]) -> Result<(), CommandError> {
-        self.writable()?;
+        self.writable(true)?;
         let missing = self.missing.has(key);
         super::strings::set_px(self.cx, key, super::value_bytes(value), ms, missing)
             .map_err(err)?;
@@ -449,7 +467,7 @@ impl Keyspace for ScriptStore<'_, '_, '_> {
     }
 
     fn incrby(&mut self, key: &[u8], delta: i64) -> Result<i64, CommandError> {
-        self.writable()?;
+        self.writable(true)?;
         self.missing.set(key, false);
         super::strings::incr_by(self.cx, key, delta).map_err(err)
     }

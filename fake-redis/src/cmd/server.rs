@@ -11,9 +11,11 @@
 //! `lru` field, counted on the engine's clock.
 
 use super::{Args, CONTAINER, CmdResult, Cx, Spec, int, is, unknown_subcommand};
-use crate::engine::db::{Entry, LRU_CLOCK_MAX, Value, lru_clock};
-use crate::engine::server_state::Encodings;
-use crate::engine::stream::StreamId;
+use crate::engine::db::{LRU_CLOCK_MAX, Value, lru_clock};
+use crate::engine::memory::{
+    DICT, DICT_ENTRY, SHARED_INTEGERS, SHARED_REFCOUNT, as_int, dict_slots, sds, value_size,
+};
+pub(crate) use crate::engine::memory::{encoding, marks};
 use crate::resp::Frame;
 use bytes::Bytes;
 
@@ -31,17 +33,6 @@ pub(crate) static MOVE: Spec = Spec::new("move", 3, super::WRITE, move_command);
 pub(crate) static ROLE: Spec = Spec::new("role", 1, 0, role_command);
 pub(crate) static SWAPDB: Spec = Spec::new("swapdb", 3, super::WRITE, swapdb_command);
 pub(crate) static SHUTDOWN: Spec = Spec::new("shutdown", -1, 0, shutdown_command);
-
-/// The bits of [`Entry::encoding_marks`].
-pub(crate) mod marks {
-    /// A collection converted to its large encoding (`hashtable`, `skiplist`).
-    pub const CONVERTED: u8 = 1;
-    /// A string built in place (`APPEND`, `SETRANGE`): Redis keeps it `raw` whatever its size.
-    pub const RAW: u8 = 2;
-    /// A string Redis made without trying the integer encoding (`INCRBYFLOAT`'s result):
-    /// `embstr` or `raw` by its length, even when it reads as an integer.
-    pub const NOT_INT: u8 = 4;
-}
 
 /// Follows a `CONFIG SET` of a parameter this file reads (by canonical name).
 pub(crate) fn config_changed(cx: &mut Cx<'_>, name: &str, value: &str) {
@@ -64,6 +55,17 @@ pub(crate) fn config_changed(cx: &mut Cx<'_>, name: &str, value: &str) {
         let (hz, effort) = (read(cx, "hz", 10), read(cx, "active-expire-effort", 1));
         cx.node().tune_active_expiry(hz, effort);
     }
+    if matches!(
+        name,
+        "maxmemory"
+            | "maxmemory-policy"
+            | "maxmemory-samples"
+            | "lfu-log-factor"
+            | "lfu-decay-time"
+    ) {
+        let now = cx.now;
+        cx.node().set_eviction_param(name, value, now);
+    }
     let Ok(n) = value.parse::<usize>() else {
         return;
     };
@@ -74,7 +76,12 @@ pub(crate) fn config_changed(cx: &mut Cx<'_>, name: &str, value: &str) {
         "zset-max-listpack-entries" => e.zset_entries = n,
         "zset-max-listpack-value" => e.zset_value = n,
         "set-max-intset-entries" => e.set_intset_entries = n,
-        _ => {}
+        _ => return,
+    }
+    // The memory estimate reads the thresholds too: every key is measured again by them.
+    let e = e.clone();
+    for db in cx.node().dbs_mut() {
+        db.set_encodings(&e);
     }
 }
 
@@ -132,63 +139,6 @@ pub(crate) fn note_raw(cx: &mut Cx<'_>, key: &[u8]) {
     });
 }
 
-/// Redis's `OBJ_ENCODING_EMBSTR_SIZE_LIMIT`.
-const EMBSTR_SIZE_LIMIT: usize = 44;
-/// Redis's `OBJ_SHARED_INTEGERS`: integers below it are one shared object.
-const SHARED_INTEGERS: i64 = 10_000;
-/// Redis's `OBJ_SHARED_REFCOUNT`.
-const SHARED_REFCOUNT: i64 = i32::MAX as i64;
-
-/// A string's value as Redis's `tryObjectEncoding` reads it: an integer when it is one (at most
-/// 20 bytes, canonical).
-fn as_int(s: &[u8]) -> Option<i64> {
-    if s.len() > 20 {
-        return None;
-    }
-    int(s).ok()
-}
-
-/// The name `OBJECT ENCODING` gives the value of `entry`.
-pub(crate) fn encoding(entry: &Entry, e: &Encodings) -> &'static str {
-    let converted = entry.encoding_marks() & marks::CONVERTED != 0;
-    match &entry.value {
-        Value::Str(s) => {
-            // HyperLogLogs are marked raw by the commands that make or edit them
-            // (`hyperloglog::store`, `hyperloglog::read_unshared`), not by their bytes.
-            if entry.encoding_marks() & marks::RAW != 0 {
-                "raw"
-            } else if entry.encoding_marks() & marks::NOT_INT == 0 && as_int(s).is_some() {
-                "int"
-            } else if s.len() <= EMBSTR_SIZE_LIMIT {
-                "embstr"
-            } else {
-                "raw"
-            }
-        }
-        Value::List(_) => "quicklist",
-        Value::Hash(h) => {
-            let big = converted
-                || h.len() > e.hash_entries
-                || h.iter()
-                    .any(|(f, v)| f.len() > e.hash_value || v.len() > e.hash_value);
-            if big { "hashtable" } else { "listpack" }
-        }
-        Value::Set(s) => {
-            let big = converted
-                || s.len() > e.set_intset_entries
-                || s.iter().any(|m| as_int(m).is_none());
-            if big { "hashtable" } else { "intset" }
-        }
-        Value::ZSet(z) => {
-            let big = converted
-                || z.len() > e.zset_entries
-                || z.iter().any(|(_, m)| m.len() > e.zset_value);
-            if big { "skiplist" } else { "listpack" }
-        }
-        Value::Stream(_) => "stream",
-    }
-}
-
 /// Whether the collection at `key` has one of Redis's compact encodings (a listpack or an
 /// intset), which `HSCAN`, `SSCAN` and `ZSCAN` send whole. Constant time for a collection past
 /// its count threshold.
@@ -201,11 +151,7 @@ pub(crate) fn compact_encoding(cx: &mut Cx<'_>, key: &[u8]) -> bool {
 /// Whether `maxmemory-policy` is one of the LFU policies (then Redis tracks frequency, not idle
 /// time, in the same 24 bits).
 pub(crate) fn lfu_policy(cx: &Cx<'_>) -> bool {
-    cx.engine()
-        .config()
-        .settings
-        .get("maxmemory-policy")
-        .is_some_and(|p| p.ends_with("-lfu"))
+    cx.engine().maxmemory_policy().lfu()
 }
 
 const OBJECT_HELP: &[&str] = &[
@@ -247,10 +193,13 @@ pub(crate) fn subcommand(
 }
 
 /// `OBJECT REFCOUNT`'s answer: Redis shares one object for each small integer.
-pub(crate) fn refcount(entry: &Entry, encodings: &Encodings) -> i64 {
+pub(crate) fn refcount(
+    entry: &crate::engine::db::Entry,
+    encodings: &crate::engine::server_state::Encodings,
+) -> i64 {
     let shared = matches!(&entry.value, Value::Str(s)
         if encoding(entry, encodings) == "int"
-            && as_int(s).is_some_and(|n| (0..SHARED_INTEGERS).contains(&n)));
+            && as_int(s.as_ref()).is_some_and(|n| (0..SHARED_INTEGERS).contains(&n)));
     if shared { SHARED_REFCOUNT } else { 1 }
 }
 
@@ -267,7 +216,7 @@ fn object_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     }
     let key = args.next_bytes()?;
     let now = cx.now;
-    let lfu = lfu_policy(cx);
+    let (lfu, decay) = (lfu_policy(cx), cx.engine().lfu_decay_time());
     let encodings = cx.server_state().encodings.clone();
     // Redis looks the key up without touching its access time, as a read it does not announce.
     let Some(entry) = cx.lookup_untouched(key) else {
@@ -303,175 +252,14 @@ fn object_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
                      and LFU data will take some time to adjust.",
                 ));
             }
-            // The fake counts no frequency: every key reads as a new one does (`LFU_INIT_VAL`).
-            Ok(Frame::Integer(5))
+            // Redis's `LFUDecrAndReturn`: the counter, decayed to now but not stored.
+            let freq = crate::engine::evict::lfu_decayed(entry.accessed(), now, decay);
+            Ok(Frame::Integer(i64::from(freq)))
         }
     }
 }
 
 // ---- MEMORY ----
-
-/// The size jemalloc (Redis's allocator) gives a request of `n` bytes: its size classes are
-/// 8, then multiples of 16 up to 128, then four classes per doubling.
-fn jemalloc(n: usize) -> usize {
-    if n <= 8 {
-        return 8;
-    }
-    if n <= 128 {
-        return n.div_ceil(16) * 16;
-    }
-    let lg = usize::BITS - (n - 1).leading_zeros() - 1;
-    let delta = 1usize << (lg - 2);
-    n.div_ceil(delta) * delta
-}
-
-/// The allocation of an sds string of `len` bytes: its header (by Redis's `sdsReqType`), the
-/// bytes and the NUL.
-fn sds(len: usize) -> usize {
-    let header = match len {
-        0..32 => 1,
-        32..256 => 3,
-        256..65_536 => 5,
-        _ => 9,
-    };
-    jemalloc(header + len + 1)
-}
-
-/// `sizeof(robj)`.
-const ROBJ: usize = 16;
-/// `sizeof(dictEntry)`.
-const DICT_ENTRY: usize = 24;
-/// `sizeof(dict)`.
-const DICT: usize = 56;
-
-/// The bytes one element takes in a listpack: its encoding, its data and its back length.
-pub(crate) fn listpack_entry(e: &[u8]) -> usize {
-    let body = match as_int(e) {
-        Some(n) if (0..=127).contains(&n) => 1,
-        Some(n) if (-4096..4096).contains(&n) => 2,
-        Some(n) if i16::try_from(n).is_ok() => 3,
-        Some(n) if (-(1 << 23)..(1 << 23)).contains(&n) => 4,
-        Some(n) if i32::try_from(n).is_ok() => 5,
-        Some(_) => 9,
-        None if e.len() < 64 => 1 + e.len(),
-        None if e.len() < 4096 => 2 + e.len(),
-        None => 5 + e.len(),
-    };
-    let back = match body {
-        0..128 => 1,
-        128..16_384 => 2,
-        16_384..2_097_152 => 3,
-        2_097_152..268_435_456 => 4,
-        _ => 5,
-    };
-    body + back
-}
-
-/// A listpack of these elements: its header, entries and end byte.
-fn listpack<'a>(elements: impl Iterator<Item = &'a [u8]>) -> usize {
-    jemalloc(6 + elements.map(listpack_entry).sum::<usize>() + 1)
-}
-
-/// The slots of a dict of `n` entries (a power of two, at least 4).
-fn dict_slots(n: usize) -> usize {
-    n.next_power_of_two().max(4)
-}
-
-/// A score as a listpack holds it: Redis's `d2string` (an integer when it is one).
-fn score_text(score: f64) -> Vec<u8> {
-    if score.fract() == 0.0 && score.abs() < 1e17 {
-        format!("{}", score as i64).into_bytes()
-    } else {
-        // `%.17g`: Rust's shortest round-trip text is at most as long, close enough for a size.
-        format!("{score}").into_bytes()
-    }
-}
-
-/// Redis's sampled average: the first `samples` elements' sizes (all of them when 0), times
-/// the count.
-fn sampled(sizes: impl Iterator<Item = usize>, len: usize, samples: usize) -> usize {
-    let take = if samples == 0 { len } else { samples.min(len) };
-    let total: usize = sizes.take(take).sum();
-    total.checked_div(take).map_or(0, |each| each * len)
-}
-
-/// Redis's `objectComputeSize` for `value`, encoded as `OBJECT ENCODING` says.
-fn value_size(entry: &Entry, e: &Encodings, samples: usize) -> usize {
-    let encoding = encoding(entry, e);
-    match &entry.value {
-        Value::Str(s) => match encoding {
-            "int" => ROBJ,
-            "embstr" => jemalloc(ROBJ + 3 + s.len() + 1),
-            _ => ROBJ + sds(s.len()),
-        },
-        Value::List(l) => {
-            // One quicklist node per 8 kB of listpack (`list-max-listpack-size -2`).
-            let bytes: usize = l.iter().map(listpack_entry).sum();
-            let nodes = bytes.div_ceil(8192).max(1);
-            ROBJ + 40 + nodes * (40 + jemalloc(6 + bytes / nodes + 1))
-        }
-        Value::Hash(h) => {
-            if encoding == "listpack" {
-                ROBJ + listpack(h.iter().flat_map(|(f, v)| [f, v]))
-            } else {
-                let each = h
-                    .iter()
-                    .map(|(f, v)| DICT_ENTRY + sds(f.len()) + sds(v.len()));
-                ROBJ + DICT + 8 * dict_slots(h.len()) + sampled(each, h.len(), samples)
-            }
-        }
-        Value::Set(set) => {
-            if encoding == "intset" {
-                let width = set
-                    .iter()
-                    .filter_map(|m| as_int(m))
-                    .map(|n| {
-                        if i16::try_from(n).is_ok() {
-                            2
-                        } else if i32::try_from(n).is_ok() {
-                            4
-                        } else {
-                            8
-                        }
-                    })
-                    .max()
-                    .unwrap_or(2);
-                ROBJ + jemalloc(8 + width * set.len())
-            } else {
-                let each = set.iter().map(|m| DICT_ENTRY + sds(m.len()));
-                ROBJ + DICT + 8 * dict_slots(set.len()) + sampled(each, set.len(), samples)
-            }
-        }
-        Value::ZSet(z) => {
-            if encoding == "listpack" {
-                let texts: Vec<(Vec<u8>, &[u8])> =
-                    z.iter().map(|(s, m)| (score_text(s), &m[..])).collect();
-                ROBJ + listpack(texts.iter().flat_map(|(s, m)| [*m, &s[..]]))
-            } else {
-                // The zset, its skiplist and dict, the skiplist's 32-level header, and per
-                // member its sds and a node of one level (the most likely).
-                let each = z.iter().map(|(_, m)| sds(m.len()) + jemalloc(24 + 16));
-                ROBJ + 16
-                    + 32
-                    + DICT
-                    + 8 * dict_slots(z.len())
-                    + jemalloc(24 + 32 * 16)
-                    + sampled(each, z.len(), samples)
-            }
-        }
-        Value::Stream(stream) => {
-            // An estimate, not Redis's sum: the stream's struct, its radix tree's nodes and one
-            // listpack per node holding every entry's fields.
-            let entries = stream.range(StreamId::MIN, StreamId::MAX, false, 0);
-            let bytes: usize = entries
-                .iter()
-                .map(|(_, fields)| 3 + fields.iter().map(|f| listpack_entry(f)).sum::<usize>())
-                .sum();
-            let nodes = stream.node_count().max(1);
-            ROBJ + 64 + stream.radix_tree_nodes() * 48 + nodes * jemalloc(6 + bytes / nodes + 1)
-        }
-    }
-}
 
 const MEMORY_HELP: &[&str] = &[
     "MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -538,7 +326,7 @@ fn memory_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// `MEMORY STATS`: Redis 7.0's fields, from the fake's key counts; the allocator's figures are
 /// those of a server that has allocated nothing past its start.
 fn memory_stats(cx: &mut Cx<'_>) -> Frame {
-    const STARTUP: i64 = 876_096;
+    const STARTUP: i64 = crate::engine::memory::STARTUP as i64;
     let now = cx.now;
     let e = cx.server_state().encodings.clone();
     let field = |k: &'static str| Frame::Bulk(Bytes::from_static(k.as_bytes()));
@@ -878,7 +666,7 @@ fn shutdown_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::engine::db::Entry;
 
     #[test]
     fn the_access_clock_fits_in_the_entry_s_padding() {

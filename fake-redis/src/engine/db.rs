@@ -16,6 +16,8 @@
 //! records each key's previous entry so a failover can roll back the writes a lagging replica
 //! never received.
 
+use super::memory;
+use super::server_state::Encodings;
 use bytes::Bytes;
 use hashbrown::HashTable;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -247,12 +249,24 @@ impl Slot {
 ///
 /// The index receives the same inserts and removals, with the same hashes, as a table of slots
 /// would: its buckets, and so `SCAN`'s order and cursors and `RANDOMKEY`'s draws, are the same.
+///
+/// The table also keeps the memory estimate of its keys (`engine/memory.rs`): each slot's size as
+/// last measured (`sizes`, by slot number) and their sum (`bytes`). A key that goes in, or is
+/// handed out for a change in place, is taken out of the sum and listed as unmeasured; the list
+/// is measured when the sum is read (or when it grows past twice the keys), so a key written and
+/// deleted between two reads is never measured, and one changed many times is measured once.
 #[derive(Default)]
 struct Table {
     index: HashTable<u32>,
     slots: Vec<Option<Slot>>,
     free: Vec<u32>,
+    sizes: Vec<u32>,
+    bytes: u64,
+    unmeasured: Vec<u32>,
 }
+
+/// A slot's size while it waits in [`Table`]'s unmeasured list (not in the sum).
+const UNMEASURED: u32 = u32::MAX;
 
 impl Table {
     #[inline]
@@ -297,19 +311,13 @@ impl Table {
         self.find_ix(h, key).map(|ix| self.slot(ix))
     }
 
-    #[inline]
-    fn find_mut(&mut self, h: u64, key: &[u8]) -> Option<&mut Slot> {
-        let ix = self.find_ix(h, key)?;
-        Some(self.slot_mut(ix))
-    }
-
     /// Puts `slot` (a key not in the table) in a free place: its number.
     ///
     /// Numbers are 4 bytes, so a database holds at most 2^32 keys. Their slots alone would take
     /// about 400 GB, so a process runs out of memory first; reaching the cap without running out
     /// stops the process as a failed allocation does (as Redis's allocator stops Redis).
     #[inline]
-    fn insert_unique(&mut self, slot: Slot) -> u32 {
+    fn insert_unique(&mut self, slot: Slot, e: &Encodings) -> u32 {
         let h = slot.hash;
         let ix = match self.free.pop() {
             Some(ix) => {
@@ -321,9 +329,11 @@ impl Table {
                     std::alloc::handle_alloc_error(std::alloc::Layout::new::<Slot>());
                 };
                 self.slots.push(Some(slot));
+                self.sizes.push(0);
                 ix
             }
         };
+        self.handed_out(ix, e);
         let slots = &self.slots;
         self.index.insert_unique(h, ix, |&i| held(slots, i).hash);
         ix
@@ -332,23 +342,74 @@ impl Table {
     /// Takes the key of slot `ix` out: one probe of the index, comparing numbers only.
     #[inline]
     fn remove_at(&mut self, ix: u32) -> Slot {
-        let Table { index, slots, free } = self;
-        let h = held(slots, ix).hash;
-        let numbered = index
+        let h = self.slot(ix).hash;
+        let numbered = self
+            .index
             .find_entry(h, |&i| i == ix)
             .map(|bucket| bucket.remove())
             .is_ok();
         debug_assert!(numbered, "slot {ix} holds a key the index does not number");
-        vacate(slots, free, ix)
+        self.vacate(ix)
     }
 
     /// Takes `key` (hash `h`) out, if present: one probe.
     #[inline]
     fn take(&mut self, h: u64, key: &[u8]) -> Option<Slot> {
-        let Table { index, slots, free } = self;
+        let Table { index, slots, .. } = self;
         let bucket = index.find_entry(h, |&i| holds(slots, i, h, key)).ok()?;
         let (ix, _) = bucket.remove();
-        Some(vacate(slots, free, ix))
+        Some(self.vacate(ix))
+    }
+
+    /// Takes the key out of slot `ix`, whose number the index no longer holds, frees the place
+    /// and takes its size off the sum.
+    #[inline]
+    fn vacate(&mut self, ix: u32) -> Slot {
+        self.free.push(ix);
+        let size = std::mem::take(&mut self.sizes[ix as usize]);
+        if size != UNMEASURED {
+            self.bytes -= u64::from(size);
+        }
+        self.slots[ix as usize].take().expect(HELD)
+    }
+
+    /// Takes slot `ix` (new, or handed out for a change in place) out of the sum, to be measured
+    /// when the sum is next read.
+    #[inline]
+    fn handed_out(&mut self, ix: u32, e: &Encodings) {
+        let size = &mut self.sizes[ix as usize];
+        if *size == UNMEASURED {
+            return;
+        }
+        self.bytes -= u64::from(std::mem::replace(size, UNMEASURED));
+        self.unmeasured.push(ix);
+        // Keys written and deleted without a read of the sum leave numbers behind: the list
+        // stays within twice the keys.
+        if self.unmeasured.len() > 2 * self.len() + 1024 {
+            self.settle(e);
+        }
+    }
+
+    /// Measures the slots waiting to be, and adds them to the sum.
+    fn settle(&mut self, e: &Encodings) {
+        for ix in std::mem::take(&mut self.unmeasured) {
+            if self.sizes[ix as usize] != UNMEASURED {
+                continue;
+            }
+            if let Some(slot) = &self.slots[ix as usize] {
+                let size = measure(slot, e);
+                self.sizes[ix as usize] = size;
+                self.bytes += u64::from(size);
+            }
+        }
+    }
+
+    /// Sets the size of slot `ix` (a key in it was replaced or changed).
+    #[inline]
+    fn resize(&mut self, ix: u32, size: u32) {
+        let old = std::mem::replace(&mut self.sizes[ix as usize], size);
+        debug_assert_ne!(old, UNMEASURED, "resized after a settle");
+        self.bytes = self.bytes - u64::from(old) + u64::from(size);
     }
 
     /// Every slot with its number, in the order of the index's buckets.
@@ -370,9 +431,17 @@ impl Table {
     /// Shrinks the index to fit `len()` keys, and packs the slots at the front of their vector
     /// in the index's order, telling each moved key's candidate (in `volatile`) its new number.
     fn shrink(&mut self, volatile: &mut [Candidate]) {
-        let Table { index, slots, free } = self;
+        let Table {
+            index,
+            slots,
+            free,
+            sizes,
+            unmeasured,
+            ..
+        } = self;
         index.shrink_to(index.len(), |&i| held(slots, i).hash);
         let mut packed = Vec::with_capacity(index.len());
+        let mut packed_sizes = Vec::with_capacity(index.len());
         for i in index.iter_mut() {
             let slot = slots[*i as usize].take().expect(HELD);
             let ix = packed.len() as u32;
@@ -380,9 +449,15 @@ impl Table {
                 volatile[slot.entry.volatile_ix as usize].slot = ix;
             }
             packed.push(Some(slot));
+            packed_sizes.push(sizes[*i as usize]);
             *i = ix;
         }
         *slots = packed;
+        // The slots waiting to be measured, by their new numbers.
+        *unmeasured = (0..packed_sizes.len() as u32)
+            .filter(|&ix| packed_sizes[ix as usize] == UNMEASURED)
+            .collect();
+        *sizes = packed_sizes;
         *free = Vec::new();
     }
 }
@@ -402,11 +477,14 @@ fn holds(slots: &[Option<Slot>], ix: u32, h: u64, key: &[u8]) -> bool {
     held(slots, ix).is(h, key)
 }
 
-/// Takes the key out of slot `ix`, whose number the index no longer holds, and frees the place.
-#[inline]
-fn vacate(slots: &mut [Option<Slot>], free: &mut Vec<u32>, ix: u32) -> Slot {
-    free.push(ix);
-    slots[ix as usize].take().expect(HELD)
+/// The memory estimate of the key in `slot` (`engine/memory.rs`), capped below [`UNMEASURED`]
+/// (a 4 GB value; the cap is added and taken off alike, so the sum stays right for every other
+/// key).
+fn measure(slot: &Slot, e: &Encodings) -> u32 {
+    let size = super::memory::key_size(slot.key.as_bytes().len(), &slot.entry, e);
+    u32::try_from(size)
+        .unwrap_or(UNMEASURED - 1)
+        .min(UNMEASURED - 1)
 }
 
 /// The bytes of a key: in its slot when short, otherwise in one allocation of exactly its size
@@ -500,6 +578,8 @@ struct Journal {
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct DbStats {
     pub expired_keys: u64,
+    /// Keys `maxmemory` evicted (`engine/evict.rs`).
+    pub evicted_keys: u64,
 }
 
 /// One of the sixteen databases.
@@ -519,6 +599,22 @@ pub(crate) struct Db {
     /// A replica's rule: a logically expired key is hidden from reads but stays until the
     /// primary's deletion arrives (`engine/replication.rs`).
     keep_expired: bool,
+    /// The encoding thresholds the memory estimate reads (`engine/memory.rs`).
+    encodings: Encodings,
+    /// The access-frequency counter's parameters and random draws, while `maxmemory-policy` is
+    /// an LFU policy: then an access updates the key's counter instead of its access time
+    /// (`engine/evict.rs`).
+    lfu: Option<super::evict::Lfu>,
+}
+
+/// Marks `entry` accessed at `now`: its access time, or its frequency counter under an LFU
+/// policy (Redis's `updateLFU`).
+#[inline]
+fn touch_entry(entry: &mut Entry, lfu: Option<&mut super::evict::Lfu>, now: i64) {
+    match lfu {
+        None => entry.access(now),
+        Some(lfu) => entry.set_accessed(lfu.touched(entry.accessed(), now)),
+    }
 }
 
 /// Bits of a `SCAN` cursor that hold the bucket to resume at; the bits above hold the layout
@@ -552,15 +648,25 @@ fn expire(
     let slot = table.remove_at(ix);
     unlist(table, volatile, slot.entry.volatile_ix);
     stats.expired_keys += 1;
-    watches.touch(slot.key.as_bytes(), false);
+    expire_logs(watches, slot.key.as_bytes(), false);
+}
+
+/// What a key that expiry (or eviction, `evicted`) removed tells: its watchers, client tracking
+/// (`tracked_log`), the replicas' write stream, and the keyspace event log. The one path both
+/// take, so whatever follows an expiry follows an eviction too.
+fn expire_logs(watches: &mut Watches, key: &[u8], evicted: bool) {
+    watches.touch(key, false);
     if let Some(log) = &mut watches.tracked_log {
-        log.push(Some(Bytes::copy_from_slice(slot.key.as_bytes())));
+        log.push(Some(Bytes::copy_from_slice(key)));
     }
     if let Some(log) = &mut watches.replicated_log {
-        log.push(Bytes::copy_from_slice(slot.key.as_bytes()));
+        log.push(Bytes::copy_from_slice(key));
     }
     if let Some(log) = &mut watches.key_events {
-        log.expired(slot.key.as_bytes());
+        match evicted {
+            false => log.expired(key),
+            true => log.evicted(key),
+        }
     }
 }
 
@@ -605,21 +711,65 @@ fn insert_new(
     key: &[u8],
     h: u64,
     mut entry: Entry,
+    e: &Encodings,
 ) {
     let deadline = entry.deadline;
     let volatile_ix = (entry.deadline != NO_DEADLINE).then_some(volatile.len() as u32);
     entry.volatile_ix = volatile_ix.unwrap_or(NOT_VOLATILE);
-    let slot = table.insert_unique(Slot {
+    let slot = Slot {
         key: Key::new(key),
         hash: h,
         entry,
-    });
+    };
+    let slot = table.insert_unique(slot, e);
     if volatile_ix.is_some() {
         volatile.push(Candidate { deadline, slot });
     }
 }
 
 impl Db {
+    /// A new entry: accessed now, or under an LFU policy, with a new key's frequency.
+    fn new_entry(&self, value: Value, deadline: Option<i64>, now: i64) -> Entry {
+        let mut entry = Entry::new(value, deadline, now);
+        if self.lfu.is_some() {
+            entry.set_accessed(super::evict::lfu_init(now));
+        }
+        entry
+    }
+
+    /// The memory estimate of this database (`engine/memory.rs`): its keys, the buckets of its
+    /// table, and its expires table (a bucket and an entry per key with a TTL).
+    pub(crate) fn used_memory(&mut self) -> u64 {
+        self.table.settle(&self.encodings);
+        let (keys, volatile) = (self.table.len(), self.volatile.len());
+        let mut total = self.table.bytes;
+        if keys > 0 {
+            total += 8 * memory::dict_slots(keys) as u64;
+        }
+        if volatile > 0 {
+            let each = memory::jemalloc(memory::DICT_ENTRY) as u64;
+            total += 8 * memory::dict_slots(volatile) as u64 + each * volatile as u64;
+        }
+        total
+    }
+
+    /// Reads the encoding thresholds from now on, and measures every key again by them (only a
+    /// `CONFIG SET` of a threshold does this).
+    pub(crate) fn set_encodings(&mut self, e: &Encodings) {
+        self.table.settle(&self.encodings);
+        self.encodings = e.clone();
+        let numbers: Vec<u32> = self.table.index.iter().copied().collect();
+        for ix in numbers {
+            let size = measure(self.table.slot(ix), e);
+            self.table.resize(ix, size);
+        }
+    }
+
+    /// Turns the LFU counter on (with its parameters) or off: what an access updates.
+    pub(crate) fn set_lfu(&mut self, lfu: Option<super::evict::Lfu>) {
+        self.lfu = lfu;
+    }
+
     /// The number of keys physically present, logically expired ones included (`DBSIZE`).
     pub fn len(&self) -> usize {
         self.table.len()
@@ -641,14 +791,23 @@ impl Db {
     /// [`Db::lookup`] with the key's hash already computed ([`hash_key`]).
     #[inline]
     pub fn lookup_h(&mut self, key: &[u8], h: u64, now: i64) -> Option<&mut Entry> {
-        let entry = self.lookup_untouched_h(key, h, now)?;
-        entry.access(now);
+        let ix = self.live_ix(key, h, now)?;
+        let entry = &mut self.table.slot_mut(ix).entry;
+        touch_entry(entry, self.lfu.as_mut(), now);
         Some(entry)
     }
 
     /// [`Db::lookup_h`] without marking the key accessed: Redis's lookups with `LOOKUP_NOTOUCH`
     /// (`EXISTS`, `TYPE`, `TTL`), which expire a dead key but leave a live one's idle time.
     pub fn lookup_untouched_h(&mut self, key: &[u8], h: u64, now: i64) -> Option<&mut Entry> {
+        let ix = self.live_ix(key, h, now)?;
+        Some(&mut self.table.slot_mut(ix).entry)
+    }
+
+    /// The slot of the live key at `key`, handed out for a change in place (its size is
+    /// measured again later); a logically expired key is deleted first.
+    #[inline]
+    fn live_ix(&mut self, key: &[u8], h: u64, now: i64) -> Option<u32> {
         let Db {
             table,
             volatile,
@@ -656,6 +815,7 @@ impl Db {
             stats,
             keep_expired,
             layout_epoch,
+            encodings,
             ..
         } = self;
         let ix = table.find_ix(h, key)?;
@@ -666,7 +826,8 @@ impl Db {
             }
             return None;
         }
-        Some(&mut table.slot_mut(ix).entry)
+        table.handed_out(ix, encodings);
+        Some(ix)
     }
 
     /// The entry at `key` if it is live, without deleting an expired one (`KEYS`, `TYPE` peeks).
@@ -701,13 +862,14 @@ impl Db {
     /// [`Db::insert`] with the key's hash already computed.
     pub fn insert_h(&mut self, key: &[u8], h: u64, value: Value, deadline: Option<i64>, now: i64) {
         self.journal_before(key, now);
-        let entry = Entry::new(value, deadline, now);
+        let entry = self.new_entry(value, deadline, now);
         let Db {
             table,
             volatile,
             layout_epoch,
             waiters,
             watches,
+            encodings,
             ..
         } = self;
         match table.find_ix(h, key) {
@@ -727,6 +889,7 @@ impl Db {
                     }
                     (None, ix) => unlist(table, volatile, ix),
                 }
+                table.handed_out(slot, encodings);
             }
             None => {
                 waiters.signal(key);
@@ -734,7 +897,7 @@ impl Db {
                     log.created(key);
                 }
                 note_layout(table, layout_epoch);
-                insert_new(table, volatile, key, h, entry);
+                insert_new(table, volatile, key, h, entry, encodings);
             }
         }
     }
@@ -781,7 +944,7 @@ impl Db {
         }
         let entry = &mut table.slot_mut(slot).entry;
         // A lookup for writing, as `EXPIRE`'s in Redis: it touches the key.
-        entry.access(now);
+        touch_entry(entry, self.lfu.as_mut(), now);
         match decide(entry.deadline()) {
             DeadlineChange::Keep => {}
             DeadlineChange::Delete => {
@@ -821,9 +984,16 @@ impl Db {
         if let Some(log) = &mut self.watches.key_events {
             log.created(key);
         }
-        let entry = Entry::new(value, deadline, now);
+        let entry = self.new_entry(value, deadline, now);
         note_layout(&self.table, &mut self.layout_epoch);
-        insert_new(&mut self.table, &mut self.volatile, key, h, entry);
+        insert_new(
+            &mut self.table,
+            &mut self.volatile,
+            key,
+            h,
+            entry,
+            &self.encodings,
+        );
     }
 
     /// Sets or clears the deadline of the key at `key`, which must exist.
@@ -1212,7 +1382,8 @@ impl Db {
             }
             if let Some(entry) = previous {
                 note_layout(&self.table, &mut self.layout_epoch);
-                insert_new(&mut self.table, &mut self.volatile, &key, h, entry);
+                let e = &self.encodings;
+                insert_new(&mut self.table, &mut self.volatile, &key, h, entry, e);
             }
         }
         self.journal = Some(journal);
@@ -1293,8 +1464,10 @@ impl Db {
                 let marks = entry.encoding_marks();
                 let deadline = entry.deadline();
                 self.insert(key, entry.value, deadline, now);
-                if let Some(e) = self.table.find_mut(hash_key(key), key) {
-                    e.entry.mark_encoding(marks);
+                if let Some(ix) = self.table.find_ix(hash_key(key), key) {
+                    self.table.slot_mut(ix).entry.mark_encoding(marks);
+                    // The marks may change its encoding, and so its size.
+                    self.table.handed_out(ix, &self.encodings);
                 }
             }
             None => {
@@ -1314,6 +1487,9 @@ impl Db {
         self.keep_expired
     }
 }
+
+mod sampling;
+pub(crate) use sampling::Sample;
 
 #[cfg(test)]
 mod tests;

@@ -42,11 +42,13 @@ pub(crate) mod blocking;
 pub mod client_limit;
 pub mod cluster;
 pub(crate) mod db;
+pub(crate) mod evict;
 pub(crate) mod expiry;
 pub(crate) mod glob;
 pub(crate) mod hash;
 mod inspect;
 pub(crate) mod list;
+pub(crate) mod memory;
 pub(crate) mod monitor;
 pub(crate) mod notify;
 pub mod output_limits;
@@ -472,6 +474,8 @@ pub struct Engine {
     replication: replication::Replication,
     /// The node's cluster, when it runs in cluster mode (`engine/cluster.rs`).
     cluster: Option<Box<cluster::Member>>,
+    /// `maxmemory` and its eviction pool (`evict.rs`).
+    evict: evict::Evictor,
     /// A Sentinel's state: the engine answers the sentinel's commands instead of Redis's
     /// (`engine/sentinel.rs`, `cmd/sentinel.rs`).
     pub(crate) sentinel: Option<Box<sentinel::Sentinel>>,
@@ -558,6 +562,7 @@ impl Engine {
             replication: replication::Replication::default(),
             cluster: None,
             sentinel: None,
+            evict: evict::Evictor::default(),
         };
         // The keyspaces log what the configured notifications need.
         let flags = engine.config.notify_keyspace_events;

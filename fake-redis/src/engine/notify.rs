@@ -74,6 +74,8 @@ enum Lifecycle {
     Expired,
     /// A write created it (`new`, class `n`).
     Created,
+    /// `maxmemory` evicted it (`evicted`, class `e`; `engine/evict.rs`).
+    Evicted,
 }
 
 /// The keys expiry removed and writes created since the engine last published, in order, for
@@ -83,6 +85,7 @@ enum Lifecycle {
 pub(crate) struct KeyEvents {
     expired: bool,
     created: bool,
+    evicted: bool,
     log: Vec<(Lifecycle, Bytes)>,
     births: Option<Births>,
 }
@@ -117,13 +120,15 @@ impl Births {
 impl KeyEvents {
     /// A log for `flags` that keeps `births`, or None when it has nothing to keep.
     fn for_flags(flags: u16, births: Option<Births>) -> Option<KeyEvents> {
-        let (expired, created) = (
+        let (expired, created, evicted) = (
             publishes(flags, class::EXPIRED),
             publishes(flags, class::NEW),
+            publishes(flags, class::EVICTED),
         );
-        (expired || created || births.is_some()).then(|| KeyEvents {
+        (expired || created || evicted || births.is_some()).then(|| KeyEvents {
             expired,
             created,
+            evicted,
             log: Vec::new(),
             births,
         })
@@ -135,6 +140,14 @@ impl KeyEvents {
         if self.expired {
             self.log
                 .push((Lifecycle::Expired, Bytes::copy_from_slice(key)));
+        }
+    }
+
+    /// Eviction removed `key`.
+    pub(crate) fn evicted(&mut self, key: &[u8]) {
+        if self.evicted {
+            self.log
+                .push((Lifecycle::Evicted, Bytes::copy_from_slice(key)));
         }
     }
 
@@ -298,7 +311,7 @@ impl Engine {
     }
 
     fn publish_key_lifecycle(&mut self, flags: u16, now: i64) {
-        if flags & (class::EXPIRED | class::NEW) == 0 {
+        if flags & (class::EXPIRED | class::NEW | class::EVICTED) == 0 {
             return;
         }
         for db in 0..self.dbs().len() {
@@ -309,6 +322,7 @@ impl Engine {
             for (what, key) in log {
                 let event = match what {
                     Lifecycle::Expired => "expired",
+                    Lifecycle::Evicted => "evicted",
                     // Created and removed again before anything was published: never there.
                     Lifecycle::Created if self.dbs()[db].peek(&key, now).is_none() => continue,
                     Lifecycle::Created => "new",

@@ -311,6 +311,11 @@ impl ScriptWatch {
         self.state.fetch_or(WROTE, Ordering::AcqRel);
     }
 
+    /// Whether the running script has called a write command (Redis's `SCRIPT_WRITE_DIRTY`).
+    pub fn has_written(&self) -> bool {
+        self.state.load(Ordering::Acquire) & WROTE != 0
+    }
+
     /// What the running script's hook does now: `true` to end the script (it was killed, or the
     /// server is going away). Under the wall clock it also marks the script busy once it passes
     /// the threshold.

@@ -42,6 +42,7 @@ const FLAG_NAMES: [&str; 5] = [
     "allow-cross-slot-keys",
 ];
 const NO_WRITES: u8 = 1;
+const ALLOW_OOM: u8 = 1 << 1;
 const NO_CLUSTER: u8 = 1 << 3;
 
 /// The error for a library or function name Redis refuses (7.0 says "library" for both).
@@ -506,6 +507,7 @@ pub(crate) fn fcall(
     };
     let run = Run {
         read_only: read_only_command || flags & NO_WRITES != 0,
+        allow_oom: flags & ALLOW_OOM != 0,
         caller_db: cx.db,
         watch: &lvm.vm.watch,
     };

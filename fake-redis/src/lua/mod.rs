@@ -134,6 +134,8 @@ pub(crate) struct Flags {
     pub no_writes: bool,
     /// `no-cluster`: refused on a cluster node.
     pub no_cluster: bool,
+    /// `allow-oom`: its calls may grow memory past `maxmemory` (`engine/evict.rs`).
+    pub allow_oom: bool,
 }
 
 /// A loaded body: its compiled function, flags and SHA (as text, for its errors).
@@ -385,9 +387,10 @@ fn parse_shebang(body: &[u8]) -> Result<(Flags, &[u8]), Frame> {
             match flag {
                 "no-writes" => flags.no_writes = true,
                 "no-cluster" => flags.no_cluster = true,
-                // No memory limit, no stale replica, and Redis 7.0 checks no slot of an
-                // undeclared key against the declared ones: these change nothing it can see.
-                "allow-oom" | "allow-stale" | "allow-cross-slot-keys" => {}
+                "allow-oom" => flags.allow_oom = true,
+                // No stale replica, and Redis 7.0 checks no slot of an undeclared key against
+                // the declared ones: these change nothing it can see.
+                "allow-stale" | "allow-cross-slot-keys" => {}
                 _ => {
                     return Err(Frame::error_owned(format!(
                         "ERR Unexpected flag in script shebang: {flag}"
@@ -522,6 +525,7 @@ fn eval_on(
     }
     let run = Run {
         read_only: read_only_command || flags.no_writes,
+        allow_oom: flags.allow_oom,
         caller_db: cx.db,
         watch: &vm.watch,
     };
@@ -539,6 +543,8 @@ pub(crate) const NO_CLUSTER: Frame =
 /// What a running script's calls are checked against.
 struct Run<'w> {
     read_only: bool,
+    /// Declared `allow-oom`: exempt from the out-of-memory check of its calls.
+    allow_oom: bool,
     caller_db: usize,
     /// Told when the script writes (it can no longer be killed).
     watch: &'w ScriptWatch,
@@ -694,7 +700,9 @@ fn run_command(
         Ok(name) => name,
     };
     // A container's subcommand (`client|list`) is let through by its container's name.
-    let container = name.split_once('|').map_or(name, |(container, _)| container);
+    let container = name
+        .split_once('|')
+        .map_or(name, |(container, _)| container);
     if not_in_scripts(name) && !allowed_by_debug(running, container) {
         return Err("ERR This Redis command is not allowed from script");
     }
@@ -704,6 +712,15 @@ fn run_command(
     }
     if spec.has(crate::cmd::WRITE) && running.cx.engine().is_read_only_replica() {
         return Err("READONLY You can't write against a read only replica.");
+    }
+    // Redis's `scriptVerifyOOM`: out of memory, a script's first write that may grow memory is
+    // refused (`engine/evict.rs`).
+    if running.cx.engine().out_of_memory()
+        && !run.allow_oom
+        && !run.watch.has_written()
+        && crate::cmd::denies_oom_in_script(name)
+    {
+        return Err("OOM command not allowed when used memory > 'maxmemory'.");
     }
     if spec.has(crate::cmd::WRITE) {
         run.watch.wrote();
@@ -744,6 +761,7 @@ mod tests {
         let watch = ScriptWatch::default();
         let run = Run {
             read_only: false,
+            allow_oom: false,
             caller_db: 0,
             watch: &watch,
         };

@@ -1,5 +1,5 @@
 //! `CONFIG` changes what the engine does: the BUSY threshold reaches the engine's
-//! configuration, `maxmemory` is refused (the fake does not evict), and `CONFIG GET *` lists
+//! configuration (`maxmemory` is with the eviction tests, `maxmemory.rs`), and `CONFIG GET *` lists
 //! every parameter of Redis 7.0. (`requirepass`, the `default` user's password, is with the
 //! ACL tests.)
 
@@ -22,23 +22,6 @@ fn the_busy_threshold_reaches_the_engine_s_configuration() {
         Frame::OK
     );
     assert_eq!(engine.config().busy_reply_threshold_ms, 250);
-}
-
-#[test]
-fn maxmemory_is_refused_with_a_reason_and_zero_accepted() {
-    let mut engine = Engine::new(ManualClock::default());
-    let c = engine.connect();
-    assert_eq!(
-        engine.execute(c, &argv("CONFIG SET maxmemory 1mb")),
-        Frame::error(
-            "ERR CONFIG SET failed (possibly related to argument 'maxmemory') - fake-redis does \
-             not evict keys: maxmemory stays 0 (no limit)"
-        )
-    );
-    assert_eq!(
-        engine.execute(c, &argv("CONFIG SET maxmemory 0")),
-        Frame::OK
-    );
 }
 
 #[test]

@@ -50,6 +50,7 @@ mod lua_busy;
 mod lua_functions;
 mod lua_runaway;
 mod lua_scripts;
+mod maxmemory;
 mod notify_events;
 mod replicas;
 mod sentinel;
