@@ -68,7 +68,8 @@ pub trait Keyspace {
     fn get(&mut self, key: &[u8]) -> Result<Option<Bytes>, CallError>;
     /// `INCRBY key delta`: the new value.
     fn incrby(&mut self, key: &[u8], delta: i64) -> Result<i64, CallError>;
-    /// `TIME`: the frozen time as unix seconds and the microseconds within that second.
+    /// `TIME`: unix seconds and the microseconds within that second, as `TIME` answers (the
+    /// clock's microseconds where it has them).
     fn time(&mut self) -> (i64, i64);
     /// `HSET key field value` for one field: how many fields were added.
     fn hset(&mut self, key: &[u8], field: &[u8], value: &[u8]) -> Result<i64, CallError>;

@@ -473,10 +473,14 @@ impl Keyspace for ScriptStore<'_, '_, '_> {
     }
 
     fn time(&mut self) -> (i64, i64) {
-        (
-            self.cx.now.div_euclid(1000),
-            self.cx.now.rem_euclid(1000) * 1000,
-        )
+        // As `TIME` answers: the clock's microseconds where it has them (the wall clock), never
+        // before the command's own millisecond.
+        let us = self
+            .cx
+            .engine()
+            .now_us()
+            .max(self.cx.now.saturating_mul(1000));
+        (us.div_euclid(1_000_000), us.rem_euclid(1_000_000))
     }
 
     fn hset(&mut self, key: &[u8], field: &[u8], value: &[u8]) -> Result<i64, CommandError> {
