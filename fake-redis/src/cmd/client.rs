@@ -79,30 +79,15 @@ pub(super) fn gate(
 /// `EVAL` whose script declares its flags by them (`no-writes` or not) instead.
 fn may_write(engine: &mut Engine, id: u64, name: &str, argv: &[Bytes], flags: u16) -> bool {
     const WRITES: u16 = flag::WRITE | flag::MAY_REPLICATE;
-    if matches!(name, "eval" | "eval_ro") {
-        if let Some(body) = argv.get(1).filter(|b| b.starts_with(b"#!")) {
-            let line = body.split(|&b| b == b'\n').next().unwrap_or_default();
-            let no_writes = String::from_utf8_lossy(line)
-                .split_ascii_whitespace()
-                .filter_map(|part| part.strip_prefix("flags="))
-                .any(|list| list.split(',').any(|f| f == "no-writes"));
-            return !no_writes;
-        }
-        return flags & WRITES != 0;
+    if matches!(name, "eval" | "eval_ro")
+        && let Some(declared) = argv
+            .get(1)
+            .and_then(|body| crate::lua::declared_flags(body))
+    {
+        return !declared.no_writes;
     }
     if name == "exec" {
-        let queued = engine
-            .client_mut(id)
-            .and_then(|c| c.multi.as_ref())
-            .map(|m| m.queue.clone())
-            .unwrap_or_default();
-        return queued.iter().any(|argv| {
-            let full = argv
-                .first()
-                .and_then(|n| lookup(n))
-                .and_then(|spec| super::command_name(spec, argv).ok());
-            full.is_some_and(|full| redis_flags(full) & WRITES != 0)
-        });
+        return super::command_docs::queued_with_flag(engine, id, WRITES);
     }
     flags & WRITES != 0
 }

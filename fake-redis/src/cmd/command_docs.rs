@@ -674,6 +674,20 @@ pub(crate) mod flag {
 /// The commands Redis 7.0's table flags `may-replicate` (`COMMAND` does not show that flag).
 const MAY_REPLICATE: &[&str] = &["eval", "evalsha", "fcall", "pfcount", "publish", "spublish"];
 
+/// Whether client `id`'s transaction has queued a command with any of the [`flag`]s of `mask`:
+/// how Redis judges an `EXEC` (out of memory, `CLIENT PAUSE WRITE`), by what it would run.
+pub(crate) fn queued_with_flag(engine: &crate::engine::Engine, id: u64, mask: u16) -> bool {
+    let Some(multi) = engine.client(id).and_then(|c| c.multi.as_ref()) else {
+        return false;
+    };
+    multi.queue.iter().any(|argv| {
+        argv.first()
+            .and_then(|name| super::lookup(name))
+            .and_then(|spec| command_name(spec, argv).ok())
+            .is_some_and(|full| redis_flags(full) & mask != 0)
+    })
+}
+
 /// The [`flag`]s of the command or subcommand named `full_name` (`get`, `client|pause`) in
 /// Redis's table; 0 for a name it does not have.
 pub(crate) fn redis_flags(full_name: &str) -> u16 {

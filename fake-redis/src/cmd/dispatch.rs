@@ -287,33 +287,16 @@ fn check_memory(
 
 /// Whether a call is one Redis refuses while out of memory (see [`check_memory`]).
 fn denies_oom(engine: &mut Engine, id: u64, name: &str, argv: &[Bytes]) -> bool {
-    use super::command_docs::{flag, redis_flags};
+    use super::command_docs::{flag, queued_with_flag, redis_flags};
     if matches!(name, "eval" | "eval_ro")
-        && let Some(body) = argv.get(1).filter(|b| b.starts_with(b"#!"))
+        && let Some(declared) = argv
+            .get(1)
+            .and_then(|body| crate::lua::declared_flags(body))
     {
-        let line = body.split(|&b| b == b'\n').next().unwrap_or_default();
-        let declared = String::from_utf8_lossy(line)
-            .split_ascii_whitespace()
-            .filter_map(|part| part.strip_prefix("flags="))
-            .any(|list| {
-                list.split(',')
-                    .any(|f| f == "no-writes" || f == "allow-oom")
-            });
-        return !declared;
+        return !(declared.no_writes || declared.allow_oom);
     }
     if name == "exec" {
-        let queued = engine
-            .client_mut(id)
-            .and_then(|c| c.multi.as_ref())
-            .map(|m| m.queue.clone())
-            .unwrap_or_default();
-        return queued.iter().any(|argv| {
-            let full = argv
-                .first()
-                .and_then(|n| lookup(n))
-                .and_then(|spec| command_name(spec, argv).ok());
-            full.is_some_and(|full| redis_flags(full) & flag::DENYOOM != 0)
-        });
+        return queued_with_flag(engine, id, flag::DENYOOM);
     }
     redis_flags(name) & flag::DENYOOM != 0
 }

@@ -356,6 +356,16 @@ fn budget_hook(
     }
 }
 
+/// The flags `body` declares in its shebang, for the checks Redis makes before a script runs
+/// (`maxmemory`, `CLIENT PAUSE WRITE`): `None` without a shebang, or with one Redis refuses to
+/// run, where the command's own table flags decide instead (Redis's `evalGetCommandFlags`).
+pub(crate) fn declared_flags(body: &[u8]) -> Option<Flags> {
+    parse_shebang(body)
+        .ok()
+        .map(|(flags, _)| flags)
+        .filter(|flags| flags.shebang)
+}
+
 /// The flags of `body`'s shebang and the code to compile: the shebang line is cut but its line
 /// break kept, so line numbers stay the user's.
 fn parse_shebang(body: &[u8]) -> Result<(Flags, &[u8]), Frame> {

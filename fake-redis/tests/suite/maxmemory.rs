@@ -113,6 +113,10 @@ async fn noeviction_refuses_what_redis_refuses_with_its_text() {
         "return redis.pcall('set','x','y')",
         "#!lua\nreturn redis.call('set','x','y')",
         "#!lua flags=allow-oom\nreturn redis.call('set','x','y')",
+        "#!lua flags=no-writes\nreturn redis.call('get','x')",
+        // A shebang Redis refuses: the script's own error, not OOM (the command's table flags
+        // decide the memory check then).
+        "#!lua flags=bogus\nreturn 1",
         "redis.call('del','x') return redis.call('set','x','y')",
         "return redis.call('get','x')",
     ] {
