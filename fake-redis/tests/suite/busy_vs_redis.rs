@@ -5,66 +5,36 @@
 //! holds, counted in `blocked_clients`. Each scenario runs on both servers, and the replies, byte
 //! for byte, must be the same.
 //!
-//! Every read waits at most [`PATIENCE`], so a reply the fake never sends fails the test instead of
+//! Every read waits at most 30 s ([`Real`]'s bound), and every wait for a state at most
+//! [`PATIENCE`], so a reply the fake never sends fails the test instead of
 //! hanging it; nothing asserts a duration.
 
 use crate::support;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
 use std::time::{Duration, Instant};
 use support::binary::PATIENCE;
+use support::raw::Real;
 
 const SPIN: &str = "while true do end";
 const SPIN_LIBRARY: &str =
     "#!lua name=spinlib\nredis.register_function('spin', function()\n  while true do end\nend)";
 
-/// A client on raw RESP: replies are kept as their bytes.
-struct Client {
-    writer: TcpStream,
-    reader: BufReader<TcpStream>,
-}
+/// A client on raw RESP ([`Real`] speaks to either server): replies are kept as their bytes.
+struct Client(Real);
 
 impl Client {
     fn connect(port: u16) -> Client {
-        let stream = TcpStream::connect(("127.0.0.1", port)).expect("it listens");
-        stream.set_read_timeout(Some(PATIENCE)).unwrap();
-        Client {
-            reader: BufReader::new(stream.try_clone().unwrap()),
-            writer: stream,
-        }
+        Client(Real::connect(port))
     }
 
     fn send(&mut self, argv: &[&str]) {
-        let mut out = format!("*{}\r\n", argv.len());
-        for arg in argv {
-            out.push_str(&format!("${}\r\n{arg}\r\n", arg.len()));
-        }
-        self.writer.write_all(out.as_bytes()).unwrap();
+        let argv: Vec<&[u8]> = argv.iter().map(|arg| arg.as_bytes()).collect();
+        self.0.send(&argv);
     }
 
     /// One whole reply, as the bytes it came in.
     fn read(&mut self) -> String {
-        let mut line = String::new();
-        self.reader.read_line(&mut line).expect("a reply in time");
-        assert!(line.ends_with("\r\n"), "a whole line, got {line:?}");
-        let count = || line[1..line.len() - 2].parse::<i64>().unwrap();
-        let mut reply = line.clone();
-        match line.as_bytes()[0] {
-            b'$' if count() >= 0 => {
-                let mut body = vec![0; count() as usize + 2];
-                self.reader.read_exact(&mut body).unwrap();
-                reply.push_str(&String::from_utf8_lossy(&body));
-            }
-            b'*' | b'%' => {
-                let items = count().max(0) * if line.starts_with('%') { 2 } else { 1 };
-                for _ in 0..items {
-                    reply.push_str(&self.read());
-                }
-            }
-            _ => {}
-        }
-        reply
+        String::from_utf8_lossy(&self.0.reply()).into_owned()
     }
 
     fn call(&mut self, argv: &[&str]) -> String {

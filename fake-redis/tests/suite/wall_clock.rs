@@ -11,7 +11,7 @@
 
 use crate::support::OwnServer;
 use crate::support::raw::Real;
-use fake_redis::server::{ClockChoice, Server, ServerConfig};
+use fake_redis::server::{ClockChoice, RunningServer, Server, ServerConfig};
 use futures_util::StreamExt;
 use std::time::Duration;
 
@@ -40,17 +40,22 @@ async fn expired_event(url: &str) -> String {
     message.get_payload().unwrap()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_key_expiring_on_an_idle_server_is_announced() {
-    let real = OwnServer::start();
-    let on_redis = expired_event(&format!("redis://127.0.0.1:{}/", real.port)).await;
-    let fake = Server::start(ServerConfig {
+/// A fake-redis-server on the system clock, on a free port.
+async fn on_the_wall_clock() -> RunningServer {
+    Server::start(ServerConfig {
         port: 0,
         clock: ClockChoice::System,
         ..ServerConfig::default()
     })
     .await
-    .unwrap();
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_expiring_on_an_idle_server_is_announced() {
+    let real = OwnServer::start();
+    let on_redis = expired_event(&format!("redis://127.0.0.1:{}/", real.port)).await;
+    let fake = on_the_wall_clock().await;
     let on_fake = expired_event(&format!("redis://{}/", fake.local_addr())).await;
     assert_eq!((on_redis.as_str(), on_fake.as_str()), ("idle", "idle"));
     fake.stop().await;
@@ -93,13 +98,7 @@ async fn a_tracked_key_expiring_on_an_idle_server_is_invalidated() {
     let on_redis = tokio::task::spawn_blocking(move || invalidations_of_idle_expiry(port))
         .await
         .unwrap();
-    let fake = Server::start(ServerConfig {
-        port: 0,
-        clock: ClockChoice::System,
-        ..ServerConfig::default()
-    })
-    .await
-    .unwrap();
+    let fake = on_the_wall_clock().await;
     let port = fake.local_addr().port();
     let on_fake = tokio::task::spawn_blocking(move || invalidations_of_idle_expiry(port))
         .await
@@ -110,13 +109,7 @@ async fn a_tracked_key_expiring_on_an_idle_server_is_invalidated() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn time_has_microseconds_on_the_wall_clock() {
-    let fake = Server::start(ServerConfig {
-        port: 0,
-        clock: ClockChoice::System,
-        ..ServerConfig::default()
-    })
-    .await
-    .unwrap();
+    let fake = on_the_wall_clock().await;
     let client = redis::Client::open(format!("redis://{}/", fake.local_addr())).unwrap();
     let mut con = client.get_multiplexed_async_connection().await.unwrap();
     let mut readings = Vec::new();

@@ -221,10 +221,14 @@ async fn a_lock_works_across_a_400_ms_round_trip_under_a_500_ms_response_timeout
     tokio::time::timeout(BOUND, run).await.expect("bounded");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_waiter_keeps_trying_through_a_server_pause_and_leaves_no_hold_for_no_one() {
+/// A redis-server of the test's own whose writes `CLIENT PAUSE 6000 WRITE` holds from the
+/// returned instant, an admin connection to it (its calls may wait `admin_timeout`, past the
+/// pause), and a lock client with a 600 ms response timeout.
+async fn paused_for_six_seconds(
+    admin_timeout: Duration,
+) -> (OwnRedis, RedisBackend, LockClient, tokio::time::Instant) {
     let server = OwnRedis::start();
-    let admin = RedisBackend::connect(&server.url(), Duration::from_secs(5))
+    let admin = RedisBackend::connect(&server.url(), admin_timeout)
         .await
         .unwrap();
     let config = LockConfig {
@@ -232,12 +236,19 @@ async fn a_waiter_keeps_trying_through_a_server_pause_and_leaves_no_hold_for_no_
         ..LockConfig::default()
     };
     let client = LockClient::connect(&server.url(), config).await.unwrap();
+    let paused_at = tokio::time::Instant::now();
     assert_eq!(
         admin
             .command(&cmd(&["CLIENT", "PAUSE", "6000", "WRITE"]))
             .await,
         Ok(Reply::Status("OK".into()))
     );
+    (server, admin, client, paused_at)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_keeps_trying_through_a_server_pause_and_leaves_no_hold_for_no_one() {
+    let (_server, admin, client, _) = paused_for_six_seconds(Duration::from_secs(5)).await;
     let run = async {
         let outcome = client
             .try_lock("paused", Duration::from_secs(20), None)
@@ -267,22 +278,7 @@ async fn a_waiter_keeps_trying_through_a_server_pause_and_leaves_no_hold_for_no_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiter_that_gives_up_during_a_pause_gives_back_after_its_queued_attempt() {
-    let server = OwnRedis::start();
-    let admin = RedisBackend::connect(&server.url(), Duration::from_secs(10))
-        .await
-        .unwrap();
-    let config = LockConfig {
-        response_timeout: Some(Millis(600)),
-        ..LockConfig::default()
-    };
-    let client = LockClient::connect(&server.url(), config).await.unwrap();
-    let paused_at = tokio::time::Instant::now();
-    assert_eq!(
-        admin
-            .command(&cmd(&["CLIENT", "PAUSE", "6000", "WRITE"]))
-            .await,
-        Ok(Reply::Status("OK".into()))
-    );
+    let (_server, admin, client, paused_at) = paused_for_six_seconds(Duration::from_secs(10)).await;
     let run = async {
         // A budget shorter than the pause: the attempt stays queued, and the waiter gives up.
         let outcome = client
