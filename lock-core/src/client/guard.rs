@@ -142,11 +142,7 @@ impl LockGuard {
     /// past either.
     pub fn status(&self) -> HoldStatus {
         let closed = self.status.has_changed().is_err() || self.client.stopped();
-        let mut status = self.status.borrow().reported(closed);
-        if status.state == HoldState::Valid && Instant::now() >= status.valid_until {
-            status.state = HoldState::MayBeLost;
-        }
-        status
+        against_the_clock(self.status.borrow().reported(closed))
     }
 
     /// A watch of the hold's status, for `select!` loops. The channel closes when the hold ends;
@@ -169,14 +165,11 @@ impl LockGuard {
         let mut status = self.status.clone();
         loop {
             let closed = status.has_changed().is_err();
-            let now = status.borrow_and_update().reported(closed);
+            let now = against_the_clock(status.borrow_and_update().reported(closed));
             if now.state != HoldState::Valid {
                 return now.state;
             }
             let deadline = now.valid_until;
-            if Instant::now() >= deadline {
-                return HoldState::MayBeLost;
-            }
             let mut changed = std::pin::pin!(status.changed());
             let mut ends = std::pin::pin!(tokio::time::sleep_until(deadline));
             std::future::poll_fn(|cx| {
@@ -247,4 +240,13 @@ impl LockGuard {
             other => Err(super::unexpected(other)),
         }
     }
+}
+
+/// A reported status read against the clock: a hold still `Valid` in the machine's last report
+/// whose `valid_until` has passed may be lost, whether or not the machine has run since.
+fn against_the_clock(mut status: HoldStatus) -> HoldStatus {
+    if status.state == HoldState::Valid && Instant::now() >= status.valid_until {
+        status.state = HoldState::MayBeLost;
+    }
+    status
 }
