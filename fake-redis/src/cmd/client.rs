@@ -82,7 +82,7 @@ fn may_write(engine: &mut Engine, id: u64, name: &str, argv: &[Bytes], flags: u1
     if matches!(name, "eval" | "eval_ro")
         && let Some(declared) = argv
             .get(1)
-            .and_then(|body| crate::lua::declared_flags(body))
+            .and_then(|body| super::shebang::declared_flags(body))
     {
         return !declared.no_writes;
     }

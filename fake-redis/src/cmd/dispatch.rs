@@ -291,7 +291,7 @@ fn denies_oom(engine: &mut Engine, id: u64, name: &str, argv: &[Bytes]) -> bool 
     if matches!(name, "eval" | "eval_ro")
         && let Some(declared) = argv
             .get(1)
-            .and_then(|body| crate::lua::declared_flags(body))
+            .and_then(|body| super::shebang::declared_flags(body))
     {
         return !(declared.no_writes || declared.allow_oom);
     }

@@ -50,6 +50,7 @@ mod scripting;
 mod sentinel;
 mod server;
 mod sets;
+pub(crate) mod shebang;
 mod sort;
 mod streams;
 mod strings;

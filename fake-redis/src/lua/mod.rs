@@ -26,6 +26,7 @@ pub(crate) mod libs;
 mod rand48;
 mod raw;
 
+use crate::cmd::shebang::{self, Flags};
 use crate::cmd::{Cx, lookup};
 use crate::engine::ScriptCache;
 use crate::engine::script_watch::{RunningFunction, ScriptKind, ScriptWatch};
@@ -123,19 +124,6 @@ fn allowed_by_debug(running: &mut Running<'_, '_>, name: &str) -> bool {
 /// Commands that are not writes yet are refused in read-only scripts (Redis's `may-replicate`).
 fn may_replicate(name: &str) -> bool {
     matches!(name, "publish" | "spublish")
-}
-
-/// The shebang flags of a script (`#!lua flags=…`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Flags {
-    /// The body starts with `#!lua`: flags are declared rather than implied.
-    pub shebang: bool,
-    /// `no-writes`.
-    pub no_writes: bool,
-    /// `no-cluster`: refused on a cluster node.
-    pub no_cluster: bool,
-    /// `allow-oom`: its calls may grow memory past `maxmemory` (`engine/evict.rs`).
-    pub allow_oom: bool,
 }
 
 /// A loaded body: its compiled function, flags and SHA (as text, for its errors).
@@ -267,7 +255,7 @@ impl Vm {
         if self.scripts.contains_key(&key) {
             return Ok(key);
         }
-        let (flags, code) = parse_shebang(body)?;
+        let (flags, code) = shebang::parse(body)?;
         let function = self.compile(
             code,
             "@user_script",
@@ -354,62 +342,6 @@ fn budget_hook(
             "ERR Script killed by user with SCRIPT KILL...",
         ))
     }
-}
-
-/// The flags `body` declares in its shebang, for the checks Redis makes before a script runs
-/// (`maxmemory`, `CLIENT PAUSE WRITE`): `None` without a shebang, or with one Redis refuses to
-/// run, where the command's own table flags decide instead (Redis's `evalGetCommandFlags`).
-pub(crate) fn declared_flags(body: &[u8]) -> Option<Flags> {
-    parse_shebang(body)
-        .ok()
-        .map(|(flags, _)| flags)
-        .filter(|flags| flags.shebang)
-}
-
-/// The flags of `body`'s shebang and the code to compile: the shebang line is cut but its line
-/// break kept, so line numbers stay the user's.
-fn parse_shebang(body: &[u8]) -> Result<(Flags, &[u8]), Frame> {
-    if !body.starts_with(b"#!") {
-        return Ok((Flags::default(), body));
-    }
-    let Some(end) = body.iter().position(|&b| b == b'\n') else {
-        return Err(Frame::error("ERR Invalid script shebang"));
-    };
-    let line = String::from_utf8_lossy(&body[..end]);
-    let mut parts = line.split_ascii_whitespace();
-    let engine = parts.next().unwrap_or("");
-    if engine != "#!lua" {
-        return Err(Frame::error_owned(format!(
-            "ERR Unexpected engine in script shebang: {engine}"
-        )));
-    }
-    let mut flags = Flags {
-        shebang: true,
-        ..Flags::default()
-    };
-    for part in parts {
-        let Some(list) = part.strip_prefix("flags=") else {
-            return Err(Frame::error_owned(format!(
-                "ERR Unknown lua shebang option: {part}"
-            )));
-        };
-        for flag in list.split(',').filter(|f| !f.is_empty()) {
-            match flag {
-                "no-writes" => flags.no_writes = true,
-                "no-cluster" => flags.no_cluster = true,
-                "allow-oom" => flags.allow_oom = true,
-                // No stale replica, and Redis 7.0 checks no slot of an undeclared key against
-                // the declared ones: these change nothing it can see.
-                "allow-stale" | "allow-cross-slot-keys" => {}
-                _ => {
-                    return Err(Frame::error_owned(format!(
-                        "ERR Unexpected flag in script shebang: {flag}"
-                    )));
-                }
-            }
-        }
-    }
-    Ok((flags, &body[end..]))
 }
 
 /// The VM of the engine's script cache, built if need be; `None` only if Lua cannot start.
@@ -817,21 +749,5 @@ mod tests {
         );
         let small = eval_on(&mut cx, &mut vm, Source::Body(b"return 7"), &[], &[], false);
         assert_eq!(small, Frame::Integer(7), "the state runs the next script");
-    }
-
-    #[test]
-    fn shebangs_parse_as_redis_s() {
-        assert_eq!(parse_shebang(b"return 1").unwrap().0, Flags::default());
-        let (flags, code) = parse_shebang(b"#!lua flags=no-writes,allow-oom\nreturn 1").unwrap();
-        assert!(flags.shebang && flags.no_writes);
-        assert_eq!(code, b"\nreturn 1");
-        assert_eq!(
-            parse_shebang(b"#!lua flags=bogus\nreturn 1").unwrap_err(),
-            Frame::error("ERR Unexpected flag in script shebang: bogus")
-        );
-        assert_eq!(
-            parse_shebang(b"#!lua").unwrap_err(),
-            Frame::error("ERR Invalid script shebang")
-        );
     }
 }
