@@ -203,7 +203,22 @@ pub struct Owner(Bytes);
 impl Owner {
     /// The owner `client_id:owner_id`.
     pub fn new(client_id: &str, owner_id: u64) -> Owner {
-        Owner(Bytes::from(format!("{client_id}:{owner_id}")))
+        // Written by hand: the machine names an owner at every acquire, and the formatting
+        // machinery cost more than the rest of the name's making.
+        let mut field = Vec::with_capacity(client_id.len() + 21);
+        field.extend_from_slice(client_id.as_bytes());
+        field.push(b':');
+        let digits = field.len();
+        let mut rest = owner_id;
+        loop {
+            field.push(b'0' + (rest % 10) as u8);
+            rest /= 10;
+            if rest == 0 {
+                break;
+            }
+        }
+        field[digits..].reverse();
+        Owner(Bytes::from(field))
     }
 
     /// The hash field.
@@ -258,6 +273,14 @@ pub(crate) fn crc16_xmodem(bytes: &[u8]) -> u16 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_owner_is_the_client_id_a_colon_and_the_owner_id_in_decimal() {
+        for id in [0, 1, 9, 10, 42, 1_000_000, u64::MAX] {
+            let owner = Owner::new("5f1c0a3e", id);
+            assert_eq!(&owner.as_bytes()[..], format!("5f1c0a3e:{id}").as_bytes());
+        }
+    }
 
     #[test]
     fn names_are_redisson_compatible() {

@@ -260,22 +260,24 @@ impl SimServer for EngineServer {
     fn subscribe(&mut self, conn: ConnId, channel: &Bytes, now_ms: i64) {
         self.nodes.at(now_ms);
         subscription(&mut self.engine(), ClientId(conn), b"SUBSCRIBE", channel);
-        self.nodes.subscribers.insert(conn);
+        self.nodes.subscribed(conn, channel);
     }
 
     fn unsubscribe(&mut self, conn: ConnId, channel: &Bytes, now_ms: i64) {
         self.nodes.at(now_ms);
         subscription(&mut self.engine(), ClientId(conn), b"UNSUBSCRIBE", channel);
+        self.nodes.unsubscribed(conn, channel);
     }
 
     fn take_messages(&mut self) -> Vec<(ConnId, Bytes, Bytes)> {
         let mut out = Vec::new();
-        if !self.nodes.take_published() {
+        let conns = self.nodes.take_published_to();
+        if conns.is_empty() {
             return out;
         }
         // One engine, no cluster bus: an empty outbox is seen without draining it.
         let mut engine = self.nodes.engine(self.primary);
-        for &conn in &self.nodes.subscribers {
+        for conn in conns {
             if engine.outbox_len(ClientId(conn)) == 0 {
                 continue;
             }

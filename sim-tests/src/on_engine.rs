@@ -34,6 +34,16 @@ pub(crate) struct Nodes {
     /// Whether a call since the last [`Nodes::take_published`] may have published (a release, a
     /// force unlock, any plain command): only then are the subscribers' outboxes worth reading.
     may_have_published: bool,
+    /// Where the calls since the last look may have published: the channels named, unless one
+    /// of them could have published anywhere.
+    published_on: Vec<Bytes>,
+    /// Whether a call since the last look could have published on a channel it does not name
+    /// where [`publishing_channel`] finds it (a plain command, a fair lock's release).
+    published_anywhere: bool,
+    /// Per channel, the world's connections that subscribed to it and did not unsubscribe: all
+    /// that a publish on it can reach (a connection closed since stays listed, and is found
+    /// empty).
+    channel_subscribers: BTreeMap<Bytes, BTreeSet<ConnId>>,
 }
 
 impl Nodes {
@@ -45,6 +55,9 @@ impl Nodes {
             waits: Waits::default(),
             subscribers: BTreeSet::new(),
             may_have_published: false,
+            published_on: Vec::new(),
+            published_anywhere: false,
+            channel_subscribers: BTreeMap::new(),
         }
     }
 
@@ -60,12 +73,66 @@ impl Nodes {
 
     /// Notes that `call` is about to be sent: whether it may publish.
     pub(crate) fn sending(&mut self, call: &Call) {
-        self.may_have_published |= matches!(call, Call::Command(_)) || publishes(call);
+        let publishes = matches!(call, Call::Command(_)) || publishes(call);
+        self.may_have_published |= publishes;
+        if publishes {
+            match publishing_channel(call) {
+                Some(channel) => self.published_on.push(channel.clone()),
+                None => self.published_anywhere = true,
+            }
+        }
     }
 
     /// Whether a call since the last look may have published; the next look starts afresh.
     pub(crate) fn take_published(&mut self) -> bool {
+        self.published_on.clear();
+        self.published_anywhere = false;
         std::mem::take(&mut self.may_have_published)
+    }
+
+    /// Notes that `conn` subscribed to `channel`.
+    pub(crate) fn subscribed(&mut self, conn: ConnId, channel: &Bytes) {
+        self.subscribers.insert(conn);
+        self.channel_subscribers
+            .entry(channel.clone())
+            .or_default()
+            .insert(conn);
+    }
+
+    /// Notes that `conn` unsubscribed from `channel`.
+    pub(crate) fn unsubscribed(&mut self, conn: ConnId, channel: &Bytes) {
+        if let Some(conns) = self.channel_subscribers.get_mut(channel) {
+            conns.remove(&conn);
+        }
+    }
+
+    /// The subscribed connections whose outboxes a call since the last look may have published
+    /// to, in ascending order, each once: every subscriber when a call could have published on
+    /// any channel, only the subscribers of the channels named otherwise, none if nothing
+    /// published. The next look starts afresh.
+    pub(crate) fn take_published_to(&mut self) -> Vec<ConnId> {
+        let anywhere = std::mem::take(&mut self.published_anywhere);
+        let channels = std::mem::take(&mut self.published_on);
+        if !std::mem::take(&mut self.may_have_published) {
+            return Vec::new();
+        }
+        if anywhere {
+            return self.subscribers.iter().copied().collect();
+        }
+        let mut conns: Vec<ConnId> = channels
+            .iter()
+            .filter_map(|c| self.channel_subscribers.get(c))
+            .flatten()
+            .copied()
+            .filter(|conn| self.subscribers.contains(conn))
+            .collect();
+        if channels.len() > 1 {
+            conns.sort_unstable();
+            conns.dedup();
+        }
+        self.published_on = channels;
+        self.published_on.clear();
+        conns
     }
 
     /// Sends a synced call's `WAIT` on `pending.node`, after its script answered `reply`.
@@ -121,6 +188,28 @@ pub(crate) fn publishes(call: &Call) -> bool {
             | "rw_write_release"
             | "rw_force_unlock"
     ))
+}
+
+/// The channel a call of the lock's scripts publishes its unlock message on, when the script
+/// publishes only there: the release, the force unlock and the read-write lock's three publish
+/// on `KEYS[2]`, the lock's channel. A fair lock's scripts publish on the next waiter's channel,
+/// which they read from the queue: `None`, as for anything else.
+fn publishing_channel(call: &Call) -> Option<&Bytes> {
+    match call {
+        Call::Script(s)
+            if matches!(
+                s.script.name,
+                "release"
+                    | "force_unlock"
+                    | "rw_read_release"
+                    | "rw_write_release"
+                    | "rw_force_unlock"
+            ) =>
+        {
+            s.keys.get(1)
+        }
+        _ => None,
+    }
 }
 
 /// Sends `call` by `exec` as the lock's client does: a command as it is, a script by `EVALSHA`,

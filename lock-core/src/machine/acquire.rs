@@ -91,6 +91,7 @@ impl LockMachine {
         let mode = req.lease.map_or(HoldMode::Watchdog, HoldMode::Lease);
         let key: HoldKey = (req.name.clone(), owner_id, kind.side());
         let owner = self.owner(owner_id);
+        let keys = self.keys(&req.name);
         if let Some(hold) = self.holds.get(&key) {
             let mismatch = matches!(
                 (hold.mode, mode),
@@ -108,9 +109,8 @@ impl LockMachine {
             }
         } else {
             let id = self.new_hold_id();
-            let keys = self.keys(&req.name);
-            let hold = Hold::new(id, keys, owner.clone(), mode);
-            self.holds.insert(key.clone(), hold);
+            let hold = Hold::new(id, keys.clone(), owner.clone(), mode);
+            self.holds.insert(key.clone(), Box::new(hold));
         }
         // Registered before the acquire is sent (Redisson #7272): from here on, an unlock or a
         // cancellation finds the hold, whatever order the replies come back in.
@@ -126,7 +126,6 @@ impl LockMachine {
             self.ensure_watchdog();
         }
         let request = self.new_request_id();
-        let keys = self.keys(&req.name);
         let deadline = match req.wait {
             Wait::Forever => None,
             Wait::Budget(budget) => Some(self.now + budget),
@@ -254,7 +253,7 @@ impl LockMachine {
             // than leave the caller unanswered if that ever failed.
             let id = self.new_hold_id();
             let hold = Hold::new(id, a.keys.clone(), a.owner.clone(), a.mode);
-            self.holds.insert(a.key.clone(), hold);
+            self.holds.insert(a.key.clone(), Box::new(hold));
         }
         // A grant from a count of zero starts a new hold (a new id for its guards and events).
         let new_id = self

@@ -83,7 +83,7 @@ impl Hold {
             && (self.count > 0 || self.pending > 0)
     }
 
-    pub(crate) fn as_ref(&self) -> HoldRef {
+    pub(crate) fn to_ref(&self) -> HoldRef {
         HoldRef {
             id: self.id,
             name: self.keys.name(),
@@ -109,7 +109,7 @@ impl LockMachine {
             .filter(|h| h.id == id && h.count > 0)?;
         hold.valid_until = valid_until;
         self.timers.cancel(hold.validity_timer.take());
-        let hold_ref = hold.as_ref();
+        let hold_ref = hold.to_ref();
         let was_maybe_lost = hold.maybe_lost;
         if valid_until > now {
             hold.maybe_lost = false;
@@ -169,7 +169,7 @@ impl LockMachine {
         if hold.count > 0 && hold.valid_until <= now && !hold.maybe_lost {
             hold.maybe_lost = true;
             let event = LockEvent::StateChanged {
-                hold: hold.as_ref(),
+                hold: hold.to_ref(),
                 state: HoldState::MayBeLost,
                 valid_until: hold.valid_until,
             };
@@ -187,7 +187,7 @@ impl LockMachine {
         if hold.count > 0 {
             self.lost.insert(hold.id, hold.count);
             self.event(LockEvent::StateChanged {
-                hold: hold.as_ref(),
+                hold: hold.to_ref(),
                 state: HoldState::Lost,
                 valid_until: hold.valid_until,
             });
@@ -202,7 +202,7 @@ impl LockMachine {
             // A fair lock's acquire in flight grants a fair hold: released by the fair lock's
             // script, which hands the lock on to the queue.
             fresh.fair = hold.fair;
-            self.holds.insert(key.clone(), fresh);
+            self.holds.insert(key.clone(), Box::new(fresh));
         }
     }
 

@@ -73,8 +73,9 @@ use crate::reply::Reply;
 use crate::script::PublishCommand;
 use crate::time::{Lease, MonoTime};
 use bytes::Bytes;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fmt;
+use std::hash::{BuildHasherDefault, DefaultHasher};
 
 use acquire::AcquireOp;
 use hold::Hold;
@@ -202,12 +203,15 @@ pub struct LockMachine {
     client_id: String,
     ids: Box<dyn IdSource>,
     now: MonoTime,
-    holds: BTreeMap<HoldKey, Hold>,
+    /// Boxed, as `ops` is: a hold's record and an operation are hundreds of bytes (a lock's
+    /// keys, a fair or read-write lock's), and a tree of them moved every record in and out of
+    /// its nodes and allocated nodes of kilobytes for a map of one entry.
+    holds: BTreeMap<HoldKey, Box<Hold>>,
     /// Holds found lost, with the counts their guards still have, so that their unlocks are
     /// answered "not locked" without a call that could touch a newer hold of the same owner.
     lost: BTreeMap<HoldId, u32>,
     next_hold: u64,
-    ops: BTreeMap<u64, Op>,
+    ops: BTreeMap<u64, Box<Op>>,
     op_index: BTreeMap<OpId, u64>,
     next_op: u64,
     calls: BTreeMap<CallId, CallPurpose>,
@@ -224,7 +228,10 @@ pub struct LockMachine {
     /// The keys of the locks named lately, built once per name rather than once per call
     /// (emptied whenever it reaches [`KEY_CACHE_NAMES`], so a client that touches many names
     /// keeps no more than that).
-    key_cache: BTreeMap<String, LockKeys>,
+    ///
+    /// A hash map with a fixed hasher: a lookup is the cache's whole use (it is never iterated,
+    /// only emptied), and hashing a name costs a tenth of comparing it down a tree of a thousand.
+    key_cache: HashMap<String, LockKeys, BuildHasherDefault<DefaultHasher>>,
 }
 
 /// How many lock names' keys the machine keeps built.
@@ -281,7 +288,7 @@ impl LockMachine {
             broken: None,
             wall_anchor: None,
             publish: PublishCommand::Publish,
-            key_cache: BTreeMap::new(),
+            key_cache: HashMap::default(),
         })
     }
 
@@ -558,11 +565,11 @@ impl LockMachine {
         }
         self.ops.insert(
             key,
-            Op {
+            Box::new(Op {
                 reply_to,
                 kind,
                 timer: None,
-            },
+            }),
         );
         key
     }

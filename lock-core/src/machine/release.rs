@@ -114,7 +114,7 @@ impl LockMachine {
         if last {
             // Off the watchdog now, before the release is sent (fixes Redisson #7272, #2515).
             let timer = hold.validity_timer.take();
-            let (hold_ref, valid_until) = (hold.as_ref(), hold.valid_until);
+            let (hold_ref, valid_until) = (hold.to_ref(), hold.valid_until);
             let broken = self.broken == Some(super::BrokenRule::RenewAfterUnlock);
             hold.zombie = broken;
             self.timers.cancel(timer);

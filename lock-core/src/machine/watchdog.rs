@@ -88,7 +88,7 @@ impl LockMachine {
             if max_hold.is_some_and(|max| held_for >= max) {
                 hold.renewal_stopped = true;
                 warnings.push(LockEvent::MaxHoldReached {
-                    hold: hold.as_ref(),
+                    hold: hold.to_ref(),
                     held_for,
                 });
                 continue;

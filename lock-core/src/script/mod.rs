@@ -348,8 +348,8 @@ impl ReplicaWait {
     pub fn argv(&self) -> Vec<Bytes> {
         vec![
             Bytes::from_static(b"WAIT"),
-            Bytes::from(self.replicas.to_string()),
-            Bytes::from(self.timeout.as_u64().to_string()),
+            int_arg(i64::from(self.replicas)),
+            int_arg(i64::try_from(self.timeout.as_u64()).unwrap_or(i64::MAX)),
         ]
     }
 }
@@ -393,7 +393,9 @@ impl ScriptCall {
             script,
             sync: None,
             keys,
-            args: Vec::new(),
+            // Room for every script's arguments at once (seven at most), rather than the
+            // reallocations of growing from empty.
+            args: Vec::with_capacity(8),
         }
     }
 
@@ -453,7 +455,7 @@ impl ScriptCall {
         let mut argv = Vec::with_capacity(3 + self.keys.len() + self.args.len());
         argv.push(Bytes::from_static(b"EVALSHA"));
         argv.push(Bytes::from_static(self.script.sha().as_bytes()));
-        argv.push(Bytes::from(self.keys.len().to_string()));
+        argv.push(int_arg(self.keys.len() as i64));
         argv.extend(self.keys.iter().cloned());
         argv.extend(self.args.iter().cloned());
         argv
@@ -749,13 +751,44 @@ pub fn parse_i64(s: &[u8]) -> Option<i64> {
 
 /// Bytes of an integer argument, as a Lua number becomes a string for `redis.call`.
 pub(crate) fn int_arg(n: i64) -> Bytes {
-    Bytes::from(n.to_string())
+    let mut buf = [0u8; 20];
+    Bytes::copy_from_slice(decimal(n, &mut buf))
+}
+
+/// `n` in decimal, written at the end of `buf` (20 bytes hold any `i64`): the digits
+/// `n.to_string()` gives, without the formatting machinery, which was most of the cost of
+/// building a call's arguments.
+pub(crate) fn decimal(n: i64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut at = buf.len();
+    let mut rest = n.unsigned_abs();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    if n < 0 {
+        at -= 1;
+        buf[at] = b'-';
+    }
+    &buf[at..]
 }
 
 /// A Lua number as Redis 7.0 hands it to a command inside a script (`%.17g`): an integral
 /// number plainly, any other with 17 significant digits, trailing zeros dropped.
 pub fn lua_number_arg(n: f64) -> Bytes {
-    Bytes::from(format_g17(n))
+    match integral(n) {
+        Some(i) => int_arg(i),
+        None => Bytes::from(format_g17(n)),
+    }
+}
+
+/// `n` as an `i64` when `%.14g` and `%.17g` both write it as that integer's digits: a whole number
+/// below 10^14 in magnitude, exactly representable, and not the negative zero they write as `-0`.
+fn integral(n: f64) -> Option<i64> {
+    (n.fract() == 0.0 && n.abs() < 1e14 && !(n == 0.0 && n.is_sign_negative())).then_some(n as i64)
 }
 
 /// C's `%.17g`, which Redis 7.0's Lua bridge and its double replies both use.
@@ -780,6 +813,17 @@ fn format_g(n: f64, digits: i32) -> String {
     if n == 0.0 {
         return if n.is_sign_negative() { "-0" } else { "0" }.to_owned();
     }
+    if digits >= 14
+        && let Some(i) = integral(n)
+    {
+        let mut buf = [0u8; 20];
+        return String::from_utf8_lossy(decimal(i, &mut buf)).into_owned();
+    }
+    format_g_general(n, digits)
+}
+
+/// C's `%.<digits>g` of a finite, non-zero `n`, through the standard formatting.
+fn format_g_general(n: f64, digits: i32) -> String {
     let sci = format!("{n:.prec$e}", prec = (digits - 1) as usize);
     let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
     let exp: i32 = exp.parse().unwrap_or(0);
@@ -878,6 +922,33 @@ mod tests {
             lua_concat_number(9_223_372_036_854_775_807.0),
             "9.2233720368548e+18"
         );
+    }
+
+    #[test]
+    fn whole_numbers_are_written_as_the_general_formatting_writes_them() {
+        let mut n = 1i64;
+        while n < 1_000_000_000_000_000 {
+            for m in [n - 1, n, n + 1, n * 7 / 3] {
+                for v in [m, -m] {
+                    assert_eq!(&int_arg(v)[..], v.to_string().as_bytes());
+                    let f = v as f64;
+                    for digits in [14, 17] {
+                        if f != 0.0 {
+                            assert_eq!(format_g(f, digits), format_g_general(f, digits), "{v}");
+                        }
+                    }
+                    if f != 0.0 {
+                        assert_eq!(lua_number_arg(f), Bytes::from(format_g_general(f, 17)));
+                    }
+                }
+            }
+            n *= 10;
+        }
+        for v in [i64::MIN, i64::MAX, 0] {
+            assert_eq!(&int_arg(v)[..], v.to_string().as_bytes());
+        }
+        assert_eq!(lua_number_arg(0.0), "0");
+        assert_eq!(lua_number_arg(-0.0), "-0");
     }
 
     #[test]

@@ -38,9 +38,7 @@ use fake_redis::NodeId;
 use fake_redis::seed::Seed;
 use lock_core::machine::{Call, CallId, Input, LockMachine, Output, SeededIds};
 use lock_core::script::ReplicaAcks;
-use lock_core::{
-    BackendError, FairKeys, KeyLayout, LockConfig, Millis, MonoTime, PubSubEvent, Reply,
-};
+use lock_core::{BackendError, FairKeys, LockConfig, Millis, MonoTime, PubSubEvent, Reply};
 use network::Network;
 use observe::OpenGrant;
 use std::cmp::Reverse;
@@ -71,6 +69,11 @@ fn server_time(t: u64) -> i64 {
 /// The node fault plans know client `client` by.
 fn node(client: usize) -> NodeId {
     NodeId(client as u64)
+}
+
+/// `key`'s bit in [`World`]'s `lock_index_lens`.
+fn len_bit(key: &[u8]) -> u64 {
+    1 << key.len().min(63)
 }
 
 /// The name of lock `n`.
@@ -233,11 +236,14 @@ pub struct World<S: SimServer> {
     /// The fair locks' queues each time they changed (not written by a world `without_trace`).
     queues: Vec<QueueSnapshot>,
     events: u64,
-    layout: KeyLayout,
     /// (lock, token) → the owner it was granted to, to tell a replayed grant from a new one.
     granted_tokens: BTreeMap<(u32, u64), Bytes>,
     /// Lock key → lock number, for the locks the case uses.
     lock_index: BTreeMap<Bytes, u32>,
+    /// The lengths of `lock_index`'s keys, bit `n` for `n` bytes (bit 63 for 63 or more): every
+    /// call's keys are looked up there after it runs, and most of them (latches, channels,
+    /// counters) are longer than any lock's name, so a key of another length is not looked up.
+    lock_index_lens: u64,
     /// Lock number → its key, for the locks the case uses: the observers read a lock after
     /// every call that touched it, and formatting its name each time was most of the reading.
     lock_keys: BTreeMap<u32, Bytes>,
@@ -341,7 +347,7 @@ impl<S: SimServer> World<S> {
             deliveries: Vec::new(),
             queues: Vec::new(),
             events: 0,
-            layout: config.key_layout.clone(),
+            lock_index_lens: lock_index.keys().fold(0, |lens, k| lens | len_bit(k)),
             lock_index,
             lock_keys,
             names: case

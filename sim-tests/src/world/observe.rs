@@ -161,6 +161,7 @@ impl<S: SimServer> World<S> {
         // In lock order, each once, as a set would hold them: a call names a few keys.
         let mut touched: Vec<u32> = names
             .iter()
+            .filter(|k| self.lock_index_lens & super::len_bit(k) != 0)
             .filter_map(|k| self.lock_index.get(k).copied())
             .collect();
         touched.sort_unstable();
@@ -435,7 +436,7 @@ impl<S: SimServer> World<S> {
             Some(side) => c.machine.read_write_hold(name, h.owner, side),
         };
         let client_count = snapshot.map_or(0, |s| i64::from(s.count));
-        let owner = self.hold_field(client, c.machine.owner(h.owner));
+        let owner = self.hold_field(client, h.owner_name.clone());
         let server_now = self.server_clock();
         let server_count = self
             .server

@@ -18,7 +18,7 @@ use lock_core::machine::{
     AcquireRequest, Acquired, Done, HoldId, Input, LockError, OpId, OwnerId, Request, RwSide,
     UnlockOutcome, Wait,
 };
-use lock_core::{Lease, Millis};
+use lock_core::{Lease, Millis, Owner};
 
 /// Where a client's workload is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,6 +40,9 @@ pub(super) enum Phase {
 pub(super) struct Holding {
     pub(super) hold: HoldId,
     pub(super) owner: OwnerId,
+    /// The owner's name on the server (`<client id>:<owner id>`), as the grant gave it: the
+    /// observers read the owner's count under it at every write.
+    pub(super) owner_name: Owner,
     pub(super) token: Option<u64>,
     /// The hold the nested re-entry of this cycle was granted, which it must release: the same
     /// hold, or a new one if the outer hold had been lost meanwhile.
@@ -161,9 +164,10 @@ impl<S: SimServer> World<S> {
             return;
         };
         let (hold, owner) = (h.hold, h.owner);
-        let name = lock_name(self.case.clients[client].lock);
-        let field = self.hold_field(client, self.clients[client].machine.owner(owner));
-        let key = self.layout.lock(&name).lock;
+        let lock = self.case.clients[client].lock;
+        let name = lock_name(lock);
+        let field = self.hold_field(client, h.owner_name.clone());
+        let key = self.lock_key(lock);
         self.clients[client]
             .unlocked
             .unlock_sent(key, field.as_bytes().clone());
@@ -195,12 +199,11 @@ impl<S: SimServer> World<S> {
         let (hold, owner) = (h.hold, h.owner);
         let lock = self.case.clients[client].lock;
         let name = lock_name(lock);
-        let keys = self.layout.lock(&name);
-        let owner_name = self.clients[client].machine.owner(owner);
-        let field = self.hold_field(client, owner_name);
+        let field = self.hold_field(client, h.owner_name.clone());
+        let key = self.lock_key(lock);
         self.clients[client]
             .unlocked
-            .unlock_sent(keys.lock.clone(), field.as_bytes().clone());
+            .unlock_sent(key, field.as_bytes().clone());
         self.close_belief(client);
         self.close_section(client);
         let who = self.name(client);
@@ -269,7 +272,8 @@ impl<S: SimServer> World<S> {
 
     pub(super) fn done(&mut self, client: usize, op: OpId, result: Result<Done, LockError>) {
         let name = self.name(client);
-        let lock = lock_name(self.case.clients[client].lock);
+        // The lock's name is spelled out only in the marks, and only when they are written.
+        let lock = LockName(self.case.clients[client].lock);
         let phase = self.clients[client].phase;
         if phase == Phase::Acquiring(op) {
             self.clients[client].waiting_as = None;
@@ -352,6 +356,7 @@ impl<S: SimServer> World<S> {
         self.clients[client].holding = Some(Holding {
             hold: a.hold,
             owner: a.owner,
+            owner_name: a.owner_name.clone(),
             token: a.token,
             reentered: None,
             // Granted by a reply that came after its lease could have run out.
@@ -394,7 +399,7 @@ impl<S: SimServer> World<S> {
 /// What an unlock of `lock` did, as the `released` mark says it. On a read-write lock (`side`
 /// is the hold's) the last count of a hold says nothing of the key, which other readers may
 /// still hold.
-fn released(lock: &str, outcome: &UnlockOutcome, side: Option<RwSide>) -> String {
+fn released(lock: &LockName, outcome: &UnlockOutcome, side: Option<RwSide>) -> String {
     match (outcome, side) {
         (UnlockOutcome::Released, None) => {
             format!("{lock}: the key is deleted and waiters are told")
@@ -406,5 +411,14 @@ fn released(lock: &str, outcome: &UnlockOutcome, side: Option<RwSide>) -> String
             format!("{lock}: its write hold is given back")
         }
         (UnlockOutcome::StillHeld, _) => format!("{lock}: one hold given back, still held"),
+    }
+}
+
+/// A lock's number, written as its name ([`lock_name`]) only when a mark formats it.
+struct LockName(u32);
+
+impl std::fmt::Display for LockName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "L{}", self.0)
     }
 }
