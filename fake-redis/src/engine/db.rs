@@ -409,7 +409,7 @@ fn insert_new(
     h: u64,
     mut entry: Entry,
     e: &Encodings,
-) {
+) -> u32 {
     let deadline = entry.deadline;
     let volatile_ix = (entry.deadline != NO_DEADLINE).then_some(volatile.len() as u32);
     entry.volatile_ix = volatile_ix.unwrap_or(NOT_VOLATILE);
@@ -422,6 +422,7 @@ fn insert_new(
     if volatile_ix.is_some() {
         volatile.push(Candidate { deadline, slot });
     }
+    slot
 }
 
 impl Db {
@@ -636,21 +637,25 @@ impl Db {
             stats,
             ..
         } = self;
-        let Some(slot) = table.find_ix(h, key) else {
+        // One probe: the bucket found is the one a deletion takes out.
+        let Table { index, slots, .. } = table;
+        let Ok(bucket) = index.find_entry(h, |&i| table::holds(slots, i, h, key)) else {
             return false;
         };
-        if table.slot(slot).entry.expired(now) {
+        let slot = *bucket.get();
+        let entry = &mut slots[slot as usize].as_mut().expect(table::HELD).entry;
+        if entry.expired(now) {
             expire(table, slot, volatile, watches, stats);
             self.shrink_if_sparse();
             return false;
         }
-        let entry = &mut table.slot_mut(slot).entry;
         // A lookup for writing, as `EXPIRE`'s in Redis: it touches the key.
         touch_entry(entry, self.lfu.as_mut(), now);
         match decide(entry.deadline()) {
             DeadlineChange::Keep => {}
             DeadlineChange::Delete => {
-                let removed = table.remove_at(slot);
+                bucket.remove();
+                let removed = table.vacate(slot);
                 unlist(table, volatile, removed.entry.volatile_ix);
                 self.shrink_if_sparse();
             }
@@ -1192,6 +1197,8 @@ impl Db {
 
 mod sampling;
 pub(crate) use sampling::Sample;
+mod handle;
+pub(crate) use handle::Probe;
 mod table;
 use table::{Key, Slot, Table, measure};
 
