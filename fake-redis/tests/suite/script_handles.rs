@@ -26,9 +26,12 @@ fn engine(loud: bool) -> (ManualClock, Engine, ClientId) {
     (clock, engine, c)
 }
 
+/// A key with its type, its `PTTL` and its value.
+type Key = (Bytes, Frame, Frame, Frame);
+
 /// Every key with its type, its `PTTL` and its value, in key order, and the read and expiry
 /// counters of `INFO stats`.
-fn state(e: &mut Engine, c: ClientId) -> (Vec<(Bytes, Frame, Frame, Frame)>, Vec<String>) {
+fn state(e: &mut Engine, c: ClientId) -> (Vec<Key>, Vec<String>) {
     let Frame::Array(keys) = e.execute(c, &argv("KEYS *")) else {
         panic!("KEYS replies an array");
     };
