@@ -706,6 +706,18 @@ pub(crate) const ROWS: &[(&str, &str, &str, usize)] = &[
         0,
     ),
     (
+        "cg_engine_get_instr",
+        "instructions per plain GET (a hit) inside Engine::execute (callgrind)",
+        "instructions",
+        0,
+    ),
+    (
+        "cg_engine_set_instr",
+        "instructions per plain SET (an overwrite) inside Engine::execute (callgrind)",
+        "instructions",
+        0,
+    ),
+    (
         "cg_sim_event_instr",
         "instructions per simulator event, one node (callgrind)",
         "instructions",

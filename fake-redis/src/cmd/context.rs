@@ -11,6 +11,7 @@ use super::reads::Reads;
 use crate::engine::db::{Db, Entry, hash_key};
 use crate::engine::{Client, ClientId, Engine, ScriptCache, Subscription};
 use bytes::Bytes;
+use std::cell::Cell;
 
 /// The context of one command of one client. See the [module docs](self).
 pub(crate) struct Cx<'a> {
@@ -196,6 +197,18 @@ impl<'a> Cx<'a> {
         self.lookup_touching(key, true)
     }
 
+    /// [`Cx::lookup`] of `key` whose hash `h` the caller computed ([`Cx::hash`]), to use again.
+    #[inline]
+    pub fn lookup_hashed(&mut self, key: &[u8], h: u64) -> Option<&mut Entry> {
+        let now = self.now;
+        match self.read_of(key) {
+            None => self.engine.db_mut(self.db).lookup_h(key, h, now),
+            Some(announce) => self
+                .engine
+                .read_lookup(self.db, key, h, now, true, announce),
+        }
+    }
+
     /// [`Cx::lookup`] without marking the key accessed (Redis's `LOOKUP_NOTOUCH`).
     pub fn lookup_untouched(&mut self, key: &[u8]) -> Option<&mut Entry> {
         self.lookup_touching(key, false)
@@ -342,20 +355,23 @@ impl<'a> Cx<'a> {
 /// An entry is matched by the address and length of the key's bytes. Those identify the bytes
 /// while the script's arguments are alive, and arguments are immutable, so a match is always the
 /// same key; the entries are set when a script starts and cleared when it ends, before the
-/// arguments can be freed.
-#[derive(Clone, Copy, Default)]
+/// arguments can be freed. A hash is computed when a call first needs it: a key the script only
+/// names as a channel (the lock's unlock channel) is never hashed.
+#[derive(Default)]
 struct KeyHashes {
-    entries: [(usize, usize, u64); 4],
+    /// Address, length, and the hash once computed (0 until then: a key whose hash is 0 is
+    /// hashed at each call, which is only slower).
+    entries: [(usize, usize, Cell<u64>); 4],
     len: usize,
 }
 
 impl KeyHashes {
-    /// The hashes of (the first four of) `keys`.
+    /// (The first four of) `keys`, none hashed yet.
     #[inline]
     fn of(keys: &[Bytes]) -> KeyHashes {
         let mut hashes = KeyHashes::default();
         for (entry, key) in hashes.entries.iter_mut().zip(keys) {
-            *entry = (key.as_ptr() as usize, key.len(), hash_key(key));
+            *entry = (key.as_ptr() as usize, key.len(), Cell::new(0));
             hashes.len += 1;
         }
         hashes
@@ -365,9 +381,19 @@ impl KeyHashes {
     #[inline]
     fn get(&self, key: &[u8]) -> u64 {
         let (at, len) = (key.as_ptr() as usize, key.len());
-        self.entries[..self.len]
+        let Some(entry) = self.entries[..self.len]
             .iter()
             .find(|e| e.0 == at && e.1 == len)
-            .map_or_else(|| hash_key(key), |e| e.2)
+        else {
+            return hash_key(key);
+        };
+        match entry.2.get() {
+            0 => {
+                let h = hash_key(key);
+                entry.2.set(h);
+                h
+            }
+            h => h,
+        }
     }
 }

@@ -92,24 +92,32 @@ pub(crate) fn hincrby(
             db.insert_absent_h(key, h, Value::Hash(hash), None, now);
             delta
         }
-        Some(entry) => {
-            let Value::Hash(hash) = &mut entry.value else {
-                return Err(super::WRONGTYPE);
-            };
-            let old = match hash.get(field).map(crate::resp::number::parse_i64) {
-                None => 0,
-                Some(Some(n)) => n,
-                Some(None) => return Err(Frame::error("ERR hash value is not an integer")),
-            };
-            let Some(new) = old.checked_add(delta) else {
-                return Err(OVERFLOW);
-            };
-            hash.set(field, int_bytes(new));
-            new
-        }
+        Some(entry) => hincrby_in(entry, field, delta)?,
     };
     db.touch(key);
     cx.notify(super::class::HASH, "hincrby", key);
+    Ok(new)
+}
+
+/// `HINCRBY`'s change to the live entry of its key: the new value, or the error that leaves the
+/// entry as it was.
+pub(crate) fn hincrby_in(
+    entry: &mut crate::engine::db::Entry,
+    field: &[u8],
+    delta: i64,
+) -> Result<i64, Frame> {
+    let Value::Hash(hash) = &mut entry.value else {
+        return Err(super::WRONGTYPE);
+    };
+    let old = match hash.get(field).map(crate::resp::number::parse_i64) {
+        None => 0,
+        Some(Some(n)) => n,
+        Some(None) => return Err(Frame::error("ERR hash value is not an integer")),
+    };
+    let Some(new) = old.checked_add(delta) else {
+        return Err(OVERFLOW);
+    };
+    hash.set(field, int_bytes(new));
     Ok(new)
 }
 

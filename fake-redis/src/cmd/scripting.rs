@@ -12,6 +12,7 @@ use super::{
     Args, CONTAINER, CmdResult, Cx, Spec, WRITE, is, lookup, unknown_subcommand, wrong_arity,
 };
 use crate::engine::ScriptCache;
+use crate::engine::db::{DeadlineChange, Probe, Value};
 use crate::native::{CallError as CommandError, Keyspace, NativeScript};
 use crate::resp::Frame;
 use bytes::Bytes;
@@ -151,10 +152,13 @@ pub(super) fn run(
             false => Missing::of(keys),
             true => Missing::default(),
         };
+        // Keys by handle (`engine/db/handle.rs`) only while nothing else follows the writes.
+        let quiet = cx.engine().config().notify_keyspace_events == 0 && cx.keyspace().is_quiet();
         let store = &mut ScriptStore {
             cx,
             read_only: ro,
             missing,
+            quiet,
             wrote: false,
         };
         script.run(store, keys, args)
@@ -216,6 +220,9 @@ struct ScriptStore<'a, 'b, 'k> {
     cx: &'a mut Cx<'b>,
     read_only: bool,
     missing: Missing<'k>,
+    /// The database is quiet ([`Db::is_quiet`](crate::engine::db::Db::is_quiet)) and no keyspace
+    /// event is published: the script's calls on its own keys go by handle.
+    quiet: bool,
     /// The script has called a write (Redis's `SCRIPT_WRITE_DIRTY`): from then on it may grow
     /// memory whatever `maxmemory` says, as Redis lets it finish what it started.
     wrote: bool,
@@ -233,9 +240,12 @@ struct ScriptStore<'a, 'b, 'k> {
 /// are: only the script's own keys, which live as long as the script runs and never change, are
 /// tracked. A caller may name one key twice (`KEYS[1]` equal to `KEYS[2]`), and a write through
 /// one name must not leave the other known missing: then nothing is tracked.
+///
+/// While the database is quiet, what a call learned is a [`Probe`]: a key found live is known by
+/// its slot too, and the next call on it goes straight there.
 #[derive(Clone, Copy, Default)]
 struct Missing<'k> {
-    keys: [(&'k [u8], bool); 4],
+    keys: [(&'k [u8], Probe); 4],
     len: usize,
 }
 
@@ -247,7 +257,7 @@ impl<'k> Missing<'k> {
             if keys[..missing.len].contains(key) {
                 return Missing::default();
             }
-            *entry = (key, false);
+            *entry = (key, Probe::Unknown);
             missing.len += 1;
         }
         missing
@@ -256,19 +266,38 @@ impl<'k> Missing<'k> {
     /// Whether `key` is known to be missing.
     #[inline]
     fn has(&self, key: &[u8]) -> bool {
-        self.keys[..self.len]
-            .iter()
-            .any(|&(k, missing)| missing && std::ptr::eq(k, key))
+        self.get(key) == Probe::Missing
     }
 
     /// What a call learned about `key`: it is missing, or (found, or written) it may not be.
     #[inline]
     fn set(&mut self, key: &[u8], missing: bool) {
+        self.put(
+            key,
+            match missing {
+                true => Probe::Missing,
+                false => Probe::Unknown,
+            },
+        );
+    }
+
+    /// What is known of `key`: Unknown for a key that is not tracked.
+    #[inline]
+    fn get(&self, key: &[u8]) -> Probe {
+        self.keys[..self.len]
+            .iter()
+            .find(|(k, _)| std::ptr::eq(*k, key))
+            .map_or(Probe::Unknown, |e| e.1)
+    }
+
+    /// Records what a call learned about `key` (nothing, for a key that is not tracked).
+    #[inline]
+    fn put(&mut self, key: &[u8], probe: Probe) {
         if let Some(entry) = self.keys[..self.len]
             .iter_mut()
             .find(|(k, _)| std::ptr::eq(*k, key))
         {
-            entry.1 = missing;
+            entry.1 = probe;
         }
     }
 }
@@ -371,10 +400,46 @@ impl ScriptStore<'_, '_, '_> {
     fn read_missed(&mut self, key: &[u8]) {
         self.cx.reading(|cx| cx.missed(key));
     }
+
+    /// On a quiet database: what `key` is now, by one probe at most (none when a call of this
+    /// script found it before), a live key marked accessed when `touch` is set.
+    #[inline]
+    fn probe(&mut self, key: &[u8], touch: bool) -> Probe {
+        let known = self.missing.get(key);
+        if known == Probe::Missing {
+            return known;
+        }
+        let (now, h) = (self.cx.now, self.cx.hash(key));
+        let found = self.cx.keyspace().probe_again(known, key, h, now, touch);
+        self.missing.put(key, found);
+        found
+    }
+
+    /// On a quiet database: a read of `key` (`EXISTS`, `HGET`, `GET`), counted as a hit or a
+    /// miss, and `read` of its entry when it is live.
+    #[inline]
+    fn read_probed<T>(
+        &mut self,
+        key: &[u8],
+        touch: bool,
+        read: impl FnOnce(&crate::engine::db::Entry) -> Result<T, Frame>,
+    ) -> Result<Option<T>, CommandError> {
+        let found = self.probe(key, touch);
+        let Some(entry) = self.cx.keyspace().entry_of(found) else {
+            self.read_missed(key);
+            return Ok(None);
+        };
+        let value = read(entry);
+        self.cx.node().read_hit();
+        value.map(Some).map_err(err)
+    }
 }
 
 impl Keyspace for ScriptStore<'_, '_, '_> {
     fn exists(&mut self, key: &[u8]) -> Result<bool, CommandError> {
+        if self.quiet {
+            return Ok(self.read_probed(key, false, |_| Ok(()))?.is_some());
+        }
         if self.missing.has(key) {
             self.read_missed(key);
             return Ok(false);
@@ -392,6 +457,19 @@ impl Keyspace for ScriptStore<'_, '_, '_> {
 
     fn hincrby(&mut self, key: &[u8], field: &[u8], delta: i64) -> Result<i64, CommandError> {
         self.writable(true)?;
+        if self.quiet {
+            // A lookup for writing: it touches the key, and counts no read.
+            let found = self.probe(key, true);
+            let (now, h) = (self.cx.now, self.cx.hash(key));
+            let db = self.cx.keyspace();
+            if let Some(entry) = db.entry_of_mut(found) {
+                return super::hashes::hincrby_in(entry, field, delta).map_err(err);
+            }
+            let hash = crate::engine::db::Hash::single(field, &super::int_bytes(delta));
+            let created = db.insert_probed(key, h, Value::Hash(hash), None, now);
+            self.missing.put(key, created);
+            return Ok(delta);
+        }
         let missing = self.missing.has(key);
         let new = super::hashes::hincrby(self.cx, key, field, delta, missing).map_err(err)?;
         self.missing.set(key, false);
@@ -399,6 +477,13 @@ impl Keyspace for ScriptStore<'_, '_, '_> {
     }
 
     fn hget(&mut self, key: &[u8], field: &[u8]) -> Result<Option<Bytes>, CommandError> {
+        if self.quiet {
+            let value = self.read_probed(key, true, |entry| match &entry.value {
+                Value::Hash(hash) => Ok(hash.get(field).map(super::value_bytes)),
+                _ => Err(super::WRONGTYPE),
+            })?;
+            return Ok(value.flatten());
+        }
         if self.missing.has(key) {
             self.read_missed(key);
             return Ok(None);
@@ -413,6 +498,23 @@ impl Keyspace for ScriptStore<'_, '_, '_> {
 
     fn pexpire(&mut self, key: &[u8], ms: &[u8]) -> Result<bool, CommandError> {
         self.writable(false)?;
+        if self.quiet {
+            // The argument first, then the key (a lookup for writing, which touches it); a
+            // deadline at or before now deletes the key, and counts as set.
+            let now = self.cx.now;
+            let when = super::keys::pexpire_deadline(now, ms).map_err(err)?;
+            let found = self.probe(key, true);
+            if found == Probe::Missing {
+                return Ok(false);
+            }
+            let change = match when <= now {
+                true => DeadlineChange::Delete,
+                false => DeadlineChange::Set(when),
+            };
+            let after = self.cx.keyspace().change_deadline_of(found, change);
+            self.missing.put(key, after);
+            return Ok(true);
+        }
         if self.missing.has(key) {
             // `PEXPIRE` of a missing key checks its argument and changes nothing.
             return super::keys::pexpire_deadline(self.cx.now, ms)
@@ -431,6 +533,18 @@ impl Keyspace for ScriptStore<'_, '_, '_> {
 
     fn del(&mut self, key: &[u8]) -> Result<bool, CommandError> {
         self.writable(false)?;
+        if self.quiet {
+            let found = self.probe(key, false);
+            if found == Probe::Missing {
+                return Ok(false);
+            }
+            let after = self
+                .cx
+                .keyspace()
+                .change_deadline_of(found, DeadlineChange::Delete);
+            self.missing.put(key, after);
+            return Ok(true);
+        }
         if self.missing.has(key) {
             return Ok(false);
         }
@@ -450,6 +564,18 @@ impl Keyspace for ScriptStore<'_, '_, '_> {
     fn set_px(&mut self, key: &[u8], value: &[u8], ms: &[u8]) -> Result<(), CommandError> {
         self.writable(true)?;
         let missing = self.missing.has(key);
+        if self.quiet && missing {
+            let now = self.cx.now;
+            let deadline = super::strings::px_deadline(now, ms).map_err(err)?;
+            let h = self.cx.hash(key);
+            let value = Value::Str(super::value_bytes(value));
+            let created = self
+                .cx
+                .keyspace()
+                .insert_probed(key, h, value, Some(deadline), now);
+            self.missing.put(key, created);
+            return Ok(());
+        }
         super::strings::set_px(self.cx, key, super::value_bytes(value), ms, missing)
             .map_err(err)?;
         self.missing.set(key, false);
@@ -457,6 +583,11 @@ impl Keyspace for ScriptStore<'_, '_, '_> {
     }
 
     fn get(&mut self, key: &[u8]) -> Result<Option<Bytes>, CommandError> {
+        if self.quiet {
+            return self.read_probed(key, true, |entry| {
+                super::keys::as_str(&entry.value).cloned()
+            });
+        }
         if self.missing.has(key) {
             self.read_missed(key);
             return Ok(None);

@@ -84,9 +84,15 @@ pub(crate) fn set_px(
     ms: &[u8],
     missing: bool,
 ) -> Result<(), Frame> {
-    let deadline = Expiry::Px(int(ms)?).deadline(cx.now, "set")?;
+    let deadline = px_deadline(cx.now, ms)?;
     set_at(cx, key, value, Some(deadline), missing);
     Ok(())
+}
+
+/// The deadline `SET … PX ms` sets at `now`, or its error for a bad `ms`.
+#[inline]
+pub(crate) fn px_deadline(now: i64, ms: &[u8]) -> Result<i64, Frame> {
+    Expiry::Px(int(ms)?).deadline(now, "set")
 }
 
 /// `INCRBY key delta`: the new value. Keeps the TTL.
@@ -259,12 +265,15 @@ impl<'a> Set<'a> {
 
     fn apply(self, cx: &mut Cx<'_>) -> CmdResult {
         let now = cx.now;
-        let old = match cx.lookup(self.key) {
+        // One hash of the key, for its lookup and its write.
+        let h = cx.hash(self.key);
+        let old = match cx.lookup_hashed(self.key, h) {
             None => None,
             Some(e) => {
                 let keep = e.deadline();
                 match (&e.value, self.options.get) {
-                    (Value::Str(s), _) => Some((Some(s.clone()), keep)),
+                    // The old value is only a `GET`'s reply: no clone without one.
+                    (Value::Str(s), get) => Some((get.then(|| s.clone()), keep)),
                     (_, true) => return Err(super::WRONGTYPE),
                     (_, false) => Some((None, keep)),
                 }
@@ -293,7 +302,7 @@ impl<'a> Set<'a> {
             Frame::OK
         };
         let db = cx.keyspace();
-        db.insert(self.key, Value::Str(self.value.clone()), deadline, now);
+        db.insert_h(self.key, h, Value::Str(self.value.clone()), deadline, now);
         db.touch(self.key);
         cx.notify(super::class::STRING, "set", self.key);
         if self.deadline.is_some() && !self.options.keepttl {

@@ -123,6 +123,12 @@ pub(crate) struct KeyWaiters {
 }
 
 impl KeyWaiters {
+    /// Whether no client waits on a key of the database: then a created key signals nothing.
+    #[inline]
+    pub fn is_idle(&self) -> bool {
+        self.by_key.is_empty()
+    }
+
     /// Redis's `signalKeyAsReady`: `key` was created; if a client waits on it, it is ready.
     #[inline]
     pub fn signal(&mut self, key: &[u8]) {

@@ -282,7 +282,8 @@ impl Engine {
 
     /// `used_memory`: a started server's memory plus every database's estimate.
     pub(crate) fn used_memory(&mut self) -> u64 {
-        let dbs: u64 = self.dbs.iter_mut().map(|db| db.used_memory()).sum();
+        let keep = self.evicts();
+        let dbs: u64 = self.dbs.iter_mut().map(|db| db.used_memory(keep)).sum();
         super::memory::STARTUP + dbs
     }
 

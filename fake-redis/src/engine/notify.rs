@@ -288,6 +288,13 @@ impl Engine {
         }
     }
 
+    /// What [`read_lookup`](Engine::read_lookup) does for a key it finds live, for a caller
+    /// that found it by a handle (`db/handle.rs`): the hit is counted.
+    #[inline]
+    pub(crate) fn read_hit(&mut self) {
+        self.stats.keyspace_hits += 1;
+    }
+
     /// What [`read_lookup`](Engine::read_lookup) does for a key it finds missing, for a caller
     /// that knows the key is missing without probing for it (a native script that found it
     /// missing before, at the same frozen time).

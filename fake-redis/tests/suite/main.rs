@@ -53,6 +53,7 @@ mod lua_scripts;
 mod maxmemory;
 mod notify_events;
 mod replicas;
+mod script_handles;
 mod sentinel;
 mod server;
 mod server_bytes;
