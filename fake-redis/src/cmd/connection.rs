@@ -9,7 +9,7 @@ use super::{
     Args, CONTAINER, CmdResult, Cx, NO_AUTH, NOT_QUEUED, PUBSUB_CONTEXT, Spec, int, is,
     unknown_subcommand, wrong_arity,
 };
-use crate::engine::{Client, DATABASES, REDIS_VERSION, Subscription};
+use crate::engine::{Client, DATABASES, Subscription};
 use crate::resp::Frame;
 use bytes::Bytes;
 use std::fmt::Write;
@@ -144,14 +144,25 @@ fn hello_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
         false => "master",
     };
     let field = |k: &'static str| Frame::Bulk(Bytes::from_static(k.as_bytes()));
+    let version = cx.engine().version();
+    // Valkey lists its Lua engine as a module.
+    let modules = match version.is_valkey() {
+        false => Vec::new(),
+        true => vec![Frame::Map(vec![
+            (field("name"), field("lua")),
+            (field("ver"), Frame::Integer(1)),
+            (field("path"), field("lua")),
+            (field("args"), Frame::Array(Vec::new())),
+        ])],
+    };
     let mut fields = vec![
-        (field("server"), field("redis")),
-        (field("version"), field(REDIS_VERSION)),
+        (field("server"), field(version.server_name())),
+        (field("version"), field(version.server_version())),
         (field("proto"), Frame::Integer(i64::from(proto))),
         (field("id"), Frame::Integer(id as i64)),
         (field("mode"), field("standalone")),
         (field("role"), field(role)),
-        (field("modules"), Frame::Array(Vec::new())),
+        (field("modules"), Frame::Array(modules)),
     ];
     if cx.engine().is_sentinel() {
         // A sentinel names its mode and has no role to give.
@@ -536,22 +547,46 @@ fn info_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let mut sections = Vec::new();
     if want("server") {
         let uptime = (now - engine.started_at()).max(0) / 1000;
+        let version = engine.version();
         let mut s = String::from("# Server\r\n");
+        let _ = write!(s, "redis_version:{}\r\n", version.redis_version());
+        // Valkey names itself after the Redis release it forked from, and calls the mode
+        // `server_mode`; it has no `atomicvar_api`, and adds `clients_hz`, `availability_zone`.
+        let valkey = version.valkey_version();
+        if let Some(valkey) = valkey {
+            let _ = write!(
+                s,
+                "server_name:valkey\r\nvalkey_version:{valkey}\r\nvalkey_release_stage:ga\r\n"
+            );
+        }
+        let (mode, atomicvar, clients_hz, zone) = match valkey {
+            None => ("redis_mode", "atomicvar_api:c11-builtin\r\n", "", ""),
+            Some(_) => (
+                "server_mode",
+                "",
+                "clients_hz:10\r\n",
+                "availability_zone:\r\n",
+            ),
+        };
         let _ = write!(
             s,
-            "redis_version:{REDIS_VERSION}\r\nredis_git_sha1:00000000\r\nredis_git_dirty:0\r\n\
-             redis_mode:standalone\r\nos:fake-redis (in-process)\r\narch_bits:64\r\n\
-             redis_build_id:0\r\nmultiplexing_api:epoll\r\natomicvar_api:c11-builtin\r\n\
+            "redis_git_sha1:00000000\r\nredis_git_dirty:0\r\n\
+             {mode}:standalone\r\nos:fake-redis (in-process)\r\narch_bits:64\r\n\
+             redis_build_id:0\r\nmultiplexing_api:epoll\r\n{atomicvar}\
              gcc_version:0.0.0\r\nprocess_id:1\r\nprocess_supervised:no\r\n\
              run_id:{:040x}\r\ntcp_port:6379\r\n\
              server_time_usec:{}\r\nuptime_in_seconds:{uptime}\r\nuptime_in_days:{}\r\n\
-             hz:10\r\nconfigured_hz:10\r\nlru_clock:{}\r\nexecutable:\r\nconfig_file:\r\n\
-             io_threads_active:0\r\n",
+             hz:10\r\nconfigured_hz:10\r\n{clients_hz}lru_clock:{}\r\nexecutable:\r\n\
+             config_file:\r\nio_threads_active:0\r\n{zone}",
             engine.started_at(),
             now.saturating_mul(1000),
             uptime / 86_400,
             (now / 1000) & ((1 << 24) - 1)
         );
+        // Redis 7.2 and later list the listeners.
+        if version != crate::engine::Version::V7_0 {
+            s.push_str("listener0:name=tcp,bind=127.0.0.1,port=6379\r\n");
+        }
         sections.push(s);
     }
     if want("clients") {

@@ -21,6 +21,12 @@ fn run(e: &mut Engine, cmd: &str) -> Frame {
     e.execute(c, &argv(cmd))
 }
 
+/// `EVAL body 0`.
+fn eval(e: &mut Engine, body: &str) -> Frame {
+    let c = e.connect();
+    e.execute(c, &["EVAL", body, "0"].map(|a| a.to_owned().into()))
+}
+
 /// `COMMAND INFO name`'s arity, as the version's server describes it.
 fn arity(e: &mut Engine, name: &str) -> Option<i64> {
     match run(e, &format!("COMMAND INFO {name}")) {
@@ -84,4 +90,141 @@ fn command_docs_and_list_answer_per_release() {
         };
         assert_eq!(docs.len(), 1, "{v}");
     }
+}
+
+fn text(frame: &Frame) -> String {
+    match frame {
+        Frame::Bulk(b) => String::from_utf8_lossy(b).into_owned(),
+        Frame::Simple(s) => s.to_string(),
+        Frame::Verbatim { text, .. } => String::from_utf8_lossy(text).into_owned(),
+        Frame::Error(e) => e.to_string(),
+        other => format!("{other:?}"),
+    }
+}
+
+/// The `field:value` lines of `INFO server` that name the release, in order.
+fn version_lines(e: &mut Engine) -> Vec<String> {
+    text(&run(e, "INFO server"))
+        .lines()
+        .filter(|l| {
+            [
+                "redis_version",
+                "server_name",
+                "valkey_",
+                "redis_mode",
+                "server_mode",
+            ]
+            .iter()
+            .any(|p| l.starts_with(p))
+        })
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn info_names_the_release_as_its_server_does() {
+    // As redis-server 7.0.15, 7.4.1 and valkey-server 9.1.2 answer `INFO server`.
+    assert_eq!(
+        version_lines(&mut engine(Version::V7_0)),
+        ["redis_version:7.0.15", "redis_mode:standalone"]
+    );
+    assert_eq!(
+        version_lines(&mut engine(Version::V7_4)),
+        ["redis_version:7.4.1", "redis_mode:standalone"]
+    );
+    assert_eq!(
+        version_lines(&mut engine(Version::Valkey9_1)),
+        [
+            "redis_version:7.2.4",
+            "server_name:valkey",
+            "valkey_version:9.1.2",
+            "valkey_release_stage:ga",
+            "server_mode:standalone"
+        ]
+    );
+}
+
+/// `HELLO 3`'s `server`, `version` and `modules`.
+fn hello(e: &mut Engine) -> (String, String, Frame) {
+    let Frame::Map(fields) = run(e, "HELLO 3") else {
+        panic!("HELLO 3 answers a map");
+    };
+    let get = |k: &str| {
+        fields
+            .iter()
+            .find(|(f, _)| text(f) == k)
+            .map(|(_, v)| v.clone())
+            .unwrap_or(Frame::Null)
+    };
+    (text(&get("server")), text(&get("version")), get("modules"))
+}
+
+#[test]
+fn hello_names_the_server_and_its_release() {
+    let none = Frame::Array(Vec::new());
+    assert_eq!(
+        hello(&mut engine(Version::V7_0)),
+        ("redis".into(), "7.0.15".into(), none.clone())
+    );
+    assert_eq!(
+        hello(&mut engine(Version::V7_4)),
+        ("redis".into(), "7.4.1".into(), none)
+    );
+    // Valkey lists its Lua engine as a module.
+    let lua = Frame::Array(vec![Frame::Map(vec![
+        (Frame::Bulk("name".into()), Frame::Bulk("lua".into())),
+        (Frame::Bulk("ver".into()), Frame::Integer(1)),
+        (Frame::Bulk("path".into()), Frame::Bulk("lua".into())),
+        (Frame::Bulk("args".into()), Frame::Array(Vec::new())),
+    ])]);
+    assert_eq!(
+        hello(&mut engine(Version::Valkey9_1)),
+        ("valkey".into(), "9.1.2".into(), lua)
+    );
+}
+
+#[test]
+fn scripts_see_the_release_and_valkey_s_names() {
+    let script = "return {redis.REDIS_VERSION, redis.REDIS_VERSION_NUM}";
+    let seen = Version::ALL.map(|v| eval(&mut engine(v), script));
+    let pair =
+        |s: &str, n: i64| Frame::Array(vec![Frame::Bulk(s.to_owned().into()), Frame::Integer(n)]);
+    assert_eq!(
+        seen,
+        [
+            pair("7.0.15", 0x07000f),
+            pair("7.4.1", 0x070401),
+            pair("7.2.4", 459_268)
+        ]
+    );
+    let valkey = "return {server.SERVER_NAME, server.VALKEY_VERSION, \
+                  server.VALKEY_VERSION_NUM, tostring(rawequal(server, redis))}";
+    assert_eq!(
+        eval(&mut engine(Version::Valkey9_1), valkey),
+        Frame::Array(vec![
+            Frame::Bulk("valkey".into()),
+            Frame::Bulk("9.1.2".into()),
+            Frame::Integer(590_082),
+            Frame::Bulk("true".into()),
+        ])
+    );
+}
+
+#[test]
+fn a_script_s_refused_call_reads_as_its_server_words_it() {
+    let script = "return redis.call('nope')";
+    let errors = Version::ALL.map(|v| text(&eval(&mut engine(v), script)));
+    let sha = "f01f0776df71cc5b400c2268135aa7f30dce2e53";
+    assert_eq!(
+        errors,
+        [
+            format!(
+                "ERR Unknown Redis command called from script script: {sha}, on @user_script:1."
+            ),
+            format!(
+                "ERR Unknown Redis command called from script script: {sha}, on @user_script:1."
+            ),
+            "ERR Unknown command called from script script: on @user_script:1.".to_owned(),
+        ]
+    );
 }
