@@ -55,8 +55,8 @@ fn the_engine_says_which_release_it_imitates() {
 }
 
 const COUNT_7_0: i64 = 235;
-const COUNT_7_4: i64 = 235;
-const COUNT_VALKEY: i64 = 235;
+const COUNT_7_4: i64 = 236;
+const COUNT_VALKEY: i64 = 237;
 
 #[test]
 fn command_count_counts_what_the_fake_implements_of_each_release() {
@@ -226,5 +226,186 @@ fn a_script_s_refused_call_reads_as_its_server_words_it() {
             ),
             "ERR Unknown command called from script script: on @user_script:1.".to_owned(),
         ]
+    );
+}
+
+/// A real server of one release, started from the binary an environment variable names
+/// (`REDIS_7_4_SERVER`, `VALKEY_SERVER`), with persistence off in a folder of its own; killed on
+/// drop.
+struct Oracle {
+    child: std::process::Child,
+    conn: crate::support::raw::Real,
+    dir: std::path::PathBuf,
+}
+
+impl Oracle {
+    fn start(variable: &str) -> Option<Oracle> {
+        let binary = std::env::var_os(variable)?;
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free loopback port")
+            .port();
+        let dir =
+            std::env::temp_dir().join(format!("fake-redis-versions-{}-{port}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a folder for the server");
+        let child = std::process::Command::new(binary)
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .arg("--dir")
+            .arg(&dir)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("the server named by the variable starts");
+        let conn = crate::support::raw::Real::connect(port);
+        Some(Oracle { child, conn, dir })
+    }
+}
+
+impl Drop for Oracle {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Runs `cases` (a command, and the RESP2 bytes its release's server answered when it was
+/// recorded) on a fresh engine of `version`, and, when `variable` names that server's binary, on
+/// a fresh real server too: every reply must be the recorded one.
+fn assert_cases(version: Version, variable: &str, cases: &[(&str, &str)]) {
+    let mut e = engine(version);
+    let c = e.connect();
+    let mut oracle = Oracle::start(variable);
+    for (command, want) in cases {
+        let reply = e.execute(c, &argv(command));
+        let mut got = bytes::BytesMut::new();
+        fake_redis::resp::encode(&reply, 2, &mut got);
+        assert_eq!(
+            String::from_utf8_lossy(&got),
+            *want,
+            "{version}: the fake's reply to {command}"
+        );
+        if let Some(oracle) = &mut oracle {
+            let words: Vec<&[u8]> = command.split(' ').map(str::as_bytes).collect();
+            let real = oracle.conn.call(&words);
+            assert_eq!(
+                String::from_utf8_lossy(&real),
+                *want,
+                "{version}: the real server's reply to {command}"
+            );
+        }
+    }
+}
+
+/// `WAITAOF`'s answers without replicas, with `appendonly` off and on, as 7.4.1 and Valkey
+/// 9.1.2 give them (a wait for a replica that never comes is the blocking tests' subject).
+const WAITAOF: &[(&str, &str)] = &[
+    ("WAITAOF 0 0 0", "*2\r\n:0\r\n:0\r\n"),
+    (
+        "WAITAOF 1 0 0",
+        "-ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.\r\n",
+    ),
+    (
+        "WAITAOF 2 0 0",
+        "-ERR value is out of range, value must between 0 and 1\r\n",
+    ),
+    (
+        "WAITAOF x 0 0",
+        "-ERR value is not an integer or out of range\r\n",
+    ),
+    (
+        "WAITAOF 0 -1 0",
+        "-ERR value is out of range, must be positive\r\n",
+    ),
+    (
+        "WAITAOF 0 x 0",
+        "-ERR value is out of range, must be positive\r\n",
+    ),
+    (
+        "WAITAOF 0 0 x",
+        "-ERR timeout is not an integer or out of range\r\n",
+    ),
+    ("WAITAOF 0 0 -1", "-ERR timeout is negative\r\n"),
+    (
+        "WAITAOF 0 0",
+        "-ERR wrong number of arguments for 'waitaof' command\r\n",
+    ),
+    ("CONFIG SET appendonly yes", "+OK\r\n"),
+    ("WAITAOF 0 0 0", "*2\r\n:1\r\n:0\r\n"),
+    ("SET k v", "+OK\r\n"),
+    ("WAITAOF 1 0 0", "*2\r\n:1\r\n:0\r\n"),
+    ("MULTI", "+OK\r\n"),
+    ("WAITAOF 1 0 0", "+QUEUED\r\n"),
+    ("EXEC", "*1\r\n*2\r\n:1\r\n:0\r\n"),
+    ("CONFIG SET appendonly no", "+OK\r\n"),
+];
+
+#[test]
+fn waitaof_answers_as_redis_7_4_and_valkey_do() {
+    assert_cases(Version::V7_4, "REDIS_7_4_SERVER", WAITAOF);
+    assert_cases(Version::Valkey9_1, "VALKEY_SERVER", WAITAOF);
+}
+
+#[test]
+fn set_ifeq_and_delifeq_answer_as_valkey_does() {
+    let wrongtype = "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n";
+    let syntax = "-ERR syntax error\r\n";
+    assert_cases(
+        Version::Valkey9_1,
+        "VALKEY_SERVER",
+        &[
+            ("SET k v IFEQ x", "$-1\r\n"),
+            ("GET k", "$-1\r\n"),
+            ("SET k a", "+OK\r\n"),
+            ("SET k b IFEQ x", "$-1\r\n"),
+            ("SET k b IFEQ a", "+OK\r\n"),
+            ("SET k c IFEQ b GET", "$1\r\nb\r\n"),
+            ("SET k d IFEQ zz GET", "$1\r\nc\r\n"),
+            ("SET k e IFEQ c NX", syntax),
+            ("SET k e XX IFEQ c", syntax),
+            ("SET k e IFEQ", syntax),
+            ("SET k e IFEQ c IFEQ c", syntax),
+            ("HSET h f v", ":1\r\n"),
+            ("SET h e IFEQ c", wrongtype),
+            ("SET h e IFEQ c GET", wrongtype),
+            ("DELIFEQ k zz", ":0\r\n"),
+            ("DELIFEQ k c", ":1\r\n"),
+            ("EXISTS k", ":0\r\n"),
+            ("DELIFEQ nokey x", ":0\r\n"),
+            ("DELIFEQ h x", wrongtype),
+            (
+                "DELIFEQ k",
+                "-ERR wrong number of arguments for 'delifeq' command\r\n",
+            ),
+            ("SET n 5", "+OK\r\n"),
+            ("SET n 6 IFEQ 5", "+OK\r\n"),
+            ("GET n", "$1\r\n6\r\n"),
+        ],
+    );
+}
+
+#[test]
+fn a_newer_command_is_unknown_to_an_older_release() {
+    let unknown = |name: &str, args: &str| {
+        format!("-ERR unknown command '{name}', with args beginning with: {args}\r\n")
+    };
+    let waitaof = unknown("WAITAOF", "'0' '0' '0' ");
+    let delifeq = unknown("DELIFEQ", "'k' 'v' ");
+    let syntax = "-ERR syntax error\r\n";
+    assert_cases(
+        Version::V7_0,
+        "REDIS_7_0_SERVER",
+        &[
+            ("WAITAOF 0 0 0", &waitaof),
+            ("DELIFEQ k v", &delifeq),
+            ("SET k v IFEQ v", syntax),
+            ("COMMAND INFO waitaof delifeq", "*2\r\n$-1\r\n$-1\r\n"),
+        ],
+    );
+    assert_cases(
+        Version::V7_4,
+        "REDIS_7_4_SERVER",
+        &[("DELIFEQ k v", &delifeq), ("SET k v IFEQ v", syntax)],
     );
 }
