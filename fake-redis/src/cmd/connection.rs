@@ -205,7 +205,8 @@ fn client_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     if is(sub, "info") {
         let (now, id) = (cx.now, cx.client);
         let outbox = cx.engine().outbox_len(crate::engine::ClientId(id));
-        let line = client_line(now, id, cx.client(), "client|info", outbox);
+        let version = cx.engine().version();
+        let line = client_line(now, id, cx.client(), "client|info", (outbox, version));
         return Ok(Frame::text(line));
     }
     if is(sub, "list") {
@@ -224,6 +225,42 @@ fn client_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     }
     if is(sub, "unblock") {
         return super::blocking::client_unblock(cx, sub, args);
+    }
+    // The subcommands of Redis 7.2 and later: dispatch let them through only where the release
+    // has them.
+    if is(sub, "setinfo") {
+        let option = args.next_bytes()?;
+        let value = args.next_bytes()?;
+        let slot = if is(option, "lib-name") {
+            0
+        } else if is(option, "lib-ver") {
+            1
+        } else {
+            return Err(super::error_echoing(&[
+                b"ERR Unrecognized option '",
+                super::c_text(option, 128),
+                b"'",
+            ]));
+        };
+        if !value.iter().all(|b| (b'!'..=b'~').contains(b)) {
+            return Err(super::error_echoing(&[
+                b"ERR ",
+                super::c_text(option, 128),
+                b" cannot contain spaces, newlines or special characters.",
+            ]));
+        }
+        cx.client().lib[slot] = (!value.is_empty()).then(|| value.clone());
+        return Ok(Frame::OK);
+    }
+    if is(sub, "no-touch") {
+        // Taken and acknowledged; the fake's key access times do not yet tell such a client
+        // apart (`differences.md`).
+        let on_off = args.next_bytes()?;
+        return if is(on_off, "on") || is(on_off, "off") {
+            Ok(Frame::OK)
+        } else {
+            Err(super::SYNTAX)
+        };
     }
     // The subcommands that live in `client.rs`, each given the rest of the call.
     type Subcommand = fn(&mut Cx<'_>, &mut Args<'_>) -> CmdResult;
@@ -247,10 +284,38 @@ fn client_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     Err(unknown_subcommand("CLIENT", sub))
 }
 
-/// One line of `CLIENT LIST` for connection `id`, with every field of Redis 7.0 in its order.
+/// One line of `CLIENT LIST` for connection `id`, with every field of the release in its order
+/// (7.4 adds `watch`, `lib-name`, `lib-ver`; Valkey also `capa` and the `tot-` counters).
 /// `running` is the command the caller runs now (its own line shows it, as in Redis); `outbox`
-/// the messages waiting for the connection (`oll`). Buffers the fake does not have read 0.
-pub(super) fn client_line(now: i64, id: u64, c: &Client, running: &str, outbox: usize) -> String {
+/// the messages waiting for the connection (`oll`). Buffers and counters the fake does not keep
+/// read 0.
+pub(super) fn client_line(
+    now: i64,
+    id: u64,
+    c: &Client,
+    running: &str,
+    (outbox, version): (usize, crate::engine::Version),
+) -> String {
+    let newer = version != crate::engine::Version::V7_0;
+    let valkey = version.is_valkey();
+    let capa = if valkey { " capa=" } else { "" };
+    let watch = match newer {
+        true => format!(" watch={}", c.watch_count()),
+        false => String::new(),
+    };
+    let lib = |i: usize| {
+        c.lib[i]
+            .as_ref()
+            .map(|v| String::from_utf8_lossy(v).into_owned())
+            .unwrap_or_default()
+    };
+    let mut tail = match newer {
+        true => format!(" lib-name={} lib-ver={}", lib(0), lib(1)),
+        false => String::new(),
+    };
+    if valkey {
+        tail.push_str(" tot-net-in=0 tot-net-out=0 tot-cmds=0");
+    }
     let name = c
         .name
         .as_ref()
@@ -259,9 +324,9 @@ pub(super) fn client_line(now: i64, id: u64, c: &Client, running: &str, outbox: 
     let flags = super::client::client_flags(c);
     format!(
         "id={id} addr=in-process:{id} laddr=in-process:0 fd=-1 name={name} age={} idle={} \
-         flags={flags} db={} sub={} psub={} ssub={} multi={} qbuf=0 qbuf-free=0 argv-mem=0 \
-         multi-mem=0 rbs=0 rbp=0 obl=0 oll={outbox} omem=0 tot-mem=0 events=r cmd={running} \
-         user={} redir={} resp={}\n",
+         flags={flags}{capa} db={} sub={} psub={} ssub={} multi={}{watch} qbuf=0 qbuf-free=0 \
+         argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll={outbox} omem=0 tot-mem=0 events=r \
+         cmd={running} user={} redir={} resp={}{tail}\n",
         (now - c.created_at).max(0) / 1000,
         (now - c.last_command_at).max(0) / 1000,
         c.db,
@@ -335,7 +400,10 @@ fn client_list(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
                 id,
                 c,
                 running,
-                engine.outbox_len(crate::engine::ClientId(id)),
+                (
+                    engine.outbox_len(crate::engine::ClientId(id)),
+                    engine.version(),
+                ),
             )
         })
         .collect();

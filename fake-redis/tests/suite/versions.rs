@@ -409,3 +409,75 @@ fn a_newer_command_is_unknown_to_an_older_release() {
         &[("DELIFEQ k v", &delifeq), ("SET k v IFEQ v", syntax)],
     );
 }
+
+/// `CLIENT SETINFO` and `CLIENT NO-TOUCH`, as 7.4.1 and valkey-server 9.1.2 answer them.
+const CLIENT_7_2: &[(&str, &str)] = &[
+    (
+        "CLIENT NO-TOUCH",
+        "-ERR wrong number of arguments for 'client|no-touch' command\r\n",
+    ),
+    ("CLIENT NO-TOUCH x", "-ERR syntax error\r\n"),
+    ("CLIENT NO-TOUCH ON", "+OK\r\n"),
+    ("CLIENT NO-TOUCH off", "+OK\r\n"),
+    ("CLIENT SETINFO lib-name foo", "+OK\r\n"),
+    ("CLIENT SETINFO lib-ver 1.0", "+OK\r\n"),
+    ("CLIENT SETINFO x y", "-ERR Unrecognized option 'x'\r\n"),
+    (
+        "CLIENT SETINFO lib-name",
+        "-ERR wrong number of arguments for 'client|setinfo' command\r\n",
+    ),
+    (
+        "CLIENT SETINFO LIB-NAME é",
+        "-ERR LIB-NAME cannot contain spaces, newlines or special characters.\r\n",
+    ),
+];
+
+#[test]
+fn client_setinfo_and_no_touch_answer_where_their_server_has_them() {
+    assert_cases(Version::V7_4, "REDIS_7_4_SERVER", CLIENT_7_2);
+    assert_cases(Version::Valkey9_1, "VALKEY_SERVER", CLIENT_7_2);
+    assert_cases(
+        Version::V7_0,
+        "REDIS_7_0_SERVER",
+        &[
+            (
+                "CLIENT SETINFO lib-name foo",
+                "-ERR unknown subcommand 'SETINFO'. Try CLIENT HELP.\r\n",
+            ),
+            (
+                "CLIENT NO-TOUCH on",
+                "-ERR unknown subcommand 'NO-TOUCH'. Try CLIENT HELP.\r\n",
+            ),
+        ],
+    );
+}
+
+#[test]
+fn client_info_has_the_fields_of_the_release() {
+    let line = |v: Version| {
+        let mut e = engine(v);
+        let c = e.connect();
+        for cmd in [
+            "CLIENT SETINFO lib-name foo",
+            "CLIENT SETINFO lib-ver 1.0",
+            "WATCH a b",
+        ] {
+            e.execute(c, &argv(cmd));
+        }
+        text(&e.execute(c, &argv("CLIENT INFO")))
+    };
+    let old = line(Version::V7_0);
+    assert!(
+        !old.contains(" watch=") && !old.contains("lib-name"),
+        "{old}"
+    );
+    let new = line(Version::V7_4);
+    assert!(new.contains(" multi=-1 watch=2 qbuf="), "{new}");
+    assert!(new.ends_with(" resp=2 lib-name=foo lib-ver=1.0\n"), "{new}");
+    let valkey = line(Version::Valkey9_1);
+    assert!(valkey.contains(" flags=N capa= db=0 "), "{valkey}");
+    assert!(
+        valkey.ends_with(" lib-name=foo lib-ver=1.0 tot-net-in=0 tot-net-out=0 tot-cmds=0\n"),
+        "{valkey}"
+    );
+}
