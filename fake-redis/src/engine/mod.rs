@@ -65,7 +65,9 @@ mod shutdown;
 mod stats;
 pub(crate) mod stream;
 pub(crate) mod tracking;
+pub mod version;
 mod watches;
+pub use version::Version;
 pub(crate) use watches::BusyTransaction;
 pub(crate) mod zset;
 
@@ -78,8 +80,9 @@ pub use crate::engine::expiry::{
 /// The number of databases, as Redis's default `databases 16`.
 pub const DATABASES: usize = 16;
 
-/// The Redis version the engine claims to be (`INFO`, `HELLO`).
-pub const REDIS_VERSION: &str = "7.0.15";
+/// The Redis version the default engine claims to be (`INFO`, `HELLO`): Redis 7.0's
+/// ([`Version::V7_0`]). An engine's own is its [`EngineConfig::version`]'s.
+pub const REDIS_VERSION: &str = Version::V7_0.redis_version();
 
 /// A connection to the engine, as `CLIENT ID` reports it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -126,6 +129,8 @@ pub struct EngineConfig {
     /// `enable-debug-command`: whether `DEBUG` runs (Redis 7.0 refuses it by default, and no
     /// `CONFIG SET` changes it).
     pub enable_debug_command: DebugCommand,
+    /// The release the engine imitates: which commands it knows, and who it says it is.
+    pub version: Version,
 }
 
 /// Redis's `enable-debug-command`: who may run `DEBUG`.
@@ -188,6 +193,7 @@ impl Default for EngineConfig {
             idle_timeout_s: 0,
             native_scripts: crate::native::NativeScripts::new(),
             enable_debug_command: DebugCommand::No,
+            version: Version::V7_0,
         }
     }
 }
@@ -215,6 +221,8 @@ pub(crate) struct Client {
     pub db: usize,
     pub protocol: u8,
     pub name: Option<Bytes>,
+    /// `CLIENT SETINFO lib-name` and `lib-ver` (Redis 7.2 and later), as `CLIENT LIST` shows them.
+    pub lib: [Option<Bytes>; 2],
     pub authenticated: bool,
     /// The user it runs as (`AUTH`): `default` until it authenticates as another.
     pub user: Bytes,
@@ -257,6 +265,11 @@ pub(crate) struct Client {
 }
 
 impl Client {
+    /// How many keys it watches (`CLIENT LIST`'s `watch`, Redis 7.2 and later).
+    pub fn watch_count(&self) -> usize {
+        self.watching.len()
+    }
+
     /// How many channels and patterns it is subscribed to: the count `SUBSCRIBE`, `PSUBSCRIBE`
     /// and their unsubscribes confirm (shard channels are counted apart, as in Redis 7.0).
     pub fn subscriptions(&self) -> usize {
@@ -618,6 +631,11 @@ impl Engine {
         &self.config
     }
 
+    /// The release the engine imitates ([`EngineConfig::version`]).
+    pub fn version(&self) -> Version {
+        self.config.version
+    }
+
     /// The configuration, for `CONFIG SET`.
     pub(crate) fn config_mut(&mut self) -> &mut EngineConfig {
         &mut self.config
@@ -697,6 +715,7 @@ impl Engine {
                 db: 0,
                 protocol: 2,
                 name: None,
+                lib: [None, None],
                 authenticated: !self.acl.users.auth_required(),
                 user: acl::DEFAULT_USER,
                 channels: BTreeSet::new(),
