@@ -68,7 +68,11 @@ pub(crate) fn encoding(entry: &Entry, e: &Encodings) -> &'static str {
                 || h.len() > e.hash_entries
                 || h.iter()
                     .any(|(f, v)| f.len() > e.hash_value || v.len() > e.hash_value);
-            if big { "hashtable" } else { "listpack" }
+            match (big, h.had_field_ttls()) {
+                (true, _) => "hashtable",
+                (false, true) => "listpackex",
+                (false, false) => "listpack",
+            }
         }
         Value::Set(s) => {
             let big = converted
