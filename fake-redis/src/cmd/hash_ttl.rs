@@ -307,7 +307,11 @@ pub(crate) fn track(cx: &mut Cx<'_>, db: usize, key: &[u8]) {
 
 /// `HMGET`'s lazy expiry: deletes those of `fields` past their deadline, then the hash as it is
 /// left (None when it was deleted), looked at without counting a second read.
-pub(crate) fn expire_named<'a>(cx: &'a mut Cx<'_>, key: &[u8], fields: &[Bytes]) -> Option<&'a Hash> {
+pub(crate) fn expire_named<'a>(
+    cx: &'a mut Cx<'_>,
+    key: &[u8],
+    fields: &[Bytes],
+) -> Option<&'a Hash> {
     let named: Vec<&[u8]> = fields.iter().map(|f| &f[..]).collect();
     expire_fields(cx, key, &named);
     let now = cx.now;

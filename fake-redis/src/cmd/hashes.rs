@@ -323,10 +323,12 @@ fn hrandfield_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let resp3 = cx.client().protocol >= 3;
     let len = match read(cx, key)? {
         None => return Ok(Frame::Array(Vec::new())),
-        Some(h) if h.expired_fields(now, 1).len() == 1 => match super::hash_ttl::expire_all_fields(cx, key) {
-            true => return Ok(Frame::Array(Vec::new())),
-            false => read(cx, key)?.map_or(0, Hash::len),
-        },
+        Some(h) if h.expired_fields(now, 1).len() == 1 => {
+            match super::hash_ttl::expire_all_fields(cx, key) {
+                true => return Ok(Frame::Array(Vec::new())),
+                false => read(cx, key)?.map_or(0, Hash::len),
+            }
+        }
         Some(h) => h.len(),
     };
     let picks = super::zsets::random_picks(cx, len, count, false);

@@ -140,7 +140,10 @@ impl Hash {
     /// while it is small, one allocation and one copy of each.
     pub fn single(field: &[u8], value: &[u8]) -> Hash {
         if fits_packed(field) && fits_packed(value) {
-            return Hash(HashRepr::Packed(repack(1, &[], Some((field, value)), &[])), None);
+            return Hash(
+                HashRepr::Packed(repack(1, &[], Some((field, value)), &[])),
+                None,
+            );
         }
         let mut hash = Hash::default();
         hash.insert(Bytes::copy_from_slice(field), Bytes::copy_from_slice(value));

@@ -22,8 +22,9 @@ use std::collections::{BTreeMap, BTreeSet};
 /// second at most (per tick, this divided by `hz`).
 pub const FIELDS_PER_SECOND: usize = 10_000;
 
-/// Redis 7.4's largest field deadline (`EB_EXPIRE_TIME_MAX`, 2^48 - 1 unix ms).
-pub const MAX_FIELD_DEADLINE: i64 = (1 << 48) - 1;
+/// Redis 7.4's largest field deadline a command may set (`HFE_MAX_ABS_TIME_MSEC`: a quarter of
+/// its 48-bit `EB_EXPIRE_TIME_MAX`), unix ms.
+pub const MAX_FIELD_DEADLINE: i64 = ((1 << 48) - 1) >> 2;
 
 /// The deadlines of a hash's fields, unix ms, by field and by deadline.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -63,7 +64,8 @@ impl Hash {
         }
         let ttls = self.1.get_or_insert_with(Box::default);
         if let Some(old) = ttls.by_field.remove(field) {
-            ttls.by_deadline.remove(&(old, Bytes::copy_from_slice(field)));
+            ttls.by_deadline
+                .remove(&(old, Bytes::copy_from_slice(field)));
         }
         if let Some(d) = deadline {
             let field = Bytes::copy_from_slice(field);
@@ -77,7 +79,8 @@ impl Hash {
         if let Some(ttls) = &mut self.1
             && let Some(old) = ttls.by_field.remove(field)
         {
-            ttls.by_deadline.remove(&(old, Bytes::copy_from_slice(field)));
+            ttls.by_deadline
+                .remove(&(old, Bytes::copy_from_slice(field)));
         }
     }
 
@@ -257,4 +260,91 @@ impl Engine {
         let per_tick = (FIELDS_PER_SECOND as i64 * period / 1000).max(1);
         self.expire_hash_fields(at, now, usize::try_from(per_tick * ticks).unwrap_or(1));
     }
+}
+
+// ---- DUMP and RESTORE: Redis 7.4's types for a hash with field TTLs ----
+
+/// Redis 7.4's `RDB_TYPE_HASH_METADATA`: a hash table with field TTLs.
+pub(crate) const TYPE_HASH_METADATA: u8 = 24;
+/// Redis 7.4's `RDB_TYPE_HASH_LISTPACK_EX`: a listpack of (field, value, deadline) with TTLs.
+pub(crate) const TYPE_HASH_LISTPACK_EX: u8 = 25;
+/// The RDB version of Redis 7.4, which a payload of the two types above carries.
+pub(crate) const RDB_VERSION_7_4: u16 = 12;
+
+/// Writes `hash`, which had field TTLs, as Redis 7.4 does: `listpackex` (`compact`) or a hash
+/// table with its TTLs; None when it is a hash table without TTLs left (the plain type then).
+pub(crate) fn dump_hash(out: &mut Vec<u8>, hash: &Hash, compact: bool) -> Option<()> {
+    use super::rdb::{Listpack, put_len, put_string};
+    let min = hash.next_field_deadline();
+    if !compact && min.is_none() {
+        return None;
+    }
+    let min_or_0 = min.unwrap_or(0);
+    if compact {
+        out.push(TYPE_HASH_LISTPACK_EX);
+        out.extend_from_slice(&min_or_0.to_le_bytes());
+        let mut lp = Listpack::new();
+        for (f, v) in hash.iter() {
+            lp.push(f);
+            lp.push(v);
+            lp.push(hash.field_deadline(f).unwrap_or(0).to_string().as_bytes());
+        }
+        put_string(out, &lp.finish());
+    } else {
+        out.push(TYPE_HASH_METADATA);
+        out.extend_from_slice(&min_or_0.to_le_bytes());
+        put_len(out, hash.len() as u64);
+        for (f, v) in hash.iter() {
+            let rel = hash.field_deadline(f).map_or(0, |d| d - min_or_0 + 1);
+            put_len(out, u64::try_from(rel).unwrap_or(0));
+            put_string(out, f);
+            put_string(out, v);
+        }
+    }
+    Some(())
+}
+
+/// Reads a hash of [`TYPE_HASH_METADATA`] or [`TYPE_HASH_LISTPACK_EX`] (the type byte read).
+pub(crate) fn load_hash(
+    r: &mut super::rdb::Reader<'_>,
+    kind: u8,
+) -> Result<Hash, super::rdb::BadData> {
+    use super::rdb::{BadData, listpack_entries};
+    let min = i64::from_le_bytes(r.take(8)?.try_into().map_err(|_| BadData)?);
+    let mut hash = Hash::default();
+    let put = |hash: &mut Hash, f: Bytes, v: Bytes, deadline: i64| {
+        if !(0..=(1 << 48) - 1).contains(&deadline) || !hash.insert(f.clone(), v) {
+            return Err(BadData);
+        }
+        hash.set_field_deadline(&f, (deadline != 0).then_some(deadline));
+        Ok(())
+    };
+    if kind == TYPE_HASH_LISTPACK_EX {
+        let lp = r.string()?;
+        let entries = listpack_entries(lp.as_slice())?;
+        if entries.len() % 3 != 0 {
+            return Err(BadData);
+        }
+        for triple in entries.chunks_exact(3) {
+            let deadline = crate::resp::number::parse_i64(&triple[2]).ok_or(BadData)?;
+            put(&mut hash, triple[0].clone(), triple[1].clone(), deadline)?;
+        }
+    } else {
+        let n = r.len()?;
+        for _ in 0..n {
+            let rel = i64::try_from(r.len()?).map_err(|_| BadData)?;
+            let deadline = if rel == 0 {
+                0
+            } else {
+                min.checked_add(rel - 1).ok_or(BadData)?
+            };
+            let (f, v) = (r.bytes()?, r.bytes()?);
+            put(&mut hash, f, v, deadline)?;
+        }
+    }
+    // Redis converts a hash that held TTLs to `listpackex`, and keeps it so.
+    if hash.1.is_none() {
+        hash.1 = Some(Box::default());
+    }
+    Ok(hash)
 }
