@@ -13,7 +13,7 @@ use crate::support;
 
 use bytes::{Bytes, BytesMut};
 use fake_redis::resp::encode;
-use fake_redis::{ClientId, DebugCommand, Engine, EngineConfig, Frame, ManualClock};
+use fake_redis::{ClientId, DebugCommand, Engine, EngineConfig, Frame, ManualClock, Version};
 use support::argv;
 use support::raw::Real;
 
@@ -180,10 +180,16 @@ const CASES: &[&[&str]] = &[
     ],
 ];
 
-/// A fake with `DEBUG` allowed, at `now` (unix ms).
+/// A fake of Redis 7.4 with `DEBUG` allowed, at `now` (unix ms).
 fn fake(now: i64) -> (Engine, ManualClock, ClientId) {
+    fake_of(Version::V7_4, now)
+}
+
+/// A fake of `version` with `DEBUG` allowed, at `now` (unix ms).
+fn fake_of(version: Version, now: i64) -> (Engine, ManualClock, ClientId) {
     let clock = ManualClock::new(now);
     let config = EngineConfig {
+        version,
         enable_debug_command: DebugCommand::Yes,
         ..EngineConfig::default()
     };
@@ -758,4 +764,27 @@ fn restore_of_the_fake_s_dump_keeps_field_ttls() {
         run("OBJECT ENCODING r"),
         Frame::Bulk(Bytes::from("listpackex"))
     );
+}
+
+/// Redis 7.0 has none of the commands: they are unknown there, as on redis-server 7.0.15.
+#[test]
+fn redis_7_0_knows_none_of_them() {
+    let (mut engine, _clock, client) = fake_of(Version::V7_0, 1_000_000);
+    for name in [
+        "HEXPIRE",
+        "HPEXPIRE",
+        "HEXPIREAT",
+        "HPEXPIREAT",
+        "HTTL",
+        "HPTTL",
+        "HEXPIRETIME",
+        "HPEXPIRETIME",
+        "HPERSIST",
+    ] {
+        let reply = engine.execute(client, &argv(&format!("{name} h 100 FIELDS 1 a")));
+        let Frame::Error(text) = reply else {
+            panic!("{name} answered {reply:?} on Redis 7.0");
+        };
+        assert!(text.starts_with("ERR unknown command"), "{name}: {text}");
+    }
 }
