@@ -9,6 +9,9 @@
 //! Replies and errors are Redis 7.4.1's, argument checks in its order: the key's type, the time
 //! (`ERR invalid expire time …`), the condition, `FIELDS`, the count, then one reply per field:
 //! `-2` no such field, `0` condition not met, `1` set, `2` deleted (a deadline already past).
+//! On Valkey 9.1 the same commands read their arguments before the key, with Valkey's errors and
+//! limits (any deadline within 64 bits), round `HTTL` to the nearest second, and leave a field
+//! past its deadline to the active cycle rather than deleting it on a read.
 
 use super::{Args, CmdResult, Cx, Spec, WRITE, invalid_expire, is};
 use crate::engine::db::{Hash, Value};
@@ -70,6 +73,8 @@ enum Cond {
     Xx,
     Gt,
     Lt,
+    /// Valkey's `XX LT` together: a TTL, and a later one.
+    XxLt,
 }
 
 impl Cond {
@@ -83,6 +88,7 @@ impl Cond {
             (Cond::Gt, Some(old)) => new > old,
             (Cond::Lt, None) => true,
             (Cond::Lt, Some(old)) => new < old,
+            (Cond::XxLt, old) => old.is_some_and(|old| new < old),
         }
     }
 }
@@ -105,6 +111,11 @@ fn hexpire_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     };
     let key = args.next_bytes()?;
     let now = cx.now;
+    if cx.engine().version().is_valkey() {
+        let (deadline, cond, fields) = valkey_hexpire_args(args, name, seconds, absolute, now)?;
+        let exists = hash_at(cx, key)?.is_some();
+        return set_deadlines(cx, key, exists, deadline, cond, fields);
+    }
     let found = hash_at(cx, key)?;
     let mut when = args.next_int()?;
     if when < 0 {
@@ -132,6 +143,22 @@ fn hexpire_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
         args.next();
     }
     let fields = fields(args, "ERR Parameter `numFields` should be greater than 0")?;
+    let exists = found.is_some();
+    set_deadlines(cx, key, exists, deadline, cond, fields)
+}
+
+/// The fields' part of `HEXPIRE`, once its arguments are read: one reply per field, the
+/// events, and the hash deleted when the deadline was past for its last fields.
+fn set_deadlines(
+    cx: &mut Cx<'_>,
+    key: &[u8],
+    exists: bool,
+    deadline: i64,
+    cond: Cond,
+    fields: &[Bytes],
+) -> CmdResult {
+    let now = cx.now;
+    let found = if exists { hash_at(cx, key)? } else { None };
     let Some(hash) = found else {
         return Ok(Frame::Array(vec![Frame::Integer(NO_FIELD); fields.len()]));
     };
@@ -180,8 +207,16 @@ fn httl_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let name = name_of(args, &["httl", "hpttl", "hexpiretime", "hpexpiretime"]);
     let key = args.next_bytes()?;
     let now = cx.now;
+    let valkey = cx.engine().version().is_valkey();
+    let fields = match valkey {
+        true => valkey_fields(args, super::SYNTAX, super::SYNTAX)?,
+        false => &[][..],
+    };
     let found = hash_at(cx, key)?;
-    let fields = fields(args, "ERR Number of fields must be a positive integer")?;
+    let fields = match valkey {
+        true => fields,
+        false => self::fields(args, "ERR Number of fields must be a positive integer")?,
+    };
     let Some(hash) = found else {
         return Ok(Frame::Array(vec![Frame::Integer(NO_FIELD); fields.len()]));
     };
@@ -196,6 +231,16 @@ fn httl_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
         };
         if d < now || (d == now && !table) {
             return NO_FIELD;
+        }
+        if valkey {
+            // Valkey rounds to the nearest second, as its `TTL` and `EXPIRETIME` do.
+            let round = |ms: i64| ms / 1000 + i64::from(ms % 1000 >= 500);
+            return match name {
+                "httl" => round(d - now),
+                "hpttl" => d - now,
+                "hexpiretime" => round(d),
+                _ => d,
+            };
         }
         match name {
             "httl" => (d + 999 - now) / 1000,
@@ -212,8 +257,16 @@ fn httl_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
 fn hpersist_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.next_bytes()?;
     let now = cx.now;
+    let valkey = cx.engine().version().is_valkey();
+    let fields = match valkey {
+        true => valkey_fields(args, super::SYNTAX, VALKEY_NUMFIELDS)?,
+        false => &[][..],
+    };
     let found = hash_at(cx, key)?;
-    let fields = fields(args, "ERR Number of fields must be a positive integer")?;
+    let fields = match valkey {
+        true => fields,
+        false => self::fields(args, "ERR Number of fields must be a positive integer")?,
+    };
     let Some(hash) = found else {
         return Ok(Frame::Array(vec![Frame::Integer(NO_FIELD); fields.len()]));
     };
@@ -243,12 +296,102 @@ fn hpersist_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     Ok(Frame::Array(replies))
 }
 
+// ---- Valkey 9.1's forms ----
+
+/// Valkey's error for a `FIELDS` part it cannot read.
+const VALKEY_NUMFIELDS: Frame =
+    Frame::error("ERR numfields should be greater than 0 and match the provided number of fields");
+
+/// Valkey 9.1's `FIELDS numfields field…`, read before the key is looked at: a count that is not
+/// an integer is `ERR value is not an integer or out of range`, no `FIELDS` is `missing`, and a
+/// count that is not that of the fields is `wrong` (`HTTL` says syntax error for both).
+fn valkey_fields<'a>(
+    args: &mut Args<'a>,
+    missing: Frame,
+    wrong: Frame,
+) -> Result<&'a [Bytes], Frame> {
+    if !args.eat("fields") {
+        return Err(missing);
+    }
+    let count = args.next_int()?;
+    let rest = args.rest();
+    if count < 1 || usize::try_from(count).ok() != Some(rest.len()) {
+        return Err(wrong);
+    }
+    Ok(rest)
+}
+
+/// Valkey 9.1's `HEXPIRE` arguments after the key, read before the key is looked at: the
+/// deadline (any that fits in 64 bits; a negative time is an invalid one), the conditions in
+/// any order before `FIELDS` (NX with another, or GT with LT, refused), then the fields.
+fn valkey_hexpire_args<'a>(
+    args: &mut Args<'a>,
+    name: &str,
+    seconds: bool,
+    absolute: bool,
+    now: i64,
+) -> Result<(i64, Cond, &'a [Bytes]), Frame> {
+    let when = args.next_int()?;
+    let ms = match seconds {
+        true => when.checked_mul(1000),
+        false => Some(when),
+    };
+    let deadline = ms.and_then(|ms| {
+        if absolute {
+            Some(ms)
+        } else {
+            ms.checked_add(now)
+        }
+    });
+    let deadline = match deadline {
+        Some(d) if when >= 0 => d,
+        _ => return Err(invalid_expire(name)),
+    };
+    let (mut nx, mut xx, mut gt, mut lt) = (false, false, false, false);
+    loop {
+        match args.peek() {
+            Some(a) if is(a, "nx") => nx = true,
+            Some(a) if is(a, "xx") => xx = true,
+            Some(a) if is(a, "gt") => gt = true,
+            Some(a) if is(a, "lt") => lt = true,
+            _ => break,
+        }
+        args.next();
+    }
+    if nx && (xx || gt || lt) {
+        return Err(Frame::error(
+            "ERR NX and XX, GT or LT options at the same time are not compatible",
+        ));
+    }
+    if gt && lt {
+        return Err(Frame::error(
+            "ERR GT and LT options at the same time are not compatible",
+        ));
+    }
+    let cond = match (nx, xx, gt, lt) {
+        (true, ..) => Cond::Nx,
+        (_, _, true, _) => Cond::Gt,
+        (_, true, _, true) => Cond::XxLt,
+        (_, _, _, true) => Cond::Lt,
+        (_, true, ..) => Cond::Xx,
+        _ => Cond::Always,
+    };
+    let fields = valkey_fields(args, VALKEY_NUMFIELDS, VALKEY_NUMFIELDS)?;
+    Ok((deadline, cond, fields))
+}
+
 // ---- lazy expiry, for the hash commands ----
 
 /// Deletes those of `fields` of the hash at `key` that are past their deadline, as a read of
 /// them does in Redis 7.4: one `hexpired` for the hash, and `del` when it lost its last field.
-/// Whether the key was deleted.
+/// Whether the key was deleted. Valkey 9.1 leaves them to the active cycle (a read finds them
+/// missing all the same).
 pub(crate) fn expire_fields(cx: &mut Cx<'_>, key: &[u8], fields: &[&[u8]]) -> bool {
+    !cx.engine().version().is_valkey() && expire_for_write(cx, key, fields)
+}
+
+/// [`expire_fields`] for a write about to set one of `fields`, on every release.
+pub(crate) fn expire_for_write(cx: &mut Cx<'_>, key: &[u8], fields: &[&[u8]]) -> bool {
     let now = cx.now;
     let any = match cx.keyspace().peek(key, now).map(|e| &e.value) {
         Some(Value::Hash(h)) => fields.iter().any(|f| h.field_expired(f, now)),
@@ -273,6 +416,9 @@ pub(crate) fn expire_fields(cx: &mut Cx<'_>, key: &[u8], fields: &[&[u8]]) -> bo
 /// Deletes every field of the hash at `key` past its deadline (`HRANDFIELD`'s first step in
 /// Redis 7.4). Whether the key was deleted.
 pub(crate) fn expire_all_fields(cx: &mut Cx<'_>, key: &[u8]) -> bool {
+    if cx.engine().version().is_valkey() {
+        return false;
+    }
     let now = cx.now;
     let Some(Value::Hash(hash)) = cx.keyspace().write(key, now).map(|e| &mut e.value) else {
         return false;

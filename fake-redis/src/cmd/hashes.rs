@@ -109,7 +109,7 @@ pub(crate) fn hincrby(
                 return Err(super::WRONGTYPE);
             };
             if hash.field_expired(field, now) {
-                super::hash_ttl::expire_fields(cx, key, &[field]);
+                super::hash_ttl::expire_for_write(cx, key, &[field]);
                 return hincrby(cx, key, field, delta, false);
             }
             let old = match hash.get(field).map(crate::resp::number::parse_i64) {
@@ -164,7 +164,7 @@ fn hsetnx_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let (key, field, value) = (args.next_bytes()?, args.next_bytes()?, args.next_bytes()?);
     let now = cx.now;
     if read(cx, key)?.is_some_and(|h| h.field_expired(field, now)) {
-        super::hash_ttl::expire_fields(cx, key, &[field]);
+        super::hash_ttl::expire_for_write(cx, key, &[field]);
     }
     if read(cx, key)?.is_some_and(|h| h.get(field).is_some()) {
         return Ok(Frame::Integer(0));
@@ -258,7 +258,7 @@ fn hincrbyfloat_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let incr = args.next_float()?;
     let now = cx.now;
     if read(cx, key)?.is_some_and(|h| h.field_expired(field, now)) {
-        super::hash_ttl::expire_fields(cx, key, &[field]);
+        super::hash_ttl::expire_for_write(cx, key, &[field]);
     }
     if incr == Parsed::Infinite {
         return Err(Frame::error("ERR value is NaN or Infinity"));

@@ -6,6 +6,8 @@
 //! (RESP2 and RESP3). With `REDIS_7_4_SERVER` naming a 7.4 `redis-server` binary, the test also
 //! starts that server, runs the same cases on it, and requires its replies to be the recorded
 //! ones and the fake's to be its own (so a recording that drifted from the server fails too).
+//! Valkey 9.1's table works the same way with `VALKEY_9_1_SERVER` naming a `valkey-server`;
+//! `HASH_TTL_RECORD` prints a server's replies in the tables' form.
 //! `SLEEP n` moves the fake's clock by n ms and sleeps n ms beside the real server; both run with
 //! active expiry off (`DEBUG SET-ACTIVE-EXPIRE 0`) so that what a sleep leaves is lazy expiry's.
 
@@ -206,7 +208,7 @@ fn resp(frame: &Frame, protocol: u8) -> Vec<u8> {
 
 /// The replies of every case's commands on the fake, in `protocol`, as RESP bytes (a `SLEEP`
 /// step has none), with `real` (when given) taking every step beside it.
-fn run(protocol: u8, mut real: Option<&mut Real>) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+fn run(table: &Table, protocol: u8, mut real: Option<&mut Real>) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(1_765_000_000_000, |d| d.as_millis() as i64);
@@ -215,7 +217,7 @@ fn run(protocol: u8, mut real: Option<&mut Real>) -> (Vec<Vec<u8>>, Vec<Vec<u8>>
     } else {
         1_765_000_000_000
     };
-    let (mut engine, clock, client) = fake(now);
+    let (mut engine, clock, client) = fake_of(table.version, now);
     let (mut fakes, mut reals) = (Vec::new(), Vec::new());
     let mut both = |engine: &mut Engine, real: &mut Option<&mut Real>, line: &str| {
         let reply = engine.execute(client, &argv(line));
@@ -225,7 +227,7 @@ fn run(protocol: u8, mut real: Option<&mut Real>) -> (Vec<Vec<u8>>, Vec<Vec<u8>>
         }
         resp(&reply, protocol)
     };
-    for case in CASES {
+    for case in table.cases {
         for setup in ["FLUSHALL", "SELECT 0", "DEBUG SET-ACTIVE-EXPIRE 0"] {
             both(&mut engine, &mut real, setup);
         }
@@ -251,23 +253,47 @@ fn run(protocol: u8, mut real: Option<&mut Real>) -> (Vec<Vec<u8>>, Vec<Vec<u8>>
 }
 
 /// The replies of the cases' commands (set-up and `SLEEP` steps left out), in order.
-fn commands() -> Vec<&'static str> {
-    CASES
+fn commands(table: &Table) -> Vec<&'static str> {
+    table
+        .cases
         .iter()
         .flat_map(|c| c.iter().copied())
         .filter(|l| !l.starts_with("SLEEP "))
         .collect()
 }
 
-fn check(protocol: u8, recorded: &[&str]) {
-    let server = std::env::var_os("REDIS_7_4_SERVER").map(Oracle::start);
+/// A table of cases for one release: the variable naming that release's server binary, and
+/// the replies recorded from it.
+struct Table {
+    version: Version,
+    server: &'static str,
+    cases: &'static [&'static [&'static str]],
+    resp2: &'static [&'static str],
+    resp3: &'static [&'static str],
+}
+
+const REDIS_7_4: Table = Table {
+    version: Version::V7_4,
+    server: "REDIS_7_4_SERVER",
+    cases: CASES,
+    resp2: RECORDED_RESP2,
+    resp3: RECORDED_RESP3,
+};
+
+fn check(table: &Table, protocol: u8) {
+    let recorded = if protocol == 3 {
+        table.resp3
+    } else {
+        table.resp2
+    };
+    let server = std::env::var_os(table.server).map(Oracle::start);
     let mut real = server.as_ref().map(|s| Real::connect(s.port));
-    let (fakes, reals) = run(protocol, real.as_mut());
-    let lines = commands();
+    let (fakes, reals) = run(table, protocol, real.as_mut());
+    let lines = commands(table);
     let mut mismatches = Vec::new();
     if let Some(_server) = &server {
         // The set-up commands' replies came first in each case: keep the commands' only.
-        let reals = without_setup(reals, protocol);
+        let reals = without_setup(table, reals, protocol);
         if std::env::var_os("HASH_TTL_RECORD").is_some() {
             for r in &reals {
                 println!("    {:?},", String::from_utf8_lossy(r));
@@ -294,11 +320,11 @@ fn check(protocol: u8, recorded: &[&str]) {
 }
 
 /// The real replies without those of each case's set-up.
-fn without_setup(reals: Vec<Vec<u8>>, protocol: u8) -> Vec<Vec<u8>> {
+fn without_setup(table: &Table, reals: Vec<Vec<u8>>, protocol: u8) -> Vec<Vec<u8>> {
     let (before, after) = if protocol == 3 { (4, 1) } else { (3, 0) };
     let mut out = Vec::new();
     let mut it = reals.into_iter();
-    for case in CASES {
+    for case in table.cases {
         let steps = case.iter().filter(|l| !l.starts_with("SLEEP ")).count();
         it.by_ref().take(before).for_each(drop);
         out.extend(it.by_ref().take(steps));
@@ -307,7 +333,7 @@ fn without_setup(reals: Vec<Vec<u8>>, protocol: u8) -> Vec<Vec<u8>> {
     out
 }
 
-/// A redis-server 7.4 of the test's own (the binary `REDIS_7_4_SERVER` names), killed on drop.
+/// A server of the test's own (the binary the table's variable names), killed on drop.
 struct Oracle {
     child: std::process::Child,
     port: u16,
@@ -326,7 +352,7 @@ impl Oracle {
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
-            .expect("REDIS_7_4_SERVER names a redis-server binary");
+            .expect("the variable names a server binary");
         Oracle { child, port }
     }
 }
@@ -340,13 +366,236 @@ impl Drop for Oracle {
 
 #[test]
 fn the_hexpire_family_answers_as_redis_7_4_resp2() {
-    check(2, RECORDED_RESP2);
+    check(&REDIS_7_4, 2);
 }
 
 #[test]
 fn the_hexpire_family_answers_as_redis_7_4_resp3() {
-    check(3, RECORDED_RESP3);
+    check(&REDIS_7_4, 3);
 }
+
+/// Valkey 9.1: the argument and condition cases, and its own forms.
+const VALKEY_9_1: Table = Table {
+    version: Version::Valkey9_1,
+    server: "VALKEY_9_1_SERVER",
+    cases: &[CASES[0], CASES[1], VALKEY_CASES],
+    resp2: VALKEY_RESP2,
+    resp3: VALKEY_RESP3,
+};
+
+const VALKEY_CASES: &[&str] = &[
+    "HSET h a 1 b 2",
+    "HEXPIRE h 100 FIELDS 2 a nx",
+    "HEXPIRE h 100 FIELDS 1 a foo",
+    "HEXPIRE h 100 nx nx FIELDS 1 a",
+    "HEXPIRE h 100 gt lt FIELDS 1 a",
+    "HEXPIRE h 100 xx lt FIELDS 1 b",
+    "HEXPIRE h 100 xx lt FIELDS 1 a",
+    "HEXPIRE h 200 xx gt FIELDS 1 a",
+    "HEXPIRE h 0 FIELDS 1 zz",
+    "HPEXPIREAT h 9223372036854775807 FIELDS 1 b",
+    "HPEXPIRETIME h FIELDS 1 b",
+    "HEXPIRETIME h FIELDS 1 b",
+    "HPEXPIRE h 9223372036854775807 FIELDS 1 b",
+    "HEXPIRE h 9223372036854775 FIELDS 1 b",
+    "HEXPIREAT h 9223372036854775 FIELDS 1 b",
+    "HEXPIRETIME h FIELDS 1 b",
+    "HTTL h FIELDS 1 a b",
+    "HTTL h FIELDS -1 a",
+    "HPERSIST h FIELDS 2 a",
+    "HPERSIST h FOO 1 a",
+    "SET s x",
+    "HEXPIRE s abc FIELDS 1 a",
+    "HTTL s foo 1 a",
+    "HPERSIST s FIELDS 1 a",
+];
+
+#[test]
+fn the_hexpire_family_answers_as_valkey_9_1_resp2() {
+    check(&VALKEY_9_1, 2);
+}
+
+#[test]
+fn the_hexpire_family_answers_as_valkey_9_1_resp3() {
+    check(&VALKEY_9_1, 3);
+}
+
+const VALKEY_RESP2: &[&str] = &[
+    ":3\r\n",
+    "*2\r\n:1\r\n:-2\r\n",
+    "-ERR wrong number of arguments for 'hexpire' command\r\n",
+    "-ERR numfields should be greater than 0 and match the provided number of fields\r\n",
+    "-ERR numfields should be greater than 0 and match the provided number of fields\r\n",
+    "-ERR numfields should be greater than 0 and match the provided number of fields\r\n",
+    "-ERR value is not an integer or out of range\r\n",
+    "-ERR value is not an integer or out of range\r\n",
+    "-ERR invalid expire time in 'hexpire' command\r\n",
+    "*1\r\n:1\r\n",
+    "*1\r\n:1\r\n",
+    "*1\r\n:1\r\n",
+    "*1\r\n:1\r\n",
+    "*1\r\n:1\r\n",
+    "*1\r\n:70368744177663\r\n",
+    "*1\r\n:1\r\n",
+    "*1\r\n:70368744177000\r\n",
+    "-ERR numfields should be greater than 0 and match the provided number of fields\r\n",
+    "-ERR NX and XX, GT or LT options at the same time are not compatible\r\n",
+    "*1\r\n:1\r\n",
+    "*1\r\n:1\r\n",
+    "*2\r\n:-2\r\n:-2\r\n",
+    "-ERR syntax error\r\n",
+    "-ERR value is not an integer or out of range\r\n",
+    "-ERR syntax error\r\n",
+    "-ERR syntax error\r\n",
+    "-ERR wrong number of arguments for 'httl' command\r\n",
+    "*2\r\n:-2\r\n:-2\r\n",
+    "*1\r\n:-2\r\n",
+    "*1\r\n:-2\r\n",
+    "-ERR numfields should be greater than 0 and match the provided number of fields\r\n",
+    "-ERR numfields should be greater than 0 and match the provided number of fields\r\n",
+    "*1\r\n:-2\r\n",
+    "+OK\r\n",
+    "-ERR value is not an integer or out of range\r\n",
+    "-ERR syntax error\r\n",
+    "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n",
+    ":2\r\n",
+    "*2\r\n:0\r\n:0\r\n",
+    "*1\r\n:0\r\n",
+    "*1\r\n:1\r\n",
+    "*2\r\n:0\r\n:1\r\n",
+    "*1\r\n:1\r\n",
+    "*1\r\n:0\r\n",
+    "*1\r\n:0\r\n",
+    "*1\r\n:1\r\n",
+    "*1\r\n:1\r\n",
+    "*3\r\n:50\r\n:100\r\n:-2\r\n",
+    "*1\r\n:1\r\n",
+    "*2\r\n:4102444800\r\n:-2\r\n",
+    "*1\r\n:4102444800000\r\n",
+    "*1\r\n:1\r\n",
+    "*1\r\n:4102444800\r\n",
+    "*1\r\n:4102444800123\r\n",
+    "*3\r\n:1\r\n:1\r\n:-2\r\n",
+    "*3\r\n:-1\r\n:-1\r\n:-2\r\n",
+    "*1\r\n:-1\r\n",
+    "*2\r\n:2\r\n:-2\r\n",
+    "*2\r\n$1\r\nb\r\n$1\r\n2\r\n",
+    ":1\r\n",
+    "*1\r\n:2\r\n",
+    ":0\r\n",
+    ":2\r\n",
+    "*2\r\n:1\r\n:-2\r\n",
+    "-ERR numfields should be greater than 0 and match the provided number of fields\r\n",
+    "*1\r\n:0\r\n",
+    "-ERR GT and LT options at the same time are not compatible\r\n",
+    "*1\r\n:0\r\n",
+    "*1\r\n:0\r\n",
+    "*1\r\n:1\r\n",
+    "*1\r\n:-2\r\n",
+    "*1\r\n:1\r\n",
+    "*1\r\n:9223372036854775807\r\n",
+    "*1\r\n:9223372036854776\r\n",
+    "-ERR invalid expire time in 'hpexpire' command\r\n",
+    "-ERR invalid expire time in 'hexpire' command\r\n",
+    "*1\r\n:1\r\n",
+    "*1\r\n:9223372036854775\r\n",
+    "-ERR syntax error\r\n",
+    "-ERR syntax error\r\n",
+    "-ERR numfields should be greater than 0 and match the provided number of fields\r\n",
+    "-ERR syntax error\r\n",
+    "+OK\r\n",
+    "-ERR value is not an integer or out of range\r\n",
+    "-ERR syntax error\r\n",
+    "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n",
+];
+const VALKEY_RESP3: &[&str] = &[
+    ":3\r\n",
+    "*2\r\n:1\r\n:-2\r\n",
+    "-ERR wrong number of arguments for 'hexpire' command\r\n",
+    "-ERR numfields should be greater than 0 and match the provided number of fields\r\n",
+    "-ERR numfields should be greater than 0 and match the provided number of fields\r\n",
+    "-ERR numfields should be greater than 0 and match the provided number of fields\r\n",
+    "-ERR value is not an integer or out of range\r\n",
+    "-ERR value is not an integer or out of range\r\n",
+    "-ERR invalid expire time in 'hexpire' command\r\n",
+    "*1\r\n:1\r\n",
+    "*1\r\n:1\r\n",
+    "*1\r\n:1\r\n",
+    "*1\r\n:1\r\n",
+    "*1\r\n:1\r\n",
+    "*1\r\n:70368744177663\r\n",
+    "*1\r\n:1\r\n",
+    "*1\r\n:70368744177000\r\n",
+    "-ERR numfields should be greater than 0 and match the provided number of fields\r\n",
+    "-ERR NX and XX, GT or LT options at the same time are not compatible\r\n",
+    "*1\r\n:1\r\n",
+    "*1\r\n:1\r\n",
+    "*2\r\n:-2\r\n:-2\r\n",
+    "-ERR syntax error\r\n",
+    "-ERR value is not an integer or out of range\r\n",
+    "-ERR syntax error\r\n",
+    "-ERR syntax error\r\n",
+    "-ERR wrong number of arguments for 'httl' command\r\n",
+    "*2\r\n:-2\r\n:-2\r\n",
+    "*1\r\n:-2\r\n",
+    "*1\r\n:-2\r\n",
+    "-ERR numfields should be greater than 0 and match the provided number of fields\r\n",
+    "-ERR numfields should be greater than 0 and match the provided number of fields\r\n",
+    "*1\r\n:-2\r\n",
+    "+OK\r\n",
+    "-ERR value is not an integer or out of range\r\n",
+    "-ERR syntax error\r\n",
+    "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n",
+    ":2\r\n",
+    "*2\r\n:0\r\n:0\r\n",
+    "*1\r\n:0\r\n",
+    "*1\r\n:1\r\n",
+    "*2\r\n:0\r\n:1\r\n",
+    "*1\r\n:1\r\n",
+    "*1\r\n:0\r\n",
+    "*1\r\n:0\r\n",
+    "*1\r\n:1\r\n",
+    "*1\r\n:1\r\n",
+    "*3\r\n:50\r\n:100\r\n:-2\r\n",
+    "*1\r\n:1\r\n",
+    "*2\r\n:4102444800\r\n:-2\r\n",
+    "*1\r\n:4102444800000\r\n",
+    "*1\r\n:1\r\n",
+    "*1\r\n:4102444800\r\n",
+    "*1\r\n:4102444800123\r\n",
+    "*3\r\n:1\r\n:1\r\n:-2\r\n",
+    "*3\r\n:-1\r\n:-1\r\n:-2\r\n",
+    "*1\r\n:-1\r\n",
+    "*2\r\n:2\r\n:-2\r\n",
+    "%1\r\n$1\r\nb\r\n$1\r\n2\r\n",
+    ":1\r\n",
+    "*1\r\n:2\r\n",
+    ":0\r\n",
+    ":2\r\n",
+    "*2\r\n:1\r\n:-2\r\n",
+    "-ERR numfields should be greater than 0 and match the provided number of fields\r\n",
+    "*1\r\n:0\r\n",
+    "-ERR GT and LT options at the same time are not compatible\r\n",
+    "*1\r\n:0\r\n",
+    "*1\r\n:0\r\n",
+    "*1\r\n:1\r\n",
+    "*1\r\n:-2\r\n",
+    "*1\r\n:1\r\n",
+    "*1\r\n:9223372036854775807\r\n",
+    "*1\r\n:9223372036854776\r\n",
+    "-ERR invalid expire time in 'hpexpire' command\r\n",
+    "-ERR invalid expire time in 'hexpire' command\r\n",
+    "*1\r\n:1\r\n",
+    "*1\r\n:9223372036854775\r\n",
+    "-ERR syntax error\r\n",
+    "-ERR syntax error\r\n",
+    "-ERR numfields should be greater than 0 and match the provided number of fields\r\n",
+    "-ERR syntax error\r\n",
+    "+OK\r\n",
+    "-ERR value is not an integer or out of range\r\n",
+    "-ERR syntax error\r\n",
+    "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n",
+];
 
 const RECORDED_RESP2: &[&str] = &[
     ":3\r\n",
