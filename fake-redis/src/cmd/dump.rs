@@ -26,7 +26,7 @@ fn dump_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
         return Ok(Frame::Null);
     };
     let compact = match encoding(entry, &encodings) {
-        "listpack" | "intset" => Compact::Yes,
+        "listpack" | "listpackex" | "intset" => Compact::Yes,
         _ => Compact::No,
     };
     Ok(Frame::Bulk(Bytes::from(rdb::dump(&entry.value, compact))))
