@@ -214,6 +214,9 @@ pub(crate) fn value_size(entry: &Entry, e: &Encodings, samples: usize) -> usize 
         Value::Hash(h) => {
             if encoding == "listpack" {
                 ROBJ + listpack(h.iter().flat_map(|(f, v)| [f, v]))
+            } else if encoding == "listpackex" {
+                // Each field's deadline is a third entry (about 9 bytes as an integer).
+                ROBJ + listpack(h.iter().flat_map(|(f, v)| [f, v])) + 9 * h.len()
             } else {
                 let each = h
                     .iter()
