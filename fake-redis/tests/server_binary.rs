@@ -160,3 +160,23 @@ fn the_virtual_clock_starts_at_the_host_s_time_and_the_log_names_it() {
 fn epoch_ms_pins_the_virtual_clock_and_is_logged() {
     assert_eq!(epoch_and_time(&["--epoch-ms", "1000"]), (1000, 1000));
 }
+
+#[test]
+fn server_version_picks_the_release_and_refuses_another_word() {
+    let (mut child, port) = start(&["--server-version", "redis-7.4"]);
+    let mut conn = TcpStream::connect(("127.0.0.1", port)).expect("it listens");
+    conn.set_read_timeout(Some(PATIENCE)).unwrap();
+    // WAITAOF exists from Redis 7.2 on: the 7.4 server answers it, as redis-server 7.4.1 does.
+    conn.write_all(b"WAITAOF 0 0 0\r\n").unwrap();
+    let mut reply = [0u8; 12];
+    conn.read_exact(&mut reply).unwrap();
+    assert_eq!(&reply, b"*2\r\n:0\r\n:0\r\n");
+    child.kill().expect("the server stops");
+    let _ = child.wait();
+    let out = Command::new(BIN)
+        .args(["--server-version", "redis-7.2"])
+        .output()
+        .expect("the binary runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("redis-7.0, redis-7.4, valkey-9.1"));
+}

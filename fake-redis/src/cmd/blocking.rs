@@ -343,7 +343,9 @@ fn serve(cx: &mut Cx<'_>, key: &Bytes, key_index: usize, waiter: &Waiter) -> Opt
             return streams::serve_reader(cx, key, after, group.as_deref(), *count);
         }
         // No key serves a `WAIT` (`served_by` says so): never reached.
-        Waiter::Replicas { acked } => Ok(Frame::Integer(*acked)),
+        Waiter::Replicas { acked, local } => {
+            Ok(crate::engine::blocking::wait_reply(*acked, *local))
+        }
         // Nor a command a pause holds: it stays blocked until the pause ends.
         Waiter::Postponed { .. } => return None,
     };

@@ -19,7 +19,6 @@
 use super::hyperloglog;
 use super::server::{help_reply, subcommand};
 use super::{Args, CONTAINER, CmdResult, Cx, Spec, WRITE, int};
-use crate::engine::REDIS_VERSION;
 use crate::resp::Frame;
 use bytes::Bytes;
 
@@ -206,7 +205,8 @@ fn decode_sparse(runs: &[u8]) -> String {
 
 /// `LOLWUT [VERSION v [arg…]]`: which drawing Redis's `lolwutCommand` picks for the version, its
 /// arguments checked as Redis checks them, and the version line.
-fn lolwut_command(_cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
+fn lolwut_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let server = cx.engine().version();
     let mut drawing = None;
     if args.remaining() >= 2 && args.eat("version") {
         // Redis prints the version as C's `(unsigned int)` of a `long`, then reads its digits.
@@ -236,7 +236,15 @@ fn lolwut_command(_cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
             }
         }
     };
+    // Valkey drops the space after `ver.` where it draws nothing (and draws a Julia set for
+    // its own version 9, which the fake does not: `differences.md`).
+    let (name, space) = match (server.is_valkey(), drawing) {
+        (false, _) => ("Redis", " "),
+        (true, Some(_)) => ("Valkey", " "),
+        (true, None) => ("Valkey", ""),
+    };
     Ok(Frame::text(format!(
-        "{caption}Redis ver. {REDIS_VERSION}\n"
+        "{caption}{name} ver.{space}{}\n",
+        server.server_version()
     )))
 }

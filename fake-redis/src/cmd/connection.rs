@@ -9,7 +9,7 @@ use super::{
     Args, CONTAINER, CmdResult, Cx, NO_AUTH, NOT_QUEUED, PUBSUB_CONTEXT, Spec, int, is,
     unknown_subcommand, wrong_arity,
 };
-use crate::engine::{Client, DATABASES, REDIS_VERSION, Subscription};
+use crate::engine::{Client, DATABASES, Subscription};
 use crate::resp::Frame;
 use bytes::Bytes;
 use std::fmt::Write;
@@ -144,14 +144,25 @@ fn hello_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
         false => "master",
     };
     let field = |k: &'static str| Frame::Bulk(Bytes::from_static(k.as_bytes()));
+    let version = cx.engine().version();
+    // Valkey lists its Lua engine as a module.
+    let modules = match version.is_valkey() {
+        false => Vec::new(),
+        true => vec![Frame::Map(vec![
+            (field("name"), field("lua")),
+            (field("ver"), Frame::Integer(1)),
+            (field("path"), field("lua")),
+            (field("args"), Frame::Array(Vec::new())),
+        ])],
+    };
     let mut fields = vec![
-        (field("server"), field("redis")),
-        (field("version"), field(REDIS_VERSION)),
+        (field("server"), field(version.server_name())),
+        (field("version"), field(version.server_version())),
         (field("proto"), Frame::Integer(i64::from(proto))),
         (field("id"), Frame::Integer(id as i64)),
         (field("mode"), field("standalone")),
         (field("role"), field(role)),
-        (field("modules"), Frame::Array(Vec::new())),
+        (field("modules"), Frame::Array(modules)),
     ];
     if cx.engine().is_sentinel() {
         // A sentinel names its mode and has no role to give.
@@ -194,7 +205,8 @@ fn client_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     if is(sub, "info") {
         let (now, id) = (cx.now, cx.client);
         let outbox = cx.engine().outbox_len(crate::engine::ClientId(id));
-        let line = client_line(now, id, cx.client(), "client|info", outbox);
+        let version = cx.engine().version();
+        let line = client_line(now, id, cx.client(), "client|info", (outbox, version));
         return Ok(Frame::text(line));
     }
     if is(sub, "list") {
@@ -213,6 +225,42 @@ fn client_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     }
     if is(sub, "unblock") {
         return super::blocking::client_unblock(cx, sub, args);
+    }
+    // The subcommands of Redis 7.2 and later: dispatch let them through only where the release
+    // has them.
+    if is(sub, "setinfo") {
+        let option = args.next_bytes()?;
+        let value = args.next_bytes()?;
+        let slot = if is(option, "lib-name") {
+            0
+        } else if is(option, "lib-ver") {
+            1
+        } else {
+            return Err(super::error_echoing(&[
+                b"ERR Unrecognized option '",
+                super::c_text(option, 128),
+                b"'",
+            ]));
+        };
+        if !value.iter().all(|b| (b'!'..=b'~').contains(b)) {
+            return Err(super::error_echoing(&[
+                b"ERR ",
+                super::c_text(option, 128),
+                b" cannot contain spaces, newlines or special characters.",
+            ]));
+        }
+        cx.client().lib[slot] = (!value.is_empty()).then(|| value.clone());
+        return Ok(Frame::OK);
+    }
+    if is(sub, "no-touch") {
+        // Taken and acknowledged; the fake's key access times do not yet tell such a client
+        // apart (`differences.md`).
+        let on_off = args.next_bytes()?;
+        return if is(on_off, "on") || is(on_off, "off") {
+            Ok(Frame::OK)
+        } else {
+            Err(super::SYNTAX)
+        };
     }
     // The subcommands that live in `client.rs`, each given the rest of the call.
     type Subcommand = fn(&mut Cx<'_>, &mut Args<'_>) -> CmdResult;
@@ -236,10 +284,38 @@ fn client_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     Err(unknown_subcommand("CLIENT", sub))
 }
 
-/// One line of `CLIENT LIST` for connection `id`, with every field of Redis 7.0 in its order.
+/// One line of `CLIENT LIST` for connection `id`, with every field of the release in its order
+/// (7.4 adds `watch`, `lib-name`, `lib-ver`; Valkey also `capa` and the `tot-` counters).
 /// `running` is the command the caller runs now (its own line shows it, as in Redis); `outbox`
-/// the messages waiting for the connection (`oll`). Buffers the fake does not have read 0.
-pub(super) fn client_line(now: i64, id: u64, c: &Client, running: &str, outbox: usize) -> String {
+/// the messages waiting for the connection (`oll`). Buffers and counters the fake does not keep
+/// read 0.
+pub(super) fn client_line(
+    now: i64,
+    id: u64,
+    c: &Client,
+    running: &str,
+    (outbox, version): (usize, crate::engine::Version),
+) -> String {
+    let newer = version != crate::engine::Version::V7_0;
+    let valkey = version.is_valkey();
+    let capa = if valkey { " capa=" } else { "" };
+    let watch = match newer {
+        true => format!(" watch={}", c.watch_count()),
+        false => String::new(),
+    };
+    let lib = |i: usize| {
+        c.lib[i]
+            .as_ref()
+            .map(|v| String::from_utf8_lossy(v).into_owned())
+            .unwrap_or_default()
+    };
+    let mut tail = match newer {
+        true => format!(" lib-name={} lib-ver={}", lib(0), lib(1)),
+        false => String::new(),
+    };
+    if valkey {
+        tail.push_str(" tot-net-in=0 tot-net-out=0 tot-cmds=0");
+    }
     let name = c
         .name
         .as_ref()
@@ -248,9 +324,9 @@ pub(super) fn client_line(now: i64, id: u64, c: &Client, running: &str, outbox: 
     let flags = super::client::client_flags(c);
     format!(
         "id={id} addr=in-process:{id} laddr=in-process:0 fd=-1 name={name} age={} idle={} \
-         flags={flags} db={} sub={} psub={} ssub={} multi={} qbuf=0 qbuf-free=0 argv-mem=0 \
-         multi-mem=0 rbs=0 rbp=0 obl=0 oll={outbox} omem=0 tot-mem=0 events=r cmd={running} \
-         user={} redir={} resp={}\n",
+         flags={flags}{capa} db={} sub={} psub={} ssub={} multi={}{watch} qbuf=0 qbuf-free=0 \
+         argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll={outbox} omem=0 tot-mem=0 events=r \
+         cmd={running} user={} redir={} resp={}{tail}\n",
         (now - c.created_at).max(0) / 1000,
         (now - c.last_command_at).max(0) / 1000,
         c.db,
@@ -324,7 +400,10 @@ fn client_list(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
                 id,
                 c,
                 running,
-                engine.outbox_len(crate::engine::ClientId(id)),
+                (
+                    engine.outbox_len(crate::engine::ClientId(id)),
+                    engine.version(),
+                ),
             )
         })
         .collect();
@@ -536,22 +615,46 @@ fn info_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let mut sections = Vec::new();
     if want("server") {
         let uptime = (now - engine.started_at()).max(0) / 1000;
+        let version = engine.version();
         let mut s = String::from("# Server\r\n");
+        let _ = write!(s, "redis_version:{}\r\n", version.redis_version());
+        // Valkey names itself after the Redis release it forked from, and calls the mode
+        // `server_mode`; it has no `atomicvar_api`, and adds `clients_hz`, `availability_zone`.
+        let valkey = version.valkey_version();
+        if let Some(valkey) = valkey {
+            let _ = write!(
+                s,
+                "server_name:valkey\r\nvalkey_version:{valkey}\r\nvalkey_release_stage:ga\r\n"
+            );
+        }
+        let (mode, atomicvar, clients_hz, zone) = match valkey {
+            None => ("redis_mode", "atomicvar_api:c11-builtin\r\n", "", ""),
+            Some(_) => (
+                "server_mode",
+                "",
+                "clients_hz:10\r\n",
+                "availability_zone:\r\n",
+            ),
+        };
         let _ = write!(
             s,
-            "redis_version:{REDIS_VERSION}\r\nredis_git_sha1:00000000\r\nredis_git_dirty:0\r\n\
-             redis_mode:standalone\r\nos:fake-redis (in-process)\r\narch_bits:64\r\n\
-             redis_build_id:0\r\nmultiplexing_api:epoll\r\natomicvar_api:c11-builtin\r\n\
+            "redis_git_sha1:00000000\r\nredis_git_dirty:0\r\n\
+             {mode}:standalone\r\nos:fake-redis (in-process)\r\narch_bits:64\r\n\
+             redis_build_id:0\r\nmultiplexing_api:epoll\r\n{atomicvar}\
              gcc_version:0.0.0\r\nprocess_id:1\r\nprocess_supervised:no\r\n\
              run_id:{:040x}\r\ntcp_port:6379\r\n\
              server_time_usec:{}\r\nuptime_in_seconds:{uptime}\r\nuptime_in_days:{}\r\n\
-             hz:10\r\nconfigured_hz:10\r\nlru_clock:{}\r\nexecutable:\r\nconfig_file:\r\n\
-             io_threads_active:0\r\n",
+             hz:10\r\nconfigured_hz:10\r\n{clients_hz}lru_clock:{}\r\nexecutable:\r\n\
+             config_file:\r\nio_threads_active:0\r\n{zone}",
             engine.started_at(),
             now.saturating_mul(1000),
             uptime / 86_400,
             (now / 1000) & ((1 << 24) - 1)
         );
+        // Redis 7.2 and later list the listeners.
+        if version != crate::engine::Version::V7_0 {
+            s.push_str("listener0:name=tcp,bind=127.0.0.1,port=6379\r\n");
+        }
         sections.push(s);
     }
     if want("clients") {

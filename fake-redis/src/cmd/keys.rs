@@ -13,6 +13,7 @@ use crate::resp::Frame;
 use bytes::Bytes;
 
 pub(crate) static DEL: Spec = Spec::new("del", -2, WRITE, del_command);
+pub(crate) static DELIFEQ: Spec = Spec::new("delifeq", 3, WRITE, delifeq_command);
 pub(crate) static UNLINK: Spec = Spec::new("unlink", -2, WRITE, del_command);
 pub(crate) static EXISTS: Spec = Spec::new("exists", -2, 0, exists_command);
 /// `TOUCH key…`: how many of the keys exist, as `EXISTS` counts them, each marked accessed.
@@ -173,6 +174,19 @@ pub(crate) fn pexpire_deadline(now: i64, ms: &[u8]) -> Result<i64, Frame> {
 fn del_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let removed = args.filter(|k| del(cx, k)).count();
     Ok(Frame::Integer(removed as i64))
+}
+
+/// `DELIFEQ key value` (Valkey 9): deletes the key if it holds a string equal to `value`: 1 if
+/// it did, 0 if the key is missing or holds another string.
+fn delifeq_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let key = args.next_bytes()?;
+    let want = args.next_bytes()?;
+    let equal = match cx.lookup(key).map(|e| &e.value) {
+        None => false,
+        Some(Value::Str(s)) => s == want,
+        Some(_) => return Err(super::WRONGTYPE),
+    };
+    Ok(Frame::Integer(i64::from(equal && del(cx, key))))
 }
 
 fn exists_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {

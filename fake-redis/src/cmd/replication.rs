@@ -9,6 +9,7 @@ use super::{Args, Caller, CmdResult, Cx, Spec, is};
 use crate::resp::Frame;
 
 pub(crate) static WAIT: Spec = Spec::new("wait", 3, 0, wait_command);
+pub(crate) static WAITAOF: Spec = Spec::new("waitaof", 4, 0, waitaof_command);
 pub(crate) static REPLICAOF: Spec = Spec::new("replicaof", 3, 0, replicaof_command);
 pub(crate) static SLAVEOF: Spec = Spec::new("slaveof", 3, 0, replicaof_command);
 
@@ -35,10 +36,61 @@ fn wait_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let (id, now) = (cx.client, cx.now);
     match cx
         .node()
-        .wait_for_replicas(id, replicas, timeout, now, may_block)
+        .wait_for_replicas(id, replicas, timeout, now, may_block, None)
     {
-        Some(acked) => Ok(Frame::Integer(acked)),
+        Some(reply) => Ok(reply),
         // Not a reply: the driver sees the client blocked and waits for the real one.
+        None => Ok(Frame::Null),
+    }
+}
+
+/// `WAITAOF numlocal numreplicas timeout` (Redis 7.2 and later): `[local, replicas]`, how many
+/// of this server (0 or 1) and of its replicas have the client's last write in their append-only
+/// file, once `numlocal` and `numreplicas` have or the timeout passes. The fake writes no file:
+/// with `appendonly yes` its writes count as fsynced at once (as `appendfsync always`), so the
+/// local count is 1; a replica counts once it acknowledged the write, as for `WAIT`.
+fn waitaof_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let numlocal = args.next_int()?;
+    if !(0..=1).contains(&numlocal) {
+        return Err(Frame::error(
+            "ERR value is out of range, value must between 0 and 1",
+        ));
+    }
+    let replicas = match super::int(args.next_bytes()?) {
+        Ok(n) if n >= 0 => n,
+        _ => return Err(Frame::error("ERR value is out of range, must be positive")),
+    };
+    let timeout = args
+        .next_int()
+        .map_err(|_| Frame::error("ERR timeout is not an integer or out of range"))?;
+    if timeout < 0 {
+        return Err(Frame::error("ERR timeout is negative"));
+    }
+    if cx.engine().is_read_only_replica() {
+        return Err(Frame::error(
+            "ERR WAITAOF cannot be used with replica instances. Please also note that writes to \
+             replicas are just local and are not propagated.",
+        ));
+    }
+    let appendonly = cx
+        .engine()
+        .config()
+        .settings
+        .get("appendonly")
+        .is_some_and(|v| v == "yes");
+    if numlocal == 1 && !appendonly {
+        return Err(Frame::error(
+            "ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.",
+        ));
+    }
+    let local = i64::from(appendonly);
+    let may_block = cx.may_block && cx.caller == Caller::Client;
+    let (id, now) = (cx.client, cx.now);
+    match cx
+        .node()
+        .wait_for_replicas(id, replicas, timeout, now, may_block, Some(local))
+    {
+        Some(reply) => Ok(reply),
         None => Ok(Frame::Null),
     }
 }

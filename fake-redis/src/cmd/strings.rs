@@ -163,6 +163,8 @@ struct StringOptions<'a> {
     keepttl: bool,
     persist: bool,
     expiry: Option<(ExpiryKind, &'a [u8])>,
+    /// Valkey's `IFEQ value`: set only over a string equal to it (excludes `NX` and `XX`).
+    ifeq: Option<&'a [u8]>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -174,17 +176,25 @@ enum ExpiryKind {
 }
 
 impl<'a> StringOptions<'a> {
-    /// Reads every argument left.
-    fn parse(args: &mut Args<'a>, for_set: bool) -> Result<StringOptions<'a>, Frame> {
+    /// Reads every argument left; `ifeq`: the release takes `SET`'s `IFEQ` (Valkey).
+    fn parse(args: &mut Args<'a>, for_set: bool, ifeq: bool) -> Result<StringOptions<'a>, Frame> {
         let mut o = StringOptions::default();
         while let Some(opt) = args.next() {
             let other_expiry = |o: &StringOptions<'_>, kind: ExpiryKind| {
                 o.keepttl || o.persist || o.expiry.as_ref().is_some_and(|(k, _)| *k != kind)
             };
-            if for_set && is(opt, "nx") && !o.xx {
+            let conditional = o.nx || o.xx || o.ifeq.is_some();
+            if for_set && is(opt, "nx") && !conditional {
                 o.nx = true;
-            } else if for_set && is(opt, "xx") && !o.nx {
+            } else if for_set && is(opt, "xx") && !conditional {
                 o.xx = true;
+            } else if for_set
+                && ifeq
+                && is(opt, "ifeq")
+                && !conditional
+                && let Some(value) = args.next()
+            {
+                o.ifeq = Some(value);
             } else if for_set && is(opt, "get") {
                 o.get = true;
             } else if for_set && is(opt, "keepttl") && !o.persist && o.expiry.is_none() {
@@ -244,7 +254,7 @@ impl<'a> Set<'a> {
     fn parse(cx: &Cx<'_>, args: &mut Args<'a>) -> Result<Set<'a>, Frame> {
         let key = args.next_bytes()?;
         let value = args.next_bytes()?;
-        let options = StringOptions::parse(args, true)?;
+        let options = StringOptions::parse(args, true, cx.engine().version().is_valkey())?;
         let deadline = match options.expiry()? {
             Some(e) => Some(e.deadline(cx.now, "set")?),
             None => None,
@@ -263,7 +273,7 @@ impl<'a> Set<'a> {
             None => None,
             Some(e) => {
                 let keep = e.deadline();
-                match (&e.value, self.options.get) {
+                match (&e.value, self.options.get || self.options.ifeq.is_some()) {
                     (Value::Str(s), _) => Some((Some(s.clone()), keep)),
                     (_, true) => return Err(super::WRONGTYPE),
                     (_, false) => Some((None, keep)),
@@ -275,7 +285,11 @@ impl<'a> Set<'a> {
             Some((Some(s), _)) => Frame::Bulk(s.clone()),
             _ => Frame::Null,
         };
-        if (self.options.nx && found) || (self.options.xx && !found) {
+        let unequal = self.options.ifeq.is_some_and(|want| match &old {
+            Some((Some(s), _)) => s.as_ref() != want,
+            _ => true,
+        });
+        if (self.options.nx && found) || (self.options.xx && !found) || unequal {
             return Ok(if self.options.get {
                 get_reply()
             } else {
@@ -353,7 +367,7 @@ fn getdel_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
 
 fn getex_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.next_bytes()?;
-    let options = StringOptions::parse(args, false)?;
+    let options = StringOptions::parse(args, false, false)?;
     let now = cx.now;
     let Some(value) = get(cx, key)? else {
         return Ok(Frame::Null);

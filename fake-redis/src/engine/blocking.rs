@@ -60,10 +60,19 @@ pub(crate) enum Waiter {
     },
     /// `WAIT`: no key serves it; the replication tick ends it (`engine/replication.rs`), and an
     /// early end answers how many replicas had acknowledged when it last looked (`acked`).
-    Replicas { acked: i64 },
+    /// `WAITAOF` is one too, answering `[local, acked]` with its `local` count.
+    Replicas { acked: i64, local: Option<i64> },
     /// A command `CLIENT PAUSE` holds (`engine/pause.rs`): no key serves it, and it runs again
     /// when the pause ends.
     Postponed { argv: Vec<Bytes> },
+}
+
+/// `WAIT`'s reply (`acked`), or `WAITAOF`'s (`[local, acked]`).
+pub(crate) fn wait_reply(acked: i64, local: Option<i64>) -> Frame {
+    match local {
+        None => Frame::Integer(acked),
+        Some(local) => Frame::Array(vec![Frame::Integer(local), Frame::Integer(acked)]),
+    }
 }
 
 /// Who an `XREADGROUP` reads as.
@@ -93,7 +102,7 @@ impl Waiter {
     /// array for every blocking command in Redis 7.0, moves included.
     pub fn timed_out(&self) -> Frame {
         match self {
-            Waiter::Replicas { acked } => Frame::Integer(*acked),
+            Waiter::Replicas { acked, local } => wait_reply(*acked, *local),
             _ => Frame::NullArray,
         }
     }

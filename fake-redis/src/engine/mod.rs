@@ -222,6 +222,8 @@ pub(crate) struct Client {
     pub db: usize,
     pub protocol: u8,
     pub name: Option<Bytes>,
+    /// `CLIENT SETINFO lib-name` and `lib-ver` (Redis 7.2 and later), as `CLIENT LIST` shows them.
+    pub lib: [Option<Bytes>; 2],
     pub authenticated: bool,
     /// The user it runs as (`AUTH`): `default` until it authenticates as another.
     pub user: Bytes,
@@ -264,6 +266,11 @@ pub(crate) struct Client {
 }
 
 impl Client {
+    /// How many keys it watches (`CLIENT LIST`'s `watch`, Redis 7.2 and later).
+    pub fn watch_count(&self) -> usize {
+        self.watching.len()
+    }
+
     /// How many channels and patterns it is subscribed to: the count `SUBSCRIBE`, `PSUBSCRIBE`
     /// and their unsubscribes confirm (shard channels are counted apart, as in Redis 7.0).
     pub fn subscriptions(&self) -> usize {
@@ -712,6 +719,7 @@ impl Engine {
                 db: 0,
                 protocol: 2,
                 name: None,
+                lib: [None, None],
                 authenticated: !self.acl.users.auth_required(),
                 user: acl::DEFAULT_USER,
                 channels: BTreeSet::new(),

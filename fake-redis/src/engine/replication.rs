@@ -420,6 +420,8 @@ struct Wait {
     replicas: i64,
     offset: i64,
     timeout_at: Option<i64>,
+    /// `WAITAOF`'s count of local fsyncs, given back beside the replicas' (None for `WAIT`).
+    local: Option<i64>,
 }
 
 /// A node's replication state (see the [module docs](self)).
@@ -738,21 +740,23 @@ impl Engine {
         timeout_ms: i64,
         now: i64,
         may_block: bool,
-    ) -> Option<i64> {
+        local: Option<i64>,
+    ) -> Option<Frame> {
         let offset = self.clients.get(&id).map_or(0, |c| c.repl_offset);
         let acked = self.acks(offset, now);
         if acked >= replicas || !may_block {
-            return Some(acked);
+            return Some(super::blocking::wait_reply(acked, local));
         }
         let timeout_at = (timeout_ms > 0).then(|| now.saturating_add(timeout_ms));
         let wait = Wait {
             replicas,
             offset,
             timeout_at,
+            local,
         };
         self.replication.waits.insert(id, wait);
         let deadline = earliest(timeout_at, self.next_arrival(now));
-        self.block(id, wait_block(deadline, acked));
+        self.block(id, wait_block(deadline, acked, local));
         None
     }
 
@@ -768,7 +772,7 @@ impl Engine {
             .collect();
         for (id, wait) in waits {
             let blocked = self.blocked(id).map(|b| (&b.waiter, b.deadline));
-            let Some((&Waiter::Replicas { acked: was }, deadline)) = blocked else {
+            let Some((&Waiter::Replicas { acked: was, .. }, deadline)) = blocked else {
                 // Its block ended otherwise (a disconnect, `CLIENT UNBLOCK`).
                 self.replication.waits.remove(&id);
                 continue;
@@ -776,12 +780,12 @@ impl Engine {
             let acked = self.acks(wait.offset, now);
             if acked >= wait.replicas || wait.timeout_at.is_some_and(|t| t <= now) {
                 self.replication.waits.remove(&id);
-                self.unblock(id, Frame::Integer(acked));
+                self.unblock(id, super::blocking::wait_reply(acked, wait.local));
                 continue;
             }
             let wake = earliest(wait.timeout_at, next);
             if wake != deadline || acked != was {
-                self.block(id, wait_block(wake, acked));
+                self.block(id, wait_block(wake, acked, wait.local));
                 if let Some(w) = self.clients.get_mut(&id).and_then(|c| c.waker.take()) {
                     w.wake();
                 }
@@ -961,12 +965,12 @@ impl Engine {
 }
 
 /// A `WAIT`'s block: no keys, woken at `deadline`.
-fn wait_block(deadline: Option<i64>, acked: i64) -> Blocked {
+fn wait_block(deadline: Option<i64>, acked: i64, local: Option<i64>) -> Blocked {
     Blocked {
         db: 0,
         keys: Vec::new(),
         deadline,
-        waiter: Waiter::Replicas { acked },
+        waiter: Waiter::Replicas { acked, local },
     }
 }
 

@@ -65,6 +65,15 @@ impl Version {
         }
     }
 
+    /// Valkey's own release as `0x00MMmmpp` (a script's `redis.VALKEY_VERSION_NUM`); Redis's
+    /// otherwise.
+    pub const fn server_version_num(self) -> i64 {
+        match self {
+            Version::Valkey9_1 => 0x00_09_01_02,
+            _ => self.redis_version_num(),
+        }
+    }
+
     /// Valkey's own release (`INFO`'s `valkey_version`), None for Redis.
     pub const fn valkey_version(self) -> Option<&'static str> {
         match self {

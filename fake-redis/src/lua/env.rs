@@ -17,6 +17,7 @@
 //! handler and `pcall` take it out again.
 
 use super::rand48::Rand48;
+use crate::engine::Version;
 use mlua::state::{GcIncParams, GcMode};
 use mlua::{Function, Lua, LuaOptions, StdLib, Table, Value, Variadic};
 use std::sync::Arc;
@@ -28,10 +29,6 @@ pub(super) const ENV_SOURCE: &str = "=redis";
 
 /// Where [`build`] keeps Lua's own `xpcall` (the registry), for the engine's calls into scripts.
 pub(super) const RAW_XPCALL: &str = "fake_redis.raw_xpcall";
-
-/// The Redis version scripts see (`redis.REDIS_VERSION`), and as `0x00MMmmpp`.
-const VERSION: &str = crate::engine::REDIS_VERSION;
-const VERSION_NUM: u32 = 0x07_00_0f;
 
 /// The Lua half of the environment, run once per state with the real globals, the hook table and
 /// the names of the library tables to protect. It returns the globals' proxy.
@@ -181,7 +178,11 @@ impl Drop for MemoryLimit<'_> {
 /// A fresh state with Redis 7.0's environment. Returns the state, the real globals (where `KEYS`
 /// and `ARGV` go), the globals' proxy (every script's environment) and the real `redis` table
 /// (where the VM puts `call` and `pcall`).
-pub(super) fn build(rand: Rand48, resp: Arc<AtomicU8>) -> mlua::Result<(Lua, Table, Table, Table)> {
+pub(super) fn build(
+    rand: Rand48,
+    resp: Arc<AtomicU8>,
+    version: Version,
+) -> mlua::Result<(Lua, Table, Table, Table)> {
     let lua = Lua::new_with(
         StdLib::TABLE | StdLib::STRING | StdLib::MATH,
         LuaOptions::default(),
@@ -192,7 +193,7 @@ pub(super) fn build(rand: Rand48, resp: Arc<AtomicU8>) -> mlua::Result<(Lua, Tab
     // young, while every cycle marks the whole environment again.
     lua.gc_set_mode(GcMode::Incremental(GcIncParams::default().pause(400)));
     let globals = lua.globals();
-    let redis = redis_table(&lua)?;
+    let redis = redis_table(&lua, version)?;
     redis.raw_set("setresp", setresp(&lua, resp)?)?;
     globals.raw_set("redis", &redis)?;
     globals.raw_set("__redis__err__handler", error_handler(&lua)?)?;
@@ -225,6 +226,10 @@ pub(super) fn build(rand: Rand48, resp: Arc<AtomicU8>) -> mlua::Result<(Lua, Tab
     let proxy: Table = protect.call((&globals, libraries, error_value))?;
     for name in REMOVED {
         globals.raw_remove(*name)?;
+    }
+    // Valkey's scripts see the same (protected) table as `server` too.
+    if version.is_valkey() {
+        globals.raw_set("server", globals.raw_get::<Value>("redis")?)?;
     }
     Ok((lua, globals, proxy, redis))
 }
@@ -327,7 +332,7 @@ fn setresp(lua: &Lua, resp: Arc<AtomicU8>) -> mlua::Result<Function> {
 }
 
 /// The `redis` table without `call` and `pcall` (the VM adds those, once per state).
-fn redis_table(lua: &Lua) -> mlua::Result<Table> {
+fn redis_table(lua: &Lua, version: Version) -> mlua::Result<Table> {
     let redis = lua.create_table()?;
     redis.raw_set(
         "sha1hex",
@@ -493,8 +498,15 @@ fn redis_table(lua: &Lua) -> mlua::Result<Table> {
     ] {
         redis.raw_set(name, value)?;
     }
-    redis.raw_set("REDIS_VERSION", VERSION)?;
-    redis.raw_set("REDIS_VERSION_NUM", VERSION_NUM)?;
+    // The release scripts see (`redis.REDIS_VERSION`, and as `0x00MMmmpp`); Valkey adds its
+    // name and its own release.
+    redis.raw_set("REDIS_VERSION", version.redis_version())?;
+    redis.raw_set("REDIS_VERSION_NUM", version.redis_version_num())?;
+    if let Some(valkey) = version.valkey_version() {
+        redis.raw_set("SERVER_NAME", version.server_name())?;
+        redis.raw_set("VALKEY_VERSION", valkey)?;
+        redis.raw_set("VALKEY_VERSION_NUM", version.server_version_num())?;
+    }
     Ok(redis)
 }
 

@@ -184,8 +184,9 @@ impl LibraryVm {
         let rand = super::scripts(cx.scripts()).rand.clone();
         // One watch for both states: the front doors see whichever script runs.
         let watch = cx.scripts().watch();
+        let version = cx.engine().version();
         let build = || -> mlua::Result<LibraryVm> {
-            let vm = Box::new(Vm::new(rand, watch, ScriptKind::Function)?);
+            let vm = Box::new(Vm::new(rand, watch, ScriptKind::Function, version)?);
             let pending: Pending = Arc::default();
             let register = register_function(&vm.lua, pending.clone())?;
             let make: Function = vm

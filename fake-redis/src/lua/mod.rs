@@ -198,9 +198,14 @@ pub(crate) struct Vm {
 }
 
 impl Vm {
-    fn new(rand: Rand48, watch: Arc<ScriptWatch>, kind: ScriptKind) -> mlua::Result<Vm> {
+    fn new(
+        rand: Rand48,
+        watch: Arc<ScriptWatch>,
+        kind: ScriptKind,
+        version: crate::engine::Version,
+    ) -> mlua::Result<Vm> {
         let resp = Arc::new(AtomicU8::new(2));
-        let (lua, globals, env, redis) = env::build(rand, resp.clone())?;
+        let (lua, globals, env, redis) = env::build(rand, resp.clone(), version)?;
         let handler: Function = globals.raw_get("__redis__err__handler")?;
         let loadstring: Function = globals.raw_get("loadstring")?;
         let xpcall: Function = lua.named_registry_value(env::RAW_XPCALL)?;
@@ -347,10 +352,11 @@ fn budget_hook(
 /// The VM of the engine's script cache, built if need be; `None` only if Lua cannot start.
 fn take_vm(cx: &mut Cx<'_>) -> Result<Box<Vm>, Frame> {
     let watch = cx.scripts().watch();
+    let version = cx.engine().version();
     let cache = scripts(cx.scripts());
     match cache.vm.take() {
         Some(vm) => Ok(vm),
-        None => Vm::new(cache.rand.clone(), watch, ScriptKind::Eval)
+        None => Vm::new(cache.rand.clone(), watch, ScriptKind::Eval, version)
             .map(Box::new)
             .map_err(|e| Frame::error_owned(format!("ERR the fake's Lua failed to start: {e}"))),
     }
@@ -508,10 +514,11 @@ impl Vm {
         if let Err(e) = self.arm_budget() {
             return running_error(sha, &e.to_string());
         }
+        let valkey = cx.engine().version().is_valkey();
         let result = self.call(cx, function, keys, args, run);
         let reply = match result {
             Ok((true, value)) => convert::lua_to_reply(&value, self.resp.load(Ordering::Relaxed)),
-            Ok((false, err)) => self.script_error(&err, sha),
+            Ok((false, err)) => self.script_error(&err, sha, valkey),
             Err(e) => running_error(sha, &e.to_string()),
         };
         // Lua's incremental collector keeps the state small as it allocates; a step forced after
@@ -556,7 +563,8 @@ impl Vm {
     /// Redis's ` script: <sha>, on <source>:<line>.` suffix; or, for the errors Lua raises
     /// without calling the handler (running out of memory), Redis's reply for an error that is
     /// not a table.
-    fn script_error(&self, err: &Value, sha: &str) -> Frame {
+    /// Valkey 9.1 names neither the script nor the function there: ` script: on <source>:<line>.`
+    fn script_error(&self, err: &Value, sha: &str, valkey: bool) -> Frame {
         let Value::Table(t) = err else {
             let text = match err {
                 Value::String(s) if s.as_bytes().as_ref() == LUA_MEMORY_ERROR => format!(
@@ -582,7 +590,10 @@ impl Vm {
         };
         let mut msg = text("err").unwrap_or_default();
         if let (Some(source), Some(line)) = (text("source"), text("line")) {
-            msg.extend_from_slice(format!(" script: {sha}, on ").as_bytes());
+            match valkey {
+                false => msg.extend_from_slice(format!(" script: {sha}, on ").as_bytes()),
+                true => msg.extend_from_slice(b" script: on "),
+            }
             msg.extend_from_slice(&source);
             msg.push(b':');
             msg.extend_from_slice(&line);
@@ -627,19 +638,26 @@ fn run_command(
 ) -> Result<Frame, &'static str> {
     let run = running.run;
     let version = running.cx.engine().version();
+    // Valkey's texts name no server, or itself.
+    let (unknown, arity, not_allowed) = match version.is_valkey() {
+        false => (
+            "ERR Unknown Redis command called from script",
+            "ERR Wrong number of args calling Redis command from script",
+            "ERR This Redis command is not allowed from script",
+        ),
+        true => (
+            "ERR Unknown command called from script",
+            "ERR Wrong number of args calling command from script",
+            "ERR This Valkey command is not allowed from script",
+        ),
+    };
     let Some(spec) = lookup_in(version, &command[0]) else {
-        return Err("ERR Unknown Redis command called from script");
+        return Err(unknown);
     };
     let name = match crate::cmd::command_name(version, spec, command) {
-        _ if !spec.arity_ok(command.len()) => {
-            return Err("ERR Wrong number of args calling Redis command from script");
-        }
-        Err(crate::cmd::Refusal::Unknown) => {
-            return Err("ERR Unknown Redis command called from script");
-        }
-        Err(crate::cmd::Refusal::Arity(_)) => {
-            return Err("ERR Wrong number of args calling Redis command from script");
-        }
+        _ if !spec.arity_ok(command.len()) => return Err(arity),
+        Err(crate::cmd::Refusal::Unknown) => return Err(unknown),
+        Err(crate::cmd::Refusal::Arity(_)) => return Err(arity),
         Ok(name) => name,
     };
     // A container's subcommand (`client|list`) is let through by its container's name.
@@ -647,7 +665,7 @@ fn run_command(
         .split_once('|')
         .map_or(name, |(container, _)| container);
     if not_in_scripts(name) && !allowed_by_debug(running, container) {
-        return Err("ERR This Redis command is not allowed from script");
+        return Err(not_allowed);
     }
     crate::cmd::acl_check_script_call(running.cx, name, command)?;
     if run.read_only && (spec.has(crate::cmd::WRITE) || may_replicate(spec.name)) {
@@ -737,7 +755,13 @@ mod tests {
         let client = engine.connect();
         let mut cx = Cx::new(&mut engine, client.0, 0, 0);
         let watch = Arc::new(ScriptWatch::default());
-        let mut vm = Vm::new(Rand48::default(), watch, ScriptKind::Eval).unwrap();
+        let mut vm = Vm::new(
+            Rand48::default(),
+            watch,
+            ScriptKind::Eval,
+            Default::default(),
+        )
+        .unwrap();
         vm.memory_limit = 4 << 20;
         let body = b"local t = {} for i = 1, 1e7 do t[i] = i end return #t";
         let sha = crate::cmd::sha1_hex(body);

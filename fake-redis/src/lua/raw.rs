@@ -643,7 +643,13 @@ mod tests {
         let client = engine.connect();
         let mut cx = Cx::new(&mut engine, client.0, 0, 0);
         let watch = Arc::new(ScriptWatch::default());
-        let mut vm = Vm::new(Default::default(), watch, ScriptKind::Eval).unwrap();
+        let mut vm = Vm::new(
+            Default::default(),
+            watch,
+            ScriptKind::Eval,
+            Default::default(),
+        )
+        .unwrap();
         test(&mut cx, &mut vm);
     }
 

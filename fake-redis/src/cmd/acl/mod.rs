@@ -150,7 +150,7 @@ pub(crate) fn check_script_call(
 fn add_log_entry(engine: &mut Engine, id: u64, running: &str, mut entry: log::Entry) {
     let line = engine.client(id).map_or_else(String::new, |c| {
         let outbox = engine.outbox_len(crate::engine::ClientId(id));
-        super::connection::client_line(entry.at, id, c, running, outbox)
+        super::connection::client_line(entry.at, id, c, running, (outbox, engine.version()))
     });
     entry.client_info = Bytes::from(line.trim_end_matches('\n').to_owned());
     let max_len = engine
