@@ -833,6 +833,7 @@ mod tests {
 
     #[test]
     fn docs_cover_every_command_of_the_table() {
+        // In every release that has the command.
         for spec in ALL {
             assert!(
                 first_tables(spec).1.docs.contains_key(spec.name.as_bytes()),

@@ -179,7 +179,7 @@ fn reload(cx: &mut Cx<'_>, options: &[Bytes]) -> CmdResult {
             .live_iter(now)
             .map(|(key, entry)| {
                 let compact = match encoding(entry, &encodings) {
-                    "listpack" | "intset" => Compact::Yes,
+                    "listpack" | "listpackex" | "intset" => Compact::Yes,
                     _ => Compact::No,
                 };
                 let payload = rdb::dump(&entry.value, compact);
@@ -232,7 +232,7 @@ fn object(cx: &mut Cx<'_>, key: &[u8]) -> CmdResult {
     let payload = rdb::dump(
         &entry.value,
         match enc {
-            "listpack" | "intset" => Compact::Yes,
+            "listpack" | "listpackex" | "intset" => Compact::Yes,
             _ => Compact::No,
         },
     );

@@ -26,7 +26,7 @@ fn dump_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
         return Ok(Frame::Null);
     };
     let compact = match encoding(entry, &encodings) {
-        "listpack" | "intset" => Compact::Yes,
+        "listpack" | "listpackex" | "intset" => Compact::Yes,
         _ => Compact::No,
     };
     Ok(Frame::Bulk(Bytes::from(rdb::dump(&entry.value, compact))))
@@ -94,6 +94,7 @@ fn restore_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
         return Ok(Frame::OK);
     }
     cx.keyspace().insert(key, value, deadline, now);
+    super::hash_ttl::track(cx, cx.db, key);
     note_size(cx, key);
     cx.keyspace().touch(key);
     cx.notify(class::GENERIC, "restore", key);

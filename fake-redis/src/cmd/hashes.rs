@@ -58,7 +58,13 @@ fn write<'a>(cx: &'a mut Cx<'_>, key: &[u8]) -> Result<&'a mut Hash, Frame> {
 
 /// `HEXISTS key field`.
 pub(crate) fn hexists(cx: &mut Cx<'_>, key: &[u8], field: &[u8]) -> Result<bool, Frame> {
-    Ok(read(cx, key)?.is_some_and(|h| h.get(field).is_some()))
+    let now = cx.now;
+    let hash = read(cx, key)?;
+    if hash.is_some_and(|h| h.field_expired(field, now)) {
+        super::hash_ttl::expire_fields(cx, key, &[field]);
+        return Ok(false);
+    }
+    Ok(hash.is_some_and(|h| h.get(field).is_some()))
 }
 
 /// `HGET key field`: None when the key is missing, else the field's value if it has one.
@@ -67,8 +73,14 @@ pub(crate) fn hget(
     key: &[u8],
     field: &[u8],
 ) -> Result<Option<Option<Bytes>>, Frame> {
+    let now = cx.now;
+    let hash = read(cx, key)?;
+    if hash.is_some_and(|h| h.field_expired(field, now)) {
+        super::hash_ttl::expire_fields(cx, key, &[field]);
+        return Ok(Some(None));
+    }
     // A lock's count is `1` nearly always: shared bytes then, not an allocation.
-    Ok(read(cx, key)?.map(|h| h.get(field).map(super::value_bytes)))
+    Ok(hash.map(|h| h.get(field).map(super::value_bytes)))
 }
 
 /// `HINCRBY key field delta`: the new value. Keeps the TTL; a new key has none. A key the caller
@@ -92,7 +104,15 @@ pub(crate) fn hincrby(
             db.insert_absent_h(key, h, Value::Hash(hash), None, now);
             delta
         }
-        Some(entry) => hincrby_in(entry, field, delta)?,
+        Some(entry) => {
+            if let Value::Hash(hash) = &entry.value
+                && hash.field_expired(field, now)
+            {
+                super::hash_ttl::expire_for_write(cx, key, &[field]);
+                return hincrby(cx, key, field, delta, false);
+            }
+            hincrby_in(entry, field, delta)?
+        }
     };
     db.touch(key);
     cx.notify(super::class::HASH, "hincrby", key);
@@ -139,6 +159,9 @@ fn hset_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
         {
             created += 1;
         }
+        if hash.had_field_ttls() {
+            super::hash_ttl::persist_written(hash, pair);
+        }
     }
     cx.keyspace().touch(key);
     cx.notify(super::class::HASH, "hset", key);
@@ -151,6 +174,10 @@ fn hset_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
 
 fn hsetnx_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let (key, field, value) = (args.next_bytes()?, args.next_bytes()?, args.next_bytes()?);
+    let now = cx.now;
+    if read(cx, key)?.is_some_and(|h| h.field_expired(field, now)) {
+        super::hash_ttl::expire_for_write(cx, key, &[field]);
+    }
     if read(cx, key)?.is_some_and(|h| h.get(field).is_some()) {
         return Ok(Frame::Integer(0));
     }
@@ -168,7 +195,11 @@ fn hget_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
 }
 
 fn hmget_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
-    let h = read(cx, args.next_bytes()?)?;
+    let key = args.next_bytes()?;
+    let mut h = read(cx, key)?;
+    if h.is_some_and(Hash::had_field_ttls) {
+        h = super::hash_ttl::expire_named(cx, key, args.whole().get(2..).unwrap_or_default());
+    }
     Ok(Frame::Array(
         args.map(|f| {
             h.and_then(|h| h.get(f))
@@ -212,9 +243,9 @@ fn hexists_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
 
 /// `HGETALL` (a map of fields to values), `HKEYS` and `HVALS`.
 fn hgetall_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
-    let name = args.name();
+    let (name, now) = (args.name(), cx.now);
     let hash = read(cx, args.next_bytes()?)?;
-    let pairs = hash.into_iter().flat_map(|h| h.iter());
+    let pairs = hash.into_iter().flat_map(|h| h.live_iter(now));
     Ok(if is(name, "hkeys") {
         Frame::Array(pairs.map(|(f, _)| bulk(f)).collect())
     } else if is(name, "hvals") {
@@ -237,6 +268,10 @@ fn hincrby_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
 fn hincrbyfloat_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let (key, field) = (args.next_bytes()?, args.next_bytes()?);
     let incr = args.next_float()?;
+    let now = cx.now;
+    if read(cx, key)?.is_some_and(|h| h.field_expired(field, now)) {
+        super::hash_ttl::expire_for_write(cx, key, &[field]);
+    }
     if incr == Parsed::Infinite {
         return Err(Frame::error("ERR value is NaN or Infinity"));
     }
@@ -263,10 +298,12 @@ fn hstrlen_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// `HSCAN key cursor [MATCH pattern] [COUNT count]`: fields and values, a page at a time once the
 /// hash is a hash table ([`Hash::scan`]; see [`scan_collection`](super::keys::scan_collection)).
 fn hscan_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let now = cx.now;
     super::keys::scan_collection(cx, args, read, |h, cursor, count| {
         let (next, fields) = h.scan(cursor, count);
         let items = fields
             .into_iter()
+            .filter(|(f, _)| !h.field_expired(f, now))
             .map(|(f, v)| (Bytes::copy_from_slice(f), vec![bulk(f), bulk(v)]))
             .collect();
         (next, items)
@@ -278,7 +315,14 @@ fn hscan_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// generator; the whole hash comes in its order.
 fn hrandfield_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.next_bytes()?;
+    let now = cx.now;
     let Some(count) = args.next() else {
+        let Some(h) = read(cx, key)? else {
+            return Ok(Frame::Null);
+        };
+        if h.expired_fields(now, 1).len() == 1 && super::hash_ttl::expire_all_fields(cx, key) {
+            return Ok(Frame::Null);
+        }
         let Some(h) = read(cx, key)? else {
             return Ok(Frame::Null);
         };
@@ -291,6 +335,12 @@ fn hrandfield_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let resp3 = cx.client().protocol >= 3;
     let len = match read(cx, key)? {
         None => return Ok(Frame::Array(Vec::new())),
+        Some(h) if h.expired_fields(now, 1).len() == 1 => {
+            match super::hash_ttl::expire_all_fields(cx, key) {
+                true => return Ok(Frame::Array(Vec::new())),
+                false => read(cx, key)?.map_or(0, Hash::len),
+            }
+        }
         Some(h) => h.len(),
     };
     let picks = super::zsets::random_picks(cx, len, count, false);

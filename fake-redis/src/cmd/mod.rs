@@ -39,6 +39,7 @@ mod dispatch;
 mod dump;
 mod functions;
 mod geo;
+mod hash_ttl;
 mod hashes;
 mod hyperloglog;
 mod keys;
@@ -286,6 +287,9 @@ command_table! {
     b"HDEL" => hashes::HDEL,
     b"HELLO" => connection::HELLO,
     b"HEXISTS" => hashes::HEXISTS,
+    b"HEXPIRE" => hash_ttl::HEXPIRE,
+    b"HEXPIREAT" => hash_ttl::HEXPIREAT,
+    b"HEXPIRETIME" => hash_ttl::HEXPIRETIME,
     b"HGET" => hashes::HGET,
     b"HGETALL" => hashes::HGETALL,
     b"HINCRBY" => hashes::HINCRBY,
@@ -294,11 +298,17 @@ command_table! {
     b"HLEN" => hashes::HLEN,
     b"HMGET" => hashes::HMGET,
     b"HMSET" => hashes::HMSET,
+    b"HPERSIST" => hash_ttl::HPERSIST,
+    b"HPEXPIRE" => hash_ttl::HPEXPIRE,
+    b"HPEXPIREAT" => hash_ttl::HPEXPIREAT,
+    b"HPEXPIRETIME" => hash_ttl::HPEXPIRETIME,
+    b"HPTTL" => hash_ttl::HPTTL,
     b"HRANDFIELD" => hashes::HRANDFIELD,
     b"HSCAN" => hashes::HSCAN,
     b"HSET" => hashes::HSET,
     b"HSETNX" => hashes::HSETNX,
     b"HSTRLEN" => hashes::HSTRLEN,
+    b"HTTL" => hash_ttl::HTTL,
     b"HVALS" => hashes::HVALS,
     b"INCR" => strings::INCR,
     b"INCRBY" => strings::INCRBY,

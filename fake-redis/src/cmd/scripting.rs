@@ -152,8 +152,11 @@ pub(super) fn run(
             false => Missing::of(keys),
             true => Missing::default(),
         };
-        // Keys by handle (`engine/db/handle.rs`) only while nothing else follows the writes.
-        let quiet = cx.engine().config().notify_keyspace_events == 0 && cx.keyspace().is_quiet();
+        // Keys by handle (`engine/db/handle.rs`) only while nothing else follows the writes and
+        // no hash field has a TTL of its own.
+        let quiet = cx.engine().config().notify_keyspace_events == 0
+            && cx.keyspace().is_quiet()
+            && cx.engine().no_field_ttls();
         let store = &mut ScriptStore {
             cx,
             read_only: ro,

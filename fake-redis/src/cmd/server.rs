@@ -127,6 +127,7 @@ pub(crate) fn set_marks(cx: &mut Cx<'_>, db: usize, key: &[u8], marks: u8) {
     if let Some(entry) = cx.keyspace_at(db).lookup(key, now) {
         entry.set_encoding_marks(marks);
     }
+    super::hash_ttl::track(cx, db, key);
 }
 
 /// Marks the string at `key` as built in place (`raw` from now on). Not an access of the key:
@@ -145,7 +146,7 @@ pub(crate) fn note_raw(cx: &mut Cx<'_>, key: &[u8]) {
 pub(crate) fn compact_encoding(cx: &mut Cx<'_>, key: &[u8]) -> bool {
     let e = cx.server_state().encodings.clone();
     cx.lookup(key)
-        .is_some_and(|entry| matches!(encoding(entry, &e), "listpack" | "intset"))
+        .is_some_and(|entry| matches!(encoding(entry, &e), "listpack" | "listpackex" | "intset"))
 }
 
 /// Whether `maxmemory-policy` is one of the LFU policies (then Redis tracks frequency, not idle
@@ -623,6 +624,7 @@ fn swapdb_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
         let now = cx.now;
         let (below, above) = cx.keyspaces().split_at_mut(high);
         crate::engine::db::Db::swap(&mut below[low], &mut above[0], now);
+        cx.node().rescan_field_ttls();
     }
     Ok(Frame::OK)
 }

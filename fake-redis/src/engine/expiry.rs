@@ -177,6 +177,12 @@ impl ActiveExpiry {
         !self.disabled && now >= self.next_tick || now < self.next_tick - self.tuning.period
     }
 
+    /// The time of the last tick whose cycle ran, and the length of a tick, ms (the field
+    /// cycle of `hash_ttl.rs` runs at the same ticks).
+    pub(crate) fn last_tick(&self) -> (i64, i64) {
+        (self.next_tick - self.tuning.period, self.tuning.period)
+    }
+
     /// `CONFIG SET hz` or `active-expire-effort`: the next cycles run with the new figures, the
     /// ticks counted again from `now` when their length changed.
     pub fn tune(&mut self, hz: u32, effort: u32, now: i64) {

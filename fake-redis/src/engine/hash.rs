@@ -25,8 +25,10 @@ pub type FieldValue<'a> = (&'a [u8], &'a [u8]);
 /// listpack keeps them); past the listpack limits, fields and values of their own with an index.
 /// A large hash still iterates in a fixed order (the order of its vector); Redis leaves that
 /// order unspecified.
+/// The second part is the fields' TTLs (`engine/hash_ttl.rs`): `None`, and never looked at,
+/// until a field gets one.
 #[derive(Clone, Debug)]
-pub struct Hash(HashRepr);
+pub struct Hash(HashRepr, pub(super) Option<Box<super::hash_ttl::FieldTtls>>);
 
 #[derive(Clone, Debug)]
 enum HashRepr {
@@ -46,7 +48,7 @@ struct HashTableRepr {
 
 impl Default for Hash {
     fn default() -> Hash {
-        Hash(HashRepr::Packed(Box::default()))
+        Hash(HashRepr::Packed(Box::default()), None)
     }
 }
 
@@ -138,7 +140,10 @@ impl Hash {
     /// while it is small, one allocation and one copy of each.
     pub fn single(field: &[u8], value: &[u8]) -> Hash {
         if fits_packed(field) && fits_packed(value) {
-            return Hash(HashRepr::Packed(repack(1, &[], Some((field, value)), &[])));
+            return Hash(
+                HashRepr::Packed(repack(1, &[], Some((field, value)), &[])),
+                None,
+            );
         }
         let mut hash = Hash::default();
         hash.insert(Bytes::copy_from_slice(field), Bytes::copy_from_slice(value));
@@ -289,6 +294,9 @@ impl Hash {
 
     /// Removes `field`: whether it was there.
     pub fn remove(&mut self, field: &[u8]) -> bool {
+        if self.1.is_some() {
+            self.forget_field_ttl(field);
+        }
         match &mut self.0 {
             HashRepr::Packed(p) => {
                 // Listpack: keep insertion order.

@@ -68,7 +68,11 @@ pub(crate) fn encoding(entry: &Entry, e: &Encodings) -> &'static str {
                 || h.len() > e.hash_entries
                 || h.iter()
                     .any(|(f, v)| f.len() > e.hash_value || v.len() > e.hash_value);
-            if big { "hashtable" } else { "listpack" }
+            match (big, h.had_field_ttls()) {
+                (true, _) => "hashtable",
+                (false, true) => "listpackex",
+                (false, false) => "listpack",
+            }
         }
         Value::Set(s) => {
             let big = converted
@@ -210,6 +214,9 @@ pub(crate) fn value_size(entry: &Entry, e: &Encodings, samples: usize) -> usize 
         Value::Hash(h) => {
             if encoding == "listpack" {
                 ROBJ + listpack(h.iter().flat_map(|(f, v)| [f, v]))
+            } else if encoding == "listpackex" {
+                // Each field's deadline is a third entry (about 9 bytes as an integer).
+                ROBJ + listpack(h.iter().flat_map(|(f, v)| [f, v])) + 9 * h.len()
             } else {
                 let each = h
                     .iter()

@@ -46,6 +46,7 @@ pub(crate) mod evict;
 pub(crate) mod expiry;
 pub(crate) mod glob;
 pub(crate) mod hash;
+pub(crate) mod hash_ttl;
 mod inspect;
 pub(crate) mod list;
 pub(crate) mod memory;
@@ -443,6 +444,8 @@ pub struct Engine {
     /// How many (client, key) watches exist: while none do, no command pays for `WATCH`.
     watchers: usize,
     expiry: ActiveExpiry,
+    /// The hashes whose fields the active cycle expires (`hash_ttl.rs`).
+    field_expiry: hash_ttl::FieldExpiry,
     rng: u64,
     faults: FaultPlan,
     pending_server_faults: Vec<(i64, usize, Fault)>,
@@ -553,6 +556,7 @@ impl Engine {
             functions: Slot::default(),
             watchers: 0,
             expiry: ActiveExpiry::new(now),
+            field_expiry: hash_ttl::FieldExpiry::default(),
             pending_server_faults: Vec::new(),
             stats: Stats::default(),
             key_misses: Vec::new(),
@@ -910,6 +914,7 @@ impl Engine {
             let rng = &mut self.rng;
             self.expiry
                 .catch_up(&mut self.dbs, now, &mut || xorshift(rng));
+            self.field_tick(now);
             self.publish_key_events(now);
             if self.is_tracking() {
                 self.invalidate_logged(None, now);

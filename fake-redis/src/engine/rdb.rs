@@ -19,6 +19,7 @@
 //! and anything malformed is an error, never a panic.
 
 use super::db::{Hash, MAX_STRING, Value, ZSet};
+use super::hash_ttl as ht;
 use super::list::List;
 use super::stream::Stream;
 use bytes::Bytes;
@@ -456,7 +457,10 @@ pub fn dump(value: &Value, compact: Compact) -> Vec<u8> {
             }
         }
         Value::Hash(hash) => {
-            if compact == Compact::Yes {
+            if hash.had_field_ttls()
+                && super::hash_ttl::dump_hash(&mut out, hash, compact == Compact::Yes).is_some()
+            {
+            } else if compact == Compact::Yes {
                 put_listpack(&mut out, TYPE_HASH_LISTPACK, |lp| {
                     for (f, v) in hash.iter() {
                         lp.push(f);
@@ -495,7 +499,16 @@ pub fn dump(value: &Value, compact: Compact) -> Vec<u8> {
             stream.put_rdb(&mut out);
         }
     }
-    out.extend_from_slice(&RDB_VERSION.to_le_bytes());
+    let ttls = matches!(
+        out.first(),
+        Some(&(ht::TYPE_HASH_METADATA | ht::TYPE_HASH_LISTPACK_EX))
+    );
+    let version = if ttls {
+        ht::RDB_VERSION_7_4
+    } else {
+        RDB_VERSION
+    };
+    out.extend_from_slice(&version.to_le_bytes());
     let crc = crc64(&out);
     out.extend_from_slice(&crc.to_le_bytes());
     out
@@ -781,7 +794,12 @@ pub fn verify(payload: &[u8]) -> bool {
     let footer = payload.len() - 10;
     let version = u16::from_le_bytes([payload[footer], payload[footer + 1]]);
     let crc = crc64(&payload[..payload.len() - 8]);
-    version <= RDB_VERSION && crc.to_le_bytes() == payload[payload.len() - 8..]
+    let ttls = matches!(
+        payload[0],
+        ht::TYPE_HASH_METADATA | ht::TYPE_HASH_LISTPACK_EX
+    );
+    (version <= RDB_VERSION || ttls && version <= ht::RDB_VERSION_7_4)
+        && crc.to_le_bytes() == payload[payload.len() - 8..]
 }
 
 /// The value of a payload (after [`verify`]). As in Redis, the value is read from the whole
@@ -842,6 +860,9 @@ pub fn load(payload: &[u8]) -> Result<Value, BadData> {
                 }
             }
             Value::Hash(hash)
+        }
+        ht::TYPE_HASH_METADATA | ht::TYPE_HASH_LISTPACK_EX => {
+            Value::Hash(ht::load_hash(&mut r, kind)?)
         }
         TYPE_HASH_LISTPACK => {
             let lp = r.string()?;

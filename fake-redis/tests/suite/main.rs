@@ -43,6 +43,7 @@ mod expiry_cycles;
 mod faults;
 mod fixture;
 mod geo;
+mod hash_ttl;
 mod hyperloglog;
 mod info;
 mod layering;
