@@ -1,17 +1,19 @@
 #!/usr/bin/env python3
-"""Captures the tables fake-redis serves from Redis itself into `fake-redis/data/`: `COMMAND` and
+"""Captures the tables fake-redis serves from a real server into a folder of `fake-redis/data/`
+(one per version the fake imitates: `redis-7.0/`, `redis-7.4/`, `valkey-9.1/`): `COMMAND` and
 `COMMAND DOCS`, as the RESP3 bytes a redis-server answers, and `config.tsv`, one line per
 parameter of `CONFIG GET *`: its name, its default, and what `CONFIG SET` answers for a value
 that is not a number (`x-bogus`) and for one below every range (`-9223372036854775807`), which
 tells the parameter's type and range.
 
-It starts a fresh redis-server of its own (so every parameter has its default, nothing shared is
+It starts a fresh server of its own (so every parameter has its default, nothing shared is
 touched) on a free port with persistence off, asks, and stops it:
 
-    fake-redis/scripts/capture-redis-tables.py [path/to/redis-server]
+    fake-redis/scripts/capture-redis-tables.py path/to/redis-server fake-redis/data/redis-7.4
 
-The fake parses the files once, at first use. Run it again with the Redis version the fake claims
-(`REDIS_VERSION` in `engine/mod.rs`) when that changes.
+(with no arguments: the `redis-server` on the PATH, into `data/redis-7.0/`). A Valkey server
+takes the same flags. The fake parses the files once, at first use. Run it again, into the
+version's folder, when the release a version imitates (`engine/version.rs`) changes.
 """
 
 import os
@@ -20,7 +22,7 @@ import subprocess
 import sys
 import time
 
-DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data")
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "redis-7.0")
 
 
 def free_port():
@@ -113,6 +115,8 @@ def config_table(sock, buf):
 
 def main():
     server = sys.argv[1] if len(sys.argv) > 1 else "redis-server"
+    out = sys.argv[2] if len(sys.argv) > 2 else DATA
+    os.makedirs(out, exist_ok=True)
     port = free_port()
     proc = subprocess.Popen(
         [server, "--port", str(port), "--save", "", "--appendonly", "no"],
@@ -135,10 +139,10 @@ def main():
             ("command.resp", ["COMMAND"]),
             ("command-docs.resp", ["COMMAND", "DOCS"]),
         ]:
-            with open(os.path.join(DATA, name), "wb") as f:
+            with open(os.path.join(out, name), "wb") as f:
                 f.write(command(sock, buf, *args))
         command(sock, buf, "HELLO", "2")
-        with open(os.path.join(DATA, "config.tsv"), "w") as f:
+        with open(os.path.join(out, "config.tsv"), "w") as f:
             f.write(config_table(sock, buf))
         sock.sendall(b"*2\r\n$8\r\nSHUTDOWN\r\n$6\r\nNOSAVE\r\n")
     finally:

@@ -111,7 +111,7 @@ pub use engine::db::{Entry, Hash, Value};
 pub use engine::monitor::LoggedCommand;
 pub use engine::replication::{DEFAULT_BASE_PORT, ReplicaLag, ServerNode, Topology};
 pub use engine::sentinel::DEFAULT_MASTER_NAME;
-pub use engine::{ClientId, DebugCommand, Engine, EngineConfig, Outbound};
+pub use engine::{ClientId, DebugCommand, Engine, EngineConfig, Outbound, Version};
 pub use fault::{
     Admission, CommandFate, DeliveryFate, Fault, FaultEvent, FaultEventKind, FaultPlan, NodeId,
     Trigger,

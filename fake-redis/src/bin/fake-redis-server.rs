@@ -80,6 +80,14 @@ struct Args {
     /// another). It cannot change at run time, as in Redis.
     #[arg(long, value_name = "yes|local|no", default_value = "no")]
     enable_debug_command: fake_redis::DebugCommand,
+    /// The release to imitate: its command set, and who the server says it is (INFO, HELLO, a
+    /// script's redis.REDIS_VERSION). Redis 7.0.15 by default.
+    #[arg(
+        long,
+        value_name = "redis-7.0|redis-7.4|valkey-9.1",
+        default_value = "redis-7.0"
+    )]
+    server_version: fake_redis::Version,
     /// Serve a primary, N replicas and a Sentinel, in this one process on one clock and seed:
     /// the primary on --port, replica i on --port + 1 + i, the Sentinel on --port + 1 + N (with
     /// --port 0, a free run of N + 2 ports; the log names each). ROLE and INFO replication
@@ -140,6 +148,7 @@ fn main() -> ExitCode {
         admin_password: args.admin_password.map(Bytes::from),
         busy_reply_threshold: std::time::Duration::from_millis(args.busy_reply_threshold),
         enable_debug_command: args.enable_debug_command,
+        version: args.server_version,
         ..ServerConfig::default()
     };
     if let Some(seed) = args.seed {

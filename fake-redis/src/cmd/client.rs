@@ -10,7 +10,7 @@
 //! before for `EVAL` and `FCALL`, so that the commands their script calls come after them.
 
 use super::command_docs::{flag, redis_flags};
-use super::{Args, CmdResult, Cx, Spec, is, lookup};
+use super::{Args, CmdResult, Cx, Spec, is, lookup_in};
 use crate::engine::monitor::Source;
 use crate::engine::pause::PauseMode;
 use crate::engine::reply::ReplyMode;
@@ -48,7 +48,7 @@ pub(super) fn gate(
     if !monitor && !in_multi && pause.is_none() {
         return Gate::Run;
     }
-    let flags = redis_flags(name);
+    let flags = redis_flags(engine.version(), name);
     if in_multi && flags & flag::NO_MULTI != 0 {
         return Gate::Refuse(Frame::error("ERR Command not allowed inside a transaction"));
     }
@@ -120,8 +120,8 @@ pub(super) struct Feed {
 
 impl Feed {
     /// How `name` (a full name) is shown.
-    pub fn of(name: &str) -> Feed {
-        let flags = redis_flags(name);
+    pub fn of(version: crate::engine::Version, name: &str) -> Feed {
+        let flags = redis_flags(version, name);
         let first = SCRIPTS.contains(&name);
         Feed {
             first,
@@ -147,14 +147,15 @@ impl Feed {
 /// After a command a script called ran: the monitors see it (`[<db> lua]`), and a tracking
 /// caller remembers the keys it read.
 pub(crate) fn after_script_call(cx: &mut Cx<'_>, argv: &[Bytes]) {
-    let Some(spec) = argv.first().and_then(|n| lookup(n)) else {
+    let version = cx.engine().version();
+    let Some(spec) = argv.first().and_then(|n| lookup_in(version, n)) else {
         return;
     };
-    let name = super::command_name(spec, argv).unwrap_or(spec.name);
+    let name = super::command_name(version, spec, argv).unwrap_or(spec.name);
     let (id, db, now) = (cx.client, cx.db, cx.now);
     let engine = cx.node();
     if engine.has_monitors() {
-        let feed = Feed::of(name);
+        let feed = Feed::of(version, name);
         feed.before(engine, Source::Script, db, argv, now);
         feed.after(engine, Source::Script, db, argv, now);
     }
@@ -505,14 +506,14 @@ pub(super) fn client_getredir(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> CmdResul
 pub(super) fn track_read(engine: &mut Engine, id: u64, name: &str, argv: &[Bytes], now: i64) {
     if remembers(engine, id, name) {
         engine.invalidate_logged(Some(id), now);
-        let keys = super::command_docs::keys_of(argv);
+        let keys = super::command_docs::keys_of(engine.version(), argv);
         engine.remember_tracked_keys(id, &keys);
     }
 }
 
 /// Whether client `id` remembers what the read-only command `name` read.
 fn remembers(engine: &Engine, id: u64, name: &str) -> bool {
-    redis_flags(name) & flag::READONLY != 0
+    redis_flags(engine.version(), name) & flag::READONLY != 0
         && !matches!(name, "eval_ro" | "evalsha_ro" | "fcall_ro")
         && engine.tracking_of(ClientId(id)).is_some_and(|t| !t.bcast)
 }
@@ -521,7 +522,7 @@ fn remembers(engine: &Engine, id: u64, name: &str) -> bool {
 /// 7.0 remembers them for the script's reads (`engine/tracking.rs`).
 pub(super) fn before_call(engine: &mut Engine, name: &str, argv: &[Bytes]) {
     if SCRIPTS.contains(&name) {
-        engine.set_script_keys(super::command_docs::keys_of(argv));
+        engine.set_script_keys(super::command_docs::keys_of(engine.version(), argv));
     }
 }
 

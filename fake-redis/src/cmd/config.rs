@@ -3,8 +3,8 @@
 //! Test suites read and set parameters before their first assertion (`notify-keyspace-events`,
 //! `maxmemory`, `requirepass`), so every parameter of Redis 7.0 is here with its default, and
 //! `CONFIG SET` checks a value as Redis does, with its error. The table is not written by hand:
-//! `fake-redis/data/config.tsv` (written by `fake-redis/scripts/capture-redis-tables.py` from a
-//! fresh redis-server) holds each parameter's default and what Redis answered when set to a
+//! `fake-redis/data/redis-7.0/config.tsv` (written by `fake-redis/scripts/capture-redis-tables.py`
+//! from a fresh redis-server) holds each parameter's default and what Redis answered when set to a
 //! word and to a number below every range, which gives its type (yes/no, integer and range,
 //! memory, one of a list) and the exact error texts.
 //!
@@ -32,7 +32,7 @@ pub(crate) static CONFIG: Spec = Spec::new("config", -2, CONTAINER, config_comma
 
 /// One line per parameter: name, default, `CONFIG SET`'s answer to `x-bogus` and to
 /// `-9223372036854775807`.
-static TABLE_TSV: &str = include_str!("../../data/config.tsv");
+static TABLE_TSV: &str = include_str!("../../data/redis-7.0/config.tsv");
 
 /// What values a parameter takes, read off Redis's answers.
 #[derive(Debug)]

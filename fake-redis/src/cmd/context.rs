@@ -145,7 +145,7 @@ impl<'a> Cx<'a> {
         argv: &[Bytes],
         reply: &crate::resp::Frame,
     ) {
-        let name = super::command_name(spec, argv).unwrap_or(spec.name);
+        let name = super::command_name(self.engine.version(), spec, argv).unwrap_or(spec.name);
         self.engine.count_call(self.client, name, argv, reply, true);
     }
 

@@ -14,7 +14,7 @@
 use super::client::{Feed, Gate};
 use super::parse::Args;
 use super::{
-    Cx, NO_AUTH, NOT_QUEUED, PUBSUB_CONTEXT, Refusal, Spec, WRITE, acl, command_name, lookup,
+    Cx, NO_AUTH, NOT_QUEUED, PUBSUB_CONTEXT, Refusal, Spec, WRITE, acl, command_name, lookup_in,
     unknown_command, wrong_arity,
 };
 use crate::clock::Clock;
@@ -110,8 +110,9 @@ fn dispatch(engine: &mut Engine, id: u64, argv: &[Bytes], now: i64, may_block: b
     let Some(name) = argv.first() else {
         return Frame::error("ERR empty command");
     };
+    let version = engine.version();
     let spec = match engine.is_sentinel() {
-        false => lookup(name),
+        false => lookup_in(version, name),
         true => super::sentinel::lookup(name),
     };
     let debug_refused =
@@ -131,7 +132,7 @@ fn dispatch(engine: &mut Engine, id: u64, argv: &[Bytes], now: i64, may_block: b
         return reject(engine, id, spec, wrong_arity(spec.name));
     }
     // A container's subcommand is looked up, and its arity checked, before authentication.
-    let name = match command_name(spec, argv) {
+    let name = match command_name(version, spec, argv) {
         Ok(name) => name,
         Err(refusal) => {
             client.last_command = match refusal {
@@ -203,7 +204,7 @@ fn dispatch(engine: &mut Engine, id: u64, argv: &[Bytes], now: i64, may_block: b
         return Frame::simple("QUEUED");
     }
     let db = seen.db;
-    let feed = engine.has_monitors().then(|| Feed::of(name));
+    let feed = engine.has_monitors().then(|| Feed::of(version, name));
     if engine.is_tracking() {
         super::client::before_call(engine, name, argv);
     }
@@ -298,7 +299,7 @@ fn denies_oom(engine: &mut Engine, id: u64, name: &str, argv: &[Bytes]) -> bool 
     if name == "exec" {
         return queued_with_flag(engine, id, flag::DENYOOM);
     }
-    redis_flags(name) & flag::DENYOOM != 0
+    redis_flags(engine.version(), name) & flag::DENYOOM != 0
 }
 
 /// Runs again, from the start, a command of client `id` that a pause held (`cmd/client.rs`).
@@ -363,10 +364,11 @@ fn refusal(engine: &mut Engine, id: u64, spec: &Spec, error: Frame) -> Frame {
 pub(super) fn run_queued(cx: &mut Cx<'_>, queue: &[Vec<Bytes>]) -> Vec<Frame> {
     // Nothing inside a transaction blocks or subscribes to a shard channel.
     cx.caller = super::context::Caller::Transaction;
+    let version = cx.engine().version();
     queue
         .iter()
         .map(|argv| {
-            let Some(spec) = argv.first().and_then(|n| lookup(n)) else {
+            let Some(spec) = argv.first().and_then(|n| lookup_in(version, n)) else {
                 return cx
                     .run_foreign(argv)
                     .unwrap_or_else(|| unknown_command(argv));
@@ -380,12 +382,12 @@ pub(super) fn run_queued(cx: &mut Cx<'_>, queue: &[Vec<Bytes>]) -> Vec<Frame> {
             // A `SELECT` earlier in the transaction moves the commands after it.
             cx.db = cx.selected_db();
             let feed = cx.engine().has_monitors().then(|| {
-                let name = super::command_name(spec, argv).unwrap_or(spec.name);
-                Feed::of(name)
+                let name = super::command_name(version, spec, argv).unwrap_or(spec.name);
+                Feed::of(version, name)
             });
             let source = Source::Client(cx.client);
             if cx.engine().is_tracking() {
-                let name = super::command_name(spec, argv).unwrap_or(spec.name);
+                let name = super::command_name(version, spec, argv).unwrap_or(spec.name);
                 super::client::before_call(cx.node(), name, argv);
             }
             if let Some(feed) = &feed {
@@ -400,11 +402,11 @@ pub(super) fn run_queued(cx: &mut Cx<'_>, queue: &[Vec<Bytes>]) -> Vec<Frame> {
                 feed.after(cx.node(), source, db, argv, now);
             }
             if cx.engine().is_tracking() {
-                let name = super::command_name(spec, argv).unwrap_or(spec.name);
+                let name = super::command_name(version, spec, argv).unwrap_or(spec.name);
                 let (id, now) = (cx.client, cx.now);
                 super::client::track_read(cx.node(), id, name, argv, now);
             }
-            let name = command_name(spec, argv).unwrap_or(spec.name);
+            let name = command_name(version, spec, argv).unwrap_or(spec.name);
             let client = cx.client;
             cx.node().count_call(client, name, argv, &reply, false);
             reply
@@ -415,7 +417,7 @@ pub(super) fn run_queued(cx: &mut Cx<'_>, queue: &[Vec<Bytes>]) -> Vec<Frame> {
 /// The ACL check `EXEC` makes of a queued command before it runs it (`acl/`).
 #[cold]
 fn check_queued(cx: &mut Cx<'_>, spec: &'static Spec, argv: &[Bytes]) -> Result<(), acl::Denied> {
-    let Ok(name) = command_name(spec, argv) else {
+    let Ok(name) = command_name(cx.engine().version(), spec, argv) else {
         return Ok(());
     };
     let (id, now) = (cx.client, cx.now);

@@ -19,6 +19,9 @@
 //! sees of the engine.
 //!
 //! Lookup is allocation-free: the name is hashed case-insensitively and matched in a fixed index.
+//! The table holds every command the fake implements; which of them a server knows depends on the
+//! release it imitates ([`lookup_in`]: a flag per command and version, read off each version's
+//! `COMMAND` once).
 
 mod acl;
 mod bitmaps;
@@ -64,10 +67,10 @@ pub(crate) use blocking::serve_blocked;
 pub(crate) use client::resume_postponed;
 pub(crate) use command_docs::{Refusal, command_name};
 
-/// Whether Redis flags the command named `full_name` `denyoom`: a script's call of it is
-/// refused while the server is out of memory (`engine/evict.rs`).
-pub(crate) fn denies_oom_in_script(full_name: &str) -> bool {
-    command_docs::redis_flags(full_name) & command_docs::flag::DENYOOM != 0
+/// Whether `version`'s server flags the command named `full_name` `denyoom`: a script's call of
+/// it is refused while the server is out of memory (`engine/evict.rs`).
+pub(crate) fn denies_oom_in_script(version: Version, full_name: &str) -> bool {
+    command_docs::redis_flags(version, full_name) & command_docs::flag::DENYOOM != 0
 }
 pub(crate) use context::{Caller, Cx};
 pub(crate) use parse::Args;
@@ -76,6 +79,7 @@ pub(crate) use redirect::route_script_call;
 #[cfg(feature = "lua")]
 pub(crate) use scripting::{call_from_script, sha1_hex};
 
+use crate::engine::Version;
 use crate::engine::db::Value;
 use crate::resp::Frame;
 use bytes::Bytes;
@@ -176,6 +180,31 @@ fn name_hash(name: &[u8]) -> usize {
 /// The spec of the command named `name` (any case), without allocating: an open-addressing index
 /// over the upper-cased names, built once.
 pub(crate) fn lookup(name: &[u8]) -> Option<&'static Spec> {
+    index_of(name).map(|i| NAMED[i].1)
+}
+
+/// The spec of the command named `name` (any case) if `version`'s server knows it: what a
+/// client's call, a script's and a transaction's find. A command the fake implements but the
+/// release lacks (`WAITAOF` on Redis 7.0) gets the unknown-command error there.
+#[inline]
+pub(crate) fn lookup_in(version: Version, name: &[u8]) -> Option<&'static Spec> {
+    let i = index_of(name)?;
+    known_in(version)[i].then(|| NAMED[i].1)
+}
+
+/// Whether `version` knows each command of [`NAMED`], by its index there, worked out once.
+fn known_in(version: Version) -> &'static [bool] {
+    static KNOWN: [std::sync::OnceLock<Box<[bool]>>; 3] = [const { std::sync::OnceLock::new() }; 3];
+    KNOWN[version.index()].get_or_init(|| {
+        NAMED
+            .iter()
+            .map(|(_, spec)| command_docs::has_command(version, spec.name))
+            .collect()
+    })
+}
+
+/// The index in [`NAMED`] of the command named `name` (any case).
+fn index_of(name: &[u8]) -> Option<usize> {
     static INDEX: std::sync::OnceLock<Vec<Option<u16>>> = std::sync::OnceLock::new();
     let index = INDEX.get_or_init(|| {
         let mut index = vec![None; INDEX_SLOTS];
@@ -190,10 +219,10 @@ pub(crate) fn lookup(name: &[u8]) -> Option<&'static Spec> {
     });
     let mut slot = name_hash(name) % INDEX_SLOTS;
     while let Some(i) = index[slot] {
-        let (upper, spec) = NAMED[usize::from(i)];
+        let (upper, _) = NAMED[usize::from(i)];
         // Clients nearly always send names in upper case: compare bytes first.
         if upper == name || upper.eq_ignore_ascii_case(name) {
-            return Some(spec);
+            return Some(usize::from(i));
         }
         slot = (slot + 1) % INDEX_SLOTS;
     }

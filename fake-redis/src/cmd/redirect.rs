@@ -12,7 +12,7 @@
 //! (`engine/cluster.rs`), at the command's frozen time.
 
 use super::command_docs::routing_keys;
-use super::{Spec, WRITE, command_name, lookup};
+use super::{Spec, WRITE, command_name, lookup_in};
 use crate::engine::Engine;
 use crate::engine::cluster::{DOWN_UNBOUND, Role, key_slot};
 use crate::resp::Frame;
@@ -124,17 +124,18 @@ fn locate(engine: &mut Engine, call: &Call, calls: &[Vec<Bytes>], now: i64) -> R
     let mut first: Option<(Bytes, u16)> = None;
     let mut multiple_keys = false;
     let mut keys: Vec<Bytes> = Vec::new();
+    let version = engine.version();
     for argv in calls {
-        let Some(call_spec) = argv.first().and_then(|n| lookup(n)) else {
+        let Some(call_spec) = argv.first().and_then(|n| lookup_in(version, n)) else {
             continue;
         };
         is_write |= call_spec.has(WRITE);
         let full = if std::ptr::eq(call_spec, spec) && !call.is_exec {
             call.name
         } else {
-            command_name(call_spec, argv).unwrap_or(call_spec.name)
+            command_name(version, call_spec, argv).unwrap_or(call_spec.name)
         };
-        for at in routing_keys(full, argv) {
+        for at in routing_keys(version, full, argv) {
             let key = &argv[at];
             let slot = key_slot(key);
             match &first {

@@ -292,7 +292,8 @@ impl ScriptStore<'_, '_, '_> {
         let spec = lookup(argv[0]).expect("the scripts call commands the fake has");
         if spec.has(WRITE) {
             let grows = self.cx.engine().out_of_memory()
-                && super::command_docs::redis_flags(spec.name) & super::command_docs::flag::DENYOOM
+                && super::command_docs::redis_flags(self.cx.engine().version(), spec.name)
+                    & super::command_docs::flag::DENYOOM
                     != 0;
             self.writable(grows)?;
         }

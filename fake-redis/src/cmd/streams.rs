@@ -941,20 +941,30 @@ fn help(lines: &[&'static str]) -> Frame {
 }
 
 /// A subcommand's name checked against the container's list and its arity: the lowercase name.
-fn subcommand(container: &str, subs: &[&str], args: &mut Args<'_>) -> Result<String, Frame> {
+fn subcommand(
+    cx: &Cx<'_>,
+    container: &str,
+    subs: &[&str],
+    args: &mut Args<'_>,
+) -> Result<String, Frame> {
     let sub = args.next_bytes()?;
     let name = String::from_utf8_lossy(sub).to_ascii_lowercase();
     if !subs.contains(&name.as_str()) {
         return Err(unknown_subcommand(container, sub));
     }
     let full = format!("{}|{name}", container.to_ascii_lowercase());
-    super::command_docs::check_subcommand_arity(&full, args.remaining() + 2)?;
+    super::command_docs::check_subcommand_arity(
+        cx.engine().version(),
+        &full,
+        args.remaining() + 2,
+    )?;
     Ok(name)
 }
 
 fn xgroup_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let sub_arg = args.peek().cloned().unwrap_or_default();
     let sub = subcommand(
+        cx,
         "XGROUP",
         &[
             "create",
@@ -1115,7 +1125,12 @@ fn lag_frame(s: &Stream, group: &Group) -> Frame {
 
 fn xinfo_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let sub_arg = args.peek().cloned().unwrap_or_default();
-    let sub = subcommand("XINFO", &["consumers", "groups", "stream", "help"], args)?;
+    let sub = subcommand(
+        cx,
+        "XINFO",
+        &["consumers", "groups", "stream", "help"],
+        args,
+    )?;
     if sub == "help" {
         return Ok(help(XINFO_HELP));
     }

@@ -27,7 +27,7 @@ mod rand48;
 mod raw;
 
 use crate::cmd::shebang::{self, Flags};
-use crate::cmd::{Cx, lookup};
+use crate::cmd::{Cx, lookup_in};
 use crate::engine::ScriptCache;
 use crate::engine::script_watch::{RunningFunction, ScriptKind, ScriptWatch};
 use crate::resp::Frame;
@@ -626,10 +626,11 @@ fn run_command(
     resp: u8,
 ) -> Result<Frame, &'static str> {
     let run = running.run;
-    let Some(spec) = lookup(&command[0]) else {
+    let version = running.cx.engine().version();
+    let Some(spec) = lookup_in(version, &command[0]) else {
         return Err("ERR Unknown Redis command called from script");
     };
-    let name = match crate::cmd::command_name(spec, command) {
+    let name = match crate::cmd::command_name(version, spec, command) {
         _ if !spec.arity_ok(command.len()) => {
             return Err("ERR Wrong number of args calling Redis command from script");
         }
@@ -660,7 +661,7 @@ fn run_command(
     if running.cx.engine().out_of_memory()
         && !run.allow_oom
         && !run.watch.has_written()
-        && crate::cmd::denies_oom_in_script(name)
+        && crate::cmd::denies_oom_in_script(version, name)
     {
         return Err("OOM command not allowed when used memory > 'maxmemory'.");
     }

@@ -136,6 +136,8 @@ pub struct ServerConfig {
     pub native_scripts: crate::native::NativeScripts,
     /// Redis's `enable-debug-command`: whether `DEBUG` runs (`no` by default, as in Redis 7.0).
     pub enable_debug_command: crate::engine::DebugCommand,
+    /// The release the engines imitate (Redis 7.0 by default).
+    pub version: crate::engine::Version,
 }
 
 impl Default for ServerConfig {
@@ -153,6 +155,7 @@ impl Default for ServerConfig {
             busy_reply_threshold: DEFAULT_BUSY_REPLY_THRESHOLD,
             native_scripts: crate::native::NativeScripts::new(),
             enable_debug_command: crate::engine::DebugCommand::No,
+            version: crate::engine::Version::V7_0,
         }
     }
 }
@@ -270,6 +273,7 @@ fn engine_config(config: &ServerConfig) -> EngineConfig {
         settings,
         native_scripts: config.native_scripts.clone(),
         enable_debug_command: config.enable_debug_command,
+        version: config.version,
         ..EngineConfig::default()
     }
 }

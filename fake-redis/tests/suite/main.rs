@@ -59,6 +59,7 @@ mod server_bytes;
 mod server_cli;
 mod sharded_pubsub;
 mod streams;
+mod versions;
 mod vs_redis;
 mod wall_clock;
 mod wire;

@@ -265,7 +265,7 @@ fn acl_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
                     Bytes::from_static(category.as_bytes()),
                 ];
                 let mut list = Args::new(&argv);
-                super::command_docs::list(&mut list)
+                super::command_docs::list(cx.engine().version(), &mut list)
             }
         },
         "genpass" => {
@@ -490,11 +490,12 @@ fn dry_run(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     };
     let argv = args.rest();
     let not_found = || error_echoing(&[b"ERR Command '", c_text(&argv[0], 128), b"' not found"]);
-    let spec = super::lookup(&argv[0]).ok_or_else(not_found)?;
+    let version = cx.engine().version();
+    let spec = super::lookup_in(version, &argv[0]).ok_or_else(not_found)?;
     if !spec.arity_ok(argv.len()) {
         return Err(super::wrong_arity(spec.name));
     }
-    let full_name = match super::command_name(spec, argv) {
+    let full_name = match super::command_name(version, spec, argv) {
         Ok(full_name) => full_name,
         Err(super::Refusal::Unknown) => return Err(not_found()),
         Err(super::Refusal::Arity(name)) => return Err(super::wrong_arity(name)),

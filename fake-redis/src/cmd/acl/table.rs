@@ -1,5 +1,5 @@
 //! The commands ACL rules name, numbered: Redis 7.0.15's own table (`COMMAND`'s capture in
-//! `fake-redis/data/`), every command and subcommand with its categories, so a rule like
+//! `fake-redis/data/redis-7.0/`, for every version the fake imitates), every command and subcommand with its categories, so a rule like
 //! `+@read` or `-config|set` covers exactly what it covers on Redis, the commands the fake lacks
 //! included. A user's permissions are a bit per command of this table ([`Bits`]), as Redis keeps
 //! them, plus one bit that only `+@all` sets: the right to run commands added later, which
@@ -100,7 +100,9 @@ impl Table {
 pub(crate) fn table() -> &'static Table {
     static TABLE: OnceLock<Table> = OnceLock::new();
     TABLE.get_or_init(|| {
-        let entries = redis_entries();
+        // Redis 7.0's table for every version, for now: the commands later releases add are
+        // ones the fake does not implement.
+        let entries = redis_entries(crate::engine::Version::V7_0);
         let mut commands = Vec::with_capacity(entries.len());
         let mut by_name = BTreeMap::new();
         for (id, (name, entry)) in entries.iter().enumerate() {
