@@ -19,14 +19,16 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// A config whose replica check is in `mode`, waiting at most 300 ms for one replica.
+/// A config whose replica check is in `mode`, waiting at most 1.5 s for one replica: a replica
+/// reports its AOF's progress with its acknowledgements, which may come only with its once a
+/// second `REPLCONF ACK`.
 fn checked(prefix: &str, mode: SyncMode) -> LockConfig {
     LockConfig {
-        response_timeout: Some(Millis(2000)),
+        response_timeout: Some(Millis(4000)),
         key_layout: lock_core::KeyLayout::new(prefix),
         sync_replicas: Some(SyncReplicas {
             min_replicas: 1,
-            timeout: Some(Millis(300)),
+            timeout: Some(Millis(1500)),
             mode,
         }),
         ..LockConfig::default()
@@ -169,7 +171,7 @@ async fn a_replica_that_writes_no_aof_acknowledges_wait_and_never_waitaof() {
     ack.lock(&name).await.unwrap().unlock().await.unwrap();
     assert_eq!(calls(&primary.url(), "wait").await, 2);
     assert_eq!(calls(&primary.url(), "waitaof").await, 0);
-    // `Auto`: `WAITAOF 1 1 300`, which answers [1, 0] once its 300 ms are out: the grant is
+    // `Auto`: `WAITAOF 1 1 1500`, which answers [1, 0] once its 1.5 s are out: the grant is
     // refused and given back.
     let auto = LockClient::connect(&primary.url(), checked(&prefix, SyncMode::Auto))
         .await
