@@ -86,6 +86,9 @@ pub struct LockConfig {
 /// the fake's in-process backend unless it was told of replicas with `with_replicas`, report no
 /// replica count).
 ///
+/// With [`SyncMode::Auto`] the wait is `WAITAOF` where the primary writes an append-only file
+/// (see there): a replica then acknowledges a write only once its own AOF has it on disk.
+///
 /// What it cannot promise: `WAIT` makes a write more likely to survive a failover, not certain
 /// (a replica may acknowledge and then be lost with the primary, and Redis's failover does not
 /// pick the most advanced replica by this check). Fencing tokens are what keep a resource safe.
@@ -98,6 +101,9 @@ pub struct SyncReplicas {
     /// timeout if that is shorter, so a call that waits the whole of it is still answered. An
     /// explicit value must stay below the response timeout.
     pub timeout: Option<Millis>,
+    /// Which wait follows a write: `WAIT` always ([`SyncMode::Ack`], the default), or `WAITAOF`
+    /// where the primary's AOF is on ([`SyncMode::Auto`]).
+    pub mode: SyncMode,
 }
 
 impl Default for SyncReplicas {
@@ -105,8 +111,37 @@ impl Default for SyncReplicas {
         SyncReplicas {
             min_replicas: 1,
             timeout: None,
+            mode: SyncMode::Ack,
         }
     }
+}
+
+/// The wait after a lock write: Redisson 4's `SyncMode`, for the two of its modes a lock can use.
+///
+/// Redisson 4.7's locks call their scripts with `SyncMode.WAIT` (`syncedEvalNoRetry` in its
+/// `CommandAsyncService`), so they always send `WAIT`: that is [`SyncMode::Ack`], this lock's
+/// default, and what a Java peer on the same lock does. Its `SyncMode.AUTO` is
+/// [`SyncMode::Auto`], decided the way Redisson decides it: the primary's `INFO` says
+/// `aof_enabled:1` and the server accepts `WAITAOF` (Redisson sends `WAITAOF 0 0 0` once to find
+/// out; Redis 7.2 brought the command, so Redis 7.0 refuses it). Then the write is followed by
+/// `WAITAOF 1 <min_replicas> <timeout>` (the local AOF and the replicas' AOFs) instead of `WAIT
+/// <min_replicas> <timeout>`, and the replicas' count of its reply (`[local, replicas]`) is what is
+/// held against `min_replicas`, as Redisson reads it; the local count is not checked, as Redisson
+/// does not. The backends that learn the topology from `INFO` take this form (a single primary,
+/// Sentinel); a cluster's backend and the fake's in-process one always send `WAIT`.
+///
+/// A replica with its own AOF acknowledges a `WAITAOF` only after it wrote the write to disk
+/// (`appendfsync everysec`: within about a second), so a shorter `timeout` than that refuses
+/// writes that `WAIT` would have let through.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SyncMode {
+    /// `WAIT` after each write: the replicas have it in memory (Redisson's `SyncMode.WAIT`, which
+    /// its locks use).
+    #[default]
+    Ack,
+    /// `WAITAOF` after each write when the primary's AOF is on and the server has the command,
+    /// `WAIT` otherwise (Redisson's `SyncMode.AUTO`).
+    Auto,
 }
 
 impl Default for LockConfig {
@@ -383,7 +418,7 @@ mod tests {
         let none = LockConfig {
             sync_replicas: Some(SyncReplicas {
                 min_replicas: 0,
-                timeout: None,
+                ..SyncReplicas::default()
             }),
             ..LockConfig::default()
         };
@@ -392,6 +427,7 @@ mod tests {
             sync_replicas: Some(SyncReplicas {
                 min_replicas: 1,
                 timeout: Some(Millis(3000)),
+                ..SyncReplicas::default()
             }),
             ..LockConfig::default()
         };

@@ -115,7 +115,7 @@ pub use client::{
 };
 #[cfg(feature = "cluster")]
 pub use cluster_backend::{ClusterBackend, ShardedPubSub};
-pub use config::{ConfigError, LockConfig, SyncReplicas};
+pub use config::{ConfigError, LockConfig, SyncMode, SyncReplicas};
 pub use keys::{FairKeys, KeyLayout, LockKeys, Owner, ReadWriteKeys, RequestId};
 pub use machine::{
     BackendError, HoldId, HoldMode, HoldState, LockError, Operation, OwnerId, PubSubEvent,

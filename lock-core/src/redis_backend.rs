@@ -22,7 +22,12 @@
 //!   `connected_slaves`) is asked when the backend connects, and again in the same pipeline,
 //!   behind the script, once the answer is five seconds old (the call goes by the old answer).
 //!   Only after a broken connection (perhaps to a new primary) is the count forgotten, and the
-//!   next checked call asks it first.
+//!   next checked call asks it first;
+//! - with [`SyncMode::Auto`](crate::SyncMode::Auto) the wait is `WAITAOF 1 <replicas> <timeout>`
+//!   when the primary's AOF is on, decided as Redisson decides it: `INFO`'s `aof_enabled:1`, and
+//!   a server that accepts `WAITAOF` (asked once with `WAITAOF 0 0 0`, in the round trip of the
+//!   first `INFO` such a call needs; it writes nothing and waits for nothing). The refresh behind
+//!   a call then asks the whole default `INFO`, which has both the replicas and the AOF's state.
 //!
 //! A call whose reply did not come within the response timeout forgets nothing: the connection is
 //! the same, and its reply, when it comes, is read and dropped in order. (Forgetting cost the next
@@ -30,6 +35,7 @@
 //! server the unknown acquire's give-back waited behind an `INFO` and never went out.)
 
 use crate::backend::{Backend, BackendError, PubSubEvent, Subscriber};
+use crate::config::SyncMode;
 use crate::reply::Reply;
 use crate::script::{ReplicaAcks, ReplicaWait, ScriptCall};
 use bytes::Bytes;
@@ -49,9 +55,60 @@ pub struct RedisBackend<C = ConnectionManager, S = RedisSubscriber> {
     /// Whether the server is believed to hold the lock's scripts: cleared by a call that met a
     /// broken connection, set again by the load that goes out with the next script call.
     scripts_loaded: AtomicBool,
-    /// How many replicas the primary had connected when last asked (`INFO replication`), and
-    /// when: the replica check waits for none where there are none. Forgotten with the scripts.
-    replicas: std::sync::Mutex<Option<(tokio::time::Instant, u32)>>,
+    /// What the primary said of itself when last asked, and when: the replica check waits for
+    /// no replica where there are none. Forgotten with the scripts.
+    replicas: std::sync::Mutex<Option<(tokio::time::Instant, Primary)>>,
+}
+
+/// The primary's replicas and AOF, as its `INFO` (and a `WAITAOF 0 0 0`) told them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Primary {
+    /// `connected_slaves`.
+    replicas: u32,
+    /// `aof_enabled:1`; `None` when only `INFO replication` was asked.
+    aof_enabled: Option<bool>,
+    /// Whether the server accepted `WAITAOF 0 0 0`; `None` when not asked.
+    waitaof: Option<bool>,
+}
+
+impl Primary {
+    /// Whether a call in `mode` finds out all it needs here.
+    fn knows_enough_for(&self, mode: SyncMode) -> bool {
+        mode == SyncMode::Ack || (self.aof_enabled.is_some() && self.waitaof.is_some())
+    }
+
+    /// Whether a call in `mode` waits with `WAITAOF` (Redisson's rule, see [`SyncMode`]).
+    fn waits_for_aof(&self, mode: SyncMode) -> bool {
+        mode == SyncMode::Auto && self.aof_enabled == Some(true) && self.waitaof == Some(true)
+    }
+
+    /// What a later `INFO` said, over what this knew: `WAITAOF`'s presence does not change on
+    /// the same connection, and `INFO replication` says nothing of the AOF.
+    fn updated(self, seen: Primary) -> Primary {
+        Primary {
+            replicas: seen.replicas,
+            aof_enabled: seen.aof_enabled.or(self.aof_enabled),
+            waitaof: seen.waitaof.or(self.waitaof),
+        }
+    }
+}
+
+/// The command after a checked call's script, and how to read its reply.
+#[derive(Clone, Copy, Debug)]
+struct SyncWait {
+    wait: ReplicaWait,
+    /// `WAITAOF` rather than `WAIT`.
+    aof: bool,
+}
+
+impl SyncWait {
+    fn argv(&self) -> Vec<Bytes> {
+        if self.aof {
+            self.wait.aof_argv()
+        } else {
+            self.wait.argv()
+        }
+    }
 }
 
 /// How long a primary's replica count is trusted before it is asked again: a replica that attaches
@@ -204,7 +261,7 @@ where
         call: &ScriptCall,
         deadline: tokio::time::Instant,
     ) -> Result<Reply, BackendError> {
-        self.run_script(call, None, false, deadline)
+        self.run_script(call, None, None, deadline)
             .await
             .map(|trip| to_reply(trip.script))
     }
@@ -215,8 +272,8 @@ where
     async fn run_script(
         &self,
         call: &ScriptCall,
-        wait: Option<ReplicaWait>,
-        refresh: bool,
+        wait: Option<SyncWait>,
+        refresh: Option<InfoAsk>,
         deadline: tokio::time::Instant,
     ) -> Result<Trip, BackendError> {
         let trip = self
@@ -238,8 +295,10 @@ where
                 }
             })
             .await?;
-        if let Some(count) = trip.replicas {
-            *lock_ignoring_poison(&self.replicas) = Some((tokio::time::Instant::now(), count));
+        if let Some(seen) = trip.primary {
+            let mut known = lock_ignoring_poison(&self.replicas);
+            let before = known.map(|(_, primary)| primary).unwrap_or_default();
+            *known = Some((tokio::time::Instant::now(), before.updated(seen)));
         }
         Ok(trip)
     }
@@ -276,31 +335,45 @@ where
                 },
             ));
         }
-        let trip = self.run_script(call, Some(wait), false, deadline).await?;
+        // A cluster's primaries are not asked for their AOF: `WAIT` (see `SyncMode`).
+        let wait = SyncWait { wait, aof: false };
+        let trip = self.run_script(call, Some(wait), None, deadline).await?;
         let acked = trip.acked.unwrap_or(0);
         Ok((to_reply(trip.script), ReplicaAcks { acked, connected }))
     }
 
-    /// How many replicas the primary has connected, and whether the answer is old enough to be
-    /// asked again behind the call that goes by it (after [`REPLICA_COUNT_TTL`]). Never asked
-    /// (or forgotten after a broken connection): `INFO replication` first, by `deadline`.
-    async fn connected_replicas(
+    /// What the primary said of itself (enough for a call in `mode`), and whether the answer is
+    /// old enough to be asked again behind the call that goes by it (after
+    /// [`REPLICA_COUNT_TTL`]). Never asked, or not enough (or forgotten after a broken
+    /// connection): asked first, by `deadline`.
+    async fn primary(
         &self,
+        mode: SyncMode,
         deadline: tokio::time::Instant,
-    ) -> Result<(u32, bool), BackendError> {
-        if let Some((at, count)) = *lock_ignoring_poison(&self.replicas) {
-            return Ok((count, at.elapsed() >= REPLICA_COUNT_TTL));
+    ) -> Result<(Primary, bool), BackendError> {
+        if let Some((at, known)) = *lock_ignoring_poison(&self.replicas)
+            && known.knows_enough_for(mode)
+        {
+            return Ok((known, at.elapsed() >= REPLICA_COUNT_TTL));
         }
-        let argv = [
-            Bytes::from_static(b"INFO"),
-            Bytes::from_static(b"replication"),
-        ];
-        let info = self
-            .bounded_until(deadline, query(&self.conn, &argv))
-            .await?;
-        let count = replicas_of_info(&info);
-        *lock_ignoring_poison(&self.replicas) = Some((tokio::time::Instant::now(), count));
-        Ok((count, false))
+        let seen = match mode {
+            SyncMode::Ack => {
+                let argv = [
+                    Bytes::from_static(b"INFO"),
+                    Bytes::from_static(b"replication"),
+                ];
+                let info = self
+                    .bounded_until(deadline, query(&self.conn, &argv))
+                    .await?;
+                InfoAsk::Replication.read(&info)
+            }
+            SyncMode::Auto => self.bounded_until(deadline, ask_aof(&self.conn)).await?,
+        };
+        let mut known = lock_ignoring_poison(&self.replicas);
+        let before = known.map(|(_, primary)| primary).unwrap_or_default();
+        let now = before.updated(seen);
+        *known = Some((tokio::time::Instant::now(), now));
+        Ok((now, false))
     }
 
     /// `SCRIPT LOAD` of every lock script and `INFO replication`, in one round trip: what a call
@@ -313,9 +386,71 @@ where
         pipe.cmd("INFO").arg("replication");
         let (info,): (Value,) = pipe.query_async(&mut self.conn.clone()).await?;
         self.scripts_loaded.store(true, Ordering::Relaxed);
-        let count = replicas_of_info(&info);
-        *lock_ignoring_poison(&self.replicas) = Some((tokio::time::Instant::now(), count));
+        let seen = InfoAsk::Replication.read(&info);
+        *lock_ignoring_poison(&self.replicas) = Some((tokio::time::Instant::now(), seen));
         Ok(())
+    }
+}
+
+/// `INFO` (its default sections, replication and persistence among them) and `WAITAOF 0 0 0`, in
+/// one round trip: all that [`SyncMode::Auto`] decides by. A server without `WAITAOF` answers it
+/// with an error, which says just that.
+async fn ask_aof<C: ConnectionLike + Clone>(conn: &C) -> Result<Primary, RedisError> {
+    let mut pipe = redis::pipe();
+    pipe.cmd("INFO").cmd("WAITAOF").arg(0).arg(0).arg(0);
+    let replies: Vec<Value> = pipe.ignore_errors().query_async(&mut conn.clone()).await?;
+    let mut replies = replies.into_iter();
+    let info = match replies.next() {
+        Some(Value::ServerError(e)) => return Err(e.into()),
+        Some(info) => info,
+        None => return Err(short_pipeline()),
+    };
+    let waitaof = !matches!(replies.next(), Some(Value::ServerError(_)) | None);
+    Ok(Primary {
+        waitaof: Some(waitaof),
+        ..InfoAsk::Default.read(&info)
+    })
+}
+
+/// Which `INFO` a refresh sends behind a call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum InfoAsk {
+    /// `INFO replication`: the replicas only.
+    Replication,
+    /// `INFO`: the default sections, the replicas and the AOF's state among them.
+    Default,
+}
+
+impl InfoAsk {
+    fn for_mode(mode: SyncMode) -> InfoAsk {
+        match mode {
+            SyncMode::Ack => InfoAsk::Replication,
+            SyncMode::Auto => InfoAsk::Default,
+        }
+    }
+
+    fn add_to(self, pipe: &mut redis::Pipeline) {
+        match self {
+            InfoAsk::Replication => pipe.cmd("INFO").arg("replication"),
+            InfoAsk::Default => pipe.cmd("INFO"),
+        };
+    }
+
+    /// What the reply says of the primary.
+    fn read(self, info: &Value) -> Primary {
+        let text = match info {
+            Value::BulkString(text) => &text[..],
+            Value::VerbatimString { text, .. } => text.as_bytes(),
+            _ => &[],
+        };
+        Primary {
+            replicas: info_field(text, "connected_slaves").unwrap_or(0),
+            aof_enabled: match self {
+                InfoAsk::Replication => None,
+                InfoAsk::Default => Some(info_field::<u8>(text, "aof_enabled") == Some(1)),
+            },
+            waitaof: None,
+        }
     }
 }
 
@@ -323,44 +458,34 @@ where
 struct Trip {
     /// The script's reply.
     script: Value,
-    /// `WAIT`'s count, when it was sent.
+    /// The count of `WAIT` (or of `WAITAOF`'s replicas), when it was sent.
     acked: Option<u32>,
-    /// `INFO replication`'s `connected_slaves`, when it was sent.
-    replicas: Option<u32>,
+    /// What the `INFO` behind it said, when it was sent.
+    primary: Option<Primary>,
 }
 
-/// `connected_slaves` of an `INFO replication` reply; 0 when it has none.
-fn replicas_of_info(info: &Value) -> u32 {
-    match info {
-        Value::BulkString(text) => connected_replicas_in_info(text),
-        Value::VerbatimString { text, .. } => connected_replicas_in_info(text.as_bytes()),
-        _ => None,
-    }
-    .unwrap_or(0)
-}
-
-/// The script call in one pipeline: the scripts' loads ahead of it when `load`, its `WAIT` after
-/// it when `wait`, and `INFO replication` last when `info`.
+/// The script call in one pipeline: the scripts' loads ahead of it when `load`, its `WAIT` (or
+/// `WAITAOF`) after it when `wait`, and `info` last.
 async fn one_trip<C: ConnectionLike + Clone>(
     conn: &C,
     call: &ScriptCall,
     load: bool,
-    wait: Option<ReplicaWait>,
-    info: bool,
+    wait: Option<SyncWait>,
+    info: Option<InfoAsk>,
 ) -> Result<Trip, RedisError> {
-    if !load && !info {
+    if !load && info.is_none() {
         return match wait {
             None => Ok(Trip {
                 script: query(conn, &call.evalsha_argv()).await?,
                 acked: None,
-                replicas: None,
+                primary: None,
             }),
             Some(wait) => {
-                let (script, acked) = pipeline_with_wait(conn, call, wait).await?;
+                let (script, acked) = pipeline_with(conn, call, wait).await?;
                 Ok(Trip {
                     script,
                     acked: Some(acked),
-                    replicas: None,
+                    primary: None,
                 })
             }
         };
@@ -375,8 +500,8 @@ async fn one_trip<C: ConnectionLike + Clone>(
     if let Some(wait) = wait {
         pipe.add_command(cmd_of(&wait.argv()));
     }
-    if info {
-        pipe.cmd("INFO").arg("replication");
+    if let Some(info) = info {
+        info.add_to(&mut pipe);
     }
     let replies: Vec<Value> = pipe.ignore_errors().query_async(&mut conn.clone()).await?;
     let mut replies = replies.into_iter();
@@ -386,19 +511,17 @@ async fn one_trip<C: ConnectionLike + Clone>(
         None => return Err(short_pipeline()),
     };
     let acked = match wait {
-        Some(_) => Some(wait_count(replies.next().ok_or_else(short_pipeline)?)?),
+        Some(wait) => Some(wait.count(replies.next().ok_or_else(short_pipeline)?)?),
         None => None,
     };
-    let replicas = match info {
-        true => Some(replicas_of_info(
-            &replies.next().ok_or_else(short_pipeline)?,
-        )),
-        false => None,
+    let primary = match info {
+        Some(info) => Some(info.read(&replies.next().ok_or_else(short_pipeline)?)),
+        None => None,
     };
     Ok(Trip {
         script,
         acked,
-        replicas,
+        primary,
     })
 }
 
@@ -422,11 +545,12 @@ fn wait_count(reply: Value) -> Result<u32, RedisError> {
     }
 }
 
-/// The script call and its `WAIT` in one round trip: the script's reply and `WAIT`'s count.
-pub(crate) async fn pipeline_with_wait<C: ConnectionLike + Clone>(
+/// The script call and its `WAIT` or `WAITAOF` in one round trip: the script's reply and how
+/// many replicas acknowledged.
+async fn pipeline_with<C: ConnectionLike + Clone>(
     conn: &C,
     call: &ScriptCall,
-    wait: ReplicaWait,
+    wait: SyncWait,
 ) -> Result<(Value, u32), RedisError> {
     let mut pipe = redis::pipe();
     pipe.add_command(cmd_of(&call.evalsha_argv()))
@@ -443,16 +567,35 @@ pub(crate) async fn pipeline_with_wait<C: ConnectionLike + Clone>(
     if let Value::ServerError(e) = script {
         return Err(e.into());
     }
-    let acked = wait_count(acked)?;
+    let acked = wait.count(acked)?;
     Ok((script, acked))
 }
 
-/// `connected_slaves:<n>` of an `INFO replication` reply.
-fn connected_replicas_in_info(text: &[u8]) -> Option<u32> {
+impl SyncWait {
+    /// How many replicas acknowledged: `WAIT`'s reply, or the second count of `WAITAOF`'s
+    /// (`[local, replicas]`), which Redisson reads as the synced replicas.
+    fn count(&self, reply: Value) -> Result<u32, RedisError> {
+        if !self.aof {
+            return wait_count(reply);
+        }
+        match reply {
+            Value::Array(counts) if counts.len() == 2 => wait_count(counts[1].clone()),
+            Value::ServerError(e) => Err(e.into()),
+            other => Err(RedisError::from((
+                ErrorKind::Parse,
+                "WAITAOF answered something other than two counts",
+                format!("{other:?}"),
+            ))),
+        }
+    }
+}
+
+/// The value of `<name>:<value>` in an `INFO` reply.
+fn info_field<T: std::str::FromStr>(text: &[u8], name: &str) -> Option<T> {
     std::str::from_utf8(text)
         .ok()?
         .lines()
-        .find_map(|line| line.trim_end().strip_prefix("connected_slaves:"))
+        .find_map(|line| line.trim_end().strip_prefix(name)?.strip_prefix(':'))
         .and_then(|n| n.parse().ok())
 }
 
@@ -489,9 +632,18 @@ where
         // One response timeout for the whole call, the replica count's round trip included, as
         // `call_timeout` promises.
         let deadline = self.deadline();
-        let (connected, refresh) = self.connected_replicas(deadline).await?;
-        let wait = (connected > 0).then_some(wait);
-        let trip = self.run_script(call, wait, refresh, deadline).await?;
+        let (primary, refresh) = self.primary(wait.mode, deadline).await?;
+        let connected = primary.replicas;
+        // Redisson's batch adds its wait only when there are replicas to wait for, the AOF form
+        // too: a primary alone goes unchecked.
+        let sync = SyncWait {
+            wait,
+            aof: primary.waits_for_aof(wait.mode),
+        };
+        let refresh = refresh.then(|| InfoAsk::for_mode(wait.mode));
+        let trip = self
+            .run_script(call, (connected > 0).then_some(sync), refresh, deadline)
+            .await?;
         let acked = trip.acked.unwrap_or(0);
         let acks = ReplicaAcks { acked, connected };
         Ok((to_reply(trip.script), Some(acks)))

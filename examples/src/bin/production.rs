@@ -77,6 +77,7 @@ async fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     let sync_replicas = (args.sync_replicas > 0).then(|| SyncReplicas {
         min_replicas: args.sync_replicas,
         timeout: args.sync_timeout.map(Millis),
+        ..SyncReplicas::default()
     });
     let config = LockConfig {
         watchdog_timeout: Millis(args.watchdog_timeout),

@@ -22,7 +22,12 @@ impl LockMachine {
     /// The `WAIT` a lock write carries, when the check is on.
     pub(crate) fn replica_wait(&self) -> Option<ReplicaWait> {
         let (replicas, timeout) = self.config.replica_wait()?;
-        Some(ReplicaWait { replicas, timeout })
+        let mode = self.config.sync_replicas?.mode;
+        Some(ReplicaWait {
+            replicas,
+            timeout,
+            mode,
+        })
     }
 
     /// Whether `acks` falls short. A primary with no replica connected has nothing to wait for

@@ -341,6 +341,9 @@ pub struct ReplicaWait {
     pub replicas: u32,
     /// How long the server waits at most.
     pub timeout: crate::time::Millis,
+    /// Whether the backend may send `WAITAOF` instead, where the primary's AOF is on (see
+    /// [`SyncMode`](crate::config::SyncMode)).
+    pub mode: crate::config::SyncMode,
 }
 
 impl ReplicaWait {
@@ -350,6 +353,17 @@ impl ReplicaWait {
             Bytes::from_static(b"WAIT"),
             int_arg(i64::from(self.replicas)),
             int_arg(i64::try_from(self.timeout.as_u64()).unwrap_or(i64::MAX)),
+        ]
+    }
+
+    /// The AOF form: `WAITAOF 1 replicas timeout`, the local AOF and `replicas` replicas' AOFs
+    /// (Redisson's `syncAOF(1, replicas, timeout)`).
+    pub fn aof_argv(&self) -> Vec<Bytes> {
+        vec![
+            Bytes::from_static(b"WAITAOF"),
+            Bytes::from_static(b"1"),
+            Bytes::from(self.replicas.to_string()),
+            Bytes::from(self.timeout.as_u64().to_string()),
         ]
     }
 }

@@ -17,6 +17,7 @@ mod through_failover;
 #[path = "../support/topology.rs"]
 mod topology;
 
+mod aof_sync;
 mod api;
 mod client;
 mod cluster;

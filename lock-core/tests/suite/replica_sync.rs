@@ -6,7 +6,7 @@ use crate::machine_rig;
 
 use lock_core::machine::{AcquireRequest, Call, Done, HoldState, LockEvent, Request, RwSide, Wait};
 use lock_core::script::ReplicaWait;
-use lock_core::{LockConfig, LockError, Millis, Operation, SyncReplicas, UnlockOutcome};
+use lock_core::{LockConfig, LockError, Millis, Operation, SyncMode, SyncReplicas, UnlockOutcome};
 use machine_rig::{Fate, Rig, t};
 
 /// Every reply acknowledged by `acked` of `connected` replicas.
@@ -58,6 +58,7 @@ fn every_write_of_a_hold_carries_a_wait_and_nothing_else_does() {
     let wait = Some(ReplicaWait {
         replicas: 1,
         timeout: Millis(1000),
+        mode: SyncMode::Ack,
     });
     let sync_of = |name: &str| -> Vec<_> {
         rig.sent
@@ -292,6 +293,7 @@ fn a_higher_minimum_needs_that_many_acknowledgements() {
         sync_replicas: Some(SyncReplicas {
             min_replicas: 2,
             timeout: Some(Millis(500)),
+            ..SyncReplicas::default()
         }),
         ..LockConfig::default()
     };
@@ -308,7 +310,7 @@ fn a_higher_minimum_needs_that_many_acknowledgements() {
     ));
     let sync = rig.calls_named("acquire")[0].call.clone();
     assert!(
-        matches!(sync, Call::Script(s) if s.sync == Some(ReplicaWait { replicas: 2, timeout: Millis(500) }))
+        matches!(sync, Call::Script(s) if s.sync == Some(ReplicaWait { replicas: 2, timeout: Millis(500), mode: SyncMode::Ack }))
     );
     rig.fate = replicas(2, 2);
     let op = rig.lock(0, "orders");
