@@ -23,7 +23,7 @@
 //!   behind the script, once the answer is five seconds old (the call goes by the old answer).
 //!   Only after a broken connection (perhaps to a new primary) is the count forgotten, and the
 //!   next checked call asks it first;
-//! - with [`SyncMode::Auto`](crate::SyncMode::Auto) the wait is `WAITAOF 1 <replicas> <timeout>`
+//! - with [`SyncMode::Auto`] the wait is `WAITAOF 1 <replicas> <timeout>`
 //!   when the primary's AOF is on, decided as Redisson decides it: `INFO`'s `aof_enabled:1`, and
 //!   a server that accepts `WAITAOF` (asked once with `WAITAOF 0 0 0`, in the round trip of the
 //!   first `INFO` such a call needs; it writes nothing and waits for nothing). The refresh behind
