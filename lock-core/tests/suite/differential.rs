@@ -5,13 +5,15 @@
 //! put a string or a list on a lock's key, token counter or latch (so scripts meet wrong-typed keys)
 //! run twice: on a server through a [`Backend`], and on the native twins over the reference store.
 //! Replies must be identical, errors included, and so must the final keys, their values and TTLs.
-//! The reference runs at the sequence's start time while real time moves on, so a TTL may be lower
-//! on the server by at most the real time elapsed; nothing else may differ.
+//! The reference runs at the sequence's start time while real time moves on, so on the real
+//! server a TTL may be lower by at most the real time elapsed; nothing else may differ.
 //!
 //! The servers: the shared Redis through [`RedisBackend`] (`REDIS_URL`), and the `fake-redis`
-//! engine on its wall clock (`SystemClock`, so the same tolerance holds) through
-//! `RedisBackend<FakeConnection, FakeSubscriber>` (the same `redis`-crate code as against the real
-//! one) and through `FakeBackend`. The fake runs the native twins, so there the test holds the
+//! engine through `RedisBackend<FakeConnection, FakeSubscriber>` (the same `redis`-crate code as
+//! against the real one) and through `FakeBackend`. The fake's clock is a [`ManualClock`] set to
+//! each sequence's start time and left there, as the reference's is: on the fake no time passes,
+//! so there TTLs, scores and fencing tokens must be exactly the reference's, however loaded the
+//! machine. The fake runs the native twins, so there the test holds the
 //! engine (its commands, replies, error texts, expiry and script cache) to the reference.
 //! A third leg runs the fifteen Lua bodies on the fake's embedded Lua instead
 //! (`Engine::run_lock_scripts_on_lua`): held to the same reference, Lua on real Redis, the native
@@ -36,7 +38,7 @@
 use crate::common;
 
 use bytes::Bytes;
-use fake_redis::{FakeConnection, NodeId, SystemClock, shared};
+use fake_redis::{FakeConnection, ManualClock, NodeId, shared};
 use lock_core::fake::{FakeBackend, FakeSubscriber};
 use lock_core::script::reference::{ReferenceStore, Value};
 use lock_core::script::{
@@ -828,7 +830,9 @@ fn token_close(reference: i64, server: i64, start_us: i64, elapsed_ms: i64) -> b
     if reference < start_us {
         return reference == server;
     }
-    server >= reference && server <= reference + (elapsed_ms + TOKEN_SLACK_MS) * 1000
+    // No time passes on a manual clock (`elapsed_ms` 0), and no slack is needed.
+    let slack_ms = if elapsed_ms == 0 { 0 } else { TOKEN_SLACK_MS };
+    server >= reference && server <= reference + (elapsed_ms + slack_ms) * 1000
 }
 
 /// See [`token_close`].
@@ -878,12 +882,23 @@ fn outcome_matches(
     }
 }
 
-/// Runs one sequence on both sides and reports the first difference.
-async fn check_sequence<B: Backend>(backend: &B, prefix: &str, ops: &[Op]) -> Result<(), String> {
+/// Runs one sequence on both sides and reports the first difference. With `clock` (the fake's),
+/// the server's clock is set to the sequence's start and stays there, so nothing may differ by
+/// elapsed time.
+async fn check_sequence<B: Backend>(
+    backend: &B,
+    clock: Option<&ManualClock>,
+    prefix: &str,
+    ops: &[Op],
+) -> Result<(), String> {
     let now_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_millis() as i64;
+    if let Some(clock) = clock {
+        clock.set(now_ms);
+    }
+    let frozen = clock.is_some();
     // Half the sequences publish with SPUBLISH, as a cluster with sharded pub/sub has them do.
     let publish = if ops.len().is_multiple_of(2) {
         PublishCommand::SPublish
@@ -899,7 +914,7 @@ async fn check_sequence<B: Backend>(backend: &B, prefix: &str, ops: &[Op]) -> Re
         for (i, op) in ops.iter().enumerate() {
             let reference = run_reference(&names, &mut store, op);
             let server = run_backend(&names, backend, op).await;
-            let elapsed = started.elapsed().as_millis() as i64 + 1;
+            let elapsed = elapsed_ms(started, frozen);
             if !outcome_matches(op, &reference, &server, start_us, elapsed) {
                 return Err(format!(
                     "step {i} {op:?}: reference replied {reference:?}, server replied {server:?}"
@@ -909,7 +924,7 @@ async fn check_sequence<B: Backend>(backend: &B, prefix: &str, ops: &[Op]) -> Re
         keys = keys_to_compare(&names, &store);
         let reference = reference_state(&keys, &mut store);
         let server = backend_state(&keys, backend).await;
-        let elapsed = started.elapsed().as_millis() as i64 + 1;
+        let elapsed = elapsed_ms(started, frozen);
         let same = reference.len() == server.len()
             && reference.iter().zip(&server).all(|(r, s)| {
                 r.key == s.key
@@ -937,6 +952,16 @@ async fn check_sequence<B: Backend>(backend: &B, prefix: &str, ops: &[Op]) -> Re
     result
 }
 
+/// The time a server's clock may have moved since the sequence began: none when it is frozen,
+/// else the real time elapsed, rounded up.
+fn elapsed_ms(started: Instant, frozen: bool) -> i64 {
+    if frozen {
+        0
+    } else {
+        started.elapsed().as_millis() as i64 + 1
+    }
+}
+
 fn cases() -> u32 {
     std::env::var("DIFF_CASES")
         .ok()
@@ -944,8 +969,14 @@ fn cases() -> u32 {
         .unwrap_or(2_000)
 }
 
-/// Runs `cases()` random sequences against `backend`, failing with the shrunk sequence.
-pub fn differential<B: Backend>(rt: &tokio::runtime::Runtime, backend: &B, label: &str) {
+/// Runs `cases()` random sequences against `backend`, failing with the shrunk sequence. `clock` is
+/// the server's clock when the test holds it (the fake's).
+pub fn differential<B: Backend>(
+    rt: &tokio::runtime::Runtime,
+    backend: &B,
+    clock: Option<&ManualClock>,
+    label: &str,
+) {
     let mut runner = TestRunner::new(Config {
         cases: cases(),
         failure_persistence: None,
@@ -956,7 +987,7 @@ pub fn differential<B: Backend>(rt: &tokio::runtime::Runtime, backend: &B, label
     let result = runner.run(&prop::collection::vec(any_op(), 1..24), |ops| {
         counter.set(counter.get() + 1);
         let prefix = format!("{base}-{}", counter.get());
-        rt.block_on(check_sequence(backend, &prefix, &ops))
+        rt.block_on(check_sequence(backend, clock, &prefix, &ops))
             .map_err(TestCaseError::fail)
     });
     if let Err(e) = result {
@@ -980,32 +1011,34 @@ fn lua_scripts_and_native_twins_agree_on_real_redis() {
             Duration::from_secs(5),
         ))
         .expect("connect to REDIS_URL");
-    differential(&rt, &backend, "diff-real");
+    differential(&rt, &backend, None, "diff-real");
 }
 
 #[test]
 fn the_fake_agrees_with_the_reference_through_redis_backend_on_fake_connection() {
     let rt = runtime();
     // The subscriber's task needs the runtime.
+    let clock = ManualClock::default();
     let backend = rt.block_on(async {
-        let engine = shared(lock_core::fake::engine(SystemClock));
+        let engine = shared(lock_core::fake::engine(clock.clone()));
         RedisBackend::new(
             FakeConnection::new(engine.clone(), NodeId(1)),
             FakeSubscriber::new(engine, NodeId(1)),
             Duration::from_secs(5),
         )
     });
-    differential(&rt, &backend, "diff-fake-connection");
+    differential(&rt, &backend, Some(&clock), "diff-fake-connection");
 }
 
 #[test]
 fn the_fake_agrees_with_the_reference_through_fake_backend() {
     let rt = runtime();
+    let clock = ManualClock::default();
     let backend = rt.block_on(async {
-        let engine = shared(lock_core::fake::engine(SystemClock));
+        let engine = shared(lock_core::fake::engine(clock.clone()));
         FakeBackend::with_response_timeout(engine, NodeId(1), Duration::from_secs(5))
     });
-    differential(&rt, &backend, "diff-fake-backend");
+    differential(&rt, &backend, Some(&clock), "diff-fake-backend");
 }
 
 /// The third leg: the same fifteen Lua bodies on the fake's embedded Lua instead of its native twins.
@@ -1014,8 +1047,9 @@ fn the_fake_agrees_with_the_reference_through_fake_backend() {
 #[test]
 fn the_fake_s_lua_runs_the_lock_s_bodies_as_the_reference_does() {
     let rt = runtime();
+    let clock = ManualClock::default();
     let backend = rt.block_on(async {
-        let mut engine = lock_core::fake::engine(SystemClock);
+        let mut engine = lock_core::fake::engine(clock.clone());
         engine.run_lock_scripts_on_lua(true);
         assert!(engine.lock_scripts_run_on_lua());
         let engine = shared(engine);
@@ -1025,5 +1059,5 @@ fn the_fake_s_lua_runs_the_lock_s_bodies_as_the_reference_does() {
             Duration::from_secs(5),
         )
     });
-    differential(&rt, &backend, "diff-fake-lua");
+    differential(&rt, &backend, Some(&clock), "diff-fake-lua");
 }
