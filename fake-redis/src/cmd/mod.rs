@@ -39,6 +39,7 @@ mod dispatch;
 mod dump;
 mod functions;
 mod geo;
+mod hash_ex;
 mod hash_ttl;
 mod hashes;
 mod hyperloglog;
@@ -292,6 +293,8 @@ command_table! {
     b"HEXPIRETIME" => hash_ttl::HEXPIRETIME,
     b"HGET" => hashes::HGET,
     b"HGETALL" => hashes::HGETALL,
+    b"HGETDEL" => hash_ex::HGETDEL,
+    b"HGETEX" => hash_ex::HGETEX,
     b"HINCRBY" => hashes::HINCRBY,
     b"HINCRBYFLOAT" => hashes::HINCRBYFLOAT,
     b"HKEYS" => hashes::HKEYS,
@@ -306,6 +309,7 @@ command_table! {
     b"HRANDFIELD" => hashes::HRANDFIELD,
     b"HSCAN" => hashes::HSCAN,
     b"HSET" => hashes::HSET,
+    b"HSETEX" => hash_ex::HSETEX,
     b"HSETNX" => hashes::HSETNX,
     b"HSTRLEN" => hashes::HSTRLEN,
     b"HTTL" => hash_ttl::HTTL,
