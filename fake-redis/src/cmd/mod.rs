@@ -342,6 +342,7 @@ command_table! {
     b"MONITOR" => client::MONITOR,
     b"MOVE" => server::MOVE,
     b"MSET" => strings::MSET,
+    b"MSETEX" => strings::MSETEX,
     b"MSETNX" => strings::MSETNX,
     b"MULTI" => transactions::MULTI,
     b"OBJECT" => server::OBJECT,
