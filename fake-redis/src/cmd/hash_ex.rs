@@ -296,11 +296,12 @@ fn hsetex_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let Some(hash) = hash_mut(cx, key) else {
         return Ok(Frame::Integer(0));
     };
-    // A field past its deadline is expired before it is written over.
+    // A field past its deadline is expired as it is written over, in its place.
     let mut expired = false;
     for field in fields() {
         if hash.field_expired(field, now) {
-            expired |= hash.remove(field);
+            hash.set_field_deadline(field, None);
+            expired = true;
         }
     }
     for pair in pairs.chunks_exact(2) {
