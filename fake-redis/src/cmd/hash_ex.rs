@@ -262,7 +262,7 @@ fn hsetex_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let (options, count, pairs) = split_fields(args).ok_or(NUMFIELDS)?;
     let options = Options::parse(options, true)?;
     let count = super::int(count)?;
-    let fits = count >= 1 && count <= i64::MAX / 2;
+    let fits = (1..=i64::MAX / 2).contains(&count);
     if !fits || usize::try_from(count * 2).ok() != Some(pairs.len()) {
         return Err(NUMFIELDS);
     }

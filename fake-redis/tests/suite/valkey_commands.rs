@@ -309,7 +309,7 @@ fn run(protocol: u8, mut real: Option<&mut Real>) -> (Vec<Vec<u8>>, Vec<Vec<u8>>
     };
     let (mut engine, clock, client) = fake(now);
     let (mut fakes, mut reals) = (Vec::new(), Vec::new());
-    let mut step = |engine: &mut Engine, real: &mut Option<&mut Real>, line: &str| {
+    let step = |engine: &mut Engine, real: &mut Option<&mut Real>, line: &str| {
         let fake = resp(&engine.execute(client, &argv(line)), protocol);
         let words: Vec<&[u8]> = line.split_whitespace().map(str::as_bytes).collect();
         (fake, real.as_mut().map(|r| r.call(&words)))
