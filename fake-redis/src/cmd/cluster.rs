@@ -132,12 +132,35 @@ const MODULE_HELP: &[&str] = &[
     "    Prints this help.",
 ];
 
-/// `MODULE LIST` (no module is loaded), `MODULE HELP`, and `LOAD`, `LOADEX`, `UNLOAD`, which
-/// Redis refuses while `enable-module-command` is `no`, its default.
-fn module_command(_cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
+/// The modules a server of `version` has loaded, as `MODULE LIST` and `HELLO` describe them:
+/// none on Redis; Valkey 9.1 runs Lua as a module of its own.
+pub(crate) fn loaded_modules(version: crate::engine::Version) -> Vec<Frame> {
+    if !version.is_valkey() {
+        return Vec::new();
+    }
+    let field = |k: &'static str| Frame::Bulk(Bytes::from_static(k.as_bytes()));
+    vec![Frame::Map(vec![
+        (field("name"), field("lua")),
+        (field("ver"), Frame::Integer(1)),
+        (field("path"), field("lua")),
+        (field("args"), Frame::Array(Vec::new())),
+    ])]
+}
+
+/// `MODULE LIST` (Valkey's Lua, or nothing), `MODULE HELP`, and `LOAD`, `LOADEX`, `UNLOAD`,
+/// which Redis refuses while `enable-module-command` is `no`, its default.
+fn module_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let sub = args.next_bytes()?;
+    let version = cx.engine().version();
     match subcommand("MODULE", &["list", "help", "load", "loadex", "unload"], sub)? {
-        "list" => Ok(Frame::Array(Vec::new())),
+        "list" => Ok(Frame::Array(loaded_modules(version))),
+        "help" if version.is_valkey() => {
+            // Valkey says "Print this help." where Redis says "Prints".
+            let mut lines = MODULE_HELP.to_vec();
+            lines.pop();
+            lines.push("    Print this help.");
+            Ok(help_reply(&lines))
+        }
         "help" => Ok(help_reply(MODULE_HELP)),
         _ => Err(Frame::error(
             "ERR MODULE command not allowed. If the enable-module-command option is set to \

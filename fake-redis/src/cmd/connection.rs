@@ -146,15 +146,7 @@ fn hello_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let field = |k: &'static str| Frame::Bulk(Bytes::from_static(k.as_bytes()));
     let version = cx.engine().version();
     // Valkey lists its Lua engine as a module.
-    let modules = match version.is_valkey() {
-        false => Vec::new(),
-        true => vec![Frame::Map(vec![
-            (field("name"), field("lua")),
-            (field("ver"), Frame::Integer(1)),
-            (field("path"), field("lua")),
-            (field("args"), Frame::Array(Vec::new())),
-        ])],
-    };
+    let modules = super::cluster::loaded_modules(version);
     let mut fields = vec![
         (field("server"), field(version.server_name())),
         (field("version"), field(version.server_version())),
@@ -750,15 +742,28 @@ fn info_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     if want("replication") {
         sections.push(engine.replication_info());
     }
+    let valkey = engine.version().is_valkey();
     if want("cpu") {
-        sections.push(String::from(
+        let mut s = String::from(
             "# CPU\r\nused_cpu_sys:0.000000\r\nused_cpu_user:0.000000\r\n\
              used_cpu_sys_children:0.000000\r\nused_cpu_user_children:0.000000\r\n\
              used_cpu_sys_main_thread:0.000000\r\nused_cpu_user_main_thread:0.000000\r\n",
-        ));
+        );
+        // Valkey adds the time its main thread spent on commands: 0 here, as every command's.
+        if valkey {
+            s.push_str("used_active_time_main_thread:0.000000\r\n");
+        }
+        sections.push(s);
     }
     if want("modules") {
-        sections.push(String::from("# Modules\r\n"));
+        let mut s = String::from("# Modules\r\n");
+        if valkey {
+            s.push_str(
+                "module:name=lua,ver=1,api=1,filters=0,usedby=[],using=[],\
+                 options=[handle-repl-async-load|handle-atomic-slot-migration]\r\n",
+            );
+        }
+        sections.push(s);
     }
     if want("commandstats") {
         sections.push(engine.stats().commandstats_section());
@@ -781,10 +786,18 @@ fn info_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
             if db.len() > 0 {
                 let _ = write!(
                     s,
-                    "db{i}:keys={},expires={},avg_ttl=0\r\n",
+                    "db{i}:keys={},expires={},avg_ttl=0",
                     db.len(),
                     db.volatile_len()
                 );
+                // Valkey counts the keys with fields that have a TTL (its hashes').
+                if valkey {
+                    let volatile = db.stored_iter().filter(|(_, e)| {
+                        matches!(&e.value, crate::engine::db::Value::Hash(h) if h.has_field_ttls())
+                    });
+                    let _ = write!(s, ",keys_with_volatile_items={}", volatile.count());
+                }
+                s.push_str("\r\n");
             }
         }
         sections.push(s);

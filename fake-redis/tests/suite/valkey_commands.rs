@@ -1,7 +1,8 @@
 //! The commands Valkey 9.1 has beyond Redis 7.0 that the fake answers in its Valkey mode
 //! (`fake-redis/src/cmd/hash_ex.rs` for `HGETEX`, `HSETEX`, `HGETDEL`; `strings.rs` for
 //! `MSETEX`; `server.rs` for `COMMANDLOG`; `cluster.rs` for `CLUSTERSCAN`): their replies byte
-//! for byte, errors included, in RESP2 and RESP3, and the keyspace events they announce.
+//! for byte, errors included, in RESP2 and RESP3, and the keyspace events they announce; and
+//! what Valkey's `INFO` and `MODULE` add to Redis's (its Lua module, `keys_with_volatile_items`).
 //!
 //! The table of cases runs on the fake and is held to replies recorded from valkey-server
 //! 9.1.2. With `VALKEY_9_1_SERVER` naming a `valkey-server` binary, the test also starts that
@@ -273,6 +274,18 @@ const CASES: &[&[&str]] = &[
         "CLUSTERSCAN",
         "CLUSTERSCAN 0",
         "CLUSTERSCAN x COUNT 10",
+    ],
+    // What Valkey's INFO and MODULE say beyond Redis's: its Lua module, its keys with fields
+    // that have a TTL.
+    &[
+        "HSET h a 1",
+        "HEXPIRE h 100 FIELDS 1 a",
+        "HSET h2 a 1",
+        "SET k v",
+        "INFO keyspace",
+        "INFO modules",
+        "MODULE LIST",
+        "MODULE HELP",
     ],
 ];
 
@@ -788,6 +801,14 @@ const RECORDED_RESP2: &[&[u8]] = &[
     b"-ERR wrong number of arguments for \'clusterscan\' command\r\n",
     b"-ERR This instance has cluster support disabled\r\n",
     b"-ERR This instance has cluster support disabled\r\n",
+    b":1\r\n",
+    b"*1\r\n:1\r\n",
+    b":1\r\n",
+    b"+OK\r\n",
+    b"$71\r\n# Keyspace\r\ndb0:keys=3,expires=0,avg_ttl=0,keys_with_volatile_items=1\r\n\r\n",
+    b"$131\r\n# Modules\r\nmodule:name=lua,ver=1,api=1,filters=0,usedby=[],using=[],options=[handle-repl-async-load|handle-atomic-slot-migration]\r\n\r\n",
+    b"*1\r\n*8\r\n$4\r\nname\r\n$3\r\nlua\r\n$3\r\nver\r\n:1\r\n$4\r\npath\r\n$3\r\nlua\r\n$4\r\nargs\r\n*0\r\n",
+    b"*11\r\n+MODULE <subcommand> [<arg> [value] [opt] ...]. Subcommands are:\r\n+LIST\r\n+    Return a list of loaded modules.\r\n+LOAD <path> [<arg> ...]\r\n+    Load a module library from <path>, passing to it any optional arguments.\r\n+LOADEX <path> [[CONFIG NAME VALUE] [CONFIG NAME VALUE]] [ARGS ...]\r\n+    Load a module library from <path>, while passing it module configurations and optional arguments.\r\n+UNLOAD <name>\r\n+    Unload a module.\r\n+HELP\r\n+    Print this help.\r\n",
 ];
 const RECORDED_RESP3: &[&[u8]] = &[
     b":3\r\n",
@@ -1022,4 +1043,12 @@ const RECORDED_RESP3: &[&[u8]] = &[
     b"-ERR wrong number of arguments for \'clusterscan\' command\r\n",
     b"-ERR This instance has cluster support disabled\r\n",
     b"-ERR This instance has cluster support disabled\r\n",
+    b":1\r\n",
+    b"*1\r\n:1\r\n",
+    b":1\r\n",
+    b"+OK\r\n",
+    b"=75\r\ntxt:# Keyspace\r\ndb0:keys=3,expires=0,avg_ttl=0,keys_with_volatile_items=1\r\n\r\n",
+    b"=135\r\ntxt:# Modules\r\nmodule:name=lua,ver=1,api=1,filters=0,usedby=[],using=[],options=[handle-repl-async-load|handle-atomic-slot-migration]\r\n\r\n",
+    b"*1\r\n%4\r\n$4\r\nname\r\n$3\r\nlua\r\n$3\r\nver\r\n:1\r\n$4\r\npath\r\n$3\r\nlua\r\n$4\r\nargs\r\n*0\r\n",
+    b"*11\r\n+MODULE <subcommand> [<arg> [value] [opt] ...]. Subcommands are:\r\n+LIST\r\n+    Return a list of loaded modules.\r\n+LOAD <path> [<arg> ...]\r\n+    Load a module library from <path>, passing to it any optional arguments.\r\n+LOADEX <path> [[CONFIG NAME VALUE] [CONFIG NAME VALUE]] [ARGS ...]\r\n+    Load a module library from <path>, while passing it module configurations and optional arguments.\r\n+UNLOAD <name>\r\n+    Unload a module.\r\n+HELP\r\n+    Print this help.\r\n",
 ];
