@@ -630,9 +630,9 @@ fn info_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
         };
         let _ = write!(
             s,
-            "redis_git_sha1:00000000\r\nredis_git_dirty:0\r\n\
+            "redis_git_sha1:00000000\r\nredis_git_dirty:0\r\nredis_build_id:0\r\n\
              {mode}:standalone\r\nos:fake-redis (in-process)\r\narch_bits:64\r\n\
-             redis_build_id:0\r\nmultiplexing_api:epoll\r\n{atomicvar}\
+             multiplexing_api:epoll\r\n{atomicvar}\
              gcc_version:0.0.0\r\nprocess_id:1\r\nprocess_supervised:no\r\n\
              run_id:{:040x}\r\ntcp_port:6379\r\n\
              server_time_usec:{}\r\nuptime_in_seconds:{uptime}\r\nuptime_in_days:{}\r\n\
@@ -680,8 +680,8 @@ fn info_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
              used_memory_rss_human:{:.2}M\r\nused_memory_peak:{used}\r\n\
              used_memory_peak_human:{:.2}M\r\nused_memory_peak_perc:100.00%\r\n\
              used_memory_overhead:{startup}\r\nused_memory_startup:{startup}\r\n\
-             used_memory_dataset:{}\r\nused_memory_lua:31744\r\nused_memory_scripts:0\r\n\
-             number_of_cached_scripts:0\r\nmaxmemory:{maxmemory}\r\nmaxmemory_human:{}\r\n\
+             used_memory_dataset:{}\r\nused_memory_lua:31744\r\nnumber_of_cached_scripts:0\r\n\
+             used_memory_scripts:0\r\nmaxmemory:{maxmemory}\r\nmaxmemory_human:{}\r\n\
              maxmemory_policy:{policy}\r\nmem_fragmentation_ratio:1.00\r\n\
              mem_allocator:libc\r\nlazyfree_pending_objects:0\r\nlazyfreed_objects:0\r\n",
             used as f64 / 1048576.0,
