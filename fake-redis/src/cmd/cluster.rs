@@ -1,6 +1,7 @@
 //! The commands a standalone Redis 7.0 answers only to say what it is not: a cluster node
 //! (`CLUSTER`, `READONLY`, `READWRITE`, `ASKING`), a module host (`MODULE`), and the debugging
-//! and self-test commands of HyperLogLog (`PFDEBUG`, `PFSELFTEST`), plus `LOLWUT`.
+//! and self-test commands of HyperLogLog (`PFDEBUG`, `PFSELFTEST`), plus `LOLWUT`, and Valkey
+//! 9.1's `CLUSTERSCAN`.
 //!
 //! On a node of a [`Cluster`](crate::Cluster) the cluster commands are answered instead
 //! (`cluster_mode.rs`, and the redirections in `redirect.rs`).
@@ -30,6 +31,8 @@ pub(crate) static MODULE: Spec = Spec::new("module", -2, CONTAINER, module_comma
 pub(crate) static PFDEBUG: Spec =
     Spec::new("pfdebug", 3, WRITE, pfdebug_command).with_reads(super::ReadRule::Never);
 pub(crate) static PFSELFTEST: Spec = Spec::new("pfselftest", 1, 0, pfselftest_command);
+/// Valkey 9.1's `CLUSTERSCAN cursor [MATCH p] [COUNT n] [TYPE t] [SLOT s]`.
+pub(crate) static CLUSTERSCAN: Spec = Spec::new("clusterscan", -2, 0, clusterscan_command);
 pub(crate) static LOLWUT: Spec = Spec::new("lolwut", -1, 0, lolwut_command);
 
 const CLUSTER_DISABLED: Frame = Frame::error("ERR This instance has cluster support disabled");
@@ -76,6 +79,18 @@ fn cluster_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     Err(CLUSTER_DISABLED)
 }
 
+/// `CLUSTERSCAN` (Valkey 9.1): a standalone server refuses it, as Valkey does with
+/// `cluster-enabled no`. A cluster node of the fake does not scan the cluster: its cursors name
+/// Valkey's node and slot, which the fake does not imitate, so it says so.
+fn clusterscan_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    match cx.engine().is_cluster_node() {
+        true => Err(Frame::error(
+            "ERR CLUSTERSCAN is not supported by the fake on a cluster node",
+        )),
+        false => Err(CLUSTER_DISABLED),
+    }
+}
+
 /// `READONLY`: on a cluster node, the client's reads may be served by a replica.
 fn readonly_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> CmdResult {
     set_client_flag(cx, |c| c.set_cluster_readonly(true))
@@ -117,12 +132,35 @@ const MODULE_HELP: &[&str] = &[
     "    Prints this help.",
 ];
 
-/// `MODULE LIST` (no module is loaded), `MODULE HELP`, and `LOAD`, `LOADEX`, `UNLOAD`, which
-/// Redis refuses while `enable-module-command` is `no`, its default.
-fn module_command(_cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
+/// The modules a server of `version` has loaded, as `MODULE LIST` and `HELLO` describe them:
+/// none on Redis; Valkey 9.1 runs Lua as a module of its own.
+pub(crate) fn loaded_modules(version: crate::engine::Version) -> Vec<Frame> {
+    if !version.is_valkey() {
+        return Vec::new();
+    }
+    let field = |k: &'static str| Frame::Bulk(Bytes::from_static(k.as_bytes()));
+    vec![Frame::Map(vec![
+        (field("name"), field("lua")),
+        (field("ver"), Frame::Integer(1)),
+        (field("path"), field("lua")),
+        (field("args"), Frame::Array(Vec::new())),
+    ])]
+}
+
+/// `MODULE LIST` (Valkey's Lua, or nothing), `MODULE HELP`, and `LOAD`, `LOADEX`, `UNLOAD`,
+/// which Redis refuses while `enable-module-command` is `no`, its default.
+fn module_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let sub = args.next_bytes()?;
+    let version = cx.engine().version();
     match subcommand("MODULE", &["list", "help", "load", "loadex", "unload"], sub)? {
-        "list" => Ok(Frame::Array(Vec::new())),
+        "list" => Ok(Frame::Array(loaded_modules(version))),
+        "help" if version.is_valkey() => {
+            // Valkey says "Print this help." where Redis says "Prints".
+            let mut lines = MODULE_HELP.to_vec();
+            lines.pop();
+            lines.push("    Print this help.");
+            Ok(help_reply(&lines))
+        }
         "help" => Ok(help_reply(MODULE_HELP)),
         _ => Err(Frame::error(
             "ERR MODULE command not allowed. If the enable-module-command option is set to \

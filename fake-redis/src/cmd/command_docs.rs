@@ -678,11 +678,10 @@ fn keys_of_spec(spec: &Frame, argv: &[Bytes]) -> Option<Vec<usize>> {
                 .and_then(|n| super::int(n).ok())
                 .filter(|&n| n >= 0)?;
             let first = first + integer(field(find_spec, "firstkey"));
-            (
-                first,
-                first + count - 1,
-                integer(field(find_spec, "keystep")),
-            )
+            // `count` keys, `keystep` apart (Valkey's `MSETEX key value …` steps by 2).
+            let step = integer(field(find_spec, "keystep"));
+            let span = (count - 1).saturating_mul(step.max(1));
+            (first, first.saturating_add(span), step)
         }
         _ => return None,
     };

@@ -146,15 +146,7 @@ fn hello_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let field = |k: &'static str| Frame::Bulk(Bytes::from_static(k.as_bytes()));
     let version = cx.engine().version();
     // Valkey lists its Lua engine as a module.
-    let modules = match version.is_valkey() {
-        false => Vec::new(),
-        true => vec![Frame::Map(vec![
-            (field("name"), field("lua")),
-            (field("ver"), Frame::Integer(1)),
-            (field("path"), field("lua")),
-            (field("args"), Frame::Array(Vec::new())),
-        ])],
-    };
+    let modules = super::cluster::loaded_modules(version);
     let mut fields = vec![
         (field("server"), field(version.server_name())),
         (field("version"), field(version.server_version())),
@@ -638,9 +630,9 @@ fn info_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
         };
         let _ = write!(
             s,
-            "redis_git_sha1:00000000\r\nredis_git_dirty:0\r\n\
+            "redis_git_sha1:00000000\r\nredis_git_dirty:0\r\nredis_build_id:0\r\n\
              {mode}:standalone\r\nos:fake-redis (in-process)\r\narch_bits:64\r\n\
-             redis_build_id:0\r\nmultiplexing_api:epoll\r\n{atomicvar}\
+             multiplexing_api:epoll\r\n{atomicvar}\
              gcc_version:0.0.0\r\nprocess_id:1\r\nprocess_supervised:no\r\n\
              run_id:{:040x}\r\ntcp_port:6379\r\n\
              server_time_usec:{}\r\nuptime_in_seconds:{uptime}\r\nuptime_in_days:{}\r\n\
@@ -688,8 +680,8 @@ fn info_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
              used_memory_rss_human:{:.2}M\r\nused_memory_peak:{used}\r\n\
              used_memory_peak_human:{:.2}M\r\nused_memory_peak_perc:100.00%\r\n\
              used_memory_overhead:{startup}\r\nused_memory_startup:{startup}\r\n\
-             used_memory_dataset:{}\r\nused_memory_lua:31744\r\nused_memory_scripts:0\r\n\
-             number_of_cached_scripts:0\r\nmaxmemory:{maxmemory}\r\nmaxmemory_human:{}\r\n\
+             used_memory_dataset:{}\r\nused_memory_lua:31744\r\nnumber_of_cached_scripts:0\r\n\
+             used_memory_scripts:0\r\nmaxmemory:{maxmemory}\r\nmaxmemory_human:{}\r\n\
              maxmemory_policy:{policy}\r\nmem_fragmentation_ratio:1.00\r\n\
              mem_allocator:libc\r\nlazyfree_pending_objects:0\r\nlazyfreed_objects:0\r\n",
             used as f64 / 1048576.0,
@@ -750,15 +742,28 @@ fn info_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     if want("replication") {
         sections.push(engine.replication_info());
     }
+    let valkey = engine.version().is_valkey();
     if want("cpu") {
-        sections.push(String::from(
+        let mut s = String::from(
             "# CPU\r\nused_cpu_sys:0.000000\r\nused_cpu_user:0.000000\r\n\
              used_cpu_sys_children:0.000000\r\nused_cpu_user_children:0.000000\r\n\
              used_cpu_sys_main_thread:0.000000\r\nused_cpu_user_main_thread:0.000000\r\n",
-        ));
+        );
+        // Valkey adds the time its main thread spent on commands: 0 here, as every command's.
+        if valkey {
+            s.push_str("used_active_time_main_thread:0.000000\r\n");
+        }
+        sections.push(s);
     }
     if want("modules") {
-        sections.push(String::from("# Modules\r\n"));
+        let mut s = String::from("# Modules\r\n");
+        if valkey {
+            s.push_str(
+                "module:name=lua,ver=1,api=1,filters=0,usedby=[],using=[],\
+                 options=[handle-repl-async-load|handle-atomic-slot-migration]\r\n",
+            );
+        }
+        sections.push(s);
     }
     if want("commandstats") {
         sections.push(engine.stats().commandstats_section());
@@ -781,10 +786,18 @@ fn info_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
             if db.len() > 0 {
                 let _ = write!(
                     s,
-                    "db{i}:keys={},expires={},avg_ttl=0\r\n",
+                    "db{i}:keys={},expires={},avg_ttl=0",
                     db.len(),
                     db.volatile_len()
                 );
+                // Valkey counts the keys with fields that have a TTL (its hashes').
+                if valkey {
+                    let volatile = db.stored_iter().filter(|(_, e)| {
+                        matches!(&e.value, crate::engine::db::Value::Hash(h) if h.has_field_ttls())
+                    });
+                    let _ = write!(s, ",keys_with_volatile_items={}", volatile.count());
+                }
+                s.push_str("\r\n");
             }
         }
         sections.push(s);

@@ -192,7 +192,12 @@ fn set_deadlines(
             cx.node().register_field_deadline(db, key, deadline);
         }
         cx.keyspace().touch(key);
-        let event = if deleted > 0 { "hdel" } else { "hexpire" };
+        // Valkey announces the fields a past deadline deleted as expired, Redis as deleted.
+        let event = match (deleted > 0, cx.engine().version().is_valkey()) {
+            (true, true) => "hexpired",
+            (true, false) => "hdel",
+            (false, _) => "hexpire",
+        };
         cx.notify(super::class::HASH, event, key);
         if empty {
             cx.notify(super::class::GENERIC, "del", key);

@@ -39,6 +39,7 @@ mod dispatch;
 mod dump;
 mod functions;
 mod geo;
+mod hash_ex;
 mod hash_ttl;
 mod hashes;
 mod hyperloglog;
@@ -252,7 +253,9 @@ command_table! {
     b"BZPOPMIN" => blocking::BZPOPMIN,
     b"CLIENT" => connection::CLIENT,
     b"CLUSTER" => cluster::CLUSTER,
+    b"CLUSTERSCAN" => cluster::CLUSTERSCAN,
     b"COMMAND" => command_docs::COMMAND,
+    b"COMMANDLOG" => server::COMMANDLOG,
     b"CONFIG" => config::CONFIG,
     b"COPY" => keys::COPY,
     b"DBSIZE" => keys::DBSIZE,
@@ -292,6 +295,8 @@ command_table! {
     b"HEXPIRETIME" => hash_ttl::HEXPIRETIME,
     b"HGET" => hashes::HGET,
     b"HGETALL" => hashes::HGETALL,
+    b"HGETDEL" => hash_ex::HGETDEL,
+    b"HGETEX" => hash_ex::HGETEX,
     b"HINCRBY" => hashes::HINCRBY,
     b"HINCRBYFLOAT" => hashes::HINCRBYFLOAT,
     b"HKEYS" => hashes::HKEYS,
@@ -306,6 +311,7 @@ command_table! {
     b"HRANDFIELD" => hashes::HRANDFIELD,
     b"HSCAN" => hashes::HSCAN,
     b"HSET" => hashes::HSET,
+    b"HSETEX" => hash_ex::HSETEX,
     b"HSETNX" => hashes::HSETNX,
     b"HSTRLEN" => hashes::HSTRLEN,
     b"HTTL" => hash_ttl::HTTL,
@@ -338,6 +344,7 @@ command_table! {
     b"MONITOR" => client::MONITOR,
     b"MOVE" => server::MOVE,
     b"MSET" => strings::MSET,
+    b"MSETEX" => strings::MSETEX,
     b"MSETNX" => strings::MSETNX,
     b"MULTI" => transactions::MULTI,
     b"OBJECT" => server::OBJECT,

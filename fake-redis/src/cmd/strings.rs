@@ -31,6 +31,8 @@ pub(crate) static GETEX: Spec =
 pub(crate) static MGET: Spec = Spec::new("mget", -2, 0, mget_command);
 pub(crate) static MSET: Spec = Spec::new("mset", -3, WRITE, mset_command);
 pub(crate) static MSETNX: Spec = Spec::new("msetnx", -3, WRITE, mset_command);
+/// Valkey 9.1's `MSETEX numkeys key value… [NX|XX] [EX|PX|EXAT|PXAT time|KEEPTTL]`.
+pub(crate) static MSETEX: Spec = Spec::new("msetex", -4, WRITE, msetex_command);
 pub(crate) static INCR: Spec = Spec::new("incr", 2, WRITE, incr_command);
 pub(crate) static DECR: Spec = Spec::new("decr", 2, WRITE, decr_command);
 pub(crate) static INCRBY: Spec = Spec::new("incrby", 3, WRITE, incrby_command);
@@ -190,9 +192,10 @@ impl<'a> StringOptions<'a> {
                 o.keepttl || o.persist || o.expiry.as_ref().is_some_and(|(k, _)| *k != kind)
             };
             let conditional = o.nx || o.xx || o.ifeq.is_some();
-            if for_set && is(opt, "nx") && !conditional {
+            // A condition may repeat (`NX NX`), but not meet another.
+            if for_set && is(opt, "nx") && !o.xx && o.ifeq.is_none() {
                 o.nx = true;
-            } else if for_set && is(opt, "xx") && !conditional {
+            } else if for_set && is(opt, "xx") && !o.nx && o.ifeq.is_none() {
                 o.xx = true;
             } else if for_set
                 && ifeq
@@ -440,6 +443,75 @@ fn mset_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
         }
     }
     Ok(if nx { Frame::Integer(1) } else { Frame::OK })
+}
+
+/// `MSETEX numkeys key value… [NX|XX] [EX|PX|EXAT|PXAT time|KEEPTTL]` (Valkey 9.1): sets every
+/// key, or none when `NX` finds one of them or `XX` misses one (`1` or `0`). Its checks, in
+/// Valkey 9.1.2's order: the count (`1..=2^31-1`, digits only), the pairs it names, the options
+/// (a word may repeat; a time is past the pairs), the time as `SET` checks it; then the keys.
+/// A deadline already past is set as it is (`set`, `expire`), and the key expires when next
+/// looked at, as on Valkey.
+fn msetex_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let count = args.next_bytes()?;
+    let count = crate::resp::number::parse_i64(count)
+        .filter(|n| (1..=i64::from(i32::MAX)).contains(n))
+        .and_then(|n| usize::try_from(n).ok())
+        .ok_or(Frame::error("ERR invalid numkeys value or out of range"))?;
+    let rest = args.rest();
+    let Some(pairs) = count.checked_mul(2).and_then(|n| rest.get(..n)) else {
+        return Err(SYNTAX);
+    };
+    let (mut nx, mut xx, mut keepttl) = (false, false, false);
+    let mut expiry: Option<(ExpiryKind, &[u8])> = None;
+    let mut words = rest[pairs.len()..].iter();
+    while let Some(word) = words.next() {
+        if is(word, "nx") && !xx {
+            nx = true;
+        } else if is(word, "xx") && !nx {
+            xx = true;
+        } else if is(word, "keepttl") && expiry.is_none() {
+            keepttl = true;
+        } else if let Some(kind) = expiry_kind(word)
+            && !keepttl
+            && expiry.is_none_or(|(k, _)| k == kind)
+            && let Some(value) = words.next()
+        {
+            expiry = Some((kind, value));
+        } else {
+            return Err(SYNTAX);
+        }
+    }
+    let options = StringOptions {
+        expiry,
+        ..StringOptions::default()
+    };
+    let deadline = match options.expiry()? {
+        Some(e) => Some(e.deadline(cx.now, "msetex")?),
+        None => None,
+    };
+    let keys = || pairs.iter().step_by(2);
+    if nx && keys().any(|k| cx.lookup(k).is_some()) {
+        return Ok(Frame::Integer(0));
+    }
+    if xx && !keys().all(|k| cx.lookup(k).is_some()) {
+        return Ok(Frame::Integer(0));
+    }
+    for pair in pairs.chunks_exact(2) {
+        let [key, value] = pair else { continue };
+        let deadline = match keepttl {
+            true => cx.lookup(key).and_then(|e| e.deadline()),
+            false => deadline,
+        };
+        let (now, h) = (cx.now, cx.hash(key));
+        let db = cx.keyspace();
+        db.insert_h(key, h, Value::Str(value.clone()), deadline, now);
+        db.touch(key);
+        cx.notify(super::class::STRING, "set", key);
+        if deadline.is_some() && !keepttl {
+            cx.notify(super::class::GENERIC, "expire", key);
+        }
+    }
+    Ok(Frame::Integer(1))
 }
 
 fn incr_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {

@@ -61,6 +61,7 @@ mod server_bytes;
 mod server_cli;
 mod sharded_pubsub;
 mod streams;
+mod valkey_commands;
 mod versions;
 mod vs_redis;
 mod wall_clock;
