@@ -112,7 +112,10 @@ impl LockKeys {
 
     /// The lock's name as text (lossy for non-UTF-8 names, which [`KeyLayout::lock`] cannot make).
     pub fn name(&self) -> String {
-        String::from_utf8_lossy(&self.lock).into_owned()
+        match std::str::from_utf8(&self.lock) {
+            Ok(name) => name.to_owned(),
+            Err(_) => String::from_utf8_lossy(&self.lock).into_owned(),
+        }
     }
 }
 
@@ -204,20 +207,24 @@ impl Owner {
     /// The owner `client_id:owner_id`.
     pub fn new(client_id: &str, owner_id: u64) -> Owner {
         // Written by hand: the machine names an owner at every acquire, and the formatting
-        // machinery cost more than the rest of the name's making.
-        let mut field = Vec::with_capacity(client_id.len() + 21);
-        field.extend_from_slice(client_id.as_bytes());
-        field.push(b':');
-        let digits = field.len();
+        // machinery cost more than the rest of the name's making. The digits go first into a
+        // buffer on the stack, so that the field is allocated at its exact length: a `Vec` with
+        // room to spare becomes a `Bytes` only through a second allocation.
+        let mut digits = [0u8; 20];
+        let mut at = digits.len();
         let mut rest = owner_id;
         loop {
-            field.push(b'0' + (rest % 10) as u8);
+            at -= 1;
+            digits[at] = b'0' + (rest % 10) as u8;
             rest /= 10;
             if rest == 0 {
                 break;
             }
         }
-        field[digits..].reverse();
+        let mut field = Vec::with_capacity(client_id.len() + 1 + digits.len() - at);
+        field.extend_from_slice(client_id.as_bytes());
+        field.push(b':');
+        field.extend_from_slice(&digits[at..]);
         Owner(Bytes::from(field))
     }
 

@@ -36,6 +36,8 @@ use bytes::Bytes;
 #[derive(Debug)]
 pub(crate) struct AcquireOp {
     pub key: HoldKey,
+    /// The lock's name as the request gave it, handed back in the grant.
+    pub name: String,
     pub keys: LockKeys,
     pub owner: Owner,
     pub mode: HoldMode,
@@ -89,9 +91,9 @@ impl LockMachine {
         }
         let owner_id = req.owner.unwrap_or_else(|| self.new_owner());
         let mode = req.lease.map_or(HoldMode::Watchdog, HoldMode::Lease);
-        let key: HoldKey = (req.name.clone(), owner_id, kind.side());
         let owner = self.owner(owner_id);
         let keys = self.keys(&req.name);
+        let key: HoldKey = (keys.lock.clone(), owner_id, kind.side());
         if let Some(hold) = self.holds.get(&key) {
             let mismatch = matches!(
                 (hold.mode, mode),
@@ -132,6 +134,7 @@ impl LockMachine {
         };
         let acquire = AcquireOp {
             key,
+            name: req.name,
             keys,
             owner,
             mode,
@@ -312,7 +315,7 @@ impl LockMachine {
             self.renew_now();
         }
         let acquired = Acquired {
-            name: a.key.0.clone(),
+            name: a.name,
             hold: id,
             owner: a.key.1,
             owner_name: a.owner,

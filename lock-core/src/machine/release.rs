@@ -23,6 +23,7 @@ use crate::keys::{LockKeys, Owner, RequestId};
 use crate::reply::Reply;
 use crate::script::release::ReleaseReply;
 use crate::time::{Lease, MonoTime};
+use bytes::Bytes;
 
 #[derive(Debug)]
 pub(crate) struct ReleaseOp {
@@ -75,7 +76,7 @@ impl LockMachine {
         name: String,
         owner: OwnerId,
     ) {
-        let mut key: HoldKey = (name, owner, None);
+        let mut key: HoldKey = (Bytes::from(name), owner, None);
         if self.holds.get(&key).is_none_or(|h| h.id != hold_id) {
             // Not a plain hold: the id may be a read-write lock's, keyed by its side.
             for side in [RwSide::Read, RwSide::Write] {
@@ -204,7 +205,7 @@ impl LockMachine {
                     .is_some_and(|h| h.id == *id && h.count > 0)
         });
         let unsynced = |shortfall: Shortfall| LockError::ReplicasNotSynced {
-            name: key.0.clone(),
+            name: super::name_of(&key),
             operation: Operation::Unlock,
             acked: shortfall.acked,
             required: shortfall.required,
@@ -214,7 +215,7 @@ impl LockMachine {
             // outcome is unknown and a reentrant release confirms no lease.
             (Ok(ReleaseReply::StillHeld | ReleaseReply::Released), Some(shortfall)) => {
                 tracing::warn!(
-                    lock = %key.0,
+                    lock = %super::name_of(&key),
                     owner = %key.1,
                     acked = shortfall.acked,
                     required = shortfall.required,
@@ -231,7 +232,7 @@ impl LockMachine {
                     }
                 } else if last {
                     tracing::warn!(
-                        lock = %key.0,
+                        lock = %super::name_of(&key),
                         owner = %key.1,
                         "the last unlock left a count on the server; the lock expires with its lease"
                     );
@@ -252,7 +253,7 @@ impl LockMachine {
                 Err(self.not_locked(&key))
             }
             (Err(error), _) => Err(LockError::UnexpectedReply {
-                name: key.0.clone(),
+                name: super::name_of(&key),
                 operation: Operation::Unlock,
                 error,
             }),
@@ -262,7 +263,7 @@ impl LockMachine {
 
     pub(crate) fn not_locked(&self, key: &HoldKey) -> LockError {
         LockError::NotLocked {
-            name: key.0.clone(),
+            name: super::name_of(key),
             client_id: self.client_id.clone(),
             owner_id: key.1,
         }

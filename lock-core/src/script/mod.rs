@@ -765,6 +765,13 @@ pub fn parse_i64(s: &[u8]) -> Option<i64> {
 
 /// Bytes of an integer argument, as a Lua number becomes a string for `redis.call`.
 pub(crate) fn int_arg(n: i64) -> Bytes {
+    // A hold count is one of these nearly always: no allocation for them.
+    const DIGITS: &[u8; 10] = b"0123456789";
+    if let Ok(digit) = usize::try_from(n)
+        && digit < DIGITS.len()
+    {
+        return Bytes::from_static(&DIGITS[digit..digit + 1]);
+    }
     let mut buf = [0u8; 20];
     Bytes::copy_from_slice(decimal(n, &mut buf))
 }
