@@ -18,6 +18,7 @@
 //! A grant that too few replicas acknowledged (the replica check, `replicas.rs`) is not a grant:
 //! the caller gets `LockError::ReplicasNotSynced`, and the grant is given back by the same release.
 
+use super::SharedKeys;
 use super::attempts::{Answered, Attempts};
 use super::hold::Hold;
 use super::kind::{AcquireKind, Attempt, Outcome, RwSide};
@@ -27,7 +28,7 @@ use super::{
     AcquireRequest, Acquired, BackendError, Call, CallPurpose, Done, HoldKey, HoldMode, LockError,
     LockEvent, LockMachine, OpId, OpKind, Operation, Wait,
 };
-use crate::keys::{LockKeys, Owner};
+use crate::keys::{Owner, ReadWriteKeys};
 use crate::reply::Reply;
 use crate::script::acquire::HolderTtl;
 use crate::time::{Millis, MonoTime};
@@ -38,7 +39,7 @@ pub(crate) struct AcquireOp {
     pub key: HoldKey,
     /// The lock's name as the request gave it, handed back in the grant.
     pub name: String,
-    pub keys: LockKeys,
+    pub keys: SharedKeys,
     pub owner: Owner,
     pub mode: HoldMode,
     /// Plain, fenced, fair or read-write: the call its attempts send.
@@ -120,7 +121,7 @@ impl LockMachine {
             hold.pending += 1;
             match &kind {
                 AcquireKind::Fair(fair) => hold.fair = Some(fair.keys.clone()),
-                AcquireKind::ReadWrite(rw, _) => hold.rw = Some(rw.clone()),
+                AcquireKind::ReadWrite(rw, _) => hold.rw = Some(ReadWriteKeys::clone(rw)),
                 AcquireKind::Plain | AcquireKind::Fenced => {}
             }
         }
@@ -268,7 +269,7 @@ impl LockMachine {
             return;
         };
         if let AcquireKind::ReadWrite(rw, _) = &a.kind {
-            hold.rw = Some(rw.clone());
+            hold.rw = Some(ReadWriteKeys::clone(rw));
         }
         // A read reentry's count expires by its own key, after the counts before it: it
         // promises no more than they do (`read_write.rs`).

@@ -15,16 +15,17 @@
 //! passes (at the machine's `now`, when the validity timer fires or when a confirmation comes
 //! back already too old), `Valid` again when a confirmation moves it past `now`.
 
+use super::SharedKeys;
 use super::timers::{TimerKey, TimerKind};
 use super::{HoldId, HoldKey, HoldMode, HoldRef, HoldState, LockEvent, LockMachine};
-use crate::keys::{FairKeys, LockKeys, Owner, ReadWriteKeys};
+use crate::keys::{FairKeys, Owner, ReadWriteKeys};
 use crate::time::MonoTime;
 
 #[derive(Debug)]
 pub(crate) struct Hold {
     /// Changes at every grant from a count of zero: a new hold.
     pub id: HoldId,
-    pub keys: LockKeys,
+    pub keys: SharedKeys,
     /// A fair lock's keys: its releases are the fair lock's.
     pub fair: Option<FairKeys>,
     /// A read-write lock's keys: its releases and renewals are the read-write lock's.
@@ -51,7 +52,7 @@ pub(crate) struct Hold {
 }
 
 impl Hold {
-    pub(crate) fn new(id: HoldId, keys: LockKeys, owner: Owner, mode: HoldMode) -> Hold {
+    pub(crate) fn new(id: HoldId, keys: SharedKeys, owner: Owner, mode: HoldMode) -> Hold {
         Hold {
             id,
             keys,

@@ -124,6 +124,10 @@ pub(crate) fn name_of(key: &HoldKey) -> String {
     String::from_utf8_lossy(&key.0).into_owned()
 }
 
+/// A lock's keys as the machine keeps them: built once per name (the key cache), shared by its
+/// hold and operations, so handing them on is one count, not one per key.
+pub(crate) type SharedKeys = std::sync::Arc<LockKeys>;
+
 /// How a hold keeps its lease.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HoldMode {
@@ -211,15 +215,17 @@ pub struct LockMachine {
     client_id: String,
     ids: Box<dyn IdSource>,
     now: MonoTime,
-    /// Boxed, as `ops` is: a hold's record and an operation are hundreds of bytes (a lock's
-    /// keys, a fair or read-write lock's), and a tree of them moved every record in and out of
-    /// its nodes and allocated nodes of kilobytes for a map of one entry.
+    /// Boxed: a hold's record is hundreds of bytes (a fair or read-write lock's keys), and a
+    /// tree of them moved every record in and out of its nodes and allocated nodes of kilobytes
+    /// for a map of one entry.
     holds: BTreeMap<HoldKey, Box<Hold>>,
     /// Holds found lost, with the counts their guards still have, so that their unlocks are
     /// answered "not locked" without a call that could touch a newer hold of the same owner.
     lost: BTreeMap<HoldId, u32>,
     next_hold: u64,
-    ops: SortedMap<u64, Box<Op>>,
+    /// Unboxed: an operation is a few hundred bytes (its kind boxes a fair or read-write lock's
+    /// keys), which the ring buffer moves once in and once out, where a box cost an allocation.
+    ops: SortedMap<u64, Op>,
     op_index: SortedMap<OpId, u64>,
     next_op: u64,
     calls: SortedMap<CallId, CallPurpose>,
@@ -239,7 +245,7 @@ pub struct LockMachine {
     ///
     /// A hash map with a fixed hasher: a lookup is the cache's whole use (it is never iterated,
     /// only emptied), and hashing a name costs a tenth of comparing it down a tree of a thousand.
-    key_cache: HashMap<String, LockKeys, BuildHasherDefault<NameHasher>>,
+    key_cache: HashMap<String, SharedKeys, BuildHasherDefault<NameHasher>>,
 }
 
 /// FNV-1a over 64 bits, the key cache's hasher: fixed (no seed, so nothing varies from run to
@@ -597,11 +603,11 @@ impl LockMachine {
         }
         self.ops.insert(
             key,
-            Box::new(Op {
+            Op {
                 reply_to,
                 kind,
                 timer: None,
-            }),
+            },
         );
         key
     }
@@ -657,14 +663,14 @@ impl LockMachine {
     }
 
     /// The keys of the lock `name`: from the cache, or built and kept there.
-    fn keys(&mut self, name: &str) -> LockKeys {
+    fn keys(&mut self, name: &str) -> SharedKeys {
         if let Some(keys) = self.key_cache.get(name) {
             return keys.clone();
         }
         if self.key_cache.len() >= KEY_CACHE_NAMES {
             self.key_cache.clear();
         }
-        let keys = self.config.key_layout.lock(name);
+        let keys = SharedKeys::new(self.config.key_layout.lock(name));
         self.key_cache.insert(name.to_owned(), keys.clone());
         keys
     }

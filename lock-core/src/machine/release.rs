@@ -12,6 +12,7 @@
 //! An unlock that too few replicas acknowledged (the replica check, `replicas.rs`) answers
 //! `LockError::ReplicasNotSynced`, whose outcome is unknown: a failover could bring the hold back.
 
+use super::SharedKeys;
 use super::attempts::{Answered, Attempts};
 use super::kind::{Attempt, ReleaseKind, RwSide};
 use super::replicas::Shortfall;
@@ -19,7 +20,7 @@ use super::{
     BackendError, Call, CallPurpose, Done, HoldId, HoldKey, HoldState, LockError, LockEvent,
     LockMachine, OpId, OpKind, Operation, OwnerId, UnlockOutcome,
 };
-use crate::keys::{LockKeys, Owner, RequestId};
+use crate::keys::{Owner, RequestId};
 use crate::reply::Reply;
 use crate::script::release::ReleaseReply;
 use crate::time::{Lease, MonoTime};
@@ -30,7 +31,7 @@ pub(crate) struct ReleaseOp {
     pub key: HoldKey,
     /// The hold whose count this gives back; `None` when it undoes an uncounted grant.
     pub hold: Option<HoldId>,
-    pub keys: LockKeys,
+    pub keys: SharedKeys,
     /// Plain, fair (which wakes the queue's head) or a read-write lock's side: the call its
     /// attempts send.
     pub kind: ReleaseKind,
@@ -47,7 +48,7 @@ impl ReleaseOp {
     /// A release that gives back a grant the client never counted (a cancelled acquire's).
     pub(crate) fn undo(
         key: HoldKey,
-        keys: LockKeys,
+        keys: SharedKeys,
         kind: ReleaseKind,
         owner: Owner,
         lease: Lease,

@@ -772,8 +772,36 @@ pub(crate) fn int_arg(n: i64) -> Bytes {
     {
         return Bytes::from_static(&DIGITS[digit..digit + 1]);
     }
-    let mut buf = [0u8; 20];
-    Bytes::copy_from_slice(decimal(n, &mut buf))
+    RECENT_INTS.with(|recent| {
+        let mut recent = recent.borrow_mut();
+        if let Some((_, arg)) = recent.slots.iter().flatten().find(|(m, _)| *m == n) {
+            return arg.clone();
+        }
+        let mut buf = [0u8; 20];
+        let arg = Bytes::copy_from_slice(decimal(n, &mut buf));
+        let at = recent.next;
+        recent.slots[at] = Some((n, arg.clone()));
+        recent.next = (at + 1) % recent.slots.len();
+        arg
+    })
+}
+
+/// The last few numbers [`int_arg`] wrote, with their text: a client sends the same lease and
+/// latch TTL in every call, and sharing their bytes saves an allocation per argument. Per thread,
+/// so no lock is taken; what it holds depends only on the numbers asked for, never on the order
+/// of anything else.
+struct RecentInts {
+    slots: [Option<(i64, Bytes)>; 4],
+    next: usize,
+}
+
+thread_local! {
+    static RECENT_INTS: std::cell::RefCell<RecentInts> = const {
+        std::cell::RefCell::new(RecentInts {
+            slots: [None, None, None, None],
+            next: 0,
+        })
+    };
 }
 
 /// `n` in decimal, written at the end of `buf` (20 bytes hold any `i64`): the digits
