@@ -26,10 +26,11 @@ pub(crate) struct Hold {
     /// Changes at every grant from a count of zero: a new hold.
     pub id: HoldId,
     pub keys: SharedKeys,
-    /// A fair lock's keys: its releases are the fair lock's.
-    pub fair: Option<FairKeys>,
+    /// A fair lock's keys: its releases are the fair lock's. Boxed, as the read-write lock's:
+    /// they are the rare case, and several times the size of the rest of the record.
+    pub fair: Option<Box<FairKeys>>,
     /// A read-write lock's keys: its releases and renewals are the read-write lock's.
-    pub rw: Option<ReadWriteKeys>,
+    pub rw: Option<Box<ReadWriteKeys>>,
     pub owner: Owner,
     pub mode: HoldMode,
     /// The count the client believes the server has. Raised when an acquire is confirmed,
@@ -203,7 +204,7 @@ impl LockMachine {
             // A fair lock's acquire in flight grants a fair hold: released by the fair lock's
             // script, which hands the lock on to the queue.
             fresh.fair = hold.fair;
-            self.holds.insert(key.clone(), Box::new(fresh));
+            self.holds.insert(key.clone(), fresh);
         }
     }
 

@@ -169,13 +169,13 @@ impl ReleaseKind {
     /// The release of a hold of `side` that knows a fair lock's keys (`fair`) or a read-write
     /// lock's (`rw`); a fair lock's comes first, and a hold that knows neither is a plain lock's.
     pub(crate) fn of_hold(
-        fair: Option<FairKeys>,
-        rw: Option<ReadWriteKeys>,
+        fair: Option<Box<FairKeys>>,
+        rw: Option<Box<ReadWriteKeys>>,
         side: Option<RwSide>,
     ) -> ReleaseKind {
         match (fair, rw, side) {
-            (Some(fair), _, _) => ReleaseKind::Fair(Box::new(fair)),
-            (None, Some(rw), Some(side)) => ReleaseKind::ReadWrite(Box::new(rw), side),
+            (Some(fair), _, _) => ReleaseKind::Fair(fair),
+            (None, Some(rw), Some(side)) => ReleaseKind::ReadWrite(rw, side),
             _ => ReleaseKind::Plain,
         }
     }

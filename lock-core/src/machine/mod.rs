@@ -215,10 +215,9 @@ pub struct LockMachine {
     client_id: String,
     ids: Box<dyn IdSource>,
     now: MonoTime,
-    /// Boxed: a hold's record is hundreds of bytes (a fair or read-write lock's keys), and a
-    /// tree of them moved every record in and out of its nodes and allocated nodes of kilobytes
-    /// for a map of one entry.
-    holds: BTreeMap<HoldKey, Box<Hold>>,
+    /// Unboxed: a hold's record boxes a fair or read-write lock's keys, the rare and large part,
+    /// and is small enough to sit in the tree's nodes, where a box cost an allocation per hold.
+    holds: BTreeMap<HoldKey, Hold>,
     /// Holds found lost, with the counts their guards still have, so that their unlocks are
     /// answered "not locked" without a call that could touch a newer hold of the same owner.
     lost: BTreeMap<HoldId, u32>,
