@@ -92,7 +92,11 @@ mod tests {
         let mut x: u64 = 7;
         for step in 0..5_000u64 {
             x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
-            let key = if x.is_multiple_of(4) { (x >> 33) % 64 } else { step / 3 };
+            let key = if x.is_multiple_of(4) {
+                (x >> 33) % 64
+            } else {
+                step / 3
+            };
             if (x >> 20).is_multiple_of(3) {
                 assert_eq!(ours.remove(&key), theirs.remove(&key), "remove {key}");
             } else {
