@@ -5,7 +5,8 @@
 //! (granted), an unlock request, the release script's reply (deleted). The replies are scripted,
 //! so this is the machine's own cost per input: the ceiling a driver (the tokio client, the
 //! simulator) can reach before any backend is involved. Criterion reports it as elements/s, one
-//! element per input.
+//! element per input. The cycle and its driver are lock-core's `machine_inputs` example's
+//! (`rig.rs`, included here by its path), which counts the same cycle's instructions per input.
 //!
 //! The `client` group runs the same cycle through the tokio driver, [`LockClient`], over a backend
 //! that answers every call at once without any I/O: what the client (the machine's mutex, a
@@ -14,106 +15,14 @@
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use lock_core::backend::{Backend, BackendError, PubSubEvent};
-use lock_core::machine::{
-    AcquireRequest, Call, Done, Input, LockMachine, OpId, Output, Request, SeededIds, Wait,
-};
 use lock_core::script::{ScriptCall, acquire, release};
-use lock_core::{Lease, LockClient, LockConfig, MonoTime, Reply};
-use std::hint::black_box;
+use lock_core::{Lease, LockClient, LockConfig, Reply};
 use std::time::{Duration, Instant};
 
-/// Lock names the cycles rotate through, so the machine's maps hold a realistic spread of keys.
-const LOCKS: usize = 1_000;
-/// Inputs per cycle: acquire, its reply, unlock, its reply.
-const INPUTS_PER_CYCLE: u64 = 4;
+#[path = "../../lock-core/examples/machine_inputs/rig.rs"]
+mod rig;
 
-/// A machine and the scripted side of its conversation.
-struct Rig {
-    machine: LockMachine,
-    names: Vec<String>,
-    lease: Option<Lease>,
-    now: u64,
-    next_op: u64,
-    cycle: usize,
-}
-
-impl Rig {
-    fn new(lease: Option<Lease>) -> Rig {
-        Rig {
-            machine: LockMachine::new(LockConfig::default(), SeededIds::new(7))
-                .expect("the default config is valid"),
-            names: (0..LOCKS).map(|i| format!("bench:lock:{i}")).collect(),
-            lease,
-            now: 0,
-            next_op: 0,
-            cycle: 0,
-        }
-    }
-
-    fn op(&mut self) -> OpId {
-        self.next_op += 1;
-        OpId(self.next_op)
-    }
-
-    /// Feeds `input` and drains every output; returns the id of the call it asked for, if any,
-    /// and the result of the operation it finished, if any.
-    fn step(&mut self, input: Input) -> (Option<lock_core::machine::CallId>, Option<Done>) {
-        self.machine.handle(input, MonoTime(self.now));
-        let (mut call, mut done) = (None, None);
-        while let Some(output) = self.machine.poll_output() {
-            match output {
-                Output::Call {
-                    id,
-                    call: Call::Script(_),
-                } => call = Some(id),
-                Output::Done { result, .. } => done = Some(result.expect("scripted success")),
-                other => {
-                    black_box(other);
-                }
-            }
-        }
-        (call, done)
-    }
-
-    /// One acquire → granted → unlock → deleted cycle; one virtual millisecond passes per cycle.
-    fn cycle(&mut self) {
-        self.now += 1;
-        self.cycle = (self.cycle + 1) % LOCKS;
-        let name = self.names[self.cycle].clone();
-        let op = self.op();
-        let (call, _) = self.step(Input::Request {
-            op,
-            request: Request::Acquire(AcquireRequest {
-                name: name.clone(),
-                owner: None,
-                lease: self.lease,
-                wait: Wait::Forever,
-                fenced: false,
-            }),
-        });
-        let (_, done) = self.step(Input::CallResult {
-            id: call.expect("an acquire call"),
-            result: Ok(Reply::Nil),
-        });
-        let Some(Done::Acquired(acquired)) = done else {
-            panic!("the acquire was not granted: {done:?}");
-        };
-        let op = self.op();
-        let (call, _) = self.step(Input::Request {
-            op,
-            request: Request::Release {
-                hold: acquired.hold,
-                name,
-                owner: acquired.owner,
-            },
-        });
-        let (_, done) = self.step(Input::CallResult {
-            id: call.expect("a release call"),
-            result: Ok(Reply::Int(1)),
-        });
-        black_box(done);
-    }
-}
+use rig::{INPUTS_PER_CYCLE, Rig};
 
 fn machine_steps(c: &mut Criterion) {
     let mut group = c.benchmark_group("machine");

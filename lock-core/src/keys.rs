@@ -112,7 +112,10 @@ impl LockKeys {
 
     /// The lock's name as text (lossy for non-UTF-8 names, which [`KeyLayout::lock`] cannot make).
     pub fn name(&self) -> String {
-        String::from_utf8_lossy(&self.lock).into_owned()
+        match std::str::from_utf8(&self.lock) {
+            Ok(name) => name.to_owned(),
+            Err(_) => String::from_utf8_lossy(&self.lock).into_owned(),
+        }
     }
 }
 
@@ -122,11 +125,22 @@ fn latch(base: &[u8], request: &RequestId) -> Bytes {
     let mut key = Vec::with_capacity(base.len() + 33);
     key.extend_from_slice(base);
     key.push(b':');
-    key.extend(
-        (0..32)
-            .rev()
-            .map(|digit| HEX[(request.0 >> (digit * 4)) as usize & 0xf]),
-    );
+    // A byte at a time, both its digits from one table: shifting the whole 128-bit id once per
+    // digit cost more than the rest of the latch's making.
+    const PAIRS: [[u8; 2]; 256] = {
+        let mut pairs = [[0u8; 2]; 256];
+        let mut byte = 0;
+        while byte < 256 {
+            pairs[byte] = [HEX[byte >> 4], HEX[byte & 0xf]];
+            byte += 1;
+        }
+        pairs
+    };
+    let mut digits = [[0u8; 2]; 16];
+    for (pair, byte) in digits.iter_mut().zip(request.0.to_be_bytes()) {
+        *pair = PAIRS[usize::from(byte)];
+    }
+    key.extend_from_slice(digits.as_flattened());
     Bytes::from(key)
 }
 
@@ -204,20 +218,31 @@ impl Owner {
     /// The owner `client_id:owner_id`.
     pub fn new(client_id: &str, owner_id: u64) -> Owner {
         // Written by hand: the machine names an owner at every acquire, and the formatting
-        // machinery cost more than the rest of the name's making.
-        let mut field = Vec::with_capacity(client_id.len() + 21);
+        // machinery cost more than the rest of the name's making. The digits go first into a
+        // buffer on the stack, so that the field is allocated at its exact length: a `Vec` with
+        // room to spare becomes a `Bytes` only through a second allocation.
+        let mut digits = [0u8; 20];
+        let mut at = digits.len();
+        let mut rest = owner_id;
+        // Two digits per division, then the last one or two.
+        while rest >= 100 {
+            let pair = (rest % 100) as u8;
+            rest /= 100;
+            at -= 2;
+            digits[at] = b'0' + pair / 10;
+            digits[at + 1] = b'0' + pair % 10;
+        }
+        if rest >= 10 {
+            at -= 1;
+            digits[at] = b'0' + (rest % 10) as u8;
+            rest /= 10;
+        }
+        at -= 1;
+        digits[at] = b'0' + rest as u8;
+        let mut field = Vec::with_capacity(client_id.len() + 1 + digits.len() - at);
         field.extend_from_slice(client_id.as_bytes());
         field.push(b':');
-        let digits = field.len();
-        let mut rest = owner_id;
-        loop {
-            field.push(b'0' + (rest % 10) as u8);
-            rest /= 10;
-            if rest == 0 {
-                break;
-            }
-        }
-        field[digits..].reverse();
+        field.extend_from_slice(&digits[at..]);
         Owner(Bytes::from(field))
     }
 

@@ -18,25 +18,29 @@
 //! A grant that too few replicas acknowledged (the replica check, `replicas.rs`) is not a grant:
 //! the caller gets `LockError::ReplicasNotSynced`, and the grant is given back by the same release.
 
+use super::SharedKeys;
 use super::attempts::{Answered, Attempts};
 use super::hold::Hold;
 use super::kind::{AcquireKind, Attempt, Outcome, RwSide};
 use super::release::ReleaseOp;
 use super::replicas::Shortfall;
 use super::{
-    AcquireRequest, Acquired, BackendError, Call, CallPurpose, Done, HoldKey, HoldMode, LockError,
-    LockEvent, LockMachine, OpId, OpKind, Operation, Wait,
+    AcquireRequest, Acquired, BackendError, Call, CallPurpose, Done, HoldId, HoldKey, HoldMode,
+    LockError, LockEvent, LockMachine, OpId, OpKind, Operation, Wait,
 };
-use crate::keys::{LockKeys, Owner};
+use crate::keys::Owner;
 use crate::reply::Reply;
 use crate::script::acquire::HolderTtl;
 use crate::time::{Millis, MonoTime};
 use bytes::Bytes;
+use std::collections::btree_map::Entry;
 
 #[derive(Debug)]
 pub(crate) struct AcquireOp {
     pub key: HoldKey,
-    pub keys: LockKeys,
+    /// The lock's name as the request gave it, handed back in the grant.
+    pub name: String,
+    pub keys: SharedKeys,
     pub owner: Owner,
     pub mode: HoldMode,
     /// Plain, fenced, fair or read-write: the call its attempts send.
@@ -89,9 +93,9 @@ impl LockMachine {
         }
         let owner_id = req.owner.unwrap_or_else(|| self.new_owner());
         let mode = req.lease.map_or(HoldMode::Watchdog, HoldMode::Lease);
-        let key: HoldKey = (req.name.clone(), owner_id, kind.side());
         let owner = self.owner(owner_id);
         let keys = self.keys(&req.name);
+        let key: HoldKey = (keys.lock.clone(), owner_id, kind.side());
         if let Some(hold) = self.holds.get(&key) {
             let mismatch = matches!(
                 (hold.mode, mode),
@@ -110,14 +114,14 @@ impl LockMachine {
         } else {
             let id = self.new_hold_id();
             let hold = Hold::new(id, keys.clone(), owner.clone(), mode);
-            self.holds.insert(key.clone(), Box::new(hold));
+            self.holds.insert(key.clone(), hold);
         }
         // Registered before the acquire is sent (Redisson #7272): from here on, an unlock or a
         // cancellation finds the hold, whatever order the replies come back in.
         if let Some(hold) = self.holds.get_mut(&key) {
             hold.pending += 1;
             match &kind {
-                AcquireKind::Fair(fair) => hold.fair = Some(fair.keys.clone()),
+                AcquireKind::Fair(fair) => hold.fair = Some(Box::new(fair.keys.clone())),
                 AcquireKind::ReadWrite(rw, _) => hold.rw = Some(rw.clone()),
                 AcquireKind::Plain | AcquireKind::Fenced => {}
             }
@@ -132,6 +136,7 @@ impl LockMachine {
         };
         let acquire = AcquireOp {
             key,
+            name: req.name,
             keys,
             owner,
             mode,
@@ -240,30 +245,36 @@ impl LockMachine {
             return;
         };
         let lease = self.lease_of(a.mode);
-        if let Some(hold) = self.holds.get_mut(&a.key) {
-            hold.pending = hold.pending.saturating_sub(1);
-        }
         if a.abandoned {
+            if let Some(hold) = self.holds.get_mut(&a.key) {
+                hold.pending = hold.pending.saturating_sub(1);
+            }
             self.give_back_grant(a);
             return;
         }
         let now = self.now;
-        if !self.holds.contains_key(&a.key) {
-            // Registration keeps the record while the acquire is pending; recreate it rather
-            // than leave the caller unanswered if that ever failed.
-            let id = self.new_hold_id();
-            let hold = Hold::new(id, a.keys.clone(), a.owner.clone(), a.mode);
-            self.holds.insert(a.key.clone(), Box::new(hold));
-        }
-        // A grant from a count of zero starts a new hold (a new id for its guards and events).
-        let new_id = self
-            .holds
-            .get(&a.key)
-            .is_some_and(|h| h.count == 0)
-            .then(|| self.new_hold_id());
-        let Some(hold) = self.holds.get_mut(&a.key) else {
-            return;
+        // One look-up for the record, which the rest of the grant reads and writes; the hold ids
+        // drawn are `new_hold_id`'s, in the same order.
+        let next_hold = &mut self.next_hold;
+        let hold = match self.holds.entry(a.key.clone()) {
+            Entry::Occupied(entry) => {
+                let hold = entry.into_mut();
+                hold.pending = hold.pending.saturating_sub(1);
+                hold
+            }
+            Entry::Vacant(entry) => {
+                // Registration keeps the record while the acquire is pending; recreate it rather
+                // than leave the caller unanswered if that ever failed.
+                *next_hold += 1;
+                let id = HoldId(*next_hold);
+                entry.insert(Hold::new(id, a.keys.clone(), a.owner.clone(), a.mode))
+            }
         };
+        // A grant from a count of zero starts a new hold (a new id for its guards and events).
+        let new_id = (hold.count == 0).then(|| {
+            *next_hold += 1;
+            HoldId(*next_hold)
+        });
         if let AcquireKind::ReadWrite(rw, _) = &a.kind {
             hold.rw = Some(rw.clone());
         }
@@ -312,7 +323,7 @@ impl LockMachine {
             self.renew_now();
         }
         let acquired = Acquired {
-            name: a.key.0.clone(),
+            name: a.name,
             hold: id,
             owner: a.key.1,
             owner_name: a.owner,

@@ -68,7 +68,7 @@ impl LockMachine {
             thread_wait,
             queued: false,
         };
-        self.start_acquire(op, req, AcquireKind::Fair(fair));
+        self.start_acquire(op, req, AcquireKind::Fair(Box::new(fair)));
     }
 
     pub(crate) fn start_fair_force_unlock(&mut self, op: OpId, name: String, wall_ms: i64) {

@@ -15,20 +15,22 @@
 //! passes (at the machine's `now`, when the validity timer fires or when a confirmation comes
 //! back already too old), `Valid` again when a confirmation moves it past `now`.
 
+use super::SharedKeys;
 use super::timers::{TimerKey, TimerKind};
 use super::{HoldId, HoldKey, HoldMode, HoldRef, HoldState, LockEvent, LockMachine};
-use crate::keys::{FairKeys, LockKeys, Owner, ReadWriteKeys};
+use crate::keys::{FairKeys, Owner, ReadWriteKeys};
 use crate::time::MonoTime;
 
 #[derive(Debug)]
 pub(crate) struct Hold {
     /// Changes at every grant from a count of zero: a new hold.
     pub id: HoldId,
-    pub keys: LockKeys,
-    /// A fair lock's keys: its releases are the fair lock's.
-    pub fair: Option<FairKeys>,
+    pub keys: SharedKeys,
+    /// A fair lock's keys: its releases are the fair lock's. Boxed, as the read-write lock's:
+    /// they are the rare case, and several times the size of the rest of the record.
+    pub fair: Option<Box<FairKeys>>,
     /// A read-write lock's keys: its releases and renewals are the read-write lock's.
-    pub rw: Option<ReadWriteKeys>,
+    pub rw: Option<Box<ReadWriteKeys>>,
     pub owner: Owner,
     pub mode: HoldMode,
     /// The count the client believes the server has. Raised when an acquire is confirmed,
@@ -51,7 +53,7 @@ pub(crate) struct Hold {
 }
 
 impl Hold {
-    pub(crate) fn new(id: HoldId, keys: LockKeys, owner: Owner, mode: HoldMode) -> Hold {
+    pub(crate) fn new(id: HoldId, keys: SharedKeys, owner: Owner, mode: HoldMode) -> Hold {
         Hold {
             id,
             keys,
@@ -202,7 +204,7 @@ impl LockMachine {
             // A fair lock's acquire in flight grants a fair hold: released by the fair lock's
             // script, which hands the lock on to the queue.
             fresh.fair = hold.fair;
-            self.holds.insert(key.clone(), Box::new(fresh));
+            self.holds.insert(key.clone(), fresh);
         }
     }
 

@@ -49,10 +49,12 @@ pub(crate) enum AcquireKind {
     Plain,
     /// `acquire_fenced`: a grant carries a fencing token.
     Fenced,
-    /// `fair_acquire`, with the acquire's place in the queue.
-    Fair(FairWait),
+    /// `fair_acquire`, with the acquire's place in the queue. Boxed, as the read-write lock's
+    /// keys are: every operation carries its kind, and these two are the rare ones, several
+    /// times the size of the rest of an operation.
+    Fair(Box<FairWait>),
     /// `rw_read_acquire` or `rw_write_acquire`.
-    ReadWrite(ReadWriteKeys, RwSide),
+    ReadWrite(Box<ReadWriteKeys>, RwSide),
 }
 
 /// What an acquire attempt learned, whatever its kind.
@@ -146,7 +148,7 @@ impl AcquireKind {
     pub(crate) fn into_release(self) -> ReleaseKind {
         match self {
             AcquireKind::Plain | AcquireKind::Fenced => ReleaseKind::Plain,
-            AcquireKind::Fair(fair) => ReleaseKind::Fair(fair.keys),
+            AcquireKind::Fair(fair) => ReleaseKind::Fair(Box::new(fair.keys)),
             AcquireKind::ReadWrite(rw, side) => ReleaseKind::ReadWrite(rw, side),
         }
     }
@@ -157,18 +159,18 @@ impl AcquireKind {
 pub(crate) enum ReleaseKind {
     /// `release`.
     Plain,
-    /// `fair_release`, which wakes the queue's head.
-    Fair(FairKeys),
+    /// `fair_release`, which wakes the queue's head (boxed, as [`AcquireKind::Fair`] is).
+    Fair(Box<FairKeys>),
     /// `rw_read_release` or `rw_write_release`.
-    ReadWrite(ReadWriteKeys, RwSide),
+    ReadWrite(Box<ReadWriteKeys>, RwSide),
 }
 
 impl ReleaseKind {
     /// The release of a hold of `side` that knows a fair lock's keys (`fair`) or a read-write
     /// lock's (`rw`); a fair lock's comes first, and a hold that knows neither is a plain lock's.
     pub(crate) fn of_hold(
-        fair: Option<FairKeys>,
-        rw: Option<ReadWriteKeys>,
+        fair: Option<Box<FairKeys>>,
+        rw: Option<Box<ReadWriteKeys>>,
         side: Option<RwSide>,
     ) -> ReleaseKind {
         match (fair, rw, side) {

@@ -55,6 +55,7 @@ mod query;
 mod read_write;
 mod release;
 mod replicas;
+mod sorted;
 mod timers;
 mod waiters;
 mod watchdog;
@@ -75,13 +76,14 @@ use crate::time::{Lease, MonoTime};
 use bytes::Bytes;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fmt;
-use std::hash::{BuildHasherDefault, DefaultHasher};
+use std::hash::{BuildHasherDefault, Hasher};
 
 use acquire::AcquireOp;
 use hold::Hold;
 use kind::AcquireKind;
 use query::{Query, SingleOp};
 use release::ReleaseOp;
+use sorted::SortedMap;
 use timers::{TimerKind, Timers};
 use waiters::Channel;
 use watchdog::Watchdog;
@@ -113,8 +115,18 @@ impl fmt::Display for OwnerId {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct HoldId(pub u64);
 
-/// A lock name, owner and, for a read-write lock, the side held: the identity of a hold record.
-pub(crate) type HoldKey = (String, OwnerId, Option<RwSide>);
+/// A lock's key (its name's bytes, shared with its [`LockKeys`]), owner and, for a read-write
+/// lock, the side held: the identity of a hold record. Ordered as the name is, byte by byte.
+pub(crate) type HoldKey = (Bytes, OwnerId, Option<RwSide>);
+
+/// The lock name of a hold's key, for an error or a log line.
+pub(crate) fn name_of(key: &HoldKey) -> String {
+    String::from_utf8_lossy(&key.0).into_owned()
+}
+
+/// A lock's keys as the machine keeps them: built once per name (the key cache), shared by its
+/// hold and operations, so handing them on is one count, not one per key.
+pub(crate) type SharedKeys = std::sync::Arc<LockKeys>;
 
 /// How a hold keeps its lease.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -203,18 +215,19 @@ pub struct LockMachine {
     client_id: String,
     ids: Box<dyn IdSource>,
     now: MonoTime,
-    /// Boxed, as `ops` is: a hold's record and an operation are hundreds of bytes (a lock's
-    /// keys, a fair or read-write lock's), and a tree of them moved every record in and out of
-    /// its nodes and allocated nodes of kilobytes for a map of one entry.
-    holds: BTreeMap<HoldKey, Box<Hold>>,
+    /// Unboxed: a hold's record boxes a fair or read-write lock's keys, the rare and large part,
+    /// and is small enough to sit in the tree's nodes, where a box cost an allocation per hold.
+    holds: BTreeMap<HoldKey, Hold>,
     /// Holds found lost, with the counts their guards still have, so that their unlocks are
     /// answered "not locked" without a call that could touch a newer hold of the same owner.
     lost: BTreeMap<HoldId, u32>,
     next_hold: u64,
-    ops: BTreeMap<u64, Box<Op>>,
-    op_index: BTreeMap<OpId, u64>,
+    /// Unboxed: an operation is a few hundred bytes (its kind boxes a fair or read-write lock's
+    /// keys), which the ring buffer moves once in and once out, where a box cost an allocation.
+    ops: SortedMap<u64, Op>,
+    op_index: SortedMap<OpId, u64>,
     next_op: u64,
-    calls: BTreeMap<CallId, CallPurpose>,
+    calls: SortedMap<CallId, CallPurpose>,
     next_call: u64,
     watchdog: Watchdog,
     channels: BTreeMap<Bytes, Channel>,
@@ -231,7 +244,31 @@ pub struct LockMachine {
     ///
     /// A hash map with a fixed hasher: a lookup is the cache's whole use (it is never iterated,
     /// only emptied), and hashing a name costs a tenth of comparing it down a tree of a thousand.
-    key_cache: HashMap<String, LockKeys, BuildHasherDefault<DefaultHasher>>,
+    key_cache: HashMap<String, SharedKeys, BuildHasherDefault<NameHasher>>,
+}
+
+/// FNV-1a over 64 bits, the key cache's hasher: fixed (no seed, so nothing varies from run to
+/// run) and a few instructions a byte, where the standard library's SipHash cost more than the
+/// rest of a lookup. The cache holds names the application chose, and at most
+/// [`KEY_CACHE_NAMES`] of them, so a hash built to resist chosen collisions buys nothing here.
+struct NameHasher(u64);
+
+impl Default for NameHasher {
+    fn default() -> Self {
+        NameHasher(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Hasher for NameHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.0 = (self.0 ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
 }
 
 /// How many lock names' keys the machine keeps built.
@@ -276,10 +313,10 @@ impl LockMachine {
             holds: BTreeMap::new(),
             lost: BTreeMap::new(),
             next_hold: 0,
-            ops: BTreeMap::new(),
-            op_index: BTreeMap::new(),
+            ops: SortedMap::default(),
+            op_index: SortedMap::default(),
             next_op: 0,
-            calls: BTreeMap::new(),
+            calls: SortedMap::default(),
             next_call: 0,
             watchdog: Watchdog::default(),
             channels: BTreeMap::new(),
@@ -339,7 +376,7 @@ impl LockMachine {
 
     fn hold_of(&self, name: &str, owner: OwnerId, side: Option<RwSide>) -> Option<HoldSnapshot> {
         self.holds
-            .get(&(name.to_owned(), owner, side))
+            .get(&(Bytes::copy_from_slice(name.as_bytes()), owner, side))
             .map(|h| HoldSnapshot {
                 id: h.id,
                 mode: h.mode,
@@ -565,11 +602,11 @@ impl LockMachine {
         }
         self.ops.insert(
             key,
-            Box::new(Op {
+            Op {
                 reply_to,
                 kind,
                 timer: None,
-            }),
+            },
         );
         key
     }
@@ -625,14 +662,14 @@ impl LockMachine {
     }
 
     /// The keys of the lock `name`: from the cache, or built and kept there.
-    fn keys(&mut self, name: &str) -> LockKeys {
+    fn keys(&mut self, name: &str) -> SharedKeys {
         if let Some(keys) = self.key_cache.get(name) {
             return keys.clone();
         }
         if self.key_cache.len() >= KEY_CACHE_NAMES {
             self.key_cache.clear();
         }
-        let keys = self.config.key_layout.lock(name);
+        let keys = SharedKeys::new(self.config.key_layout.lock(name));
         self.key_cache.insert(name.to_owned(), keys.clone());
         keys
     }

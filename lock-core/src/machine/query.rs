@@ -66,18 +66,14 @@ impl LockMachine {
     }
 
     pub(crate) fn start_query(&mut self, op: OpId, query: Query, name: String) {
-        let keys = self.keys(&name);
+        let lock = self.keys(&name).lock.clone();
         let argv: Vec<Bytes> = match query {
-            Query::IsLocked => vec![Bytes::from_static(b"EXISTS"), keys.lock],
+            Query::IsLocked => vec![Bytes::from_static(b"EXISTS"), lock],
             Query::HoldCount(owner) => {
                 let owner = self.owner(owner);
-                vec![
-                    Bytes::from_static(b"HGET"),
-                    keys.lock,
-                    owner.as_bytes().clone(),
-                ]
+                vec![Bytes::from_static(b"HGET"), lock, owner.as_bytes().clone()]
             }
-            Query::RemainingLease => vec![Bytes::from_static(b"PTTL"), keys.lock],
+            Query::RemainingLease => vec![Bytes::from_static(b"PTTL"), lock],
         };
         let single = SingleOp {
             operation: query.operation(),

@@ -38,7 +38,7 @@ pub(crate) fn renew_call(lease: Lease, holds: &[(Bytes, Bytes, Owner)]) -> Scrip
 impl LockMachine {
     pub(crate) fn start_rw_acquire(&mut self, op: OpId, req: AcquireRequest, side: RwSide) {
         let keys = self.config.key_layout.read_write(&req.name);
-        self.start_acquire(op, req, AcquireKind::ReadWrite(keys, side));
+        self.start_acquire(op, req, AcquireKind::ReadWrite(Box::new(keys), side));
     }
 
     pub(crate) fn start_rw_force_unlock(&mut self, op: OpId, name: String, write: bool) {

@@ -12,6 +12,7 @@
 //! An unlock that too few replicas acknowledged (the replica check, `replicas.rs`) answers
 //! `LockError::ReplicasNotSynced`, whose outcome is unknown: a failover could bring the hold back.
 
+use super::SharedKeys;
 use super::attempts::{Answered, Attempts};
 use super::kind::{Attempt, ReleaseKind, RwSide};
 use super::replicas::Shortfall;
@@ -19,17 +20,18 @@ use super::{
     BackendError, Call, CallPurpose, Done, HoldId, HoldKey, HoldState, LockError, LockEvent,
     LockMachine, OpId, OpKind, Operation, OwnerId, UnlockOutcome,
 };
-use crate::keys::{LockKeys, Owner, RequestId};
+use crate::keys::{Owner, RequestId};
 use crate::reply::Reply;
 use crate::script::release::ReleaseReply;
 use crate::time::{Lease, MonoTime};
+use bytes::Bytes;
 
 #[derive(Debug)]
 pub(crate) struct ReleaseOp {
     pub key: HoldKey,
     /// The hold whose count this gives back; `None` when it undoes an uncounted grant.
     pub hold: Option<HoldId>,
-    pub keys: LockKeys,
+    pub keys: SharedKeys,
     /// Plain, fair (which wakes the queue's head) or a read-write lock's side: the call its
     /// attempts send.
     pub kind: ReleaseKind,
@@ -46,7 +48,7 @@ impl ReleaseOp {
     /// A release that gives back a grant the client never counted (a cancelled acquire's).
     pub(crate) fn undo(
         key: HoldKey,
-        keys: LockKeys,
+        keys: SharedKeys,
         kind: ReleaseKind,
         owner: Owner,
         lease: Lease,
@@ -75,7 +77,7 @@ impl LockMachine {
         name: String,
         owner: OwnerId,
     ) {
-        let mut key: HoldKey = (name, owner, None);
+        let mut key: HoldKey = (Bytes::from(name), owner, None);
         if self.holds.get(&key).is_none_or(|h| h.id != hold_id) {
             // Not a plain hold: the id may be a read-write lock's, keyed by its side.
             for side in [RwSide::Read, RwSide::Write] {
@@ -204,7 +206,7 @@ impl LockMachine {
                     .is_some_and(|h| h.id == *id && h.count > 0)
         });
         let unsynced = |shortfall: Shortfall| LockError::ReplicasNotSynced {
-            name: key.0.clone(),
+            name: super::name_of(&key),
             operation: Operation::Unlock,
             acked: shortfall.acked,
             required: shortfall.required,
@@ -214,7 +216,7 @@ impl LockMachine {
             // outcome is unknown and a reentrant release confirms no lease.
             (Ok(ReleaseReply::StillHeld | ReleaseReply::Released), Some(shortfall)) => {
                 tracing::warn!(
-                    lock = %key.0,
+                    lock = %super::name_of(&key),
                     owner = %key.1,
                     acked = shortfall.acked,
                     required = shortfall.required,
@@ -231,7 +233,7 @@ impl LockMachine {
                     }
                 } else if last {
                     tracing::warn!(
-                        lock = %key.0,
+                        lock = %super::name_of(&key),
                         owner = %key.1,
                         "the last unlock left a count on the server; the lock expires with its lease"
                     );
@@ -252,7 +254,7 @@ impl LockMachine {
                 Err(self.not_locked(&key))
             }
             (Err(error), _) => Err(LockError::UnexpectedReply {
-                name: key.0.clone(),
+                name: super::name_of(&key),
                 operation: Operation::Unlock,
                 error,
             }),
@@ -262,7 +264,7 @@ impl LockMachine {
 
     pub(crate) fn not_locked(&self, key: &HoldKey) -> LockError {
         LockError::NotLocked {
-            name: key.0.clone(),
+            name: super::name_of(key),
             client_id: self.client_id.clone(),
             owner_id: key.1,
         }

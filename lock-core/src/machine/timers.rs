@@ -4,9 +4,9 @@
 //! moment a hold's `valid_until` passes) is an entry keyed by (time, sequence), so two deadlines at
 //! the same millisecond fire in the order they were set and a cancelled one is removed exactly.
 
+use super::sorted::SortedMap;
 use super::{HoldId, HoldKey};
 use crate::time::MonoTime;
-use std::collections::BTreeMap;
 
 /// Identifies one armed deadline, for cancelling it.
 pub(crate) type TimerKey = (MonoTime, u64);
@@ -26,7 +26,7 @@ pub(crate) enum TimerKind {
 
 #[derive(Debug, Default)]
 pub(crate) struct Timers {
-    queue: BTreeMap<TimerKey, TimerKind>,
+    queue: SortedMap<TimerKey, TimerKind>,
     seq: u64,
 }
 
@@ -45,15 +45,15 @@ impl Timers {
     }
 
     pub(crate) fn next(&self) -> Option<MonoTime> {
-        self.queue.keys().next().map(|(at, _)| *at)
+        self.queue.first().map(|((at, _), _)| *at)
     }
 
     /// The earliest deadline at or before `now`, removed.
     pub(crate) fn pop_due(&mut self, now: MonoTime) -> Option<(TimerKey, TimerKind)> {
-        let (&key, _) = self.queue.iter().next()?;
-        if key.0 > now {
+        let (&(at, _), _) = self.queue.first()?;
+        if at > now {
             return None;
         }
-        self.queue.remove(&key).map(|kind| (key, kind))
+        self.queue.pop_first()
     }
 }

@@ -765,8 +765,43 @@ pub fn parse_i64(s: &[u8]) -> Option<i64> {
 
 /// Bytes of an integer argument, as a Lua number becomes a string for `redis.call`.
 pub(crate) fn int_arg(n: i64) -> Bytes {
-    let mut buf = [0u8; 20];
-    Bytes::copy_from_slice(decimal(n, &mut buf))
+    // A hold count is one of these nearly always: no allocation for them.
+    const DIGITS: &[u8; 10] = b"0123456789";
+    if let Ok(digit) = usize::try_from(n)
+        && digit < DIGITS.len()
+    {
+        return Bytes::from_static(&DIGITS[digit..digit + 1]);
+    }
+    RECENT_INTS.with(|recent| {
+        let mut recent = recent.borrow_mut();
+        if let Some((_, arg)) = recent.slots.iter().flatten().find(|(m, _)| *m == n) {
+            return arg.clone();
+        }
+        let mut buf = [0u8; 20];
+        let arg = Bytes::copy_from_slice(decimal(n, &mut buf));
+        let at = recent.next;
+        recent.slots[at] = Some((n, arg.clone()));
+        recent.next = (at + 1) % recent.slots.len();
+        arg
+    })
+}
+
+/// The last few numbers [`int_arg`] wrote, with their text: a client sends the same lease and
+/// latch TTL in every call, and sharing their bytes saves an allocation per argument. Per thread,
+/// so no lock is taken; what it holds depends only on the numbers asked for, never on the order
+/// of anything else.
+struct RecentInts {
+    slots: [Option<(i64, Bytes)>; 4],
+    next: usize,
+}
+
+thread_local! {
+    static RECENT_INTS: std::cell::RefCell<RecentInts> = const {
+        std::cell::RefCell::new(RecentInts {
+            slots: [None, None, None, None],
+            next: 0,
+        })
+    };
 }
 
 /// `n` in decimal, written at the end of `buf` (20 bytes hold any `i64`): the digits

@@ -19,6 +19,7 @@ mod fair;
 mod foreign;
 mod network;
 mod observe;
+mod queue;
 mod read_write;
 mod workload;
 
@@ -41,8 +42,8 @@ use lock_core::script::ReplicaAcks;
 use lock_core::{BackendError, FairKeys, LockConfig, Millis, MonoTime, PubSubEvent, Reply};
 use network::Network;
 use observe::OpenGrant;
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
+use queue::Queue;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use workload::{Holding, Phase};
 
@@ -152,44 +153,6 @@ impl Ev {
     }
 }
 
-/// The events to come, in (time, sequence number) order: two events of one millisecond keep the
-/// order they were scheduled in. The heap holds only those two numbers and a slot; the events,
-/// some of which carry a whole call or reply, wait in the slots and move once in and once out
-/// rather than at every step of the heap's sifting.
-#[derive(Default)]
-struct Queue {
-    order: BinaryHeap<Reverse<(u64, u64, u32)>>,
-    slots: Vec<Option<Ev>>,
-    /// The slots whose events were taken.
-    free: Vec<u32>,
-}
-
-impl Queue {
-    fn push(&mut self, at: u64, seq: u64, ev: Ev) {
-        let slot = match self.free.pop() {
-            Some(slot) => {
-                self.slots[slot as usize] = Some(ev);
-                slot
-            }
-            None => {
-                self.slots.push(Some(ev));
-                u32::try_from(self.slots.len() - 1).expect("fewer than 2^32 events waiting")
-            }
-        };
-        self.order.push(Reverse((at, seq, slot)));
-    }
-
-    /// The next event, with its time.
-    fn pop(&mut self) -> Option<(u64, Ev)> {
-        let Reverse((at, _, slot)) = self.order.pop()?;
-        let ev = self.slots[slot as usize]
-            .take()
-            .expect("a queued slot holds its event");
-        self.free.push(slot);
-        Some((at, ev))
-    }
-}
-
 struct SimClient {
     machine: LockMachine,
     conn: ConnId,
@@ -218,7 +181,7 @@ pub struct World<S: SimServer> {
     server: S,
     now: u64,
     seq: u64,
-    queue: Queue,
+    queue: Queue<Ev>,
     clients: Vec<SimClient>,
     network: Network,
     conn_owner: BTreeMap<ConnId, usize>,
@@ -408,12 +371,19 @@ impl<S: SimServer> World<S> {
     /// The client's clock at simulation time `t`.
     fn client_time(&self, client: usize, t: u64) -> MonoTime {
         let drift = self.case.clients[client].drift_ppm;
+        // Most clients keep time exactly, and 128-bit division is not free.
+        if drift == 0 {
+            return MonoTime(t);
+        }
         MonoTime((t as i128 + t as i128 * drift as i128 / 1_000_000).max(0) as u64)
     }
 
     /// The simulation time at which the client's clock reads `m` (the first such millisecond).
     fn sim_time(&self, client: usize, m: MonoTime) -> u64 {
         let drift = self.case.clients[client].drift_ppm as i128;
+        if drift == 0 {
+            return m.0;
+        }
         let num = m.0 as i128 * 1_000_000;
         let den = 1_000_000 + drift;
         ((num + den - 1) / den).max(0) as u64
