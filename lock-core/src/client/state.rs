@@ -32,7 +32,7 @@ use crate::reply::Reply;
 use crate::script::ReplicaAcks;
 use crate::time::{Millis, MonoTime};
 use bytes::Bytes;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -314,8 +314,10 @@ pub(super) struct Core {
     origin: Instant,
     /// The time of the step being taken.
     now: MonoTime,
-    slots: HashMap<OpId, Slot>,
-    statuses: HashMap<HoldId, watch::Sender<HoldStatus>>,
+    /// Keyed by small sequential ids, of which only the operations and holds in flight are here:
+    /// an ordered map finds them without hashing each id.
+    slots: BTreeMap<OpId, Slot>,
+    statuses: BTreeMap<HoldId, watch::Sender<HoldStatus>>,
     /// Calls for the driver to start.
     queued_calls: Vec<(CallId, Call)>,
     /// Calls whose caller went away mid-call: the driver polls them to their end.
@@ -367,8 +369,8 @@ impl Core {
             state,
             origin,
             now: MonoTime::ZERO,
-            slots: HashMap::new(),
-            statuses: HashMap::new(),
+            slots: BTreeMap::new(),
+            statuses: BTreeMap::new(),
             queued_calls: Vec::new(),
             orphans: Vec::new(),
             subscriptions: VecDeque::new(),
@@ -634,9 +636,9 @@ impl Core {
         if let Ok(Done::Acquired(acquired)) = &result {
             let valid_until = self.instant(acquired.valid_until);
             let sender = self.status_of(acquired.hold, valid_until);
-            sender.send_modify(|s| {
-                s.token = acquired.token;
-            });
+            let token = acquired.token;
+            // Receivers are woken only for a change: most grants carry no token.
+            sender.send_if_modified(|s| std::mem::replace(&mut s.token, token) != token);
             status = Some(sender.subscribe());
             ticket = Some(HoldTicket {
                 state: self.state.clone(),
@@ -699,8 +701,9 @@ impl Core {
             } => {
                 tracing::debug!(lock = %hold.name, owner = %hold.owner, count, %valid_until, "lock acquired");
                 let at = self.instant(valid_until);
+                // A channel made for this event already reads `at`: nobody to wake then.
                 self.status_of(hold.id, at)
-                    .send_modify(|s| s.valid_until = at);
+                    .send_if_modified(|s| std::mem::replace(&mut s.valid_until, at) != at);
             }
             LockEvent::Renewed { hold, valid_until } => {
                 tracing::debug!(lock = %hold.name, owner = %hold.owner, %valid_until, "lock renewed");

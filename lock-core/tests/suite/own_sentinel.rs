@@ -116,3 +116,43 @@ async fn a_hold_survives_a_sentinel_failover_or_its_holder_is_told(own: &Arc<Own
     let group = Arc::clone(own);
     through_failover::hold_through_failover(&a, Arc::new(b), &name, move || group.failover()).await;
 }
+
+/// The lease of the hold cut off from every server in [`a_holder_cut_off_by_a_failover_is_told`]:
+/// a third of it is the watchdog's period, and the cut-off outlasts it.
+const CUT_OFF_LEASE_MS: u64 = 6_000;
+
+/// The "told" way through a failover, taken on purpose: the old primary is stopped from the
+/// moment the sentinels name the new one until the holder's lease has run out, so no renewal of
+/// the hold can be confirmed, and its key on the new primary expires unrenewed. The holder must
+/// be told before the waiter is granted, and the waiter's own hold must hold (or its loss be
+/// reported before its unlock).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_holder_cut_off_by_a_failover_is_told() {
+    let own = Arc::new(
+        tokio::task::spawn_blocking(OwnSentinel::start)
+            .await
+            .unwrap(),
+    );
+    let prefix = unique_prefix("own-sentinel-cut-off");
+    let name = format!("{prefix}:orders");
+    let a = client(
+        &own,
+        through_failover::failover_config(&prefix, CUT_OFF_LEASE_MS),
+    )
+    .await;
+    let b = client(
+        &own,
+        LockConfig {
+            wait_round_cap: Some(lock_core::Millis(120_000)),
+            ..through_failover::failover_config(&prefix, CUT_OFF_LEASE_MS)
+        },
+    )
+    .await;
+    let group = Arc::clone(&own);
+    let cut_off = Duration::from_millis(CUT_OFF_LEASE_MS + 2_000);
+    let way = through_failover::hold_through_failover(&a, Arc::new(b), &name, move || {
+        group.failover_cutting_off_the_old_primary(cut_off)
+    })
+    .await;
+    assert_eq!(way, through_failover::ThroughFailover::Told);
+}

@@ -40,15 +40,24 @@ pub fn failover_config(prefix: &str, lease_ms: u64) -> lock_core::LockConfig {
     }
 }
 
+/// Which way a hold came through a failover.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ThroughFailover {
+    /// The holder kept it, with a renewal confirmed after the failover.
+    Kept,
+    /// The holder was told that it was lost or may be lost.
+    Told,
+}
+
 /// `a` takes `name` fenced, `b` waits for it (with a wait round far longer than the test, so only
 /// an unlock message can wake it in time), `failover` runs while `a` holds it, then the rule
-/// above is checked and `a` unlocks.
+/// above is checked and `a` unlocks. Says which way the hold came through.
 pub async fn hold_through_failover(
     a: &LockClient,
     b: Arc<LockClient>,
     name: &str,
     failover: impl FnOnce() + Send + 'static,
-) {
+) -> ThroughFailover {
     let resource = Arc::new(FencedResource::default());
     let (guard, first) = a.lock_fenced(name).await.unwrap();
     assert!(resource.write(first));
@@ -100,6 +109,7 @@ pub async fn hold_through_failover(
             }
         })
     };
+    let failover_started = Instant::now();
     tokio::task::spawn_blocking(failover).await.unwrap();
     let promised = guard.valid_until();
     // More than a watchdog period past the failover: a hold still valid now whose valid_until
@@ -130,18 +140,26 @@ pub async fn hold_through_failover(
             .unwrap();
         assert!(granted_at >= unlocking);
         b_guard.unlock().await.unwrap();
+        watch.abort();
+        ThroughFailover::Kept
     } else {
         // Told: the other owner's grant comes after the holder heard of the loss.
         let (b_guard, granted_at) = waiter.await.unwrap();
         let (told_at, state) = lost_at.lock().unwrap().expect("the holder was told");
+        eprintln!(
+            "the holder was told {state} at {:?} and the waiter granted at {:?} after the failover began",
+            told_at.saturating_duration_since(failover_started),
+            granted_at.saturating_duration_since(failover_started),
+        );
         assert!(
             told_at <= granted_at,
             "the holder was told {state} only after another owner was granted"
         );
         drop(guard);
         waiters_unlock(b_guard).await;
+        watch.abort();
+        ThroughFailover::Told
     }
-    watch.abort();
 }
 
 /// The waiter's unlock after the holder was told. The waiter was granted while the topology may

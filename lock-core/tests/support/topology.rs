@@ -395,6 +395,34 @@ impl OwnSentinel {
         });
         self.wait_healthy();
     }
+
+    /// `SENTINEL FAILOVER` with the old primary stopped (`SIGSTOP`) from the moment the sentinels
+    /// name the new one until `cut_off` has passed; then waits until the group is healthy.
+    ///
+    /// Clients of the old primary get no answer meanwhile, so a hold renewed there cannot be
+    /// confirmed for `cut_off`, and its key on the new primary is renewed by nobody: a hold whose
+    /// lease is shorter than `cut_off` is lost, and its holder must be told. When the old primary
+    /// resumes it still takes itself for the primary, with no replica, until a sentinel tells it
+    /// to follow the new one.
+    pub fn failover_cutting_off_the_old_primary(&self, cut_off: Duration) {
+        let old = self.current_primary();
+        assert_eq!(
+            self.sentinels[0]
+                .cli(&["sentinel", "failover", MASTER])
+                .trim(),
+            "OK"
+        );
+        wait_for("the sentinels to name the replica", || {
+            self.current_primary().port != old.port
+        });
+        let stopped = old.stop();
+        std::thread::sleep(cut_off);
+        drop(stopped);
+        wait_for("the replica to be primary", || {
+            self.current_primary().cli(&["role"]).starts_with("master")
+        });
+        self.wait_healthy();
+    }
 }
 
 /// `redis-cli -p <port> <args>`'s standard output (empty if it could not run).
