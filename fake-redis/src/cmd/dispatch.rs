@@ -107,7 +107,11 @@ impl Engine {
 // One caller, on every command's path: inlined, `execute` is one call frame.
 #[inline(always)]
 fn dispatch(engine: &mut Engine, id: u64, argv: &[Bytes], now: i64, may_block: bool) -> Frame {
-    if let Some(reply) = known_evalsha(engine, id, argv, now, may_block) {
+    // Only a call shaped as `EVALSHA <40 hex digits> …` asks for the short path.
+    if argv.len() >= 3
+        && argv[1].len() == 40
+        && let Some(reply) = known_evalsha(engine, id, argv, now, may_block)
+    {
         return reply;
     }
     let Some(name) = argv.first() else {
@@ -241,7 +245,7 @@ fn dispatch(engine: &mut Engine, id: u64, argv: &[Bytes], now: i64, may_block: b
 /// `EVALSHA`'s handler would and counts the call as `dispatch` counts it, without looking the
 /// name up or parsing the arguments again. Anything else is None, before any effect, and takes
 /// the general path, which stays the only one for every other call.
-#[inline(always)]
+#[inline(never)]
 fn known_evalsha(
     engine: &mut Engine,
     id: u64,
@@ -252,7 +256,9 @@ fn known_evalsha(
     let [name, sha, numkeys, rest @ ..] = argv else {
         return None;
     };
-    if sha.len() != 40 || !name.eq_ignore_ascii_case(b"evalsha") {
+    // Clients spell it in one case or the other; any mix still matches.
+    let spelled = name[..] == *b"EVALSHA" || name[..] == *b"evalsha";
+    if sha.len() != 40 || !(spelled || name.eq_ignore_ascii_case(b"evalsha")) {
         return None;
     }
     let numkeys = plain_count(numkeys).filter(|&n| n <= rest.len())?;
