@@ -107,6 +107,13 @@ impl Engine {
 // One caller, on every command's path: inlined, `execute` is one call frame.
 #[inline(always)]
 fn dispatch(engine: &mut Engine, id: u64, argv: &[Bytes], now: i64, may_block: bool) -> Frame {
+    // Only a call shaped as `EVALSHA <40 hex digits> …` asks for the short path.
+    if argv.len() >= 3
+        && argv[1].len() == 40
+        && let Some(reply) = known_evalsha(engine, id, argv, now, may_block)
+    {
+        return reply;
+    }
     let Some(name) = argv.first() else {
         return Frame::error("ERR empty command");
     };
@@ -229,6 +236,77 @@ fn dispatch(engine: &mut Engine, id: u64, argv: &[Bytes], now: i64, may_block: b
         engine.count_call(id, name, argv, &reply, false);
     }
     reply
+}
+
+/// `EVALSHA` of a loaded native script, on an engine and a client where every check of
+/// [`dispatch`] passes and no observer follows the command (no ACL rules, cluster, `maxmemory`,
+/// replica role, pause, monitor, client tracking; a client outside `MULTI` and the pub/sub
+/// context), with a plain key count: the lock's calls, over and over. It runs the script as
+/// `EVALSHA`'s handler would and counts the call as `dispatch` counts it, without looking the
+/// name up or parsing the arguments again. Anything else is None, before any effect, and takes
+/// the general path, which stays the only one for every other call.
+#[inline(never)]
+fn known_evalsha(
+    engine: &mut Engine,
+    id: u64,
+    argv: &[Bytes],
+    now: i64,
+    may_block: bool,
+) -> Option<Frame> {
+    let [name, sha, numkeys, rest @ ..] = argv else {
+        return None;
+    };
+    // Clients spell it in one case or the other; any mix still matches.
+    let spelled = name[..] == *b"EVALSHA" || name[..] == *b"evalsha";
+    if sha.len() != 40 || !(spelled || name.eq_ignore_ascii_case(b"evalsha")) {
+        return None;
+    }
+    let numkeys = plain_count(numkeys).filter(|&n| n <= rest.len())?;
+    if engine.is_sentinel()
+        || !engine.acl().users.is_open()
+        || engine.is_cluster_node()
+        || engine.evicts()
+        || engine.is_read_only_replica()
+        || engine.pause_at(now).is_some()
+        || engine.has_monitors()
+        || engine.is_tracking()
+        || engine.lock_scripts_run_on_lua()
+    {
+        return None;
+    }
+    let script = engine.scripts().get(sha)?.clone();
+    let client = engine.client_mut(id).expect("checked by start_command");
+    // A client not authenticated takes the general path, which asks whether it must be.
+    if client.multi.is_some()
+        || client.monitor
+        || client.in_pubsub_context()
+        || !client.authenticated
+    {
+        return None;
+    }
+    let spec = &super::scripting::EVALSHA;
+    client.last_command = spec.name;
+    let db = client.db;
+    let (keys, args) = rest.split_at(numkeys);
+    let cx = &mut Cx::new(engine, id, db, now);
+    cx.may_block = may_block;
+    let reply = super::scripting::run(cx, &script, keys, args, false);
+    if engine.blocked_clients() == 0 || !engine.is_blocked(ClientId(id)) {
+        engine.count_call(id, spec.name, argv, &reply, false);
+    }
+    Some(reply)
+}
+
+/// A key count written plainly (one to three digits, no sign, no leading zero): others, valid or
+/// not, take the general path and its parser.
+#[inline(always)]
+fn plain_count(text: &[u8]) -> Option<usize> {
+    if text.is_empty() || text.len() > 3 || (text.len() > 1 && text[0] == b'0') {
+        return None;
+    }
+    text.iter().try_fold(0usize, |n, &b| {
+        b.is_ascii_digit().then(|| n * 10 + usize::from(b - b'0'))
+    })
 }
 
 /// What [`dispatch`] asks of a client between its name's checks and its run.

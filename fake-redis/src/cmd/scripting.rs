@@ -245,11 +245,21 @@ struct ScriptStore<'a, 'b, 'k> {
 /// one name must not leave the other known missing: then nothing is tracked.
 ///
 /// While the database is quiet, what a call learned is a [`Probe`]: a key found live is known by
-/// its slot too, and the next call on it goes straight there.
+/// its slot too, and the next call on it goes straight there. Each tracked key keeps its hash
+/// too, computed at its first probe, so a call finds its key's record once and reads both there.
 #[derive(Clone, Copy, Default)]
 struct Missing<'k> {
-    keys: [(&'k [u8], Probe); 4],
+    keys: [Tracked<'k>; 4],
     len: usize,
+}
+
+/// One of a script's keys as [`Missing`] tracks it.
+#[derive(Clone, Copy, Default)]
+struct Tracked<'k> {
+    key: &'k [u8],
+    probe: Probe,
+    /// Its hash, 0 until computed (a key whose hash is 0 is hashed at each call: only slower).
+    hash: u64,
 }
 
 impl<'k> Missing<'k> {
@@ -260,7 +270,7 @@ impl<'k> Missing<'k> {
             if keys[..missing.len].contains(key) {
                 return Missing::default();
             }
-            *entry = (key, Probe::Unknown);
+            entry.key = key;
             missing.len += 1;
         }
         missing
@@ -287,21 +297,24 @@ impl<'k> Missing<'k> {
     /// What is known of `key`: Unknown for a key that is not tracked.
     #[inline]
     fn get(&self, key: &[u8]) -> Probe {
-        self.keys[..self.len]
-            .iter()
-            .find(|(k, _)| std::ptr::eq(*k, key))
-            .map_or(Probe::Unknown, |e| e.1)
+        self.position(key)
+            .map_or(Probe::Unknown, |i| self.keys[i].probe)
     }
 
     /// Records what a call learned about `key` (nothing, for a key that is not tracked).
     #[inline]
     fn put(&mut self, key: &[u8], probe: Probe) {
-        if let Some(entry) = self.keys[..self.len]
-            .iter_mut()
-            .find(|(k, _)| std::ptr::eq(*k, key))
-        {
-            entry.1 = probe;
+        if let Some(i) = self.position(key) {
+            self.keys[i].probe = probe;
         }
+    }
+
+    /// Where `key` is tracked, if it is: by the address and length of its bytes.
+    #[inline]
+    fn position(&self, key: &[u8]) -> Option<usize> {
+        self.keys[..self.len]
+            .iter()
+            .position(|t| std::ptr::eq(t.key, key))
     }
 }
 
@@ -406,17 +419,41 @@ impl ScriptStore<'_, '_, '_> {
     }
 
     /// On a quiet database: what `key` is now, by one probe at most (none when a call of this
-    /// script found it before), a live key marked accessed when `touch` is set.
+    /// script found it before), a live key marked accessed when `touch` is set; and where the
+    /// key is tracked, to record what the call does to it.
     #[inline]
-    fn probe(&mut self, key: &[u8], touch: bool) -> Probe {
-        let known = self.missing.get(key);
+    fn probe(&mut self, key: &[u8], touch: bool) -> (Probe, Option<usize>) {
+        let at = self.missing.position(key);
+        let known = at.map_or(Probe::Unknown, |i| self.missing.keys[i].probe);
         if known == Probe::Missing {
-            return known;
+            return (known, at);
         }
-        let (now, h) = (self.cx.now, self.cx.hash(key));
+        let (now, h) = (self.cx.now, self.hash_at(at, key));
         let found = self.cx.keyspace().probe_again(known, key, h, now, touch);
-        self.missing.put(key, found);
-        found
+        if let Some(i) = at {
+            self.missing.keys[i].probe = found;
+        }
+        (found, at)
+    }
+
+    /// The hash of `key`, tracked at `at`: computed once per script run.
+    #[inline]
+    fn hash_at(&mut self, at: Option<usize>, key: &[u8]) -> u64 {
+        let Some(tracked) = at.map(|i| &mut self.missing.keys[i]) else {
+            return self.cx.hash(key);
+        };
+        if tracked.hash == 0 {
+            tracked.hash = crate::engine::db::hash_key(key);
+        }
+        tracked.hash
+    }
+
+    /// Records that a call of this script left the key tracked at `at` as `probe` says.
+    #[inline]
+    fn learned(&mut self, at: Option<usize>, probe: Probe) {
+        if let Some(i) = at {
+            self.missing.keys[i].probe = probe;
+        }
     }
 
     /// On a quiet database: a read of `key` (`EXISTS`, `HGET`, `GET`), counted as a hit or a
@@ -428,7 +465,7 @@ impl ScriptStore<'_, '_, '_> {
         touch: bool,
         read: impl FnOnce(&crate::engine::db::Entry) -> Result<T, Frame>,
     ) -> Result<Option<T>, CommandError> {
-        let found = self.probe(key, touch);
+        let (found, _) = self.probe(key, touch);
         let Some(entry) = self.cx.keyspace().entry_of(found) else {
             self.read_missed(key);
             return Ok(None);
@@ -463,15 +500,14 @@ impl Keyspace for ScriptStore<'_, '_, '_> {
         self.writable(true)?;
         if self.quiet {
             // A lookup for writing: it touches the key, and counts no read.
-            let found = self.probe(key, true);
-            let (now, h) = (self.cx.now, self.cx.hash(key));
-            let db = self.cx.keyspace();
-            if let Some(entry) = db.entry_of_mut(found) {
+            let (found, at) = self.probe(key, true);
+            if let Some(entry) = self.cx.keyspace().entry_of_mut(found) {
                 return super::hashes::hincrby_in(entry, field, delta).map_err(err);
             }
+            let (now, h) = (self.cx.now, self.hash_at(at, key));
             let hash = crate::engine::db::Hash::single(field, &super::int_bytes(delta));
-            let created = db.insert_probed(key, h, Value::Hash(hash), None, now);
-            self.missing.put(key, created);
+            let created = (self.cx.keyspace()).insert_probed(key, h, Value::Hash(hash), None, now);
+            self.learned(at, created);
             return Ok(delta);
         }
         let missing = self.missing.has(key);
@@ -507,7 +543,7 @@ impl Keyspace for ScriptStore<'_, '_, '_> {
             // deadline at or before now deletes the key, and counts as set.
             let now = self.cx.now;
             let when = super::keys::pexpire_deadline(now, ms).map_err(err)?;
-            let found = self.probe(key, true);
+            let (found, at) = self.probe(key, true);
             if found == Probe::Missing {
                 return Ok(false);
             }
@@ -516,7 +552,7 @@ impl Keyspace for ScriptStore<'_, '_, '_> {
                 false => DeadlineChange::Set(when),
             };
             let after = self.cx.keyspace().change_deadline_of(found, change);
-            self.missing.put(key, after);
+            self.learned(at, after);
             return Ok(true);
         }
         if self.missing.has(key) {
@@ -538,7 +574,7 @@ impl Keyspace for ScriptStore<'_, '_, '_> {
     fn del(&mut self, key: &[u8]) -> Result<bool, CommandError> {
         self.writable(false)?;
         if self.quiet {
-            let found = self.probe(key, false);
+            let (found, at) = self.probe(key, false);
             if found == Probe::Missing {
                 return Ok(false);
             }
@@ -546,7 +582,7 @@ impl Keyspace for ScriptStore<'_, '_, '_> {
                 .cx
                 .keyspace()
                 .change_deadline_of(found, DeadlineChange::Delete);
-            self.missing.put(key, after);
+            self.learned(at, after);
             return Ok(true);
         }
         if self.missing.has(key) {
@@ -567,17 +603,18 @@ impl Keyspace for ScriptStore<'_, '_, '_> {
 
     fn set_px(&mut self, key: &[u8], value: &[u8], ms: &[u8]) -> Result<(), CommandError> {
         self.writable(true)?;
-        let missing = self.missing.has(key);
+        let at = self.missing.position(key);
+        let missing = at.is_some_and(|i| self.missing.keys[i].probe == Probe::Missing);
         if self.quiet && missing {
             let now = self.cx.now;
             let deadline = super::strings::px_deadline(now, ms).map_err(err)?;
-            let h = self.cx.hash(key);
+            let h = self.hash_at(at, key);
             let value = Value::Str(super::value_bytes(value));
             let created = self
                 .cx
                 .keyspace()
                 .insert_probed(key, h, value, Some(deadline), now);
-            self.missing.put(key, created);
+            self.learned(at, created);
             return Ok(());
         }
         super::strings::set_px(self.cx, key, super::value_bytes(value), ms, missing)

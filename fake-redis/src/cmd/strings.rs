@@ -280,6 +280,9 @@ impl<'a> Set<'a> {
         let now = cx.now;
         // One hash of the key, for its lookup and its write.
         let h = cx.hash(self.key);
+        if !self.options.get && self.options.ifeq.is_none() {
+            return Ok(self.put(cx, h));
+        }
         let old = match cx.lookup_hashed(self.key, h) {
             None => None,
             Some(e) => {
@@ -328,6 +331,36 @@ impl<'a> Set<'a> {
             cx.notify(super::class::GENERIC, "expire", self.key);
         }
         Ok(reply)
+    }
+}
+
+impl Set<'_> {
+    /// [`Set::apply`] without `GET` or `IFEQ`, whose old value nothing reads: the lookup and the
+    /// write by one probe where the keyspace allows it ([`Db::upsert_h`]).
+    ///
+    /// [`Db::upsert_h`]: crate::engine::db::Db::upsert_h
+    fn put(self, cx: &mut Cx<'_>, h: u64) -> Frame {
+        let (options, value, now) = (&self.options, self.value, cx.now);
+        let wrote = cx.keyspace().upsert_h(self.key, h, now, |old| {
+            let found = old.is_some();
+            if (options.nx && found) || (options.xx && !found) {
+                return None;
+            }
+            let deadline = match options.keepttl {
+                true => old.and_then(|e| e.deadline()),
+                false => self.deadline,
+            };
+            Some((Value::Str(value.clone()), deadline))
+        });
+        if !wrote {
+            return Frame::Null;
+        }
+        cx.keyspace().touch(self.key);
+        cx.notify(super::class::STRING, "set", self.key);
+        if self.deadline.is_some() && !self.options.keepttl {
+            cx.notify(super::class::GENERIC, "expire", self.key);
+        }
+        Frame::OK
     }
 }
 

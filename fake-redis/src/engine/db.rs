@@ -391,6 +391,35 @@ fn shrink_if_sparse(table: &mut Table, volatile: &mut Vec<Candidate>, layout_epo
     }
 }
 
+/// Puts `entry` (deadline `deadline`) in place of the live key of `slot`, which keeps its
+/// candidate for the active expiry cycle with the new deadline, or leaves the list without one.
+#[inline]
+fn replace_at(
+    table: &mut Table,
+    volatile: &mut Vec<Candidate>,
+    slot: u32,
+    entry: Entry,
+    deadline: Option<i64>,
+    encodings: &Encodings,
+) {
+    let old = &mut table.slot_mut(slot).entry;
+    let ix = old.volatile_ix;
+    *old = entry;
+    match (deadline, ix) {
+        // Overwritten with a TTL: the key keeps its candidate, with the new deadline.
+        (Some(deadline), NOT_VOLATILE) => {
+            old.volatile_ix = volatile.len() as u32;
+            volatile.push(Candidate { deadline, slot });
+        }
+        (Some(d), ix) => {
+            volatile[ix as usize].deadline = d;
+            old.volatile_ix = ix;
+        }
+        (None, ix) => unlist(table, volatile, ix),
+    }
+    table.handed_out(slot, encodings);
+}
+
 /// Before a new key goes in: a table with no room left grows or rehashes on this insert, and its
 /// keys move, so a `SCAN` cursor issued before must not resume by position.
 #[inline]
@@ -576,24 +605,7 @@ impl Db {
             ..
         } = self;
         match table.find_ix(h, key) {
-            Some(slot) => {
-                let old = &mut table.slot_mut(slot).entry;
-                let ix = old.volatile_ix;
-                *old = entry;
-                match (deadline, ix) {
-                    // Overwritten with a TTL: the key keeps its candidate, with the new deadline.
-                    (Some(deadline), NOT_VOLATILE) => {
-                        old.volatile_ix = volatile.len() as u32;
-                        volatile.push(Candidate { deadline, slot });
-                    }
-                    (Some(d), ix) => {
-                        volatile[ix as usize].deadline = d;
-                        old.volatile_ix = ix;
-                    }
-                    (None, ix) => unlist(table, volatile, ix),
-                }
-                table.handed_out(slot, encodings);
-            }
+            Some(slot) => replace_at(table, volatile, slot, entry, deadline, encodings),
             None => {
                 waiters.signal(key);
                 if let Some(log) = &mut watches.key_events {
@@ -603,6 +615,65 @@ impl Db {
                 insert_new(table, volatile, key, h, entry, encodings);
             }
         }
+    }
+
+    /// A write of `key` (hash `h`) that first looks at what is there (`SET`'s conditions), by
+    /// one probe where nothing needs the previous entry before the write (no journal, no
+    /// replicas' log, no replica's rule for expired keys) and by a lookup and an insert
+    /// elsewhere. As the lookup, it deletes a logically expired key (lazy expiry) and marks a
+    /// live one accessed; `decide` sees the live entry (None for a missing key) and gives the
+    /// value and deadline to put, or None to write nothing. Whether it wrote.
+    pub fn upsert_h(
+        &mut self,
+        key: &[u8],
+        h: u64,
+        now: i64,
+        decide: impl FnOnce(Option<&Entry>) -> Option<(Value, Option<i64>)>,
+    ) -> bool {
+        if self.logs_writes() || self.keep_expired {
+            let old = self.lookup_h(key, h, now).map(|e| &*e);
+            let Some((value, deadline)) = decide(old) else {
+                return false;
+            };
+            self.insert_h(key, h, value, deadline, now);
+            return true;
+        }
+        let found = self.live_ix(key, h, now);
+        if let Some(ix) = found {
+            touch_entry(&mut self.table.slot_mut(ix).entry, self.lfu.as_mut(), now);
+        }
+        let old = found.map(|ix| &self.table.slot(ix).entry);
+        let Some((value, deadline)) = decide(old) else {
+            return false;
+        };
+        let entry = self.new_entry(value, deadline, now);
+        match found {
+            Some(slot) => {
+                let Db {
+                    table,
+                    volatile,
+                    encodings,
+                    ..
+                } = self;
+                replace_at(table, volatile, slot, entry, deadline, encodings);
+            }
+            None => {
+                self.waiters.signal(key);
+                if let Some(log) = &mut self.watches.key_events {
+                    log.created(key);
+                }
+                note_layout(&self.table, &mut self.layout_epoch);
+                insert_new(
+                    &mut self.table,
+                    &mut self.volatile,
+                    key,
+                    h,
+                    entry,
+                    &self.encodings,
+                );
+            }
+        }
+        true
     }
 
     /// Changes the deadline of the live key at `key` (hash `h`) as `decide` says, given its
