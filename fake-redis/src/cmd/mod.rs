@@ -669,6 +669,15 @@ pub(crate) fn error_echoing(parts: &[&[u8]]) -> Frame {
     Frame::error_from_bytes(text)
 }
 
+/// A double reply (a score) as `version` prints it: Redis 7.0's `%.17g` (`1.1000000000000001`),
+/// or, from Redis 7.2 on and in Valkey, the shortest text that reads back to it (`1.1`).
+pub(crate) fn double_reply(version: Version, d: f64) -> Frame {
+    match version {
+        Version::V7_0 => Frame::Double(d),
+        _ => Frame::DoubleText(crate::resp::format_double_shortest(d).into()),
+    }
+}
+
 /// `ERR wrong number of arguments for 'get' command`.
 pub(crate) fn wrong_arity(name: &str) -> Frame {
     Frame::error_owned(format!(

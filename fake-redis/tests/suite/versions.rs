@@ -6,7 +6,7 @@
 use crate::support::argv;
 use fake_redis::{Engine, EngineConfig, Frame, ManualClock, Version};
 
-fn engine(version: Version) -> Engine {
+pub(super) fn engine(version: Version) -> Engine {
     Engine::with_config(
         ManualClock::new(1_000_000),
         EngineConfig {
@@ -274,7 +274,7 @@ impl Drop for Oracle {
 /// Runs `cases` (a command, and the RESP2 bytes its release's server answered when it was
 /// recorded) on a fresh engine of `version`, and, when `variable` names that server's binary, on
 /// a fresh real server too: every reply must be the recorded one.
-fn assert_cases(version: Version, variable: &str, cases: &[(&str, &str)]) {
+pub(super) fn assert_cases(version: Version, variable: &str, cases: &[(&str, &str)]) {
     let mut e = engine(version);
     let c = e.connect();
     let mut oracle = Oracle::start(variable);

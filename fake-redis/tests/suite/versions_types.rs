@@ -1,0 +1,111 @@
+//! What Redis changed in its data types between 7.0 and 7.4, answered per release: each table
+//! holds the RESP2 bytes redis-server 7.4.1 (or, for the 7.0 tables, 7.0.15) answered when it was
+//! recorded. With `REDIS_7_4_SERVER` naming a 7.4.1 binary the 7.4 tables run on it too; the 7.0
+//! tables always run on the suite's own redis-server 7.0.
+
+use super::versions::{assert_cases, engine};
+use crate::support::OwnServer;
+use crate::support::argv;
+use crate::support::raw::Real;
+use fake_redis::Version;
+
+/// Runs `cases` on a fresh engine of Redis 7.0 and on a fresh redis-server 7.0: both must give
+/// the recorded bytes.
+fn assert_cases_7_0(cases: &[(&str, &str)]) {
+    let mut e = engine(Version::V7_0);
+    let c = e.connect();
+    let server = OwnServer::start();
+    let mut real = Real::connect(server.port);
+    for (command, want) in cases {
+        let reply = e.execute(c, &argv(command));
+        let mut got = bytes::BytesMut::new();
+        fake_redis::resp::encode(&reply, 2, &mut got);
+        assert_eq!(
+            String::from_utf8_lossy(&got),
+            *want,
+            "the fake's reply to {command}"
+        );
+        let words: Vec<&[u8]> = command.split(' ').map(str::as_bytes).collect();
+        let answer = real.call(&words);
+        assert_eq!(
+            String::from_utf8_lossy(&answer),
+            *want,
+            "redis-server's reply to {command}"
+        );
+    }
+}
+
+/// `ZRANK`/`ZREVRANK ... WITHSCORE` (Redis 7.2), and scores printed as their shortest text, as
+/// Redis 7.2 and later print every double (`1.1`, `1.5e-7`, `1e+20`).
+const ZSET_7_4: &[(&str, &str)] = &[
+    ("ZADD z 1.1 a 2 b 1.5e-7 c", ":3\r\n"),
+    ("ZRANK z a WITHSCORE", "*2\r\n:1\r\n$3\r\n1.1\r\n"),
+    ("ZREVRANK z c withscore", "*2\r\n:2\r\n$6\r\n1.5e-7\r\n"),
+    ("ZRANK z b", ":2\r\n"),
+    ("ZRANK z x WITHSCORE", "*-1\r\n"),
+    ("ZRANK nokey x WITHSCORE", "*-1\r\n"),
+    ("ZRANK z a WITHSCORES", "-ERR syntax error\r\n"),
+    (
+        "ZRANK z a WITHSCORE x",
+        "-ERR wrong number of arguments for 'zrank' command\r\n",
+    ),
+    ("ZSCORE z a", "$3\r\n1.1\r\n"),
+    (
+        "ZMSCORE z a c x",
+        "*3\r\n$3\r\n1.1\r\n$6\r\n1.5e-7\r\n$-1\r\n",
+    ),
+    (
+        "ZRANGE z 0 -1 WITHSCORES",
+        "*6\r\n$1\r\nc\r\n$6\r\n1.5e-7\r\n$1\r\na\r\n$3\r\n1.1\r\n$1\r\nb\r\n$1\r\n2\r\n",
+    ),
+    ("ZINCRBY z 0.1 a", "$18\r\n1.2000000000000002\r\n"),
+    ("ZADD z INCR 1e20 b", "$5\r\n1e+20\r\n"),
+    (
+        "ZSCAN z 0",
+        "*2\r\n$1\r\n0\r\n*6\r\n$1\r\nc\r\n$6\r\n1.5e-7\r\n$1\r\na\r\n$18\r\n1.2000000000000002\r\n$1\r\nb\r\n$5\r\n1e+20\r\n",
+    ),
+    ("ZPOPMIN z", "*2\r\n$1\r\nc\r\n$6\r\n1.5e-7\r\n"),
+    (
+        "ZMPOP 1 z MAX",
+        "*2\r\n$1\r\nz\r\n*1\r\n*2\r\n$1\r\nb\r\n$5\r\n1e+20\r\n",
+    ),
+    ("SET s v", "+OK\r\n"),
+    (
+        "ZRANK s a WITHSCORE",
+        "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n",
+    ),
+];
+
+/// The same commands on Redis 7.0: no `WITHSCORE`, and scores as `%.17g`.
+const ZSET_7_0: &[(&str, &str)] = &[
+    ("ZADD z 1.1 a 2 b 1.5e-7 c", ":3\r\n"),
+    (
+        "ZRANK z a WITHSCORE",
+        "-ERR wrong number of arguments for 'zrank' command\r\n",
+    ),
+    (
+        "ZREVRANK z c withscore",
+        "-ERR wrong number of arguments for 'zrevrank' command\r\n",
+    ),
+    ("ZRANK z b", ":2\r\n"),
+    ("ZSCORE z a", "$18\r\n1.1000000000000001\r\n"),
+    (
+        "ZMSCORE z a c x",
+        "*3\r\n$18\r\n1.1000000000000001\r\n$22\r\n1.4999999999999999e-07\r\n$-1\r\n",
+    ),
+    ("ZADD z INCR 1e20 b", "$5\r\n1e+20\r\n"),
+    (
+        "ZSCAN z 0",
+        "*2\r\n$1\r\n0\r\n*6\r\n$1\r\nc\r\n$22\r\n1.4999999999999999e-07\r\n$1\r\na\r\n$18\r\n1.1000000000000001\r\n$1\r\nb\r\n$5\r\n1e+20\r\n",
+    ),
+    (
+        "ZPOPMIN z",
+        "*2\r\n$1\r\nc\r\n$22\r\n1.4999999999999999e-07\r\n",
+    ),
+];
+
+#[test]
+fn zrank_withscore_and_shortest_scores_answer_as_each_release() {
+    assert_cases(Version::V7_4, "REDIS_7_4_SERVER", ZSET_7_4);
+    assert_cases_7_0(ZSET_7_0);
+}
