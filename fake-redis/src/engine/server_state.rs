@@ -16,6 +16,13 @@ pub(crate) struct Encodings {
     pub zset_value: usize,
     /// `set-max-intset-entries`.
     pub set_intset_entries: usize,
+    /// Whether a small set of other members is a listpack (Redis 7.2 and later), not a hash
+    /// table (Redis 7.0).
+    pub set_listpack: bool,
+    /// `set-max-listpack-entries` (Redis 7.2 and later).
+    pub set_listpack_entries: usize,
+    /// `set-max-listpack-value` (Redis 7.2 and later).
+    pub set_listpack_value: usize,
 }
 
 impl Default for Encodings {
@@ -27,6 +34,9 @@ impl Default for Encodings {
             zset_entries: 128,
             zset_value: 64,
             set_intset_entries: 512,
+            set_listpack: false,
+            set_listpack_entries: 128,
+            set_listpack_value: 64,
         }
     }
 }

@@ -109,3 +109,84 @@ fn zrank_withscore_and_shortest_scores_answer_as_each_release() {
     assert_cases(Version::V7_4, "REDIS_7_4_SERVER", ZSET_7_4);
     assert_cases_7_0(ZSET_7_0);
 }
+
+/// Sets of other members than integers are listpacks up to `set-max-listpack-entries` members of
+/// at most `set-max-listpack-value` bytes (Redis 7.2), and stay listpacks when only integers are
+/// left; Redis 7.0 has neither parameter and makes them hash tables.
+const SET_7_4: &[(&str, &str)] = &[
+    (
+        "CONFIG GET set-max-listpack-entries",
+        "*2\r\n$24\r\nset-max-listpack-entries\r\n$3\r\n128\r\n",
+    ),
+    (
+        "CONFIG GET set-max-listpack-value",
+        "*2\r\n$22\r\nset-max-listpack-value\r\n$2\r\n64\r\n",
+    ),
+    ("SADD s1 1 2 3", ":3\r\n"),
+    ("OBJECT ENCODING s1", "$6\r\nintset\r\n"),
+    ("SADD s2 1 2 3 a", ":4\r\n"),
+    ("OBJECT ENCODING s2", "$8\r\nlistpack\r\n"),
+    ("SREM s2 a", ":1\r\n"),
+    ("OBJECT ENCODING s2", "$8\r\nlistpack\r\n"),
+    ("CONFIG SET set-max-listpack-entries 2", "+OK\r\n"),
+    ("SADD s3 a b", ":2\r\n"),
+    ("OBJECT ENCODING s3", "$8\r\nlistpack\r\n"),
+    ("SADD s3 c", ":1\r\n"),
+    ("OBJECT ENCODING s3", "$9\r\nhashtable\r\n"),
+    ("SREM s3 c", ":1\r\n"),
+    ("OBJECT ENCODING s3", "$9\r\nhashtable\r\n"),
+    ("CONFIG SET set-max-listpack-value 3", "+OK\r\n"),
+    ("SADD s4 abcd", ":1\r\n"),
+    ("OBJECT ENCODING s4", "$9\r\nhashtable\r\n"),
+    (
+        "CONFIG SET set-max-listpack-entries x",
+        "-ERR CONFIG SET failed (possibly related to argument 'set-max-listpack-entries') - argument couldn't be parsed into an integer\r\n",
+    ),
+    ("CONFIG SET set-max-listpack-entries 128", "+OK\r\n"),
+    ("CONFIG SET set-max-listpack-value 64", "+OK\r\n"),
+];
+
+const SET_7_0: &[(&str, &str)] = &[
+    ("CONFIG GET set-max-listpack-entries", "*0\r\n"),
+    ("CONFIG GET set-max-listpack-value", "*0\r\n"),
+    ("SADD s1 1 2 3", ":3\r\n"),
+    ("OBJECT ENCODING s1", "$6\r\nintset\r\n"),
+    ("SADD s2 1 2 3 a", ":4\r\n"),
+    ("OBJECT ENCODING s2", "$9\r\nhashtable\r\n"),
+    ("SREM s2 a", ":1\r\n"),
+    ("OBJECT ENCODING s2", "$9\r\nhashtable\r\n"),
+    (
+        "CONFIG SET set-max-listpack-entries 2",
+        "-ERR Unknown option or number of arguments for CONFIG SET - 'set-max-listpack-entries'\r\n",
+    ),
+    ("SADD s3 a b", ":2\r\n"),
+    ("OBJECT ENCODING s3", "$9\r\nhashtable\r\n"),
+    ("SADD s3 c", ":1\r\n"),
+    ("OBJECT ENCODING s3", "$9\r\nhashtable\r\n"),
+    ("SREM s3 c", ":1\r\n"),
+    ("OBJECT ENCODING s3", "$9\r\nhashtable\r\n"),
+    (
+        "CONFIG SET set-max-listpack-value 3",
+        "-ERR Unknown option or number of arguments for CONFIG SET - 'set-max-listpack-value'\r\n",
+    ),
+    ("SADD s4 abcd", ":1\r\n"),
+    ("OBJECT ENCODING s4", "$9\r\nhashtable\r\n"),
+    (
+        "CONFIG SET set-max-listpack-entries x",
+        "-ERR Unknown option or number of arguments for CONFIG SET - 'set-max-listpack-entries'\r\n",
+    ),
+    (
+        "CONFIG SET set-max-listpack-entries 128",
+        "-ERR Unknown option or number of arguments for CONFIG SET - 'set-max-listpack-entries'\r\n",
+    ),
+    (
+        "CONFIG SET set-max-listpack-value 64",
+        "-ERR Unknown option or number of arguments for CONFIG SET - 'set-max-listpack-value'\r\n",
+    ),
+];
+
+#[test]
+fn small_sets_are_listpacks_from_7_2_on() {
+    assert_cases(Version::V7_4, "REDIS_7_4_SERVER", SET_7_4);
+    assert_cases_7_0(SET_7_0);
+}
