@@ -584,6 +584,7 @@ fn xread_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
         return Err(Frame::error("ERR Missing GROUP option for XREADGROUP"));
     }
     let (keys, ids) = streams.split_at(streams.len() / 2);
+    let plus_reads_last = cx.engine().version() != crate::engine::Version::V7_0;
     let mut from = Vec::with_capacity(keys.len());
     for (key, id) in keys.iter().zip(ids) {
         let s = read(cx, key)?;
@@ -605,6 +606,18 @@ fn xread_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
                 ));
             }
             b"$" => ReadFrom::After(s.map_or(StreamId::MIN, |s| s.last_id)),
+            // `+`, from Redis 7.4 on: the last entry, read as the entries after the one before it.
+            b"+" if plus_reads_last && group_read => {
+                return Err(Frame::error(
+                    "ERR The + ID is meaningless in the context of XREADGROUP: you want to read the history of this consumer by specifying a proper ID, or use the > ID to get new messages. The + ID would just return an empty result set.",
+                ));
+            }
+            b"+" if plus_reads_last => match s {
+                None => ReadFrom::After(StreamId::MIN),
+                Some(s) => ReadFrom::After(s.last_id.prev().ok_or(Frame::error(
+                    "ERR the stream last element ID is 0-0",
+                ))?),
+            },
             b">" if !group_read => {
                 return Err(Frame::error(
                     "ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option.",

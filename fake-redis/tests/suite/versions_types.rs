@@ -3,11 +3,11 @@
 //! recorded. With `REDIS_7_4_SERVER` naming a 7.4.1 binary the 7.4 tables run on it too; the 7.0
 //! tables always run on the suite's own redis-server 7.0.
 
-use super::versions::{assert_cases, engine};
+use super::versions::{assert_cases, assert_cases_on, engine};
 use crate::support::OwnServer;
 use crate::support::argv;
 use crate::support::raw::Real;
-use fake_redis::Version;
+use fake_redis::{DebugCommand, Engine, EngineConfig, ManualClock, Version};
 
 /// Runs `cases` on a fresh engine of Redis 7.0 and on a fresh redis-server 7.0: both must give
 /// the recorded bytes.
@@ -189,4 +189,117 @@ const SET_7_0: &[(&str, &str)] = &[
 fn small_sets_are_listpacks_from_7_2_on() {
     assert_cases(Version::V7_4, "REDIS_7_4_SERVER", SET_7_4);
     assert_cases_7_0(SET_7_0);
+}
+
+/// `XREAD ... +` reads a stream's last entry (Redis 7.4); Redis 7.0 takes no such ID.
+const XREAD_LAST_7_4: &[(&str, &str)] = &[
+    ("XADD ls 1-0 a 1", "$3\r\n1-0\r\n"),
+    ("XADD ls 2-0 b 2", "$3\r\n2-0\r\n"),
+    (
+        "XREAD STREAMS ls +",
+        "*1\r\n*2\r\n$2\r\nls\r\n*1\r\n*2\r\n$3\r\n2-0\r\n*2\r\n$1\r\nb\r\n$1\r\n2\r\n",
+    ),
+    (
+        "XREAD COUNT 5 STREAMS ls +",
+        "*1\r\n*2\r\n$2\r\nls\r\n*1\r\n*2\r\n$3\r\n2-0\r\n*2\r\n$1\r\nb\r\n$1\r\n2\r\n",
+    ),
+    (
+        "XREAD STREAMS ls nokey + +",
+        "*1\r\n*2\r\n$2\r\nls\r\n*1\r\n*2\r\n$3\r\n2-0\r\n*2\r\n$1\r\nb\r\n$1\r\n2\r\n",
+    ),
+    ("XREAD STREAMS nokey +", "*-1\r\n"),
+    ("XDEL ls 2-0", ":1\r\n"),
+    ("XREAD STREAMS ls +", "*-1\r\n"),
+    ("XGROUP CREATE e g $ MKSTREAM", "+OK\r\n"),
+    (
+        "XREAD STREAMS e +",
+        "-ERR the stream last element ID is 0-0\r\n",
+    ),
+    (
+        "XREADGROUP GROUP g c STREAMS e +",
+        "-ERR The + ID is meaningless in the context of XREADGROUP: you want to read the history of this consumer by specifying a proper ID, or use the > ID to get new messages. The + ID would just return an empty result set.\r\n",
+    ),
+    (
+        "XREAD STREAMS ls -",
+        "-ERR Invalid stream ID specified as stream command argument\r\n",
+    ),
+];
+
+const XREAD_LAST_7_0: &[(&str, &str)] = &[
+    ("XADD ls 1-0 a 1", "$3\r\n1-0\r\n"),
+    ("XADD ls 2-0 b 2", "$3\r\n2-0\r\n"),
+    (
+        "XREAD STREAMS ls +",
+        "-ERR Invalid stream ID specified as stream command argument\r\n",
+    ),
+    (
+        "XREAD COUNT 5 STREAMS ls +",
+        "-ERR Invalid stream ID specified as stream command argument\r\n",
+    ),
+    (
+        "XREAD STREAMS ls nokey + +",
+        "-ERR Invalid stream ID specified as stream command argument\r\n",
+    ),
+    (
+        "XREAD STREAMS nokey +",
+        "-ERR Invalid stream ID specified as stream command argument\r\n",
+    ),
+    ("XDEL ls 2-0", ":1\r\n"),
+    (
+        "XREAD STREAMS ls +",
+        "-ERR Invalid stream ID specified as stream command argument\r\n",
+    ),
+    ("XGROUP CREATE e g $ MKSTREAM", "+OK\r\n"),
+    (
+        "XREAD STREAMS e +",
+        "-ERR Invalid stream ID specified as stream command argument\r\n",
+    ),
+    (
+        "XREADGROUP GROUP g c STREAMS e +",
+        "-ERR Invalid stream ID specified as stream command argument\r\n",
+    ),
+    (
+        "XREAD STREAMS ls -",
+        "-ERR Invalid stream ID specified as stream command argument\r\n",
+    ),
+];
+
+#[test]
+fn xread_plus_reads_the_last_entry_from_7_4_on() {
+    assert_cases(Version::V7_4, "REDIS_7_4_SERVER", XREAD_LAST_7_4);
+    assert_cases_7_0(XREAD_LAST_7_0);
+}
+
+/// `DEBUG LOADAOF` on a server that never wrote an append-only file empties its databases and
+/// fails; with `appendonly yes` it loads back what memory holds.
+const LOADAOF_7_4: &[(&str, &str)] = &[
+    ("SET k v", "+OK\r\n"),
+    (
+        "DEBUG LOADAOF",
+        "-ERR Error trying to load the AOF files, check server logs.\r\n",
+    ),
+    ("DBSIZE", ":0\r\n"),
+    ("CONFIG SET appendonly yes", "+OK\r\n"),
+    ("XADD s 1-0 a 1", "$3\r\n1-0\r\n"),
+    ("SET k v", "+OK\r\n"),
+    ("DEBUG LOADAOF", "+OK\r\n"),
+    ("DBSIZE", ":2\r\n"),
+    (
+        "XRANGE s - +",
+        "*1\r\n*2\r\n$3\r\n1-0\r\n*2\r\n$1\r\na\r\n$1\r\n1\r\n",
+    ),
+    ("GET k", "$1\r\nv\r\n"),
+];
+
+#[test]
+fn debug_loadaof_reloads_the_data_set_when_appendonly_is_on() {
+    let e = Engine::with_config(
+        ManualClock::new(1_000_000),
+        EngineConfig {
+            version: Version::V7_4,
+            enable_debug_command: DebugCommand::Yes,
+            ..EngineConfig::default()
+        },
+    );
+    assert_cases_on(e, "REDIS_7_4_SERVER", LOADAOF_7_4);
 }
