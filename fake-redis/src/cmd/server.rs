@@ -66,6 +66,12 @@ pub(crate) fn config_changed(cx: &mut Cx<'_>, name: &str, value: &str) {
         let now = cx.now;
         cx.node().set_eviction_param(name, value, now);
     }
+    if name == "list-max-listpack-size"
+        && let Ok(size) = value.parse::<i64>()
+    {
+        cx.server_state().encodings.list_size = size;
+        return;
+    }
     let Ok(n) = value.parse::<usize>() else {
         return;
     };

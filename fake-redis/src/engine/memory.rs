@@ -63,6 +63,9 @@ pub(crate) fn encoding(entry: &Entry, e: &Encodings) -> &'static str {
                 "raw"
             }
         }
+        Value::List(l) if e.list_listpack && l.is_one_chunk() && list_fits(l, e.list_size) => {
+            "listpack"
+        }
         Value::List(_) => "quicklist",
         Value::Hash(h) => {
             let big = converted
@@ -99,6 +102,18 @@ pub(crate) fn encoding(entry: &Entry, e: &Encodings) -> &'static str {
             if big { "skiplist" } else { "listpack" }
         }
         Value::Stream(_) => "stream",
+    }
+}
+
+/// Whether a list of one chunk fits in one listpack of Redis 7.2's `list-max-listpack-size`:
+/// at most that many elements (and 8 KB) when positive, else at most 4 KB times 2 to the power
+/// of `-size - 1` (up to 64 KB).
+fn list_fits(l: &crate::engine::list::List, size: i64) -> bool {
+    let bytes = 6 + l.iter().map(listpack_entry).sum::<usize>() + 1;
+    if size >= 0 {
+        l.len() as i64 <= size && bytes <= 8192
+    } else {
+        bytes <= 4096 << (-size - 1).min(4)
     }
 }
 

@@ -581,9 +581,10 @@ impl Engine {
             sentinel: None,
             evict: evict::Evictor::default(),
         };
-        // Redis 7.2 and later keep a small set of other members as a listpack.
+        // Redis 7.2 and later keep a small set of other members, and a small list, as a listpack.
         if engine.config.version != Version::V7_0 {
             engine.server.encodings.set_listpack = true;
+            engine.server.encodings.list_listpack = true;
             let e = engine.server.encodings.clone();
             for db in &mut engine.dbs {
                 db.set_encodings(&e);

@@ -23,6 +23,11 @@ pub(crate) struct Encodings {
     pub set_listpack_entries: usize,
     /// `set-max-listpack-value` (Redis 7.2 and later).
     pub set_listpack_value: usize,
+    /// Whether a small list is a listpack (Redis 7.2 and later), not a quicklist (Redis 7.0).
+    pub list_listpack: bool,
+    /// `list-max-listpack-size`: a count of elements when positive, else a size in bytes (-1:
+    /// 4 KB, -2: 8 KB, ... -5: 64 KB).
+    pub list_size: i64,
 }
 
 impl Default for Encodings {
@@ -37,6 +42,8 @@ impl Default for Encodings {
             set_listpack: false,
             set_listpack_entries: 128,
             set_listpack_value: 64,
+            list_listpack: false,
+            list_size: -2,
         }
     }
 }

@@ -303,3 +303,51 @@ fn debug_loadaof_reloads_the_data_set_when_appendonly_is_on() {
     );
     assert_cases_on(e, "REDIS_7_4_SERVER", LOADAOF_7_4);
 }
+
+/// A list that fits in one node of `list-max-listpack-size` is a listpack from Redis 7.2 on, and
+/// one that shrinks back into half a node is again; Redis 7.0 makes every list a quicklist.
+const LIST_7_4: &[(&str, &str)] = &[
+    ("RPUSH l a b c", ":3\r\n"),
+    ("OBJECT ENCODING l", "$8\r\nlistpack\r\n"),
+    ("CONFIG SET list-max-listpack-size 2", "+OK\r\n"),
+    ("RPUSH m a b", ":2\r\n"),
+    ("OBJECT ENCODING m", "$8\r\nlistpack\r\n"),
+    ("RPUSH m c", ":3\r\n"),
+    ("OBJECT ENCODING m", "$9\r\nquicklist\r\n"),
+    ("LPOP m 2", "*2\r\n$1\r\na\r\n$1\r\nb\r\n"),
+    ("OBJECT ENCODING m", "$8\r\nlistpack\r\n"),
+    ("CONFIG SET list-max-ziplist-size -1", "+OK\r\n"),
+    (
+        "CONFIG GET list-max-listpack-size",
+        "*2\r\n$22\r\nlist-max-listpack-size\r\n$2\r\n-1\r\n",
+    ),
+    ("RPUSH n 1 2 3 4 5", ":5\r\n"),
+    ("OBJECT ENCODING n", "$8\r\nlistpack\r\n"),
+    ("CONFIG SET list-max-listpack-size -2", "+OK\r\n"),
+];
+
+const LIST_7_0: &[(&str, &str)] = &[
+    ("RPUSH l a b c", ":3\r\n"),
+    ("OBJECT ENCODING l", "$9\r\nquicklist\r\n"),
+    ("CONFIG SET list-max-listpack-size 2", "+OK\r\n"),
+    ("RPUSH m a b", ":2\r\n"),
+    ("OBJECT ENCODING m", "$9\r\nquicklist\r\n"),
+    ("RPUSH m c", ":3\r\n"),
+    ("OBJECT ENCODING m", "$9\r\nquicklist\r\n"),
+    ("LPOP m 2", "*2\r\n$1\r\na\r\n$1\r\nb\r\n"),
+    ("OBJECT ENCODING m", "$9\r\nquicklist\r\n"),
+    ("CONFIG SET list-max-ziplist-size -1", "+OK\r\n"),
+    (
+        "CONFIG GET list-max-listpack-size",
+        "*2\r\n$22\r\nlist-max-listpack-size\r\n$2\r\n-1\r\n",
+    ),
+    ("RPUSH n 1 2 3 4 5", ":5\r\n"),
+    ("OBJECT ENCODING n", "$9\r\nquicklist\r\n"),
+    ("CONFIG SET list-max-listpack-size -2", "+OK\r\n"),
+];
+
+#[test]
+fn small_lists_are_listpacks_from_7_2_on() {
+    assert_cases(Version::V7_4, "REDIS_7_4_SERVER", LIST_7_4);
+    assert_cases_7_0(LIST_7_0);
+}
