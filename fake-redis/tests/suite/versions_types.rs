@@ -264,10 +264,35 @@ const XREAD_LAST_7_0: &[(&str, &str)] = &[
     ),
 ];
 
+/// An odd count of keys and IDs after `STREAMS`: Redis 7.2 names the command in its error.
+const UNBALANCED_7_4: &[(&str, &str)] = &[
+    (
+        "XREAD STREAMS a b c",
+        "-ERR Unbalanced 'xread' list of streams: for each stream key an ID or '$' must be specified.\r\n",
+    ),
+    (
+        "XREADGROUP GROUP g c STREAMS a b c",
+        "-ERR Unbalanced 'xreadgroup' list of streams: for each stream key an ID or '>' must be specified.\r\n",
+    ),
+];
+
+const UNBALANCED_7_0: &[(&str, &str)] = &[
+    (
+        "XREAD STREAMS a b c",
+        "-ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified.\r\n",
+    ),
+    (
+        "XREADGROUP GROUP g c STREAMS a b c",
+        "-ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified.\r\n",
+    ),
+];
+
 #[test]
 fn xread_plus_reads_the_last_entry_from_7_4_on() {
     assert_cases(Version::V7_4, "REDIS_7_4_SERVER", XREAD_LAST_7_4);
     assert_cases_7_0(XREAD_LAST_7_0);
+    assert_cases(Version::V7_4, "REDIS_7_4_SERVER", UNBALANCED_7_4);
+    assert_cases_7_0(UNBALANCED_7_0);
 }
 
 /// `DEBUG LOADAOF` on a server that never wrote an append-only file empties its databases and
@@ -350,4 +375,112 @@ const LIST_7_0: &[(&str, &str)] = &[
 fn small_lists_are_listpacks_from_7_2_on() {
     assert_cases(Version::V7_4, "REDIS_7_4_SERVER", LIST_7_4);
     assert_cases_7_0(LIST_7_0);
+}
+
+/// What a client blocked in `XREADGROUP` gets when its stream is deleted, replaced, loses its
+/// group or is flushed, as each release answers (recorded from two connections on each server).
+const LOST_STREAM: &[(&str, &str, &str)] = &[
+    (
+        "DEL mystream",
+        "-NOGROUP No such key 'mystream' or consumer group 'mygroup' in XREADGROUP with GROUP option\r\n",
+        "-UNBLOCKED the stream key no longer exists\r\n",
+    ),
+    (
+        "SET mystream x",
+        "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n",
+        "-UNBLOCKED the stream key no longer exists\r\n",
+    ),
+    (
+        "XGROUP DESTROY mystream mygroup",
+        "-NOGROUP No such key 'mystream' or consumer group 'mygroup' in XREADGROUP with GROUP option\r\n",
+        "-NOGROUP the consumer group this client was blocked on no longer exists\r\n",
+    ),
+    (
+        "FLUSHALL",
+        "-NOGROUP No such key 'mystream' or consumer group 'mygroup' in XREADGROUP with GROUP option\r\n",
+        "-UNBLOCKED the stream key no longer exists\r\n",
+    ),
+];
+
+#[test]
+fn a_blocked_xreadgroup_whose_stream_is_gone_fails_as_a_fresh_call_from_7_2_on() {
+    for (action, on_7_4, on_7_0) in LOST_STREAM {
+        for (version, want) in [(Version::V7_4, on_7_4), (Version::V7_0, on_7_0)] {
+            let mut e = engine(version);
+            let (reader, writer) = (e.connect(), e.connect());
+            e.execute(writer, &argv("XGROUP CREATE mystream mygroup $ MKSTREAM"));
+            let read = "XREADGROUP GROUP mygroup Alice BLOCK 0 STREAMS mystream >";
+            assert_eq!(e.execute_or_block(reader, &argv(read)), None, "{version}");
+            e.execute(writer, &argv(action));
+            let reply = e
+                .take_unblocked_reply(reader)
+                .unwrap_or_else(|| panic!("{version}: {action} unblocks the reader"));
+            let mut got = bytes::BytesMut::new();
+            fake_redis::resp::encode(&reply, 2, &mut got);
+            assert_eq!(String::from_utf8_lossy(&got), **want, "{version}: {action}");
+        }
+    }
+}
+
+/// Runs `cases` on a fresh engine of `version` whose clock stands still: replies that hold a
+/// time a real server would give a moment later, with their shape recorded from that server.
+fn assert_fake(version: Version, cases: &[(&str, &str)]) {
+    let mut e = engine(version);
+    let c = e.connect();
+    for (command, want) in cases {
+        let reply = e.execute(c, &argv(command));
+        let mut got = bytes::BytesMut::new();
+        fake_redis::resp::encode(&reply, 2, &mut got);
+        assert_eq!(String::from_utf8_lossy(&got), *want, "{version}: {command}");
+    }
+}
+
+/// From Redis 7.2 `XREADGROUP` makes its consumer even when it reads nothing, and `XINFO
+/// CONSUMERS` tells how long ago a consumer was last given an entry (`inactive`, -1 for never);
+/// Redis 7.0 makes no consumer then and has no such field. The times are 0 here: the engine's
+/// clock stands still (redis-server 7.4.1 answered `idle` and `inactive` with the milliseconds
+/// its client had waited).
+const CONSUMERS_7_4: &[(&str, &str)] = &[
+    ("XGROUP CREATE mystream mygroup $ MKSTREAM", "+OK\r\n"),
+    (
+        "XREADGROUP GROUP mygroup Alice COUNT 1 STREAMS mystream >",
+        "*-1\r\n",
+    ),
+    (
+        "XINFO CONSUMERS mystream mygroup",
+        "*1\r\n*8\r\n$4\r\nname\r\n$5\r\nAlice\r\n$7\r\npending\r\n:0\r\n$4\r\nidle\r\n:0\r\n$8\r\ninactive\r\n:-1\r\n",
+    ),
+    ("XADD mystream 5-0 f v", "$3\r\n5-0\r\n"),
+    (
+        "XREADGROUP GROUP mygroup Alice COUNT 1 STREAMS mystream >",
+        "*1\r\n*2\r\n$8\r\nmystream\r\n*1\r\n*2\r\n$3\r\n5-0\r\n*2\r\n$1\r\nf\r\n$1\r\nv\r\n",
+    ),
+    (
+        "XINFO CONSUMERS mystream mygroup",
+        "*1\r\n*8\r\n$4\r\nname\r\n$5\r\nAlice\r\n$7\r\npending\r\n:1\r\n$4\r\nidle\r\n:0\r\n$8\r\ninactive\r\n:0\r\n",
+    ),
+];
+
+const CONSUMERS_7_0: &[(&str, &str)] = &[
+    ("XGROUP CREATE mystream mygroup $ MKSTREAM", "+OK\r\n"),
+    (
+        "XREADGROUP GROUP mygroup Alice COUNT 1 STREAMS mystream >",
+        "*-1\r\n",
+    ),
+    ("XINFO CONSUMERS mystream mygroup", "*0\r\n"),
+    ("XADD mystream 5-0 f v", "$3\r\n5-0\r\n"),
+    (
+        "XREADGROUP GROUP mygroup Alice COUNT 1 STREAMS mystream >",
+        "*1\r\n*2\r\n$8\r\nmystream\r\n*1\r\n*2\r\n$3\r\n5-0\r\n*2\r\n$1\r\nf\r\n$1\r\nv\r\n",
+    ),
+    (
+        "XINFO CONSUMERS mystream mygroup",
+        "*1\r\n*6\r\n$4\r\nname\r\n$5\r\nAlice\r\n$7\r\npending\r\n:1\r\n$4\r\nidle\r\n:0\r\n",
+    ),
+];
+
+#[test]
+fn xinfo_consumers_tells_inactive_time_from_7_2_on() {
+    assert_fake(Version::V7_4, CONSUMERS_7_4);
+    assert_fake(Version::V7_0, CONSUMERS_7_0);
 }
