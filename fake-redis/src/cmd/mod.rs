@@ -113,6 +113,10 @@ pub(crate) struct Spec {
     pub run: Handler,
     /// Which of its lookups are reads (`reads.rs`).
     pub reads: ReadRule,
+    /// The arity every call is checked against: `arity`, or a later release's where that takes
+    /// more forms (`ZRANK`'s `WITHSCORE`, Redis 7.2); the handler then holds each release to its
+    /// own.
+    pub loose_arity: i32,
 }
 
 impl Spec {
@@ -123,6 +127,16 @@ impl Spec {
             flags,
             run,
             reads: ReadRule::ByFlags,
+            loose_arity: arity,
+        }
+    }
+
+    /// The command with the arity of a later release that takes more forms of it (see
+    /// [`Spec::loose_arity`]).
+    pub const fn with_later_arity(self, arity: i32) -> Spec {
+        Spec {
+            loose_arity: arity,
+            ..self
         }
     }
 
@@ -136,7 +150,7 @@ impl Spec {
     }
 
     pub fn arity_ok(&self, argc: usize) -> bool {
-        arity_allows(self.arity, argc)
+        arity_allows(self.loose_arity, argc)
     }
 
     pub fn has(&self, flag: u8) -> bool {

@@ -24,8 +24,9 @@ pub(crate) static ZSCORE: Spec = Spec::new("zscore", 3, 0, zscore_command);
 pub(crate) static ZMSCORE: Spec = Spec::new("zmscore", -3, 0, zmscore_command);
 pub(crate) static ZCARD: Spec = Spec::new("zcard", 2, 0, zcard_command);
 pub(crate) static ZCOUNT: Spec = Spec::new("zcount", 4, 0, zcount_command);
-pub(crate) static ZRANK: Spec = Spec::new("zrank", -3, 0, zrank_command);
-pub(crate) static ZREVRANK: Spec = Spec::new("zrevrank", -3, 0, zrank_command);
+// Redis 7.2 added `WITHSCORE`: arity 3 on 7.0, at least 3 from 7.2 on.
+pub(crate) static ZRANK: Spec = Spec::new("zrank", 3, 0, zrank_command).with_later_arity(-3);
+pub(crate) static ZREVRANK: Spec = Spec::new("zrevrank", 3, 0, zrank_command).with_later_arity(-3);
 pub(crate) static ZRANGE: Spec = Spec::new("zrange", -4, 0, zrange_command);
 pub(crate) static ZRANGEBYSCORE: Spec = Spec::new("zrangebyscore", -4, 0, zrange_command);
 pub(crate) static ZREVRANGE: Spec = Spec::new("zrevrange", -4, 0, zrange_command);
