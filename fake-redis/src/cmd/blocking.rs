@@ -18,7 +18,7 @@
 use super::long_double::{LongDouble, Parsed};
 use super::{Args, Caller, CmdResult, Cx, Spec, WRITE, int, is, lists, streams, zsets};
 use crate::engine::blocking::{Blocked, Waiter};
-use crate::engine::{DATABASES, Engine};
+use crate::engine::{DATABASES, Engine, Version};
 use crate::resp::Frame;
 use bytes::Bytes;
 
@@ -94,19 +94,19 @@ fn key_and_elements(key: &Bytes, elements: Vec<Bytes>) -> Frame {
 }
 
 /// `[key, member, score]`, `BZPOPMIN`'s reply.
-fn key_member_score(key: &Bytes, (score, member): (f64, Bytes)) -> Frame {
+fn key_member_score(version: Version, key: &Bytes, (score, member): (f64, Bytes)) -> Frame {
     Frame::Array(vec![
         Frame::Bulk(key.clone()),
         Frame::Bulk(member),
-        Frame::Double(score),
+        super::double_reply(version, score),
     ])
 }
 
 /// `[key, [[member, score]…]]`, `BZMPOP`'s reply.
-fn key_and_members(key: &Bytes, members: Vec<(f64, Bytes)>) -> Frame {
+fn key_and_members(version: Version, key: &Bytes, members: Vec<(f64, Bytes)>) -> Frame {
     let members = members
         .into_iter()
-        .map(|(s, m)| Frame::Array(vec![Frame::Bulk(m), Frame::Double(s)]))
+        .map(|(s, m)| Frame::Array(vec![Frame::Bulk(m), super::double_reply(version, s)]))
         .collect();
     Frame::Array(vec![Frame::Bulk(key.clone()), Frame::Array(members)])
 }
@@ -197,7 +197,7 @@ fn bzpop_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     for key in keys {
         if let Some(mut popped) = zsets::pop_members(cx, key, max, 1)? {
             let first = popped.pop().expect("a stored sorted set is never empty");
-            return Ok(key_member_score(key, first));
+            return Ok(key_member_score(cx.engine().version(), key, first));
         }
     }
     let waiter = Waiter::ZSetPop { max, count: None };
@@ -211,7 +211,7 @@ fn bzmpop_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let deadline = deadline(cx, timeout)?;
     for key in keys {
         if let Some(popped) = zsets::pop_members(cx, key, max, count)? {
-            return Ok(key_and_members(key, popped));
+            return Ok(key_and_members(cx.engine().version(), key, popped));
         }
     }
     let waiter = Waiter::ZSetPop {
@@ -326,12 +326,13 @@ fn serve(cx: &mut Cx<'_>, key: &Bytes, key_index: usize, waiter: &Waiter) -> Opt
         } => lists::move_element(cx, key, destination, *left, *to_left),
         Waiter::ZSetPop { max, count } => zsets::pop_members(cx, key, *max, count.unwrap_or(1))
             .map(|popped| {
+                let version = cx.engine().version();
                 let mut popped = popped.unwrap_or_default();
                 match count {
-                    Some(_) => key_and_members(key, popped),
+                    Some(_) => key_and_members(version, key, popped),
                     None => popped
                         .pop()
-                        .map_or(Frame::NullArray, |m| key_member_score(key, m)),
+                        .map_or(Frame::NullArray, |m| key_member_score(version, key, m)),
                 }
             }),
         Waiter::StreamRead {

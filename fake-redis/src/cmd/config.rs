@@ -21,6 +21,7 @@
 //! are kept and shown but change nothing; the README lists them among the differences.
 
 use super::{Args, CONTAINER, CmdResult, Cx, Spec};
+use crate::engine::Version;
 use crate::engine::glob::glob_match;
 use crate::engine::notify::class;
 use crate::engine::output_limits::OutputLimits;
@@ -33,6 +34,9 @@ pub(crate) static CONFIG: Spec = Spec::new("config", -2, CONTAINER, config_comma
 /// One line per parameter: name, default, `CONFIG SET`'s answer to `x-bogus` and to
 /// `-9223372036854775807`.
 static TABLE_TSV: &str = include_str!("../../data/redis-7.0/config.tsv");
+/// Redis 7.4.1's table, in the same form: 7.2 added parameters (`set-max-listpack-entries`,
+/// `locale-collate`, ...), which a 7.4 server takes.
+static TABLE_TSV_7_4: &str = include_str!("../../data/redis-7.4/config.tsv");
 
 /// What values a parameter takes, read off Redis's answers.
 #[derive(Debug)]
@@ -59,10 +63,15 @@ struct Param {
     kind: Kind,
 }
 
-fn params() -> &'static [Param] {
-    static PARAMS: OnceLock<Vec<Param>> = OnceLock::new();
-    PARAMS.get_or_init(|| {
-        TABLE_TSV
+/// The parameters `version` has: Redis 7.4's for 7.4, Redis 7.0's otherwise.
+fn params(version: Version) -> &'static [Param] {
+    static PARAMS: [OnceLock<Vec<Param>>; 2] = [OnceLock::new(), OnceLock::new()];
+    let (slot, table) = match version {
+        Version::V7_4 => (1, TABLE_TSV_7_4),
+        _ => (0, TABLE_TSV),
+    };
+    PARAMS[slot].get_or_init(|| {
+        table
             .lines()
             .filter_map(|line| {
                 let mut f = line.split('\t');
@@ -126,8 +135,8 @@ fn canonical(name: &str) -> String {
     }
 }
 
-fn find(name: &[u8]) -> Option<&'static Param> {
-    params()
+fn find(version: Version, name: &[u8]) -> Option<&'static Param> {
+    params(version)
         .iter()
         .find(|p| p.name.as_bytes().eq_ignore_ascii_case(name))
 }
@@ -203,7 +212,7 @@ fn get(cx: &mut Cx<'_>, args: &mut Args<'_>) -> Frame {
     for pattern in args {
         let lower = pattern.to_ascii_lowercase();
         let glob = lower.iter().any(|b| b"*?[\\".contains(b));
-        for param in params() {
+        for param in params(cx.engine().version()) {
             let (matches, shown) = if glob {
                 let name = Bytes::from_static(param.name.as_bytes());
                 (glob_match(&lower, param.name.as_bytes()), name)
@@ -243,7 +252,7 @@ fn set(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     }
     let mut changes: Vec<(&'static Param, String, &[u8])> = Vec::new();
     for pair in argv.chunks(2) {
-        let Some(param) = find(&pair[0]) else {
+        let Some(param) = find(cx.engine().version(), &pair[0]) else {
             return Err(super::error_echoing(&[
                 b"ERR Unknown option or number of arguments for CONFIG SET - '",
                 super::c_text(&pair[0], 128),
@@ -494,8 +503,9 @@ mod tests {
 
     #[test]
     fn every_parameter_has_a_kind_and_the_known_ones_are_read_right() {
-        assert_eq!(params().len(), 192);
-        let kind = |n: &str| format!("{:?}", find(n.as_bytes()).unwrap().kind);
+        assert_eq!(params(Version::V7_0).len(), 192);
+        assert_eq!(params(Version::V7_4).len(), 202);
+        let kind = |n: &str| format!("{:?}", find(Version::V7_0, n.as_bytes()).unwrap().kind);
         assert_eq!(kind("appendonly"), "Bool");
         assert_eq!(kind("timeout"), "Int { min: 0, max: 2147483647 }");
         assert_eq!(kind("maxmemory"), "Memory { percent: false }");

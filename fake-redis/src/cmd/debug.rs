@@ -78,6 +78,7 @@ fn debug_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
         _ if is(sub, "help") && n == 0 => Ok(help_reply(HELP)),
         _ if is(sub, "sleep") && n == 1 => Ok(sleep(cx, &arg(args)?)),
         _ if is(sub, "reload") => reload(cx, args.rest()),
+        _ if is(sub, "loadaof") && n == 0 && loadaof_known(cx) => loadaof(cx),
         _ if is(sub, "object") && n == 1 => object(cx, &arg(args)?),
         _ if is(sub, "listpack") && n == 1 => listpack(cx, &arg(args)?),
         _ if is(sub, "set-active-expire") && n == 1 => {
@@ -171,6 +172,38 @@ fn reload(cx: &mut Cx<'_>, options: &[Bytes]) -> CmdResult {
         // Loading a library over itself fails, as loading Redis's RDB over its own does.
         return Err(Frame::error("ERR Error trying to load the RDB dump"));
     }
+    reload_keys(cx);
+    let now = cx.now;
+    cx.server_state().last_save = Some(now.div_euclid(1000));
+    Ok(Frame::OK)
+}
+
+/// `DEBUG LOADAOF`: with `appendonly yes`, the data set as Redis's append-only file holds it,
+/// which is what memory holds (a reload, as `DEBUG RELOAD`'s, without its save). With
+/// `appendonly no` Redis 7.4 empties its databases, finds no file to load and says so (Redis
+/// 7.0 exits; the fake's 7.0 mode knows no `LOADAOF` then).
+fn loadaof(cx: &mut Cx<'_>) -> CmdResult {
+    let appendonly = cx
+        .engine()
+        .config()
+        .settings
+        .get("appendonly")
+        .is_some_and(|v| v == "yes");
+    if appendonly {
+        reload_keys(cx);
+        return Ok(Frame::OK);
+    }
+    let now = cx.now;
+    for db in 0..crate::engine::DATABASES {
+        cx.keyspace_at(db).flush(now);
+    }
+    Err(Frame::error(
+        "ERR Error trying to load the AOF files, check server logs.",
+    ))
+}
+
+/// Every key saved as `DUMP` saves it and loaded back (see [`reload`]).
+fn reload_keys(cx: &mut Cx<'_>) {
     let now = cx.now;
     let encodings = cx.server_state().encodings.clone();
     for db in 0..crate::engine::DATABASES {
@@ -198,8 +231,17 @@ fn reload(cx: &mut Cx<'_>, options: &[Bytes]) -> CmdResult {
         }
         cx.db = current;
     }
-    cx.server_state().last_save = Some(now.div_euclid(1000));
-    Ok(Frame::OK)
+}
+
+/// Whether `DEBUG LOADAOF` answers: always from Redis 7.4 on; in 7.0 mode only with
+/// `appendonly yes` (Redis 7.0 exits on it otherwise).
+fn loadaof_known(cx: &Cx<'_>) -> bool {
+    let config = cx.engine().config();
+    config.version != crate::engine::Version::V7_0
+        || config
+            .settings
+            .get("appendonly")
+            .is_some_and(|v| v == "yes")
 }
 
 /// Whether a function library is loaded.

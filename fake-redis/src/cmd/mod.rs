@@ -114,6 +114,10 @@ pub(crate) struct Spec {
     pub run: Handler,
     /// Which of its lookups are reads (`reads.rs`).
     pub reads: ReadRule,
+    /// The arity every call is checked against: `arity`, or a later release's where that takes
+    /// more forms (`ZRANK`'s `WITHSCORE`, Redis 7.2); the handler then holds each release to its
+    /// own.
+    pub loose_arity: i32,
 }
 
 impl Spec {
@@ -124,6 +128,16 @@ impl Spec {
             flags,
             run,
             reads: ReadRule::ByFlags,
+            loose_arity: arity,
+        }
+    }
+
+    /// The command with the arity of a later release that takes more forms of it (see
+    /// [`Spec::loose_arity`]).
+    pub const fn with_later_arity(self, arity: i32) -> Spec {
+        Spec {
+            loose_arity: arity,
+            ..self
         }
     }
 
@@ -137,7 +151,7 @@ impl Spec {
     }
 
     pub fn arity_ok(&self, argc: usize) -> bool {
-        arity_allows(self.arity, argc)
+        arity_allows(self.loose_arity, argc)
     }
 
     pub fn has(&self, flag: u8) -> bool {
@@ -674,6 +688,15 @@ pub(crate) fn error_echoing(parts: &[&[u8]]) -> Frame {
         }
     }
     Frame::error_from_bytes(text)
+}
+
+/// A double reply (a score) as `version` prints it: Redis 7.0's `%.17g` (`1.1000000000000001`),
+/// or, from Redis 7.2 on and in Valkey, the shortest text that reads back to it (`1.1`).
+pub(crate) fn double_reply(version: Version, d: f64) -> Frame {
+    match version {
+        Version::V7_0 => Frame::Double(d),
+        _ => Frame::DoubleText(crate::resp::format_double_shortest(d).into()),
+    }
 }
 
 /// `ERR wrong number of arguments for 'get' command`.

@@ -67,6 +67,12 @@ pub(crate) fn config_changed(cx: &mut Cx<'_>, name: &str, value: &str) {
         let now = cx.now;
         cx.node().set_eviction_param(name, value, now);
     }
+    if name == "list-max-listpack-size"
+        && let Ok(size) = value.parse::<i64>()
+    {
+        cx.server_state().encodings.list_size = size;
+        return;
+    }
     let Ok(n) = value.parse::<usize>() else {
         return;
     };
@@ -77,6 +83,8 @@ pub(crate) fn config_changed(cx: &mut Cx<'_>, name: &str, value: &str) {
         "zset-max-listpack-entries" => e.zset_entries = n,
         "zset-max-listpack-value" => e.zset_value = n,
         "set-max-intset-entries" => e.set_intset_entries = n,
+        "set-max-listpack-entries" => e.set_listpack_entries = n,
+        "set-max-listpack-value" => e.set_listpack_value = n,
         _ => return,
     }
     // The memory estimate reads the thresholds too: every key is measured again by them.
@@ -97,7 +105,10 @@ pub(crate) fn note_size(cx: &mut Cx<'_>, entry_key: &[u8]) {
     };
     let over = match &entry.value {
         Value::Hash(h) => h.len() > e.hash_entries,
-        Value::Set(s) => s.len() > e.set_intset_entries,
+        // Past every threshold a set is a hash table; below, its members decide.
+        Value::Set(s) => {
+            s.len() > e.set_intset_entries && (!e.set_listpack || s.len() > e.set_listpack_entries)
+        }
         Value::ZSet(z) => z.len() > e.zset_entries,
         Value::Str(_) | Value::List(_) | Value::Stream(_) => false,
     };
@@ -115,8 +126,10 @@ pub(crate) fn note_shrink(cx: &mut Cx<'_>, key: &[u8]) {
     let Some(entry) = cx.lookup(key) else {
         return;
     };
-    if matches!(encoding(entry, &e), "hashtable" | "skiplist") {
-        entry.mark_encoding(marks::CONVERTED);
+    match encoding(entry, &e) {
+        "hashtable" | "skiplist" => entry.mark_encoding(marks::CONVERTED),
+        "listpack" if matches!(entry.value, Value::Set(_)) => entry.mark_encoding(marks::NOT_INT),
+        _ => {}
     }
 }
 

@@ -553,9 +553,18 @@ fn xread_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
         } else if is(opt, "streams") && more > 0 {
             let rest = args.rest();
             if !rest.len().is_multiple_of(2) {
-                return Err(Frame::error(
-                    "ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified.",
-                ));
+                // Redis 7.2 names the command and the ID it takes.
+                return Err(Frame::error(match (cx.engine().version(), group_read) {
+                    (crate::engine::Version::V7_0, _) => {
+                        "ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified."
+                    }
+                    (_, false) => {
+                        "ERR Unbalanced 'xread' list of streams: for each stream key an ID or '$' must be specified."
+                    }
+                    (_, true) => {
+                        "ERR Unbalanced 'xreadgroup' list of streams: for each stream key an ID or '>' must be specified."
+                    }
+                }));
             }
             streams = Some(rest);
             break;
@@ -584,6 +593,7 @@ fn xread_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
         return Err(Frame::error("ERR Missing GROUP option for XREADGROUP"));
     }
     let (keys, ids) = streams.split_at(streams.len() / 2);
+    let plus_reads_last = cx.engine().version() != crate::engine::Version::V7_0;
     let mut from = Vec::with_capacity(keys.len());
     for (key, id) in keys.iter().zip(ids) {
         let s = read(cx, key)?;
@@ -605,6 +615,18 @@ fn xread_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
                 ));
             }
             b"$" => ReadFrom::After(s.map_or(StreamId::MIN, |s| s.last_id)),
+            // `+`, from Redis 7.4 on: the last entry, read as the entries after the one before it.
+            b"+" if plus_reads_last && group_read => {
+                return Err(Frame::error(
+                    "ERR The + ID is meaningless in the context of XREADGROUP: you want to read the history of this consumer by specifying a proper ID, or use the > ID to get new messages. The + ID would just return an empty result set.",
+                ));
+            }
+            b"+" if plus_reads_last => match s {
+                None => ReadFrom::After(StreamId::MIN),
+                Some(s) => ReadFrom::After(s.last_id.prev().ok_or(Frame::error(
+                    "ERR the stream last element ID is 0-0",
+                ))?),
+            },
             b">" if !group_read => {
                 return Err(Frame::error(
                     "ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option.",
@@ -710,7 +732,8 @@ pub(super) fn serve_reader(
 }
 
 /// Answers each blocked `XREADGROUP` whose key is no longer a stream (deleted, expired, or of
-/// another type now) or no longer has its group, with Redis 7.0's error for it; run after each
+/// another type now) or no longer has its group, with its release's error for it (Redis 7.0's
+/// own words, or from 7.2 on the error the command gives when run again); run after each
 /// command while a client is blocked.
 pub(super) fn answer_lost_group_readers(engine: &mut crate::engine::Engine, now: i64) {
     for db in 0..crate::engine::DATABASES {
@@ -728,9 +751,19 @@ pub(super) fn answer_lost_group_readers(engine: &mut crate::engine::Engine, now:
                 continue;
             };
             let keyspace = &engine.dbs()[db];
+            // Redis 7.2 runs the command again, which fails as a fresh call would.
+            let rerun = engine.version() != crate::engine::Version::V7_0;
             let lost = blocked.keys.iter().find_map(|key| {
                 match keyspace.peek(key, now).map(|e| &e.value) {
                     Some(Value::Stream(s)) if s.groups.contains_key(&read.group[..]) => None,
+                    Some(Value::Stream(_)) | None if rerun => Some(super::error_echoing(&[
+                        b"NOGROUP No such key '",
+                        key,
+                        b"' or consumer group '",
+                        &read.group,
+                        b"' in XREADGROUP with GROUP option",
+                    ])),
+                    Some(_) if rerun => Some(super::WRONGTYPE),
                     Some(Value::Stream(_)) => Some(LOST_GROUP),
                     _ => Some(Frame::error("UNBLOCKED the stream key no longer exists")),
                 }
@@ -781,29 +814,39 @@ fn read_group(
     noack: bool,
 ) -> Option<Frame> {
     let now = cx.now;
-    let created;
+    // From Redis 7.2 the read makes its consumer first, whether or not it finds anything.
+    let consumer_first = cx.engine().version() != crate::engine::Version::V7_0;
+    let mut created = false;
     // Redis's serving loop reads each stream again (a second keyspace hit or miss) before it
     // writes the group.
     cx.lookup(key)?;
-    let reply = {
+    let reply = 'read: {
         let s = write(cx, key).ok()??;
+        if consumer_first && let Some(group) = s.groups.get_mut(&name[..]) {
+            created = touch_consumer(group, consumer, now);
+        }
         let group = s.groups.get(&name[..])?;
         let start = match from {
             ReadFrom::After(id) => id.next().unwrap_or(StreamId::MAX),
             ReadFrom::New => {
                 if s.is_empty() || s.last_entry_id() <= group.last_id {
-                    return None;
+                    break 'read None;
                 }
                 group.last_id.next().unwrap_or(StreamId::MAX)
             }
         };
         let group = s.groups.get_mut(&name[..])?;
-        created = touch_consumer(group, consumer, now);
+        if !consumer_first {
+            created = touch_consumer(group, consumer, now);
+        }
         match from {
             ReadFrom::After(_) => Some(history(s, name, consumer, start, count, now)),
             ReadFrom::New => Some(deliver(s, name, consumer, start, count, noack, now)),
         }
     };
+    if reply.is_none() && !created {
+        return None;
+    }
     cx.keyspace().touch(key);
     if created {
         cx.notify(class::STREAM, "xgroup-createconsumer", key);
@@ -823,6 +866,7 @@ fn touch_consumer(group: &mut Group, consumer: &Bytes, now: i64) -> bool {
                 consumer.clone(),
                 crate::engine::stream::Consumer {
                     seen_time: now,
+                    active_time: -1,
                     pel: Default::default(),
                 },
             );
@@ -863,6 +907,7 @@ fn deliver(
         }
         if let Some(c) = group.consumers.get_mut(&consumer[..]) {
             c.pel.insert(*id);
+            c.active_time = now;
         }
     }
     entries_frame(entries)
@@ -1136,6 +1181,7 @@ fn xinfo_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     }
     let key = args.next_bytes()?;
     let now = cx.now;
+    let active_times = cx.engine().version() != crate::engine::Version::V7_0;
     let s = read(cx, key)?.ok_or(NO_SUCH_KEY)?;
     match sub.as_str() {
         "consumers" => {
@@ -1154,11 +1200,20 @@ fn xinfo_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
                     .consumers
                     .iter()
                     .map(|(n, c)| {
-                        Frame::Map(vec![
+                        let mut fields = vec![
                             (text("name"), Frame::Bulk(n.clone())),
                             (text("pending"), Frame::Integer(c.pel.len() as i64)),
                             (text("idle"), Frame::Integer((now - c.seen_time).max(0))),
-                        ])
+                        ];
+                        // Redis 7.2's `inactive`: since it was last given an entry, or -1.
+                        if active_times {
+                            let inactive = match c.active_time {
+                                -1 => -1,
+                                at => now - at,
+                            };
+                            fields.push((text("inactive"), Frame::Integer(inactive)));
+                        }
+                        Frame::Map(fields)
                     })
                     .collect(),
             ))
@@ -1188,13 +1243,13 @@ fn xinfo_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
                 }
                 _ => return Err(subcommand_syntax("XINFO", &sub_arg)),
             };
-            Ok(stream_info(s, full))
+            Ok(stream_info(s, full, active_times))
         }
     }
 }
 
 /// `XINFO STREAM key`, or with `FULL` (`Some(count)`, 0 for everything) its entries and groups.
-fn stream_info(s: &Stream, full: Option<usize>) -> Frame {
+fn stream_info(s: &Stream, full: Option<usize>, active_times: bool) -> Frame {
     let mut fields = vec![
         (text("length"), Frame::Integer(s.len() as i64)),
         (
@@ -1250,12 +1305,16 @@ fn stream_info(s: &Stream, full: Option<usize>) -> Frame {
                         .filter_map(|id| g.pel.get(id).map(|p| (id, p)))
                         .map(|(id, p)| pending_frame(*id, None, p))
                         .collect();
-                    Frame::Map(vec![
+                    let mut fields = vec![
                         (text("name"), Frame::Bulk(cn.clone())),
                         (text("seen-time"), Frame::Integer(c.seen_time)),
-                        (text("pel-count"), Frame::Integer(c.pel.len() as i64)),
-                        (text("pending"), Frame::Array(pending)),
-                    ])
+                    ];
+                    if active_times {
+                        fields.push((text("active-time"), Frame::Integer(c.active_time)));
+                    }
+                    fields.push((text("pel-count"), Frame::Integer(c.pel.len() as i64)));
+                    fields.push((text("pending"), Frame::Array(pending)));
+                    Frame::Map(fields)
                 })
                 .collect();
             Frame::Map(vec![

@@ -7,7 +7,11 @@
 //! are Redis's words: `ERR min or max is not a float`, `ERR value is not a valid float`,
 //! `ERR resulting score is not a number (NaN)`. As everywhere, an emptied sorted set is deleted.
 
-use super::{Args, CmdResult, Cx, NOT_FLOAT, NOT_INTEGER, SYNTAX, Spec, WRITE, WRONGTYPE, int, is};
+use super::{
+    Args, CmdResult, Cx, NOT_FLOAT, NOT_INTEGER, SYNTAX, Spec, WRITE, WRONGTYPE, double_reply, int,
+    is,
+};
+use crate::engine::Version;
 use crate::engine::db::{Value, ZSet};
 use crate::resp::Frame;
 use bytes::Bytes;
@@ -20,8 +24,9 @@ pub(crate) static ZSCORE: Spec = Spec::new("zscore", 3, 0, zscore_command);
 pub(crate) static ZMSCORE: Spec = Spec::new("zmscore", -3, 0, zmscore_command);
 pub(crate) static ZCARD: Spec = Spec::new("zcard", 2, 0, zcard_command);
 pub(crate) static ZCOUNT: Spec = Spec::new("zcount", 4, 0, zcount_command);
-pub(crate) static ZRANK: Spec = Spec::new("zrank", 3, 0, zrank_command);
-pub(crate) static ZREVRANK: Spec = Spec::new("zrevrank", 3, 0, zrank_command);
+// Redis 7.2 added `WITHSCORE`: arity 3 on 7.0, at least 3 from 7.2 on.
+pub(crate) static ZRANK: Spec = Spec::new("zrank", 3, 0, zrank_command).with_later_arity(-3);
+pub(crate) static ZREVRANK: Spec = Spec::new("zrevrank", 3, 0, zrank_command).with_later_arity(-3);
 pub(crate) static ZRANGE: Spec = Spec::new("zrange", -4, 0, zrange_command);
 pub(crate) static ZRANGEBYSCORE: Spec = Spec::new("zrangebyscore", -4, 0, zrange_command);
 pub(crate) static ZREVRANGE: Spec = Spec::new("zrevrange", -4, 0, zrange_command);
@@ -445,8 +450,9 @@ fn zadd<'m>(
     if let Some(e) = failed {
         return Err(e);
     }
+    let version = cx.engine().version();
     Ok(if flags.incr {
-        last.map_or(Frame::Null, Frame::Double)
+        last.map_or(Frame::Null, |s| double_reply(version, s))
     } else if flags.ch {
         Frame::Integer(added + updated)
     } else {
@@ -482,17 +488,19 @@ fn zrem_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
 
 fn zscore_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let (key, member) = (args.next_bytes()?, args.next_bytes()?);
+    let version = cx.engine().version();
     let z = read(cx, key)?;
     Ok(z.and_then(|z| z.score(member))
-        .map_or(Frame::Null, Frame::Double))
+        .map_or(Frame::Null, |s| double_reply(version, s)))
 }
 
 fn zmscore_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let version = cx.engine().version();
     let z = read(cx, args.next_bytes()?)?;
     Ok(Frame::Array(
         args.map(|m| {
             z.and_then(|z| z.score(m))
-                .map_or(Frame::Null, Frame::Double)
+                .map_or(Frame::Null, |s| double_reply(version, s))
         })
         .collect(),
     ))
@@ -513,16 +521,47 @@ fn zcount_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     }) as i64))
 }
 
-/// `ZRANK key member` and `ZREVRANK key member`.
+/// `ZRANK key member [WITHSCORE]` and `ZREVRANK key member [WITHSCORE]`: the rank, or from Redis
+/// 7.2 on with `WITHSCORE` `[rank, score]` (a null array for a missing member or key). Redis 7.0
+/// takes no option: its arity is exact.
 fn zrank_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let reverse = is(args.name(), "zrevrank");
+    let version = cx.engine().version();
     let (key, member) = (args.next_bytes()?, args.next_bytes()?);
-    let Some(z) = read(cx, key)? else {
-        return Ok(Frame::Null);
+    let withscore = match args.next() {
+        None => false,
+        Some(_) if version == Version::V7_0 => {
+            return Err(super::wrong_arity(if reverse {
+                "zrevrank"
+            } else {
+                "zrank"
+            }));
+        }
+        Some(_) if args.peek().is_some() => {
+            return Err(super::wrong_arity(if reverse {
+                "zrevrank"
+            } else {
+                "zrank"
+            }));
+        }
+        Some(word) if is(word, "withscore") => true,
+        Some(_) => return Err(SYNTAX),
     };
-    Ok(match z.rank(member) {
-        None => Frame::Null,
-        Some(i) => Frame::Integer(if reverse { z.len() - 1 - i } else { i } as i64),
+    let missing = if withscore {
+        Frame::NullArray
+    } else {
+        Frame::Null
+    };
+    let Some(z) = read(cx, key)? else {
+        return Ok(missing);
+    };
+    let (Some(i), Some(score)) = (z.rank(member), z.score(member)) else {
+        return Ok(missing);
+    };
+    let rank = Frame::Integer(if reverse { z.len() - 1 - i } else { i } as i64);
+    Ok(match withscore {
+        false => rank,
+        true => Frame::Array(vec![rank, double_reply(version, score)]),
     })
 }
 
@@ -633,6 +672,7 @@ impl<'a> ZRange<'a> {
 
     fn apply(self, cx: &mut Cx<'_>) -> CmdResult {
         let resp3 = cx.client().protocol >= 3;
+        let version = cx.engine().version();
         let Some(z) = read(cx, self.key)? else {
             return Ok(match self.store {
                 Some(destination) => store_result(cx, destination, ZSet::default(), "zrangestore"),
@@ -672,7 +712,12 @@ impl<'a> ZRange<'a> {
             }
             return Ok(store_result(cx, destination, result, "zrangestore"));
         }
-        Ok(scored_reply(picked.into_iter(), self.withscores, resp3))
+        Ok(scored_reply(
+            picked.into_iter(),
+            self.withscores,
+            resp3,
+            version,
+        ))
     }
 }
 
@@ -764,16 +809,17 @@ fn scored_reply<'a>(
     items: impl Iterator<Item = (f64, &'a Bytes)>,
     withscores: bool,
     resp3: bool,
+    version: Version,
 ) -> Frame {
     Frame::Array(if !withscores {
         items.map(|(_, m)| Frame::Bulk(m.clone())).collect()
     } else if resp3 {
         items
-            .map(|(s, m)| Frame::Array(vec![Frame::Bulk(m.clone()), Frame::Double(s)]))
+            .map(|(s, m)| Frame::Array(vec![Frame::Bulk(m.clone()), double_reply(version, s)]))
             .collect()
     } else {
         items
-            .flat_map(|(s, m)| [Frame::Bulk(m.clone()), Frame::Double(s)])
+            .flat_map(|(s, m)| [Frame::Bulk(m.clone()), double_reply(version, s)])
             .collect()
     })
 }
@@ -844,15 +890,16 @@ fn zpop_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     done(cx, key);
     // RESP3 nests `[member, score]` pairs when a count was given, as Redis 7.0 does.
     let nested = counted && cx.client().protocol >= 3;
+    let version = cx.engine().version();
     Ok(Frame::Array(if nested {
         popped
             .into_iter()
-            .map(|(s, m)| Frame::Array(vec![Frame::Bulk(m), Frame::Double(s)]))
+            .map(|(s, m)| Frame::Array(vec![Frame::Bulk(m), double_reply(version, s)]))
             .collect()
     } else {
         popped
             .into_iter()
-            .flat_map(|(s, m)| [Frame::Bulk(m), Frame::Double(s)])
+            .flat_map(|(s, m)| [Frame::Bulk(m), double_reply(version, s)])
             .collect()
     }))
 }
@@ -888,6 +935,7 @@ fn zscan_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let whole = args
         .peek()
         .is_some_and(|key| super::server::compact_encoding(cx, key));
+    let version = cx.engine().version();
     super::keys::scan_collection(cx, args, read, |z, cursor, count| {
         let (next, page) = if whole {
             (0, z.iter().collect())
@@ -898,7 +946,11 @@ fn zscan_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
             .into_iter()
             .map(|(s, m)| {
                 // Bulk strings even in RESP3: Redis's scan reply formats the score as text.
-                let score = Frame::Bulk(Bytes::from(crate::resp::format_double(s)));
+                let text = match version {
+                    Version::V7_0 => crate::resp::format_double(s),
+                    _ => crate::resp::format_double_shortest(s),
+                };
+                let score = Frame::Bulk(Bytes::from(text));
                 (m.clone(), vec![Frame::Bulk(m.clone()), score])
             })
             .collect();
@@ -1086,7 +1138,8 @@ fn algebra_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
         return Ok(store_result(cx, destination, result, &name));
     }
     let resp3 = cx.client().protocol >= 3;
-    Ok(scored_reply(result.iter(), withscores, resp3))
+    let version = cx.engine().version();
+    Ok(scored_reply(result.iter(), withscores, resp3, version))
 }
 
 /// `ZLEXCOUNT key min max`: how many members a `BYLEX` range walks over.
@@ -1124,6 +1177,7 @@ fn zrandmember_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     };
     let (count, withscores) = random_count(count, args, "withscores")?;
     let resp3 = cx.client().protocol >= 3;
+    let version = cx.engine().version();
     let len = match read(cx, key)? {
         None => return Ok(Frame::Array(Vec::new())),
         Some(z) => z.len(),
@@ -1134,12 +1188,13 @@ fn zrandmember_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
         return Ok(Frame::Array(Vec::new()));
     };
     if picks.len() == len && count > 0 {
-        return Ok(scored_reply(z.iter().rev(), withscores, resp3));
+        return Ok(scored_reply(z.iter().rev(), withscores, resp3, version));
     }
     Ok(scored_reply(
         picks.into_iter().filter_map(|i| z.at(i)),
         withscores,
         resp3,
+        version,
     ))
 }
 
@@ -1223,6 +1278,7 @@ fn sparse_shuffle(len: usize, count: usize, mut next_random: impl FnMut() -> u64
 /// `count` members and scores as `[key, [[member, score]…]]`; nil when all are empty.
 fn zmpop_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let (keys, max, count) = super::lists::mpop_arguments(args, "min", "max")?;
+    let version = cx.engine().version();
     for key in keys {
         let Some(z) = write(cx, key, false)? else {
             continue;
@@ -1235,7 +1291,7 @@ fn zmpop_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
             Frame::Array(
                 popped
                     .into_iter()
-                    .map(|(s, m)| Frame::Array(vec![Frame::Bulk(m), Frame::Double(s)]))
+                    .map(|(s, m)| Frame::Array(vec![Frame::Bulk(m), double_reply(version, s)]))
                     .collect(),
             ),
         ]));

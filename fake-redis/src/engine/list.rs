@@ -219,6 +219,12 @@ impl List {
         self.len
     }
 
+    /// Whether the list is one chunk (every list of up to one chunk's bytes, and one that
+    /// shrank back to half of that): Redis would hold it in one listpack.
+    pub fn is_one_chunk(&self) -> bool {
+        matches!(self.repr, Repr::One(_))
+    }
+
     /// Whether the list has no element (Redis deletes such a key).
     pub fn is_empty(&self) -> bool {
         self.len == 0

@@ -25,7 +25,8 @@ pub(crate) mod marks {
     /// A string built in place (`APPEND`, `SETRANGE`): Redis keeps it `raw` whatever its size.
     pub const RAW: u8 = 2;
     /// A string Redis made without trying the integer encoding (`INCRBYFLOAT`'s result):
-    /// `embstr` or `raw` by its length, even when it reads as an integer.
+    /// `embstr` or `raw` by its length, even when it reads as an integer. On a set: a listpack
+    /// (Redis 7.2 and later), which stays one when only integers are left.
     pub const NOT_INT: u8 = 4;
 }
 
@@ -62,6 +63,9 @@ pub(crate) fn encoding(entry: &Entry, e: &Encodings) -> &'static str {
                 "raw"
             }
         }
+        Value::List(l) if e.list_listpack && l.is_one_chunk() && list_fits(l, e.list_size) => {
+            "listpack"
+        }
         Value::List(_) => "quicklist",
         Value::Hash(h) => {
             let big = converted
@@ -75,10 +79,21 @@ pub(crate) fn encoding(entry: &Entry, e: &Encodings) -> &'static str {
             }
         }
         Value::Set(s) => {
-            let big = converted
-                || s.len() > e.set_intset_entries
-                || s.iter().any(|m| as_int(m).is_none());
-            if big { "hashtable" } else { "intset" }
+            if converted {
+                "hashtable"
+            } else if entry.encoding_marks() & marks::NOT_INT == 0
+                && s.len() <= e.set_intset_entries
+                && s.iter().all(|m| as_int(m).is_some())
+            {
+                "intset"
+            } else if e.set_listpack
+                && s.len() <= e.set_listpack_entries
+                && s.iter().all(|m| m.len() <= e.set_listpack_value)
+            {
+                "listpack"
+            } else {
+                "hashtable"
+            }
         }
         Value::ZSet(z) => {
             let big = converted
@@ -87,6 +102,18 @@ pub(crate) fn encoding(entry: &Entry, e: &Encodings) -> &'static str {
             if big { "skiplist" } else { "listpack" }
         }
         Value::Stream(_) => "stream",
+    }
+}
+
+/// Whether a list of one chunk fits in one listpack of Redis 7.2's `list-max-listpack-size`:
+/// at most that many elements (and 8 KB) when positive, else at most 4 KB times 2 to the power
+/// of `-size - 1` (up to 64 KB).
+fn list_fits(l: &crate::engine::list::List, size: i64) -> bool {
+    let bytes = 6 + l.iter().map(listpack_entry).sum::<usize>() + 1;
+    if size >= 0 {
+        l.len() as i64 <= size && bytes <= 8192
+    } else {
+        bytes <= 4096 << (-size - 1).min(4)
     }
 }
 
@@ -225,7 +252,9 @@ pub(crate) fn value_size(entry: &Entry, e: &Encodings, samples: usize) -> usize 
             }
         }
         Value::Set(set) => {
-            if encoding == "intset" {
+            if encoding == "listpack" {
+                ROBJ + listpack(set.iter().map(|m| &m[..]))
+            } else if encoding == "intset" {
                 let width = set
                     .iter()
                     .filter_map(|m| as_int(m))

@@ -581,6 +581,15 @@ impl Engine {
             sentinel: None,
             evict: evict::Evictor::default(),
         };
+        // Redis 7.2 and later keep a small set of other members, and a small list, as a listpack.
+        if engine.config.version != Version::V7_0 {
+            engine.server.encodings.set_listpack = true;
+            engine.server.encodings.list_listpack = true;
+            let e = engine.server.encodings.clone();
+            for db in &mut engine.dbs {
+                db.set_encodings(&e);
+            }
+        }
         // The keyspaces log what the configured notifications need.
         let flags = engine.config.notify_keyspace_events;
         engine.set_keyspace_events(flags);

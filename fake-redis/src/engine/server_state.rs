@@ -16,6 +16,18 @@ pub(crate) struct Encodings {
     pub zset_value: usize,
     /// `set-max-intset-entries`.
     pub set_intset_entries: usize,
+    /// Whether a small set of other members is a listpack (Redis 7.2 and later), not a hash
+    /// table (Redis 7.0).
+    pub set_listpack: bool,
+    /// `set-max-listpack-entries` (Redis 7.2 and later).
+    pub set_listpack_entries: usize,
+    /// `set-max-listpack-value` (Redis 7.2 and later).
+    pub set_listpack_value: usize,
+    /// Whether a small list is a listpack (Redis 7.2 and later), not a quicklist (Redis 7.0).
+    pub list_listpack: bool,
+    /// `list-max-listpack-size`: a count of elements when positive, else a size in bytes (-1:
+    /// 4 KB, -2: 8 KB, ... -5: 64 KB).
+    pub list_size: i64,
 }
 
 impl Default for Encodings {
@@ -27,6 +39,11 @@ impl Default for Encodings {
             zset_entries: 128,
             zset_value: 64,
             set_intset_entries: 512,
+            set_listpack: false,
+            set_listpack_entries: 128,
+            set_listpack_value: 64,
+            list_listpack: false,
+            list_size: -2,
         }
     }
 }

@@ -463,6 +463,9 @@ pub struct Pending {
 pub struct Consumer {
     /// When it last read or claimed, unix ms.
     pub seen_time: i64,
+    /// When it was last given an entry (delivered without `NOACK`, or claimed), unix ms; -1
+    /// while never (Redis 7.2's `active-time`).
+    pub active_time: i64,
     /// The IDs it holds pending.
     pub pel: BTreeSet<StreamId>,
 }

@@ -206,6 +206,68 @@ pub fn format_double(d: f64) -> String {
     out
 }
 
+/// Formats a double as Redis 7.2 and later (and Valkey) reply with it, their `d2string`: `nan`,
+/// `inf`, `-inf`, `0` and `-0` as words; an integral value within half of `i64`'s range as an
+/// integer (`100000000000000000`); any other as the shortest digits that read back to it, laid
+/// out as those releases' `fpconv_dtoa` lays them out: plainly while the zeros it would add stay
+/// few (`1.1`, `0.00001`, `12345678901234568000000`), otherwise with an exponent of no padding
+/// (`1.5e-7`, `1e+20`, `1.7976931348623157e+308`).
+#[must_use]
+pub fn format_double_shortest(d: f64) -> String {
+    if d.is_nan() {
+        return "nan".to_string();
+    }
+    if d.is_infinite() {
+        return if d > 0.0 { "inf" } else { "-inf" }.to_string();
+    }
+    if d == 0.0 {
+        return if d.is_sign_negative() { "-0" } else { "0" }.to_string();
+    }
+    let half = (i64::MAX / 2) as f64;
+    if (-half..=half).contains(&d) && d.fract() == 0.0 {
+        return (d as i64).to_string();
+    }
+    let mut out = String::new();
+    if d.is_sign_negative() {
+        out.push('-');
+    }
+    // Rust's `{:e}` gives the shortest digits that read back to `d`: "d.ddde<exp>".
+    let sci = format!("{:e}", d.abs());
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let point: i32 = exp.parse().unwrap_or(0);
+    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    let n = digits.len() as i32;
+    // d = digits * 10^k, and `point` is the exponent of its first digit.
+    let k = point - (n - 1);
+    let e = point.unsigned_abs();
+    if k >= 0 && (e as i32) < n + 7 {
+        out.push_str(&digits);
+        out.extend(std::iter::repeat_n('0', k as usize));
+    } else if k < 0 && (k > -7 || e < 4) {
+        let whole = n + k;
+        if whole <= 0 {
+            out.push_str("0.");
+            out.extend(std::iter::repeat_n('0', (-whole) as usize));
+            out.push_str(&digits);
+        } else {
+            let (int_part, frac) = digits.split_at(whole as usize);
+            out.push_str(int_part);
+            out.push('.');
+            out.push_str(frac);
+        }
+    } else {
+        let (first, rest) = digits.split_at(1);
+        out.push_str(first);
+        if !rest.is_empty() {
+            out.push('.');
+            out.push_str(rest);
+        }
+        let sign = if point < 0 { '-' } else { '+' };
+        let _ = write!(out, "e{sign}{e}");
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -372,6 +434,35 @@ mod tests {
             } else {
                 prop_assert_eq!(back.to_bits(), d.to_bits());
             }
+        }
+    }
+
+    /// What redis-server 7.4.1 answered to `ZSCORE` after `ZADD` of each score.
+    #[test]
+    fn shortest_doubles_read_as_redis_7_4_prints_them() {
+        let cases: &[(f64, &str)] = &[
+            (1e20, "1e+20"),
+            (1.5e-7, "1.5e-7"),
+            (0.0001, "0.0001"),
+            (0.00001, "0.00001"),
+            (123456789012345678.0, "123456789012345680"),
+            (1e21, "1e+21"),
+            (12345678901234567890123.0, "12345678901234568000000"),
+            (0.1, "0.1"),
+            (1.1, "1.1"),
+            (1e-300, "1e-300"),
+            (5e-324, "5e-324"),
+            (1.7976931348623157e308, "1.7976931348623157e+308"),
+            (100.0, "100"),
+            (1e17, "100000000000000000"),
+            (-2.5, "-2.5"),
+            (0.0, "0"),
+            (-0.0, "-0"),
+            (f64::INFINITY, "inf"),
+            (f64::NEG_INFINITY, "-inf"),
+        ];
+        for (d, text) in cases {
+            assert_eq!(format_double_shortest(*d), *text, "{d:e}");
         }
     }
 }

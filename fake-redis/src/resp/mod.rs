@@ -32,7 +32,7 @@ mod request;
 mod tests;
 
 pub(crate) use encode::put_line;
-pub use encode::{encode, format_double};
+pub use encode::{encode, format_double, format_double_shortest};
 pub use frame::{Frame, error_value};
 pub use reply::{ReplyError, ReplyLimits, ReplyParser};
 pub use request::{ProtocolError, RequestParser, split_args};

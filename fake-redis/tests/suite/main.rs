@@ -63,6 +63,7 @@ mod sharded_pubsub;
 mod streams;
 mod valkey_commands;
 mod versions;
+mod versions_types;
 mod vs_redis;
 mod wall_clock;
 mod wire;

@@ -6,7 +6,7 @@
 use crate::support::argv;
 use fake_redis::{Engine, EngineConfig, Frame, ManualClock, Version};
 
-fn engine(version: Version) -> Engine {
+pub(super) fn engine(version: Version) -> Engine {
     Engine::with_config(
         ManualClock::new(1_000_000),
         EngineConfig {
@@ -253,6 +253,7 @@ impl Oracle {
         let child = std::process::Command::new(binary)
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no"])
+            .args(["--enable-debug-command", "yes"])
             .arg("--dir")
             .arg(&dir)
             .stdout(std::process::Stdio::null())
@@ -275,8 +276,13 @@ impl Drop for Oracle {
 /// Runs `cases` (a command, and the RESP2 bytes its release's server answered when it was
 /// recorded) on a fresh engine of `version`, and, when `variable` names that server's binary, on
 /// a fresh real server too: every reply must be the recorded one.
-fn assert_cases(version: Version, variable: &str, cases: &[(&str, &str)]) {
-    let mut e = engine(version);
+pub(super) fn assert_cases(version: Version, variable: &str, cases: &[(&str, &str)]) {
+    assert_cases_on(engine(version), variable, cases);
+}
+
+/// [`assert_cases`] on the engine `e` (one configured otherwise than [`engine`]'s).
+pub(super) fn assert_cases_on(mut e: Engine, variable: &str, cases: &[(&str, &str)]) {
+    let version = e.version();
     let c = e.connect();
     let mut oracle = Oracle::start(variable);
     for (command, want) in cases {

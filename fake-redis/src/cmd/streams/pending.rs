@@ -176,6 +176,9 @@ impl<'a> Claimer<'a> {
             self.looked_up = true;
         }
         group.reassign(id, self.consumer);
+        if let Some(c) = group.consumers.get_mut(&self.consumer[..]) {
+            c.active_time = self.now;
+        }
         if let Some(p) = group.pel.get_mut(&id) {
             p.delivery_time = delivery_time;
             match retry_count {

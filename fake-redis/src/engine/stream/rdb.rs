@@ -163,6 +163,8 @@ impl Stream {
                     cname,
                     Consumer {
                         seen_time,
+                        // Redis's load of a stream saved without it (before 7.2).
+                        active_time: seen_time,
                         pel: owned,
                     },
                 );
