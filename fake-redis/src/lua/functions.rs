@@ -26,6 +26,7 @@ use super::env::{self, ENV_SOURCE};
 use super::{Run, ScriptKind, Vm, Watching};
 use crate::cmd::Cx;
 use crate::engine::script_watch::RunningFunction;
+use crate::resp::split_args;
 use crate::resp::Frame;
 use bytes::Bytes;
 use mlua::{Function, Lua, Table, Value, Variadic};
@@ -412,28 +413,31 @@ fn parse_metadata(code: &[u8]) -> Result<(String, &[u8]), Frame> {
     let Some(end) = code.iter().position(|&b| b == b'\n') else {
         return Err(Frame::error("ERR Invalid library metadata"));
     };
-    let line = String::from_utf8_lossy(&code[2..end]);
-    let mut parts = line.split(' ').filter(|p| !p.is_empty());
-    let engine = parts.next().unwrap_or("");
+    // Redis splits the line as it splits an inline request, quotes and all, so `name="foo"`
+    // names `foo`; a line it cannot split is invalid metadata.
+    let Some(parts) = split_args(&code[..end]).filter(|p| !p.is_empty()) else {
+        return Err(Frame::error("ERR Invalid library metadata"));
+    };
+    let engine = String::from_utf8_lossy(parts[0].get(2..).unwrap_or_default());
     if !engine.eq_ignore_ascii_case("lua") {
         return Err(Frame::error_owned(format!(
             "ERR Engine '{engine}' not found"
         )));
     }
-    let mut name = None;
-    for part in parts {
-        match part.strip_prefix("name=") {
-            Some(_) if name.is_some() => {
-                return Err(Frame::error(
-                    "ERR Invalid metadata value, name argument was given multiple times",
-                ));
-            }
-            Some(n) => name = Some(n.to_owned()),
-            None => {
-                return Err(Frame::error_owned(format!(
-                    "ERR Invalid metadata value given: {part}"
-                )));
-            }
+    let mut name: Option<String> = None;
+    for part in &parts[1..] {
+        let named = part.len() >= 5 && part[..5].eq_ignore_ascii_case(b"name=");
+        if named && name.is_some() {
+            return Err(Frame::error(
+                "ERR Invalid metadata value, name argument was given multiple times",
+            ));
+        } else if named {
+            name = Some(String::from_utf8_lossy(&part[5..]).into_owned());
+        } else {
+            return Err(Frame::error_owned(format!(
+                "ERR Invalid metadata value given: {}",
+                String::from_utf8_lossy(part)
+            )));
         }
     }
     let Some(name) = name else {

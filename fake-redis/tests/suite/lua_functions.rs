@@ -59,6 +59,13 @@ const CASES: &[raw::Case] = &[
     load!("#!lua name=x b=c\n"),
     load!("#!lua name=x name=y\n"),
     load!("#!lua name=x-y\n"),
+    // The header is split as an inline request is: quotes group, and a name's key has any case.
+    load!("#!lua name=\"x\"\nredis.register_function('g', function() return 1 end)"),
+    load!("#!LUA NAME='x'\nredis.register_function('g', function() return 1 end)"),
+    load!("#!\"lua\" name=x\nredis.register_function('g', function() return 1 end)"),
+    load!("#!lua name=\"x\n"),
+    load!("#!lua name=\"x\"y\n"),
+    load!("#!lua name=\"x y\"\n"),
     &[
         &[
             "FUNCTION",
