@@ -62,6 +62,7 @@ mod server_cli;
 mod sharded_pubsub;
 mod streams;
 mod versions;
+mod versions_scripts;
 mod vs_redis;
 mod wall_clock;
 mod wire;
