@@ -46,6 +46,8 @@ const HELP: &[&str] = &[
     "    Output a hex signature representing the current DB content.",
     "DIGEST-VALUE <key> [<key> ...]",
     "    Output a hex signature of the values of all the specified keys.",
+    "LOADAOF",
+    "    Flush the AOF buffers on disk and reload the AOF in memory.",
     "LISTPACK <key>",
     "    Show low level info about the listpack encoding of <key>.",
     "OBJECT <key>",
@@ -78,6 +80,9 @@ fn debug_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
         _ if is(sub, "help") && n == 0 => Ok(help_reply(HELP)),
         _ if is(sub, "sleep") && n == 1 => Ok(sleep(cx, &arg(args)?)),
         _ if is(sub, "reload") => reload(cx, args.rest()),
+        // The fake's append-only file is its dataset as it stands (`BGREWRITEAOF` writes it at
+        // once): loading it back is a reload, encodings chosen afresh.
+        _ if is(sub, "loadaof") => reload(cx, &[]),
         _ if is(sub, "object") && n == 1 => object(cx, &arg(args)?),
         _ if is(sub, "listpack") && n == 1 => listpack(cx, &arg(args)?),
         _ if is(sub, "set-active-expire") && n == 1 => {

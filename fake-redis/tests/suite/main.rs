@@ -62,7 +62,7 @@ mod server_cli;
 mod sharded_pubsub;
 mod streams;
 mod versions;
-mod versions_scripts;
+mod versions_7_4;
 mod vs_redis;
 mod wall_clock;
 mod wire;

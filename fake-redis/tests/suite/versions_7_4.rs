@@ -1,7 +1,9 @@
-//! What a script may call, per release: Redis 7.0 flags the blocking commands and `WAIT`
-//! `noscript`, Redis 7.4 and Valkey let a script call them and each answers at once. The replies
-//! were read off redis-server 7.0.15, 7.4.1 and valkey-server 9.1.2; with `REDIS_7_4_SERVER`,
-//! `REDIS_7_0_SERVER` or `VALKEY_SERVER` naming a binary, the test asks that server too.
+//! Where Redis 7.4 answers otherwise than 7.0, in what Redis 7.4's own test suite leans on: what
+//! a script may call (Redis 7.0 flags the blocking commands and `WAIT` `noscript`; Redis 7.4 and
+//! Valkey let a script call them and each answers at once, `XREAD BLOCK` too), and the debugging
+//! commands the suite calls. The replies were read off redis-server 7.0.15, 7.4.1 and
+//! valkey-server 9.1.2; with `REDIS_7_4_SERVER`, `REDIS_7_0_SERVER` or `VALKEY_SERVER` naming a
+//! binary, a test asks that server too.
 
 use crate::versions::{Oracle, engine};
 use bytes::Bytes;
@@ -40,6 +42,18 @@ const BLMOVE: &[&str] = &[
     "m",
 ];
 const BZPOPMIN: &[&str] = &["EVAL", "return redis.call('bzpopmin','z',0)", "1", "z"];
+const XREAD: &[&str] = &[
+    "EVAL",
+    "return redis.pcall('xread','BLOCK',0,'STREAMS','s','$')",
+    "1",
+    "s",
+];
+const XREADGROUP: &[&str] = &[
+    "EVAL",
+    "return redis.pcall('xreadgroup','group','g','c','BLOCK',0,'STREAMS','s','>')",
+    "1",
+    "s",
+];
 
 #[test]
 fn blocking_commands_and_wait_answer_at_once_in_a_script_after_redis_7_0() {
@@ -48,6 +62,11 @@ fn blocking_commands_and_wait_answer_at_once_in_a_script_after_redis_7_0() {
         (WAIT, ":0\r\n"),
         (BLMOVE, "$1\r\na\r\n"),
         (BZPOPMIN, "$-1\r\n"),
+        (XREAD, "$-1\r\n"),
+        (
+            XREADGROUP,
+            "-NOGROUP No such key 's' or consumer group 'g' in XREADGROUP with GROUP option\r\n",
+        ),
     ];
     assert_calls(Version::V7_4, "REDIS_7_4_SERVER", cases);
     assert_calls(Version::Valkey9_1, "VALKEY_SERVER", cases);
@@ -70,4 +89,39 @@ fn redis_7_0_refuses_blocking_commands_and_wait_in_a_script() {
             ),
         ],
     );
+}
+
+/// The fake's append-only file is its dataset as it stands, rewritten at once: `DEBUG LOADAOF`
+/// after `BGREWRITEAOF` loads it back, as Redis 7.4.1 does once its rewrite has ended (which a
+/// live server needs time for, so the replies are the recorded ones).
+#[test]
+fn debug_loadaof_loads_the_rewritten_file_back() {
+    let mut e = fake_redis::Engine::with_config(
+        fake_redis::ManualClock::new(1_000_000),
+        fake_redis::EngineConfig {
+            version: Version::V7_4,
+            enable_debug_command: fake_redis::DebugCommand::Yes,
+            ..fake_redis::EngineConfig::default()
+        },
+    );
+    let c = e.connect();
+    let mut call = |cmd: &str| {
+        let argv: Vec<Bytes> = cmd.split(' ').map(|w| Bytes::from(w.to_owned())).collect();
+        let mut got = bytes::BytesMut::new();
+        fake_redis::resp::encode(&e.execute(c, &argv), 2, &mut got);
+        String::from_utf8_lossy(&got).into_owned()
+    };
+    for (cmd, want) in [
+        ("SET k v", "+OK\r\n"),
+        ("RPUSH l a b", ":2\r\n"),
+        (
+            "BGREWRITEAOF",
+            "+Background append only file rewriting started\r\n",
+        ),
+        ("DEBUG LOADAOF", "+OK\r\n"),
+        ("GET k", "$1\r\nv\r\n"),
+        ("LRANGE l 0 -1", "*2\r\n$1\r\na\r\n$1\r\nb\r\n"),
+    ] {
+        assert_eq!(call(cmd), want, "{cmd}");
+    }
 }
