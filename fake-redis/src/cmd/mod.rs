@@ -46,6 +46,7 @@ mod keys;
 mod lists;
 mod long_double;
 mod parse;
+mod propagate;
 mod pubsub;
 mod reads;
 mod redirect;

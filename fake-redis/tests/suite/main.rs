@@ -53,6 +53,7 @@ mod lua_runaway;
 mod lua_scripts;
 mod maxmemory;
 mod notify_events;
+mod repl_stream;
 mod replicas;
 mod script_handles;
 mod sentinel;

@@ -1,0 +1,105 @@
+//! `SYNC` from a plain client: the dataset as an RDB payload (a bulk length, then the file with no
+//! line break after it), then every write as the command redis-server 7.4.1 propagates for it.
+//! The expected stream below is what 7.4.1 sent a `SYNC` client for the same commands (read off
+//! a raw socket), with its times replaced by the fake's virtual clock's.
+
+use fake_redis::server::{ClockChoice, Server, ServerConfig};
+use fake_redis::{DEFAULT_EPOCH_MS, Version};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// The RESP2 request of `words`.
+fn request(words: &[&str]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", words.len()).into_bytes();
+    for w in words {
+        out.extend_from_slice(format!("${}\r\n{w}\r\n", w.len()).as_bytes());
+    }
+    out
+}
+
+/// A command of the stream, as the stream encodes it.
+fn streamed(words: &[&str]) -> String {
+    String::from_utf8(request(words)).expect("text")
+}
+
+async fn read_line(s: &mut tokio::net::TcpStream) -> String {
+    let mut line = Vec::new();
+    while !line.ends_with(b"\r\n") {
+        let mut byte = [0u8; 1];
+        s.read_exact(&mut byte).await.expect("a byte");
+        line.push(byte[0]);
+    }
+    String::from_utf8_lossy(&line).into_owned()
+}
+
+#[tokio::test]
+async fn sync_sends_the_dataset_then_the_writes_as_redis_7_4_propagates_them() {
+    let running = Server::start(ServerConfig {
+        port: 0,
+        clock: ClockChoice::Virtual {
+            epoch_ms: DEFAULT_EPOCH_MS,
+        },
+        version: Version::V7_4,
+        ..ServerConfig::default()
+    })
+    .await
+    .expect("a free port");
+    let addr = running.local_addr();
+    let mut client = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let mut replica = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let mut call = async |words: &[&str]| {
+        client.write_all(&request(words)).await.unwrap();
+        read_line(&mut client).await
+    };
+    assert_eq!(call(&["SET", "before", "x"]).await, "+OK\r\n");
+
+    replica.write_all(b"SYNC\r\n").await.unwrap();
+    let count = read_line(&mut replica).await;
+    let len: usize = count[1..count.len() - 2].parse().expect("$<length>");
+    let mut payload = vec![0u8; len];
+    replica.read_exact(&mut payload).await.unwrap();
+    assert!(payload.starts_with(b"REDIS0012"), "{payload:?}");
+    assert_eq!(payload[len - 9], 0xFF, "the file's end, then its checksum");
+    assert!(payload.windows(6).any(|w| w == b"before"));
+
+    let now = DEFAULT_EPOCH_MS;
+    for words in [
+        &["SET", "foo", "bar", "EX", "100"][..],
+        &["DEL", "nokey"],
+        &["MULTI"],
+        &["SET", "a", "1"],
+        &["SET", "b", "2"],
+        &["EXEC"],
+        &["EXPIRE", "a", "100", "NX"],
+        &["EXPIREAT", "b", "1"],
+        &["INCRBYFLOAT", "f", "1.5"],
+        &["GETDEL", "f"],
+        &["EVAL", "redis.call('set','x','1')", "0"],
+        &["SELECT", "2"],
+        &["PUBLISH", "ch", "m"],
+    ] {
+        client.write_all(&request(words)).await.unwrap();
+    }
+    let want = [
+        streamed(&["SELECT", "0"]),
+        streamed(&["SET", "foo", "bar", "PXAT", &(now + 100_000).to_string()]),
+        streamed(&["MULTI"]),
+        streamed(&["SET", "a", "1"]),
+        streamed(&["SET", "b", "2"]),
+        streamed(&["EXEC"]),
+        streamed(&["PEXPIREAT", "a", &(now + 100_000).to_string(), "NX"]),
+        streamed(&["DEL", "b"]),
+        streamed(&["SET", "f", "1.5", "KEEPTTL"]),
+        streamed(&["DEL", "f"]),
+        streamed(&["set", "x", "1"]),
+        streamed(&["SELECT", "2"]),
+        streamed(&["PUBLISH", "ch", "m"]),
+    ]
+    .concat();
+    let mut got = vec![0u8; want.len()];
+    tokio::time::timeout(Duration::from_secs(20), replica.read_exact(&mut got))
+        .await
+        .expect("the stream arrives")
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&got), want);
+}
