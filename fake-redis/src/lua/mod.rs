@@ -205,11 +205,11 @@ impl Vm {
         version: crate::engine::Version,
     ) -> mlua::Result<Vm> {
         let resp = Arc::new(AtomicU8::new(2));
-        let (lua, globals, env, redis) = env::build(rand, resp.clone(), version)?;
+        let executed = Arc::new(AtomicU64::new(0));
+        let (lua, globals, env, redis) = env::build(rand, resp.clone(), version, &executed)?;
         let handler: Function = globals.raw_get("__redis__err__handler")?;
         let loadstring: Function = globals.raw_get("loadstring")?;
         let xpcall: Function = lua.named_registry_value(env::RAW_XPCALL)?;
-        let executed = Arc::new(AtomicU64::new(0));
         let main = lua.current_thread();
         lua.set_global_hook(
             HookTriggers::new().every_nth_instruction(HOOK_EVERY),

@@ -125,3 +125,52 @@ fn debug_loadaof_loads_the_rewritten_file_back() {
         assert_eq!(call(cmd), want, "{cmd}");
     }
 }
+
+const OS_NAMES: &[&str] = &[
+    "EVAL",
+    "local t={} for k in pairs(os) do t[#t+1]=k end return t",
+    "0",
+];
+const OS_CLOCK: &[&str] = &[
+    "EVAL",
+    "local s=os.clock() while os.clock()-s < 0.01 do end return 1",
+    "0",
+];
+
+const OS_WRITE: &[&str] = &["EVAL", "os.clock = nil", "0"];
+
+/// Redis 7.4 and Valkey give scripts `os.clock` (and nothing else of `os`); it moves on while
+/// a script runs, so a loop that waits for it ends. Redis 7.0 has no `os`.
+#[test]
+fn os_clock_is_there_after_redis_7_0() {
+    let cases: &[(&[&str], &str)] = &[(OS_NAMES, "*1\r\n$5\r\nclock\r\n"), (OS_CLOCK, ":1\r\n")];
+    assert_calls(Version::V7_4, "REDIS_7_4_SERVER", cases);
+    assert_calls(Version::Valkey9_1, "VALKEY_SERVER", cases);
+    // Read-only, as every library table is.
+    assert_calls(
+        Version::V7_4,
+        "REDIS_7_4_SERVER",
+        &[(
+            OS_WRITE,
+            "-ERR user_script:1: Attempt to modify a readonly table script: \
+             cc08838557e822563d955497345b1210a6d6af0f, on @user_script:1.\r\n",
+        )],
+    );
+    assert_calls(
+        Version::Valkey9_1,
+        "VALKEY_SERVER",
+        &[(
+            OS_WRITE,
+            "-ERR user_script:1: Attempt to modify a readonly table script: on @user_script:1.\r\n",
+        )],
+    );
+    assert_calls(
+        Version::V7_0,
+        "REDIS_7_0_SERVER",
+        &[(
+            OS_NAMES,
+            "-ERR user_script:1: Script attempted to access nonexistent global variable 'os' \
+             script: b5a073762da1c234cb23bf291fddc29782345659, on @user_script:1.\r\n",
+        )],
+    );
+}
