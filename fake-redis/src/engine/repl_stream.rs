@@ -7,8 +7,8 @@
 //! command propagates (relative times become absolute, `GETDEL` becomes `DEL`, a script's writes
 //! its calls); this module keeps the stream: a `SELECT` whenever the database changes (and first
 //! of all, as Redis forgets the replicas' database when one attaches), a key that expiry or
-//! eviction removes as a `DEL` before the command that removed it, and the commands of one
-//! transaction or script in `MULTI` … `EXEC` when there are more than one.
+//! eviction removes as a `DEL` of its own before the command that removed it, and the commands
+//! of one transaction or script in `MULTI` … `EXEC` when there are more than one.
 //!
 //! While no client reads a stream none of this runs: the databases count nothing and a command
 //! pays one branch.
@@ -27,6 +27,9 @@ pub(crate) struct ReplStreams {
     db: Option<usize>,
     /// The commands of the running command (or transaction, or script), with their databases.
     pending: Vec<(usize, Vec<Bytes>)>,
+    /// The deletions of keys expiry or eviction removed meanwhile: each goes out on its own,
+    /// ahead of the command's, never inside its `MULTI`.
+    removed: Vec<(usize, Vec<Bytes>)>,
 }
 
 /// RDB opcodes.
@@ -99,7 +102,7 @@ impl Engine {
         for (i, db) in self.dbs.iter_mut().enumerate() {
             for key in db.take_stream_removed() {
                 streams
-                    .pending
+                    .removed
                     .push((i, vec![Bytes::from_static(b"DEL"), key]));
             }
         }
@@ -112,9 +115,10 @@ impl Engine {
         let Some(streams) = &mut self.repl_streams else {
             return;
         };
-        if streams.pending.is_empty() {
+        if streams.pending.is_empty() && streams.removed.is_empty() {
             return;
         }
+        let removed = std::mem::take(&mut streams.removed);
         let pending = std::mem::take(&mut streams.pending);
         let wrap = pending.len() > 1;
         let mut frames = Vec::new();
@@ -127,8 +131,12 @@ impl Engine {
                 ]));
             }
         };
+        for (db, argv) in removed {
+            select(streams, db, &mut frames);
+            frames.push(command(argv));
+        }
+        // `MULTI` goes first, and the `SELECT` its first command needs inside it.
         if wrap {
-            select(streams, pending[0].0, &mut frames);
             frames.push(command(vec![Bytes::from_static(b"MULTI")]));
         }
         for (db, argv) in pending {

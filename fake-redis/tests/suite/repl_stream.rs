@@ -2,6 +2,8 @@
 //! line break after it), then every write as the command redis-server 7.4.1 propagates for it.
 //! The expected stream below is what 7.4.1 sent a `SYNC` client for the same commands (read off
 //! a raw socket), with its times replaced by the fake's virtual clock's.
+//! (A key expiring and found gone inside a transaction: 7.4.1 sent `DEL e`, then `MULTI`,
+//! `SELECT 1`, `SET a 1`, `SELECT 0`, `SET b 1`, `EXEC`.)
 
 use fake_redis::server::{ClockChoice, Server, ServerConfig};
 use fake_redis::{DEFAULT_EPOCH_MS, Version};
@@ -77,6 +79,17 @@ async fn sync_sends_the_dataset_then_the_writes_as_redis_7_4_propagates_them() {
         &["EVAL", "redis.call('set','x','1')", "0"],
         &["SELECT", "2"],
         &["PUBLISH", "ch", "m"],
+        // A key that expires is deleted on its own, ahead of the transaction that found it
+        // gone; `MULTI` comes before the `SELECT` of its first command.
+        &["SET", "e", "v", "PX", "1"],
+        &["FAKE.ADVANCE", "10"],
+        &["MULTI"],
+        &["SELECT", "1"],
+        &["SET", "a", "1"],
+        &["SELECT", "2"],
+        &["GET", "e"],
+        &["SET", "b", "1"],
+        &["EXEC"],
     ] {
         client.write_all(&request(words)).await.unwrap();
     }
@@ -94,6 +107,14 @@ async fn sync_sends_the_dataset_then_the_writes_as_redis_7_4_propagates_them() {
         streamed(&["set", "x", "1"]),
         streamed(&["SELECT", "2"]),
         streamed(&["PUBLISH", "ch", "m"]),
+        streamed(&["SET", "e", "v", "PXAT", &(now + 1).to_string()]),
+        streamed(&["DEL", "e"]),
+        streamed(&["MULTI"]),
+        streamed(&["SELECT", "1"]),
+        streamed(&["SET", "a", "1"]),
+        streamed(&["SELECT", "2"]),
+        streamed(&["SET", "b", "1"]),
+        streamed(&["EXEC"]),
     ]
     .concat();
     let mut got = vec![0u8; want.len()];
