@@ -54,7 +54,12 @@ pub(crate) fn after(
     if !(always || (wrote && spec.has(WRITE))) {
         return;
     }
-    let commands = rewrite(name, argv, reply, now);
+    let lazy = engine
+        .config()
+        .settings
+        .get("lazyfree-lazy-server-del")
+        .is_some_and(|v| v == "yes");
+    let commands = rewrite(name, argv, reply, now, lazy);
     engine.stream_commands(db, commands);
 }
 
@@ -85,7 +90,8 @@ fn absolute(unit: &[u8], n: i64, now: i64) -> i64 {
 }
 
 /// The commands `argv` propagates as (see the module docs).
-fn rewrite(name: &str, argv: &[Bytes], reply: &Frame, now: i64) -> Vec<Vec<Bytes>> {
+/// `lazy`: `lazyfree-lazy-server-del`, which makes a deletion Redis decides an `UNLINK`.
+fn rewrite(name: &str, argv: &[Bytes], reply: &Frame, now: i64, lazy: bool) -> Vec<Vec<Bytes>> {
     let key = || argv.get(1).cloned().unwrap_or_default();
     let same = || vec![argv.to_vec()];
     match name {
@@ -194,6 +200,10 @@ fn rewrite(name: &str, argv: &[Bytes], reply: &Frame, now: i64) -> Vec<Vec<Bytes
         "restore" => {
             let absttl = argv.iter().skip(4).any(|a| is(a, "absttl"));
             match int(argv.get(2)) {
+                // Already past: the key it replaced is deleted instead.
+                Some(at) if at > 0 && absttl && at <= now => {
+                    vec![vec![b(if lazy { "UNLINK" } else { "DEL" }), key()]]
+                }
                 Some(ttl) if ttl > 0 && !absttl => {
                     let mut out = argv.to_vec();
                     out[2] = num(now.saturating_add(ttl));

@@ -124,3 +124,65 @@ async fn sync_sends_the_dataset_then_the_writes_as_redis_7_4_propagates_them() {
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&got), want);
 }
+
+/// A `RESTORE … REPLACE ABSTTL` whose time is past stores nothing and deletes the key it
+/// replaced: redis-server 7.4.1 streams `DEL`, or `UNLINK` under `lazyfree-lazy-server-del yes`
+/// (its dump suite's case, in the engine without a socket).
+#[test]
+fn a_restore_already_expired_streams_the_deletion() {
+    use bytes::Bytes;
+    use fake_redis::{Engine, EngineConfig, Frame, ManualClock};
+    let mut e = Engine::with_config(
+        ManualClock::new(DEFAULT_EPOCH_MS),
+        EngineConfig {
+            version: Version::V7_4,
+            ..EngineConfig::default()
+        },
+    );
+    let (client, replica) = (e.connect(), e.connect());
+    let run = |e: &mut Engine, words: &[&[u8]]| {
+        let argv: Vec<Bytes> = words.iter().map(|w| Bytes::copy_from_slice(w)).collect();
+        e.execute(client, &argv)
+    };
+    run(&mut e, &[b"SET", b"k", b"v"]);
+    run(&mut e, &[b"SET", b"k1", b"v"]);
+    run(&mut e, &[b"SET", b"k2", b"v"]);
+    let Frame::Bulk(payload) = run(&mut e, &[b"DUMP", b"k"]) else {
+        panic!("DUMP gives a payload");
+    };
+    assert!(e.attach_replica_stream(replica).is_some());
+    let past = (DEFAULT_EPOCH_MS - 5000).to_string();
+    let restore = |e: &mut Engine, key: &[u8]| {
+        let words: [&[u8]; 6] = [
+            b"RESTORE",
+            key,
+            past.as_bytes(),
+            &payload,
+            b"REPLACE",
+            b"ABSTTL",
+        ];
+        run(e, &words)
+    };
+    assert_eq!(restore(&mut e, b"k1"), Frame::OK);
+    run(
+        &mut e,
+        &[b"CONFIG", b"SET", b"lazyfree-lazy-server-del", b"yes"],
+    );
+    assert_eq!(restore(&mut e, b"k2"), Frame::OK);
+    let command = |words: &[&str]| {
+        Frame::Array(
+            words
+                .iter()
+                .map(|w| Frame::Bulk(Bytes::from(w.to_string())))
+                .collect(),
+        )
+    };
+    assert_eq!(
+        e.drain_outbox(replica),
+        vec![
+            command(&["SELECT", "0"]),
+            command(&["DEL", "k1"]),
+            command(&["UNLINK", "k2"]),
+        ]
+    );
+}
