@@ -683,6 +683,7 @@ fn info_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
              used_memory_dataset:{}\r\nused_memory_lua:31744\r\nnumber_of_cached_scripts:0\r\n\
              used_memory_scripts:0\r\nmaxmemory:{maxmemory}\r\nmaxmemory_human:{}\r\n\
              maxmemory_policy:{policy}\r\nmem_fragmentation_ratio:1.00\r\n\
+             mem_fragmentation_bytes:0\r\nmem_not_counted_for_evict:0\r\n\
              mem_allocator:libc\r\nlazyfree_pending_objects:0\r\nlazyfreed_objects:0\r\n",
             used as f64 / 1048576.0,
             used as f64 / 1048576.0,

@@ -219,10 +219,14 @@ fn dispatch(engine: &mut Engine, id: u64, argv: &[Bytes], now: i64, may_block: b
     if let Some(feed) = &feed {
         feed.before(engine, source, db, argv, now);
     }
+    let mark = super::propagate::mark(engine);
     let cx = &mut Cx::new(engine, id, db, now);
     cx.may_block = may_block;
     cx.reads = super::reads_of(spec, argv);
     let reply = (spec.run)(cx, &mut Args::new(argv)).unwrap_or_else(|error| error);
+    if let Some(mark) = mark {
+        super::propagate::after(engine, db, now, spec, argv, &reply, mark);
+    }
     if let Some(feed) = feed {
         let db = engine.selected_db(ClientId(id));
         feed.after(engine, source, db, argv, now);
@@ -473,7 +477,12 @@ pub(super) fn run_queued(cx: &mut Cx<'_>, queue: &[Vec<Bytes>]) -> Vec<Frame> {
                 feed.before(cx.node(), source, db, argv, now);
             }
             cx.reads = super::reads_of(spec, argv);
+            let mark = super::propagate::mark(cx.engine());
             let reply = (spec.run)(cx, &mut Args::new(argv)).unwrap_or_else(|error| error);
+            if let Some(mark) = mark {
+                let (db, now) = (cx.db, cx.now);
+                super::propagate::after(cx.node(), db, now, spec, argv, &reply, mark);
+            }
             cx.reads = super::Reads::None;
             if let Some(feed) = feed {
                 let (db, now) = (cx.selected_db(), cx.now);

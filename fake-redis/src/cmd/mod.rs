@@ -47,6 +47,7 @@ mod keys;
 mod lists;
 mod long_double;
 mod parse;
+mod propagate;
 mod pubsub;
 mod reads;
 mod redirect;

@@ -117,7 +117,12 @@ pub(crate) fn call_from_script(
     let protocol = std::mem::replace(&mut cx.client().protocol, resp);
     let caller = std::mem::replace(&mut cx.caller, super::Caller::Script);
     let reads = std::mem::replace(&mut cx.reads, super::reads_of(spec, argv));
+    let mark = super::propagate::mark(cx.engine());
     let reply = (spec.run)(cx, &mut Args::new(argv)).unwrap_or_else(|error| error);
+    if let Some(mark) = mark {
+        let (db, now) = (cx.db, cx.now);
+        super::propagate::after(cx.node(), db, now, spec, argv, &reply, mark);
+    }
     cx.reads = reads;
     cx.count_script_call(spec, argv, &reply);
     cx.caller = caller;

@@ -541,7 +541,8 @@ fn xread_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     while let Some(opt) = args.next() {
         let more = args.remaining();
         if is(opt, "block") && more > 0 {
-            if cx.in_script() {
+            // Redis 7.4 and Valkey read without blocking in a script, as in a transaction.
+            if cx.in_script() && cx.engine().version() == crate::engine::Version::V7_0 {
                 return Err(Frame::error_owned(format!(
                     "ERR {} command is not allowed with BLOCK option from scripts",
                     String::from_utf8_lossy(args.name())

@@ -245,6 +245,17 @@ pub(crate) struct Watches {
     /// flush, kept only while a client tracks keys: what invalidation messages say
     /// (`engine/tracking.rs`).
     pub(crate) tracked_log: Option<Vec<Option<Bytes>>>,
+    /// Kept only while a client reads the command stream (`SYNC`, `engine/repl_stream.rs`):
+    /// how many writes there were, and the keys expiry or eviction removed since the engine
+    /// last looked, which the stream carries as `DEL`s.
+    pub(crate) stream_log: Option<StreamLog>,
+}
+
+/// What the command stream needs of a database's writes (see [`Watches::stream_log`]).
+#[derive(Default)]
+pub(crate) struct StreamLog {
+    pub(crate) writes: u64,
+    pub(crate) removed: Vec<Bytes>,
 }
 
 impl Watches {
@@ -358,6 +369,9 @@ fn expire_logs(watches: &mut Watches, key: &[u8], evicted: bool) {
     }
     if let Some(log) = &mut watches.replicated_log {
         log.push(Bytes::copy_from_slice(key));
+    }
+    if let Some(log) = &mut watches.stream_log {
+        log.removed.push(Bytes::copy_from_slice(key));
     }
     if let Some(log) = &mut watches.key_events {
         match evicted {
@@ -1114,10 +1128,15 @@ impl Db {
     /// Whether a write must pass [`Db::journal_before`]: the journal or the replicas' log is on.
     #[inline]
     fn logs_writes(&self) -> bool {
-        self.journal.is_some() || self.watches.replicated_log.is_some()
+        self.journal.is_some()
+            || self.watches.replicated_log.is_some()
+            || self.watches.stream_log.is_some()
     }
 
     fn journal_before(&mut self, key: &[u8], now: i64) {
+        if let Some(log) = &mut self.watches.stream_log {
+            log.writes += 1;
+        }
         if let Some(log) = &mut self.watches.replicated_log {
             log.push(Bytes::copy_from_slice(key));
         }
@@ -1173,9 +1192,11 @@ impl Db {
     pub fn clear_watches(&mut self) {
         let key_events = self.watches.key_events.take().map(|log| log.emptied());
         let replicated_log = self.watches.replicated_log.take();
+        let stream_log = self.watches.stream_log.take();
         self.watches = Watches::default();
         self.watches.key_events = key_events;
         self.watches.replicated_log = replicated_log;
+        self.watches.stream_log = stream_log;
     }
 
     // ---- client-side caching (`engine/tracking.rs`) ----
@@ -1213,6 +1234,26 @@ impl Db {
         keys.sort_unstable();
         keys.dedup();
         keys
+    }
+
+    /// Starts (or stops) counting writes and logging removals for the command stream.
+    pub(crate) fn log_stream(&mut self, on: bool) {
+        if on != self.watches.stream_log.is_some() {
+            self.watches.stream_log = on.then(StreamLog::default);
+        }
+    }
+
+    /// How many writes there were since the command stream's log started (0 when it is off).
+    pub(crate) fn stream_writes(&self) -> u64 {
+        self.watches.stream_log.as_ref().map_or(0, |log| log.writes)
+    }
+
+    /// The keys expiry or eviction removed since the last call, in order.
+    pub(crate) fn take_stream_removed(&mut self) -> Vec<Bytes> {
+        match &mut self.watches.stream_log {
+            Some(log) if !log.removed.is_empty() => std::mem::take(&mut log.removed),
+            _ => Vec::new(),
+        }
     }
 
     /// Whether a write or expiry was logged since the last [`Db::take_replicated`].

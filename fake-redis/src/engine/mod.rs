@@ -56,6 +56,7 @@ pub mod output_limits;
 pub(crate) mod pause;
 mod pubsub;
 pub(crate) mod rdb;
+pub(crate) mod repl_stream;
 pub mod replication;
 pub(crate) mod reply;
 pub(crate) mod script_watch;
@@ -477,6 +478,8 @@ pub struct Engine {
     command_log: Option<Box<monitor::CommandLog>>,
     /// Whether a monitor or the command log watches the commands (one flag for the hot path).
     observed: bool,
+    /// The clients that read the command stream after `SYNC` (`engine/repl_stream.rs`).
+    repl_streams: Option<Box<repl_stream::ReplStreams>>,
     /// `CLIENT PAUSE` in force, and the clients it holds in the order it held them
     /// (`engine/pause.rs`).
     pause: Option<pause::ClientPause>,
@@ -572,6 +575,7 @@ impl Engine {
             monitors: Vec::new(),
             command_log: None,
             observed: false,
+            repl_streams: None,
             pause: None,
             postponed: Vec::new(),
             shut_down: false,
@@ -771,6 +775,7 @@ impl Engine {
         self.unsubscribe_all(client.0);
         self.unwatch(client.0);
         self.remove_monitor(client.0);
+        self.detach_replica_stream(client.0);
         self.disable_tracking(client.0);
         if self.cluster.is_some() {
             self.forget_bus_waker(client.0);

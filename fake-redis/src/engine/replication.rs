@@ -613,6 +613,9 @@ impl Engine {
         if !self.replication.replicas.is_empty() {
             self.send_batch(client, now);
         }
+        if self.repl_streams.is_some() {
+            self.flush_streams(now);
+        }
     }
 
     #[cold]

@@ -21,7 +21,7 @@ use crate::engine::Version;
 use mlua::state::{GcIncParams, GcMode};
 use mlua::{Function, Lua, LuaOptions, StdLib, Table, Value, Variadic};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 
 /// The chunk name of the environment's own Lua code. The error handler skips its frames, so an
 /// error raised by a wrapper names the script's line, as Redis's C functions do.
@@ -131,6 +131,9 @@ const REMOVED: &[&str] = &[
     "dofile", "loadfile", "print", "getfenv", "setfenv", "newproxy",
 ];
 
+/// Lua instructions per second of `os.clock()` (Redis 7.4): about what a loop runs at.
+const OS_CLOCK_RATE: f64 = 100_000_000.0;
+
 /// The library tables a script may read and never change.
 const LIBRARIES: &[&str] = &[
     "string",
@@ -182,6 +185,7 @@ pub(super) fn build(
     rand: Rand48,
     resp: Arc<AtomicU8>,
     version: Version,
+    executed: &Arc<AtomicU64>,
 ) -> mlua::Result<(Lua, Table, Table, Table)> {
     let lua = Lua::new_with(
         StdLib::TABLE | StdLib::STRING | StdLib::MATH,
@@ -218,7 +222,22 @@ pub(super) fn build(
             _ => v,
         })
     })?;
-    let libraries = lua.create_sequence_from(LIBRARIES.iter().copied())?;
+    let mut libraries = LIBRARIES.to_vec();
+    if version != Version::V7_0 {
+        // Redis 7.4 and Valkey give scripts `os` with `clock` alone, read-only as the other
+        // libraries. Redis's counts the process's CPU time; the fake's counts the Lua
+        // instructions its scripts ran (`executed`, the budget's count), at a fixed rate, so a
+        // script reads the same times on every run.
+        let os = lua.create_table()?;
+        let count = executed.clone();
+        let clock = lua.create_function(move |_, ()| {
+            Ok(count.load(Ordering::Relaxed) as f64 / OS_CLOCK_RATE)
+        })?;
+        os.raw_set("clock", clock)?;
+        globals.raw_set("os", os)?;
+        libraries.push("os");
+    }
+    let libraries = lua.create_sequence_from(libraries)?;
     // The engine runs scripts through Lua's own xpcall: the one scripts see is a Lua wrapper,
     // whose instructions the budget hook would count, and kill, inside the error handling.
     lua.set_named_registry_value(RAW_XPCALL, globals.raw_get::<Function>("xpcall")?)?;

@@ -50,7 +50,7 @@ const KILLED: u64 = u64::MAX / 2;
 /// Whether a script may not call the command named `name` (Redis's `noscript` flag, by the
 /// command table's names), or may not in a read-only script though it is no write
 /// (`may-replicate`). A match, not a list: it is asked at every `redis.call`.
-fn not_in_scripts(name: &str) -> bool {
+fn not_in_scripts(name: &str, version: crate::engine::Version) -> bool {
     // Redis 7.0 flags every subcommand of these containers `noscript` but their HELP, and of
     // CLUSTER only RESET.
     if let Some((container, sub)) = name.split_once('|') {
@@ -62,19 +62,20 @@ fn not_in_scripts(name: &str) -> bool {
             _ => false,
         };
     }
+    // Redis 7.0 flags these blocking commands and WAIT `noscript`; BLMPOP and BZMPOP it does
+    // not, and in a script they answer at once as their non-blocking forms. Redis 7.4 and Valkey
+    // let a script call them all, and each answers at once.
+    if matches!(
+        name,
+        "blmove" | "blpop" | "brpop" | "brpoplpush" | "bzpopmax" | "bzpopmin" | "wait"
+    ) {
+        return version == crate::engine::Version::V7_0;
+    }
     matches!(
         name,
         "auth"
             | "bgrewriteaof"
             | "bgsave"
-        // Redis 7.0 flags these blocking commands `noscript`; BLMPOP and BZMPOP it does not, and
-        // in a script they answer at once as their non-blocking forms.
-            | "blmove"
-            | "blpop"
-            | "brpop"
-            | "brpoplpush"
-            | "bzpopmax"
-            | "bzpopmin"
             | "debug"
             | "discard"
             | "eval"
@@ -105,7 +106,6 @@ fn not_in_scripts(name: &str) -> bool {
             | "sync"
             | "unsubscribe"
             | "unwatch"
-            | "wait"
             | "watch"
     )
 }
@@ -205,11 +205,11 @@ impl Vm {
         version: crate::engine::Version,
     ) -> mlua::Result<Vm> {
         let resp = Arc::new(AtomicU8::new(2));
-        let (lua, globals, env, redis) = env::build(rand, resp.clone(), version)?;
+        let executed = Arc::new(AtomicU64::new(0));
+        let (lua, globals, env, redis) = env::build(rand, resp.clone(), version, &executed)?;
         let handler: Function = globals.raw_get("__redis__err__handler")?;
         let loadstring: Function = globals.raw_get("loadstring")?;
         let xpcall: Function = lua.named_registry_value(env::RAW_XPCALL)?;
-        let executed = Arc::new(AtomicU64::new(0));
         let main = lua.current_thread();
         lua.set_global_hook(
             HookTriggers::new().every_nth_instruction(HOOK_EVERY),
@@ -664,7 +664,7 @@ fn run_command(
     let container = name
         .split_once('|')
         .map_or(name, |(container, _)| container);
-    if not_in_scripts(name) && !allowed_by_debug(running, container) {
+    if not_in_scripts(name, version) && !allowed_by_debug(running, container) {
         return Err(not_allowed);
     }
     crate::cmd::acl_check_script_call(running.cx, name, command)?;

@@ -677,6 +677,19 @@ impl Connection {
                 CommandFate::DelayReply(ms) => reply_due = Some(after(engine.clock_now(), ms)),
             }
         }
+        // `SYNC`: the dataset as one bulk payload without a line break after it, as Redis
+        // sends its RDB file to a replica, then the command stream through the outbox.
+        if admin.is_none()
+            && argv.len() == 1
+            && argv[0].eq_ignore_ascii_case(b"sync")
+            && engine.is_authenticated(self.client)
+            && let Some(payload) = engine.attach_replica_stream(self.client)
+        {
+            self.output
+                .extend_from_slice(format!("${}\r\n", payload.len()).as_bytes());
+            self.output.extend_from_slice(&payload);
+            return None;
+        }
         let protocol = engine.protocol(self.client);
         let reply = match self.execute(engine, admin, &argv) {
             Outcome::Reply(reply) => reply,

@@ -144,6 +144,9 @@ async fn info_has_every_default_section_and_the_fields_clients_read() {
         "used_memory_human",
         "used_memory_peak",
         "mem_fragmentation_ratio",
+        "mem_fragmentation_bytes",
+        // Tests of eviction subtract it from `used_memory` (the fake keeps no buffers: 0).
+        "mem_not_counted_for_evict",
         "run_id",
         "tcp_port",
         "process_id",

@@ -59,6 +59,51 @@ const CASES: &[raw::Case] = &[
     load!("#!lua name=x b=c\n"),
     load!("#!lua name=x name=y\n"),
     load!("#!lua name=x-y\n"),
+    // A deleted or replaced library's function names are free again; another's are not.
+    &[
+        &[
+            "FUNCTION",
+            "LOAD",
+            "#!lua name=x\nredis.register_function('f', function() return 1 end)",
+        ],
+        &[
+            "FUNCTION",
+            "LOAD",
+            "#!lua name=y\nredis.register_function('F', function() return 2 end)",
+        ],
+        &["FUNCTION", "DELETE", "x"],
+        &[
+            "FUNCTION",
+            "LOAD",
+            "#!lua name=y\nredis.register_function('F', function() return 2 end)",
+        ],
+        &[
+            "FUNCTION",
+            "LOAD",
+            "REPLACE",
+            "#!lua name=x\nredis.register_function('g', function() return 3 end)",
+        ],
+        &[
+            "FUNCTION",
+            "LOAD",
+            "REPLACE",
+            "#!lua name=x\nredis.register_function('h', function() return 4 end)",
+        ],
+        &[
+            "FUNCTION",
+            "LOAD",
+            "#!lua name=z\nredis.register_function('G', function() return 5 end)",
+        ],
+        &["FCALL g 0"],
+        &["FCALL h 0"],
+    ],
+    // The header is split as an inline request is: quotes group, and a name's key has any case.
+    load!("#!lua name=\"x\"\nredis.register_function('g', function() return 1 end)"),
+    load!("#!LUA NAME='x'\nredis.register_function('g', function() return 1 end)"),
+    load!("#!\"lua\" name=x\nredis.register_function('g', function() return 1 end)"),
+    load!("#!lua name=\"x\n"),
+    load!("#!lua name=\"x\"y\n"),
+    load!("#!lua name=\"x y\"\n"),
     &[
         &[
             "FUNCTION",

@@ -6,7 +6,7 @@
 use crate::support::argv;
 use fake_redis::{Engine, EngineConfig, Frame, ManualClock, Version};
 
-pub(super) fn engine(version: Version) -> Engine {
+pub(crate) fn engine(version: Version) -> Engine {
     Engine::with_config(
         ManualClock::new(1_000_000),
         EngineConfig {
@@ -234,14 +234,14 @@ fn a_script_s_refused_call_reads_as_its_server_words_it() {
 /// A real server of one release, started from the binary an environment variable names
 /// (`REDIS_7_4_SERVER`, `VALKEY_SERVER`), with persistence off in a folder of its own; killed on
 /// drop.
-struct Oracle {
+pub(crate) struct Oracle {
     child: std::process::Child,
-    conn: crate::support::raw::Real,
+    pub(crate) conn: crate::support::raw::Real,
     dir: std::path::PathBuf,
 }
 
 impl Oracle {
-    fn start(variable: &str) -> Option<Oracle> {
+    pub(crate) fn start(variable: &str) -> Option<Oracle> {
         let binary = std::env::var_os(variable)?;
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
