@@ -181,9 +181,10 @@ fn reload(cx: &mut Cx<'_>, options: &[Bytes]) -> CmdResult {
 }
 
 /// `DEBUG LOADAOF`: with `appendonly yes`, the data set as Redis's append-only file holds it,
-/// which is what memory holds (a reload, as `DEBUG RELOAD`'s, without its save). With
-/// `appendonly no` Redis 7.4 empties its databases, finds no file to load and says so (Redis
-/// 7.0 exits; the fake's 7.0 mode knows no `LOADAOF` then).
+/// which is what memory holds (a reload, as `DEBUG RELOAD`'s, without its save); the same after
+/// a `BGREWRITEAOF`, whose file Redis loads with `appendonly no` too. With `appendonly no` and no
+/// file, Redis 7.4 empties its databases, finds nothing to load and says so (Redis 7.0 exits;
+/// the fake's 7.0 mode knows no `LOADAOF` then).
 fn loadaof(cx: &mut Cx<'_>) -> CmdResult {
     let appendonly = cx
         .engine()
@@ -191,7 +192,9 @@ fn loadaof(cx: &mut Cx<'_>) -> CmdResult {
         .settings
         .get("appendonly")
         .is_some_and(|v| v == "yes");
-    if appendonly {
+    // The fake's append-only file is its dataset as it stands: with `appendonly yes`, or once
+    // `BGREWRITEAOF` has written one, loading it back is a reload, encodings chosen afresh.
+    if appendonly || cx.server_state().aof_written {
         reload_keys(cx);
         return Ok(Frame::OK);
     }

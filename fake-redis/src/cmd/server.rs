@@ -643,7 +643,8 @@ fn bgsave_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     Ok(Frame::simple("Background saving started"))
 }
 
-fn bgrewriteaof_command(_cx: &mut Cx<'_>, _args: &mut Args<'_>) -> CmdResult {
+fn bgrewriteaof_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> CmdResult {
+    cx.server_state().aof_written = true;
     Ok(Frame::simple(
         "Background append only file rewriting started",
     ))

@@ -57,6 +57,9 @@ pub(crate) struct ServerState {
     pub last_save: Option<i64>,
     /// What `DEBUG` switches set (`cmd/debug.rs`).
     pub debug: DebugSwitches,
+    /// `BGREWRITEAOF` has written an append-only file, which `DEBUG LOADAOF` loads back even
+    /// with `appendonly no`, as Redis does with the file it left.
+    pub aof_written: bool,
 }
 
 /// The switches `DEBUG` sets, which the rest of the server reads.
