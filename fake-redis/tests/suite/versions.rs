@@ -263,6 +263,24 @@ impl Oracle {
         let conn = crate::support::raw::Real::connect(port);
         Some(Oracle { child, conn, dir })
     }
+
+    /// Waits (up to 30 s) for the rewrite that `CONFIG SET appendonly yes` starts in the
+    /// background on a real server: until it ends there is no file for `DEBUG LOADAOF` to load.
+    /// The fake's file is there at once.
+    pub(crate) fn await_aof_rewrite(&mut self) {
+        for _ in 0..300 {
+            let info =
+                String::from_utf8_lossy(&self.conn.call(&[b"INFO", b"persistence"])).into_owned();
+            if info.contains("aof_rewrite_in_progress:0")
+                && info.contains("aof_rewrite_scheduled:0")
+                && info.contains("aof_enabled:1")
+            {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        panic!("the real server's append-only rewrite did not end within 30 s");
+    }
 }
 
 impl Drop for Oracle {
@@ -297,6 +315,9 @@ pub(super) fn assert_cases_on(mut e: Engine, variable: &str, cases: &[(&str, &st
         if let Some(oracle) = &mut oracle {
             let words: Vec<&[u8]> = command.split(' ').map(str::as_bytes).collect();
             let real = oracle.conn.call(&words);
+            if command.eq_ignore_ascii_case("CONFIG SET appendonly yes") {
+                oracle.await_aof_rewrite();
+            }
             assert_eq!(
                 String::from_utf8_lossy(&real),
                 *want,
