@@ -186,12 +186,7 @@ fn reload(cx: &mut Cx<'_>, options: &[Bytes]) -> CmdResult {
 /// file, Redis 7.4 empties its databases, finds nothing to load and says so (Redis 7.0 exits;
 /// the fake's 7.0 mode knows no `LOADAOF` then).
 fn loadaof(cx: &mut Cx<'_>) -> CmdResult {
-    let appendonly = cx
-        .engine()
-        .config()
-        .settings
-        .get("appendonly")
-        .is_some_and(|v| v == "yes");
+    let appendonly = cx.engine().config().appendonly();
     // The fake's append-only file is its dataset as it stands: with `appendonly yes`, or once
     // `BGREWRITEAOF` has written one, loading it back is a reload, encodings chosen afresh.
     if appendonly || cx.server_state().aof_written {
@@ -242,11 +237,7 @@ fn reload_keys(cx: &mut Cx<'_>) {
 /// `appendonly yes` (Redis 7.0 exits on it otherwise).
 fn loadaof_known(cx: &Cx<'_>) -> bool {
     let config = cx.engine().config();
-    config.version != crate::engine::Version::V7_0
-        || config
-            .settings
-            .get("appendonly")
-            .is_some_and(|v| v == "yes")
+    config.version != crate::engine::Version::V7_0 || config.appendonly()
 }
 
 /// Whether a function library is loaded.

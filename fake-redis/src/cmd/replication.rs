@@ -72,12 +72,7 @@ fn waitaof_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
              replicas are just local and are not propagated.",
         ));
     }
-    let appendonly = cx
-        .engine()
-        .config()
-        .settings
-        .get("appendonly")
-        .is_some_and(|v| v == "yes");
+    let appendonly = cx.engine().config().appendonly();
     if numlocal == 1 && !appendonly {
         return Err(Frame::error(
             "ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.",

@@ -609,25 +609,17 @@ impl Db {
     pub fn insert_h(&mut self, key: &[u8], h: u64, value: Value, deadline: Option<i64>, now: i64) {
         self.journal_before(key, now);
         let entry = self.new_entry(value, deadline, now);
-        let Db {
-            table,
-            volatile,
-            layout_epoch,
-            waiters,
-            watches,
-            encodings,
-            ..
-        } = self;
-        match table.find_ix(h, key) {
-            Some(slot) => replace_at(table, volatile, slot, entry, deadline, encodings),
-            None => {
-                waiters.signal(key);
-                if let Some(log) = &mut watches.key_events {
-                    log.created(key);
-                }
-                note_layout(table, layout_epoch);
-                insert_new(table, volatile, key, h, entry, encodings);
+        match self.table.find_ix(h, key) {
+            Some(slot) => {
+                let Db {
+                    table,
+                    volatile,
+                    encodings,
+                    ..
+                } = self;
+                replace_at(table, volatile, slot, entry, deadline, encodings);
             }
+            None => self.create(key, h, entry),
         }
     }
 
@@ -671,21 +663,7 @@ impl Db {
                 } = self;
                 replace_at(table, volatile, slot, entry, deadline, encodings);
             }
-            None => {
-                self.waiters.signal(key);
-                if let Some(log) = &mut self.watches.key_events {
-                    log.created(key);
-                }
-                note_layout(&self.table, &mut self.layout_epoch);
-                insert_new(
-                    &mut self.table,
-                    &mut self.volatile,
-                    key,
-                    h,
-                    entry,
-                    &self.encodings,
-                );
-            }
+            None => self.create(key, h, entry),
         }
         true
     }
@@ -772,11 +750,17 @@ impl Db {
         if self.logs_writes() || self.keep_expired {
             return self.insert_h(key, h, value, deadline, now);
         }
+        let entry = self.new_entry(value, deadline, now);
+        self.create(key, h, entry);
+    }
+
+    /// Adds `entry` at `key` (hash `h`), known to be absent from the table: wakes the key's
+    /// blocked clients, tells the key-event log, and inserts without searching.
+    fn create(&mut self, key: &[u8], h: u64, entry: Entry) {
         self.waiters.signal(key);
         if let Some(log) = &mut self.watches.key_events {
             log.created(key);
         }
-        let entry = self.new_entry(value, deadline, now);
         note_layout(&self.table, &mut self.layout_epoch);
         insert_new(
             &mut self.table,

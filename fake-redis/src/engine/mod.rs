@@ -179,6 +179,13 @@ impl std::str::FromStr for DebugCommand {
     }
 }
 
+impl EngineConfig {
+    /// Whether `appendonly` is `yes` (as `CONFIG SET` left it; Redis's default is `no`).
+    pub(crate) fn appendonly(&self) -> bool {
+        self.settings.get("appendonly").is_some_and(|v| v == "yes")
+    }
+}
+
 impl Default for EngineConfig {
     fn default() -> EngineConfig {
         EngineConfig {
