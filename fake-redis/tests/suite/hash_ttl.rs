@@ -6,7 +6,7 @@
 //! (RESP2 and RESP3). With `REDIS_7_4_SERVER` naming a 7.4 `redis-server` binary, the test also
 //! starts that server, runs the same cases on it, and requires its replies to be the recorded
 //! ones and the fake's to be its own (so a recording that drifted from the server fails too).
-//! Valkey 9.1's table works the same way with `VALKEY_9_1_SERVER` naming a `valkey-server`;
+//! Valkey 9.1's table works the same way with `VALKEY_SERVER` naming a `valkey-server`;
 //! `HASH_TTL_RECORD` prints a server's replies in the tables' form.
 //! `SLEEP n` moves the fake's clock by n ms and sleeps n ms beside the real server; both run with
 //! active expiry off (`DEBUG SET-ACTIVE-EXPIRE 0`) so that what a sleep leaves is lazy expiry's.
@@ -16,6 +16,7 @@ use crate::support;
 use bytes::{Bytes, BytesMut};
 use fake_redis::resp::encode;
 use fake_redis::{ClientId, DebugCommand, Engine, EngineConfig, Frame, ManualClock, Version};
+use support::OwnServer;
 use support::argv;
 use support::raw::Real;
 
@@ -292,7 +293,7 @@ fn check(table: &Table, protocol: u8) {
     } else {
         table.resp2
     };
-    let server = std::env::var_os(table.server).map(Oracle::start);
+    let server = OwnServer::from_env(table.server);
     let mut real = server.as_ref().map(|s| Real::connect(s.port));
     let (fakes, reals) = run(table, protocol, real.as_mut());
     let lines = commands(table);
@@ -345,37 +346,6 @@ fn without_setup(table: &Table, reals: Vec<Vec<u8>>, protocol: u8) -> Vec<Vec<u8
     out
 }
 
-/// A server of the test's own (the binary the table's variable names), killed on drop.
-struct Oracle {
-    child: std::process::Child,
-    port: u16,
-}
-
-impl Oracle {
-    fn start(binary: std::ffi::OsString) -> Oracle {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free loopback port")
-            .port();
-        let child = std::process::Command::new(binary)
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no"])
-            .args(["--enable-debug-command", "yes"])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("the variable names a server binary");
-        Oracle { child, port }
-    }
-}
-
-impl Drop for Oracle {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 #[test]
 fn the_hexpire_family_answers_as_redis_7_4_resp2() {
     check(&REDIS_7_4, 2);
@@ -389,7 +359,7 @@ fn the_hexpire_family_answers_as_redis_7_4_resp3() {
 /// Valkey 9.1: the argument and condition cases, and its own forms.
 const VALKEY_9_1: Table = Table {
     version: Version::Valkey9_1,
-    server: "VALKEY_9_1_SERVER",
+    server: "VALKEY_SERVER",
     cases: &[CASES[0], CASES[1], VALKEY_CASES],
     resp2: VALKEY_RESP2,
     resp3: VALKEY_RESP3,

@@ -5,7 +5,7 @@
 //! what Valkey's `INFO` and `MODULE` add to Redis's (its Lua module, `keys_with_volatile_items`).
 //!
 //! The table of cases runs on the fake and is held to replies recorded from valkey-server
-//! 9.1.2. With `VALKEY_9_1_SERVER` naming a `valkey-server` binary, the test also starts that
+//! 9.1.2. With `VALKEY_SERVER` naming a `valkey-server` binary, the test also starts that
 //! server, runs the same cases on it, and requires its replies to be the recorded ones and the
 //! fake's to be its own; `VALKEY_COMMANDS_RECORD` prints the server's replies in the table's
 //! form. Each case starts on empty databases with active expiry off (`DEBUG
@@ -19,6 +19,7 @@ use crate::support;
 use bytes::BytesMut;
 use fake_redis::resp::encode;
 use fake_redis::{ClientId, DebugCommand, Engine, EngineConfig, Frame, ManualClock, Version};
+use support::OwnServer;
 use support::argv;
 use support::raw::Real;
 
@@ -367,7 +368,7 @@ fn commands() -> Vec<&'static str> {
 }
 
 fn check(protocol: u8, recorded: &[&[u8]]) {
-    let server = std::env::var_os("VALKEY_9_1_SERVER").map(Oracle::start);
+    let server = OwnServer::from_env("VALKEY_SERVER");
     let mut real = server.as_ref().map(|s| Real::connect(s.port));
     let (fakes, reals) = run(protocol, real.as_mut());
     let lines = commands();
@@ -402,37 +403,6 @@ fn check(protocol: u8, recorded: &[&[u8]]) {
         }
     }
     assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
-}
-
-/// A server of the test's own (the binary `VALKEY_9_1_SERVER` names), killed on drop.
-struct Oracle {
-    child: std::process::Child,
-    port: u16,
-}
-
-impl Oracle {
-    fn start(binary: std::ffi::OsString) -> Oracle {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free loopback port")
-            .port();
-        let child = std::process::Command::new(binary)
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no"])
-            .args(["--enable-debug-command", "yes"])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("the variable names a server binary");
-        Oracle { child, port }
-    }
-}
-
-impl Drop for Oracle {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 #[test]

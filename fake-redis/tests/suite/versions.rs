@@ -231,37 +231,25 @@ fn a_script_s_refused_call_reads_as_its_server_words_it() {
     );
 }
 
-/// A real server of one release, started from the binary an environment variable names
-/// (`REDIS_7_4_SERVER`, `VALKEY_SERVER`), with persistence off in a folder of its own; killed on
-/// drop.
+/// A real server of another release, started when its variable names its binary, and a
+/// connection to it.
 pub(crate) struct Oracle {
-    child: std::process::Child,
+    _server: crate::support::OwnServer,
     pub(crate) conn: crate::support::raw::Real,
-    dir: std::path::PathBuf,
 }
 
 impl Oracle {
     pub(crate) fn start(variable: &str) -> Option<Oracle> {
-        let binary = std::env::var_os(variable)?;
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free loopback port")
-            .port();
-        let dir =
-            std::env::temp_dir().join(format!("fake-redis-versions-{}-{port}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("a folder for the server");
-        let child = std::process::Command::new(binary)
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no"])
-            .args(["--enable-debug-command", "yes"])
-            .arg("--dir")
-            .arg(&dir)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("the server named by the variable starts");
-        let conn = crate::support::raw::Real::connect(port);
-        Some(Oracle { child, conn, dir })
+        crate::support::OwnServer::from_env(variable).map(Oracle::of)
+    }
+
+    /// The oracle `server` is, through a connection of its own.
+    pub(crate) fn of(server: crate::support::OwnServer) -> Oracle {
+        let conn = crate::support::raw::Real::connect(server.port);
+        Oracle {
+            _server: server,
+            conn,
+        }
     }
 
     /// Waits (up to 30 s) for the rewrite that `CONFIG SET appendonly yes` starts in the
@@ -283,14 +271,6 @@ impl Oracle {
     }
 }
 
-impl Drop for Oracle {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
 /// Runs `cases` (a command, and the RESP2 bytes its release's server answered when it was
 /// recorded) on a fresh engine of `version`, and, when `variable` names that server's binary, on
 /// a fresh real server too: every reply must be the recorded one.
@@ -299,10 +279,15 @@ pub(super) fn assert_cases(version: Version, variable: &str, cases: &[(&str, &st
 }
 
 /// [`assert_cases`] on the engine `e` (one configured otherwise than [`engine`]'s).
-pub(super) fn assert_cases_on(mut e: Engine, variable: &str, cases: &[(&str, &str)]) {
+pub(super) fn assert_cases_on(e: Engine, variable: &str, cases: &[(&str, &str)]) {
+    assert_cases_against(e, Oracle::start(variable), cases);
+}
+
+/// [`assert_cases_on`] with the real server given (none: the recorded bytes alone).
+pub(super) fn assert_cases_against(mut e: Engine, oracle: Option<Oracle>, cases: &[(&str, &str)]) {
     let version = e.version();
     let c = e.connect();
-    let mut oracle = Oracle::start(variable);
+    let mut oracle = oracle;
     for (command, want) in cases {
         let reply = e.execute(c, &argv(command));
         let mut got = bytes::BytesMut::new();

@@ -3,36 +3,19 @@
 //! recorded. With `REDIS_7_4_SERVER` naming a 7.4.1 binary the 7.4 tables run on it too; the 7.0
 //! tables always run on the suite's own redis-server 7.0.
 
-use super::versions::{assert_cases, assert_cases_on, engine};
+use super::versions::{Oracle, assert_cases, assert_cases_against, assert_cases_on, engine};
 use crate::support::OwnServer;
 use crate::support::argv;
-use crate::support::raw::Real;
 use fake_redis::{DebugCommand, Engine, EngineConfig, ManualClock, Version};
 
 /// Runs `cases` on a fresh engine of Redis 7.0 and on a fresh redis-server 7.0: both must give
 /// the recorded bytes.
 fn assert_cases_7_0(cases: &[(&str, &str)]) {
-    let mut e = engine(Version::V7_0);
-    let c = e.connect();
-    let server = OwnServer::start();
-    let mut real = Real::connect(server.port);
-    for (command, want) in cases {
-        let reply = e.execute(c, &argv(command));
-        let mut got = bytes::BytesMut::new();
-        fake_redis::resp::encode(&reply, 2, &mut got);
-        assert_eq!(
-            String::from_utf8_lossy(&got),
-            *want,
-            "the fake's reply to {command}"
-        );
-        let words: Vec<&[u8]> = command.split(' ').map(str::as_bytes).collect();
-        let answer = real.call(&words);
-        assert_eq!(
-            String::from_utf8_lossy(&answer),
-            *want,
-            "redis-server's reply to {command}"
-        );
-    }
+    assert_cases_against(
+        engine(Version::V7_0),
+        Some(Oracle::of(OwnServer::start())),
+        cases,
+    );
 }
 
 /// `ZRANK`/`ZREVRANK ... WITHSCORE` (Redis 7.2), and scores printed as their shortest text, as

@@ -48,6 +48,19 @@ impl OwnServer {
     /// both tests would talk to the other. So the server must answer with its own process id, or
     /// it is started again on another port.
     pub fn start_with(extra: &[String]) -> OwnServer {
+        OwnServer::start_binary(std::ffi::OsStr::new("redis-server"), extra)
+    }
+
+    /// A server of the release the environment variable `variable` names the binary of
+    /// (`REDIS_7_4_SERVER`, `VALKEY_SERVER`), with `DEBUG` enabled; None when it is unset.
+    pub fn from_env(variable: &str) -> Option<OwnServer> {
+        let binary = std::env::var_os(variable)?;
+        let debug = ["--enable-debug-command".to_owned(), "yes".to_owned()];
+        Some(OwnServer::start_binary(&binary, &debug))
+    }
+
+    /// [`OwnServer::start_with`] for the server `binary`.
+    pub fn start_binary(binary: &std::ffi::OsStr, extra: &[String]) -> OwnServer {
         for _ in 0..20 {
             let port = std::net::TcpListener::bind("127.0.0.1:0")
                 .and_then(|l| l.local_addr())
@@ -61,7 +74,7 @@ impl OwnServer {
             ));
             let _ = std::fs::remove_dir_all(&dir);
             std::fs::create_dir_all(&dir).expect("a folder for the server");
-            let child = Command::new("redis-server")
+            let child = Command::new(binary)
                 .args([
                     "--port",
                     &port.to_string(),
@@ -78,7 +91,9 @@ impl OwnServer {
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .spawn()
-                .expect("redis-server must be installed (Debian's redis-server 7.0) for this test");
+                .unwrap_or_else(|e| {
+                    panic!("{binary:?} must be installed (for redis-server: Debian's 7.0): {e}")
+                });
             let mut server = OwnServer { child, port, dir };
             if server.answers_as_itself() {
                 return server;
