@@ -15,6 +15,7 @@
 //! The TTLs themselves and the field cycle are the engine's (`engine/hash_ttl.rs`); replicas
 //! and the journal take the key's state after the command, so nothing is rewritten here.
 
+use super::hash_ttl::{VALKEY_NUMFIELDS as NUMFIELDS, valkey_fields};
 use super::{Args, CmdResult, Cx, ReadRule, SYNTAX, Spec, WRITE, invalid_expire, is};
 use crate::engine::db::{Hash, Value};
 use crate::resp::Frame;
@@ -24,10 +25,6 @@ pub(crate) static HGETEX: Spec =
     Spec::new("hgetex", -5, WRITE, hgetex_command).with_reads(ReadRule::Always);
 pub(crate) static HSETEX: Spec = Spec::new("hsetex", -6, WRITE, hsetex_command);
 pub(crate) static HGETDEL: Spec = Spec::new("hgetdel", -5, WRITE, hgetdel_command);
-
-/// Valkey's error for a count that is not positive or not that of the fields given.
-const NUMFIELDS: Frame =
-    Frame::error("ERR numfields should be greater than 0 and match the provided number of fields");
 
 /// The unit and base of a time option.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -338,14 +335,7 @@ fn hsetex_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
 /// deleted once read; the key goes with its last field.
 fn hgetdel_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.next_bytes()?;
-    if !args.eat("fields") {
-        return Err(SYNTAX);
-    }
-    let count = args.next_int()?;
-    let fields = args.rest();
-    if count < 1 || usize::try_from(count).ok() != Some(fields.len()) {
-        return Err(NUMFIELDS);
-    }
+    let fields = valkey_fields(args, SYNTAX, NUMFIELDS)?;
     if !check_hash(cx, key)? {
         return Ok(Frame::Array(vec![Frame::Null; fields.len()]));
     }

@@ -304,13 +304,13 @@ fn hpersist_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
 // ---- Valkey 9.1's forms ----
 
 /// Valkey's error for a `FIELDS` part it cannot read.
-const VALKEY_NUMFIELDS: Frame =
+pub(super) const VALKEY_NUMFIELDS: Frame =
     Frame::error("ERR numfields should be greater than 0 and match the provided number of fields");
 
 /// Valkey 9.1's `FIELDS numfields field…`, read before the key is looked at: a count that is not
 /// an integer is `ERR value is not an integer or out of range`, no `FIELDS` is `missing`, and a
 /// count that is not that of the fields is `wrong` (`HTTL` says syntax error for both).
-fn valkey_fields<'a>(
+pub(super) fn valkey_fields<'a>(
     args: &mut Args<'a>,
     missing: Frame,
     wrong: Frame,
