@@ -61,6 +61,14 @@ impl Engine {
         Some(payload)
     }
 
+    /// Whether `client` reads the command stream (it sent `SYNC`): Redis counts such a client as
+    /// a replica, so its output buffer is held to the replica class's limits.
+    pub fn is_replica_stream(&self, client: ClientId) -> bool {
+        self.repl_streams
+            .as_ref()
+            .is_some_and(|streams| streams.clients.contains(&client.0))
+    }
+
     /// Stops streaming to `client` (a disconnect); the databases stop counting with the last.
     pub(crate) fn detach_replica_stream(&mut self, client: u64) {
         let Some(streams) = &mut self.repl_streams else {

@@ -870,11 +870,13 @@ impl Connection {
         true
     }
 
-    /// The `client-output-buffer-limit` of the client's class: pub/sub while it has a
-    /// subscription, normal otherwise.
+    /// The `client-output-buffer-limit` of the client's class: replica once it reads the command
+    /// stream (`SYNC`), pub/sub while it has a subscription, normal otherwise.
     fn class_limit<'e>(&self, engine: &'e Engine) -> &'e OutputLimit {
         let limits = &engine.config().output_limits;
-        if engine.is_subscriber(self.client) {
+        if engine.is_replica_stream(self.client) {
+            &limits.replica
+        } else if engine.is_subscriber(self.client) {
             &limits.pubsub
         } else {
             &limits.normal

@@ -599,6 +599,34 @@ async fn past_the_normal_hard_limit_the_client_is_closed_and_runs_no_more() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_sync_reader_is_held_to_the_replica_class_not_the_normal_one() {
+    let server = virtual_server();
+    let mut writer = Client::connect(&server);
+    let limits = "normal 1mb 0 0 replica 6mb 0 0";
+    assert_eq!(
+        writer
+            .call(&["CONFIG", "SET", "client-output-buffer-limit", limits])
+            .await,
+        ok()
+    );
+    let mut reader = Client::connect(&server);
+    reader.send(b"SYNC\r\n").await;
+    let mib = "v".repeat(1 << 20);
+    for i in 0..3 {
+        assert_eq!(writer.call(&["SET", &format!("k{i}"), &mib]).await, ok());
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    // Three megabytes of propagated writes unread: past the normal class's limit, within the
+    // replica class's, which a client that sent SYNC belongs to.
+    assert_eq!(server.connection_count(), 2);
+    for i in 3..10 {
+        writer.call(&["SET", &format!("k{i}"), &mib]).await;
+    }
+    assert!(closed_within(reader, Duration::from_secs(5)).await);
+    assert_eq!(server.connection_count(), 1);
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_subscriber_over_the_soft_limit_for_its_seconds_is_closed() {
     let server = virtual_server();
     let mut publisher = Client::connect(&server);
