@@ -534,14 +534,14 @@ pub(crate) struct CommandHooks {
     /// Serves the blocked clients whose keys became ready (at time `now`).
     pub serve_blocked: fn(&mut Engine, i64),
     /// The users and the ACL log of a server that starts, with `requirepass` (or without).
-    pub new_acl: fn(Option<&[u8]>) -> acl::Acl,
+    pub new_acl: fn(Option<&[u8]>, Version) -> acl::Acl,
 }
 
 impl Engine {
     /// An engine on `clock` set up by `config`, running `hooks` where it needs its commands.
     pub(crate) fn build(clock: impl Clock, config: EngineConfig, hooks: CommandHooks) -> Engine {
         let now = clock.now_ms();
-        let acl = (hooks.new_acl)(config.requirepass.as_deref());
+        let acl = (hooks.new_acl)(config.requirepass.as_deref(), config.version);
         let mut dbs: Vec<Db> = (0..DATABASES).map(|_| Db::default()).collect();
         for db in &mut dbs {
             db.set_journal(config.journal_window_ms);
@@ -1206,7 +1206,7 @@ impl Engine {
         self.stats = Stats::default();
         self.key_misses.clear();
         self.started_at = self.now();
-        self.acl = (self.hooks.new_acl)(self.config.requirepass.as_deref());
+        self.acl = (self.hooks.new_acl)(self.config.requirepass.as_deref(), self.config.version);
         self.shut_down = false;
         self.pause = None;
         self.scripts.start_over();

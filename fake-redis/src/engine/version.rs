@@ -95,6 +95,18 @@ impl Version {
         }
     }
 
+    /// Whether ACL rules are described as they were given, in order (Redis 7.2's retained
+    /// command rules, kept by Valkey), rather than computed from the permissions as 7.0 does.
+    pub const fn retains_acl_rules(self) -> bool {
+        !matches!(self, Version::V7_0)
+    }
+
+    /// Whether a user starts with the `sanitize-payload` flag (Redis 7.2 to 7.4 set it when
+    /// they create a user; 7.0 and Valkey leave it unset).
+    pub const fn sanitizes_new_users(self) -> bool {
+        matches!(self, Version::V7_4)
+    }
+
     /// The server's name (`HELLO`'s `server`).
     pub const fn server_name(self) -> &'static str {
         match self {

@@ -11,7 +11,7 @@ use fake_redis::Version;
 
 /// Runs each command (given word by word) on a fresh engine of `version`, and on the real server
 /// `variable` names when it is set: every reply must be the recorded RESP2 bytes.
-fn assert_calls(version: Version, variable: &str, cases: &[(&[&str], &str)]) {
+pub(crate) fn assert_calls(version: Version, variable: &str, cases: &[(&[&str], &str)]) {
     let mut e = engine(version);
     let c = e.connect();
     let mut oracle = Oracle::start(variable);

@@ -24,7 +24,7 @@ mod user;
 use super::server::{help_reply, subcommand};
 use super::{Args, CONTAINER, CmdResult, Cx, Spec, c_text, error_echoing, int, is};
 use crate::engine::acl::{Acl, log};
-use crate::engine::{Engine, Subscription};
+use crate::engine::{Engine, Subscription, Version};
 use crate::resp::Frame;
 use bytes::Bytes;
 pub(crate) use check::Denied;
@@ -36,9 +36,9 @@ pub(crate) static ACL: Spec = Spec::new("acl", -2, CONTAINER, acl_command);
 
 impl Acl {
     /// The state of a server started with `requirepass` (or without).
-    pub fn new(requirepass: Option<&[u8]>) -> Acl {
+    pub fn new(requirepass: Option<&[u8]>, version: Version) -> Acl {
         Acl {
-            users: Users::new(requirepass),
+            users: Users::new(requirepass, version.sanitizes_new_users()),
             log: log::Log::default(),
         }
     }
@@ -225,26 +225,30 @@ fn acl_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
                 .map(|(name, _)| Frame::Bulk(name.clone()))
                 .collect(),
         )),
-        "list" => Ok(Frame::Array(
-            cx.engine()
-                .acl()
-                .users
-                .iter()
-                .map(|(name, user)| {
-                    Frame::Bulk(Bytes::from(
-                        [&b"user "[..], name, b" ", &user.describe()].concat(),
-                    ))
-                })
-                .collect(),
-        )),
+        "list" => {
+            let version = cx.engine().config().version;
+            Ok(Frame::Array(
+                cx.engine()
+                    .acl()
+                    .users
+                    .iter()
+                    .map(|(name, user)| {
+                        Frame::Bulk(Bytes::from(
+                            [&b"user "[..], name, b" ", &user.describe(version)].concat(),
+                        ))
+                    })
+                    .collect(),
+            ))
+        }
         "getuser" => {
             let name = args.next_bytes()?;
+            let version = cx.engine().config().version;
             Ok(cx
                 .engine()
                 .acl()
                 .users
                 .get(name)
-                .map_or(Frame::Null, get_user))
+                .map_or(Frame::Null, |user| get_user(user, version)))
         }
         "setuser" => set_user(cx, args),
         "deluser" => del_user(cx, args),
@@ -313,19 +317,30 @@ fn acl_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
 }
 
 /// `ACL GETUSER`'s reply for `user`.
-fn get_user(user: &User) -> Frame {
+fn get_user(user: &User, version: Version) -> Frame {
     let text = |t: Vec<u8>| Frame::Bulk(Bytes::from(t));
     let describe = |s: &user::Selector| {
-        vec![
-            (bulk("commands"), text(s.describe_commands().into_bytes())),
+        let mut fields = vec![
+            (
+                bulk("commands"),
+                text(
+                    s.describe_commands_as(version.retains_acl_rules())
+                        .into_bytes(),
+                ),
+            ),
             (bulk("keys"), text(s.keys_text())),
             (bulk("channels"), text(s.channels_text())),
-        ]
+        ];
+        if version.is_valkey() {
+            // Valkey 9's database permissions: the fake has no rule that narrows them.
+            fields.push((bulk("databases"), bulk("alldbs")));
+        }
+        fields
     };
     let mut fields = vec![
         (
             bulk("flags"),
-            Frame::Set(user.flags().into_iter().map(bulk).collect()),
+            Frame::Set(user.flags(version).into_iter().map(bulk).collect()),
         ),
         (
             bulk("passwords"),
@@ -366,7 +381,10 @@ fn set_user(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
         .get("acl-pubsub-default")
         .is_some_and(|v| v.eq_ignore_ascii_case("allchannels"));
     let original = cx.engine().acl().users.get(&name).cloned();
-    let mut user = original.clone().unwrap_or_else(|| User::new(all_channels));
+    let sanitize = cx.engine().config().version.sanitizes_new_users();
+    let mut user = original
+        .clone()
+        .unwrap_or_else(|| User::new(all_channels, sanitize));
     for rule in &rules {
         user.apply(rule, all_channels).map_err(|e| {
             error_echoing(&[

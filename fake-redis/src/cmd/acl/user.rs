@@ -9,9 +9,12 @@
 //! `ACLDescribeSelectorCommandRules` starts from `+@all` or `-@all`, adds the categories that fit
 //! best, then names the single commands that still differ. Redis names those in the order of a
 //! hash table whose seed changes with every process, so two redis-servers describe the same
-//! user differently; the fake names them in name order.
+//! user differently; the fake names them in name order. Redis 7.2 and later (7.4, Valkey) keep
+//! the command rules as given instead, each once, in the order last given, and describe a
+//! selector by them ([`Selector::describe_commands_as`]).
 
 use super::table::{Bits, CATEGORIES, Table, table};
+use crate::engine::Version;
 pub(crate) use crate::engine::acl::{KeyPattern, Selector, User, Users};
 use bytes::Bytes;
 use std::collections::BTreeMap;
@@ -89,6 +92,7 @@ impl Selector {
             keys: Vec::new(),
             all_channels,
             channels: Vec::new(),
+            rules: String::new(),
         }
     }
 
@@ -156,10 +160,12 @@ impl Selector {
             self.allowed = Bits::all();
             self.all_commands = true;
             self.first_args.clear();
+            self.rules.clear();
         } else if is(op, "nocommands") || is(op, "-@all") {
             self.allowed = Bits::none();
             self.all_commands = false;
             self.first_args.clear();
+            self.rules.clear();
         } else if op[0] == b'~' || op[0] == b'%' {
             self.add_key_pattern(op)?;
         } else if op[0] == b'&' {
@@ -176,11 +182,13 @@ impl Selector {
         } else if op.len() > 1 && op[1] == b'@' && (op[0] == b'+' || op[0] == b'-') {
             let category = Table::category(&op[2..]).ok_or(RuleError::UnknownCommand)?;
             self.change_category(category, op[0] == b'+');
+            self.retain_rule(&String::from_utf8_lossy(&op[1..]), op[0] == b'+');
         } else if op[0] == b'+' {
             self.allow_command(&op[1..])?;
         } else if op[0] == b'-' {
             let id = t.lookup(&op[1..]).ok_or(RuleError::UnknownCommand)?;
             self.change(id, false);
+            self.retain_rule(&t.commands[id].name, false);
         } else {
             return Err(RuleError::Syntax);
         }
@@ -235,6 +243,7 @@ impl Selector {
         let Some(bar) = name.iter().rposition(|&b| b == b'|') else {
             let id = t.lookup(name).ok_or(RuleError::UnknownCommand)?;
             self.change(id, true);
+            self.retain_rule(&t.commands[id].name, true);
             return Ok(());
         };
         let (command, first_arg) = (&name[..bar], &name[bar + 1..]);
@@ -254,7 +263,53 @@ impl Selector {
             let sub = t.lookup(name).ok_or(RuleError::UnknownCommand)?;
             self.change(sub, true);
         }
+        self.retain_rule(&String::from_utf8_lossy(name), true);
         Ok(())
+    }
+
+    /// Redis 7.2's `ACLUpdateCommandRules`: `rule` (a command's full name, `command|arg`, or
+    /// `@category`), in lowercase, goes to the end of the retained rules, and any earlier rule
+    /// for the same name (or for a subcommand of it) leaves them.
+    fn retain_rule(&mut self, rule: &str, allow: bool) {
+        let rule = rule.to_ascii_lowercase();
+        let kept: Vec<&str> = self
+            .rules
+            .split(' ')
+            .filter(|r| {
+                let name = r.get(1..).unwrap_or("");
+                !(name == rule
+                    || name.len() > rule.len()
+                        && name.starts_with(&rule)
+                        && name.as_bytes()[rule.len()] == b'|')
+            })
+            .filter(|r| !r.is_empty())
+            .collect();
+        let mut rules = kept.join(" ");
+        if !rules.is_empty() {
+            rules.push(' ');
+        }
+        rules.push(if allow { '+' } else { '-' });
+        rules.push_str(&rule);
+        self.rules = rules;
+    }
+
+    /// The command rules that describe this selector: Redis 7.0's computed form, or, where the
+    /// server keeps the rules as given (`retained`: Redis 7.2 and later, Valkey), `+@all` or
+    /// `-@all` and then those rules.
+    pub fn describe_commands_as(&self, retained: bool) -> String {
+        if !retained {
+            return self.describe_commands();
+        }
+        let mut out = String::from(if self.allowed.get(table().future_bit()) {
+            "+@all"
+        } else {
+            "-@all"
+        });
+        if !self.rules.is_empty() {
+            out.push(' ');
+            out.push_str(&self.rules);
+        }
+        out
     }
 
     /// The command rules that give this selector's permissions, as Redis 7.0's
@@ -373,7 +428,7 @@ impl Selector {
     }
 
     /// Redis's `ACLDescribeSelector`, for `ACL LIST`.
-    fn describe(&self, out: &mut Vec<u8>) {
+    fn describe(&self, out: &mut Vec<u8>, retained: bool) {
         if self.all_keys {
             out.extend_from_slice(b"~* ");
         } else {
@@ -392,29 +447,30 @@ impl Selector {
                 out.push(b' ');
             }
         }
-        out.extend_from_slice(self.describe_commands().as_bytes());
+        out.extend_from_slice(self.describe_commands_as(retained).as_bytes());
     }
 }
 
 impl User {
     /// A user as `ACL SETUSER` creates it: off, no password, no permission (but every channel
-    /// when `all_channels`, `acl-pubsub-default allchannels`).
-    pub fn new(all_channels: bool) -> User {
+    /// when `all_channels`, `acl-pubsub-default allchannels`), with `sanitize-payload` where the
+    /// server sets it on every new user (`sanitize`).
+    pub fn new(all_channels: bool, sanitize: bool) -> User {
         User {
             enabled: false,
             nopass: false,
-            sanitize: None,
+            sanitize: sanitize.then_some(true),
             passwords: Vec::new(),
             selectors: vec![Selector::new(all_channels)],
         }
     }
 
     /// The `default` user of a server started with `requirepass` (or without: `nopass`).
-    pub fn default_user(password: Option<&[u8]>) -> User {
+    pub fn default_user(password: Option<&[u8]>, sanitize: bool) -> User {
         let mut user = User {
             enabled: true,
             selectors: vec![Selector::everything()],
-            ..User::new(false)
+            ..User::new(false, sanitize)
         };
         user.set_password(password);
         user
@@ -438,13 +494,13 @@ impl User {
         self.enabled && (self.nopass || self.passwords.contains(&hash_password(password)))
     }
 
-    /// Its flags, in Redis's order.
-    pub fn flags(&self) -> Vec<&'static str> {
+    /// Its flags, in Redis's order. Valkey takes the payload flags and never lists them.
+    pub fn flags(&self, version: Version) -> Vec<&'static str> {
         let mut flags = vec![if self.enabled { "on" } else { "off" }];
         if self.nopass {
             flags.push("nopass");
         }
-        match self.sanitize {
+        match self.sanitize.filter(|_| !version.is_valkey()) {
             Some(false) => flags.push("skip-sanitize-payload"),
             Some(true) => flags.push("sanitize-payload"),
             None => {}
@@ -525,10 +581,11 @@ impl User {
         Ok(())
     }
 
-    /// Redis's `ACLDescribeUser`, for `ACL LIST` (after `user <name> `).
-    pub fn describe(&self) -> Vec<u8> {
+    /// Redis's `ACLDescribeUser`, for `ACL LIST` (after `user <name> `), as `version` writes it.
+    pub fn describe(&self, version: Version) -> Vec<u8> {
+        let retained = version.retains_acl_rules();
         let mut out = Vec::new();
-        for flag in self.flags() {
+        for flag in self.flags(version) {
             out.extend_from_slice(flag.as_bytes());
             out.push(b' ');
         }
@@ -539,10 +596,10 @@ impl User {
         }
         for (i, selector) in self.selectors.iter().enumerate() {
             if i == 0 {
-                selector.describe(&mut out);
+                selector.describe(&mut out, retained);
             } else {
                 out.extend_from_slice(b" (");
-                selector.describe(&mut out);
+                selector.describe(&mut out, retained);
                 out.push(b')');
             }
         }
@@ -650,11 +707,11 @@ fn split_args(text: &[u8]) -> Vec<Vec<u8>> {
 
 impl Users {
     /// A server's users at start: `default` alone, with `requirepass` as its password.
-    pub fn new(requirepass: Option<&[u8]>) -> Users {
+    pub fn new(requirepass: Option<&[u8]>, sanitize: bool) -> Users {
         let mut users = BTreeMap::new();
         users.insert(
             Bytes::from_static(b"default"),
-            User::default_user(requirepass),
+            User::default_user(requirepass, sanitize),
         );
         Users { users, open: true }
     }

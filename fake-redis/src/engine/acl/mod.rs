@@ -61,6 +61,9 @@ pub(crate) struct Selector {
     pub keys: Vec<KeyPattern>,
     pub all_channels: bool,
     pub channels: Vec<Bytes>,
+    /// The command rules as given, in order, each once (Redis 7.2's `command_rules`): later
+    /// releases describe a selector by them instead of computing the rules from the bits.
+    pub rules: String,
 }
 
 /// One user: flags, password hashes (SHA-256 in lowercase hex, in the order they were added),
