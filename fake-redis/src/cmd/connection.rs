@@ -428,12 +428,23 @@ fn client_kill(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     }
     let (mut id_filter, mut kind, mut addr, mut laddr, mut user) = (None, None, None, None, None);
     let mut skip_me = true;
+    // `MAXAGE <seconds>` (Redis 7.4, Valkey): only connections at least that old.
+    let mut max_age = None;
+    let has_max_age = cx.engine().version() != crate::engine::Version::V7_0;
     while let Some(option) = args.next() {
         let value = args.next_bytes()?;
         if is(option, "id") {
             match int(value) {
                 Ok(n) if n > 0 => id_filter = Some(n as u64),
                 _ => return Err(Frame::error("ERR client-id should be greater than 0")),
+            }
+        } else if is(option, "maxage") && has_max_age {
+            match int(value) {
+                Ok(n) if n > 0 => max_age = Some(n),
+                Ok(_) => return Err(Frame::error("ERR maxage should be greater than 0")),
+                Err(_) => {
+                    return Err(Frame::error("ERR maxage is not an integer or out of range"));
+                }
             }
         } else if is(option, "type") {
             kind = Some(type_filter(value)?);
@@ -462,7 +473,7 @@ fn client_kill(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
             return Err(super::SYNTAX);
         }
     }
-    let me = cx.client;
+    let (me, now) = (cx.client, cx.now);
     let doomed: Vec<u64> = cx
         .engine()
         .clients()
@@ -475,6 +486,8 @@ fn client_kill(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
                 && laddr.as_ref().is_none_or(|a| &a[..] == b"in-process:0")
                 && user.as_ref().is_none_or(|u| *u == c.user)
                 && !(skip_me && *id == me)
+                // Redis compares whole seconds: the clock's, less the second it connected in.
+                && max_age.is_none_or(|age| now.div_euclid(1000) - c.created_at.div_euclid(1000) >= age)
         })
         .map(|(id, _)| id)
         .collect();

@@ -59,3 +59,59 @@ fn client_list_filters_by_id_and_type() {
     );
     assert_eq!(list(&mut engine, me, "CLIENT LIST ID 999999"), "");
 }
+
+#[test]
+fn client_kill_maxage_closes_the_connections_at_least_that_many_seconds_old() {
+    let clock = ManualClock::new(1_000_500);
+    let mut engine = Engine::with_config(
+        clock.clone(),
+        fake_redis::EngineConfig {
+            version: fake_redis::Version::V7_4,
+            ..fake_redis::EngineConfig::default()
+        },
+    );
+    let old = engine.connect();
+    clock.advance(4_000);
+    let newer = engine.connect();
+    // 4.5 seconds later, in whole seconds as Redis counts them: the old connection is 5 seconds
+    // old (1,000 to 1,005), the newer one 1 (1,004 to 1,005).
+    clock.advance(500);
+    let me = engine.connect();
+    assert_eq!(
+        engine.execute(me, &argv("CLIENT KILL MAXAGE 6")),
+        Frame::Integer(0)
+    );
+    assert_eq!(
+        engine.execute(me, &argv("CLIENT KILL MAXAGE 5")),
+        Frame::Integer(1)
+    );
+    assert!(!engine.is_connected(old));
+    assert!(engine.is_connected(newer));
+    for (line, error) in [
+        (
+            "CLIENT KILL MAXAGE 0",
+            "ERR maxage should be greater than 0",
+        ),
+        (
+            "CLIENT KILL MAXAGE -5",
+            "ERR maxage should be greater than 0",
+        ),
+        (
+            "CLIENT KILL MAXAGE x",
+            "ERR maxage is not an integer or out of range",
+        ),
+    ] {
+        assert_eq!(
+            engine.execute(me, &argv(line)),
+            Frame::error(error),
+            "{line}"
+        );
+    }
+    // Redis 7.0 has no such filter.
+    let mut engine = Engine::new(ManualClock::default());
+    let me = engine.connect();
+    assert_eq!(
+        engine.execute(me, &argv("CLIENT KILL MAXAGE 5")),
+        Frame::error("ERR syntax error")
+    );
+}
