@@ -65,6 +65,7 @@ mod streams;
 mod valkey_commands;
 mod versions;
 mod versions_7_4;
+mod versions_dump;
 mod versions_types;
 mod vs_redis;
 mod wall_clock;
