@@ -515,6 +515,10 @@ fn block_deadline(cx: &Cx<'_>, arg: &[u8]) -> Result<Option<i64>, Frame> {
     if t < 0 {
         return Err(Frame::error("ERR timeout is negative"));
     }
+    if cx.engine().version() != crate::engine::Version::V7_0 && t > i64::MAX.saturating_sub(cx.now)
+    {
+        return Err(super::blocking::TIMEOUT_OUT_OF_RANGE);
+    }
     Ok((t > 0).then(|| cx.now.saturating_add(t)))
 }
 
