@@ -300,7 +300,7 @@ fn info_counts_the_keys_blocked_clients_wait_on_after_redis_7_0() {
             .map(|w| bytes::Bytes::from(w.to_string()))
             .collect()
     };
-    let mut counts = |e: &mut Engine| -> String {
+    let counts = |e: &mut Engine| -> String {
         let Frame::Verbatim { text, .. } = e.execute(other, &argv(&["INFO", "clients"])) else {
             panic!("INFO answers with text");
         };
