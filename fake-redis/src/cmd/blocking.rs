@@ -40,13 +40,25 @@ fn deadline(cx: &Cx<'_>, arg: &[u8]) -> Result<Option<i64>, Frame> {
         Some(Parsed::Infinite) => i64::MIN,
         Some(Parsed::Finite(seconds)) => seconds.thousandfold_ceiling(),
     };
+    let v7_0 = cx.engine().version() == Version::V7_0;
+    // From Redis 7.2 on, a positive timeout past the 64-bit range (infinity included), or one
+    // whose deadline would be, is an error; 7.0 converts it to the "integer indefinite".
+    if !v7_0 && ms == i64::MIN && !arg.starts_with(b"-") {
+        return Err(TIMEOUT_OUT_OF_RANGE);
+    }
     if ms < 0 {
         return Err(Frame::error("ERR timeout is negative"));
     }
-    // Redis's sum wraps for a timeout near i64::MAX and lands in its timeout table as a huge
+    if !v7_0 && ms > i64::MAX.saturating_sub(cx.now) {
+        return Err(TIMEOUT_OUT_OF_RANGE);
+    }
+    // Redis 7.0's sum wraps for a timeout near i64::MAX and lands in its timeout table as a huge
     // unsigned time: forever, as the saturated sum is here.
     Ok((ms > 0).then(|| cx.now.saturating_add(ms)))
 }
+
+/// Redis 7.2 and later's error for a timeout whose deadline is past the 64-bit range.
+pub(super) const TIMEOUT_OUT_OF_RANGE: Frame = Frame::error("ERR timeout is out of range");
 
 /// Blocks the calling client on `keys` for `waiter`, or answers `denied` at once where Redis does
 /// not block (see the [module docs](self)).

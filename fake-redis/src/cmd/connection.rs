@@ -673,6 +673,14 @@ fn info_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
             engine.blocked_clients(),
             engine.tracking_clients()
         );
+        // Redis 7.2 and later count the keys blocked clients wait on.
+        if engine.version() != crate::engine::Version::V7_0 {
+            let (blocking, on_nokey) = engine.blocking_keys();
+            let _ = write!(
+                s,
+                "total_blocking_keys:{blocking}\r\ntotal_blocking_keys_on_nokey:{on_nokey}\r\n"
+            );
+        }
         sections.push(s);
     }
     if want("memory") {

@@ -206,6 +206,7 @@ fn loadaof(cx: &mut Cx<'_>) -> CmdResult {
 fn reload_keys(cx: &mut Cx<'_>) {
     let now = cx.now;
     let encodings = cx.server_state().encodings.clone();
+    let version = cx.engine().version();
     for db in 0..crate::engine::DATABASES {
         let saved: Vec<(Bytes, Option<i64>, Vec<u8>)> = cx
             .keyspace_at(db)
@@ -215,7 +216,7 @@ fn reload_keys(cx: &mut Cx<'_>) {
                     "listpack" | "listpackex" | "intset" => Compact::Yes,
                     _ => Compact::No,
                 };
-                let payload = rdb::dump(&entry.value, compact);
+                let payload = rdb::dump(&entry.value, compact, version);
                 (Bytes::copy_from_slice(key), entry.deadline(), payload)
             })
             .collect();
@@ -224,7 +225,7 @@ fn reload_keys(cx: &mut Cx<'_>) {
         cx.db = db;
         for (key, deadline, payload) in saved {
             // The fake wrote these bytes a moment ago: a load cannot fail.
-            if let Ok(value) = rdb::load(&payload) {
+            if let Ok(value) = rdb::load(&payload, version) {
                 cx.keyspace().insert(&key, value, deadline, now);
                 note_size(cx, &key);
             }
@@ -265,6 +266,7 @@ fn object(cx: &mut Cx<'_>, key: &[u8]) -> CmdResult {
     let now = cx.now;
     let encodings = cx.server_state().encodings.clone();
     let (list_size, compress) = list_settings(cx);
+    let version = cx.engine().version();
     let entry = stored(cx, key)?;
     let enc = encoding(entry, &encodings);
     let payload = rdb::dump(
@@ -273,6 +275,7 @@ fn object(cx: &mut Cx<'_>, key: &[u8]) -> CmdResult {
             "listpack" | "listpackex" | "intset" => Compact::Yes,
             _ => Compact::No,
         },
+        version,
     );
     // The RDB body: the payload less its type byte and its footer (version and CRC).
     let serialized = payload.len().saturating_sub(11);

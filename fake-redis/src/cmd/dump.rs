@@ -22,6 +22,7 @@ pub(crate) static RESTORE_ASKING: Spec = Spec::new("restore-asking", -4, WRITE, 
 fn dump_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.next_bytes()?;
     let encodings = cx.server_state().encodings.clone();
+    let version = cx.engine().version();
     let Some(entry) = cx.lookup(key) else {
         return Ok(Frame::Null);
     };
@@ -29,7 +30,11 @@ fn dump_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
         "listpack" | "listpackex" | "intset" => Compact::Yes,
         _ => Compact::No,
     };
-    Ok(Frame::Bulk(Bytes::from(rdb::dump(&entry.value, compact))))
+    Ok(Frame::Bulk(Bytes::from(rdb::dump(
+        &entry.value,
+        compact,
+        version,
+    ))))
 }
 
 /// `RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]`.
@@ -68,12 +73,13 @@ fn restore_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     if ttl < 0 {
         return Err(Frame::error("ERR Invalid TTL value, must be >= 0"));
     }
-    if !rdb::verify(payload) {
+    let version = cx.engine().version();
+    if !rdb::verify(payload, version) {
         return Err(Frame::error(
             "ERR DUMP payload version or checksum are wrong",
         ));
     }
-    let Ok(value) = rdb::load(payload) else {
+    let Ok(value) = rdb::load(payload, version) else {
         return Err(Frame::error("ERR Bad data format"));
     };
     let now = cx.now;

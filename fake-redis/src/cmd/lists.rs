@@ -325,7 +325,9 @@ struct Lpos<'a> {
 }
 
 impl<'a> Lpos<'a> {
-    fn parse(args: &mut Args<'a>) -> Result<Lpos<'a>, Frame> {
+    /// `v7_0`: Redis 7.0 takes any 64-bit rank; later releases refuse `i64::MIN`, which has no
+    /// positive counterpart.
+    fn parse(args: &mut Args<'a>, v7_0: bool) -> Result<Lpos<'a>, Frame> {
         let mut lpos = Lpos {
             key: args.next_bytes()?,
             element: args.next_bytes()?,
@@ -337,6 +339,12 @@ impl<'a> Lpos<'a> {
             let more = args.remaining() > 0;
             if is(opt, "rank") && more {
                 lpos.rank = args.next_int()?;
+                if lpos.rank == i64::MIN && !v7_0 {
+                    return Err(Frame::error(
+                        "ERR value is out of range, value must between -9223372036854775807 and \
+                         9223372036854775807",
+                    ));
+                }
                 if lpos.rank == 0 {
                     return Err(Frame::error(
                         "ERR RANK can't be zero: use 1 to start from the first match, 2 from the \
@@ -414,7 +422,8 @@ impl<'a> Lpos<'a> {
 }
 
 fn lpos_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
-    Lpos::parse(args)?.apply(cx)
+    let v7_0 = cx.engine().version() == crate::engine::Version::V7_0;
+    Lpos::parse(args, v7_0)?.apply(cx)
 }
 
 /// `LMOVE source destination LEFT|RIGHT LEFT|RIGHT`: pops from one end of `source` and pushes to

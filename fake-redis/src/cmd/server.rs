@@ -77,6 +77,18 @@ pub(crate) fn config_changed(cx: &mut Cx<'_>, name: &str, value: &str) {
         return;
     };
     let e = &mut cx.server_state().encodings;
+    // A stream's node size changes where later appends cut, not any key's encoding.
+    match name {
+        "stream-node-max-bytes" => {
+            e.stream_nodes.bytes = n;
+            return;
+        }
+        "stream-node-max-entries" => {
+            e.stream_nodes.entries = n;
+            return;
+        }
+        _ => {}
+    }
     match name {
         "hash-max-listpack-entries" => e.hash_entries = n,
         "hash-max-listpack-value" => e.hash_value = n,

@@ -18,7 +18,9 @@ use super::{
 };
 use crate::engine::blocking::{GroupRead, Waiter};
 use crate::engine::db::Value;
-use crate::engine::stream::{ENTRIES_READ_UNKNOWN, Group, Pending, Stream, StreamId, Trim};
+use crate::engine::stream::{
+    ENTRIES_READ_UNKNOWN, Group, NodeLimits, Pending, Stream, StreamId, Trim,
+};
 use crate::resp::Frame;
 use bytes::Bytes;
 
@@ -224,7 +226,8 @@ struct TrimArgs {
 
 impl TrimArgs {
     /// Redis's `streamParseAddOrTrimArgsOrReply`. For `XADD` it stops at the ID (taken).
-    fn parse(args: &mut Args<'_>, xadd: bool) -> Result<TrimArgs, Frame> {
+    /// `nodes` gives an approximate trim its default work bound.
+    fn parse(args: &mut Args<'_>, xadd: bool, nodes: NodeLimits) -> Result<TrimArgs, Frame> {
         let mut t = TrimArgs::default();
         let mut limit_given = false;
         while let Some(opt) = args.next() {
@@ -293,8 +296,7 @@ impl TrimArgs {
                 ));
             }
         } else if t.approx {
-            // 100 times `stream-node-max-entries`, Redis's default work bound.
-            t.limit = 10_000;
+            t.limit = nodes.default_trim_limit();
         } else {
             t.limit = 0;
         }
@@ -337,7 +339,8 @@ fn next_id(s: &Stream, given: Option<(StreamId, bool)>, now: i64) -> Result<Stre
 
 fn xadd_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.next_bytes()?;
-    let t = TrimArgs::parse(args, true)?;
+    let nodes = cx.server_state().encodings.stream_nodes;
+    let t = TrimArgs::parse(args, true, nodes)?;
     let pairs = args.rest();
     if pairs.len() < 2 || !pairs.len().is_multiple_of(2) {
         return Err(super::wrong_arity("xadd"));
@@ -360,7 +363,7 @@ fn xadd_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
         ));
     }
     let id = next_id(s, t.id, now)?;
-    s.append(id, pairs);
+    s.append(id, pairs, nodes);
     let trimmed = t
         .trim
         .is_some_and(|trim| s.trim(trim, t.approx, t.limit) > 0);
@@ -376,7 +379,8 @@ fn xadd_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
 
 fn xtrim_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let key = args.next_bytes()?;
-    let t = TrimArgs::parse(args, false)?;
+    let nodes = cx.server_state().encodings.stream_nodes;
+    let t = TrimArgs::parse(args, false, nodes)?;
     let Some(s) = write(cx, key)? else {
         return Ok(Frame::Integer(0));
     };
@@ -510,6 +514,10 @@ fn block_deadline(cx: &Cx<'_>, arg: &[u8]) -> Result<Option<i64>, Frame> {
     let t = int(arg).map_err(|_| Frame::error("ERR timeout is not an integer or out of range"))?;
     if t < 0 {
         return Err(Frame::error("ERR timeout is negative"));
+    }
+    if cx.engine().version() != crate::engine::Version::V7_0 && t > i64::MAX.saturating_sub(cx.now)
+    {
+        return Err(super::blocking::TIMEOUT_OUT_OF_RANGE);
     }
     Ok((t > 0).then(|| cx.now.saturating_add(t)))
 }

@@ -181,6 +181,18 @@ impl KeyWaiters {
         !self.group_readers.is_empty()
     }
 
+    /// How many keys a client waits on, and how many of them a blocked `XREADGROUP` client
+    /// waits on (Redis's `blocking_keys` and `blocking_keys_unblock_on_nokey`: a group reader is
+    /// answered when its key goes).
+    fn key_counts(&self) -> (usize, usize) {
+        let on_nokey = self
+            .by_key
+            .values()
+            .filter(|q| q.iter().any(|c| self.group_readers.contains(c)))
+            .count();
+        (self.by_key.len(), on_nokey)
+    }
+
     fn add(&mut self, key: &Bytes, client: u64) {
         let queue = self.by_key.entry(key.clone()).or_default();
         if !queue.contains(&client) {
@@ -290,6 +302,15 @@ impl Engine {
     /// Redis 7.0 counts them.
     pub(crate) fn blocked_clients(&self) -> usize {
         self.blocked_clients
+    }
+
+    /// `INFO`'s `total_blocking_keys` and `total_blocking_keys_on_nokey`: the keys clients
+    /// wait on over every database, and those of them a blocked `XREADGROUP` waits on.
+    pub(crate) fn blocking_keys(&self) -> (usize, usize) {
+        self.dbs.iter().fold((0, 0), |(all, nokey), db| {
+            let (a, n) = db.waiters.key_counts();
+            (all + a, nokey + n)
+        })
     }
 
     /// Whether `client` is blocked: its command has no reply yet.

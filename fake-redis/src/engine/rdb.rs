@@ -22,10 +22,43 @@ use super::db::{Hash, MAX_STRING, Value, ZSet};
 use super::hash_ttl as ht;
 use super::list::List;
 use super::stream::Stream;
+use super::version::Version;
 use bytes::Bytes;
 
 /// The RDB version Redis 7.0 writes and the newest it reads.
 pub const RDB_VERSION: u16 = 10;
+/// Valkey's own RDB version, which it writes from 9.0 on and reads back.
+const RDB_VERSION_VALKEY: u16 = 80;
+
+/// The RDB version a payload of `server`'s carries in its footer (`kind` is its type byte).
+/// Redis 7.4 writes its own version, 12, under every value; the fake's Valkey writes 7.0's but
+/// for a hash with field TTLs.
+pub fn footer_version(server: Version, kind: u8) -> u16 {
+    match server {
+        Version::V7_0 => RDB_VERSION,
+        Version::V7_4 => ht::RDB_VERSION_7_4,
+        _ if matches!(kind, ht::TYPE_HASH_METADATA | ht::TYPE_HASH_LISTPACK_EX) => {
+            ht::RDB_VERSION_7_4
+        }
+        _ => RDB_VERSION,
+    }
+}
+
+/// Whether `server` reads a payload whose footer says RDB version `v`: a release reads every
+/// version up to its own; Valkey reads Redis's up to 7.2's (11) and its own (80), and refuses
+/// the ones between, which Redis's later releases took.
+fn reads_version(server: Version, kind: u8, v: u16) -> bool {
+    match server {
+        Version::V7_0 => v <= RDB_VERSION,
+        Version::V7_4 => v <= ht::RDB_VERSION_7_4,
+        _ => {
+            v <= RDB_VERSION + 1
+                || v == RDB_VERSION_VALKEY
+                || matches!(kind, ht::TYPE_HASH_METADATA | ht::TYPE_HASH_LISTPACK_EX)
+                    && v <= ht::RDB_VERSION_7_4
+        }
+    }
+}
 
 const TYPE_STRING: u8 = 0;
 const TYPE_LIST: u8 = 1;
@@ -37,7 +70,12 @@ const TYPE_SET_INTSET: u8 = 11;
 const TYPE_HASH_LISTPACK: u8 = 16;
 const TYPE_ZSET_LISTPACK: u8 = 17;
 const TYPE_LIST_QUICKLIST_2: u8 = 18;
+/// A stream before Redis 7.0: no counters, no group read counters.
+const TYPE_STREAM_LISTPACKS: u8 = 15;
+/// Redis 7.0's stream: the counters and each group's read counter.
 const TYPE_STREAM_LISTPACKS_2: u8 = 19;
+/// Redis 7.2's stream, which 7.4 writes: each consumer's active time too.
+const TYPE_STREAM_LISTPACKS_3: u8 = 21;
 
 const ENC_INT8: u8 = 0;
 const ENC_INT16: u8 = 1;
@@ -55,6 +93,27 @@ const CONTAINER_PLAIN: u64 = 1;
 /// A listpack's header (total bytes, element count) and terminator.
 const LP_HEADER: usize = 6;
 const LP_EOF: u8 = 0xff;
+
+/// Which of the stream types' fields a stream's body has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum StreamLayout {
+    /// `RDB_TYPE_STREAM_LISTPACKS`: the nodes, length, last ID and groups only.
+    V1,
+    /// `_2`: the first and largest deleted IDs, the entries added, each group's read counter.
+    V2,
+    /// `_3`: each consumer's active time too.
+    V3,
+}
+
+impl StreamLayout {
+    fn of(kind: u8) -> StreamLayout {
+        match kind {
+            TYPE_STREAM_LISTPACKS => StreamLayout::V1,
+            TYPE_STREAM_LISTPACKS_2 => StreamLayout::V2,
+            _ => StreamLayout::V3,
+        }
+    }
+}
 
 // ---- CRC64 ----
 
@@ -421,9 +480,9 @@ fn score_text(score: f64) -> Vec<u8> {
     }
 }
 
-/// The `DUMP` payload of `value`, `compact` saying whether Redis would hold it in its small
-/// encoding.
-pub fn dump(value: &Value, compact: Compact) -> Vec<u8> {
+/// The `DUMP` payload of `value` as `server` writes it, `compact` saying whether Redis would
+/// hold it in its small encoding.
+pub fn dump(value: &Value, compact: Compact, server: Version) -> Vec<u8> {
     let mut out = Vec::new();
     match value {
         Value::Str(s) => {
@@ -495,19 +554,15 @@ pub fn dump(value: &Value, compact: Compact) -> Vec<u8> {
             }
         }
         Value::Stream(stream) => {
-            out.push(TYPE_STREAM_LISTPACKS_2);
-            stream.put_rdb(&mut out);
+            let kind = match server {
+                Version::V7_0 => TYPE_STREAM_LISTPACKS_2,
+                _ => TYPE_STREAM_LISTPACKS_3,
+            };
+            out.push(kind);
+            stream.put_rdb(&mut out, StreamLayout::of(kind));
         }
     }
-    let ttls = matches!(
-        out.first(),
-        Some(&(ht::TYPE_HASH_METADATA | ht::TYPE_HASH_LISTPACK_EX))
-    );
-    let version = if ttls {
-        ht::RDB_VERSION_7_4
-    } else {
-        RDB_VERSION
-    };
+    let version = footer_version(server, out.first().copied().unwrap_or(TYPE_STRING));
     out.extend_from_slice(&version.to_le_bytes());
     let crc = crc64(&out);
     out.extend_from_slice(&crc.to_le_bytes());
@@ -785,26 +840,21 @@ fn intset_members(is: &[u8]) -> Result<Vec<i64>, BadData> {
         .collect())
 }
 
-/// Whether a payload's footer holds (RDB version no newer than ours, CRC64), Redis's
+/// Whether a payload's footer holds for `server` (an RDB version it reads, CRC64), Redis's
 /// `verifyDumpPayload`.
-pub fn verify(payload: &[u8]) -> bool {
+pub fn verify(payload: &[u8], server: Version) -> bool {
     if payload.len() < 10 {
         return false;
     }
     let footer = payload.len() - 10;
     let version = u16::from_le_bytes([payload[footer], payload[footer + 1]]);
     let crc = crc64(&payload[..payload.len() - 8]);
-    let ttls = matches!(
-        payload[0],
-        ht::TYPE_HASH_METADATA | ht::TYPE_HASH_LISTPACK_EX
-    );
-    (version <= RDB_VERSION || ttls && version <= ht::RDB_VERSION_7_4)
-        && crc.to_le_bytes() == payload[payload.len() - 8..]
+    reads_version(server, payload[0], version) && crc.to_le_bytes() == payload[payload.len() - 8..]
 }
 
-/// The value of a payload (after [`verify`]). As in Redis, the value is read from the whole
-/// payload, so a length that runs into the footer reads the footer's bytes.
-pub fn load(payload: &[u8]) -> Result<Value, BadData> {
+/// The value of a payload (after [`verify`]) on `server`. As in Redis, the value is read from
+/// the whole payload, so a length that runs into the footer reads the footer's bytes.
+pub fn load(payload: &[u8], server: Version) -> Result<Value, BadData> {
     let mut r = Reader::new(payload);
     let kind = r.byte()?;
     let value = match kind {
@@ -915,7 +965,11 @@ pub fn load(payload: &[u8]) -> Result<Value, BadData> {
             }
             Value::ZSet(Box::new(zset))
         }
-        TYPE_STREAM_LISTPACKS_2 => Value::Stream(Box::new(Stream::load_rdb(&mut r)?)),
+        // Redis 7.0 knows no type past its own.
+        TYPE_STREAM_LISTPACKS_3 if server == Version::V7_0 => return Err(BadData),
+        TYPE_STREAM_LISTPACKS | TYPE_STREAM_LISTPACKS_2 | TYPE_STREAM_LISTPACKS_3 => {
+            Value::Stream(Box::new(Stream::load_rdb(&mut r, StreamLayout::of(kind))?))
+        }
         _ => return Err(BadData),
     };
     let empty = match &value {

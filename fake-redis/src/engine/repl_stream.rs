@@ -185,6 +185,7 @@ impl Engine {
         aux(&mut out, b"redis-bits", b"64");
         aux(&mut out, b"ctime", (now / 1000).to_string().as_bytes());
         let encodings = self.server_state().encodings.clone();
+        let server = self.version();
         for i in 0..DATABASES {
             let db = &self.dbs[i];
             let keys: Vec<(&[u8], &crate::engine::db::Entry)> = db.live_iter(now).collect();
@@ -208,7 +209,7 @@ impl Engine {
                 };
                 // `DUMP`'s payload is the type, the value, then two bytes of version and
                 // eight of checksum: the file puts the key between the type and the value.
-                let dumped = rdb::dump(&entry.value, compact);
+                let dumped = rdb::dump(&entry.value, compact, server);
                 let body = &dumped[..dumped.len().saturating_sub(10)];
                 if let Some((kind, value)) = body.split_first() {
                     out.push(*kind);

@@ -28,6 +28,8 @@ pub(crate) struct Encodings {
     /// `list-max-listpack-size`: a count of elements when positive, else a size in bytes (-1:
     /// 4 KB, -2: 8 KB, ... -5: 64 KB).
     pub list_size: i64,
+    /// `stream-node-max-bytes` and `stream-node-max-entries`.
+    pub stream_nodes: super::stream::NodeLimits,
 }
 
 impl Default for Encodings {
@@ -44,6 +46,7 @@ impl Default for Encodings {
             set_listpack_value: 64,
             list_listpack: false,
             list_size: -2,
+            stream_nodes: super::stream::NodeLimits::default(),
         }
     }
 }

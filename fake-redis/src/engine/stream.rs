@@ -95,10 +95,48 @@ impl fmt::Display for StreamId {
     }
 }
 
-/// Redis's `stream-node-max-entries` default.
-const NODE_MAX_ENTRIES: usize = 100;
-/// Redis's `stream-node-max-bytes` default.
-const NODE_MAX_BYTES: usize = 4096;
+/// How large a node may grow before an append starts the next one: Redis's
+/// `stream-node-max-bytes` and `stream-node-max-entries`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NodeLimits {
+    /// Bytes of a node's listpack; 0 for Redis's own cap.
+    pub bytes: usize,
+    /// Entries of a node, deleted ones included; 0 for no count.
+    pub entries: usize,
+}
+
+/// Redis's cap on a node's listpack, whatever `stream-node-max-bytes` says.
+const NODE_BYTES_CAP: usize = 1 << 30;
+
+impl Default for NodeLimits {
+    /// Redis's defaults.
+    fn default() -> NodeLimits {
+        NodeLimits {
+            bytes: 4096,
+            entries: 100,
+        }
+    }
+}
+
+impl NodeLimits {
+    /// Redis's `streamAppendItem` test: whether `node` takes `more` bytes of fields.
+    fn fits(self, node: &Node, more: usize) -> bool {
+        let max = match self.bytes {
+            0 => NODE_BYTES_CAP,
+            b => b.min(NODE_BYTES_CAP),
+        };
+        node.bytes.saturating_add(more) < max && (self.entries == 0 || node.count < self.entries)
+    }
+
+    /// The work bound of an approximate trim without `LIMIT`: a hundred nodes' entries,
+    /// within Redis's bounds.
+    pub fn default_trim_limit(self) -> u64 {
+        match (self.entries as u64).saturating_mul(100) {
+            0 => 10_000,
+            n => n.min(1_000_000),
+        }
+    }
+}
 
 /// An entry's flag: `XDEL` (or an exact trim) removed it; it stays until its node empties.
 const FLAG_DELETED: u8 = 1;
@@ -578,12 +616,9 @@ impl Stream {
     /// The entry goes into its node's buffer: its values as exact-size bytes, and its field
     /// names too unless they are the node's master entry's, which the node holds once (as
     /// Redis's listpack does).
-    pub fn append(&mut self, id: StreamId, fields: &[Bytes]) {
+    pub fn append(&mut self, id: StreamId, fields: &[Bytes], limits: NodeLimits) {
         let total: usize = fields.iter().map(|f| f.len()).sum();
-        let fits = self
-            .nodes
-            .last()
-            .is_some_and(|n| n.bytes + total < NODE_MAX_BYTES && n.count < NODE_MAX_ENTRIES);
+        let fits = self.nodes.last().is_some_and(|n| limits.fits(n, total));
         if fits {
             let node = self.nodes.last_mut().expect("checked");
             let same = node.same_fields(fields);
@@ -897,7 +932,7 @@ mod tests {
     fn nodes_split_at_a_hundred_entries_and_approximate_trims_take_whole_nodes() {
         let mut s = Stream::default();
         for i in 1..=250 {
-            s.append(id(i, 0), &fv("a", "1"));
+            s.append(id(i, 0), &fv("a", "1"), NodeLimits::default());
         }
         assert_eq!(s.node_count(), 3);
         assert_eq!(s.trim(Trim::MaxLen(180), true, 0), 0);
@@ -910,8 +945,8 @@ mod tests {
     #[test]
     fn deleting_every_entry_of_a_node_removes_it() {
         let mut s = Stream::default();
-        s.append(id(1, 0), &fv("a", "1"));
-        s.append(id(2, 0), &fv("b", "2"));
+        s.append(id(1, 0), &fv("a", "1"), NodeLimits::default());
+        s.append(id(2, 0), &fv("b", "2"), NodeLimits::default());
         assert!(s.delete(id(1, 0)));
         assert!(!s.delete(id(1, 0)));
         assert_eq!(s.get(id(2, 0)).map(|f| f.len()), Some(2));
@@ -929,9 +964,10 @@ mod tests {
                 .into_iter()
                 .chain(fv("b", "0"))
                 .collect::<Vec<_>>(),
+            NodeLimits::default(),
         );
         let fields = [11..12, 13..14, 15..16, 17..18].map(|r| request.slice(r));
-        s.append(id(2, 0), &fields);
+        s.append(id(2, 0), &fields, NodeLimits::default());
         let entry = s.get(id(2, 0)).expect("the second entry");
         assert_eq!(entry, &fields[..]);
         for value in &entry {
@@ -1017,13 +1053,13 @@ mod tests {
     #[test]
     fn one_key_makes_two_rax_nodes() {
         let mut s = Stream::default();
-        s.append(id(1, 1), &fv("a", "1"));
+        s.append(id(1, 1), &fv("a", "1"), NodeLimits::default());
         assert_eq!(s.radix_tree_nodes(), 2);
     }
 
     mod model {
         use super::*;
-        use crate::engine::rdb::Reader;
+        use crate::engine::rdb::{Reader, StreamLayout};
         use proptest::prelude::*;
 
         /// The live entries a stream should hold, in ID order.
@@ -1087,10 +1123,11 @@ mod tests {
             // DUMP's payload restores to a stream with the same entries and the same payload,
             // a node that an exact trim left without live entries included.
             let mut dump = Vec::new();
-            s.put_rdb(&mut dump);
-            let loaded = Stream::load_rdb(&mut Reader::new(&dump)).expect("a valid payload");
+            s.put_rdb(&mut dump, StreamLayout::V3);
+            let loaded = Stream::load_rdb(&mut Reader::new(&dump), StreamLayout::V3)
+                .expect("a valid payload");
             let mut again = Vec::new();
-            loaded.put_rdb(&mut again);
+            loaded.put_rdb(&mut again, StreamLayout::V3);
             assert_eq!(dump, again);
             assert_eq!(&loaded.range(StreamId::MIN, StreamId::MAX, false, 0), model);
             assert_eq!(loaded.node_count(), s.node_count());
@@ -1116,7 +1153,7 @@ mod tests {
                     match op {
                         0..=5 => {
                             let fields = fields(layout, step, if a == 0 { len } else { len % 8 });
-                            s.append(next, &fields);
+                            s.append(next, &fields, NodeLimits::default());
                             model.push((next, fields));
                             next = if b == 0 { id(next.ms + a, 0) } else { id(next.ms + a, next.seq + b) };
                             if next <= s.last_id {

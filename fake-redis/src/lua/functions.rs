@@ -614,13 +614,14 @@ pub(crate) fn stats(cx: &mut Cx<'_>) -> Frame {
 
 /// `FUNCTION DUMP`.
 pub(crate) fn dump(cx: &mut Cx<'_>) -> Frame {
+    let version = cx.engine().version();
     let codes: Vec<&[u8]> = cx
         .functions()
         .libraries
         .values()
         .map(|l| &l.code[..])
         .collect();
-    Frame::Bulk(Bytes::from(payload::encode(&codes)))
+    Frame::Bulk(Bytes::from(payload::encode(&codes, version)))
 }
 
 /// What `FUNCTION RESTORE` does with the libraries already loaded.
@@ -636,7 +637,7 @@ pub(crate) enum RestorePolicy {
 
 /// `FUNCTION RESTORE payload [FLUSH|APPEND|REPLACE]`: all the payload's libraries or none.
 pub(crate) fn restore(cx: &mut Cx<'_>, payload: &[u8], policy: RestorePolicy) -> Frame {
-    let codes = match payload::decode(payload) {
+    let codes = match payload::decode(payload, cx.engine().version()) {
         Ok(codes) => codes,
         Err(e) => return e,
     };
@@ -665,7 +666,8 @@ pub(crate) fn restore(cx: &mut Cx<'_>, payload: &[u8], policy: RestorePolicy) ->
 /// `FUNCTION DUMP`'s payload: Redis's RDB function records, then the footer a key's `DUMP`
 /// payload has, read and written by the same RDB code.
 mod payload {
-    use crate::engine::rdb::{self, BadData, RDB_VERSION, Reader};
+    use crate::engine::Version;
+    use crate::engine::rdb::{self, BadData, Reader};
     use crate::resp::Frame;
     use bytes::Bytes;
 
@@ -677,23 +679,23 @@ mod payload {
     const BAD_PAYLOAD: Frame = Frame::error("ERR DUMP payload version or checksum are wrong");
     const BAD_DATA: Frame = Frame::error("ERR payload data is not valid");
 
-    /// The payload of these libraries' codes.
-    pub fn encode(codes: &[&[u8]]) -> Vec<u8> {
+    /// The payload of these libraries' codes, as `server` writes it.
+    pub fn encode(codes: &[&[u8]], server: Version) -> Vec<u8> {
         let mut out = Vec::new();
         for code in codes {
             out.push(FUNCTION);
             rdb::put_len(&mut out, code.len() as u64);
             out.extend_from_slice(code);
         }
-        out.extend_from_slice(&RDB_VERSION.to_le_bytes());
+        out.extend_from_slice(&rdb::footer_version(server, FUNCTION).to_le_bytes());
         let crc = rdb::crc64(&out);
         out.extend_from_slice(&crc.to_le_bytes());
         out
     }
 
-    /// The libraries' codes in a payload, or the error Redis gives for it.
-    pub fn decode(payload: &[u8]) -> Result<Vec<Bytes>, Frame> {
-        if !rdb::verify(payload) {
+    /// The libraries' codes in a payload, or the error `server` gives for it.
+    pub fn decode(payload: &[u8], server: Version) -> Result<Vec<Bytes>, Frame> {
+        if !rdb::verify(payload, server) {
             return Err(BAD_PAYLOAD);
         }
         let mut records = Reader::new(&payload[..payload.len() - 10]);
@@ -717,8 +719,13 @@ mod payload {
         #[test]
         fn a_payload_round_trips() {
             let codes: [&[u8]; 2] = [b"#!lua name=a\n", &[b'x'; 300]];
-            let decoded = decode(&encode(&codes)).unwrap();
-            assert_eq!(decoded, codes.map(Bytes::copy_from_slice));
+            for server in Version::ALL {
+                let decoded = decode(&encode(&codes, server), server).unwrap();
+                assert_eq!(decoded, codes.map(Bytes::copy_from_slice));
+            }
+            // Redis 7.0 refuses the footer of 7.4's RDB version.
+            let newer = encode(&codes, Version::V7_4);
+            assert!(decode(&newer, Version::V7_0).is_err());
         }
     }
 }

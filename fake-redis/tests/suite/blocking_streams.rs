@@ -279,3 +279,89 @@ async fn xread_block_through_fake_connection_on_tokio_s_paused_clock() {
     );
     assert_eq!(elapsed, Duration::from_secs(12));
 }
+
+/// Redis 7.2 and later count in `INFO clients` the keys blocked clients wait on, and apart the
+/// ones a blocked `XREADGROUP` waits on (it is answered when its key goes); Redis 7.0 has
+/// neither line. Read off redis-server 7.4.1.
+#[test]
+fn info_counts_the_keys_blocked_clients_wait_on_after_redis_7_0() {
+    use fake_redis::{Engine, EngineConfig, ManualClock, Version};
+    let mut e = Engine::with_config(
+        ManualClock::new(1_700_000_000_000),
+        EngineConfig {
+            version: Version::V7_4,
+            ..EngineConfig::default()
+        },
+    );
+    let [a, b, b2, c, other] = std::array::from_fn(|_| e.connect());
+    let argv = |words: &[&str]| -> Vec<bytes::Bytes> {
+        words
+            .iter()
+            .map(|w| bytes::Bytes::from(w.to_string()))
+            .collect()
+    };
+    let counts = |e: &mut Engine| -> String {
+        let Frame::Verbatim { text, .. } = e.execute(other, &argv(&["INFO", "clients"])) else {
+            panic!("INFO answers with text");
+        };
+        String::from_utf8_lossy(&text)
+            .lines()
+            .filter(|l| l.starts_with("total_blocking_keys"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    e.execute(
+        other,
+        &argv(&["XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"]),
+    );
+    assert_eq!(
+        counts(&mut e),
+        "total_blocking_keys:0 total_blocking_keys_on_nokey:0"
+    );
+    let group_read = |consumer| {
+        [
+            "XREADGROUP",
+            "GROUP",
+            "g",
+            consumer,
+            "BLOCK",
+            "0",
+            "STREAMS",
+            "s",
+            ">",
+        ]
+    };
+    assert_eq!(e.execute_or_block(a, &argv(&["BLPOP", "l", "0"])), None);
+    assert_eq!(e.execute_or_block(b, &argv(&group_read("c1"))), None);
+    assert_eq!(e.execute_or_block(b2, &argv(&group_read("c2"))), None);
+    assert_eq!(
+        counts(&mut e),
+        "total_blocking_keys:2 total_blocking_keys_on_nokey:1"
+    );
+    let xread = ["XREAD", "BLOCK", "0", "STREAMS", "t", "$"];
+    assert_eq!(e.execute_or_block(c, &argv(&xread)), None);
+    assert_eq!(
+        counts(&mut e),
+        "total_blocking_keys:3 total_blocking_keys_on_nokey:1"
+    );
+    // The first group reader takes the entry; the second finds nothing new and waits on.
+    e.execute(other, &argv(&["XADD", "s", "1-1", "f", "v"]));
+    assert!(!e.is_blocked(b) && e.is_blocked(b2));
+    assert_eq!(
+        counts(&mut e),
+        "total_blocking_keys:3 total_blocking_keys_on_nokey:1"
+    );
+    e.execute(other, &argv(&["CLIENT", "UNBLOCK", &b2.0.to_string()]));
+    assert_eq!(
+        counts(&mut e),
+        "total_blocking_keys:2 total_blocking_keys_on_nokey:0"
+    );
+
+    let mut old = Engine::new(ManualClock::new(1_700_000_000_000));
+    let [x, y] = std::array::from_fn(|_| old.connect());
+    assert_eq!(old.execute_or_block(x, &argv(&["BLPOP", "l", "0"])), None);
+    let Frame::Verbatim { text, .. } = old.execute(y, &argv(&["INFO", "clients"])) else {
+        panic!("INFO answers with text");
+    };
+    assert!(!String::from_utf8_lossy(&text).contains("total_blocking_keys"));
+}

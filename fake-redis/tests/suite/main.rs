@@ -66,6 +66,7 @@ mod valkey_commands;
 mod versions;
 mod versions_7_4;
 mod versions_acl;
+mod versions_dump;
 mod versions_types;
 mod vs_redis;
 mod wall_clock;

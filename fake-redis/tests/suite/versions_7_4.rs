@@ -174,3 +174,51 @@ fn os_clock_is_there_after_redis_7_0() {
         )],
     );
 }
+
+/// From Redis 7.2 on, a blocking timeout whose deadline falls past the 64-bit range is an error
+/// (7.0 converts it to a negative number, or waits forever), and `LPOS` refuses the one rank
+/// without a positive counterpart.
+#[test]
+fn out_of_range_timeouts_and_ranks_are_errors_after_redis_7_0() {
+    let out_of_range = "-ERR timeout is out of range\r\n";
+    let negative = "-ERR timeout is negative\r\n";
+    let rank = "-ERR value is out of range, value must between -9223372036854775807 and \
+                9223372036854775807\r\n";
+    let later: &[(&[&str], &str)] = &[
+        (&["BLPOP", "l", "0x7FFFFFFFFFFFFF"], out_of_range),
+        (&["BLPOP", "l", "1e30"], out_of_range),
+        (&["BLPOP", "l", "inf"], out_of_range),
+        (&["BLPOP", "l", "-inf"], negative),
+        (&["BLPOP", "l", "-1"], negative),
+        (&["BLPOP", "l", "9223372036854775.807"], out_of_range),
+        (
+            &["XREAD", "BLOCK", "9223372036854775807", "STREAMS", "s", "$"],
+            out_of_range,
+        ),
+        (&["RPUSH", "mylist", "a", "b", "c"], ":3\r\n"),
+        (
+            &["LPOS", "mylist", "c", "RANK", "-9223372036854775808"],
+            rank,
+        ),
+        (
+            &["LPOS", "mylist", "c", "RANK", "-9223372036854775807"],
+            "$-1\r\n",
+        ),
+        (&["LPOS", "mylist", "c", "RANK", "-1"], ":2\r\n"),
+    ];
+    assert_calls(Version::V7_4, "REDIS_7_4_SERVER", later);
+    assert_calls(Version::Valkey9_1, "VALKEY_SERVER", later);
+    assert_calls(
+        Version::V7_0,
+        "REDIS_7_0_SERVER",
+        &[
+            (&["BLPOP", "l", "0x7FFFFFFFFFFFFF"], negative),
+            (&["BLPOP", "l", "inf"], negative),
+            (&["RPUSH", "mylist", "a", "b", "c"], ":3\r\n"),
+            (
+                &["LPOS", "mylist", "c", "RANK", "-9223372036854775808"],
+                ":2\r\n",
+            ),
+        ],
+    );
+}

@@ -1,5 +1,7 @@
-//! A stream in Redis 7.0's RDB layout (`RDB_TYPE_STREAM_LISTPACKS_2`), for `DUMP` and
-//! `RESTORE`; beside the stream because it reads and builds the nodes the stream keeps private.
+//! A stream in Redis's RDB layouts, for `DUMP` and `RESTORE`: 7.0's
+//! (`RDB_TYPE_STREAM_LISTPACKS_2`) and 7.2's (`_3`, which adds each consumer's active time) both
+//! ways, and 5.0's (`RDB_TYPE_STREAM_LISTPACKS`, without the counters) read as Redis reads it;
+//! beside the stream because it reads and builds the nodes the stream keeps private.
 //!
 //! Each node is written as Redis's listpack: a master entry (live count, deleted count, the
 //! master field names, a zero), then each entry as flags, ID deltas from the node's master ID,
@@ -9,7 +11,9 @@
 //! pending entries and consumers, in name and ID order, as Redis's radix trees iterate.
 
 use super::{Consumer, FLAG_DELETED, FLAG_SAMEFIELDS, Group, Node, Pending, Stream, StreamId};
-use crate::engine::rdb::{BadData, Listpack, Reader, listpack_entries, put_len, put_string};
+use crate::engine::rdb::{
+    BadData, Listpack, Reader, StreamLayout, listpack_entries, put_len, put_string,
+};
 use bytes::Bytes;
 use std::collections::BTreeSet;
 
@@ -58,8 +62,8 @@ fn put_id(out: &mut Vec<u8>, id: StreamId) {
 }
 
 impl Stream {
-    /// Writes the stream's RDB body (after its type byte).
-    pub(crate) fn put_rdb(&self, out: &mut Vec<u8>) {
+    /// Writes the stream's RDB body (after its type byte) in `layout`, 7.0's or 7.2's.
+    pub(crate) fn put_rdb(&self, out: &mut Vec<u8>, layout: StreamLayout) {
         put_len(out, self.nodes.len() as u64);
         for node in &self.nodes {
             put_string(out, &node.master().key());
@@ -86,6 +90,9 @@ impl Stream {
             for (name, consumer) in &group.consumers {
                 put_string(out, name);
                 out.extend_from_slice(&consumer.seen_time.to_le_bytes());
+                if layout >= StreamLayout::V3 {
+                    out.extend_from_slice(&consumer.active_time.to_le_bytes());
+                }
                 put_len(out, consumer.pel.len() as u64);
                 for id in &consumer.pel {
                     out.extend_from_slice(&id.key());
@@ -94,9 +101,9 @@ impl Stream {
         }
     }
 
-    /// Reads a stream's RDB body: every node and counter checked, anything inconsistent an
-    /// error.
-    pub(crate) fn load_rdb(r: &mut Reader<'_>) -> Result<Stream, BadData> {
+    /// Reads a stream's RDB body in `layout`: every node and counter checked, anything
+    /// inconsistent an error.
+    pub(crate) fn load_rdb(r: &mut Reader<'_>, layout: StreamLayout) -> Result<Stream, BadData> {
         let mut stream = Stream::default();
         let nodes = r.len()?;
         for _ in 0..nodes {
@@ -123,19 +130,29 @@ impl Stream {
         if stream.nodes.last().is_some_and(|n| n.last > stream.last_id) {
             return Err(BadData);
         }
-        let _first = read_id(r)?;
-        stream.max_deleted_id = read_id(r)?;
-        stream.entries_added = r.len()?;
+        if layout >= StreamLayout::V2 {
+            let _first = read_id(r)?;
+            stream.max_deleted_id = read_id(r)?;
+            stream.entries_added = r.len()?;
+        } else {
+            // Redis's start for a stream saved before the counters: as many added as it holds,
+            // nothing known deleted.
+            stream.entries_added = stream.length;
+        }
         let groups = r.len()?;
         for _ in 0..groups {
             let name = r.bytes()?;
             let last_id = read_id(r)?;
-            let entries_read = r.len()? as i64;
+            let entries_read = if layout >= StreamLayout::V2 {
+                r.len()? as i64
+            } else {
+                stream.estimate_entries_read(last_id)
+            };
             let mut group = Group::new(last_id, entries_read);
             let pel = r.len()?;
             for _ in 0..pel {
                 let id = raw_id(r.take(16)?)?;
-                let delivery_time = i64::from_le_bytes(r.take(8)?.try_into().map_err(|_| BadData)?);
+                let delivery_time = read_ms(r)?;
                 let delivery_count = r.len()?;
                 group.pel.insert(
                     id,
@@ -149,7 +166,13 @@ impl Stream {
             let consumers = r.len()?;
             for _ in 0..consumers {
                 let cname = r.bytes()?;
-                let seen_time = i64::from_le_bytes(r.take(8)?.try_into().map_err(|_| BadData)?);
+                let seen_time = read_ms(r)?;
+                // Without it, Redis takes the seen time as the best guess.
+                let active_time = if layout >= StreamLayout::V3 {
+                    read_ms(r)?
+                } else {
+                    seen_time
+                };
                 let mut owned = BTreeSet::new();
                 let n = r.len()?;
                 for _ in 0..n {
@@ -163,8 +186,7 @@ impl Stream {
                     cname,
                     Consumer {
                         seen_time,
-                        // Redis's load of a stream saved without it (before 7.2).
-                        active_time: seen_time,
+                        active_time,
                         pel: owned,
                     },
                 );
@@ -175,6 +197,13 @@ impl Stream {
         }
         Ok(stream)
     }
+}
+
+/// A time in milliseconds, eight bytes little-endian.
+fn read_ms(r: &mut Reader<'_>) -> Result<i64, BadData> {
+    Ok(i64::from_le_bytes(
+        r.take(8)?.try_into().map_err(|_| BadData)?,
+    ))
 }
 
 fn read_id(r: &mut Reader<'_>) -> Result<StreamId, BadData> {
