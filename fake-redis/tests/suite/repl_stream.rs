@@ -186,3 +186,63 @@ fn a_restore_already_expired_streams_the_deletion() {
         ]
     );
 }
+
+/// An engine of 7.4 on a manual clock, a client, and a reader of its command stream.
+fn streamed_engine() -> (
+    fake_redis::Engine,
+    fake_redis::ClientId,
+    fake_redis::ClientId,
+) {
+    use fake_redis::{Engine, EngineConfig, ManualClock};
+    let mut e = Engine::with_config(
+        ManualClock::new(DEFAULT_EPOCH_MS),
+        EngineConfig {
+            version: Version::V7_4,
+            ..EngineConfig::default()
+        },
+    );
+    let (client, replica) = (e.connect(), e.connect());
+    assert!(e.attach_replica_stream(replica).is_some());
+    (e, client, replica)
+}
+
+fn run_line(e: &mut fake_redis::Engine, client: fake_redis::ClientId, line: &str) {
+    let argv: Vec<bytes::Bytes> = line
+        .split(' ')
+        .map(|w| bytes::Bytes::from(w.to_owned()))
+        .collect();
+    e.execute(client, &argv);
+}
+
+fn command_frame(line: &str) -> fake_redis::Frame {
+    fake_redis::Frame::Array(
+        line.split(' ')
+            .map(|w| fake_redis::Frame::Bulk(bytes::Bytes::from(w.to_owned())))
+            .collect(),
+    )
+}
+
+/// A transaction that makes its server a replica propagates nothing, not even what it wrote
+/// before the `REPLICAOF`, and the server streams nothing while it is one; `REPLICAOF NO ONE`
+/// disconnects the stream's readers, as redis-server 7.4.1 does.
+#[test]
+fn a_server_that_becomes_a_replica_streams_nothing_more() {
+    let (mut e, client, replica) = streamed_engine();
+    for line in [
+        "SET foo bar",
+        "MULTI",
+        "SET foo2 bar",
+        "REPLICAOF localhost 1",
+        "SET foo3 bar",
+        "EXEC",
+    ] {
+        run_line(&mut e, client, line);
+    }
+    assert_eq!(
+        e.drain_outbox(replica),
+        vec![command_frame("SELECT 0"), command_frame("SET foo bar")]
+    );
+    assert!(e.is_connected(replica));
+    run_line(&mut e, client, "REPLICAOF NO ONE");
+    assert!(!e.is_connected(replica));
+}
