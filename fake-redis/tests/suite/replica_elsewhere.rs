@@ -148,6 +148,16 @@ fn becoming_a_replica_unblocks_and_closes_blocked_clients() {
     assert!(e.is_connected(b));
 }
 
+/// The text of `INFO`'s reply.
+fn info_text(reply: Frame) -> String {
+    match reply {
+        Frame::Bulk(b) | Frame::Verbatim { text: b, .. } => {
+            String::from_utf8_lossy(&b).into_owned()
+        }
+        other => panic!("INFO answers text, not {other:?}"),
+    }
+}
+
 /// `INFO replication` of such a replica: its primary's address and a link that is down and
 /// was never up.
 #[test]
@@ -155,10 +165,7 @@ fn info_replication_shows_the_link_down() {
     let mut e = engine(Version::V7_4);
     let c = e.connect();
     call(&mut e, c, "REPLICAOF localhost 1");
-    let Frame::Bulk(info) = call(&mut e, c, "INFO replication") else {
-        panic!("INFO answers a bulk string");
-    };
-    let info = String::from_utf8_lossy(&info);
+    let info = info_text(call(&mut e, c, "INFO replication"));
     assert!(
         info.starts_with(
             "# Replication\r\nrole:slave\r\nmaster_host:localhost\r\nmaster_port:1\r\n\
@@ -170,8 +177,9 @@ fn info_replication_shows_the_link_down() {
         "{info}"
     );
     call(&mut e, c, "REPLICAOF NO ONE");
-    let Frame::Bulk(info) = call(&mut e, c, "INFO replication") else {
-        panic!("INFO answers a bulk string");
-    };
-    assert!(String::from_utf8_lossy(&info).starts_with("# Replication\r\nrole:master\r\n"));
+    let info = info_text(call(&mut e, c, "INFO replication"));
+    assert!(
+        info.starts_with("# Replication\r\nrole:master\r\n"),
+        "{info}"
+    );
 }
