@@ -91,8 +91,13 @@ pub(crate) fn group_read(
     let key = Bytes::copy_from_slice(key);
     let mut out = Vec::new();
     if created && noack {
-        let words = [b("XGROUP"), b("CREATECONSUMER"), key.clone(), group.clone()];
-        out.push([&words[..], &[consumer.clone()]].concat());
+        out.push(vec![
+            b("XGROUP"),
+            b("CREATECONSUMER"),
+            key.clone(),
+            group.clone(),
+            consumer.clone(),
+        ]);
     }
     let ids: Vec<Bytes> = match delivered {
         Some(Frame::Array(entries)) => (entries.iter())
