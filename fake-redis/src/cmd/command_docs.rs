@@ -717,6 +717,8 @@ pub(crate) mod flag {
     pub const MAY_REPLICATE: u16 = 16;
     /// `denyoom`: refused while the server is over `maxmemory` (`engine/evict.rs`).
     pub const DENYOOM: u16 = 64;
+    /// `stale`: served by a replica whose link is down even with `replica-serve-stale-data no`.
+    pub const STALE: u16 = 128;
 }
 
 /// The commands Redis 7.0's table flags `may-replicate` (`COMMAND` does not show that flag).
@@ -725,6 +727,16 @@ const MAY_REPLICATE: &[&str] = &["eval", "evalsha", "fcall", "pfcount", "publish
 /// Whether client `id`'s transaction has queued a command with any of the [`flag`]s of `mask`:
 /// how Redis judges an `EXEC` (out of memory, `CLIENT PAUSE WRITE`), by what it would run.
 pub(crate) fn queued_with_flag(engine: &crate::engine::Engine, id: u64, mask: u16) -> bool {
+    queued_any(engine, id, |flags| flags & mask != 0)
+}
+
+/// Whether client `id`'s transaction has queued a command without the [`flag`] `bit`: how
+/// Redis judges an `EXEC` on a stale replica (`stale`).
+pub(crate) fn queued_without_flag(engine: &crate::engine::Engine, id: u64, bit: u16) -> bool {
+    queued_any(engine, id, |flags| flags & bit == 0)
+}
+
+fn queued_any(engine: &crate::engine::Engine, id: u64, test: impl Fn(u16) -> bool) -> bool {
     let Some(multi) = engine.client(id).and_then(|c| c.multi.as_ref()) else {
         return false;
     };
@@ -733,7 +745,7 @@ pub(crate) fn queued_with_flag(engine: &crate::engine::Engine, id: u64, mask: u1
         argv.first()
             .and_then(|name| lookup_in(version, name))
             .and_then(|spec| command_name(version, spec, argv).ok())
-            .is_some_and(|full| redis_flags(version, full) & mask != 0)
+            .is_some_and(|full| test(redis_flags(version, full)))
     })
 }
 
@@ -756,6 +768,7 @@ pub(crate) fn redis_flags(version: Version, full_name: &str) -> u16 {
                             Some(b"write") => flag::WRITE,
                             Some(b"no_multi") => flag::NO_MULTI,
                             Some(b"denyoom") => flag::DENYOOM,
+                            Some(b"stale") => flag::STALE,
                             _ => 0,
                         };
                     }

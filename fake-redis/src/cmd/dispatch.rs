@@ -187,8 +187,8 @@ fn dispatch(engine: &mut Engine, id: u64, argv: &[Bytes], now: i64, may_block: b
     {
         return reject(engine, id, spec, error);
     }
-    if spec.has(WRITE) && engine.is_read_only_replica() && !runs_unflagged_script(spec) {
-        return reject(engine, id, spec, crate::engine::replication::READONLY);
+    if engine.checks_replicas() && is_write_call(engine, id, spec) {
+        return reject(engine, id, spec, replica_refusal(engine));
     }
     if seen.in_pubsub_context && !spec.has(PUBSUB_CONTEXT) {
         let error = Frame::error_owned(format!(
@@ -196,6 +196,12 @@ fn dispatch(engine: &mut Engine, id: u64, argv: &[Bytes], now: i64, may_block: b
              QUIT / RESET are allowed in this context"
         ));
         return reject(engine, id, spec, error);
+    }
+    if engine.is_read_only_replica()
+        && engine.refuses_stale_reads()
+        && denies_stale(engine, id, spec, name)
+    {
+        return reject(engine, id, spec, crate::engine::replication::MASTERDOWN);
     }
     let (monitor, in_multi) = (seen.monitor, seen.in_multi);
     match super::client::gate(engine, id, monitor, in_multi, name, argv, may_block, now) {
@@ -387,6 +393,37 @@ fn denies_oom(engine: &mut Engine, id: u64, name: &str, argv: &[Bytes]) -> bool 
 /// Runs again, from the start, a command of client `id` that a pause held (`cmd/client.rs`).
 pub(super) fn run_resumed(engine: &mut Engine, id: u64, argv: &[Bytes], now: i64) -> Frame {
     dispatch(engine, id, argv, now, true)
+}
+
+/// Whether a call is a write as Redis's `processCommand` judges it: a command flagged `write`
+/// (but see [`runs_unflagged_script`]), or an `EXEC` whose queue holds one.
+#[cold]
+fn is_write_call(engine: &Engine, id: u64, spec: &Spec) -> bool {
+    use super::command_docs::{flag, queued_with_flag};
+    (spec.has(WRITE) && !runs_unflagged_script(spec))
+        || (std::ptr::eq(spec, &super::transactions::EXEC)
+            && queued_with_flag(engine, id, flag::WRITE))
+}
+
+/// Why a node that [checks writes](Engine::checks_replicas) refuses one: Redis's
+/// `NOREPLICAS` on a primary with too few good replicas (`min-replicas-to-write`), its
+/// `READONLY` on a replica.
+#[cold]
+fn replica_refusal(engine: &Engine) -> Frame {
+    match engine.is_read_only_replica() {
+        true => crate::engine::replication::READONLY,
+        false => Frame::error("NOREPLICAS Not enough good replicas to write."),
+    }
+}
+
+/// Whether a replica whose link is down refuses a call while `replica-serve-stale-data` is
+/// `no`: a command Redis does not flag `stale`, or an `EXEC` whose queue holds one.
+#[cold]
+fn denies_stale(engine: &Engine, id: u64, spec: &Spec, name: &str) -> bool {
+    use super::command_docs::{flag, queued_without_flag, redis_flags};
+    redis_flags(engine.version(), name) & flag::STALE == 0
+        || (std::ptr::eq(spec, &super::transactions::EXEC)
+            && queued_without_flag(engine, id, flag::STALE))
 }
 
 /// Whether `spec` is `EVAL` or `EVALSHA`, whose script (without a shebang's flags) Redis does not

@@ -295,19 +295,26 @@ fn hstrlen_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     Ok(Frame::Integer(value.map_or(0, |v| v.len() as i64)))
 }
 
-/// `HSCAN key cursor [MATCH pattern] [COUNT count]`: fields and values, a page at a time once the
-/// hash is a hash table ([`Hash::scan`]; see [`scan_collection`](super::keys::scan_collection)).
+/// `HSCAN key cursor [MATCH pattern] [COUNT count] [NOVALUES]`: fields and values (the fields
+/// alone with `NOVALUES`, from 7.4), a page at a time once the hash is a hash table
+/// ([`Hash::scan`]; see [`scan_collection`](super::keys::scan_collection)).
 fn hscan_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let now = cx.now;
-    super::keys::scan_collection(cx, args, read, |h, cursor, count| {
-        let (next, fields) = h.scan(cursor, count);
-        let items = fields
-            .into_iter()
-            .filter(|(f, _)| !h.field_expired(f, now))
-            .map(|(f, v)| (Bytes::copy_from_slice(f), vec![bulk(f), bulk(v)]))
-            .collect();
-        (next, items)
-    })
+    super::keys::scan_collection(
+        cx,
+        args,
+        super::keys::ScanOf::Hash,
+        read,
+        |h, cursor, count| {
+            let (next, fields) = h.scan(cursor, count);
+            let items = fields
+                .into_iter()
+                .filter(|(f, _)| !h.field_expired(f, now))
+                .map(|(f, v)| (Bytes::copy_from_slice(f), vec![bulk(f), bulk(v)]))
+                .collect();
+            (next, items)
+        },
+    )
 }
 
 /// `HRANDFIELD key [count [WITHVALUES]]`: one random field, or with a count the fields (and

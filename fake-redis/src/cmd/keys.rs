@@ -6,9 +6,9 @@
 //! no TTL, and NX/XX/GT/LT compare against the current deadline (none counts as infinite).
 
 use super::{Args, CmdResult, Cx, Spec, WRITE, int, invalid_expire, is};
-use crate::engine::DATABASES;
 use crate::engine::db::{DeadlineChange, Value};
 use crate::engine::glob::glob_match;
+use crate::engine::{DATABASES, Version};
 use crate::resp::Frame;
 use bytes::Bytes;
 
@@ -301,22 +301,42 @@ struct Scan<'a> {
     pattern: Option<&'a Bytes>,
     count: usize,
     type_name: Option<&'a Bytes>,
+    /// `HSCAN`'s `NOVALUES` (Redis 7.4 and later): the fields without their values.
+    no_values: bool,
+}
+
+/// What a scan walks, which decides the options it takes: `TYPE` only for `SCAN` itself,
+/// `NOVALUES` only for `HSCAN`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ScanOf {
+    Keys,
+    Hash,
+    /// A set or a sorted set.
+    Members,
 }
 
 impl<'a> Scan<'a> {
-    fn parse(args: &mut Args<'a>) -> Result<Scan<'a>, Frame> {
+    fn parse(args: &mut Args<'a>, version: Version) -> Result<Scan<'a>, Frame> {
         let cursor = parse_cursor(args.next_bytes()?)?;
-        Scan::parse_options(cursor, args, true)
+        Scan::parse_options(cursor, args, ScanOf::Keys, version)
     }
 
-    /// The options after the cursor (every argument left); `TYPE` only for `SCAN` itself.
-    fn parse_options(cursor: u64, args: &mut Args<'a>, with_type: bool) -> Result<Scan<'a>, Frame> {
+    /// The options after the cursor (every argument left). Before 7.4 `NOVALUES` is no option
+    /// at all (a syntax error); from 7.4 it is refused by name outside `HSCAN`.
+    fn parse_options(
+        cursor: u64,
+        args: &mut Args<'a>,
+        of: ScanOf,
+        version: Version,
+    ) -> Result<Scan<'a>, Frame> {
         let mut scan = Scan {
             cursor,
             pattern: None,
             count: 10,
             type_name: None,
+            no_values: false,
         };
+        let with_type = of == ScanOf::Keys;
         while let Some(opt) = args.next() {
             if is(opt, "count") {
                 let n = args.next_int()?;
@@ -328,6 +348,13 @@ impl<'a> Scan<'a> {
                 scan.pattern = Some(args.next_bytes()?);
             } else if with_type && is(opt, "type") {
                 scan.type_name = Some(args.next_bytes()?);
+            } else if version != Version::V7_0 && is(opt, "novalues") {
+                if of != ScanOf::Hash {
+                    return Err(Frame::error(
+                        "ERR NOVALUES option can only be used in HSCAN",
+                    ));
+                }
+                scan.no_values = true;
             } else {
                 return Err(super::SYNTAX);
             }
@@ -390,6 +417,7 @@ pub(crate) fn parse_cursor(arg: &[u8]) -> Result<u64, Frame> {
 pub(crate) fn scan_collection<V: ?Sized>(
     cx: &mut Cx<'_>,
     args: &mut Args<'_>,
+    of: ScanOf,
     read: for<'a, 'b> fn(&'a mut Cx<'b>, &[u8]) -> Result<Option<&'a V>, Frame>,
     page: impl FnOnce(&V, u64, usize) -> (u64, Vec<(Bytes, Vec<Frame>)>),
 ) -> CmdResult {
@@ -401,21 +429,25 @@ pub(crate) fn scan_collection<V: ?Sized>(
             Frame::Array(found),
         ])
     };
+    let version = cx.engine().version();
     let Some(value) = read(cx, key)? else {
         return Ok(reply(0, Vec::new()));
     };
-    let scan = Scan::parse_options(cursor, args, false)?;
+    let scan = Scan::parse_options(cursor, args, of, version)?;
     let (next, items) = page(value, cursor, scan.count);
+    // A hash's element is its field and value; `NOVALUES` keeps the field.
+    let keep = if scan.no_values { 1 } else { usize::MAX };
     let found = items
         .into_iter()
         .filter(|(name, _)| scan.pattern.is_none_or(|p| glob_match(p, name)))
-        .flat_map(|(_, frames)| frames)
+        .flat_map(|(_, frames)| frames.into_iter().take(keep))
         .collect();
     Ok(reply(next, found))
 }
 
 fn scan_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
-    Scan::parse(args)?.apply(cx)
+    let version = cx.engine().version();
+    Scan::parse(args, version)?.apply(cx)
 }
 
 /// `RENAME source destination` and `RENAMENX`, which does nothing if the destination exists.

@@ -5,6 +5,8 @@
 //! missing key, a `SET NX` that did not set) does not, as Redis counts its dirty keys. A few
 //! propagate whatever they changed (`FLUSHALL`, `PUBLISH`, `FUNCTION LOAD`). `EXEC` and the
 //! scripting commands propagate nothing of their own: the commands they run do, one by one.
+//! `XREADGROUP` propagates from inside its run, stream by stream, what it did to the group
+//! ([`group_read`]), as Redis does.
 //! Redis rewrites what would read differently on a replica later: every relative or
 //! second-granular time becomes an absolute `PXAT`/`PEXPIREAT` in milliseconds (or a `DEL`
 //! when it is already past), `GETDEL` a `DEL`, a float increment the value it made, a random
@@ -36,7 +38,14 @@ pub(crate) fn after(
     let name = spec.name;
     if matches!(
         name,
-        "exec" | "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro"
+        "exec"
+            | "eval"
+            | "evalsha"
+            | "eval_ro"
+            | "evalsha_ro"
+            | "fcall"
+            | "fcall_ro"
+            | "xreadgroup"
     ) {
         return;
     }
@@ -61,6 +70,85 @@ pub(crate) fn after(
         .is_some_and(|v| v == "yes");
     let commands = rewrite(name, argv, reply, now, lazy);
     engine.stream_commands(db, commands);
+}
+
+/// What one stream's part of an `XREADGROUP` in database `cx.db` propagates, while a client
+/// reads the stream, as Redis's `streamReplyWithRange` does: the consumer's creation as `XGROUP
+/// CREATECONSUMER` when `NOACK` made it (otherwise the claims make it), then for new entries
+/// (`delivered`, the reply's entries; None for a read of the consumer's own history, which
+/// propagates nothing) an `XCLAIM` of each to the consumer (none with `NOACK`) and the group's
+/// last ID and read counter as `XGROUP SETID`.
+pub(crate) fn group_read(
+    cx: &mut super::Cx<'_>,
+    key: &[u8],
+    group: &Bytes,
+    consumer: &Bytes,
+    created: bool,
+    delivered: Option<&Frame>,
+    noack: bool,
+) {
+    let (db, now) = (cx.db, cx.now);
+    let key = Bytes::copy_from_slice(key);
+    let mut out = Vec::new();
+    if created && noack {
+        out.push(vec![
+            b("XGROUP"),
+            b("CREATECONSUMER"),
+            key.clone(),
+            group.clone(),
+            consumer.clone(),
+        ]);
+    }
+    let ids: Vec<Bytes> = match delivered {
+        Some(Frame::Array(entries)) => (entries.iter())
+            .filter_map(|entry| match entry {
+                Frame::Array(e) => match e.first() {
+                    Some(Frame::Bulk(id)) => Some(id.clone()),
+                    _ => None,
+                },
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    if !noack {
+        for id in &ids {
+            out.push(vec![
+                b("XCLAIM"),
+                key.clone(),
+                group.clone(),
+                consumer.clone(),
+                b("0"),
+                id.clone(),
+                b("TIME"),
+                num(now),
+                b("RETRYCOUNT"),
+                b("1"),
+                b("FORCE"),
+                b("JUSTID"),
+                b("LASTID"),
+                id.clone(),
+            ]);
+        }
+    }
+    let group_now = match cx.node().db_mut(db).stored(&key).map(|e| &e.value) {
+        Some(crate::engine::db::Value::Stream(s)) => s.groups.get(group),
+        _ => None,
+    };
+    if let (false, Some(g)) = (ids.is_empty(), group_now) {
+        out.push(vec![
+            b("XGROUP"),
+            b("SETID"),
+            key.clone(),
+            group.clone(),
+            Bytes::from(g.last_id.to_string()),
+            b("ENTRIESREAD"),
+            num(g.entries_read),
+        ]);
+    }
+    if !out.is_empty() {
+        cx.node().stream_commands(db, out);
+    }
 }
 
 fn b(s: &'static str) -> Bytes {

@@ -3,7 +3,9 @@
 //!
 //! A node of the fake replicates only inside the topology it was built in, so `REPLICAOF` does
 //! what applies to it: `NO ONE` promotes a replica, and naming the primary it follows already is
-//! Redis's no-op; any other address is refused instead of being followed.
+//! Redis's no-op. Any other address is a primary the node never reaches: it becomes a replica
+//! whose link stays down (`engine/replication/elsewhere.rs`), as a Redis replica of a primary
+//! that is not there. A cluster node refuses the command, as Redis's does.
 
 use super::{Args, Caller, CmdResult, Cx, Spec, is};
 use crate::resp::Frame;
@@ -92,23 +94,29 @@ fn waitaof_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
 
 /// `REPLICAOF host port` and its old name `SLAVEOF` (see the [module docs](self)).
 fn replicaof_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
+    if cx.engine().is_cluster_node() {
+        return Err(Frame::error("ERR REPLICAOF not allowed in cluster mode."));
+    }
     let host = args.next_bytes()?;
     let port = args.next_bytes()?;
     if is(host, "no") && is(port, "one") {
         cx.node().promote();
         return Ok(Frame::OK);
     }
-    let port = match super::int(port) {
-        Ok(p) if (0..=65535).contains(&p) => p,
-        _ => return Err(Frame::error("ERR Invalid master port")),
+    let Some(port) = super::int(port).ok().and_then(|p| u16::try_from(p).ok()) else {
+        return Err(Frame::error("ERR Invalid master port"));
     };
-    let following = cx.engine().followed_primary_port() == Some(port);
-    if following && host.as_ref() == cx.engine().announced_host().as_bytes() {
+    let engine = cx.engine();
+    let following = engine.followed_primary_port() == Some(i64::from(port))
+        && host.eq_ignore_ascii_case(engine.announced_host().as_bytes());
+    let following_elsewhere = engine
+        .followed_elsewhere()
+        .is_some_and(|(h, p)| p == port && h.eq_ignore_ascii_case(host));
+    if following || following_elsewhere {
         return Ok(Frame::simple("OK Already connected to specified master"));
     }
-    Err(Frame::error(
-        "ERR a fake-redis node replicates only within the topology it was built in",
-    ))
+    cx.node().follow_elsewhere(host.clone(), port);
+    Ok(Frame::OK)
 }
 
 /// `ROLE`: the primary with its replicas' acknowledged offsets, or a replica with its primary.

@@ -56,6 +56,19 @@ pub(crate) fn config_changed(cx: &mut Cx<'_>, name: &str, value: &str) {
         let (hz, effort) = (read(cx, "hz", 10), read(cx, "active-expire-effort", 1));
         cx.node().tune_active_expiry(hz, effort);
     }
+    if matches!(name, "min-replicas-to-write" | "min-replicas-max-lag") {
+        let read = |cx: &Cx<'_>, param: &str, default: i64| {
+            let settings = &cx.engine().config().settings;
+            let given = match param == name {
+                true => Some(value),
+                false => settings.get(param).map(String::as_str),
+            };
+            given.and_then(|v| v.parse().ok()).unwrap_or(default)
+        };
+        let to_write = read(cx, "min-replicas-to-write", 0);
+        let max_lag = read(cx, "min-replicas-max-lag", 10);
+        cx.node().set_min_replicas(to_write, max_lag);
+    }
     if matches!(
         name,
         "maxmemory"

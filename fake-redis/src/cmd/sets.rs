@@ -354,18 +354,24 @@ fn sscan_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let whole = args
         .peek()
         .is_some_and(|key| super::server::compact_encoding(cx, key));
-    super::keys::scan_collection(cx, args, read, |set, cursor, count| {
-        let (next, page) = if whole {
-            (0, set.iter().as_slice())
-        } else {
-            set.scan(cursor, count)
-        };
-        let items = page
-            .iter()
-            .map(|m| (m.clone(), vec![Frame::Bulk(m.clone())]))
-            .collect();
-        (next, items)
-    })
+    super::keys::scan_collection(
+        cx,
+        args,
+        super::keys::ScanOf::Members,
+        read,
+        |set, cursor, count| {
+            let (next, page) = if whole {
+                (0, set.iter().as_slice())
+            } else {
+                set.scan(cursor, count)
+            };
+            let items = page
+                .iter()
+                .map(|m| (m.clone(), vec![Frame::Bulk(m.clone())]))
+                .collect();
+            (next, items)
+        },
+    )
 }
 
 /// `SINTERCARD numkeys key… [LIMIT limit]`: the size of the intersection, counting stopped at

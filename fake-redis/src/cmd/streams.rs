@@ -860,6 +860,10 @@ fn read_group(
     if created {
         cx.notify(class::STREAM, "xgroup-createconsumer", key);
     }
+    if cx.engine().stream_writes().is_some() {
+        let delivered = reply.as_ref().filter(|_| matches!(from, ReadFrom::New));
+        super::propagate::group_read(cx, key, name, consumer, created, delivered, noack);
+    }
     reply
 }
 

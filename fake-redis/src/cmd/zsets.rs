@@ -936,26 +936,32 @@ fn zscan_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
         .peek()
         .is_some_and(|key| super::server::compact_encoding(cx, key));
     let version = cx.engine().version();
-    super::keys::scan_collection(cx, args, read, |z, cursor, count| {
-        let (next, page) = if whole {
-            (0, z.iter().collect())
-        } else {
-            z.scan(cursor, count)
-        };
-        let items = page
-            .into_iter()
-            .map(|(s, m)| {
-                // Bulk strings even in RESP3: Redis's scan reply formats the score as text.
-                let text = match version {
-                    Version::V7_0 => crate::resp::format_double(s),
-                    _ => crate::resp::format_double_shortest(s),
-                };
-                let score = Frame::Bulk(Bytes::from(text));
-                (m.clone(), vec![Frame::Bulk(m.clone()), score])
-            })
-            .collect();
-        (next, items)
-    })
+    super::keys::scan_collection(
+        cx,
+        args,
+        super::keys::ScanOf::Members,
+        read,
+        |z, cursor, count| {
+            let (next, page) = if whole {
+                (0, z.iter().collect())
+            } else {
+                z.scan(cursor, count)
+            };
+            let items = page
+                .into_iter()
+                .map(|(s, m)| {
+                    // Bulk strings even in RESP3: Redis's scan reply formats the score as text.
+                    let text = match version {
+                        Version::V7_0 => crate::resp::format_double(s),
+                        _ => crate::resp::format_double_shortest(s),
+                    };
+                    let score = Frame::Bulk(Bytes::from(text));
+                    (m.clone(), vec![Frame::Bulk(m.clone()), score])
+                })
+                .collect();
+            (next, items)
+        },
+    )
 }
 
 /// Writes a `…STORE` result at `destination` (see [`store_or_delete`](super::store_or_delete)),

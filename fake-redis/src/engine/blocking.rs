@@ -321,9 +321,15 @@ impl Engine {
     }
 
     /// The reply of `client`'s blocking command once its block ended (served, timed out or
-    /// unblocked), once.
+    /// unblocked), once. A client whose block ended by closing it (Redis's
+    /// `CLIENT_CLOSE_AFTER_REPLY`) is disconnected as its reply is taken.
     pub fn take_unblocked_reply(&mut self, client: ClientId) -> Option<Frame> {
-        self.clients.get_mut(&client.0)?.unblocked.take()
+        let c = self.clients.get_mut(&client.0)?;
+        let reply = c.unblocked.take();
+        if reply.is_some() && c.closing {
+            self.disconnect(client);
+        }
+        reply
     }
 
     /// Ends `client`'s block without a reply, as if it had not sent the command (its driver gave

@@ -830,8 +830,8 @@ impl Db {
 
     /// Swaps the keys of two databases (`SWAPDB`): keys and TTLs move, while watches and
     /// blocked clients stay with their database, as Redis's do. First, as Redis's
-    /// `touchAllWatchedKeysInDb`, every watcher of a key present in either database is touched;
-    /// after, a key a client waits on that its database now holds is ready.
+    /// `touchAllWatchedKeysInDb`, the watchers of a key the swap changes are touched; after, a
+    /// key a client waits on that its database now holds is ready.
     pub fn swap(a: &mut Db, b: &mut Db, now: i64) {
         a.before_swap(b, now);
         b.before_swap(a, now);
@@ -851,7 +851,8 @@ impl Db {
     }
 
     /// One side of [`Db::swap`] before the keys move: journals (and logs for the replicas) the
-    /// keys that go and come, touches the watchers of keys present in either database.
+    /// keys that go and come, touches the watchers of keys present in either database as Redis
+    /// does.
     fn before_swap(&mut self, other: &Db, now: i64) {
         if self.logs_writes() {
             // Its own keys go, the other's come: a rollback restores the one, removes the other,
@@ -866,18 +867,28 @@ impl Db {
                 self.journal_before(&k, now);
             }
         }
-        let touched: Vec<Bytes> = self
-            .watches
-            .keys
-            .keys()
-            .filter(|k| {
-                let h = hash_key(k);
-                self.table.find(h, k).is_some() || other.table.find(h, k).is_some()
-            })
-            .cloned()
-            .collect();
-        for k in touched {
-            self.watches.touch(&k, true);
+        // Redis's `touchAllWatchedKeysInDb`: a key present on either side (live or not) touches
+        // its watchers, except where nothing changes logically: an expired key a watcher saw
+        // expired that goes away or stays expired, and a missing key replaced by an expired one
+        // (then watched as expired).
+        let Watches { keys, dirty, .. } = &mut self.watches;
+        for (k, marks) in keys.iter_mut() {
+            let h = hash_key(k);
+            let here = self.table.find(h, k).is_some();
+            let coming = other.table.find(h, k).map(|s| s.entry.expired(now));
+            if !here && coming.is_none() {
+                continue;
+            }
+            for m in marks.iter_mut() {
+                match (m.expired_at_watch, coming) {
+                    (true, None) => m.expired_at_watch = false,
+                    (true, Some(true)) => {}
+                    (false, Some(true)) if !here => m.expired_at_watch = true,
+                    _ => {
+                        dirty.insert(m.client);
+                    }
+                }
+            }
         }
     }
 

@@ -32,6 +32,15 @@ pub(crate) struct ReplStreams {
     removed: Vec<(usize, Vec<Bytes>)>,
 }
 
+impl ReplStreams {
+    /// Forgets what the running command propagated so far: a node that became a replica while
+    /// it ran sends none of it, as Redis propagates nothing once it is a replica.
+    pub(crate) fn drop_pending(&mut self) {
+        self.pending.clear();
+        self.removed.clear();
+    }
+}
+
 /// RDB opcodes.
 const OP_AUX: u8 = 0xFA;
 const OP_RESIZEDB: u8 = 0xFB;
@@ -83,6 +92,13 @@ impl Engine {
         }
     }
 
+    /// The clients that read the stream.
+    pub(crate) fn stream_readers(&self) -> Vec<u64> {
+        self.repl_streams
+            .as_ref()
+            .map_or_else(Vec::new, |s| s.clients.clone())
+    }
+
     /// Every database's writes so far, when a client reads the stream (None otherwise): a
     /// command that raised it wrote.
     #[inline]
@@ -95,6 +111,11 @@ impl Engine {
     /// that expired while it ran.
     pub(crate) fn stream_commands(&mut self, db: usize, commands: Vec<Vec<Bytes>>) {
         self.stream_removals();
+        // A replica propagates nothing of its own (the writes a transaction runs after its
+        // `REPLICAOF`).
+        if self.replication.is_replica() {
+            return;
+        }
         if let Some(streams) = &mut self.repl_streams {
             streams
                 .pending

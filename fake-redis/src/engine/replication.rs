@@ -35,6 +35,9 @@ use std::fmt;
 use std::fmt::Write as _;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+mod elsewhere;
+pub(crate) use elsewhere::MASTERDOWN;
+
 /// Redis's error to a write on a read-only replica.
 pub(crate) const READONLY: Frame =
     Frame::error("READONLY You can't write against a read only replica.");
@@ -399,6 +402,16 @@ struct Upstream {
     scripts_on_lua: bool,
 }
 
+/// A replica's primary that no node of the topology is (`elsewhere.rs`).
+struct Elsewhere {
+    host: Bytes,
+    port: u16,
+    /// Whether the lock's scripts ran on Lua before it became a replica, to restore on promotion.
+    scripts_on_lua: bool,
+    /// When its link to a primary of the topology went down, if it had one.
+    down_since: Option<i64>,
+}
+
 /// What a primary hands a node that starts to follow it (see [`Engine::sync_replica`]).
 pub(crate) struct FullSync {
     /// Each database's live keys.
@@ -435,6 +448,10 @@ pub(crate) struct Replication {
     stalls: Vec<(u16, i64, i64)>,
     /// As a replica: the stream it applies.
     upstream: Option<Upstream>,
+    /// As a replica of a primary it cannot reach: that primary's address.
+    elsewhere: Option<Elsewhere>,
+    /// `min-replicas-to-write` and `min-replicas-max-lag` (seconds), while both are set.
+    min_replicas: Option<(i64, i64)>,
     /// The clients blocked in `WAIT`, by id.
     waits: BTreeMap<u64, Wait>,
     /// Batches sent: the key of each batch's lag draw.
@@ -460,7 +477,7 @@ impl Replication {
     /// Whether the node is a replica.
     #[inline]
     pub fn is_replica(&self) -> bool {
-        self.upstream.is_some()
+        self.upstream.is_some() || self.elsewhere.is_some()
     }
 
     /// Records a stall of replica `replica` in `[from, until)`.
@@ -504,6 +521,40 @@ impl Engine {
     #[inline]
     pub fn is_read_only_replica(&self) -> bool {
         self.replication.is_replica()
+    }
+
+    /// Whether a write meets a check of the node's replication: the node is a replica
+    /// (`READONLY`), or a primary with fewer good replicas than `min-replicas-to-write` asks
+    /// (`NOREPLICAS`).
+    #[inline]
+    pub(crate) fn checks_replicas(&self) -> bool {
+        self.replication.is_replica()
+            || (self.replication.min_replicas.is_some() && self.too_few_good_replicas())
+    }
+
+    /// Whether a primary has fewer good replicas than `min-replicas-to-write`: a good one is
+    /// live and has acknowledged within `min-replicas-max-lag` seconds (a stalled replica stops
+    /// acknowledging when its stall starts), as Redis's `refreshGoodSlavesCount` counts them.
+    #[cold]
+    fn too_few_good_replicas(&self) -> bool {
+        let Some((to_write, max_lag)) = self.replication.min_replicas else {
+            return false;
+        };
+        let now = self.now();
+        let good = (self.live_links())
+            .filter(|(_, s)| {
+                s.stalled_since(now)
+                    .is_none_or(|from| (now - from) / 1000 <= max_lag)
+            })
+            .count();
+        i64::try_from(good).unwrap_or(i64::MAX) < to_write
+    }
+
+    /// Follows `CONFIG SET` of `min-replicas-to-write` and `min-replicas-max-lag`: Redis checks
+    /// writes only while both are above 0.
+    pub(crate) fn set_min_replicas(&mut self, to_write: i64, max_lag: i64) {
+        self.replication.min_replicas =
+            (to_write > 0 && max_lag > 0).then_some((to_write, max_lag));
     }
 
     /// Makes a replica of this primary (see [`Topology::add_replica`]).
@@ -569,6 +620,7 @@ impl Engine {
     /// `REPLICAOF host port` does with a full resync.
     pub(crate) fn follow(&mut self, sync: FullSync) {
         let now = self.now();
+        let elsewhere = self.replication.elsewhere.take();
         if let Some(up) = self.replication.upstream.take() {
             let mut s = stream(&up.stream);
             s.cut = true;
@@ -588,7 +640,7 @@ impl Engine {
             }
             db.keep_expired(true);
         }
-        let scripts_on_lua = self.lock_scripts_on_lua;
+        let scripts_on_lua = elsewhere.map_or(self.lock_scripts_on_lua, |e| e.scripts_on_lua);
         // A script's write call on a replica fails as Redis words it; the Lua body says it.
         self.run_lock_scripts_on_lua(true);
         let r = &mut self.replication;
@@ -813,6 +865,9 @@ impl Engine {
     /// `REPLICAOF NO ONE` on a replica: it becomes a primary with what it has applied; what is
     /// still on the way is lost, and its old primary drops it. False if it was a primary already.
     pub(crate) fn promote(&mut self) -> bool {
+        if self.promote_from_elsewhere() {
+            return true;
+        }
         let Some(up) = self.replication.upstream.take() else {
             return false;
         };
@@ -872,6 +927,9 @@ impl Engine {
     pub(crate) fn role_reply(&self) -> Frame {
         let r = &self.replication;
         let bulk = |s: String| Frame::Bulk(Bytes::from(s));
+        if let Some(role) = self.elsewhere_role() {
+            return role;
+        }
         let host = Frame::Bulk(Bytes::copy_from_slice(self.announced_host().as_bytes()));
         if let Some(up) = &r.upstream {
             return Frame::Array(vec![
@@ -911,13 +969,19 @@ impl Engine {
         let zeros = "0".repeat(40);
         let Some((replid, replid2)) = &r.replid else {
             // A node that never replicated: Redis's section before any replica.
-            return format!(
-                "# Replication\r\nrole:master\r\nconnected_slaves:0\r\n\
+            let mut s = String::from("# Replication\r\n");
+            if !self.elsewhere_info(&mut s) {
+                s.push_str("role:master\r\n");
+            }
+            let _ = write!(
+                s,
+                "connected_slaves:0\r\n\
                  master_failover_state:no-failover\r\nmaster_replid:{zeros}\r\n\
                  master_replid2:{zeros}\r\nmaster_repl_offset:0\r\nsecond_repl_offset:-1\r\n\
                  repl_backlog_active:0\r\nrepl_backlog_size:1048576\r\n\
                  repl_backlog_first_byte_offset:0\r\nrepl_backlog_histlen:0\r\n"
             );
+            return s;
         };
         let now = self.now();
         let host = self.announced_host();
@@ -942,7 +1006,10 @@ impl Engine {
                     .live_links()
                     .map(|(l, st)| (l.port, st.acked(now), st.stalled_since(now)))
                     .collect();
-                let _ = write!(s, "role:master\r\nconnected_slaves:{}\r\n", links.len());
+                if !self.elsewhere_info(&mut s) {
+                    s.push_str("role:master\r\n");
+                }
+                let _ = write!(s, "connected_slaves:{}\r\n", links.len());
                 for (i, (port, acked, stalled)) in links.into_iter().enumerate() {
                     let lag = stalled.map_or(0, |from| (now - from).max(0) / 1000);
                     let _ = write!(

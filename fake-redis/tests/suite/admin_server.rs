@@ -482,3 +482,82 @@ fn swapdb_serves_a_client_blocked_on_a_key_it_brings_in() {
         Frame::Array(vec![Frame::bulk_from(b"b")])
     );
 }
+
+/// `SWAPDB` touches a watched key only where something changes logically, as Redis's
+/// `touchAllWatchedKeysInDb`: an expired key that goes away, a missing key replaced by an
+/// expired one, and an expired key replaced by another expired one leave the `EXEC` to run
+/// (Redis 7.4.1's transaction suite, with its times on a manual clock).
+#[test]
+fn swapdb_leaves_watches_of_stale_keys_alone() {
+    let clock = ManualClock::new(1_000_000);
+    let mut engine = Engine::with_config(
+        clock.clone(),
+        fake_redis::EngineConfig {
+            enable_debug_command: fake_redis::DebugCommand::Yes,
+            ..fake_redis::EngineConfig::default()
+        },
+    );
+    let c = engine.connect();
+    let mut run = |lines: &[&str]| -> Frame {
+        let mut last = Frame::Null;
+        for line in lines {
+            if let Some(ms) = line.strip_prefix("advance ") {
+                clock.advance(ms.parse().unwrap());
+                continue;
+            }
+            last = engine.execute(c, &argv(line));
+        }
+        last
+    };
+    let pong = Frame::Array(vec![Frame::simple("PONG")]);
+    run(&["DEBUG SET-ACTIVE-EXPIRE 0"]);
+    // An expired key replaced with no key.
+    let cases: [&[&str]; 3] = [
+        &[
+            "FLUSHALL",
+            "SELECT 1",
+            "SET x foo PX 1",
+            "advance 2",
+            "WATCH x",
+            "SWAPDB 0 1",
+        ],
+        // No key replaced with an expired key.
+        &[
+            "FLUSHALL",
+            "SELECT 0",
+            "SET x foo PX 1",
+            "advance 2",
+            "SELECT 1",
+            "WATCH x",
+            "SWAPDB 0 1",
+        ],
+        // An expired key replaced with another expired key.
+        &[
+            "FLUSHALL",
+            "SELECT 1",
+            "SET x foo PX 1",
+            "SELECT 0",
+            "SET x bar PX 1",
+            "advance 2",
+            "SELECT 1",
+            "WATCH x",
+            "SWAPDB 0 1",
+        ],
+    ];
+    for case in cases {
+        run(case);
+        assert_eq!(run(&["MULTI", "PING", "EXEC"]), pong, "{case:?}");
+    }
+    // A live key replaced by an expired one is a change.
+    run(&[
+        "FLUSHALL",
+        "SELECT 0",
+        "SET x foo PX 1",
+        "SELECT 1",
+        "SET x bar",
+        "advance 2",
+        "WATCH x",
+        "SWAPDB 0 1",
+    ]);
+    assert_eq!(run(&["MULTI", "PING", "EXEC"]), Frame::NullArray);
+}

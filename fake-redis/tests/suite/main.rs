@@ -54,6 +54,7 @@ mod lua_scripts;
 mod maxmemory;
 mod notify_events;
 mod repl_stream;
+mod replica_elsewhere;
 mod replicas;
 mod script_handles;
 mod sentinel;

@@ -186,3 +186,116 @@ fn a_restore_already_expired_streams_the_deletion() {
         ]
     );
 }
+
+/// An engine of 7.4 on a manual clock, a client, and a reader of its command stream.
+fn streamed_engine() -> (
+    fake_redis::Engine,
+    fake_redis::ClientId,
+    fake_redis::ClientId,
+) {
+    use fake_redis::{Engine, EngineConfig, ManualClock};
+    let mut e = Engine::with_config(
+        ManualClock::new(DEFAULT_EPOCH_MS),
+        EngineConfig {
+            version: Version::V7_4,
+            ..EngineConfig::default()
+        },
+    );
+    let (client, replica) = (e.connect(), e.connect());
+    assert!(e.attach_replica_stream(replica).is_some());
+    (e, client, replica)
+}
+
+fn run_line(e: &mut fake_redis::Engine, client: fake_redis::ClientId, line: &str) {
+    let argv: Vec<bytes::Bytes> = line
+        .split(' ')
+        .map(|w| bytes::Bytes::from(w.to_owned()))
+        .collect();
+    e.execute(client, &argv);
+}
+
+fn command_frame(line: &str) -> fake_redis::Frame {
+    fake_redis::Frame::Array(
+        line.split(' ')
+            .map(|w| fake_redis::Frame::Bulk(bytes::Bytes::from(w.to_owned())))
+            .collect(),
+    )
+}
+
+/// `XREADGROUP` propagates what it did to the group, as redis-server 7.4.1 streamed it: an
+/// `XCLAIM` per entry delivered and the group's `XGROUP SETID` (in the transaction's
+/// `MULTI` … `EXEC`, or its own when it is more than one command); with `NOACK` no claims, and
+/// the consumer it made as `XGROUP CREATECONSUMER`; a read of the consumer's history nothing.
+#[test]
+fn xreadgroup_streams_its_claims_and_the_group_s_last_id() {
+    let (mut e, client, replica) = streamed_engine();
+    for line in [
+        "XADD s 1-1 f v",
+        "XADD s 1-2 f v",
+        "XADD s 1-3 f v",
+        "XGROUP CREATE s g 0",
+        "XREADGROUP GROUP g c COUNT 2 STREAMS s >",
+        "XREADGROUP GROUP g c2 NOACK STREAMS s >",
+        "MULTI",
+        "XREADGROUP GROUP g c STREAMS s 0",
+        "EXEC",
+        "XADD s 1-4 f v",
+        "MULTI",
+        "XREADGROUP GROUP g c STREAMS s >",
+        "EXEC",
+    ] {
+        run_line(&mut e, client, line);
+    }
+    let claim = |id: &str| {
+        command_frame(&format!(
+            "XCLAIM s g c 0 {id} TIME {DEFAULT_EPOCH_MS} RETRYCOUNT 1 FORCE JUSTID LASTID {id}"
+        ))
+    };
+    let want = vec![
+        command_frame("SELECT 0"),
+        command_frame("XADD s 1-1 f v"),
+        command_frame("XADD s 1-2 f v"),
+        command_frame("XADD s 1-3 f v"),
+        command_frame("XGROUP CREATE s g 0"),
+        command_frame("MULTI"),
+        claim("1-1"),
+        claim("1-2"),
+        command_frame("XGROUP SETID s g 1-2 ENTRIESREAD 2"),
+        command_frame("EXEC"),
+        command_frame("MULTI"),
+        command_frame("XGROUP CREATECONSUMER s g c2"),
+        command_frame("XGROUP SETID s g 1-3 ENTRIESREAD 3"),
+        command_frame("EXEC"),
+        command_frame("XADD s 1-4 f v"),
+        command_frame("MULTI"),
+        claim("1-4"),
+        command_frame("XGROUP SETID s g 1-4 ENTRIESREAD 4"),
+        command_frame("EXEC"),
+    ];
+    assert_eq!(e.drain_outbox(replica), want);
+}
+
+/// A transaction that makes its server a replica propagates nothing, not even what it wrote
+/// before the `REPLICAOF`, and the server streams nothing while it is one; `REPLICAOF NO ONE`
+/// disconnects the stream's readers, as redis-server 7.4.1 does.
+#[test]
+fn a_server_that_becomes_a_replica_streams_nothing_more() {
+    let (mut e, client, replica) = streamed_engine();
+    for line in [
+        "SET foo bar",
+        "MULTI",
+        "SET foo2 bar",
+        "REPLICAOF localhost 1",
+        "SET foo3 bar",
+        "EXEC",
+    ] {
+        run_line(&mut e, client, line);
+    }
+    assert_eq!(
+        e.drain_outbox(replica),
+        vec![command_frame("SELECT 0"), command_frame("SET foo bar")]
+    );
+    assert!(e.is_connected(replica));
+    run_line(&mut e, client, "REPLICAOF NO ONE");
+    assert!(!e.is_connected(replica));
+}

@@ -222,3 +222,52 @@ fn out_of_range_timeouts_and_ranks_are_errors_after_redis_7_0() {
         ],
     );
 }
+
+/// `HSCAN`'s `NOVALUES` (Redis 7.4 and Valkey): the fields alone, after the other options or
+/// before them; `SSCAN`, `ZSCAN` and `SCAN` refuse it by name. Redis 7.0 knows no such option.
+#[test]
+fn hscan_novalues_after_redis_7_0() {
+    let setup: &[(&[&str], &str)] = &[
+        (&["HSET", "h", "a", "1", "b", "2"], ":2\r\n"),
+        (&["SADD", "s", "m"], ":1\r\n"),
+        (&["ZADD", "z", "1", "m"], ":1\r\n"),
+    ];
+    let mut cases = setup.to_vec();
+    cases.extend_from_slice(&[
+        (
+            &["HSCAN", "h", "0", "NOVALUES"][..],
+            "*2\r\n$1\r\n0\r\n*2\r\n$1\r\na\r\n$1\r\nb\r\n",
+        ),
+        (
+            &["HSCAN", "h", "0", "novalues", "COUNT", "5", "MATCH", "b"],
+            "*2\r\n$1\r\n0\r\n*1\r\n$1\r\nb\r\n",
+        ),
+        (
+            &["HSCAN", "missing", "0", "NOVALUES"],
+            "*2\r\n$1\r\n0\r\n*0\r\n",
+        ),
+        (
+            &["SSCAN", "s", "0", "NOVALUES"],
+            "-ERR NOVALUES option can only be used in HSCAN\r\n",
+        ),
+        (
+            &["ZSCAN", "z", "0", "NOVALUES"],
+            "-ERR NOVALUES option can only be used in HSCAN\r\n",
+        ),
+        (
+            &["SCAN", "0", "NOVALUES"],
+            "-ERR NOVALUES option can only be used in HSCAN\r\n",
+        ),
+    ]);
+    assert_calls(Version::V7_4, "REDIS_7_4_SERVER", &cases);
+    assert_calls(Version::Valkey9_1, "VALKEY_SERVER", &cases);
+    let mut cases = setup.to_vec();
+    cases.extend_from_slice(&[
+        (
+            &["HSCAN", "h", "0", "NOVALUES"][..],
+            "-ERR syntax error\r\n",
+        ),
+        (&["SCAN", "0", "NOVALUES"], "-ERR syntax error\r\n"),
+    ]);
+    assert_calls(Version::V7_0, "REDIS_7_0_SERVER", &cases);
+}
