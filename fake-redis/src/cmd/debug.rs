@@ -88,6 +88,10 @@ fn debug_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
             cx.node().set_active_expire(on);
             Ok(Frame::OK)
         }
+        _ if is(sub, "pause-cron") && n == 1 => {
+            cx.server_state().debug.pause_cron = c_atoi(&arg(args)?) != 0;
+            Ok(Frame::OK)
+        }
         _ if is(sub, "change-repl-id") && n == 0 => {
             cx.node().change_replication_id();
             Ok(Frame::OK)
