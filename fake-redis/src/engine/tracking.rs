@@ -27,6 +27,8 @@
 //! `broken_redirect`), and a RESP3 client hears `tracking-redir-broken` instead. Messages reach a
 //! client's outbox like any push, so doors and faults carry them; the messages a command's own
 //! changes send its client come after its reply, as Redis 7.0 holds them back until then.
+//! Those sent before a command runs (of keys evicted for it, or dropped to keep the table
+//! within `tracking-table-max-keys`) come ahead of its reply, as Redis sends them at once.
 //!
 //! The keyspace logs the keys each write signals (`Db::touch`, Redis's `signalModifiedKey`),
 //! expiry removes, and flushes, while any client tracks; the engine reads that log before each
