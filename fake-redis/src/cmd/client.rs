@@ -15,7 +15,7 @@ use crate::engine::monitor::Source;
 use crate::engine::pause::PauseMode;
 use crate::engine::reply::ReplyMode;
 use crate::engine::tracking::Tracking;
-use crate::engine::{ClientId, Engine};
+use crate::engine::{ClientId, Engine, Version};
 use crate::resp::Frame;
 use bytes::Bytes;
 
@@ -161,7 +161,13 @@ pub(crate) fn after_script_call(cx: &mut Cx<'_>, argv: &[Bytes]) {
     }
     if engine.is_tracking() && remembers(engine, id, name) {
         engine.invalidate_logged(Some(id), now);
-        let keys = engine.script_keys();
+        // Redis 7.0 remembers the script's own keys; 7.2 on (so 7.4, and Valkey) the keys of
+        // the command the script called.
+        let keys = if version == Version::V7_0 {
+            engine.script_keys()
+        } else {
+            super::command_docs::keys_of(version, argv)
+        };
         engine.remember_tracked_keys(id, &keys);
     }
 }

@@ -735,6 +735,7 @@ fn info_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     if want("stats") {
         let expired: u64 = engine.dbs().iter().map(|d| d.stats.expired_keys).sum();
         let evicted: u64 = engine.dbs().iter().map(|d| d.stats.evicted_keys).sum();
+        let (tracked_keys, tracked_items, tracked_prefixes) = engine.tracking_totals();
         let mut s = String::from("# Stats\r\n");
         let _ = write!(
             s,
@@ -745,6 +746,8 @@ fn info_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
              evicted_clients:0\r\ntotal_eviction_exceeded_time:0\r\n\
              current_eviction_exceeded_time:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\n\
              pubsub_channels:{}\r\npubsub_patterns:{}\r\npubsubshard_channels:{}\r\n\
+             tracking_total_keys:{tracked_keys}\r\ntracking_total_items:{tracked_items}\r\n\
+             tracking_total_prefixes:{tracked_prefixes}\r\n\
              unexpected_error_replies:0\r\ntotal_error_replies:{}\r\n",
             engine.stats().connections,
             engine.stats().commands,

@@ -88,6 +88,10 @@ fn debug_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
             cx.node().set_active_expire(on);
             Ok(Frame::OK)
         }
+        _ if is(sub, "pause-cron") && n == 1 => {
+            cx.server_state().debug.pause_cron = c_atoi(&arg(args)?) != 0;
+            Ok(Frame::OK)
+        }
         _ if is(sub, "change-repl-id") && n == 0 => {
             cx.node().change_replication_id();
             Ok(Frame::OK)
@@ -350,8 +354,8 @@ fn packed_threshold(cx: &mut Cx<'_>, size: &[u8]) -> CmdResult {
     Ok(Frame::OK)
 }
 
-/// `DEBUG PROTOCOL <type>`: a reply of each of RESP3's types, with Redis's values. An attribute
-/// is not a frame the fake can send: `attrib` gives only the reply that follows it.
+/// `DEBUG PROTOCOL <type>`: a reply of each of RESP3's types, with Redis's values (`attrib`'s
+/// attribute reaches a RESP3 client only, as Redis sends it).
 fn protocol(cx: &mut Cx<'_>, name: &[u8]) -> CmdResult {
     let ints = || (0..3).map(Frame::Integer).collect::<Vec<_>>();
     let frame = match () {
@@ -369,9 +373,18 @@ fn protocol(cx: &mut Cx<'_>, name: &[u8]) -> CmdResult {
                 .map(|j| (Frame::Integer(j), Frame::Boolean(j == 1)))
                 .collect(),
         ),
-        _ if is(name, "attrib") => Frame::Bulk(Bytes::from_static(
-            b"Some real reply following the attribute",
-        )),
+        _ if is(name, "attrib") => Frame::Attribute {
+            attributes: vec![(
+                Frame::Bulk(Bytes::from_static(b"key-popularity")),
+                Frame::Array(vec![
+                    Frame::Bulk(Bytes::from_static(b"key:123")),
+                    Frame::Integer(90),
+                ]),
+            )],
+            value: Box::new(Frame::Bulk(Bytes::from_static(
+                b"Some real reply following the attribute",
+            ))),
+        },
         _ if is(name, "push") => return push(cx),
         _ if is(name, "true") => Frame::Boolean(true),
         _ if is(name, "false") => Frame::Boolean(false),

@@ -56,6 +56,7 @@ impl Engine {
         };
         let reply = dispatch(self, client.0, argv, now, false);
         self.settle_reply(client, &reply);
+        let reply = self.reply_after_early_invalidations(client, reply);
         self.end_command(client, now);
         reply
     }
@@ -73,6 +74,7 @@ impl Engine {
         let reply = dispatch(self, client.0, argv, now, true);
         let blocked = self.is_blocked(client);
         self.settle_reply(client, &reply);
+        let reply = self.reply_after_early_invalidations(client, reply);
         self.end_command(client, now);
         if blocked {
             // Still blocked after the serving at the end of its own command (a command that
@@ -182,10 +184,16 @@ fn dispatch(engine: &mut Engine, id: u64, argv: &[Bytes], now: i64, may_block: b
         }
         seen = Seen::again(engine, id);
     }
-    if engine.evicts()
-        && let Err(error) = check_memory(engine, id, name, argv, seen.in_multi, now)
-    {
-        return reject(engine, id, spec, error);
+    if engine.evicts() || engine.is_tracking() {
+        let queued = engine.outbox_len(ClientId(id));
+        let checked = match engine.evicts() {
+            true => check_memory(engine, id, name, argv, seen.in_multi, now),
+            false => Ok(()),
+        };
+        engine.invalidate_before_command(id, queued, now);
+        if let Err(error) = checked {
+            return reject(engine, id, spec, error);
+        }
     }
     if engine.checks_replicas() && is_write_call(engine, id, spec) {
         return reject(engine, id, spec, replica_refusal(engine));

@@ -931,7 +931,11 @@ impl Engine {
         if self.pause.is_some() && self.pause_ended(now) {
             (self.hooks.resume_postponed)(self, now);
         }
-        if self.expiry.is_due(now) && !self.replication.is_replica() && !self.expiry_paused(now) {
+        if self.expiry.is_due(now)
+            && !self.replication.is_replica()
+            && !self.expiry_paused(now)
+            && !self.server.debug.pause_cron
+        {
             let rng = &mut self.rng;
             self.expiry
                 .catch_up(&mut self.dbs, now, &mut || xorshift(rng));
@@ -987,6 +991,9 @@ impl Engine {
         if self.is_tracking() {
             self.invalidate_logged(Some(client.0), now);
             self.broadcast_invalidations(now);
+            if !self.server.debug.pause_cron {
+                self.limit_tracking_table(now);
+            }
         }
         self.collect_dirty();
         self.propagate(Some(client.0), now);

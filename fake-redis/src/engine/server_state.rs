@@ -74,4 +74,7 @@ pub(crate) struct DebugSwitches {
     /// `DEBUG QUICKLIST-PACKED-THRESHOLD`: the size from which a list element would sit in a
     /// plain node of its own (0: Redis's default, 1 GB).
     pub quicklist_packed_threshold: u64,
+    /// `DEBUG PAUSE-CRON 1`: what Redis's `serverCron` does waits, here the slow active expiry
+    /// cycle and the tracking table's limit (which the next command's start still applies).
+    pub pause_cron: bool,
 }

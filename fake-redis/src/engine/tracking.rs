@@ -7,7 +7,8 @@
 //!   transaction too) are remembered in the tracking table, key to client ids, global across
 //!   databases. For each read-only command a script calls, Redis 7.0 remembers the keys the
 //!   script was called with (`EVAL`'s `KEYS`), not the ones the command read: a script that
-//!   reads a key it was not given leaves nothing to invalidate. When a remembered key is modified or expires, each client in its
+//!   reads a key it was not given leaves nothing to invalidate. Redis 7.4 (and Valkey)
+//!   remembers the keys the called command read. When a remembered key is modified or expires, each client in its
 //!   entry gets one message naming it and the entry is dropped: the next change of the key says
 //!   nothing until the client reads it again. `OPTIN` remembers only after `CLIENT CACHING yes`,
 //!   `OPTOUT` all but after `CLIENT CACHING no`; `NOLOOP` spares a client the messages of its own
@@ -26,6 +27,8 @@
 //! `broken_redirect`), and a RESP3 client hears `tracking-redir-broken` instead. Messages reach a
 //! client's outbox like any push, so doors and faults carry them; the messages a command's own
 //! changes send its client come after its reply, as Redis 7.0 holds them back until then.
+//! Those sent before a command runs (of keys evicted for it, or dropped to keep the table
+//! within `tracking-table-max-keys`) come ahead of its reply, as Redis sends them at once.
 //!
 //! The keyspace logs the keys each write signals (`Db::touch`, Redis's `signalModifiedKey`),
 //! expiry removes, and flushes, while any client tracks; the engine reads that log before each
@@ -36,6 +39,7 @@ use crate::engine::{ClientId, Engine};
 use crate::resp::Frame;
 use bytes::Bytes;
 use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Bound;
 
 /// The channel RESP2 invalidation messages are published on.
 const INVALIDATE_CHANNEL: &[u8] = b"__redis__:invalidate";
@@ -82,6 +86,9 @@ pub(crate) struct TrackingTables {
     /// The keys the running script was called with (`EVAL`'s `KEYS`), which Redis 7.0 remembers
     /// for each read-only command the script calls, in place of that command's keys.
     script_keys: Vec<Bytes>,
+    /// The invalidations sent before a command ran to its own client: the client, and
+    /// where they sit in its outbox (from, to). They go out ahead of the command's reply.
+    early: Option<(u64, usize, usize)>,
 }
 
 /// The keys a prefix collected, each with the client that changed it last.
@@ -207,7 +214,7 @@ impl Engine {
             for change in self.dbs[db].take_tracked() {
                 match change {
                     Some(key) => {
-                        self.invalidate_key(&key, current, now);
+                        self.invalidate_key(&key, current, true, now);
                         flushed = false;
                     }
                     None if !flushed => {
@@ -220,11 +227,13 @@ impl Engine {
         }
     }
 
-    /// Redis's `trackingInvalidateKey`: `key` changed.
-    fn invalidate_key(&mut self, key: &Bytes, current: Option<u64>, now: i64) {
-        for (prefix, p) in &mut self.tracking.prefixes {
-            if key.starts_with(prefix) {
-                p.keys.insert(key.clone(), current);
+    /// Redis's `trackingInvalidateKey`: `key` changed (or, without `bcast`, left the table).
+    fn invalidate_key(&mut self, key: &Bytes, current: Option<u64>, bcast: bool, now: i64) {
+        if bcast {
+            for (prefix, p) in &mut self.tracking.prefixes {
+                if key.starts_with(prefix) {
+                    p.keys.insert(key.clone(), current);
+                }
             }
         }
         let Some(ids) = self.tracking.keys.remove(key) else {
@@ -240,6 +249,45 @@ impl Engine {
             }
             self.send_invalidation(id, Invalidated::Keys(std::slice::from_ref(key)), now);
         }
+    }
+
+    /// Redis's `trackingLimitUsedSlots`, after each command (Redis's `beforeSleep`): while the
+    /// table holds more keys than `tracking-table-max-keys` (0: no limit), keys from a random
+    /// place in it on are invalidated and forgotten. Redis spreads that work over the turns of
+    /// its event loop; the fake, which has no idle turns, does it at once.
+    pub(crate) fn limit_tracking_table(&mut self, now: i64) {
+        let max = self
+            .config
+            .settings
+            .get("tracking-table-max-keys")
+            .and_then(|v| v.parse::<usize>().ok())
+            .unwrap_or(1_000_000);
+        if max == 0 || self.tracking.keys.len() <= max {
+            return;
+        }
+        let start = super::xorshift(&mut self.rng).to_be_bytes();
+        while self.tracking.keys.len() > max {
+            let from = (Bound::Included(&start[..]), Bound::Unbounded);
+            let keys = &self.tracking.keys;
+            let Some(key) = keys
+                .range::<[u8], _>(from)
+                .next()
+                .or_else(|| keys.iter().next())
+                .map(|(key, _)| key.clone())
+            else {
+                break;
+            };
+            self.invalidate_key(&key, None, false, now);
+        }
+    }
+
+    /// `INFO`'s `tracking_total_keys`, `tracking_total_items` (a client per key, ids of clients
+    /// that stopped tracking included, as Redis forgets them lazily) and
+    /// `tracking_total_prefixes`.
+    pub(crate) fn tracking_totals(&self) -> (usize, usize, usize) {
+        let t = &self.tracking;
+        let items = t.keys.values().map(BTreeSet::len).sum();
+        (t.keys.len(), items, t.prefixes.len())
     }
 
     /// Redis's `trackingInvalidateKeysOnFlush`: every tracking client hears that everything
@@ -346,6 +394,52 @@ impl Engine {
             return;
         };
         c.push(now, frame);
+    }
+
+    /// Before client `id`'s command runs, after the eviction (Redis's `processCommand`): the
+    /// invalidations of the evicted keys, and of those the tracking table's limit drops, go
+    /// out at once, as no command runs yet, so those for `id` itself come ahead of its reply.
+    /// `queued` is how many pushes its outbox held before the eviction.
+    pub(crate) fn invalidate_before_command(&mut self, id: u64, queued: usize, now: i64) {
+        if !self.is_tracking() {
+            return;
+        }
+        self.invalidate_logged(None, now);
+        self.limit_tracking_table(now);
+        let held = self.clients.get(&id).map_or(0, |c| c.outbox.len());
+        self.tracking.early = (held > queued).then_some((id, queued, held));
+    }
+
+    /// The reply `client` is sent first: the first of the invalidations sent to it before its
+    /// command ran, when there are any, with the rest and then `reply` in its outbox in
+    /// their place; `reply` itself otherwise. A reply that must not be sent (`CLIENT REPLY OFF`)
+    /// is dropped, and the invalidations go out all the same.
+    pub(crate) fn reply_after_early_invalidations(
+        &mut self,
+        client: ClientId,
+        reply: Frame,
+    ) -> Frame {
+        let Some((id, from, to)) = self.tracking.early.take() else {
+            return reply;
+        };
+        let Some(c) = self.clients.get_mut(&client.0) else {
+            return reply;
+        };
+        if id != client.0 || c.is_blocked() || to > c.outbox.len() || from >= to {
+            return reply;
+        }
+        let mut early: Vec<_> = c.outbox.drain(from..to).collect();
+        let first = early.remove(0);
+        if !std::mem::take(&mut c.silenced) {
+            early.push(crate::engine::Outbound {
+                at: first.at,
+                frame: reply,
+            });
+        }
+        for (i, out) in early.into_iter().enumerate() {
+            c.outbox.insert(from + i, out);
+        }
+        first.frame
     }
 
     /// Notes the keys of the script command about to run (see [`TrackingTables`]).

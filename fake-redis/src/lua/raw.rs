@@ -546,6 +546,8 @@ unsafe fn push_reply(state: *mut lua_State, frame: &Frame, null_is_false: bool, 
                 push_field(state, b"format", |state| push_bytes(state, format));
                 push_field(state, b"string", |state| push_bytes(state, text));
             }),
+            // Redis's reply reader skips attributes: the script sees the reply alone.
+            Frame::Attribute { value, .. } => push_reply(state, value, null_is_false, depth),
         }
     }
 }

@@ -15,8 +15,8 @@ use std::fmt::Write as _;
 /// Appends `frame` to `out` as Redis 7.0 writes it to a client speaking
 /// `protocol_version`: 3 (or more) for RESP3, anything else for RESP2.
 ///
-/// RESP2 has no nulls, maps, sets, doubles, booleans, pushes, big numbers or
-/// verbatim strings, so they are written the way Redis's `addReply*`
+/// RESP2 has no nulls, maps, sets, doubles, booleans, pushes, big numbers,
+/// verbatim strings or attributes, so they are written the way Redis's `addReply*`
 /// functions write them for RESP2 clients: `$-1`/`*-1`, flat arrays, bulk
 /// strings and integers (see [`Frame`]'s variants).
 pub fn encode(frame: &Frame, protocol_version: u8, out: &mut BytesMut) {
@@ -90,6 +90,16 @@ pub fn encode(frame: &Frame, protocol_version: u8, out: &mut BytesMut) {
             } else {
                 put_bulk(out, text);
             }
+        }
+        Frame::Attribute { attributes, value } => {
+            if resp3 {
+                put_header(out, b'|', len_i64(attributes.len()));
+                for (key, attribute) in attributes {
+                    encode(key, protocol_version, out);
+                    encode(attribute, protocol_version, out);
+                }
+            }
+            encode(value, protocol_version, out);
         }
     }
 }
@@ -369,6 +379,19 @@ mod tests {
                 },
                 b"$25\r\nThis is a verbatim\nstring\r\n",
                 b"=29\r\ntxt:This is a verbatim\nstring\r\n",
+            ),
+            // Redis 7.4.1's DEBUG PROTOCOL attrib, to a RESP2 and a RESP3 client.
+            (
+                Frame::Attribute {
+                    attributes: vec![(
+                        Frame::bulk(&b"key-popularity"[..]),
+                        Frame::Array(vec![Frame::bulk(&b"key:123"[..]), Frame::Integer(90)]),
+                    )],
+                    value: Box::new(Frame::bulk(&b"Some real reply following the attribute"[..])),
+                },
+                b"$39\r\nSome real reply following the attribute\r\n",
+                b"|1\r\n$14\r\nkey-popularity\r\n*2\r\n$7\r\nkey:123\r\n:90\r\n\
+                  $39\r\nSome real reply following the attribute\r\n",
             ),
         ];
         for (frame, resp2, resp3) in &cases {

@@ -75,6 +75,15 @@ pub enum Frame {
         /// The text itself, without the `format:` prefix.
         text: Bytes,
     },
+    /// A reply with attributes ahead of it (`DEBUG PROTOCOL attrib`): in RESP3 `|N` and the N
+    /// key/value pairs, then the reply; in RESP2, which has no attributes, the reply alone, as
+    /// Redis answers a RESP2 client the same call.
+    Attribute {
+        /// The attributes' key/value pairs, in order.
+        attributes: Vec<(Frame, Frame)>,
+        /// The reply they annotate.
+        value: Box<Frame>,
+    },
 }
 
 impl Frame {
@@ -156,6 +165,7 @@ impl Frame {
             Frame::Boolean(b) => Frame::Integer(i64::from(b)),
             Frame::BigNumber(digits) | Frame::DoubleText(digits) => Frame::Bulk(text_bytes(digits)),
             Frame::Verbatim { text, .. } => Frame::Bulk(text),
+            Frame::Attribute { value, .. } => value.to_resp2(),
             other => other,
         }
     }
@@ -207,6 +217,13 @@ impl Frame {
                     data: items.collect(),
                 }
             }
+            Frame::Attribute { attributes, value } => Value::Attribute {
+                data: Box::new(value.to_redis_value(protocol)),
+                attributes: attributes
+                    .into_iter()
+                    .map(|(k, v)| (k.to_redis_value(protocol), v.to_redis_value(protocol)))
+                    .collect(),
+            },
             // How the crate holds these depends on its features (a big number is a `BigInt` with
             // `num-bigint`, bytes without), so its own parser builds them.
             leaf @ (Frame::BigNumber(_) | Frame::Verbatim { .. }) => {
@@ -282,18 +299,26 @@ impl fmt::Display for Frame {
                 }
                 f.write_str("]")
             }
-            Frame::Map(pairs) => {
-                f.write_str("{")?;
-                for (i, (k, v)) in pairs.iter().enumerate() {
-                    if i > 0 {
-                        f.write_str(", ")?;
-                    }
-                    write!(f, "{k}: {v}")?;
-                }
-                f.write_str("}")
+            Frame::Map(pairs) => write_pairs(f, pairs),
+            Frame::Attribute { attributes, value } => {
+                f.write_str("(attributes) ")?;
+                write_pairs(f, attributes)?;
+                write!(f, " {value}")
             }
         }
     }
+}
+
+/// `{k: v, ...}`.
+fn write_pairs(f: &mut fmt::Formatter<'_>, pairs: &[(Frame, Frame)]) -> fmt::Result {
+    f.write_str("{")?;
+    for (i, (k, v)) in pairs.iter().enumerate() {
+        if i > 0 {
+            f.write_str(", ")?;
+        }
+        write!(f, "{k}: {v}")?;
+    }
+    f.write_str("}")
 }
 
 #[cfg(test)]

@@ -5,9 +5,9 @@
 //! writes, not into a type of their own: it holds everything a RESP2 or RESP3
 //! reply carries that a client acts on, big numbers and verbatim strings
 //! included. What it does not keep is spelling: a RESP3 null and a blob error
-//! read as [`Frame::Null`] and [`Frame::Error`], and attributes are dropped
-//! (see [`ReplyParser`]). So a frame encoded and parsed back is the frame as
-//! the client's protocol version shows it.
+//! read as [`Frame::Null`] and [`Frame::Error`], and a run of attributes reads
+//! as one (see [`ReplyParser`]). So a frame encoded and parsed back is the
+//! frame as the client's protocol version shows it.
 //!
 //! Integers (lengths, counts, `:` replies) follow Redis's `string2ll`, as the
 //! request parser's do: Redis never writes a leading zero, a `+` or `-0`.
@@ -76,8 +76,9 @@ impl Default for ReplyLimits {
 /// and removes its bytes, or consumes nothing and returns `Ok(None)` while
 /// the reply is incomplete. It accepts every RESP2 and RESP3 type whatever
 /// the protocol version: `_` becomes [`Frame::Null`], a blob error `!`
-/// becomes [`Frame::Error`], and attributes (`|`) are read and dropped,
-/// the reply they annotate being returned. Simple strings and errors that
+/// becomes [`Frame::Error`], and attributes (`|`) become a
+/// [`Frame::Attribute`] around the reply they annotate (a run of them, one
+/// with all their pairs). Simple strings and errors that
 /// are not UTF-8 are converted lossily. Streamed strings and aggregates
 /// (`$?`, `*?`), which Redis never sends, are rejected as malformed.
 ///
@@ -177,8 +178,9 @@ struct Cursor<'a> {
 impl<'a> Cursor<'a> {
     /// One frame at nesting `depth` (1 for the top level).
     fn frame(&mut self, depth: usize) -> Result<Frame, Stop> {
-        // Attributes are skipped in a loop, not by recursion, so that a run
-        // of them cannot exhaust the stack.
+        // Attributes are read in a loop, not by recursion, so that a run of
+        // them cannot exhaust the stack; their pairs are gathered into one.
+        let mut attributes: Option<Vec<(Frame, Frame)>> = None;
         loop {
             let Some(&kind) = self.buf.get(self.pos) else {
                 return Err(Stop::Incomplete(self.pos + 1));
@@ -225,7 +227,13 @@ impl<'a> Cursor<'a> {
                 }
                 b'|' => {
                     let len = self.number()?;
-                    self.pairs(len, depth)?;
+                    let gathered = attributes.as_ref().map_or(0, Vec::len);
+                    let more = usize::try_from(len).unwrap_or(0);
+                    if gathered.saturating_add(more).saturating_mul(2) > self.limits.max_elements {
+                        return Err(ReplyError::TooLarge.into());
+                    }
+                    let pairs = self.pairs(len, depth)?;
+                    attributes.get_or_insert_with(Vec::new).extend(pairs);
                     continue;
                 }
                 b'_' => {
@@ -258,7 +266,13 @@ impl<'a> Cursor<'a> {
                 }
                 other => return Err(ReplyError::UnknownType(other).into()),
             };
-            return Ok(frame);
+            return Ok(match attributes {
+                Some(attributes) => Frame::Attribute {
+                    attributes,
+                    value: Box::new(frame),
+                },
+                None => frame,
+            });
         }
     }
 
@@ -371,9 +385,13 @@ mod tests {
             $39\r\nSome real reply following the attribute\r\n";
         assert_eq!(
             parse_reply(attrib),
-            Ok(Some(Frame::bulk(
-                &b"Some real reply following the attribute"[..]
-            )))
+            Ok(Some(Frame::Attribute {
+                attributes: vec![(
+                    Frame::bulk(&b"key-popularity"[..]),
+                    Frame::Array(vec![Frame::bulk(&b"key:123"[..]), Frame::Integer(90)]),
+                )],
+                value: Box::new(Frame::bulk(&b"Some real reply following the attribute"[..])),
+            }))
         );
         assert_eq!(
             parse_reply(b"=29\r\ntxt:This is a verbatim\nstring\r\n"),
@@ -495,10 +513,21 @@ mod tests {
         assert_eq!(parse(b"+12345678"), Ok(None));
         // A huge declared count waits for its elements without reserving them.
         assert_eq!(parse_reply(b"*2000000000\r\n:1\r\n"), Ok(None));
-        // Runs of attributes do not recurse.
+        // Runs of attributes do not recurse, and read as one.
         let mut many = b"|0\r\n".repeat(100_000);
-        many.extend_from_slice(b":1\r\n");
-        assert_eq!(parse_reply(&many), Ok(Some(Frame::Integer(1))));
+        many.extend_from_slice(b"|1\r\n:2\r\n:3\r\n:1\r\n");
+        assert_eq!(
+            parse_reply(&many),
+            Ok(Some(Frame::Attribute {
+                attributes: vec![(Frame::Integer(2), Frame::Integer(3))],
+                value: Box::new(Frame::Integer(1)),
+            }))
+        );
+        // Their pairs together count against the element limit.
+        assert_eq!(
+            parse(b"|1\r\n:1\r\n:1\r\n|2\r\n"),
+            Err(ReplyError::TooLarge)
+        );
     }
 
     #[test]

@@ -125,6 +125,25 @@ fn normalize(frame: &Frame, version: u8) -> Frame {
             text: text.clone(),
         },
         Frame::Verbatim { text, .. } => Frame::Bulk(text.clone()),
+        // Attributes in a row read back as one.
+        Frame::Attribute { attributes, value } if resp3 => {
+            let mut pairs: Vec<(Frame, Frame)> = attributes
+                .iter()
+                .map(|(k, v)| (normalize(k, version), normalize(v, version)))
+                .collect();
+            let value = match normalize(value, version) {
+                Frame::Attribute { attributes, value } => {
+                    pairs.extend(attributes);
+                    value
+                }
+                other => Box::new(other),
+            };
+            Frame::Attribute {
+                attributes: pairs,
+                value,
+            }
+        }
+        Frame::Attribute { value, .. } => normalize(value, version),
     }
 }
 
@@ -171,7 +190,15 @@ fn any_frame() -> impl Strategy<Value = Frame> {
             proptest::collection::vec(inner.clone(), 0..6).prop_map(Frame::Array),
             proptest::collection::vec(inner.clone(), 0..6).prop_map(Frame::Set),
             proptest::collection::vec(inner.clone(), 0..6).prop_map(Frame::Push),
-            proptest::collection::vec((inner.clone(), inner), 0..4).prop_map(Frame::Map),
+            proptest::collection::vec((inner.clone(), inner.clone()), 0..4).prop_map(Frame::Map),
+            (
+                proptest::collection::vec((inner.clone(), inner.clone()), 0..3),
+                inner
+            )
+                .prop_map(|(attributes, value)| Frame::Attribute {
+                    attributes,
+                    value: Box::new(value),
+                }),
         ]
     })
 }
@@ -195,6 +222,13 @@ fn frame_weight(frame: &Frame) -> usize {
             .iter()
             .map(|(k, v)| frame_weight(k) + frame_weight(v))
             .sum(),
+        Frame::Attribute { attributes, value } => {
+            frame_weight(value)
+                + attributes
+                    .iter()
+                    .map(|(k, v)| frame_weight(k) + frame_weight(v))
+                    .sum::<usize>()
+        }
         Frame::Integer(_)
         | Frame::Null
         | Frame::NullArray

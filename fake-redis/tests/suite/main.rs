@@ -63,6 +63,7 @@ mod server_bytes;
 mod server_cli;
 mod sharded_pubsub;
 mod streams;
+mod tracking_7_4;
 mod valkey_commands;
 mod versions;
 mod versions_7_4;

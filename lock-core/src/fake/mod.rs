@@ -162,6 +162,8 @@ pub fn frame_to_reply(frame: &Frame) -> Reply {
                 .collect(),
         ),
         Frame::Boolean(b) => Reply::Int(i64::from(*b)),
+        // RESP2 has no attributes: the reply alone.
+        Frame::Attribute { value, .. } => frame_to_reply(value),
         // A double and the big numbers are bulk strings in RESP2, spelled as the wire spells them.
         other @ (Frame::Double(_) | Frame::BigNumber(_) | Frame::DoubleText(_)) => {
             match other.clone().to_resp2() {
