@@ -166,7 +166,7 @@ impl LockMachine {
         };
         let lease = self.lease_of(mode);
         let holds = &self.holds;
-        let Some(a) = self.ops.get_mut(&op).and_then(|o| match &mut o.kind {
+        let Some(a) = self.ops.get_mut(op).and_then(|o| match &mut o.kind {
             OpKind::Acquire(a) => Some(a),
             _ => None,
         }) else {
@@ -351,7 +351,7 @@ impl LockMachine {
             "grant acknowledged by too few replicas; giving it back"
         );
         let name = a.keys.name();
-        let reply_to = self.ops.get_mut(&op).and_then(|o| o.reply_to.take());
+        let reply_to = self.ops.get_mut(op).and_then(|o| o.reply_to.take());
         // Not granted: a wake it was given passes on to the next waiter. The release goes out
         // before the caller hears of the refusal.
         if let Some((_, a)) = self.take_acquire(op, false) {
@@ -487,7 +487,7 @@ impl LockMachine {
 
     pub(crate) fn is_sleeping(&self, op: u64) -> bool {
         matches!(
-            self.ops.get(&op).map(|o| &o.kind),
+            self.ops.get(op).map(|o| &o.kind),
             Some(OpKind::Acquire(AcquireOp {
                 stage: Stage::Sleeping,
                 ..
@@ -497,7 +497,7 @@ impl LockMachine {
 
     pub(crate) fn is_awaiting_subscription(&self, op: u64) -> bool {
         matches!(
-            self.ops.get(&op).map(|o| &o.kind),
+            self.ops.get(op).map(|o| &o.kind),
             Some(OpKind::Acquire(AcquireOp {
                 stage: Stage::AwaitSubscription,
                 ..
@@ -526,9 +526,11 @@ impl LockMachine {
     /// Removes an acquire, leaving its channel; a wake it was given passes on unless it was
     /// `granted` (the wake did its job).
     fn take_acquire(&mut self, op: u64, granted: bool) -> Option<(Option<OpId>, AcquireOp)> {
-        let entry = self.ops.remove(&op)?;
+        if !matches!(self.ops.get(op), Some(entry) if matches!(entry.kind, OpKind::Acquire(_))) {
+            return None;
+        }
+        let entry = self.ops.remove(op)?;
         let OpKind::Acquire(mut a) = entry.kind else {
-            self.ops.insert(op, entry);
             return None;
         };
         if let Some(reply_to) = entry.reply_to {

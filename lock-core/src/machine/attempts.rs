@@ -157,7 +157,7 @@ impl LockMachine {
     ) -> Option<Answered> {
         let now = self.now;
         let window = RetryWindow::of(&self.config);
-        let kind = &mut self.ops.get_mut(&op)?.kind;
+        let kind = &mut self.ops.get_mut(op)?.kind;
         kind.attempts()?.in_flight = None;
         let error = match result {
             Ok(reply) => return Some(Answered::Reply(reply)),

@@ -34,7 +34,7 @@
 macro_rules! op_of_kind {
     ($name:ident, $kind:ident, $op:ty) => {
         fn $name(&mut self, op: u64) -> Option<&mut $op> {
-            match self.ops.get_mut(&op).map(|o| &mut o.kind) {
+            match self.ops.get_mut(op).map(|o| &mut o.kind) {
                 Some(OpKind::$kind(x)) => Some(x),
                 _ => None,
             }
@@ -55,6 +55,7 @@ mod query;
 mod read_write;
 mod release;
 mod replicas;
+mod slab;
 mod sorted;
 mod timers;
 mod waiters;
@@ -83,6 +84,7 @@ use hold::Hold;
 use kind::AcquireKind;
 use query::{Query, SingleOp};
 use release::ReleaseOp;
+use slab::Slab;
 use sorted::SortedMap;
 use timers::{TimerKind, Timers};
 use waiters::Channel;
@@ -222,11 +224,11 @@ pub struct LockMachine {
     /// answered "not locked" without a call that could touch a newer hold of the same owner.
     lost: BTreeMap<HoldId, u32>,
     next_hold: u64,
-    /// Unboxed: an operation is a few hundred bytes (its kind boxes a fair or read-write lock's
-    /// keys), which the ring buffer moves once in and once out, where a box cost an allocation.
-    ops: SortedMap<u64, Op>,
+    /// Unboxed, in reused slots: an operation is a few hundred bytes (its kind boxes a fair or
+    /// read-write lock's keys), written once when it starts, where a box cost an allocation and
+    /// an ordered container moved it at every insert and removal.
+    ops: Slab<Op>,
     op_index: SortedMap<OpId, u64>,
-    next_op: u64,
     calls: SortedMap<CallId, CallPurpose>,
     next_call: u64,
     watchdog: Watchdog,
@@ -313,9 +315,8 @@ impl LockMachine {
             holds: BTreeMap::new(),
             lost: BTreeMap::new(),
             next_hold: 0,
-            ops: SortedMap::default(),
+            ops: Slab::default(),
             op_index: SortedMap::default(),
-            next_op: 0,
             calls: SortedMap::default(),
             next_call: 0,
             watchdog: Watchdog::default(),
@@ -403,7 +404,7 @@ impl LockMachine {
             CallPurpose::Attempt { op, .. } | CallPurpose::Single { op } => *op,
             CallPurpose::Renew { .. } => return None,
         };
-        self.ops.get(&op)?.reply_to
+        self.ops.get(op)?.reply_to
     }
 
     /// Feeds one input at time `now` (a monotonic clock the caller owns; a reading earlier than a
@@ -508,7 +509,7 @@ impl LockMachine {
         let Some(key) = self.op_index.remove(&op) else {
             return;
         };
-        let Some(entry) = self.ops.get_mut(&key) else {
+        let Some(entry) = self.ops.get_mut(key) else {
             return;
         };
         entry.reply_to = None;
@@ -529,7 +530,7 @@ impl LockMachine {
             return;
         };
         match purpose {
-            CallPurpose::Attempt { op, sent } => match self.ops.get(&op).map(|o| &o.kind) {
+            CallPurpose::Attempt { op, sent } => match self.ops.get(op).map(|o| &o.kind) {
                 Some(OpKind::Acquire(_)) => self.on_acquire_result(op, sent, result, shortfall),
                 Some(OpKind::Release(_)) => self.on_release_result(op, sent, result, shortfall),
                 // A fair waiter leaving its queue: nothing a failover could undo harms anyone
@@ -561,7 +562,7 @@ impl LockMachine {
     }
 
     fn on_op_timer(&mut self, op: u64, key: timers::TimerKey) {
-        let Some(entry) = self.ops.get_mut(&op) else {
+        let Some(entry) = self.ops.get_mut(op) else {
             return;
         };
         if entry.timer != Some(key) {
@@ -595,40 +596,35 @@ impl LockMachine {
     }
 
     fn insert_op(&mut self, reply_to: Option<OpId>, kind: OpKind) -> u64 {
-        self.next_op += 1;
-        let key = self.next_op;
+        let key = self.ops.insert(Op {
+            reply_to,
+            kind,
+            timer: None,
+        });
         if let Some(op) = reply_to {
             self.op_index.insert(op, key);
         }
-        self.ops.insert(
-            key,
-            Op {
-                reply_to,
-                kind,
-                timer: None,
-            },
-        );
         key
     }
 
     /// Arms `op`'s wake-up for `at`.
     fn arm_op_timer(&mut self, op: u64, at: MonoTime) {
         let timer = self.timers.arm(at, TimerKind::Op(op));
-        if let Some(entry) = self.ops.get_mut(&op) {
+        if let Some(entry) = self.ops.get_mut(op) {
             entry.timer = Some(timer);
         }
     }
 
     /// Cancels `op`'s wake-up, if it has one.
     fn cancel_op_timer(&mut self, op: u64) {
-        if let Some(entry) = self.ops.get_mut(&op) {
+        if let Some(entry) = self.ops.get_mut(op) {
             self.timers.cancel(entry.timer.take());
         }
     }
 
     /// Removes an operation, with its wake-up, and answers whoever waits for it.
     fn finish_op(&mut self, key: u64, result: Result<Done, LockError>) {
-        let Some(op) = self.ops.remove(&key) else {
+        let Some(op) = self.ops.remove(key) else {
             return;
         };
         self.timers.cancel(op.timer);

@@ -84,7 +84,7 @@ impl LockMachine {
     }
 
     pub(crate) fn on_single_result(&mut self, op: u64, result: Result<Reply, BackendError>) {
-        let Some(OpKind::Single(single)) = self.ops.get(&op).map(|o| &o.kind) else {
+        let Some(OpKind::Single(single)) = self.ops.get(op).map(|o| &o.kind) else {
             return;
         };
         let (operation, name) = (single.operation, single.name.clone());

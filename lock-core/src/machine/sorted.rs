@@ -47,11 +47,6 @@ impl<K: Ord, V> SortedMap<K, V> {
         self.entries.get(at).map(|(_, v)| v)
     }
 
-    pub(crate) fn get_mut(&mut self, key: &K) -> Option<&mut V> {
-        let at = self.find(key).ok()?;
-        self.entries.get_mut(at).map(|(_, v)| v)
-    }
-
     /// Puts `value` at `key`; gives back the value it replaced.
     pub(crate) fn insert(&mut self, key: K, value: V) -> Option<V> {
         match self.find(&key) {
