@@ -26,7 +26,7 @@ use super::release::ReleaseOp;
 use super::replicas::Shortfall;
 use super::{
     AcquireRequest, Acquired, BackendError, Call, CallPurpose, Done, HoldId, HoldKey, HoldMode,
-    LockError, LockEvent, LockMachine, OpId, OpKind, Operation, Wait,
+    LockError, LockEvent, LockMachine, OpId, OpKind, Operation, Wait, name_of,
 };
 use crate::keys::Owner;
 use crate::reply::Reply;
@@ -37,9 +37,8 @@ use std::collections::btree_map::Entry;
 
 #[derive(Debug)]
 pub(crate) struct AcquireOp {
+    /// The hold's key; its name is the request's, handed back in the grant.
     pub key: HoldKey,
-    /// The lock's name as the request gave it, handed back in the grant.
-    pub name: String,
     pub keys: SharedKeys,
     pub owner: Owner,
     pub mode: HoldMode,
@@ -83,7 +82,7 @@ impl LockMachine {
             let margin = self.config.drift_margin(lease);
             if lease.millis() <= margin {
                 let err = LockError::LeaseTooShort {
-                    name: req.name,
+                    name: req.name.to_string(),
                     lease: lease.millis(),
                     margin,
                 };
@@ -95,7 +94,7 @@ impl LockMachine {
         let mode = req.lease.map_or(HoldMode::Watchdog, HoldMode::Lease);
         let owner = self.owner(owner_id);
         let keys = self.keys(&req.name);
-        let key: HoldKey = (keys.lock.clone(), owner_id, kind.side());
+        let key: HoldKey = (req.name, owner_id, kind.side());
         if let Some(hold) = self.holds.get(&key) {
             let mismatch = matches!(
                 (hold.mode, mode),
@@ -103,7 +102,7 @@ impl LockMachine {
             );
             if mismatch {
                 let err = LockError::LeaseModeMismatch {
-                    name: req.name,
+                    name: name_of(&key),
                     owner,
                     held: hold.mode,
                     requested: mode,
@@ -136,7 +135,6 @@ impl LockMachine {
         };
         let acquire = AcquireOp {
             key,
-            name: req.name,
             keys,
             owner,
             mode,
@@ -323,7 +321,7 @@ impl LockMachine {
             self.renew_now();
         }
         let acquired = Acquired {
-            name: a.name,
+            name: a.key.0,
             hold: id,
             owner: a.key.1,
             owner_name: a.owner,

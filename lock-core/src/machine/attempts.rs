@@ -205,7 +205,7 @@ impl OpKind {
             OpKind::Acquire(a) => a.keys.name(),
             OpKind::Release(r) => r.keys.name(),
             OpKind::GiveUp(g) => g.name.clone(),
-            OpKind::Single(s) => s.name.clone(),
+            OpKind::Single(s) => s.name.to_string(),
         }
     }
 }

@@ -63,7 +63,7 @@ mod watchdog;
 
 pub use error::{LockError, Operation};
 pub use ids::{IdSource, SeededIds};
-pub use input::{AcquireRequest, BackendError, Input, PubSubEvent, Request, Wait};
+pub use input::{AcquireRequest, BackendError, Input, LockName, PubSubEvent, Request, Wait};
 pub use kind::RwSide;
 pub use output::{
     Acquired, Call, Done, HoldRef, HoldState, LockEvent, Output, RemainingLease, UnlockOutcome,
@@ -117,13 +117,13 @@ impl fmt::Display for OwnerId {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct HoldId(pub u64);
 
-/// A lock's key (its name's bytes, shared with its [`LockKeys`]), owner and, for a read-write
-/// lock, the side held: the identity of a hold record. Ordered as the name is, byte by byte.
-pub(crate) type HoldKey = (Bytes, OwnerId, Option<RwSide>);
+/// A lock's name (shared with the request that named it), owner and, for a read-write lock, the
+/// side held: the identity of a hold record. Ordered as the name is, byte by byte.
+pub(crate) type HoldKey = (LockName, OwnerId, Option<RwSide>);
 
 /// The lock name of a hold's key, for an error or a log line.
 pub(crate) fn name_of(key: &HoldKey) -> String {
-    String::from_utf8_lossy(&key.0).into_owned()
+    key.0.to_string()
 }
 
 /// A lock's keys as the machine keeps them: built once per name (the key cache), shared by its
@@ -377,7 +377,7 @@ impl LockMachine {
 
     fn hold_of(&self, name: &str, owner: OwnerId, side: Option<RwSide>) -> Option<HoldSnapshot> {
         self.holds
-            .get(&(Bytes::copy_from_slice(name.as_bytes()), owner, side))
+            .get(&(LockName::from(name), owner, side))
             .map(|h| HoldSnapshot {
                 id: h.id,
                 mode: h.mode,
@@ -450,21 +450,15 @@ impl LockMachine {
 
     fn on_request(&mut self, op: OpId, request: Request) {
         let named = match &request {
-            Request::Acquire(req) => Some((req.name.as_str(), Operation::Acquire)),
-            Request::ForceUnlock { name } => Some((name.as_str(), Operation::ForceUnlock)),
-            Request::IsLocked { name } => Some((name.as_str(), Operation::IsLocked)),
-            Request::HoldCount { name, .. } => Some((name.as_str(), Operation::HoldCount)),
-            Request::RemainingLease { name } => Some((name.as_str(), Operation::RemainingLease)),
-            Request::FairAcquire { acquire, .. } => {
-                Some((acquire.name.as_str(), Operation::Acquire))
-            }
-            Request::FairForceUnlock { name, .. } => Some((name.as_str(), Operation::ForceUnlock)),
-            Request::ReadWriteAcquire { acquire, .. } => {
-                Some((acquire.name.as_str(), Operation::Acquire))
-            }
-            Request::ReadWriteForceUnlock { name, .. } => {
-                Some((name.as_str(), Operation::ForceUnlock))
-            }
+            Request::Acquire(req) => Some((&*req.name, Operation::Acquire)),
+            Request::ForceUnlock { name } => Some((&**name, Operation::ForceUnlock)),
+            Request::IsLocked { name } => Some((&**name, Operation::IsLocked)),
+            Request::HoldCount { name, .. } => Some((&**name, Operation::HoldCount)),
+            Request::RemainingLease { name } => Some((&**name, Operation::RemainingLease)),
+            Request::FairAcquire { acquire, .. } => Some((&*acquire.name, Operation::Acquire)),
+            Request::FairForceUnlock { name, .. } => Some((&**name, Operation::ForceUnlock)),
+            Request::ReadWriteAcquire { acquire, .. } => Some((&*acquire.name, Operation::Acquire)),
+            Request::ReadWriteForceUnlock { name, .. } => Some((&**name, Operation::ForceUnlock)),
             // No hold has an empty name, so its unlock is answered "not locked".
             Request::Release { .. } | Request::NewOwner => None,
         };

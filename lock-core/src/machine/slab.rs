@@ -110,7 +110,7 @@ mod tests {
         let mut x: u64 = 11;
         for step in 0..5_000u64 {
             x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
-            if (x >> 40) % 3 == 0 && !map.is_empty() {
+            if (x >> 40).is_multiple_of(3) && !map.is_empty() {
                 let nth = ((x >> 20) as usize) % map.len();
                 let key = *map.keys().nth(nth).expect("within len");
                 assert_eq!(slab.remove(key), map.remove(&key), "remove {key}");
