@@ -459,13 +459,14 @@ impl SimServer for ClusterServer {
         // Wherever the key is: on a primary (its slot's, or a migration's other end), or
         // between them.
         let now = self.nodes.engine(self.primaries[0]).now();
-        let found = self
-            .primaries
-            .iter()
-            .find_map(|&p| self.nodes.engine(p).value(0, key))
-            .or_else(|| self.cluster.in_transit(key, now));
-        let (value, deadline) = found?;
-        Some(lock_state(value, deadline))
+        for &p in &self.primaries {
+            let engine = self.nodes.engine(p);
+            if let Some((value, deadline)) = engine.peek_value(0, key) {
+                return Some(lock_state(value, deadline));
+            }
+        }
+        let (value, deadline) = self.cluster.in_transit(key, now)?;
+        Some(lock_state(&value, deadline))
     }
 
     fn fair_queue(

@@ -289,7 +289,8 @@ impl SimServer for EngineServer {
 
     fn lock_state(&mut self, key: &Bytes, now_ms: i64) -> Option<LockState> {
         self.nodes.at(now_ms);
-        let (value, deadline) = self.engine().value(0, key)?;
+        let engine = self.engine();
+        let (value, deadline) = engine.peek_value(0, key)?;
         Some(lock_state(value, deadline))
     }
 

@@ -297,7 +297,7 @@ fn acks(frame: Frame, connected: u32) -> Result<ReplicaAcks, BackendError> {
 
 /// A lock's key read as its state: each hash field an owner and its hold count, but a
 /// read-write lock's `mode`; a key of another type has no owners.
-pub(crate) fn lock_state(value: Value, deadline: Option<i64>) -> LockState {
+pub(crate) fn lock_state(value: &Value, deadline: Option<i64>) -> LockState {
     let mut state = LockState {
         deadline,
         ..LockState::default()

@@ -14,11 +14,19 @@ use bytes::Bytes;
 impl Engine {
     /// The live value and deadline at `key` in database `db`, without side effects.
     pub fn value(&self, db: usize, key: &[u8]) -> Option<(Value, Option<i64>)> {
+        self.peek_value(db, key)
+            .map(|(value, deadline)| (value.clone(), deadline))
+    }
+
+    /// [`Engine::value`], borrowed: the live value and deadline at `key` in database `db`,
+    /// without side effects and without copying the value (a checker that reads a hash after
+    /// every call needs its fields, not a copy of them).
+    pub fn peek_value(&self, db: usize, key: &[u8]) -> Option<(&Value, Option<i64>)> {
         let now = self.now();
         self.dbs()
             .get(db)?
             .peek(key, now)
-            .map(|e| (e.value.clone(), e.deadline()))
+            .map(|e| (&e.value, e.deadline()))
     }
 
     /// Writes `value` at `key` in database `db` with `deadline` (unix ms), replacing what was

@@ -4,11 +4,12 @@
 //! input, and by the criterion bench of the machine (`examples/benches/machine.rs`), which
 //! includes this file by its path, so that both measure the same cycle.
 //!
-//! The driver does what any driver must (a request's name is an owned `String`, every output is
-//! drained and dropped, the next timeout is asked for) and nothing more.
+//! The driver does what any driver must (a request carries the lock's shared name, every output
+//! is drained and dropped, the next timeout is asked for) and nothing more.
 
 use lock_core::machine::{
-    AcquireRequest, Call, CallId, Done, Input, LockMachine, OpId, Output, Request, SeededIds, Wait,
+    AcquireRequest, Call, CallId, Done, Input, LockMachine, LockName, OpId, Output, Request,
+    SeededIds, Wait,
 };
 use lock_core::{Lease, LockConfig, MonoTime, Reply};
 
@@ -21,7 +22,7 @@ pub const INPUTS_PER_CYCLE: u64 = 4;
 pub struct Rig {
     /// The machine.
     pub machine: LockMachine,
-    names: Vec<String>,
+    names: Vec<LockName>,
     lease: Option<Lease>,
     now: u64,
     next_op: u64,
@@ -36,7 +37,9 @@ impl Rig {
         Rig {
             machine: LockMachine::new(LockConfig::default(), SeededIds::new(7))
                 .expect("the default config is valid"),
-            names: (0..LOCKS).map(|i| format!("bench:lock:{i}")).collect(),
+            names: (0..LOCKS)
+                .map(|i| format!("bench:lock:{i}").into())
+                .collect(),
             lease,
             now: 0,
             next_op: 0,

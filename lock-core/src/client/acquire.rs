@@ -10,7 +10,7 @@
 //! that is given straight back.
 
 use super::{Answer, Exchange, LockClient, LockGuard, LockOwner};
-use crate::machine::{AcquireRequest, Done, LockError, OwnerId, Request, RwSide, Wait};
+use crate::machine::{AcquireRequest, Done, LockError, LockName, OwnerId, Request, RwSide, Wait};
 use crate::time::{Lease, Millis};
 use std::fmt;
 use std::future::{Future, IntoFuture};
@@ -47,7 +47,7 @@ pub enum WithinBudget {}
 #[must_use = "an acquire does nothing until it is awaited"]
 pub struct Acquire<'a, W = UntilAcquired> {
     client: &'a LockClient,
-    name: String,
+    name: LockName,
     owner: Option<OwnerId>,
     lease: Option<Duration>,
     wait: Wait,
@@ -62,7 +62,7 @@ impl<'a> Acquire<'a> {
     pub(super) fn new(client: &'a LockClient, name: &str) -> Acquire<'a> {
         Acquire {
             client,
-            name: name.to_owned(),
+            name: name.into(),
             owner: None,
             lease: None,
             wait: Wait::Forever,

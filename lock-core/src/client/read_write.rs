@@ -67,7 +67,7 @@ impl<'a> ReadWriteLock<'a> {
 
     async fn force_unlock(&self, side: RwSide) -> Result<bool, LockError> {
         let request = Request::ReadWriteForceUnlock {
-            name: self.name.to_owned(),
+            name: self.name.into(),
             side,
         };
         match self.client.ask(request).await? {

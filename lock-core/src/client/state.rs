@@ -26,7 +26,7 @@
 use crate::backend::Backend;
 use crate::machine::{
     BackendError, Call, CallId, Done, HoldId, HoldState, Input, LockError, LockEvent, LockMachine,
-    OpId, Output, OwnerId, Request,
+    LockName, OpId, Output, OwnerId, Request,
 };
 use crate::reply::Reply;
 use crate::script::ReplicaAcks;
@@ -166,7 +166,7 @@ pub(super) struct HoldTicket {
     /// Weak, so that a ticket kept in the client's own state does not keep that state alive.
     pub(super) state: Weak<ClientState>,
     pub(super) hold: HoldId,
-    pub(super) name: String,
+    pub(super) name: LockName,
     pub(super) owner: OwnerId,
     pub(super) armed: bool,
 }

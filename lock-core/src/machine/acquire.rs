@@ -26,7 +26,7 @@ use super::release::ReleaseOp;
 use super::replicas::Shortfall;
 use super::{
     AcquireRequest, Acquired, BackendError, Call, CallPurpose, Done, HoldId, HoldKey, HoldMode,
-    LockError, LockEvent, LockMachine, OpId, OpKind, Operation, Wait,
+    LockError, LockEvent, LockMachine, OpId, OpKind, Operation, Wait, name_of,
 };
 use crate::keys::Owner;
 use crate::reply::Reply;
@@ -37,9 +37,8 @@ use std::collections::btree_map::Entry;
 
 #[derive(Debug)]
 pub(crate) struct AcquireOp {
+    /// The hold's key; its name is the request's, handed back in the grant.
     pub key: HoldKey,
-    /// The lock's name as the request gave it, handed back in the grant.
-    pub name: String,
     pub keys: SharedKeys,
     pub owner: Owner,
     pub mode: HoldMode,
@@ -83,7 +82,7 @@ impl LockMachine {
             let margin = self.config.drift_margin(lease);
             if lease.millis() <= margin {
                 let err = LockError::LeaseTooShort {
-                    name: req.name,
+                    name: req.name.to_string(),
                     lease: lease.millis(),
                     margin,
                 };
@@ -95,7 +94,7 @@ impl LockMachine {
         let mode = req.lease.map_or(HoldMode::Watchdog, HoldMode::Lease);
         let owner = self.owner(owner_id);
         let keys = self.keys(&req.name);
-        let key: HoldKey = (keys.lock.clone(), owner_id, kind.side());
+        let key: HoldKey = (req.name, owner_id, kind.side());
         if let Some(hold) = self.holds.get(&key) {
             let mismatch = matches!(
                 (hold.mode, mode),
@@ -103,7 +102,7 @@ impl LockMachine {
             );
             if mismatch {
                 let err = LockError::LeaseModeMismatch {
-                    name: req.name,
+                    name: name_of(&key),
                     owner,
                     held: hold.mode,
                     requested: mode,
@@ -136,7 +135,6 @@ impl LockMachine {
         };
         let acquire = AcquireOp {
             key,
-            name: req.name,
             keys,
             owner,
             mode,
@@ -166,7 +164,7 @@ impl LockMachine {
         };
         let lease = self.lease_of(mode);
         let holds = &self.holds;
-        let Some(a) = self.ops.get_mut(&op).and_then(|o| match &mut o.kind {
+        let Some(a) = self.ops.get_mut(op).and_then(|o| match &mut o.kind {
             OpKind::Acquire(a) => Some(a),
             _ => None,
         }) else {
@@ -323,7 +321,7 @@ impl LockMachine {
             self.renew_now();
         }
         let acquired = Acquired {
-            name: a.name,
+            name: a.key.0,
             hold: id,
             owner: a.key.1,
             owner_name: a.owner,
@@ -351,7 +349,7 @@ impl LockMachine {
             "grant acknowledged by too few replicas; giving it back"
         );
         let name = a.keys.name();
-        let reply_to = self.ops.get_mut(&op).and_then(|o| o.reply_to.take());
+        let reply_to = self.ops.get_mut(op).and_then(|o| o.reply_to.take());
         // Not granted: a wake it was given passes on to the next waiter. The release goes out
         // before the caller hears of the refusal.
         if let Some((_, a)) = self.take_acquire(op, false) {
@@ -487,7 +485,7 @@ impl LockMachine {
 
     pub(crate) fn is_sleeping(&self, op: u64) -> bool {
         matches!(
-            self.ops.get(&op).map(|o| &o.kind),
+            self.ops.get(op).map(|o| &o.kind),
             Some(OpKind::Acquire(AcquireOp {
                 stage: Stage::Sleeping,
                 ..
@@ -497,7 +495,7 @@ impl LockMachine {
 
     pub(crate) fn is_awaiting_subscription(&self, op: u64) -> bool {
         matches!(
-            self.ops.get(&op).map(|o| &o.kind),
+            self.ops.get(op).map(|o| &o.kind),
             Some(OpKind::Acquire(AcquireOp {
                 stage: Stage::AwaitSubscription,
                 ..
@@ -526,9 +524,11 @@ impl LockMachine {
     /// Removes an acquire, leaving its channel; a wake it was given passes on unless it was
     /// `granted` (the wake did its job).
     fn take_acquire(&mut self, op: u64, granted: bool) -> Option<(Option<OpId>, AcquireOp)> {
-        let entry = self.ops.remove(&op)?;
+        if !matches!(self.ops.get(op), Some(entry) if matches!(entry.kind, OpKind::Acquire(_))) {
+            return None;
+        }
+        let entry = self.ops.remove(op)?;
         let OpKind::Acquire(mut a) = entry.kind else {
-            self.ops.insert(op, entry);
             return None;
         };
         if let Some(reply_to) = entry.reply_to {

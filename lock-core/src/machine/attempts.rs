@@ -157,7 +157,7 @@ impl LockMachine {
     ) -> Option<Answered> {
         let now = self.now;
         let window = RetryWindow::of(&self.config);
-        let kind = &mut self.ops.get_mut(&op)?.kind;
+        let kind = &mut self.ops.get_mut(op)?.kind;
         kind.attempts()?.in_flight = None;
         let error = match result {
             Ok(reply) => return Some(Answered::Reply(reply)),
@@ -205,7 +205,7 @@ impl OpKind {
             OpKind::Acquire(a) => a.keys.name(),
             OpKind::Release(r) => r.keys.name(),
             OpKind::GiveUp(g) => g.name.clone(),
-            OpKind::Single(s) => s.name.clone(),
+            OpKind::Single(s) => s.name.to_string(),
         }
     }
 }

@@ -24,7 +24,7 @@
 use super::attempts::{Answered, Attempts};
 use super::kind::{AcquireKind, FairWait};
 use super::{AcquireRequest, BackendError, Call, CallPurpose, Done, LockError, LockMachine, OpId};
-use super::{OpKind, Operation, Wait};
+use super::{LockName, OpKind, Operation, Wait};
 use crate::keys::{Owner, RequestId};
 use crate::reply::Reply;
 use crate::script::{ScriptCall, fair};
@@ -55,7 +55,12 @@ impl LockMachine {
 
     pub(crate) fn start_fair_acquire(&mut self, op: OpId, req: AcquireRequest, wall_ms: i64) {
         if req.fenced {
-            self.done(Some(op), Err(LockError::FencedFairLock { name: req.name }));
+            self.done(
+                Some(op),
+                Err(LockError::FencedFairLock {
+                    name: req.name.to_string(),
+                }),
+            );
             return;
         }
         self.anchor_fair_clock(wall_ms);
@@ -71,7 +76,7 @@ impl LockMachine {
         self.start_acquire(op, req, AcquireKind::Fair(Box::new(fair)));
     }
 
-    pub(crate) fn start_fair_force_unlock(&mut self, op: OpId, name: String, wall_ms: i64) {
+    pub(crate) fn start_fair_force_unlock(&mut self, op: OpId, name: LockName, wall_ms: i64) {
         self.anchor_fair_clock(wall_ms);
         let call =
             fair::force_unlock::call(&self.config.key_layout.fair_lock(&name), self.fair_clock());

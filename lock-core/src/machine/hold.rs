@@ -85,10 +85,11 @@ impl Hold {
             && (self.count > 0 || self.pending > 0)
     }
 
-    pub(crate) fn to_ref(&self) -> HoldRef {
+    /// The hold as events name it; `key` is its key in the machine's records.
+    pub(crate) fn to_ref(&self, key: &HoldKey) -> HoldRef {
         HoldRef {
             id: self.id,
-            name: self.keys.name(),
+            name: key.0.clone(),
             owner: self.owner.clone(),
         }
     }
@@ -111,7 +112,7 @@ impl LockMachine {
             .filter(|h| h.id == id && h.count > 0)?;
         hold.valid_until = valid_until;
         self.timers.cancel(hold.validity_timer.take());
-        let hold_ref = hold.to_ref();
+        let hold_ref = hold.to_ref(key);
         let was_maybe_lost = hold.maybe_lost;
         if valid_until > now {
             hold.maybe_lost = false;
@@ -171,7 +172,7 @@ impl LockMachine {
         if hold.count > 0 && hold.valid_until <= now && !hold.maybe_lost {
             hold.maybe_lost = true;
             let event = LockEvent::StateChanged {
-                hold: hold.to_ref(),
+                hold: hold.to_ref(&key),
                 state: HoldState::MayBeLost,
                 valid_until: hold.valid_until,
             };
@@ -189,7 +190,7 @@ impl LockMachine {
         if hold.count > 0 {
             self.lost.insert(hold.id, hold.count);
             self.event(LockEvent::StateChanged {
-                hold: hold.to_ref(),
+                hold: hold.to_ref(key),
                 state: HoldState::Lost,
                 valid_until: hold.valid_until,
             });

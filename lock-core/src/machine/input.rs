@@ -11,6 +11,7 @@ use crate::reply::Reply;
 use crate::script::ReplicaAcks;
 use crate::time::{Lease, Millis};
 use bytes::Bytes;
+use std::sync::Arc;
 
 /// What a backend knows about a call that did not return a reply.
 ///
@@ -57,6 +58,11 @@ pub enum PubSubEvent {
     SubscriptionRestored,
 }
 
+/// A lock's name as requests and answers carry it: shared, so that handing a name to the machine,
+/// and getting it back in a grant or an event, copies a count and never the text. A driver keeps
+/// one per lock and clones it into each request; `.into()` makes one from a `&str` or a `String`.
+pub type LockName = Arc<str>;
+
 /// How long an acquire may wait for the lock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Wait {
@@ -70,7 +76,7 @@ pub enum Wait {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AcquireRequest {
     /// The lock's name (its key).
-    pub name: String,
+    pub name: LockName,
     /// Who acquires: an existing owner (reentry), or `None` for a new owner drawn from the id
     /// source.
     pub owner: Option<OwnerId>,
@@ -92,31 +98,31 @@ pub enum Request {
         /// The hold.
         hold: HoldId,
         /// The lock's name.
-        name: String,
+        name: LockName,
         /// Its owner.
         owner: OwnerId,
     },
     /// Delete the lock whoever holds it, and wake its waiters.
     ForceUnlock {
         /// The lock's name.
-        name: String,
+        name: LockName,
     },
     /// Whether anyone holds the lock (`EXISTS`).
     IsLocked {
         /// The lock's name.
-        name: String,
+        name: LockName,
     },
     /// How many times `owner` holds the lock (`HGET`).
     HoldCount {
         /// The lock's name.
-        name: String,
+        name: LockName,
         /// The owner.
         owner: OwnerId,
     },
     /// The lock's remaining time to live (`PTTL`).
     RemainingLease {
         /// The lock's name.
-        name: String,
+        name: LockName,
     },
     /// A fresh owner id, for an owner handle made before its first acquire.
     NewOwner,
@@ -133,7 +139,7 @@ pub enum Request {
     /// Delete the fair lock whoever holds it, and wake the waiter at the head of its queue.
     FairForceUnlock {
         /// The lock's name.
-        name: String,
+        name: LockName,
         /// The client's clock, unix ms (see [`Request::FairAcquire`]).
         wall_ms: i64,
     },
@@ -149,7 +155,7 @@ pub enum Request {
     /// mode), and wake its waiters.
     ReadWriteForceUnlock {
         /// The lock's name.
-        name: String,
+        name: LockName,
         /// The mode the lock must be in to be deleted.
         side: RwSide,
     },

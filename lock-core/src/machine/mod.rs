@@ -34,7 +34,7 @@
 macro_rules! op_of_kind {
     ($name:ident, $kind:ident, $op:ty) => {
         fn $name(&mut self, op: u64) -> Option<&mut $op> {
-            match self.ops.get_mut(&op).map(|o| &mut o.kind) {
+            match self.ops.get_mut(op).map(|o| &mut o.kind) {
                 Some(OpKind::$kind(x)) => Some(x),
                 _ => None,
             }
@@ -55,6 +55,7 @@ mod query;
 mod read_write;
 mod release;
 mod replicas;
+mod slab;
 mod sorted;
 mod timers;
 mod waiters;
@@ -62,7 +63,7 @@ mod watchdog;
 
 pub use error::{LockError, Operation};
 pub use ids::{IdSource, SeededIds};
-pub use input::{AcquireRequest, BackendError, Input, PubSubEvent, Request, Wait};
+pub use input::{AcquireRequest, BackendError, Input, LockName, PubSubEvent, Request, Wait};
 pub use kind::RwSide;
 pub use output::{
     Acquired, Call, Done, HoldRef, HoldState, LockEvent, Output, RemainingLease, UnlockOutcome,
@@ -83,6 +84,7 @@ use hold::Hold;
 use kind::AcquireKind;
 use query::{Query, SingleOp};
 use release::ReleaseOp;
+use slab::Slab;
 use sorted::SortedMap;
 use timers::{TimerKind, Timers};
 use waiters::Channel;
@@ -115,13 +117,13 @@ impl fmt::Display for OwnerId {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct HoldId(pub u64);
 
-/// A lock's key (its name's bytes, shared with its [`LockKeys`]), owner and, for a read-write
-/// lock, the side held: the identity of a hold record. Ordered as the name is, byte by byte.
-pub(crate) type HoldKey = (Bytes, OwnerId, Option<RwSide>);
+/// A lock's name (shared with the request that named it), owner and, for a read-write lock, the
+/// side held: the identity of a hold record. Ordered as the name is, byte by byte.
+pub(crate) type HoldKey = (LockName, OwnerId, Option<RwSide>);
 
 /// The lock name of a hold's key, for an error or a log line.
 pub(crate) fn name_of(key: &HoldKey) -> String {
-    String::from_utf8_lossy(&key.0).into_owned()
+    key.0.to_string()
 }
 
 /// A lock's keys as the machine keeps them: built once per name (the key cache), shared by its
@@ -222,11 +224,11 @@ pub struct LockMachine {
     /// answered "not locked" without a call that could touch a newer hold of the same owner.
     lost: BTreeMap<HoldId, u32>,
     next_hold: u64,
-    /// Unboxed: an operation is a few hundred bytes (its kind boxes a fair or read-write lock's
-    /// keys), which the ring buffer moves once in and once out, where a box cost an allocation.
-    ops: SortedMap<u64, Op>,
+    /// Unboxed, in reused slots: an operation is a few hundred bytes (its kind boxes a fair or
+    /// read-write lock's keys), written once when it starts, where a box cost an allocation and
+    /// an ordered container moved it at every insert and removal.
+    ops: Slab<Op>,
     op_index: SortedMap<OpId, u64>,
-    next_op: u64,
     calls: SortedMap<CallId, CallPurpose>,
     next_call: u64,
     watchdog: Watchdog,
@@ -313,9 +315,8 @@ impl LockMachine {
             holds: BTreeMap::new(),
             lost: BTreeMap::new(),
             next_hold: 0,
-            ops: SortedMap::default(),
+            ops: Slab::default(),
             op_index: SortedMap::default(),
-            next_op: 0,
             calls: SortedMap::default(),
             next_call: 0,
             watchdog: Watchdog::default(),
@@ -376,7 +377,7 @@ impl LockMachine {
 
     fn hold_of(&self, name: &str, owner: OwnerId, side: Option<RwSide>) -> Option<HoldSnapshot> {
         self.holds
-            .get(&(Bytes::copy_from_slice(name.as_bytes()), owner, side))
+            .get(&(LockName::from(name), owner, side))
             .map(|h| HoldSnapshot {
                 id: h.id,
                 mode: h.mode,
@@ -403,7 +404,7 @@ impl LockMachine {
             CallPurpose::Attempt { op, .. } | CallPurpose::Single { op } => *op,
             CallPurpose::Renew { .. } => return None,
         };
-        self.ops.get(&op)?.reply_to
+        self.ops.get(op)?.reply_to
     }
 
     /// Feeds one input at time `now` (a monotonic clock the caller owns; a reading earlier than a
@@ -449,21 +450,15 @@ impl LockMachine {
 
     fn on_request(&mut self, op: OpId, request: Request) {
         let named = match &request {
-            Request::Acquire(req) => Some((req.name.as_str(), Operation::Acquire)),
-            Request::ForceUnlock { name } => Some((name.as_str(), Operation::ForceUnlock)),
-            Request::IsLocked { name } => Some((name.as_str(), Operation::IsLocked)),
-            Request::HoldCount { name, .. } => Some((name.as_str(), Operation::HoldCount)),
-            Request::RemainingLease { name } => Some((name.as_str(), Operation::RemainingLease)),
-            Request::FairAcquire { acquire, .. } => {
-                Some((acquire.name.as_str(), Operation::Acquire))
-            }
-            Request::FairForceUnlock { name, .. } => Some((name.as_str(), Operation::ForceUnlock)),
-            Request::ReadWriteAcquire { acquire, .. } => {
-                Some((acquire.name.as_str(), Operation::Acquire))
-            }
-            Request::ReadWriteForceUnlock { name, .. } => {
-                Some((name.as_str(), Operation::ForceUnlock))
-            }
+            Request::Acquire(req) => Some((&*req.name, Operation::Acquire)),
+            Request::ForceUnlock { name } => Some((&**name, Operation::ForceUnlock)),
+            Request::IsLocked { name } => Some((&**name, Operation::IsLocked)),
+            Request::HoldCount { name, .. } => Some((&**name, Operation::HoldCount)),
+            Request::RemainingLease { name } => Some((&**name, Operation::RemainingLease)),
+            Request::FairAcquire { acquire, .. } => Some((&*acquire.name, Operation::Acquire)),
+            Request::FairForceUnlock { name, .. } => Some((&**name, Operation::ForceUnlock)),
+            Request::ReadWriteAcquire { acquire, .. } => Some((&*acquire.name, Operation::Acquire)),
+            Request::ReadWriteForceUnlock { name, .. } => Some((&**name, Operation::ForceUnlock)),
             // No hold has an empty name, so its unlock is answered "not locked".
             Request::Release { .. } | Request::NewOwner => None,
         };
@@ -508,7 +503,7 @@ impl LockMachine {
         let Some(key) = self.op_index.remove(&op) else {
             return;
         };
-        let Some(entry) = self.ops.get_mut(&key) else {
+        let Some(entry) = self.ops.get_mut(key) else {
             return;
         };
         entry.reply_to = None;
@@ -529,7 +524,7 @@ impl LockMachine {
             return;
         };
         match purpose {
-            CallPurpose::Attempt { op, sent } => match self.ops.get(&op).map(|o| &o.kind) {
+            CallPurpose::Attempt { op, sent } => match self.ops.get(op).map(|o| &o.kind) {
                 Some(OpKind::Acquire(_)) => self.on_acquire_result(op, sent, result, shortfall),
                 Some(OpKind::Release(_)) => self.on_release_result(op, sent, result, shortfall),
                 // A fair waiter leaving its queue: nothing a failover could undo harms anyone
@@ -561,7 +556,7 @@ impl LockMachine {
     }
 
     fn on_op_timer(&mut self, op: u64, key: timers::TimerKey) {
-        let Some(entry) = self.ops.get_mut(&op) else {
+        let Some(entry) = self.ops.get_mut(op) else {
             return;
         };
         if entry.timer != Some(key) {
@@ -595,40 +590,35 @@ impl LockMachine {
     }
 
     fn insert_op(&mut self, reply_to: Option<OpId>, kind: OpKind) -> u64 {
-        self.next_op += 1;
-        let key = self.next_op;
+        let key = self.ops.insert(Op {
+            reply_to,
+            kind,
+            timer: None,
+        });
         if let Some(op) = reply_to {
             self.op_index.insert(op, key);
         }
-        self.ops.insert(
-            key,
-            Op {
-                reply_to,
-                kind,
-                timer: None,
-            },
-        );
         key
     }
 
     /// Arms `op`'s wake-up for `at`.
     fn arm_op_timer(&mut self, op: u64, at: MonoTime) {
         let timer = self.timers.arm(at, TimerKind::Op(op));
-        if let Some(entry) = self.ops.get_mut(&op) {
+        if let Some(entry) = self.ops.get_mut(op) {
             entry.timer = Some(timer);
         }
     }
 
     /// Cancels `op`'s wake-up, if it has one.
     fn cancel_op_timer(&mut self, op: u64) {
-        if let Some(entry) = self.ops.get_mut(&op) {
+        if let Some(entry) = self.ops.get_mut(op) {
             self.timers.cancel(entry.timer.take());
         }
     }
 
     /// Removes an operation, with its wake-up, and answers whoever waits for it.
     fn finish_op(&mut self, key: u64, result: Result<Done, LockError>) {
-        let Some(op) = self.ops.remove(&key) else {
+        let Some(op) = self.ops.remove(key) else {
             return;
         };
         self.timers.cancel(op.timer);

@@ -5,7 +5,7 @@
 //! (`LockGuard::status`) and resolves `LockGuard::lost` with it, so no driver re-derives a state
 //! rule of its own.
 
-use super::{CallId, HoldId, HoldMode, LockError, OpId, OwnerId};
+use super::{CallId, HoldId, HoldMode, LockError, LockName, OpId, OwnerId};
 use crate::keys::Owner;
 use crate::script::ScriptCall;
 use crate::time::{Millis, MonoTime};
@@ -78,7 +78,7 @@ pub enum Done {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Acquired {
     /// The lock's name.
-    pub name: String,
+    pub name: LockName,
     /// The hold.
     pub hold: HoldId,
     /// Its owner.
@@ -121,7 +121,7 @@ pub struct HoldRef {
     /// The hold.
     pub id: HoldId,
     /// The lock's name.
-    pub name: String,
+    pub name: LockName,
     /// The owner string (`client_id:owner_id`).
     pub owner: Owner,
 }

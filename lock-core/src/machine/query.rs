@@ -4,8 +4,8 @@
 //! someone took in between. Queries are plain commands (`EXISTS`, `HGET`, `PTTL`).
 
 use super::{
-    BackendError, Call, CallPurpose, Done, LockError, LockMachine, OpId, OpKind, Operation,
-    OwnerId, RemainingLease,
+    BackendError, Call, CallPurpose, Done, LockError, LockMachine, LockName, OpId, OpKind,
+    Operation, OwnerId, RemainingLease,
 };
 use crate::reply::Reply;
 use crate::script::{ScriptCall, force_unlock, parse_i64};
@@ -34,17 +34,17 @@ impl Query {
 #[derive(Debug)]
 pub(crate) struct SingleOp {
     operation: Operation,
-    pub name: String,
+    pub name: LockName,
 }
 
 impl LockMachine {
-    pub(crate) fn start_force_unlock(&mut self, op: OpId, name: String) {
+    pub(crate) fn start_force_unlock(&mut self, op: OpId, name: LockName) {
         let call = force_unlock::call(&self.keys(&name));
         self.start_force_unlock_with(op, name, call);
     }
 
     /// A force unlock of `name` by `call` (a plain lock's or a fair lock's script).
-    pub(crate) fn start_force_unlock_with(&mut self, op: OpId, name: String, call: ScriptCall) {
+    pub(crate) fn start_force_unlock_with(&mut self, op: OpId, name: LockName, call: ScriptCall) {
         // As Redisson does, this client's own holds of the lock stop renewing first.
         let own: Vec<_> = self
             .holds
@@ -65,7 +65,7 @@ impl LockMachine {
         self.send_call(Call::Script(call), CallPurpose::Single { op });
     }
 
-    pub(crate) fn start_query(&mut self, op: OpId, query: Query, name: String) {
+    pub(crate) fn start_query(&mut self, op: OpId, query: Query, name: LockName) {
         let lock = self.keys(&name).lock.clone();
         let argv: Vec<Bytes> = match query {
             Query::IsLocked => vec![Bytes::from_static(b"EXISTS"), lock],
@@ -84,10 +84,10 @@ impl LockMachine {
     }
 
     pub(crate) fn on_single_result(&mut self, op: u64, result: Result<Reply, BackendError>) {
-        let Some(OpKind::Single(single)) = self.ops.get(&op).map(|o| &o.kind) else {
+        let Some(OpKind::Single(single)) = self.ops.get(op).map(|o| &o.kind) else {
             return;
         };
-        let (operation, name) = (single.operation, single.name.clone());
+        let (operation, name) = (single.operation, single.name.to_string());
         let unexpected = |reply: &Reply| LockError::UnexpectedReply {
             name: name.clone(),
             operation,

@@ -19,7 +19,7 @@
 //! A renewal re-applies the lease to all of them, and moves `valid_until` as for any hold.
 
 use super::kind::{AcquireKind, RwSide};
-use super::{AcquireRequest, LockMachine, OpId};
+use super::{AcquireRequest, LockMachine, LockName, OpId};
 use crate::keys::Owner;
 use crate::script::{ScriptCall, rw};
 use crate::time::Lease;
@@ -41,7 +41,7 @@ impl LockMachine {
         self.start_acquire(op, req, AcquireKind::ReadWrite(Box::new(keys), side));
     }
 
-    pub(crate) fn start_rw_force_unlock(&mut self, op: OpId, name: String, write: bool) {
+    pub(crate) fn start_rw_force_unlock(&mut self, op: OpId, name: LockName, write: bool) {
         let call = rw::force_unlock::call(&self.config.key_layout.read_write(&name), write);
         self.start_force_unlock_with(op, name, call);
     }

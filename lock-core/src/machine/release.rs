@@ -18,13 +18,12 @@ use super::kind::{Attempt, ReleaseKind, RwSide};
 use super::replicas::Shortfall;
 use super::{
     BackendError, Call, CallPurpose, Done, HoldId, HoldKey, HoldState, LockError, LockEvent,
-    LockMachine, OpId, OpKind, Operation, OwnerId, UnlockOutcome,
+    LockMachine, LockName, OpId, OpKind, Operation, OwnerId, UnlockOutcome,
 };
 use crate::keys::{Owner, RequestId};
 use crate::reply::Reply;
 use crate::script::release::ReleaseReply;
 use crate::time::{Lease, MonoTime};
-use bytes::Bytes;
 
 #[derive(Debug)]
 pub(crate) struct ReleaseOp {
@@ -74,10 +73,10 @@ impl LockMachine {
         &mut self,
         op: OpId,
         hold_id: HoldId,
-        name: String,
+        name: LockName,
         owner: OwnerId,
     ) {
-        let mut key: HoldKey = (Bytes::from(name), owner, None);
+        let mut key: HoldKey = (name, owner, None);
         if self.holds.get(&key).is_none_or(|h| h.id != hold_id) {
             // Not a plain hold: the id may be a read-write lock's, keyed by its side.
             for side in [RwSide::Read, RwSide::Write] {
@@ -116,7 +115,7 @@ impl LockMachine {
         if last {
             // Off the watchdog now, before the release is sent (fixes Redisson #7272, #2515).
             let timer = hold.validity_timer.take();
-            let (hold_ref, valid_until) = (hold.to_ref(), hold.valid_until);
+            let (hold_ref, valid_until) = (hold.to_ref(&key), hold.valid_until);
             let broken = self.broken == Some(super::BrokenRule::RenewAfterUnlock);
             hold.zombie = broken;
             self.timers.cancel(timer);

@@ -47,15 +47,19 @@ impl<K: Ord, V> SortedMap<K, V> {
         self.entries.get(at).map(|(_, v)| v)
     }
 
-    pub(crate) fn get_mut(&mut self, key: &K) -> Option<&mut V> {
-        let at = self.find(key).ok()?;
-        self.entries.get_mut(at).map(|(_, v)| v)
-    }
-
     /// Puts `value` at `key`; gives back the value it replaced.
     pub(crate) fn insert(&mut self, key: K, value: V) -> Option<V> {
         match self.find(&key) {
             Ok(at) => Some(std::mem::replace(&mut self.entries[at].1, value)),
+            // At either end (nearly always the back), without the general insert's shifting.
+            Err(at) if at == self.entries.len() => {
+                self.entries.push_back((key, value));
+                None
+            }
+            Err(0) => {
+                self.entries.push_front((key, value));
+                None
+            }
             Err(at) => {
                 self.entries.insert(at, (key, value));
                 None
@@ -65,7 +69,16 @@ impl<K: Ord, V> SortedMap<K, V> {
 
     pub(crate) fn remove(&mut self, key: &K) -> Option<V> {
         let at = self.find(key).ok()?;
-        self.entries.remove(at).map(|(_, v)| v)
+        // At either end (the oldest call, the newest timer), without the general removal's
+        // shifting.
+        let entry = if at == 0 {
+            self.entries.pop_front()
+        } else if at + 1 == self.entries.len() {
+            self.entries.pop_back()
+        } else {
+            self.entries.remove(at)
+        };
+        entry.map(|(_, v)| v)
     }
 
     /// The entry of the smallest key.

@@ -88,7 +88,7 @@ impl LockMachine {
             if max_hold.is_some_and(|max| held_for >= max) {
                 hold.renewal_stopped = true;
                 warnings.push(LockEvent::MaxHoldReached {
-                    hold: hold.to_ref(),
+                    hold: hold.to_ref(key),
                     held_for,
                 });
                 continue;

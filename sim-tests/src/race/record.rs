@@ -139,23 +139,23 @@ impl Log {
         let vu = e.valid_until.map(|t| self.ms(t)).unwrap_or(at);
         let what = match e.event {
             LockEvent::Acquired { hold, count, .. } => What::Granted {
-                lock: hold.name,
+                lock: hold.name.to_string(),
                 hold: hold.id.0,
                 count,
                 valid_until: vu,
             },
             LockEvent::Renewed { hold, .. } => What::Renewed {
-                lock: hold.name,
+                lock: hold.name.to_string(),
                 hold: hold.id.0,
                 valid_until: vu,
             },
             LockEvent::ValidUntilChanged { hold, .. } => What::ValidUntil {
-                lock: hold.name,
+                lock: hold.name.to_string(),
                 hold: hold.id.0,
                 valid_until: vu,
             },
             LockEvent::StateChanged { hold, state, .. } => What::State {
-                lock: hold.name,
+                lock: hold.name.to_string(),
                 hold: hold.id.0,
                 state,
                 valid_until: vu,

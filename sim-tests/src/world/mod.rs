@@ -37,7 +37,7 @@ use crate::server::{ConnId, SimServer};
 use bytes::Bytes;
 use fake_redis::NodeId;
 use fake_redis::seed::Seed;
-use lock_core::machine::{Call, CallId, Input, LockMachine, Output, SeededIds};
+use lock_core::machine::{Call, CallId, Input, LockMachine, LockName, Output, SeededIds};
 use lock_core::script::ReplicaAcks;
 use lock_core::{BackendError, FairKeys, LockConfig, Millis, MonoTime, PubSubEvent, Reply};
 use network::Network;
@@ -210,6 +210,8 @@ pub struct World<S: SimServer> {
     /// Lock number → its key, for the locks the case uses: the observers read a lock after
     /// every call that touched it, and formatting its name each time was most of the reading.
     lock_keys: BTreeMap<u32, Bytes>,
+    /// Lock number → its name, shared: every request names its lock, and a clone is a count.
+    lock_names: BTreeMap<u32, LockName>,
     /// Each client's name, shared: the trace's actor, taken on every event whether or not a
     /// trace is written.
     names: Vec<Arc<str>>,
@@ -281,6 +283,10 @@ impl<S: SimServer> World<S> {
             .iter()
             .map(|c| (c.lock, Bytes::from(lock_name(c.lock))))
             .collect();
+        let lock_names: BTreeMap<u32, LockName> = lock_keys
+            .keys()
+            .map(|&lock| (lock, LockName::from(lock_name(lock))))
+            .collect();
         let mut lock_index: BTreeMap<Bytes, u32> = lock_keys
             .iter()
             .map(|(&lock, key)| (key.clone(), lock))
@@ -313,6 +319,7 @@ impl<S: SimServer> World<S> {
             lock_index_lens: lock_index.keys().fold(0, |lens, k| lens | len_bit(k)),
             lock_index,
             lock_keys,
+            lock_names,
             names: case
                 .clients
                 .iter()
@@ -358,6 +365,14 @@ impl<S: SimServer> World<S> {
 
     fn name(&self, client: usize) -> Arc<str> {
         self.names[client].clone()
+    }
+
+    /// The name of lock `lock`, shared.
+    fn shared_name(&self, lock: u32) -> LockName {
+        match self.lock_names.get(&lock) {
+            Some(name) => name.clone(),
+            None => lock_name(lock).into(),
+        }
     }
 
     /// The key of lock `lock`.

@@ -291,7 +291,7 @@ impl<S: SimServer> World<S> {
             } => {
                 // A new grant to this owner may be renewed again, whatever happened to an earlier
                 // hold of the same owner (on a read-write lock, either of its holds).
-                let key = Bytes::from(hold.name.clone());
+                let key = Bytes::copy_from_slice(hold.name.as_bytes());
                 let unlocked = &mut self.clients[client].unlocked;
                 unlocked.granted(key.clone(), hold.owner.as_bytes().clone());
                 if rw {

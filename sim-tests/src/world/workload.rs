@@ -10,7 +10,7 @@
 //! downgrading writer's cycle is the one `read_write` describes.
 
 use super::read_write::Belief;
-use super::{Ev, World, lock_name, stream};
+use super::{Ev, World, stream};
 use crate::case::AcquireKind;
 use crate::server::SimServer;
 use fake_redis::seed::Seed;
@@ -81,7 +81,7 @@ impl<S: SimServer> World<S> {
             AcquireKind::Try { wait, lease } => (lease, Wait::Budget(Millis(wait))),
         };
         AcquireRequest {
-            name: lock_name(spec.lock),
+            name: self.shared_name(spec.lock),
             owner,
             lease: lease.map(|ms| Lease::from_millis(ms.max(1)).expect("lease ≥ 1 ms")),
             // A re-entry does not wait: if the owner no longer holds the lock (its lease ran out),
@@ -104,7 +104,7 @@ impl<S: SimServer> World<S> {
             Phase::NotStarted | Phase::Thinking => {
                 let request = self.acquire_request(client, None);
                 let name = self.name(client);
-                self.mark(&name, "wait", || request.name.clone());
+                self.mark(&name, "wait", || request.name.to_string());
                 let request = self.acquire_on_its_lock(client, request);
                 self.start_op(client, Phase::Acquiring, request);
             }
@@ -147,7 +147,7 @@ impl<S: SimServer> World<S> {
             return;
         };
         let (hold, owner) = (h.reentered.unwrap_or(h.hold), h.owner);
-        let name = lock_name(self.case.clients[client].lock);
+        let name = self.shared_name(self.case.clients[client].lock);
         let who = self.name(client);
         self.mark(&who, "unlock", || format!("{name} (the inner hold)"));
         self.start_op(
@@ -165,7 +165,7 @@ impl<S: SimServer> World<S> {
         };
         let (hold, owner) = (h.hold, h.owner);
         let lock = self.case.clients[client].lock;
-        let name = lock_name(lock);
+        let name = self.shared_name(lock);
         let field = self.hold_field(client, h.owner_name.clone());
         let key = self.lock_key(lock);
         self.clients[client]
@@ -198,7 +198,7 @@ impl<S: SimServer> World<S> {
         };
         let (hold, owner) = (h.hold, h.owner);
         let lock = self.case.clients[client].lock;
-        let name = lock_name(lock);
+        let name = self.shared_name(lock);
         let field = self.hold_field(client, h.owner_name.clone());
         let key = self.lock_key(lock);
         self.clients[client]
@@ -207,7 +207,7 @@ impl<S: SimServer> World<S> {
         self.close_belief(client);
         self.close_section(client);
         let who = self.name(client);
-        self.mark(&who, "unlock", || name.clone());
+        self.mark(&who, "unlock", || name.to_string());
         self.start_op(
             client,
             Phase::Releasing,
@@ -414,7 +414,8 @@ fn released(lock: &LockName, outcome: &UnlockOutcome, side: Option<RwSide>) -> S
     }
 }
 
-/// A lock's number, written as its name ([`lock_name`]) only when a mark formats it.
+/// A lock's number, written as its name ([`lock_name`](super::lock_name)) only when a mark
+/// formats it.
 struct LockName(u32);
 
 impl std::fmt::Display for LockName {
