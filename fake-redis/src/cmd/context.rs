@@ -227,14 +227,6 @@ impl<'a> Cx<'a> {
         }
     }
 
-    /// What [`Cx::lookup`] of `key` does when it misses, for a key known to be missing (counted
-    /// and announced as a read miss where the command reads it; nothing otherwise).
-    pub fn missed(&mut self, key: &[u8]) {
-        if let Some(announce) = self.read_of(key) {
-            self.engine.read_missed(self.db, key, announce);
-        }
-    }
-
     /// Whether a lookup of `key` is a read: None for no, else whether a miss is announced.
     #[inline]
     fn read_of(&self, key: &[u8]) -> Option<bool> {
