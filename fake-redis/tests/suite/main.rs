@@ -63,7 +63,6 @@ mod server_cli;
 mod sharded_pubsub;
 mod streams;
 mod valkey_commands;
-mod valkey_info;
 mod versions;
 mod versions_7_4;
 mod versions_types;

@@ -121,7 +121,9 @@ fn fake_shapes() -> String {
     shapes(|args| {
         let line = format!("INFO {args}");
         match engine.execute(client, &argv(line.trim())) {
-            Frame::Bulk(b) => String::from_utf8_lossy(&b).into_owned(),
+            Frame::Bulk(b) | Frame::Verbatim { text: b, .. } => {
+                String::from_utf8_lossy(&b).into_owned()
+            }
             other => format!("{other:?}"),
         }
     })
@@ -196,7 +198,9 @@ fn info_prints_valkey_s_version_fields_and_true_counters() {
     let watcher = engine.connect();
     engine.execute(watcher, &argv("WATCH a b"));
     engine.execute(client, &argv("CLIENT PAUSE 5000 WRITE"));
-    let Frame::Bulk(text) = engine.execute(client, &argv("INFO everything")) else {
+    let (Frame::Bulk(text) | Frame::Verbatim { text, .. }) =
+        engine.execute(client, &argv("INFO everything"))
+    else {
         panic!("INFO answers a bulk string");
     };
     let text = String::from_utf8_lossy(&text);
