@@ -684,9 +684,9 @@ impl Connection {
         if admin.is_none()
             && (psync || argv.len() == 1 && argv[0].eq_ignore_ascii_case(b"sync"))
             && engine.is_authenticated(self.client)
-            && !engine
+            && engine
                 .client(self.client.0)
-                .is_some_and(|c| c.multi.is_some())
+                .is_none_or(|c| c.multi.is_none())
             && crate::cmd::psync_refusal(engine, &argv).is_none()
             && let Some(payload) = engine.attach_replica_stream(self.client)
         {
