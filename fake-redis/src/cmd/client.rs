@@ -50,7 +50,13 @@ pub(super) fn gate(
     }
     let flags = redis_flags(engine.version(), name);
     if in_multi && flags & flag::NO_MULTI != 0 {
-        return Gate::Refuse(Frame::error("ERR Command not allowed inside a transaction"));
+        // Valkey names the command.
+        return Gate::Refuse(match engine.version().is_valkey() {
+            true => Frame::error_owned(format!(
+                "ERR Command '{name}' not allowed inside a transaction"
+            )),
+            false => Frame::error("ERR Command not allowed inside a transaction"),
+        });
     }
     if monitor {
         if flags & (flag::READONLY | flag::WRITE | flag::MAY_REPLICATE) != 0 {

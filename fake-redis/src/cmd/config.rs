@@ -125,10 +125,13 @@ fn kind_of(word: &'static str, low: &'static str) -> Kind {
 }
 
 /// The name a parameter's value is kept under: aliases (`slave-*`, `*-ziplist-*`,
-/// `lua-time-limit`) share their parameter's value, as in Redis.
+/// `lua-time-limit`, and Valkey's `slowlog-*` for its `commandlog-*`) share their parameter's
+/// value, as in Redis.
 fn canonical(name: &str) -> String {
     match name {
         "lua-time-limit" => "busy-reply-threshold".to_owned(),
+        "commandlog-execution-slower-than" => "slowlog-log-slower-than".to_owned(),
+        "commandlog-slow-execution-max-len" => "slowlog-max-len".to_owned(),
         _ => name
             .replace("slave", "replica")
             .replace("ziplist", "listpack"),

@@ -581,10 +581,8 @@ fn time_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> CmdResult {
     ]))
 }
 
-/// `INFO [section…]`: the sections a client may look at (server, clients, stats, cluster,
-/// keyspace).
 /// Redis's `bytesToHuman`, as `INFO` prints `maxmemory_human`: `0B`, `1.50K`, `2.00M`, ...
-fn human_bytes(n: u64) -> String {
+pub(super) fn human_bytes(n: u64) -> String {
     let n = n as f64;
     let units = [("K", 1024.0), ("M", 1048576.0), ("G", 1073741824.0)];
     if n < 1024.0 {
@@ -599,10 +597,14 @@ fn human_bytes(n: u64) -> String {
     format!("{:.2}{unit}", n / size)
 }
 
+/// `INFO [section…]` as Redis 7.0 and 7.4 print it; Valkey's layout is `info_valkey.rs`'s.
 fn info_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let wanted: Vec<String> = args
         .map(|s| String::from_utf8_lossy(s).to_ascii_lowercase())
         .collect();
+    if cx.engine().version().is_valkey() {
+        return super::info_valkey::info(cx, &wanted);
+    }
     // `all` and `everything` are every section; the default leaves out the per-command ones.
     let all = wanted.iter().any(|w| w == "all" || w == "everything");
     let default = wanted.is_empty() || wanted.iter().any(|w| w == "default");
@@ -622,35 +624,17 @@ fn info_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
         let uptime = (now - engine.started_at()).max(0) / 1000;
         let version = engine.version();
         let mut s = String::from("# Server\r\n");
-        let _ = write!(s, "redis_version:{}\r\n", version.redis_version());
-        // Valkey names itself after the Redis release it forked from, and calls the mode
-        // `server_mode`; it has no `atomicvar_api`, and adds `clients_hz`, `availability_zone`.
-        let valkey = version.valkey_version();
-        if let Some(valkey) = valkey {
-            let _ = write!(
-                s,
-                "server_name:valkey\r\nvalkey_version:{valkey}\r\nvalkey_release_stage:ga\r\n"
-            );
-        }
-        let (mode, atomicvar, clients_hz, zone) = match valkey {
-            None => ("redis_mode", "atomicvar_api:c11-builtin\r\n", "", ""),
-            Some(_) => (
-                "server_mode",
-                "",
-                "clients_hz:10\r\n",
-                "availability_zone:\r\n",
-            ),
-        };
         let _ = write!(
             s,
-            "redis_git_sha1:00000000\r\nredis_git_dirty:0\r\nredis_build_id:0\r\n\
-             {mode}:standalone\r\nos:fake-redis (in-process)\r\narch_bits:64\r\n\
-             multiplexing_api:epoll\r\n{atomicvar}\
+            "redis_version:{}\r\nredis_git_sha1:00000000\r\nredis_git_dirty:0\r\n\
+             redis_build_id:0\r\nredis_mode:standalone\r\nos:fake-redis (in-process)\r\n\
+             arch_bits:64\r\nmultiplexing_api:epoll\r\natomicvar_api:c11-builtin\r\n\
              gcc_version:0.0.0\r\nprocess_id:1\r\nprocess_supervised:no\r\n\
              run_id:{:040x}\r\ntcp_port:6379\r\n\
              server_time_usec:{}\r\nuptime_in_seconds:{uptime}\r\nuptime_in_days:{}\r\n\
-             hz:10\r\nconfigured_hz:10\r\n{clients_hz}lru_clock:{}\r\nexecutable:\r\n\
-             config_file:\r\nio_threads_active:0\r\n{zone}",
+             hz:10\r\nconfigured_hz:10\r\nlru_clock:{}\r\nexecutable:\r\n\
+             config_file:\r\nio_threads_active:0\r\n",
+            version.redis_version(),
             engine.started_at(),
             now.saturating_mul(1000),
             uptime / 86_400,
@@ -765,30 +749,18 @@ fn info_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
         sections.push(s);
     }
     if want("replication") {
-        sections.push(engine.replication_info());
+        sections.push(engine.replication_info(false));
     }
-    let valkey = engine.version().is_valkey();
     if want("cpu") {
-        let mut s = String::from(
+        sections.push(
             "# CPU\r\nused_cpu_sys:0.000000\r\nused_cpu_user:0.000000\r\n\
              used_cpu_sys_children:0.000000\r\nused_cpu_user_children:0.000000\r\n\
-             used_cpu_sys_main_thread:0.000000\r\nused_cpu_user_main_thread:0.000000\r\n",
+             used_cpu_sys_main_thread:0.000000\r\nused_cpu_user_main_thread:0.000000\r\n"
+                .to_owned(),
         );
-        // Valkey adds the time its main thread spent on commands: 0 here, as every command's.
-        if valkey {
-            s.push_str("used_active_time_main_thread:0.000000\r\n");
-        }
-        sections.push(s);
     }
     if want("modules") {
-        let mut s = String::from("# Modules\r\n");
-        if valkey {
-            s.push_str(
-                "module:name=lua,ver=1,api=1,filters=0,usedby=[],using=[],\
-                 options=[handle-repl-async-load|handle-atomic-slot-migration]\r\n",
-            );
-        }
-        sections.push(s);
+        sections.push("# Modules\r\n".to_owned());
     }
     if want("commandstats") {
         sections.push(engine.stats().commandstats_section());
@@ -811,18 +783,10 @@ fn info_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
             if db.len() > 0 {
                 let _ = write!(
                     s,
-                    "db{i}:keys={},expires={},avg_ttl=0",
+                    "db{i}:keys={},expires={},avg_ttl=0\r\n",
                     db.len(),
                     db.volatile_len()
                 );
-                // Valkey counts the keys with fields that have a TTL (its hashes').
-                if valkey {
-                    let volatile = db.stored_iter().filter(|(_, e)| {
-                        matches!(&e.value, crate::engine::db::Value::Hash(h) if h.has_field_ttls())
-                    });
-                    let _ = write!(s, ",keys_with_volatile_items={}", volatile.count());
-                }
-                s.push_str("\r\n");
             }
         }
         sections.push(s);

@@ -237,7 +237,10 @@ fn dispatch(engine: &mut Engine, id: u64, argv: &[Bytes], now: i64, may_block: b
     let cx = &mut Cx::new(engine, id, db, now);
     cx.may_block = may_block;
     cx.reads = super::reads_of(spec, argv);
-    let reply = (spec.run)(cx, &mut Args::new(argv)).unwrap_or_else(|error| error);
+    let mut reply = (spec.run)(cx, &mut Args::new(argv)).unwrap_or_else(|error| error);
+    if name.ends_with("|help") && version.is_valkey() {
+        reply = super::valkey_help::adapt(name, reply);
+    }
     if let Some(mark) = mark {
         super::propagate::after(engine, db, now, spec, argv, &reply, mark);
     }

@@ -1,5 +1,5 @@
 //! `DUMP`, `RESTORE` and `RESTORE-ASKING`: a key's value as Redis 7.0's serialized payload, and
-//! back.
+//! back; and `MIGRATE`'s checks, which a lone server answers before it would send a payload.
 //!
 //! The payload itself (RDB encoding, version, CRC64) is `engine/rdb.rs`; this file decides what
 //! Redis would have held the value as (`OBJECT ENCODING`'s answer, from `server.rs`) and runs
@@ -17,6 +17,60 @@ use bytes::Bytes;
 pub(crate) static DUMP: Spec = Spec::new("dump", 2, 0, dump_command);
 pub(crate) static RESTORE: Spec = Spec::new("restore", -4, WRITE, restore_command);
 pub(crate) static RESTORE_ASKING: Spec = Spec::new("restore-asking", -4, WRITE, restore_command);
+/// Redis reads `MIGRATE`'s keys with `lookupKeyRead`, though the command is a write.
+pub(crate) static MIGRATE: Spec =
+    Spec::new("migrate", -6, WRITE, migrate_command).with_reads(super::ReadRule::Always);
+
+/// `MIGRATE host port key|"" db timeout [COPY] [REPLACE] [AUTH pw | AUTH2 user pw] [KEYS key…]`,
+/// checked in Redis's order: the options, the timeout and the database as numbers, then the
+/// keys, `NOKEY` when none exists. The fake opens no connection to another server, so a call
+/// with a key to move fails as Redis's does when it cannot write to the target, and nothing is
+/// moved or deleted.
+fn migrate_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
+    let argv = args.whole();
+    let (mut first_key, mut keys) = (3, 1);
+    let mut j = 6;
+    while j < argv.len() {
+        let more = argv.len() - 1 - j;
+        if is(&argv[j], "copy") || is(&argv[j], "replace") {
+        } else if is(&argv[j], "auth") {
+            if more == 0 {
+                return Err(SYNTAX);
+            }
+            j += 1;
+        } else if is(&argv[j], "auth2") {
+            if more < 2 {
+                return Err(SYNTAX);
+            }
+            j += 2;
+        } else if is(&argv[j], "keys") {
+            if !argv[3].is_empty() {
+                return Err(Frame::error(
+                    "ERR When using MIGRATE KEYS option, the key argument must be set to the \
+                     empty string",
+                ));
+            }
+            first_key = j + 1;
+            keys = argv.len() - j - 1;
+            break;
+        } else {
+            return Err(SYNTAX);
+        }
+        j += 1;
+    }
+    int(&argv[5])?;
+    int(&argv[4])?;
+    let mut found = false;
+    for key in &argv[first_key..first_key + keys] {
+        found |= cx.lookup(key).is_some();
+    }
+    if !found {
+        return Ok(Frame::simple("NOKEY"));
+    }
+    Err(Frame::error(
+        "IOERR error or timeout writing to target instance",
+    ))
+}
 
 /// `DUMP key`: the payload, or nil for a missing key.
 fn dump_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {

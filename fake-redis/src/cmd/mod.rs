@@ -43,6 +43,7 @@ mod hash_ex;
 mod hash_ttl;
 mod hashes;
 mod hyperloglog;
+mod info_valkey;
 mod keys;
 mod lists;
 mod long_double;
@@ -61,6 +62,7 @@ mod sort;
 mod streams;
 mod strings;
 mod transactions;
+mod valkey_help;
 mod zsets;
 
 pub(crate) use crate::engine::acl::{Acl, DEFAULT_USER};
@@ -79,6 +81,7 @@ pub(crate) use context::{Caller, Cx};
 pub(crate) use parse::Args;
 pub(crate) use reads::{ReadRule, Reads, reads_of};
 pub(crate) use redirect::route_script_call;
+pub(crate) use replication::psync_refusal;
 #[cfg(feature = "lua")]
 pub(crate) use scripting::{call_from_script, sha1_hex};
 
@@ -291,6 +294,7 @@ command_table! {
     b"EXPIRE" => keys::EXPIRE,
     b"EXPIREAT" => keys::EXPIREAT,
     b"EXPIRETIME" => keys::EXPIRETIME,
+    b"FAILOVER" => replication::FAILOVER,
     b"FCALL" => functions::FCALL,
     b"FCALL_RO" => functions::FCALL_RO,
     b"FLUSHALL" => keys::FLUSHALL,
@@ -355,6 +359,7 @@ command_table! {
     b"LTRIM" => lists::LTRIM,
     b"MEMORY" => server::MEMORY,
     b"MGET" => strings::MGET,
+    b"MIGRATE" => dump::MIGRATE,
     b"MODULE" => cluster::MODULE,
     b"MONITOR" => client::MONITOR,
     b"MOVE" => server::MOVE,
@@ -374,6 +379,7 @@ command_table! {
     b"PFSELFTEST" => cluster::PFSELFTEST,
     b"PING" => connection::PING,
     b"PSETEX" => strings::PSETEX,
+    b"PSYNC" => replication::PSYNC,
     b"PSUBSCRIBE" => pubsub::PSUBSCRIBE,
     b"PTTL" => keys::PTTL,
     b"PUBLISH" => pubsub::PUBLISH,
@@ -385,6 +391,7 @@ command_table! {
     b"READWRITE" => cluster::READWRITE,
     b"RENAME" => keys::RENAME,
     b"RENAMENX" => keys::RENAMENX,
+    b"REPLCONF" => replication::REPLCONF,
     b"REPLICAOF" => replication::REPLICAOF,
     b"RESET" => connection::RESET,
     b"RESTORE" => dump::RESTORE,
@@ -431,6 +438,7 @@ command_table! {
     b"SUNION" => sets::SUNION,
     b"SUNIONSTORE" => sets::SUNIONSTORE,
     b"SUNSUBSCRIBE" => pubsub::SUNSUBSCRIBE,
+    b"SYNC" => replication::SYNC,
     b"SWAPDB" => server::SWAPDB,
     b"TIME" => connection::TIME,
     b"TOUCH" => keys::TOUCH,

@@ -219,8 +219,32 @@ fn script_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     if is(sub, "kill") {
         return Err(Frame::error("NOTBUSY No scripts in execution right now."));
     }
+    if is(sub, "help") {
+        return Ok(super::server::help_reply(SCRIPT_HELP));
+    }
     Err(unknown_subcommand("SCRIPT", sub))
 }
+
+/// `SCRIPT HELP`'s lines, as Redis 7.0 prints them (Valkey's: `valkey_help.rs`).
+const SCRIPT_HELP: &[&str] = &[
+    "SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "DEBUG (YES|SYNC|NO)",
+    "    Set the debug mode for subsequent scripts executed.",
+    "EXISTS <sha1> [<sha1> ...]",
+    "    Return information about the existence of the scripts in the script cache.",
+    "FLUSH [ASYNC|SYNC]",
+    "    Flush the Lua scripts cache. Very dangerous on replicas.",
+    "    When called without the optional mode argument, the behavior is determined by the",
+    "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+    "    * ASYNC: Asynchronously flush the scripts cache.",
+    "    * SYNC: Synchronously flush the scripts cache.",
+    "KILL",
+    "    Kill the currently executing Lua script.",
+    "LOAD <script>",
+    "    Load a script into the scripts cache without executing it.",
+    "HELP",
+    "    Prints this help.",
+];
 
 /// The engine as a native script sees it ([`Keyspace`]): the commands it calls, at the frozen
 /// time of the `EVALSHA` that runs it.

@@ -37,10 +37,15 @@ pub(crate) static SHUTDOWN: Spec = Spec::new("shutdown", -1, 0, shutdown_command
 
 /// Follows a `CONFIG SET` of a parameter this file reads (by canonical name).
 pub(crate) fn config_changed(cx: &mut Cx<'_>, name: &str, value: &str) {
-    let slowlog = &mut cx.node().stats_mut().slowlog;
+    let stats = cx.node().stats_mut();
+    let len = |n: i64| usize::try_from(n).unwrap_or(0);
     match (name, value.parse::<i64>()) {
-        ("slowlog-log-slower-than", Ok(us)) => slowlog.set_slower_than(us),
-        ("slowlog-max-len", Ok(len)) => slowlog.set_max_len(usize::try_from(len).unwrap_or(0)),
+        ("slowlog-log-slower-than", Ok(us)) => stats.slowlog.set_slower_than(us),
+        ("slowlog-max-len", Ok(n)) => stats.slowlog.set_max_len(len(n)),
+        ("commandlog-request-larger-than", Ok(n)) => stats.large_requests.0.set_slower_than(n),
+        ("commandlog-large-request-max-len", Ok(n)) => stats.large_requests.0.set_max_len(len(n)),
+        ("commandlog-reply-larger-than", Ok(n)) => stats.large_replies.0.set_slower_than(n),
+        ("commandlog-large-reply-max-len", Ok(n)) => stats.large_replies.0.set_max_len(len(n)),
         _ => {}
     }
     if matches!(name, "hz" | "active-expire-effort") {
@@ -542,28 +547,30 @@ fn commandlog_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
         _ => None,
     };
     let kind = args.next_bytes()?;
-    let slow = match ["slow", "large-request", "large-reply"]
+    let kind = match ["slow", "large-request", "large-reply"]
         .iter()
         .position(|k| is(kind, k))
     {
-        Some(i) => i == 0,
+        Some(i) => i,
         None => {
             return Err(Frame::error(
                 "ERR type should be one of the following: slow, large-request, large-reply",
             ));
         }
     };
-    let slowlog = &mut cx.node().stats_mut().slowlog;
-    Ok(match (name, slow) {
-        ("get", true) => slowlog.newest(count.flatten()),
-        ("get", false) => Frame::Array(Vec::new()),
-        ("len", true) => Frame::Integer(slowlog.len() as i64),
-        ("len", false) => Frame::Integer(0),
-        (_, true) => {
-            slowlog.reset();
+    let stats = cx.node().stats_mut();
+    let log = match kind {
+        0 => &mut stats.slowlog,
+        1 => &mut stats.large_requests.0,
+        _ => &mut stats.large_replies.0,
+    };
+    Ok(match name {
+        "get" => log.newest(count.flatten()),
+        "len" => Frame::Integer(log.len() as i64),
+        _ => {
+            log.reset();
             Frame::OK
         }
-        (_, false) => Frame::OK,
     })
 }
 

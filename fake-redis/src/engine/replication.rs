@@ -900,6 +900,22 @@ impl Engine {
         }
     }
 
+    /// How many replicas follow this node (`INFO`'s `connected_slaves`, `FAILOVER`'s check).
+    pub(crate) fn connected_replicas(&self) -> usize {
+        self.live_links().count()
+    }
+
+    /// The node's replication id and offset, as `PSYNC`'s `+FULLRESYNC` line names them: the id
+    /// `INFO replication` prints (zeros on a node that never replicated).
+    pub(crate) fn replication_id_and_offset(&self) -> (String, i64) {
+        let r = &self.replication;
+        let id = r
+            .replid
+            .as_ref()
+            .map_or_else(|| "0".repeat(40), |(id, _)| id.clone());
+        (id, r.offset)
+    }
+
     /// The port of the primary a replica follows; None on a primary.
     pub(crate) fn followed_primary_port(&self) -> Option<i64> {
         let up = self.replication.upstream.as_ref()?;
@@ -963,10 +979,20 @@ impl Engine {
             .filter(|(_, s)| !s.cut)
     }
 
-    /// `INFO`'s `# Replication` section, as Redis 7.0 prints it.
-    pub(crate) fn replication_info(&self) -> String {
+    /// `INFO`'s `# Replication` section, as Redis 7.0 prints it, or as Valkey 9.1 does
+    /// (`valkey`): its default backlog of 10 MB, `replicas_waiting_psync`, a replica's
+    /// replication-buffer figures, and each replica's `type`.
+    pub(crate) fn replication_info(&self, valkey: bool) -> String {
         let r = &self.replication;
         let zeros = "0".repeat(40);
+        let backlog = match valkey {
+            true => 10_485_760,
+            false => 1_048_576,
+        };
+        let waiting = match valkey {
+            true => "replicas_waiting_psync:0\r\n",
+            false => "",
+        };
         let Some((replid, replid2)) = &r.replid else {
             // A node that never replicated: Redis's section before any replica.
             let mut s = String::from("# Replication\r\n");
@@ -975,10 +1001,10 @@ impl Engine {
             }
             let _ = write!(
                 s,
-                "connected_slaves:0\r\n\
+                "connected_slaves:0\r\n{waiting}\
                  master_failover_state:no-failover\r\nmaster_replid:{zeros}\r\n\
                  master_replid2:{zeros}\r\nmaster_repl_offset:0\r\nsecond_repl_offset:-1\r\n\
-                 repl_backlog_active:0\r\nrepl_backlog_size:1048576\r\n\
+                 repl_backlog_active:0\r\nrepl_backlog_size:{backlog}\r\n\
                  repl_backlog_first_byte_offset:0\r\nrepl_backlog_histlen:0\r\n"
             );
             return s;
@@ -988,13 +1014,17 @@ impl Engine {
         let mut s = String::from("# Replication\r\n");
         let first_byte = match &r.upstream {
             Some(up) => {
+                let buffers = match valkey {
+                    true => "replicas_repl_buffer_size:0\r\nreplicas_repl_buffer_peak:0\r\n",
+                    false => "",
+                };
                 let _ = write!(
                     s,
                     "role:slave\r\nmaster_host:{host}\r\nmaster_port:{}\r\n\
                      master_link_status:up\r\nmaster_last_io_seconds_ago:{}\r\n\
                      master_sync_in_progress:0\r\nslave_read_repl_offset:{off}\r\n\
-                     slave_repl_offset:{off}\r\nslave_priority:100\r\nslave_read_only:1\r\n\
-                     replica_announced:1\r\nconnected_slaves:0\r\n",
+                     slave_repl_offset:{off}\r\n{buffers}slave_priority:100\r\n\
+                     slave_read_only:1\r\nreplica_announced:1\r\nconnected_slaves:0\r\n",
                     up.primary_port,
                     (now - up.last_io).max(0) / 1000,
                     off = r.offset,
@@ -1010,11 +1040,15 @@ impl Engine {
                     s.push_str("role:master\r\n");
                 }
                 let _ = write!(s, "connected_slaves:{}\r\n", links.len());
+                let kind = match valkey {
+                    true => ",type=replica",
+                    false => "",
+                };
                 for (i, (port, acked, stalled)) in links.into_iter().enumerate() {
                     let lag = stalled.map_or(0, |from| (now - from).max(0) / 1000);
                     let _ = write!(
                         s,
-                        "slave{i}:ip={host},port={port},state=online,offset={acked},lag={lag}\r\n"
+                        "slave{i}:ip={host},port={port},state=online,offset={acked},lag={lag}{kind}\r\n"
                     );
                 }
                 1
@@ -1024,9 +1058,9 @@ impl Engine {
         let histlen = (r.offset - first_byte + 1).max(0);
         let _ = write!(
             s,
-            "master_failover_state:no-failover\r\nmaster_replid:{replid}\r\n\
+            "{waiting}master_failover_state:no-failover\r\nmaster_replid:{replid}\r\n\
              master_replid2:{replid2}\r\nmaster_repl_offset:{}\r\nsecond_repl_offset:{second}\r\n\
-             repl_backlog_active:1\r\nrepl_backlog_size:1048576\r\n\
+             repl_backlog_active:1\r\nrepl_backlog_size:{backlog}\r\n\
              repl_backlog_first_byte_offset:{first_byte}\r\nrepl_backlog_histlen:{histlen}\r\n",
             r.offset,
         );

@@ -106,6 +106,11 @@ pub(crate) struct Stats {
     script_error: Option<Bytes>,
     /// The slow log, which `CONFIG RESETSTAT` keeps.
     pub slowlog: SlowLog,
+    /// Valkey's `COMMANDLOG` of requests and of replies larger than their thresholds
+    /// (`commandlog-request-larger-than`, `commandlog-reply-larger-than`, in bytes: a request as
+    /// the RESP array its arguments make, a reply as it is written in the client's protocol).
+    pub large_requests: SizeLog,
+    pub large_replies: SizeLog,
     /// The running command is one Redis would have blocked (a door that does not wait answered
     /// it as its timeout): like a block that ended, it is not slow-logged.
     pub skip_slowlog: bool,
@@ -155,8 +160,12 @@ impl Stats {
     /// `CONFIG RESETSTAT`: every counter starts over; the slow log stays.
     pub(crate) fn reset(&mut self) {
         let slowlog = std::mem::take(&mut self.slowlog);
+        let large_requests = std::mem::take(&mut self.large_requests);
+        let large_replies = std::mem::take(&mut self.large_replies);
         *self = Stats {
             slowlog,
+            large_requests,
+            large_replies,
             ..Stats::default()
         };
     }
@@ -272,6 +281,9 @@ impl Stats {
 struct SlowEntry {
     id: u64,
     unix_seconds: i64,
+    /// The duration (0 µs on the fake), or for Valkey's large-request and large-reply logs the
+    /// size in bytes.
+    value: i64,
     args: Vec<Bytes>,
     addr: Bytes,
     name: Bytes,
@@ -299,7 +311,27 @@ impl Default for SlowLog {
     }
 }
 
+/// A log of sizes, its threshold in bytes: larger than 1 MB by default, as Valkey's
+/// large-request and large-reply logs.
+#[derive(Debug)]
+pub(crate) struct SizeLog(pub SlowLog);
+
+impl Default for SizeLog {
+    fn default() -> SizeLog {
+        SizeLog(SlowLog {
+            slower_than: 1 << 20,
+            ..SlowLog::default()
+        })
+    }
+}
+
 impl SlowLog {
+    /// Whether a size of `bytes` is logged: past the threshold, which is not negative.
+    #[inline]
+    fn logs_size(&self, bytes: i64) -> bool {
+        self.slower_than >= 0 && bytes > self.slower_than
+    }
+
     /// Whether a command that ran in 0 µs is logged: only when the threshold is 0.
     #[inline]
     fn logs_instant_commands(&self) -> bool {
@@ -337,7 +369,7 @@ impl SlowLog {
                     Frame::Array(vec![
                         Frame::Integer(i64::try_from(e.id).unwrap_or(i64::MAX)),
                         Frame::Integer(e.unix_seconds),
-                        Frame::Integer(0),
+                        Frame::Integer(e.value),
                         Frame::Array(e.args.iter().cloned().map(Frame::Bulk).collect()),
                         Frame::Bulk(e.addr.clone()),
                         Frame::Bulk(e.name.clone()),
@@ -347,12 +379,13 @@ impl SlowLog {
         )
     }
 
-    fn push(&mut self, unix_seconds: i64, argv: &[Bytes], addr: Bytes, name: Bytes) {
+    fn push(&mut self, unix_seconds: i64, value: i64, argv: &[Bytes], addr: Bytes, name: Bytes) {
         let id = self.next_id;
         self.next_id += 1;
         self.entries.push_front(SlowEntry {
             id,
             unix_seconds,
+            value,
             args: slowlog_args(argv),
             addr,
             name,
@@ -444,7 +477,31 @@ impl Engine {
         }
         let skip = std::mem::take(&mut self.stats.skip_slowlog);
         if self.stats.slowlog.logs_instant_commands() && name != "exec" && !skip {
-            self.log_slow(client, argv, from_script);
+            self.log_slow(client, argv, from_script, Log::Slow, 0);
+        }
+        if self.version().is_valkey() && !from_script {
+            self.log_large(client, argv, reply);
+        }
+    }
+
+    /// Valkey's large-request and large-reply logs: `argv` as the RESP array a client sends,
+    /// `reply` as written in the client's protocol, each logged past its threshold.
+    fn log_large(&mut self, client: u64, argv: &[Bytes], reply: &Frame) {
+        let request = resp_array_len(argv);
+        if self.stats.large_requests.0.logs_size(request) {
+            self.log_slow(client, argv, false, Log::Requests, request);
+        }
+        if self.stats.large_replies.0.slower_than >= 0 {
+            let mut out = bytes::BytesMut::new();
+            crate::resp::encode(
+                reply,
+                self.protocol(crate::engine::ClientId(client)),
+                &mut out,
+            );
+            let size = i64::try_from(out.len()).unwrap_or(i64::MAX);
+            if self.stats.large_replies.0.logs_size(size) {
+                self.log_slow(client, argv, false, Log::Replies, size);
+            }
         }
     }
 
@@ -473,7 +530,7 @@ impl Engine {
         }
     }
 
-    fn log_slow(&mut self, client: u64, argv: &[Bytes], from_script: bool) {
+    fn log_slow(&mut self, client: u64, argv: &[Bytes], from_script: bool, log: Log, value: i64) {
         let unix_seconds = self.now().div_euclid(1000);
         let (addr, name) = if from_script {
             (Bytes::from_static(b"?:0"), Bytes::new())
@@ -484,8 +541,32 @@ impl Engine {
                 .unwrap_or_default();
             (Bytes::from(format!("in-process:{client}")), name)
         };
-        self.stats.slowlog.push(unix_seconds, argv, addr, name);
+        let log = match log {
+            Log::Slow => &mut self.stats.slowlog,
+            Log::Requests => &mut self.stats.large_requests.0,
+            Log::Replies => &mut self.stats.large_replies.0,
+        };
+        log.push(unix_seconds, value, argv, addr, name);
     }
+}
+
+/// Which of the command logs an entry goes to.
+#[derive(Clone, Copy)]
+enum Log {
+    Slow,
+    Requests,
+    Replies,
+}
+
+/// The bytes of `argv` sent as a RESP array of bulk strings: `*N\r\n`, then `$len\r\n`, the
+/// argument and `\r\n` each.
+fn resp_array_len(argv: &[Bytes]) -> i64 {
+    let digits = |n: usize| n.checked_ilog10().map_or(1, |d| d as usize + 1);
+    let args: usize = argv
+        .iter()
+        .map(|a| 1 + digits(a.len()) + 2 + a.len() + 2)
+        .sum();
+    i64::try_from(1 + digits(argv.len()) + 2 + args).unwrap_or(i64::MAX)
 }
 
 #[cfg(test)]

@@ -678,13 +678,23 @@ impl Connection {
             }
         }
         // `SYNC`: the dataset as one bulk payload without a line break after it, as Redis
-        // sends its RDB file to a replica, then the command stream through the outbox.
+        // sends its RDB file to a replica, then the command stream through the outbox. `PSYNC`
+        // gets a full sync, its `+FULLRESYNC <replid> <offset>` line first.
+        let psync = argv.len() >= 3 && argv[0].eq_ignore_ascii_case(b"psync");
         if admin.is_none()
-            && argv.len() == 1
-            && argv[0].eq_ignore_ascii_case(b"sync")
+            && (psync || argv.len() == 1 && argv[0].eq_ignore_ascii_case(b"sync"))
             && engine.is_authenticated(self.client)
+            && engine
+                .client(self.client.0)
+                .is_none_or(|c| c.multi.is_none())
+            && crate::cmd::psync_refusal(engine, &argv).is_none()
             && let Some(payload) = engine.attach_replica_stream(self.client)
         {
+            if psync {
+                let (replid, offset) = engine.replication_id_and_offset();
+                self.output
+                    .extend_from_slice(format!("+FULLRESYNC {replid} {offset}\r\n").as_bytes());
+            }
             self.output
                 .extend_from_slice(format!("${}\r\n", payload.len()).as_bytes());
             self.output.extend_from_slice(&payload);
