@@ -65,6 +65,7 @@ mod sharded_pubsub;
 mod streams;
 mod tracking_7_4;
 mod valkey_commands;
+mod valkey_info;
 mod versions;
 mod versions_7_4;
 mod versions_acl;
