@@ -187,7 +187,10 @@ fn dispatch(engine: &mut Engine, id: u64, argv: &[Bytes], now: i64, may_block: b
     {
         return reject(engine, id, spec, error);
     }
-    if spec.has(WRITE) && engine.is_read_only_replica() && !runs_unflagged_script(spec) {
+    if spec.has(WRITE) && !engine.has_good_replicas() && !script_decides_writes(spec) {
+        return reject(engine, id, spec, crate::engine::replication::NOREPLICAS);
+    }
+    if spec.has(WRITE) && engine.is_read_only_replica() && !script_decides_writes(spec) {
         return reject(engine, id, spec, crate::engine::replication::READONLY);
     }
     if seen.in_pubsub_context && !spec.has(PUBSUB_CONTEXT) {
@@ -389,11 +392,15 @@ pub(super) fn run_resumed(engine: &mut Engine, id: u64, argv: &[Bytes], now: i64
     dispatch(engine, id, argv, now, true)
 }
 
-/// Whether `spec` is `EVAL` or `EVALSHA`, whose script (without a shebang's flags) Redis does not
-/// count as a write: on a replica it runs, and its write calls fail instead (`lua/mod.rs`).
+/// Whether `spec` is `EVAL`, `EVALSHA` or `FCALL`, whose script or function decides whether
+/// Redis counts the command a write (a shebang's flags, a function's; a script without a shebang
+/// is none): on a replica, or short of good replicas, it is refused before it runs
+/// (`lua/mod.rs`, `lua/functions.rs`) or its write calls fail.
 #[cold]
-fn runs_unflagged_script(spec: &Spec) -> bool {
-    std::ptr::eq(spec, &super::scripting::EVAL) || std::ptr::eq(spec, &super::scripting::EVALSHA)
+fn script_decides_writes(spec: &Spec) -> bool {
+    std::ptr::eq(spec, &super::scripting::EVAL)
+        || std::ptr::eq(spec, &super::scripting::EVALSHA)
+        || std::ptr::eq(spec, &super::functions::FCALL)
 }
 
 /// Redis's `rejectCommand`: a command refused before it runs fails the client's open

@@ -67,6 +67,21 @@ pub(crate) fn config_changed(cx: &mut Cx<'_>, name: &str, value: &str) {
         let now = cx.now;
         cx.node().set_eviction_param(name, value, now);
     }
+    if matches!(name, "min-replicas-to-write" | "min-replicas-max-lag") {
+        let read = |cx: &Cx<'_>, param: &str, default: i64| {
+            let settings = &cx.engine().config().settings;
+            let given = if param == name {
+                Some(value)
+            } else {
+                settings.get(param).map(String::as_str)
+            };
+            given.and_then(|v| v.parse().ok()).unwrap_or(default)
+        };
+        let to_write = read(cx, "min-replicas-to-write", 0);
+        let max_lag = read(cx, "min-replicas-max-lag", 10);
+        cx.node()
+            .set_min_replicas(usize::try_from(to_write).unwrap_or(0), max_lag);
+    }
     if name == "list-max-listpack-size"
         && let Ok(size) = value.parse::<i64>()
     {

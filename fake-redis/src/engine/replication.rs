@@ -35,6 +35,9 @@ use std::fmt;
 use std::fmt::Write as _;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+/// Redis's error to a write on a primary with fewer good replicas than `min-replicas-to-write`.
+pub(crate) const NOREPLICAS: Frame = Frame::error("NOREPLICAS Not enough good replicas to write.");
+
 /// Redis's error to a write on a read-only replica.
 pub(crate) const READONLY: Frame =
     Frame::error("READONLY You can't write against a read only replica.");
@@ -448,6 +451,9 @@ pub(crate) struct Replication {
     /// The address the node announces, and its primary and replicas with it (one per topology,
     /// as the TCP door binds one): None for loopback ([`Topology::set_announce_ip`]).
     host: Option<Arc<str>>,
+    /// `min-replicas-to-write` and `min-replicas-max-lag` (seconds), when both are set: a
+    /// primary with fewer good replicas refuses writes.
+    min_replicas: Option<(usize, i64)>,
 }
 
 impl Replication {
@@ -903,6 +909,33 @@ impl Engine {
         links
             .map(|l| (l, stream(&l.stream)))
             .filter(|(_, s)| !s.cut)
+    }
+
+    /// Follows `CONFIG SET` of `min-replicas-to-write` and `min-replicas-max-lag` (already
+    /// checked): both values, each the one just set or the one kept.
+    pub(crate) fn set_min_replicas(&mut self, to_write: usize, max_lag: i64) {
+        self.replication.min_replicas =
+            (to_write > 0 && max_lag > 0).then_some((to_write, max_lag));
+    }
+
+    /// Redis's `checkGoodReplicasStatus`: whether writes may run as `min-replicas-to-write`
+    /// asks (always on a replica, or when it is not set). A replica is good while its
+    /// acknowledgements are at most `min-replicas-max-lag` seconds old: a stalled one is not.
+    #[inline]
+    pub(crate) fn has_good_replicas(&self) -> bool {
+        let Some((to_write, max_lag)) = self.replication.min_replicas else {
+            return true;
+        };
+        if self.replication.upstream.is_some() {
+            return true;
+        }
+        let now = self.now();
+        let good = self.live_links().filter(|(_, stream)| {
+            stream
+                .stalled_since(now)
+                .is_none_or(|from| (now - from).max(0) / 1000 <= max_lag)
+        });
+        good.count() >= to_write
     }
 
     /// `INFO`'s `# Replication` section, as Redis 7.0 prints it.
