@@ -574,11 +574,83 @@ fn reset_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> CmdResult {
 
 fn time_command(cx: &mut Cx<'_>, _args: &mut Args<'_>) -> CmdResult {
     // Redis reads the wall clock here, in microseconds; never before the command's own time.
-    let us = cx.engine().now_us().max(cx.now.saturating_mul(1000));
+    // Redis 7.4 and Valkey give a script the time it started at, all along.
+    let frozen = match cx.engine().version() {
+        crate::engine::Version::V7_0 => None,
+        _ => cx.script_us.filter(|_| cx.in_script()),
+    };
+    let us = frozen.unwrap_or_else(|| cx.engine().now_us().max(cx.now.saturating_mul(1000)));
     Ok(Frame::Array(vec![
         Frame::Bulk(Bytes::from(us.div_euclid(1_000_000).to_string())),
         Frame::Bulk(Bytes::from(us.rem_euclid(1_000_000).to_string())),
     ]))
+}
+
+/// What `INFO memory` says of the scripts' Lua states and what they hold.
+#[derive(Default)]
+struct ScriptMemory {
+    eval_vm: u64,
+    cached_scripts: u64,
+    eval_overhead: u64,
+    functions_vm: u64,
+    functions: u64,
+    libraries: u64,
+    functions_overhead: u64,
+}
+
+impl ScriptMemory {
+    /// Redis's lines, from `used_memory_lua` to `used_memory_scripts_human`, in its order.
+    fn info_lines(&self) -> String {
+        let vm_total = self.eval_vm + self.functions_vm;
+        let scripts = self.eval_overhead + self.functions_overhead;
+        format!(
+            "used_memory_lua:{eval}\r\nused_memory_vm_eval:{eval}\r\nused_memory_lua_human:{}\r\n\
+             used_memory_scripts_eval:{}\r\nnumber_of_cached_scripts:{}\r\n\
+             number_of_functions:{}\r\nnumber_of_libraries:{}\r\n\
+             used_memory_vm_functions:{}\r\nused_memory_vm_total:{vm_total}\r\n\
+             used_memory_vm_total_human:{}\r\nused_memory_functions:{}\r\n\
+             used_memory_scripts:{scripts}\r\nused_memory_scripts_human:{}\r\n",
+            human_bytes(self.eval_vm),
+            self.eval_overhead,
+            self.cached_scripts,
+            self.functions,
+            self.libraries,
+            self.functions_vm,
+            human_bytes(vm_total),
+            self.functions_overhead,
+            human_bytes(scripts),
+            eval = self.eval_vm,
+        )
+    }
+}
+
+/// The scripts' part of `INFO memory`: the Lua runner's figures, or without it (no Lua state
+/// ever starts) Redis 7.4's fresh states beside the native scripts.
+fn script_memory(cx: &mut Cx<'_>) -> ScriptMemory {
+    #[cfg(feature = "lua")]
+    {
+        let m = crate::lua::memory(cx);
+        ScriptMemory {
+            eval_vm: m.eval_vm,
+            cached_scripts: m.cached_scripts,
+            eval_overhead: m.eval_overhead,
+            functions_vm: m.functions_vm,
+            functions: m.functions,
+            libraries: m.libraries,
+            functions_overhead: m.functions_overhead,
+        }
+    }
+    #[cfg(not(feature = "lua"))]
+    {
+        let cached_scripts = cx.scripts().native_bodies().len() as u64;
+        ScriptMemory {
+            eval_vm: 31_744,
+            cached_scripts,
+            functions_vm: 32_768,
+            functions_overhead: 232,
+            ..ScriptMemory::default()
+        }
+    }
 }
 
 /// Redis's `bytesToHuman`, as `INFO` prints `maxmemory_human`: `0B`, `1.50K`, `2.00M`, ...
@@ -617,6 +689,10 @@ fn info_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
     let used_memory = match want("memory") {
         true => cx.node().used_memory(),
         false => 0,
+    };
+    let scripts = match want("memory") {
+        true => script_memory(cx),
+        false => ScriptMemory::default(),
     };
     let engine = cx.engine();
     let mut sections = Vec::new();
@@ -685,16 +761,17 @@ fn info_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
              used_memory_rss_human:{:.2}M\r\nused_memory_peak:{used}\r\n\
              used_memory_peak_human:{:.2}M\r\nused_memory_peak_perc:100.00%\r\n\
              used_memory_overhead:{startup}\r\nused_memory_startup:{startup}\r\n\
-             used_memory_dataset:{}\r\nused_memory_lua:31744\r\nnumber_of_cached_scripts:0\r\n\
-             used_memory_scripts:0\r\nmaxmemory:{maxmemory}\r\nmaxmemory_human:{}\r\n\
+             used_memory_dataset:{}\r\n{}maxmemory:{maxmemory}\r\nmaxmemory_human:{}\r\n\
              maxmemory_policy:{policy}\r\nmem_fragmentation_ratio:1.00\r\n\
              mem_fragmentation_bytes:0\r\nmem_not_counted_for_evict:0\r\n\
-             mem_allocator:libc\r\nlazyfree_pending_objects:0\r\nlazyfreed_objects:0\r\n",
+             mem_allocator:libc\r\nlazyfree_pending_objects:0\r\nlazyfreed_objects:{}\r\n",
             used as f64 / 1048576.0,
             used as f64 / 1048576.0,
             used as f64 / 1048576.0,
             used - startup,
+            scripts.info_lines(),
             human_bytes(maxmemory),
+            engine.stats().lazyfreed,
         );
         sections.push(s);
     }

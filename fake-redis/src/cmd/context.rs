@@ -32,6 +32,9 @@ pub(crate) struct Cx<'a> {
     pub may_block: bool,
     /// Which of the command's lookups are reads ([`Reads`]).
     pub reads: Reads,
+    /// While a script runs: the time its `TIME` calls read, unix µs, frozen at its start as
+    /// Redis 7.4 and Valkey freeze it (Redis 7.0 reads the clock at each call).
+    pub script_us: Option<i64>,
 }
 
 /// Who runs a command, which decides whether a blocking command may wait.
@@ -57,6 +60,7 @@ impl<'a> Cx<'a> {
             caller: Caller::Client,
             may_block: false,
             reads: Reads::None,
+            script_us: None,
         }
     }
 

@@ -407,11 +407,11 @@ pub(super) fn run_resumed(engine: &mut Engine, id: u64, argv: &[Bytes], now: i64
 }
 
 /// Whether a call is a write as Redis's `processCommand` judges it: a command flagged `write`
-/// (but see [`runs_unflagged_script`]), or an `EXEC` whose queue holds one.
+/// (but see [`script_decides_writes`]), or an `EXEC` whose queue holds one.
 #[cold]
 fn is_write_call(engine: &Engine, id: u64, spec: &Spec) -> bool {
     use super::command_docs::{flag, queued_with_flag};
-    (spec.has(WRITE) && !runs_unflagged_script(spec))
+    (spec.has(WRITE) && !script_decides_writes(spec))
         || (std::ptr::eq(spec, &super::transactions::EXEC)
             && queued_with_flag(engine, id, flag::WRITE))
 }
@@ -423,7 +423,7 @@ fn is_write_call(engine: &Engine, id: u64, spec: &Spec) -> bool {
 fn replica_refusal(engine: &Engine) -> Frame {
     match engine.is_read_only_replica() {
         true => crate::engine::replication::READONLY,
-        false => Frame::error("NOREPLICAS Not enough good replicas to write."),
+        false => crate::engine::replication::NOREPLICAS,
     }
 }
 
@@ -440,8 +440,10 @@ fn denies_stale(engine: &Engine, id: u64, spec: &Spec, name: &str) -> bool {
 /// Whether `spec` is `EVAL` or `EVALSHA`, whose script (without a shebang's flags) Redis does not
 /// count as a write: on a replica it runs, and its write calls fail instead (`lua/mod.rs`).
 #[cold]
-fn runs_unflagged_script(spec: &Spec) -> bool {
-    std::ptr::eq(spec, &super::scripting::EVAL) || std::ptr::eq(spec, &super::scripting::EVALSHA)
+fn script_decides_writes(spec: &Spec) -> bool {
+    std::ptr::eq(spec, &super::scripting::EVAL)
+        || std::ptr::eq(spec, &super::scripting::EVALSHA)
+        || std::ptr::eq(spec, &super::functions::FCALL)
 }
 
 /// Redis's `rejectCommand`: a command refused before it runs fails the client's open

@@ -179,18 +179,28 @@ fn function_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
         return Err(Frame::error("ERR Library not found"));
     }
     if is(sub, "flush") {
-        match rest {
-            [] => {}
-            [mode] if is(mode, "sync") || is(mode, "async") => {}
+        let asynchronous = match rest {
+            [] => super::scripting::flushes_lazily(cx),
+            [mode] if is(mode, "sync") => false,
+            [mode] if is(mode, "async") => true,
             [_] => {
                 return Err(Frame::error(
                     "ERR FUNCTION FLUSH only supports SYNC|ASYNC option",
                 ));
             }
             _ => return Err(subcommand_syntax(sub)),
-        }
+        };
         #[cfg(feature = "lua")]
-        cx.functions().flush();
+        {
+            // Redis frees the functions and the engines' table (its one engine, Lua).
+            let (_, functions, _, _) = cx.functions().memory();
+            if asynchronous {
+                cx.node().count_lazy_free(functions, functions + 1);
+            }
+            cx.functions().flush();
+        }
+        #[cfg(not(feature = "lua"))]
+        let _ = asynchronous;
         return Ok(Frame::OK);
     }
     if is(sub, "stats") {

@@ -68,6 +68,7 @@ mod zsets;
 pub(crate) use crate::engine::acl::{Acl, DEFAULT_USER};
 pub(crate) use crate::engine::notify::class;
 pub(crate) use acl::check_script_call as acl_check_script_call;
+pub(crate) use acl::script_may_call as acl_script_may_call;
 pub(crate) use blocking::serve_blocked;
 pub(crate) use client::resume_postponed;
 pub(crate) use command_docs::{Refusal, command_name};

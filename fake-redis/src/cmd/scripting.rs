@@ -133,6 +133,23 @@ pub(crate) fn call_from_script(
     if resp == 2 { reply.to_resp2() } else { reply }
 }
 
+/// Whether a `FLUSH` without `SYNC` or `ASYNC` flushes asynchronously
+/// (`lazyfree-lazy-user-flush`).
+pub(super) fn flushes_lazily(cx: &Cx<'_>) -> bool {
+    let settings = &cx.engine().config().settings;
+    settings
+        .get("lazyfree-lazy-user-flush")
+        .is_some_and(|v| v.eq_ignore_ascii_case("yes"))
+}
+
+/// How many scripts the cache holds, native and Lua (`number_of_cached_scripts`).
+fn cached_scripts(cx: &mut Cx<'_>) -> usize {
+    #[cfg(feature = "lua")]
+    return crate::lua::memory(cx).cached_scripts as usize;
+    #[cfg(not(feature = "lua"))]
+    cx.scripts().native_bodies().len()
+}
+
 /// Whether a script with this SHA is in the cache, native or on the Lua state.
 fn is_loaded(scripts: &ScriptCache, sha: &[u8]) -> bool {
     #[cfg(feature = "lua")]
@@ -200,15 +217,20 @@ fn script_command(cx: &mut Cx<'_>, args: &mut Args<'_>) -> CmdResult {
         ));
     }
     if is(sub, "flush") {
-        match args.rest() {
-            [] => {}
-            [mode] if is(mode, "sync") || is(mode, "async") => {}
+        let asynchronous = match args.rest() {
+            [] => flushes_lazily(cx),
+            [mode] if is(mode, "sync") => false,
+            [mode] if is(mode, "async") => true,
             [_] => {
                 return Err(Frame::error(
                     "ERR SCRIPT FLUSH only support SYNC|ASYNC option",
                 ));
             }
             _ => return Err(wrong_arity("script|flush")),
+        };
+        if asynchronous {
+            let cached = cached_scripts(cx);
+            cx.node().count_lazy_free(cached, cached);
         }
         let scripts = cx.scripts();
         scripts.clear_native();

@@ -94,8 +94,9 @@ impl<'a> Sort<'a> {
                 }
             }
         };
-        // A stored set must not depend on its hash order: Redis sorts it by bytes instead.
-        if self.dont_sort && !ordered && self.store.is_some() {
+        // A stored set must not depend on its hash order, nor a script's: Redis sorts it by
+        // bytes instead, so that replicas and the AOF get the same result.
+        if self.dont_sort && !ordered && (self.store.is_some() || cx.in_script()) {
             self.dont_sort = false;
             self.alpha = true;
             self.by = None;

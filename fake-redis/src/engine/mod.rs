@@ -382,6 +382,14 @@ impl ScriptCache {
         std::sync::Arc::clone(&self.watch)
     }
 
+    /// The SHA and body length of each loaded native script.
+    pub fn native_bodies(&self) -> Vec<(&str, usize)> {
+        self.loaded
+            .iter()
+            .map(|s| (s.sha(), s.body().len()))
+            .collect()
+    }
+
     /// Forgets every native script (`SCRIPT FLUSH`; the Lua half is flushed beside).
     pub fn clear_native(&mut self) {
         self.loaded.clear();

@@ -38,6 +38,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 mod elsewhere;
 pub(crate) use elsewhere::MASTERDOWN;
 
+/// Redis's error to a write on a primary with fewer good replicas than `min-replicas-to-write`.
+pub(crate) const NOREPLICAS: Frame = Frame::error("NOREPLICAS Not enough good replicas to write.");
+
 /// Redis's error to a write on a read-only replica.
 pub(crate) const READONLY: Frame =
     Frame::error("READONLY You can't write against a read only replica.");
@@ -530,6 +533,16 @@ impl Engine {
     pub(crate) fn checks_replicas(&self) -> bool {
         self.replication.is_replica()
             || (self.replication.min_replicas.is_some() && self.too_few_good_replicas())
+    }
+
+    /// Redis's `checkGoodReplicasStatus`: whether writes may run as `min-replicas-to-write` asks
+    /// (always on a replica, or while it is not set). Scripts and functions that may write ask
+    /// it before they run.
+    #[inline]
+    pub(crate) fn has_good_replicas(&self) -> bool {
+        self.replication.is_replica()
+            || self.replication.min_replicas.is_none()
+            || !self.too_few_good_replicas()
     }
 
     /// Whether a primary has fewer good replicas than `min-replicas-to-write`: a good one is

@@ -197,6 +197,17 @@ impl ScriptWatch {
         self.asleep_until.fetch_max(until, Ordering::AcqRel);
     }
 
+    /// The `DEBUG SLEEP` that kept the server busy until `until` is over: forgotten, unless a
+    /// later one was asked for meanwhile.
+    pub fn sleep_over(&self, until: i64) {
+        let _ = self.asleep_until.compare_exchange(
+            until,
+            i64::MIN,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        );
+    }
+
     /// The time a `DEBUG SLEEP` keeps the server busy until, if one was asked for (it may
     /// have passed: a front door compares it with the clock).
     pub fn asleep_until(&self) -> Option<i64> {
@@ -329,8 +340,11 @@ impl ScriptWatch {
             // A load is no script: never busy to others, ended by its own timeout.
             return self.elapsed_ns() >= load_deadline;
         }
+        // Only a script detaches: the hook also fires outside one (it counts every instruction
+        // of the state, a library's load and the engine's own Lua among them), and no `end`
+        // would clear the mark of a script that never began.
         if instructions >= DETACH_AFTER
-            && state & DETACHED == 0
+            && state & (RUNNING | DETACHED) == RUNNING
             && let Some(detach) = self.detach.get()
             && detach()
         {
@@ -483,5 +497,30 @@ mod tests {
         assert_eq!(watch.busy(), Some(ScriptKind::Eval));
         watch.end();
         assert_eq!(watch.busy(), None);
+    }
+
+    /// The hook fires wherever the state's instruction count takes it, inside no script too (a
+    /// library's load starts far into the budget): the watch stays idle there. Had it detached,
+    /// every front door would have waited for ever for the end of a script that never began.
+    #[test]
+    fn only_a_script_detaches() {
+        let watch = ScriptWatch::default();
+        let detached = std::sync::Arc::new(AtomicBool::new(false));
+        let seen = std::sync::Arc::clone(&detached);
+        watch.set_detach(Box::new(move || {
+            seen.store(true, Ordering::Relaxed);
+            true
+        }));
+        assert!(!watch.check(DETACH_AFTER * 100));
+        watch.begin_load();
+        assert!(!watch.check(DETACH_AFTER * 100));
+        watch.end_load();
+        assert!(!detached.load(Ordering::Relaxed));
+        assert!(!watch.running());
+        watch.begin(ScriptKind::Eval);
+        assert!(!watch.check(DETACH_AFTER));
+        assert!(detached.load(Ordering::Relaxed), "a long script detaches");
+        watch.end();
+        assert!(!watch.running());
     }
 }

@@ -116,7 +116,14 @@ pub(crate) struct Stats {
     pub skip_slowlog: bool,
     /// `instantaneous_ops_per_sec`'s samples.
     pub ops: OpsSampler,
+    /// `lazyfreed_objects`: what Redis would have freed on its background thread (see
+    /// [`Engine::count_lazy_free`]).
+    pub lazyfreed: u64,
 }
+
+/// How many allocations a value must have before Redis frees it on its background thread
+/// rather than at once (`LAZYFREE_THRESHOLD`).
+pub(crate) const LAZYFREE_THRESHOLD: usize = 64;
 
 /// How many samples `instantaneous_ops_per_sec` averages (Redis's `STATS_METRIC_SAMPLES`).
 const OPS_SAMPLES: usize = 16;
@@ -528,6 +535,29 @@ impl Engine {
         if let Some(text) = error_bytes(error) {
             stats.error(text);
         }
+    }
+
+    /// Counts `objects` that a `FLUSH … ASYNC` of `items` (functions, scripts) hands to Redis's
+    /// background thread: Redis frees that few at once, and more there, counting them in
+    /// `lazyfreed_objects` once freed. The fake frees at once either way, so nothing is ever
+    /// pending (`lazyfree_pending_objects` reads 0) and the count is there as soon as the
+    /// flush returns.
+    pub(crate) fn count_lazy_free(&mut self, items: usize, objects: usize) {
+        if items > LAZYFREE_THRESHOLD {
+            self.stats.lazyfreed += objects as u64;
+        }
+    }
+
+    /// Counts a script's call refused before it ran (`scriptCall`'s checks) with `error`: a
+    /// rejected call of the command `name` (None for a name that is no command) and the error,
+    /// which the script's own error repeats when it fails for it.
+    pub(crate) fn count_script_rejection(&mut self, name: Option<&'static str>, error: &[u8]) {
+        let stats = &mut self.stats;
+        if let Some(name) = name {
+            stats.command(name).rejected += 1;
+        }
+        stats.error(error);
+        stats.script_error = Some(Bytes::copy_from_slice(error));
     }
 
     fn log_slow(&mut self, client: u64, argv: &[Bytes], from_script: bool, log: Log, value: i64) {

@@ -99,10 +99,14 @@ for _, name in ipairs(libraries) do
   local t = rawget(G, name)
   if type(t) == "table" then rawset(G, name, protect(t)) end
 end
-setmetatable(G, {__index = function(_, k)
+local G_meta = {__index = function(_, k)
   error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
-end})
+end}
+setmetatable(G, G_meta)
 local proxy = protect(G)
+-- The globals' metatable is read-only too, as Redis's: a script that reaches it through
+-- getmetatable(_G) gets a read-only view of it.
+local meta_views = {[G_meta] = protect(G_meta)}
 
 G.rawset = function(t, k, v)
   if real[t] then error("Attempt to modify a readonly table", 0) end
@@ -113,7 +117,10 @@ G.setmetatable = function(t, m)
   return setmetatable(t, m)
 end
 G.getmetatable = function(t)
-  if real[t] then return getmetatable(real[t]) end
+  if real[t] then
+    local m = getmetatable(real[t])
+    return meta_views[m] or m
+  end
   return getmetatable(t)
 end
 G.rawget = function(t, k) return rawget(real[t] or t, k) end
@@ -350,7 +357,8 @@ fn setresp(lua: &Lua, resp: Arc<AtomicU8>) -> mlua::Result<Function> {
     })
 }
 
-/// The `redis` table without `call` and `pcall` (the VM adds those, once per state).
+/// The `redis` table without `call`, `pcall` and `acl_check_cmd` (the VM adds those, once per
+/// state: they reach the running script's engine context).
 fn redis_table(lua: &Lua, version: Version) -> mlua::Result<Table> {
     let redis = lua.create_table()?;
     redis.raw_set(
@@ -473,36 +481,6 @@ fn redis_table(lua: &Lua, version: Version) -> mlua::Result<Table> {
     redis.raw_set(
         "debug",
         lua.create_function(|_, _: Variadic<Value>| Ok(()))?,
-    )?;
-    redis.raw_set(
-        "acl_check_cmd",
-        lua.create_function(|lua, args: Variadic<Value>| {
-            let Some(name) = args.first() else {
-                return Err(raise(
-                    lua,
-                    "ERR Please specify at least one argument for this redis lib call",
-                ));
-            };
-            // Redis converts every argument first, as `redis.call` does.
-            if !args
-                .iter()
-                .all(|a| matches!(a, Value::String(_) | Value::Integer(_) | Value::Number(_)))
-            {
-                return Err(raise(
-                    lua,
-                    "ERR Lua redis lib command arguments must be strings or integers",
-                ));
-            }
-            let name = lua.coerce_string(name.clone())?;
-            match name.and_then(|n| crate::cmd::lookup(&n.as_bytes()).map(|_| ())) {
-                // The fake has one user, allowed everything.
-                Some(()) => Ok(true),
-                None => Err(raise(
-                    lua,
-                    "ERR Invalid command passed to redis.acl_check_cmd()",
-                )),
-            }
-        })?,
     )?;
     for (name, value) in [
         ("LOG_DEBUG", 0),

@@ -29,7 +29,8 @@ use crate::engine::script_watch::RunningFunction;
 use crate::resp::Frame;
 use crate::resp::split_args;
 use bytes::Bytes;
-use mlua::{Function, Lua, Table, Value, Variadic};
+use mlua::state::{GcIncParams, GcMode};
+use mlua::{Function, Lua, RegistryKey, Table, Value, Variadic};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -53,6 +54,12 @@ const BAD_NAME: &str = "ERR Library names can only contain letters, numbers, or 
 /// A share of the instruction budget a library's code may use while it loads (Redis gives a load
 /// 500 ms, a tenth of a script's busy threshold).
 const LOAD_BUDGET_SHARE: u64 = 10;
+
+/// The collector's basic steps after each load. A load leaves garbage about as big as what it
+/// keeps (its chunk beside the callbacks it registered); with the state's allocations alone
+/// driving the collector, 50,000 loads left the state a tenth larger than Redis's, past the
+/// bound Redis's suite holds it to. Stepping here, not during `FCALL`, costs the loads only.
+const LOAD_GC_STEPS: usize = 4;
 
 /// The Lua half of the library environment: the globals table every library's code runs in, and
 /// a switch that points its lookups at the library API (while loading) or the script environment.
@@ -81,7 +88,11 @@ return globals, function(loading) meta.__index = loading and api or env end
 
 /// One function a library registered.
 struct Registered {
-    callback: Function,
+    /// The callback, in the state's registry: mlua's own handles (`Function`) take a slot each of
+    /// one auxiliary Lua stack, which Lua 5.1 caps at 8,000 (`LUAI_MAXCSTACK`), and Redis's suite
+    /// loads 50,000 libraries. Dropping the key frees the slot for the next registration, and
+    /// [`LibraryVm::release`] lets Lua collect the callback.
+    callback: RegistryKey,
     description: Option<Bytes>,
     flags: u8,
 }
@@ -98,8 +109,9 @@ struct Compiled {
     library: Library,
 }
 
-/// The registrations of the library that is loading.
-type Pending = Arc<Mutex<Vec<(String, Registered)>>>;
+/// The registrations of the library that is loading; None while none loads (a function that
+/// kept `redis.register_function` calls it in vain).
+type Pending = Arc<Mutex<Option<Vec<(String, Registered)>>>>;
 
 /// The state the libraries live in, built at the first load.
 struct LibraryVm {
@@ -175,16 +187,31 @@ impl Functions {
         for c in new {
             self.libraries.insert(c.name, c.library);
         }
+        self.release();
         Ok(())
     }
 
-    /// Takes library `name` out, with its functions' names.
-    fn remove(&mut self, name: &str) -> Option<Library> {
-        let library = self.libraries.remove(name)?;
+    /// Deletes library `name` and its functions' names; false if there is none.
+    fn remove(&mut self, name: &str) -> bool {
+        let Some(library) = self.libraries.remove(name) else {
+            return false;
+        };
         for f in library.functions.keys() {
             self.names.remove(&f.to_ascii_lowercase());
         }
-        Some(library)
+        drop(library);
+        self.release();
+        true
+    }
+
+    /// Lets Lua collect the callbacks of the libraries dropped since the last call (replaced,
+    /// deleted, or compiled and then refused): their registry entries go, as Redis's go with
+    /// the library, and the state's collector frees them. Without it a dropped key's entry stays
+    /// until a later registration reuses it.
+    fn release(&self) {
+        if let Some(lvm) = &self.vm {
+            lvm.vm.lua.expire_registry_values();
+        }
     }
 
     /// Puts `libraries` in place of the loaded ones.
@@ -194,6 +221,23 @@ impl Functions {
             .flat_map(|l| l.functions.keys().map(|f| f.to_ascii_lowercase()))
             .collect();
         self.libraries = libraries;
+    }
+
+    /// What `INFO memory` tells: libraries, functions, the bytes of the state they live in
+    /// (None until the first load builds it), and an estimate of what Redis 7.4's structures
+    /// take for them (`used_memory_functions`: its empty dictionaries, then each library's
+    /// code and entries and each function's name, description and entries).
+    pub fn memory(&self) -> (usize, usize, Option<u64>, u64) {
+        let (libraries, functions) = self.counts();
+        let state = self.vm.as_ref().map(|lvm| lvm.vm.reported_memory());
+        let round = |n: usize| (n as u64).next_multiple_of(16);
+        let overhead = self.libraries.iter().map(|(name, l)| {
+            let entries = l.functions.iter().map(|(f, r)| {
+                160 + round(f.len()) + r.description.as_ref().map_or(0, |d| round(d.len()))
+            });
+            400 + round(name.len()) + round(l.code.len()) + entries.sum::<u64>()
+        });
+        (libraries, functions, state, 232 + overhead.sum::<u64>())
     }
 
     /// Whether no library is loaded (`DEBUG RELOAD NOFLUSH` fails over one).
@@ -214,7 +258,7 @@ impl LibraryVm {
         let watch = cx.scripts().watch();
         let version = cx.engine().version();
         let build = || -> mlua::Result<LibraryVm> {
-            let vm = Box::new(Vm::new(rand, watch, ScriptKind::Function, version)?);
+            let mut vm = Box::new(Vm::new(rand, watch, ScriptKind::Function, version)?);
             let pending: Pending = Arc::default();
             let register = register_function(&vm.lua, pending.clone())?;
             let make: Function = vm
@@ -223,6 +267,11 @@ impl LibraryVm {
                 .set_name(ENV_SOURCE)
                 .into_function()?;
             let (globals, switch) = make.call((&vm.env, &vm.redis, register))?;
+            drop(make);
+            // Lua's own pause between cycles, which Redis keeps (see `LOAD_GC_STEPS`).
+            vm.lua
+                .gc_set_mode(GcMode::Incremental(GcIncParams::default().pause(200)));
+            vm.settle()?;
             Ok(LibraryVm {
                 vm,
                 globals,
@@ -249,7 +298,7 @@ impl LibraryVm {
             super::INSTRUCTION_BUDGET - super::INSTRUCTION_BUDGET / LOAD_BUDGET_SHARE,
             Ordering::Relaxed,
         );
-        self.pending.lock().expect("not poisoned").clear();
+        *self.pending.lock().expect("not poisoned") = Some(Vec::new());
         self.switch.call::<()>(true).map_err(lua_error)?;
         self.vm.watch.begin_load();
         let ran = {
@@ -261,8 +310,15 @@ impl LibraryVm {
         // A budget that ran out fires at every instruction: end it before the switch runs.
         self.vm.arm_budget().map_err(lua_error)?;
         self.switch.call::<()>(false).map_err(lua_error)?;
-        let registered = std::mem::take(&mut *self.pending.lock().expect("not poisoned"));
-        let _ = self.vm.lua.gc_step();
+        let registered = self
+            .pending
+            .lock()
+            .expect("not poisoned")
+            .take()
+            .unwrap_or_default();
+        for _ in 0..LOAD_GC_STEPS {
+            let _ = self.vm.lua.gc_step();
+        }
         match ran {
             Ok((true, _)) => {}
             _ if timed_out => {
@@ -275,6 +331,12 @@ impl LibraryVm {
                 return Err(Frame::error_owned(format!(
                     "ERR Error registering functions: {text}"
                 )));
+            }
+            // Redis's `luaExtractErrorInformation`: a string (or number) error is its message.
+            Ok((false, Value::String(s))) => {
+                let mut text = b"ERR Error registering functions: ERR ".to_vec();
+                text.extend_from_slice(&s.as_bytes());
+                return Err(Frame::error_from_bytes(text));
             }
             Ok((false, _)) => {
                 return Err(Frame::error("ERR Error registering functions: ERR"));
@@ -297,8 +359,13 @@ impl LibraryVm {
 /// `redis.register_function(name, callback)` and `redis.register_function{function_name=,
 /// callback=, flags=, description=}`, checked as Redis checks them.
 fn register_function(lua: &Lua, pending: Pending) -> mlua::Result<Function> {
+    const NOT_LOADING: &str =
+        "ERR redis.register_function can only be called on FUNCTION LOAD command";
     lua.create_function(move |lua, args: Variadic<Value>| {
         let fail = |text: &str| Err(env::raise(lua, text));
+        if pending.lock().expect("not poisoned").is_none() {
+            return fail(NOT_LOADING);
+        }
         let (name, registered) = match &args[..] {
             [Value::Table(t)] => named_registration(lua, t)?,
             [_] => {
@@ -317,7 +384,7 @@ fn register_function(lua: &Lua, pending: Pending) -> mlua::Result<Function> {
                     );
                 };
                 let registered = Registered {
-                    callback: callback.clone(),
+                    callback: lua.create_registry_value(callback)?,
                     description: None,
                     flags: 0,
                 };
@@ -329,6 +396,10 @@ fn register_function(lua: &Lua, pending: Pending) -> mlua::Result<Function> {
             return fail(BAD_NAME);
         }
         let mut pending = pending.lock().expect("not poisoned");
+        // A load is on: checked on entry, before the arguments, as Redis checks it.
+        let Some(pending) = pending.as_mut() else {
+            return fail(NOT_LOADING);
+        };
         if pending.iter().any(|(n, _)| n.eq_ignore_ascii_case(&name)) {
             return fail("ERR Function already exists in the library");
         }
@@ -409,7 +480,7 @@ fn named_registration(lua: &Lua, t: &Table) -> mlua::Result<(String, Registered)
     Ok((
         name,
         Registered {
-            callback,
+            callback: lua.create_registry_value(callback)?,
             description,
             flags,
         },
@@ -485,13 +556,15 @@ pub(crate) fn load(cx: &mut Cx<'_>, code: &Bytes, replace: bool) -> Frame {
     if !replace && cx.functions().libraries.contains_key(&name) {
         return Frame::error_owned(format!("ERR Library '{name}' already exists"));
     }
-    match compile_all(cx, std::slice::from_ref(code)) {
+    let reply = match compile_all(cx, std::slice::from_ref(code)) {
         Ok(compiled) => match cx.functions().add(compiled, replace) {
             Ok(()) => Frame::Bulk(Bytes::from(name)),
             Err(e) => e,
         },
         Err(e) => e,
-    }
+    };
+    cx.functions().release();
+    reply
 }
 
 /// Compiles every library of `codes`, building the state first if need be.
@@ -526,10 +599,26 @@ pub(crate) fn fcall(
     let Some((_, registered)) = functions.find(&name) else {
         return Frame::error("ERR Function not found");
     };
-    let (callback, flags) = (registered.callback.clone(), registered.flags);
+    let flags = registered.flags;
+    // A function is registered only by a load, which builds the state first.
+    let callback = functions
+        .vm
+        .as_ref()
+        .map(|lvm| lvm.vm.lua.registry_value::<Function>(&registered.callback));
+    let Some(Ok(callback)) = callback else {
+        return Frame::error("ERR Function not found");
+    };
     // Redis's `scriptPrepareForRun` checks `no-cluster` first.
     if flags & NO_CLUSTER != 0 && cx.engine().is_cluster_node() {
         return super::NO_CLUSTER;
+    }
+    // A function that may write, as a shebang's script: refused on a replica and short of
+    // good replicas.
+    if flags & NO_WRITES == 0 && cx.engine().is_read_only_replica() {
+        return crate::engine::replication::READONLY;
+    }
+    if flags & NO_WRITES == 0 && !cx.engine().has_good_replicas() {
+        return crate::engine::replication::NOREPLICAS;
     }
     if read_only_command && flags & NO_WRITES == 0 {
         return Frame::error("ERR Can not execute a script with write flag using *_ro command.");
@@ -600,8 +689,8 @@ pub(crate) fn list(cx: &mut Cx<'_>, pattern: Option<&[u8]>, with_code: bool) -> 
 pub(crate) fn delete(cx: &mut Cx<'_>, name: &[u8]) -> Frame {
     let name = String::from_utf8_lossy(name);
     match cx.functions().remove(name.as_ref()) {
-        Some(_) => Frame::OK,
-        None => Frame::error("ERR Library not found"),
+        true => Frame::OK,
+        false => Frame::error("ERR Library not found"),
     }
 }
 
@@ -657,6 +746,7 @@ pub(crate) fn restore(cx: &mut Cx<'_>, payload: &[u8], policy: RestorePolicy) ->
     } else {
         functions.add(compiled, policy == RestorePolicy::Replace)
     };
+    functions.release();
     match result {
         Ok(()) => Frame::OK,
         Err(e) => e,

@@ -32,7 +32,7 @@ use crate::engine::ScriptCache;
 use crate::engine::script_watch::{RunningFunction, ScriptKind, ScriptWatch};
 use crate::resp::Frame;
 use bytes::Bytes;
-use mlua::{Function, HookTriggers, Lua, Table, Value, VmState};
+use mlua::{Function, HookTriggers, Lua, RegistryKey, Table, Value, VmState};
 use rand48::Rand48;
 use raw::{Calls, Tables};
 use std::collections::BTreeMap;
@@ -128,9 +128,14 @@ fn may_replicate(name: &str) -> bool {
 
 /// A loaded body: its compiled function, flags and SHA (as text, for its errors).
 struct Loaded {
-    function: Function,
+    /// The function, in the state's registry rather than held by an mlua handle: each handle
+    /// takes a slot of one auxiliary Lua stack, which Lua 5.1 caps at 8,000 slots, and a cache
+    /// may hold many more scripts (Redis's suite loads 50,000).
+    function: RegistryKey,
     flags: Flags,
     sha: String,
+    /// The body's length, for `INFO`'s estimate of what Redis's cache keeps of it.
+    body_len: usize,
 }
 
 /// The scripting half of the script cache: the Lua state (built on first use) and what survives
@@ -195,6 +200,10 @@ pub(crate) struct Vm {
     /// The state's `loadstring`, which gives a syntax error's text as Lua's bytes (mlua's error
     /// holds it as UTF-8, with any other byte of the offending token replaced).
     loadstring: Function,
+    /// What a fresh state of this kind holds in the release the engine speaks as, and what this
+    /// one held once built: `INFO` reports the first plus what the state grew by since.
+    fresh: u64,
+    built: usize,
 }
 
 impl Vm {
@@ -231,7 +240,8 @@ impl Vm {
         let calls = Box::new(Calls::new(lua.clone(), resp.clone(), &handler, tables)?);
         redis.raw_set("call", calls.function(true)?)?;
         redis.raw_set("pcall", calls.function(false)?)?;
-        Ok(Vm {
+        redis.raw_set("acl_check_cmd", calls.acl_check_function()?)?;
+        let mut vm = Vm {
             lua,
             env,
             redis,
@@ -245,7 +255,27 @@ impl Vm {
             scripts: BTreeMap::new(),
             memory_limit: env::SCRIPT_MEMORY,
             loadstring,
-        })
+            fresh: fresh_state(version, kind),
+            built: 0,
+        };
+        vm.settle()?;
+        Ok(vm)
+    }
+
+    /// Marks the state as built: what it holds now (its environment, after a full collection)
+    /// is what `INFO` reports as Redis's fresh state.
+    fn settle(&mut self) -> mlua::Result<()> {
+        self.lua.gc_collect()?;
+        self.built = self.lua.used_memory();
+        Ok(())
+    }
+
+    /// The state's size as `INFO memory` reports it: Redis's fresh state of this kind plus what
+    /// this one grew by since it was built (what its scripts, libraries and garbage hold), in
+    /// whole kilobytes, as Redis reads Lua's count.
+    fn reported_memory(&self) -> u64 {
+        let grown = self.lua.used_memory().saturating_sub(self.built) as u64;
+        (self.fresh + grown) / 1024 * 1024
     }
 
     fn get(&self, sha: &[u8]) -> Option<&Loaded> {
@@ -267,12 +297,16 @@ impl Vm {
             &self.env,
             "Error compiling script (new function)",
         )?;
+        let function = self.lua.create_registry_value(function).map_err(|e| {
+            Frame::error_owned(format!("ERR Error compiling script (new function): {e}"))
+        })?;
         self.scripts.insert(
             key,
             Loaded {
                 function,
                 flags,
                 sha,
+                body_len: body.len(),
             },
         );
         Ok(key)
@@ -310,6 +344,80 @@ impl Vm {
             return None;
         }
         Some(error?.as_bytes().to_vec())
+    }
+}
+
+/// What `INFO memory` tells of the scripts: the two Lua states' sizes, what they hold, and what
+/// Redis's own structures would take for it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct ScriptMemory {
+    /// Bytes the `EVAL` state holds (`used_memory_vm_eval`).
+    pub eval_vm: u64,
+    /// Scripts in the cache, native and Lua (`number_of_cached_scripts`).
+    pub cached_scripts: u64,
+    /// Redis's cache of them (`used_memory_scripts_eval`).
+    pub eval_overhead: u64,
+    /// Bytes the Functions state holds (`used_memory_vm_functions`).
+    pub functions_vm: u64,
+    /// Functions and libraries loaded.
+    pub functions: u64,
+    pub libraries: u64,
+    /// Redis's structures for them (`used_memory_functions`).
+    pub functions_overhead: u64,
+}
+
+/// What `INFO memory` tells of the engine's scripts. A state not built yet counts as a fresh
+/// one, as Redis's always exist.
+pub(crate) fn memory(cx: &mut Cx<'_>) -> ScriptMemory {
+    let version = cx.engine().version();
+    let cache = cx.scripts();
+    let native = cache.native_bodies();
+    let vm = cache.lua.get::<LuaScripts>().and_then(|l| l.vm.as_deref());
+    // A native script's body is loaded on Lua when it runs there: its SHA counts once.
+    let native_only = native
+        .iter()
+        .filter(|(sha, _)| vm.is_none_or(|vm| vm.get(sha.as_bytes()).is_none()));
+    let mut bodies: Vec<usize> = native_only.map(|(_, len)| *len).collect();
+    bodies.extend(
+        vm.iter()
+            .flat_map(|vm| vm.scripts.values().map(|l| l.body_len)),
+    );
+    let eval_vm = vm.map_or_else(
+        || fresh_state(version, ScriptKind::Eval),
+        Vm::reported_memory,
+    );
+    let (libraries, functions, functions_vm, functions_overhead) = cx.functions().memory();
+    ScriptMemory {
+        eval_vm,
+        cached_scripts: bodies.len() as u64,
+        eval_overhead: bodies.iter().map(|&len| script_overhead(len)).sum(),
+        functions_vm: functions_vm.unwrap_or_else(|| fresh_state(version, ScriptKind::Function)),
+        functions: functions as u64,
+        libraries: libraries as u64,
+        functions_overhead,
+    }
+}
+
+/// What Redis 7.4's script cache takes for a body of `len` bytes: the SHA, the body's string
+/// and the entry, list node and dictionary slot that index them (fitted to its
+/// `used_memory_scripts_eval`, to within the dictionary's growth).
+fn script_overhead(len: usize) -> u64 {
+    144 + (len as u64 + 4).next_multiple_of(16)
+}
+
+/// What each release reports of a fresh state of each kind (`used_memory_vm_eval` and
+/// `used_memory_vm_functions` of a server that has run nothing): Lua's count of Redis's
+/// environment, which the fake's (mlua's own tables, the proxies that make it read-only) does
+/// not match.
+fn fresh_state(version: crate::engine::Version, kind: ScriptKind) -> u64 {
+    use crate::engine::Version;
+    match (version, kind) {
+        (Version::V7_0, ScriptKind::Eval) => 32_768,
+        (Version::V7_0, ScriptKind::Function) => 33_792,
+        (Version::V7_4, ScriptKind::Eval) => 31_744,
+        (Version::V7_4, ScriptKind::Function) => 32_768,
+        (Version::Valkey9_1, ScriptKind::Eval) => 33_792,
+        (Version::Valkey9_1, ScriptKind::Function) => 35_840,
     }
 }
 
@@ -468,6 +576,10 @@ fn eval_on(
     if flags.shebang && !flags.no_writes && cx.engine().is_read_only_replica() {
         return crate::engine::replication::READONLY;
     }
+    // Redis counts such a script a write: short of good replicas it is refused too.
+    if flags.shebang && !flags.no_writes && !cx.engine().has_good_replicas() {
+        return crate::engine::replication::NOREPLICAS;
+    }
     if read_only_command && flags.shebang && !flags.no_writes {
         return Frame::error("ERR Can not execute a script with write flag using *_ro command.");
     }
@@ -477,7 +589,11 @@ fn eval_on(
         caller_db: cx.db,
         watch: &vm.watch,
     };
-    let reply = vm.run(cx, &loaded.function, &loaded.sha, keys, args, &run);
+    let function = match vm.lua.registry_value::<Function>(&loaded.function) {
+        Ok(function) => function,
+        Err(e) => return running_error(&loaded.sha, &e.to_string()),
+    };
+    let reply = vm.run(cx, &function, &loaded.sha, keys, args, &run);
     // A script's SELECT is its own: the caller's database is as it was.
     cx.client().db = run.caller_db;
     cx.db = run.caller_db;
@@ -515,7 +631,10 @@ impl Vm {
             return running_error(sha, &e.to_string());
         }
         let valkey = cx.engine().version().is_valkey();
+        let started = cx.engine().now_us().max(cx.now.saturating_mul(1000));
+        let outer = cx.script_us.replace(started);
         let result = self.call(cx, function, keys, args, run);
+        cx.script_us = outer;
         let reply = match result {
             Ok((true, value)) => convert::lua_to_reply(&value, self.resp.load(Ordering::Relaxed)),
             Ok((false, err)) => self.script_error(&err, sha, valkey),
@@ -628,14 +747,51 @@ fn lua_number_text(n: f64) -> String {
     }
 }
 
+/// `redis.acl_check_cmd(command, arg…)`: whether the user running the script may call it (its
+/// keys and channels among its arguments), or the error Redis raises for a command it does not
+/// know. A container without its subcommand is checked as the container, as Redis looks it up.
+fn acl_check(running: &mut Running<'_, '_>, command: &[Bytes]) -> Result<bool, &'static str> {
+    const INVALID: &str = "ERR Invalid command passed to redis.acl_check_cmd()";
+    let version = running.cx.engine().version();
+    let spec = lookup_in(version, &command[0]).ok_or(INVALID)?;
+    let name = match crate::cmd::command_name(version, spec, command) {
+        Ok(name) => name,
+        Err(crate::cmd::Refusal::Arity(_)) => spec.name,
+        Err(crate::cmd::Refusal::Unknown) => return Err(INVALID),
+    };
+    Ok(crate::cmd::acl_script_may_call(running.cx, name, command))
+}
+
 /// The command a script's `redis.call` or `redis.pcall` made of its arguments, checked as Redis
 /// checks a script's commands and run: its reply (an error reply among them), or the error the
-/// call gets instead when a check refuses it.
+/// call gets instead when a check refuses it. A refusal counts as Redis's `scriptCall` counts
+/// it: a rejected call of the command (when there is one by that name) and an error reply, which
+/// the script's own error then repeats.
 fn run_command(
     running: &mut Running<'_, '_>,
     command: &[Bytes],
     resp: u8,
 ) -> Result<Frame, &'static str> {
+    match check_command(running, command) {
+        Ok(spec) => Ok(crate::cmd::call_from_script(
+            running.cx, spec, command, resp,
+        )),
+        Err((name, error)) => {
+            running
+                .cx
+                .node()
+                .count_script_rejection(name, error.as_bytes());
+            Err(error)
+        }
+    }
+}
+
+/// What [`run_command`] checks before the command runs, in `scriptCall`'s order: the command,
+/// or the refusal and the name of the command refused (none if it is unknown).
+fn check_command(
+    running: &mut Running<'_, '_>,
+    command: &[Bytes],
+) -> Result<&'static crate::cmd::Spec, (Option<&'static str>, &'static str)> {
     let run = running.run;
     let version = running.cx.engine().version();
     // Valkey's texts name no server, or itself.
@@ -652,27 +808,38 @@ fn run_command(
         ),
     };
     let Some(spec) = lookup_in(version, &command[0]) else {
-        return Err(unknown);
+        return Err((None, unknown));
     };
     let name = match crate::cmd::command_name(version, spec, command) {
-        _ if !spec.arity_ok(command.len()) => return Err(arity),
-        Err(crate::cmd::Refusal::Unknown) => return Err(unknown),
-        Err(crate::cmd::Refusal::Arity(_)) => return Err(arity),
+        _ if !spec.arity_ok(command.len()) => return Err((Some(spec.name), arity)),
+        Err(crate::cmd::Refusal::Unknown) => return Err((None, unknown)),
+        Err(crate::cmd::Refusal::Arity(_)) => return Err((Some(spec.name), arity)),
         Ok(name) => name,
     };
+    let refused = |error| Err((Some(name), error));
     // A container's subcommand (`client|list`) is let through by its container's name.
     let container = name
         .split_once('|')
         .map_or(name, |(container, _)| container);
     if not_in_scripts(name, version) && !allowed_by_debug(running, container) {
-        return Err(not_allowed);
+        return refused(not_allowed);
     }
-    crate::cmd::acl_check_script_call(running.cx, name, command)?;
+    if let Err(error) = crate::cmd::acl_check_script_call(running.cx, name, command) {
+        return refused(error);
+    }
     if run.read_only && (spec.has(crate::cmd::WRITE) || may_replicate(spec.name)) {
-        return Err("ERR Write commands are not allowed from read-only scripts.");
+        return refused("ERR Write commands are not allowed from read-only scripts.");
     }
     if spec.has(crate::cmd::WRITE) && running.cx.engine().is_read_only_replica() {
-        return Err("READONLY You can't write against a read only replica.");
+        return refused("READONLY You can't write against a read only replica.");
+    }
+    // Redis's `scriptVerifyWriteCommandAllow`: short of good replicas, a script's first write is
+    // refused (one that has written already goes on: it cannot be undone halfway).
+    if spec.has(crate::cmd::WRITE)
+        && !run.watch.has_written()
+        && !running.cx.engine().has_good_replicas()
+    {
+        return refused("NOREPLICAS Not enough good replicas to write.");
     }
     // Redis's `scriptVerifyOOM`: out of memory, a script's first write that may grow memory is
     // refused (`engine/evict.rs`).
@@ -681,7 +848,7 @@ fn run_command(
         && !run.watch.has_written()
         && crate::cmd::denies_oom_in_script(version, name)
     {
-        return Err("OOM command not allowed when used memory > 'maxmemory'.");
+        return refused("OOM command not allowed when used memory > 'maxmemory'.");
     }
     if spec.has(crate::cmd::WRITE) {
         run.watch.wrote();
@@ -690,11 +857,11 @@ fn run_command(
     let cx = &mut *running.cx;
     if cx.engine().is_cluster_node() {
         let (id, now) = (cx.client, cx.now);
-        crate::cmd::route_script_call(cx.node(), id, spec, name, command, now)?;
+        if let Err(error) = crate::cmd::route_script_call(cx.node(), id, spec, name, command, now) {
+            return refused(error);
+        }
     }
-    Ok(crate::cmd::call_from_script(
-        running.cx, spec, command, resp,
-    ))
+    Ok(spec)
 }
 
 #[cfg(test)]

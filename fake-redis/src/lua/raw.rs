@@ -277,6 +277,19 @@ impl Calls {
         }
     }
 
+    /// Makes the Lua function `redis.acl_check_cmd`, bound to `self` as [`Calls::function`]'s
+    /// are: whether the user running the script may call the command its arguments make.
+    pub(super) fn acl_check_function(&self) -> mlua::Result<Function> {
+        let calls: *const Calls = self;
+        // SAFETY: as `function`'s.
+        unsafe {
+            self.lua.exec_raw::<Function>((), |state| {
+                ffi::lua_pushlightuserdata(state, calls.cast_mut().cast());
+                ffi::lua_pushcclosure(state, acl_check_entry, 1);
+            })
+        }
+    }
+
     /// Runs `f` with `running` lent to the calls (see [`Slot::lend`]), then resumes the panic of
     /// a command the script called, if one panicked.
     pub(super) fn lend<R>(&self, running: &mut Running<'_, '_>, f: impl FnOnce() -> R) -> R {
@@ -323,6 +336,54 @@ impl Calls {
     fn limit_lifted(&self, push: impl FnOnce()) {
         let _limit = super::env::MemoryLimit::set(&self.lua, 0);
         push();
+    }
+
+    /// The work of one `redis.acl_check_cmd`: its boolean on top of the stack
+    /// ([`Outcome::Reply`]) or the error table it raises ([`Outcome::Raise`]). Nothing here
+    /// raises, nor unwinds out of it, as in [`Calls::call`].
+    ///
+    /// # Safety
+    /// As [`Calls::call`]'s.
+    unsafe fn acl_check(&self, state: *mut lua_State) -> Outcome {
+        // SAFETY: `state` is in the call of a C function.
+        let arguments = unsafe { ffi::lua_gettop(state) };
+        let checked = catch_unwind(AssertUnwindSafe(|| {
+            self.slot.with(|running| {
+                let mut command = self.command.borrow_mut();
+                command.clear();
+                // SAFETY: as in `call_unguarded`.
+                let checked = match unsafe { read_arguments(state, &mut command) } {
+                    Ok(()) => super::acl_check(running, &command),
+                    Err(text) => Err(text),
+                };
+                command.clear();
+                checked
+            })
+        }));
+        // SAFETY: back to the arguments, the twenty slots are free; a boolean takes no
+        // allocation, and the error tables are made with the limit off.
+        unsafe {
+            ffi::lua_settop(state, arguments);
+            match checked {
+                Ok(Some(Ok(allowed))) => {
+                    ffi::lua_pushboolean(state, c_int::from(allowed));
+                    return Outcome::Reply;
+                }
+                Ok(Some(Err(text))) => {
+                    self.limit_lifted(|| push_error_table(state, text.as_bytes(), false));
+                }
+                Ok(None) => {
+                    let text =
+                        b"ERR redis.acl_check_cmd can only be called inside a script invocation";
+                    self.limit_lifted(|| push_error_table(state, text, false));
+                }
+                Err(panic) => {
+                    self.panic.set(Some(panic));
+                    self.limit_lifted(|| push_error_table(state, PANICKED, false));
+                }
+            }
+        }
+        Outcome::Raise
     }
 
     /// [`Calls::call`] without its guard against panics.
@@ -400,6 +461,21 @@ unsafe extern "C-unwind" fn call_entry<const RAISES: bool>(state: *mut lua_State
         match calls.call(state) {
             Outcome::Reply => 1,
             Outcome::ErrorReply if !RAISES => 1,
+            Outcome::ErrorReply | Outcome::Raise => ffi::lua_error(state),
+        }
+    }
+}
+
+/// `redis.acl_check_cmd` as Lua sees it.
+///
+/// # Safety
+/// As [`call_entry`]'s, with the [`Calls`] made by [`Calls::acl_check_function`].
+unsafe extern "C-unwind" fn acl_check_entry(state: *mut lua_State) -> c_int {
+    // SAFETY: as in `call_entry`.
+    unsafe {
+        let calls = &*ffi::lua_touserdata(state, ffi::lua_upvalueindex(1)).cast::<Calls>();
+        match calls.acl_check(state) {
+            Outcome::Reply => 1,
             Outcome::ErrorReply | Outcome::Raise => ffi::lua_error(state),
         }
     }

@@ -431,19 +431,30 @@ impl Connection {
     /// Waits until a `DEBUG SLEEP` in the engine is over (at once when none is): on a tokio
     /// timer, holding neither the engine nor a worker thread, so the process's other servers
     /// go on. `false` when the server stops meanwhile.
+    ///
+    /// The engine's time is read without waiting for a script that holds the engine: a worker
+    /// parked on its lock serves nobody, and with both of a two-core machine's parked so, the
+    /// `SCRIPT KILL` that would end the script was never read. A running script keeps the
+    /// server busy by itself (the step answers for it), so the sleep is as good as over here.
     async fn sleep_out(&self, shutdown: &mut tokio::sync::watch::Receiver<bool>) -> bool {
         let Some(until) = self.shared.scripts.asleep_until() else {
             return true;
         };
         let shared = Arc::clone(&self.shared);
-        let now = || lock(&shared.engine).now();
-        if now() >= until {
-            return true;
+        let now = || lock_unless_busy(&shared.engine, &shared.scripts).map(|e| e.now());
+        match now() {
+            None => return true,
+            Some(now) if now >= until => {
+                // Over for good: no later step needs to read the time for it again.
+                shared.scripts.sleep_over(until);
+                return true;
+            }
+            Some(_) => {}
         }
         tokio::select! {
             biased;
             () = stopped(shutdown) => false,
-            () = shared.clock.wait_until(until, now) => true,
+            () = shared.clock.wait_until(until, || now().unwrap_or(i64::MAX)) => true,
         }
     }
 

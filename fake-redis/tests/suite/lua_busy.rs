@@ -285,3 +285,51 @@ fn after_a_restart_fault_a_runaway_script_still_answers_busy() {
     assert_eq!(other.call(&["SCRIPT", "KILL"]), Reply::Status("OK".into()));
     killed(&runner.read(), SPIN);
 }
+
+/// Thousands of library loads leave the server serving. The hook counts the state's
+/// instructions across calls, so it fires inside some load sooner or later (about every
+/// 12,000th of these); a load starts far into its budget, and the hook once took it for a long
+/// script and handed its worker over, marking the watch busy with no script's end to clear it:
+/// every connection then waited for ever. Loads are pipelined so that 20,000 take a second.
+#[test]
+fn twenty_thousand_library_loads_leave_the_server_serving() {
+    let (_fake, mut loader, mut other) = start_with_two_clients(&[]);
+    const BATCH: usize = 1_000;
+    for round in 0..20 {
+        for i in 0..BATCH {
+            let n = round * BATCH + i;
+            let code =
+                format!("#!lua name=lib\nredis.register_function('f', function() return {n} end)");
+            loader.send(&["FUNCTION", "LOAD", "REPLACE", &code]);
+        }
+        for _ in 0..BATCH {
+            assert_eq!(loader.read(), Reply::Bulk(Some("lib".into())));
+        }
+    }
+    assert_eq!(other.call(&["PING"]), Reply::Status("PONG".into()));
+    assert_eq!(loader.call(&["FCALL", "f", "0"]), Reply::Integer(19_999));
+}
+
+/// A `DEBUG SLEEP` long over does not hold the workers while a script runs: the connections
+/// read the engine's time without waiting for its lock, so the one that sends `SCRIPT KILL` is
+/// still served. (Each connection looked at the sleep's end under the engine's lock, waiting on
+/// it while the script held it, until no worker was left to read the kill.)
+#[test]
+fn after_a_debug_sleep_a_busy_script_can_still_be_killed() {
+    let (fake, mut runner, mut other) = start_with_two_clients(&[
+        "--busy-reply-threshold",
+        "200",
+        "--enable-debug-command",
+        "yes",
+    ]);
+    assert_eq!(
+        other.call(&["DEBUG", "SLEEP", "0.01"]),
+        Reply::Status("OK".into())
+    );
+    runner.send(&["EVAL", SPIN, "0"]);
+    until_busy(&mut other);
+    let mut killer = Client::connect(fake.port);
+    assert_eq!(killer.call(&["SCRIPT", "KILL"]), Reply::Status("OK".into()));
+    killed(&runner.read(), SPIN);
+    assert_eq!(other.call(&["PING"]), Reply::Status("PONG".into()));
+}

@@ -515,3 +515,107 @@ fn command_list_names_the_functions_commands() {
         assert!(list.contains(&format!("\r\n{name}\r\n")), "{list}");
     }
 }
+
+/// The number `field` reads in an `INFO` reply.
+fn info_number(reply: &[u8], field: &str) -> u64 {
+    let text = String::from_utf8_lossy(reply);
+    let line = text
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .unwrap_or_else(|| panic!("no {field} in {text}"));
+    line.trim().parse().unwrap()
+}
+
+impl Fake {
+    /// `used_memory_vm_functions`: what the Functions state holds.
+    fn functions_state(&mut self) -> u64 {
+        info_number(
+            &self.call(&[b"INFO", b"memory"]),
+            "used_memory_vm_functions",
+        )
+    }
+}
+
+/// More libraries load and run than mlua's handles could hold (each took a slot of one Lua
+/// stack, which Lua 5.1 caps at 8,000: the 7,983rd load failed with `ERR Error registering
+/// functions: ERR error in error handling`), and the Functions state's size grows with them as
+/// Redis's does, and is back to a fresh state's after `FUNCTION FLUSH`.
+#[test]
+fn ten_thousand_libraries_load_run_and_are_counted() {
+    let mut fake = Fake::new();
+    let fresh = fake.functions_state();
+    for i in 0..10_000 {
+        let code = format!(
+            "#!lua name=lib{i}\nredis.register_function('f{i}', function() return {i} end)"
+        );
+        let name = format!("lib{i}");
+        assert_eq!(
+            fake.call(&[b"FUNCTION", b"LOAD", code.as_bytes()]),
+            format!("${}\r\n{name}\r\n", name.len()).into_bytes()
+        );
+    }
+    assert_eq!(fake.call(&[b"FCALL", b"f0", b"0"]), b":0\r\n");
+    assert_eq!(fake.call(&[b"FCALL", b"f9999", b"0"]), b":9999\r\n");
+    let info = fake.call(&[b"INFO", b"memory"]);
+    assert_eq!(info_number(&info, "number_of_libraries"), 10_000);
+    assert_eq!(info_number(&info, "number_of_functions"), 10_000);
+    // Redis 7.4.1's state holds about 2.7 MB for these, and its suite holds 50,000 to 14.5 MB.
+    let used = fake.functions_state();
+    assert!(
+        (1 << 20..4 << 20).contains(&used),
+        "the Functions state holds {used} bytes for 10,000 libraries"
+    );
+    fake.call(&[b"FUNCTION", b"FLUSH"]);
+    assert_eq!(fake.functions_state(), fresh);
+}
+
+/// A library replaced ten thousand times still runs, and the Functions state stays the size of
+/// one library's: each replaced library's callbacks leave the state's registry, and its
+/// collector frees them.
+#[test]
+fn replacing_a_library_ten_thousand_times_frees_what_each_held() {
+    let mut fake = Fake::new();
+    let fresh = fake.functions_state();
+    let mut largest = 0;
+    for i in 0..10_000 {
+        let code =
+            format!("#!lua name=lib\nredis.register_function('f', function() return {i} end)");
+        let loaded = fake.call(&[b"FUNCTION", b"LOAD", b"REPLACE", code.as_bytes()]);
+        assert_eq!(loaded, b"$3\r\nlib\r\n");
+        if i % 500 == 499 {
+            largest = largest.max(fake.functions_state());
+        }
+    }
+    assert_eq!(fake.call(&[b"FCALL", b"f", b"0"]), b":9999\r\n");
+    // Kept, the 10,000 libraries would take some 3 MB.
+    assert!(
+        largest < fresh + (256 << 10),
+        "the Functions state grew to {largest} bytes (fresh: {fresh})"
+    );
+    let stats = fake.call(&[b"FUNCTION", b"STATS"]);
+    let stats = String::from_utf8_lossy(&stats);
+    assert!(
+        stats.contains("libraries_count\r\n:1\r\n") && stats.contains("functions_count\r\n:1\r\n"),
+        "{stats}"
+    );
+}
+
+/// More scripts load and run than mlua's handles could hold (see above), each cached script's
+/// function kept in the state's registry.
+#[test]
+fn ten_thousand_cached_scripts_run() {
+    let mut fake = Fake::new();
+    let mut shas = Vec::new();
+    for i in 0..10_000 {
+        let body = format!("return {i}");
+        shas.push(bulk_body(&fake.call(&[
+            b"SCRIPT",
+            b"LOAD",
+            body.as_bytes(),
+        ])));
+    }
+    assert_eq!(fake.call(&[b"EVALSHA", &shas[0], b"0"]), b":0\r\n");
+    assert_eq!(fake.call(&[b"EVALSHA", &shas[9_999], b"0"]), b":9999\r\n");
+    let info = fake.call(&[b"INFO", b"memory"]);
+    assert_eq!(info_number(&info, "number_of_cached_scripts"), 10_000);
+}

@@ -131,6 +131,24 @@ pub(crate) fn may_run_everything(engine: &Engine, id: u64) -> bool {
             .is_some_and(|u| u.selectors.len() == 1 && u.allows_everything())
 }
 
+/// Whether the client running a script may call the command named `name` in full with `argv`
+/// (`redis.acl_check_cmd`): the check of its `redis.call`, without the `ACL LOG` entry a refusal
+/// adds there.
+pub(crate) fn script_may_call(cx: &mut Cx<'_>, name: &str, argv: &[Bytes]) -> bool {
+    let engine = cx.engine();
+    if engine.acl().users.is_open() {
+        return true;
+    }
+    let Some(client) = engine.client(cx.client) else {
+        return true;
+    };
+    engine
+        .acl()
+        .users
+        .get(&client.user)
+        .is_none_or(|user| check::check(user, name, argv).is_ok())
+}
+
 /// The ACL check of a script's `redis.call` of the command named `name` in full: the error it
 /// raises when the user running the script may not make it (logged in the `lua` context).
 pub(crate) fn check_script_call(
